@@ -1,0 +1,212 @@
+//===- CompositeOps.cpp - matmul, conv, pool, layer_norm ------------------===//
+
+#include "ir/Kiln/KilnDialect.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+LogicalResult checkSameElement(std::optional<Location> location, StringRef name,
+                               Value a, Value b, StringRef what) {
+  if (tensorType(a).getElementType() != tensorType(b).getElementType())
+    return emitShapeError(location, name, what + " must have the input's element type");
+  return success();
+}
+
+/// Checks that a window attribute has `expected` entries, all >= `minimum`.
+LogicalResult checkWindowAttr(std::optional<Location> location, StringRef name,
+                              ArrayRef<int64_t> values, size_t expected, int64_t minimum,
+                              StringRef what) {
+  if (values.size() != expected)
+    return emitShapeError(location, name,
+                          what + " has " + Twine(values.size()) + " entries; expected " +
+                              Twine(expected));
+  for (int64_t v : values)
+    if (v < minimum)
+      return emitShapeError(location, name,
+                            what + " entries must be >= " + Twine(minimum) + ", got " +
+                                Twine(v));
+  return success();
+}
+
+/// Output size of a sliding window: (in + pads - dilation*(k-1) - 1) / stride + 1,
+/// rounded down, or up with `ceilMode`.
+DimExpr windowOutputDim(DimExpr in, DimExpr kernel, int64_t padBegin, int64_t padEnd,
+                        int64_t stride, int64_t dilation, bool ceilMode) {
+  if (!in || !kernel)
+    return DimExpr();
+  MLIRContext *ctx = in.getContext();
+  DimExpr effectiveKernel =
+      addDims(mulDims(subDims(kernel, getConstantDim(ctx, 1)), getConstantDim(ctx, dilation)),
+              getConstantDim(ctx, 1));
+  DimExpr span = subDims(addDims(in, getConstantDim(ctx, padBegin + padEnd)), effectiveKernel);
+  DimExpr strideDim = getConstantDim(ctx, stride);
+  DimExpr out = addDims(ceilMode ? ceilDivDims(span, strideDim) : floorDivDims(span, strideDim),
+                        getConstantDim(ctx, 1));
+  // ceil_mode drops a last window that would start inside the end padding.
+  if (ceilMode) {
+    auto o = getConstantDimValue(out), i = getConstantDimValue(in);
+    if (o && i && (*o - 1) * stride >= *i + padBegin)
+      out = getConstantDim(ctx, *o - 1);
+  }
+  return out;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// matmul
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType lhs = tensorType(adaptor.getLhs()), rhs = tensorType(adaptor.getRhs());
+  if (failed(checkSameElement(location, name, adaptor.getLhs(), adaptor.getRhs(), "rhs")))
+    return failure();
+  if (lhs.getRank() == 0 || rhs.getRank() == 0)
+    return emitShapeError(location, name, "operands must have rank >= 1");
+  SymShape a = getSymShape(lhs), b = getSymShape(rhs);
+  bool lhsVector = a.size() == 1, rhsVector = b.size() == 1;
+  MLIRContext *ctx = lhs.getContext();
+  if (lhsVector)
+    a.insert(a.begin(), getConstantDim(ctx, 1));
+  if (rhsVector)
+    b.push_back(getConstantDim(ctx, 1));
+  FailureOr<DimExpr> k = unifyDims(location, name, a.back(), b[b.size() - 2],
+                                   "contraction dims (lhs dim -1, rhs dim -2)");
+  if (failed(k))
+    return failure();
+  SymShape batchA(a.begin(), a.end() - 2), batchB(b.begin(), b.end() - 2);
+  FailureOr<SymShape> batch = broadcastShapes(location, name, {batchA, batchB});
+  if (failed(batch))
+    return failure();
+  SymShape out = *batch;
+  if (!lhsVector)
+    out.push_back(a[a.size() - 2]);
+  if (!rhsVector)
+    out.push_back(b.back());
+  inferred.push_back(makeTensorType(out, lhs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// conv
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                       Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType input = tensorType(adaptor.getInput()), filter = tensorType(adaptor.getFilter());
+  if (input.getRank() < 3)
+    return emitShapeError(location, name, "input must have rank >= 3 ([N, C, spatial...])");
+  if (filter.getRank() != input.getRank())
+    return emitShapeError(location, name, "filter rank " + Twine(filter.getRank()) +
+                                              " differs from input rank " +
+                                              Twine(input.getRank()));
+  if (failed(checkSameElement(location, name, adaptor.getInput(), adaptor.getFilter(), "filter")))
+    return failure();
+  size_t k = input.getRank() - 2;
+  int64_t group = adaptor.getGroup();
+  if (group < 1)
+    return emitShapeError(location, name, "group must be >= 1, got " + Twine(group));
+  if (failed(checkWindowAttr(location, name, adaptor.getStrides(), k, 1, "strides")) ||
+      failed(checkWindowAttr(location, name, adaptor.getDilations(), k, 1, "dilations")) ||
+      failed(checkWindowAttr(location, name, adaptor.getPads(), 2 * k, 0, "pads")))
+    return failure();
+  SymShape x = getSymShape(input), w = getSymShape(filter);
+  // Channels: C == filter[1] * group, and M divisible by group.
+  DimExpr channels = mulDims(w[1], getConstantDim(context, group));
+  if (failed(unifyDims(location, name, x[1], channels, "input channels and filter dim 1 * group")))
+    return failure();
+  if (auto m = getConstantDimValue(w[0]); m && *m % group != 0)
+    return emitShapeError(location, name, "filter dim 0 (" + Twine(*m) +
+                                              ") is not divisible by group " + Twine(group));
+  if (Value bias = adaptor.getBias()) {
+    if (failed(checkSameElement(location, name, adaptor.getInput(), bias, "bias")))
+      return failure();
+    RankedTensorType b = tensorType(bias);
+    if (b.getRank() != 1 ||
+        failed(unifyDims(location, name, getSymShape(b)[0], w[0], "bias size and filter dim 0")))
+      return emitShapeError(location, name, "bias must be 1-D with one entry per output channel");
+  }
+  SymShape out{x[0], w[0]};
+  for (size_t i = 0; i < k; ++i)
+    out.push_back(windowOutputDim(x[i + 2], w[i + 2], adaptor.getPads()[i],
+                                  adaptor.getPads()[i + k], adaptor.getStrides()[i],
+                                  adaptor.getDilations()[i], /*ceilMode=*/false));
+  for (auto [i, d] : llvm::enumerate(out))
+    if (auto c = getConstantDimValue(d); c && *c < 0)
+      return emitShapeError(location, name, "the window is larger than the padded input");
+  inferred.push_back(makeTensorType(out, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// pool
+//===----------------------------------------------------------------------===//
+
+LogicalResult PoolOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                       Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType input = tensorType(adaptor.getInput());
+  if (input.getRank() < 3)
+    return emitShapeError(location, name, "input must have rank >= 3 ([N, C, spatial...])");
+  size_t k = input.getRank() - 2;
+  if (failed(checkWindowAttr(location, name, adaptor.getKernelShape(), k, 1, "kernel_shape")) ||
+      failed(checkWindowAttr(location, name, adaptor.getStrides(), k, 1, "strides")) ||
+      failed(checkWindowAttr(location, name, adaptor.getDilations(), k, 1, "dilations")) ||
+      failed(checkWindowAttr(location, name, adaptor.getPads(), 2 * k, 0, "pads")))
+    return failure();
+  if (adaptor.getKind() == PoolKind::lp && adaptor.getP() < 1)
+    return emitShapeError(location, name, "p must be >= 1");
+  SymShape x = getSymShape(input);
+  SymShape out{x[0], x[1]};
+  for (size_t i = 0; i < k; ++i) {
+    DimExpr d = windowOutputDim(x[i + 2], getConstantDim(context, adaptor.getKernelShape()[i]),
+                                adaptor.getPads()[i], adaptor.getPads()[i + k],
+                                adaptor.getStrides()[i], adaptor.getDilations()[i],
+                                adaptor.getCeilMode());
+    if (auto c = getConstantDimValue(d); c && *c < 1)
+      return emitShapeError(location, name,
+                            "the window is larger than the padded input in spatial dim " +
+                                Twine(i));
+    out.push_back(d);
+  }
+  inferred.push_back(makeTensorType(out, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// layer_norm
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType input = tensorType(adaptor.getInput());
+  FailureOr<int64_t> axis = normalizeAxis(location, name, adaptor.getAxis(), input.getRank());
+  if (failed(axis))
+    return failure();
+  SymShape all = getSymShape(input);
+  SymShape normalized(all.begin() + *axis, all.end());
+  for (auto [operand, what] : llvm::zip(ValueRange{adaptor.getScale(), adaptor.getBias()},
+                                        ArrayRef<StringRef>{"scale", "bias"})) {
+    if (!operand)
+      continue;
+    if (failed(checkSameElement(location, name, adaptor.getInput(), operand, what)))
+      return failure();
+    SymShape s = getSymShape(operand.getType());
+    if (s.size() > normalized.size())
+      return emitShapeError(location, name,
+                            what + " has more dims than the normalized trailing dims");
+    if (failed(broadcastShapes(location, name, {normalized, s})))
+      return failure();
+  }
+  inferred.push_back(input);
+  return success();
+}
+
+} // namespace kiln

@@ -1,0 +1,113 @@
+//===- CompositeOps.td - ops the codegen wants to see whole ---*- tablegen -*-===//
+//
+// Matmul and conv map onto cuBLASLt and cuDNN; softmax and layer_norm map onto one
+// fused row-reduction kernel each. Keeping them whole spares the codegen from
+// re-discovering them in a soup of elementwise ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPOSITE_OPS_TD
+#define KILN_COMPOSITE_OPS_TD
+
+include "ir/Kiln/KilnAttrs.td"
+
+def Kiln_MatmulOp : Kiln_Op<"matmul"> {
+  let summary = "matrix product with numpy batch broadcasting";
+  let description = [{
+    numpy `matmul`: the last two dims multiply, leading dims broadcast; a 1-D operand
+    is promoted to a matrix and the promoted dim dropped from the result. Both
+    operands have one element type, which is the result's.
+
+    ```mlir
+    %r = kiln.matmul %a, %w : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768x3072xf32>) -> tensor<?x?x3072xf32, #kiln.dims<[batch, seq, 3072]>>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
+  let results = (outs Kiln_Tensor:$result);
+}
+
+def Kiln_ConvOp : Kiln_Op<"conv"> {
+  let summary = "N-d grouped convolution, channels first";
+  let description = [{
+    `input` is `[N, C, D1..Dk]`, `filter` is `[M, C / group, K1..Kk]`, the optional
+    `bias` is `[M]`. `strides` and `dilations` have k entries, `pads` has 2k
+    (`[begin..., end...]`). Output dim i is
+    `(D_i + pb_i + pe_i - dilation_i * (K_i - 1) - 1) floordiv stride_i + 1`.
+
+    ```mlir
+    %y = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64} : (tensor<?x3x32x32xf32, #kiln.dims<[n, 3, 32, 32]>>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<?x16x32x32xf32, #kiln.dims<[n, 16, 32, 32]>>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$filter,
+                       Optional<Kiln_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                       DenseI64ArrayAttr:$pads, DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Kiln_FloatTensor:$result);
+}
+
+def Kiln_PoolOp : Kiln_Op<"pool"> {
+  let summary = "N-d max, average or Lp pooling, channels first";
+  let description = [{
+    Pools `input` (`[N, C, D1..Dk]`) over windows of `kernel_shape`. With
+    `ceil_mode` the output dim rounds up instead of down, and a window that would
+    start in the end padding is dropped. `count_include_pad` makes `avg` divide by the
+    full window; `p` is the norm of `lp`.
+
+    ```mlir
+    %y = kiln.pool %x {kind = #kiln<pool max>, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x32x32xf32>) -> tensor<1x16x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_PoolKindAttr:$kind,
+                       DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
+                       DefaultValuedAttr<I64Attr, "2">:$p);
+  let results = (outs Kiln_FloatTensor:$result);
+}
+
+class Kiln_SoftmaxLikeOp<string mnemonic, string formula>
+    : Kiln_Op<mnemonic> {
+  let summary = mnemonic # " along one axis";
+  let description = "Computes `" # formula # "` along `axis` (negative counts from the "
+    # "end), subtracting the maximum first for stability." # [{
+
+    ```mlir
+    }] # "%y = kiln." # mnemonic # [{ %x {axis = -1 : i64} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Kiln_FloatTensor:$result);
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::kiln::inferSameShapeAlongAxis(location, getOperationName(),
+          adaptor.getInput(), adaptor.getAxis(), inferred);
+    }
+  }];
+}
+
+def Kiln_SoftmaxOp : Kiln_SoftmaxLikeOp<"softmax", "exp(x) / sum(exp(x))">;
+def Kiln_LogSoftmaxOp : Kiln_SoftmaxLikeOp<"log_softmax", "x - log(sum(exp(x)))">;
+
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm"> {
+  let summary = "normalizes over the trailing dims from axis, then scales and shifts";
+  let description = [{
+    Normalizes `input` over dims `axis..rank-1` to zero mean and unit variance
+    (`epsilon` added to the variance), then multiplies by `scale` and adds the
+    optional `bias`; both broadcast against those trailing dims (ONNX
+    LayerNormalization).
+
+    ```mlir
+    %y = kiln.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<?x768xf32, #kiln.dims<[n, 768]>>, tensor<768xf32>, tensor<768xf32>) -> tensor<?x768xf32, #kiln.dims<[n, 768]>>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                       Optional<Kiln_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-05">:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+}
+
+#endif // KILN_COMPOSITE_OPS_TD

@@ -1,0 +1,431 @@
+//===- DataMovementOps.cpp - reshape, transpose, slice, gather, ... -------===//
+
+#include "ir/Kiln/Folding.h"
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+/// The static length of a 1-D shape-like operand, or an error naming it.
+FailureOr<int64_t> staticLength(std::optional<Location> location, StringRef opName,
+                                Value v, StringRef what) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getRank() != 1 || type.isDynamicDim(0))
+    return emitShapeError(location, opName, what + " must be a 1-D tensor of static length");
+  return type.getDimSize(0);
+}
+
+/// Known elements of `v`, or `length` unknowns.
+SymShape knownOrUnknown(Value v, int64_t length) {
+  if (auto known = getKnownElements(v); known && (int64_t)known->size() == length)
+    return *known;
+  return SymShape(length);
+}
+
+RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// reshape
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  FailureOr<int64_t> rank = staticLength(location, name, adaptor.getShape(), "shape");
+  if (failed(rank))
+    return failure();
+  RankedTensorType input = tensorType(adaptor.getInput());
+  SymShape target = knownOrUnknown(adaptor.getShape(), *rank);
+  int inferredIndex = -1;
+  for (auto [i, d] : llvm::enumerate(target)) {
+    auto c = getConstantDimValue(d);
+    if (!c)
+      continue;
+    if (*c == -1) {
+      if (inferredIndex >= 0)
+        return emitShapeError(location, name, "shape has more than one -1");
+      inferredIndex = i;
+    } else if (*c < 0) {
+      return emitShapeError(location, name,
+                            "shape entry " + Twine(i) + " is " + Twine(*c) +
+                                "; entries must be >= 0 or -1");
+    }
+  }
+  DimExpr inCount = productOfDims(context, getSymShape(input));
+  SmallVector<DimExpr> others;
+  for (auto [i, d] : llvm::enumerate(target))
+    if ((int)i != inferredIndex)
+      others.push_back(d);
+  DimExpr outCount = productOfDims(context, others);
+  auto inC = getConstantDimValue(inCount), outC = getConstantDimValue(outCount);
+  if (inferredIndex >= 0) {
+    if (inC && outC) {
+      if (*outC == 0 ? *inC != 0 : *inC % *outC != 0)
+        return emitShapeError(location, name,
+                              "cannot infer the -1 dim: " + Twine(*inC) +
+                                  " elements do not divide into " + Twine(*outC));
+      target[inferredIndex] = getConstantDim(context, *outC == 0 ? 0 : *inC / *outC);
+    } else if (outC && *outC == 0) {
+      target[inferredIndex] = DimExpr();
+    } else {
+      target[inferredIndex] = floorDivDims(inCount, outCount);
+    }
+  } else if (inC && outC && *inC != *outC) {
+    return emitShapeError(location, name,
+                          "input has " + Twine(*inC) + " elements but shape has " +
+                              Twine(*outC));
+  }
+  inferred.push_back(makeTensorType(target, input.getElementType()));
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  auto type = cast<RankedTensorType>(getType());
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+      dense && type.hasStaticShape())
+    return dense.reshape(type);
+  if (auto dims = dyn_cast_if_present<DimsAttr>(adaptor.getInput()))
+    return makeKnownElementsAttr(type, dims.getDims());
+  return {};
+}
+
+namespace {
+/// reshape(reshape(x, a), b) -> reshape(x, b): only the last shape matters.
+struct FoldReshapeChain : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto producer = op.getInput().getDefiningOp<ReshapeOp>();
+    if (!producer)
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] { op.getInputMutable().assign(producer.getInput()); });
+    return success();
+  }
+};
+} // namespace
+
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<FoldReshapeChain>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// transpose
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, InferredTypes &inferred) {
+  RankedTensorType input = tensorType(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  if ((int64_t)perm.size() != input.getRank())
+    return emitShapeError(location, getOperationName(),
+                          "permutation has " + Twine(perm.size()) +
+                              " entries but the input has rank " + Twine(input.getRank()));
+  SmallVector<bool> seen(perm.size(), false);
+  SymShape in = getSymShape(input), out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= (int64_t)perm.size() || seen[p])
+      return emitShapeError(location, getOperationName(),
+                            "permutation is not a permutation of [0, rank)");
+    seen[p] = true;
+    out.push_back(in[p]);
+  }
+  inferred.push_back(makeTensorType(out, input.getElementType()));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [i, p] : llvm::enumerate(getPermutation()))
+    if ((int64_t)i != p)
+      return {};
+  return getInput().getType() == getType() ? getInput() : Value();
+}
+
+//===----------------------------------------------------------------------===//
+// broadcast_to
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                              Adaptor adaptor, InferredTypes &inferred) {
+  FailureOr<int64_t> length =
+      staticLength(location, getOperationName(), adaptor.getShape(), "shape");
+  if (failed(length))
+    return failure();
+  RankedTensorType input = tensorType(adaptor.getInput());
+  SymShape target = knownOrUnknown(adaptor.getShape(), *length);
+  for (auto [i, d] : llvm::enumerate(target))
+    if (auto c = getConstantDimValue(d); c && *c < 0)
+      return emitShapeError(location, getOperationName(),
+                            "shape entry " + Twine(i) + " is negative (" + Twine(*c) + ")");
+  FailureOr<SymShape> shape =
+      broadcastShapes(location, getOperationName(), {getSymShape(input), target});
+  if (failed(shape))
+    return failure();
+  inferred.push_back(makeTensorType(*shape, input.getElementType()));
+  return success();
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType() && cast<RankedTensorType>(getType()).hasStaticShape())
+    return getInput();
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+  auto type = cast<RankedTensorType>(getType());
+  if (dense && dense.isSplat() && type.hasStaticShape())
+    return dense.resizeSplat(type);
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// concat
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return emitShapeError(location, name, "needs at least one input");
+  RankedTensorType first = tensorType(inputs.front());
+  FailureOr<int64_t> axis = normalizeAxis(location, name, adaptor.getAxis(), first.getRank());
+  if (failed(axis))
+    return failure();
+  SymShape shape = getSymShape(first);
+  DimExpr total = getConstantDim(context, 0);
+  for (auto [k, v] : llvm::enumerate(inputs)) {
+    RankedTensorType t = tensorType(v);
+    if (t.getElementType() != first.getElementType() || t.getRank() != first.getRank())
+      return emitShapeError(location, name,
+                            "input " + Twine(k) +
+                                " differs from input 0 in rank or element type");
+    SymShape s = getSymShape(t);
+    for (int64_t i = 0; i < t.getRank(); ++i) {
+      if (i == *axis)
+        continue;
+      FailureOr<DimExpr> d = unifyDims(location, name, shape[i], s[i],
+                                       "dim " + Twine(i) + " of input " + Twine(k));
+      if (failed(d))
+        return failure();
+      shape[i] = *d;
+    }
+    total = addDims(total, s[*axis]);
+  }
+  shape[*axis] = total;
+  inferred.push_back(makeTensorType(shape, first.getElementType()));
+  return success();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
+  if (getInputs().size() == 1 && getInputs().front().getType() == getType())
+    return getInputs().front();
+  auto type = cast<RankedTensorType>(getType());
+  if (type.getRank() != 1 || !type.getElementType().isInteger())
+    return {};
+  SymShape all;
+  for (Attribute a : adaptor.getInputs()) {
+    auto known = getKnownElements(a, getContext());
+    if (!known)
+      return {};
+    all.append(known->begin(), known->end());
+  }
+  return makeKnownElementsAttr(type, all);
+}
+
+//===----------------------------------------------------------------------===//
+// slice
+//===----------------------------------------------------------------------===//
+
+namespace {
+constexpr int64_t kToEnd = int64_t(1) << 62; // ONNX exporters write INT64_MAX
+
+/// The number of elements ONNX Slice takes from a dim of static size `dim`.
+int64_t sliceLength(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  auto clampIndex = [&](int64_t v, int64_t lo, int64_t hi) {
+    if (v < 0)
+      v = v < -dim ? -1 : v + dim; // avoid overflow on INT64_MIN
+    return std::clamp(v, lo, hi);
+  };
+  if (step > 0) {
+    start = clampIndex(start, 0, dim);
+    end = clampIndex(end, 0, dim);
+    return end > start ? ceilDivInt(end - start, step) : 0;
+  }
+  start = clampIndex(start, -1, dim - 1);
+  end = clampIndex(end, -1, dim - 1);
+  return start > end ? ceilDivInt(start - end, -step) : 0;
+}
+
+/// A symbolic slice length, when the positions are provably in range.
+DimExpr symbolicSliceLength(DimExpr dim, DimExpr start, DimExpr end, int64_t step) {
+  MLIRContext *ctx = dim.getContext();
+  if (step != 1)
+    return DimExpr();
+  auto resolve = [&](DimExpr p) -> DimExpr {
+    auto c = getConstantDimValue(p);
+    if (c && *c >= kToEnd)
+      return dim;
+    if (c && *c < 0)
+      return addDims(dim, p); // assumes |p| <= dim
+    return p;
+  };
+  DimExpr s = resolve(start), e = resolve(end);
+  DimExpr length = subDims(e, s);
+  // Only trust the arithmetic when both positions are within [0, dim].
+  if (!isProvablyNonNegative(length) && !getConstantDimValue(length))
+    return DimExpr();
+  if (auto c = getConstantDimValue(length); c && *c < 0)
+    return getConstantDim(ctx, 0);
+  return length;
+}
+} // namespace
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                        Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType input = tensorType(adaptor.getInput());
+  int64_t rank = input.getRank();
+  for (auto [v, what] : llvm::zip(ValueRange{adaptor.getStarts(), adaptor.getEnds(),
+                                              adaptor.getSteps()},
+                                   ArrayRef<StringRef>{"starts", "ends", "steps"})) {
+    FailureOr<int64_t> len = staticLength(location, name, v, what);
+    if (failed(len))
+      return failure();
+    if (*len != rank)
+      return emitShapeError(location, name,
+                            what + " has " + Twine(*len) + " entries but the input has rank " +
+                                Twine(rank));
+  }
+  SymShape in = getSymShape(input);
+  SymShape starts = knownOrUnknown(adaptor.getStarts(), rank);
+  SymShape ends = knownOrUnknown(adaptor.getEnds(), rank);
+  SymShape steps = knownOrUnknown(adaptor.getSteps(), rank);
+  SymShape out(rank);
+  for (int64_t i = 0; i < rank; ++i) {
+    auto step = getConstantDimValue(steps[i]);
+    if (step && *step == 0)
+      return emitShapeError(location, name, "step " + Twine(i) + " is zero");
+    if (!step || !in[i] || !starts[i] || !ends[i])
+      continue;
+    auto dim = getConstantDimValue(in[i]);
+    auto s = getConstantDimValue(starts[i]), e = getConstantDimValue(ends[i]);
+    if (dim && s && e)
+      out[i] = getConstantDim(context, sliceLength(*dim, *s, *e, *step));
+    else
+      out[i] = symbolicSliceLength(in[i], starts[i], ends[i], *step);
+  }
+  inferred.push_back(makeTensorType(out, input.getElementType()));
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
+  auto type = cast<RankedTensorType>(getType());
+  if (getInput().getType() == type && type.hasStaticShape()) {
+    // A full, forward slice of a static tensor is the tensor.
+    auto steps = getKnownElements(adaptor.getSteps(), getContext());
+    auto starts = getKnownElements(adaptor.getStarts(), getContext());
+    if (steps && starts &&
+        llvm::all_of(*steps, [](DimExpr d) { return getConstantDimValue(d) == 1; }) &&
+        llvm::all_of(*starts, [](DimExpr d) { return getConstantDimValue(d) == 0; }))
+      return getInput();
+  }
+  // Slices of 1-D integer vectors: the shape computations of exported models.
+  if (type.getRank() != 1 || !type.hasStaticShape())
+    return {};
+  auto data = getKnownElements(adaptor.getInput(), getContext());
+  auto start = getKnownElements(adaptor.getStarts(), getContext());
+  auto step = getKnownElements(adaptor.getSteps(), getContext());
+  if (!data || !start || !step)
+    return {};
+  auto s = getConstantDimValue((*start)[0]), k = getConstantDimValue((*step)[0]);
+  if (!s || !k)
+    return {};
+  int64_t n = data->size();
+  int64_t pos = *s < 0 ? std::max<int64_t>(*s + n, *k > 0 ? 0 : -1)
+                       : std::min<int64_t>(*s, *k > 0 ? n : n - 1);
+  SymShape out;
+  for (int64_t i = 0; i < type.getDimSize(0); ++i, pos += *k) {
+    if (pos < 0 || pos >= n)
+      return {};
+    out.push_back((*data)[pos]);
+  }
+  return makeKnownElementsAttr(type, out);
+}
+
+//===----------------------------------------------------------------------===//
+// gather
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, InferredTypes &inferred) {
+  RankedTensorType data = tensorType(adaptor.getData());
+  FailureOr<int64_t> axis =
+      normalizeAxis(location, getOperationName(), adaptor.getAxis(), data.getRank());
+  if (failed(axis))
+    return failure();
+  SymShape in = getSymShape(data), indices = getSymShape(adaptor.getIndices().getType());
+  SymShape out(in.begin(), in.begin() + *axis);
+  out.append(indices.begin(), indices.end());
+  out.append(in.begin() + *axis + 1, in.end());
+  inferred.push_back(makeTensorType(out, data.getElementType()));
+  return success();
+}
+
+OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
+  auto type = cast<RankedTensorType>(getType());
+  auto dataType = cast<RankedTensorType>(getData().getType());
+  if (dataType.getRank() != 1 || !type.hasStaticShape())
+    return {};
+  auto data = getKnownElements(adaptor.getData(), getContext());
+  auto indices = dyn_cast_if_present<DenseIntElementsAttr>(adaptor.getIndices());
+  if (!data || !indices)
+    return {};
+  int64_t n = data->size();
+  SymShape out;
+  for (const APInt &idx : indices.getValues<APInt>()) {
+    int64_t i = idx.getSExtValue();
+    if (i < -n || i >= n)
+      return {}; // out of range: leave the error to run time
+    out.push_back((*data)[i < 0 ? i + n : i]);
+  }
+  return makeKnownElementsAttr(type, out);
+}
+
+//===----------------------------------------------------------------------===//
+// pad
+//===----------------------------------------------------------------------===//
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                      Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType input = tensorType(adaptor.getInput());
+  int64_t rank = input.getRank();
+  FailureOr<int64_t> length = staticLength(location, name, adaptor.getPads(), "pads");
+  if (failed(length))
+    return failure();
+  if (*length != 2 * rank)
+    return emitShapeError(location, name,
+                          "pads has " + Twine(*length) + " entries; expected 2 * rank = " +
+                              Twine(2 * rank));
+  if (tensorType(adaptor.getValue()).getElementType() != input.getElementType())
+    return emitShapeError(location, name, "value must have the input's element type");
+  SymShape pads = knownOrUnknown(adaptor.getPads(), 2 * rank);
+  SymShape in = getSymShape(input), out(rank);
+  for (int64_t i = 0; i < rank; ++i) {
+    out[i] = addDims(addDims(in[i], pads[i]), pads[i + rank]);
+    if (auto c = getConstantDimValue(out[i]); c && *c < 0)
+      return emitShapeError(location, name,
+                            "pads crop dim " + Twine(i) + " to a negative size");
+  }
+  inferred.push_back(makeTensorType(out, input.getElementType()));
+  return success();
+}
+
+} // namespace kiln

@@ -1,0 +1,390 @@
+//===- ElementwiseOps.cpp - binary, compare, select and cast --------------===//
+//
+// Unary ops are generated whole from ElementwiseOps.td; the binary ops' shape
+// functions are too. Here are the folders of the binary family and the compare,
+// select and cast ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/Kiln/Folding.h"
+#include "ir/Kiln/KilnDialect.h"
+
+#include "llvm/ADT/APSInt.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+using IntResult = std::optional<APInt>;
+
+APInt floorMod(const APInt &a, const APInt &b, bool isUnsigned) {
+  if (isUnsigned)
+    return a.urem(b);
+  APInt r = a.srem(b);
+  if (!r.isZero() && (r.isNegative() != b.isNegative()))
+    r += b;
+  return r;
+}
+
+APInt intPow(APInt base, APInt exp, bool isUnsigned) {
+  APInt result(base.getBitWidth(), 1);
+  if (!isUnsigned && exp.isNegative()) // integer pow with a negative exponent
+    return APInt(base.getBitWidth(), base.isOne() ? 1 : 0);
+  for (uint64_t e = exp.getZExtValue(); e; e >>= 1) {
+    if (e & 1)
+      result *= base;
+    base *= base;
+  }
+  return result;
+}
+
+/// Folds `x op c` to `x` when `c` is a splat identity and nothing broadcasts.
+OpFoldResult foldIdentity(Value x, Attribute c, Type resultType, double identity) {
+  if (x.getType() == resultType && isSplatValue(c, identity))
+    return x;
+  return {};
+}
+} // namespace
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return r;
+  if (auto r = foldIdentity(getRhs(), adaptor.getLhs(), getType(), 0))
+    return r;
+  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
+                            {addDims, [](double a, double b) { return a + b; },
+                             [](const APInt &a, const APInt &b, bool) -> IntResult {
+                               return a + b;
+                             }});
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return r;
+  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
+                            {subDims, [](double a, double b) { return a - b; },
+                             [](const APInt &a, const APInt &b, bool) -> IntResult {
+                               return a - b;
+                             }});
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
+    return r;
+  if (auto r = foldIdentity(getRhs(), adaptor.getLhs(), getType(), 1))
+    return r;
+  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
+                            {mulDims, [](double a, double b) { return a * b; },
+                             [](const APInt &a, const APInt &b, bool) -> IntResult {
+                               return a * b;
+                             }});
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
+    return r;
+  // Integer division truncates; on sizes (non-negative) that is floordiv.
+  auto dims = [](DimExpr a, DimExpr b) -> DimExpr {
+    auto cb = getConstantDimValue(b);
+    if (!cb || *cb <= 0 || !isProvablyNonNegative(a))
+      return DimExpr();
+    return floorDivDims(a, b);
+  };
+  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
+                            {dims, [](double a, double b) { return a / b; },
+                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+                               if (b.isZero() || (!isUnsigned && a.isMinSignedValue() &&
+                                                  b.isAllOnes()))
+                                 return std::nullopt;
+                               return isUnsigned ? a.udiv(b) : a.sdiv(b);
+                             }});
+}
+
+OpFoldResult RemOp::fold(FoldAdaptor adaptor) {
+  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
+                            {nullptr, [](double a, double b) { return std::fmod(a, b); },
+                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+                               if (b.isZero() || (!isUnsigned && b.isAllOnes()))
+                                 return b.isZero() ? std::nullopt
+                                                   : IntResult(APInt(a.getBitWidth(), 0));
+                               return isUnsigned ? a.urem(b) : a.srem(b);
+                             }});
+}
+
+OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
+  auto dims = [](DimExpr a, DimExpr b) -> DimExpr {
+    auto cb = getConstantDimValue(b);
+    return cb && *cb > 0 ? modDims(a, b) : DimExpr();
+  };
+  return foldBinaryConstant(
+      adaptor.getLhs(), adaptor.getRhs(), getType(),
+      {dims,
+       [](double a, double b) {
+         double r = std::fmod(a, b);
+         return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+       },
+       [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+         if (b.isZero())
+           return std::nullopt;
+         if (!isUnsigned && b.isAllOnes())
+           return APInt(a.getBitWidth(), 0);
+         return floorMod(a, b, isUnsigned);
+       }});
+}
+
+OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
+    return r;
+  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
+                            {nullptr, [](double a, double b) { return std::pow(a, b); },
+                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+                               return intPow(a, b, isUnsigned);
+                             }});
+}
+
+namespace {
+double nanMax(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+double nanMin(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+/// max/min of sizes: only when one side is known to be the larger.
+DimExpr maxDims(DimExpr a, DimExpr b) {
+  if (a == b)
+    return a;
+  if (isProvablyNonNegative(subDims(a, b)))
+    return a;
+  if (isProvablyNonNegative(subDims(b, a)))
+    return b;
+  return DimExpr();
+}
+DimExpr minDims(DimExpr a, DimExpr b) {
+  DimExpr m = maxDims(a, b);
+  if (!m)
+    return m;
+  return m == a ? b : a;
+}
+} // namespace
+
+OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
+  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
+                            {maxDims, nanMax,
+                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+                               return isUnsigned ? llvm::APIntOps::umax(a, b) : llvm::APIntOps::smax(a, b);
+                             }});
+}
+
+OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
+  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
+                            {minDims, nanMin,
+                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+                               return isUnsigned ? llvm::APIntOps::umin(a, b) : llvm::APIntOps::smin(a, b);
+                             }});
+}
+
+namespace {
+OpFoldResult foldBitwise(Attribute lhs, Attribute rhs, Type type,
+                         APInt (*fn)(const APInt &, const APInt &)) {
+  return foldBinaryConstant(lhs, rhs, type,
+                            {nullptr, nullptr,
+                             [fn](const APInt &a, const APInt &b, bool) -> IntResult {
+                               return fn(a, b);
+                             }});
+}
+APInt andFn(const APInt &a, const APInt &b) { return a & b; }
+APInt orFn(const APInt &a, const APInt &b) { return a | b; }
+APInt xorFn(const APInt &a, const APInt &b) { return a ^ b; }
+} // namespace
+
+OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
+    return r;
+  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), andFn);
+}
+OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return r;
+  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), orFn);
+}
+OpFoldResult XorOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return r;
+  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), xorFn);
+}
+OpFoldResult BitwiseAndOp::fold(FoldAdaptor adaptor) {
+  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), andFn);
+}
+OpFoldResult BitwiseOrOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return r;
+  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), orFn);
+}
+OpFoldResult BitwiseXorOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return r;
+  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), xorFn);
+}
+
+OpFoldResult ShiftLeftOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return r;
+  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
+                            {nullptr, nullptr,
+                             [](const APInt &a, const APInt &b, bool) -> IntResult {
+                               if (b.uge(a.getBitWidth()))
+                                 return APInt(a.getBitWidth(), 0);
+                               return a.shl(b);
+                             }});
+}
+
+OpFoldResult ShiftRightOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return r;
+  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
+                            {nullptr, nullptr,
+                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+                               unsigned w = a.getBitWidth();
+                               if (b.uge(w))
+                                 return (!isUnsigned && a.isNegative()) ? APInt::getAllOnes(w)
+                                                                        : APInt(w, 0);
+                               return isUnsigned ? a.lshr(b) : a.ashr(b);
+                             }});
+}
+
+//===----------------------------------------------------------------------===//
+// compare
+//===----------------------------------------------------------------------===//
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor, InferredTypes &inferred) {
+  return inferBroadcastElementwise(location, getOperationName(),
+                                   {adaptor.getLhs(), adaptor.getRhs()},
+                                   {adaptor.getLhs(), adaptor.getRhs()},
+                                   IntegerType::get(context, 1), inferred);
+}
+
+OpFoldResult CompareOp::fold(FoldAdaptor adaptor) {
+  CompareDirection direction = getDirection();
+  auto decide = [direction](int order, bool unordered) -> bool {
+    if (unordered)
+      return direction == CompareDirection::ne;
+    switch (direction) {
+    case CompareDirection::eq:
+      return order == 0;
+    case CompareDirection::ne:
+      return order != 0;
+    case CompareDirection::lt:
+      return order < 0;
+    case CompareDirection::le:
+      return order <= 0;
+    case CompareDirection::gt:
+      return order > 0;
+    case CompareDirection::ge:
+      return order >= 0;
+    }
+    return false;
+  };
+  return foldBinaryConstant(
+      adaptor.getLhs(), adaptor.getRhs(), getType(),
+      {nullptr,
+       [&](double a, double b) -> double {
+         return decide(a < b ? -1 : (a > b ? 1 : 0), std::isnan(a) || std::isnan(b));
+       },
+       [&](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+         int order = isUnsigned ? (a.ult(b) ? -1 : a.ugt(b) ? 1 : 0)
+                                : (a.slt(b) ? -1 : a.sgt(b) ? 1 : 0);
+         return APInt(a.getBitWidth(), decide(order, false) ? 1 : 0);
+       }});
+}
+
+//===----------------------------------------------------------------------===//
+// select
+//===----------------------------------------------------------------------===//
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, InferredTypes &inferred) {
+  return inferBroadcastElementwise(
+      location, getOperationName(),
+      {adaptor.getCondition(), adaptor.getOnTrue(), adaptor.getOnFalse()},
+      {adaptor.getOnTrue(), adaptor.getOnFalse()}, Type(), inferred);
+}
+
+OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
+  auto condition = dyn_cast_if_present<DenseElementsAttr>(adaptor.getCondition());
+  if (condition && condition.isSplat()) {
+    Value chosen = condition.getSplatValue<bool>() ? getOnTrue() : getOnFalse();
+    if (chosen.getType() == getType())
+      return chosen;
+  }
+  if (getOnTrue() == getOnFalse() && getOnTrue().getType() == getType())
+    return getOnTrue();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// cast
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor, InferredTypes &inferred) {
+  return inferUnaryElementwise(adaptor.getInput(), adaptor.getTo(), inferred);
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());
+  auto type = dyn_cast<RankedTensorType>(getType());
+  if (!dense || !type.hasStaticShape() || dense.getNumElements() > kMaxFoldElements)
+    return {};
+  Type from = dense.getElementType(), to = type.getElementType();
+  bool fromUnsigned = from.isUnsignedInteger();
+  if (isa<FloatType>(to)) {
+    SmallVector<APFloat> out;
+    const llvm::fltSemantics &sem = cast<FloatType>(to).getFloatSemantics();
+    bool losesInfo;
+    if (isa<FloatType>(from)) {
+      for (APFloat v : dense.getValues<APFloat>()) {
+        v.convert(sem, APFloat::rmNearestTiesToEven, &losesInfo);
+        out.push_back(v);
+      }
+    } else {
+      for (const APInt &v : dense.getValues<APInt>()) {
+        APFloat f(sem);
+        f.convertFromAPInt(v, /*isSigned=*/!fromUnsigned && !from.isInteger(1),
+                           APFloat::rmNearestTiesToEven);
+        out.push_back(f);
+      }
+    }
+    return DenseElementsAttr::get(type, out);
+  }
+  unsigned width = to.getIntOrFloatBitWidth();
+  SmallVector<APInt> out;
+  if (isa<FloatType>(from)) {
+    for (const APFloat &v : dense.getValues<APFloat>()) {
+      if (width == 1) {
+        out.push_back(APInt(1, v.isZero() ? 0 : 1));
+        continue;
+      }
+      if (v.isNaN() || v.isInfinity())
+        return {}; // undefined in ONNX; leave it to run time
+      APSInt i(width, to.isUnsignedInteger());
+      bool exact;
+      if (v.convertToInteger(i, APFloat::rmTowardZero, &exact) & APFloat::opInvalidOp)
+        return {};
+      out.push_back(i);
+    }
+  } else {
+    for (const APInt &v : dense.getValues<APInt>()) {
+      if (width == 1)
+        out.push_back(APInt(1, v.isZero() ? 0 : 1));
+      else
+        out.push_back(fromUnsigned || from.isInteger(1) ? v.zextOrTrunc(width)
+                                                        : v.sextOrTrunc(width));
+    }
+  }
+  return DenseElementsAttr::get(type, out);
+}
+
+} // namespace kiln

@@ -1,0 +1,201 @@
+//===- ElementwiseOps.td - unary, binary, compare, select, cast -*- tablegen -*-===//
+//
+// Elementwise ops broadcast their operands with numpy rules: shapes align from the
+// right, and a dim of 1 stretches. A symbolic dim broadcasts against an equal
+// expression or against 1; anything else the shape function cannot prove becomes `?`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_ELEMENTWISE_OPS_TD
+#define KILN_ELEMENTWISE_OPS_TD
+
+include "ir/Kiln/KilnAttrs.td"
+
+//===----------------------------------------------------------------------===//
+// Unary
+//===----------------------------------------------------------------------===//
+
+// Marks the broadcasting elementwise family for the passes (fusion groups them). It is
+// kiln's own: upstream's Elementwise trait forbids broadcasting.
+def Kiln_ElementwiseTrait : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::kiln::OpTrait";
+}
+
+// `boolResult` marks predicates (is_nan, is_inf) whose result is i1. `floatFn` and
+// `intFn` are C++ expressions of `x` (and `isUnsigned`) that fold constants.
+class Kiln_UnaryOp<string mnemonic, Type operandType, string formula,
+                   string floatFn, string intFn = "", bit boolResult = 0>
+    : Kiln_Op<mnemonic, [Kiln_ElementwiseTrait]> {
+  let summary = "elementwise " # mnemonic;
+  let description = "Computes `" # formula # "` for every element; the result has the "
+    # "shape of the input" # !if(boolResult, " and element type i1.", " and its element type.") # [{
+
+    ```mlir
+    }] # "%r = kiln." # mnemonic # " %x : (tensor<?x4x" # !if(!eq(mnemonic, "not"), "i1", !if(!eq(mnemonic, "bitwise_not"), "i32", "f32"))
+    # ", #kiln.dims<[n, 4]>>) -> tensor<?x4x"
+    # !if(boolResult, "i1", !if(!eq(mnemonic, "not"), "i1", !if(!eq(mnemonic, "bitwise_not"), "i32", "f32"))) # [{, #kiln.dims<[n, 4]>>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[operandType]>:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let hasFolder = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::kiln::inferUnaryElementwise(adaptor.getInput(), }] #
+        !if(boolResult, "::mlir::IntegerType::get(context, 1)", "::mlir::Type()") # [{,
+        inferred);
+    }
+    ::mlir::OpFoldResult $cppClass::fold(FoldAdaptor adaptor) {
+      return ::kiln::foldUnaryConstant(adaptor.getInput(), getType(), }] #
+        !if(!empty(floatFn), "nullptr", "[](double x) -> double { return " # floatFn # "; }") # ", " #
+        !if(!empty(intFn), "nullptr", "[](const ::llvm::APInt &x, bool isUnsigned) -> ::llvm::APInt { (void)isUnsigned; return " # intFn # "; }") # [{);
+    }
+  }];
+}
+
+def Kiln_NegOp : Kiln_UnaryOp<"neg", Kiln_Element, "-x", "-x", "-x">;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", Kiln_Element, "|x|", "std::fabs(x)",
+    "isUnsigned ? x : x.abs()">;
+def Kiln_SignOp : Kiln_UnaryOp<"sign", Kiln_Element, "x > 0 ? 1 : (x < 0 ? -1 : 0)",
+    "::kiln::scalar::sign(x)", "::kiln::scalar::sign(x, isUnsigned)">;
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", Kiln_Float, "e^x", "std::exp(x)">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", Kiln_Float, "ln(x)", "std::log(x)">;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", Kiln_Float, "sqrt(x)", "std::sqrt(x)">;
+def Kiln_RsqrtOp : Kiln_UnaryOp<"rsqrt", Kiln_Float, "1 / sqrt(x)", "1.0 / std::sqrt(x)">;
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", Kiln_Float, "1 / x", "1.0 / x">;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", Kiln_Float, "tanh(x)", "std::tanh(x)">;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", Kiln_Float, "1 / (1 + e^-x)",
+    "1.0 / (1.0 + std::exp(-x))">;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", Kiln_Float, "erf(x)", "std::erf(x)">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", Kiln_Float, "sin(x)", "std::sin(x)">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", Kiln_Float, "cos(x)", "std::cos(x)">;
+def Kiln_TanOp : Kiln_UnaryOp<"tan", Kiln_Float, "tan(x)", "std::tan(x)">;
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", Kiln_Float, "asin(x)", "std::asin(x)">;
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", Kiln_Float, "acos(x)", "std::acos(x)">;
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", Kiln_Float, "atan(x)", "std::atan(x)">;
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", Kiln_Float, "sinh(x)", "std::sinh(x)">;
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", Kiln_Float, "cosh(x)", "std::cosh(x)">;
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", Kiln_Float, "asinh(x)", "std::asinh(x)">;
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", Kiln_Float, "acosh(x)", "std::acosh(x)">;
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", Kiln_Float, "atanh(x)", "std::atanh(x)">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_Float, "floor(x)", "std::floor(x)">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_Float, "ceil(x)", "std::ceil(x)">;
+def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_Float, "x rounded to nearest, ties to even",
+    "std::nearbyint(x)">;
+def Kiln_IsNanOp : Kiln_UnaryOp<"is_nan", Kiln_Float, "x != x", "std::isnan(x) ? 1.0 : 0.0",
+    "", /*boolResult=*/1>;
+def Kiln_IsInfOp : Kiln_UnaryOp<"is_inf", Kiln_Float, "x == +inf || x == -inf",
+    "std::isinf(x) ? 1.0 : 0.0", "", /*boolResult=*/1>;
+def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_Bool, "!x", "", "~x">;
+def Kiln_BitwiseNotOp : Kiln_UnaryOp<"bitwise_not", Kiln_Int, "~x", "", "~x">;
+
+//===----------------------------------------------------------------------===//
+// Binary
+//===----------------------------------------------------------------------===//
+
+class Kiln_BinaryOp<string mnemonic, Type elementType, string formula,
+                    list<Trait> traits = []>
+    : Kiln_Op<mnemonic, !listconcat([Kiln_ElementwiseTrait], traits)> {
+  let summary = "elementwise " # mnemonic # " with numpy broadcasting";
+  let description = "Computes `" # formula # "` elementwise after broadcasting the "
+    # "operands to a common shape. Both operands have the same element type." # [{
+
+    ```mlir
+    }] # "%r = kiln." # mnemonic # [{ %a, %b : (tensor<?x1xf32, #kiln.dims<[n, 1]>>, tensor<8xf32>) -> tensor<?x8xf32, #kiln.dims<[n, 8]>>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[elementType]>:$lhs, RankedTensorOf<[elementType]>:$rhs);
+  let results = (outs Kiln_Tensor:$result);
+  let hasFolder = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::kiln::inferBroadcastElementwise(location, getOperationName(),
+          {adaptor.getLhs(), adaptor.getRhs()}, {adaptor.getLhs(), adaptor.getRhs()},
+          ::mlir::Type(), inferred);
+    }
+  }];
+}
+
+def Kiln_AddOp : Kiln_BinaryOp<"add", Kiln_Element, "a + b", [Commutative]>;
+def Kiln_SubOp : Kiln_BinaryOp<"sub", Kiln_Element, "a - b">;
+def Kiln_MulOp : Kiln_BinaryOp<"mul", Kiln_Element, "a * b", [Commutative]>;
+def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_Element,
+    "a / b (integers truncate toward zero)">;
+def Kiln_RemOp : Kiln_BinaryOp<"rem", Kiln_Element,
+    "a - trunc(a / b) * b: the sign of the dividend, like C fmod">;
+def Kiln_ModOp : Kiln_BinaryOp<"mod", Kiln_Element,
+    "a - floor(a / b) * b: the sign of the divisor, like Python %">;
+def Kiln_PowOp : Kiln_BinaryOp<"pow", Kiln_Element, "a ^ b">;
+def Kiln_MaxOp : Kiln_BinaryOp<"max", Kiln_Element, "max(a, b), NaN if either is NaN",
+    [Commutative]>;
+def Kiln_MinOp : Kiln_BinaryOp<"min", Kiln_Element, "min(a, b), NaN if either is NaN",
+    [Commutative]>;
+def Kiln_AndOp : Kiln_BinaryOp<"and", Kiln_Bool, "a && b", [Commutative]>;
+def Kiln_OrOp : Kiln_BinaryOp<"or", Kiln_Bool, "a || b", [Commutative]>;
+def Kiln_XorOp : Kiln_BinaryOp<"xor", Kiln_Bool, "a != b", [Commutative]>;
+def Kiln_BitwiseAndOp : Kiln_BinaryOp<"bitwise_and", Kiln_Int, "a & b", [Commutative]>;
+def Kiln_BitwiseOrOp : Kiln_BinaryOp<"bitwise_or", Kiln_Int, "a | b", [Commutative]>;
+def Kiln_BitwiseXorOp : Kiln_BinaryOp<"bitwise_xor", Kiln_Int, "a ^ b", [Commutative]>;
+def Kiln_ShiftLeftOp : Kiln_BinaryOp<"shift_left", Kiln_Int,
+    "a << b (0 when b >= bit width)">;
+def Kiln_ShiftRightOp : Kiln_BinaryOp<"shift_right", Kiln_Int,
+    "a >> b, logical for unsigned and arithmetic for signless (0 or -1 past bit width)">;
+
+//===----------------------------------------------------------------------===//
+// Compare, select, cast
+//===----------------------------------------------------------------------===//
+
+def Kiln_CompareOp : Kiln_Op<"compare", [Kiln_ElementwiseTrait]> {
+  let summary = "elementwise comparison with numpy broadcasting";
+  let description = [{
+    Compares the broadcast operands with `direction` and yields i1. Any comparison
+    with NaN is false except `ne`, which is true.
+
+    ```mlir
+    %r = kiln.compare %a, %b {direction = #kiln<compare lt>} : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs,
+                       Kiln_CompareDirectionAttr:$direction);
+  let results = (outs Kiln_BoolTensor:$result);
+  let hasFolder = 1;
+}
+
+def Kiln_SelectOp : Kiln_Op<"select", [Kiln_ElementwiseTrait]> {
+  let summary = "elementwise choice with three-way numpy broadcasting";
+  let description = [{
+    Yields `on_true` where `condition` is true and `on_false` elsewhere, after
+    broadcasting all three operands to a common shape (ONNX Where).
+
+    ```mlir
+    %r = kiln.select %c, %a, %b : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolTensor:$condition, Kiln_Tensor:$on_true,
+                       Kiln_Tensor:$on_false);
+  let results = (outs Kiln_Tensor:$result);
+  let hasFolder = 1;
+}
+
+def Kiln_CastOp : Kiln_Op<"cast", [Kiln_ElementwiseTrait]> {
+  let summary = "elementwise conversion to another element type";
+  let description = [{
+    Converts every element to `to` with ONNX Cast semantics: float to integer
+    truncates toward zero, integer to narrower integer wraps, anything to i1 is
+    `x != 0`, and float to narrower float rounds to nearest even.
+
+    ```mlir
+    %r = kiln.cast %x to i32 : (tensor<?xf32, #kiln.dims<[n]>>) -> tensor<?xi32, #kiln.dims<[n]>>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, TypeAttrOf<Kiln_Element>:$to);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input `to` $to attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+#endif // KILN_ELEMENTWISE_OPS_TD

@@ -1,0 +1,65 @@
+//===- Folding.h - constant folding shared by the kiln ops ------*- C++ -*-===//
+//
+// Folders evaluate on constants of up to kMaxFoldElements elements: enough for the
+// shape computations exported models carry, without copying large weights around
+// at compile time. Floats compute in double and round once, as the reference
+// interpreter does.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_IR_KILN_FOLDING_H
+#define KILN_IR_KILN_FOLDING_H
+
+#include "ir/Kiln/SymbolicDims.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpDefinition.h"
+
+namespace kiln {
+
+constexpr int64_t kMaxFoldElements = 1 << 16;
+
+using FloatUnaryFn = llvm::function_ref<double(double)>;
+using IntUnaryFn = llvm::function_ref<llvm::APInt(const llvm::APInt &, bool isUnsigned)>;
+
+/// Folds an elementwise unary op on a dense constant. Either function may be null
+/// when the op has no meaning for that element kind. A float op whose result is i1
+/// (is_nan) maps a nonzero result to true.
+mlir::OpFoldResult foldUnaryConstant(mlir::Attribute input, mlir::Type resultType,
+                                     FloatUnaryFn floatFn, IntUnaryFn intFn);
+
+/// How a binary op computes, per element kind; a null function skips that kind. The
+/// int function returns nullopt when it cannot fold (division by zero).
+struct BinaryFoldFns {
+  llvm::function_ref<DimExpr(DimExpr, DimExpr)> dims;
+  llvm::function_ref<double(double, double)> floats;
+  llvm::function_ref<std::optional<llvm::APInt>(const llvm::APInt &, const llvm::APInt &,
+                                                bool isUnsigned)>
+      ints;
+};
+
+/// Folds an elementwise binary op when both operands are known: symbolic integer
+/// elements through `dims`, dense constants through `floats`/`ints`. Operands must
+/// have the result's number of elements or be a single element.
+mlir::OpFoldResult foldBinaryConstant(mlir::Attribute lhs, mlir::Attribute rhs,
+                                      mlir::Type resultType, const BinaryFoldFns &fns);
+
+namespace scalar {
+/// sign(x) keeping NaN and the sign of zero, as the reference interpreter does.
+inline double sign(double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : x); }
+inline llvm::APInt sign(const llvm::APInt &x, bool isUnsigned) {
+  unsigned w = x.getBitWidth();
+  if (x.isZero())
+    return llvm::APInt(w, 0);
+  if (!isUnsigned && x.isNegative())
+    return llvm::APInt::getAllOnes(w);
+  return llvm::APInt(w, 1);
+}
+} // namespace scalar
+
+/// True when `attr` is a splat constant equal to `value`.
+bool isSplatValue(mlir::Attribute attr, double value);
+
+} // namespace kiln
+
+#endif // KILN_IR_KILN_FOLDING_H

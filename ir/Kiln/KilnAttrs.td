@@ -1,0 +1,86 @@
+//===- KilnAttrs.td - kiln attributes and enums ---------------*- tablegen -*-===//
+
+#ifndef KILN_ATTRS_TD
+#define KILN_ATTRS_TD
+
+include "ir/Kiln/KilnBase.td"
+include "mlir/IR/TensorEncoding.td"
+
+class Kiln_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Kiln_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Kiln_DimsAttr : Kiln_Attr<"Dims", "dims",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let summary = "symbolic dims: one expression over named symbols per dim";
+  let description = [{
+    A list of dim expressions over named symbols with `+`, `-`, `*`, `floordiv`,
+    `ceildiv` and `mod`, or `?` where nothing is known. Expressions are kept in a
+    canonical polynomial form, so two values have equal dims exactly when their
+    attributes are equal (`seq * batch` and `batch * seq` are one attribute).
+
+    As a tensor encoding it gives the value of every dim of the tensor; its static
+    dims must match the type's, and a tensor whose dims are all static or unknown
+    carries no encoding. As the value of `kiln.symbolic_constant` it is the contents
+    of a 1-D integer tensor.
+
+    ```mlir
+    tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>
+    tensor<?x768xf32, #kiln.dims<[batch * seq, 768]>>
+    ```
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"::mlir::AffineExpr", "canonical dim expressions, null when unknown">:$dims);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    /// Builds the attribute from arbitrary expressions, canonicalizing each.
+    static DimsAttr getCanonical(::mlir::MLIRContext *context,
+                                 ::llvm::ArrayRef<::mlir::AffineExpr> dims);
+    /// True when every dim is known (no `?`).
+    bool isFullyKnown() const;
+  }];
+}
+
+def Kiln_CompareDirection : I32EnumAttr<"CompareDirection", "comparison predicate", [
+    I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
+    I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
+    I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_CompareDirectionAttr : EnumAttr<Kiln_Dialect, Kiln_CompareDirection, "compare">;
+
+def Kiln_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"prod", 1>,
+    I32EnumAttrCase<"max", 2>, I32EnumAttrCase<"min", 3>,
+    I32EnumAttrCase<"mean", 4>, I32EnumAttrCase<"any", 5>,
+    I32EnumAttrCase<"all", 6>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_ReduceKindAttr : EnumAttr<Kiln_Dialect, Kiln_ReduceKind, "reduce">;
+
+def Kiln_ArgReduceKind : I32EnumAttr<"ArgReduceKind", "arg reduction", [
+    I32EnumAttrCase<"argmax", 0>, I32EnumAttrCase<"argmin", 1>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_ArgReduceKindAttr : EnumAttr<Kiln_Dialect, Kiln_ArgReduceKind, "arg_reduce">;
+
+def Kiln_PoolKind : I32EnumAttr<"PoolKind", "pooling combiner", [
+    I32EnumAttrCase<"max", 0>, I32EnumAttrCase<"avg", 1>, I32EnumAttrCase<"lp", 2>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_PoolKindAttr : EnumAttr<Kiln_Dialect, Kiln_PoolKind, "pool">;
+
+def Kiln_PadMode : I32EnumAttr<"PadMode", "padding mode", [
+    I32EnumAttrCase<"constant", 0>, I32EnumAttrCase<"reflect", 1>,
+    I32EnumAttrCase<"edge", 2>, I32EnumAttrCase<"wrap", 3>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_PadModeAttr : EnumAttr<Kiln_Dialect, Kiln_PadMode, "pad_mode">;
+
+#endif // KILN_ATTRS_TD

@@ -1,0 +1,90 @@
+//===- KilnBase.td - kiln dialect, base op class, type constraints -*- tablegen -*-===//
+//
+// The kiln graph dialect: ops on builtin ranked tensors with value semantics. Dynamic
+// dims are `?` in the tensor type; their symbolic value (an expression over named
+// symbols such as `batch`) rides along as the tensor's `#kiln.dims` encoding.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_BASE_TD
+#define KILN_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Kiln_Dialect : Dialect {
+  let name = "kiln";
+  let cppNamespace = "::kiln";
+  let summary = "kiln's graph dialect: tensor ops with symbolic shapes";
+  let description = [{
+    The kiln dialect is the graph level of the kiln compiler. ONNX ops decompose onto
+    its compact core op set; passes optimize it with symbolic shapes, and the codegen
+    groups it into kernel regions and library calls.
+
+    Every op works on builtin ranked tensors. A dynamic dim carries its value as an
+    expression over named symbols in the tensor's encoding:
+
+    ```mlir
+    tensor<?x768xf32, #kiln.dims<[batch * seq, 768]>>
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+  let extraClassDeclaration = [{
+    /// Returns the position of the symbol `name` in this context's symbol table,
+    /// adding it when new. Symbol positions index AffineSymbolExpr; names are what
+    /// prints. Thread-safe: passes on different functions may run concurrently.
+    unsigned getOrCreateSymbol(::llvm::StringRef name);
+    /// Returns the name of the symbol at `position`.
+    ::llvm::StringRef getSymbolName(unsigned position);
+    /// Returns a symbol whose name starts with `hint` and was not used before.
+    unsigned createFreshSymbol(::llvm::StringRef hint);
+
+  private:
+    struct SymbolTable;
+    std::unique_ptr<SymbolTable> symbols;
+    void registerAttributes();
+    void registerOps();
+  public:
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Kiln_Bool : I<1>;
+def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Kiln_Int : AnyTypeOf<[AnySignlessInteger, AnyUnsignedInteger]>;
+def Kiln_Element : AnyTypeOf<[Kiln_Float, Kiln_Int]>;
+
+def Kiln_Tensor : RankedTensorOf<[Kiln_Element]>;
+def Kiln_FloatTensor : RankedTensorOf<[Kiln_Float]>;
+def Kiln_IntTensor : RankedTensorOf<[Kiln_Int]>;
+def Kiln_BoolTensor : RankedTensorOf<[Kiln_Bool]>;
+def Kiln_IndexTensor : RankedTensorOf<[I32, I64]>;
+def Kiln_ShapeTensor : 1DTensorOf<[I64]>;
+
+//===----------------------------------------------------------------------===//
+// Base op class
+//===----------------------------------------------------------------------===//
+
+// Every kiln op has value semantics and a shape function. The shape function is the
+// op's InferTypeOpInterface; a declared result type may be *less* refined than the
+// inferred one (a `?` where inference knows more), which --kiln-infer-shapes refines.
+def Kiln_InferResultTypes : InferTypeOpAdaptorBase<[{
+    static bool isCompatibleReturnTypes(::mlir::TypeRange inferred,
+                                        ::mlir::TypeRange declared) {
+      return ::kiln::areRefinementCompatible(inferred, declared);
+    }
+  }]>;
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic, !listconcat([Pure, Kiln_InferResultTypes], traits)> {
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+#endif // KILN_BASE_TD

@@ -1,0 +1,48 @@
+//===- KilnDialect.h - the kiln graph dialect -------------------*- C++ -*-===//
+//
+// Everything a pass needs to build or inspect kiln IR: the dialect, its attributes,
+// its ops, and the symbolic-dim helpers their shape functions use.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_IR_KILN_KILNDIALECT_H
+#define KILN_IR_KILN_KILNDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TensorEncoding.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "ir/Kiln/SymbolicDims.h"
+
+namespace kiln {
+namespace OpTrait {
+/// Marks kiln's broadcasting elementwise ops. Unlike upstream's Elementwise it
+/// allows operands of different (broadcast-compatible) shapes.
+template <typename ConcreteType>
+class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+} // namespace OpTrait
+
+/// True when `declared` may stand where `inferred` was computed: same element types
+/// and ranks, and per dim either equal, or one side unknown. A static or symbolic
+/// dim that contradicts the other side is incompatible.
+bool areRefinementCompatible(mlir::TypeRange inferred, mlir::TypeRange declared);
+} // namespace kiln
+
+#include "ir/Kiln/KilnDialect.h.inc"
+#include "ir/Kiln/KilnEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "ir/Kiln/KilnAttrs.h.inc"
+
+#include "ir/Kiln/ShapeInference.h"
+
+#define GET_OP_CLASSES
+#include "ir/Kiln/KilnOps.h.inc"
+
+#endif // KILN_IR_KILN_KILNDIALECT_H

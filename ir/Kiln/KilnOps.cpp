@@ -1,0 +1,27 @@
+//===- KilnOps.cpp - the ODS-generated op classes -------------------------===//
+//
+// Hand-written op methods (shape functions, verifiers, folders) live in one file per
+// op family beside this one; this file only instantiates what ODS generates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/Kiln/Folding.h"
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kiln;
+
+#define GET_OP_CLASSES
+#include "ir/Kiln/KilnOps.cpp.inc"
+
+void KilnDialect::registerOps() {
+  addOperations<
+#define GET_OP_LIST
+#include "ir/Kiln/KilnOps.cpp.inc"
+      >();
+}

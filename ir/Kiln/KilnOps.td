@@ -1,0 +1,12 @@
+//===- KilnOps.td - every kiln op, one file per family --------*- tablegen -*-===//
+
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "ir/Kiln/ElementwiseOps.td"
+include "ir/Kiln/ShapeOps.td"
+include "ir/Kiln/DataMovementOps.td"
+include "ir/Kiln/ReductionOps.td"
+include "ir/Kiln/CompositeOps.td"
+
+#endif // KILN_OPS_TD

@@ -1,0 +1,67 @@
+//===- ReductionOps.cpp - reduce and arg_reduce ---------------------------===//
+
+#include "ir/Kiln/KilnDialect.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  ReduceKind kind = adaptor.getKind();
+  bool isLogical = kind == ReduceKind::any || kind == ReduceKind::all;
+  if (isLogical != input.getElementType().isInteger(1))
+    return emitShapeError(location, name,
+                          isLogical ? "any/all reduce i1 tensors"
+                                    : "only any/all reduce i1 tensors");
+  if (kind == ReduceKind::mean && !isa<FloatType>(input.getElementType()))
+    return emitShapeError(location, name, "mean reduces floating-point tensors");
+  SmallVector<bool> reduced(input.getRank(), false);
+  for (int64_t axis : adaptor.getAxes()) {
+    FailureOr<int64_t> a = normalizeAxis(location, name, axis, input.getRank());
+    if (failed(a))
+      return failure();
+    if (reduced[*a])
+      return emitShapeError(location, name, "axis " + Twine(*a) + " appears twice");
+    reduced[*a] = true;
+  }
+  SymShape in = getSymShape(input), out;
+  for (auto [i, d] : llvm::enumerate(in)) {
+    if (!reduced[i])
+      out.push_back(d);
+    else if (adaptor.getKeepDims())
+      out.push_back(getConstantDim(context, 1));
+  }
+  inferred.push_back(makeTensorType(out, input.getElementType()));
+  return success();
+}
+
+OpFoldResult ReduceOp::fold(FoldAdaptor) {
+  if (getAxes().empty() && getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor, InferredTypes &inferred) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  FailureOr<int64_t> axis =
+      normalizeAxis(location, getOperationName(), adaptor.getAxis(), input.getRank());
+  if (failed(axis))
+    return failure();
+  SymShape in = getSymShape(input), out;
+  for (auto [i, d] : llvm::enumerate(in)) {
+    if ((int64_t)i != *axis)
+      out.push_back(d);
+    else if (adaptor.getKeepDims())
+      out.push_back(getConstantDim(context, 1));
+  }
+  inferred.push_back(makeTensorType(out, IntegerType::get(context, 64)));
+  return success();
+}
+
+} // namespace kiln

@@ -1,0 +1,194 @@
+//===- ShapeInference.cpp - shared shape-function helpers -----------------===//
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+LogicalResult emitShapeError(std::optional<Location> location, StringRef opName,
+                             const Twine &message) {
+  return emitOptionalError(location, "'", opName, "' op ", message.str());
+}
+
+FailureOr<int64_t> normalizeAxis(std::optional<Location> location, StringRef opName,
+                                 int64_t axis, int64_t rank, StringRef what) {
+  if (axis < -rank || axis >= rank || (rank == 0))
+    return emitShapeError(location, opName,
+                          what + " " + Twine(axis) + " is out of range for rank " +
+                              Twine(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+static bool isOne(DimExpr d) {
+  auto c = getConstantDimValue(d);
+  return c && *c == 1;
+}
+
+FailureOr<SymShape> broadcastShapes(std::optional<Location> location, StringRef opName,
+                                    ArrayRef<SymShape> shapes) {
+  size_t rank = 0;
+  MLIRContext *ctx = nullptr;
+  for (const SymShape &s : shapes)
+    rank = std::max(rank, s.size());
+  SymShape result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    DimExpr r;
+    bool haveDim = false, ambiguous = false;
+    for (const SymShape &s : shapes) {
+      if (i + s.size() < rank)
+        continue; // this operand has no dim here: it broadcasts as 1
+      DimExpr d = s[i + s.size() - rank];
+      if (d)
+        ctx = d.getContext();
+      if (isOne(d))
+        continue;
+      if (!haveDim || isOne(r)) {
+        r = d;
+        haveDim = true;
+        continue;
+      }
+      if (!d || d == r)
+        continue; // an unknown dim is 1 or equal to the others
+      if (!r) {
+        r = d;
+        continue;
+      }
+      auto cd = getConstantDimValue(d), cr = getConstantDimValue(r);
+      if (cd && cr)
+        return emitShapeError(location, opName,
+                              "operands are not broadcast-compatible: dim " +
+                                  Twine(i) + " (from the right: " + Twine(rank - i) +
+                                  ") is " + Twine(*cr) + " in one and " + Twine(*cd) +
+                                  " in another");
+      if (cd) {
+        r = d; // a symbolic dim against a static one must be 1 or equal to it
+        continue;
+      }
+      if (!cr)
+        ambiguous = true; // two different symbolic dims: either may be 1
+    }
+    if (!haveDim)
+      r = ctx ? getConstantDim(ctx, 1) : DimExpr();
+    result[i] = (ambiguous && !getConstantDimValue(r)) ? DimExpr() : r;
+  }
+  return result;
+}
+
+FailureOr<DimExpr> unifyDims(std::optional<Location> location, StringRef opName,
+                             DimExpr a, DimExpr b, const Twine &what) {
+  if (!a)
+    return b;
+  if (!b || a == b)
+    return a;
+  auto ca = getConstantDimValue(a), cb = getConstantDimValue(b);
+  if (ca && cb)
+    return emitShapeError(location, opName,
+                          what + " must match, but is " + Twine(*ca) + " and " +
+                              Twine(*cb));
+  return cb ? b : a;
+}
+
+LogicalResult inferUnaryElementwise(Value input, Type resultElement,
+                                    InferredTypes &inferred) {
+  auto type = cast<RankedTensorType>(input.getType());
+  inferred.push_back(RankedTensorType::get(
+      type.getShape(), resultElement ? resultElement : type.getElementType(),
+      type.getEncoding()));
+  return success();
+}
+
+LogicalResult inferBroadcastElementwise(std::optional<Location> location,
+                                        StringRef opName, ValueRange operands,
+                                        ValueRange sameElementOperands,
+                                        Type resultElement, InferredTypes &inferred) {
+  Type element;
+  for (Value v : sameElementOperands) {
+    Type e = cast<RankedTensorType>(v.getType()).getElementType();
+    if (element && e != element) {
+      std::string msg;
+      llvm::raw_string_ostream os(msg);
+      os << "operands have different element types (" << element << " vs " << e << ")";
+      return emitShapeError(location, opName, msg);
+    }
+    element = e;
+  }
+  SmallVector<SymShape> shapes;
+  for (Value v : operands)
+    shapes.push_back(getSymShape(v.getType()));
+  FailureOr<SymShape> shape = broadcastShapes(location, opName, shapes);
+  if (failed(shape))
+    return failure();
+  inferred.push_back(makeTensorType(*shape, resultElement ? resultElement : element));
+  return success();
+}
+
+LogicalResult inferSameShapeAlongAxis(std::optional<Location> location,
+                                      StringRef opName, Value input, int64_t axis,
+                                      InferredTypes &inferred) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (failed(normalizeAxis(location, opName, axis, type.getRank())))
+    return failure();
+  inferred.push_back(type);
+  return success();
+}
+
+std::optional<SymShape> getKnownElements(Attribute attr, MLIRContext *context) {
+  if (!attr)
+    return std::nullopt;
+  if (auto dims = dyn_cast<DimsAttr>(attr))
+    return SymShape(dims.getDims().begin(), dims.getDims().end());
+  auto dense = dyn_cast<DenseIntElementsAttr>(attr);
+  if (!dense || dense.getElementType().isInteger(1))
+    return std::nullopt;
+  SymShape out;
+  bool isUnsigned = dense.getElementType().isUnsignedInteger();
+  for (const APInt &v : dense.getValues<APInt>()) {
+    if (isUnsigned && v.getActiveBits() > 63)
+      out.push_back(DimExpr());
+    else
+      out.push_back(getConstantDim(context, isUnsigned ? static_cast<int64_t>(v.getZExtValue())
+                                                       : v.getSExtValue()));
+  }
+  return out;
+}
+
+std::optional<SymShape> getKnownElements(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (auto shapeOf = dyn_cast<ShapeOfOp>(def))
+    return getSymShape(shapeOf.getInput().getType());
+  Attribute attr;
+  if (matchPattern(value, m_Constant(&attr)))
+    return getKnownElements(attr, value.getContext());
+  return std::nullopt;
+}
+
+Attribute makeKnownElementsAttr(RankedTensorType type, ArrayRef<DimExpr> elements) {
+  if (!type.hasStaticShape() || type.getNumElements() != (int64_t)elements.size())
+    return {};
+  SmallVector<APInt> values;
+  unsigned width = type.getElementType().getIntOrFloatBitWidth();
+  if (!type.getElementType().isInteger())
+    return {};
+  bool allConstant = true;
+  for (DimExpr e : elements) {
+    if (!e)
+      return {};
+    if (auto c = getConstantDimValue(e))
+      values.push_back(APInt(width, *c, /*isSigned=*/true, /*implicitTrunc=*/true));
+    else
+      allConstant = false;
+  }
+  if (allConstant)
+    return DenseElementsAttr::get(type, values);
+  if (!type.getElementType().isSignlessInteger(64) || type.getRank() > 1)
+    return {};
+  return DimsAttr::getCanonical(type.getContext(), elements);
+}
+
+} // namespace kiln

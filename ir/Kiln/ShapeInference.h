@@ -1,0 +1,77 @@
+//===- ShapeInference.h - helpers behind the kiln ops' shape functions -*- C++ -*-===//
+//
+// Shape functions are each op's InferTypeOpInterface. The helpers here are shared by
+// families of ops (broadcasting elementwise, softmax-like, ...) and by the folders.
+// Errors go through emitOptionalError: verification passes a location and gets a
+// diagnostic; builders pass none and just see failure().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_IR_KILN_SHAPEINFERENCE_H
+#define KILN_IR_KILN_SHAPEINFERENCE_H
+
+#include "ir/Kiln/SymbolicDims.h"
+
+#include "mlir/IR/Location.h"
+#include "mlir/IR/Value.h"
+#include "mlir/IR/ValueRange.h"
+
+namespace kiln {
+
+using InferredTypes = llvm::SmallVectorImpl<mlir::Type>;
+
+/// Emits "'<op>' op <message>" at `location` when there is one; always fails.
+mlir::LogicalResult emitShapeError(std::optional<mlir::Location> location,
+                                   llvm::StringRef opName, const llvm::Twine &message);
+
+/// `axis` in [-rank, rank) made non-negative, or an error naming `what`.
+mlir::FailureOr<int64_t> normalizeAxis(std::optional<mlir::Location> location,
+                                       llvm::StringRef opName, int64_t axis,
+                                       int64_t rank, llvm::StringRef what = "axis");
+
+/// numpy broadcasting of several shapes. Fails on two different static sizes
+/// neither of which is 1; two different symbolic sizes give `?`.
+mlir::FailureOr<SymShape> broadcastShapes(std::optional<mlir::Location> location,
+                                          llvm::StringRef opName,
+                                          llvm::ArrayRef<SymShape> shapes);
+
+/// Merges two dims that must be equal: the more informative wins (static over
+/// symbolic over unknown). Fails on two different static sizes.
+mlir::FailureOr<DimExpr> unifyDims(std::optional<mlir::Location> location,
+                                   llvm::StringRef opName, DimExpr a, DimExpr b,
+                                   const llvm::Twine &what);
+
+/// The input's type with element type `resultElement` (or its own, when null).
+mlir::LogicalResult inferUnaryElementwise(mlir::Value input, mlir::Type resultElement,
+                                          InferredTypes &inferred);
+
+/// Broadcasts `operands`' shapes; every value in `sameElementOperands` must share one
+/// element type, which is the result's unless `resultElement` is given.
+mlir::LogicalResult inferBroadcastElementwise(std::optional<mlir::Location> location,
+                                              llvm::StringRef opName,
+                                              mlir::ValueRange operands,
+                                              mlir::ValueRange sameElementOperands,
+                                              mlir::Type resultElement,
+                                              InferredTypes &inferred);
+
+/// Same type as `input`, after checking that `axis` is one of its dims.
+mlir::LogicalResult inferSameShapeAlongAxis(std::optional<mlir::Location> location,
+                                            llvm::StringRef opName, mlir::Value input,
+                                            int64_t axis, InferredTypes &inferred);
+
+/// What is known of the elements of an integer tensor, flattened: from a dense
+/// integer attribute, a #kiln.dims value, or (for values) the op that defines it.
+/// Unknown elements are null; nullopt when nothing is known.
+std::optional<SymShape> getKnownElements(mlir::Attribute attr,
+                                         mlir::MLIRContext *context);
+std::optional<SymShape> getKnownElements(mlir::Value value);
+
+/// The attribute a folder returns for an integer tensor of `type` holding `elements`:
+/// dense when every element is a constant, #kiln.dims when some are symbolic (i64
+/// only), null when an element is unknown.
+mlir::Attribute makeKnownElementsAttr(mlir::RankedTensorType type,
+                                      llvm::ArrayRef<DimExpr> elements);
+
+} // namespace kiln
+
+#endif // KILN_IR_KILN_SHAPEINFERENCE_H

@@ -1,0 +1,106 @@
+//===- ShapeOps.cpp - constants and shape computations --------------------===//
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln {
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                           Adaptor adaptor, InferredTypes &inferred) {
+  auto type = dyn_cast<RankedTensorType>(adaptor.getValue().getType());
+  if (!type || !type.hasStaticShape())
+    return emitShapeError(location, getOperationName(),
+                          "value must be a statically shaped tensor");
+  inferred.push_back(type);
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult SymbolicConstantOp::verify() {
+  DimsAttr value = getValue();
+  if (!value.isFullyKnown())
+    return emitOpError("value has an unknown ('?') element; every element must be known");
+  int64_t count = value.getDims().size();
+  auto type = cast<RankedTensorType>(getType());
+  if (type.getEncoding())
+    return emitOpError("result must be a plain tensor type, without encoding");
+  if (type.getRank() == 0 ? count != 1 : type.getDimSize(0) != count)
+    return emitOpError("value has ") << count << " elements but the result type is " << type;
+  return success();
+}
+
+OpFoldResult SymbolicConstantOp::fold(FoldAdaptor) {
+  // All-constant values belong in a plain kiln.constant.
+  if (Attribute dense = makeKnownElementsAttr(cast<RankedTensorType>(getType()), getValue().getDims());
+      dense && isa<DenseElementsAttr>(dense))
+    return dense;
+  return getValue();
+}
+
+LogicalResult ShapeOfOp::inferReturnTypes(MLIRContext *context, std::optional<Location>,
+                                          Adaptor adaptor, InferredTypes &inferred) {
+  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
+  inferred.push_back(RankedTensorType::get({type.getRank()}, IntegerType::get(context, 64)));
+  return success();
+}
+
+OpFoldResult ShapeOfOp::fold(FoldAdaptor) {
+  return makeKnownElementsAttr(cast<RankedTensorType>(getType()),
+                               getSymShape(getInput().getType()));
+}
+
+LogicalResult RangeOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                        Adaptor adaptor, InferredTypes &inferred) {
+  Type element = cast<RankedTensorType>(adaptor.getStart().getType()).getElementType();
+  for (Value v : {adaptor.getLimit(), adaptor.getDelta()})
+    if (cast<RankedTensorType>(v.getType()).getElementType() != element)
+      return emitShapeError(location, getOperationName(),
+                            "start, limit and delta must have one element type");
+  DimExpr length;
+  Attribute start, limit, delta;
+  matchPattern(adaptor.getStart(), m_Constant(&start));
+  matchPattern(adaptor.getLimit(), m_Constant(&limit));
+  matchPattern(adaptor.getDelta(), m_Constant(&delta));
+  auto floatOf = [](Attribute a) -> std::optional<double> {
+    auto dense = dyn_cast_if_present<DenseFPElementsAttr>(a);
+    if (!dense)
+      return std::nullopt;
+    return (*dense.getValues<APFloat>().begin()).convertToDouble();
+  };
+  if (auto d = floatOf(delta)) {
+    if (*d == 0)
+      return emitShapeError(location, getOperationName(), "delta must not be zero");
+    auto s = floatOf(start), l = floatOf(limit);
+    if (s && l)
+      length = getConstantDim(context,
+                              std::max<int64_t>((int64_t)std::ceil((*l - *s) / *d), 0));
+  } else {
+    auto s = getKnownElements(adaptor.getStart()), l = getKnownElements(adaptor.getLimit()),
+         dk = getKnownElements(adaptor.getDelta());
+    std::optional<int64_t> step = dk ? getConstantDimValue((*dk)[0]) : std::nullopt;
+    if (step && *step == 0)
+      return emitShapeError(location, getOperationName(), "delta must not be zero");
+    if (s && l && step && *step > 0) {
+      DimExpr span = subDims((*l)[0], (*s)[0]);
+      auto c = getConstantDimValue(span);
+      if (c)
+        length = getConstantDim(context, std::max<int64_t>(ceilDivInt(*c, *step), 0));
+      else if (isProvablyNonNegative(span))
+        length = ceilDivDims(span, getConstantDim(context, *step));
+    } else if (s && l && step && *step < 0) {
+      auto span = getConstantDimValue(subDims((*l)[0], (*s)[0]));
+      if (span)
+        length = getConstantDim(context, std::max<int64_t>(ceilDivInt(*span, *step), 0));
+    }
+  }
+  inferred.push_back(makeTensorType({length}, element));
+  return success();
+}
+
+} // namespace kiln

@@ -1,0 +1,81 @@
+//===- ShapeOps.td - constants and shape computations ----------*- tablegen -*-===//
+//
+// Exported models compute shapes at run time (Shape -> Gather -> Concat -> Reshape).
+// kiln folds those computations onto `kiln.symbolic_constant`, whose value is a list
+// of dim expressions, so shape functions downstream see symbolic sizes, not `?`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_SHAPE_OPS_TD
+#define KILN_SHAPE_OPS_TD
+
+include "ir/Kiln/KilnAttrs.td"
+
+def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike]> {
+  let summary = "a tensor constant";
+  let description = [{
+    A tensor whose value is `value`, dense or a resource blob (large weights are kept
+    as blobs, not copied into the IR). The result type is the value's type.
+
+    ```mlir
+    %c = kiln.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+// Not a Kiln_Op: its result type (0-d or 1-D) is declared, not inferred.
+def Kiln_SymbolicConstantOp : Op<Kiln_Dialect, "symbolic_constant", [Pure, ConstantLike]> {
+  let summary = "an i64 tensor (0-d or 1-D) whose elements are symbolic dims";
+  let description = [{
+    The value of a shape computation that folding resolved: each element is an
+    expression over the function's symbols. Every element must be known (no `?`);
+    a 0-d result holds exactly one.
+
+    ```mlir
+    %s = kiln.symbolic_constant #kiln.dims<[batch * seq, 768]> : tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_DimsAttr:$value);
+  let results = (outs TensorRankOf<[I64], [0, 1]>:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+def Kiln_ShapeOfOp : Kiln_Op<"shape_of"> {
+  let summary = "the shape of a tensor as a 1-D i64 tensor";
+  let description = [{
+    Yields the dims of `input`. Folds to a constant when the shape is static and to
+    a `kiln.symbolic_constant` when every dim is known symbolically.
+
+    ```mlir
+    %s = kiln.shape_of %x : (tensor<?x768xf32, #kiln.dims<[n, 768]>>) -> tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_ShapeTensor:$result);
+  let hasFolder = 1;
+}
+
+def Kiln_RangeOp : Kiln_Op<"range"> {
+  let summary = "evenly spaced values in [start, limit)";
+  let description = [{
+    A 1-D tensor `start, start + delta, ...` stopping before `limit` (ONNX Range).
+    Operands are 0-d tensors of one numeric type; the length is
+    `max(ceil((limit - start) / delta), 0)`, known when the operands are constants.
+    A zero `delta` is an error when it is a constant.
+
+    ```mlir
+    %r = kiln.range %start, %limit, %delta : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[Kiln_Element]>:$start, 0DTensorOf<[Kiln_Element]>:$limit,
+                       0DTensorOf<[Kiln_Element]>:$delta);
+  let results = (outs Kiln_Tensor:$result);
+}
+
+#endif // KILN_SHAPE_OPS_TD

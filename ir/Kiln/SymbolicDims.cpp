@@ -1,0 +1,555 @@
+//===- SymbolicDims.cpp - canonical dim expressions -----------------------===//
+//
+// Canonical form: an expression is a polynomial with integer coefficients over
+// "atoms", where an atom is a symbol or a floordiv/ceildiv/mod whose operands are
+// themselves canonical. Terms are sorted by a total order on their factors, and the
+// polynomial is rebuilt into an AffineExpr in that order. MLIR uniques AffineExprs,
+// so two dims are equal exactly when their canonical AffineExprs are the same
+// pointer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/IR/AffineExprVisitor.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace kiln {
+
+int64_t floorDivInt(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+int64_t ceilDivInt(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;
+}
+int64_t floorModInt(int64_t a, int64_t b) { return a - floorDivInt(a, b) * b; }
+
+namespace {
+
+KilnDialect *getKiln(MLIRContext *context) {
+  return context->getOrLoadDialect<KilnDialect>();
+}
+
+/// Rank of each expression kind in the total order used to sort factors.
+int kindRank(AffineExpr e) {
+  switch (e.getKind()) {
+  case AffineExprKind::Constant:
+    return 0;
+  case AffineExprKind::SymbolId:
+    return 1;
+  case AffineExprKind::DimId:
+    return 2;
+  case AffineExprKind::Add:
+    return 3;
+  case AffineExprKind::Mul:
+    return 4;
+  case AffineExprKind::FloorDiv:
+    return 5;
+  case AffineExprKind::CeilDiv:
+    return 6;
+  case AffineExprKind::Mod:
+    return 7;
+  }
+  return 8;
+}
+
+/// A total order on expressions that depends on symbol *names*, not positions, so
+/// the canonical form of an expression does not depend on the order in which a
+/// context first met its symbols.
+int compareExprs(AffineExpr a, AffineExpr b) {
+  if (a == b)
+    return 0;
+  int ka = kindRank(a), kb = kindRank(b);
+  if (ka != kb)
+    return ka < kb ? -1 : 1;
+  if (auto ca = dyn_cast<AffineConstantExpr>(a)) {
+    int64_t va = ca.getValue(), vb = cast<AffineConstantExpr>(b).getValue();
+    return va < vb ? -1 : 1;
+  }
+  if (auto sa = dyn_cast<AffineSymbolExpr>(a)) {
+    KilnDialect *kiln = getKiln(a.getContext());
+    unsigned pa = sa.getPosition(), pb = cast<AffineSymbolExpr>(b).getPosition();
+    int c = kiln->getSymbolName(pa).compare(kiln->getSymbolName(pb));
+    if (c != 0)
+      return c;
+    return pa < pb ? -1 : 1;
+  }
+  if (auto da = dyn_cast<AffineDimExpr>(a)) {
+    unsigned pa = da.getPosition(), pb = cast<AffineDimExpr>(b).getPosition();
+    return pa < pb ? -1 : 1;
+  }
+  auto ba = cast<AffineBinaryOpExpr>(a), bb = cast<AffineBinaryOpExpr>(b);
+  if (int c = compareExprs(ba.getLHS(), bb.getLHS()))
+    return c;
+  return compareExprs(ba.getRHS(), bb.getRHS());
+}
+
+using Factors = SmallVector<AffineExpr, 2>; // sorted by compareExprs
+
+struct FactorsLess {
+  bool operator()(const Factors &a, const Factors &b) const {
+    // Lower-degree terms first, so the constant term leads and rebuilds last.
+    if (a.size() != b.size())
+      return a.size() < b.size();
+    for (size_t i = 0; i < a.size(); ++i)
+      if (int c = compareExprs(a[i], b[i]))
+        return c < 0;
+    return false;
+  }
+};
+
+/// A polynomial: monomial -> nonzero coefficient.
+using Poly = std::map<Factors, int64_t, FactorsLess>;
+
+std::optional<Poly> addPoly(const Poly &a, const Poly &b, int64_t bScale = 1) {
+  Poly r = a;
+  for (const auto &[m, c] : b) {
+    int64_t scaled, sum;
+    if (llvm::MulOverflow(c, bScale, scaled) || llvm::AddOverflow(r[m], scaled, sum))
+      return std::nullopt;
+    if (sum == 0)
+      r.erase(m);
+    else
+      r[m] = sum;
+  }
+  return r;
+}
+
+std::optional<Poly> mulPoly(const Poly &a, const Poly &b) {
+  Poly r;
+  for (const auto &[ma, ca] : a) {
+    for (const auto &[mb, cb] : b) {
+      Factors m(ma);
+      m.append(mb.begin(), mb.end());
+      llvm::sort(m, [](AffineExpr x, AffineExpr y) { return compareExprs(x, y) < 0; });
+      int64_t prod, sum;
+      if (llvm::MulOverflow(ca, cb, prod) || llvm::AddOverflow(r[m], prod, sum))
+        return std::nullopt;
+      if (sum == 0)
+        r.erase(m);
+      else
+        r[m] = sum;
+    }
+  }
+  return r;
+}
+
+std::optional<int64_t> constantOf(const Poly &p) {
+  if (p.empty())
+    return 0;
+  if (p.size() == 1 && p.begin()->first.empty())
+    return p.begin()->second;
+  return std::nullopt;
+}
+
+Poly constPoly(int64_t v) {
+  Poly p;
+  if (v != 0)
+    p[Factors{}] = v;
+  return p;
+}
+
+/// Divides `num` by the single monomial `den` exactly, when every term allows it.
+std::optional<Poly> divideExactly(const Poly &num, const Poly &den) {
+  if (den.size() != 1)
+    return std::nullopt;
+  const auto &[dm, dc] = *den.begin();
+  if (dc == 0)
+    return std::nullopt;
+  Poly q;
+  for (const auto &[m, c] : num) {
+    if (c % dc != 0)
+      return std::nullopt;
+    // Remove dm's factors from m (both sorted multisets).
+    Factors rest;
+    size_t j = 0;
+    for (AffineExpr f : m) {
+      if (j < dm.size() && f == dm[j]) {
+        ++j;
+        continue;
+      }
+      rest.push_back(f);
+    }
+    if (j != dm.size())
+      return std::nullopt;
+    q[rest] = c / dc;
+  }
+  return q;
+}
+
+AffineExpr rebuild(MLIRContext *ctx, const Poly &p);
+
+std::optional<Poly> normalize(AffineExpr e);
+
+/// floordiv, ceildiv and mod of two canonical polynomials.
+std::optional<Poly> normalizeDivision(MLIRContext *ctx, AffineExprKind kind,
+                                      const Poly &lhs, const Poly &rhs) {
+  auto lc = constantOf(lhs), rc = constantOf(rhs);
+  if (rc && *rc == 0)
+    return std::nullopt; // division by zero has no value
+  if (lc && rc) {
+    if (*lc == INT64_MIN && *rc == -1)
+      return std::nullopt;
+    switch (kind) {
+    case AffineExprKind::FloorDiv:
+      return constPoly(floorDivInt(*lc, *rc));
+    case AffineExprKind::CeilDiv:
+      return constPoly(ceilDivInt(*lc, *rc));
+    default:
+      return constPoly(floorModInt(*lc, *rc));
+    }
+  }
+  if (rc && (*rc == 1 || *rc == -1)) {
+    if (kind == AffineExprKind::Mod)
+      return constPoly(0);
+    return addPoly(Poly(), lhs, *rc);
+  }
+  if (auto q = divideExactly(lhs, rhs)) {
+    if (kind == AffineExprKind::Mod)
+      return constPoly(0);
+    return q;
+  }
+  AffineExpr l = rebuild(ctx, lhs), r = rebuild(ctx, rhs);
+  AffineExpr atom = getAffineBinaryOpExpr(kind, l, r);
+  // MLIR may simplify the new expression (e.g. a constant numerator); only keep it
+  // opaque when it stayed a division.
+  if (!isa<AffineBinaryOpExpr>(atom) || atom.getKind() != kind)
+    return normalize(atom);
+  Poly p;
+  p[Factors{atom}] = 1;
+  return p;
+}
+
+std::optional<Poly> normalize(AffineExpr e) {
+  MLIRContext *ctx = e.getContext();
+  switch (e.getKind()) {
+  case AffineExprKind::Constant:
+    return constPoly(cast<AffineConstantExpr>(e).getValue());
+  case AffineExprKind::SymbolId:
+  case AffineExprKind::DimId: {
+    Poly p;
+    p[Factors{e}] = 1;
+    return p;
+  }
+  default:
+    break;
+  }
+  auto bin = cast<AffineBinaryOpExpr>(e);
+  auto lhs = normalize(bin.getLHS());
+  auto rhs = normalize(bin.getRHS());
+  if (!lhs || !rhs)
+    return std::nullopt;
+  switch (e.getKind()) {
+  case AffineExprKind::Add:
+    return addPoly(*lhs, *rhs);
+  case AffineExprKind::Mul:
+    return mulPoly(*lhs, *rhs);
+  default:
+    return normalizeDivision(ctx, e.getKind(), *lhs, *rhs);
+  }
+}
+
+AffineExpr rebuild(MLIRContext *ctx, const Poly &p) {
+  AffineExpr sum;
+  // Highest degree first reads naturally (`batch * seq + 1`); map order is lowest
+  // first, so walk it backwards.
+  for (auto it = p.rbegin(); it != p.rend(); ++it) {
+    const auto &[m, c] = *it;
+    AffineExpr term;
+    for (AffineExpr f : m)
+      term = term ? getAffineBinaryOpExpr(AffineExprKind::Mul, term, f) : f;
+    if (!term)
+      term = getAffineConstantExpr(c, ctx);
+    else if (c != 1)
+      term = getAffineBinaryOpExpr(AffineExprKind::Mul, term, getAffineConstantExpr(c, ctx));
+    sum = sum ? getAffineBinaryOpExpr(AffineExprKind::Add, sum, term) : term;
+  }
+  return sum ? sum : getAffineConstantExpr(0, ctx);
+}
+
+DimExpr combine(AffineExprKind kind, DimExpr a, DimExpr b) {
+  if (!a || !b)
+    return DimExpr();
+  auto pa = normalize(a), pb = normalize(b);
+  if (!pa || !pb)
+    return DimExpr();
+  std::optional<Poly> r;
+  switch (kind) {
+  case AffineExprKind::Add:
+    r = addPoly(*pa, *pb);
+    break;
+  case AffineExprKind::Mul:
+    r = mulPoly(*pa, *pb);
+    break;
+  default:
+    r = normalizeDivision(a.getContext(), kind, *pa, *pb);
+    break;
+  }
+  return r ? rebuild(a.getContext(), *r) : DimExpr();
+}
+
+} // namespace
+
+DimExpr canonicalizeDim(DimExpr expr) {
+  // MLIR's expression builder simplifies as it goes, and a rebuilt polynomial can
+  // occasionally simplify further (e.g. `(x floordiv 4) * 4 + x mod 4` to `x`);
+  // iterate to a fixed point so the result is canonical in its own right.
+  for (int i = 0; expr && i < 4; ++i) {
+    auto p = normalize(expr);
+    if (!p)
+      return DimExpr();
+    AffineExpr next = rebuild(expr.getContext(), *p);
+    if (next == expr)
+      break;
+    expr = next;
+  }
+  return expr;
+}
+
+DimExpr getSymbolDim(MLIRContext *context, StringRef name) {
+  return getAffineSymbolExpr(getKiln(context)->getOrCreateSymbol(name), context);
+}
+
+DimExpr getFreshSymbolDim(MLIRContext *context, StringRef hint) {
+  return getAffineSymbolExpr(getKiln(context)->createFreshSymbol(hint), context);
+}
+
+DimExpr getConstantDim(MLIRContext *context, int64_t value) {
+  return getAffineConstantExpr(value, context);
+}
+
+std::optional<int64_t> getConstantDimValue(DimExpr dim) {
+  if (auto c = dyn_cast_if_present<AffineConstantExpr>(dim))
+    return c.getValue();
+  return std::nullopt;
+}
+
+DimExpr addDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::Add, a, b); }
+DimExpr subDims(DimExpr a, DimExpr b) {
+  if (!b)
+    return DimExpr();
+  return combine(AffineExprKind::Add, a, mulDims(b, getConstantDim(b.getContext(), -1)));
+}
+DimExpr mulDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::Mul, a, b); }
+DimExpr floorDivDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::FloorDiv, a, b); }
+DimExpr ceilDivDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::CeilDiv, a, b); }
+DimExpr modDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::Mod, a, b); }
+
+DimExpr productOfDims(MLIRContext *context, ArrayRef<DimExpr> dims) {
+  DimExpr p = getConstantDim(context, 1);
+  for (DimExpr d : dims)
+    p = mulDims(p, d);
+  return p;
+}
+
+SymShape getSymShape(RankedTensorType type) {
+  SymShape dims;
+  auto encoding = dyn_cast_if_present<DimsAttr>(type.getEncoding());
+  MLIRContext *ctx = type.getContext();
+  for (auto [i, size] : llvm::enumerate(type.getShape())) {
+    if (!ShapedType::isDynamic(size))
+      dims.push_back(getConstantDim(ctx, size));
+    else if (encoding && i < encoding.getDims().size())
+      dims.push_back(encoding.getDims()[i]);
+    else
+      dims.push_back(DimExpr());
+  }
+  return dims;
+}
+
+SymShape getSymShape(Type type) {
+  if (auto ranked = dyn_cast<RankedTensorType>(type))
+    return getSymShape(ranked);
+  return {};
+}
+
+RankedTensorType makeTensorType(ArrayRef<DimExpr> dims, Type elementType) {
+  SmallVector<int64_t> shape;
+  SmallVector<DimExpr> canonical;
+  bool anySymbolic = false;
+  for (DimExpr d : dims) {
+    d = canonicalizeDim(d);
+    canonical.push_back(d);
+    if (auto c = getConstantDimValue(d)) {
+      if (*c < 0)
+        return nullptr;
+      shape.push_back(*c);
+    } else {
+      shape.push_back(ShapedType::kDynamic);
+      anySymbolic |= static_cast<bool>(d);
+    }
+  }
+  Attribute encoding;
+  if (anySymbolic)
+    encoding = DimsAttr::get(elementType.getContext(), canonical);
+  return RankedTensorType::get(shape, elementType, encoding);
+}
+
+bool isProvablyNonNegative(DimExpr dim) {
+  if (!dim)
+    return false;
+  switch (dim.getKind()) {
+  case AffineExprKind::Constant:
+    return cast<AffineConstantExpr>(dim).getValue() >= 0;
+  case AffineExprKind::SymbolId:
+    return true; // symbols are sizes
+  case AffineExprKind::DimId:
+    return false;
+  default: {
+    auto bin = cast<AffineBinaryOpExpr>(dim);
+    return isProvablyNonNegative(bin.getLHS()) && isProvablyNonNegative(bin.getRHS());
+  }
+  }
+}
+
+std::optional<int64_t>
+evaluateDim(DimExpr dim, llvm::function_ref<std::optional<int64_t>(unsigned)> symbolValue) {
+  if (!dim)
+    return std::nullopt;
+  switch (dim.getKind()) {
+  case AffineExprKind::Constant:
+    return cast<AffineConstantExpr>(dim).getValue();
+  case AffineExprKind::SymbolId:
+    return symbolValue(cast<AffineSymbolExpr>(dim).getPosition());
+  case AffineExprKind::DimId:
+    return std::nullopt;
+  default:
+    break;
+  }
+  auto bin = cast<AffineBinaryOpExpr>(dim);
+  auto l = evaluateDim(bin.getLHS(), symbolValue);
+  auto r = evaluateDim(bin.getRHS(), symbolValue);
+  if (!l || !r)
+    return std::nullopt;
+  int64_t out;
+  switch (dim.getKind()) {
+  case AffineExprKind::Add:
+    if (llvm::AddOverflow(*l, *r, out))
+      return std::nullopt;
+    return out;
+  case AffineExprKind::Mul:
+    if (llvm::MulOverflow(*l, *r, out))
+      return std::nullopt;
+    return out;
+  default:
+    if (*r == 0 || (*l == INT64_MIN && *r == -1))
+      return std::nullopt;
+    if (dim.getKind() == AffineExprKind::FloorDiv)
+      return floorDivInt(*l, *r);
+    if (dim.getKind() == AffineExprKind::CeilDiv)
+      return ceilDivInt(*l, *r);
+    return floorModInt(*l, *r);
+  }
+}
+
+namespace {
+/// Prints canonical expressions as a sum of terms with symbol names.
+class DimPrinter {
+public:
+  explicit DimPrinter(raw_ostream &os) : os(os) {}
+
+  void printExpr(AffineExpr e) {
+    auto p = normalize(e);
+    if (!p) { // not representable canonically: print MLIR's own form
+      os << e;
+      return;
+    }
+    printPoly(*p);
+  }
+
+private:
+  void printPoly(const Poly &p) {
+    if (p.empty()) {
+      os << 0;
+      return;
+    }
+    bool first = true;
+    for (auto it = p.rbegin(); it != p.rend(); ++it) {
+      const auto &[m, c] = *it;
+      int64_t coeff = c;
+      if (!first) {
+        os << (coeff < 0 ? " - " : " + ");
+        if (coeff < 0 && coeff != INT64_MIN)
+          coeff = -coeff;
+      }
+      first = false;
+      printTerm(m, coeff);
+    }
+  }
+
+  void printTerm(const Factors &m, int64_t coeff) {
+    if (m.empty()) {
+      os << coeff;
+      return;
+    }
+    bool alone = m.size() == 1 && coeff == 1;
+    if (coeff == -1)
+      os << "-";
+    else if (coeff != 1)
+      os << coeff << " * ";
+    llvm::interleave(
+        m, os, [&](AffineExpr f) { printAtom(f, /*parenthesize=*/!alone); }, " * ");
+  }
+
+  void printAtom(AffineExpr f, bool parenthesize) {
+    if (auto s = dyn_cast<AffineSymbolExpr>(f)) {
+      os << getKiln(f.getContext())->getSymbolName(s.getPosition());
+      return;
+    }
+    if (auto d = dyn_cast<AffineDimExpr>(f)) {
+      os << "d" << d.getPosition();
+      return;
+    }
+    auto bin = cast<AffineBinaryOpExpr>(f);
+    StringRef op = bin.getKind() == AffineExprKind::FloorDiv  ? "floordiv"
+                   : bin.getKind() == AffineExprKind::CeilDiv ? "ceildiv"
+                                                              : "mod";
+    if (parenthesize)
+      os << "(";
+    printOperand(bin.getLHS());
+    os << " " << op << " ";
+    printOperand(bin.getRHS());
+    if (parenthesize)
+      os << ")";
+  }
+
+  /// An operand of floordiv/ceildiv/mod: bare when it is one symbol or a
+  /// non-negative constant, parenthesized otherwise.
+  void printOperand(AffineExpr e) {
+    if (isa<AffineSymbolExpr>(e) ||
+        (isa<AffineConstantExpr>(e) && cast<AffineConstantExpr>(e).getValue() >= 0)) {
+      printExpr(e);
+      return;
+    }
+    os << "(";
+    printExpr(e);
+    os << ")";
+  }
+
+  raw_ostream &os;
+};
+} // namespace
+
+void printDim(raw_ostream &os, DimExpr dim) {
+  if (!dim) {
+    os << "?";
+    return;
+  }
+  DimPrinter(os).printExpr(dim);
+}
+
+std::string dimToString(DimExpr dim) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  printDim(os, dim);
+  return s;
+}
+
+} // namespace kiln

@@ -1,0 +1,34 @@
+//===- Passes.td - every kiln pass ----------------------------*- tablegen -*-===//
+
+#ifndef KILN_PASSES_TD
+#define KILN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def InferShapesPass : Pass<"kiln-infer-shapes", "::mlir::func::FuncOp"> {
+  let summary = "Infers and refines symbolic shapes through a function";
+  let description = [{
+    Walks a function in order and gives every value the most refined type its shape
+    function proves:
+
+    - Dynamic dims of the arguments that carry no symbol get a fresh one
+      (`arg0_d1`), so everything downstream is symbolic rather than `?`
+      (with `bind-arg-symbols`, the default).
+    - Shape computations (shape_of, gather, concat, arithmetic on sizes) fold to
+      constants and `kiln.symbolic_constant`s as it goes, so a reshape whose target
+      an exporter computed at run time gets a symbolic result type.
+    - Result types are replaced by the inferred ones where those know more. A user
+      outside the kiln dialect that needs the old type gets a `tensor.cast` back to
+      it; `func.return` instead updates the function's result types.
+
+    A declared type that contradicts its inferred one is a verifier error, so the
+    pass never loses information: it only turns `?` into sizes.
+  }];
+  let options = [
+    Option<"bindArgSymbols", "bind-arg-symbols", "bool", /*default=*/"true",
+           "Give every unnamed dynamic argument dim a fresh symbol">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
+}
+
+#endif // KILN_PASSES_TD

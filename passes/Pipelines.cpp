@@ -1,0 +1,32 @@
+//===- Pipelines.cpp - kiln's pass pipelines ------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) {
+  InferShapesPassOptions inferOptions;
+  inferOptions.bindArgSymbols = options.bindArgSymbols;
+  pm.addNestedPass<func::FuncOp>(createInferShapesPass(inferOptions));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Canonicalization can expose more constant shape computations; one more sweep
+  // turns them into refined types.
+  pm.addNestedPass<func::FuncOp>(createInferShapesPass(inferOptions));
+}
+
+void registerKilnPipelines() {
+  PassPipelineRegistration<GraphPipelineOptions>(
+      "kiln-graph-pipeline",
+      "kiln's graph-level pipeline: shape inference, canonicalization, CSE",
+      buildGraphPipeline);
+}
+
+} // namespace kiln

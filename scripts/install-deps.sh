@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs everything kiln needs on a fresh Debian 12 machine of the project's kind.
+# Idempotent: a second run checks and returns quickly. Used by `make demo`, `make test`
+# and .ci/run, so nothing the build needs is ever installed by hand.
+set -euo pipefail
+
+APT_PACKAGES=(
+  # Compiler half: LLVM/MLIR 22 (static component libraries, mlir-tblgen, FileCheck, not).
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22
+  # ONNX frontend: the protobuf classes of the ONNX IR.
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  # Runtime: Abseil (shared: Debian's static Abseil is not PIC) and the artifact schema.
+  libabsl-dev flatbuffers-compiler libflatbuffers-dev
+  # Build and test tooling.
+  cmake ninja-build ccache googletest libgtest-dev libgmock-dev binutils
+)
+
+# Python packages the test suites use, pinned so every machine runs the same tests.
+PIP_PACKAGES=(
+  "numpy==2.2.6"
+  "onnx==1.22.0"
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+PYTHON=${PYTHON:-python3}
+need_pip=()
+for spec in "${PIP_PACKAGES[@]}"; do
+  name=${spec%%==*}; want=${spec##*==}
+  have=$("$PYTHON" -m pip show "$name" 2>/dev/null | sed -n "s/^Version: //p" || true)
+  [ "$have" = "$want" ] || need_pip+=("$spec")
+done
+if [ ${#need_pip[@]} -gt 0 ]; then
+  echo "install-deps: pip installing ${need_pip[*]}"
+  "$PYTHON" -m pip install -q --disable-pip-version-check "${need_pip[@]}"
+fi
+
+if [ ! -d /usr/local/cuda ]; then
+  echo "install-deps: CUDA 13 toolkit not found at /usr/local/cuda (NVRTC, cuBLAS, cuDNN are required)" >&2
+  exit 1
+fi
+echo "install-deps: all dependencies present"

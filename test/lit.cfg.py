@@ -1,0 +1,17 @@
+# lit configuration for kiln's FileCheck tests. test/<part>/<feature>.mlir mirrors
+# the code; each file's RUN lines name the tool they drive.
+import os
+
+import lit.formats
+
+config.name = "kiln"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
+
+# kiln's tools first, then FileCheck and not from LLVM.
+config.environment["PATH"] = os.pathsep.join(
+    [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
+)

@@ -1,0 +1,137 @@
+// Canonical dim expressions: equal values are equal pointers, and canonicalization
+// never changes what an expression evaluates to.
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace {
+
+using namespace kiln;
+
+class SymbolicDims : public ::testing::Test {
+protected:
+  SymbolicDims() { context.loadDialect<KilnDialect>(); }
+  DimExpr sym(llvm::StringRef name) { return getSymbolDim(&context, name); }
+  DimExpr c(int64_t v) { return getConstantDim(&context, v); }
+  mlir::MLIRContext context;
+};
+
+TEST_F(SymbolicDims, CommutedProductsAreOneExpression) {
+  DimExpr a = sym("batch"), b = sym("seq");
+  EXPECT_EQ(mulDims(a, b), mulDims(b, a));
+  EXPECT_EQ(dimToString(mulDims(b, a)), "batch * seq");
+}
+
+TEST_F(SymbolicDims, PolynomialsCombineLikeTerms) {
+  DimExpr a = sym("a"), b = sym("b");
+  // (a + 1) * 2 - a == a + 2
+  DimExpr lhs = subDims(mulDims(addDims(a, c(1)), c(2)), a);
+  EXPECT_EQ(lhs, addDims(a, c(2)));
+  EXPECT_EQ(dimToString(lhs), "a + 2");
+  // a * b - b * a == 0
+  EXPECT_EQ(getConstantDimValue(subDims(mulDims(a, b), mulDims(b, a))), 0);
+}
+
+TEST_F(SymbolicDims, ExactDivisionCancels) {
+  DimExpr a = sym("batch"), b = sym("seq");
+  EXPECT_EQ(floorDivDims(mulDims(a, b), b), a);
+  EXPECT_EQ(floorDivDims(mulDims(a, c(12)), c(4)), mulDims(a, c(3)));
+  EXPECT_EQ(getConstantDimValue(modDims(mulDims(a, c(8)), c(4))), 0);
+  EXPECT_EQ(dimToString(floorDivDims(a, c(2))), "batch floordiv 2");
+  EXPECT_EQ(dimToString(mulDims(floorDivDims(a, c(2)), c(3))), "3 * (batch floordiv 2)");
+}
+
+TEST_F(SymbolicDims, DivisionByZeroIsUnknown) {
+  EXPECT_FALSE(floorDivDims(sym("a"), c(0)));
+  EXPECT_FALSE(modDims(c(3), c(0)));
+}
+
+TEST_F(SymbolicDims, IntegerDivisionRoundsMathematically) {
+  EXPECT_EQ(floorDivInt(-7, 2), -4);
+  EXPECT_EQ(ceilDivInt(-7, 2), -3);
+  EXPECT_EQ(ceilDivInt(7, 2), 4);
+  EXPECT_EQ(floorModInt(-7, 3), 2);
+  EXPECT_EQ(getConstantDimValue(floorDivDims(c(-7), c(2))), -4);
+}
+
+TEST_F(SymbolicDims, OverflowGivesUnknownNotWrongNumbers) {
+  DimExpr big = c(int64_t(1) << 62);
+  EXPECT_FALSE(mulDims(big, c(4)));
+  EXPECT_FALSE(addDims(c(INT64_MAX), c(1)));
+}
+
+TEST_F(SymbolicDims, NonNegativity) {
+  DimExpr a = sym("a"), b = sym("b");
+  EXPECT_TRUE(isProvablyNonNegative(addDims(mulDims(a, b), c(3))));
+  EXPECT_FALSE(isProvablyNonNegative(subDims(a, c(1))));
+  EXPECT_TRUE(isProvablyNonNegative(floorDivDims(a, c(2))));
+}
+
+TEST_F(SymbolicDims, TensorTypesCarrySymbolsInTheirEncoding) {
+  auto f32 = mlir::Float32Type::get(&context);
+  auto type = makeTensorType({mulDims(sym("batch"), sym("seq")), c(768)}, f32);
+  ASSERT_TRUE(type);
+  EXPECT_TRUE(type.isDynamicDim(0));
+  EXPECT_EQ(type.getDimSize(1), 768);
+  SymShape back = getSymShape(type);
+  EXPECT_EQ(back[0], mulDims(sym("seq"), sym("batch")));
+  // Fully static dims need no encoding; negative sizes are rejected.
+  EXPECT_FALSE(makeTensorType({c(2), c(3)}, f32).getEncoding());
+  EXPECT_FALSE(makeTensorType({c(-1)}, f32));
+}
+
+TEST_F(SymbolicDims, FreshSymbolsNeverCollide) {
+  DimExpr taken = sym("n");
+  DimExpr fresh = getFreshSymbolDim(&context, "n");
+  EXPECT_NE(taken, fresh);
+  EXPECT_NE(dimToString(fresh), "n");
+}
+
+// Property: canonicalization preserves value. Build random expressions, evaluate
+// them directly and after canonicalization at random symbol values.
+TEST_F(SymbolicDims, CanonicalizationPreservesValue) {
+  std::mt19937 rng(1234);
+  std::vector<DimExpr> symbols = {sym("x"), sym("y"), sym("z")};
+  std::function<mlir::AffineExpr(int)> build = [&](int depth) -> mlir::AffineExpr {
+    if (depth == 0 || rng() % 4 == 0)
+      return rng() % 2 ? symbols[rng() % 3] : c(static_cast<int64_t>(rng() % 7) - 2);
+    mlir::AffineExpr l = build(depth - 1), r = build(depth - 1);
+    switch (rng() % 5) {
+    case 0:
+      return l + r;
+    case 1:
+      return l * r;
+    case 2:
+      return l - r;
+    case 3:
+      return l.floorDiv(c(static_cast<int64_t>(rng() % 4) + 1));
+    default:
+      return l % c(static_cast<int64_t>(rng() % 4) + 1);
+    }
+  };
+  for (int trial = 0; trial < 2000; ++trial) {
+    mlir::AffineExpr e = build(4);
+    DimExpr canonical = canonicalizeDim(e);
+    ASSERT_TRUE(canonical);
+    EXPECT_EQ(canonicalizeDim(canonical), canonical) << "not idempotent";
+    for (int point = 0; point < 5; ++point) {
+      int64_t values[3] = {static_cast<int64_t>(rng() % 20), static_cast<int64_t>(rng() % 20),
+                           static_cast<int64_t>(rng() % 20)};
+      auto bind = [&](unsigned position) -> std::optional<int64_t> {
+        for (int i = 0; i < 3; ++i)
+          if (llvm::cast<mlir::AffineSymbolExpr>(symbols[i]).getPosition() == position)
+            return values[i];
+        return std::nullopt;
+      };
+      EXPECT_EQ(evaluateDim(e, bind), evaluateDim(canonical, bind))
+          << dimToString(e) << " vs " << dimToString(canonical);
+    }
+  }
+}
+
+} // namespace
