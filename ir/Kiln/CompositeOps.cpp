@@ -192,8 +192,9 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
     return failure();
   SymShape all = getSymShape(input);
   SymShape normalized(all.begin() + *axis, all.end());
-  for (auto [operand, what] : llvm::zip(ValueRange{adaptor.getScale(), adaptor.getBias()},
-                                        ArrayRef<StringRef>{"scale", "bias"})) {
+  Value operands[] = {adaptor.getScale(), adaptor.getBias()};
+  StringRef names[] = {"scale", "bias"};
+  for (auto [operand, what] : llvm::zip(operands, names)) {
     if (!operand)
       continue;
     if (failed(checkSameElement(location, name, adaptor.getInput(), operand, what)))

@@ -292,9 +292,9 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *context, std::optional<Loca
   StringRef name = getOperationName();
   RankedTensorType input = tensorType(adaptor.getInput());
   int64_t rank = input.getRank();
-  for (auto [v, what] : llvm::zip(ValueRange{adaptor.getStarts(), adaptor.getEnds(),
-                                              adaptor.getSteps()},
-                                   ArrayRef<StringRef>{"starts", "ends", "steps"})) {
+  Value operands[] = {adaptor.getStarts(), adaptor.getEnds(), adaptor.getSteps()};
+  StringRef names[] = {"starts", "ends", "steps"};
+  for (auto [v, what] : llvm::zip(operands, names)) {
     FailureOr<int64_t> len = staticLength(location, name, v, what);
     if (failed(len))
       return failure();

@@ -19,7 +19,7 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
     dynamic; the element counts must then agree.
 
     ```mlir
-    %s = kiln.symbolic_constant #kiln.dims<[batch * seq, 768]> : tensor<2xi64>
+    %s = kiln.symbolic_constant [batch * seq, 768] : tensor<2xi64>
     %r = kiln.reshape %x, %s : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<2xi64>) -> tensor<?x768xf32, #kiln.dims<[batch * seq, 768]>>
     ```
   }];

@@ -125,28 +125,35 @@ bool DimsAttr::isFullyKnown() const {
   return llvm::all_of(getDims(), [](AffineExpr d) { return static_cast<bool>(d); });
 }
 
-Attribute DimsAttr::parse(AsmParser &parser, Type) {
+ParseResult parseDimList(AsmParser &parser, SmallVectorImpl<AffineExpr> &dims) {
   DimExprParser exprParser(parser);
+  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() -> ParseResult {
+    DimExpr d;
+    if (exprParser.parseDim(d))
+      return failure();
+    dims.push_back(canonicalizeDim(d));
+    return success();
+  });
+}
+
+void printDimList(AsmPrinter &printer, ArrayRef<AffineExpr> dims) {
+  printer << "[";
+  llvm::interleaveComma(dims, printer.getStream(),
+                        [&](AffineExpr d) { printDim(printer.getStream(), d); });
+  printer << "]";
+}
+
+Attribute DimsAttr::parse(AsmParser &parser, Type) {
   SmallVector<AffineExpr> dims;
-  if (parser.parseLess() ||
-      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
-                                     [&]() -> ParseResult {
-                                       DimExpr d;
-                                       if (exprParser.parseDim(d))
-                                         return failure();
-                                       dims.push_back(d);
-                                       return success();
-                                     }) ||
-      parser.parseGreater())
+  if (parser.parseLess() || parseDimList(parser, dims) || parser.parseGreater())
     return {};
-  return getCanonical(parser.getContext(), dims);
+  return DimsAttr::get(parser.getContext(), dims);
 }
 
 void DimsAttr::print(AsmPrinter &printer) const {
-  printer << "<[";
-  llvm::interleaveComma(getDims(), printer.getStream(),
-                        [&](AffineExpr d) { printDim(printer.getStream(), d); });
-  printer << "]>";
+  printer << "<";
+  printDimList(printer, getDims());
+  printer << ">";
 }
 
 LogicalResult

@@ -82,8 +82,16 @@ def Kiln_InferResultTypes : InferTypeOpAdaptorBase<[{
     }
   }]>;
 
+// Runs the shape function as part of the op's own verification, so a malformed op
+// gets the shape function's diagnostic alone (InferTypeOpInterface's own check
+// would add a generic "failed to infer returned types" after it).
+def Kiln_VerifyShapeFunction : NativeOpTrait<"VerifyShapeFunction"> {
+  let cppNamespace = "::kiln::OpTrait";
+}
+
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Kiln_Dialect, mnemonic, !listconcat([Pure, Kiln_InferResultTypes], traits)> {
+    : Op<Kiln_Dialect, mnemonic,
+         !listconcat([Pure, Kiln_InferResultTypes, Kiln_VerifyShapeFunction], traits)> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 

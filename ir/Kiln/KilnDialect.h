@@ -26,12 +26,26 @@ namespace OpTrait {
 /// allows operands of different (broadcast-compatible) shapes.
 template <typename ConcreteType>
 class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+
+mlir::LogicalResult verifyShapeFunction(mlir::Operation *op);
+
+/// Verifies an op by running its shape function with diagnostics on.
+template <typename ConcreteType>
+class VerifyShapeFunction : public mlir::OpTrait::TraitBase<ConcreteType, VerifyShapeFunction> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) { return verifyShapeFunction(op); }
+};
 } // namespace OpTrait
 
 /// True when `declared` may stand where `inferred` was computed: same element types
 /// and ranks, and per dim either equal, or one side unknown. A static or symbolic
 /// dim that contradicts the other side is incompatible.
 bool areRefinementCompatible(mlir::TypeRange inferred, mlir::TypeRange declared);
+/// Parses and prints a bracketed list of dim expressions, `[batch * seq, ?, 768]`,
+/// the body of `#kiln.dims`. Parsed expressions come back canonical.
+mlir::ParseResult parseDimList(mlir::AsmParser &parser,
+                               llvm::SmallVectorImpl<mlir::AffineExpr> &dims);
+void printDimList(mlir::AsmPrinter &printer, llvm::ArrayRef<mlir::AffineExpr> dims);
 } // namespace kiln
 
 #include "ir/Kiln/KilnDialect.h.inc"

@@ -16,6 +16,19 @@
 using namespace mlir;
 using namespace kiln;
 
+// custom<DimsValue>: kiln.symbolic_constant's value, printed as a bare dim list.
+static ParseResult parseDimsValue(OpAsmParser &parser, DimsAttr &value) {
+  SmallVector<AffineExpr> dims;
+  if (parseDimList(parser, dims))
+    return failure();
+  value = DimsAttr::get(parser.getContext(), dims);
+  return success();
+}
+
+static void printDimsValue(OpAsmPrinter &printer, Operation *, DimsAttr value) {
+  printDimList(printer, value.getDims());
+}
+
 #define GET_OP_CLASSES
 #include "ir/Kiln/KilnOps.cpp.inc"
 

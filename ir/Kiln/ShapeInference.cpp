@@ -92,6 +92,20 @@ FailureOr<DimExpr> unifyDims(std::optional<Location> location, StringRef opName,
   return cb ? b : a;
 }
 
+LogicalResult OpTrait::verifyShapeFunction(Operation *op) {
+  SmallVector<Type> inferred;
+  if (failed(cast<InferTypeOpInterface>(op).inferReturnTypes(
+          op->getContext(), op->getLoc(), op->getOperands(), op->getRawDictionaryAttrs(),
+          op->getPropertiesStorage(), op->getRegions(), inferred)))
+    return failure();
+  for (auto [i, declared, type] : llvm::enumerate(op->getResultTypes(), inferred))
+    if (!areRefinementCompatible(type, declared))
+      return op->emitOpError("result #")
+             << i << " has type " << declared << ", which contradicts the inferred type "
+             << type;
+  return success();
+}
+
 LogicalResult inferUnaryElementwise(Value input, Type resultElement,
                                     InferredTypes &inferred) {
   auto type = cast<RankedTensorType>(input.getType());

@@ -36,12 +36,14 @@ def Kiln_SymbolicConstantOp : Op<Kiln_Dialect, "symbolic_constant", [Pure, Const
     a 0-d result holds exactly one.
 
     ```mlir
-    %s = kiln.symbolic_constant #kiln.dims<[batch * seq, 768]> : tensor<2xi64>
+    %s = kiln.symbolic_constant [batch * seq, 768] : tensor<2xi64>
     ```
   }];
   let arguments = (ins Kiln_DimsAttr:$value);
   let results = (outs TensorRankOf<[I64], [0, 1]>:$result);
-  let assemblyFormat = "$value attr-dict `:` type($result)";
+  // Printed bare (`[batch, 768]`): a `#kiln.dims<...>` followed by `:` would read
+  // as a typed attribute.
+  let assemblyFormat = "custom<DimsValue>($value) attr-dict `:` type($result)";
   let hasFolder = 1;
   let hasVerifier = 1;
 }

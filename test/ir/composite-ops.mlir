@@ -1,0 +1,38 @@
+// Round trip of the composite ops.
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+// RUN: kiln-opt %s --mlir-print-op-generic | kiln-opt | FileCheck %s
+
+// CHECK-LABEL: func @matmul
+func.func @matmul(%a: tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, %w: tensor<768x3072xf32>, %v: tensor<768xf32>) {
+  // CHECK: kiln.matmul %{{.*}}, %{{.*}} : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768x3072xf32>) -> tensor<?x?x3072xf32, #kiln.dims<[batch, seq, 3072]>>
+  %r = kiln.matmul %a, %w : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768x3072xf32>) -> tensor<?x?x3072xf32, #kiln.dims<[batch, seq, 3072]>>
+  // CHECK: kiln.matmul %{{.*}}, %{{.*}} : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768xf32>) -> tensor<?x?xf32, #kiln.dims<[batch, seq]>>
+  %m = kiln.matmul %a, %v : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768xf32>) -> tensor<?x?xf32, #kiln.dims<[batch, seq]>>
+  return
+}
+
+// CHECK-LABEL: func @conv_pool
+func.func @conv_pool(%x: tensor<?x3x32x32xf32, #kiln.dims<[n, 3, 32, 32]>>, %w: tensor<16x3x3x3xf32>, %b: tensor<16xf32>) {
+  // CHECK: kiln.conv %{{.*}}, %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>} : (tensor<?x3x32x32xf32, #kiln.dims<[n, 3, 32, 32]>>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<?x16x32x32xf32, #kiln.dims<[n, 16, 32, 32]>>
+  %y = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64} : (tensor<?x3x32x32xf32, #kiln.dims<[n, 3, 32, 32]>>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<?x16x32x32xf32, #kiln.dims<[n, 16, 32, 32]>>
+  // CHECK: kiln.conv %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<?x3x32x32xf32, #kiln.dims<[n, 3, 32, 32]>>, tensor<16x3x3x3xf32>) -> tensor<?x16x15x15xf32, #kiln.dims<[n, 16, 15, 15]>>
+  %z = kiln.conv %x, %w {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>} : (tensor<?x3x32x32xf32, #kiln.dims<[n, 3, 32, 32]>>, tensor<16x3x3x3xf32>) -> tensor<?x16x15x15xf32, #kiln.dims<[n, 16, 15, 15]>>
+  // CHECK: kiln.pool %{{.*}} {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 2, 2>, kind = #kiln<pool max>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<?x16x32x32xf32, #kiln.dims<[n, 16, 32, 32]>>) -> tensor<?x16x16x16xf32, #kiln.dims<[n, 16, 16, 16]>>
+  %p = kiln.pool %y {kind = #kiln<pool max>, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<?x16x32x32xf32, #kiln.dims<[n, 16, 32, 32]>>) -> tensor<?x16x16x16xf32, #kiln.dims<[n, 16, 16, 16]>>
+  // CHECK: kiln.pool %{{.*}} {ceil_mode = true, count_include_pad = true, dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 3>, kind = #kiln<pool avg>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x16x32x32xf32, #kiln.dims<[n, 16, 32, 32]>>) -> tensor<?x16x17x17xf32, #kiln.dims<[n, 16, 17, 17]>>
+  %q = kiln.pool %y {kind = #kiln<pool avg>, kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, ceil_mode = true, count_include_pad = true} : (tensor<?x16x32x32xf32, #kiln.dims<[n, 16, 32, 32]>>) -> tensor<?x16x17x17xf32, #kiln.dims<[n, 16, 17, 17]>>
+  return
+}
+
+// CHECK-LABEL: func @normalizations
+func.func @normalizations(%x: tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, %g: tensor<128xf32>, %bias: tensor<128xf32>) {
+  // CHECK: kiln.softmax %{{.*}} {axis = -1 : i64} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  %s = kiln.softmax %x {axis = -1 : i64} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  // CHECK: kiln.log_softmax %{{.*}} {axis = 1 : i64} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  %l = kiln.log_softmax %x {axis = 1 : i64} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  // CHECK: kiln.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, tensor<128xf32>, tensor<128xf32>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  %n = kiln.layer_norm %x, %g, %bias {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, tensor<128xf32>, tensor<128xf32>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  // CHECK: kiln.layer_norm %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, tensor<128xf32>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  %m = kiln.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, tensor<128xf32>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  return
+}

@@ -1,0 +1,39 @@
+// Round trip of the data-movement ops.
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+// RUN: kiln-opt %s --mlir-print-op-generic | kiln-opt | FileCheck %s
+
+// CHECK-LABEL: func @reshape
+func.func @reshape(%x: tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>) -> tensor<?x768xf32, #kiln.dims<[batch * seq, 768]>> {
+  %s = kiln.symbolic_constant [batch * seq, 768] : tensor<2xi64>
+  // CHECK: kiln.reshape %{{.*}}, %{{.*}} : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<2xi64>) -> tensor<?x768xf32, #kiln.dims<[batch * seq, 768]>>
+  %r = kiln.reshape %x, %s : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<2xi64>) -> tensor<?x768xf32, #kiln.dims<[batch * seq, 768]>>
+  return %r : tensor<?x768xf32, #kiln.dims<[batch * seq, 768]>>
+}
+
+// CHECK-LABEL: func @transpose_broadcast_concat
+func.func @transpose_broadcast_concat(%x: tensor<?x4xf32, #kiln.dims<[n, 4]>>, %y: tensor<1x8xf32>, %z: tensor<2x4xf32>) {
+  // CHECK: kiln.transpose %{{.*}} {permutation = array<i64: 1, 0>} : (tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<4x?xf32, #kiln.dims<[4, n]>>
+  %t = kiln.transpose %x {permutation = array<i64: 1, 0>} : (tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<4x?xf32, #kiln.dims<[4, n]>>
+  %s = kiln.constant dense<[4, 1]> : tensor<2xi64>
+  // CHECK: kiln.broadcast_to %{{.*}}, %{{.*}} : (tensor<1x8xf32>, tensor<2xi64>) -> tensor<4x8xf32>
+  %b = kiln.broadcast_to %y, %s : (tensor<1x8xf32>, tensor<2xi64>) -> tensor<4x8xf32>
+  // CHECK: kiln.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<?x4xf32, #kiln.dims<[n, 4]>>, tensor<2x4xf32>) -> tensor<?x4xf32, #kiln.dims<[n + 2, 4]>>
+  %c = kiln.concat %x, %z {axis = 0 : i64} : (tensor<?x4xf32, #kiln.dims<[n, 4]>>, tensor<2x4xf32>) -> tensor<?x4xf32, #kiln.dims<[n + 2, 4]>>
+  return
+}
+
+// CHECK-LABEL: func @slice_gather_pad
+func.func @slice_gather_pad(%x: tensor<8x6xf32>, %table: tensor<1000x64xf32>, %ids: tensor<?x?xi64, #kiln.dims<[batch, seq]>>) {
+  %starts = kiln.constant dense<[0, 0]> : tensor<2xi64>
+  %ends = kiln.constant dense<[8, 6]> : tensor<2xi64>
+  %steps = kiln.constant dense<[2, 1]> : tensor<2xi64>
+  // CHECK: kiln.slice %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<8x6xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<4x6xf32>
+  %s = kiln.slice %x, %starts, %ends, %steps : (tensor<8x6xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<4x6xf32>
+  // CHECK: kiln.gather %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<1000x64xf32>, tensor<?x?xi64, #kiln.dims<[batch, seq]>>) -> tensor<?x?x64xf32, #kiln.dims<[batch, seq, 64]>>
+  %g = kiln.gather %table, %ids {axis = 0 : i64} : (tensor<1000x64xf32>, tensor<?x?xi64, #kiln.dims<[batch, seq]>>) -> tensor<?x?x64xf32, #kiln.dims<[batch, seq, 64]>>
+  %pads = kiln.constant dense<[1, 0, 1, 2]> : tensor<4xi64>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  // CHECK: kiln.pad %{{.*}}, %{{.*}}, %{{.*}} {mode = #kiln<pad_mode reflect>} : (tensor<8x6xf32>, tensor<4xi64>, tensor<f32>) -> tensor<10x8xf32>
+  %p = kiln.pad %x, %pads, %zero {mode = #kiln<pad_mode reflect>} : (tensor<8x6xf32>, tensor<4xi64>, tensor<f32>) -> tensor<10x8xf32>
+  return
+}

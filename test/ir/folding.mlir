@@ -1,0 +1,140 @@
+// The folders of the kiln ops, driven by the canonicalizer.
+// RUN: kiln-opt %s -split-input-file --canonicalize | FileCheck %s
+
+// CHECK-LABEL: func @fold_float_constants
+// CHECK-DAG: kiln.constant dense<[2.000000e+00, 3.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: kiln.constant dense<[true, false]> : tensor<2xi1>
+// CHECK-DAG: kiln.constant dense<0x7FC00000> : tensor<f32>
+// CHECK-NOT: kiln.add
+// CHECK-NOT: kiln.is_nan
+func.func @fold_float_constants() -> (tensor<2xf32>, tensor<2xi1>, tensor<f32>) {
+  %a = kiln.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = kiln.constant dense<1.0> : tensor<f32>
+  %s = kiln.add %a, %b : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %n = kiln.constant dense<[0x7FC00000, 1.0]> : tensor<2xf32>
+  %isnan = kiln.is_nan %n : (tensor<2xf32>) -> tensor<2xi1>
+  %nan = kiln.constant dense<0x7FC00000> : tensor<f32>
+  %m = kiln.max %nan, %b : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %s, %isnan, %m : tensor<2xf32>, tensor<2xi1>, tensor<f32>
+}
+
+// -----
+
+// Integer division truncates; mod takes the divisor's sign, rem the dividend's.
+// CHECK-LABEL: func @fold_integer_division
+// CHECK-DAG: kiln.constant dense<-2> : tensor<i32>
+// CHECK-DAG: kiln.constant dense<2> : tensor<i32>
+// CHECK-DAG: kiln.constant dense<-1> : tensor<i32>
+func.func @fold_integer_division() -> (tensor<i32>, tensor<i32>, tensor<i32>) {
+  %a = kiln.constant dense<-7> : tensor<i32>
+  %b = kiln.constant dense<3> : tensor<i32>
+  %q = kiln.div %a, %b : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  %m = kiln.mod %a, %b : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  %r = kiln.rem %a, %b : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  %q2 = kiln.add %q, %q : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  %q3 = kiln.sub %q2, %q : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  return %q3, %m, %r : tensor<i32>, tensor<i32>, tensor<i32>
+}
+
+// -----
+
+// Division by a zero constant is left for run time, not folded.
+// CHECK-LABEL: func @no_fold_division_by_zero
+// CHECK: kiln.div
+func.func @no_fold_division_by_zero() -> tensor<i32> {
+  %a = kiln.constant dense<7> : tensor<i32>
+  %z = kiln.constant dense<0> : tensor<i32>
+  %q = kiln.div %a, %z : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  return %q : tensor<i32>
+}
+
+// -----
+
+// x + 0, x * 1 and the identity transpose disappear; broadcasting ones do not.
+// CHECK-LABEL: func @identities
+// CHECK-SAME: (%[[X:.*]]: tensor<4xf32>, %[[Y:.*]]: tensor<1xf32>)
+// CHECK: %[[B:.*]] = kiln.add %[[Y]]
+// CHECK: return %[[X]], %[[B]]
+func.func @identities(%x: tensor<4xf32>, %y: tensor<1xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %zero = kiln.constant dense<0.0> : tensor<4xf32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %a = kiln.add %x, %zero : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %m = kiln.mul %one, %a : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  %t = kiln.transpose %m {permutation = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %b = kiln.add %y, %zero : (tensor<1xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %t, %b : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Casts fold on constants with ONNX semantics: float to int truncates.
+// CHECK-LABEL: func @fold_casts
+// CHECK-DAG: kiln.constant dense<[-2, 2]> : tensor<2xi32>
+// CHECK-DAG: kiln.constant dense<[true, false]> : tensor<2xi1>
+func.func @fold_casts() -> (tensor<2xi32>, tensor<2xi1>) {
+  %a = kiln.constant dense<[-2.7, 2.7]> : tensor<2xf32>
+  %i = kiln.cast %a to i32 : (tensor<2xf32>) -> tensor<2xi32>
+  %b = kiln.constant dense<[3, 0]> : tensor<2xi64>
+  %c = kiln.cast %b to i1 : (tensor<2xi64>) -> tensor<2xi1>
+  return %i, %c : tensor<2xi32>, tensor<2xi1>
+}
+
+// -----
+
+// Shape computations fold onto symbolic constants.
+// CHECK-LABEL: func @fold_shape_computation
+// CHECK: %[[S:.*]] = kiln.symbolic_constant [n + 1, 2 * n] : tensor<2xi64>
+// CHECK: return %[[S]]
+func.func @fold_shape_computation(%x: tensor<?x2xf32, #kiln.dims<[n, 2]>>) -> tensor<2xi64> {
+  %shape = kiln.shape_of %x : (tensor<?x2xf32, #kiln.dims<[n, 2]>>) -> tensor<2xi64>
+  %i = kiln.constant dense<[0, 0]> : tensor<2xi64>
+  %nn = kiln.gather %shape, %i {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %k = kiln.constant dense<[1, 0]> : tensor<2xi64>
+  %m = kiln.constant dense<[1, 2]> : tensor<2xi64>
+  %t = kiln.mul %nn, %m : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %r = kiln.add %t, %k : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  return %r : tensor<2xi64>
+}
+
+// -----
+
+// A static shape folds to a plain constant.
+// CHECK-LABEL: func @fold_static_shape
+// CHECK: kiln.constant dense<[3, 4]> : tensor<2xi64>
+func.func @fold_static_shape(%x: tensor<3x4xf32>) -> tensor<2xi64> {
+  %s = kiln.shape_of %x : (tensor<3x4xf32>) -> tensor<2xi64>
+  return %s : tensor<2xi64>
+}
+
+// -----
+
+// reshape(reshape(x)) keeps only the last shape; a reshape to the same type is x.
+// CHECK-LABEL: func @reshape_chains
+// CHECK-SAME: (%[[X:.*]]: tensor<2x6xf32>)
+// CHECK: %[[R:.*]] = kiln.reshape %[[X]], %{{.*}} : (tensor<2x6xf32>, tensor<1xi64>) -> tensor<12xf32>
+// CHECK: return %[[R]], %[[X]]
+func.func @reshape_chains(%x: tensor<2x6xf32>) -> (tensor<12xf32>, tensor<2x6xf32>) {
+  %s1 = kiln.constant dense<[3, 4]> : tensor<2xi64>
+  %s2 = kiln.constant dense<[12]> : tensor<1xi64>
+  %a = kiln.reshape %x, %s1 : (tensor<2x6xf32>, tensor<2xi64>) -> tensor<3x4xf32>
+  %b = kiln.reshape %a, %s2 : (tensor<3x4xf32>, tensor<1xi64>) -> tensor<12xf32>
+  %s3 = kiln.constant dense<[2, 6]> : tensor<2xi64>
+  %c = kiln.reshape %x, %s3 : (tensor<2x6xf32>, tensor<2xi64>) -> tensor<2x6xf32>
+  return %b, %c : tensor<12xf32>, tensor<2x6xf32>
+}
+
+// -----
+
+// select on a constant condition picks a side; compare folds on constants.
+// CHECK-LABEL: func @fold_select_compare
+// CHECK-SAME: (%[[A:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>)
+// CHECK: %[[C:.*]] = kiln.constant dense<[false, true]> : tensor<2xi1>
+// CHECK: return %[[B]], %[[C]]
+func.func @fold_select_compare(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<2xi1>) {
+  %f = kiln.constant dense<false> : tensor<i1>
+  %s = kiln.select %f, %a, %b : (tensor<i1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %x = kiln.constant dense<[1, 5]> : tensor<2xi64>
+  %y = kiln.constant dense<3> : tensor<i64>
+  %c = kiln.compare %x, %y {direction = #kiln<compare gt>} : (tensor<2xi64>, tensor<i64>) -> tensor<2xi1>
+  return %s, %c : tensor<4xf32>, tensor<2xi1>
+}

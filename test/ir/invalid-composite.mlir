@@ -1,0 +1,193 @@
+// Every diagnostic of the composite ops.
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @matmul_elements(%a: tensor<2x3xf32>, %b: tensor<3x4xf16>) {
+  // expected-error @+1 {{'kiln.matmul' op rhs must have the input's element type}}
+  %r = kiln.matmul %a, %b : (tensor<2x3xf32>, tensor<3x4xf16>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_scalar(%a: tensor<f32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op operands must have rank >= 1}}
+  %r = kiln.matmul %a, %b : (tensor<f32>, tensor<3xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op contraction dims (lhs dim -1, rhs dim -2) must match, but is 3 and 4}}
+  %r = kiln.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x2x3xf32>, %b: tensor<5x3x4xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op operands are not broadcast-compatible}}
+  %r = kiln.matmul %a, %b : (tensor<2x2x3xf32>, tensor<5x3x4xf32>) -> tensor<5x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_rank(%x: tensor<3x32xf32>, %w: tensor<3x32xf32>) {
+  // expected-error @+1 {{'kiln.conv' op input must have rank >= 3 ([N, C, spatial...])}}
+  %y = kiln.conv %x, %w {strides = array<i64>, dilations = array<i64>, pads = array<i64>} : (tensor<3x32xf32>, tensor<3x32xf32>) -> tensor<3x32xf32>
+  return
+}
+
+// -----
+
+func.func @conv_filter_rank(%x: tensor<1x3x32xf32>, %w: tensor<3x3x3x3xf32>) {
+  // expected-error @+1 {{'kiln.conv' op filter rank 4 differs from input rank 3}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x32xf32>, tensor<3x3x3x3xf32>) -> tensor<1x3x30xf32>
+  return
+}
+
+// -----
+
+func.func @conv_filter_element(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf16>) {
+  // expected-error @+1 {{'kiln.conv' op filter must have the input's element type}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x32xf32>, tensor<4x3x3xf16>) -> tensor<1x4x30xf32>
+  return
+}
+
+// -----
+
+func.func @conv_group(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>) {
+  // expected-error @+1 {{'kiln.conv' op group must be >= 1, got 0}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, group = 0 : i64} : (tensor<1x3x32xf32>, tensor<4x3x3xf32>) -> tensor<1x4x30xf32>
+  return
+}
+
+// -----
+
+func.func @conv_strides_count(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>) {
+  // expected-error @+1 {{'kiln.conv' op strides has 2 entries; expected 1}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x32xf32>, tensor<4x3x3xf32>) -> tensor<1x4x30xf32>
+  return
+}
+
+// -----
+
+func.func @conv_zero_stride(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>) {
+  // expected-error @+1 {{'kiln.conv' op strides entries must be >= 1, got 0}}
+  %y = kiln.conv %x, %w {strides = array<i64: 0>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x32xf32>, tensor<4x3x3xf32>) -> tensor<1x4x30xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x32xf32>, %w: tensor<4x2x3xf32>) {
+  // expected-error @+1 {{'kiln.conv' op input channels and filter dim 1 * group must match, but is 3 and 2}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x32xf32>, tensor<4x2x3xf32>) -> tensor<1x4x30xf32>
+  return
+}
+
+// -----
+
+func.func @conv_group_divides_filters(%x: tensor<1x4x32xf32>, %w: tensor<3x2x3xf32>) {
+  // expected-error @+1 {{'kiln.conv' op filter dim 0 (3) is not divisible by group 2}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, group = 2 : i64} : (tensor<1x4x32xf32>, tensor<3x2x3xf32>) -> tensor<1x3x30xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias_element(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>, %b: tensor<4xf64>) {
+  // expected-error @+1 {{'kiln.conv' op bias must have the input's element type}}
+  %y = kiln.conv %x, %w, %b {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x32xf32>, tensor<4x3x3xf32>, tensor<4xf64>) -> tensor<1x4x30xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias_shape(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>, %b: tensor<5xf32>) {
+  // expected-error @+2 {{'kiln.conv' op bias size and filter dim 0 must match, but is 5 and 4}}
+  // expected-error @+1 {{'kiln.conv' op bias must be 1-D with one entry per output channel}}
+  %y = kiln.conv %x, %w, %b {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x32xf32>, tensor<4x3x3xf32>, tensor<5xf32>) -> tensor<1x4x30xf32>
+  return
+}
+
+// -----
+
+func.func @conv_window_too_large(%x: tensor<1x3x2xf32>, %w: tensor<4x3x5xf32>) {
+  // expected-error @+1 {{'kiln.conv' op the window is larger than the padded input}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x2xf32>, tensor<4x3x5xf32>) -> tensor<1x4x1xf32>
+  return
+}
+
+// -----
+
+func.func @pool_rank(%x: tensor<3x32xf32>) {
+  // expected-error @+1 {{'kiln.pool' op input must have rank >= 3 ([N, C, spatial...])}}
+  %y = kiln.pool %x {kind = #kiln<pool max>, kernel_shape = array<i64>, strides = array<i64>, pads = array<i64>, dilations = array<i64>} : (tensor<3x32xf32>) -> tensor<3x32xf32>
+  return
+}
+
+// -----
+
+func.func @pool_kernel(%x: tensor<1x3x32xf32>) {
+  // expected-error @+1 {{'kiln.pool' op kernel_shape entries must be >= 1, got 0}}
+  %y = kiln.pool %x {kind = #kiln<pool max>, kernel_shape = array<i64: 0>, strides = array<i64: 1>, pads = array<i64: 0, 0>, dilations = array<i64: 1>} : (tensor<1x3x32xf32>) -> tensor<1x3x32xf32>
+  return
+}
+
+// -----
+
+func.func @pool_p(%x: tensor<1x3x32xf32>) {
+  // expected-error @+1 {{'kiln.pool' op p must be >= 1}}
+  %y = kiln.pool %x {kind = #kiln<pool lp>, kernel_shape = array<i64: 2>, strides = array<i64: 1>, pads = array<i64: 0, 0>, dilations = array<i64: 1>, p = 0 : i64} : (tensor<1x3x32xf32>) -> tensor<1x3x31xf32>
+  return
+}
+
+// -----
+
+func.func @pool_window_too_large(%x: tensor<1x3x2xf32>) {
+  // expected-error @+1 {{'kiln.pool' op the window is larger than the padded input in spatial dim 0}}
+  %y = kiln.pool %x {kind = #kiln<pool avg>, kernel_shape = array<i64: 4>, strides = array<i64: 1>, pads = array<i64: 0, 0>, dilations = array<i64: 1>} : (tensor<1x3x2xf32>) -> tensor<1x3x1xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'kiln.softmax' op axis 2 is out of range for rank 2}}
+  %y = kiln.softmax %x {axis = 2 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_axis(%x: tensor<2x3xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm' op axis -3 is out of range for rank 2}}
+  %y = kiln.layer_norm %x, %g {axis = -3 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale_element(%x: tensor<2x3xf32>, %g: tensor<3xf16>) {
+  // expected-error @+1 {{'kiln.layer_norm' op scale must have the input's element type}}
+  %y = kiln.layer_norm %x, %g : (tensor<2x3xf32>, tensor<3xf16>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale_rank(%x: tensor<2x3xf32>, %g: tensor<2x3xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm' op scale has more dims than the normalized trailing dims}}
+  %y = kiln.layer_norm %x, %g : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_shape(%x: tensor<2x3xf32>, %g: tensor<3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.layer_norm' op operands are not broadcast-compatible}}
+  %y = kiln.layer_norm %x, %g, %b : (tensor<2x3xf32>, tensor<3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}

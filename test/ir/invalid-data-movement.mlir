@@ -1,0 +1,184 @@
+// Every diagnostic of the data-movement ops.
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @reshape_dynamic_rank(%x: tensor<4xf32>, %s: tensor<?xi64>) {
+  // expected-error @+1 {{'kiln.reshape' op shape must be a 1-D tensor of static length}}
+  %r = kiln.reshape %x, %s : (tensor<4xf32>, tensor<?xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_two_minus_ones(%x: tensor<4xf32>) {
+  %s = kiln.constant dense<[-1, -1]> : tensor<2xi64>
+  // expected-error @+1 {{'kiln.reshape' op shape has more than one -1}}
+  %r = kiln.reshape %x, %s : (tensor<4xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_negative_entry(%x: tensor<4xf32>) {
+  %s = kiln.constant dense<[-2, 2]> : tensor<2xi64>
+  // expected-error @+1 {{'kiln.reshape' op shape entry 0 is -2; entries must be >= 0 or -1}}
+  %r = kiln.reshape %x, %s : (tensor<4xf32>, tensor<2xi64>) -> tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_indivisible(%x: tensor<10xf32>) {
+  %s = kiln.constant dense<[-1, 3]> : tensor<2xi64>
+  // expected-error @+1 {{'kiln.reshape' op cannot infer the -1 dim: 10 elements do not divide into 3}}
+  %r = kiln.reshape %x, %s : (tensor<10xf32>, tensor<2xi64>) -> tensor<?x3xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count_mismatch(%x: tensor<10xf32>) {
+  %s = kiln.constant dense<[4, 3]> : tensor<2xi64>
+  // expected-error @+1 {{'kiln.reshape' op input has 10 elements but shape has 12}}
+  %r = kiln.reshape %x, %s : (tensor<10xf32>, tensor<2xi64>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_wrong_length(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'kiln.transpose' op permutation has 3 entries but the input has rank 2}}
+  %r = kiln.transpose %x {permutation = array<i64: 0, 1, 2>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_repeats(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'kiln.transpose' op permutation is not a permutation of [0, rank)}}
+  %r = kiln.transpose %x {permutation = array<i64: 1, 1>} : (tensor<2x3xf32>) -> tensor<3x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_dynamic_length(%x: tensor<4xf32>, %s: tensor<?xi64>) {
+  // expected-error @+1 {{'kiln.broadcast_to' op shape must be a 1-D tensor of static length}}
+  %r = kiln.broadcast_to %x, %s : (tensor<4xf32>, tensor<?xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_negative(%x: tensor<4xf32>) {
+  %s = kiln.constant dense<[-3, 4]> : tensor<2xi64>
+  // expected-error @+1 {{'kiln.broadcast_to' op shape entry 0 is negative (-3)}}
+  %r = kiln.broadcast_to %x, %s : (tensor<4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_incompatible(%x: tensor<4xf32>) {
+  %s = kiln.constant dense<[2, 3]> : tensor<2xi64>
+  // expected-error @+1 {{'kiln.broadcast_to' op operands are not broadcast-compatible}}
+  %r = kiln.broadcast_to %x, %s : (tensor<4xf32>, tensor<2xi64>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_nothing() {
+  // expected-error @+1 {{'kiln.concat' op needs at least one input}}
+  %r = "kiln.concat"() {axis = 0 : i64} : () -> tensor<0xf32>
+  return
+}
+
+// -----
+
+func.func @concat_axis(%a: tensor<2xf32>) {
+  // expected-error @+1 {{'kiln.concat' op axis 1 is out of range for rank 1}}
+  %r = kiln.concat %a {axis = 1 : i64} : (tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @concat_ranks(%a: tensor<2xf32>, %b: tensor<2x2xf32>) {
+  // expected-error @+1 {{'kiln.concat' op input 1 differs from input 0 in rank or element type}}
+  %r = kiln.concat %a, %b {axis = 0 : i64} : (tensor<2xf32>, tensor<2x2xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_other_dims(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+1 {{'kiln.concat' op dim 1 of input 1 must match, but is 3 and 4}}
+  %r = kiln.concat %a, %b {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @slice_dynamic_starts(%x: tensor<4xf32>, %s: tensor<?xi64>, %e: tensor<1xi64>) {
+  // expected-error @+1 {{'kiln.slice' op starts must be a 1-D tensor of static length}}
+  %r = kiln.slice %x, %s, %e, %e : (tensor<4xf32>, tensor<?xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @slice_wrong_count(%x: tensor<4x4xf32>, %s: tensor<1xi64>) {
+  // expected-error @+1 {{'kiln.slice' op starts has 1 entries but the input has rank 2}}
+  %r = kiln.slice %x, %s, %s, %s : (tensor<4x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @slice_zero_step(%x: tensor<4xf32>, %s: tensor<1xi64>) {
+  %zero = kiln.constant dense<0> : tensor<1xi64>
+  // expected-error @+1 {{'kiln.slice' op step 0 is zero}}
+  %r = kiln.slice %x, %s, %s, %zero : (tensor<4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%x: tensor<4xf32>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.gather' op axis -2 is out of range for rank 1}}
+  %r = kiln.gather %x, %i {axis = -2 : i64} : (tensor<4xf32>, tensor<2xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @pad_dynamic(%x: tensor<4xf32>, %p: tensor<?xi64>, %v: tensor<f32>) {
+  // expected-error @+1 {{'kiln.pad' op pads must be a 1-D tensor of static length}}
+  %r = kiln.pad %x, %p, %v {mode = #kiln<pad_mode constant>} : (tensor<4xf32>, tensor<?xi64>, tensor<f32>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @pad_count(%x: tensor<4xf32>, %p: tensor<3xi64>, %v: tensor<f32>) {
+  // expected-error @+1 {{'kiln.pad' op pads has 3 entries; expected 2 * rank = 2}}
+  %r = kiln.pad %x, %p, %v {mode = #kiln<pad_mode constant>} : (tensor<4xf32>, tensor<3xi64>, tensor<f32>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @pad_value_type(%x: tensor<4xf32>, %p: tensor<2xi64>, %v: tensor<f16>) {
+  // expected-error @+1 {{'kiln.pad' op value must have the input's element type}}
+  %r = kiln.pad %x, %p, %v {mode = #kiln<pad_mode constant>} : (tensor<4xf32>, tensor<2xi64>, tensor<f16>) -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @pad_crops_too_much(%x: tensor<4xf32>, %v: tensor<f32>) {
+  %p = kiln.constant dense<[-3, -2]> : tensor<2xi64>
+  // expected-error @+1 {{'kiln.pad' op pads crop dim 0 to a negative size}}
+  %r = kiln.pad %x, %p, %v {mode = #kiln<pad_mode constant>} : (tensor<4xf32>, tensor<2xi64>, tensor<f32>) -> tensor<?xf32>
+  return
+}

@@ -1,0 +1,48 @@
+// Every diagnostic of the reductions.
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @any_on_floats(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.reduce' op any/all reduce i1 tensors}}
+  %r = kiln.reduce %x {kind = #kiln<reduce any>, axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @sum_on_bools(%x: tensor<4xi1>) {
+  // expected-error @+1 {{'kiln.reduce' op only any/all reduce i1 tensors}}
+  %r = kiln.reduce %x {kind = #kiln<reduce sum>, axes = array<i64: 0>} : (tensor<4xi1>) -> tensor<1xi1>
+  return
+}
+
+// -----
+
+func.func @mean_on_ints(%x: tensor<4xi32>) {
+  // expected-error @+1 {{'kiln.reduce' op mean reduces floating-point tensors}}
+  %r = kiln.reduce %x {kind = #kiln<reduce mean>, axes = array<i64: 0>} : (tensor<4xi32>) -> tensor<1xi32>
+  return
+}
+
+// -----
+
+func.func @axis_out_of_range(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.reduce' op axis 1 is out of range for rank 1}}
+  %r = kiln.reduce %x {kind = #kiln<reduce max>, axes = array<i64: 1>} : (tensor<4xf32>) -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @axis_twice(%x: tensor<4x5xf32>) {
+  // expected-error @+1 {{'kiln.reduce' op axis 1 appears twice}}
+  %r = kiln.reduce %x {kind = #kiln<reduce max>, axes = array<i64: 1, -1>} : (tensor<4x5xf32>) -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @arg_axis(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.arg_reduce' op axis 3 is out of range for rank 1}}
+  %r = kiln.arg_reduce %x {kind = #kiln<arg_reduce argmin>, axis = 3 : i64} : (tensor<4xf32>) -> tensor<1xi64>
+  return
+}

@@ -1,0 +1,16 @@
+// Round trip of reductions.
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+// RUN: kiln-opt %s --mlir-print-op-generic | kiln-opt | FileCheck %s
+
+// CHECK-LABEL: func @reductions
+func.func @reductions(%x: tensor<?x768xf32, #kiln.dims<[n, 768]>>, %b: tensor<4x5xi1>) {
+  // CHECK: kiln.reduce %{{.*}} {axes = array<i64: 1>, kind = #kiln<reduce sum>} : (tensor<?x768xf32, #kiln.dims<[n, 768]>>) -> tensor<?x1xf32, #kiln.dims<[n, 1]>>
+  %s = kiln.reduce %x {kind = #kiln<reduce sum>, axes = array<i64: 1>, keep_dims = true} : (tensor<?x768xf32, #kiln.dims<[n, 768]>>) -> tensor<?x1xf32, #kiln.dims<[n, 1]>>
+  // CHECK: kiln.reduce %{{.*}} {axes = array<i64: -1, 0>, keep_dims = false, kind = #kiln<reduce mean>} : (tensor<?x768xf32, #kiln.dims<[n, 768]>>) -> tensor<f32>
+  %m = kiln.reduce %x {kind = #kiln<reduce mean>, axes = array<i64: -1, 0>, keep_dims = false} : (tensor<?x768xf32, #kiln.dims<[n, 768]>>) -> tensor<f32>
+  // CHECK: kiln.reduce %{{.*}} {axes = array<i64: 0>, keep_dims = false, kind = #kiln<reduce any>} : (tensor<4x5xi1>) -> tensor<5xi1>
+  %a = kiln.reduce %b {kind = #kiln<reduce any>, axes = array<i64: 0>, keep_dims = false} : (tensor<4x5xi1>) -> tensor<5xi1>
+  // CHECK: kiln.arg_reduce %{{.*}} {axis = 1 : i64, keep_dims = false, kind = #kiln<arg_reduce argmax>} : (tensor<?x768xf32, #kiln.dims<[n, 768]>>) -> tensor<?xi64, #kiln.dims<[n]>>
+  %i = kiln.arg_reduce %x {kind = #kiln<arg_reduce argmax>, axis = 1 : i64, keep_dims = false} : (tensor<?x768xf32, #kiln.dims<[n, 768]>>) -> tensor<?xi64, #kiln.dims<[n]>>
+  return
+}
