@@ -128,9 +128,10 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
     if (failed(checkSameElement(location, name, adaptor.getInput(), bias, "bias")))
       return failure();
     RankedTensorType b = tensorType(bias);
-    if (b.getRank() != 1 ||
-        failed(unifyDims(location, name, getSymShape(b)[0], w[0], "bias size and filter dim 0")))
+    if (b.getRank() != 1)
       return emitShapeError(location, name, "bias must be 1-D with one entry per output channel");
+    if (failed(unifyDims(location, name, getSymShape(b)[0], w[0], "bias size and filter dim 0")))
+      return failure();
   }
   SymShape out{x[0], w[0]};
   for (size_t i = 0; i < k; ++i)

@@ -106,9 +106,16 @@ func.func @conv_bias_element(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>, %b: 
 // -----
 
 func.func @conv_bias_shape(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>, %b: tensor<5xf32>) {
-  // expected-error @+2 {{'kiln.conv' op bias size and filter dim 0 must match, but is 5 and 4}}
-  // expected-error @+1 {{'kiln.conv' op bias must be 1-D with one entry per output channel}}
+  // expected-error @+1 {{'kiln.conv' op bias size and filter dim 0 must match, but is 5 and 4}}
   %y = kiln.conv %x, %w, %b {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x32xf32>, tensor<4x3x3xf32>, tensor<5xf32>) -> tensor<1x4x30xf32>
+  return
+}
+
+// -----
+
+func.func @conv_bias_rank(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>, %b: tensor<1x4xf32>) {
+  // expected-error @+1 {{'kiln.conv' op bias must be 1-D with one entry per output channel}}
+  %y = kiln.conv %x, %w, %b {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x32xf32>, tensor<4x3x3xf32>, tensor<1x4xf32>) -> tensor<1x4x30xf32>
   return
 }
 
