@@ -429,3 +429,80 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 }
 
 } // namespace kiln
+
+namespace kiln {
+
+//===----------------------------------------------------------------------===//
+// gather_elements / scatter_elements
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> location,
+                                                 Adaptor adaptor, InferredTypes &inferred) {
+  auto data = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  if (data.getRank() != indices.getRank())
+    return emitShapeError(location, getOperationName(),
+                          "indices must have the rank of data (" + Twine(data.getRank()) + ")");
+  if (failed(normalizeAxis(location, getOperationName(), adaptor.getAxis(), data.getRank())))
+    return failure();
+  inferred.push_back(makeTensorType(getSymShape(indices), data.getElementType()));
+  return success();
+}
+
+LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *,
+                                                  std::optional<Location> location,
+                                                  Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  auto data = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  auto updates = cast<RankedTensorType>(adaptor.getUpdates().getType());
+  if (indices.getRank() != data.getRank())
+    return emitShapeError(location, name,
+                          "indices must have the rank of data (" + Twine(data.getRank()) + ")");
+  if (updates.getElementType() != data.getElementType())
+    return emitShapeError(location, name, "updates must have the element type of data");
+  SymShape i = getSymShape(indices), u = getSymShape(updates);
+  if (i.size() != u.size())
+    return emitShapeError(location, name, "updates must have the shape of indices");
+  for (auto [k, a, b] : llvm::enumerate(i, u))
+    if (failed(unifyDims(location, name, a, b, "dim " + Twine(k) + " of indices and updates")))
+      return failure();
+  if (failed(normalizeAxis(location, name, adaptor.getAxis(), data.getRank())))
+    return failure();
+  inferred.push_back(data);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// resize
+//===----------------------------------------------------------------------===//
+
+LogicalResult ResizeOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  FailureOr<int64_t> length = staticLength(location, name, adaptor.getSize(), "size");
+  if (failed(length))
+    return failure();
+  int64_t rank = input.getRank();
+  if (*length != rank)
+    return emitShapeError(location, name,
+                          "size has " + Twine(*length) + " entries but the input has rank " +
+                              Twine(rank));
+  if ((int64_t)adaptor.getScales().size() != rank)
+    return emitShapeError(location, name, "scales must have one entry per dim");
+  for (float s : adaptor.getScales())
+    if (!(s > 0))
+      return emitShapeError(location, name, "scales must be positive");
+  if (!adaptor.getRoi().empty() && (int64_t)adaptor.getRoi().size() != 2 * rank)
+    return emitShapeError(location, name, "roi must be empty or have 2 * rank entries");
+  SymShape size = knownOrUnknown(adaptor.getSize(), rank);
+  for (auto [i, d] : llvm::enumerate(size))
+    if (auto c = getConstantDimValue(d); c && *c < 0)
+      return emitShapeError(location, name, "size entry " + Twine(i) + " is negative");
+  inferred.push_back(makeTensorType(size, input.getElementType()));
+  return success();
+}
+
+} // namespace kiln

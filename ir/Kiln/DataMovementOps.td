@@ -125,4 +125,60 @@ def Kiln_PadOp : Kiln_Op<"pad"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements"> {
+  let summary = "picks elements along an axis by per-element index (ONNX GatherElements)";
+  let description = [{
+    `out[i][j][k] = data[index[i][j][k]][j][k]` for `axis = 0`, and likewise on the
+    other axes. `indices` has the rank of `data` and is the result's shape; negative
+    indices count from the end of the axis.
+
+    ```mlir
+    %r = kiln.gather_elements %data, %idx {axis = 1 : i64} : (tensor<?x10xf32, #kiln.dims<[n, 10]>>, tensor<?x1xi64, #kiln.dims<[n, 1]>>) -> tensor<?x1xf32, #kiln.dims<[n, 1]>>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+}
+
+def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements"> {
+  let summary = "writes updates into a copy of data at per-element indices";
+  let description = [{
+    The inverse of gather_elements (ONNX ScatterElements): a copy of `data` where
+    `updates[i][j]` lands at `[indices[i][j]][j]` (for `axis = 0`), combined with
+    the existing value by `reduction` (`none` overwrites).
+
+    ```mlir
+    %r = kiln.scatter_elements %data, %idx, %upd {axis = 0 : i64, reduction = #kiln<scatter add>} : (tensor<3x3xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<3x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices, Kiln_Tensor:$updates,
+                       I64Attr:$axis, Kiln_ScatterReductionAttr:$reduction);
+  let results = (outs Kiln_Tensor:$result);
+}
+
+def Kiln_ResizeOp : Kiln_Op<"resize"> {
+  let summary = "resamples a tensor to a new size (ONNX Resize)";
+  let description = [{
+    The result's dims are `size`. Each output coordinate maps to an input coordinate
+    through `coordinate_mode` with the per-dim `scales` (output / input), then
+    `mode` interpolates: nearest (rounded by `nearest_mode`), linear or cubic (with
+    `cubic_coeff_a`), and `antialias` widens the filter when downsampling.
+    `exclude_outside` drops taps outside the input; `tf_crop_and_resize` reads the
+    crop box from `roi` and fills outside it with `extrapolation_value`.
+
+    ```mlir
+    %r = kiln.resize %x, %size {mode = #kiln<resize_mode linear>, coordinate_mode = #kiln<coordinate_mode half_pixel>, nearest_mode = #kiln<nearest_mode round_prefer_floor>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, roi = array<f32>} : (tensor<1x3x8x8xf32>, tensor<4xi64>) -> tensor<1x3x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_ShapeTensor:$size,
+                       Kiln_ResizeModeAttr:$mode, Kiln_CoordinateModeAttr:$coordinate_mode,
+                       Kiln_NearestModeAttr:$nearest_mode, DenseF32ArrayAttr:$scales,
+                       DenseF32ArrayAttr:$roi,
+                       DefaultValuedAttr<F32Attr, "-0.75">:$cubic_coeff_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclude_outside,
+                       DefaultValuedAttr<F32Attr, "0.0">:$extrapolation_value,
+                       DefaultValuedAttr<BoolAttr, "false">:$antialias);
+  let results = (outs Kiln_FloatTensor:$result);
+}
+
 #endif // KILN_DATA_MOVEMENT_OPS_TD

@@ -75,6 +75,45 @@ def Kiln_PoolKind : I32EnumAttr<"PoolKind", "pooling combiner", [
 }
 def Kiln_PoolKindAttr : EnumAttr<Kiln_Dialect, Kiln_PoolKind, "pool">;
 
+def Kiln_CumulativeKind : I32EnumAttr<"CumulativeKind", "running combiner", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"prod", 1>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_CumulativeKindAttr : EnumAttr<Kiln_Dialect, Kiln_CumulativeKind, "cumulative">;
+
+def Kiln_ScatterReduction : I32EnumAttr<"ScatterReduction", "how scattered updates combine", [
+    I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"add", 1>, I32EnumAttrCase<"mul", 2>,
+    I32EnumAttrCase<"max", 3>, I32EnumAttrCase<"min", 4>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_ScatterReductionAttr : EnumAttr<Kiln_Dialect, Kiln_ScatterReduction, "scatter">;
+
+def Kiln_ResizeMode : I32EnumAttr<"ResizeMode", "resize interpolation", [
+    I32EnumAttrCase<"nearest", 0>, I32EnumAttrCase<"linear", 1>, I32EnumAttrCase<"cubic", 2>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_ResizeModeAttr : EnumAttr<Kiln_Dialect, Kiln_ResizeMode, "resize_mode">;
+
+def Kiln_CoordinateMode : I32EnumAttr<"CoordinateMode", "output to input coordinate map", [
+    I32EnumAttrCase<"half_pixel", 0>, I32EnumAttrCase<"half_pixel_symmetric", 1>,
+    I32EnumAttrCase<"pytorch_half_pixel", 2>, I32EnumAttrCase<"align_corners", 3>,
+    I32EnumAttrCase<"asymmetric", 4>, I32EnumAttrCase<"tf_crop_and_resize", 5>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_CoordinateModeAttr : EnumAttr<Kiln_Dialect, Kiln_CoordinateMode, "coordinate_mode">;
+
+def Kiln_NearestMode : I32EnumAttr<"NearestMode", "rounding of nearest-neighbour coordinates", [
+    I32EnumAttrCase<"round_prefer_floor", 0>, I32EnumAttrCase<"round_prefer_ceil", 1>,
+    I32EnumAttrCase<"floor", 2>, I32EnumAttrCase<"ceil", 3>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_NearestModeAttr : EnumAttr<Kiln_Dialect, Kiln_NearestMode, "nearest_mode">;
+
 def Kiln_PadMode : I32EnumAttr<"PadMode", "padding mode", [
     I32EnumAttrCase<"constant", 0>, I32EnumAttrCase<"reflect", 1>,
     I32EnumAttrCase<"edge", 2>, I32EnumAttrCase<"wrap", 3>]> {

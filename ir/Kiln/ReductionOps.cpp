@@ -39,10 +39,26 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
-OpFoldResult ReduceOp::fold(FoldAdaptor) {
+OpFoldResult ReduceOp::fold(FoldAdaptor adaptor) {
   if (getAxes().empty() && getInput().getType() == getType())
     return getInput();
-  return {};
+  // Sums and products of sizes: the element counts exported models compute.
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  auto type = cast<RankedTensorType>(getType());
+  ReduceKind kind = getKind();
+  if (inputType.getRank() != 1 || getAxes().size() != 1 ||
+      !inputType.getElementType().isInteger() || inputType.getElementType().isInteger(1) ||
+      (kind != ReduceKind::sum && kind != ReduceKind::prod))
+    return {};
+  auto known = getKnownElements(adaptor.getInput(), getContext());
+  if (!known)
+    return {};
+  DimExpr acc = getConstantDim(getContext(), kind == ReduceKind::sum ? 0 : 1);
+  for (DimExpr d : *known)
+    acc = kind == ReduceKind::sum ? addDims(acc, d) : mulDims(acc, d);
+  if (!acc)
+    return {};
+  return makeKnownElementsAttr(type, {acc});
 }
 
 LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *context,
@@ -61,6 +77,37 @@ LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *context,
       out.push_back(getConstantDim(context, 1));
   }
   inferred.push_back(makeTensorType(out, IntegerType::get(context, 64)));
+  return success();
+}
+
+} // namespace kiln
+
+namespace kiln {
+
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                       Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  FailureOr<int64_t> axis = normalizeAxis(location, name, adaptor.getAxis(), input.getRank());
+  if (failed(axis))
+    return failure();
+  auto kType = cast<RankedTensorType>(adaptor.getK().getType());
+  if (kType.isDynamicDim(0) || kType.getDimSize(0) != 1)
+    return emitShapeError(location, name, "k must be a 1-element tensor");
+  SymShape dims = getSymShape(input);
+  DimExpr k;
+  if (auto known = getKnownElements(adaptor.getK()))
+    k = (*known)[0];
+  if (auto c = getConstantDimValue(k)) {
+    if (*c < 0)
+      return emitShapeError(location, name, "k is negative (" + Twine(*c) + ")");
+    if (auto d = getConstantDimValue(dims[*axis]); d && *c > *d)
+      return emitShapeError(location, name,
+                            "k (" + Twine(*c) + ") exceeds the axis size (" + Twine(*d) + ")");
+  }
+  dims[*axis] = k;
+  inferred.push_back(makeTensorType(dims, input.getElementType()));
+  inferred.push_back(makeTensorType(dims, IntegerType::get(context, 64)));
   return success();
 }
 

@@ -41,4 +41,46 @@ def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce"> {
   let results = (outs RankedTensorOf<[I64]>:$result);
 }
 
+def Kiln_CumulativeOp : Kiln_Op<"cumulative"> {
+  let summary = "running sum or product along an axis";
+  let description = [{
+    Element `i` along `axis` combines elements `0..i` (`0..i-1` when `exclusive`,
+    and from the end when `reverse`). The result has the input's type (ONNX CumSum,
+    CumProd).
+
+    ```mlir
+    %r = kiln.cumulative %x {kind = #kiln<cumulative sum>, axis = 1 : i64} : (tensor<?x8xf32, #kiln.dims<[n, 8]>>) -> tensor<?x8xf32, #kiln.dims<[n, 8]>>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_CumulativeKindAttr:$kind, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Kiln_Tensor:$result);
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::kiln::inferSameShapeAlongAxis(location, getOperationName(),
+          adaptor.getInput(), adaptor.getAxis(), inferred);
+    }
+  }];
+}
+
+def Kiln_TopKOp : Kiln_Op<"top_k"> {
+  let summary = "the k largest (or smallest) elements along an axis, and their indices";
+  let description = [{
+    `k` is a 1-element i64 tensor (ONNX TopK). Ties keep the lower index first;
+    with `sorted` the results are in order, largest first unless `largest` is
+    false.
+
+    ```mlir
+    %v, %i = kiln.top_k %x, %k {axis = -1 : i64} : (tensor<?x100xf32, #kiln.dims<[n, 100]>>, tensor<1xi64>) -> (tensor<?x5xf32, #kiln.dims<[n, 5]>>, tensor<?x5xi64, #kiln.dims<[n, 5]>>)
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_ShapeTensor:$k, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "true">:$largest,
+                       DefaultValuedAttr<BoolAttr, "true">:$sorted);
+  let results = (outs Kiln_Tensor:$values, RankedTensorOf<[I64]>:$indices);
+}
+
 #endif // KILN_REDUCTION_OPS_TD

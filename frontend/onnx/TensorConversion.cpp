@@ -1,0 +1,281 @@
+//===- TensorConversion.cpp - ONNX TensorProto to MLIR ElementsAttr -------===//
+//
+// Small tensors become DenseElementsAttr. Large ones become resource blobs so the
+// IR holds them once: data read from external files is memory-mapped and never
+// copied; inline raw_data is copied once out of the protobuf.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/onnx/NodeImporter.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+namespace {
+/// Tensors at least this large are kept as resource blobs rather than dense
+/// attributes, whose uniquing would hash and copy every byte.
+constexpr int64_t kBlobThresholdBytes = 64 * 1024;
+/// The largest tensor kiln accepts: dims multiplying past this are corrupt input,
+/// not a reason to try a giant allocation.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+int64_t bytesPerElement(Type t) {
+  if (t.isInteger(1))
+    return 1; // ONNX stores bools as bytes
+  return (t.getIntOrFloatBitWidth() + 7) / 8;
+}
+} // namespace
+
+Type convertElementType(MLIRContext *ctx, int onnxType) {
+  Builder b(ctx);
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  case onnx::TensorProto::INT8:
+    return b.getIntegerType(8);
+  case onnx::TensorProto::INT16:
+    return b.getIntegerType(16);
+  case onnx::TensorProto::INT32:
+    return b.getIntegerType(32);
+  case onnx::TensorProto::INT64:
+    return b.getIntegerType(64);
+  case onnx::TensorProto::UINT8:
+    return b.getIntegerType(8, /*isSigned=*/false);
+  case onnx::TensorProto::UINT16:
+    return b.getIntegerType(16, false);
+  case onnx::TensorProto::UINT32:
+    return b.getIntegerType(32, false);
+  case onnx::TensorProto::UINT64:
+    return b.getIntegerType(64, false);
+  default:
+    return nullptr;
+  }
+}
+
+StringRef onnxTypeName(int onnxType) {
+  switch (onnxType) {
+  case 0: return "UNDEFINED";
+  case 1: return "FLOAT";
+  case 2: return "UINT8";
+  case 3: return "INT8";
+  case 4: return "UINT16";
+  case 5: return "INT16";
+  case 6: return "INT32";
+  case 7: return "INT64";
+  case 8: return "STRING";
+  case 9: return "BOOL";
+  case 10: return "FLOAT16";
+  case 11: return "DOUBLE";
+  case 12: return "UINT32";
+  case 13: return "UINT64";
+  case 14: return "COMPLEX64";
+  case 15: return "COMPLEX128";
+  case 16: return "BFLOAT16";
+  case 17: return "FLOAT8E4M3FN";
+  case 18: return "FLOAT8E4M3FNUZ";
+  case 19: return "FLOAT8E5M2";
+  case 20: return "FLOAT8E5M2FNUZ";
+  case 21: return "UINT4";
+  case 22: return "INT4";
+  case 23: return "FLOAT4E2M1";
+  default: return "an unknown type";
+  }
+}
+
+namespace {
+
+/// Reads `length` bytes at `offset` of an external data file, memory-mapped.
+FailureOr<AsmResourceBlob> readExternal(const onnx::TensorProto &tensor, StringRef base,
+                                        int64_t expectedBytes, Location loc,
+                                        const Twine &what) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &entry : tensor.external_data()) {
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset" && !llvm::to_integer(entry.value(), offset))
+      return emitError(loc) << what << ": external data offset '" << entry.value()
+                            << "' is not an integer";
+    else if (entry.key() == "length" && !llvm::to_integer(entry.value(), length))
+      return emitError(loc) << what << ": external data length '" << entry.value()
+                            << "' is not an integer";
+  }
+  if (location.empty())
+    return emitError(loc) << what << ": external data has no location";
+  if (llvm::sys::path::is_absolute(location) || StringRef(location).contains(".."))
+    return emitError(loc) << what << ": external data location '" << location
+                          << "' must be a relative path inside the model's directory";
+  SmallString<256> path(base);
+  llvm::sys::path::append(path, location);
+  if (length < 0)
+    length = expectedBytes;
+  if (length != expectedBytes || offset < 0)
+    return emitError(loc) << what << ": external data holds " << length
+                          << " bytes at offset " << offset << " but the tensor needs "
+                          << expectedBytes;
+  uint64_t fileSize = 0;
+  if (llvm::sys::fs::file_size(path, fileSize) ||
+      uint64_t(offset) + uint64_t(length) > fileSize)
+    return emitError(loc) << what << ": external data file '" << path
+                          << "' is missing or shorter than offset + length ("
+                          << offset + length << " bytes)";
+  auto buffer = llvm::MemoryBuffer::getFileSlice(path, length, offset,
+                                                 /*IsVolatile=*/false);
+  if (!buffer)
+    return emitError(loc) << what << ": cannot read external data '" << path
+                          << "': " << buffer.getError().message();
+  std::shared_ptr<llvm::MemoryBuffer> owned(std::move(*buffer));
+  ArrayRef<char> data(owned->getBufferStart(), owned->getBufferSize());
+  return UnmanagedAsmResourceBlob::allocateWithAlign(
+      data, /*align=*/1, [owned](void *, size_t, size_t) mutable { owned.reset(); });
+}
+
+} // namespace
+
+FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRContext *ctx,
+                                      Location loc, StringRef externalBase,
+                                      const Twine &what) {
+  Type element = convertElementType(ctx, tensor.data_type());
+  if (!element)
+    return emitError(loc) << what << ": element type " << onnxTypeName(tensor.data_type())
+                          << " is not supported by kiln";
+  SmallVector<int64_t> shape;
+  int64_t count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0)
+      return emitError(loc) << what << ": negative dim " << d;
+    if (d > 0 && count > kMaxElements / d)
+      return emitError(loc) << what << ": more than 2^40 elements";
+    count *= d;
+    shape.push_back(d);
+  }
+  auto type = RankedTensorType::get(shape, element);
+  int64_t elemBytes = bytesPerElement(element);
+  int64_t expectedBytes = count * elemBytes;
+
+  // Raw bytes: inline or external. Both are little-endian, as MLIR's buffers are
+  // (kiln builds on little-endian hosts only), except bools, which MLIR packs.
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL ||
+      tensor.has_raw_data()) {
+    FailureOr<AsmResourceBlob> blob = failure();
+    StringRef raw;
+    if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+      blob = readExternal(tensor, externalBase, expectedBytes, loc, what);
+      if (failed(blob))
+        return failure();
+      raw = StringRef(blob->getData().data(), blob->getData().size());
+    } else {
+      raw = tensor.raw_data();
+      if ((int64_t)raw.size() != expectedBytes)
+        return emitError(loc) << what << ": raw_data has " << raw.size()
+                              << " bytes but " << type << " needs " << expectedBytes;
+    }
+    if (element.isInteger(1)) {
+      SmallVector<bool> values;
+      for (char c : raw)
+        values.push_back(c != 0);
+      return cast<ElementsAttr>(DenseElementsAttr::get(type, values));
+    }
+    if (expectedBytes >= kBlobThresholdBytes) {
+      std::string name = tensor.name().empty() ? std::string("tensor") : tensor.name();
+      if (succeeded(blob))
+        return cast<ElementsAttr>(DenseResourceElementsAttr::get(type, name, std::move(*blob)));
+      return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+          type, name,
+          HeapAsmResourceBlob::allocateAndCopyWithAlign(ArrayRef<char>(raw.data(), raw.size()),
+                                                        alignof(uint64_t))));
+    }
+    bool detectedSplat = false;
+    if (!DenseElementsAttr::isValidRawBuffer(type, ArrayRef<char>(raw.data(), raw.size()),
+                                             detectedSplat))
+      return emitError(loc) << what << ": raw data does not match " << type;
+    return cast<ElementsAttr>(
+        DenseElementsAttr::getFromRawBuffer(type, ArrayRef<char>(raw.data(), raw.size())));
+  }
+
+  // Typed fields.
+  auto checkCount = [&](int64_t have) -> LogicalResult {
+    if (have == count)
+      return success();
+    return emitError(loc) << what << ": holds " << have << " values but " << type
+                          << " needs " << count;
+  };
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT: {
+    if (failed(checkCount(tensor.float_data_size())))
+      return failure();
+    SmallVector<float> v(tensor.float_data().begin(), tensor.float_data().end());
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, ArrayRef<float>(v)));
+  }
+  case onnx::TensorProto::DOUBLE: {
+    if (failed(checkCount(tensor.double_data_size())))
+      return failure();
+    SmallVector<double> v(tensor.double_data().begin(), tensor.double_data().end());
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, ArrayRef<double>(v)));
+  }
+  case onnx::TensorProto::INT64: {
+    if (failed(checkCount(tensor.int64_data_size())))
+      return failure();
+    SmallVector<int64_t> v(tensor.int64_data().begin(), tensor.int64_data().end());
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, ArrayRef<int64_t>(v)));
+  }
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64: {
+    if (failed(checkCount(tensor.uint64_data_size())))
+      return failure();
+    SmallVector<APInt> v;
+    for (uint64_t x : tensor.uint64_data())
+      v.push_back(APInt(element.getIntOrFloatBitWidth(), x, false, /*implicitTrunc=*/true));
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
+  }
+  case onnx::TensorProto::BOOL: {
+    if (failed(checkCount(tensor.int32_data_size())))
+      return failure();
+    SmallVector<bool> v;
+    for (int32_t x : tensor.int32_data())
+      v.push_back(x != 0);
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
+  }
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: {
+    if (failed(checkCount(tensor.int32_data_size())))
+      return failure();
+    const llvm::fltSemantics &sem = cast<FloatType>(element).getFloatSemantics();
+    SmallVector<APFloat> v;
+    for (int32_t x : tensor.int32_data())
+      v.push_back(APFloat(sem, APInt(16, static_cast<uint16_t>(x))));
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
+  }
+  default: { // INT8/16/32, UINT8/16 live in int32_data
+    if (failed(checkCount(tensor.int32_data_size())))
+      return failure();
+    SmallVector<APInt> v;
+    unsigned width = element.getIntOrFloatBitWidth();
+    for (int32_t x : tensor.int32_data())
+      v.push_back(APInt(width, static_cast<uint64_t>(static_cast<int64_t>(x)),
+                        /*isSigned=*/true, /*implicitTrunc=*/true));
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
+  }
+  }
+}
+
+} // namespace kiln::onnx_import

@@ -1,0 +1,433 @@
+//===- Elementwise.cpp - ONNX elementwise ops onto kiln -------------------===//
+//
+// Direct maps for ops kiln has, and decompositions for activations kiln keeps out of
+// its core set (Relu is max(x, 0), Elu a select, ...). Decompositions compute in the
+// input's element type, as ONNX defines them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/onnx/ops/Converters.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+namespace {
+template <typename OpTy>
+LogicalResult mapUnary(NodeImporter &n) {
+  auto x = n.requiredInput(0);
+  if (failed(x))
+    return failure();
+  auto r = n.create<OpTy>({*x});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+template <typename OpTy>
+LogicalResult mapBinary(NodeImporter &n) {
+  auto a = n.requiredInput(0), b = n.requiredInput(1);
+  if (failed(a) || failed(b))
+    return failure();
+  auto r = n.create<OpTy>({*a, *b});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult mapCompare(NodeImporter &n, CompareDirection direction) {
+  auto a = n.requiredInput(0), b = n.requiredInput(1);
+  if (failed(a) || failed(b))
+    return failure();
+  auto r = compare(n, direction, *a, *b);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+/// Folds a variadic op (Max, Min, Sum) pairwise, left to right.
+template <typename OpTy>
+FailureOr<Value> foldVariadic(NodeImporter &n) {
+  if (n.numInputs() == 0)
+    return n.error("needs at least one input");
+  FailureOr<Value> acc = n.requiredInput(0);
+  for (size_t i = 1; i < n.numInputs() && succeeded(acc); ++i) {
+    auto next = n.requiredInput(i);
+    if (failed(next))
+      return failure();
+    acc = n.create<OpTy>({*acc, *next});
+  }
+  return acc;
+}
+
+/// A chain of fallible steps: `Chain c(n); Value v = c(...)` stops at the first
+/// failure and `c.done(result)` reports it.
+class Chain {
+public:
+  explicit Chain(NodeImporter &n) : n(n) {}
+  Value operator()(FailureOr<Value> v) {
+    if (failed(v)) {
+      ok = false;
+      return {};
+    }
+    return *v;
+  }
+  Value bin(StringRef op, Value a, Value b) {
+    return ok && a && b ? (*this)(binary(n, op, a, b)) : Value();
+  }
+  Value un(StringRef op, Value a) { return ok && a ? (*this)(unary(n, op, a)) : Value(); }
+  Value cmp(CompareDirection d, Value a, Value b) {
+    return ok && a && b ? (*this)(compare(n, d, a, b)) : Value();
+  }
+  Value sel(Value c, Value a, Value b) {
+    return ok && c && a && b ? (*this)(select(n, c, a, b)) : Value();
+  }
+  Value k(Value like, double v) { return like ? scalarLike(n, like, v) : Value(); }
+  LogicalResult done(Value result) { return ok && result ? n.setResults({result}) : failure(); }
+
+private:
+  NodeImporter &n;
+  bool ok = true;
+};
+
+constexpr StringLiteral kAdd = "kiln.add", kSub = "kiln.sub", kMul = "kiln.mul",
+                        kDiv = "kiln.div", kMax = "kiln.max", kMin = "kiln.min",
+                        kExp = "kiln.exp", kLog = "kiln.log", kTanh = "kiln.tanh",
+                        kAbs = "kiln.abs", kErf = "kiln.erf";
+
+FailureOr<Value> x0(NodeImporter &n) { return n.requiredInput(0); }
+} // namespace
+
+LogicalResult convertAbs(NodeImporter &n) { return mapUnary<AbsOp>(n); }
+LogicalResult convertNeg(NodeImporter &n) { return mapUnary<NegOp>(n); }
+LogicalResult convertSign(NodeImporter &n) { return mapUnary<SignOp>(n); }
+LogicalResult convertExp(NodeImporter &n) { return mapUnary<ExpOp>(n); }
+LogicalResult convertLog(NodeImporter &n) { return mapUnary<LogOp>(n); }
+LogicalResult convertSqrt(NodeImporter &n) { return mapUnary<SqrtOp>(n); }
+LogicalResult convertReciprocal(NodeImporter &n) { return mapUnary<ReciprocalOp>(n); }
+LogicalResult convertTanh(NodeImporter &n) { return mapUnary<TanhOp>(n); }
+LogicalResult convertSigmoid(NodeImporter &n) { return mapUnary<SigmoidOp>(n); }
+LogicalResult convertErf(NodeImporter &n) { return mapUnary<ErfOp>(n); }
+LogicalResult convertSin(NodeImporter &n) { return mapUnary<SinOp>(n); }
+LogicalResult convertCos(NodeImporter &n) { return mapUnary<CosOp>(n); }
+LogicalResult convertTan(NodeImporter &n) { return mapUnary<TanOp>(n); }
+LogicalResult convertAsin(NodeImporter &n) { return mapUnary<AsinOp>(n); }
+LogicalResult convertAcos(NodeImporter &n) { return mapUnary<AcosOp>(n); }
+LogicalResult convertAtan(NodeImporter &n) { return mapUnary<AtanOp>(n); }
+LogicalResult convertSinh(NodeImporter &n) { return mapUnary<SinhOp>(n); }
+LogicalResult convertCosh(NodeImporter &n) { return mapUnary<CoshOp>(n); }
+LogicalResult convertAsinh(NodeImporter &n) { return mapUnary<AsinhOp>(n); }
+LogicalResult convertAcosh(NodeImporter &n) { return mapUnary<AcoshOp>(n); }
+LogicalResult convertAtanh(NodeImporter &n) { return mapUnary<AtanhOp>(n); }
+LogicalResult convertFloor(NodeImporter &n) { return mapUnary<FloorOp>(n); }
+LogicalResult convertCeil(NodeImporter &n) { return mapUnary<CeilOp>(n); }
+LogicalResult convertRound(NodeImporter &n) { return mapUnary<RoundOp>(n); }
+LogicalResult convertIsNaN(NodeImporter &n) { return mapUnary<IsNanOp>(n); }
+LogicalResult convertNot(NodeImporter &n) { return mapUnary<NotOp>(n); }
+LogicalResult convertBitwiseNot(NodeImporter &n) { return mapUnary<BitwiseNotOp>(n); }
+
+LogicalResult convertIsInf(NodeImporter &n) {
+  auto x = x0(n);
+  auto pos = n.intAttr("detect_positive", 1), neg = n.intAttr("detect_negative", 1);
+  if (failed(x) || failed(pos) || failed(neg))
+    return failure();
+  Chain c(n);
+  if (*pos && *neg)
+    return c.done(c(n.create<IsInfOp>({*x})));
+  if (!*pos && !*neg) // nothing is detected: all false, in x's shape
+    return c.done(c.bin("kiln.and", c(n.create<IsInfOp>({*x})),
+                        n.constScalar(n.builder().getI1Type(), 0)));
+  double inf = *pos ? INFINITY : -INFINITY;
+  return c.done(c.cmp(CompareDirection::eq, *x, c.k(*x, inf)));
+}
+
+LogicalResult convertIdentity(NodeImporter &n) {
+  auto x = x0(n);
+  if (failed(x))
+    return failure();
+  return n.setResults({*x});
+}
+
+LogicalResult convertRelu(NodeImporter &n) {
+  auto x = x0(n);
+  if (failed(x))
+    return failure();
+  Chain c(n);
+  return c.done(c.bin(kMax, *x, c.k(*x, 0)));
+}
+
+LogicalResult convertLeakyRelu(NodeImporter &n) {
+  auto x = x0(n);
+  auto alpha = n.floatAttr("alpha", 0.01f);
+  if (failed(x) || failed(alpha))
+    return failure();
+  Chain c(n);
+  Value negative = c.cmp(CompareDirection::lt, *x, c.k(*x, 0));
+  return c.done(c.sel(negative, c.bin(kMul, *x, c.k(*x, *alpha)), *x));
+}
+
+LogicalResult convertPRelu(NodeImporter &n) {
+  auto x = x0(n), slope = n.requiredInput(1);
+  if (failed(x) || failed(slope))
+    return failure();
+  Chain c(n);
+  Value negative = c.cmp(CompareDirection::lt, *x, c.k(*x, 0));
+  return c.done(c.sel(negative, c.bin(kMul, *x, *slope), *x));
+}
+
+LogicalResult convertElu(NodeImporter &n) {
+  auto x = x0(n);
+  auto alpha = n.floatAttr("alpha", 1.0f);
+  if (failed(x) || failed(alpha))
+    return failure();
+  Chain c(n);
+  Value negative = c.cmp(CompareDirection::lt, *x, c.k(*x, 0));
+  Value em1 = c.bin(kSub, c.un(kExp, *x), c.k(*x, 1));
+  return c.done(c.sel(negative, c.bin(kMul, em1, c.k(*x, *alpha)), *x));
+}
+
+LogicalResult convertSelu(NodeImporter &n) {
+  auto x = x0(n);
+  auto alpha = n.floatAttr("alpha", 1.67326319217681884765625f);
+  auto gamma = n.floatAttr("gamma", 1.05070102214813232421875f);
+  if (failed(x) || failed(alpha) || failed(gamma))
+    return failure();
+  Chain c(n);
+  Value positive = c.cmp(CompareDirection::gt, *x, c.k(*x, 0));
+  Value neg = c.bin(kSub, c.bin(kMul, c.un(kExp, *x), c.k(*x, *alpha)), c.k(*x, *alpha));
+  return c.done(c.bin(kMul, c.sel(positive, *x, neg), c.k(*x, *gamma)));
+}
+
+LogicalResult convertCelu(NodeImporter &n) {
+  auto x = x0(n);
+  auto alpha = n.floatAttr("alpha", 1.0f);
+  if (failed(x) || failed(alpha))
+    return failure();
+  Chain c(n);
+  Value a = c.k(*x, *alpha), zero = c.k(*x, 0);
+  Value inner = c.bin(kSub, c.un(kExp, c.bin(kDiv, *x, a)), c.k(*x, 1));
+  return c.done(c.bin(kAdd, c.bin(kMax, *x, zero), c.bin(kMin, zero, c.bin(kMul, a, inner))));
+}
+
+LogicalResult convertThresholdedRelu(NodeImporter &n) {
+  auto x = x0(n);
+  auto alpha = n.floatAttr("alpha", 1.0f);
+  if (failed(x) || failed(alpha))
+    return failure();
+  Chain c(n);
+  return c.done(c.sel(c.cmp(CompareDirection::gt, *x, c.k(*x, *alpha)), *x, c.k(*x, 0)));
+}
+
+namespace {
+Value hardSigmoid(Chain &c, Value x, double alpha, double beta) {
+  Value lin = c.bin(kAdd, c.bin(kMul, x, c.k(x, alpha)), c.k(x, beta));
+  return c.bin(kMax, c.k(x, 0), c.bin(kMin, c.k(x, 1), lin));
+}
+} // namespace
+
+LogicalResult convertHardSigmoid(NodeImporter &n) {
+  auto x = x0(n);
+  auto alpha = n.floatAttr("alpha", 0.2f), beta = n.floatAttr("beta", 0.5f);
+  if (failed(x) || failed(alpha) || failed(beta))
+    return failure();
+  Chain c(n);
+  return c.done(hardSigmoid(c, *x, *alpha, *beta));
+}
+
+LogicalResult convertHardSwish(NodeImporter &n) {
+  auto x = x0(n);
+  if (failed(x))
+    return failure();
+  Chain c(n);
+  return c.done(c.bin(kMul, *x, hardSigmoid(c, *x, 1.0 / 6.0, 0.5)));
+}
+
+namespace {
+/// softplus(x) = log(1 + exp(x)), written as max(x, 0) + log(1 + exp(-|x|)) so it
+/// neither overflows for large x nor loses precision.
+Value softplus(Chain &c, Value x) {
+  Value e = c.un(kExp, c.un("kiln.neg", c.un(kAbs, x)));
+  return c.bin(kAdd, c.bin(kMax, x, c.k(x, 0)), c.un(kLog, c.bin(kAdd, e, c.k(x, 1))));
+}
+} // namespace
+
+LogicalResult convertSoftplus(NodeImporter &n) {
+  auto x = x0(n);
+  if (failed(x))
+    return failure();
+  Chain c(n);
+  return c.done(softplus(c, *x));
+}
+
+LogicalResult convertSoftsign(NodeImporter &n) {
+  auto x = x0(n);
+  if (failed(x))
+    return failure();
+  Chain c(n);
+  return c.done(c.bin(kDiv, *x, c.bin(kAdd, c.un(kAbs, *x), c.k(*x, 1))));
+}
+
+LogicalResult convertMish(NodeImporter &n) {
+  auto x = x0(n);
+  if (failed(x))
+    return failure();
+  Chain c(n);
+  return c.done(c.bin(kMul, *x, c.un(kTanh, softplus(c, *x))));
+}
+
+LogicalResult convertGelu(NodeImporter &n) {
+  auto x = x0(n);
+  auto approximate = n.stringAttr("approximate", std::string("none"));
+  if (failed(x) || failed(approximate))
+    return failure();
+  Chain c(n);
+  Value half = c.bin(kMul, *x, c.k(*x, 0.5));
+  if (*approximate == "none")
+    return c.done(c.bin(kMul, half,
+                        c.bin(kAdd, c.k(*x, 1),
+                              c.un(kErf, c.bin(kMul, *x, c.k(*x, M_SQRT1_2))))));
+  if (*approximate != "tanh")
+    return n.error("approximate must be 'none' or 'tanh', not '" + *approximate + "'");
+  Value cube = c.bin(kMul, c.bin(kMul, *x, *x), *x);
+  Value inner = c.bin(kMul, c.bin(kAdd, *x, c.bin(kMul, cube, c.k(*x, 0.044715))),
+                      c.k(*x, std::sqrt(2.0 / M_PI)));
+  return c.done(c.bin(kMul, half, c.bin(kAdd, c.k(*x, 1), c.un(kTanh, inner))));
+}
+
+LogicalResult convertShrink(NodeImporter &n) {
+  auto x = x0(n);
+  auto bias = n.floatAttr("bias", 0.0f), lambd = n.floatAttr("lambd", 0.5f);
+  if (failed(x) || failed(bias) || failed(lambd))
+    return failure();
+  Chain c(n);
+  Value below = c.cmp(CompareDirection::lt, *x, c.k(*x, -*lambd));
+  Value above = c.cmp(CompareDirection::gt, *x, c.k(*x, *lambd));
+  Value inner = c.sel(above, c.bin(kSub, *x, c.k(*x, *bias)), c.k(*x, 0));
+  return c.done(c.sel(below, c.bin(kAdd, *x, c.k(*x, *bias)), inner));
+}
+
+LogicalResult convertAdd(NodeImporter &n) { return mapBinary<AddOp>(n); }
+LogicalResult convertSub(NodeImporter &n) { return mapBinary<SubOp>(n); }
+LogicalResult convertMul(NodeImporter &n) { return mapBinary<MulOp>(n); }
+LogicalResult convertDiv(NodeImporter &n) { return mapBinary<DivOp>(n); }
+LogicalResult convertAnd(NodeImporter &n) { return mapBinary<AndOp>(n); }
+LogicalResult convertOr(NodeImporter &n) { return mapBinary<OrOp>(n); }
+LogicalResult convertXor(NodeImporter &n) { return mapBinary<XorOp>(n); }
+LogicalResult convertBitwiseAnd(NodeImporter &n) { return mapBinary<BitwiseAndOp>(n); }
+LogicalResult convertBitwiseOr(NodeImporter &n) { return mapBinary<BitwiseOrOp>(n); }
+LogicalResult convertBitwiseXor(NodeImporter &n) { return mapBinary<BitwiseXorOp>(n); }
+
+LogicalResult convertPow(NodeImporter &n) {
+  auto base = n.requiredInput(0), exponent = n.requiredInput(1);
+  if (failed(base) || failed(exponent))
+    return failure();
+  Type bt = elementTypeOf(*base), et = elementTypeOf(*exponent);
+  Chain c(n);
+  if (bt == et)
+    return c.done(c.bin("kiln.pow", *base, *exponent));
+  // Mixed types: compute in the float one (an int base with a float exponent
+  // computes in float and truncates back, as ONNX's reference does).
+  if (isa<FloatType>(bt))
+    return c.done(c.bin("kiln.pow", *base, c(castTo(n, *exponent, bt))));
+  if (isa<FloatType>(et))
+    return c.done(c(castTo(n, c.bin("kiln.pow", c(castTo(n, *base, et)), *exponent), bt)));
+  return c.done(c.bin("kiln.pow", *base, c(castTo(n, *exponent, bt))));
+}
+
+LogicalResult convertMod(NodeImporter &n) {
+  auto fmod = n.intAttr("fmod", 0);
+  if (failed(fmod))
+    return failure();
+  if (*fmod == 0 && isa<FloatType>(elementTypeOf(*n.requiredInput(0))))
+    return n.error("fmod must be 1 for floating-point inputs");
+  return *fmod ? mapBinary<RemOp>(n) : mapBinary<ModOp>(n);
+}
+
+LogicalResult convertBitShift(NodeImporter &n) {
+  auto direction = n.stringAttr("direction");
+  if (failed(direction))
+    return failure();
+  if (*direction == "LEFT")
+    return mapBinary<ShiftLeftOp>(n);
+  if (*direction == "RIGHT")
+    return mapBinary<ShiftRightOp>(n);
+  return n.error("direction must be LEFT or RIGHT, not '" + *direction + "'");
+}
+
+LogicalResult convertEqual(NodeImporter &n) { return mapCompare(n, CompareDirection::eq); }
+LogicalResult convertLess(NodeImporter &n) { return mapCompare(n, CompareDirection::lt); }
+LogicalResult convertLessOrEqual(NodeImporter &n) { return mapCompare(n, CompareDirection::le); }
+LogicalResult convertGreater(NodeImporter &n) { return mapCompare(n, CompareDirection::gt); }
+LogicalResult convertGreaterOrEqual(NodeImporter &n) {
+  return mapCompare(n, CompareDirection::ge);
+}
+
+LogicalResult convertMax(NodeImporter &n) {
+  auto r = foldVariadic<MaxOp>(n);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+LogicalResult convertMin(NodeImporter &n) {
+  auto r = foldVariadic<MinOp>(n);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+LogicalResult convertSum(NodeImporter &n) {
+  auto r = foldVariadic<AddOp>(n);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+LogicalResult convertMean(NodeImporter &n) {
+  auto sum = foldVariadic<AddOp>(n);
+  if (failed(sum))
+    return failure();
+  Chain c(n);
+  return c.done(c.bin(kDiv, *sum, c.k(*sum, static_cast<double>(n.numInputs()))));
+}
+
+LogicalResult convertWhere(NodeImporter &n) {
+  auto cond = n.requiredInput(0), a = n.requiredInput(1), b = n.requiredInput(2);
+  if (failed(cond) || failed(a) || failed(b))
+    return failure();
+  auto r = select(n, *cond, *a, *b);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertCast(NodeImporter &n) {
+  auto x = x0(n);
+  auto to = n.intAttr("to");
+  if (failed(x) || failed(to))
+    return failure();
+  Type element = convertElementType(n.context(), *to);
+  if (!element)
+    return n.unsupported("cast to " + onnxTypeName(*to));
+  auto r = castTo(n, *x, element);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertCastLike(NodeImporter &n) {
+  auto x = x0(n), like = n.requiredInput(1);
+  if (failed(x) || failed(like))
+    return failure();
+  auto r = castTo(n, *x, elementTypeOf(*like));
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertClip(NodeImporter &n) {
+  auto x = x0(n);
+  if (failed(x))
+    return failure();
+  Chain c(n);
+  Value lo, hi;
+  if (n.version() < 11) {
+    auto minAttr = n.floatAttr("min", -INFINITY), maxAttr = n.floatAttr("max", INFINITY);
+    if (failed(minAttr) || failed(maxAttr))
+      return failure();
+    lo = c.k(*x, *minAttr);
+    hi = c.k(*x, *maxAttr);
+  } else {
+    lo = n.input(1);
+    hi = n.input(2);
+  }
+  Value r = *x;
+  if (lo)
+    r = c.bin(kMax, r, lo);
+  if (hi)
+    r = c.bin(kMin, r, hi);
+  return c.done(r);
+}
+
+} // namespace kiln::onnx_import

@@ -1,0 +1,310 @@
+//===- Indexing.cpp - ONNX gather/scatter, top-k, cumulative, resize, trilu ---===//
+
+#include "frontend/onnx/ops/Converters.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+namespace {
+FailureOr<Value> x0(NodeImporter &n) { return n.requiredInput(0); }
+NamedAttribute axisAttr(NodeImporter &n, int64_t axis) {
+  return n.named("axis", n.builder().getI64IntegerAttr(axis));
+}
+} // namespace
+
+LogicalResult convertGatherElements(NodeImporter &n) {
+  auto data = x0(n), indices = n.requiredInput(1);
+  auto axis = n.intAttr("axis", 0);
+  if (failed(data) || failed(indices) || failed(axis))
+    return failure();
+  auto r = n.create<GatherElementsOp>({*data, *indices}, {axisAttr(n, *axis)});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertScatterElements(NodeImporter &n) {
+  auto data = x0(n), indices = n.requiredInput(1), updates = n.requiredInput(2);
+  auto axis = n.intAttr("axis", 0);
+  auto reductionName = n.stringAttr("reduction", std::string("none"));
+  if (failed(data) || failed(indices) || failed(updates) || failed(axis) ||
+      failed(reductionName))
+    return failure();
+  auto reduction = llvm::StringSwitch<std::optional<ScatterReduction>>(*reductionName)
+                       .Case("none", ScatterReduction::none)
+                       .Case("add", ScatterReduction::add)
+                       .Case("mul", ScatterReduction::mul)
+                       .Case("max", ScatterReduction::max)
+                       .Case("min", ScatterReduction::min)
+                       .Default(std::nullopt);
+  if (!reduction)
+    return n.error("reduction '" + *reductionName + "' is not none, add, mul, max or min");
+  auto r = n.create<ScatterElementsOp>(
+      {*data, *indices, *updates},
+      {axisAttr(n, *axis),
+       n.named("reduction", ScatterReductionAttr::get(n.context(), *reduction))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertTopK(NodeImporter &n) {
+  auto x = x0(n);
+  auto axis = n.intAttr("axis", -1), largest = n.intAttr("largest", 1),
+       sorted = n.intAttr("sorted", 1);
+  if (failed(x) || failed(axis) || failed(largest) || failed(sorted))
+    return failure();
+  Value k;
+  if (n.version() < 10) {
+    auto kAttr = n.intAttr("k");
+    if (failed(kAttr))
+      return failure();
+    k = n.constI64({*kAttr});
+  } else {
+    auto kInput = n.requiredInput(1);
+    if (failed(kInput))
+      return failure();
+    k = *kInput;
+    if (auto known = n.maybeConstantInts(k))
+      k = n.constI64(*known);
+  }
+  auto r = n.createMultiResultOp(TopKOp::getOperationName(), {*x, k},
+                                 {axisAttr(n, *axis),
+                                  n.named("largest", n.builder().getBoolAttr(*largest)),
+                                  n.named("sorted", n.builder().getBoolAttr(*sorted))},
+                                 2);
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+namespace {
+LogicalResult convertCumulative(NodeImporter &n, CumulativeKind kind) {
+  auto x = x0(n);
+  auto exclusive = n.intAttr("exclusive", 0), reverse = n.intAttr("reverse", 0);
+  if (failed(x) || failed(exclusive) || failed(reverse))
+    return failure();
+  auto axis = n.constantInts(1, "axis");
+  if (failed(axis))
+    return failure();
+  if (axis->size() != 1)
+    return n.error("axis must hold exactly one value");
+  auto r = n.create<CumulativeOp>(
+      {*x}, {n.named("kind", CumulativeKindAttr::get(n.context(), kind)),
+             axisAttr(n, (*axis)[0]),
+             n.named("exclusive", n.builder().getBoolAttr(*exclusive)),
+             n.named("reverse", n.builder().getBoolAttr(*reverse))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+} // namespace
+
+LogicalResult convertCumSum(NodeImporter &n) { return convertCumulative(n, CumulativeKind::sum); }
+LogicalResult convertCumProd(NodeImporter &n) {
+  return convertCumulative(n, CumulativeKind::prod);
+}
+
+LogicalResult convertTrilu(NodeImporter &n) {
+  auto x = x0(n);
+  auto upper = n.intAttr("upper", 1);
+  if (failed(x) || failed(upper))
+    return failure();
+  SymShape dims = getSymShape(x->getType());
+  int64_t rank = dims.size();
+  if (rank < 2)
+    return n.error("input must have rank >= 2");
+  int64_t k = 0;
+  if (n.input(1)) {
+    auto kv = n.constantInts(1, "k");
+    if (failed(kv))
+      return failure();
+    if (kv->size() != 1)
+      return n.error("k must hold exactly one value");
+    k = (*kv)[0];
+  }
+  DimExpr rows = dims[rank - 2], cols = dims[rank - 1];
+  if (!rows || !cols)
+    return n.unsupported("Trilu over matrix dims of unknown size");
+  // keep where (col - row) >= k (upper) or <= k (lower), on an iota grid.
+  auto iota = [&](DimExpr size) -> FailureOr<Value> {
+    Value limit = n.builder().create<SymbolicConstantOp>(
+        n.loc(), RankedTensorType::get({}, n.builder().getI64Type()),
+        DimsAttr::getCanonical(n.context(), {size}));
+    return n.create<RangeOp>({n.constI64({0}, true), limit, n.constI64({1}, true)});
+  };
+  MLIRContext *ctx = n.context();
+  auto r = iota(rows), c = iota(cols);
+  if (failed(r) || failed(c))
+    return failure();
+  auto rowCol = reshapeTo(n, *r, {rows, getConstantDim(ctx, 1)});
+  auto diff = failed(rowCol) ? rowCol : binary(n, "kiln.sub", *c, *rowCol);
+  auto keep = failed(diff) ? diff
+                           : compare(n, *upper ? CompareDirection::ge : CompareDirection::le,
+                                     *diff, n.constI64({k}, true));
+  auto out = failed(keep) ? keep : select(n, *keep, *x, scalarLike(n, *x, 0));
+  return failed(out) ? failure() : n.setResults({*out});
+}
+
+LogicalResult convertResize(NodeImporter &n) {
+  auto x = x0(n);
+  if (failed(x))
+    return failure();
+  std::string modeName = "nearest", ctmName = "half_pixel", nearestName = "round_prefer_floor",
+              policy = "stretch";
+  auto modeAttr = n.stringAttr("mode", modeName);
+  if (failed(modeAttr))
+    return failure();
+  modeName = *modeAttr;
+  float cubicA = -0.75f, extrapolation = 0.0f;
+  int64_t excludeOutside = 0, antialias = 0;
+  SmallVector<int64_t> axes;
+  if (n.version() < 11) {
+    // Resize-10 is Upsample's semantics: asymmetric coordinates, nearest rounds down.
+    ctmName = "asymmetric";
+    nearestName = "floor";
+  } else {
+    auto ctm = n.stringAttr("coordinate_transformation_mode", ctmName);
+    auto nearest = n.stringAttr("nearest_mode", nearestName);
+    auto a = n.floatAttr("cubic_coeff_a", cubicA);
+    auto exclude = n.intAttr("exclude_outside", 0);
+    auto extra = n.floatAttr("extrapolation_value", 0.0f);
+    auto anti = n.intAttr("antialias", 0);
+    auto pol = n.stringAttr("keep_aspect_ratio_policy", policy);
+    auto ax = n.intsAttr("axes", SmallVector<int64_t>{});
+    if (failed(ctm) || failed(nearest) || failed(a) || failed(exclude) || failed(extra) ||
+        failed(anti) || failed(pol) || failed(ax))
+      return failure();
+    ctmName = *ctm;
+    nearestName = *nearest;
+    cubicA = *a;
+    excludeOutside = *exclude;
+    extrapolation = *extra;
+    antialias = *anti;
+    policy = *pol;
+    axes = *ax;
+  }
+  auto mode = llvm::StringSwitch<std::optional<ResizeMode>>(modeName)
+                  .Case("nearest", ResizeMode::nearest)
+                  .Case("linear", ResizeMode::linear)
+                  .Case("cubic", ResizeMode::cubic)
+                  .Default(std::nullopt);
+  auto ctm = llvm::StringSwitch<std::optional<CoordinateMode>>(ctmName)
+                 .Case("half_pixel", CoordinateMode::half_pixel)
+                 .Case("half_pixel_symmetric", CoordinateMode::half_pixel_symmetric)
+                 .Case("pytorch_half_pixel", CoordinateMode::pytorch_half_pixel)
+                 .Case("align_corners", CoordinateMode::align_corners)
+                 .Case("asymmetric", CoordinateMode::asymmetric)
+                 .Case("tf_crop_and_resize", CoordinateMode::tf_crop_and_resize)
+                 .Default(std::nullopt);
+  auto nearest = llvm::StringSwitch<std::optional<NearestMode>>(nearestName)
+                     .Case("round_prefer_floor", NearestMode::round_prefer_floor)
+                     .Case("round_prefer_ceil", NearestMode::round_prefer_ceil)
+                     .Case("floor", NearestMode::floor)
+                     .Case("ceil", NearestMode::ceil)
+                     .Default(std::nullopt);
+  if (!mode || !ctm || !nearest)
+    return n.error("mode '" + modeName + "', coordinate_transformation_mode '" + ctmName +
+                   "' or nearest_mode '" + nearestName + "' is not an ONNX Resize mode");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    return n.error("keep_aspect_ratio_policy '" + policy + "' is not stretch, not_larger or "
+                                                          "not_smaller");
+
+  SymShape dims = getSymShape(x->getType());
+  int64_t rank = dims.size();
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  auto normalized = normalizeAxes(n, axes, rank);
+  if (failed(normalized))
+    return failure();
+  auto floatsOf = [&](size_t i) -> std::optional<SmallVector<float>> {
+    Value v = n.input(i);
+    Attribute attr;
+    if (!v || !matchPattern(v, m_Constant(&attr)))
+      return std::nullopt;
+    auto dense = dyn_cast<DenseFPElementsAttr>(attr);
+    if (!dense)
+      return std::nullopt;
+    SmallVector<float> out;
+    for (const APFloat &f : dense.getValues<APFloat>())
+      out.push_back(f.convertToFloat());
+    return out;
+  };
+  size_t scalesIndex = n.version() < 11 ? 1 : 2, sizesIndex = 3;
+  SmallVector<float> scales(rank, 1.0f), roi;
+  SymShape out(dims.begin(), dims.end());
+  MLIRContext *ctx = n.context();
+  Value sizesInput = n.version() >= 11 ? n.input(sizesIndex) : Value();
+  if (n.version() >= 11 && n.input(1)) {
+    auto r = floatsOf(1);
+    if (!r)
+      return n.unsupported("a roi that is not a compile-time constant");
+    if (!r->empty()) {
+      if ((int64_t)r->size() != 2 * (int64_t)normalized->size())
+        return n.error("roi must have 2 entries per resized axis");
+      roi.assign(rank, 0.0f);
+      roi.append(rank, 1.0f);
+      for (auto [i, a] : llvm::enumerate(*normalized)) {
+        roi[a] = (*r)[i];
+        roi[rank + a] = (*r)[normalized->size() + i];
+      }
+    }
+  }
+  if (sizesInput) {
+    auto sizes = n.maybeConstantInts(sizesInput);
+    if (!sizes)
+      return n.unsupported("sizes that are not compile-time constants");
+    if (sizes->size() != normalized->size())
+      return n.error("sizes must have one entry per resized axis");
+    SmallVector<double> ratio(rank, 1.0);
+    for (auto [i, a] : llvm::enumerate(*normalized)) {
+      auto d = getConstantDimValue(dims[a]);
+      if (!d)
+        return n.unsupported("Resize to sizes on a dynamic dim");
+      ratio[a] = double((*sizes)[i]) / double(*d);
+      out[a] = getConstantDim(ctx, (*sizes)[i]);
+    }
+    if (policy != "stretch") {
+      double s = policy == "not_larger" ? INFINITY : 0;
+      for (int64_t a : *normalized)
+        s = policy == "not_larger" ? std::min(s, ratio[a]) : std::max(s, ratio[a]);
+      for (int64_t a : *normalized) {
+        ratio[a] = s;
+        out[a] = getConstantDim(ctx, (int64_t)(s * *getConstantDimValue(dims[a]) + 0.5));
+      }
+    }
+    for (int64_t a = 0; a < rank; ++a)
+      scales[a] = ratio[a];
+  } else {
+    auto s = floatsOf(scalesIndex);
+    if (!s)
+      return n.unsupported("scales that are not compile-time constants");
+    if (s->size() != normalized->size())
+      return n.error("scales must have one entry per resized axis");
+    for (auto [i, a] : llvm::enumerate(*normalized)) {
+      float scale = (*s)[i];
+      if (!(scale > 0))
+        return n.error("scales must be positive");
+      scales[a] = scale;
+      if (auto d = getConstantDimValue(dims[a]))
+        out[a] = getConstantDim(ctx, (int64_t)std::floor(double(*d) * scale));
+      else if (scale == std::floor(scale))
+        out[a] = mulDims(dims[a], getConstantDim(ctx, (int64_t)scale));
+      else
+        return n.unsupported("a fractional scale on a dynamic dim");
+    }
+  }
+  auto r = n.create<ResizeOp>(
+      {*x, shapeConstant(n, out)},
+      {n.named("mode", ResizeModeAttr::get(ctx, *mode)),
+       n.named("coordinate_mode", CoordinateModeAttr::get(ctx, *ctm)),
+       n.named("nearest_mode", NearestModeAttr::get(ctx, *nearest)),
+       n.named("scales", n.builder().getDenseF32ArrayAttr(scales)),
+       n.named("roi", n.builder().getDenseF32ArrayAttr(roi)),
+       n.named("cubic_coeff_a", n.builder().getF32FloatAttr(cubicA)),
+       n.named("exclude_outside", n.builder().getBoolAttr(excludeOutside)),
+       n.named("extrapolation_value", n.builder().getF32FloatAttr(extrapolation)),
+       n.named("antialias", n.builder().getBoolAttr(antialias))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+} // namespace kiln::onnx_import

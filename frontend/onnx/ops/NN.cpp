@@ -1,0 +1,372 @@
+//===- NN.cpp - ONNX matmul, conv, pooling, normalization onto kiln -------===//
+
+#include "frontend/onnx/ops/Converters.h"
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+namespace {
+FailureOr<Value> x0(NodeImporter &n) { return n.requiredInput(0); }
+
+/// Reshapes a per-channel parameter [C] to [C, 1, ..., 1] so it broadcasts against
+/// an [N, C, spatial...] tensor of rank `rank`.
+FailureOr<Value> perChannel(NodeImporter &n, Value p, int64_t rank) {
+  if (rank <= 2)
+    return p;
+  SymShape dims = getSymShape(p.getType());
+  if (dims.size() != 1)
+    return n.error("per-channel parameters must be 1-D");
+  SmallVector<DimExpr> target = {dims[0]};
+  for (int64_t i = 2; i < rank; ++i)
+    target.push_back(getConstantDim(n.context(), 1));
+  return reshapeTo(n, p, target);
+}
+
+/// Window attributes of Conv and the pools, with auto_pad resolved to explicit pads.
+struct Window {
+  SmallVector<int64_t> kernel, strides, dilations, pads;
+};
+
+FailureOr<Window> windowAttrs(NodeImporter &n, Value x, ArrayRef<int64_t> kernel) {
+  int64_t k = NodeImporter::typeOf(x).getRank() - 2;
+  if (k < 1)
+    return n.error("input must have rank >= 3 ([N, C, spatial...])");
+  Window w;
+  w.kernel.assign(kernel.begin(), kernel.end());
+  if ((int64_t)w.kernel.size() != k)
+    return n.error("kernel_shape has " + Twine(w.kernel.size()) + " entries for " + Twine(k) +
+                   " spatial dims");
+  auto strides = n.intsAttr("strides", SmallVector<int64_t>(k, 1));
+  auto dilations = n.intsAttr("dilations", SmallVector<int64_t>(k, 1));
+  auto pads = n.intsAttr("pads", SmallVector<int64_t>(2 * k, 0));
+  auto autoPad = n.stringAttr("auto_pad", std::string("NOTSET"));
+  if (failed(strides) || failed(dilations) || failed(pads) || failed(autoPad))
+    return failure();
+  w.strides = *strides;
+  w.dilations = *dilations;
+  w.pads = *pads;
+  if ((int64_t)w.strides.size() != k || (int64_t)w.dilations.size() != k ||
+      (int64_t)w.pads.size() != 2 * k)
+    return n.error("strides, dilations and pads must have one entry per spatial dim "
+                   "(pads two)");
+  if (*autoPad == "NOTSET")
+    return w;
+  if (*autoPad == "VALID") {
+    w.pads.assign(2 * k, 0);
+    return w;
+  }
+  if (*autoPad != "SAME_UPPER" && *autoPad != "SAME_LOWER")
+    return n.error("auto_pad '" + *autoPad + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  SymShape dims = getSymShape(x.getType());
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t s = w.strides[i], eff = (w.kernel[i] - 1) * w.dilations[i] + 1, total;
+    auto d = getConstantDimValue(dims[i + 2]);
+    if (d)
+      total = std::max<int64_t>((ceilDivInt(*d, s) - 1) * s + eff - *d, 0);
+    else if (s == 1)
+      total = eff - 1; // independent of the size when the stride is 1
+    else
+      return n.unsupported("SAME padding with stride > 1 on a dynamic spatial dim");
+    int64_t small = total / 2, large = total - small;
+    w.pads[i] = *autoPad == "SAME_UPPER" ? small : large;
+    w.pads[i + k] = *autoPad == "SAME_UPPER" ? large : small;
+  }
+  return w;
+}
+
+NamedAttribute arrayAttr(NodeImporter &n, StringRef name, ArrayRef<int64_t> v) {
+  return n.named(name, n.builder().getDenseI64ArrayAttr(v));
+}
+} // namespace
+
+LogicalResult convertMatMul(NodeImporter &n) {
+  auto a = x0(n), b = n.requiredInput(1);
+  if (failed(a) || failed(b))
+    return failure();
+  auto r = n.create<MatmulOp>({*a, *b});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertGemm(NodeImporter &n) {
+  auto a = x0(n), b = n.requiredInput(1);
+  auto alpha = n.floatAttr("alpha", 1.0f), beta = n.floatAttr("beta", 1.0f);
+  auto transA = n.intAttr("transA", 0), transB = n.intAttr("transB", 0);
+  if (failed(a) || failed(b) || failed(alpha) || failed(beta) || failed(transA) ||
+      failed(transB))
+    return failure();
+  if (NodeImporter::typeOf(*a).getRank() != 2 || NodeImporter::typeOf(*b).getRank() != 2)
+    return n.error("A and B must be matrices");
+  auto transpose = [&](Value v) {
+    return n.create<TransposeOp>({v}, {arrayAttr(n, "permutation", {1, 0})});
+  };
+  FailureOr<Value> lhs = *transA ? transpose(*a) : a;
+  FailureOr<Value> rhs = *transB ? transpose(*b) : b;
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  auto y = n.create<MatmulOp>({*lhs, *rhs});
+  if (failed(y))
+    return failure();
+  if (*alpha != 1.0f) {
+    y = binary(n, "kiln.mul", *y, scalarLike(n, *y, *alpha));
+    if (failed(y))
+      return failure();
+  }
+  if (Value c = n.input(2)) {
+    FailureOr<Value> scaled = c;
+    if (*beta != 1.0f)
+      scaled = binary(n, "kiln.mul", c, scalarLike(n, c, *beta));
+    if (failed(scaled))
+      return failure();
+    y = binary(n, "kiln.add", *y, *scaled);
+    if (failed(y))
+      return failure();
+  }
+  return n.setResults({*y});
+}
+
+LogicalResult convertConv(NodeImporter &n) {
+  auto x = x0(n), w = n.requiredInput(1);
+  auto group = n.intAttr("group", 1);
+  if (failed(x) || failed(w) || failed(group))
+    return failure();
+  SmallVector<int64_t> kernel;
+  for (int64_t d : NodeImporter::typeOf(*w).getShape().drop_front(2)) {
+    if (ShapedType::isDynamic(d))
+      return n.unsupported("a filter with dynamic spatial dims");
+    kernel.push_back(d);
+  }
+  auto kernelAttr = n.intsAttr("kernel_shape", kernel);
+  if (failed(kernelAttr))
+    return failure();
+  if (*kernelAttr != kernel)
+    return n.error("kernel_shape does not match the filter's spatial dims");
+  auto window = windowAttrs(n, *x, kernel);
+  if (failed(window))
+    return failure();
+  SmallVector<Value> operands = {*x, *w};
+  if (Value b = n.input(2))
+    operands.push_back(b);
+  auto r = n.create<ConvOp>(operands, {arrayAttr(n, "strides", window->strides),
+                                       arrayAttr(n, "dilations", window->dilations),
+                                       arrayAttr(n, "pads", window->pads),
+                                       n.named("group", n.builder().getI64IntegerAttr(*group))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+namespace {
+LogicalResult convertPool(NodeImporter &n, PoolKind kind) {
+  auto x = x0(n);
+  auto kernel = n.intsAttr("kernel_shape");
+  auto ceilMode = n.intAttr("ceil_mode", 0);
+  auto countIncludePad = n.intAttr("count_include_pad", 0);
+  auto p = n.intAttr("p", 2);
+  if (failed(x) || failed(kernel) || failed(ceilMode) || failed(countIncludePad) || failed(p))
+    return failure();
+  if (kind == PoolKind::max && n.proto().output_size() > 1 && !n.proto().output(1).empty())
+    return n.unsupported("MaxPool's Indices output");
+  if (!isa<FloatType>(elementTypeOf(*x)))
+    return n.unsupported("pooling over integer tensors");
+  if (n.hasAttr("storage_order")) {
+    auto order = n.intAttr("storage_order");
+    if (failed(order))
+      return failure();
+  }
+  auto window = windowAttrs(n, *x, *kernel);
+  if (failed(window))
+    return failure();
+  auto r = n.create<PoolOp>(
+      {*x}, {n.named("kind", PoolKindAttr::get(n.context(), kind)),
+             arrayAttr(n, "kernel_shape", window->kernel), arrayAttr(n, "strides", window->strides),
+             arrayAttr(n, "pads", window->pads), arrayAttr(n, "dilations", window->dilations),
+             n.named("ceil_mode", n.builder().getBoolAttr(*ceilMode)),
+             n.named("count_include_pad", n.builder().getBoolAttr(*countIncludePad)),
+             n.named("p", n.builder().getI64IntegerAttr(*p))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+FailureOr<Value> reduceSpatial(NodeImporter &n, Value x, ReduceKind kind) {
+  int64_t rank = NodeImporter::typeOf(x).getRank();
+  if (rank < 3)
+    return n.error("input must have rank >= 3 ([N, C, spatial...])");
+  SmallVector<int64_t> axes;
+  for (int64_t i = 2; i < rank; ++i)
+    axes.push_back(i);
+  return n.create<ReduceOp>({x}, {n.named("kind", ReduceKindAttr::get(n.context(), kind)),
+                                  arrayAttr(n, "axes", axes),
+                                  n.named("keep_dims", n.builder().getBoolAttr(true))});
+}
+} // namespace
+
+LogicalResult convertMaxPool(NodeImporter &n) { return convertPool(n, PoolKind::max); }
+LogicalResult convertAveragePool(NodeImporter &n) { return convertPool(n, PoolKind::avg); }
+LogicalResult convertLpPool(NodeImporter &n) { return convertPool(n, PoolKind::lp); }
+
+LogicalResult convertGlobalAveragePool(NodeImporter &n) {
+  auto x = x0(n);
+  auto r = failed(x) ? FailureOr<Value>(failure()) : reduceSpatial(n, *x, ReduceKind::mean);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertGlobalMaxPool(NodeImporter &n) {
+  auto x = x0(n);
+  auto r = failed(x) ? FailureOr<Value>(failure()) : reduceSpatial(n, *x, ReduceKind::max);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertGlobalLpPool(NodeImporter &n) {
+  auto x = x0(n);
+  auto p = n.intAttr("p", 2);
+  if (failed(x) || failed(p))
+    return failure();
+  // (sum |x|^p)^(1/p) over the spatial dims.
+  auto a = unary(n, "kiln.abs", *x);
+  auto powered = failed(a) ? a : binary(n, "kiln.pow", *a, scalarLike(n, *x, *p));
+  auto s = failed(powered) ? powered : reduceSpatial(n, *powered, ReduceKind::sum);
+  auto r = failed(s) ? s : binary(n, "kiln.pow", *s, scalarLike(n, *x, 1.0 / *p));
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+namespace {
+/// Softmax-like ops before opset 13 flatten the input to 2-D at `axis` and work on
+/// the second dim; from 13 they work on `axis` alone.
+LogicalResult convertSoftmaxLike(NodeImporter &n, StringRef opName) {
+  auto x = x0(n);
+  auto axis = n.intAttr("axis", n.version() < 13 ? 1 : -1);
+  if (failed(x) || failed(axis))
+    return failure();
+  int64_t rank = NodeImporter::typeOf(*x).getRank();
+  auto axisAttr = [&](int64_t a) { return n.named("axis", n.builder().getI64IntegerAttr(a)); };
+  if (n.version() >= 13 || rank <= 1) {
+    auto r = n.createOp(opName, {*x}, {axisAttr(*axis)});
+    return failed(r) ? failure() : n.setResults({*r});
+  }
+  int64_t a = *axis < 0 ? *axis + rank : *axis;
+  if (a < 0 || a >= rank)
+    return n.error("axis " + Twine(*axis) + " is out of range for rank " + Twine(rank));
+  SymShape dims = getSymShape(x->getType());
+  MLIRContext *ctx = n.context();
+  SmallVector<DimExpr> flat = {productOfDims(ctx, ArrayRef<DimExpr>(dims).take_front(a)),
+                               productOfDims(ctx, ArrayRef<DimExpr>(dims).drop_front(a))};
+  auto f = reshapeTo(n, *x, flat);
+  auto s = failed(f) ? f : n.createOp(opName, {*f}, {axisAttr(1)});
+  auto r = failed(s) ? s : reshapeTo(n, *s, dims);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+} // namespace
+
+LogicalResult convertSoftmax(NodeImporter &n) { return convertSoftmaxLike(n, "kiln.softmax"); }
+LogicalResult convertLogSoftmax(NodeImporter &n) {
+  return convertSoftmaxLike(n, "kiln.log_softmax");
+}
+
+LogicalResult convertHardmax(NodeImporter &n) {
+  auto x = x0(n);
+  auto axisAttr = n.intAttr("axis", n.version() < 13 ? 1 : -1);
+  if (failed(x) || failed(axisAttr))
+    return failure();
+  SymShape dims = getSymShape(x->getType());
+  int64_t rank = dims.size();
+  if (n.version() < 13 && rank > 1 && *axisAttr != rank - 1 && *axisAttr != -1)
+    return n.unsupported("Hardmax before opset 13 over an axis other than the last");
+  auto axes = normalizeAxes(n, {*axisAttr}, rank);
+  if (failed(axes))
+    return failure();
+  int64_t a = (*axes)[0];
+  if (!dims[a])
+    return n.unsupported("Hardmax over a dim of unknown size");
+  // one_hot(argmax): compare an iota along the axis with the first argmax.
+  auto am = n.create<ArgReduceOp>(
+      {*x}, {n.named("kind", ArgReduceKindAttr::get(n.context(), ArgReduceKind::argmax)),
+             n.named("axis", n.builder().getI64IntegerAttr(a)),
+             n.named("keep_dims", n.builder().getBoolAttr(true))});
+  Value limit = n.builder().create<SymbolicConstantOp>(
+      n.loc(), RankedTensorType::get({}, n.builder().getI64Type()),
+      DimsAttr::getCanonical(n.context(), {dims[a]}));
+  auto iota = n.create<RangeOp>({n.constI64({0}, true), limit, n.constI64({1}, true)});
+  if (failed(am) || failed(iota))
+    return failure();
+  SmallVector<DimExpr> along(rank, getConstantDim(n.context(), 1));
+  along[a] = dims[a];
+  auto shaped = reshapeTo(n, *iota, along);
+  auto hit = failed(shaped) ? shaped : compare(n, CompareDirection::eq, *shaped, *am);
+  auto r = failed(hit) ? hit : castTo(n, *hit, elementTypeOf(*x));
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertLayerNormalization(NodeImporter &n) {
+  auto x = x0(n), scale = n.requiredInput(1);
+  auto axis = n.intAttr("axis", -1);
+  auto epsilon = n.floatAttr("epsilon", 1e-5f);
+  auto stash = n.intAttr("stash_type", 1);
+  if (failed(x) || failed(scale) || failed(axis) || failed(epsilon) || failed(stash))
+    return failure();
+  for (int i = 1; i < n.proto().output_size(); ++i)
+    if (!n.proto().output(i).empty())
+      return n.unsupported("LayerNormalization's Mean and InvStdDev outputs");
+  SmallVector<Value> operands = {*x, *scale};
+  if (Value b = n.input(2))
+    operands.push_back(b);
+  auto r = n.create<LayerNormOp>(operands,
+                                 {n.named("axis", n.builder().getI64IntegerAttr(*axis)),
+                                  n.named("epsilon", n.builder().getF32FloatAttr(*epsilon))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertBatchNormalization(NodeImporter &n) {
+  auto x = x0(n), scale = n.requiredInput(1), bias = n.requiredInput(2),
+       mean = n.requiredInput(3), var = n.requiredInput(4);
+  auto epsilon = n.floatAttr("epsilon", 1e-5f);
+  auto training = n.intAttr("training_mode", 0);
+  if (failed(x) || failed(scale) || failed(bias) || failed(mean) || failed(var) ||
+      failed(epsilon) || failed(training))
+    return failure();
+  if (*training)
+    return n.unsupported("training-mode BatchNormalization");
+  if (n.version() < 7 && n.hasAttr("is_test")) {
+    auto isTest = n.intAttr("is_test");
+    if (failed(isTest))
+      return failure();
+    if (!*isTest)
+      return n.unsupported("training-mode BatchNormalization");
+  }
+  for (int i = 1; i < n.proto().output_size(); ++i)
+    if (!n.proto().output(i).empty())
+      return n.unsupported("BatchNormalization's running statistics outputs (training)");
+  int64_t rank = NodeImporter::typeOf(*x).getRank();
+  // y = (x - mean) * (scale / sqrt(var + eps)) + bias, parameters per channel.
+  auto s = perChannel(n, *scale, rank), b = perChannel(n, *bias, rank),
+       m = perChannel(n, *mean, rank), v = perChannel(n, *var, rank);
+  if (failed(s) || failed(b) || failed(m) || failed(v))
+    return failure();
+  auto ve = binary(n, "kiln.add", *v, scalarLike(n, *v, *epsilon));
+  auto inv = failed(ve) ? ve : unary(n, "kiln.rsqrt", *ve);
+  auto factor = failed(inv) ? inv : binary(n, "kiln.mul", *s, *inv);
+  auto centered = failed(factor) ? factor : binary(n, "kiln.sub", *x, *m);
+  auto scaled = failed(centered) ? centered : binary(n, "kiln.mul", *centered, *factor);
+  auto r = failed(scaled) ? scaled : binary(n, "kiln.add", *scaled, *b);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertInstanceNormalization(NodeImporter &n) {
+  auto x = x0(n), scale = n.requiredInput(1), bias = n.requiredInput(2);
+  auto epsilon = n.floatAttr("epsilon", 1e-5f);
+  if (failed(x) || failed(scale) || failed(bias) || failed(epsilon))
+    return failure();
+  int64_t rank = NodeImporter::typeOf(*x).getRank();
+  auto s = perChannel(n, *scale, rank), b = perChannel(n, *bias, rank);
+  if (failed(s) || failed(b))
+    return failure();
+  auto mean = reduceSpatial(n, *x, ReduceKind::mean);
+  auto centered = failed(mean) ? mean : binary(n, "kiln.sub", *x, *mean);
+  auto sq = failed(centered) ? centered : binary(n, "kiln.mul", *centered, *centered);
+  auto var = failed(sq) ? sq : reduceSpatial(n, *sq, ReduceKind::mean);
+  auto ve = failed(var) ? var : binary(n, "kiln.add", *var, scalarLike(n, *x, *epsilon));
+  auto inv = failed(ve) ? ve : unary(n, "kiln.rsqrt", *ve);
+  auto normed = failed(inv) ? inv : binary(n, "kiln.mul", *centered, *inv);
+  auto scaled = failed(normed) ? normed : binary(n, "kiln.mul", *normed, *s);
+  auto r = failed(scaled) ? scaled : binary(n, "kiln.add", *scaled, *b);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+} // namespace kiln::onnx_import
