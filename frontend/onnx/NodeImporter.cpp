@@ -36,16 +36,33 @@ FailureOr<Value> NodeImporter::requiredInput(size_t i) {
   return error("missing required input " + Twine(i));
 }
 
-std::optional<SmallVector<int64_t>> NodeImporter::maybeConstantInts(Value v) {
+DenseElementsAttr NodeImporter::constantValue(Value v) {
   if (!v)
-    return std::nullopt;
+    return nullptr;
   if (auto arg = dyn_cast<BlockArgument>(v); arg && binder)
     if (Value bound = binder(arg))
       v = bound;
   Attribute attr;
   if (!matchPattern(v, m_Constant(&attr)))
+    return nullptr;
+  return dyn_cast<DenseElementsAttr>(attr);
+}
+
+std::optional<SmallVector<double>> NodeImporter::maybeConstantFloats(Value v) {
+  auto dense = dyn_cast_if_present<DenseFPElementsAttr>(constantValue(v));
+  if (!dense)
     return std::nullopt;
-  auto dense = dyn_cast<DenseIntElementsAttr>(attr);
+  SmallVector<double> out;
+  for (APFloat f : dense.getValues<APFloat>()) {
+    bool losesInfo;
+    f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &losesInfo);
+    out.push_back(f.convertToDouble());
+  }
+  return out;
+}
+
+std::optional<SmallVector<int64_t>> NodeImporter::maybeConstantInts(Value v) {
+  auto dense = dyn_cast_if_present<DenseIntElementsAttr>(constantValue(v));
   if (!dense)
     return std::nullopt;
   SmallVector<int64_t> out;
@@ -272,7 +289,9 @@ LogicalResult NodeImporter::setResults(ArrayRef<Value> values) {
     if (!node.output(i).empty())
       return unsupported("output " + Twine(i) + " ('" + node.output(i) +
                          "') is not produced by kiln's lowering of " + node.op_type());
-  resultValues.assign(values.begin(), values.end());
+  // Values past the node's outputs are optional results the node does not ask for.
+  size_t count = std::min<size_t>(values.size(), node.output_size());
+  resultValues.assign(values.begin(), values.begin() + count);
   return success();
 }
 

@@ -78,6 +78,10 @@ public:
   mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(size_t i, llvm::StringRef what);
   /// Like constantInts, but nullopt (no error) when the input is not constant.
   std::optional<llvm::SmallVector<int64_t>> maybeConstantInts(mlir::Value v);
+  /// The dense constant value of `v` (a bound graph input counts), or null.
+  mlir::DenseElementsAttr constantValue(mlir::Value v);
+  /// Float contents of a constant, or nullopt.
+  std::optional<llvm::SmallVector<double>> maybeConstantFloats(mlir::Value v);
 
   //===--- Attributes -----------------------------------------------------===//
   bool hasAttr(llvm::StringRef name) const { return findAttr(name) != nullptr; }
@@ -116,7 +120,8 @@ public:
   }
 
   /// Maps the node's outputs (in order) to `values`; outputs past `values` must
-  /// be unused (empty names) or it is an error.
+  /// be unused (empty names) or it is an error, and values past the node's
+  /// outputs are dropped.
   mlir::LogicalResult setResults(llvm::ArrayRef<mlir::Value> values);
   llvm::ArrayRef<mlir::Value> results() const { return resultValues; }
 

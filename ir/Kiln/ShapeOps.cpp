@@ -1,5 +1,6 @@
 //===- ShapeOps.cpp - constants and shape computations --------------------===//
 
+#include "ir/Kiln/Folding.h"
 #include "ir/Kiln/KilnDialect.h"
 
 #include "mlir/IR/Matchers.h"
@@ -101,6 +102,37 @@ LogicalResult RangeOp::inferReturnTypes(MLIRContext *context, std::optional<Loca
   }
   inferred.push_back(makeTensorType({length}, element));
   return success();
+}
+
+OpFoldResult RangeOp::fold(FoldAdaptor adaptor) {
+  auto type = cast<RankedTensorType>(getType());
+  if (!type.hasStaticShape() || type.getNumElements() > kMaxFoldElements)
+    return {};
+  auto start = dyn_cast_if_present<DenseElementsAttr>(adaptor.getStart());
+  auto delta = dyn_cast_if_present<DenseElementsAttr>(adaptor.getDelta());
+  if (!start || !delta)
+    return {};
+  int64_t n = type.getNumElements();
+  Type element = type.getElementType();
+  if (auto f = dyn_cast<FloatType>(element)) {
+    // ONNX Range accumulates: start + i * delta, computed in double.
+    double s = (*start.getValues<APFloat>().begin()).convertToDouble();
+    double d = (*delta.getValues<APFloat>().begin()).convertToDouble();
+    SmallVector<APFloat> values;
+    for (int64_t i = 0; i < n; ++i) {
+      APFloat v(s + double(i) * d);
+      bool losesInfo;
+      v.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven, &losesInfo);
+      values.push_back(v);
+    }
+    return DenseElementsAttr::get(type, values);
+  }
+  APInt s = *start.getValues<APInt>().begin(), d = *delta.getValues<APInt>().begin();
+  SmallVector<APInt> values;
+  APInt v = s;
+  for (int64_t i = 0; i < n; ++i, v += d)
+    values.push_back(v);
+  return DenseElementsAttr::get(type, values);
 }
 
 } // namespace kiln

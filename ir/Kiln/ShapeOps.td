@@ -78,6 +78,7 @@ def Kiln_RangeOp : Kiln_Op<"range"> {
   let arguments = (ins 0DTensorOf<[Kiln_Element]>:$start, 0DTensorOf<[Kiln_Element]>:$limit,
                        0DTensorOf<[Kiln_Element]>:$delta);
   let results = (outs Kiln_Tensor:$result);
+  let hasFolder = 1;
 }
 
 #endif // KILN_SHAPE_OPS_TD

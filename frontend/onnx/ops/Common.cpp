@@ -66,4 +66,63 @@ FailureOr<SmallVector<int64_t>> normalizeAxes(NodeImporter &n, ArrayRef<int64_t>
   return out;
 }
 
+/// A 1-element i64 tensor holding dim `i` of `x`.
+FailureOr<Value> dimPiece(NodeImporter &n, Value x, int64_t i) {
+  SymShape dims = getSymShape(x.getType());
+  if (dims[i])
+    return shapeConstant(n, {dims[i]});
+  auto shape = n.create<ShapeOfOp>({x});
+  if (failed(shape))
+    return failure();
+  return n.create<GatherOp>({*shape, n.constI64({i})},
+                            {n.named("axis", n.builder().getI64IntegerAttr(0))});
+}
+
+/// The product of dims [begin, end) of `x` as a 1-element i64 tensor.
+FailureOr<Value> dimProduct(NodeImporter &n, Value x, int64_t begin, int64_t end) {
+  SymShape dims = getSymShape(x.getType());
+  SymShape range(dims.begin() + begin, dims.begin() + end);
+  DimExpr p = productOfDims(n.context(), range);
+  if (p)
+    return shapeConstant(n, {p});
+  auto shape = n.create<ShapeOfOp>({x});
+  if (failed(shape))
+    return failure();
+  auto part = n.create<SliceOp>({*shape, n.constI64({begin}), n.constI64({end}), n.constI64({1})});
+  if (failed(part))
+    return failure();
+  return n.create<ReduceOp>(
+      {*part}, {n.named("kind", ReduceKindAttr::get(n.context(), ReduceKind::prod)),
+                n.named("axes", n.builder().getDenseI64ArrayAttr({0}))});
+}
+
+/// Concatenates 1-D i64 pieces into one shape tensor.
+FailureOr<Value> concatPieces(NodeImporter &n, ArrayRef<Value> pieces) {
+  if (pieces.empty())
+    return n.constI64({});
+  if (pieces.size() == 1)
+    return pieces.front();
+  return n.create<ConcatOp>(pieces, {n.named("axis", n.builder().getI64IntegerAttr(0))});
+}
+
+
+/// Reshape `x` keeping its dims but inserting 1s at `ones` (sorted output positions).
+FailureOr<Value> insertUnitDims(NodeImporter &n, Value x, ArrayRef<int64_t> ones) {
+  int64_t rank = NodeImporter::typeOf(x).getRank() + ones.size();
+  SmallVector<Value> pieces;
+  int64_t src = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (llvm::is_contained(ones, i)) {
+      pieces.push_back(n.constI64({1}));
+      continue;
+    }
+    auto p = dimPiece(n, x, src++);
+    if (failed(p))
+      return failure();
+    pieces.push_back(*p);
+  }
+  auto shape = concatPieces(n, pieces);
+  return failed(shape) ? FailureOr<Value>(failure()) : n.create<ReshapeOp>({x, *shape});
+}
+
 } // namespace kiln::onnx_import

@@ -34,6 +34,18 @@ mlir::FailureOr<mlir::Value> reshapeTo(NodeImporter &n, mlir::Value v,
 /// A constant (or symbolic constant) 1-D i64 tensor of `dims`.
 mlir::Value shapeConstant(NodeImporter &n, llvm::ArrayRef<DimExpr> dims);
 
+/// A 1-element i64 tensor holding dim `i` of `x`: a constant when the dim is known,
+/// gathered from shape_of at run time when not.
+mlir::FailureOr<mlir::Value> dimPiece(NodeImporter &n, mlir::Value x, int64_t i);
+/// The product of dims [begin, end) of `x` as a 1-element i64 tensor.
+mlir::FailureOr<mlir::Value> dimProduct(NodeImporter &n, mlir::Value x, int64_t begin,
+                                        int64_t end);
+/// Concatenates 1-D i64 pieces into one shape tensor.
+mlir::FailureOr<mlir::Value> concatPieces(NodeImporter &n, llvm::ArrayRef<mlir::Value> pieces);
+/// Reshapes `x` keeping its dims but inserting 1s at output positions `ones` (sorted).
+mlir::FailureOr<mlir::Value> insertUnitDims(NodeImporter &n, mlir::Value x,
+                                            llvm::ArrayRef<int64_t> ones);
+
 /// Normalizes ONNX axes (negative allowed) against `rank`; error on out of range.
 mlir::FailureOr<llvm::SmallVector<int64_t>> normalizeAxes(NodeImporter &n,
                                                           llvm::ArrayRef<int64_t> axes,

@@ -217,17 +217,10 @@ LogicalResult convertResize(NodeImporter &n) {
   if (failed(normalized))
     return failure();
   auto floatsOf = [&](size_t i) -> std::optional<SmallVector<float>> {
-    Value v = n.input(i);
-    Attribute attr;
-    if (!v || !matchPattern(v, m_Constant(&attr)))
+    auto values = n.maybeConstantFloats(n.input(i));
+    if (!values)
       return std::nullopt;
-    auto dense = dyn_cast<DenseFPElementsAttr>(attr);
-    if (!dense)
-      return std::nullopt;
-    SmallVector<float> out;
-    for (const APFloat &f : dense.getValues<APFloat>())
-      out.push_back(f.convertToFloat());
-    return out;
+    return SmallVector<float>(values->begin(), values->end());
   };
   size_t scalesIndex = n.version() < 11 ? 1 : 2, sizesIndex = 3;
   SmallVector<float> scales(rank, 1.0f), roi;

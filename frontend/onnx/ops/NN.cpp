@@ -294,6 +294,31 @@ LogicalResult convertHardmax(NodeImporter &n) {
   return failed(r) ? failure() : n.setResults({*r});
 }
 
+namespace {
+/// The float type statistics compute in: stash_type 1 asks for f32 (when the input
+/// is narrower); otherwise the input's own type.
+Type stashType(NodeImporter &n, Value x, int64_t stash) {
+  Type t = elementTypeOf(x);
+  if (stash == 1 && (t.isF16() || t.isBF16()))
+    return n.builder().getF32Type();
+  return t;
+}
+
+SmallVector<int64_t> trailingAxes(int64_t from, int64_t rank) {
+  SmallVector<int64_t> axes;
+  for (int64_t i = from; i < rank; ++i)
+    axes.push_back(i);
+  return axes;
+}
+
+FailureOr<Value> reduceOver(NodeImporter &n, Value x, ReduceKind kind, ArrayRef<int64_t> axes,
+                            bool keep = true) {
+  return n.create<ReduceOp>({x}, {n.named("kind", ReduceKindAttr::get(n.context(), kind)),
+                                  n.named("axes", n.builder().getDenseI64ArrayAttr(axes)),
+                                  n.named("keep_dims", n.builder().getBoolAttr(keep))});
+}
+} // namespace
+
 LogicalResult convertLayerNormalization(NodeImporter &n) {
   auto x = x0(n), scale = n.requiredInput(1);
   auto axis = n.intAttr("axis", -1);
@@ -301,15 +326,93 @@ LogicalResult convertLayerNormalization(NodeImporter &n) {
   auto stash = n.intAttr("stash_type", 1);
   if (failed(x) || failed(scale) || failed(axis) || failed(epsilon) || failed(stash))
     return failure();
+  bool wantsStatistics = false;
   for (int i = 1; i < n.proto().output_size(); ++i)
-    if (!n.proto().output(i).empty())
-      return n.unsupported("LayerNormalization's Mean and InvStdDev outputs");
-  SmallVector<Value> operands = {*x, *scale};
-  if (Value b = n.input(2))
-    operands.push_back(b);
-  auto r = n.create<LayerNormOp>(operands,
-                                 {n.named("axis", n.builder().getI64IntegerAttr(*axis)),
-                                  n.named("epsilon", n.builder().getF32FloatAttr(*epsilon))});
+    wantsStatistics |= !n.proto().output(i).empty();
+  Type computeType = stashType(n, *x, *stash);
+  if (!wantsStatistics && computeType == elementTypeOf(*x)) {
+    SmallVector<Value> operands = {*x, *scale};
+    if (Value b = n.input(2))
+      operands.push_back(b);
+    auto r = n.create<LayerNormOp>(operands,
+                                   {n.named("axis", n.builder().getI64IntegerAttr(*axis)),
+                                    n.named("epsilon", n.builder().getF32FloatAttr(*epsilon))});
+    return failed(r) ? failure() : n.setResults({*r});
+  }
+  // Mean and InvStdDev are wanted, or the statistics need a wider type: spell the
+  // normalization out (the fusion pass recognizes it again).
+  int64_t rank = NodeImporter::typeOf(*x).getRank();
+  auto axes = normalizeAxes(n, {*axis}, rank);
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> over = trailingAxes((*axes)[0], rank);
+  auto xs = castTo(n, *x, computeType);
+  auto mean = failed(xs) ? xs : reduceOver(n, *xs, ReduceKind::mean, over);
+  auto d = failed(mean) ? mean : binary(n, "kiln.sub", *xs, *mean);
+  auto sq = failed(d) ? d : binary(n, "kiln.mul", *d, *d);
+  auto var = failed(sq) ? sq : reduceOver(n, *sq, ReduceKind::mean, over);
+  auto ve = failed(var) ? var : binary(n, "kiln.add", *var, n.constScalar(computeType, *epsilon));
+  auto inv = failed(ve) ? ve : unary(n, "kiln.rsqrt", *ve);
+  auto normed = failed(inv) ? inv : binary(n, "kiln.mul", *d, *inv);
+  auto s = failed(normed) ? normed : castTo(n, *scale, computeType);
+  auto y = failed(s) ? s : binary(n, "kiln.mul", *normed, *s);
+  if (failed(y))
+    return failure();
+  if (Value b = n.input(2)) {
+    auto bc = castTo(n, b, computeType);
+    y = failed(bc) ? bc : binary(n, "kiln.add", *y, *bc);
+  }
+  auto out = failed(y) ? y : castTo(n, *y, elementTypeOf(*x));
+  if (failed(out))
+    return failure();
+  return n.setResults({*out, *mean, *inv});
+}
+
+LogicalResult convertRMSNormalization(NodeImporter &n) {
+  auto x = x0(n), scale = n.requiredInput(1);
+  auto axis = n.intAttr("axis", -1);
+  auto epsilon = n.floatAttr("epsilon", 1e-5f);
+  auto stash = n.intAttr("stash_type", 1);
+  if (failed(x) || failed(scale) || failed(axis) || failed(epsilon) || failed(stash))
+    return failure();
+  int64_t rank = NodeImporter::typeOf(*x).getRank();
+  auto axes = normalizeAxes(n, {*axis}, rank);
+  if (failed(axes))
+    return failure();
+  Type computeType = stashType(n, *x, *stash);
+  // y = x / sqrt(mean(x^2) + eps) * scale
+  auto xs = castTo(n, *x, computeType);
+  auto sq = failed(xs) ? xs : binary(n, "kiln.mul", *xs, *xs);
+  auto ms = failed(sq) ? sq : reduceOver(n, *sq, ReduceKind::mean, trailingAxes((*axes)[0], rank));
+  auto me = failed(ms) ? ms : binary(n, "kiln.add", *ms, n.constScalar(computeType, *epsilon));
+  auto inv = failed(me) ? me : unary(n, "kiln.rsqrt", *me);
+  auto normed = failed(inv) ? inv : binary(n, "kiln.mul", *xs, *inv);
+  auto s = failed(normed) ? normed : castTo(n, *scale, computeType);
+  auto y = failed(s) ? s : binary(n, "kiln.mul", *normed, *s);
+  auto out = failed(y) ? y : castTo(n, *y, elementTypeOf(*x));
+  return failed(out) ? failure() : n.setResults({*out});
+}
+
+LogicalResult convertLpNormalization(NodeImporter &n) {
+  auto x = x0(n);
+  auto axis = n.intAttr("axis", -1), p = n.intAttr("p", 2);
+  if (failed(x) || failed(axis) || failed(p))
+    return failure();
+  if (*p != 1 && *p != 2)
+    return n.error("p must be 1 or 2, not " + Twine(*p));
+  auto axes = normalizeAxes(n, {*axis}, NodeImporter::typeOf(*x).getRank());
+  if (failed(axes))
+    return failure();
+  FailureOr<Value> norm = failure();
+  if (*p == 1) {
+    auto a = unary(n, "kiln.abs", *x);
+    norm = failed(a) ? a : reduceOver(n, *a, ReduceKind::sum, *axes);
+  } else {
+    auto sq = binary(n, "kiln.mul", *x, *x);
+    auto s = failed(sq) ? sq : reduceOver(n, *sq, ReduceKind::sum, *axes);
+    norm = failed(s) ? s : unary(n, "kiln.sqrt", *s);
+  }
+  auto r = failed(norm) ? norm : binary(n, "kiln.div", *x, *norm);
   return failed(r) ? failure() : n.setResults({*r});
 }
 

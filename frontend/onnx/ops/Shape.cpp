@@ -18,66 +18,8 @@ constexpr int64_t kToEnd = INT64_MAX;
 
 FailureOr<Value> x0(NodeImporter &n) { return n.requiredInput(0); }
 
-/// A 1-element i64 tensor holding dim `i` of `x`.
-FailureOr<Value> dimPiece(NodeImporter &n, Value x, int64_t i) {
-  SymShape dims = getSymShape(x.getType());
-  if (dims[i])
-    return shapeConstant(n, {dims[i]});
-  auto shape = n.create<ShapeOfOp>({x});
-  if (failed(shape))
-    return failure();
-  return n.create<GatherOp>({*shape, n.constI64({i})},
-                            {n.named("axis", n.builder().getI64IntegerAttr(0))});
-}
-
-/// The product of dims [begin, end) of `x` as a 1-element i64 tensor.
-FailureOr<Value> dimProduct(NodeImporter &n, Value x, int64_t begin, int64_t end) {
-  SymShape dims = getSymShape(x.getType());
-  SymShape range(dims.begin() + begin, dims.begin() + end);
-  DimExpr p = productOfDims(n.context(), range);
-  if (p)
-    return shapeConstant(n, {p});
-  auto shape = n.create<ShapeOfOp>({x});
-  if (failed(shape))
-    return failure();
-  auto part = n.create<SliceOp>({*shape, n.constI64({begin}), n.constI64({end}), n.constI64({1})});
-  if (failed(part))
-    return failure();
-  return n.create<ReduceOp>(
-      {*part}, {n.named("kind", ReduceKindAttr::get(n.context(), ReduceKind::prod)),
-                n.named("axes", n.builder().getDenseI64ArrayAttr({0}))});
-}
-
-/// Concatenates 1-D i64 pieces into one shape tensor.
-FailureOr<Value> concatPieces(NodeImporter &n, ArrayRef<Value> pieces) {
-  if (pieces.empty())
-    return n.constI64({});
-  if (pieces.size() == 1)
-    return pieces.front();
-  return n.create<ConcatOp>(pieces, {n.named("axis", n.builder().getI64IntegerAttr(0))});
-}
-
 FailureOr<Value> reshapeWith(NodeImporter &n, Value x, Value shape) {
   return n.create<ReshapeOp>({x, shape});
-}
-
-/// Reshape `x` keeping its dims but inserting 1s at `ones` (sorted output positions).
-FailureOr<Value> insertUnitDims(NodeImporter &n, Value x, ArrayRef<int64_t> ones) {
-  int64_t rank = NodeImporter::typeOf(x).getRank() + ones.size();
-  SmallVector<Value> pieces;
-  int64_t src = 0;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (llvm::is_contained(ones, i)) {
-      pieces.push_back(n.constI64({1}));
-      continue;
-    }
-    auto p = dimPiece(n, x, src++);
-    if (failed(p))
-      return failure();
-    pieces.push_back(*p);
-  }
-  auto shape = concatPieces(n, pieces);
-  return failed(shape) ? FailureOr<Value>(failure()) : reshapeWith(n, x, *shape);
 }
 
 /// Axes from an attribute (older versions) or a constant input (newer ones).
