@@ -6,10 +6,13 @@ import lit.formats
 
 config.name = "kiln"
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "runtime", "unit"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "runtime", "unit", "tools", "make_model.py"]
+
+# %python runs the interpreter that has onnx and numpy (model generators).
+config.substitutions.append(("%python", config.python_executable))
 
 # kiln's tools first, then FileCheck and not from LLVM.
 config.environment["PATH"] = os.pathsep.join(

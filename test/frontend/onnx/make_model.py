@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Writes small ONNX models for the importer's lit tests.
+
+    make_model.py NAME OUT.onnx
+
+Each model is built with onnx.helper, the way exporters lay graphs out, so the
+repository carries no binary models. `encoder` reproduces the chains torch's
+exporter emits for a transformer encoder with dynamic batch and sequence
+(Shape -> Gather -> Unsqueeze -> Concat -> Reshape around attention), since a torch
+install is too heavy for this project's machines.
+"""
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=OPSET, check=True):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    m = helper.make_model(graph, opset_imports=opset, producer_name="kiln-tests")
+    if check:
+        onnx.checker.check_model(m)
+    return m
+
+
+def const(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def mlp():
+    rng = np.random.default_rng(0)
+    return model(
+        [
+            helper.make_node("MatMul", ["x", "w1"], ["h"]),
+            helper.make_node("Add", ["h", "b1"], ["hb"]),
+            helper.make_node("Relu", ["hb"], ["a"]),
+            helper.make_node("Gemm", ["a", "w2", "b2"], ["y"], transB=1),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
+        [
+            const("w1", rng.standard_normal((16, 32), dtype=np.float32)),
+            const("b1", rng.standard_normal((32,), dtype=np.float32)),
+            const("w2", rng.standard_normal((4, 32), dtype=np.float32)),
+            const("b2", rng.standard_normal((4,), dtype=np.float32)),
+        ],
+    )
+
+
+def encoder():
+    """One encoder layer: LayerNorm, 4-head self-attention, residual, GELU MLP."""
+    rng = np.random.default_rng(1)
+    d, heads, hd = 32, 4, 8
+    n = []
+
+    def shape_chain(src, prefix, tail):
+        # torch: x.view(x.size(0), x.size(1), *tail)
+        n.append(helper.make_node("Shape", [src], [prefix + "_shape"]))
+        for i in (0, 1):
+            n.append(helper.make_node("Gather", [prefix + "_shape", f"idx{i}"], [f"{prefix}_d{i}"], axis=0))
+            n.append(helper.make_node("Unsqueeze", [f"{prefix}_d{i}", "axes0"], [f"{prefix}_u{i}"]))
+        n.append(helper.make_node("Concat", [f"{prefix}_u0", f"{prefix}_u1", tail], [prefix + "_target"], axis=0))
+        return prefix + "_target"
+
+    n.append(helper.make_node("LayerNormalization", ["x", "ln_g", "ln_b"], ["h"], axis=-1, epsilon=1e-5))
+    for name in ("q", "k", "v"):
+        n.append(helper.make_node("MatMul", ["h", "w_" + name], [name + "_lin"]))
+        t = shape_chain("x", name, "heads_tail")
+        n.append(helper.make_node("Reshape", [name + "_lin", t], [name + "_split"]))
+        n.append(helper.make_node("Transpose", [name + "_split"], [name + "_t"], perm=[0, 2, 1, 3]))
+    n.append(helper.make_node("Transpose", ["k_t"], ["k_tt"], perm=[0, 1, 3, 2]))
+    n.append(helper.make_node("MatMul", ["q_t", "k_tt"], ["scores"]))
+    n.append(helper.make_node("Div", ["scores", "sqrt_hd"], ["scaled"]))
+    n.append(helper.make_node("Softmax", ["scaled"], ["probs"], axis=-1))
+    n.append(helper.make_node("MatMul", ["probs", "v_t"], ["ctx"]))
+    n.append(helper.make_node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]))
+    t = shape_chain("x", "merge", "model_tail")
+    n.append(helper.make_node("Reshape", ["ctx_t", t], ["merged"]))
+    n.append(helper.make_node("MatMul", ["merged", "w_o"], ["attn"]))
+    n.append(helper.make_node("Add", ["x", "attn"], ["res1"]))
+    n.append(helper.make_node("MatMul", ["res1", "w_up"], ["up"]))
+    n.append(helper.make_node("Div", ["up", "sqrt2"], ["up_s"]))
+    n.append(helper.make_node("Erf", ["up_s"], ["erf"]))
+    n.append(helper.make_node("Add", ["erf", "one"], ["erf1"]))
+    n.append(helper.make_node("Mul", ["up", "erf1"], ["g0"]))
+    n.append(helper.make_node("Mul", ["g0", "half"], ["gelu"]))
+    n.append(helper.make_node("MatMul", ["gelu", "w_down"], ["down"]))
+    n.append(helper.make_node("Add", ["res1", "down"], ["y"]))
+    f = lambda *s: rng.standard_normal(s, dtype=np.float32) * 0.1
+    inits = [
+        const("ln_g", np.ones(d, np.float32)), const("ln_b", np.zeros(d, np.float32)),
+        const("w_q", f(d, d)), const("w_k", f(d, d)), const("w_v", f(d, d)), const("w_o", f(d, d)),
+        const("w_up", f(d, 4 * d)), const("w_down", f(4 * d, d)),
+        const("idx0", np.array(0, np.int64)), const("idx1", np.array(1, np.int64)),
+        const("axes0", np.array([0], np.int64)),
+        const("heads_tail", np.array([heads, hd], np.int64)),
+        const("model_tail", np.array([d], np.int64)),
+        const("sqrt_hd", np.array(np.sqrt(hd), np.float32)),
+        const("sqrt2", np.array(np.sqrt(2.0), np.float32)),
+        const("one", np.array(1.0, np.float32)), const("half", np.array(0.5, np.float32)),
+    ]
+    return model(
+        n,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", d])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", d])],
+        inits,
+    )
+
+
+def reshape_zero():
+    """Reshape's 0 copies the input dim: [b, s, 8] -> [b, s, 2, 4] via [0, 0, 2, 4]."""
+    return model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [const("shape", np.array([0, 0, 2, 4], np.int64))],
+        check=False,
+    )
+
+
+def unnamed_dims():
+    return model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3, "n"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        check=False,
+    )
+
+
+def bad_dim_param():
+    return model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch size", "2mod"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        check=False,
+    )
+
+
+# --- bad input: each should be refused with one clear error -----------------------
+
+
+def unsupported_op():
+    return model(
+        [helper.make_node("RandomNormalLike", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+
+
+def unknown_op():
+    return model(
+        [helper.make_node("Frobnicate", ["x"], ["y"], name="frob")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        check=False,
+    )
+
+
+def old_opset():
+    return model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        opset=[helper.make_opsetid("", 5)],
+        check=False,
+    )
+
+
+def duplicate_name():
+    return model(
+        [helper.make_node("Relu", ["x"], ["y"], name="first"),
+         helper.make_node("Neg", ["x"], ["y"], name="second")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        check=False,
+    )
+
+
+def dangling_input():
+    return model(
+        [helper.make_node("Add", ["x", "nowhere"], ["y"], name="adder")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        check=False,
+    )
+
+
+def cycle():
+    return model(
+        [helper.make_node("Add", ["x", "b"], ["a"], name="n1"),
+         helper.make_node("Relu", ["a"], ["b"], name="n2")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])],
+        check=False,
+    )
+
+
+def wrong_attr_type():
+    node = helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=1.5)
+    return model(
+        [node],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        check=False,
+    )
+
+
+def negative_dim():
+    return model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-3, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        check=False,
+    )
+
+
+def bad_initializer():
+    # Claims 10^12 elements but carries one value: must be refused, not allocated.
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1000000, 1000000])
+    t.float_data.append(1.0)
+    return model(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [t],
+        check=False,
+    )
+
+
+def shape_mismatch():
+    return model(
+        [helper.make_node("Add", ["x", "z"], ["y"], name="add")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        check=False,
+    )
+
+
+MODELS = {f.__name__: f for f in [
+    mlp, encoder, reshape_zero, unnamed_dims, bad_dim_param, unsupported_op, unknown_op,
+    old_opset, duplicate_name, dangling_input, cycle, wrong_attr_type, negative_dim,
+    bad_initializer, shape_mismatch,
+]}
+
+if __name__ == "__main__":
+    name, out = sys.argv[1], sys.argv[2]
+    if name == "truncated":  # the first half of a valid model
+        data = MODELS["mlp"]().SerializeToString()
+        open(out, "wb").write(data[: len(data) // 2])
+    elif name == "garbage":
+        open(out, "wb").write(bytes(range(256)) * 4)
+    else:
+        onnx.save(MODELS[name](), out)
