@@ -17,6 +17,11 @@ FailureOr<int64_t> staticLength(std::optional<Location> location, StringRef opNa
   auto type = cast<RankedTensorType>(v.getType());
   if (type.getRank() != 1 || type.isDynamicDim(0))
     return emitShapeError(location, opName, what + " must be a 1-D tensor of static length");
+  if (type.getDimSize(0) > 2 * kMaxRank)
+    return emitShapeError(location, opName,
+                          what + " has " + Twine(type.getDimSize(0)) +
+                              " entries; kiln supports tensors of rank up to " +
+                              Twine(kMaxRank));
   return type.getDimSize(0);
 }
 

@@ -92,7 +92,7 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   if (failed(axis))
     return failure();
   auto kType = cast<RankedTensorType>(adaptor.getK().getType());
-  if (kType.isDynamicDim(0) || kType.getDimSize(0) != 1)
+  if (kType.getRank() != 1 || kType.isDynamicDim(0) || kType.getDimSize(0) != 1)
     return emitShapeError(location, name, "k must be a 1-element tensor");
   SymShape dims = getSymShape(input);
   DimExpr k;

@@ -20,6 +20,10 @@ namespace kiln {
 
 using InferredTypes = llvm::SmallVectorImpl<mlir::Type>;
 
+/// The largest rank kiln builds a tensor of. A shape operand longer than this is
+/// corrupt input, not a reason to create a type with a billion dims.
+constexpr int64_t kMaxRank = 64;
+
 /// Emits "'<op>' op <message>" at `location` when there is one; always fails.
 mlir::LogicalResult emitShapeError(std::optional<mlir::Location> location,
                                    llvm::StringRef opName, const llvm::Twine &message);

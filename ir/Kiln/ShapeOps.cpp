@@ -59,10 +59,15 @@ OpFoldResult ShapeOfOp::fold(FoldAdaptor) {
 LogicalResult RangeOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
                                         Adaptor adaptor, InferredTypes &inferred) {
   Type element = cast<RankedTensorType>(adaptor.getStart().getType()).getElementType();
-  for (Value v : {adaptor.getLimit(), adaptor.getDelta()})
-    if (cast<RankedTensorType>(v.getType()).getElementType() != element)
+  for (Value v : {adaptor.getStart(), adaptor.getLimit(), adaptor.getDelta()}) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getElementType() != element)
       return emitShapeError(location, getOperationName(),
                             "start, limit and delta must have one element type");
+    if (t.getRank() != 0)
+      return emitShapeError(location, getOperationName(),
+                            "start, limit and delta must be 0-d tensors");
+  }
   DimExpr length;
   Attribute start, limit, delta;
   matchPattern(adaptor.getStart(), m_Constant(&start));

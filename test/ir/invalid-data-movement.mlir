@@ -182,3 +182,11 @@ func.func @pad_crops_too_much(%x: tensor<4xf32>, %v: tensor<f32>) {
   %r = kiln.pad %x, %p, %v {mode = #kiln<pad_mode constant>} : (tensor<4xf32>, tensor<2xi64>, tensor<f32>) -> tensor<?xf32>
   return
 }
+
+// -----
+
+func.func @reshape_absurd_rank(%x: tensor<4xf32>, %s: tensor<1000000007xi64>) {
+  // expected-error @+1 {{'kiln.reshape' op shape has 1000000007 entries; kiln supports tensors of rank up to 64}}
+  %r = kiln.reshape %x, %s : (tensor<4xf32>, tensor<1000000007xi64>) -> tensor<4xf32>
+  return
+}

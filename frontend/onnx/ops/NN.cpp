@@ -130,6 +130,8 @@ LogicalResult convertConv(NodeImporter &n) {
   auto group = n.intAttr("group", 1);
   if (failed(x) || failed(w) || failed(group))
     return failure();
+  if (NodeImporter::typeOf(*w).getRank() < 3 || NodeImporter::typeOf(*x).getRank() < 3)
+    return n.error("input and filter must have rank >= 3 ([N, C, spatial...])");
   SmallVector<int64_t> kernel;
   for (int64_t d : NodeImporter::typeOf(*w).getShape().drop_front(2)) {
     if (ShapedType::isDynamic(d))

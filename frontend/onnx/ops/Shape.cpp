@@ -160,6 +160,9 @@ LogicalResult convertReshape(NodeImporter &n) {
   auto shapeType = NodeImporter::typeOf(shape);
   if (shapeType.getRank() != 1 || shapeType.isDynamicDim(0))
     return n.unsupported("a reshape target whose length is not known at compile time");
+  if (shapeType.getDimSize(0) > kMaxRank)
+    return n.error("the reshape target has " + Twine(shapeType.getDimSize(0)) +
+                   " entries; kiln supports tensors of rank up to " + Twine(kMaxRank));
   // ONNX's 0 copies the input's dim (unless allowzero): resolve it now where the
   // target is known, and with a select at run time where it is not.
   if (!*allowZero) {
@@ -438,6 +441,8 @@ LogicalResult convertSlice(NodeImporter &n) {
       return failure();
     starts = *s;
     ends = *e;
+    if (NodeImporter::typeOf(starts).getRank() != 1)
+      return n.error("starts must be a 1-D tensor");
     int64_t count = NodeImporter::typeOf(starts).getDimSize(0);
     if (ShapedType::isDynamic(count))
       return n.unsupported("starts of unknown length");
