@@ -113,7 +113,7 @@ struct InferShapesPass : impl::InferShapesPassBase<InferShapesPass> {
       if (isa<KilnDialect>(user->getDialect()) || isa<func::ReturnOp>(user))
         continue;
       OpBuilder builder(user);
-      auto cast = builder.create<tensor::CastOp>(user->getLoc(), old, result);
+      auto cast = tensor::CastOp::create(builder, user->getLoc(), old, result);
       use.set(cast);
     }
   }

@@ -263,7 +263,7 @@ FailureOr<Value> NodeImporter::createOp(StringRef name, ValueRange operands,
 Value NodeImporter::constI64(ArrayRef<int64_t> values, bool scalar) {
   auto type = RankedTensorType::get(scalar ? ArrayRef<int64_t>{} : ArrayRef<int64_t>{(int64_t)values.size()},
                                     b.getI64Type());
-  return b.create<ConstantOp>(location, DenseIntElementsAttr::get(type, values));
+  return ConstantOp::create(b, location, DenseIntElementsAttr::get(type, values));
 }
 
 Value NodeImporter::constScalar(Type elementType, double value) {
@@ -281,7 +281,7 @@ Value NodeImporter::constScalar(Type elementType, double value) {
         type, APInt(elementType.getIntOrFloatBitWidth(), static_cast<int64_t>(value),
                     /*isSigned=*/true, /*implicitTrunc=*/true));
   }
-  return b.create<ConstantOp>(location, cast<ElementsAttr>(attr));
+  return ConstantOp::create(b, location, cast<ElementsAttr>(attr));
 }
 
 LogicalResult NodeImporter::setResults(ArrayRef<Value> values) {

@@ -133,7 +133,7 @@ Value GraphImporter::bindConstantInput(BlockArgument arg) {
   }
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToStart(arg.getOwner());
-  Value c = builder.create<ConstantOp>(loc, *value);
+  Value c = ConstantOp::create(builder, loc, *value);
   func.setArgAttr(arg.getArgNumber(), "kiln.bound_constant", builder.getUnitAttr());
   boundInputs[arg] = c;
   return c;
@@ -338,7 +338,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model) {
   }
 
   builder.setInsertionPointToEnd(module->getBody());
-  func = builder.create<func::FuncOp>(fileLoc, options.functionName,
+  func = func::FuncOp::create(builder, fileLoc, options.functionName,
                                       builder.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
   builder.setInsertionPointToEnd(entry);
@@ -352,7 +352,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model) {
         convertTensor(init, &ctx, fileLoc, baseDir, "initializer '" + init.name() + "'");
     if (failed(value))
       return nullptr;
-    Value c = builder.create<ConstantOp>(NameLoc::get(builder.getStringAttr(init.name()), fileLoc),
+    Value c = ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(init.name()), fileLoc),
                                          *value);
     if (failed(defineValue(init.name(), c, "initializer")))
       return nullptr;
@@ -373,7 +373,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model) {
               nullptr);
     results.push_back(it->second);
   }
-  builder.create<func::ReturnOp>(fileLoc, results);
+  func::ReturnOp::create(builder, fileLoc, results);
   func.setFunctionType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   for (auto [i, output] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, "kiln.name", builder.getStringAttr(output.name()));

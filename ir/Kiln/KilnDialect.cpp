@@ -73,12 +73,12 @@ Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
   if (auto dims = dyn_cast<DimsAttr>(value)) {
     if (!dims.isFullyKnown())
       return nullptr;
-    return builder.create<SymbolicConstantOp>(loc, type, dims);
+    return SymbolicConstantOp::create(builder, loc, type, dims);
   }
   if (auto elements = dyn_cast<ElementsAttr>(value)) {
     if (elements.getType() != type)
       return nullptr;
-    return builder.create<ConstantOp>(loc, type, elements);
+    return ConstantOp::create(builder, loc, type, elements);
   }
   return nullptr;
 }

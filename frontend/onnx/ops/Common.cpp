@@ -40,7 +40,7 @@ Value shapeConstant(NodeImporter &n, ArrayRef<DimExpr> dims) {
   for (DimExpr d : dims) {
     auto c = getConstantDimValue(d);
     if (!c)
-      return n.builder().create<SymbolicConstantOp>(
+      return SymbolicConstantOp::create(n.builder(), 
           n.loc(), RankedTensorType::get({(int64_t)dims.size()}, n.builder().getI64Type()),
           DimsAttr::getCanonical(n.context(), dims));
     constants.push_back(*c);

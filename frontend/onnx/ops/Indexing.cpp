@@ -126,7 +126,7 @@ LogicalResult convertTrilu(NodeImporter &n) {
     return n.unsupported("Trilu over matrix dims of unknown size");
   // keep where (col - row) >= k (upper) or <= k (lower), on an iota grid.
   auto iota = [&](DimExpr size) -> FailureOr<Value> {
-    Value limit = n.builder().create<SymbolicConstantOp>(
+    Value limit = SymbolicConstantOp::create(n.builder(), 
         n.loc(), RankedTensorType::get({}, n.builder().getI64Type()),
         DimsAttr::getCanonical(n.context(), {size}));
     return n.create<RangeOp>({n.constI64({0}, true), limit, n.constI64({1}, true)});

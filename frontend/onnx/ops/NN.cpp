@@ -282,7 +282,7 @@ LogicalResult convertHardmax(NodeImporter &n) {
       {*x}, {n.named("kind", ArgReduceKindAttr::get(n.context(), ArgReduceKind::argmax)),
              n.named("axis", n.builder().getI64IntegerAttr(a)),
              n.named("keep_dims", n.builder().getBoolAttr(true))});
-  Value limit = n.builder().create<SymbolicConstantOp>(
+  Value limit = SymbolicConstantOp::create(n.builder(), 
       n.loc(), RankedTensorType::get({}, n.builder().getI64Type()),
       DimsAttr::getCanonical(n.context(), {dims[a]}));
   auto iota = n.create<RangeOp>({n.constI64({0}, true), limit, n.constI64({1}, true)});

@@ -79,7 +79,7 @@ LogicalResult convertConstant(NodeImporter &n) {
   } else {
     return n.error("has none of the value attributes");
   }
-  Value c = n.builder().create<ConstantOp>(n.loc(), cast<ElementsAttr>(value));
+  Value c = ConstantOp::create(n.builder(), n.loc(), cast<ElementsAttr>(value));
   return n.setResults({c});
 }
 
@@ -95,7 +95,7 @@ LogicalResult convertConstantOfShape(NodeImporter &n) {
     auto dense = dyn_cast<DenseElementsAttr>(*t);
     if (!dense || dense.getNumElements() != 1)
       return n.error("value must hold exactly one element");
-    fill = n.builder().create<ConstantOp>(
+    fill = ConstantOp::create(n.builder(), 
         n.loc(), cast<ElementsAttr>(dense.reshape(RankedTensorType::get({}, dense.getElementType()))));
   } else {
     fill = n.constScalar(n.builder().getF32Type(), 0.0);
