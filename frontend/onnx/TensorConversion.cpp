@@ -23,6 +23,12 @@ using namespace mlir;
 namespace kiln::onnx_import {
 
 namespace {
+// Element types newer than libonnx-dev's proto (ONNX 1.12) names.
+constexpr int kOnnxFloat8E4M3FN = 17, kOnnxFloat8E4M3FNUZ = 18, kOnnxFloat8E5M2 = 19,
+              kOnnxFloat8E5M2FNUZ = 20;
+constexpr int kOnnxUInt4 = 21, kOnnxInt4 = 22, kOnnxFloat4E2M1 = 23, kOnnxFloat8E8M0 = 24,
+              kOnnxUInt2 = 25, kOnnxInt2 = 26;
+
 /// Tensors at least this large are kept as resource blobs rather than dense
 /// attributes, whose uniquing would hash and copy every byte.
 constexpr int64_t kBlobThresholdBytes = 64 * 1024;
@@ -34,6 +40,32 @@ int64_t bytesPerElement(Type t) {
   if (t.isInteger(1))
     return 1; // ONNX stores bools as bytes
   return (t.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+/// 4- and 2-bit types are packed, low bits first, several to a byte.
+unsigned packedBits(Type t) {
+  unsigned w = t.getIntOrFloatBitWidth();
+  return (w == 4 || w == 2) && !t.isInteger(1) ? w : 0;
+}
+
+/// Unpacks sub-byte elements from `bytes` into an attribute of `type`.
+ElementsAttr unpackSubByte(RankedTensorType type, ArrayRef<uint8_t> bytes, unsigned bits) {
+  Type element = type.getElementType();
+  int64_t count = type.getNumElements();
+  unsigned perByte = 8 / bits;
+  auto valueBits = [&](int64_t i) -> uint64_t {
+    return (bytes[i / perByte] >> ((i % perByte) * bits)) & ((1u << bits) - 1);
+  };
+  if (auto f = dyn_cast<FloatType>(element)) {
+    SmallVector<APFloat> values;
+    for (int64_t i = 0; i < count; ++i)
+      values.push_back(APFloat(f.getFloatSemantics(), APInt(bits, valueBits(i))));
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, values));
+  }
+  SmallVector<APInt> values;
+  for (int64_t i = 0; i < count; ++i)
+    values.push_back(APInt(bits, valueBits(i)));
+  return cast<ElementsAttr>(DenseElementsAttr::get(type, values));
 }
 } // namespace
 
@@ -66,6 +98,26 @@ Type convertElementType(MLIRContext *ctx, int onnxType) {
     return b.getIntegerType(32, false);
   case onnx::TensorProto::UINT64:
     return b.getIntegerType(64, false);
+  case kOnnxFloat8E4M3FN:
+    return b.getType<Float8E4M3FNType>();
+  case kOnnxFloat8E4M3FNUZ:
+    return b.getType<Float8E4M3FNUZType>();
+  case kOnnxFloat8E5M2:
+    return b.getType<Float8E5M2Type>();
+  case kOnnxFloat8E5M2FNUZ:
+    return b.getType<Float8E5M2FNUZType>();
+  case kOnnxUInt4:
+    return b.getIntegerType(4, false);
+  case kOnnxInt4:
+    return b.getIntegerType(4);
+  case kOnnxFloat4E2M1:
+    return b.getType<Float4E2M1FNType>();
+  case kOnnxFloat8E8M0:
+    return b.getType<Float8E8M0FNUType>();
+  case kOnnxUInt2:
+    return b.getIntegerType(2, false);
+  case kOnnxInt2:
+    return b.getIntegerType(2);
   default:
     return nullptr;
   }
@@ -171,6 +223,27 @@ FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRConte
   auto type = RankedTensorType::get(shape, element);
   int64_t elemBytes = bytesPerElement(element);
   int64_t expectedBytes = count * elemBytes;
+  if (unsigned bits = packedBits(element)) {
+    unsigned perByte = 8 / bits;
+    int64_t packedBytes = (count + perByte - 1) / perByte;
+    SmallVector<uint8_t> bytes;
+    if (tensor.has_raw_data()) {
+      if ((int64_t)tensor.raw_data().size() != packedBytes)
+        return emitError(loc) << what << ": raw_data has " << tensor.raw_data().size()
+                              << " bytes but " << type << " needs " << packedBytes;
+      bytes.assign(tensor.raw_data().begin(), tensor.raw_data().end());
+    } else if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+      return emitError(loc) << what << ": external data of a packed " << bits
+                            << "-bit type is not supported";
+    } else {
+      if (tensor.int32_data_size() != packedBytes)
+        return emitError(loc) << what << ": holds " << tensor.int32_data_size()
+                              << " packed bytes but " << type << " needs " << packedBytes;
+      for (int32_t b : tensor.int32_data())
+        bytes.push_back(static_cast<uint8_t>(b));
+    }
+    return unpackSubByte(type, bytes, bits);
+  }
 
   // Raw bytes: inline or external. Both are little-endian, as MLIR's buffers are
   // (kiln builds on little-endian hosts only), except bools, which MLIR packs.
@@ -256,13 +329,20 @@ FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRConte
     return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
   }
   case onnx::TensorProto::FLOAT16:
-  case onnx::TensorProto::BFLOAT16: {
+  case onnx::TensorProto::BFLOAT16:
+  case kOnnxFloat8E4M3FN:
+  case kOnnxFloat8E4M3FNUZ:
+  case kOnnxFloat8E5M2:
+  case kOnnxFloat8E5M2FNUZ:
+  case kOnnxFloat8E8M0: { // the bit patterns, one per int32
     if (failed(checkCount(tensor.int32_data_size())))
       return failure();
     const llvm::fltSemantics &sem = cast<FloatType>(element).getFloatSemantics();
+    unsigned width = element.getIntOrFloatBitWidth();
     SmallVector<APFloat> v;
     for (int32_t x : tensor.int32_data())
-      v.push_back(APFloat(sem, APInt(16, static_cast<uint16_t>(x))));
+      v.push_back(APFloat(sem, APInt(width, static_cast<uint64_t>(static_cast<uint32_t>(x)),
+                                     false, /*implicitTrunc=*/true)));
     return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
   }
   default: { // INT8/16/32, UINT8/16 live in int32_data

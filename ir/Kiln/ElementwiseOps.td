@@ -186,13 +186,16 @@ def Kiln_CastOp : Kiln_Op<"cast", [Kiln_ElementwiseTrait]> {
   let description = [{
     Converts every element to `to` with ONNX Cast semantics: float to integer
     truncates toward zero, integer to narrower integer wraps, anything to i1 is
-    `x != 0`, and float to narrower float rounds to nearest even.
+    `x != 0`, and float to narrower float rounds to nearest even. For float8
+    targets, `saturate` clamps out-of-range values to the largest finite value
+    (ONNX's default) instead of producing inf or NaN.
 
     ```mlir
     %r = kiln.cast %x to i32 : (tensor<?xf32, #kiln.dims<[n]>>) -> tensor<?xi32, #kiln.dims<[n]>>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input, TypeAttrOf<Kiln_Element>:$to);
+  let arguments = (ins Kiln_Tensor:$input, TypeAttrOf<Kiln_Element>:$to,
+                       DefaultValuedAttr<BoolAttr, "true">:$saturate);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input `to` $to attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;

@@ -57,7 +57,13 @@ def Kiln_Dialect : Dialect {
 //===----------------------------------------------------------------------===//
 
 def Kiln_Bool : I<1>;
-def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Kiln_F8E8M0FNU : Type<CPred<"::llvm::isa<::mlir::Float8E8M0FNUType>($_self)">,
+                           "f8E8M0FNU type">;
+// Narrow floats (ONNX's float8 and float4 types) are storage types: ops on them
+// compute in f32, as ONNX's reference does.
+def Kiln_NarrowFloat : AnyTypeOf<[F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, F4E2M1FN,
+                                  Kiln_F8E8M0FNU]>;
+def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64, Kiln_NarrowFloat]>;
 def Kiln_Int : AnyTypeOf<[AnySignlessInteger, AnyUnsignedInteger]>;
 def Kiln_Element : AnyTypeOf<[Kiln_Float, Kiln_Int]>;
 

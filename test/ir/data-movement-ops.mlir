@@ -37,3 +37,20 @@ func.func @slice_gather_pad(%x: tensor<8x6xf32>, %table: tensor<1000x64xf32>, %i
   %p = kiln.pad %x, %pads, %zero {mode = #kiln<pad_mode reflect>} : (tensor<8x6xf32>, tensor<4xi64>, tensor<f32>) -> tensor<10x8xf32>
   return
 }
+
+// CHECK-LABEL: func @indexing
+func.func @indexing(%data: tensor<?x10xf32, #kiln.dims<[n, 10]>>, %idx: tensor<?x1xi64, #kiln.dims<[n, 1]>>, %upd: tensor<?x1xf32, #kiln.dims<[n, 1]>>) {
+  // CHECK: kiln.gather_elements %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<?x10xf32, #kiln.dims<[n, 10]>>, tensor<?x1xi64, #kiln.dims<[n, 1]>>) -> tensor<?x1xf32, #kiln.dims<[n, 1]>>
+  %g = kiln.gather_elements %data, %idx {axis = 1 : i64} : (tensor<?x10xf32, #kiln.dims<[n, 10]>>, tensor<?x1xi64, #kiln.dims<[n, 1]>>) -> tensor<?x1xf32, #kiln.dims<[n, 1]>>
+  // CHECK: kiln.scatter_elements %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64, reduction = #kiln<scatter add>} : (tensor<?x10xf32, #kiln.dims<[n, 10]>>, tensor<?x1xi64, #kiln.dims<[n, 1]>>, tensor<?x1xf32, #kiln.dims<[n, 1]>>) -> tensor<?x10xf32, #kiln.dims<[n, 10]>>
+  %s = kiln.scatter_elements %data, %idx, %upd {axis = 1 : i64, reduction = #kiln<scatter add>} : (tensor<?x10xf32, #kiln.dims<[n, 10]>>, tensor<?x1xi64, #kiln.dims<[n, 1]>>, tensor<?x1xf32, #kiln.dims<[n, 1]>>) -> tensor<?x10xf32, #kiln.dims<[n, 10]>>
+  return
+}
+
+// CHECK-LABEL: func @resize
+func.func @resize(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x16x16xf32> {
+  %size = kiln.constant dense<[1, 3, 16, 16]> : tensor<4xi64>
+  // CHECK: kiln.resize %{{.*}}, %{{.*}} {coordinate_mode = #kiln<coordinate_mode half_pixel>, mode = #kiln<resize_mode linear>, nearest_mode = #kiln<nearest_mode round_prefer_floor>, roi = array<f32>, scales = array<f32: 1.000000e+00, 1.000000e+00, 2.000000e+00, 2.000000e+00>} : (tensor<1x3x8x8xf32>, tensor<4xi64>) -> tensor<1x3x16x16xf32>
+  %r = kiln.resize %x, %size {mode = #kiln<resize_mode linear>, coordinate_mode = #kiln<coordinate_mode half_pixel>, nearest_mode = #kiln<nearest_mode round_prefer_floor>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, roi = array<f32>} : (tensor<1x3x8x8xf32>, tensor<4xi64>) -> tensor<1x3x16x16xf32>
+  return %r : tensor<1x3x16x16xf32>
+}

@@ -190,3 +190,100 @@ func.func @reshape_absurd_rank(%x: tensor<4xf32>, %s: tensor<1000000007xi64>) {
   %r = kiln.reshape %x, %s : (tensor<4xf32>, tensor<1000000007xi64>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @gather_elements_rank(%d: tensor<4x4xf32>, %i: tensor<4xi64>) {
+  // expected-error @+1 {{'kiln.gather_elements' op indices must have the rank of data (2)}}
+  %r = kiln.gather_elements %d, %i {axis = 0 : i64} : (tensor<4x4xf32>, tensor<4xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_axis(%d: tensor<4x4xf32>, %i: tensor<4x1xi64>) {
+  // expected-error @+1 {{'kiln.gather_elements' op axis 2 is out of range for rank 2}}
+  %r = kiln.gather_elements %d, %i {axis = 2 : i64} : (tensor<4x4xf32>, tensor<4x1xi64>) -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_rank(%d: tensor<4x4xf32>, %i: tensor<4xi64>, %u: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.scatter_elements' op indices must have the rank of data (2)}}
+  %r = kiln.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #kiln<scatter none>} : (tensor<4x4xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_updates_type(%d: tensor<4x4xf32>, %i: tensor<1x4xi64>, %u: tensor<1x4xf16>) {
+  // expected-error @+1 {{'kiln.scatter_elements' op updates must have the element type of data}}
+  %r = kiln.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #kiln<scatter none>} : (tensor<4x4xf32>, tensor<1x4xi64>, tensor<1x4xf16>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_updates_rank(%d: tensor<4x4xf32>, %i: tensor<1x4xi64>, %u: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.scatter_elements' op updates must have the shape of indices}}
+  %r = kiln.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #kiln<scatter none>} : (tensor<4x4xf32>, tensor<1x4xi64>, tensor<4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_updates_shape(%d: tensor<4x4xf32>, %i: tensor<1x4xi64>, %u: tensor<1x3xf32>) {
+  // expected-error @+1 {{'kiln.scatter_elements' op dim 1 of indices and updates must match, but is 4 and 3}}
+  %r = kiln.scatter_elements %d, %i, %u {axis = 0 : i64, reduction = #kiln<scatter none>} : (tensor<4x4xf32>, tensor<1x4xi64>, tensor<1x3xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_axis(%d: tensor<4x4xf32>, %i: tensor<1x4xi64>, %u: tensor<1x4xf32>) {
+  // expected-error @+1 {{'kiln.scatter_elements' op axis 5 is out of range for rank 2}}
+  %r = kiln.scatter_elements %d, %i, %u {axis = 5 : i64, reduction = #kiln<scatter none>} : (tensor<4x4xf32>, tensor<1x4xi64>, tensor<1x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @resize_size_length(%x: tensor<1x8xf32>, %s: tensor<3xi64>) {
+  // expected-error @+1 {{'kiln.resize' op size has 3 entries but the input has rank 2}}
+  %r = kiln.resize %x, %s {mode = #kiln<resize_mode nearest>, coordinate_mode = #kiln<coordinate_mode asymmetric>, nearest_mode = #kiln<nearest_mode floor>, scales = array<f32: 1.0, 1.0>, roi = array<f32>} : (tensor<1x8xf32>, tensor<3xi64>) -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_scales(%x: tensor<1x8xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.resize' op scales must have one entry per dim}}
+  %r = kiln.resize %x, %s {mode = #kiln<resize_mode nearest>, coordinate_mode = #kiln<coordinate_mode asymmetric>, nearest_mode = #kiln<nearest_mode floor>, scales = array<f32: 1.0>, roi = array<f32>} : (tensor<1x8xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @resize_negative_scale(%x: tensor<1x8xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.resize' op scales must be positive}}
+  %r = kiln.resize %x, %s {mode = #kiln<resize_mode nearest>, coordinate_mode = #kiln<coordinate_mode asymmetric>, nearest_mode = #kiln<nearest_mode floor>, scales = array<f32: 1.0, -2.0>, roi = array<f32>} : (tensor<1x8xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @resize_roi(%x: tensor<1x8xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.resize' op roi must be empty or have 2 * rank entries}}
+  %r = kiln.resize %x, %s {mode = #kiln<resize_mode nearest>, coordinate_mode = #kiln<coordinate_mode asymmetric>, nearest_mode = #kiln<nearest_mode floor>, scales = array<f32: 1.0, 1.0>, roi = array<f32: 0.0>} : (tensor<1x8xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @resize_negative_size(%x: tensor<1x8xf32>) {
+  %s = kiln.constant dense<[1, -8]> : tensor<2xi64>
+  // expected-error @+1 {{'kiln.resize' op size entry 1 is negative}}
+  %r = kiln.resize %x, %s {mode = #kiln<resize_mode nearest>, coordinate_mode = #kiln<coordinate_mode asymmetric>, nearest_mode = #kiln<nearest_mode floor>, scales = array<f32: 1.0, 1.0>, roi = array<f32>} : (tensor<1x8xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return
+}

@@ -46,3 +46,45 @@ func.func @arg_axis(%x: tensor<4xf32>) {
   %r = kiln.arg_reduce %x {kind = #kiln<arg_reduce argmin>, axis = 3 : i64} : (tensor<4xf32>) -> tensor<1xi64>
   return
 }
+
+// -----
+
+func.func @cumulative_axis(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.cumulative' op axis 1 is out of range for rank 1}}
+  %r = kiln.cumulative %x {kind = #kiln<cumulative sum>, axis = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @top_k_axis(%x: tensor<4xf32>, %k: tensor<1xi64>) {
+  // expected-error @+1 {{'kiln.top_k' op axis 2 is out of range for rank 1}}
+  %v, %i = kiln.top_k %x, %k {axis = 2 : i64} : (tensor<4xf32>, tensor<1xi64>) -> (tensor<?xf32>, tensor<?xi64>)
+  return
+}
+
+// -----
+
+func.func @top_k_k_shape(%x: tensor<4xf32>, %k: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.top_k' op k must be a 1-element tensor}}
+  %v, %i = kiln.top_k %x, %k {axis = 0 : i64} : (tensor<4xf32>, tensor<2xi64>) -> (tensor<?xf32>, tensor<?xi64>)
+  return
+}
+
+// -----
+
+func.func @top_k_negative(%x: tensor<4xf32>) {
+  %k = kiln.constant dense<-1> : tensor<1xi64>
+  // expected-error @+1 {{'kiln.top_k' op k is negative (-1)}}
+  %v, %i = kiln.top_k %x, %k {axis = 0 : i64} : (tensor<4xf32>, tensor<1xi64>) -> (tensor<?xf32>, tensor<?xi64>)
+  return
+}
+
+// -----
+
+func.func @top_k_too_many(%x: tensor<4xf32>) {
+  %k = kiln.constant dense<5> : tensor<1xi64>
+  // expected-error @+1 {{'kiln.top_k' op k (5) exceeds the axis size (4)}}
+  %v, %i = kiln.top_k %x, %k {axis = 0 : i64} : (tensor<4xf32>, tensor<1xi64>) -> (tensor<?xf32>, tensor<?xi64>)
+  return
+}

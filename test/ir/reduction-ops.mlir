@@ -14,3 +14,13 @@ func.func @reductions(%x: tensor<?x768xf32, #kiln.dims<[n, 768]>>, %b: tensor<4x
   %i = kiln.arg_reduce %x {kind = #kiln<arg_reduce argmax>, axis = 1 : i64, keep_dims = false} : (tensor<?x768xf32, #kiln.dims<[n, 768]>>) -> tensor<?xi64, #kiln.dims<[n]>>
   return
 }
+
+// CHECK-LABEL: func @scans_and_top_k
+func.func @scans_and_top_k(%x: tensor<?x100xf32, #kiln.dims<[n, 100]>>) {
+  // CHECK: kiln.cumulative %{{.*}} {axis = 1 : i64, exclusive = true, kind = #kiln<cumulative prod>} : (tensor<?x100xf32, #kiln.dims<[n, 100]>>) -> tensor<?x100xf32, #kiln.dims<[n, 100]>>
+  %c = kiln.cumulative %x {kind = #kiln<cumulative prod>, axis = 1 : i64, exclusive = true} : (tensor<?x100xf32, #kiln.dims<[n, 100]>>) -> tensor<?x100xf32, #kiln.dims<[n, 100]>>
+  %k = kiln.constant dense<5> : tensor<1xi64>
+  // CHECK: kiln.top_k %{{.*}}, %{{.*}} {axis = -1 : i64} : (tensor<?x100xf32, #kiln.dims<[n, 100]>>, tensor<1xi64>) -> (tensor<?x5xf32, #kiln.dims<[n, 5]>>, tensor<?x5xi64, #kiln.dims<[n, 5]>>)
+  %v, %i = kiln.top_k %x, %k {axis = -1 : i64} : (tensor<?x100xf32, #kiln.dims<[n, 100]>>, tensor<1xi64>) -> (tensor<?x5xf32, #kiln.dims<[n, 5]>>, tensor<?x5xi64, #kiln.dims<[n, 5]>>)
+  return
+}

@@ -386,6 +386,19 @@ LogicalResult convertWhere(NodeImporter &n) {
   return failed(r) ? failure() : n.setResults({*r});
 }
 
+namespace {
+LogicalResult convertCastTo(NodeImporter &n, Value x, Type element) {
+  auto saturate = n.intAttr("saturate", 1);
+  if (failed(saturate))
+    return failure();
+  if (elementTypeOf(x) == element)
+    return n.setResults({x});
+  auto r = n.create<CastOp>({x}, {n.named("to", TypeAttr::get(element)),
+                                  n.named("saturate", n.builder().getBoolAttr(*saturate))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+} // namespace
+
 LogicalResult convertCast(NodeImporter &n) {
   auto x = x0(n);
   auto to = n.intAttr("to");
@@ -394,16 +407,14 @@ LogicalResult convertCast(NodeImporter &n) {
   Type element = convertElementType(n.context(), *to);
   if (!element)
     return n.unsupported("cast to " + onnxTypeName(*to));
-  auto r = castTo(n, *x, element);
-  return failed(r) ? failure() : n.setResults({*r});
+  return convertCastTo(n, *x, element);
 }
 
 LogicalResult convertCastLike(NodeImporter &n) {
   auto x = x0(n), like = n.requiredInput(1);
   if (failed(x) || failed(like))
     return failure();
-  auto r = castTo(n, *x, elementTypeOf(*like));
-  return failed(r) ? failure() : n.setResults({*r});
+  return convertCastTo(n, *x, elementTypeOf(*like));
 }
 
 LogicalResult convertClip(NodeImporter &n) {

@@ -240,10 +240,20 @@ def shape_mismatch():
     )
 
 
+def range_vector():
+    """Range on 1-D operands: ONNX wants scalars; kiln's shape function refuses."""
+    return model(
+        [helper.make_node("Range", ["a", "b", "c"], ["y"], name="range")],
+        [helper.make_tensor_value_info(n, TensorProto.INT64, [1]) for n in "abc"],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+        check=False,
+    )
+
+
 MODELS = {f.__name__: f for f in [
     mlp, encoder, reshape_zero, unnamed_dims, bad_dim_param, unsupported_op, unknown_op,
     old_opset, duplicate_name, dangling_input, cycle, wrong_attr_type, negative_dim,
-    bad_initializer, shape_mismatch,
+    bad_initializer, shape_mismatch, range_vector,
 ]}
 
 if __name__ == "__main__":
