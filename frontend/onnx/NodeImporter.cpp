@@ -219,9 +219,20 @@ static Operation *createInferred(OpBuilder &b, Location location, StringRef name
   return op;
 }
 
+/// Converters chain steps; an operand left null by a failed step must not reach
+/// an op (the failed step already reported why, or this reports it).
+static bool hasNullOperand(NodeImporter &n, StringRef name, ValueRange operands) {
+  if (llvm::all_of(operands, [](Value v) { return static_cast<bool>(v); }))
+    return false;
+  (void)n.error("cannot build " + name + ": an operand could not be built");
+  return true;
+}
+
 FailureOr<SmallVector<Value>>
 NodeImporter::createMultiResultOp(StringRef name, ValueRange operands,
                                   ArrayRef<NamedAttribute> attrs, unsigned numResults) {
+  if (hasNullOperand(*this, name, operands))
+    return failure();
   Operation *op = createInferred(b, location, name, operands, attrs, numResults);
   if (!op)
     return failure();
@@ -230,6 +241,8 @@ NodeImporter::createMultiResultOp(StringRef name, ValueRange operands,
 
 FailureOr<Value> NodeImporter::createOp(StringRef name, ValueRange operands,
                                         ArrayRef<NamedAttribute> attrs) {
+  if (hasNullOperand(*this, name, operands))
+    return failure();
   Operation *op = createInferred(b, location, name, operands, attrs, 1);
   if (!op)
     return failure();

@@ -125,4 +125,20 @@ FailureOr<Value> insertUnitDims(NodeImporter &n, Value x, ArrayRef<int64_t> ones
   return failed(shape) ? FailureOr<Value>(failure()) : n.create<ReshapeOp>({x, *shape});
 }
 
+FailureOr<Value> iotaAlongAxis(NodeImporter &n, Value like, int64_t dim, int64_t axis,
+                               int64_t rank) {
+  auto size = dimPiece(n, like, dim);
+  auto limit = failed(size) ? size : n.create<ReshapeOp>({*size, n.constI64({})});
+  auto iota = failed(limit) ? limit
+                            : n.create<RangeOp>({n.constI64({0}, true), *limit,
+                                                 n.constI64({1}, true)});
+  if (failed(iota))
+    return failure();
+  SmallVector<int64_t> ones;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != axis)
+      ones.push_back(i);
+  return insertUnitDims(n, *iota, ones);
+}
+
 } // namespace kiln::onnx_import

@@ -46,6 +46,11 @@ mlir::FailureOr<mlir::Value> concatPieces(NodeImporter &n, llvm::ArrayRef<mlir::
 mlir::FailureOr<mlir::Value> insertUnitDims(NodeImporter &n, mlir::Value x,
                                             llvm::ArrayRef<int64_t> ones);
 
+/// 0, 1, ..., n-1 (i64) for n = dim `dim` of `like`, shaped to run along `axis` of
+/// a rank-`rank` tensor (size 1 on every other axis).
+mlir::FailureOr<mlir::Value> iotaAlongAxis(NodeImporter &n, mlir::Value like, int64_t dim,
+                                           int64_t axis, int64_t rank);
+
 /// Normalizes ONNX axes (negative allowed) against `rank`; error on out of range.
 mlir::FailureOr<llvm::SmallVector<int64_t>> normalizeAxes(NodeImporter &n,
                                                           llvm::ArrayRef<int64_t> axes,

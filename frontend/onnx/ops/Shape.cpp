@@ -358,6 +358,8 @@ LogicalResult convertSplit(NodeImporter &n) {
   int64_t axis = (*axes)[0];
   DimExpr dim = getSymShape(x->getType())[axis];
   int64_t outputs = n.proto().output_size();
+  if (outputs < 1)
+    return n.error("has no outputs");
   SmallVector<DimExpr> sizes;
   std::optional<SmallVector<int64_t>> explicitSizes;
   if (n.version() >= 13 && n.input(1)) {

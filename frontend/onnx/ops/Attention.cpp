@@ -1,0 +1,216 @@
+//===- Attention.cpp - ONNX Attention decomposed onto kiln ops ------------===//
+//
+// Attention (opset 23+) becomes matmul -> softcap -> bias (mask, causal, padding)
+// -> softmax -> matmul over [batch, heads, seq, head_size], with KV-cache concat
+// and grouped-query head repetition. The fusion pass is where kiln recognizes the
+// pattern again as one attention kernel; here it is spelled out so every backend
+// (reference, host, CUDA) runs it from core ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/onnx/ops/Converters.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+namespace {
+
+/// A chain of fallible steps that stops at the first failure.
+class Steps {
+public:
+  explicit Steps(NodeImporter &n) : n(n) {}
+  Value operator()(FailureOr<Value> v) {
+    if (failed(v) || !ok) {
+      ok = false;
+      return {};
+    }
+    return *v;
+  }
+  Value bin(StringRef op, Value a, Value b) { return ok ? (*this)(binary(n, op, a, b)) : Value(); }
+  Value transpose(Value v, ArrayRef<int64_t> perm) {
+    return ok ? (*this)(n.create<TransposeOp>(
+                    {v}, {n.named("permutation", n.builder().getDenseI64ArrayAttr(perm))}))
+              : Value();
+  }
+  Value iota(Value like, int64_t dim, int64_t axis, int64_t rank) {
+    return ok ? (*this)(iotaAlongAxis(n, like, dim, axis, rank)) : Value();
+  }
+  bool ok = true;
+
+private:
+  NodeImporter &n;
+};
+
+/// [B, S, H * D] -> [B, H, S, D].
+Value splitHeads(NodeImporter &n, Steps &s, Value x, int64_t heads) {
+  Value b = s(dimPiece(n, x, 0)), seq = s(dimPiece(n, x, 1));
+  if (!s.ok)
+    return {};
+  Value shape = s(concatPieces(n, {b, seq, n.constI64({heads}), n.constI64({-1})}));
+  Value split = s.ok ? s(n.create<ReshapeOp>({x, shape})) : Value();
+  return s.ok ? s.transpose(split, {0, 2, 1, 3}) : Value();
+}
+
+/// [B, Hk, S, D] -> [B, Hk * reps, S, D], each head repeated `reps` times in place.
+Value repeatHeads(NodeImporter &n, Steps &s, Value x, int64_t reps) {
+  if (reps == 1)
+    return x;
+  Value unit = s(insertUnitDims(n, x, {2}));
+  SmallVector<Value> wide;
+  for (int64_t i = 0; i < 5 && s.ok; ++i)
+    wide.push_back(i == 2 ? n.constI64({reps}) : s(dimPiece(n, unit, i)));
+  Value wideShape = s.ok ? s(concatPieces(n, wide)) : Value();
+  Value spread = s.ok ? s(n.create<BroadcastToOp>({unit, wideShape})) : Value();
+  SmallVector<Value> merged;
+  if (s.ok)
+    merged = {s(dimPiece(n, x, 0)), n.constI64({-1}), s(dimPiece(n, x, 2)),
+              s(dimPiece(n, x, 3))};
+  Value mergedShape = s.ok ? s(concatPieces(n, merged)) : Value();
+  return s.ok ? s(n.create<ReshapeOp>({spread, mergedShape})) : Value();
+}
+
+} // namespace
+
+LogicalResult convertAttention(NodeImporter &n) {
+  auto q0 = n.requiredInput(0), k0 = n.requiredInput(1), v0 = n.requiredInput(2);
+  auto isCausal = n.intAttr("is_causal", 0);
+  auto qHeadsAttr = n.intAttr("q_num_heads", 0), kvHeadsAttr = n.intAttr("kv_num_heads", 0);
+  auto mode = n.intAttr("qk_matmul_output_mode", 0);
+  auto softcap = n.floatAttr("softcap", 0.0f);
+  auto precision = n.intAttr("softmax_precision", 0);
+  if (failed(q0) || failed(k0) || failed(v0) || failed(isCausal) || failed(qHeadsAttr) ||
+      failed(kvHeadsAttr) || failed(mode) || failed(softcap) || failed(precision))
+    return failure();
+  if (*mode < 0 || *mode > 3)
+    return n.error("qk_matmul_output_mode must be 0, 1, 2 or 3");
+  int64_t rank = NodeImporter::typeOf(*q0).getRank();
+  if (rank != 3 && rank != 4)
+    return n.error("Q must have rank 3 or 4");
+  if (NodeImporter::typeOf(*k0).getRank() != rank || NodeImporter::typeOf(*v0).getRank() != rank)
+    return n.error("Q, K and V must have the same rank");
+  Type elem = elementTypeOf(*q0);
+  Steps s(n);
+  Value q = *q0, k = *k0, v = *v0;
+  if (rank == 3) {
+    if (*qHeadsAttr < 1 || *kvHeadsAttr < 1)
+      return n.error("3-D inputs need q_num_heads and kv_num_heads");
+    q = splitHeads(n, s, q, *qHeadsAttr);
+    k = splitHeads(n, s, k, *kvHeadsAttr);
+    v = splitHeads(n, s, v, *kvHeadsAttr);
+  }
+  if (!s.ok)
+    return failure();
+  // KV cache: present = concat(past, new) along the sequence.
+  auto concatSeq = [&](Value past, Value now) {
+    return s(n.create<ConcatOp>({past, now}, {n.named("axis", n.builder().getI64IntegerAttr(2))}));
+  };
+  Value pastKey = n.input(4), pastValue = n.input(5);
+  Value presentKey = pastKey ? concatSeq(pastKey, k) : k;
+  Value presentValue = pastValue ? concatSeq(pastValue, v) : v;
+  if (!s.ok)
+    return failure();
+  SymShape qDims = getSymShape(q.getType()), kDims = getSymShape(presentKey.getType());
+  auto qHeads = getConstantDimValue(qDims[1]), kHeads = getConstantDimValue(kDims[1]);
+  auto headSize = getConstantDimValue(qDims[3]);
+  if (!qHeads || !kHeads || *kHeads == 0 || *qHeads % *kHeads != 0)
+    return n.unsupported("head counts that are not static, or Q heads not a multiple of KV heads");
+  Value keys = repeatHeads(n, s, presentKey, *qHeads / *kHeads);
+  Value values = repeatHeads(n, s, presentValue, *qHeads / *kHeads);
+  double scale;
+  if (n.hasAttr("scale")) {
+    auto sc = n.floatAttr("scale");
+    if (failed(sc))
+      return failure();
+    scale = *sc;
+  } else {
+    if (!headSize || *headSize <= 0)
+      return n.unsupported("a default scale with a dynamic head size");
+    scale = 1.0 / std::sqrt(double(*headSize));
+  }
+  // Q * sqrt(scale) @ (K^T * sqrt(scale)), as ONNX's reference scales both sides.
+  Value root = n.constScalar(elem, std::sqrt(scale));
+  Value scores = s(n.create<MatmulOp>(
+      {s.bin("kiln.mul", q, root), s.bin("kiln.mul", s.transpose(keys, {0, 1, 3, 2}), root)}));
+  if (*softcap > 0) {
+    Value cap = n.constScalar(elem, *softcap);
+    scores = s.bin("kiln.mul", s(unary(n, "kiln.tanh", s.bin("kiln.div", scores, cap))), cap);
+  }
+  Value capped = scores;
+  if (!s.ok)
+    return failure();
+
+  // Additive bias: the mask (bool masks become 0 / -inf), causality, padding.
+  Value negInf = n.constScalar(elem, -INFINITY), zero = n.constScalar(elem, 0);
+  Value bias;
+  auto addBias = [&](Value b) { bias = bias ? s.bin("kiln.add", bias, b) : b; };
+  if (Value mask = n.input(3)) {
+    SymShape m = getSymShape(mask.getType());
+    if (m.empty() || m.back() != kDims[2]) {
+      auto have = m.empty() ? std::nullopt : getConstantDimValue(m.back());
+      auto want = getConstantDimValue(kDims[2]);
+      if (!have || !want || *have > *want)
+        return n.unsupported("an attention mask shorter than the keys by an unknown amount");
+      // Pad the mask's last dim to the key length with "masked out".
+      int64_t r = m.size();
+      SmallVector<int64_t> pads(2 * r, 0);
+      pads[2 * r - 1] = *want - *have;
+      Value fill = elementTypeOf(mask).isInteger(1) ? n.constScalar(elementTypeOf(mask), 0)
+                                                     : n.constScalar(elementTypeOf(mask), -INFINITY);
+      mask = s(n.create<PadOp>({mask, n.constI64(pads), fill},
+                               {n.named("mode", PadModeAttr::get(n.context(), PadMode::constant))}));
+    }
+    if (s.ok && elementTypeOf(mask).isInteger(1))
+      mask = s(select(n, mask, zero, negInf));
+    else if (s.ok)
+      mask = s(castTo(n, mask, elem));
+    addBias(mask);
+  }
+  if (*isCausal) {
+    // Masked where key position j > query position i + past length.
+    Value rows = s.iota(scores, 2, 0, 2), cols = s.iota(scores, 3, 1, 2);
+    if (pastKey && s.ok)
+      rows = s.bin("kiln.add", rows, s(n.create<ReshapeOp>({s(dimPiece(n, pastKey, 2)), n.constI64({})})));
+    Value future = s.ok ? s(compare(n, CompareDirection::gt, cols, rows)) : Value();
+    if (s.ok)
+      addBias(s(select(n, future, negInf, zero)));
+  }
+  if (Value seqlen = n.input(6)) {
+    // Keys at or past each batch's non-padded length are masked: [B, 1, 1, Skv].
+    Value cols = s.iota(scores, 3, 3, 4);
+    Value lengths = s.ok ? s(insertUnitDims(n, s(castTo(n, seqlen, n.builder().getI64Type())), {1, 2, 3}))
+                         : Value();
+    Value inside = s.ok ? s(compare(n, CompareDirection::lt, cols, lengths)) : Value();
+    if (s.ok)
+      addBias(s(select(n, inside, zero, negInf)));
+  }
+  Value withBias = bias ? s.bin("kiln.add", scores, bias) : scores;
+  if (!s.ok)
+    return failure();
+
+  Value logits = withBias;
+  if (*precision) {
+    Type p = convertElementType(n.context(), *precision);
+    if (!p || !isa<FloatType>(p))
+      return n.error("softmax_precision must name a floating-point type");
+    logits = s(castTo(n, logits, p));
+  }
+  Value probs = s(n.create<SoftmaxOp>({logits}, {n.named("axis", n.builder().getI64IntegerAttr(-1))}));
+  probs = s.ok ? s(castTo(n, probs, elem)) : Value();
+  Value out = s.ok ? s(n.create<MatmulOp>({probs, values})) : Value();
+  if (rank == 3 && s.ok) {
+    Value t = s.transpose(out, {0, 2, 1, 3});
+    Value shape = s.ok ? s(concatPieces(n, {s(dimPiece(n, t, 0)), s(dimPiece(n, t, 1)),
+                                            n.constI64({-1})}))
+                       : Value();
+    out = s.ok ? s(n.create<ReshapeOp>({t, shape})) : Value();
+  }
+  if (!s.ok)
+    return failure();
+  Value qkOut = *mode <= 1 ? capped : (*mode == 2 ? withBias : probs);
+  return n.setResults({out, presentKey, presentValue, qkOut});
+}
+
+} // namespace kiln::onnx_import

@@ -1,0 +1,227 @@
+//===- Quantization.cpp - ONNX (de)quantization onto kiln ops -------------===//
+//
+// DequantizeLinear is (x - zero_point) * scale and QuantizeLinear is
+// saturate(round(x / scale) + zero_point), computed in the scale's float type, with
+// the scale (and zero point) broadcast per tensor, per axis, or per block along an
+// axis. Rounding is to nearest even, as ONNX specifies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/onnx/ops/Converters.h"
+
+#include "llvm/ADT/APInt.h"
+
+using namespace mlir;
+
+namespace kiln::onnx_import {
+
+namespace {
+
+/// Shapes `param` (a scale or zero point) to broadcast against `x`: as is for a
+/// scalar, along `axis` for a 1-D per-axis parameter, and repeated `blockSize` times
+/// along `axis` (then cut to x's size) for a blocked one.
+FailureOr<Value> broadcastParam(NodeImporter &n, Value param, Value x, int64_t axisAttr,
+                                int64_t blockSize) {
+  auto pt = NodeImporter::typeOf(param);
+  int64_t rank = NodeImporter::typeOf(x).getRank();
+  bool scalar = pt.getRank() == 0 || (pt.getRank() == 1 && pt.getDimSize(0) == 1 && blockSize == 0);
+  if (scalar)
+    return pt.getRank() == 0 ? param : n.create<ReshapeOp>({param, n.constI64({})});
+  auto axes = normalizeAxes(n, {axisAttr}, rank);
+  if (failed(axes))
+    return failure();
+  int64_t axis = (*axes)[0];
+  if (blockSize <= 0) {
+    if (pt.getRank() != 1)
+      return n.error("a per-axis scale or zero point must be 1-D");
+    SmallVector<int64_t> ones;
+    for (int64_t i = 0; i < rank; ++i)
+      if (i != axis)
+        ones.push_back(i);
+    return insertUnitDims(n, param, ones);
+  }
+  if (pt.getRank() != rank)
+    return n.error("a blocked scale or zero point must have the input's rank");
+  // [.., nb, ..] -> [.., nb, 1, ..] -> broadcast [.., nb, B, ..] -> [.., nb * B, ..]
+  // -> slice to x's dim.
+  auto unit = insertUnitDims(n, param, {axis + 1});
+  if (failed(unit))
+    return failure();
+  SmallVector<Value> wide, merged;
+  for (int64_t i = 0; i <= rank; ++i) {
+    auto d = i == axis + 1 ? FailureOr<Value>(n.constI64({blockSize})) : dimPiece(n, *unit, i);
+    if (failed(d))
+      return failure();
+    wide.push_back(*d);
+  }
+  for (int64_t i = 0; i < rank; ++i) {
+    auto d = i == axis ? FailureOr<Value>(n.constI64({-1})) : dimPiece(n, param, i);
+    if (failed(d))
+      return failure();
+    merged.push_back(*d);
+  }
+  auto wideShape = concatPieces(n, wide), mergedShape = concatPieces(n, merged);
+  if (failed(wideShape) || failed(mergedShape))
+    return failure();
+  auto spread = n.create<BroadcastToOp>({*unit, *wideShape});
+  auto flat = failed(spread) ? spread : n.create<ReshapeOp>({*spread, *mergedShape});
+  if (failed(flat))
+    return failure();
+  auto end = dimPiece(n, x, axis);
+  if (failed(end))
+    return failure();
+  SmallVector<Value> starts, ends;
+  for (int64_t i = 0; i < rank; ++i) {
+    starts.push_back(n.constI64({0}));
+    ends.push_back(i == axis ? *end : n.constI64({INT64_MAX}));
+  }
+  auto s = concatPieces(n, starts), e = concatPieces(n, ends);
+  if (failed(s) || failed(e))
+    return failure();
+  return n.create<SliceOp>({*flat, *s, *e, n.constI64(SmallVector<int64_t>(rank, 1))});
+}
+
+/// The range of an integer type, for saturation.
+std::pair<double, double> intRange(Type t) {
+  unsigned w = t.getIntOrFloatBitWidth();
+  if (t.isUnsignedInteger())
+    return {0.0, double(llvm::APInt::getMaxValue(w).getZExtValue())};
+  return {double(llvm::APInt::getSignedMinValue(w).getSExtValue()),
+          double(llvm::APInt::getSignedMaxValue(w).getSExtValue())};
+}
+
+FailureOr<Value> quantize(NodeImporter &n, Value x, Value scale, Value zeroPoint, Type outType,
+                          bool saturate) {
+  Type compute = elementTypeOf(scale);
+  auto xf = castTo(n, x, compute);
+  auto scaled = failed(xf) ? xf : binary(n, "kiln.div", *xf, scale);
+  if (failed(scaled))
+    return failure();
+  if (isa<FloatType>(outType)) { // float8: no rounding, saturating cast
+    Value v = *scaled;
+    if (zeroPoint) {
+      auto zf = castTo(n, zeroPoint, compute);
+      auto sum = failed(zf) ? zf : binary(n, "kiln.add", v, *zf);
+      if (failed(sum))
+        return failure();
+      v = *sum;
+    }
+    return n.create<CastOp>({v}, {n.named("to", TypeAttr::get(outType)),
+                                  n.named("saturate", n.builder().getBoolAttr(saturate))});
+  }
+  auto rounded = unary(n, "kiln.round", *scaled);
+  if (failed(rounded))
+    return failure();
+  Value v = *rounded;
+  if (zeroPoint) {
+    auto zf = castTo(n, zeroPoint, compute);
+    auto sum = failed(zf) ? zf : binary(n, "kiln.add", v, *zf);
+    if (failed(sum))
+      return failure();
+    v = *sum;
+  }
+  auto [lo, hi] = intRange(outType);
+  auto clamped = binary(n, "kiln.max", v, n.constScalar(compute, lo));
+  clamped = failed(clamped) ? clamped : binary(n, "kiln.min", *clamped, n.constScalar(compute, hi));
+  return failed(clamped) ? clamped : castTo(n, *clamped, outType);
+}
+
+} // namespace
+
+LogicalResult convertDequantizeLinear(NodeImporter &n) {
+  auto x = n.requiredInput(0), scale = n.requiredInput(1);
+  auto axis = n.intAttr("axis", 1), block = n.intAttr("block_size", 0);
+  auto outputDtype = n.intAttr("output_dtype", 0);
+  if (failed(x) || failed(scale) || failed(axis) || failed(block) || failed(outputDtype))
+    return failure();
+  auto s = broadcastParam(n, *scale, *x, *axis, *block);
+  if (failed(s))
+    return failure();
+  Type compute = elementTypeOf(*scale);
+  auto xf = castTo(n, *x, compute);
+  if (failed(xf))
+    return failure();
+  Value centered = *xf;
+  if (Value zp = n.input(2)) {
+    auto z = broadcastParam(n, zp, *x, *axis, *block);
+    auto zf = failed(z) ? z : castTo(n, *z, compute);
+    auto d = failed(zf) ? zf : binary(n, "kiln.sub", centered, *zf);
+    if (failed(d))
+      return failure();
+    centered = *d;
+  }
+  auto y = binary(n, "kiln.mul", centered, *s);
+  if (failed(y))
+    return failure();
+  if (*outputDtype) {
+    Type out = convertElementType(n.context(), *outputDtype);
+    if (!out)
+      return n.unsupported("output_dtype " + onnxTypeName(*outputDtype));
+    y = castTo(n, *y, out);
+    if (failed(y))
+      return failure();
+  }
+  return n.setResults({*y});
+}
+
+LogicalResult convertQuantizeLinear(NodeImporter &n) {
+  auto x = n.requiredInput(0), scale = n.requiredInput(1);
+  auto axis = n.intAttr("axis", 1), block = n.intAttr("block_size", 0);
+  auto outputDtype = n.intAttr("output_dtype", 0), saturate = n.intAttr("saturate", 1);
+  if (failed(x) || failed(scale) || failed(axis) || failed(block) || failed(outputDtype) ||
+      failed(saturate))
+    return failure();
+  Value zp = n.input(2);
+  Type outType = zp ? elementTypeOf(zp) : n.builder().getIntegerType(8, /*isSigned=*/false);
+  if (*outputDtype) {
+    outType = convertElementType(n.context(), *outputDtype);
+    if (!outType)
+      return n.unsupported("output_dtype " + onnxTypeName(*outputDtype));
+  }
+  auto s = broadcastParam(n, *scale, *x, *axis, *block);
+  if (failed(s))
+    return failure();
+  Value z;
+  if (zp) {
+    auto zb = broadcastParam(n, zp, *x, *axis, *block);
+    if (failed(zb))
+      return failure();
+    z = *zb;
+  }
+  auto y = quantize(n, *x, *s, z, outType, *saturate);
+  return failed(y) ? failure() : n.setResults({*y});
+}
+
+LogicalResult convertDynamicQuantizeLinear(NodeImporter &n) {
+  auto x = n.requiredInput(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = NodeImporter::typeOf(*x).getRank();
+  SmallVector<int64_t> all;
+  for (int64_t i = 0; i < rank; ++i)
+    all.push_back(i);
+  auto reduceAll = [&](ReduceKind kind) {
+    return n.create<ReduceOp>({*x}, {n.named("kind", ReduceKindAttr::get(n.context(), kind)),
+                                     n.named("axes", n.builder().getDenseI64ArrayAttr(all)),
+                                     n.named("keep_dims", n.builder().getBoolAttr(false))});
+  };
+  Type u8 = n.builder().getIntegerType(8, /*isSigned=*/false);
+  Value zero = scalarLike(n, *x, 0);
+  // scale = (max(0, max x) - min(0, min x)) / 255; zero_point = round(-min / scale).
+  auto mx = reduceAll(ReduceKind::max), mn = reduceAll(ReduceKind::min);
+  if (failed(mx) || failed(mn))
+    return failure();
+  auto hi = binary(n, "kiln.max", *mx, zero), lo = binary(n, "kiln.min", *mn, zero);
+  auto range = failed(hi) || failed(lo) ? FailureOr<Value>(failure()) : binary(n, "kiln.sub", *hi, *lo);
+  auto scale = failed(range) ? range : binary(n, "kiln.div", *range, scalarLike(n, *x, 255));
+  auto negMin = failed(scale) ? scale : binary(n, "kiln.sub", zero, *lo);
+  auto zpf = failed(negMin) ? negMin : binary(n, "kiln.div", *negMin, *scale);
+  auto zpr = failed(zpf) ? zpf : unary(n, "kiln.round", *zpf);
+  auto zpc = failed(zpr) ? zpr : binary(n, "kiln.max", *zpr, zero);
+  zpc = failed(zpc) ? zpc : binary(n, "kiln.min", *zpc, scalarLike(n, *x, 255));
+  auto zp = failed(zpc) ? zpc : castTo(n, *zpc, u8);
+  auto y = failed(zp) ? zp : quantize(n, *x, *scale, *zp, u8, true);
+  return failed(y) ? failure() : n.setResults({*y, *scale, *zp});
+}
+
+} // namespace kiln::onnx_import
