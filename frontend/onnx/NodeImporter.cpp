@@ -11,10 +11,26 @@ namespace kiln::onnx_import {
 NodeImporter::NodeImporter(OpBuilder &builder, OperationFolder &folder,
                            const onnx::NodeProto &node, int64_t opset, Location loc,
                            SmallVector<Value> inputs, StringRef externalBase,
-                           ConstantBinder binder)
+                           ConstantBinder binder, SubgraphImporter subgraphs)
     : b(builder), folder(folder), node(node), opsetVersion(opset), location(loc),
       inputValues(std::move(inputs)), externalBase(externalBase.str()),
-      binder(std::move(binder)) {}
+      binder(std::move(binder)), subgraphs(std::move(subgraphs)) {}
+
+FailureOr<const onnx::GraphProto *> NodeImporter::graphAttr(StringRef name) {
+  auto a = typedAttr(name, onnx::AttributeProto::GRAPH);
+  if (failed(a))
+    return failure();
+  if (!*a || !(*a)->has_g())
+    return error("missing required graph attribute '" + name + "'");
+  return &(*a)->g();
+}
+
+LogicalResult NodeImporter::importSubgraph(const onnx::GraphProto &graph, Region &region,
+                                           ArrayRef<Type> argTypes) {
+  if (!subgraphs)
+    return unsupported("subgraphs here");
+  return subgraphs(graph, region, argTypes);
+}
 
 LogicalResult NodeImporter::error(const Twine &message) {
   std::string name = node.name();
@@ -116,6 +132,7 @@ NodeImporter::typedAttr(StringRef name, onnx::AttributeProto::AttributeType type
     else if (a->has_i()) actual = onnx::AttributeProto::INT;
     else if (a->has_s()) actual = onnx::AttributeProto::STRING;
     else if (a->has_t()) actual = onnx::AttributeProto::TENSOR;
+    else if (a->has_g()) actual = onnx::AttributeProto::GRAPH;
     else if (a->ints_size()) actual = onnx::AttributeProto::INTS;
     else if (a->floats_size()) actual = onnx::AttributeProto::FLOATS;
     else actual = type; // an empty list

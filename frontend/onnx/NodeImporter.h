@@ -41,11 +41,16 @@ public:
   /// Turns a graph input into a constant where the caller bound one
   /// (ImportOptions::constantInputs); null when it did not.
   using ConstantBinder = std::function<mlir::Value(mlir::BlockArgument)>;
+  /// Imports a subgraph (If branch, Loop or Scan body) into the single block of
+  /// `region`, with block arguments of `argTypes` named after the subgraph's inputs,
+  /// ending in a kiln.yield of its outputs.
+  using SubgraphImporter = std::function<mlir::LogicalResult(
+      const onnx::GraphProto &, mlir::Region &, llvm::ArrayRef<mlir::Type>)>;
 
   NodeImporter(mlir::OpBuilder &builder, mlir::OperationFolder &folder,
                const onnx::NodeProto &node, int64_t opset, mlir::Location loc,
                llvm::SmallVector<mlir::Value> inputs, llvm::StringRef externalBase,
-               ConstantBinder binder = nullptr);
+               ConstantBinder binder = nullptr, SubgraphImporter subgraphs = nullptr);
 
   /// The version of this op the model's opset selects (its since_version).
   int64_t version() const { return opsetVersion; }
@@ -94,6 +99,11 @@ public:
   mlir::FailureOr<llvm::SmallVector<float>>
   floatsAttr(llvm::StringRef name, std::optional<llvm::SmallVector<float>> dflt = {});
   mlir::FailureOr<mlir::ElementsAttr> tensorAttr(llvm::StringRef name);
+  /// A GRAPH attribute; an error when missing.
+  mlir::FailureOr<const onnx::GraphProto *> graphAttr(llvm::StringRef name);
+  /// Imports a subgraph into `region` (see SubgraphImporter).
+  mlir::LogicalResult importSubgraph(const onnx::GraphProto &graph, mlir::Region &region,
+                                     llvm::ArrayRef<mlir::Type> argTypes);
 
   //===--- Building -------------------------------------------------------===//
   /// Creates a kiln op whose result types its shape function infers, then folds it
@@ -139,6 +149,7 @@ private:
   llvm::SmallVector<mlir::Value> resultValues;
   std::string externalBase;
   ConstantBinder binder;
+  SubgraphImporter subgraphs;
 };
 
 using Converter = mlir::LogicalResult (*)(NodeImporter &);

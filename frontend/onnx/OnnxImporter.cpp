@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -96,7 +97,19 @@ private:
   OperationFolder folder;
   std::string modelName, baseDir;
   const ImportOptions &options;
-  llvm::StringMap<Value> values;
+  /// Value names by scope: the graph, then each enclosing subgraph being imported.
+  SmallVector<llvm::StringMap<Value>> scopes = {llvm::StringMap<Value>()};
+  Value lookup(StringRef name) const {
+    for (auto it = scopes.rbegin(); it != scopes.rend(); ++it)
+      if (auto found = it->find(name); found != it->end())
+        return found->second;
+    return Value();
+  }
+  LogicalResult importSubgraph(const onnx::GraphProto &graph, Region &region,
+                               ArrayRef<Type> argTypes);
+  LogicalResult importNodes(const onnx::GraphProto &graph);
+  int64_t opset = 0;
+  int depth = 0;
   func::FuncOp func;
   llvm::DenseMap<BlockArgument, Value> boundInputs;
 };
@@ -207,7 +220,7 @@ FailureOr<Type> GraphImporter::inputType(const onnx::ValueInfoProto &input) {
 LogicalResult GraphImporter::defineValue(StringRef name, Value value, const Twine &what) {
   if (name.empty())
     return success();
-  if (!values.try_emplace(name, value).second)
+  if (!scopes.back().try_emplace(name, value).second)
     return error(what + " defines value '" + name +
                  "', which is already defined (value names must be unique)");
   return success();
@@ -266,11 +279,11 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
       inputs.push_back(Value());
       continue;
     }
-    auto it = values.find(in);
-    if (it == values.end())
+    Value v = lookup(in);
+    if (!v)
       return emitError(loc) << "node '" << node.name() << "' (" << node.op_type()
                             << "): input '" << in << "' is not defined in the graph";
-    inputs.push_back(it->second);
+    inputs.push_back(v);
   }
   // Which version of this op the model's opset means: the newest change at or
   // before it.
@@ -280,8 +293,12 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     for (int64_t v : versions->second)
       if (v <= opset)
         version = std::max(version, v);
-  NodeImporter importer(builder, folder, node, version, loc, std::move(inputs), baseDir,
-                        [this](BlockArgument arg) { return bindConstantInput(arg); });
+  NodeImporter importer(
+      builder, folder, node, version, loc, std::move(inputs), baseDir,
+      [this](BlockArgument arg) { return bindConstantInput(arg); },
+      [this](const onnx::GraphProto &g, Region &r, ArrayRef<Type> types) {
+        return importSubgraph(g, r, types);
+      });
   if (!node.domain().empty() && node.domain() != "ai.onnx")
     return importer.unsupported("ops of domain '" + node.domain() +
                                 "' (only the default ONNX domain is)");
@@ -307,6 +324,61 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   for (auto [i, v] : llvm::enumerate(results))
     if (failed(defineValue(node.output(i), v, "node '" + node.name() + "'")))
       return failure();
+  return success();
+}
+
+LogicalResult GraphImporter::importNodes(const onnx::GraphProto &graph) {
+  auto order = sortNodes(graph);
+  if (failed(order))
+    return failure();
+  for (auto [i, node] : llvm::enumerate(*order))
+    if (failed(importNode(*node, i, opset)))
+      return failure();
+  return success();
+}
+
+LogicalResult GraphImporter::importSubgraph(const onnx::GraphProto &graph, Region &region,
+                                            ArrayRef<Type> argTypes) {
+  // Subgraphs nest; a corrupt model must not recurse without bound.
+  if (depth >= 32)
+    return error("subgraphs nest more than 32 deep");
+  if (graph.input_size() != (int)argTypes.size())
+    return error("subgraph '" + graph.name() + "' has " + Twine(graph.input_size()) +
+                 " inputs; the op passes it " + Twine(argTypes.size()));
+  Location loc = FileLineColLoc::get(&ctx, modelName, 0, 0);
+  Block *block = new Block();
+  region.push_back(block);
+  for (Type t : argTypes)
+    block->addArgument(t, loc);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(block);
+  scopes.emplace_back();
+  ++depth;
+  auto done = llvm::make_scope_exit([&] {
+    scopes.pop_back();
+    --depth;
+  });
+  for (auto [i, input] : llvm::enumerate(graph.input()))
+    if (failed(defineValue(input.name(), block->getArgument(i), "subgraph input")))
+      return failure();
+  for (const auto &init : graph.initializer()) {
+    FailureOr<ElementsAttr> value =
+        convertTensor(init, &ctx, loc, baseDir, "initializer '" + init.name() + "'");
+    if (failed(value))
+      return failure();
+    if (failed(defineValue(init.name(), ConstantOp::create(builder, loc, *value), "initializer")))
+      return failure();
+  }
+  if (failed(importNodes(graph)))
+    return failure();
+  SmallVector<Value> outputs;
+  for (const auto &output : graph.output()) {
+    Value v = lookup(output.name());
+    if (!v)
+      return error("subgraph output '" + output.name() + "' is not produced by any node");
+    outputs.push_back(v);
+  }
+  YieldOp::create(builder, loc, outputs);
   return success();
 }
 
@@ -358,20 +430,17 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model) {
       return nullptr;
   }
 
-  auto order = sortNodes(graph);
-  if (failed(order))
+  this->opset = *opset;
+  if (failed(importNodes(graph)))
     return nullptr;
-  for (auto [i, node] : llvm::enumerate(*order))
-    if (failed(importNode(*node, i, *opset)))
-      return nullptr;
 
   SmallVector<Value> results;
   for (const auto &output : graph.output()) {
-    auto it = values.find(output.name());
-    if (it == values.end())
+    Value v = lookup(output.name());
+    if (!v)
       return ((void)error("graph output '" + output.name() + "' is not produced by any node"),
               nullptr);
-    results.push_back(it->second);
+    results.push_back(v);
   }
   func::ReturnOp::create(builder, fileLoc, results);
   func.setFunctionType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));

@@ -8,5 +8,6 @@ include "ir/Kiln/ShapeOps.td"
 include "ir/Kiln/DataMovementOps.td"
 include "ir/Kiln/ReductionOps.td"
 include "ir/Kiln/CompositeOps.td"
+include "ir/Kiln/ControlFlowOps.td"
 
 #endif // KILN_OPS_TD
