@@ -2,7 +2,7 @@
 # over a bounded number of mutants with a fixed seed.
 file(MAKE_DIRECTORY ${WORK})
 set(seeds "")
-foreach(name mlp encoder reshape_zero unnamed_dims)
+foreach(name mlp encoder reshape_zero unnamed_dims control_flow)
   execute_process(COMMAND ${PYTHON} ${MAKE_MODEL} ${name} ${WORK}/${name}.onnx
                   RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)

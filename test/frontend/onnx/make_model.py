@@ -250,10 +250,54 @@ def range_vector():
     )
 
 
+def control_flow():
+    """If on a flag, a Loop summing a counter, a Scan of running sums."""
+    f32 = TensorProto.FLOAT
+    then_g = helper.make_graph(
+        [helper.make_node("Add", ["x", "one"], ["t"])], "then", [],
+        [helper.make_tensor_value_info("t", f32, ["n"])])
+    else_g = helper.make_graph(
+        [helper.make_node("Sub", ["x", "one"], ["e"])], "else", [],
+        [helper.make_tensor_value_info("e", f32, ["n"])])
+    loop_body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["acc_in", "one"], ["acc_out"]),
+         helper.make_node("Identity", ["acc_out"], ["each"])],
+        "loop_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", f32, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", f32, []),
+         helper.make_tensor_value_info("each", f32, [])])
+    scan_body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "row"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y_row"])],
+        "scan_body",
+        [helper.make_tensor_value_info("s_in", f32, [2]),
+         helper.make_tensor_value_info("row", f32, [2])],
+        [helper.make_tensor_value_info("s_out", f32, [2]),
+         helper.make_tensor_value_info("y_row", f32, [2])])
+    return model(
+        [helper.make_node("If", ["flag"], ["branch"], then_branch=then_g, else_branch=else_g),
+         helper.make_node("Loop", ["trips", "", "zero"], ["total", "steps"], body=loop_body),
+         helper.make_node("Scan", ["init", "rows"], ["final", "sums"], body=scan_body,
+                          num_scan_inputs=1)],
+        [helper.make_tensor_value_info("flag", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x", f32, ["n"]),
+         helper.make_tensor_value_info("trips", TensorProto.INT64, []),
+         helper.make_tensor_value_info("init", f32, [2]),
+         helper.make_tensor_value_info("rows", f32, ["t", 2])],
+        [helper.make_tensor_value_info(v, f32, None) for v in ("branch", "total", "steps", "final", "sums")],
+        [const("one", np.array(1.0, np.float32)), const("zero", np.array(0.0, np.float32))],
+        check=False,
+    )
+
+
 MODELS = {f.__name__: f for f in [
     mlp, encoder, reshape_zero, unnamed_dims, bad_dim_param, unsupported_op, unknown_op,
     old_opset, duplicate_name, dangling_input, cycle, wrong_attr_type, negative_dim,
-    bad_initializer, shape_mismatch, range_vector,
+    bad_initializer, shape_mismatch, range_vector, control_flow,
 ]}
 
 if __name__ == "__main__":
