@@ -354,7 +354,7 @@ LogicalResult GraphImporter::importSubgraph(const onnx::GraphProto &graph, Regio
   builder.setInsertionPointToEnd(block);
   scopes.emplace_back();
   ++depth;
-  auto done = llvm::make_scope_exit([&] {
+  llvm::scope_exit done([&] {
     scopes.pop_back();
     --depth;
   });

@@ -480,6 +480,72 @@ LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// gather_nd / scatter_nd
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The static length `q` of an index tuple: the last dim of `indices`.
+FailureOr<int64_t> tupleLength(std::optional<Location> location, StringRef name,
+                               RankedTensorType indices, int64_t available) {
+  if (indices.getRank() < 1 || indices.isDynamicDim(indices.getRank() - 1))
+    return emitShapeError(location, name,
+                          "indices must have a static last dim (the index tuple length)");
+  int64_t q = indices.getDimSize(indices.getRank() - 1);
+  if (q < 1 || q > available)
+    return emitShapeError(location, name,
+                          "index tuples of length " + Twine(q) + " do not fit " +
+                              Twine(available) + " indexable dims");
+  return q;
+}
+} // namespace
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                           Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  auto data = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  int64_t b = adaptor.getBatchDims();
+  if (b < 0 || b >= indices.getRank() || b >= data.getRank())
+    return emitShapeError(location, name, "batch_dims " + Twine(b) + " is out of range");
+  FailureOr<int64_t> q = tupleLength(location, name, indices, data.getRank() - b);
+  if (failed(q))
+    return failure();
+  SymShape d = getSymShape(data), i = getSymShape(indices);
+  for (int64_t k = 0; k < b; ++k)
+    if (failed(unifyDims(location, name, d[k], i[k], "batch dim " + Twine(k))))
+      return failure();
+  SymShape out(i.begin(), i.end() - 1);
+  out.append(d.begin() + b + *q, d.end());
+  inferred.push_back(makeTensorType(out, data.getElementType()));
+  return success();
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  auto data = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  auto updates = cast<RankedTensorType>(adaptor.getUpdates().getType());
+  if (updates.getElementType() != data.getElementType())
+    return emitShapeError(location, name, "updates must have the element type of data");
+  FailureOr<int64_t> q = tupleLength(location, name, indices, data.getRank());
+  if (failed(q))
+    return failure();
+  SymShape d = getSymShape(data), i = getSymShape(indices), u = getSymShape(updates);
+  SymShape want(i.begin(), i.end() - 1);
+  want.append(d.begin() + *q, d.end());
+  if (want.size() != u.size())
+    return emitShapeError(location, name,
+                          "updates must have rank " + Twine(want.size()) +
+                              " (indices' leading dims, then data's trailing dims)");
+  for (auto [k, a, c] : llvm::enumerate(want, u))
+    if (failed(unifyDims(location, name, a, c, "updates dim " + Twine(k))))
+      return failure();
+  inferred.push_back(data);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // resize
 //===----------------------------------------------------------------------===//
 

@@ -156,6 +156,38 @@ def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
+def Kiln_GatherNDOp : Kiln_Op<"gather_nd"> {
+  let summary = "picks slices by index tuples (ONNX GatherND)";
+  let description = [{
+    The last dim of `indices` (static, `q`) indexes the first `q` dims of `data`
+    after `batch_dims` shared leading dims. The result shape is
+    `indices.shape[:-1] + data.shape[batch_dims + q:]`.
+
+    ```mlir
+    %r = kiln.gather_nd %data, %idx {batch_dims = 0 : i64} : (tensor<4x5x6xf32>, tensor<?x2xi64, #kiln.dims<[n, 2]>>) -> tensor<?x6xf32, #kiln.dims<[n, 6]>>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs Kiln_Tensor:$result);
+}
+
+def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd"> {
+  let summary = "writes slices into a copy of data at index tuples (ONNX ScatterND)";
+  let description = [{
+    `updates` has shape `indices.shape[:-1] + data.shape[q:]` for `q` the last dim
+    of `indices`; each slice lands at its index tuple, combined with the existing
+    value by `reduction`.
+
+    ```mlir
+    %r = kiln.scatter_nd %data, %idx, %upd {reduction = #kiln<scatter none>} : (tensor<8xf32>, tensor<4x1xi64>, tensor<4xf32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices, Kiln_Tensor:$updates,
+                       Kiln_ScatterReductionAttr:$reduction);
+  let results = (outs Kiln_Tensor:$result);
+}
+
 def Kiln_ResizeOp : Kiln_Op<"resize"> {
   let summary = "resamples a tensor to a new size (ONNX Resize)";
   let description = [{

@@ -387,4 +387,17 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   return DenseElementsAttr::get(type, out);
 }
 
+LogicalResult BitcastOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                          Adaptor adaptor, InferredTypes &inferred) {
+  Type from = cast<RankedTensorType>(adaptor.getInput().getType()).getElementType();
+  Type to = adaptor.getTo();
+  // A bool is stored as one byte, as ONNX stores it.
+  auto storageBits = [](Type t) { return t.isInteger(1) ? 8u : t.getIntOrFloatBitWidth(); };
+  if (storageBits(from) != storageBits(to))
+    return emitShapeError(location, getOperationName(),
+                          "cannot reinterpret " + Twine(storageBits(from)) + "-bit elements as " +
+                              Twine(storageBits(to)) + "-bit ones");
+  return inferUnaryElementwise(adaptor.getInput(), to, inferred);
+}
+
 } // namespace kiln

@@ -201,4 +201,19 @@ def Kiln_CastOp : Kiln_Op<"cast", [Kiln_ElementwiseTrait]> {
   let hasFolder = 1;
 }
 
+def Kiln_BitcastOp : Kiln_Op<"bitcast", [Kiln_ElementwiseTrait]> {
+  let summary = "reinterprets each element's bits as another type of the same width";
+  let description = [{
+    ONNX BitCast between element types of equal bit width (a bool counts as its
+    one-byte storage); the shape is kept.
+
+    ```mlir
+    %r = kiln.bitcast %x to i32 : (tensor<4xf32>) -> tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, TypeAttrOf<Kiln_Element>:$to);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input `to` $to attr-dict `:` functional-type(operands, results)";
+}
+
 #endif // KILN_ELEMENTWISE_OPS_TD

@@ -54,3 +54,12 @@ func.func @resize(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x16x16xf32> {
   %r = kiln.resize %x, %size {mode = #kiln<resize_mode linear>, coordinate_mode = #kiln<coordinate_mode half_pixel>, nearest_mode = #kiln<nearest_mode round_prefer_floor>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, roi = array<f32>} : (tensor<1x3x8x8xf32>, tensor<4xi64>) -> tensor<1x3x16x16xf32>
   return %r : tensor<1x3x16x16xf32>
 }
+
+// CHECK-LABEL: func @nd_indexing
+func.func @nd_indexing(%data: tensor<4x5x6xf32>, %idx: tensor<?x2xi64, #kiln.dims<[n, 2]>>, %upd: tensor<?x6xf32, #kiln.dims<[n, 6]>>) {
+  // CHECK: kiln.gather_nd %{{.*}}, %{{.*}} : (tensor<4x5x6xf32>, tensor<?x2xi64, #kiln.dims<[n, 2]>>) -> tensor<?x6xf32, #kiln.dims<[n, 6]>>
+  %g = kiln.gather_nd %data, %idx : (tensor<4x5x6xf32>, tensor<?x2xi64, #kiln.dims<[n, 2]>>) -> tensor<?x6xf32, #kiln.dims<[n, 6]>>
+  // CHECK: kiln.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} {reduction = #kiln<scatter mul>} : (tensor<4x5x6xf32>, tensor<?x2xi64, #kiln.dims<[n, 2]>>, tensor<?x6xf32, #kiln.dims<[n, 6]>>) -> tensor<4x5x6xf32>
+  %s = kiln.scatter_nd %data, %idx, %upd {reduction = #kiln<scatter mul>} : (tensor<4x5x6xf32>, tensor<?x2xi64, #kiln.dims<[n, 2]>>, tensor<?x6xf32, #kiln.dims<[n, 6]>>) -> tensor<4x5x6xf32>
+  return
+}

@@ -128,3 +128,12 @@ func.func @compare_select_cast(%a: tensor<?x4xf32, #kiln.dims<[n, 4]>>, %b: tens
   %h = kiln.cast %b to bf16 : (tensor<4xf32>) -> tensor<4xbf16>
   return
 }
+
+// CHECK-LABEL: func @bitcast
+func.func @bitcast(%x: tensor<4xf32>, %b: tensor<4xi1>) {
+  // CHECK: kiln.bitcast %{{.*}} to i32 : (tensor<4xf32>) -> tensor<4xi32>
+  %i = kiln.bitcast %x to i32 : (tensor<4xf32>) -> tensor<4xi32>
+  // CHECK: kiln.bitcast %{{.*}} to ui8 : (tensor<4xi1>) -> tensor<4xui8>
+  %u = kiln.bitcast %b to ui8 : (tensor<4xi1>) -> tensor<4xui8>
+  return
+}

@@ -287,3 +287,59 @@ func.func @resize_negative_size(%x: tensor<1x8xf32>) {
   %r = kiln.resize %x, %s {mode = #kiln<resize_mode nearest>, coordinate_mode = #kiln<coordinate_mode asymmetric>, nearest_mode = #kiln<nearest_mode floor>, scales = array<f32: 1.0, 1.0>, roi = array<f32>} : (tensor<1x8xf32>, tensor<2xi64>) -> tensor<?x?xf32>
   return
 }
+
+// -----
+
+func.func @gather_nd_batch(%d: tensor<4x5xf32>, %i: tensor<4x1xi64>) {
+  // expected-error @+1 {{'kiln.gather_nd' op batch_dims 2 is out of range}}
+  %r = kiln.gather_nd %d, %i {batch_dims = 2 : i64} : (tensor<4x5xf32>, tensor<4x1xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_nd_tuple(%d: tensor<4x5xf32>, %i: tensor<4x3xi64>) {
+  // expected-error @+1 {{'kiln.gather_nd' op index tuples of length 3 do not fit 2 indexable dims}}
+  %r = kiln.gather_nd %d, %i : (tensor<4x5xf32>, tensor<4x3xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_nd_dynamic_tuple(%d: tensor<4x5xf32>, %i: tensor<4x?xi64>) {
+  // expected-error @+1 {{'kiln.gather_nd' op indices must have a static last dim (the index tuple length)}}
+  %r = kiln.gather_nd %d, %i : (tensor<4x5xf32>, tensor<4x?xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_nd_batch_dims(%d: tensor<4x5xf32>, %i: tensor<3x1xi64>) {
+  // expected-error @+1 {{'kiln.gather_nd' op batch dim 0 must match, but is 4 and 3}}
+  %r = kiln.gather_nd %d, %i {batch_dims = 1 : i64} : (tensor<4x5xf32>, tensor<3x1xi64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_type(%d: tensor<8xf32>, %i: tensor<4x1xi64>, %u: tensor<4xf16>) {
+  // expected-error @+1 {{'kiln.scatter_nd' op updates must have the element type of data}}
+  %r = kiln.scatter_nd %d, %i, %u {reduction = #kiln<scatter none>} : (tensor<8xf32>, tensor<4x1xi64>, tensor<4xf16>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_rank(%d: tensor<8xf32>, %i: tensor<4x1xi64>, %u: tensor<4x2xf32>) {
+  // expected-error @+1 {{'kiln.scatter_nd' op updates must have rank 1 (indices' leading dims, then data's trailing dims)}}
+  %r = kiln.scatter_nd %d, %i, %u {reduction = #kiln<scatter none>} : (tensor<8xf32>, tensor<4x1xi64>, tensor<4x2xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_dims(%d: tensor<8xf32>, %i: tensor<4x1xi64>, %u: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.scatter_nd' op updates dim 0 must match, but is 4 and 3}}
+  %r = kiln.scatter_nd %d, %i, %u {reduction = #kiln<scatter none>} : (tensor<8xf32>, tensor<4x1xi64>, tensor<3xf32>) -> tensor<8xf32>
+  return
+}

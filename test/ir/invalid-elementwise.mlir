@@ -70,3 +70,11 @@ func.func @cast_result_element(%a: tensor<4xf32>) {
   %r = kiln.cast %a to i32 : (tensor<4xf32>) -> tensor<4xi64>
   return
 }
+
+// -----
+
+func.func @bitcast_width(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.bitcast' op cannot reinterpret 32-bit elements as 16-bit ones}}
+  %r = kiln.bitcast %a to f16 : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}

@@ -214,3 +214,95 @@ LogicalResult convertAttention(NodeImporter &n) {
 }
 
 } // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
+
+namespace {
+/// x[..., start:end:step] on the last axis of a rank-4 tensor.
+Value lastAxisSlice(NodeImporter &n, Steps &s, Value x, int64_t start, int64_t end,
+                    int64_t step) {
+  if (!s.ok)
+    return {};
+  return s(n.create<SliceOp>({x, n.constI64({0, 0, 0, start}),
+                              n.constI64({INT64_MAX, INT64_MAX, INT64_MAX, end}),
+                              n.constI64({1, 1, 1, step})}));
+}
+} // namespace
+
+LogicalResult convertRotaryEmbedding(NodeImporter &n) {
+  auto x0 = n.requiredInput(0), cosCache = n.requiredInput(1), sinCache = n.requiredInput(2);
+  auto interleaved = n.intAttr("interleaved", 0), rotaryDim = n.intAttr("rotary_embedding_dim", 0),
+       numHeads = n.intAttr("num_heads", 0);
+  if (failed(x0) || failed(cosCache) || failed(sinCache) || failed(interleaved) ||
+      failed(rotaryDim) || failed(numHeads))
+    return failure();
+  int64_t rank = NodeImporter::typeOf(*x0).getRank();
+  if (rank != 3 && rank != 4)
+    return n.error("input must have rank 3 or 4");
+  Steps s(n);
+  // Work on [batch, seq, heads, head_size].
+  Value x = *x0;
+  if (rank == 4) {
+    x = s.transpose(x, {0, 2, 1, 3});
+  } else {
+    if (*numHeads < 1)
+      return n.error("3-D input needs num_heads");
+    Value shape = s(concatPieces(n, {s(dimPiece(n, x, 0)), s(dimPiece(n, x, 1)),
+                                     n.constI64({*numHeads}), n.constI64({-1})}));
+    x = s.ok ? s(n.create<ReshapeOp>({x, shape})) : Value();
+  }
+  if (!s.ok)
+    return failure();
+  auto headSize = getConstantDimValue(getSymShape(x.getType())[3]);
+  if (!headSize)
+    return n.unsupported("a dynamic head size");
+  int64_t rot = *rotaryDim ? *rotaryDim : *headSize;
+  if (rot % 2 != 0 || rot > *headSize)
+    return n.error("rotary_embedding_dim must be even and at most the head size");
+  int64_t half = rot / 2;
+  Value cosv = *cosCache, sinv = *sinCache;
+  if (Value ids = n.input(3)) {
+    auto gather = [&](Value cache) {
+      return s(n.create<GatherOp>({cache, ids}, {n.named("axis", n.builder().getI64IntegerAttr(0))}));
+    };
+    cosv = gather(cosv);
+    sinv = gather(sinv);
+  }
+  cosv = s.ok ? s(insertUnitDims(n, cosv, {2})) : Value();
+  sinv = s.ok ? s(insertUnitDims(n, sinv, {2})) : Value();
+  Value x1 = *interleaved ? lastAxisSlice(n, s, x, 0, rot, 2) : lastAxisSlice(n, s, x, 0, half, 1);
+  Value x2 = *interleaved ? lastAxisSlice(n, s, x, 1, rot, 2) : lastAxisSlice(n, s, x, half, rot, 1);
+  Value real = s.ok ? s.bin("kiln.sub", s.bin("kiln.mul", cosv, x1), s.bin("kiln.mul", sinv, x2))
+                    : Value();
+  Value imag = s.ok ? s.bin("kiln.add", s.bin("kiln.mul", sinv, x1), s.bin("kiln.mul", cosv, x2))
+                    : Value();
+  if (!s.ok)
+    return failure();
+  auto concatLast = [&](ValueRange parts) {
+    return s(n.create<ConcatOp>(parts, {n.named("axis", n.builder().getI64IntegerAttr(-1))}));
+  };
+  Value rotated;
+  if (*interleaved) {
+    Value pairs = concatLast({s(insertUnitDims(n, real, {4})), s(insertUnitDims(n, imag, {4}))});
+    Value shape = s.ok ? s(concatPieces(n, {s(dimPiece(n, x, 0)), s(dimPiece(n, x, 1)),
+                                            s(dimPiece(n, x, 2)), n.constI64({rot})}))
+                       : Value();
+    rotated = s.ok ? s(n.create<ReshapeOp>({pairs, shape})) : Value();
+  } else {
+    rotated = concatLast({real, imag});
+  }
+  Value out = rotated;
+  if (s.ok && rot < *headSize)
+    out = concatLast({rotated, lastAxisSlice(n, s, x, rot, *headSize, 1)});
+  if (!s.ok)
+    return failure();
+  if (rank == 4) {
+    out = s.transpose(out, {0, 2, 1, 3});
+  } else {
+    Value shape = s(n.create<ShapeOfOp>({*x0}));
+    out = s.ok ? s(n.create<ReshapeOp>({out, shape})) : Value();
+  }
+  return s.ok ? n.setResults({out}) : failure();
+}
+
+} // namespace kiln::onnx_import

@@ -301,3 +301,51 @@ LogicalResult convertResize(NodeImporter &n) {
 }
 
 } // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
+
+LogicalResult convertGatherND(NodeImporter &n) {
+  auto data = n.requiredInput(0), indices = n.requiredInput(1);
+  auto batch = n.intAttr("batch_dims", 0);
+  if (failed(data) || failed(indices) || failed(batch))
+    return failure();
+  auto r = n.create<GatherNDOp>({*data, *indices},
+                                {n.named("batch_dims", n.builder().getI64IntegerAttr(*batch))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertScatterND(NodeImporter &n) {
+  auto data = n.requiredInput(0), indices = n.requiredInput(1), updates = n.requiredInput(2);
+  auto name = n.stringAttr("reduction", std::string("none"));
+  if (failed(data) || failed(indices) || failed(updates) || failed(name))
+    return failure();
+  auto reduction = llvm::StringSwitch<std::optional<ScatterReduction>>(*name)
+                       .Case("none", ScatterReduction::none)
+                       .Case("add", ScatterReduction::add)
+                       .Case("mul", ScatterReduction::mul)
+                       .Case("max", ScatterReduction::max)
+                       .Case("min", ScatterReduction::min)
+                       .Default(std::nullopt);
+  if (!reduction)
+    return n.error("reduction '" + *name + "' is not none, add, mul, max or min");
+  auto r = n.create<ScatterNDOp>(
+      {*data, *indices, *updates},
+      {n.named("reduction", ScatterReductionAttr::get(n.context(), *reduction))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertBitCast(NodeImporter &n) {
+  auto x = n.requiredInput(0);
+  auto to = n.intAttr("to");
+  if (failed(x) || failed(to))
+    return failure();
+  Type element = convertElementType(n.context(), *to);
+  if (!element)
+    return n.unsupported("bitcast to " + onnxTypeName(*to));
+  if (elementTypeOf(*x) == element)
+    return n.setResults({*x});
+  auto r = n.create<BitcastOp>({*x}, {n.named("to", TypeAttr::get(element))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+} // namespace kiln::onnx_import
