@@ -561,8 +561,8 @@ LogicalResult ResizeOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return emitShapeError(location, name,
                           "size has " + Twine(*length) + " entries but the input has rank " +
                               Twine(rank));
-  if ((int64_t)adaptor.getScales().size() != rank)
-    return emitShapeError(location, name, "scales must have one entry per dim");
+  if (!adaptor.getScales().empty() && (int64_t)adaptor.getScales().size() != rank)
+    return emitShapeError(location, name, "scales must be empty or have one entry per dim");
   for (float s : adaptor.getScales())
     if (!(s > 0))
       return emitShapeError(location, name, "scales must be positive");

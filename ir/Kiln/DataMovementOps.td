@@ -192,7 +192,8 @@ def Kiln_ResizeOp : Kiln_Op<"resize"> {
   let summary = "resamples a tensor to a new size (ONNX Resize)";
   let description = [{
     The result's dims are `size`. Each output coordinate maps to an input coordinate
-    through `coordinate_mode` with the per-dim `scales` (output / input), then
+    through `coordinate_mode` with the per-dim `scales` (output / input; empty when
+    they are `size / input` computed at run time, for dynamic dims), then
     `mode` interpolates: nearest (rounded by `nearest_mode`), linear or cubic (with
     `cubic_coeff_a`), and `antialias` widens the filter when downsampling.
     `exclude_outside` drops taps outside the input; `tf_crop_and_resize` reads the

@@ -258,7 +258,7 @@ func.func @resize_size_length(%x: tensor<1x8xf32>, %s: tensor<3xi64>) {
 // -----
 
 func.func @resize_scales(%x: tensor<1x8xf32>, %s: tensor<2xi64>) {
-  // expected-error @+1 {{'kiln.resize' op scales must have one entry per dim}}
+  // expected-error @+1 {{'kiln.resize' op scales must be empty or have one entry per dim}}
   %r = kiln.resize %x, %s {mode = #kiln<resize_mode nearest>, coordinate_mode = #kiln<coordinate_mode asymmetric>, nearest_mode = #kiln<nearest_mode floor>, scales = array<f32: 1.0>, roi = array<f32>} : (tensor<1x8xf32>, tensor<2xi64>) -> tensor<?x?xf32>
   return
 }

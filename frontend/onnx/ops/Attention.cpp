@@ -119,19 +119,22 @@ LogicalResult convertAttention(NodeImporter &n) {
     return n.unsupported("head counts that are not static, or Q heads not a multiple of KV heads");
   Value keys = repeatHeads(n, s, presentKey, *qHeads / *kHeads);
   Value values = repeatHeads(n, s, presentValue, *qHeads / *kHeads);
-  double scale;
+  Value root; // sqrt(scale): Q * root @ (K^T * root), as ONNX's reference scales both
   if (n.hasAttr("scale")) {
     auto sc = n.floatAttr("scale");
     if (failed(sc))
       return failure();
-    scale = *sc;
+    root = n.constScalar(elem, std::sqrt(double(*sc)));
+  } else if (headSize && *headSize > 0) {
+    root = n.constScalar(elem, std::sqrt(1.0 / std::sqrt(double(*headSize))));
   } else {
-    if (!headSize || *headSize <= 0)
-      return n.unsupported("a default scale with a dynamic head size");
-    scale = 1.0 / std::sqrt(double(*headSize));
+    // The default scale 1/sqrt(head_size) of a dynamic head size: head_size^-1/4.
+    Value d = s(n.create<ReshapeOp>({s(dimPiece(n, q, 3)), n.constI64({})}));
+    Value df = s.ok ? s(castTo(n, d, elem)) : Value();
+    root = s.ok ? s(unary(n, "kiln.rsqrt", s(unary(n, "kiln.sqrt", df)))) : Value();
+    if (!s.ok)
+      return failure();
   }
-  // Q * sqrt(scale) @ (K^T * sqrt(scale)), as ONNX's reference scales both sides.
-  Value root = n.constScalar(elem, std::sqrt(scale));
   Value scores = s(n.create<MatmulOp>(
       {s.bin("kiln.mul", q, root), s.bin("kiln.mul", s.transpose(keys, {0, 1, 3, 2}), root)}));
   if (*softcap > 0) {

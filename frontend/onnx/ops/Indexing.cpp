@@ -249,13 +249,20 @@ LogicalResult convertResize(NodeImporter &n) {
     if (sizes->size() != normalized->size())
       return n.error("sizes must have one entry per resized axis");
     SmallVector<double> ratio(rank, 1.0);
+    bool runtimeScales = false;
     for (auto [i, a] : llvm::enumerate(*normalized)) {
-      auto d = getConstantDimValue(dims[a]);
-      if (!d)
-        return n.unsupported("Resize to sizes on a dynamic dim");
-      ratio[a] = double((*sizes)[i]) / double(*d);
       out[a] = getConstantDim(ctx, (*sizes)[i]);
+      auto d = getConstantDimValue(dims[a]);
+      if (!d) { // the scale is size / input, known only at run time
+        runtimeScales = true;
+        continue;
+      }
+      ratio[a] = double((*sizes)[i]) / double(*d);
     }
+    if (runtimeScales && policy != "stretch")
+      return n.unsupported("keep_aspect_ratio_policy on a dynamic dim");
+    if (runtimeScales)
+      ratio.clear();
     if (policy != "stretch") {
       double s = policy == "not_larger" ? INFINITY : 0;
       for (int64_t a : *normalized)
@@ -265,7 +272,9 @@ LogicalResult convertResize(NodeImporter &n) {
         out[a] = getConstantDim(ctx, (int64_t)(s * *getConstantDimValue(dims[a]) + 0.5));
       }
     }
-    for (int64_t a = 0; a < rank; ++a)
+    if (ratio.empty())
+      scales.clear();
+    for (size_t a = 0; a < ratio.size(); ++a)
       scales[a] = ratio[a];
   } else {
     auto s = floatsOf(scalesIndex);

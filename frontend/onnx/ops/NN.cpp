@@ -60,6 +60,8 @@ FailureOr<Window> windowAttrs(NodeImporter &n, Value x, ArrayRef<int64_t> kernel
     return n.error("auto_pad '" + *autoPad + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
   SymShape dims = getSymShape(x.getType());
   for (int64_t i = 0; i < k; ++i) {
+    if (w.kernel[i] < 0)
+      return n.unsupported("SAME padding with a dynamic kernel size");
     int64_t s = w.strides[i], eff = (w.kernel[i] - 1) * w.dilations[i] + 1, total;
     auto d = getConstantDimValue(dims[i + 2]);
     if (d)
@@ -132,17 +134,21 @@ LogicalResult convertConv(NodeImporter &n) {
     return failure();
   if (NodeImporter::typeOf(*w).getRank() < 3 || NodeImporter::typeOf(*x).getRank() < 3)
     return n.error("input and filter must have rank >= 3 ([N, C, spatial...])");
+  // The filter's spatial dims are the kernel; -1 where they are dynamic (the conv's
+  // shape function handles symbolic kernels; only SAME padding needs numbers).
   SmallVector<int64_t> kernel;
-  for (int64_t d : NodeImporter::typeOf(*w).getShape().drop_front(2)) {
-    if (ShapedType::isDynamic(d))
-      return n.unsupported("a filter with dynamic spatial dims");
-    kernel.push_back(d);
-  }
+  for (int64_t d : NodeImporter::typeOf(*w).getShape().drop_front(2))
+    kernel.push_back(ShapedType::isDynamic(d) ? -1 : d);
   auto kernelAttr = n.intsAttr("kernel_shape", kernel);
   if (failed(kernelAttr))
     return failure();
-  if (*kernelAttr != kernel)
+  if (kernelAttr->size() != kernel.size())
     return n.error("kernel_shape does not match the filter's spatial dims");
+  for (auto [k, a] : llvm::zip(kernel, *kernelAttr)) {
+    if (k >= 0 && k != a)
+      return n.error("kernel_shape does not match the filter's spatial dims");
+    k = a;
+  }
   auto window = windowAttrs(n, *x, kernel);
   if (failed(window))
     return failure();
