@@ -146,6 +146,58 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
 }
 
 //===----------------------------------------------------------------------===//
+// conv_transpose
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *context,
+                                                std::optional<Location> location,
+                                                Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType input = tensorType(adaptor.getInput()), filter = tensorType(adaptor.getFilter());
+  if (input.getRank() < 3 || filter.getRank() != input.getRank())
+    return emitShapeError(location, name,
+                          "input and filter must have one rank >= 3 ([N, C, spatial...])");
+  if (failed(checkSameElement(location, name, adaptor.getInput(), adaptor.getFilter(), "filter")))
+    return failure();
+  size_t k = input.getRank() - 2;
+  int64_t group = adaptor.getGroup();
+  if (group < 1)
+    return emitShapeError(location, name, "group must be >= 1, got " + Twine(group));
+  if (failed(checkWindowAttr(location, name, adaptor.getStrides(), k, 1, "strides")) ||
+      failed(checkWindowAttr(location, name, adaptor.getDilations(), k, 1, "dilations")) ||
+      failed(checkWindowAttr(location, name, adaptor.getPads(), 2 * k, 0, "pads")) ||
+      failed(checkWindowAttr(location, name, adaptor.getOutputPadding(), k, 0, "output_padding")))
+    return failure();
+  SymShape x = getSymShape(input), w = getSymShape(filter);
+  if (failed(unifyDims(location, name, x[1], w[0], "input channels and filter dim 0")))
+    return failure();
+  DimExpr m = mulDims(w[1], getConstantDim(context, group));
+  if (Value bias = adaptor.getBias()) {
+    if (failed(checkSameElement(location, name, adaptor.getInput(), bias, "bias")))
+      return failure();
+    RankedTensorType b = tensorType(bias);
+    if (b.getRank() != 1)
+      return emitShapeError(location, name, "bias must be 1-D with one entry per output channel");
+    if (failed(unifyDims(location, name, getSymShape(b)[0], m, "bias size and output channels")))
+      return failure();
+  }
+  SymShape out{x[0], m};
+  for (size_t i = 0; i < k; ++i) {
+    auto c = [&](int64_t v) { return getConstantDim(context, v); };
+    int64_t s = adaptor.getStrides()[i], d = adaptor.getDilations()[i];
+    DimExpr o = addDims(mulDims(c(s), subDims(x[i + 2], c(1))),
+                        addDims(mulDims(c(d), subDims(w[i + 2], c(1))),
+                                c(1 + adaptor.getOutputPadding()[i] - adaptor.getPads()[i] -
+                                  adaptor.getPads()[i + k])));
+    if (auto v = getConstantDimValue(o); v && *v < 0)
+      return emitShapeError(location, name, "the pads exceed the output in spatial dim " + Twine(i));
+    out.push_back(o);
+  }
+  inferred.push_back(makeTensorType(out, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // pool
 //===----------------------------------------------------------------------===//
 

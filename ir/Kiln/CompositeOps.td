@@ -45,6 +45,26 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
   let results = (outs Kiln_FloatTensor:$result);
 }
 
+def Kiln_ConvTransposeOp : Kiln_Op<"conv_transpose"> {
+  let summary = "N-d grouped transposed convolution, channels first";
+  let description = [{
+    The gradient of `kiln.conv` with respect to its input (ONNX ConvTranspose):
+    `input` is `[N, C, D1..Dk]`, `filter` is `[C, M / group, K1..Kk]`, the optional
+    `bias` is `[M]`. Output dim i is
+    `stride_i * (D_i - 1) + output_padding_i + dilation_i * (K_i - 1) + 1 - pb_i - pe_i`.
+
+    ```mlir
+    %y = kiln.conv_transpose %x, %w {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, output_padding = array<i64: 0, 0>} : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x17x17xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$filter,
+                       Optional<Kiln_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$output_padding,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Kiln_FloatTensor:$result);
+}
+
 def Kiln_PoolOp : Kiln_Op<"pool"> {
   let summary = "N-d max, average or Lp pooling, channels first";
   let description = [{

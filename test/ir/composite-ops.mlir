@@ -36,3 +36,10 @@ func.func @normalizations(%x: tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, %g: 
   %m = kiln.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, tensor<128xf32>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
   return
 }
+
+// CHECK-LABEL: func @conv_transpose
+func.func @conv_transpose(%x: tensor<1x4x?x8xf32, #kiln.dims<[1, 4, h, 8]>>, %w: tensor<4x2x3x3xf32>) {
+  // CHECK: kiln.conv_transpose %{{.*}}, %{{.*}} {dilations = array<i64: 1, 1>, output_padding = array<i64: 0, 0>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>} : (tensor<1x4x?x8xf32, #kiln.dims<[1, 4, h, 8]>>, tensor<4x2x3x3xf32>) -> tensor<1x2x?x17xf32, #kiln.dims<[1, 2, 2 * h + 1, 17]>>
+  %y = kiln.conv_transpose %x, %w {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, output_padding = array<i64: 0, 0>} : (tensor<1x4x?x8xf32, #kiln.dims<[1, 4, h, 8]>>, tensor<4x2x3x3xf32>) -> tensor<1x2x?x17xf32, #kiln.dims<[1, 2, 2 * h + 1, 17]>>
+  return
+}

@@ -198,3 +198,75 @@ func.func @layer_norm_bias_shape(%x: tensor<2x3xf32>, %g: tensor<3xf32>, %b: ten
   %y = kiln.layer_norm %x, %g, %b : (tensor<2x3xf32>, tensor<3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
   return
 }
+
+// -----
+
+func.func @conv_transpose_rank(%x: tensor<1x4x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+1 {{'kiln.conv_transpose' op input and filter must have one rank >= 3 ([N, C, spatial...])}}
+  %y = kiln.conv_transpose %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, output_padding = array<i64: 0>} : (tensor<1x4x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_filter_type(%x: tensor<1x4x8xf32>, %w: tensor<4x2x3xf16>) {
+  // expected-error @+1 {{'kiln.conv_transpose' op filter must have the input's element type}}
+  %y = kiln.conv_transpose %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, output_padding = array<i64: 0>} : (tensor<1x4x8xf32>, tensor<4x2x3xf16>) -> tensor<1x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_group(%x: tensor<1x4x8xf32>, %w: tensor<4x2x3xf32>) {
+  // expected-error @+1 {{'kiln.conv_transpose' op group must be >= 1, got 0}}
+  %y = kiln.conv_transpose %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, output_padding = array<i64: 0>, group = 0 : i64} : (tensor<1x4x8xf32>, tensor<4x2x3xf32>) -> tensor<1x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_output_padding(%x: tensor<1x4x8xf32>, %w: tensor<4x2x3xf32>) {
+  // expected-error @+1 {{'kiln.conv_transpose' op output_padding has 2 entries; expected 1}}
+  %y = kiln.conv_transpose %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, output_padding = array<i64: 0, 0>} : (tensor<1x4x8xf32>, tensor<4x2x3xf32>) -> tensor<1x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_channels(%x: tensor<1x4x8xf32>, %w: tensor<3x2x3xf32>) {
+  // expected-error @+1 {{'kiln.conv_transpose' op input channels and filter dim 0 must match, but is 4 and 3}}
+  %y = kiln.conv_transpose %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, output_padding = array<i64: 0>} : (tensor<1x4x8xf32>, tensor<3x2x3xf32>) -> tensor<1x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_bias_type(%x: tensor<1x4x8xf32>, %w: tensor<4x2x3xf32>, %b: tensor<2xf16>) {
+  // expected-error @+1 {{'kiln.conv_transpose' op bias must have the input's element type}}
+  %y = kiln.conv_transpose %x, %w, %b {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, output_padding = array<i64: 0>} : (tensor<1x4x8xf32>, tensor<4x2x3xf32>, tensor<2xf16>) -> tensor<1x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_bias_rank(%x: tensor<1x4x8xf32>, %w: tensor<4x2x3xf32>, %b: tensor<1x2xf32>) {
+  // expected-error @+1 {{'kiln.conv_transpose' op bias must be 1-D with one entry per output channel}}
+  %y = kiln.conv_transpose %x, %w, %b {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, output_padding = array<i64: 0>} : (tensor<1x4x8xf32>, tensor<4x2x3xf32>, tensor<1x2xf32>) -> tensor<1x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_bias_size(%x: tensor<1x4x8xf32>, %w: tensor<4x2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.conv_transpose' op bias size and output channels must match, but is 3 and 2}}
+  %y = kiln.conv_transpose %x, %w, %b {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, output_padding = array<i64: 0>} : (tensor<1x4x8xf32>, tensor<4x2x3xf32>, tensor<3xf32>) -> tensor<1x2x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_transpose_pads(%x: tensor<1x4x2xf32>, %w: tensor<4x2x1xf32>) {
+  // expected-error @+1 {{'kiln.conv_transpose' op the pads exceed the output in spatial dim 0}}
+  %y = kiln.conv_transpose %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 2, 2>, output_padding = array<i64: 0>} : (tensor<1x4x2xf32>, tensor<4x2x1xf32>) -> tensor<1x2x?xf32>
+  return
+}

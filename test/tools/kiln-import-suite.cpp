@@ -2,8 +2,10 @@
 //
 //   kiln-import-suite [--all-dynamic] [--json FILE] [--expected FILE [--update]] PATH...
 //
-// PATH is a test case (a folder with model.onnx) or a folder of them. Each case
-// prints one line, PASS, FAIL with the first error, or SKIP when kiln reports it
+// PATH is a test case (a folder with model.onnx) or a folder of them. A case passes
+// when the model imports, verifies, and the function's static result dims match the
+// case's expected outputs. Each case prints one line, PASS, FAIL with the first
+// error, or SKIP when kiln reports it
 // out of scope (sequence, optional, string, map types; training and random ops);
 // the run ends with "N passed, M failed, K skipped". With --expected, a case that
 // passes but is not listed, or is listed but no longer passes, fails the run, so a
@@ -84,6 +86,41 @@ ModelSummary summarize(StringRef modelPath) {
   return summary;
 }
 
+/// Compares the imported function's result types with the dims of the case's
+/// expected outputs (test_data_set_0/output_K.pb): a static or constant dim that
+/// differs is a shape-inference bug. Returns the first mismatch, or "".
+std::string checkResultShapes(mlir::ModuleOp module, StringRef dir) {
+  auto funcs = module.getOps<mlir::func::FuncOp>();
+  if (funcs.empty())
+    return "";
+  mlir::func::FuncOp func = *funcs.begin();
+  for (unsigned k = 0; k < func.getNumResults(); ++k) {
+    SmallString<256> path(dir);
+    sys::path::append(path, "test_data_set_0", "output_" + std::to_string(k) + ".pb");
+    auto buffer = MemoryBuffer::getFile(path);
+    onnx::TensorProto tensor;
+    if (!buffer || !tensor.ParseFromArray((*buffer)->getBufferStart(),
+                                          (int)(*buffer)->getBufferSize()))
+      continue;
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(func.getResultTypes()[k]);
+    if (!type)
+      continue;
+    std::string got, want;
+    raw_string_ostream gs(got), ws(want);
+    gs << type;
+    ws << "[";
+    llvm::interleaveComma(tensor.dims(), ws);
+    ws << "]";
+    if (type.getRank() != tensor.dims_size())
+      return "result " + std::to_string(k) + " has type " + got + " but the test data is " + want;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (!type.isDynamicDim(i) && type.getDimSize(i) != tensor.dims(i))
+        return "result " + std::to_string(k) + " has type " + got + " but the test data is " +
+               want;
+  }
+  return "";
+}
+
 void collectCases(StringRef path, std::vector<std::string> &cases) {
   SmallString<256> model(path);
   sys::path::append(model, "model.onnx");
@@ -133,7 +170,13 @@ int main(int argc, char **argv) {
     kiln::OneLineDiagnostics diagnostics(context, /*print=*/false);
     auto module = kiln::onnx_import::importOnnxFile(context, model, options);
     std::string status, reason;
-    if (module) {
+    if (module)
+      reason = checkResultShapes(*module, dir);
+    if (module && !reason.empty()) {
+      status = "fail";
+      ++fail;
+      outs() << "FAIL " << name << ": " << reason << "\n";
+    } else if (module) {
       status = "pass";
       ++pass;
       passed.insert(name);

@@ -481,3 +481,69 @@ LogicalResult convertInstanceNormalization(NodeImporter &n) {
 }
 
 } // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
+
+LogicalResult convertConvTranspose(NodeImporter &n) {
+  auto x = n.requiredInput(0), w = n.requiredInput(1);
+  auto group = n.intAttr("group", 1);
+  auto autoPad = n.stringAttr("auto_pad", std::string("NOTSET"));
+  if (failed(x) || failed(w) || failed(group) || failed(autoPad))
+    return failure();
+  auto xt = NodeImporter::typeOf(*x), wt = NodeImporter::typeOf(*w);
+  if (xt.getRank() < 3 || wt.getRank() != xt.getRank())
+    return n.error("input and filter must have one rank >= 3 ([N, C, spatial...])");
+  int64_t k = xt.getRank() - 2;
+  auto strides = n.intsAttr("strides", SmallVector<int64_t>(k, 1));
+  auto dilations = n.intsAttr("dilations", SmallVector<int64_t>(k, 1));
+  auto pads = n.intsAttr("pads", SmallVector<int64_t>(2 * k, 0));
+  auto outputPadding = n.intsAttr("output_padding", SmallVector<int64_t>(k, 0));
+  auto outputShape = n.intsAttr("output_shape", SmallVector<int64_t>{});
+  if (failed(strides) || failed(dilations) || failed(pads) || failed(outputPadding) ||
+      failed(outputShape))
+    return failure();
+  if ((int64_t)strides->size() != k || (int64_t)dilations->size() != k ||
+      (int64_t)pads->size() != 2 * k || (int64_t)outputPadding->size() != k)
+    return n.error("strides, dilations, output_padding and pads must have one entry per "
+                   "spatial dim (pads two)");
+  // output_shape or SAME padding fix the pads from the wanted output size.
+  bool same = *autoPad == "SAME_UPPER" || *autoPad == "SAME_LOWER";
+  if (!outputShape->empty() || same) {
+    SmallVector<int64_t> target = *outputShape;
+    if ((int64_t)target.size() == k + 2)
+      target.erase(target.begin(), target.begin() + 2);
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t in = xt.getDimSize(i + 2), ker = wt.getDimSize(i + 2);
+      if (ShapedType::isDynamic(in) || ShapedType::isDynamic(ker))
+        return n.unsupported("output_shape or SAME padding on dynamic spatial dims");
+      int64_t want = target.empty() ? in * (*strides)[i] : target[i];
+      int64_t full = (*strides)[i] * (in - 1) + (*outputPadding)[i] +
+                     (ker - 1) * (*dilations)[i] + 1;
+      int64_t total = full - want;
+      if (total < 0) { // the wanted output is larger: the extra goes to output_padding
+        (*outputPadding)[i] -= total;
+        total = 0;
+      }
+      bool lower = *autoPad == "SAME_LOWER";
+      (*pads)[i] = lower ? total - total / 2 : total / 2;
+      (*pads)[i + k] = total - (*pads)[i];
+    }
+  } else if (*autoPad == "VALID") {
+    pads->assign(2 * k, 0);
+  } else if (*autoPad != "NOTSET") {
+    return n.error("auto_pad '" + *autoPad + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  }
+  SmallVector<Value> operands = {*x, *w};
+  if (Value b = n.input(2))
+    operands.push_back(b);
+  Builder b(n.context());
+  auto r = n.create<ConvTransposeOp>(operands,
+                                     {n.named("strides", b.getDenseI64ArrayAttr(*strides)),
+                                      n.named("dilations", b.getDenseI64ArrayAttr(*dilations)),
+                                      n.named("pads", b.getDenseI64ArrayAttr(*pads)),
+                                      n.named("output_padding", b.getDenseI64ArrayAttr(*outputPadding)),
+                                      n.named("group", b.getI64IntegerAttr(*group))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+} // namespace kiln::onnx_import
