@@ -225,3 +225,112 @@ LogicalResult convertDynamicQuantizeLinear(NodeImporter &n) {
 }
 
 } // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
+
+namespace {
+/// x - zero_point in `compute`; a 1-D zero point of the left operand is per row.
+FailureOr<Value> centered(NodeImporter &n, Value x, Value zp, Type compute, bool perRow) {
+  auto xc = castTo(n, x, compute);
+  if (failed(xc) || !zp)
+    return xc;
+  auto z = castTo(n, zp, compute);
+  if (failed(z))
+    return failure();
+  Value zz = *z;
+  auto zt = NodeImporter::typeOf(zz);
+  if (perRow && zt.getRank() == 1 && !(zt.hasStaticShape() && zt.getNumElements() == 1)) {
+    auto r = insertUnitDims(n, zz, {1});
+    if (failed(r))
+      return failure();
+    zz = *r;
+  }
+  return binary(n, "kiln.sub", *xc, zz);
+}
+
+/// A per-tensor or per-row (left) / per-column (right) scale shaped to broadcast.
+FailureOr<Value> scaleFor(NodeImporter &n, Value scale, bool perRow) {
+  auto t = NodeImporter::typeOf(scale);
+  if (perRow && t.getRank() == 1 && !(t.hasStaticShape() && t.getNumElements() == 1))
+    return insertUnitDims(n, scale, {1});
+  return scale;
+}
+} // namespace
+
+LogicalResult convertMatMulInteger(NodeImporter &n) {
+  auto a = n.requiredInput(0), b = n.requiredInput(1);
+  if (failed(a) || failed(b))
+    return failure();
+  Type i32 = n.builder().getI32Type();
+  auto ac = centered(n, *a, n.input(2), i32, /*perRow=*/true);
+  auto bc = centered(n, *b, n.input(3), i32, /*perRow=*/false);
+  auto r = failed(ac) || failed(bc) ? FailureOr<Value>(failure())
+                                    : n.create<MatmulOp>({*ac, *bc});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertQLinearMatMul(NodeImporter &n) {
+  // y = quantize(dequantize(a) @ dequantize(b)); computed in float, which rounds
+  // like the int32-accumulating reference except at exact rounding ties.
+  SmallVector<Value> in;
+  for (size_t i = 0; i < 8; ++i) {
+    auto v = n.requiredInput(i);
+    if (failed(v))
+      return failure();
+    in.push_back(*v);
+  }
+  Type compute = elementTypeOf(in[1]);
+  auto as = scaleFor(n, in[1], true), bs = scaleFor(n, in[4], false);
+  auto ac = centered(n, in[0], in[2], compute, true), bc = centered(n, in[3], in[5], compute, false);
+  if (failed(as) || failed(bs) || failed(ac) || failed(bc))
+    return failure();
+  auto af = binary(n, "kiln.mul", *ac, *as), bf = binary(n, "kiln.mul", *bc, *bs);
+  auto prod = failed(af) || failed(bf) ? FailureOr<Value>(failure()) : n.create<MatmulOp>({*af, *bf});
+  if (failed(prod))
+    return failure();
+  auto ys = scaleFor(n, in[6], false);
+  auto y = failed(ys) ? ys : quantize(n, *prod, *ys, in[7], elementTypeOf(in[7]), true);
+  return failed(y) ? failure() : n.setResults({*y});
+}
+
+LogicalResult convertConvInteger(NodeImporter &n) {
+  auto x = n.requiredInput(0), w = n.requiredInput(1);
+  if (failed(x) || failed(w))
+    return failure();
+  // Zero points: per tensor for x; per tensor or per output channel for w. The conv
+  // then runs in f32 (exact for 8-bit inputs) and the result converts to int32.
+  Type f32 = n.builder().getF32Type();
+  auto xc = centered(n, *x, n.input(2), f32, false);
+  FailureOr<Value> wc = castTo(n, *w, f32);
+  if (Value wzp = n.input(3); succeeded(wc) && wzp) {
+    auto z = castTo(n, wzp, f32);
+    int64_t rank = NodeImporter::typeOf(*w).getRank();
+    SmallVector<int64_t> ones;
+    for (int64_t i = 1; i < rank; ++i)
+      ones.push_back(i);
+    auto zt = failed(z) ? z
+              : NodeImporter::typeOf(*z).getRank() == 1 ? insertUnitDims(n, *z, ones)
+                                                         : z;
+    wc = failed(zt) ? zt : binary(n, "kiln.sub", *wc, *zt);
+  }
+  if (failed(xc) || failed(wc))
+    return failure();
+  auto group = n.intAttr("group", 1);
+  SmallVector<int64_t> kernel;
+  for (int64_t d : NodeImporter::typeOf(*w).getShape().drop_front(2))
+    kernel.push_back(d);
+  auto strides = n.intsAttr("strides", SmallVector<int64_t>(kernel.size(), 1));
+  auto dilations = n.intsAttr("dilations", SmallVector<int64_t>(kernel.size(), 1));
+  auto pads = n.intsAttr("pads", SmallVector<int64_t>(2 * kernel.size(), 0));
+  if (failed(group) || failed(strides) || failed(dilations) || failed(pads))
+    return failure();
+  Builder b(n.context());
+  auto conv = n.create<ConvOp>({*xc, *wc}, {n.named("strides", b.getDenseI64ArrayAttr(*strides)),
+                                            n.named("dilations", b.getDenseI64ArrayAttr(*dilations)),
+                                            n.named("pads", b.getDenseI64ArrayAttr(*pads)),
+                                            n.named("group", b.getI64IntegerAttr(*group))});
+  auto r = failed(conv) ? conv : castTo(n, *conv, n.builder().getI32Type());
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+} // namespace kiln::onnx_import
