@@ -2,6 +2,8 @@
 
 #include "frontend/onnx/ops/Converters.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 using namespace mlir;
 
 namespace kiln::onnx_import {
@@ -91,9 +93,7 @@ FailureOr<Value> dimProduct(NodeImporter &n, Value x, int64_t begin, int64_t end
   auto part = n.create<SliceOp>({*shape, n.constI64({begin}), n.constI64({end}), n.constI64({1})});
   if (failed(part))
     return failure();
-  return n.create<ReduceOp>(
-      {*part}, {n.named("kind", ReduceKindAttr::get(n.context(), ReduceKind::prod)),
-                n.named("axes", n.builder().getDenseI64ArrayAttr({0}))});
+  return reduce(n, *part, ReduceKind::prod, {0}, /*keepDims=*/true);
 }
 
 /// Concatenates 1-D i64 pieces into one shape tensor.
@@ -123,6 +123,36 @@ FailureOr<Value> insertUnitDims(NodeImporter &n, Value x, ArrayRef<int64_t> ones
   }
   auto shape = concatPieces(n, pieces);
   return failed(shape) ? FailureOr<Value>(failure()) : n.create<ReshapeOp>({x, *shape});
+}
+
+FailureOr<Value> reduce(NodeImporter &n, Value x, ReduceKind kind, ArrayRef<int64_t> axes,
+                        bool keepDims) {
+  return n.create<ReduceOp>({x}, {n.named("kind", ReduceKindAttr::get(n.context(), kind)),
+                                  n.named("axes", n.builder().getDenseI64ArrayAttr(axes)),
+                                  n.named("keep_dims", n.builder().getBoolAttr(keepDims))});
+}
+
+SmallVector<int64_t> allAxes(int64_t rank) {
+  SmallVector<int64_t> axes;
+  for (int64_t i = 0; i < rank; ++i)
+    axes.push_back(i);
+  return axes;
+}
+
+FailureOr<ScatterReduction> scatterReduction(NodeImporter &n) {
+  auto name = n.stringAttr("reduction", std::string("none"));
+  if (failed(name))
+    return failure();
+  auto reduction = llvm::StringSwitch<std::optional<ScatterReduction>>(*name)
+                       .Case("none", ScatterReduction::none)
+                       .Case("add", ScatterReduction::add)
+                       .Case("mul", ScatterReduction::mul)
+                       .Case("max", ScatterReduction::max)
+                       .Case("min", ScatterReduction::min)
+                       .Default(std::nullopt);
+  if (!reduction)
+    return n.error("reduction '" + *name + "' is not none, add, mul, max or min");
+  return *reduction;
 }
 
 FailureOr<Value> iotaAlongAxis(NodeImporter &n, Value like, int64_t dim, int64_t axis,

@@ -51,6 +51,14 @@ mlir::FailureOr<mlir::Value> insertUnitDims(NodeImporter &n, mlir::Value x,
 mlir::FailureOr<mlir::Value> iotaAlongAxis(NodeImporter &n, mlir::Value like, int64_t dim,
                                            int64_t axis, int64_t rank);
 
+/// kiln.reduce of `x` over `axes` with `kind`.
+mlir::FailureOr<mlir::Value> reduce(NodeImporter &n, mlir::Value x, ReduceKind kind,
+                                    llvm::ArrayRef<int64_t> axes, bool keepDims);
+/// [0, rank).
+llvm::SmallVector<int64_t> allAxes(int64_t rank);
+/// The ONNX reduction attribute of ScatterElements/ScatterND ("none", "add", ...).
+mlir::FailureOr<ScatterReduction> scatterReduction(NodeImporter &n);
+
 /// Normalizes ONNX axes (negative allowed) against `rank`; error on out of range.
 mlir::FailureOr<llvm::SmallVector<int64_t>> normalizeAxes(NodeImporter &n,
                                                           llvm::ArrayRef<int64_t> axes,

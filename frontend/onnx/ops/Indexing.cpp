@@ -30,19 +30,9 @@ LogicalResult convertGatherElements(NodeImporter &n) {
 LogicalResult convertScatterElements(NodeImporter &n) {
   auto data = x0(n), indices = n.requiredInput(1), updates = n.requiredInput(2);
   auto axis = n.intAttr("axis", 0);
-  auto reductionName = n.stringAttr("reduction", std::string("none"));
-  if (failed(data) || failed(indices) || failed(updates) || failed(axis) ||
-      failed(reductionName))
+  auto reduction = scatterReduction(n);
+  if (failed(data) || failed(indices) || failed(updates) || failed(axis) || failed(reduction))
     return failure();
-  auto reduction = llvm::StringSwitch<std::optional<ScatterReduction>>(*reductionName)
-                       .Case("none", ScatterReduction::none)
-                       .Case("add", ScatterReduction::add)
-                       .Case("mul", ScatterReduction::mul)
-                       .Case("max", ScatterReduction::max)
-                       .Case("min", ScatterReduction::min)
-                       .Default(std::nullopt);
-  if (!reduction)
-    return n.error("reduction '" + *reductionName + "' is not none, add, mul, max or min");
   auto r = n.create<ScatterElementsOp>(
       {*data, *indices, *updates},
       {axisAttr(n, *axis),
@@ -325,18 +315,9 @@ LogicalResult convertGatherND(NodeImporter &n) {
 
 LogicalResult convertScatterND(NodeImporter &n) {
   auto data = n.requiredInput(0), indices = n.requiredInput(1), updates = n.requiredInput(2);
-  auto name = n.stringAttr("reduction", std::string("none"));
-  if (failed(data) || failed(indices) || failed(updates) || failed(name))
+  auto reduction = scatterReduction(n);
+  if (failed(data) || failed(indices) || failed(updates) || failed(reduction))
     return failure();
-  auto reduction = llvm::StringSwitch<std::optional<ScatterReduction>>(*name)
-                       .Case("none", ScatterReduction::none)
-                       .Case("add", ScatterReduction::add)
-                       .Case("mul", ScatterReduction::mul)
-                       .Case("max", ScatterReduction::max)
-                       .Case("min", ScatterReduction::min)
-                       .Default(std::nullopt);
-  if (!reduction)
-    return n.error("reduction '" + *name + "' is not none, add, mul, max or min");
   auto r = n.create<ScatterNDOp>(
       {*data, *indices, *updates},
       {n.named("reduction", ScatterReductionAttr::get(n.context(), *reduction))});

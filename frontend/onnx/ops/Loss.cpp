@@ -93,15 +93,8 @@ FailureOr<Value> negativeLogLikelihood(NodeImporter &n, Value input, Value targe
   }
   if (reduction == "none")
     return loss;
-  int64_t rank = NodeImporter::typeOf(*loss).getRank();
-  SmallVector<int64_t> all;
-  for (int64_t i = 0; i < rank; ++i)
-    all.push_back(i);
-  auto reduceAll = [&](Value v, ReduceKind kind) {
-    return n.create<ReduceOp>({v}, {n.named("kind", ReduceKindAttr::get(n.context(), kind)),
-                                    n.named("axes", n.builder().getDenseI64ArrayAttr(all)),
-                                    n.named("keep_dims", n.builder().getBoolAttr(false))});
-  };
+  SmallVector<int64_t> all = allAxes(NodeImporter::typeOf(*loss).getRank());
+  auto reduceAll = [&](Value v, ReduceKind kind) { return reduce(n, v, kind, all, false); };
   if (reduction == "sum")
     return reduceAll(*loss, ReduceKind::sum);
   if (reduction != "mean")

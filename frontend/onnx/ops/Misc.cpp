@@ -16,11 +16,6 @@ namespace kiln::onnx_import {
 namespace {
 FailureOr<Value> x0(NodeImporter &n) { return n.requiredInput(0); }
 
-FailureOr<Value> reduceKeep(NodeImporter &n, Value x, ReduceKind kind, ArrayRef<int64_t> axes) {
-  return n.create<ReduceOp>({x}, {n.named("kind", ReduceKindAttr::get(n.context(), kind)),
-                                  n.named("axes", n.builder().getDenseI64ArrayAttr(axes)),
-                                  n.named("keep_dims", n.builder().getBoolAttr(true))});
-}
 } // namespace
 
 LogicalResult convertEyeLike(NodeImporter &n) {
@@ -114,10 +109,10 @@ LogicalResult convertGroupNormalization(NodeImporter &n) {
                                   productOfDims(ctx, ArrayRef<DimExpr>(dims).drop_front(1))};
   grouped[2] = floorDivDims(grouped[2], getConstantDim(ctx, *groups));
   auto g = reshapeTo(n, *x, grouped);
-  auto mean = failed(g) ? g : reduceKeep(n, *g, ReduceKind::mean, {2});
+  auto mean = failed(g) ? g : reduce(n, *g, ReduceKind::mean, {2}, true);
   auto d = failed(mean) ? mean : binary(n, "kiln.sub", *g, *mean);
   auto sq = failed(d) ? d : binary(n, "kiln.mul", *d, *d);
-  auto var = failed(sq) ? sq : reduceKeep(n, *sq, ReduceKind::mean, {2});
+  auto var = failed(sq) ? sq : reduce(n, *sq, ReduceKind::mean, {2}, true);
   auto ve = failed(var) ? var : binary(n, "kiln.add", *var, scalarLike(n, *x, *epsilon));
   auto inv = failed(ve) ? ve : unary(n, "kiln.rsqrt", *ve);
   auto normed = failed(inv) ? inv : binary(n, "kiln.mul", *d, *inv);

@@ -197,12 +197,7 @@ FailureOr<Value> reduceSpatial(NodeImporter &n, Value x, ReduceKind kind) {
   int64_t rank = NodeImporter::typeOf(x).getRank();
   if (rank < 3)
     return n.error("input must have rank >= 3 ([N, C, spatial...])");
-  SmallVector<int64_t> axes;
-  for (int64_t i = 2; i < rank; ++i)
-    axes.push_back(i);
-  return n.create<ReduceOp>({x}, {n.named("kind", ReduceKindAttr::get(n.context(), kind)),
-                                  arrayAttr(n, "axes", axes),
-                                  n.named("keep_dims", n.builder().getBoolAttr(true))});
+  return reduce(n, x, kind, ArrayRef<int64_t>(allAxes(rank)).drop_front(2), true);
 }
 } // namespace
 
@@ -319,12 +314,6 @@ SmallVector<int64_t> trailingAxes(int64_t from, int64_t rank) {
   return axes;
 }
 
-FailureOr<Value> reduceOver(NodeImporter &n, Value x, ReduceKind kind, ArrayRef<int64_t> axes,
-                            bool keep = true) {
-  return n.create<ReduceOp>({x}, {n.named("kind", ReduceKindAttr::get(n.context(), kind)),
-                                  n.named("axes", n.builder().getDenseI64ArrayAttr(axes)),
-                                  n.named("keep_dims", n.builder().getBoolAttr(keep))});
-}
 } // namespace
 
 LogicalResult convertLayerNormalization(NodeImporter &n) {
@@ -355,10 +344,10 @@ LogicalResult convertLayerNormalization(NodeImporter &n) {
     return failure();
   SmallVector<int64_t> over = trailingAxes((*axes)[0], rank);
   auto xs = castTo(n, *x, computeType);
-  auto mean = failed(xs) ? xs : reduceOver(n, *xs, ReduceKind::mean, over);
+  auto mean = failed(xs) ? xs : reduce(n, *xs, ReduceKind::mean, over, true);
   auto d = failed(mean) ? mean : binary(n, "kiln.sub", *xs, *mean);
   auto sq = failed(d) ? d : binary(n, "kiln.mul", *d, *d);
-  auto var = failed(sq) ? sq : reduceOver(n, *sq, ReduceKind::mean, over);
+  auto var = failed(sq) ? sq : reduce(n, *sq, ReduceKind::mean, over, true);
   auto ve = failed(var) ? var : binary(n, "kiln.add", *var, n.constScalar(computeType, *epsilon));
   auto inv = failed(ve) ? ve : unary(n, "kiln.rsqrt", *ve);
   auto normed = failed(inv) ? inv : binary(n, "kiln.mul", *d, *inv);
@@ -391,7 +380,7 @@ LogicalResult convertRMSNormalization(NodeImporter &n) {
   // y = x / sqrt(mean(x^2) + eps) * scale
   auto xs = castTo(n, *x, computeType);
   auto sq = failed(xs) ? xs : binary(n, "kiln.mul", *xs, *xs);
-  auto ms = failed(sq) ? sq : reduceOver(n, *sq, ReduceKind::mean, trailingAxes((*axes)[0], rank));
+  auto ms = failed(sq) ? sq : reduce(n, *sq, ReduceKind::mean, trailingAxes((*axes)[0], rank), true);
   auto me = failed(ms) ? ms : binary(n, "kiln.add", *ms, n.constScalar(computeType, *epsilon));
   auto inv = failed(me) ? me : unary(n, "kiln.rsqrt", *me);
   auto normed = failed(inv) ? inv : binary(n, "kiln.mul", *xs, *inv);
@@ -414,10 +403,10 @@ LogicalResult convertLpNormalization(NodeImporter &n) {
   FailureOr<Value> norm = failure();
   if (*p == 1) {
     auto a = unary(n, "kiln.abs", *x);
-    norm = failed(a) ? a : reduceOver(n, *a, ReduceKind::sum, *axes);
+    norm = failed(a) ? a : reduce(n, *a, ReduceKind::sum, *axes, true);
   } else {
     auto sq = binary(n, "kiln.mul", *x, *x);
-    auto s = failed(sq) ? sq : reduceOver(n, *sq, ReduceKind::sum, *axes);
+    auto s = failed(sq) ? sq : reduce(n, *sq, ReduceKind::sum, *axes, true);
     norm = failed(s) ? s : unary(n, "kiln.sqrt", *s);
   }
   auto r = failed(norm) ? norm : binary(n, "kiln.div", *x, *norm);

@@ -196,15 +196,8 @@ LogicalResult convertDynamicQuantizeLinear(NodeImporter &n) {
   auto x = n.requiredInput(0);
   if (failed(x))
     return failure();
-  int64_t rank = NodeImporter::typeOf(*x).getRank();
-  SmallVector<int64_t> all;
-  for (int64_t i = 0; i < rank; ++i)
-    all.push_back(i);
-  auto reduceAll = [&](ReduceKind kind) {
-    return n.create<ReduceOp>({*x}, {n.named("kind", ReduceKindAttr::get(n.context(), kind)),
-                                     n.named("axes", n.builder().getDenseI64ArrayAttr(all)),
-                                     n.named("keep_dims", n.builder().getBoolAttr(false))});
-  };
+  SmallVector<int64_t> all = allAxes(NodeImporter::typeOf(*x).getRank());
+  auto reduceAll = [&](ReduceKind kind) { return reduce(n, *x, kind, all, false); };
   Type u8 = n.builder().getIntegerType(8, /*isSigned=*/false);
   Value zero = scalarLike(n, *x, 0);
   // scale = (max(0, max x) - min(0, min x)) / 255; zero_point = round(-min / scale).

@@ -38,8 +38,7 @@ FailureOr<ReduceAxes> reduceAxes(NodeImporter &n, int64_t rank, int64_t axesInpu
       result.identity = true;
       return result;
     }
-    for (int64_t i = 0; i < rank; ++i)
-      result.axes.push_back(i);
+    result.axes = allAxes(rank);
     return result;
   }
   auto normalized = normalizeAxes(n, *axes, rank);
@@ -47,13 +46,6 @@ FailureOr<ReduceAxes> reduceAxes(NodeImporter &n, int64_t rank, int64_t axesInpu
     return failure();
   result.axes = *normalized;
   return result;
-}
-
-FailureOr<Value> reduce(NodeImporter &n, Value x, ReduceKind kind, ArrayRef<int64_t> axes,
-                        bool keepDims) {
-  return n.create<ReduceOp>({x}, {n.named("kind", ReduceKindAttr::get(n.context(), kind)),
-                                  n.named("axes", n.builder().getDenseI64ArrayAttr(axes)),
-                                  n.named("keep_dims", n.builder().getBoolAttr(keepDims))});
 }
 
 /// A Reduce* node as prologue -> reduce -> epilogue. The prologue and epilogue
