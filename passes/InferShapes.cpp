@@ -23,8 +23,10 @@ Type mergeTypes(Type declared, Type inferred) {
   if (!d || !i || d.getRank() != i.getRank())
     return declared;
   SymShape dims = getSymShape(d), known = getSymShape(i);
+  // Inferred knowledge fills unknown dims and makes symbolic ones static; a declared
+  // symbolic dim is kept over a different inferred expression (both may be right).
   for (auto [dd, kd] : llvm::zip(dims, known))
-    if (kd)
+    if (kd && (!dd || getConstantDimValue(kd)))
       dd = kd;
   RankedTensorType merged = makeTensorType(dims, d.getElementType());
   return merged ? merged : declared;

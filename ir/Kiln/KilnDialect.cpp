@@ -97,9 +97,16 @@ bool areRefinementCompatible(TypeRange inferred, TypeRange declared) {
     }
     if (it.getElementType() != dt.getElementType() || it.getRank() != dt.getRank())
       return false;
-    for (auto [a, b] : llvm::zip(getSymShape(it), getSymShape(dt)))
-      if (a && b && a != b)
+    // Only two different sizes contradict each other. Two different symbolic
+    // expressions may still be equal (`(a * b) floordiv 2` and `a * (b floordiv 2)`
+    // when b is even); the declared one stands as an assumption to guard.
+    for (auto [a, b] : llvm::zip(getSymShape(it), getSymShape(dt))) {
+      auto ca = getConstantDimValue(a), cb = getConstantDimValue(b);
+      if (ca && cb && *ca != *cb)
         return false;
+      if ((ca && isSymbolicDim(b)) || (cb && isSymbolicDim(a)))
+        return false; // a size against a symbol: the type's static dims disagree
+    }
   }
   return true;
 }

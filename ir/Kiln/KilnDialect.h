@@ -39,8 +39,9 @@ public:
 } // namespace OpTrait
 
 /// True when `declared` may stand where `inferred` was computed: same element types
-/// and ranks, and per dim either equal, or one side unknown. A static or symbolic
-/// dim that contradicts the other side is incompatible.
+/// and ranks, and per dim either equal, one side unknown, or two symbolic
+/// expressions (which may be equal under assumptions the runtime guards). Two
+/// different sizes, or a size against a symbol, are incompatible.
 bool areRefinementCompatible(mlir::TypeRange inferred, mlir::TypeRange declared);
 /// Parses and prints a bracketed list of dim expressions, `[batch * seq, ?, 768]`,
 /// the body of `#kiln.dims`. Parsed expressions come back canonical.

@@ -17,9 +17,9 @@ func.func @not_broadcastable(%a: tensor<3xf32>, %b: tensor<4xf32>) {
 
 // -----
 
-func.func @result_contradicts_inference(%a: tensor<?xf32, #kiln.dims<[n]>>) {
-  // expected-error @+1 {{'kiln.exp' op result #0 has type 'tensor<?xf32, #kiln.dims<[m]>>', which contradicts the inferred type 'tensor<?xf32, #kiln.dims<[n]>>'}}
-  %r = kiln.exp %a : (tensor<?xf32, #kiln.dims<[n]>>) -> tensor<?xf32, #kiln.dims<[m]>>
+func.func @result_contradicts_inference(%a: tensor<?x4xf32, #kiln.dims<[n, 4]>>) {
+  // expected-error @+1 {{'kiln.exp' op result #0 has type 'tensor<?x5xf32, #kiln.dims<[n, 5]>>', which contradicts the inferred type 'tensor<?x4xf32, #kiln.dims<[n, 4]>>'}}
+  %r = kiln.exp %a : (tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x5xf32, #kiln.dims<[n, 5]>>
   return
 }
 

@@ -106,3 +106,17 @@ func.func @positions(%x: tensor<?x?xi64, #kiln.dims<[batch, seq]>>) -> tensor<?x
   %r = kiln.range %zero, %seq, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
   return %r : tensor<?xi64>
 }
+
+// -----
+
+// A declared symbolic dim that differs from the inferred expression stands: both
+// may be right (here when b is even), and the declaration is the fact to guard.
+// CHECK-LABEL: func @symbolic_declaration_kept
+// CHECK: kiln.reshape {{.*}} -> tensor<?x2xf32, #kiln.dims<[a * (b floordiv 2), 2]>>
+// CHECK: kiln.exp {{.*}} -> tensor<?x2xf32, #kiln.dims<[a * (b floordiv 2), 2]>>
+func.func @symbolic_declaration_kept(%x: tensor<?x?xf32, #kiln.dims<[a, b]>>) -> tensor<?x2xf32> {
+  %s = kiln.constant dense<[-1, 2]> : tensor<2xi64>
+  %r = kiln.reshape %x, %s : (tensor<?x?xf32, #kiln.dims<[a, b]>>, tensor<2xi64>) -> tensor<?x2xf32, #kiln.dims<[a * (b floordiv 2), 2]>>
+  %e = kiln.exp %r : (tensor<?x2xf32, #kiln.dims<[a * (b floordiv 2), 2]>>) -> tensor<?x2xf32>
+  return %e : tensor<?x2xf32>
+}

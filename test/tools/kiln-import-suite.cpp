@@ -20,6 +20,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -45,6 +46,8 @@ static cl::opt<std::string> expectedPath("expected",
 static cl::opt<bool> update("update", cl::desc("Rewrite --expected from this run"));
 static cl::opt<bool> allDynamic("all-dynamic", cl::desc("Import every input dim as symbolic"));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only failures and the summary"));
+static cl::opt<bool> pipeline("pipeline",
+                              cl::desc("Also run kiln's graph pipeline on each imported model"));
 
 namespace {
 /// Reasons that put a case out of scope: the importer's deliberate refusals.
@@ -172,6 +175,14 @@ int main(int argc, char **argv) {
     std::string status, reason;
     if (module)
       reason = checkResultShapes(*module, dir);
+    if (module && reason.empty() && pipeline) {
+      // The graph pipeline must keep every imported model valid.
+      mlir::PassManager pm(&context);
+      kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
+      if (failed(pm.run(*module)))
+        reason = diagnostics.all().empty() ? "the graph pipeline failed"
+                                           : "graph pipeline: " + diagnostics.all().front();
+    }
     if (module && !reason.empty()) {
       status = "fail";
       ++fail;
