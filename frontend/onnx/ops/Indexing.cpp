@@ -339,3 +339,59 @@ LogicalResult convertBitCast(NodeImporter &n) {
 }
 
 } // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
+
+LogicalResult convertScatter(NodeImporter &n) {
+  // Scatter (opsets 9-10) is ScatterElements without a reduction.
+  return convertScatterElements(n);
+}
+
+LogicalResult convertUpsample(NodeImporter &n) {
+  auto x = n.requiredInput(0);
+  auto modeName = n.stringAttr("mode", std::string("nearest"));
+  if (failed(x) || failed(modeName))
+    return failure();
+  if (*modeName != "nearest" && *modeName != "linear" && *modeName != "bilinear")
+    return n.error("mode must be nearest or linear, not '" + *modeName + "'");
+  SmallVector<double> scales;
+  if (n.version() < 9) {
+    auto s = n.floatsAttr("scales");
+    if (failed(s))
+      return failure();
+    scales.assign(s->begin(), s->end());
+  } else {
+    auto s = n.maybeConstantFloats(n.input(1));
+    if (!s)
+      return n.unsupported("scales that are not compile-time constants");
+    scales = *s;
+  }
+  SymShape dims = getSymShape(x->getType());
+  if (scales.size() != dims.size())
+    return n.error("scales must have one entry per dim");
+  SmallVector<float> f32Scales;
+  MLIRContext *ctx = n.context();
+  for (auto [d, s] : llvm::zip(dims, scales)) {
+    if (!(s > 0))
+      return n.error("scales must be positive");
+    f32Scales.push_back(s);
+    if (auto c = getConstantDimValue(d))
+      d = getConstantDim(ctx, (int64_t)std::floor(double(*c) * s));
+    else if (s == std::floor(s))
+      d = mulDims(d, getConstantDim(ctx, (int64_t)s));
+    else
+      return n.unsupported("a fractional scale on a dynamic dim");
+  }
+  // Upsample is Resize with asymmetric coordinates, nearest rounding down.
+  auto r = n.create<ResizeOp>(
+      {*x, shapeConstant(n, dims)},
+      {n.named("mode", ResizeModeAttr::get(ctx, *modeName == "nearest" ? ResizeMode::nearest
+                                                                        : ResizeMode::linear)),
+       n.named("coordinate_mode", CoordinateModeAttr::get(ctx, CoordinateMode::asymmetric)),
+       n.named("nearest_mode", NearestModeAttr::get(ctx, NearestMode::floor)),
+       n.named("scales", n.builder().getDenseF32ArrayAttr(f32Scales)),
+       n.named("roi", n.builder().getDenseF32ArrayAttr({}))});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+} // namespace kiln::onnx_import

@@ -310,3 +310,41 @@ LogicalResult convertReverseSequence(NodeImporter &n) {
 }
 
 } // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
+
+LogicalResult convertSwish(NodeImporter &n) {
+  auto x = n.requiredInput(0);
+  auto alpha = n.floatAttr("alpha", 1.0f);
+  if (failed(x) || failed(alpha))
+    return failure();
+  // x * sigmoid(alpha * x)
+  auto ax = binary(n, "kiln.mul", *x, scalarLike(n, *x, *alpha));
+  auto s = failed(ax) ? ax : unary(n, "kiln.sigmoid", *ax);
+  auto r = failed(s) ? s : binary(n, "kiln.mul", *x, *s);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertMeanVarianceNormalization(NodeImporter &n) {
+  auto x = n.requiredInput(0);
+  auto axesAttr = n.intsAttr("axes", SmallVector<int64_t>{0, 2, 3});
+  if (failed(x) || failed(axesAttr))
+    return failure();
+  auto axes = normalizeAxes(n, *axesAttr, NodeImporter::typeOf(*x).getRank());
+  if (failed(axes))
+    return failure();
+  // ONNX's function body: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9).
+  auto mean = reduce(n, *x, ReduceKind::mean, *axes, true);
+  auto sq = binary(n, "kiln.mul", *x, *x);
+  auto meanSq = failed(sq) ? sq : reduce(n, *sq, ReduceKind::mean, *axes, true);
+  auto sqMean = failed(mean) ? mean : binary(n, "kiln.mul", *mean, *mean);
+  auto var = failed(meanSq) || failed(sqMean) ? FailureOr<Value>(failure())
+                                              : binary(n, "kiln.sub", *meanSq, *sqMean);
+  auto stdv = failed(var) ? var : unary(n, "kiln.sqrt", *var);
+  auto den = failed(stdv) ? stdv : binary(n, "kiln.add", *stdv, scalarLike(n, *x, 1e-9));
+  auto num = failed(mean) ? mean : binary(n, "kiln.sub", *x, *mean);
+  auto r = failed(num) || failed(den) ? FailureOr<Value>(failure()) : binary(n, "kiln.div", *num, *den);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+} // namespace kiln::onnx_import
