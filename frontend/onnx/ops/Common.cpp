@@ -28,6 +28,8 @@ FailureOr<Value> select(NodeImporter &n, Value c, Value a, Value b) {
 }
 
 FailureOr<Value> castTo(NodeImporter &n, Value v, Type element) {
+  if (!v) // a failed earlier step (it reported why)
+    return failure();
   if (elementTypeOf(v) == element)
     return v;
   return n.create<CastOp>({v}, {n.named("to", TypeAttr::get(element))});
