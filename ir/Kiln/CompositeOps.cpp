@@ -32,6 +32,27 @@ LogicalResult checkWindowAttr(std::optional<Location> location, StringRef name,
   return success();
 }
 
+/// The checks conv and conv_transpose share: a channels-first input and a filter of
+/// its rank and element type, group >= 1, and k-entry strides/dilations and 2k pads.
+LogicalResult checkConvLike(std::optional<Location> location, StringRef name, Value input,
+                            Value filter, int64_t group, ArrayRef<int64_t> strides,
+                            ArrayRef<int64_t> dilations, ArrayRef<int64_t> pads) {
+  RankedTensorType in = tensorType(input), f = tensorType(filter);
+  if (in.getRank() < 3 || f.getRank() != in.getRank())
+    return emitShapeError(location, name,
+                          "input and filter must have one rank >= 3 ([N, C, spatial...])");
+  if (failed(checkSameElement(location, name, input, filter, "filter")))
+    return failure();
+  if (group < 1)
+    return emitShapeError(location, name, "group must be >= 1, got " + Twine(group));
+  size_t k = in.getRank() - 2;
+  if (failed(checkWindowAttr(location, name, strides, k, 1, "strides")) ||
+      failed(checkWindowAttr(location, name, dilations, k, 1, "dilations")) ||
+      failed(checkWindowAttr(location, name, pads, 2 * k, 0, "pads")))
+    return failure();
+  return success();
+}
+
 /// Output size of a sliding window: (in + pads - dilation*(k-1) - 1) / stride + 1,
 /// rounded down, or up with `ceilMode`.
 DimExpr windowOutputDim(DimExpr in, DimExpr kernel, int64_t padBegin, int64_t padEnd,
@@ -100,22 +121,11 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
                                        Adaptor adaptor, InferredTypes &inferred) {
   StringRef name = getOperationName();
   RankedTensorType input = tensorType(adaptor.getInput()), filter = tensorType(adaptor.getFilter());
-  if (input.getRank() < 3)
-    return emitShapeError(location, name, "input must have rank >= 3 ([N, C, spatial...])");
-  if (filter.getRank() != input.getRank())
-    return emitShapeError(location, name, "filter rank " + Twine(filter.getRank()) +
-                                              " differs from input rank " +
-                                              Twine(input.getRank()));
-  if (failed(checkSameElement(location, name, adaptor.getInput(), adaptor.getFilter(), "filter")))
+  int64_t group = adaptor.getGroup();
+  if (failed(checkConvLike(location, name, adaptor.getInput(), adaptor.getFilter(), group,
+                           adaptor.getStrides(), adaptor.getDilations(), adaptor.getPads())))
     return failure();
   size_t k = input.getRank() - 2;
-  int64_t group = adaptor.getGroup();
-  if (group < 1)
-    return emitShapeError(location, name, "group must be >= 1, got " + Twine(group));
-  if (failed(checkWindowAttr(location, name, adaptor.getStrides(), k, 1, "strides")) ||
-      failed(checkWindowAttr(location, name, adaptor.getDilations(), k, 1, "dilations")) ||
-      failed(checkWindowAttr(location, name, adaptor.getPads(), 2 * k, 0, "pads")))
-    return failure();
   SymShape x = getSymShape(input), w = getSymShape(filter);
   // Channels: C == filter[1] * group, and M divisible by group.
   DimExpr channels = mulDims(w[1], getConstantDim(context, group));
@@ -154,19 +164,12 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *context,
                                                 Adaptor adaptor, InferredTypes &inferred) {
   StringRef name = getOperationName();
   RankedTensorType input = tensorType(adaptor.getInput()), filter = tensorType(adaptor.getFilter());
-  if (input.getRank() < 3 || filter.getRank() != input.getRank())
-    return emitShapeError(location, name,
-                          "input and filter must have one rank >= 3 ([N, C, spatial...])");
-  if (failed(checkSameElement(location, name, adaptor.getInput(), adaptor.getFilter(), "filter")))
+  int64_t group = adaptor.getGroup();
+  if (failed(checkConvLike(location, name, adaptor.getInput(), adaptor.getFilter(), group,
+                           adaptor.getStrides(), adaptor.getDilations(), adaptor.getPads())))
     return failure();
   size_t k = input.getRank() - 2;
-  int64_t group = adaptor.getGroup();
-  if (group < 1)
-    return emitShapeError(location, name, "group must be >= 1, got " + Twine(group));
-  if (failed(checkWindowAttr(location, name, adaptor.getStrides(), k, 1, "strides")) ||
-      failed(checkWindowAttr(location, name, adaptor.getDilations(), k, 1, "dilations")) ||
-      failed(checkWindowAttr(location, name, adaptor.getPads(), 2 * k, 0, "pads")) ||
-      failed(checkWindowAttr(location, name, adaptor.getOutputPadding(), k, 0, "output_padding")))
+  if (failed(checkWindowAttr(location, name, adaptor.getOutputPadding(), k, 0, "output_padding")))
     return failure();
   SymShape x = getSymShape(input), w = getSymShape(filter);
   if (failed(unifyDims(location, name, x[1], w[0], "input channels and filter dim 0")))

@@ -34,7 +34,7 @@ func.func @matmul_batch(%a: tensor<2x2x3xf32>, %b: tensor<5x3x4xf32>) {
 // -----
 
 func.func @conv_rank(%x: tensor<3x32xf32>, %w: tensor<3x32xf32>) {
-  // expected-error @+1 {{'kiln.conv' op input must have rank >= 3 ([N, C, spatial...])}}
+  // expected-error @+1 {{'kiln.conv' op input and filter must have one rank >= 3 ([N, C, spatial...])}}
   %y = kiln.conv %x, %w {strides = array<i64>, dilations = array<i64>, pads = array<i64>} : (tensor<3x32xf32>, tensor<3x32xf32>) -> tensor<3x32xf32>
   return
 }
@@ -42,7 +42,7 @@ func.func @conv_rank(%x: tensor<3x32xf32>, %w: tensor<3x32xf32>) {
 // -----
 
 func.func @conv_filter_rank(%x: tensor<1x3x32xf32>, %w: tensor<3x3x3x3xf32>) {
-  // expected-error @+1 {{'kiln.conv' op filter rank 4 differs from input rank 3}}
+  // expected-error @+1 {{'kiln.conv' op input and filter must have one rank >= 3 ([N, C, spatial...])}}
   %y = kiln.conv %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x3x32xf32>, tensor<3x3x3x3xf32>) -> tensor<1x3x30xf32>
   return
 }

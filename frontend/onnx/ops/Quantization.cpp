@@ -97,31 +97,27 @@ FailureOr<Value> quantize(NodeImporter &n, Value x, Value scale, Value zeroPoint
   auto scaled = failed(xf) ? xf : binary(n, "kiln.div", *xf, scale);
   if (failed(scaled))
     return failure();
-  if (isa<FloatType>(outType)) { // float8: no rounding, saturating cast
-    Value v = *scaled;
-    if (zeroPoint) {
-      auto zf = castTo(n, zeroPoint, compute);
-      auto sum = failed(zf) ? zf : binary(n, "kiln.add", v, *zf);
-      if (failed(sum))
-        return failure();
-      v = *sum;
-    }
-    return n.create<CastOp>({v}, {n.named("to", TypeAttr::get(outType)),
-                                  n.named("saturate", n.builder().getBoolAttr(saturate))});
-  }
-  auto rounded = unary(n, "kiln.round", *scaled);
-  if (failed(rounded))
-    return failure();
-  Value v = *rounded;
-  if (zeroPoint) {
+  auto addZeroPoint = [&](Value v) -> FailureOr<Value> {
+    if (!zeroPoint)
+      return v;
     auto zf = castTo(n, zeroPoint, compute);
-    auto sum = failed(zf) ? zf : binary(n, "kiln.add", v, *zf);
-    if (failed(sum))
+    return failed(zf) ? zf : binary(n, "kiln.add", v, *zf);
+  };
+  if (isa<FloatType>(outType)) { // float8: no rounding, saturating cast
+    auto v = addZeroPoint(*scaled);
+    if (failed(v))
       return failure();
-    v = *sum;
+    return n.create<CastOp>({*v}, {n.named("to", TypeAttr::get(outType)),
+                                   n.named("saturate", n.builder().getBoolAttr(saturate))});
   }
+  // Integers round before the zero point is added: with ties to even the order
+  // matters for an odd zero point.
+  auto rounded = unary(n, "kiln.round", *scaled);
+  auto v = failed(rounded) ? rounded : addZeroPoint(*rounded);
+  if (failed(v))
+    return failure();
   auto [lo, hi] = intRange(outType);
-  auto clamped = binary(n, "kiln.max", v, n.constScalar(compute, lo));
+  auto clamped = binary(n, "kiln.max", *v, n.constScalar(compute, lo));
   clamped = failed(clamped) ? clamped : binary(n, "kiln.min", *clamped, n.constScalar(compute, hi));
   return failed(clamped) ? clamped : castTo(n, *clamped, outType);
 }
