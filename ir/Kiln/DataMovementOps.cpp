@@ -546,6 +546,36 @@ LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 }
 
 //===----------------------------------------------------------------------===//
+// non_zero / compress: data-dependent sizes
+//===----------------------------------------------------------------------===//
+
+LogicalResult NonZeroOp::inferReturnTypes(MLIRContext *context, std::optional<Location>,
+                                          Adaptor adaptor, InferredTypes &inferred) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  MLIRContext *ctx = context;
+  inferred.push_back(makeTensorType({getConstantDim(ctx, input.getRank()), DimExpr()},
+                                    IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult CompressOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                           Adaptor adaptor, InferredTypes &inferred) {
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!adaptor.getAxis()) {
+    inferred.push_back(makeTensorType({DimExpr()}, input.getElementType()));
+    return success();
+  }
+  FailureOr<int64_t> axis =
+      normalizeAxis(location, getOperationName(), *adaptor.getAxis(), input.getRank());
+  if (failed(axis))
+    return failure();
+  SymShape dims = getSymShape(input);
+  dims[*axis] = DimExpr();
+  inferred.push_back(makeTensorType(dims, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // resize
 //===----------------------------------------------------------------------===//
 

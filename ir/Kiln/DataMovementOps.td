@@ -188,6 +188,37 @@ def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
+def Kiln_NonZeroOp : Kiln_Op<"non_zero"> {
+  let summary = "indices of the non-zero elements (ONNX NonZero)";
+  let description = [{
+    A `[rank, count]` i64 tensor whose column j is the index tuple of the j-th
+    non-zero element in row-major order. `count` depends on the data, so its dim is
+    unknown (`?`): the ops after it see sizes bound at run time.
+
+    ```mlir
+    %i = kiln.non_zero %x : (tensor<3x4xf32>) -> tensor<2x?xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+}
+
+def Kiln_CompressOp : Kiln_Op<"compress"> {
+  let summary = "keeps the slices along an axis where a condition holds (ONNX Compress)";
+  let description = [{
+    Keeps slice i along `axis` where `condition[i]` is true (a condition shorter than
+    the axis drops the rest). Without `axis` the input is flattened first. The kept
+    count depends on the data, so that dim is unknown.
+
+    ```mlir
+    %r = kiln.compress %x, %c {axis = 0 : i64} : (tensor<3x2xf32>, tensor<3xi1>) -> tensor<?x2xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, 1DTensorOf<[I1]>:$condition,
+                       OptionalAttr<I64Attr>:$axis);
+  let results = (outs Kiln_Tensor:$result);
+}
+
 def Kiln_ResizeOp : Kiln_Op<"resize"> {
   let summary = "resamples a tensor to a new size (ONNX Resize)";
   let description = [{

@@ -63,3 +63,14 @@ func.func @nd_indexing(%data: tensor<4x5x6xf32>, %idx: tensor<?x2xi64, #kiln.dim
   %s = kiln.scatter_nd %data, %idx, %upd {reduction = #kiln<scatter mul>} : (tensor<4x5x6xf32>, tensor<?x2xi64, #kiln.dims<[n, 2]>>, tensor<?x6xf32, #kiln.dims<[n, 6]>>) -> tensor<4x5x6xf32>
   return
 }
+
+// CHECK-LABEL: func @data_dependent
+func.func @data_dependent(%x: tensor<3x4xf32>, %c: tensor<3xi1>) {
+  // CHECK: kiln.non_zero %{{.*}} : (tensor<3x4xf32>) -> tensor<2x?xi64>
+  %i = kiln.non_zero %x : (tensor<3x4xf32>) -> tensor<2x?xi64>
+  // CHECK: kiln.compress %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<?x4xf32>
+  %k = kiln.compress %x, %c {axis = 0 : i64} : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<?x4xf32>
+  // CHECK: kiln.compress %{{.*}}, %{{.*}} : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<?xf32>
+  %f = kiln.compress %x, %c : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<?xf32>
+  return
+}

@@ -343,3 +343,11 @@ func.func @scatter_nd_dims(%d: tensor<8xf32>, %i: tensor<4x1xi64>, %u: tensor<3x
   %r = kiln.scatter_nd %d, %i, %u {reduction = #kiln<scatter none>} : (tensor<8xf32>, tensor<4x1xi64>, tensor<3xf32>) -> tensor<8xf32>
   return
 }
+
+// -----
+
+func.func @compress_axis(%x: tensor<3x4xf32>, %c: tensor<3xi1>) {
+  // expected-error @+1 {{'kiln.compress' op axis 2 is out of range for rank 2}}
+  %r = kiln.compress %x, %c {axis = 2 : i64} : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<?x4xf32>
+  return
+}

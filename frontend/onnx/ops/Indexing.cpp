@@ -395,3 +395,30 @@ LogicalResult convertUpsample(NodeImporter &n) {
 }
 
 } // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
+
+LogicalResult convertNonZero(NodeImporter &n) {
+  auto x = n.requiredInput(0);
+  if (failed(x))
+    return failure();
+  auto r = n.create<NonZeroOp>({*x});
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+LogicalResult convertCompress(NodeImporter &n) {
+  auto x = n.requiredInput(0), condition = n.requiredInput(1);
+  if (failed(x) || failed(condition))
+    return failure();
+  SmallVector<NamedAttribute> attrs;
+  if (n.hasAttr("axis")) {
+    auto axis = n.intAttr("axis");
+    if (failed(axis))
+      return failure();
+    attrs.push_back(n.named("axis", n.builder().getI64IntegerAttr(*axis)));
+  }
+  auto r = n.create<CompressOp>({*x, *condition}, attrs);
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+} // namespace kiln::onnx_import
