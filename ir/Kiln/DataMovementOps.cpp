@@ -433,9 +433,6 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   return success();
 }
 
-} // namespace kiln
-
-namespace kiln {
 
 //===----------------------------------------------------------------------===//
 // gather_elements / scatter_elements

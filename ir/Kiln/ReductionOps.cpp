@@ -80,9 +80,6 @@ LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
-} // namespace kiln
-
-namespace kiln {
 
 LogicalResult TopKOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
                                        Adaptor adaptor, InferredTypes &inferred) {

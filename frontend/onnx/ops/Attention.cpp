@@ -216,9 +216,6 @@ LogicalResult convertAttention(NodeImporter &n) {
   return n.setResults({out, presentKey, presentValue, qkOut});
 }
 
-} // namespace kiln::onnx_import
-
-namespace kiln::onnx_import {
 
 namespace {
 /// x[..., start:end:step] on the last axis of a rank-4 tensor.

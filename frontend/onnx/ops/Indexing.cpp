@@ -299,9 +299,6 @@ LogicalResult convertResize(NodeImporter &n) {
   return failed(r) ? failure() : n.setResults({*r});
 }
 
-} // namespace kiln::onnx_import
-
-namespace kiln::onnx_import {
 
 LogicalResult convertGatherND(NodeImporter &n) {
   auto data = n.requiredInput(0), indices = n.requiredInput(1);
@@ -338,9 +335,6 @@ LogicalResult convertBitCast(NodeImporter &n) {
   return failed(r) ? failure() : n.setResults({*r});
 }
 
-} // namespace kiln::onnx_import
-
-namespace kiln::onnx_import {
 
 LogicalResult convertScatter(NodeImporter &n) {
   // Scatter (opsets 9-10) is ScatterElements without a reduction.
@@ -394,9 +388,6 @@ LogicalResult convertUpsample(NodeImporter &n) {
   return failed(r) ? failure() : n.setResults({*r});
 }
 
-} // namespace kiln::onnx_import
-
-namespace kiln::onnx_import {
 
 LogicalResult convertNonZero(NodeImporter &n) {
   auto x = n.requiredInput(0);

@@ -309,9 +309,6 @@ LogicalResult convertReverseSequence(NodeImporter &n) {
   return failed(r) ? failure() : n.setResults({*r});
 }
 
-} // namespace kiln::onnx_import
-
-namespace kiln::onnx_import {
 
 LogicalResult convertSwish(NodeImporter &n) {
   auto x = n.requiredInput(0);

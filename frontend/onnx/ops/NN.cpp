@@ -469,9 +469,6 @@ LogicalResult convertInstanceNormalization(NodeImporter &n) {
   return failed(r) ? failure() : n.setResults({*r});
 }
 
-} // namespace kiln::onnx_import
-
-namespace kiln::onnx_import {
 
 LogicalResult convertConvTranspose(NodeImporter &n) {
   auto x = n.requiredInput(0), w = n.requiredInput(1);

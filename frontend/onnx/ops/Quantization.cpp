@@ -213,9 +213,6 @@ LogicalResult convertDynamicQuantizeLinear(NodeImporter &n) {
   return failed(y) ? failure() : n.setResults({*y, *scale, *zp});
 }
 
-} // namespace kiln::onnx_import
-
-namespace kiln::onnx_import {
 
 namespace {
 /// x - zero_point in `compute`; a 1-D zero point of the left operand is per row.
