@@ -34,7 +34,10 @@ void loadImportDialects(MLIRContext &context) {
 
 namespace {
 
-constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMinOpset = 1;
+/// kiln implements each op's versions from opset 7 on. A model of an older opset
+/// imports when every op it uses is unchanged between its opset and this one.
+constexpr int64_t kOldestImplementedOpset = 7;
 /// Opsets past 22 are accepted: an op whose version there changed only its types
 /// says so in OnnxOps.def; any other newer version is rejected per op.
 constexpr int64_t kMaxOpset = 27;
@@ -287,12 +290,16 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
   }
   // Which version of this op the model's opset means: the newest change at or
   // before it.
-  int64_t version = 0;
   auto versions = opVersions().find(node.op_type());
-  if (versions != opVersions().end())
-    for (int64_t v : versions->second)
-      if (v <= opset)
-        version = std::max(version, v);
+  auto versionAt = [&](int64_t set) {
+    int64_t selected = 0;
+    if (versions != opVersions().end())
+      for (int64_t v : versions->second)
+        if (v <= set)
+          selected = std::max(selected, v);
+    return selected;
+  };
+  int64_t version = versionAt(opset);
   NodeImporter importer(
       builder, folder, node, version, loc, std::move(inputs), baseDir,
       [this](BlockArgument arg) { return bindConstantInput(arg); },
@@ -314,6 +321,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
       return importer.error("'" + node.op_type() + "' is not an ONNX operator");
     return importer.unsupported("kiln has no lowering for " + node.op_type() + " yet");
   }
+  if (opset < kOldestImplementedOpset && version != versionAt(kOldestImplementedOpset))
+    return importer.unsupported(node.op_type() + " version " + Twine(version) +
+                                " (kiln implements its versions from opset " +
+                                Twine(kOldestImplementedOpset) + " on)");
   if (version > converter.maxVersion)
     return importer.unsupported(node.op_type() + " version " + Twine(version) +
                                 " (kiln implements up to version " +

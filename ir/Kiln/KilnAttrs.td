@@ -122,4 +122,12 @@ def Kiln_PadMode : I32EnumAttr<"PadMode", "padding mode", [
 }
 def Kiln_PadModeAttr : EnumAttr<Kiln_Dialect, Kiln_PadMode, "pad_mode">;
 
+def Kiln_GridPadding : I32EnumAttr<"GridPadding", "what grid_sample reads outside the input", [
+    I32EnumAttrCase<"zeros", 0>, I32EnumAttrCase<"border", 1>,
+    I32EnumAttrCase<"reflection", 2>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_GridPaddingAttr : EnumAttr<Kiln_Dialect, Kiln_GridPadding, "grid_padding">;
+
 #endif // KILN_ATTRS_TD

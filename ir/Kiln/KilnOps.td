@@ -9,5 +9,6 @@ include "ir/Kiln/DataMovementOps.td"
 include "ir/Kiln/ReductionOps.td"
 include "ir/Kiln/CompositeOps.td"
 include "ir/Kiln/ControlFlowOps.td"
+include "ir/Kiln/SpecialOps.td"
 
 #endif // KILN_OPS_TD

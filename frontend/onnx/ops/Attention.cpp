@@ -18,34 +18,8 @@ namespace kiln::onnx_import {
 
 namespace {
 
-/// A chain of fallible steps that stops at the first failure.
-class Steps {
-public:
-  explicit Steps(NodeImporter &n) : n(n) {}
-  Value operator()(FailureOr<Value> v) {
-    if (failed(v) || !ok) {
-      ok = false;
-      return {};
-    }
-    return *v;
-  }
-  Value bin(StringRef op, Value a, Value b) { return ok ? (*this)(binary(n, op, a, b)) : Value(); }
-  Value transpose(Value v, ArrayRef<int64_t> perm) {
-    return ok ? (*this)(n.create<TransposeOp>(
-                    {v}, {n.named("permutation", n.builder().getDenseI64ArrayAttr(perm))}))
-              : Value();
-  }
-  Value iota(Value like, int64_t dim, int64_t axis, int64_t rank) {
-    return ok ? (*this)(iotaAlongAxis(n, like, dim, axis, rank)) : Value();
-  }
-  bool ok = true;
-
-private:
-  NodeImporter &n;
-};
-
 /// [B, S, H * D] -> [B, H, S, D].
-Value splitHeads(NodeImporter &n, Steps &s, Value x, int64_t heads) {
+Value splitHeads(NodeImporter &n, Chain &s, Value x, int64_t heads) {
   Value b = s(dimPiece(n, x, 0)), seq = s(dimPiece(n, x, 1));
   if (!s.ok)
     return {};
@@ -55,7 +29,7 @@ Value splitHeads(NodeImporter &n, Steps &s, Value x, int64_t heads) {
 }
 
 /// [B, Hk, S, D] -> [B, Hk * reps, S, D], each head repeated `reps` times in place.
-Value repeatHeads(NodeImporter &n, Steps &s, Value x, int64_t reps) {
+Value repeatHeads(NodeImporter &n, Chain &s, Value x, int64_t reps) {
   if (reps == 1)
     return x;
   Value unit = s(insertUnitDims(n, x, {2}));
@@ -92,7 +66,7 @@ LogicalResult convertAttention(NodeImporter &n) {
   if (NodeImporter::typeOf(*k0).getRank() != rank || NodeImporter::typeOf(*v0).getRank() != rank)
     return n.error("Q, K and V must have the same rank");
   Type elem = elementTypeOf(*q0);
-  Steps s(n);
+  Chain s(n);
   Value q = *q0, k = *k0, v = *v0;
   if (rank == 3) {
     if (*qHeadsAttr < 1 || *kvHeadsAttr < 1)
@@ -219,7 +193,7 @@ LogicalResult convertAttention(NodeImporter &n) {
 
 namespace {
 /// x[..., start:end:step] on the last axis of a rank-4 tensor.
-Value lastAxisSlice(NodeImporter &n, Steps &s, Value x, int64_t start, int64_t end,
+Value lastAxisSlice(NodeImporter &n, Chain &s, Value x, int64_t start, int64_t end,
                     int64_t step) {
   if (!s.ok)
     return {};
@@ -239,7 +213,7 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
   int64_t rank = NodeImporter::typeOf(*x0).getRank();
   if (rank != 3 && rank != 4)
     return n.error("input must have rank 3 or 4");
-  Steps s(n);
+  Chain s(n);
   // Work on [batch, seq, heads, head_size].
   Value x = *x0;
   if (rank == 4) {

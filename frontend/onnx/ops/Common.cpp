@@ -173,4 +173,34 @@ FailureOr<Value> iotaAlongAxis(NodeImporter &n, Value like, int64_t dim, int64_t
   return insertUnitDims(n, *iota, ones);
 }
 
+Value Chain::matmul(Value a, Value b) {
+  return ok && a && b ? (*this)(n.create<MatmulOp>({a, b})) : Value();
+}
+
+Value Chain::transpose(Value v, ArrayRef<int64_t> perm) {
+  if (!ok || !v)
+    return {};
+  return (*this)(n.create<TransposeOp>(
+      {v}, {n.named("permutation", n.builder().getDenseI64ArrayAttr(perm))}));
+}
+
+Value Chain::slice(Value v, int64_t axis, int64_t start, int64_t end) {
+  if (!ok || !v)
+    return {};
+  int64_t rank = NodeImporter::typeOf(v).getRank();
+  SmallVector<int64_t> starts(rank, 0), ends(rank, INT64_MAX), steps(rank, 1);
+  starts[axis] = start;
+  ends[axis] = end;
+  return (*this)(n.create<SliceOp>({v, n.constI64(starts), n.constI64(ends), n.constI64(steps)}));
+}
+
+Value Chain::concat(ArrayRef<Value> parts, int64_t axis) {
+  if (!ok || llvm::any_of(parts, [](Value v) { return !v; }))
+    return {};
+  if (parts.size() == 1)
+    return parts[0];
+  return (*this)(
+      n.create<ConcatOp>(parts, {n.named("axis", n.builder().getI64IntegerAttr(axis))}));
+}
+
 } // namespace kiln::onnx_import

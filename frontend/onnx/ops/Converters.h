@@ -64,6 +64,56 @@ mlir::FailureOr<llvm::SmallVector<int64_t>> normalizeAxes(NodeImporter &n,
                                                           llvm::ArrayRef<int64_t> axes,
                                                           int64_t rank);
 
+/// A chain of fallible building steps that stops at the first failure: every step
+/// after a failed one (or given a null value) builds nothing and returns null, so a
+/// converter writes its decomposition straight through and checks `ok` once.
+class Chain {
+public:
+  explicit Chain(NodeImporter &n) : n(n) {}
+  mlir::Value operator()(mlir::FailureOr<mlir::Value> v) {
+    if (failed(v) || !ok) {
+      ok = false;
+      return {};
+    }
+    return *v;
+  }
+  mlir::Value bin(llvm::StringRef op, mlir::Value a, mlir::Value b) {
+    return ok && a && b ? (*this)(binary(n, op, a, b)) : mlir::Value();
+  }
+  mlir::Value un(llvm::StringRef op, mlir::Value a) {
+    return ok && a ? (*this)(unary(n, op, a)) : mlir::Value();
+  }
+  mlir::Value cmp(CompareDirection d, mlir::Value a, mlir::Value b) {
+    return ok && a && b ? (*this)(compare(n, d, a, b)) : mlir::Value();
+  }
+  mlir::Value sel(mlir::Value c, mlir::Value a, mlir::Value b) {
+    return ok && c && a && b ? (*this)(select(n, c, a, b)) : mlir::Value();
+  }
+  /// A 0-d constant of `like`'s element type.
+  mlir::Value k(mlir::Value like, double v) { return like ? scalarLike(n, like, v) : mlir::Value(); }
+  mlir::Value matmul(mlir::Value a, mlir::Value b);
+  mlir::Value transpose(mlir::Value v, llvm::ArrayRef<int64_t> perm);
+  /// `v` sliced to [start, end) along `axis` (static bounds).
+  mlir::Value slice(mlir::Value v, int64_t axis, int64_t start, int64_t end);
+  mlir::Value concat(llvm::ArrayRef<mlir::Value> parts, int64_t axis);
+  mlir::Value reshape(mlir::Value v, llvm::ArrayRef<DimExpr> dims) {
+    return ok && v ? (*this)(reshapeTo(n, v, dims)) : mlir::Value();
+  }
+  mlir::Value iota(mlir::Value like, int64_t dim, int64_t axis, int64_t rank) {
+    return ok && like ? (*this)(iotaAlongAxis(n, like, dim, axis, rank)) : mlir::Value();
+  }
+  /// Maps the node's results, or fails when a step did.
+  mlir::LogicalResult done(llvm::ArrayRef<mlir::Value> results) {
+    if (!ok || llvm::any_of(results, [](mlir::Value v) { return !v; }))
+      return mlir::failure();
+    return n.setResults(results);
+  }
+  bool ok = true;
+
+private:
+  NodeImporter &n;
+};
+
 } // namespace kiln::onnx_import
 
 #endif // KILN_FRONTEND_ONNX_OPS_CONVERTERS_H

@@ -56,36 +56,6 @@ FailureOr<Value> foldVariadic(NodeImporter &n) {
   return acc;
 }
 
-/// A chain of fallible steps: `Chain c(n); Value v = c(...)` stops at the first
-/// failure and `c.done(result)` reports it.
-class Chain {
-public:
-  explicit Chain(NodeImporter &n) : n(n) {}
-  Value operator()(FailureOr<Value> v) {
-    if (failed(v)) {
-      ok = false;
-      return {};
-    }
-    return *v;
-  }
-  Value bin(StringRef op, Value a, Value b) {
-    return ok && a && b ? (*this)(binary(n, op, a, b)) : Value();
-  }
-  Value un(StringRef op, Value a) { return ok && a ? (*this)(unary(n, op, a)) : Value(); }
-  Value cmp(CompareDirection d, Value a, Value b) {
-    return ok && a && b ? (*this)(compare(n, d, a, b)) : Value();
-  }
-  Value sel(Value c, Value a, Value b) {
-    return ok && c && a && b ? (*this)(select(n, c, a, b)) : Value();
-  }
-  Value k(Value like, double v) { return like ? scalarLike(n, like, v) : Value(); }
-  LogicalResult done(Value result) { return ok && result ? n.setResults({result}) : failure(); }
-
-private:
-  NodeImporter &n;
-  bool ok = true;
-};
-
 constexpr StringLiteral kAdd = "kiln.add", kSub = "kiln.sub", kMul = "kiln.mul",
                         kDiv = "kiln.div", kMax = "kiln.max", kMin = "kiln.min",
                         kExp = "kiln.exp", kLog = "kiln.log", kTanh = "kiln.tanh",
