@@ -216,7 +216,7 @@ LogicalResult PoolOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
       failed(checkWindowAttr(location, name, adaptor.getDilations(), k, 1, "dilations")) ||
       failed(checkWindowAttr(location, name, adaptor.getPads(), 2 * k, 0, "pads")))
     return failure();
-  if (adaptor.getKind() == PoolKind::lp && adaptor.getP() < 1)
+  if (adaptor.getKind() == PoolKind::lp && int64_t(adaptor.getP()) < 1)
     return emitShapeError(location, name, "p must be >= 1");
   SymShape x = getSymShape(input);
   SymShape out{x[0], x[1]};

@@ -84,17 +84,19 @@ LogicalResult RoiAlignOp::inferReturnTypes(MLIRContext *context,
     return emitShapeError(location, name, "batch_indices must be 1-D");
   if (adaptor.getMode() == PoolKind::lp)
     return emitShapeError(location, name, "mode must be max or avg");
-  if (adaptor.getOutputHeight() < 1 || adaptor.getOutputWidth() < 1)
+  // I64Attr getters return uint64_t; compare signed.
+  int64_t height = adaptor.getOutputHeight(), width = adaptor.getOutputWidth();
+  if (height < 1 || width < 1)
     return emitShapeError(location, name, "output_height and output_width must be >= 1");
-  if (adaptor.getSamplingRatio() < 0)
+  if (int64_t(adaptor.getSamplingRatio()) < 0)
     return emitShapeError(location, name, "sampling_ratio must be >= 0");
   FailureOr<DimExpr> count = unifyDims(location, name, getSymShape(rois)[0],
                                        getSymShape(batch)[0], "count of batch_indices");
   if (failed(count))
     return failure();
   inferred.push_back(makeTensorType(
-      {*count, getSymShape(input)[1], getConstantDim(context, adaptor.getOutputHeight()),
-       getConstantDim(context, adaptor.getOutputWidth())},
+      {*count, getSymShape(input)[1], getConstantDim(context, height),
+       getConstantDim(context, width)},
       input.getElementType()));
   return success();
 }

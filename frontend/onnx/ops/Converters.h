@@ -114,6 +114,12 @@ private:
   NodeImporter &n;
 };
 
+/// max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid).
+mlir::Value hardSigmoid(Chain &c, mlir::Value x, double alpha, double beta);
+/// log(1 + exp(x)), as max(x, 0) + log(1 + exp(-|x|)) so it neither overflows for
+/// large x nor loses precision.
+mlir::Value softplus(Chain &c, mlir::Value x);
+
 } // namespace kiln::onnx_import
 
 #endif // KILN_FRONTEND_ONNX_OPS_CONVERTERS_H

@@ -185,11 +185,12 @@ LogicalResult convertThresholdedRelu(NodeImporter &n) {
 }
 
 namespace {
+} // namespace
+
 Value hardSigmoid(Chain &c, Value x, double alpha, double beta) {
   Value lin = c.bin(kAdd, c.bin(kMul, x, c.k(x, alpha)), c.k(x, beta));
   return c.bin(kMax, c.k(x, 0), c.bin(kMin, c.k(x, 1), lin));
 }
-} // namespace
 
 LogicalResult convertHardSigmoid(NodeImporter &n) {
   auto x = x0(n);
@@ -208,14 +209,10 @@ LogicalResult convertHardSwish(NodeImporter &n) {
   return c.done(c.bin(kMul, *x, hardSigmoid(c, *x, 1.0 / 6.0, 0.5)));
 }
 
-namespace {
-/// softplus(x) = log(1 + exp(x)), written as max(x, 0) + log(1 + exp(-|x|)) so it
-/// neither overflows for large x nor loses precision.
 Value softplus(Chain &c, Value x) {
   Value e = c.un(kExp, c.un("kiln.neg", c.un(kAbs, x)));
   return c.bin(kAdd, c.bin(kMax, x, c.k(x, 0)), c.un(kLog, c.bin(kAdd, e, c.k(x, 1))));
 }
-} // namespace
 
 LogicalResult convertSoftplus(NodeImporter &n) {
   auto x = x0(n);

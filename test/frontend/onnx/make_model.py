@@ -169,6 +169,27 @@ def old_opset():
     )
 
 
+def old_opset_unchanged():
+    # Not has not changed since opset 1, so an opset-5 model of it imports.
+    return model(
+        [helper.make_node("Not", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.BOOL, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.BOOL, [2])],
+        opset=[helper.make_opsetid("", 5)],
+        check=False,
+    )
+
+
+def future_opset():
+    return model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        opset=[helper.make_opsetid("", 30)],
+        check=False,
+    )
+
+
 def duplicate_name():
     return model(
         [helper.make_node("Relu", ["x"], ["y"], name="first"),
@@ -296,7 +317,7 @@ def control_flow():
 
 MODELS = {f.__name__: f for f in [
     mlp, encoder, reshape_zero, unnamed_dims, bad_dim_param, unsupported_op, unknown_op,
-    old_opset, duplicate_name, dangling_input, cycle, wrong_attr_type, negative_dim,
+    old_opset, old_opset_unchanged, future_opset, duplicate_name, dangling_input, cycle, wrong_attr_type, negative_dim,
     bad_initializer, shape_mismatch, range_vector, control_flow,
 ]}
 
