@@ -12,7 +12,7 @@ Writes, per model NAME (mlp, cnn, encoder):
     NAME/output_K.pb           torch's outputs for them, in float32
 
 The outputs are committed, so tests need neither torch nor this script; rerun it
-(with `pip install torch onnxscript`, see scripts/install-model-export-deps.sh)
+(after scripts/install-model-export-deps.sh)
 only to change the models. Weights are seeded, so a rerun reproduces the files
 up to exporter version differences.
 """
