@@ -9,6 +9,7 @@
 #ifndef KILN_TOOLS_DIAGNOSTICPRINTER_H
 #define KILN_TOOLS_DIAGNOSTICPRINTER_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"

@@ -1,0 +1,644 @@
+//===- Interpreter.cpp - runs kiln IR on the reference kernels -------------===//
+
+#include "interpreter/Interpreter.h"
+
+#include "ir/Kiln/KilnDialect.h"
+#include "kiln/reference/Kernels.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace kiln {
+
+std::optional<ref::DType> toRefType(Type t) {
+  using ref::DType;
+  if (t.isF16()) return DType::f16;
+  if (t.isBF16()) return DType::bf16;
+  if (t.isF32()) return DType::f32;
+  if (t.isF64()) return DType::f64;
+  if (isa<Float8E4M3FNType>(t)) return DType::f8e4m3fn;
+  if (isa<Float8E4M3FNUZType>(t)) return DType::f8e4m3fnuz;
+  if (isa<Float8E5M2Type>(t)) return DType::f8e5m2;
+  if (isa<Float8E5M2FNUZType>(t)) return DType::f8e5m2fnuz;
+  auto i = dyn_cast<IntegerType>(t);
+  if (!i)
+    return std::nullopt;
+  bool isU = i.isUnsigned();
+  switch (i.getWidth()) {
+  case 1: return DType::boolean;
+  case 8: return isU ? DType::u8 : DType::i8;
+  case 16: return isU ? DType::u16 : DType::i16;
+  case 32: return isU ? DType::u32 : DType::i32;
+  case 64: return isU ? DType::u64 : DType::i64;
+  default: return std::nullopt;
+  }
+}
+
+namespace {
+
+std::string shapeOf(const ref::Tensor &t) { return t.describe(); }
+
+class Interpreter {
+public:
+  LogicalResult bindArguments(func::FuncOp func, ArrayRef<ref::Tensor> inputs);
+  /// Runs the ops of `block` up to its terminator and collects that terminator's
+  /// operands.
+  LogicalResult runBlock(Block &block, std::vector<ref::Tensor> &terminatorValues);
+
+private:
+  LogicalResult runOp(Operation *op);
+  LogicalResult runRegionOp(Operation *op);
+  /// Checks (and, for a new symbol, binds) `t`'s shape against `v`'s type.
+  LogicalResult checkShape(Value v, const ref::Tensor &t, Operation *where,
+                           const Twine &what);
+  LogicalResult define(Operation *op, unsigned i, absl::StatusOr<ref::Tensor> t);
+  const ref::Tensor &get(Value v) { return values.find(v)->second; }
+  std::vector<int64_t> ints(Value v) {
+    const ref::Tensor &t = get(v);
+    std::vector<int64_t> r(t.numel());
+    for (int64_t i = 0; i < t.numel(); ++i)
+      r[i] = t.getI(i);
+    return r;
+  }
+  std::optional<int64_t> evaluate(DimExpr dim) {
+    return evaluateDim(dim, [&](unsigned pos) -> std::optional<int64_t> {
+      auto it = symbols.find(pos);
+      if (it == symbols.end())
+        return std::nullopt;
+      return it->second;
+    });
+  }
+  FailureOr<ref::Tensor> constant(Operation *op, ElementsAttr attr);
+
+  llvm::DenseMap<Value, ref::Tensor> values;
+  llvm::DenseMap<unsigned, int64_t> symbols;
+};
+
+LogicalResult Interpreter::checkShape(Value v, const ref::Tensor &t, Operation *where,
+                                      const Twine &what) {
+  auto type = cast<RankedTensorType>(v.getType());
+  std::optional<ref::DType> dtype = toRefType(type.getElementType());
+  if (!dtype || *dtype != t.dtype())
+    return where->emitError() << what << " is " << shapeOf(t) << " at run time, but its type is "
+                              << type;
+  if (type.getRank() != t.rank())
+    return where->emitError() << what << " is " << shapeOf(t)
+                              << " at run time, but its type is " << type;
+  SymShape dims = getSymShape(type);
+  for (int64_t d = 0; d < t.rank(); ++d) {
+    DimExpr dim = dims[d];
+    if (!dim)
+      continue;
+    if (auto symbol = dyn_cast<AffineSymbolExpr>(dim);
+        symbol && !symbols.count(symbol.getPosition())) {
+      symbols[symbol.getPosition()] = t.dim(d);
+      continue;
+    }
+    std::optional<int64_t> expected = evaluate(dim);
+    if (expected && *expected != t.dim(d))
+      return where->emitError() << what << " dim " << d << " is " << t.dim(d)
+                                << " at run time, but the IR says " << dimToString(dim)
+                                << " = " << *expected;
+  }
+  return success();
+}
+
+LogicalResult Interpreter::bindArguments(func::FuncOp func, ArrayRef<ref::Tensor> inputs) {
+  if (inputs.size() != func.getNumArguments())
+    return func.emitError() << "takes " << func.getNumArguments() << " inputs, got "
+                            << inputs.size();
+  // Bind the plain symbols of every argument first, so a composite dim of an early
+  // argument can use a symbol that only a later one binds.
+  for (auto [arg, t] : llvm::zip(func.getArguments(), inputs)) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (type.getRank() != t.rank())
+      continue;
+    SymShape dims = getSymShape(type);
+    for (int64_t d = 0; d < t.rank(); ++d)
+      if (auto symbol = dyn_cast_or_null<AffineSymbolExpr>(dims[d]))
+        if (!symbols.count(symbol.getPosition()))
+          symbols[symbol.getPosition()] = t.dim(d);
+  }
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(func.getArguments(), inputs))) {
+    auto [arg, t] = pair;
+    std::string what = "input " + std::to_string(i);
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, "kiln.name"))
+      what += " '" + name.str() + "'";
+    if (failed(checkShape(arg, t, func, what)))
+      return failure();
+    values[arg] = t;
+  }
+  return success();
+}
+
+LogicalResult Interpreter::define(Operation *op, unsigned i, absl::StatusOr<ref::Tensor> t) {
+  if (!t.ok())
+    return op->emitError() << t.status().message();
+  Value result = op->getResult(i);
+  if (failed(checkShape(result, *t, op, "result " + Twine(i))))
+    return failure();
+  values[result] = std::move(*t);
+  return success();
+}
+
+FailureOr<ref::Tensor> Interpreter::constant(Operation *op, ElementsAttr attr) {
+  return tensorFromElements(attr, op->getLoc());
+}
+
+LogicalResult Interpreter::runBlock(Block &block, std::vector<ref::Tensor> &terminatorValues) {
+  for (Operation &op : block) {
+    if (op.hasTrait<mlir::OpTrait::IsTerminator>()) {
+      terminatorValues.clear();
+      for (Value v : op.getOperands())
+        terminatorValues.push_back(get(v));
+      return success();
+    }
+    if (failed(runOp(&op)))
+      return failure();
+  }
+  return block.getParentOp()->emitError("a block without a terminator");
+}
+
+template <typename E> E convertEnum(auto v) { return static_cast<E>(static_cast<int>(v)); }
+
+LogicalResult Interpreter::runRegionOp(Operation *op) {
+  std::vector<ref::Tensor> yielded;
+  if (auto ifOp = dyn_cast<IfOp>(op)) {
+    Region &region = get(ifOp.getCondition()).getI(0) ? ifOp.getThenRegion() : ifOp.getElseRegion();
+    if (failed(runBlock(region.front(), yielded)))
+      return failure();
+    for (unsigned i = 0; i < op->getNumResults(); ++i)
+      if (failed(define(op, i, yielded[i])))
+        return failure();
+    return success();
+  }
+  if (auto loop = dyn_cast<LoopOp>(op)) {
+    Block &body = loop.getBody().front();
+    int64_t maxTrips = get(loop.getMaxTripCount()).getI(0);
+    bool condition = get(loop.getCondition()).getI(0) != 0;
+    std::vector<ref::Tensor> carried;
+    for (Value v : loop.getInitial())
+      carried.push_back(get(v));
+    size_t numCarried = carried.size();
+    size_t numScan = op->getNumResults() - numCarried;
+    std::vector<std::vector<ref::Tensor>> scans(numScan);
+    for (int64_t i = 0; i < maxTrips && condition; ++i) {
+      if (i >= (int64_t(1) << 31))
+        return op->emitError("the loop ran 2^31 iterations");
+      ref::Tensor iteration(ref::DType::i64, {});
+      iteration.setI(0, i);
+      ref::Tensor cond(ref::DType::boolean, {});
+      cond.setI(0, 1);
+      values[body.getArgument(0)] = iteration;
+      values[body.getArgument(1)] = cond;
+      for (size_t k = 0; k < numCarried; ++k)
+        values[body.getArgument(2 + k)] = carried[k];
+      if (failed(runBlock(body, yielded)))
+        return failure();
+      condition = yielded[0].getI(0) != 0;
+      for (size_t k = 0; k < numCarried; ++k)
+        carried[k] = yielded[1 + k];
+      for (size_t k = 0; k < numScan; ++k)
+        scans[k].push_back(yielded[1 + numCarried + k]);
+    }
+    for (size_t k = 0; k < numCarried; ++k)
+      if (failed(define(op, k, carried[k])))
+        return failure();
+    for (size_t k = 0; k < numScan; ++k) {
+      Value result = op->getResult(numCarried + k);
+      auto type = cast<RankedTensorType>(result.getType());
+      if (scans[k].empty()) {
+        // No iteration: an empty stack whose slice dims come from the type.
+        ref::Shape shape = {0};
+        for (int64_t d = 1; d < type.getRank(); ++d)
+          shape.push_back(type.isDynamicDim(d) ? 0 : type.getDimSize(d));
+        if (failed(define(op, numCarried + k, ref::Tensor(*toRefType(type.getElementType()), shape))))
+          return failure();
+        continue;
+      }
+      std::vector<ref::Tensor> expanded;
+      std::vector<const ref::Tensor *> parts;
+      for (const ref::Tensor &s : scans[k]) {
+        ref::Shape shape = {1};
+        shape.insert(shape.end(), s.shape().begin(), s.shape().end());
+        expanded.push_back(s.reshaped(shape));
+      }
+      for (const ref::Tensor &s : expanded)
+        parts.push_back(&s);
+      if (failed(define(op, numCarried + k, ref::concat(parts, 0))))
+        return failure();
+    }
+    return success();
+  }
+  auto scan = cast<ScanOp>(op);
+  Block &body = scan.getBody().front();
+  int64_t numScanInputs = scan.getNumScanInputs();
+  size_t numInputs = scan.getInputs().size();
+  size_t numStates = numInputs - numScanInputs;
+  std::vector<ref::Tensor> states;
+  for (size_t k = 0; k < numStates; ++k)
+    states.push_back(get(scan.getInputs()[k]));
+  ArrayRef<int64_t> inAxes = scan.getScanInputAxes(), inDirs = scan.getScanInputDirections(),
+                    outAxes = scan.getScanOutputAxes(), outDirs = scan.getScanOutputDirections();
+  int64_t steps = -1;
+  std::vector<int64_t> axes;
+  for (int64_t j = 0; j < numScanInputs; ++j) {
+    const ref::Tensor &x = get(scan.getInputs()[numStates + j]);
+    int64_t axis = j < (int64_t)inAxes.size() ? inAxes[j] : 0;
+    axis = axis < 0 ? axis + x.rank() : axis;
+    axes.push_back(axis);
+    if (steps >= 0 && x.dim(axis) != steps)
+      return op->emitError("scanned inputs differ in length");
+    steps = x.dim(axis);
+  }
+  size_t numScanOutputs = op->getNumResults() - numStates;
+  std::vector<std::vector<ref::Tensor>> outs(numScanOutputs);
+  for (int64_t t = 0; t < std::max<int64_t>(steps, 0); ++t) {
+    for (size_t k = 0; k < numStates; ++k)
+      values[body.getArgument(k)] = states[k];
+    for (int64_t j = 0; j < numScanInputs; ++j) {
+      const ref::Tensor &x = get(scan.getInputs()[numStates + j]);
+      bool reverse = j < (int64_t)inDirs.size() && inDirs[j] == 1;
+      int64_t at = reverse ? steps - 1 - t : t;
+      std::vector<int64_t> starts(x.rank(), 0), ends(x.shape()), stepsV(x.rank(), 1);
+      starts[axes[j]] = at;
+      ends[axes[j]] = at + 1;
+      absl::StatusOr<ref::Tensor> slice = ref::slice(x, starts, ends, stepsV);
+      ref::Shape shape = x.shape();
+      shape.erase(shape.begin() + axes[j]);
+      values[body.getArgument(numStates + j)] = slice->reshaped(shape);
+    }
+    if (failed(runBlock(body, yielded)))
+      return failure();
+    for (size_t k = 0; k < numStates; ++k)
+      states[k] = yielded[k];
+    for (size_t k = 0; k < numScanOutputs; ++k)
+      outs[k].push_back(yielded[numStates + k]);
+  }
+  for (size_t k = 0; k < numStates; ++k)
+    if (failed(define(op, k, states[k])))
+      return failure();
+  for (size_t k = 0; k < numScanOutputs; ++k) {
+    Value result = op->getResult(numStates + k);
+    auto type = cast<RankedTensorType>(result.getType());
+    int64_t axis = k < outAxes.size() ? outAxes[k] : 0;
+    axis = axis < 0 ? axis + type.getRank() : axis;
+    bool reverse = k < outDirs.size() && outDirs[k] == 1;
+    if (outs[k].empty()) {
+      ref::Shape shape;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        shape.push_back(d == axis || type.isDynamicDim(d) ? 0 : type.getDimSize(d));
+      if (failed(define(op, numStates + k, ref::Tensor(*toRefType(type.getElementType()), shape))))
+        return failure();
+      continue;
+    }
+    if (reverse)
+      std::reverse(outs[k].begin(), outs[k].end());
+    std::vector<ref::Tensor> expanded;
+    std::vector<const ref::Tensor *> parts;
+    for (const ref::Tensor &s : outs[k]) {
+      ref::Shape shape = s.shape();
+      shape.insert(shape.begin() + axis, 1);
+      expanded.push_back(s.reshaped(shape));
+    }
+    for (const ref::Tensor &s : expanded)
+      parts.push_back(&s);
+    if (failed(define(op, numStates + k, ref::concat(parts, axis))))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult Interpreter::runOp(Operation *op) {
+  if (isa<IfOp, LoopOp, ScanOp>(op))
+    return runRegionOp(op);
+  auto in = [&](unsigned i) -> const ref::Tensor & { return get(op->getOperand(i)); };
+  auto one = [&](absl::StatusOr<ref::Tensor> t) { return define(op, 0, std::move(t)); };
+  auto resultShape = [&]() -> FailureOr<ref::Shape> {
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    SymShape dims = getSymShape(type);
+    ref::Shape shape;
+    for (DimExpr d : dims) {
+      std::optional<int64_t> v = d ? evaluate(d) : std::nullopt;
+      if (!v)
+        return op->emitError("the reference interpreter needs this op's result shape, "
+                             "which the IR leaves unknown");
+      shape.push_back(*v);
+    }
+    return shape;
+  };
+  using ref::BinaryFn;
+  using ref::UnaryFn;
+#define UNARY(OpClass, fn)                                                                   \
+  .Case<OpClass>([&](auto) { return one(ref::unary(UnaryFn::fn, in(0))); })
+#define BINARY(OpClass, fn)                                                                  \
+  .Case<OpClass>([&](auto) { return one(ref::binary(BinaryFn::fn, in(0), in(1))); })
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      UNARY(NegOp, neg) UNARY(AbsOp, abs) UNARY(SignOp, sign) UNARY(ExpOp, exp)
+      UNARY(LogOp, log) UNARY(SqrtOp, sqrt) UNARY(RsqrtOp, rsqrt)
+      UNARY(ReciprocalOp, reciprocal) UNARY(TanhOp, tanh) UNARY(SigmoidOp, sigmoid)
+      UNARY(ErfOp, erf) UNARY(SinOp, sin) UNARY(CosOp, cos) UNARY(TanOp, tan)
+      UNARY(AsinOp, asin) UNARY(AcosOp, acos) UNARY(AtanOp, atan) UNARY(SinhOp, sinh)
+      UNARY(CoshOp, cosh) UNARY(AsinhOp, asinh) UNARY(AcoshOp, acosh)
+      UNARY(AtanhOp, atanh) UNARY(FloorOp, floor) UNARY(CeilOp, ceil)
+      UNARY(RoundOp, round) UNARY(IsNanOp, is_nan) UNARY(IsInfOp, is_inf)
+      UNARY(NotOp, logical_not) UNARY(BitwiseNotOp, bitwise_not)
+      BINARY(AddOp, add) BINARY(SubOp, sub) BINARY(MulOp, mul) BINARY(DivOp, div)
+      BINARY(RemOp, rem) BINARY(ModOp, mod) BINARY(PowOp, pow) BINARY(MaxOp, max)
+      BINARY(MinOp, min) BINARY(AndOp, logical_and) BINARY(OrOp, logical_or)
+      BINARY(XorOp, logical_xor) BINARY(BitwiseAndOp, bitwise_and)
+      BINARY(BitwiseOrOp, bitwise_or) BINARY(BitwiseXorOp, bitwise_xor)
+      BINARY(ShiftLeftOp, shift_left) BINARY(ShiftRightOp, shift_right)
+      .Case<CompareOp>([&](CompareOp c) {
+        return one(ref::compare(convertEnum<ref::CompareFn>(c.getDirection()), in(0), in(1)));
+      })
+      .Case<SelectOp>([&](auto) { return one(ref::select(in(0), in(1), in(2))); })
+      .Case<CastOp>([&](CastOp c) -> LogicalResult {
+        std::optional<ref::DType> to = toRefType(c.getTo());
+        if (!to)
+          return op->emitError() << "the reference interpreter has no kernels for " << c.getTo();
+        return one(ref::castTensor(in(0), *to, c.getSaturate()));
+      })
+      .Case<BitcastOp>([&](BitcastOp c) -> LogicalResult {
+        std::optional<ref::DType> to = toRefType(c.getTo());
+        if (!to)
+          return op->emitError() << "the reference interpreter has no kernels for " << c.getTo();
+        return one(ref::bitcast(in(0), *to));
+      })
+      .Case<ConstantOp>([&](ConstantOp c) -> LogicalResult {
+        FailureOr<ref::Tensor> t = constant(op, c.getValue());
+        return failed(t) ? failure() : one(std::move(*t));
+      })
+      .Case<SymbolicConstantOp>([&](SymbolicConstantOp c) -> LogicalResult {
+        ArrayRef<AffineExpr> dims = c.getValue().getDims();
+        auto type = cast<RankedTensorType>(c.getType());
+        ref::Tensor t(ref::DType::i64, ref::Shape(type.getShape().begin(), type.getShape().end()));
+        for (auto [i, d] : llvm::enumerate(dims)) {
+          std::optional<int64_t> v = evaluate(d);
+          if (!v)
+            return op->emitError() << "symbolic dim " << dimToString(d)
+                                   << " has no value here (an unbound symbol)";
+          t.setI(i, *v);
+        }
+        return one(std::move(t));
+      })
+      .Case<ShapeOfOp>([&](auto) {
+        const ref::Tensor &x = in(0);
+        ref::Tensor t(ref::DType::i64, {x.rank()});
+        for (int64_t d = 0; d < x.rank(); ++d)
+          t.setI(d, x.dim(d));
+        return one(std::move(t));
+      })
+      .Case<RangeOp>([&](auto) { return one(ref::range(in(0), in(1), in(2))); })
+      .Case<ReshapeOp>([&](auto) -> LogicalResult {
+        const ref::Tensor &x = in(0);
+        std::vector<int64_t> shape = ints(op->getOperand(1));
+        int64_t known = 1, unknownAt = -1;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          if (shape[d] == -1)
+            unknownAt = d;
+          else
+            known *= shape[d];
+        }
+        if (unknownAt >= 0)
+          shape[unknownAt] = known ? x.numel() / known : 0;
+        if (ref::numElements(shape) != x.numel())
+          return op->emitError() << "reshape of " << x.describe() << " to ["
+                                 << ref::shapeToString(shape) << "] changes the element count";
+        return one(x.reshaped(shape));
+      })
+      .Case<TransposeOp>([&](TransposeOp t) {
+        ArrayRef<int64_t> p = t.getPermutation();
+        return one(ref::transpose(in(0), std::vector<int64_t>(p.begin(), p.end())));
+      })
+      .Case<BroadcastToOp>([&](auto) { return one(ref::broadcastTo(in(0), ints(op->getOperand(1)))); })
+      .Case<ConcatOp>([&](ConcatOp c) {
+        std::vector<const ref::Tensor *> parts;
+        for (Value v : c.getInputs())
+          parts.push_back(&get(v));
+        return one(ref::concat(parts, static_cast<int64_t>(c.getAxis())));
+      })
+      .Case<SliceOp>([&](auto) {
+        return one(ref::slice(in(0), ints(op->getOperand(1)), ints(op->getOperand(2)),
+                              ints(op->getOperand(3))));
+      })
+      .Case<GatherOp>([&](GatherOp g) {
+        return one(ref::gather(in(0), in(1), static_cast<int64_t>(g.getAxis())));
+      })
+      .Case<PadOp>([&](PadOp p) {
+        return one(ref::pad(in(0), ints(p.getPads()), convertEnum<ref::PadMode>(p.getMode()),
+                            get(p.getValue())));
+      })
+      .Case<GatherElementsOp>([&](GatherElementsOp g) {
+        return one(ref::gatherElements(in(0), in(1), static_cast<int64_t>(g.getAxis())));
+      })
+      .Case<ScatterElementsOp>([&](ScatterElementsOp s) {
+        return one(ref::scatterElements(in(0), in(1), in(2), static_cast<int64_t>(s.getAxis()),
+                                        convertEnum<ref::ScatterReduction>(s.getReduction())));
+      })
+      .Case<GatherNDOp>([&](GatherNDOp g) {
+        return one(ref::gatherND(in(0), in(1), static_cast<int64_t>(g.getBatchDims())));
+      })
+      .Case<ScatterNDOp>([&](ScatterNDOp s) {
+        return one(ref::scatterND(in(0), in(1), in(2),
+                                  convertEnum<ref::ScatterReduction>(s.getReduction())));
+      })
+      .Case<NonZeroOp>([&](auto) { return one(ref::nonZero(in(0))); })
+      .Case<CompressOp>([&](CompressOp c) {
+        std::optional<int64_t> axis;
+        if (c.getAxis())
+          axis = static_cast<int64_t>(*c.getAxis());
+        return one(ref::compress(in(0), in(1), axis));
+      })
+      .Case<ResizeOp>([&](ResizeOp r) {
+        ref::ResizeParams p;
+        p.size = ints(r.getSize());
+        p.mode = convertEnum<ref::ResizeMode>(r.getMode());
+        p.coordinateMode = convertEnum<ref::CoordinateMode>(r.getCoordinateMode());
+        p.nearestMode = convertEnum<ref::NearestMode>(r.getNearestMode());
+        p.scales.assign(r.getScales().begin(), r.getScales().end());
+        p.roi.assign(r.getRoi().begin(), r.getRoi().end());
+        p.cubicCoeffA = r.getCubicCoeffA().convertToFloat();
+        p.excludeOutside = r.getExcludeOutside();
+        p.extrapolationValue = r.getExtrapolationValue().convertToFloat();
+        p.antialias = r.getAntialias();
+        return one(ref::resize(in(0), p));
+      })
+      .Case<ReduceOp>([&](ReduceOp r) {
+        ArrayRef<int64_t> axes = r.getAxes();
+        return one(ref::reduce(in(0), convertEnum<ref::ReduceKind>(r.getKind()),
+                               std::vector<int64_t>(axes.begin(), axes.end()), r.getKeepDims()));
+      })
+      .Case<ArgReduceOp>([&](ArgReduceOp r) {
+        return one(ref::argReduce(in(0), convertEnum<ref::ArgReduceKind>(r.getKind()),
+                                  static_cast<int64_t>(r.getAxis()), r.getKeepDims(),
+                                  r.getSelectLastIndex()));
+      })
+      .Case<CumulativeOp>([&](CumulativeOp c) {
+        return one(ref::cumulative(in(0), convertEnum<ref::CumulativeKind>(c.getKind()),
+                                   static_cast<int64_t>(c.getAxis()), c.getExclusive(),
+                                   c.getReverse()));
+      })
+      .Case<TopKOp>([&](TopKOp t) -> LogicalResult {
+        auto r = ref::topK(in(0), get(t.getK()).getI(0), static_cast<int64_t>(t.getAxis()),
+                           t.getLargest(), t.getSorted());
+        if (!r.ok())
+          return op->emitError() << r.status().message();
+        if (failed(define(op, 0, std::move(r->first))))
+          return failure();
+        return define(op, 1, std::move(r->second));
+      })
+      .Case<MatmulOp>([&](auto) { return one(ref::matmul(in(0), in(1))); })
+      .Case<ConvOp>([&](ConvOp c) {
+        ref::ConvParams p;
+        p.strides.assign(c.getStrides().begin(), c.getStrides().end());
+        p.dilations.assign(c.getDilations().begin(), c.getDilations().end());
+        p.pads.assign(c.getPads().begin(), c.getPads().end());
+        p.group = static_cast<int64_t>(c.getGroup());
+        return one(ref::conv(in(0), in(1), c.getBias() ? &get(c.getBias()) : nullptr, p));
+      })
+      .Case<ConvTransposeOp>([&](ConvTransposeOp c) -> LogicalResult {
+        ref::ConvParams p;
+        p.strides.assign(c.getStrides().begin(), c.getStrides().end());
+        p.dilations.assign(c.getDilations().begin(), c.getDilations().end());
+        p.pads.assign(c.getPads().begin(), c.getPads().end());
+        p.outputPadding.assign(c.getOutputPadding().begin(), c.getOutputPadding().end());
+        p.group = static_cast<int64_t>(c.getGroup());
+        FailureOr<ref::Shape> shape = resultShape();
+        if (failed(shape))
+          return failure();
+        return one(ref::convTranspose(in(0), in(1), c.getBias() ? &get(c.getBias()) : nullptr,
+                                      p, *shape));
+      })
+      .Case<PoolOp>([&](PoolOp c) -> LogicalResult {
+        ref::PoolParams p;
+        p.kind = convertEnum<ref::PoolKind>(c.getKind());
+        p.kernel.assign(c.getKernelShape().begin(), c.getKernelShape().end());
+        p.strides.assign(c.getStrides().begin(), c.getStrides().end());
+        p.pads.assign(c.getPads().begin(), c.getPads().end());
+        p.dilations.assign(c.getDilations().begin(), c.getDilations().end());
+        p.countIncludePad = c.getCountIncludePad();
+        p.p = static_cast<int64_t>(c.getP());
+        FailureOr<ref::Shape> shape = resultShape();
+        if (failed(shape))
+          return failure();
+        return one(ref::pool(in(0), p, *shape));
+      })
+      .Case<SoftmaxOp>([&](SoftmaxOp s) {
+        return one(ref::softmax(in(0), static_cast<int64_t>(s.getAxis()), false));
+      })
+      .Case<LogSoftmaxOp>([&](LogSoftmaxOp s) {
+        return one(ref::softmax(in(0), static_cast<int64_t>(s.getAxis()), true));
+      })
+      .Case<LayerNormOp>([&](LayerNormOp l) {
+        return one(ref::layerNorm(in(0), in(1), l.getBias() ? &get(l.getBias()) : nullptr,
+                                  static_cast<int64_t>(l.getAxis()),
+                                  l.getEpsilon().convertToFloat()));
+      })
+      .Case<GridSampleOp>([&](GridSampleOp g) {
+        return one(ref::gridSample(in(0), in(1), convertEnum<ref::ResizeMode>(g.getMode()),
+                                   convertEnum<ref::GridPadding>(g.getPadding()),
+                                   g.getAlignCorners()));
+      })
+      .Case<RoiAlignOp>([&](RoiAlignOp r) {
+        ref::RoiAlignParams p;
+        p.maxMode = r.getMode() == PoolKind::max;
+        p.outputHeight = static_cast<int64_t>(r.getOutputHeight());
+        p.outputWidth = static_cast<int64_t>(r.getOutputWidth());
+        p.samplingRatio = static_cast<int64_t>(r.getSamplingRatio());
+        p.spatialScale = r.getSpatialScale().convertToFloat();
+        p.halfPixel = r.getHalfPixel();
+        return one(ref::roiAlign(in(0), in(1), in(2), p));
+      })
+      .Case<NonMaxSuppressionOp>([&](NonMaxSuppressionOp s) {
+        std::optional<double> scoreThreshold;
+        if (s.getScoreThreshold())
+          scoreThreshold = get(s.getScoreThreshold()).getF(0);
+        return one(ref::nonMaxSuppression(in(0), in(1), in(2).getI(0), in(3).getF(0),
+                                          scoreThreshold, s.getCenterPointBox()));
+      })
+      .Case<UniqueOp>([&](UniqueOp u) -> LogicalResult {
+        std::optional<int64_t> axis;
+        if (u.getAxis())
+          axis = static_cast<int64_t>(*u.getAxis());
+        std::vector<ref::Tensor> r = ref::unique(in(0), axis, u.getSorted());
+        for (unsigned i = 0; i < 4; ++i)
+          if (failed(define(op, i, std::move(r[i]))))
+            return failure();
+        return success();
+      })
+      .Case<DetOp>([&](auto) { return one(ref::det(in(0))); })
+      .Case<Col2ImOp>([&](Col2ImOp c) {
+        ref::Col2ImParams p;
+        p.imageShape.assign(c.getImageShape().begin(), c.getImageShape().end());
+        p.blockShape.assign(c.getBlockShape().begin(), c.getBlockShape().end());
+        p.strides.assign(c.getStrides().begin(), c.getStrides().end());
+        p.dilations.assign(c.getDilations().begin(), c.getDilations().end());
+        p.pads.assign(c.getPads().begin(), c.getPads().end());
+        return one(ref::col2im(in(0), p));
+      })
+      .Case<tensor::CastOp>([&](auto) { return one(in(0)); })
+      .Default([&](Operation *) {
+        return op->emitError("the reference interpreter does not run this op");
+      });
+#undef UNARY
+#undef BINARY
+}
+
+} // namespace
+
+FailureOr<ref::Tensor> tensorFromElements(ElementsAttr attr, Location loc) {
+  auto type = cast<RankedTensorType>(attr.getType());
+  std::optional<ref::DType> dtype = toRefType(type.getElementType());
+  if (!dtype)
+    return emitError(loc) << "the reference interpreter has no kernels for "
+                           << type.getElementType();
+  ref::Tensor t(*dtype, ref::Shape(type.getShape().begin(), type.getShape().end()));
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+    if (isa<FloatType>(type.getElementType())) {
+      int64_t i = 0;
+      for (APFloat v : dense.getValues<APFloat>()) {
+        bool losesInfo;
+        v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &losesInfo);
+        t.setF(i++, v.convertToDouble());
+      }
+    } else {
+      bool isU = type.getElementType().isUnsignedInteger() ||
+                 type.getElementType().isInteger(1);
+      int64_t i = 0;
+      for (const APInt &v : dense.getValues<APInt>())
+        t.setI(i++, isU ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue());
+    }
+    return t;
+  }
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob || blob->getData().size() != t.byteSize())
+      return emitError(loc) << "constant resource '" << resource.getRawHandle().getKey()
+                             << "' is missing or has the wrong size";
+    std::memcpy(t.bytes(), blob->getData().data(), t.byteSize());
+    return t;
+  }
+  return emitError(loc) << "the reference interpreter cannot read this constant";
+}
+
+FailureOr<std::vector<ref::Tensor>> interpret(func::FuncOp func, ArrayRef<ref::Tensor> inputs) {
+  Interpreter interpreter;
+  if (failed(interpreter.bindArguments(func, inputs)))
+    return failure();
+  std::vector<ref::Tensor> outputs;
+  if (func.getBody().empty())
+    return func.emitError("has no body");
+  if (failed(interpreter.runBlock(func.getBody().front(), outputs)))
+    return failure();
+  return outputs;
+}
+
+} // namespace kiln

@@ -1,0 +1,44 @@
+//===- Interpreter.h - runs kiln IR on the reference kernels ----*- C++ -*-===//
+//
+// The golden reference: walks a kiln function op by op, binds its symbolic dims
+// from the inputs' shapes, checks every value's shape against what the IR says,
+// and computes each op with the host reference kernels (runtime/reference).
+// Problems (wrong inputs, a shape the IR did not promise, an index out of range)
+// are one diagnostic at the op or argument concerned.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_INTERPRETER_INTERPRETER_H
+#define KILN_INTERPRETER_INTERPRETER_H
+
+#include "kiln/reference/Tensor.h"
+
+#include "mlir/Support/LLVM.h"
+
+#include <vector>
+
+namespace mlir {
+class Type;
+class ElementsAttr;
+class Location;
+namespace func {
+class FuncOp;
+} // namespace func
+} // namespace mlir
+
+namespace kiln {
+
+/// The reference dtype of an MLIR element type, or nullopt when it has none.
+std::optional<ref::DType> toRefType(mlir::Type elementType);
+
+/// The contents of a constant as a reference tensor; a diagnostic at `loc` when its
+/// element type has no reference dtype or its data is missing.
+mlir::FailureOr<ref::Tensor> tensorFromElements(mlir::ElementsAttr attr, mlir::Location loc);
+
+/// Runs `func` on `inputs` (one per argument, in order).
+mlir::FailureOr<std::vector<ref::Tensor>> interpret(mlir::func::FuncOp func,
+                                                    llvm::ArrayRef<ref::Tensor> inputs);
+
+} // namespace kiln
+
+#endif // KILN_INTERPRETER_INTERPRETER_H

@@ -1,0 +1,161 @@
+//===- Kernels.h - host reference kernels of kiln's core ops ----*- C++ -*-===//
+//
+// One function per kiln op (or op family), with the op's semantics as
+// ir/Kiln/*.td describe them. Floats compute in double and round once into the
+// result's element type; integers are exact (wrapping at their width). Kernels
+// that can meet bad data (an index out of range, an integer division by zero)
+// return a status naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_REFERENCE_KERNELS_H
+#define KILN_REFERENCE_KERNELS_H
+
+#include "kiln/reference/Tensor.h"
+
+#include <optional>
+
+namespace kiln::ref {
+
+//===--- Elementwise ------------------------------------------------------===//
+
+enum class UnaryFn {
+  neg, abs, sign, exp, log, sqrt, rsqrt, reciprocal, tanh, sigmoid, erf, sin, cos, tan,
+  asin, acos, atan, sinh, cosh, asinh, acosh, atanh, floor, ceil, round, is_nan, is_inf,
+  logical_not, bitwise_not,
+};
+enum class BinaryFn {
+  add, sub, mul, div, rem, mod, pow, max, min, logical_and, logical_or, logical_xor,
+  bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right,
+};
+enum class CompareFn { eq, ne, lt, le, gt, ge };
+
+/// numpy broadcasting of two shapes, or an error.
+absl::StatusOr<Shape> broadcastShapes(const Shape &a, const Shape &b);
+
+Tensor unary(UnaryFn fn, const Tensor &x);
+absl::StatusOr<Tensor> binary(BinaryFn fn, const Tensor &a, const Tensor &b);
+absl::StatusOr<Tensor> compare(CompareFn fn, const Tensor &a, const Tensor &b);
+absl::StatusOr<Tensor> select(const Tensor &condition, const Tensor &onTrue,
+                              const Tensor &onFalse);
+/// Reinterprets the bytes as `to`, of the same width.
+absl::StatusOr<Tensor> bitcast(const Tensor &x, DType to);
+
+//===--- Shapes -----------------------------------------------------------===//
+
+/// start, start + delta, ... up to limit (exclusive), of `dtype`.
+absl::StatusOr<Tensor> range(const Tensor &start, const Tensor &limit, const Tensor &delta);
+
+//===--- Data movement ----------------------------------------------------===//
+
+Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation);
+absl::StatusOr<Tensor> broadcastTo(const Tensor &x, const Shape &shape);
+absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t axis);
+/// ONNX Slice with one start/end/step per dim (clamped like ONNX).
+absl::StatusOr<Tensor> slice(const Tensor &x, const std::vector<int64_t> &starts,
+                             const std::vector<int64_t> &ends,
+                             const std::vector<int64_t> &steps);
+absl::StatusOr<Tensor> gather(const Tensor &data, const Tensor &indices, int64_t axis);
+enum class PadMode { constant, reflect, edge, wrap };
+/// pads: [begin..., end...], negative entries crop.
+absl::StatusOr<Tensor> pad(const Tensor &x, const std::vector<int64_t> &pads, PadMode mode,
+                           const Tensor &value);
+absl::StatusOr<Tensor> gatherElements(const Tensor &data, const Tensor &indices,
+                                      int64_t axis);
+enum class ScatterReduction { none, add, mul, max, min };
+absl::StatusOr<Tensor> scatterElements(const Tensor &data, const Tensor &indices,
+                                       const Tensor &updates, int64_t axis,
+                                       ScatterReduction reduction);
+absl::StatusOr<Tensor> gatherND(const Tensor &data, const Tensor &indices, int64_t batchDims);
+absl::StatusOr<Tensor> scatterND(const Tensor &data, const Tensor &indices,
+                                 const Tensor &updates, ScatterReduction reduction);
+Tensor nonZero(const Tensor &x);
+absl::StatusOr<Tensor> compress(const Tensor &x, const Tensor &condition,
+                                std::optional<int64_t> axis);
+
+enum class ResizeMode { nearest, linear, cubic };
+enum class CoordinateMode {
+  half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric,
+  tf_crop_and_resize,
+};
+enum class NearestMode { round_prefer_floor, round_prefer_ceil, floor, ceil };
+struct ResizeParams {
+  Shape size;
+  ResizeMode mode = ResizeMode::nearest;
+  CoordinateMode coordinateMode = CoordinateMode::half_pixel;
+  NearestMode nearestMode = NearestMode::round_prefer_floor;
+  std::vector<double> scales; // per dim; empty: output / input
+  std::vector<double> roi;    // [begin..., end...] for tf_crop_and_resize
+  double cubicCoeffA = -0.75;
+  bool excludeOutside = false;
+  double extrapolationValue = 0;
+  bool antialias = false;
+};
+absl::StatusOr<Tensor> resize(const Tensor &x, const ResizeParams &params);
+
+//===--- Reductions -------------------------------------------------------===//
+
+enum class ReduceKind { sum, prod, max, min, mean, any, all };
+Tensor reduce(const Tensor &x, ReduceKind kind, const std::vector<int64_t> &axes,
+              bool keepDims);
+enum class ArgReduceKind { argmax, argmin };
+absl::StatusOr<Tensor> argReduce(const Tensor &x, ArgReduceKind kind, int64_t axis,
+                                 bool keepDims, bool selectLastIndex);
+enum class CumulativeKind { sum, prod };
+Tensor cumulative(const Tensor &x, CumulativeKind kind, int64_t axis, bool exclusive,
+                  bool reverse);
+absl::StatusOr<std::pair<Tensor, Tensor>> topK(const Tensor &x, int64_t k, int64_t axis,
+                                               bool largest, bool sorted);
+
+//===--- Composite --------------------------------------------------------===//
+
+absl::StatusOr<Tensor> matmul(const Tensor &a, const Tensor &b);
+struct ConvParams {
+  std::vector<int64_t> strides, dilations, pads, outputPadding;
+  int64_t group = 1;
+};
+absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias,
+                            const ConvParams &p);
+absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Tensor *bias,
+                                     const ConvParams &p, const Shape &outputShape);
+enum class PoolKind { max, avg, lp };
+struct PoolParams {
+  PoolKind kind = PoolKind::max;
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  bool countIncludePad = false;
+  int64_t p = 2;
+};
+/// The result shape comes from the IR (it decides ceil_mode's last window).
+absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p, const Shape &outputShape);
+Tensor softmax(const Tensor &x, int64_t axis, bool logarithm);
+absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Tensor *bias,
+                                 int64_t axis, double epsilon);
+
+//===--- Irregular ops ----------------------------------------------------===//
+
+enum class GridPadding { zeros, border, reflection };
+absl::StatusOr<Tensor> gridSample(const Tensor &x, const Tensor &grid, ResizeMode mode,
+                                  GridPadding padding, bool alignCorners);
+struct RoiAlignParams {
+  bool maxMode = false;
+  int64_t outputHeight = 1, outputWidth = 1, samplingRatio = 0;
+  double spatialScale = 1;
+  bool halfPixel = true;
+};
+absl::StatusOr<Tensor> roiAlign(const Tensor &x, const Tensor &rois,
+                                const Tensor &batchIndices, const RoiAlignParams &p);
+absl::StatusOr<Tensor> nonMaxSuppression(const Tensor &boxes, const Tensor &scores,
+                                         int64_t maxOutputPerClass, double iouThreshold,
+                                         std::optional<double> scoreThreshold,
+                                         bool centerPointBox);
+/// values, indices, inverse_indices, counts.
+std::vector<Tensor> unique(const Tensor &x, std::optional<int64_t> axis, bool sorted);
+Tensor det(const Tensor &x);
+struct Col2ImParams {
+  std::vector<int64_t> imageShape, blockShape, strides, dilations, pads;
+};
+absl::StatusOr<Tensor> col2im(const Tensor &x, const Col2ImParams &p);
+
+} // namespace kiln::ref
+
+#endif // KILN_REFERENCE_KERNELS_H

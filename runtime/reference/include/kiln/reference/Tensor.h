@@ -1,0 +1,104 @@
+//===- Tensor.h - host tensors of the reference kernels ---------*- C++ -*-===//
+//
+// The reference kernels (kiln's golden numbers, and later the host fallback and
+// the library ops of host emulation) work on these host tensors. No MLIR here: the
+// runtime links this library too.
+//
+// Storage is the element type's own bytes (row-major, contiguous). Kernels read
+// floats as double and integers as int64 (uint64 as its bit pattern), compute in
+// that, and round once when they store.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_REFERENCE_TENSOR_H
+#define KILN_REFERENCE_TENSOR_H
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::ref {
+
+enum class DType : uint8_t {
+  f16, bf16, f32, f64,
+  boolean,
+  i8, i16, i32, i64,
+  u8, u16, u32, u64,
+  // Storage-only float8 types: computed through double like the others.
+  f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz,
+};
+
+struct DTypeInfo {
+  const char *name; // "f32", "i64", ... as MLIR prints them ("i1" for bool)
+  int bytes;
+  bool isFloat;
+  bool isSigned; // integers only
+  int bits;      // integers: value bits (1 for bool)
+};
+
+const DTypeInfo &info(DType t);
+inline bool isFloat(DType t) { return info(t).isFloat; }
+
+using Shape = std::vector<int64_t>;
+
+/// Number of elements; 1 for a 0-d shape.
+int64_t numElements(const Shape &shape);
+std::string shapeToString(const Shape &shape);
+
+class Tensor {
+public:
+  Tensor() = default;
+  /// A zero-filled tensor.
+  Tensor(DType dtype, Shape shape);
+
+  DType dtype() const { return type; }
+  const Shape &shape() const { return dims; }
+  int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  int64_t numel() const { return count; }
+  int64_t dim(int64_t i) const { return dims[i]; }
+
+  uint8_t *bytes() { return storage.data(); }
+  const uint8_t *bytes() const { return storage.data(); }
+  size_t byteSize() const { return storage.size(); }
+
+  /// Element i as a double (floats, and integers converted).
+  double getF(int64_t i) const;
+  /// Element i as an integer (uint64 as its bit pattern; floats truncated).
+  int64_t getI(int64_t i) const;
+  /// Stores v rounded once to the element type (integers: converted with C++ rules
+  /// after range clamping; NaN becomes 0).
+  void setF(int64_t i, double v);
+  /// Stores v wrapped to the integer width (floats: converted exactly or rounded).
+  void setI(int64_t i, int64_t v);
+
+  /// Same bytes, new shape of the same element count.
+  Tensor reshaped(Shape shape) const;
+
+  /// "f32[2x3]"
+  std::string describe() const;
+
+private:
+  DType type = DType::f32;
+  Shape dims;
+  int64_t count = 1;
+  std::vector<uint8_t> storage;
+};
+
+/// Row-major strides of `shape`.
+std::vector<int64_t> stridesOf(const Shape &shape);
+
+/// Rounds `v` to the nearest value of the float format `t` (ties to even) and
+/// returns its bits; float8 "fn" types saturate to their largest finite value when
+/// `saturate` is set (ONNX Cast's default), else overflow to NaN.
+uint64_t encodeFloat(DType t, double v, bool saturate = false);
+double decodeFloat(DType t, uint64_t bits);
+
+/// Casts every element to `to` (float -> int truncates toward zero; to bool is != 0).
+Tensor castTensor(const Tensor &x, DType to, bool saturate = true);
+
+} // namespace kiln::ref
+
+#endif // KILN_REFERENCE_TENSOR_H

@@ -1,0 +1,286 @@
+//===- Composite.cpp - matmul, conv, conv_transpose, pool, softmax, norm --===//
+
+#include "Common.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kiln::ref {
+
+using namespace detail;
+
+absl::StatusOr<Tensor> matmul(const Tensor &aIn, const Tensor &bIn) {
+  // numpy matmul: 1-D operands are promoted to matrices and the promoted dim dropped.
+  bool aVector = aIn.rank() == 1, bVector = bIn.rank() == 1;
+  Tensor a = aVector ? aIn.reshaped({1, aIn.dim(0)}) : aIn;
+  Tensor b = bVector ? bIn.reshaped({bIn.dim(0), 1}) : bIn;
+  int64_t m = a.dim(a.rank() - 2), k = a.dim(a.rank() - 1), k2 = b.dim(b.rank() - 2),
+          n = b.dim(b.rank() - 1);
+  if (k != k2)
+    return absl::InvalidArgumentError(absl::StrCat("matmul: ", a.describe(), " times ",
+                                                   b.describe(), ": inner dims differ"));
+  Shape aBatch(a.shape().begin(), a.shape().end() - 2), bBatch(b.shape().begin(), b.shape().end() - 2);
+  absl::StatusOr<Shape> batch = broadcastShapes(aBatch, bBatch);
+  if (!batch.ok())
+    return batch.status();
+  std::vector<int64_t> sa = broadcastStrides(aBatch, batch->size()),
+                       sb = broadcastStrides(bBatch, batch->size()), index;
+  Shape shape = *batch;
+  shape.push_back(m);
+  shape.push_back(n);
+  Tensor out(a.dtype(), shape);
+  bool isF = isFloat(a.dtype());
+  int64_t batches = numElements(*batch);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    unravel(bi, *batch, index);
+    int64_t offA = 0, offB = 0;
+    for (size_t d = 0; d < index.size(); ++d) {
+      offA += index[d] * sa[d];
+      offB += index[d] * sb[d];
+    }
+    offA *= m * k;
+    offB *= k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t dst = (bi * m + i) * n + j;
+        if (isF) {
+          double acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += a.getF(offA + i * k + p) * b.getF(offB + p * n + j);
+          out.setF(dst, acc);
+        } else {
+          uint64_t acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += uint64_t(a.getI(offA + i * k + p)) * uint64_t(b.getI(offB + p * n + j));
+          out.setI(dst, int64_t(acc));
+        }
+      }
+  }
+  if (aVector || bVector) {
+    Shape finalShape = *batch;
+    if (!aVector)
+      finalShape.push_back(m);
+    if (!bVector)
+      finalShape.push_back(n);
+    return out.reshaped(finalShape);
+  }
+  return out;
+}
+
+namespace {
+/// Calls f(position) for every multi-index of `shape`.
+template <typename F> void forEachIndex(const Shape &shape, F f) {
+  std::vector<int64_t> index;
+  int64_t n = numElements(shape);
+  for (int64_t i = 0; i < n; ++i) {
+    unravel(i, shape, index);
+    f(i, index);
+  }
+}
+} // namespace
+
+absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias,
+                            const ConvParams &p) {
+  int64_t k = x.rank() - 2, n = x.dim(0), c = x.dim(1), m = w.dim(0), g = p.group;
+  if (w.rank() != x.rank() || c % g || m % g || w.dim(1) * g != c)
+    return absl::InvalidArgumentError(absl::StrCat("conv: input ", x.describe(), " and filter ",
+                                                   w.describe(), " do not match group ", g));
+  Shape out = {n, m}, window(w.shape().begin() + 2, w.shape().end());
+  for (int64_t d = 0; d < k; ++d) {
+    int64_t span = x.dim(2 + d) + p.pads[d] + p.pads[d + k] - p.dilations[d] * (window[d] - 1) - 1;
+    if (span < 0)
+      return absl::InvalidArgumentError("conv: the filter is larger than the padded input");
+    out.push_back(span / p.strides[d] + 1);
+  }
+  Tensor y(x.dtype(), out);
+  std::vector<int64_t> xs = stridesOf(x.shape()), ws = stridesOf(w.shape());
+  int64_t cPerGroup = c / g, mPerGroup = m / g;
+  Shape spatial(out.begin() + 2, out.end());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t oc = 0; oc < m; ++oc) {
+      int64_t group = oc / mPerGroup;
+      forEachIndex(spatial, [&](int64_t flat, const std::vector<int64_t> &o) {
+        double acc = bias ? bias->getF(oc) : 0;
+        for (int64_t ic = 0; ic < cPerGroup; ++ic)
+          forEachIndex(window, [&](int64_t, const std::vector<int64_t> &kk) {
+            int64_t xOff = b * xs[0] + (group * cPerGroup + ic) * xs[1];
+            int64_t wOff = oc * ws[0] + ic * ws[1];
+            for (int64_t d = 0; d < k; ++d) {
+              int64_t pos = o[d] * p.strides[d] - p.pads[d] + kk[d] * p.dilations[d];
+              if (pos < 0 || pos >= x.dim(2 + d))
+                return;
+              xOff += pos * xs[2 + d];
+              wOff += kk[d] * ws[2 + d];
+            }
+            acc += x.getF(xOff) * w.getF(wOff);
+          });
+        y.setF((b * m + oc) * numElements(spatial) + flat, acc);
+      });
+    }
+  return y;
+}
+
+absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Tensor *bias,
+                                     const ConvParams &p, const Shape &outputShape) {
+  int64_t k = x.rank() - 2, n = x.dim(0), c = x.dim(1), g = p.group;
+  int64_t mPerGroup = w.dim(1), m = mPerGroup * g, cPerGroup = c / g;
+  if (w.rank() != x.rank() || w.dim(0) != c || c % g)
+    return absl::InvalidArgumentError(absl::StrCat("conv_transpose: input ", x.describe(),
+                                                   " and filter ", w.describe(),
+                                                   " do not match group ", g));
+  if ((int64_t)outputShape.size() != x.rank() || outputShape[0] != n || outputShape[1] != m)
+    return absl::InvalidArgumentError("conv_transpose: bad result shape");
+  Tensor y(x.dtype(), outputShape);
+  std::vector<double> acc(y.numel(), 0);
+  std::vector<int64_t> xs = stridesOf(x.shape()), ws = stridesOf(w.shape()),
+                       ys = stridesOf(outputShape);
+  Shape inSpatial(x.shape().begin() + 2, x.shape().end()), window(w.shape().begin() + 2, w.shape().end());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ic = 0; ic < c; ++ic) {
+      int64_t group = ic / cPerGroup;
+      forEachIndex(inSpatial, [&](int64_t flat, const std::vector<int64_t> &i) {
+        double xv = x.getF(b * xs[0] + ic * xs[1] + flat);
+        forEachIndex(window, [&](int64_t, const std::vector<int64_t> &kk) {
+          int64_t yOff = 0, wOff = ic * ws[0];
+          for (int64_t d = 0; d < k; ++d) {
+            int64_t pos = i[d] * p.strides[d] - p.pads[d] + kk[d] * p.dilations[d];
+            if (pos < 0 || pos >= outputShape[2 + d])
+              return;
+            yOff += pos * ys[2 + d];
+            wOff += kk[d] * ws[2 + d];
+          }
+          for (int64_t oc = 0; oc < mPerGroup; ++oc)
+            acc[b * ys[0] + (group * mPerGroup + oc) * ys[1] + yOff] +=
+                xv * w.getF(wOff + oc * ws[1]);
+        });
+      });
+    }
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    double v = acc[i];
+    if (bias)
+      v += bias->getF((i / ys[1]) % m);
+    y.setF(i, v);
+  }
+  return y;
+}
+
+absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p, const Shape &outputShape) {
+  int64_t k = x.rank() - 2;
+  if ((int64_t)outputShape.size() != x.rank())
+    return absl::InvalidArgumentError("pool: bad result shape");
+  Tensor y(x.dtype(), outputShape);
+  std::vector<int64_t> xs = stridesOf(x.shape());
+  Shape spatial(outputShape.begin() + 2, outputShape.end());
+  int64_t spatialCount = numElements(spatial);
+  for (int64_t nc = 0; nc < x.dim(0) * x.dim(1); ++nc)
+    forEachIndex(spatial, [&](int64_t flat, const std::vector<int64_t> &o) {
+      double acc = p.kind == PoolKind::max ? -INFINITY : 0;
+      int64_t valid = 0, padded = 0;
+      bool nan = false;
+      forEachIndex(p.kernel, [&](int64_t, const std::vector<int64_t> &kk) {
+        int64_t off = nc * xs[1];
+        bool inside = true, inPadding = true;
+        for (int64_t d = 0; d < k; ++d) {
+          int64_t pos = o[d] * p.strides[d] - p.pads[d] + kk[d] * p.dilations[d];
+          if (pos < 0 || pos >= x.dim(2 + d))
+            inside = false;
+          if (pos < -p.pads[d] || pos >= x.dim(2 + d) + p.pads[d + k])
+            inPadding = false;
+          off += pos * xs[2 + d];
+        }
+        if (inPadding)
+          ++padded;
+        if (!inside)
+          return;
+        ++valid;
+        double v = x.getF(off);
+        switch (p.kind) {
+        case PoolKind::max:
+          nan |= std::isnan(v);
+          acc = std::max(acc, v);
+          break;
+        case PoolKind::avg:
+          acc += v;
+          break;
+        case PoolKind::lp:
+          acc += std::pow(std::fabs(v), double(p.p));
+          break;
+        }
+      });
+      double r = acc;
+      if (p.kind == PoolKind::max && nan)
+        r = NAN;
+      if (p.kind == PoolKind::avg)
+        r = acc / double(p.countIncludePad ? padded : valid);
+      if (p.kind == PoolKind::lp)
+        r = std::pow(acc, 1.0 / double(p.p));
+      y.setF(nc * spatialCount + flat, r);
+    });
+  return y;
+}
+
+Tensor softmax(const Tensor &x, int64_t axis, bool logarithm) {
+  axis = normalizeAxis(axis, x.rank());
+  int64_t outer = 1, n = x.dim(axis), inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < x.rank(); ++d)
+    inner *= x.dim(d);
+  Tensor y(x.dtype(), x.shape());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      auto at = [&](int64_t j) { return (o * n + j) * inner + in; };
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < n; ++j)
+        mx = std::max(mx, x.getF(at(j)));
+      if (std::isinf(mx))
+        mx = 0;
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j)
+        sum += std::exp(x.getF(at(j)) - mx);
+      for (int64_t j = 0; j < n; ++j) {
+        double v = x.getF(at(j)) - mx;
+        y.setF(at(j), logarithm ? v - std::log(sum) : std::exp(v) / sum);
+      }
+    }
+  return y;
+}
+
+absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Tensor *bias,
+                                 int64_t axis, double epsilon) {
+  axis = normalizeAxis(axis, x.rank());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= x.dim(d);
+  for (int64_t d = axis; d < x.rank(); ++d)
+    inner *= x.dim(d);
+  Tensor normalized(DType::f64, x.shape());
+  for (int64_t o = 0; o < outer; ++o) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < inner; ++i)
+      mean += x.getF(o * inner + i);
+    mean /= double(inner);
+    for (int64_t i = 0; i < inner; ++i) {
+      double d = x.getF(o * inner + i) - mean;
+      var += d * d;
+    }
+    var /= double(inner);
+    double inv = 1.0 / std::sqrt(var + epsilon);
+    for (int64_t i = 0; i < inner; ++i)
+      normalized.setF(o * inner + i, (x.getF(o * inner + i) - mean) * inv);
+  }
+  Tensor scale64 = castTensor(scale, DType::f64);
+  absl::StatusOr<Tensor> y = binary(BinaryFn::mul, normalized, scale64);
+  if (!y.ok())
+    return y.status();
+  if (bias) {
+    y = binary(BinaryFn::add, *y, castTensor(*bias, DType::f64));
+    if (!y.ok())
+      return y.status();
+  }
+  if (y->shape() != x.shape())
+    return absl::InvalidArgumentError("layer_norm: scale or bias does not broadcast to the input");
+  return castTensor(*y, x.dtype());
+}
+
+} // namespace kiln::ref

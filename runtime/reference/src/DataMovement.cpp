@@ -1,0 +1,530 @@
+//===- DataMovement.cpp - transpose, broadcast, concat, slice, gather, ... -===//
+
+#include "Common.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kiln::ref {
+
+using namespace detail;
+
+Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation) {
+  Shape shape(permutation.size());
+  std::vector<int64_t> inStrides = stridesOf(x.shape()), index;
+  for (size_t d = 0; d < permutation.size(); ++d)
+    shape[d] = x.dim(permutation[d]);
+  Tensor out(x.dtype(), shape);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    unravel(i, shape, index);
+    int64_t from = 0;
+    for (size_t d = 0; d < permutation.size(); ++d)
+      from += index[d] * inStrides[permutation[d]];
+    copyElement(x, from, out, i);
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> broadcastTo(const Tensor &x, const Shape &target) {
+  // ONNX Expand: the result is the broadcast of both shapes.
+  absl::StatusOr<Shape> shape = broadcastShapes(x.shape(), target);
+  if (!shape.ok())
+    return shape.status();
+  std::vector<int64_t> strides = broadcastStrides(x.shape(), shape->size()), index;
+  Tensor out(x.dtype(), *shape);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    unravel(i, *shape, index);
+    int64_t from = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      from += index[d] * strides[d];
+    copyElement(x, from, out, i);
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t axis) {
+  const Tensor &first = *inputs.front();
+  axis = normalizeAxis(axis, first.rank());
+  Shape shape = first.shape();
+  shape[axis] = 0;
+  for (const Tensor *t : inputs) {
+    if (t->rank() != first.rank())
+      return absl::InvalidArgumentError("concat: inputs of different ranks");
+    for (int64_t d = 0; d < first.rank(); ++d)
+      if (d != axis && t->dim(d) != first.dim(d))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "concat: input ", t->describe(), " does not match ", first.describe(),
+            " off the axis"));
+    shape[axis] += t->dim(axis);
+  }
+  Tensor out(first.dtype(), shape);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (int64_t d = axis + 1; d < first.rank(); ++d)
+    inner *= shape[d];
+  int bytes = info(first.dtype()).bytes;
+  int64_t offset = 0;
+  for (const Tensor *t : inputs) {
+    int64_t chunk = t->dim(axis) * inner * bytes, outChunk = shape[axis] * inner * bytes;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(out.bytes() + o * outChunk + offset, t->bytes() + o * chunk, chunk);
+    offset += chunk;
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> slice(const Tensor &x, const std::vector<int64_t> &starts,
+                             const std::vector<int64_t> &ends,
+                             const std::vector<int64_t> &steps) {
+  int64_t rank = x.rank();
+  if ((int64_t)starts.size() != rank || (int64_t)ends.size() != rank ||
+      (int64_t)steps.size() != rank)
+    return absl::InvalidArgumentError("slice: starts/ends/steps must have one entry per dim");
+  Shape shape(rank);
+  std::vector<int64_t> first(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t n = x.dim(d), step = steps[d];
+    if (step == 0)
+      return absl::InvalidArgumentError("slice: step 0");
+    auto norm = [n](int64_t v) { return v < 0 ? std::max<int64_t>(v, -n - 1) + n : v; };
+    int64_t s = norm(starts[d]), e = norm(ends[d]);
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, n);
+      e = std::clamp<int64_t>(e, 0, n);
+      shape[d] = e > s ? (e - s + step - 1) / step : 0;
+    } else {
+      s = std::clamp<int64_t>(s, -1, n - 1);
+      e = std::clamp<int64_t>(e, -1, n - 1);
+      shape[d] = s > e ? (s - e - step - 1) / (-step) : 0;
+    }
+    first[d] = s;
+  }
+  Tensor out(x.dtype(), shape);
+  std::vector<int64_t> inStrides = stridesOf(x.shape()), index;
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    unravel(i, shape, index);
+    int64_t from = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      from += (first[d] + index[d] * steps[d]) * inStrides[d];
+    copyElement(x, from, out, i);
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> gather(const Tensor &data, const Tensor &indices, int64_t axis) {
+  axis = normalizeAxis(axis, data.rank());
+  Shape shape(data.shape().begin(), data.shape().begin() + axis);
+  shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
+  shape.insert(shape.end(), data.shape().begin() + axis + 1, data.shape().end());
+  int64_t outer = 1, inner = 1, n = data.dim(axis);
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= data.dim(d);
+  for (int64_t d = axis + 1; d < data.rank(); ++d)
+    inner *= data.dim(d);
+  Tensor out(data.dtype(), shape);
+  int bytes = info(data.dtype()).bytes;
+  int64_t count = indices.numel();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t k = indices.getI(j);
+      if (k < -n || k >= n)
+        return indexError("gather", k, n);
+      if (k < 0)
+        k += n;
+      std::memcpy(out.bytes() + ((o * count + j) * inner) * bytes,
+                  data.bytes() + ((o * n + k) * inner) * bytes, inner * bytes);
+    }
+  return out;
+}
+
+absl::StatusOr<Tensor> pad(const Tensor &x, const std::vector<int64_t> &pads, PadMode mode,
+                           const Tensor &value) {
+  int64_t rank = x.rank();
+  if ((int64_t)pads.size() != 2 * rank)
+    return absl::InvalidArgumentError("pad: pads must have 2 * rank entries");
+  Shape shape(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    shape[d] = x.dim(d) + pads[d] + pads[d + rank];
+    if (shape[d] < 0)
+      return absl::InvalidArgumentError("pad: negative pads crop more than the dim");
+  }
+  Tensor out(x.dtype(), shape);
+  std::vector<int64_t> inStrides = stridesOf(x.shape()), index;
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    unravel(i, shape, index);
+    int64_t from = 0;
+    bool outside = false;
+    for (int64_t d = 0; d < rank && !outside; ++d) {
+      int64_t n = x.dim(d), k = index[d] - pads[d];
+      if (k < 0 || k >= n) {
+        if (mode == PadMode::constant || n == 0) {
+          outside = true;
+          break;
+        }
+        if (mode == PadMode::edge) {
+          k = std::clamp<int64_t>(k, 0, n - 1);
+        } else if (mode == PadMode::wrap) {
+          k = ((k % n) + n) % n;
+        } else { // reflect, without repeating the edge
+          if (n == 1) {
+            k = 0;
+          } else {
+            int64_t period = 2 * (n - 1);
+            k = ((k % period) + period) % period;
+            if (k >= n)
+              k = period - k;
+          }
+        }
+      }
+      from += k * inStrides[d];
+    }
+    if (outside)
+      copyElement(value, 0, out, i);
+    else
+      copyElement(x, from, out, i);
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> gatherElements(const Tensor &data, const Tensor &indices,
+                                      int64_t axis) {
+  axis = normalizeAxis(axis, data.rank());
+  Tensor out(data.dtype(), indices.shape());
+  std::vector<int64_t> strides = stridesOf(data.shape()), index;
+  int64_t n = data.dim(axis);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    unravel(i, indices.shape(), index);
+    int64_t k = indices.getI(i);
+    if (k < -n || k >= n)
+      return indexError("gather_elements", k, n);
+    index[axis] = k < 0 ? k + n : k;
+    int64_t from = 0;
+    for (int64_t d = 0; d < data.rank(); ++d)
+      from += index[d] * strides[d];
+    copyElement(data, from, out, i);
+  }
+  return out;
+}
+
+namespace {
+void combine(Tensor &out, int64_t at, const Tensor &updates, int64_t from,
+             ScatterReduction reduction) {
+  if (reduction == ScatterReduction::none) {
+    copyElement(updates, from, out, at);
+    return;
+  }
+  if (isFloat(out.dtype())) {
+    double a = out.getF(at), b = updates.getF(from), r = b;
+    switch (reduction) {
+    case ScatterReduction::add: r = a + b; break;
+    case ScatterReduction::mul: r = a * b; break;
+    case ScatterReduction::max: r = std::max(a, b); break;
+    case ScatterReduction::min: r = std::min(a, b); break;
+    default: break;
+    }
+    out.setF(at, r);
+    return;
+  }
+  int64_t a = out.getI(at), b = updates.getI(from), r = b;
+  bool isU = isUnsigned(out.dtype());
+  switch (reduction) {
+  case ScatterReduction::add: r = static_cast<int64_t>(uint64_t(a) + uint64_t(b)); break;
+  case ScatterReduction::mul: r = static_cast<int64_t>(uint64_t(a) * uint64_t(b)); break;
+  case ScatterReduction::max: r = isU ? int64_t(std::max(uint64_t(a), uint64_t(b))) : std::max(a, b); break;
+  case ScatterReduction::min: r = isU ? int64_t(std::min(uint64_t(a), uint64_t(b))) : std::min(a, b); break;
+  default: break;
+  }
+  out.setI(at, r);
+}
+} // namespace
+
+absl::StatusOr<Tensor> scatterElements(const Tensor &data, const Tensor &indices,
+                                       const Tensor &updates, int64_t axis,
+                                       ScatterReduction reduction) {
+  axis = normalizeAxis(axis, data.rank());
+  if (indices.shape() != updates.shape())
+    return absl::InvalidArgumentError("scatter_elements: indices and updates differ in shape");
+  Tensor out = data;
+  std::vector<int64_t> strides = stridesOf(data.shape()), index;
+  int64_t n = data.dim(axis);
+  for (int64_t i = 0; i < indices.numel(); ++i) {
+    unravel(i, indices.shape(), index);
+    int64_t k = indices.getI(i);
+    if (k < -n || k >= n)
+      return indexError("scatter_elements", k, n);
+    index[axis] = k < 0 ? k + n : k;
+    int64_t at = 0;
+    for (int64_t d = 0; d < data.rank(); ++d) {
+      if (index[d] >= data.dim(d))
+        return indexError("scatter_elements", index[d], data.dim(d));
+      at += index[d] * strides[d];
+    }
+    combine(out, at, updates, i, reduction);
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> gatherND(const Tensor &data, const Tensor &indices, int64_t batchDims) {
+  int64_t q = indices.dim(indices.rank() - 1);
+  if (batchDims + q > data.rank())
+    return absl::InvalidArgumentError("gather_nd: index tuples are longer than the data rank");
+  Shape shape(indices.shape().begin(), indices.shape().end() - 1);
+  shape.insert(shape.end(), data.shape().begin() + batchDims + q, data.shape().end());
+  int64_t inner = 1, batch = 1;
+  for (int64_t d = batchDims + q; d < data.rank(); ++d)
+    inner *= data.dim(d);
+  for (int64_t d = 0; d < batchDims; ++d)
+    batch *= data.dim(d);
+  int64_t tuples = numElements(Shape(indices.shape().begin(), indices.shape().end() - 1));
+  int64_t tuplesPerBatch = batch ? tuples / batch : 0;
+  int64_t batchSize = 1; // elements of data per batch entry
+  for (int64_t d = batchDims; d < data.rank(); ++d)
+    batchSize *= data.dim(d);
+  std::vector<int64_t> strides = stridesOf(data.shape());
+  Tensor out(data.dtype(), shape);
+  int bytes = info(data.dtype()).bytes;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t b = tuplesPerBatch ? t / tuplesPerBatch : 0;
+    int64_t from = b * batchSize;
+    for (int64_t j = 0; j < q; ++j) {
+      int64_t n = data.dim(batchDims + j), k = indices.getI(t * q + j);
+      if (k < -n || k >= n)
+        return indexError("gather_nd", k, n);
+      from += (k < 0 ? k + n : k) * strides[batchDims + j];
+    }
+    std::memcpy(out.bytes() + t * inner * bytes, data.bytes() + from * bytes, inner * bytes);
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> scatterND(const Tensor &data, const Tensor &indices,
+                                 const Tensor &updates, ScatterReduction reduction) {
+  int64_t q = indices.dim(indices.rank() - 1);
+  if (q > data.rank())
+    return absl::InvalidArgumentError("scatter_nd: index tuples are longer than the data rank");
+  int64_t inner = 1;
+  for (int64_t d = q; d < data.rank(); ++d)
+    inner *= data.dim(d);
+  int64_t tuples = indices.numel() / std::max<int64_t>(q, 1);
+  if (q == 0)
+    tuples = numElements(Shape(indices.shape().begin(), indices.shape().end() - 1));
+  if (updates.numel() != tuples * inner)
+    return absl::InvalidArgumentError("scatter_nd: updates do not match indices and data");
+  std::vector<int64_t> strides = stridesOf(data.shape());
+  Tensor out = data;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t at = 0;
+    for (int64_t j = 0; j < q; ++j) {
+      int64_t n = data.dim(j), k = indices.getI(t * q + j);
+      if (k < -n || k >= n)
+        return indexError("scatter_nd", k, n);
+      at += (k < 0 ? k + n : k) * strides[j];
+    }
+    for (int64_t e = 0; e < inner; ++e)
+      combine(out, at + e, updates, t * inner + e, reduction);
+  }
+  return out;
+}
+
+Tensor nonZero(const Tensor &x) {
+  std::vector<int64_t> hits;
+  bool isF = isFloat(x.dtype());
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (isF ? x.getF(i) != 0 : x.getI(i) != 0)
+      hits.push_back(i);
+  int64_t count = static_cast<int64_t>(hits.size());
+  Tensor out(DType::i64, {x.rank(), count});
+  std::vector<int64_t> index;
+  for (int64_t j = 0; j < count; ++j) {
+    unravel(hits[j], x.shape(), index);
+    for (int64_t d = 0; d < x.rank(); ++d)
+      out.setI(d * count + j, index[d]);
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> compress(const Tensor &x, const Tensor &condition,
+                                std::optional<int64_t> axis) {
+  Tensor input = axis ? x : x.reshaped({x.numel()});
+  int64_t a = axis ? normalizeAxis(*axis, x.rank()) : 0;
+  int64_t n = input.dim(a);
+  if (condition.numel() > n)
+    return absl::InvalidArgumentError("compress: condition is longer than the axis");
+  std::vector<int64_t> kept;
+  for (int64_t i = 0; i < condition.numel(); ++i)
+    if (condition.getI(i))
+      kept.push_back(i);
+  Tensor indices(DType::i64, {static_cast<int64_t>(kept.size())});
+  for (size_t i = 0; i < kept.size(); ++i)
+    indices.setI(i, kept[i]);
+  return gather(input, indices, a);
+}
+
+//===----------------------------------------------------------------------===//
+// resize
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The input coordinate of output coordinate `o` along one dim.
+double sourceCoordinate(const ResizeParams &p, int64_t d, double o, int64_t inSize,
+                        int64_t outSize, double scale, int64_t rank) {
+  switch (p.coordinateMode) {
+  case CoordinateMode::half_pixel:
+    return (o + 0.5) / scale - 0.5;
+  case CoordinateMode::half_pixel_symmetric: {
+    double adjustment = outSize / (scale * inSize);
+    double center = inSize / 2.0;
+    double offset = center * (1 - adjustment);
+    return offset + (o + 0.5) / scale - 0.5;
+  }
+  case CoordinateMode::pytorch_half_pixel:
+    return outSize > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
+  case CoordinateMode::align_corners:
+    return outSize == 1 ? 0.0 : o * (inSize - 1) / double(outSize - 1);
+  case CoordinateMode::asymmetric:
+    return o / scale;
+  case CoordinateMode::tf_crop_and_resize: {
+    double start = p.roi[d], end = p.roi[d + rank];
+    return outSize > 1 ? start * (inSize - 1) + o * (end - start) * (inSize - 1) / (outSize - 1)
+                       : 0.5 * (start + end) * (inSize - 1);
+  }
+  }
+  return o;
+}
+
+double cubicWeight(double s, double a) {
+  s = std::fabs(s);
+  if (s <= 1)
+    return ((a + 2) * s - (a + 3)) * s * s + 1;
+  if (s < 2)
+    return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
+  return 0;
+}
+
+/// Taps and weights of one output coordinate along one dim.
+struct Taps {
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+  bool outside = false; // tf_crop_and_resize beyond the input: extrapolate
+};
+
+Taps tapsFor(const ResizeParams &p, int64_t d, int64_t o, int64_t inSize, int64_t outSize,
+             double scale, int64_t rank) {
+  Taps t;
+  double x = sourceCoordinate(p, d, static_cast<double>(o), inSize, outSize, scale, rank);
+  if (p.coordinateMode == CoordinateMode::tf_crop_and_resize &&
+      (x < 0 || x > inSize - 1)) {
+    t.outside = true;
+    return t;
+  }
+  if (p.mode == ResizeMode::nearest) {
+    double r;
+    switch (p.nearestMode) {
+    case NearestMode::round_prefer_floor:
+      r = (x - std::floor(x) == 0.5) ? std::floor(x) : std::round(x);
+      break;
+    case NearestMode::round_prefer_ceil:
+      r = (x - std::floor(x) == 0.5) ? std::ceil(x) : std::round(x);
+      break;
+    case NearestMode::floor:
+      r = std::floor(x);
+      break;
+    default:
+      r = std::ceil(x);
+      break;
+    }
+    t.index.push_back(std::clamp<int64_t>(static_cast<int64_t>(r), 0, inSize - 1));
+    t.weight.push_back(1);
+    return t;
+  }
+  // Linear and cubic: antialiasing (when downsampling) stretches the filter by 1/scale.
+  bool stretch = p.antialias && scale < 1;
+  double support = p.mode == ResizeMode::linear ? 1 : 2;
+  double widen = stretch ? 1 / scale : 1;
+  double lo = std::floor(x - support * widen) + 1, hi = std::floor(x + support * widen);
+  if (!stretch) {
+    lo = std::floor(x) - (support - 1);
+    hi = std::floor(x) + support;
+  }
+  double total = 0;
+  for (double k = lo; k <= hi; ++k) {
+    double s = (x - k) / widen;
+    double w = p.mode == ResizeMode::linear ? std::max(0.0, 1 - std::fabs(s))
+                                            : cubicWeight(s, p.cubicCoeffA);
+    int64_t idx = static_cast<int64_t>(k);
+    if (idx < 0 || idx >= inSize) {
+      if (p.excludeOutside || stretch)
+        continue;
+      idx = std::clamp<int64_t>(idx, 0, inSize - 1);
+    }
+    if (w == 0)
+      continue;
+    t.index.push_back(idx);
+    t.weight.push_back(w);
+    total += w;
+  }
+  if ((p.excludeOutside || stretch) && total != 0)
+    for (double &w : t.weight)
+      w /= total;
+  if (t.index.empty()) {
+    t.index.push_back(std::clamp<int64_t>(static_cast<int64_t>(std::floor(x)), 0, inSize - 1));
+    t.weight.push_back(1);
+  }
+  return t;
+}
+} // namespace
+
+absl::StatusOr<Tensor> resize(const Tensor &x, const ResizeParams &p) {
+  int64_t rank = x.rank();
+  if ((int64_t)p.size.size() != rank)
+    return absl::InvalidArgumentError("resize: size must have one entry per dim");
+  for (int64_t d = 0; d < rank; ++d)
+    if (p.size[d] < 0 || (x.dim(d) == 0 && p.size[d] != 0))
+      return absl::InvalidArgumentError("resize: bad output size");
+  if (p.coordinateMode == CoordinateMode::tf_crop_and_resize && (int64_t)p.roi.size() != 2 * rank)
+    return absl::InvalidArgumentError("resize: tf_crop_and_resize needs a roi of 2 * rank");
+  std::vector<std::vector<Taps>> taps(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    double scale = p.scales.empty() ? double(p.size[d]) / double(x.dim(d)) : p.scales[d];
+    for (int64_t o = 0; o < p.size[d]; ++o)
+      taps[d].push_back(tapsFor(p, d, o, x.dim(d), p.size[d], scale, rank));
+  }
+  Tensor out(x.dtype(), p.size);
+  std::vector<int64_t> strides = stridesOf(x.shape()), index, tap(rank);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    unravel(i, p.size, index);
+    bool outside = false;
+    for (int64_t d = 0; d < rank; ++d)
+      outside |= taps[d][index[d]].outside;
+    if (outside) {
+      out.setF(i, p.extrapolationValue);
+      continue;
+    }
+    // Sum over the tensor product of every dim's taps.
+    double sum = 0;
+    std::fill(tap.begin(), tap.end(), 0);
+    while (true) {
+      double w = 1;
+      int64_t from = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        const Taps &t = taps[d][index[d]];
+        w *= t.weight[tap[d]];
+        from += t.index[tap[d]] * strides[d];
+      }
+      sum += w * x.getF(from);
+      int64_t d = rank - 1;
+      for (; d >= 0; --d) {
+        if (++tap[d] < (int64_t)taps[d][index[d]].index.size())
+          break;
+        tap[d] = 0;
+      }
+      if (d < 0)
+        break;
+    }
+    out.setF(i, sum);
+  }
+  return out;
+}
+
+} // namespace kiln::ref

@@ -1,0 +1,56 @@
+//===- LoadModel.cpp - a model file as a kiln module ----------------------===//
+
+#include "tools/LoadModel.h"
+
+#include "passes/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef path,
+                                const LoadOptions &options) {
+  OwningOpRef<ModuleOp> module;
+  if (path.ends_with(".mlir")) {
+    module = parseSourceFile<ModuleOp>(path, &context);
+  } else if (path.ends_with(".onnx")) {
+    module = onnx_import::importOnnxFile(context, path, options.import);
+  } else {
+    emitError(UnknownLoc::get(&context))
+        << path << ": not a model kiln reads (.onnx or .mlir)";
+    return nullptr;
+  }
+  if (!module)
+    return nullptr;
+  if (options.optimize) {
+    PassManager pm(&context);
+    buildGraphPipeline(pm, GraphPipelineOptions());
+    if (failed(pm.run(*module)))
+      return nullptr;
+  }
+  return module;
+}
+
+func::FuncOp entryFunction(ModuleOp module) {
+  func::FuncOp only;
+  int count = 0;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.getName() == "main_graph")
+      return func;
+    if (!func.isExternal()) {
+      only = func;
+      ++count;
+    }
+  }
+  if (count == 1)
+    return only;
+  module.emitError() << "has " << count
+                     << " functions and none is main_graph: which one should run?";
+  return nullptr;
+}
+
+} // namespace kiln
