@@ -27,12 +27,15 @@ std::optional<ref::DType> toRefType(Type t) {
   if (isa<Float8E4M3FNUZType>(t)) return DType::f8e4m3fnuz;
   if (isa<Float8E5M2Type>(t)) return DType::f8e5m2;
   if (isa<Float8E5M2FNUZType>(t)) return DType::f8e5m2fnuz;
+  if (isa<Float4E2M1FNType>(t)) return DType::f4e2m1fn;
   auto i = dyn_cast<IntegerType>(t);
   if (!i)
     return std::nullopt;
   bool isU = i.isUnsigned();
   switch (i.getWidth()) {
   case 1: return DType::boolean;
+  case 2: return isU ? DType::u2 : DType::i2;
+  case 4: return isU ? DType::u4 : DType::i4;
   case 8: return isU ? DType::u8 : DType::i8;
   case 16: return isU ? DType::u16 : DType::i16;
   case 32: return isU ? DType::u32 : DType::i32;
@@ -42,6 +45,9 @@ std::optional<ref::DType> toRefType(Type t) {
 }
 
 namespace {
+
+/// A loop stacking more than this is runaway (a trip count from a bad input).
+constexpr size_t kMaxScanBytes = size_t(1) << 30;
 
 std::string shapeOf(const ref::Tensor &t) { return t.describe(); }
 
@@ -189,6 +195,7 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
     size_t numCarried = carried.size();
     size_t numScan = op->getNumResults() - numCarried;
     std::vector<std::vector<ref::Tensor>> scans(numScan);
+    size_t scanBytes = 0;
     for (int64_t i = 0; i < maxTrips && condition; ++i) {
       if (i >= (int64_t(1) << 31))
         return op->emitError("the loop ran 2^31 iterations");
@@ -205,8 +212,14 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
       condition = yielded[0].getI(0) != 0;
       for (size_t k = 0; k < numCarried; ++k)
         carried[k] = yielded[1 + k];
-      for (size_t k = 0; k < numScan; ++k)
+      for (size_t k = 0; k < numScan; ++k) {
+        // Each slice also costs a tensor object: count it, or 0-d slices run away.
+        scanBytes += yielded[1 + numCarried + k].byteSize() + sizeof(ref::Tensor) + 64;
         scans[k].push_back(yielded[1 + numCarried + k]);
+      }
+      if (scanBytes > kMaxScanBytes)
+        return op->emitError() << "the loop's scan outputs pass " << (kMaxScanBytes >> 30)
+                               << " GiB after " << i + 1 << " iterations";
     }
     for (size_t k = 0; k < numCarried; ++k)
       if (failed(define(op, k, carried[k])))
@@ -321,19 +334,6 @@ LogicalResult Interpreter::runOp(Operation *op) {
     return runRegionOp(op);
   auto in = [&](unsigned i) -> const ref::Tensor & { return get(op->getOperand(i)); };
   auto one = [&](absl::StatusOr<ref::Tensor> t) { return define(op, 0, std::move(t)); };
-  auto resultShape = [&]() -> FailureOr<ref::Shape> {
-    auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    SymShape dims = getSymShape(type);
-    ref::Shape shape;
-    for (DimExpr d : dims) {
-      std::optional<int64_t> v = d ? evaluate(d) : std::nullopt;
-      if (!v)
-        return op->emitError("the reference interpreter needs this op's result shape, "
-                             "which the IR leaves unknown");
-      shape.push_back(*v);
-    }
-    return shape;
-  };
   using ref::BinaryFn;
   using ref::UnaryFn;
 #define UNARY(OpClass, fn)                                                                   \
@@ -511,11 +511,7 @@ LogicalResult Interpreter::runOp(Operation *op) {
         p.pads.assign(c.getPads().begin(), c.getPads().end());
         p.outputPadding.assign(c.getOutputPadding().begin(), c.getOutputPadding().end());
         p.group = static_cast<int64_t>(c.getGroup());
-        FailureOr<ref::Shape> shape = resultShape();
-        if (failed(shape))
-          return failure();
-        return one(ref::convTranspose(in(0), in(1), c.getBias() ? &get(c.getBias()) : nullptr,
-                                      p, *shape));
+        return one(ref::convTranspose(in(0), in(1), c.getBias() ? &get(c.getBias()) : nullptr, p));
       })
       .Case<PoolOp>([&](PoolOp c) -> LogicalResult {
         ref::PoolParams p;
@@ -524,12 +520,10 @@ LogicalResult Interpreter::runOp(Operation *op) {
         p.strides.assign(c.getStrides().begin(), c.getStrides().end());
         p.pads.assign(c.getPads().begin(), c.getPads().end());
         p.dilations.assign(c.getDilations().begin(), c.getDilations().end());
+        p.ceilMode = c.getCeilMode();
         p.countIncludePad = c.getCountIncludePad();
         p.p = static_cast<int64_t>(c.getP());
-        FailureOr<ref::Shape> shape = resultShape();
-        if (failed(shape))
-          return failure();
-        return one(ref::pool(in(0), p, *shape));
+        return one(ref::pool(in(0), p));
       })
       .Case<SoftmaxOp>([&](SoftmaxOp s) {
         return one(ref::softmax(in(0), static_cast<int64_t>(s.getAxis()), false));

@@ -40,6 +40,11 @@ int onnxDataType(ref::DType t) {
   case DType::f8e4m3fnuz: return 18;
   case DType::f8e5m2: return 19;
   case DType::f8e5m2fnuz: return 20;
+  case DType::u4: return 21;
+  case DType::i4: return 22;
+  case DType::f4e2m1fn: return 23;
+  case DType::u2: return 25;
+  case DType::i2: return 26;
   }
   return 0;
 }
@@ -139,7 +144,18 @@ LogicalResult writeTensorProto(MLIRContext &context, const ref::Tensor &t, llvm:
   proto.set_data_type(onnxDataType(t.dtype()));
   for (int64_t d : t.shape())
     proto.add_dims(d);
-  proto.set_raw_data(reinterpret_cast<const char *>(t.bytes()), t.byteSize());
+  int bits = ref::info(t.dtype()).bits;
+  if (bits == 4 || bits == 2) {
+    // Sub-byte types pack into bytes, the first element in the low bits.
+    int perByte = 8 / bits;
+    std::string packed((t.numel() + perByte - 1) / perByte, '\0');
+    for (int64_t i = 0; i < t.numel(); ++i)
+      packed[i / perByte] |= static_cast<char>((t.bytes()[i] & ((1 << bits) - 1))
+                                               << (bits * (i % perByte)));
+    proto.set_raw_data(packed);
+  } else {
+    proto.set_raw_data(reinterpret_cast<const char *>(t.bytes()), t.byteSize());
+  }
   std::ofstream out(path.str(), std::ios::binary);
   if (!out || !proto.SerializeToOstream(&out))
     return emitError(FileLineColLoc::get(&context, path, 0, 0)) << "cannot write the file";

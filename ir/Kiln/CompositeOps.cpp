@@ -72,6 +72,12 @@ DimExpr windowOutputDim(DimExpr in, DimExpr kernel, int64_t padBegin, int64_t pa
     auto o = getConstantDimValue(out), i = getConstantDimValue(in);
     if (o && i && (*o - 1) * stride >= *i + padBegin)
       out = getConstantDim(ctx, *o - 1);
+    // On a symbolic size that can happen when the window starts before the input
+    // (padding) or steps further than it reaches; the size is then a min(), which a
+    // dim expression cannot say, so it is unknown.
+    auto k = getConstantDimValue(kernel);
+    if (!i && (padBegin > 0 || !k || dilation * (*k - 1) + 1 < stride))
+      out = DimExpr();
   }
   return out;
 }

@@ -51,10 +51,16 @@ FailureOr<SymShape> broadcastShapes(std::optional<Location> location, StringRef 
         haveDim = true;
         continue;
       }
-      if (!d || d == r)
-        continue; // an unknown dim is 1 or equal to the others
-      if (!r) {
-        r = d;
+      if (d == r)
+        continue;
+      if (!d || !r) {
+        // An unknown dim is 1 or equal to the others: against a static size that
+        // size wins, but against a symbol either one may be the 1.
+        DimExpr known = d ? d : r;
+        if (getConstantDimValue(known))
+          r = known;
+        else
+          ambiguous = true;
         continue;
       }
       auto cd = getConstantDimValue(d), cr = getConstantDimValue(r);

@@ -68,6 +68,21 @@ func.func @broadcast_refinement(%a: tensor<?x1xf32, #kiln.dims<[n, 1]>>, %b: ten
 
 // -----
 
+// An unknown dim (here non_zero's count) against a symbol stays unknown: either
+// may be the 1 that broadcasts (the reference interpreter caught the symbol being
+// kept). Against a static size the static size wins.
+// CHECK-LABEL: func @broadcast_unknown_against_symbol
+// CHECK: kiln.add {{.*}} -> tensor<2x?xi64>{{$}}
+// CHECK: kiln.add {{.*}} -> tensor<2x8xi64>
+func.func @broadcast_unknown_against_symbol(%m: tensor<3x4xf32>, %s: tensor<1x?xi64, #kiln.dims<[1, s]>>, %t: tensor<1x8xi64>) -> (tensor<?x?xi64>, tensor<?x?xi64>) {
+  %nz = kiln.non_zero %m : (tensor<3x4xf32>) -> tensor<2x?xi64>
+  %x = kiln.add %nz, %s : (tensor<2x?xi64>, tensor<1x?xi64, #kiln.dims<[1, s]>>) -> tensor<?x?xi64>
+  %y = kiln.add %nz, %t : (tensor<2x?xi64>, tensor<1x8xi64>) -> tensor<?x?xi64>
+  return %x, %y : tensor<?x?xi64>, tensor<?x?xi64>
+}
+
+// -----
+
 // Concatenation adds symbolic sizes; a conv's output size is an expression of its
 // input's.
 // CHECK-LABEL: func @arithmetic_on_sizes

@@ -409,8 +409,13 @@ LogicalResult convertLpNormalization(NodeImporter &n) {
     auto s = failed(sq) ? sq : reduce(n, *sq, ReduceKind::sum, *axes, true);
     norm = failed(s) ? s : unary(n, "kiln.sqrt", *s);
   }
-  auto r = failed(norm) ? norm : binary(n, "kiln.div", *x, *norm);
-  return failed(r) ? failure() : n.setResults({*r});
+  if (failed(norm))
+    return failure();
+  // A zero vector normalizes to zeros, not 0/0.
+  Chain c(n);
+  Value zero = c.k(*x, 0);
+  return c.done({c.sel(c.cmp(CompareDirection::eq, *norm, zero), zero,
+                       c.bin("kiln.div", *x, *norm))});
 }
 
 LogicalResult convertBatchNormalization(NodeImporter &n) {

@@ -93,7 +93,12 @@ LogicalResult convertDFT(NodeImporter &n) {
   // nothing to the sums, so only the first `used` input entries take part.
   int64_t used = std::min(inputLength, irfft ? length / 2 + 1 : length);
   int64_t outLength = irfft ? length : (*onesided ? length / 2 + 1 : length);
+  // The sums cancel: with fp32 twiddle factors, bins that should be 0 come out near
+  // 1e-7 times the signal, so fp32 signals transform in f64 (and 16-bit ones in
+  // f32) and round once at the end.
   Type element = type.getElementType();
+  Type compute = element.getIntOrFloatBitWidth() >= 32 ? n.builder().getF64Type()
+                                                       : n.builder().getF32Type();
   Chain c(n);
   // real and imag: [..., used] with the transform axis moved last.
   SmallVector<int64_t> toLast;
@@ -109,7 +114,8 @@ LogicalResult convertDFT(NodeImporter &n) {
   squeezed[axis] = getConstantDim(n.context(), used);
   Value trimmed = used == inputLength ? *x : c.slice(*x, axis, 0, used);
   auto part = [&](int64_t p) {
-    return c.transpose(c.reshape(c.slice(trimmed, rank - 1, p, p + 1), squeezed), toLast);
+    Value v = c.transpose(c.reshape(c.slice(trimmed, rank - 1, p, p + 1), squeezed), toLast);
+    return v && element != compute ? c(castTo(n, v, compute)) : v;
   };
   Value real = part(0), imag = parts == 2 ? part(1) : Value();
 
@@ -128,10 +134,10 @@ LogicalResult convertDFT(NodeImporter &n) {
     // Reduce j*k mod length first so large products keep their precision.
     return 2.0 * M_PI * double((j * k) % length) / double(length);
   };
-  Value cosM = matrixConstant(n, element, used, outLength, [&](int64_t j, int64_t k) {
+  Value cosM = matrixConstant(n, compute, used, outLength, [&](int64_t j, int64_t k) {
     return weight(j) * scale * std::cos(theta(j, k));
   });
-  Value sinM = matrixConstant(n, element, used, outLength, [&](int64_t j, int64_t k) {
+  Value sinM = matrixConstant(n, compute, used, outLength, [&](int64_t j, int64_t k) {
     return weight(j) * scale * std::sin(theta(j, k));
   });
   if (!cosM || !sinM)
@@ -144,7 +150,10 @@ LogicalResult convertDFT(NodeImporter &n) {
   SmallVector<DimExpr> outDims = getSymShape(type);
   outDims[axis] = getConstantDim(n.context(), outLength);
   outDims.back() = getConstantDim(n.context(), 1);
-  auto restore = [&](Value v) { return c.reshape(c.transpose(v, fromLast), outDims); };
+  auto restore = [&](Value v) {
+    Value r = c.reshape(c.transpose(v, fromLast), outDims);
+    return r && element != compute ? c(castTo(n, r, element)) : r;
+  };
   if (irfft)
     return c.done({restore(outReal)});
   // out_im = im @ cos - sign * (re @ sin)

@@ -121,15 +121,21 @@ absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias
 }
 
 absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Tensor *bias,
-                                     const ConvParams &p, const Shape &outputShape) {
+                                     const ConvParams &p) {
   int64_t k = x.rank() - 2, n = x.dim(0), c = x.dim(1), g = p.group;
   int64_t mPerGroup = w.dim(1), m = mPerGroup * g, cPerGroup = c / g;
   if (w.rank() != x.rank() || w.dim(0) != c || c % g)
     return absl::InvalidArgumentError(absl::StrCat("conv_transpose: input ", x.describe(),
                                                    " and filter ", w.describe(),
                                                    " do not match group ", g));
-  if ((int64_t)outputShape.size() != x.rank() || outputShape[0] != n || outputShape[1] != m)
-    return absl::InvalidArgumentError("conv_transpose: bad result shape");
+  Shape outputShape = {n, m};
+  for (int64_t d = 0; d < k; ++d) {
+    int64_t size = p.strides[d] * (x.dim(2 + d) - 1) + p.outputPadding[d] +
+                   p.dilations[d] * (w.dim(2 + d) - 1) + 1 - p.pads[d] - p.pads[d + k];
+    if (size < 0)
+      return absl::InvalidArgumentError("conv_transpose: the pads crop more than the output");
+    outputShape.push_back(size);
+  }
   Tensor y(x.dtype(), outputShape);
   std::vector<double> acc(y.numel(), 0);
   std::vector<int64_t> xs = stridesOf(x.shape()), ws = stridesOf(w.shape()),
@@ -164,10 +170,20 @@ absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Ten
   return y;
 }
 
-absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p, const Shape &outputShape) {
+absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p) {
   int64_t k = x.rank() - 2;
-  if ((int64_t)outputShape.size() != x.rank())
-    return absl::InvalidArgumentError("pool: bad result shape");
+  Shape outputShape = {x.dim(0), x.dim(1)};
+  for (int64_t d = 0; d < k; ++d) {
+    int64_t in = x.dim(2 + d), extent = p.dilations[d] * (p.kernel[d] - 1) + 1;
+    int64_t span = in + p.pads[d] + p.pads[d + k] - extent;
+    if (span < 0)
+      return absl::InvalidArgumentError("pool: the window is larger than the padded input");
+    int64_t out = (p.ceilMode ? (span + p.strides[d] - 1) / p.strides[d] : span / p.strides[d]) + 1;
+    // ceil_mode drops a last window that would start inside the end padding.
+    if (p.ceilMode && (out - 1) * p.strides[d] >= in + p.pads[d])
+      --out;
+    outputShape.push_back(out);
+  }
   Tensor y(x.dtype(), outputShape);
   std::vector<int64_t> xs = stridesOf(x.shape());
   Shape spatial(outputShape.begin() + 2, outputShape.end());

@@ -380,8 +380,11 @@ double sourceCoordinate(const ResizeParams &p, int64_t d, double o, int64_t inSi
   }
   case CoordinateMode::pytorch_half_pixel:
     return outSize > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
-  case CoordinateMode::align_corners:
-    return outSize == 1 ? 0.0 : o * (inSize - 1) / double(outSize - 1);
+  case CoordinateMode::align_corners: {
+    // ONNX takes the resized length as input * scale, unrounded.
+    double outLength = scale * inSize;
+    return outLength == 1 ? 0.0 : o * (inSize - 1) / (outLength - 1);
+  }
   case CoordinateMode::asymmetric:
     return o / scale;
   case CoordinateMode::tf_crop_and_resize: {
@@ -438,28 +441,30 @@ Taps tapsFor(const ResizeParams &p, int64_t d, int64_t o, int64_t inSize, int64_
     t.weight.push_back(1);
     return t;
   }
-  // Linear and cubic: antialiasing (when downsampling) stretches the filter by 1/scale.
+  // Linear and cubic. Antialiasing, when downsampling, stretches the filter by
+  // 1/scale and normalizes its weights (ONNX Resize-18).
   bool stretch = p.antialias && scale < 1;
-  double support = p.mode == ResizeMode::linear ? 1 : 2;
-  double widen = stretch ? 1 / scale : 1;
-  double lo = std::floor(x - support * widen) + 1, hi = std::floor(x + support * widen);
-  if (!stretch) {
-    lo = std::floor(x) - (support - 1);
-    hi = std::floor(x) + support;
+  double f = std::floor(x), ratio = x - f;
+  int64_t first, last;
+  if (p.mode == ResizeMode::linear) {
+    first = stretch ? static_cast<int64_t>(std::floor(-1 / scale) + 1) : 0;
+    last = 1 - first;
+  } else {
+    first = stretch ? static_cast<int64_t>(std::floor(-2 / scale) + 1) : -1;
+    last = 1 - first;
   }
+  double filterScale = stretch ? scale : 1;
   double total = 0;
-  for (double k = lo; k <= hi; ++k) {
-    double s = (x - k) / widen;
+  for (int64_t i = first; i <= last; ++i) {
+    double s = (i - ratio) * filterScale;
     double w = p.mode == ResizeMode::linear ? std::max(0.0, 1 - std::fabs(s))
                                             : cubicWeight(s, p.cubicCoeffA);
-    int64_t idx = static_cast<int64_t>(k);
+    int64_t idx = static_cast<int64_t>(f) + i;
     if (idx < 0 || idx >= inSize) {
-      if (p.excludeOutside || stretch)
+      if (p.excludeOutside)
         continue;
       idx = std::clamp<int64_t>(idx, 0, inSize - 1);
     }
-    if (w == 0)
-      continue;
     t.index.push_back(idx);
     t.weight.push_back(w);
     total += w;

@@ -18,7 +18,9 @@ const DTypeInfo kInfo[] = {
     {"ui16", 2, false, false, 16},      {"ui32", 4, false, false, 32},
     {"ui64", 8, false, false, 64},      {"f8E4M3FN", 1, true, true, 8},
     {"f8E4M3FNUZ", 1, true, true, 8},   {"f8E5M2", 1, true, true, 8},
-    {"f8E5M2FNUZ", 1, true, true, 8},
+    {"f8E5M2FNUZ", 1, true, true, 8},   {"f4E2M1FN", 1, true, true, 4},
+    {"i4", 1, false, true, 4},          {"ui4", 1, false, false, 4},
+    {"i2", 1, false, true, 2},          {"ui2", 1, false, false, 2},
 };
 
 /// A binary float format narrower than double.
@@ -27,6 +29,7 @@ struct FloatFormat {
   bool ieee;         // all-ones exponent is inf/NaN
   bool nanIsMinusZero; // "fnuz": 0x80 is the only NaN, no -0, no inf
   double maxFinite;
+  bool hasNan = true; // float4e2m1 has neither NaN nor inf
 };
 
 FloatFormat formatOf(DType t) {
@@ -43,6 +46,8 @@ FloatFormat formatOf(DType t) {
     return {5, 2, 15, true, false, 57344.0};
   case DType::f8e5m2fnuz:
     return {5, 2, 16, false, true, 57344.0};
+  case DType::f4e2m1fn:
+    return {2, 1, 1, false, false, 6.0, /*hasNan=*/false};
   default:
     return {0, 0, 0, true, false, 0};
   }
@@ -80,8 +85,9 @@ uint64_t encodeFloat(DType t, double v, bool saturate) {
   uint64_t nan = f.nanIsMinusZero ? signBit
                  : f.ieee          ? (expAllOnes << M) | (uint64_t(1) << (M - 1))
                                    : (expAllOnes << M) | ((uint64_t(1) << M) - 1);
+  // A format without NaN stores it as -0 (what ml_dtypes, ONNX's reference, does).
   if (std::isnan(v))
-    return nan;
+    return f.hasNan ? nan : signBit;
   uint64_t sign = std::signbit(v) ? signBit : 0;
   double a = std::fabs(v);
   auto encodeMagnitude = [&](double value) -> uint64_t {
@@ -99,7 +105,7 @@ uint64_t encodeFloat(DType t, double v, bool saturate) {
   auto overflow = [&]() -> uint64_t {
     if (f.ieee && !(saturate && t == DType::f8e5m2))
       return sign | (expAllOnes << M); // inf
-    if (saturate)
+    if (saturate || !f.hasNan)
       return encodeMagnitude(f.maxFinite);
     return nan;
   };
@@ -128,7 +134,7 @@ double decodeFloat(DType t, uint64_t bits) {
   if (f.ieee && exponent == expAllOnes)
     return mantissa ? std::numeric_limits<double>::quiet_NaN()
                     : (negative ? -INFINITY : INFINITY);
-  if (!f.ieee && !f.nanIsMinusZero && exponent == expAllOnes &&
+  if (!f.ieee && !f.nanIsMinusZero && f.hasNan && exponent == expAllOnes &&
       mantissa == (uint64_t(1) << M) - 1)
     return std::numeric_limits<double>::quiet_NaN();
   double value = exponent == 0
@@ -268,7 +274,10 @@ void Tensor::setI(int64_t i, int64_t v) {
     *p = v != 0;
     return;
   }
-  storeBits(p, in.bytes, static_cast<uint64_t>(v));
+  uint64_t bits = static_cast<uint64_t>(v);
+  if (in.bits < 8)
+    bits &= (uint64_t(1) << in.bits) - 1;
+  storeBits(p, in.bytes, bits);
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
@@ -287,7 +296,8 @@ Tensor castTensor(const Tensor &x, DType to, bool saturate) {
   for (int64_t i = 0; i < x.numel(); ++i) {
     if (from.isFloat && target.isFloat) {
       double v = x.getF(i);
-      if (to == DType::f32 || to == DType::f64 || to == DType::f16 || to == DType::bf16)
+      if (to == DType::f32 || to == DType::f64 || to == DType::f16 || to == DType::bf16 ||
+          to == DType::f4e2m1fn)
         out.setF(i, v);
       else
         storeBits(out.bytes() + i * target.bytes, target.bytes, encodeFloat(to, v, saturate));

@@ -117,16 +117,16 @@ struct ConvParams {
 absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias,
                             const ConvParams &p);
 absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Tensor *bias,
-                                     const ConvParams &p, const Shape &outputShape);
+                                     const ConvParams &p);
 enum class PoolKind { max, avg, lp };
 struct PoolParams {
   PoolKind kind = PoolKind::max;
   std::vector<int64_t> kernel, strides, pads, dilations;
+  bool ceilMode = false;
   bool countIncludePad = false;
   int64_t p = 2;
 };
-/// The result shape comes from the IR (it decides ceil_mode's last window).
-absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p, const Shape &outputShape);
+absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p);
 Tensor softmax(const Tensor &x, int64_t axis, bool logarithm);
 absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Tensor *bias,
                                  int64_t axis, double epsilon);

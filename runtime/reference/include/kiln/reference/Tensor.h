@@ -27,8 +27,10 @@ enum class DType : uint8_t {
   boolean,
   i8, i16, i32, i64,
   u8, u16, u32, u64,
-  // Storage-only float8 types: computed through double like the others.
-  f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz,
+  // Storage-only float8 and float4 types: computed through double like the others.
+  f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f4e2m1fn,
+  // Sub-byte integers, one element per byte here (files pack them).
+  i4, u4, i2, u2,
 };
 
 struct DTypeInfo {
