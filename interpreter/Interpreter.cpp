@@ -51,6 +51,29 @@ constexpr size_t kMaxScanBytes = size_t(1) << 30;
 
 std::string shapeOf(const ref::Tensor &t) { return t.describe(); }
 
+/// An error at `op`'s location naming it, without MLIR's dump of the whole op (a
+/// function's dump is the whole model).
+InFlightDiagnostic opError(Operation *op) {
+  InFlightDiagnostic diag = emitError(op->getLoc());
+  if (isa<func::FuncOp>(op))
+    diag << "model: ";
+  else
+    diag << "'" << op->getName() << "' op ";
+  return diag;
+}
+
+/// "f32[batch x 16]": a tensor type as the errors talk about shapes.
+std::string describeType(RankedTensorType type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type.getElementType() << "[";
+  SymShape dims = getSymShape(type);
+  for (auto [i, d] : llvm::enumerate(dims))
+    os << (i ? ", " : "") << (d ? dimToString(d) : std::string("?"));
+  os << "]";
+  return s;
+}
+
 class Interpreter {
 public:
   LogicalResult bindArguments(func::FuncOp func, ArrayRef<ref::Tensor> inputs);
@@ -92,11 +115,11 @@ LogicalResult Interpreter::checkShape(Value v, const ref::Tensor &t, Operation *
   auto type = cast<RankedTensorType>(v.getType());
   std::optional<ref::DType> dtype = toRefType(type.getElementType());
   if (!dtype || *dtype != t.dtype())
-    return where->emitError() << what << " is " << shapeOf(t) << " at run time, but its type is "
-                              << type;
+    return opError(where) << what << " is " << shapeOf(t) << ", but the IR says "
+                          << describeType(type);
   if (type.getRank() != t.rank())
-    return where->emitError() << what << " is " << shapeOf(t)
-                              << " at run time, but its type is " << type;
+    return opError(where) << what << " is " << shapeOf(t) << ", but the IR says "
+                          << describeType(type);
   SymShape dims = getSymShape(type);
   for (int64_t d = 0; d < t.rank(); ++d) {
     DimExpr dim = dims[d];
@@ -109,7 +132,7 @@ LogicalResult Interpreter::checkShape(Value v, const ref::Tensor &t, Operation *
     }
     std::optional<int64_t> expected = evaluate(dim);
     if (expected && *expected != t.dim(d))
-      return where->emitError() << what << " dim " << d << " is " << t.dim(d)
+      return opError(where) << what << " dim " << d << " is " << t.dim(d)
                                 << " at run time, but the IR says " << dimToString(dim)
                                 << " = " << *expected;
   }
@@ -118,7 +141,7 @@ LogicalResult Interpreter::checkShape(Value v, const ref::Tensor &t, Operation *
 
 LogicalResult Interpreter::bindArguments(func::FuncOp func, ArrayRef<ref::Tensor> inputs) {
   if (inputs.size() != func.getNumArguments())
-    return func.emitError() << "takes " << func.getNumArguments() << " inputs, got "
+    return opError(func) << "takes " << func.getNumArguments() << " inputs, got "
                             << inputs.size();
   // Bind the plain symbols of every argument first, so a composite dim of an early
   // argument can use a symbol that only a later one binds.
@@ -146,7 +169,7 @@ LogicalResult Interpreter::bindArguments(func::FuncOp func, ArrayRef<ref::Tensor
 
 LogicalResult Interpreter::define(Operation *op, unsigned i, absl::StatusOr<ref::Tensor> t) {
   if (!t.ok())
-    return op->emitError() << t.status().message();
+    return opError(op) << t.status().message();
   Value result = op->getResult(i);
   if (failed(checkShape(result, *t, op, "result " + Twine(i))))
     return failure();
@@ -169,7 +192,7 @@ LogicalResult Interpreter::runBlock(Block &block, std::vector<ref::Tensor> &term
     if (failed(runOp(&op)))
       return failure();
   }
-  return block.getParentOp()->emitError("a block without a terminator");
+  return opError(block.getParentOp()) << "a block without a terminator";
 }
 
 template <typename E> E convertEnum(auto v) { return static_cast<E>(static_cast<int>(v)); }
@@ -198,7 +221,7 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
     size_t scanBytes = 0;
     for (int64_t i = 0; i < maxTrips && condition; ++i) {
       if (i >= (int64_t(1) << 31))
-        return op->emitError("the loop ran 2^31 iterations");
+        return opError(op) << "the loop ran 2^31 iterations";
       ref::Tensor iteration(ref::DType::i64, {});
       iteration.setI(0, i);
       ref::Tensor cond(ref::DType::boolean, {});
@@ -218,7 +241,7 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
         scans[k].push_back(yielded[1 + numCarried + k]);
       }
       if (scanBytes > kMaxScanBytes)
-        return op->emitError() << "the loop's scan outputs pass " << (kMaxScanBytes >> 30)
+        return opError(op) << "the loop's scan outputs pass " << (kMaxScanBytes >> 30)
                                << " GiB after " << i + 1 << " iterations";
     }
     for (size_t k = 0; k < numCarried; ++k)
@@ -268,7 +291,7 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
     axis = axis < 0 ? axis + x.rank() : axis;
     axes.push_back(axis);
     if (steps >= 0 && x.dim(axis) != steps)
-      return op->emitError("scanned inputs differ in length");
+      return opError(op) << "scanned inputs differ in length";
     steps = x.dim(axis);
   }
   size_t numScanOutputs = op->getNumResults() - numStates;
@@ -363,13 +386,13 @@ LogicalResult Interpreter::runOp(Operation *op) {
       .Case<CastOp>([&](CastOp c) -> LogicalResult {
         std::optional<ref::DType> to = toRefType(c.getTo());
         if (!to)
-          return op->emitError() << "the reference interpreter has no kernels for " << c.getTo();
+          return opError(op) << "the reference interpreter has no kernels for " << c.getTo();
         return one(ref::castTensor(in(0), *to, c.getSaturate()));
       })
       .Case<BitcastOp>([&](BitcastOp c) -> LogicalResult {
         std::optional<ref::DType> to = toRefType(c.getTo());
         if (!to)
-          return op->emitError() << "the reference interpreter has no kernels for " << c.getTo();
+          return opError(op) << "the reference interpreter has no kernels for " << c.getTo();
         return one(ref::bitcast(in(0), *to));
       })
       .Case<ConstantOp>([&](ConstantOp c) -> LogicalResult {
@@ -383,7 +406,7 @@ LogicalResult Interpreter::runOp(Operation *op) {
         for (auto [i, d] : llvm::enumerate(dims)) {
           std::optional<int64_t> v = evaluate(d);
           if (!v)
-            return op->emitError() << "symbolic dim " << dimToString(d)
+            return opError(op) << "symbolic dim " << dimToString(d)
                                    << " has no value here (an unbound symbol)";
           t.setI(i, *v);
         }
@@ -410,7 +433,7 @@ LogicalResult Interpreter::runOp(Operation *op) {
         if (unknownAt >= 0)
           shape[unknownAt] = known ? x.numel() / known : 0;
         if (ref::numElements(shape) != x.numel())
-          return op->emitError() << "reshape of " << x.describe() << " to ["
+          return opError(op) << "reshape of " << x.describe() << " to ["
                                  << ref::shapeToString(shape) << "] changes the element count";
         return one(x.reshaped(shape));
       })
@@ -490,7 +513,7 @@ LogicalResult Interpreter::runOp(Operation *op) {
         auto r = ref::topK(in(0), get(t.getK()).getI(0), static_cast<int64_t>(t.getAxis()),
                            t.getLargest(), t.getSorted());
         if (!r.ok())
-          return op->emitError() << r.status().message();
+          return opError(op) << r.status().message();
         if (failed(define(op, 0, std::move(r->first))))
           return failure();
         return define(op, 1, std::move(r->second));
@@ -580,7 +603,7 @@ LogicalResult Interpreter::runOp(Operation *op) {
       })
       .Case<tensor::CastOp>([&](auto) { return one(in(0)); })
       .Default([&](Operation *) {
-        return op->emitError("the reference interpreter does not run this op");
+        return opError(op) << "the reference interpreter does not run this op";
       });
 #undef UNARY
 #undef BINARY
@@ -629,7 +652,7 @@ FailureOr<std::vector<ref::Tensor>> interpret(func::FuncOp func, ArrayRef<ref::T
     return failure();
   std::vector<ref::Tensor> outputs;
   if (func.getBody().empty())
-    return func.emitError("has no body");
+    return opError(func) << "has no body";
   if (failed(interpreter.runBlock(func.getBody().front(), outputs)))
     return failure();
   return outputs;

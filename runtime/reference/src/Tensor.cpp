@@ -66,7 +66,7 @@ int64_t numElements(const Shape &shape) {
 std::string shapeToString(const Shape &shape) {
   std::string s;
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "x" : "") + std::to_string(shape[i]);
+    s += (i ? ", " : "") + std::to_string(shape[i]);
   return s;
 }
 

@@ -79,7 +79,7 @@ public:
   /// Same bytes, new shape of the same element count.
   Tensor reshaped(Shape shape) const;
 
-  /// "f32[2x3]"
+  /// "f32[2, 3]"
   std::string describe() const;
 
 private:

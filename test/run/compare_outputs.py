@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Compares TensorProto files: compare_outputs.py GOT.pb WANT.pb --atol A --rtol R.
+
+Prints the largest absolute difference; exits 1 when a value is off by more than
+atol + rtol * |want|, or when dtypes or shapes differ."""
+import argparse
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("got")
+    p.add_argument("want")
+    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--rtol", type=float, default=0.0)
+    a = p.parse_args()
+    got = numpy_helper.to_array(onnx.load_tensor(a.got))
+    want = numpy_helper.to_array(onnx.load_tensor(a.want))
+    if got.dtype != want.dtype or got.shape != want.shape:
+        print(f"MISMATCH {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}")
+        return 1
+    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    worst = float(diff.max()) if diff.size else 0.0
+    ok = bool(np.all(diff <= a.atol + a.rtol * np.abs(want.astype(np.float64))))
+    print(f"{'OK' if ok else 'MISMATCH'} max abs diff {worst:.3g}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+//===- ReferenceKernelsTest.cpp - the reference kernels' hard cases -------===//
+//
+// The conformance suite covers the kernels broadly; these pin down the cases it
+// reaches only by luck: float formats rounding once from double, integer
+// semantics at the edges, and indexing corner cases.
+
+#include "kiln/reference/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace kiln::ref;
+
+namespace {
+Tensor vec(DType t, std::vector<double> values) {
+  Tensor x(t, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i)
+    x.setF(i, values[i]);
+  return x;
+}
+Tensor ivec(DType t, std::vector<int64_t> values) {
+  Tensor x(t, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i)
+    x.setI(i, values[i]);
+  return x;
+}
+} // namespace
+
+TEST(ReferenceFloat, HalfRoundsToNearestEven) {
+  EXPECT_EQ(encodeFloat(DType::f16, 1.0), 0x3C00u);
+  EXPECT_EQ(encodeFloat(DType::f16, 65504.0), 0x7BFFu);
+  EXPECT_EQ(encodeFloat(DType::f16, 65520.0), 0x7C00u); // rounds up to inf
+  EXPECT_EQ(encodeFloat(DType::f16, 65519.99), 0x7BFFu);
+  // 1 + 2^-11 is halfway between 1 and the next half: ties to even (1).
+  EXPECT_EQ(encodeFloat(DType::f16, 1.0 + std::ldexp(1.0, -11)), 0x3C00u);
+  EXPECT_EQ(encodeFloat(DType::f16, 1.0 + 3 * std::ldexp(1.0, -11)), 0x3C02u);
+  EXPECT_EQ(encodeFloat(DType::f16, std::ldexp(1.0, -24)), 0x0001u); // smallest subnormal
+  EXPECT_EQ(encodeFloat(DType::f16, std::ldexp(1.0, -26)), 0x0000u);
+  EXPECT_EQ(encodeFloat(DType::f16, -0.0), 0x8000u);
+  EXPECT_TRUE(std::isnan(decodeFloat(DType::f16, encodeFloat(DType::f16, NAN))));
+  EXPECT_EQ(decodeFloat(DType::f16, 0x3555), 0.333251953125);
+}
+
+TEST(ReferenceFloat, Bfloat16RoundsOnceFromDouble) {
+  // 1 + 2^-8 + 2^-30 is just above the tie between 1 and 1 + 2^-7: rounding it to
+  // float first would land on the tie and then round to even (1); once from double
+  // it rounds up.
+  double v = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30);
+  EXPECT_EQ(encodeFloat(DType::bf16, v), 0x3F81u);
+  EXPECT_EQ(encodeFloat(DType::bf16, 1.0 + std::ldexp(1.0, -8)), 0x3F80u);
+  EXPECT_EQ(decodeFloat(DType::bf16, 0x4049), 3.140625);
+}
+
+TEST(ReferenceFloat, Float8Variants) {
+  EXPECT_EQ(decodeFloat(DType::f8e4m3fn, 0x7E), 448.0);
+  EXPECT_TRUE(std::isnan(decodeFloat(DType::f8e4m3fn, 0x7F)));
+  EXPECT_EQ(encodeFloat(DType::f8e4m3fn, 1000.0, /*saturate=*/true), 0x7Eu);
+  EXPECT_TRUE(std::isnan(decodeFloat(DType::f8e4m3fn, encodeFloat(DType::f8e4m3fn, 1000.0))));
+  EXPECT_EQ(encodeFloat(DType::f8e4m3fnuz, -0.0), 0x00u); // no negative zero
+  EXPECT_TRUE(std::isnan(decodeFloat(DType::f8e4m3fnuz, 0x80)));
+  EXPECT_EQ(decodeFloat(DType::f8e5m2, 0x7C), INFINITY);
+  EXPECT_EQ(encodeFloat(DType::f8e5m2, 1e9, /*saturate=*/true), 0x7Bu);
+  EXPECT_EQ(decodeFloat(DType::f4e2m1fn, 0x7), 6.0);
+  EXPECT_EQ(encodeFloat(DType::f4e2m1fn, 5.0), 0x6u); // 4 and 6 tie: even mantissa
+  EXPECT_EQ(encodeFloat(DType::f4e2m1fn, 100.0), 0x7u); // saturates: no inf
+}
+
+TEST(ReferenceInt, WrapsAndSignExtends) {
+  Tensor x(DType::i8, {1});
+  x.setI(0, 200);
+  EXPECT_EQ(x.getI(0), -56);
+  Tensor u(DType::u4, {1});
+  u.setI(0, 17);
+  EXPECT_EQ(u.getI(0), 1);
+  Tensor s(DType::i4, {1});
+  s.setI(0, 9);
+  EXPECT_EQ(s.getI(0), -7);
+  Tensor big(DType::u64, {1});
+  big.setI(0, -1);
+  EXPECT_EQ(big.getF(0), 18446744073709551615.0);
+}
+
+TEST(ReferenceElementwise, IntegerDivisionTruncatesModFollowsDivisor) {
+  Tensor a = ivec(DType::i32, {-7, 7, -7}), b = ivec(DType::i32, {2, -2, -2});
+  Tensor div = *binary(BinaryFn::div, a, b), rem = *binary(BinaryFn::rem, a, b),
+         mod = *binary(BinaryFn::mod, a, b);
+  EXPECT_EQ(div.getI(0), -3);
+  EXPECT_EQ(rem.getI(0), -1);
+  EXPECT_EQ(mod.getI(0), 1);
+  EXPECT_EQ(mod.getI(1), -1);
+  EXPECT_EQ(mod.getI(2), -1);
+  EXPECT_FALSE(binary(BinaryFn::div, a, ivec(DType::i32, {0})).ok());
+  Tensor u = ivec(DType::u8, {200}), v = ivec(DType::u8, {3});
+  EXPECT_EQ(binary(BinaryFn::div, u, v)->getI(0), 66); // unsigned, not -56 / 3
+  EXPECT_EQ(binary(BinaryFn::shift_right, ivec(DType::i8, {-128}), ivec(DType::i8, {9}))->getI(0), -1);
+}
+
+TEST(ReferenceElementwise, NanPropagates) {
+  Tensor a = vec(DType::f32, {NAN, 1}), b = vec(DType::f32, {1, NAN});
+  Tensor mx = *binary(BinaryFn::max, a, b);
+  EXPECT_TRUE(std::isnan(mx.getF(0)));
+  EXPECT_TRUE(std::isnan(mx.getF(1)));
+  Tensor ne = *compare(CompareFn::ne, a, a);
+  EXPECT_EQ(ne.getI(0), 1);
+  Tensor eq = *compare(CompareFn::eq, a, a);
+  EXPECT_EQ(eq.getI(0), 0);
+}
+
+TEST(ReferenceElementwise, Broadcasts) {
+  Tensor a(DType::f32, {2, 1}), b(DType::f32, {3});
+  a.setF(0, 1), a.setF(1, 2);
+  b.setF(0, 10), b.setF(1, 20), b.setF(2, 30);
+  Tensor c = *binary(BinaryFn::add, a, b);
+  ASSERT_EQ(c.shape(), (Shape{2, 3}));
+  EXPECT_EQ(c.getF(5), 32);
+  EXPECT_FALSE(binary(BinaryFn::add, Tensor(DType::f32, {2}), Tensor(DType::f32, {3})).ok());
+}
+
+TEST(ReferenceDataMovement, SliceClampsAndWalksBackwards) {
+  Tensor x = ivec(DType::i64, {0, 1, 2, 3, 4});
+  Tensor r = *slice(x, {-1}, {std::numeric_limits<int64_t>::min()}, {-2});
+  ASSERT_EQ(r.shape(), (Shape{3}));
+  EXPECT_EQ(r.getI(0), 4);
+  EXPECT_EQ(r.getI(2), 0);
+  Tensor e = *slice(x, {10}, {20}, {1});
+  EXPECT_EQ(e.numel(), 0);
+}
+
+TEST(ReferenceDataMovement, GatherChecksIndices) {
+  Tensor x = ivec(DType::i64, {5, 6, 7});
+  EXPECT_EQ(gather(x, ivec(DType::i64, {-1}), 0)->getI(0), 7);
+  absl::StatusOr<Tensor> bad = gather(x, ivec(DType::i64, {3}), 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("out of range"), std::string::npos);
+}
+
+TEST(ReferenceDataMovement, PadModes) {
+  Tensor x = ivec(DType::i32, {1, 2, 3});
+  Tensor zero(DType::i32, {});
+  Tensor reflect = *pad(x, {2, 2}, PadMode::reflect, zero);
+  std::vector<int64_t> want = {3, 2, 1, 2, 3, 2, 1};
+  for (int i = 0; i < 7; ++i)
+    EXPECT_EQ(reflect.getI(i), want[i]);
+  Tensor wrap = *pad(x, {1, 1}, PadMode::wrap, zero);
+  EXPECT_EQ(wrap.getI(0), 3);
+  EXPECT_EQ(wrap.getI(4), 1);
+  Tensor crop = *pad(x, {-1, 0}, PadMode::constant, zero);
+  EXPECT_EQ(crop.numel(), 2);
+}
+
+TEST(ReferenceReduction, EmptyReductionsGiveIdentities) {
+  Tensor x(DType::f32, {0, 3});
+  EXPECT_EQ(reduce(x, ReduceKind::sum, {0}, false).getF(0), 0);
+  EXPECT_EQ(reduce(x, ReduceKind::prod, {0}, false).getF(0), 1);
+  EXPECT_EQ(reduce(x, ReduceKind::max, {0}, false).getF(0), -INFINITY);
+}
+
+TEST(ReferenceReduction, TopKBreaksTiesByIndex) {
+  Tensor x = vec(DType::f32, {1, 3, 3, 2});
+  auto [values, indices] = *topK(x, 2, 0, /*largest=*/true, /*sorted=*/true);
+  EXPECT_EQ(indices.getI(0), 1);
+  EXPECT_EQ(indices.getI(1), 2);
+}
+
+TEST(ReferenceComposite, MatmulPromotesVectors) {
+  Tensor a = vec(DType::f64, {1, 2}), b(DType::f64, {2, 2});
+  b.setF(0, 1), b.setF(1, 2), b.setF(2, 3), b.setF(3, 4);
+  Tensor r = *matmul(a, b);
+  ASSERT_EQ(r.shape(), (Shape{2}));
+  EXPECT_EQ(r.getF(0), 7);
+  EXPECT_EQ(r.getF(1), 10);
+}
+
+TEST(ReferenceComposite, SoftmaxOfInfinities) {
+  Tensor x = vec(DType::f32, {-INFINITY, 0});
+  Tensor s = softmax(x, 0, false);
+  EXPECT_EQ(s.getF(0), 0);
+  EXPECT_EQ(s.getF(1), 1);
+}
+
+TEST(ReferenceSpecial, DeterminantWithPivoting) {
+  Tensor m(DType::f64, {2, 2});
+  m.setF(0, 0), m.setF(1, 1), m.setF(2, 1), m.setF(3, 0); // needs a row swap
+  EXPECT_EQ(det(m).getF(0), -1);
+}
