@@ -16,22 +16,6 @@ LogicalResult checkSameElement(std::optional<Location> location, StringRef name,
   return success();
 }
 
-/// Checks that a window attribute has `expected` entries, all >= `minimum`.
-LogicalResult checkWindowAttr(std::optional<Location> location, StringRef name,
-                              ArrayRef<int64_t> values, size_t expected, int64_t minimum,
-                              StringRef what) {
-  if (values.size() != expected)
-    return emitShapeError(location, name,
-                          what + " has " + Twine(values.size()) + " entries; expected " +
-                              Twine(expected));
-  for (int64_t v : values)
-    if (v < minimum)
-      return emitShapeError(location, name,
-                            what + " entries must be >= " + Twine(minimum) + ", got " +
-                                Twine(v));
-  return success();
-}
-
 /// The checks conv and conv_transpose share: a channels-first input and a filter of
 /// its rank and element type, group >= 1, and k-entry strides/dilations and 2k pads.
 LogicalResult checkConvLike(std::optional<Location> location, StringRef name, Value input,
@@ -46,9 +30,9 @@ LogicalResult checkConvLike(std::optional<Location> location, StringRef name, Va
   if (group < 1)
     return emitShapeError(location, name, "group must be >= 1, got " + Twine(group));
   size_t k = in.getRank() - 2;
-  if (failed(checkWindowAttr(location, name, strides, k, 1, "strides")) ||
-      failed(checkWindowAttr(location, name, dilations, k, 1, "dilations")) ||
-      failed(checkWindowAttr(location, name, pads, 2 * k, 0, "pads")))
+  if (failed(checkEntries(location, name, strides, k, 1, "strides")) ||
+      failed(checkEntries(location, name, dilations, k, 1, "dilations")) ||
+      failed(checkEntries(location, name, pads, 2 * k, 0, "pads")))
     return failure();
   return success();
 }
@@ -175,7 +159,7 @@ LogicalResult ConvTransposeOp::inferReturnTypes(MLIRContext *context,
                            adaptor.getStrides(), adaptor.getDilations(), adaptor.getPads())))
     return failure();
   size_t k = input.getRank() - 2;
-  if (failed(checkWindowAttr(location, name, adaptor.getOutputPadding(), k, 0, "output_padding")))
+  if (failed(checkEntries(location, name, adaptor.getOutputPadding(), k, 0, "output_padding")))
     return failure();
   SymShape x = getSymShape(input), w = getSymShape(filter);
   if (failed(unifyDims(location, name, x[1], w[0], "input channels and filter dim 0")))
@@ -217,10 +201,10 @@ LogicalResult PoolOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   if (input.getRank() < 3)
     return emitShapeError(location, name, "input must have rank >= 3 ([N, C, spatial...])");
   size_t k = input.getRank() - 2;
-  if (failed(checkWindowAttr(location, name, adaptor.getKernelShape(), k, 1, "kernel_shape")) ||
-      failed(checkWindowAttr(location, name, adaptor.getStrides(), k, 1, "strides")) ||
-      failed(checkWindowAttr(location, name, adaptor.getDilations(), k, 1, "dilations")) ||
-      failed(checkWindowAttr(location, name, adaptor.getPads(), 2 * k, 0, "pads")))
+  if (failed(checkEntries(location, name, adaptor.getKernelShape(), k, 1, "kernel_shape")) ||
+      failed(checkEntries(location, name, adaptor.getStrides(), k, 1, "strides")) ||
+      failed(checkEntries(location, name, adaptor.getDilations(), k, 1, "dilations")) ||
+      failed(checkEntries(location, name, adaptor.getPads(), 2 * k, 0, "pads")))
     return failure();
   if (adaptor.getKind() == PoolKind::lp && int64_t(adaptor.getP()) < 1)
     return emitShapeError(location, name, "p must be >= 1");

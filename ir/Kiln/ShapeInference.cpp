@@ -28,6 +28,21 @@ static bool isOne(DimExpr d) {
   return c && *c == 1;
 }
 
+LogicalResult checkEntries(std::optional<Location> location, StringRef opName,
+                           ArrayRef<int64_t> values, size_t expected, int64_t minimum,
+                           StringRef what) {
+  if (values.size() != expected)
+    return emitShapeError(location, opName,
+                          what + " has " + Twine(values.size()) + " entries; expected " +
+                              Twine(expected));
+  for (int64_t v : values)
+    if (v < minimum)
+      return emitShapeError(location, opName,
+                            what + " entries must be >= " + Twine(minimum) + ", got " +
+                                Twine(v));
+  return success();
+}
+
 FailureOr<SymShape> broadcastShapes(std::optional<Location> location, StringRef opName,
                                     ArrayRef<SymShape> shapes) {
   size_t rank = 0;

@@ -33,6 +33,12 @@ mlir::FailureOr<int64_t> normalizeAxis(std::optional<mlir::Location> location,
                                        llvm::StringRef opName, int64_t axis,
                                        int64_t rank, llvm::StringRef what = "axis");
 
+/// Checks that an attribute list has `expected` entries, each >= `minimum`, or
+/// emits "<what> has N entries; expected M" / "<what> entries must be >= ...".
+mlir::LogicalResult checkEntries(std::optional<mlir::Location> location,
+                                 llvm::StringRef opName, llvm::ArrayRef<int64_t> values,
+                                 size_t expected, int64_t minimum, llvm::StringRef what);
+
 /// numpy broadcasting of several shapes. Fails on two different static sizes
 /// neither of which is 1; two different symbolic sizes give `?`.
 mlir::FailureOr<SymShape> broadcastShapes(std::optional<mlir::Location> location,

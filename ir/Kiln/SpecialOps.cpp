@@ -18,21 +18,6 @@ LogicalResult checkScalarLike(std::optional<Location> location, StringRef name, 
   return success();
 }
 
-/// Checks an attribute list of `expected` entries, each >= `minimum`.
-LogicalResult checkEntries(std::optional<Location> location, StringRef name,
-                           ArrayRef<int64_t> values, size_t expected, int64_t minimum,
-                           StringRef what) {
-  if (values.size() != expected)
-    return emitShapeError(location, name,
-                          what + " has " + Twine(values.size()) + " entries; expected " +
-                              Twine(expected));
-  for (int64_t v : values)
-    if (v < minimum)
-      return emitShapeError(location, name,
-                            what + " entries must be >= " + Twine(minimum) + ", got " +
-                                Twine(v));
-  return success();
-}
 } // namespace
 
 //===----------------------------------------------------------------------===//

@@ -43,6 +43,17 @@ inline int64_t normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+/// Keys' cubic convolution kernel at distance s with coefficient a (Resize's
+/// cubic_coeff_a; GridSample uses -0.75).
+inline double cubicWeight(double s, double a) {
+  s = s < 0 ? -s : s;
+  if (s <= 1)
+    return ((a + 2) * s - (a + 3)) * s * s + 1;
+  if (s < 2)
+    return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
+  return 0;
+}
+
 inline absl::Status indexError(const char *op, int64_t index, int64_t size) {
   return absl::OutOfRangeError(absl::StrCat(op, ": index ", index,
                                             " is out of range for a dim of size ", size));

@@ -396,15 +396,6 @@ double sourceCoordinate(const ResizeParams &p, int64_t d, double o, int64_t inSi
   return o;
 }
 
-double cubicWeight(double s, double a) {
-  s = std::fabs(s);
-  if (s <= 1)
-    return ((a + 2) * s - (a + 3)) * s * s + 1;
-  if (s < 2)
-    return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
-  return 0;
-}
-
 /// Taps and weights of one output coordinate along one dim.
 struct Taps {
   std::vector<int64_t> index;

@@ -33,19 +33,11 @@ double reflect(double x, double lo, double hi) {
 }
 
 void cubicCoefficients(double t, double c[4]) {
-  const double a = -0.75;
-  auto w = [a](double s) {
-    s = std::fabs(s);
-    if (s <= 1)
-      return ((a + 2) * s - (a + 3)) * s * s + 1;
-    if (s < 2)
-      return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
-    return 0.0;
-  };
-  c[0] = w(t + 1);
-  c[1] = w(t);
-  c[2] = w(1 - t);
-  c[3] = w(2 - t);
+  const double a = -0.75; // GridSample's fixed Keys coefficient
+  c[0] = cubicWeight(t + 1, a);
+  c[1] = cubicWeight(t, a);
+  c[2] = cubicWeight(1 - t, a);
+  c[3] = cubicWeight(2 - t, a);
 }
 } // namespace
 
