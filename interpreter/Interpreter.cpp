@@ -76,6 +76,7 @@ std::string describeType(RankedTensorType type) {
 
 class Interpreter {
 public:
+  explicit Interpreter(const InterpretOptions &options) : options(options) {}
   LogicalResult bindArguments(func::FuncOp func, ArrayRef<ref::Tensor> inputs);
   /// Runs the ops of `block` up to its terminator and collects that terminator's
   /// operands.
@@ -108,6 +109,7 @@ private:
 
   llvm::DenseMap<Value, ref::Tensor> values;
   llvm::DenseMap<unsigned, int64_t> symbols;
+  const InterpretOptions &options;
 };
 
 LogicalResult Interpreter::checkShape(Value v, const ref::Tensor &t, Operation *where,
@@ -199,6 +201,27 @@ template <typename E> E convertEnum(auto v) { return static_cast<E>(static_cast<
 
 LogicalResult Interpreter::runRegionOp(Operation *op) {
   std::vector<ref::Tensor> yielded;
+  if (auto kernel = dyn_cast<KernelOp>(op)) {
+    std::vector<ref::Tensor> inputs;
+    for (Value v : kernel.getInputs())
+      inputs.push_back(get(v));
+    if (options.runKernel) {
+      FailureOr<ref::Tensor> r = options.runKernel(
+          kernel, inputs, [&](AffineExpr d) { return evaluate(d); });
+      if (failed(r))
+        return failure();
+      return define(op, 0, std::move(*r));
+    }
+    Block &body = kernel.getBody().front();
+    for (auto [arg, t] : llvm::zip(body.getArguments(), inputs))
+      values[arg] = t;
+    if (failed(runBlock(body, yielded)))
+      return failure();
+    for (unsigned i = 0; i < op->getNumResults(); ++i)
+      if (failed(define(op, i, yielded[i])))
+        return failure();
+    return success();
+  }
   if (auto ifOp = dyn_cast<IfOp>(op)) {
     Region &region = get(ifOp.getCondition()).getI(0) ? ifOp.getThenRegion() : ifOp.getElseRegion();
     if (failed(runBlock(region.front(), yielded)))
@@ -353,7 +376,7 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
 }
 
 LogicalResult Interpreter::runOp(Operation *op) {
-  if (isa<IfOp, LoopOp, ScanOp>(op))
+  if (isa<IfOp, LoopOp, ScanOp, KernelOp>(op))
     return runRegionOp(op);
   auto in = [&](unsigned i) -> const ref::Tensor & { return get(op->getOperand(i)); };
   auto one = [&](absl::StatusOr<ref::Tensor> t) { return define(op, 0, std::move(t)); };
@@ -646,8 +669,9 @@ FailureOr<ref::Tensor> tensorFromElements(ElementsAttr attr, Location loc) {
   return emitError(loc) << "the reference interpreter cannot read this constant";
 }
 
-FailureOr<std::vector<ref::Tensor>> interpret(func::FuncOp func, ArrayRef<ref::Tensor> inputs) {
-  Interpreter interpreter;
+FailureOr<std::vector<ref::Tensor>> interpret(func::FuncOp func, ArrayRef<ref::Tensor> inputs,
+                                              const InterpretOptions &options) {
+  Interpreter interpreter(options);
   if (failed(interpreter.bindArguments(func, inputs)))
     return failure();
   std::vector<ref::Tensor> outputs;

@@ -13,8 +13,10 @@
 
 #include "kiln/reference/Tensor.h"
 
+#include "mlir/IR/AffineExpr.h"
 #include "mlir/Support/LLVM.h"
 
+#include <functional>
 #include <vector>
 
 namespace mlir {
@@ -28,6 +30,18 @@ class FuncOp;
 
 namespace kiln {
 
+class KernelOp;
+
+struct InterpretOptions {
+  /// The value of a dim expression under the symbols bound so far (nullopt when
+  /// one is unbound).
+  using Evaluate = llvm::function_ref<std::optional<int64_t>(mlir::AffineExpr)>;
+  /// Runs a kiln.kernel (host emulation, a GPU); unset, the interpreter runs the
+  /// kernel's body on the reference kernels. Returns the kernel's one result.
+  std::function<mlir::FailureOr<ref::Tensor>(KernelOp, llvm::ArrayRef<ref::Tensor>, Evaluate)>
+      runKernel;
+};
+
 /// The reference dtype of an MLIR element type, or nullopt when it has none.
 std::optional<ref::DType> toRefType(mlir::Type elementType);
 
@@ -37,7 +51,8 @@ mlir::FailureOr<ref::Tensor> tensorFromElements(mlir::ElementsAttr attr, mlir::L
 
 /// Runs `func` on `inputs` (one per argument, in order).
 mlir::FailureOr<std::vector<ref::Tensor>> interpret(mlir::func::FuncOp func,
-                                                    llvm::ArrayRef<ref::Tensor> inputs);
+                                                    llvm::ArrayRef<ref::Tensor> inputs,
+                                                    const InterpretOptions &options = {});
 
 } // namespace kiln
 

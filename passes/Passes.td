@@ -31,4 +31,24 @@ def InferShapesPass : Pass<"kiln-infer-shapes", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Groups graph ops into kiln.kernel regions for codegen";
+  let description = [{
+    Walks the function from its end. Every op codegen can generate (elementwise,
+    compare, select, cast, broadcast_to, transpose, reshape, slice, concat, pad,
+    gather, gather_elements; reduce, softmax, log_softmax and layer_norm as roots) that no kernel
+    has taken starts a kernel as its root. A producer joins the kernel when codegen
+    can inline it (not a reduction: inlining one would recompute it per element)
+    and every user of it is already in that kernel; a producer with users
+    elsewhere is materialized by a kernel of its own rather than recomputed.
+    Splat constants are copied into every kernel that reads them. Values with dims
+    nothing is known about, and element types codegen lacks, stay outside kernels.
+    Matmul, conv, pooling and the irregular ops stay library ops.
+
+    A kernel's schedule follows its root: `pointwise`, `reduction` (kiln.reduce)
+    or `row` (softmax, log_softmax, layer_norm).
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_TD

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/HostEmulation.h"
 #include "interpreter/Interpreter.h"
 #include "tools/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
@@ -29,11 +30,15 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/PassManager.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 
 using namespace llvm;
@@ -41,8 +46,10 @@ using namespace llvm;
 static cl::OptionCategory category("kiln-conformance options");
 static cl::list<std::string> paths(cl::Positional, cl::desc("<case or folder>..."),
                                    cl::OneOrMore, cl::cat(category));
-static cl::opt<std::string> backend("backend",
-                                    cl::desc("reference (run and compare) or import (import only)"),
+static cl::opt<std::string> backend(
+    "backend",
+    cl::desc("reference (run and compare), host (generated kernels in host emulation, "
+             "library ops on the reference kernels) or import (import only)"),
                                     cl::init("reference"), cl::cat(category));
 static cl::opt<std::string> mode("mode", cl::desc("static, or dynamic: every input dim symbolic"),
                                  cl::init("static"), cl::cat(category));
@@ -53,6 +60,13 @@ static cl::opt<std::string> expectedPath("expected",
                                          cl::cat(category));
 static cl::opt<bool> update("update", cl::desc("Rewrite --expected from this run"),
                             cl::cat(category));
+static cl::opt<std::string> cacheDir(
+    "cache-dir",
+    cl::desc("Where host emulation keeps compiled kernels (default $KILN_CACHE_DIR or "
+             "~/.cache/kiln)"),
+    cl::cat(category));
+static cl::opt<int> jobs("jobs", cl::desc("Host compilers to run at once"), cl::init(2),
+                         cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only failures and the summary"),
                            cl::cat(category));
 
@@ -193,41 +207,67 @@ struct Outcome {
   std::vector<std::string> boundInputs;
 };
 
-Outcome runCase(mlir::DialectRegistry &registry, StringRef dir, const CaseInfo &info) {
+/// One data set of a case, imported and optimized (and, for the host backend,
+/// fused and generated).
+struct PreparedSet {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::vector<std::string> inputFiles;
+  std::string dir;
+};
+
+struct PreparedCase {
+  std::vector<PreparedSet> sets;
+};
+
+/// Diagnostics of one shared context, read from a mark on.
+struct Errors {
+  kiln::OneLineDiagnostics &diagnostics;
+  size_t mark = 0;
+  std::string first(StringRef fallback) const {
+    return diagnostics.all().size() > mark ? diagnostics.all()[mark] : fallback.str();
+  }
+};
+
+/// Ops the host backend runs outside generated kernels: shape computations and the
+/// library ops (cuBLASLt/cuDNN on a GPU, the reference kernels in host emulation).
+bool isHostStep(mlir::Operation *op) {
+  return isa<kiln::ConstantOp, kiln::SymbolicConstantOp, kiln::ShapeOfOp, kiln::KernelOp,
+             kiln::MatmulOp, kiln::ConvOp, kiln::ConvTransposeOp, kiln::PoolOp,
+             mlir::func::ReturnOp, mlir::tensor::CastOp>(op);
+}
+
+Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
+                    const CaseInfo &info, PreparedCase &prepared,
+                    std::vector<kiln::GeneratedKernel> &kernels) {
   Outcome outcome;
-  size_t sets = backend == "import" ? std::min<size_t>(info.dataSets.size(), 1)
-                                    : info.dataSets.size();
-  if (sets == 0 && backend != "import")
+  bool importOnly = backend == "import";
+  size_t sets = importOnly ? std::min<size_t>(info.dataSets.size(), 1) : info.dataSets.size();
+  if (sets == 0 && !importOnly)
     return {"skip", "the case has no test data"};
   for (size_t s = 0; s < std::max<size_t>(sets, 1); ++s) {
-    mlir::MLIRContext context(registry);
-    kiln::OneLineDiagnostics diagnostics(context, /*print=*/false);
-    auto firstError = [&](StringRef fallback) {
-      return diagnostics.all().empty() ? fallback.str() : diagnostics.all().front();
-    };
     kiln::LoadOptions options;
     options.import.allDynamic = mode == "dynamic";
     options.optimize = false;
-    std::vector<std::string> inputFiles;
-    for (size_t k = 0; k < info.inputs.size(); ++k) {
-      if (info.dataSets.empty())
-        break;
+    PreparedSet set;
+    for (size_t k = 0; k < info.inputs.size() && !info.dataSets.empty(); ++k) {
       SmallString<256> data(info.dataSets[s]);
       sys::path::append(data, "input_" + std::to_string(k) + ".pb");
-      inputFiles.push_back(data.str().str());
+      set.inputFiles.push_back(data.str().str());
       if (sys::fs::exists(data))
         options.import.constantInputs[info.inputs[k]] = data.str().str();
     }
+    if (!info.dataSets.empty())
+      set.dir = info.dataSets[s];
     SmallString<256> modelPath(dir);
     sys::path::append(modelPath, "model.onnx");
-    mlir::OwningOpRef<mlir::ModuleOp> module = kiln::loadModel(context, modelPath, options);
-    if (!module) {
-      std::string reason = firstError("import failed without a diagnostic");
+    set.module = kiln::loadModel(context, modelPath, options);
+    if (!set.module) {
+      std::string reason = errors.first("import failed without a diagnostic");
       return {isOutOfScope(reason) ? "skip" : "fail", reason};
     }
-    mlir::func::FuncOp func = kiln::entryFunction(*module);
+    mlir::func::FuncOp func = kiln::entryFunction(*set.module);
     if (!func)
-      return {"fail", firstError("no function to run")};
+      return {"fail", errors.first("no function to run")};
     if (s == 0) {
       if (std::string reason = checkResultShapes(func, context, info); !reason.empty())
         return {"fail", reason};
@@ -238,40 +278,90 @@ Outcome runCase(mlir::DialectRegistry &registry, StringRef dir, const CaseInfo &
     }
     mlir::PassManager pm(&context);
     kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
-    if (failed(pm.run(*module)))
-      return {"fail", "graph pipeline: " + firstError("failed")};
-    if (backend == "import")
-      break;
+    if (backend == "host")
+      pm.addNestedPass<mlir::func::FuncOp>(kiln::createFormKernelsPass());
+    if (failed(pm.run(*set.module)))
+      return {"fail", "graph pipeline: " + errors.first("failed")};
+    if (backend == "host") {
+      for (mlir::Operation &op : func.getBody().front())
+        if (!isHostStep(&op))
+          return {"fail", "codegen cannot handle '" + op.getName().getStringRef().str() +
+                              "' here yet (graph-break fallback comes later)"};
+      mlir::FailureOr<std::vector<kiln::GeneratedKernel>> generated =
+          kiln::emitKernels(*set.module);
+      if (failed(generated))
+        return {"fail", errors.first("codegen failed")};
+      kernels.insert(kernels.end(), generated->begin(), generated->end());
+    }
+    prepared.sets.push_back(std::move(set));
+  }
+  outcome.status = "pass";
+  return outcome;
+}
 
+Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &info,
+                    PreparedCase &prepared, const kiln::HostKernels *host,
+                    const std::map<std::string, kiln::GeneratedKernel> &generated) {
+  if (backend == "import")
+    return {"pass", ""};
+  size_t sets = prepared.sets.size();
+  for (PreparedSet &set : prepared.sets) {
+    mlir::func::FuncOp func = kiln::entryFunction(*set.module);
     // Inputs in the graph's order; outputs compared in order.
     std::vector<kiln::ref::Tensor> inputs;
-    for (const std::string &file : inputFiles) {
+    for (const std::string &file : set.inputFiles) {
       mlir::FailureOr<kiln::ref::Tensor> t = kiln::readTensorFile(context, file);
       if (failed(t))
-        return {"fail", "test data: " + firstError(file)};
+        return {"fail", "test data: " + errors.first(file)};
       inputs.push_back(std::move(*t));
     }
-    mlir::FailureOr<std::vector<kiln::ref::Tensor>> outputs = kiln::interpret(func, inputs);
+    kiln::InterpretOptions options;
+    if (host)
+      options.runKernel = [&](kiln::KernelOp kernel, ArrayRef<kiln::ref::Tensor> in,
+                              kiln::InterpretOptions::Evaluate evaluate)
+          -> mlir::FailureOr<kiln::ref::Tensor> {
+        mlir::FailureOr<kiln::GeneratedKernel> g = kiln::emitKernel(kernel);
+        if (failed(g))
+          return mlir::failure();
+        auto type = cast<mlir::RankedTensorType>(kernel.getResult(0).getType());
+        kiln::ref::Shape shape;
+        for (kiln::DimExpr d : kiln::getSymShape(type))
+          shape.push_back(evaluate(d).value_or(-1));
+        std::vector<int64_t> symbols;
+        for (const std::string &name : g->symbols)
+          symbols.push_back(evaluate(kiln::getSymbolDim(&context, name)).value_or(0));
+        if (llvm::is_contained(shape, -1))
+          return kernel.emitError("a result dim has no value at run time");
+        kiln::ref::Tensor result(*kiln::toRefType(type.getElementType()), shape);
+        std::vector<const kiln::ref::Tensor *> pointers;
+        for (const kiln::ref::Tensor &t : in)
+          pointers.push_back(&t);
+        absl::Status status = host->run(*g, pointers, result, symbols);
+        if (!status.ok())
+          return kernel.emitError() << std::string(status.message());
+        return result;
+      };
+    mlir::FailureOr<std::vector<kiln::ref::Tensor>> outputs = kiln::interpret(func, inputs, options);
     if (failed(outputs))
-      return {"fail", "run: " + firstError("the interpreter failed")};
+      return {"fail", "run: " + errors.first("the interpreter failed")};
     for (size_t k = 0; k < outputs->size(); ++k) {
-      SmallString<256> path(info.dataSets[s]);
+      SmallString<256> path(set.dir);
       sys::path::append(path, "output_" + std::to_string(k) + ".pb");
       mlir::FailureOr<kiln::ref::Tensor> want = kiln::readTensorFile(context, path);
       if (failed(want))
-        return {"fail", "test data: " + firstError(path)};
+        return {"fail", "test data: " + errors.first(path)};
       std::string what = "output " + std::to_string(k);
       if (k < info.outputs.size())
         what += " '" + info.outputs[k] + "'";
       if (sets > 1)
-        what = sys::path::filename(info.dataSets[s]).str() + " " + what;
+        what = sys::path::filename(set.dir).str() + " " + what;
       std::string diff = compareOutput((*outputs)[k], *want, info.rtol, info.atol, what);
       if (!diff.empty())
         return {"fail", diff};
     }
   }
-  outcome.status = "pass";
-  return outcome;
+  (void)generated;
+  return {"pass", ""};
 }
 
 void collectCases(StringRef path, std::vector<std::string> &cases) {
@@ -293,9 +383,9 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "kiln-conformance: runs ONNX backend node tests\n");
-  if (backend != "reference" && backend != "import") {
+  if (backend != "reference" && backend != "import" && backend != "host") {
     errs() << "kiln-conformance: error: backend '" << backend
-           << "' is not available (reference, import)\n";
+           << "' is not available (reference, host, import)\n";
     return 1;
   }
   if (mode != "static" && mode != "dynamic") {
@@ -315,14 +405,54 @@ int main(int argc, char **argv) {
 
   mlir::DialectRegistry registry;
   kiln::registerAllDialects(registry);
+  // One context for the whole run: the host backend keeps every case's module
+  // until the kernels of all of them are compiled in a few batches.
+  mlir::MLIRContext context(registry);
+  kiln::OneLineDiagnostics diagnostics(context, /*print=*/false);
+
+  std::vector<CaseInfo> infos;
+  std::vector<Outcome> outcomes(cases.size());
+  std::vector<PreparedCase> prepared(cases.size());
+  std::vector<kiln::GeneratedKernel> kernels;
+  std::map<std::string, kiln::GeneratedKernel> byName;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    infos.push_back(describeCase(cases[c]));
+    Errors errors{diagnostics, diagnostics.all().size()};
+    outcomes[c] = prepareCase(context, errors, cases[c], infos[c], prepared[c], kernels);
+    if (backend != "host" && outcomes[c].status == "pass") {
+      Outcome run = runPrepared(context, errors, infos[c], prepared[c], nullptr, byName);
+      run.boundInputs = outcomes[c].boundInputs;
+      outcomes[c] = run;
+      prepared[c] = PreparedCase();
+    }
+  }
+  if (backend == "host") {
+    absl::StatusOr<std::unique_ptr<kiln::HostKernels>> host =
+        kiln::HostKernels::build(kernels, cacheDir, /*chunkSize=*/100, jobs);
+    if (!host.ok()) {
+      errs() << "kiln-conformance: error: " << std::string(host.status().message()) << "\n";
+      return 1;
+    }
+    if (!quiet)
+      outs() << "built " << kernels.size() << " kernels for host emulation\n";
+    for (size_t c = 0; c < cases.size(); ++c) {
+      if (outcomes[c].status != "pass")
+        continue;
+      Errors errors{diagnostics, diagnostics.all().size()};
+      Outcome run = runPrepared(context, errors, infos[c], prepared[c], host->get(), byName);
+      run.boundInputs = outcomes[c].boundInputs;
+      outcomes[c] = run;
+      prepared[c] = PreparedCase();
+    }
+  }
 
   json::Array results;
   std::set<std::string> passed;
   int pass = 0, fail = 0, skip = 0;
-  for (const std::string &dir : cases) {
-    std::string name = sys::path::filename(dir).str();
-    CaseInfo info = describeCase(dir);
-    Outcome outcome = runCase(registry, dir, info);
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::string name = sys::path::filename(cases[c]).str();
+    const CaseInfo &info = infos[c];
+    const Outcome &outcome = outcomes[c];
     if (outcome.status == "pass") {
       ++pass;
       passed.insert(name);

@@ -7,11 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/CudaEmitter.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "tools/DiagnosticPrinter.h"
 #include "tools/InitAll.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -22,6 +25,11 @@ using namespace llvm;
 static cl::OptionCategory category("kiln-translate options");
 static cl::opt<bool> importOnnx("import-onnx", cl::desc("Import an ONNX model into kiln IR"),
                                 cl::cat(category));
+static cl::opt<bool> emitCuda(
+    "emit-cuda",
+    cl::desc("Print the CUDA C kernels of a kiln module (forming kernels first when it has "
+             "none: the graph pipeline, then --kiln-form-kernels)"),
+    cl::cat(category));
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input>"), cl::Required,
                                       cl::cat(category));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
@@ -54,8 +62,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "kiln translator: ONNX to kiln IR\n");
 
-  if (!importOnnx) {
-    errs() << "kiln-translate: error: choose a translation (--import-onnx)\n";
+  if (importOnnx == emitCuda) {
+    errs() << "kiln-translate: error: choose one translation (--import-onnx or --emit-cuda)\n";
     return 1;
   }
   kiln::onnx_import::ImportOptions options;
@@ -72,8 +80,22 @@ int main(int argc, char **argv) {
   kiln::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
   kiln::OneLineDiagnostics diagnostics(context);
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      kiln::onnx_import::importOnnxFile(context, inputPath, options);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (importOnnx) {
+    module = kiln::onnx_import::importOnnxFile(context, inputPath, options);
+  } else {
+    module = mlir::parseSourceFile<mlir::ModuleOp>(inputPath, &context);
+    bool hasKernels = false;
+    if (module)
+      module->walk([&](kiln::KernelOp) { hasKernels = true; });
+    if (module && !hasKernels) {
+      mlir::PassManager pm(&context);
+      kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
+      pm.addNestedPass<mlir::func::FuncOp>(kiln::createFormKernelsPass());
+      if (failed(pm.run(*module)))
+        return 1;
+    }
+  }
   if (!module)
     return 1;
 
@@ -83,7 +105,14 @@ int main(int argc, char **argv) {
     errs() << "kiln-translate: error: " << error << "\n";
     return 1;
   }
-  module->print(output->os());
+  if (emitCuda) {
+    mlir::FailureOr<std::vector<kiln::GeneratedKernel>> kernels = kiln::emitKernels(*module);
+    if (failed(kernels))
+      return 1;
+    output->os() << kiln::kernelTranslationUnit(*kernels);
+  } else {
+    module->print(output->os());
+  }
   output->keep();
   return 0;
 }

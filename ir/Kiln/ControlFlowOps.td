@@ -14,8 +14,8 @@ include "ir/Kiln/KilnAttrs.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 def Kiln_YieldOp : Op<Kiln_Dialect, "yield",
-    [Pure, Terminator, ReturnLike, ParentOneOf<["IfOp", "LoopOp", "ScanOp"]>]> {
-  let summary = "ends a kiln.if, kiln.loop or kiln.scan region with its values";
+    [Pure, Terminator, ReturnLike, ParentOneOf<["IfOp", "LoopOp", "ScanOp", "KernelOp"]>]> {
+  let summary = "ends a kiln.if, kiln.loop, kiln.scan or kiln.kernel region with its values";
   let description = [{
     ```mlir
     kiln.yield %a, %b : tensor<4xf32>, tensor<i1>

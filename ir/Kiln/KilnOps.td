@@ -10,5 +10,6 @@ include "ir/Kiln/ReductionOps.td"
 include "ir/Kiln/CompositeOps.td"
 include "ir/Kiln/ControlFlowOps.td"
 include "ir/Kiln/SpecialOps.td"
+include "ir/Kiln/KernelOps.td"
 
 #endif // KILN_OPS_TD

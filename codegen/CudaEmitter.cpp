@@ -1,0 +1,855 @@
+//===- CudaEmitter.cpp - CUDA C for kiln.kernel regions -------------------===//
+
+#include "codegen/CudaEmitter.h"
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+/// The C type a value of `t` is computed in.
+std::string computeType(Type t) {
+  if (t.isF16() || t.isBF16() || t.isF32())
+    return "float";
+  if (t.isF64())
+    return "double";
+  auto i = cast<IntegerType>(t);
+  if (i.getWidth() == 1)
+    return "bool";
+  return (i.isUnsigned() ? "uint" : "int") + std::to_string(i.getWidth()) + "_t";
+}
+
+/// The C type a buffer of `t` holds.
+std::string storageType(Type t) {
+  if (t.isF16())
+    return "kiln_f16";
+  if (t.isBF16())
+    return "kiln_bf16";
+  return computeType(t);
+}
+
+bool isFloatType(Type t) { return isa<FloatType>(t); }
+
+Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
+
+std::string int64Literal(int64_t v) {
+  if (v == INT64_MIN)
+    return "(-9223372036854775807LL - 1)";
+  return "(" + std::to_string(v) + "LL)";
+}
+
+/// A constant scalar of `t` as a C expression of its compute type.
+std::string scalarLiteral(Type t, Attribute value) {
+  std::string type = computeType(t);
+  if (auto f = dyn_cast<FloatAttr>(value)) {
+    double d = f.getValueAsDouble();
+    if (std::isnan(d))
+      return "((" + type + ")kiln_f32_bits(0x7fc00000u))";
+    if (std::isinf(d))
+      return "((" + type + ")kiln_f32_bits(" + (d > 0 ? "0x7f800000u" : "0xff800000u") + "))";
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << "((" << type << ")" << llvm::format("%.17g", d) << ")";
+    return s;
+  }
+  auto i = cast<IntegerAttr>(value);
+  if (i.getType().isInteger(1))
+    return i.getValue().isZero() ? "false" : "true";
+  if (cast<IntegerType>(i.getType()).isUnsigned())
+    return "((" + type + ")" + std::to_string(i.getValue().getZExtValue()) + "ULL)";
+  return "((" + type + ")" + int64Literal(i.getValue().getSExtValue()) + ")";
+}
+
+class KernelEmitter {
+public:
+  explicit KernelEmitter(KernelOp kernel) : kernel(kernel) {
+    kiln = kernel->getContext()->getLoadedDialect<KilnDialect>();
+  }
+
+  FailureOr<GeneratedKernel> run();
+
+private:
+  //===--- output -----------------------------------------------------------===//
+  void line(const Twine &text) {
+    body.append(indent * 2, ' ');
+    body += text.str();
+    body += "\n";
+  }
+  std::string temp(StringRef prefix = "t") { return (prefix + Twine(nextTemp++)).str(); }
+  LogicalResult unsupported(Operation *op, const Twine &why) {
+    return emitError(op->getLoc()) << "codegen: '" << op->getName() << "' " << why;
+  }
+
+  //===--- sizes ------------------------------------------------------------===//
+  std::string dim(DimExpr d);
+  std::vector<std::string> dims(Value v) {
+    std::vector<std::string> r;
+    for (DimExpr d : getSymShape(v.getType()))
+      r.push_back(dim(d));
+    return r;
+  }
+  std::string product(ArrayRef<std::string> factors) {
+    if (factors.empty())
+      return "((int64_t)1)";
+    std::string s = "(" + factors[0];
+    for (size_t i = 1; i < factors.size(); ++i)
+      s += " * " + factors[i];
+    return s + ")";
+  }
+  /// Declares index variables for the row-major position `linear` in `shape`.
+  std::vector<std::string> unravel(const std::string &linear, ArrayRef<std::string> shape);
+
+  //===--- elements ---------------------------------------------------------===//
+  /// The name (or literal) of `v`'s element at `index`, emitting what computes it.
+  FailureOr<std::string> element(Value v, ArrayRef<std::string> index);
+  FailureOr<std::string> elementOfOp(Operation *op, Value v, ArrayRef<std::string> index);
+  /// `operand`'s index for element `index` of `result`, numpy-broadcast.
+  std::vector<std::string> broadcastIndex(Value operand, Value result,
+                                          ArrayRef<std::string> index);
+  std::string bind(Value v, const std::string &expr) {
+    std::string name = temp();
+    line("const " + computeType(elementOf(v)) + " " + name + " = " + expr + ";");
+    return name;
+  }
+  std::string memoKey(Value v, ArrayRef<std::string> index) {
+    std::string key = std::to_string(reinterpret_cast<uintptr_t>(v.getAsOpaquePointer()));
+    for (const std::string &i : index)
+      key += "|" + i;
+    return key;
+  }
+  void pushScope() { memo.emplace_back(); }
+  void popScope() { memo.pop_back(); }
+  std::string store(Type t, const std::string &v) {
+    if (t.isF16())
+      return "kiln_to_f16(" + v + ")";
+    if (t.isBF16())
+      return "kiln_to_bf16(" + v + ")";
+    return "(" + computeType(t) + ")(" + v + ")";
+  }
+
+  //===--- schedules --------------------------------------------------------===//
+  LogicalResult emitPointwise(Value root);
+  LogicalResult emitReduction(ReduceOp root);
+  LogicalResult emitRow(Operation *root);
+
+  KernelOp kernel;
+  KilnDialect *kiln;
+  std::string body;
+  int indent = 1;
+  int nextTemp = 0;
+  std::set<std::string> symbols;
+  std::vector<std::map<std::string, std::string>> memo;
+  bool blockPerItem = false;
+};
+
+std::string KernelEmitter::dim(DimExpr d) {
+  if (auto c = getConstantDimValue(d))
+    return int64Literal(*c);
+  if (auto s = dyn_cast<AffineSymbolExpr>(d)) {
+    std::string name = kiln->getSymbolName(s.getPosition()).str();
+    symbols.insert(name);
+    return "KILN_SYM_" + name;
+  }
+  auto bin = cast<AffineBinaryOpExpr>(d);
+  std::string l = dim(bin.getLHS()), r = dim(bin.getRHS());
+  switch (d.getKind()) {
+  case AffineExprKind::Add:
+    return "(" + l + " + " + r + ")";
+  case AffineExprKind::Mul:
+    return "(" + l + " * " + r + ")";
+  case AffineExprKind::FloorDiv:
+    return "kiln_floordiv(" + l + ", " + r + ")";
+  case AffineExprKind::CeilDiv:
+    return "kiln_ceildiv(" + l + ", " + r + ")";
+  case AffineExprKind::Mod:
+    return "kiln_floormod(" + l + ", " + r + ")";
+  default:
+    return "0";
+  }
+}
+
+std::vector<std::string> KernelEmitter::unravel(const std::string &linear,
+                                                ArrayRef<std::string> shape) {
+  std::vector<std::string> index(shape.size());
+  if (shape.empty())
+    return index;
+  std::string rest = temp("r");
+  line("int64_t " + rest + " = " + linear + ";");
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    index[d] = temp("i");
+    if (d == 0) {
+      line("const int64_t " + index[d] + " = " + rest + ";");
+    } else {
+      line("const int64_t " + index[d] + " = " + rest + " % " + shape[d] + ";");
+      line(rest + " /= " + shape[d] + ";");
+    }
+  }
+  return index;
+}
+
+std::vector<std::string> KernelEmitter::broadcastIndex(Value operand, Value result,
+                                                       ArrayRef<std::string> index) {
+  SymShape od = getSymShape(operand.getType()), rd = getSymShape(result.getType());
+  size_t offset = rd.size() - od.size();
+  std::vector<std::string> out;
+  for (size_t j = 0; j < od.size(); ++j) {
+    const std::string &i = index[j + offset];
+    if (auto c = getConstantDimValue(od[j]); c && *c == 1)
+      out.push_back("0");
+    else if (od[j] == rd[j + offset])
+      out.push_back(i);
+    else
+      out.push_back("(" + dim(od[j]) + " == 1 ? (int64_t)0 : " + i + ")");
+  }
+  return out;
+}
+
+FailureOr<std::string> KernelEmitter::element(Value v, ArrayRef<std::string> index) {
+  std::string key = memoKey(v, index);
+  for (auto it = memo.rbegin(); it != memo.rend(); ++it)
+    if (auto found = it->find(key); found != it->end())
+      return found->second;
+  std::string name;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    std::vector<std::string> shape = dims(v);
+    std::string offset = "0";
+    for (size_t d = 0; d < shape.size(); ++d)
+      offset = d == 0 ? index[0] : "(" + offset + " * " + shape[d] + " + " + index[d] + ")";
+    name = bind(v, "kiln_load(in" + std::to_string(arg.getArgNumber()) + "[" + offset + "])");
+  } else {
+    FailureOr<std::string> r = elementOfOp(v.getDefiningOp(), v, index);
+    if (failed(r))
+      return failure();
+    name = *r;
+  }
+  memo.back()[key] = name;
+  return name;
+}
+
+FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
+                                                  ArrayRef<std::string> index) {
+  Type t = elementOf(v);
+  std::string ct = computeType(t);
+  bool isF = isFloatType(t);
+  auto operandElement = [&](unsigned i) {
+    return element(op->getOperand(i), broadcastIndex(op->getOperand(i), v, index));
+  };
+  // Unary elementwise.
+  static const std::map<std::string, std::string> unaryFns = {
+      {"kiln.abs", "kiln_abs"},     {"kiln.sign", "kiln_sign"},   {"kiln.exp", "kiln_exp"},
+      {"kiln.log", "kiln_log"},     {"kiln.sqrt", "kiln_sqrt"},   {"kiln.rsqrt", "kiln_rsqrt"},
+      {"kiln.tanh", "kiln_tanh"},   {"kiln.sigmoid", "kiln_sigmoid"}, {"kiln.erf", "kiln_erf"},
+      {"kiln.sin", "kiln_sin"},     {"kiln.cos", "kiln_cos"},     {"kiln.tan", "kiln_tan"},
+      {"kiln.asin", "kiln_asin"},   {"kiln.acos", "kiln_acos"},   {"kiln.atan", "kiln_atan"},
+      {"kiln.sinh", "kiln_sinh"},   {"kiln.cosh", "kiln_cosh"},   {"kiln.asinh", "kiln_asinh"},
+      {"kiln.acosh", "kiln_acosh"}, {"kiln.atanh", "kiln_atanh"}, {"kiln.floor", "kiln_floor"},
+      {"kiln.ceil", "kiln_ceil"},   {"kiln.round", "kiln_round"}, {"kiln.is_nan", "kiln_isnan"},
+      {"kiln.is_inf", "kiln_isinf"}};
+  std::string opName = op->getName().getStringRef().str();
+  if (auto c = dyn_cast<CompareOp>(op)) {
+    FailureOr<std::string> a = operandElement(0), b = failed(a) ? a : operandElement(1);
+    if (failed(a) || failed(b))
+      return failure();
+    static const char *ops[] = {"==", "!=", "<", "<=", ">", ">="};
+    return bind(v, "(" + *a + " " + ops[static_cast<int>(c.getDirection())] + " " + *b + ")");
+  }
+  if (isa<SelectOp>(op)) {
+    FailureOr<std::string> c = operandElement(0);
+    FailureOr<std::string> a = failed(c) ? c : operandElement(1);
+    FailureOr<std::string> b = failed(a) ? a : operandElement(2);
+    if (failed(b))
+      return failure();
+    return bind(v, "(" + *c + " ? " + *a + " : " + *b + ")");
+  }
+  if (auto cast = dyn_cast<CastOp>(op)) {
+    FailureOr<std::string> x = operandElement(0);
+    if (failed(x))
+      return failure();
+    Type from = elementOf(cast.getInput());
+    if (t.isInteger(1))
+      return bind(v, "(" + *x + " != 0)");
+    if (isF) {
+      std::string e = "(" + ct + ")(" + *x + ")";
+      if (t.isF16())
+        e = "kiln_load(kiln_to_f16(" + e + "))";
+      else if (t.isBF16())
+        e = "kiln_load(kiln_to_bf16(" + e + "))";
+      return bind(v, e);
+    }
+    if (isFloatType(from))
+      return bind(v, "kiln_f2i<" + ct + ">(" + *x + ")");
+    return bind(v, "(" + ct + ")(" + *x + ")");
+  }
+  if (op->getNumOperands() == 1 && op->hasTrait<OpTrait::Elementwise>() && !isa<CastOp>(op)) {
+    FailureOr<std::string> x = operandElement(0);
+    if (failed(x))
+      return failure();
+    if (auto fn = unaryFns.find(opName); fn != unaryFns.end())
+      return bind(v, fn->second + "(" + *x + ")");
+    if (isa<NegOp>(op))
+      return bind(v, isF ? "(-" + *x + ")" : "(" + ct + ")(0ULL - (uint64_t)" + *x + ")");
+    if (isa<ReciprocalOp>(op))
+      return bind(v, "((" + ct + ")1 / " + *x + ")");
+    if (isa<NotOp>(op))
+      return bind(v, "(!" + *x + ")");
+    if (isa<BitwiseNotOp>(op))
+      return bind(v, "(" + ct + ")(~" + *x + ")");
+    return unsupported(op, "has no CUDA C expression yet");
+  }
+  if (op->hasTrait<OpTrait::Elementwise>() && op->getNumOperands() == 2) {
+    FailureOr<std::string> a = operandElement(0), b = failed(a) ? a : operandElement(1);
+    if (failed(a) || failed(b))
+      return failure();
+    std::string x = *a, y = *b;
+    auto wrapped = [&](StringRef sym) {
+      return "(" + ct + ")((uint64_t)" + x + " " + sym.str() + " (uint64_t)" + y + ")";
+    };
+    std::string expr =
+        llvm::TypeSwitch<Operation *, std::string>(op)
+            .Case<AddOp>([&](auto) { return isF ? "(" + x + " + " + y + ")" : wrapped("+"); })
+            .Case<SubOp>([&](auto) { return isF ? "(" + x + " - " + y + ")" : wrapped("-"); })
+            .Case<MulOp>([&](auto) { return isF ? "(" + x + " * " + y + ")" : wrapped("*"); })
+            .Case<DivOp>([&](auto) {
+              return isF ? "(" + x + " / " + y + ")" : "kiln_idiv<" + ct + ">(" + x + ", " + y + ")";
+            })
+            .Case<RemOp>([&](auto) {
+              return (isF ? "kiln_fmod(" : "kiln_irem<" + ct + ">(") + x + ", " + y + ")";
+            })
+            .Case<ModOp>([&](auto) {
+              return (isF ? "kiln_fmod_floor(" : "kiln_imod<" + ct + ">(") + x + ", " + y + ")";
+            })
+            .Case<PowOp>([&](auto) {
+              return (isF ? "kiln_pow(" : "kiln_ipow<" + ct + ">(") + x + ", " + y + ")";
+            })
+            .Case<MaxOp>([&](auto) { return "kiln_max<" + ct + ">(" + x + ", " + y + ")"; })
+            .Case<MinOp>([&](auto) { return "kiln_min<" + ct + ">(" + x + ", " + y + ")"; })
+            .Case<AndOp>([&](auto) { return "(" + x + " && " + y + ")"; })
+            .Case<OrOp>([&](auto) { return "(" + x + " || " + y + ")"; })
+            .Case<XorOp>([&](auto) { return "(" + x + " != " + y + ")"; })
+            .Case<BitwiseAndOp>([&](auto) { return "(" + ct + ")(" + x + " & " + y + ")"; })
+            .Case<BitwiseOrOp>([&](auto) { return "(" + ct + ")(" + x + " | " + y + ")"; })
+            .Case<BitwiseXorOp>([&](auto) { return "(" + ct + ")(" + x + " ^ " + y + ")"; })
+            .Case<ShiftLeftOp>([&](auto) { return "kiln_shl<" + ct + ">(" + x + ", " + y + ")"; })
+            .Case<ShiftRightOp>([&](auto) { return "kiln_shr<" + ct + ">(" + x + ", " + y + ")"; })
+            .Default([&](Operation *) { return std::string(); });
+    if (expr.empty())
+      return unsupported(op, "has no CUDA C expression yet");
+    return bind(v, expr);
+  }
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (!dense || !dense.isSplat())
+      return unsupported(op, "is not a splat (it should be a kernel operand)");
+    return scalarLiteral(t, dense.getSplatValue<Attribute>());
+  }
+  if (auto b = dyn_cast<BroadcastToOp>(op))
+    return element(b.getInput(), broadcastIndex(b.getInput(), v, index));
+  if (auto tr = dyn_cast<TransposeOp>(op)) {
+    std::vector<std::string> in(index.size());
+    for (auto [d, p] : llvm::enumerate(tr.getPermutation()))
+      in[p] = index[d];
+    return element(tr.getInput(), in);
+  }
+  if (auto r = dyn_cast<ReshapeOp>(op)) {
+    std::vector<std::string> outShape = dims(v), inShape = dims(r.getInput());
+    std::string linear = "0";
+    for (size_t d = 0; d < outShape.size(); ++d)
+      linear = d == 0 ? index[0] : "(" + linear + " * " + outShape[d] + " + " + index[d] + ")";
+    std::string l = temp("l");
+    line("const int64_t " + l + " = " + linear + ";");
+    return element(r.getInput(), unravel(l, inShape));
+  }
+  if (auto s = dyn_cast<SliceOp>(op)) {
+    std::optional<SymShape> starts = getKnownElements(s.getStarts());
+    std::optional<SymShape> steps = getKnownElements(s.getSteps());
+    if (!starts || !steps)
+      return unsupported(op, "needs constant starts and steps");
+    std::vector<std::string> inShape = dims(s.getInput()), in;
+    for (size_t d = 0; d < index.size(); ++d) {
+      if (!(*starts)[d] || !(*steps)[d])
+        return unsupported(op, "needs constant starts and steps");
+      std::string step = dim((*steps)[d]);
+      in.push_back("(kiln_slice_start(" + dim((*starts)[d]) + ", " + step + ", " + inShape[d] +
+                   ") + " + index[d] + " * " + step + ")");
+    }
+    return element(s.getInput(), in);
+  }
+  if (auto c = dyn_cast<ConcatOp>(op)) {
+    int64_t rank = index.size();
+    int64_t axis = static_cast<int64_t>(c.getAxis());
+    axis = axis < 0 ? axis + rank : axis;
+    std::string result = temp();
+    line(ct + " " + result + ";");
+    std::string offset = "((int64_t)0)";
+    for (auto [k, input] : llvm::enumerate(c.getInputs())) {
+      std::string size = dim(getSymShape(input.getType())[axis]);
+      std::string next = "(" + offset + " + " + size + ")";
+      bool last = k + 1 == c.getInputs().size();
+      line((k ? "} else " : "") + std::string(last ? "{" : "if (" + index[axis] + " < " + next + ") {"));
+      ++indent;
+      pushScope();
+      std::vector<std::string> in(index.begin(), index.end());
+      in[axis] = "(" + index[axis] + " - " + offset + ")";
+      FailureOr<std::string> e = element(input, in);
+      if (failed(e))
+        return failure();
+      line(result + " = " + *e + ";");
+      popScope();
+      --indent;
+      offset = next;
+    }
+    line("}");
+    return result;
+  }
+  if (auto p = dyn_cast<PadOp>(op)) {
+    std::optional<SymShape> pads = getKnownElements(p.getPads());
+    if (!pads)
+      return unsupported(op, "needs constant pads");
+    std::vector<std::string> inShape = dims(p.getInput()), in;
+    std::string inside = "true";
+    for (size_t d = 0; d < index.size(); ++d) {
+      std::string k = "(" + index[d] + " - " + dim((*pads)[d]) + ")";
+      switch (p.getMode()) {
+      case PadMode::constant:
+        inside += " && " + k + " >= 0 && " + k + " < " + inShape[d];
+        in.push_back(k);
+        break;
+      case PadMode::edge:
+        in.push_back("kiln_clamp_index(" + k + ", " + inShape[d] + ")");
+        break;
+      case PadMode::reflect:
+        in.push_back("kiln_reflect_index(" + k + ", " + inShape[d] + ")");
+        break;
+      case PadMode::wrap:
+        in.push_back("kiln_floormod(" + k + ", " + inShape[d] + ")");
+        break;
+      }
+    }
+    if (p.getMode() != PadMode::constant)
+      return element(p.getInput(), in);
+    FailureOr<std::string> fill = element(p.getValue(), {});
+    if (failed(fill))
+      return failure();
+    std::string result = temp();
+    line(ct + " " + result + " = " + *fill + ";");
+    line("if (" + inside + ") {");
+    ++indent;
+    pushScope();
+    FailureOr<std::string> e = element(p.getInput(), in);
+    if (failed(e))
+      return failure();
+    line(result + " = " + *e + ";");
+    popScope();
+    --indent;
+    line("}");
+    return result;
+  }
+  if (auto g = dyn_cast<GatherOp>(op)) {
+    int64_t rank = cast<RankedTensorType>(g.getData().getType()).getRank();
+    int64_t axis = static_cast<int64_t>(g.getAxis());
+    axis = axis < 0 ? axis + rank : axis;
+    int64_t ri = cast<RankedTensorType>(g.getIndices().getType()).getRank();
+    std::vector<std::string> at(index.begin() + axis, index.begin() + axis + ri);
+    FailureOr<std::string> k = element(g.getIndices(), at);
+    if (failed(k))
+      return failure();
+    std::string n = dim(getSymShape(g.getData().getType())[axis]);
+    std::string kk = temp("k");
+    line("int64_t " + kk + " = (int64_t)" + *k + ";");
+    // An index out of range reads the nearest element (the reference interpreter
+    // reports it as an error).
+    line(kk + " = kiln_clamp_index(" + kk + " < 0 ? " + kk + " + " + n + " : " + kk + ", " + n + ");");
+    std::vector<std::string> in(index.begin(), index.begin() + axis);
+    in.push_back(kk);
+    in.insert(in.end(), index.begin() + axis + ri, index.end());
+    return element(g.getData(), in);
+  }
+  if (auto g = dyn_cast<GatherElementsOp>(op)) {
+    int64_t rank = index.size();
+    int64_t axis = static_cast<int64_t>(g.getAxis());
+    axis = axis < 0 ? axis + rank : axis;
+    FailureOr<std::string> k = element(g.getIndices(), index);
+    if (failed(k))
+      return failure();
+    std::string n = dim(getSymShape(g.getData().getType())[axis]);
+    std::string kk = temp("k");
+    line("int64_t " + kk + " = (int64_t)" + *k + ";");
+    line(kk + " = kiln_clamp_index(" + kk + " < 0 ? " + kk + " + " + n + " : " + kk + ", " + n + ");");
+    std::vector<std::string> in(index.begin(), index.end());
+    in[axis] = kk;
+    return element(g.getData(), in);
+  }
+  return unsupported(op, "has no CUDA C lowering yet");
+}
+
+LogicalResult KernelEmitter::emitPointwise(Value root) {
+  std::vector<std::string> shape = dims(root);
+  line("const int64_t n = " + product(shape) + ";");
+  line("for (int64_t i = kiln_thread_index(); i < n; i += kiln_thread_count()) {");
+  ++indent;
+  pushScope();
+  std::vector<std::string> index = unravel("i", shape);
+  FailureOr<std::string> v = element(root, index);
+  if (failed(v))
+    return failure();
+  line("out[i] = " + store(elementOf(root), *v) + ";");
+  popScope();
+  --indent;
+  line("}");
+  return success();
+}
+
+LogicalResult KernelEmitter::emitReduction(ReduceOp root) {
+  Value input = root.getInput(), result = root.getResult();
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  std::vector<bool> reduced(rank, false);
+  for (int64_t a : root.getAxes())
+    reduced[a < 0 ? a + rank : a] = true;
+  std::vector<std::string> inShape = dims(input), outShape = dims(result), reducedShape;
+  bool trailing = true;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reduced[d])
+      reducedShape.push_back(inShape[d]);
+    else if (d > 0 && reduced[d - 1])
+      trailing = false;
+  }
+  blockPerItem = trailing && !reducedShape.empty();
+  Type t = elementOf(result);
+  std::string acc = computeType(t);
+  bool isF = isFloatType(t);
+  ReduceKind kind = root.getKind();
+  std::string identity, combine;
+  switch (kind) {
+  case ReduceKind::sum:
+  case ReduceKind::mean:
+    identity = "(" + acc + ")0";
+    combine = isF ? "a + b" : "(" + acc + ")((uint64_t)a + (uint64_t)b)";
+    break;
+  case ReduceKind::prod:
+    identity = "(" + acc + ")1";
+    combine = isF ? "a * b" : "(" + acc + ")((uint64_t)a * (uint64_t)b)";
+    break;
+  case ReduceKind::max:
+    identity = isF ? "(" + acc + ")kiln_f32_bits(0xff800000u)"
+                   : "(" + acc + ")(" + acc + "(-1) < " + acc + "(0) ? (" + acc + ")((uint64_t)1 << " +
+                         std::to_string(t.getIntOrFloatBitWidth() - 1) + ") : (" + acc + ")0)";
+    combine = "kiln_max<" + acc + ">(a, b)";
+    break;
+  case ReduceKind::min:
+    identity = isF ? "(" + acc + ")kiln_f32_bits(0x7f800000u)"
+                   : "(" + acc + ")(" + acc + "(-1) < " + acc + "(0) ? (" + acc + ")(((uint64_t)1 << " +
+                         std::to_string(t.getIntOrFloatBitWidth() - 1) + ") - 1) : (" + acc + ")(~0ULL))";
+    combine = "kiln_min<" + acc + ">(a, b)";
+    break;
+  case ReduceKind::any:
+    identity = "false";
+    combine = "a || b";
+    break;
+  case ReduceKind::all:
+    identity = "true";
+    combine = "a && b";
+    break;
+  }
+  if (t.isInteger(1) && (kind == ReduceKind::max || kind == ReduceKind::min)) {
+    identity = kind == ReduceKind::max ? "false" : "true";
+    combine = kind == ReduceKind::max ? "a || b" : "a && b";
+  }
+  std::string combineFn = "[](" + acc + " a, " + acc + " b) { return (" + acc + ")(" + combine + "); }";
+  line("const int64_t items = " + product(outShape) + ";");
+  line("const int64_t R = " + product(reducedShape) + ";");
+  if (blockPerItem) {
+    line("__shared__ " + acc + " scratch[KILN_MAX_BLOCK];");
+    line("for (int64_t o = blockIdx.x; o < items; o += gridDim.x) {");
+  } else {
+    line("for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count()) {");
+  }
+  ++indent;
+  pushScope();
+  std::vector<std::string> outIndex = unravel("o", outShape);
+  line(acc + " acc = " + identity + ";");
+  line(blockPerItem ? "for (int64_t rr = threadIdx.x; rr < R; rr += blockDim.x) {"
+                    : "for (int64_t rr = 0; rr < R; ++rr) {");
+  ++indent;
+  pushScope();
+  std::vector<std::string> redIndex = unravel("rr", reducedShape), inIndex;
+  size_t nextOut = 0, nextRed = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reduced[d]) {
+      inIndex.push_back(redIndex[nextRed++]);
+      if (root.getKeepDims())
+        ++nextOut;
+    } else {
+      inIndex.push_back(outIndex[nextOut++]);
+    }
+  }
+  FailureOr<std::string> x = element(input, inIndex);
+  if (failed(x))
+    return failure();
+  line("acc = (" + combineFn + ")(acc, (" + acc + ")" + *x + ");");
+  popScope();
+  --indent;
+  line("}");
+  if (blockPerItem)
+    line("acc = kiln_block_reduce(acc, " + combineFn + ", scratch);");
+  std::string final = "acc";
+  if (kind == ReduceKind::mean)
+    final = isF ? "acc / (" + acc + ")R" : "(R == 0 ? (" + acc + ")0 : (" + acc + ")(acc / R))";
+  line(std::string(blockPerItem ? "if (threadIdx.x == 0) " : "") + "out[o] = " + store(t, final) + ";");
+  popScope();
+  --indent;
+  line("}");
+  return success();
+}
+
+LogicalResult KernelEmitter::emitRow(Operation *root) {
+  blockPerItem = true;
+  Value x = root->getOperand(0), result = root->getResult(0);
+  Type t = elementOf(result);
+  std::string acc = computeType(t);
+  int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  int64_t axis = isa<LayerNormOp>(root) ? static_cast<int64_t>(cast<LayerNormOp>(root).getAxis())
+                 : isa<SoftmaxOp>(root) ? static_cast<int64_t>(cast<SoftmaxOp>(root).getAxis())
+                                        : static_cast<int64_t>(cast<LogSoftmaxOp>(root).getAxis());
+  axis = axis < 0 ? axis + rank : axis;
+  std::vector<std::string> shape = dims(x);
+  bool layerNorm = isa<LayerNormOp>(root);
+  // A row: softmax runs along one axis (outer x inner rows); layer_norm over the
+  // trailing dims from the axis (outer rows).
+  std::vector<std::string> outerShape(shape.begin(), shape.begin() + axis), innerShape,
+      rowShape;
+  if (layerNorm) {
+    rowShape.assign(shape.begin() + axis, shape.end());
+  } else {
+    rowShape.push_back(shape[axis]);
+    innerShape.assign(shape.begin() + axis + 1, shape.end());
+  }
+  line("__shared__ " + acc + " scratch[KILN_MAX_BLOCK];");
+  line("const int64_t rows = " + product(outerShape) + " * " + product(innerShape) + ";");
+  line("const int64_t L = " + product(rowShape) + ";");
+  line("const int64_t inner = " + product(innerShape) + ";");
+  line("for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
+  ++indent;
+  pushScope();
+  std::vector<std::string> outerIndex = unravel("row / inner", outerShape);
+  std::vector<std::string> innerIndex = unravel("row % inner", innerShape);
+  // The element at position j of the row, and its flat offset in the result.
+  auto rowIndex = [&](const std::string &j) {
+    std::vector<std::string> index = outerIndex;
+    std::vector<std::string> within = unravel(j, rowShape);
+    index.insert(index.end(), within.begin(), within.end());
+    index.insert(index.end(), innerIndex.begin(), innerIndex.end());
+    return index;
+  };
+  std::string maxFn = "[](" + acc + " a, " + acc + " b) { return kiln_max<" + acc + ">(a, b); }";
+  std::string sumFn = "[](" + acc + " a, " + acc + " b) { return a + b; }";
+  auto loop = [&](const std::function<LogicalResult(const std::vector<std::string> &)> &f) {
+    line("for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {");
+    ++indent;
+    pushScope();
+    LogicalResult r = f(rowIndex("j"));
+    popScope();
+    --indent;
+    line("}");
+    return r;
+  };
+  std::string flat = "((row / inner) * L + j) * inner + row % inner";
+  if (!layerNorm) {
+    bool logarithm = isa<LogSoftmaxOp>(root);
+    line(acc + " mx = (" + acc + ")kiln_f32_bits(0xff800000u);");
+    if (failed(loop([&](const std::vector<std::string> &index) {
+          FailureOr<std::string> v = element(x, index);
+          if (failed(v))
+            return failure();
+          line("mx = kiln_max<" + acc + ">(mx, " + *v + ");");
+          return success();
+        })))
+      return failure();
+    line("mx = kiln_block_reduce(mx, " + maxFn + ", scratch);");
+    line("if (kiln_isinf(mx)) mx = (" + acc + ")0;");
+    line(acc + " sum = (" + acc + ")0;");
+    if (failed(loop([&](const std::vector<std::string> &index) {
+          FailureOr<std::string> v = element(x, index);
+          if (failed(v))
+            return failure();
+          line("sum += kiln_exp(" + *v + " - mx);");
+          return success();
+        })))
+      return failure();
+    line("sum = kiln_block_reduce(sum, " + sumFn + ", scratch);");
+    if (failed(loop([&](const std::vector<std::string> &index) {
+          FailureOr<std::string> v = element(x, index);
+          if (failed(v))
+            return failure();
+          std::string y = logarithm ? "(" + *v + " - mx) - kiln_log(sum)"
+                                    : "kiln_exp(" + *v + " - mx) / sum";
+          line("out[" + flat + "] = " + store(t, y) + ";");
+          return success();
+        })))
+      return failure();
+    popScope();
+    --indent;
+    line("}");
+    return success();
+  }
+  auto ln = cast<LayerNormOp>(root);
+  line(acc + " mean = (" + acc + ")0;");
+  if (failed(loop([&](const std::vector<std::string> &index) {
+        FailureOr<std::string> v = element(x, index);
+        if (failed(v))
+          return failure();
+        line("mean += " + *v + ";");
+        return success();
+      })))
+    return failure();
+  line("mean = kiln_block_reduce(mean, " + sumFn + ", scratch) / (" + acc + ")L;");
+  line(acc + " var = (" + acc + ")0;");
+  if (failed(loop([&](const std::vector<std::string> &index) {
+        FailureOr<std::string> v = element(x, index);
+        if (failed(v))
+          return failure();
+        line("var += (" + *v + " - mean) * (" + *v + " - mean);");
+        return success();
+      })))
+    return failure();
+  line("var = kiln_block_reduce(var, " + sumFn + ", scratch) / (" + acc + ")L;");
+  std::string eps = scalarLiteral(t.isF64() ? Type(Float64Type::get(t.getContext()))
+                                            : Type(Float32Type::get(t.getContext())),
+                                  FloatAttr::get(Float64Type::get(t.getContext()),
+                                                 ln.getEpsilon().convertToDouble()));
+  line("const " + acc + " inv = (" + acc + ")1 / kiln_sqrt(var + (" + acc + ")" + eps + ");");
+  if (failed(loop([&](const std::vector<std::string> &index) {
+        FailureOr<std::string> v = element(x, index);
+        FailureOr<std::string> g =
+            failed(v) ? v : element(ln.getScale(), broadcastIndex(ln.getScale(), result, index));
+        if (failed(g))
+          return failure();
+        std::string y = "(" + *v + " - mean) * inv * " + *g;
+        if (ln.getBias()) {
+          FailureOr<std::string> b =
+              element(ln.getBias(), broadcastIndex(ln.getBias(), result, index));
+          if (failed(b))
+            return failure();
+          y += " + " + *b;
+        }
+        line("out[(row * L) + j] = " + store(t, y) + ";");
+        return success();
+      })))
+    return failure();
+  popScope();
+  --indent;
+  line("}");
+  return success();
+}
+
+FailureOr<GeneratedKernel> KernelEmitter::run() {
+  auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
+  if (yield.getValues().size() != 1)
+    return emitError(kernel.getLoc()) << "codegen: a kernel with "
+                                      << yield.getValues().size() << " results";
+  Value root = yield.getValues()[0];
+  pushScope();
+  LogicalResult ok = success();
+  StringRef schedule = kernel.getSchedule();
+  Operation *rootOp = root.getDefiningOp();
+  if (schedule == "reduction") {
+    auto reduce = dyn_cast_or_null<ReduceOp>(rootOp);
+    if (!reduce)
+      return emitError(kernel.getLoc()) << "codegen: a reduction kernel must yield a kiln.reduce";
+    ok = emitReduction(reduce);
+  } else if (schedule == "row") {
+    if (!isa_and_nonnull<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(rootOp))
+      return emitError(kernel.getLoc())
+             << "codegen: a row kernel must yield a softmax, log_softmax or layer_norm";
+    ok = emitRow(rootOp);
+  } else {
+    ok = emitPointwise(root);
+  }
+  if (failed(ok))
+    return failure();
+
+  // The signature: result, inputs, then one value per symbol.
+  std::string params = storageType(elementOf(root)) + " *KILN_RESTRICT out";
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    params += ", const " + storageType(elementOf(arg)) + " *KILN_RESTRICT in" +
+              std::to_string(arg.getArgNumber());
+  GeneratedKernel g;
+  g.schedule = schedule.str();
+  g.blockPerItem = blockPerItem;
+  for (const std::string &s : symbols) {
+    params += ", int64_t sym_" + s;
+    g.symbols.push_back(s);
+  }
+  uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + schedule.str() + "\n" + body));
+  std::string hex;
+  llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(hash, 16);
+  g.name = "kiln_" + g.schedule + "_" + hex;
+
+  std::string src;
+  llvm::raw_string_ostream os(src);
+  os << "// " << g.name << ": " << g.schedule << " kernel\n";
+  for (const std::string &s : symbols)
+    os << "#ifndef KILN_SYM_" << s << "\n#define KILN_SYM_" << s << " sym_" << s
+       << "\n#define KILN_UNDEF_SYM_" << s << "\n#endif\n";
+  os << "extern \"C\" __global__ void " << g.name << "(" << params << ") {\n" << body << "}\n";
+  for (const std::string &s : symbols)
+    os << "#ifdef KILN_UNDEF_SYM_" << s << "\n#undef KILN_SYM_" << s << "\n#undef KILN_UNDEF_SYM_"
+       << s << "\n#endif\n";
+  // Host emulation: the launcher runs blocks as iterations (OpenMP across them);
+  // `args` holds a pointer to each parameter, as cuLaunchKernel takes them.
+  os << "#ifndef __CUDACC_RTC__\nextern \"C\" void " << g.name
+     << "_host(void **args, int64_t grid) {\n"
+     << "#pragma omp parallel for schedule(static)\n"
+     << "  for (int64_t b = 0; b < grid; ++b) {\n"
+     << "    blockIdx.x = b;\n    gridDim.x = grid;\n    " << g.name << "(*("
+     << storageType(elementOf(root)) << " **)args[0]";
+  unsigned next = 1;
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    os << ", *(const " << storageType(elementOf(arg)) << " **)args[" << next++ << "]";
+  for (size_t s = 0; s < symbols.size(); ++s)
+    os << ", *(int64_t *)args[" << next++ << "]";
+  os << ");\n  }\n}\n#endif\n";
+  g.source = src;
+  return g;
+}
+
+} // namespace
+
+FailureOr<GeneratedKernel> emitKernel(KernelOp kernel) { return KernelEmitter(kernel).run(); }
+
+FailureOr<std::vector<GeneratedKernel>> emitKernels(ModuleOp module) {
+  std::vector<GeneratedKernel> kernels;
+  WalkResult r = module.walk([&](KernelOp k) {
+    FailureOr<GeneratedKernel> g = emitKernel(k);
+    if (failed(g))
+      return WalkResult::interrupt();
+    kernels.push_back(std::move(*g));
+    return WalkResult::advance();
+  });
+  if (r.wasInterrupted())
+    return failure();
+  return kernels;
+}
+
+std::string kernelTranslationUnit(const std::vector<GeneratedKernel> &kernels) {
+  std::string tu = "#include \"kiln/device/kiln_device.h\"\n";
+  std::set<std::string> seen;
+  for (const GeneratedKernel &k : kernels)
+    if (seen.insert(k.name).second)
+      tu += "\n" + k.source;
+  return tu;
+}
+
+} // namespace kiln

@@ -1,0 +1,50 @@
+//===- CudaEmitter.h - CUDA C for kiln.kernel regions -----------*- C++ -*-===//
+//
+// Each kiln.kernel becomes one `extern "C" __global__` function in CUDA C against
+// runtime/include/kiln/device/kiln_device.h. The kernel-level representation is
+// the region's own kiln ops: every op knows how to compute one element of its
+// result from elements of its operands (an index map plus a scalar expression),
+// so the emitter walks from the root's element back to the kernel's inputs,
+// inlining producers and naming each (value, index) once. See
+// docs/architecture.md, "Codegen".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_CUDAEMITTER_H
+#define KILN_CODEGEN_CUDAEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+class KernelOp;
+
+/// A generated kernel and what a launcher must pass it.
+struct GeneratedKernel {
+  std::string name;     ///< kiln_<schedule>_<hash of the source>
+  std::string source;   ///< the kernel's CUDA C, without the device library include
+  std::string schedule; ///< pointwise, reduction or row
+  /// Symbols whose values the kernel takes, in parameter order after the
+  /// buffers (output first, then the inputs). `-DKILN_SYM_<name>=<value>`
+  /// specializes one.
+  std::vector<std::string> symbols;
+  /// One item (a result element, or a row) per block, its threads cooperating;
+  /// otherwise one item per thread. Any grid and block size is correct.
+  bool blockPerItem = false;
+};
+
+/// Emits `kernel`; a diagnostic naming the op codegen cannot handle otherwise.
+mlir::FailureOr<GeneratedKernel> emitKernel(KernelOp kernel);
+
+/// Emits every kiln.kernel of `module`, in order.
+mlir::FailureOr<std::vector<GeneratedKernel>> emitKernels(mlir::ModuleOp module);
+
+/// The source a compiler sees: the device library include, then the kernels.
+std::string kernelTranslationUnit(const std::vector<GeneratedKernel> &kernels);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_CUDAEMITTER_H

@@ -1,0 +1,200 @@
+//===- HostEmulation.cpp - generated kernels run on the CPU ---------------===//
+
+#include "codegen/HostEmulation.h"
+
+#include "absl/strings/str_cat.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <set>
+
+namespace kiln {
+
+namespace {
+std::string defaultCacheDir() {
+  if (std::optional<std::string> dir = llvm::sys::Process::GetEnv("KILN_CACHE_DIR"))
+    return *dir;
+  llvm::SmallString<256> home;
+  if (llvm::sys::path::home_directory(home)) {
+    llvm::sys::path::append(home, ".cache", "kiln");
+    return home.str().str();
+  }
+  return "/tmp/kiln-cache";
+}
+
+/// The host compiler and the flags kernels build with (part of the cache key).
+struct Compiler {
+  std::string path;
+  std::vector<std::string> flags;
+};
+
+absl::StatusOr<Compiler> findCompiler() {
+  std::string name = llvm::sys::Process::GetEnv("CXX").value_or("c++");
+  llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(name);
+  if (!path)
+    return absl::NotFoundError(absl::StrCat("host emulation needs a C++ compiler; '", name,
+                                            "' is not on PATH (set CXX)"));
+  return Compiler{*path,
+                  {"-std=c++17", "-O1", "-fPIC", "-shared", "-fopenmp", "-w",
+                   "-I" KILN_DEVICE_INCLUDE_DIR}};
+}
+} // namespace
+
+// The libraries stay loaded for the life of the process: OpenMP's worker threads
+// started from their code outlive any one HostKernels, and unloading the code
+// under them crashes.
+HostKernels::~HostKernels() = default;
+
+absl::StatusOr<std::unique_ptr<HostKernels>>
+HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cacheDir,
+                   int chunkSize, int jobs) {
+  absl::StatusOr<Compiler> compiler = findCompiler();
+  if (!compiler.ok())
+    return compiler.status();
+  if (cacheDir.empty())
+    cacheDir = defaultCacheDir();
+  if (std::error_code ec = llvm::sys::fs::create_directories(cacheDir))
+    return absl::InternalError(absl::StrCat("cannot create ", cacheDir, ": ", ec.message()));
+  // Kernels sorted by name, so a chunk (and its cache key) depends only on its
+  // kernels, not on the order they were generated in.
+  std::vector<const GeneratedKernel *> unique;
+  std::set<std::string> seen;
+  for (const GeneratedKernel &k : kernels)
+    if (seen.insert(k.name).second)
+      unique.push_back(&k);
+  std::sort(unique.begin(), unique.end(),
+            [](const GeneratedKernel *a, const GeneratedKernel *b) { return a->name < b->name; });
+
+  struct Job {
+    std::string source, library;
+    std::vector<const GeneratedKernel *> kernels;
+  };
+  std::vector<Job> work;
+  for (size_t i = 0; i < unique.size(); i += chunkSize) {
+    Job job;
+    std::vector<GeneratedKernel> chunk;
+    for (size_t j = i; j < std::min(unique.size(), i + chunkSize); ++j) {
+      job.kernels.push_back(unique[j]);
+      chunk.push_back(*unique[j]);
+    }
+    std::string tu = kernelTranslationUnit(chunk);
+    std::string key = tu;
+    for (const std::string &f : compiler->flags)
+      key += "\n" + f;
+    // The device library is part of what the shared object was built from.
+    auto header = llvm::MemoryBuffer::getFile(KILN_DEVICE_INCLUDE_DIR "/kiln/device/kiln_device.h");
+    if (header)
+      key += (*header)->getBuffer().str();
+    std::string hex;
+    llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
+    llvm::SmallString<256> base(cacheDir);
+    llvm::sys::path::append(base, "host-" + hex);
+    job.source = (base + ".cpp").str();
+    job.library = (base + ".so").str();
+    if (!llvm::sys::fs::exists(job.library)) {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(job.source, ec);
+      if (ec)
+        return absl::InternalError(absl::StrCat("cannot write ", job.source, ": ", ec.message()));
+      os << tu;
+    }
+    work.push_back(std::move(job));
+  }
+
+  // Compile what the cache lacks, `jobs` at a time; each writes a temporary file
+  // and renames it, so a concurrent or interrupted build never leaves half a library.
+  struct Running {
+    llvm::sys::ProcessInfo process;
+    const Job *job;
+    std::string temporary;
+  };
+  std::vector<Running> running;
+  auto finish = [](Running &r) -> absl::Status {
+    std::string error;
+    llvm::sys::ProcessInfo done = llvm::sys::Wait(r.process, std::nullopt, &error);
+    if (done.ReturnCode != 0) {
+      llvm::sys::fs::remove(r.temporary);
+      return absl::InternalError(absl::StrCat("the host compiler failed on ", r.job->source,
+                                              " (exit ", done.ReturnCode, ") ", error));
+    }
+    if (std::error_code ec = llvm::sys::fs::rename(r.temporary, r.job->library))
+      return absl::InternalError(absl::StrCat("cannot rename ", r.temporary, ": ", ec.message()));
+    return absl::OkStatus();
+  };
+  int counter = 0;
+  for (const Job &job : work) {
+    if (llvm::sys::fs::exists(job.library))
+      continue;
+    while (static_cast<int>(running.size()) >= std::max(jobs, 1)) {
+      absl::Status s = finish(running.front());
+      running.erase(running.begin());
+      if (!s.ok())
+        return s;
+    }
+    std::string temporary = absl::StrCat(job.library, ".tmp", llvm::sys::Process::getProcessId(),
+                                         "-", ++counter);
+    std::vector<std::string> args = {compiler->path};
+    args.insert(args.end(), compiler->flags.begin(), compiler->flags.end());
+    args.insert(args.end(), {"-o", temporary, job.source});
+    std::vector<llvm::StringRef> argv(args.begin(), args.end());
+    std::string error;
+    bool failedToStart = false;
+    llvm::sys::ProcessInfo pi =
+        llvm::sys::ExecuteNoWait(compiler->path, argv, std::nullopt, {}, 0, &error, &failedToStart);
+    if (failedToStart)
+      return absl::InternalError(absl::StrCat("cannot run ", compiler->path, ": ", error));
+    running.push_back({pi, &job, temporary});
+  }
+  for (Running &r : running) {
+    absl::Status s = finish(r);
+    if (!s.ok())
+      return s;
+  }
+
+  std::unique_ptr<HostKernels> lib(new HostKernels());
+  for (const Job &job : work) {
+    void *handle = dlopen(job.library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!handle)
+      return absl::InternalError(absl::StrCat("cannot load ", job.library, ": ", dlerror()));
+    lib->handles.push_back(handle);
+    for (const GeneratedKernel *k : job.kernels) {
+      void *sym = dlsym(handle, (k->name + "_host").c_str());
+      if (!sym)
+        return absl::InternalError(absl::StrCat(job.library, " lacks ", k->name));
+      lib->launchers[k->name] = reinterpret_cast<void (*)(void **, int64_t)>(sym);
+    }
+  }
+  return lib;
+}
+
+absl::Status HostKernels::run(const GeneratedKernel &kernel,
+                              const std::vector<const ref::Tensor *> &inputs,
+                              ref::Tensor &result, const std::vector<int64_t> &symbolValues) const {
+  auto it = launchers.find(kernel.name);
+  if (it == launchers.end())
+    return absl::NotFoundError(absl::StrCat("kernel ", kernel.name, " was not built"));
+  std::vector<void *> pointers = {result.bytes()};
+  for (const ref::Tensor *t : inputs)
+    pointers.push_back(const_cast<uint8_t *>(t->bytes()));
+  std::vector<int64_t> symbols = symbolValues;
+  std::vector<void *> args;
+  for (void *&p : pointers)
+    args.push_back(&p);
+  for (int64_t &s : symbols)
+    args.push_back(&s);
+  // Enough blocks to spread over the host's threads; the kernels stride over
+  // whatever remains.
+  int64_t grid = std::max<int64_t>(1, std::min<int64_t>(result.numel(), 64));
+  it->second(args.data(), grid);
+  return absl::OkStatus();
+}
+
+} // namespace kiln

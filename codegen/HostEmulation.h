@@ -1,0 +1,49 @@
+//===- HostEmulation.h - generated kernels run on the CPU -------*- C++ -*-===//
+//
+// The emitted CUDA C compiles as plain C++ against the host flavor of the device
+// library (one thread per block, blocks as loop iterations with OpenMP across
+// them); the shared objects are cached by content hash and loaded with dlopen.
+// This is how CI checks generated kernels' numbers without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_HOSTEMULATION_H
+#define KILN_CODEGEN_HOSTEMULATION_H
+
+#include "codegen/CudaEmitter.h"
+#include "kiln/reference/Tensor.h"
+
+#include <map>
+#include <memory>
+
+namespace kiln {
+
+class HostKernels {
+public:
+  ~HostKernels();
+  HostKernels(const HostKernels &) = delete;
+  HostKernels &operator=(const HostKernels &) = delete;
+
+  /// Compiles `kernels` for the host in translation units of up to `chunkSize`
+  /// kernels, `jobs` compilers at a time, reusing shared objects already in
+  /// `cacheDir` (default: $KILN_CACHE_DIR, else ~/.cache/kiln), and loads them.
+  static absl::StatusOr<std::unique_ptr<HostKernels>>
+  build(const std::vector<GeneratedKernel> &kernels, std::string cacheDir = "",
+        int chunkSize = 100, int jobs = 2);
+
+  /// Runs one kernel: `result` (already shaped) is written; `symbolValues` follow
+  /// kernel.symbols.
+  absl::Status run(const GeneratedKernel &kernel, const std::vector<const ref::Tensor *> &inputs,
+                   ref::Tensor &result, const std::vector<int64_t> &symbolValues) const;
+
+  bool has(const std::string &name) const { return launchers.count(name) != 0; }
+
+private:
+  HostKernels() = default;
+  std::vector<void *> handles;
+  std::map<std::string, void (*)(void **, int64_t)> launchers;
+};
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_HOSTEMULATION_H

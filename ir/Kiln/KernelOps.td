@@ -1,0 +1,44 @@
+//===- KernelOps.td - kernel regions formed by fusion ------*- tablegen -*-===//
+//
+// The fusion pass (--kiln-form-kernels) groups graph ops into kiln.kernel regions;
+// codegen turns each into one CUDA C kernel. A region is isolated from above: what
+// it reads are its operands (device buffers at run time), what it writes are its
+// results.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_KERNEL_OPS_TD
+#define KILN_KERNEL_OPS_TD
+
+include "ir/Kiln/KilnBase.td"
+include "mlir/IR/RegionKindInterface.td"
+
+def Kiln_KernelOp : Op<Kiln_Dialect, "kernel", [IsolatedFromAbove, RecursiveMemoryEffects]> {
+  let summary = "a group of graph ops that becomes one generated kernel";
+  let description = [{
+    The body's arguments are the operands; it computes with kiln graph ops and
+    yields the results. `schedule` names how the kernel iterates (`pointwise`:
+    one thread per result element; `reduction`: one result element per block or
+    thread, looping over what it reduces; `row`: one block per row of a
+    softmax/log_softmax/layer_norm) and is decided by the fusion pass from the
+    region's root op.
+
+    ```mlir
+    %y = kiln.kernel "pointwise" (%x, %b) : (tensor<?x768xf32, #kiln.dims<[n, 768]>>, tensor<768xf32>) -> tensor<?x768xf32, #kiln.dims<[n, 768]>> {
+    ^bb0(%a: tensor<?x768xf32, #kiln.dims<[n, 768]>>, %c: tensor<768xf32>):
+      %s = kiln.add %a, %c : (tensor<?x768xf32, #kiln.dims<[n, 768]>>, tensor<768xf32>) -> tensor<?x768xf32, #kiln.dims<[n, 768]>>
+      %t = kiln.tanh %s : (tensor<?x768xf32, #kiln.dims<[n, 768]>>) -> tensor<?x768xf32, #kiln.dims<[n, 768]>>
+      kiln.yield %t : tensor<?x768xf32, #kiln.dims<[n, 768]>>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$schedule, Variadic<Kiln_Tensor>:$inputs);
+  let results = (outs Variadic<Kiln_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $schedule `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // KILN_KERNEL_OPS_TD

@@ -1,0 +1,195 @@
+//===- FormKernels.cpp - fusion into kiln.kernel regions ------------------===//
+
+#include "passes/Passes.h"
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_FORMKERNELSPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+
+namespace {
+
+/// Element types the generated kernels compute with.
+bool isKernelElementType(Type t) {
+  if (t.isF16() || t.isBF16() || t.isF32() || t.isF64())
+    return true;
+  auto i = dyn_cast<IntegerType>(t);
+  return i && (i.getWidth() == 1 || i.getWidth() == 8 || i.getWidth() == 16 ||
+               i.getWidth() == 32 || i.getWidth() == 64);
+}
+
+/// A value a kernel can hold: a known element type and no dim that nothing is known
+/// about (codegen needs every size, as a number or an expression of symbols).
+bool isKernelValue(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !isKernelElementType(type.getElementType()))
+    return false;
+  for (DimExpr d : getSymShape(type))
+    if (!d)
+      return false;
+  return true;
+}
+
+/// A 0-d or splat constant: copied into each kernel as a literal.
+bool isSplatConstant(Operation *op) {
+  auto c = dyn_cast_or_null<ConstantOp>(op);
+  if (!c)
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  return dense && dense.isSplat() && isKernelElementType(dense.getElementType());
+}
+
+/// True when every element of `v` is a constant (or symbolic constant) integer.
+bool isKnownShapeOperand(Value v) {
+  return isa_and_nonnull<ConstantOp, SymbolicConstantOp>(v.getDefiningOp());
+}
+
+/// Ops codegen can compute element by element from their operands' elements.
+bool isInlinable(Operation *op) {
+  if (op->hasTrait<OpTrait::Elementwise>() ||
+      isa<CompareOp, SelectOp, CastOp, TransposeOp, ConcatOp, GatherOp, GatherElementsOp>(op))
+    return true;
+  if (isa<BroadcastToOp, ReshapeOp>(op))
+    return isKnownShapeOperand(op->getOperand(1));
+  if (auto slice = dyn_cast<SliceOp>(op))
+    return isKnownShapeOperand(slice.getStarts()) && isKnownShapeOperand(slice.getEnds()) &&
+           isa_and_nonnull<ConstantOp>(slice.getSteps().getDefiningOp());
+  if (auto pad = dyn_cast<PadOp>(op))
+    return isa_and_nonnull<ConstantOp>(pad.getPads().getDefiningOp());
+  return false;
+}
+
+/// Ops that root a kernel but are never inlined into a consumer.
+std::optional<StringRef> reductionSchedule(Operation *op) {
+  if (isa<ReduceOp>(op))
+    return StringRef("reduction");
+  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op))
+    return StringRef("row");
+  return std::nullopt;
+}
+
+bool isKernelOp(Operation *op) {
+  if (!isInlinable(op) && !reductionSchedule(op))
+    return false;
+  if (op->getNumResults() != 1 || !isKernelValue(op->getResult(0)))
+    return false;
+  // Shape operands are read at codegen time; only data operands must be kernel values.
+  unsigned dataOperands = isa<BroadcastToOp, ReshapeOp>(op) ? 1
+                          : isa<SliceOp>(op)              ? 1
+                          : isa<PadOp>(op)                ? 1
+                                                          : op->getNumOperands();
+  for (unsigned i = 0; i < dataOperands; ++i)
+    if (!isKernelValue(op->getOperand(i)))
+      return false;
+  if (auto pad = dyn_cast<PadOp>(op))
+    return isKernelValue(pad.getValue());
+  return true;
+}
+
+/// The operands a kernel reads as data (shape operands are compile-time values).
+SmallVector<Value> dataOperands(Operation *op) {
+  if (isa<BroadcastToOp, ReshapeOp, SliceOp>(op))
+    return {op->getOperand(0)};
+  if (auto pad = dyn_cast<PadOp>(op))
+    return {pad.getInput(), pad.getValue()};
+  return SmallVector<Value>(op->getOperands());
+}
+
+struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.getBody().empty())
+      return;
+    Block &block = func.getBody().front();
+    DenseMap<Operation *, unsigned> groupOf;
+    SmallVector<SmallVector<Operation *>> groups;
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    for (Operation *root : llvm::reverse(ops)) {
+      if (groupOf.count(root) || !isKernelOp(root))
+        continue;
+      unsigned g = groups.size();
+      groups.push_back({root});
+      groupOf[root] = g;
+      SmallVector<Operation *> worklist = {root};
+      while (!worklist.empty()) {
+        Operation *cur = worklist.pop_back_val();
+        for (Value operand : dataOperands(cur)) {
+          Operation *producer = operand.getDefiningOp();
+          if (!producer || producer->getBlock() != &block || groupOf.count(producer) ||
+              !isKernelOp(producer) || !isInlinable(producer))
+            continue;
+          bool allUsersHere = llvm::all_of(producer->getUsers(), [&](Operation *user) {
+            auto it = groupOf.find(user);
+            return it != groupOf.end() && it->second == g;
+          });
+          if (!allUsersHere)
+            continue; // materialized by its own kernel, not recomputed
+          groupOf[producer] = g;
+          groups[g].push_back(producer);
+          worklist.push_back(producer);
+        }
+      }
+    }
+    for (SmallVector<Operation *> &group : groups)
+      outline(group);
+  }
+
+  /// Moves `group` (root first) into a kiln.kernel placed where the root was.
+  void outline(ArrayRef<Operation *> group) {
+    Operation *root = group.front();
+    llvm::SmallPtrSet<Operation *, 16> members(group.begin(), group.end());
+    SmallVector<Operation *> ordered(group.begin(), group.end());
+    llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    llvm::SetVector<Value> inputs;
+    SmallVector<Operation *> copiedConstants;
+    for (Operation *op : ordered)
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && members.count(def))
+          continue;
+        if (isSplatConstant(def) || isa_and_nonnull<SymbolicConstantOp>(def) ||
+            (isa_and_nonnull<ConstantOp>(def) && !llvm::is_contained(dataOperands(op), operand))) {
+          if (!llvm::is_contained(copiedConstants, def))
+            copiedConstants.push_back(def);
+          continue;
+        }
+        inputs.insert(operand);
+      }
+    OpBuilder builder(root);
+    StringRef schedule = reductionSchedule(root).value_or("pointwise");
+    SmallVector<Type> inputTypes;
+    for (Value v : inputs)
+      inputTypes.push_back(v.getType());
+    auto kernel = KernelOp::create(builder, root->getLoc(), root->getResultTypes(),
+                                   builder.getStringAttr(schedule), inputs.getArrayRef());
+    Block *body = builder.createBlock(&kernel.getBody());
+    IRMapping mapping;
+    for (Value v : inputs)
+      mapping.map(v, body->addArgument(v.getType(), v.getLoc()));
+    builder.setInsertionPointToStart(body);
+    for (Operation *c : copiedConstants)
+      builder.clone(*c, mapping);
+    for (Operation *op : ordered)
+      builder.clone(*op, mapping);
+    YieldOp::create(builder, root->getLoc(), ValueRange{mapping.lookup(root->getResult(0))});
+    root->getResult(0).replaceAllUsesWith(kernel.getResult(0));
+    for (Operation *op : llvm::reverse(ordered))
+      op->erase();
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,318 @@
+// kiln_device.h - the device library of kiln's generated kernels.
+//
+// Generated CUDA C includes this one header. It has two flavors:
+//  - CUDA (compiled by NVRTC, __CUDACC_RTC__ defined): needs no other header;
+//    half and bfloat16 convert through PTX and bit operations.
+//  - host (compiled by the host C++ compiler for host emulation): one thread per
+//    block, blocks in a loop (or OpenMP); __global__/__shared__/__syncthreads map
+//    to plain C++, and every kernel must be correct for any block size, 1 included.
+//
+// Storage types: f16 and bf16 are stored as kiln_f16/kiln_bf16 (16-bit patterns)
+// and computed in float; everything else computes in its own C type.
+
+#ifndef KILN_DEVICE_H
+#define KILN_DEVICE_H
+
+#ifdef __CUDACC_RTC__
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#define KILN_DEVICE __device__ __forceinline__
+#define KILN_RESTRICT __restrict__
+#else
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#define KILN_DEVICE static inline
+#define KILN_RESTRICT __restrict
+#define __global__
+#define __shared__ static thread_local
+struct kiln_dim3 {
+  int64_t x;
+};
+// The block this host thread runs; set by the launcher before each call.
+static thread_local kiln_dim3 blockIdx = {0}, gridDim = {1};
+static const kiln_dim3 threadIdx = {0}, blockDim = {1};
+static inline void __syncthreads() {}
+#endif
+
+struct kiln_f16 {
+  uint16_t bits;
+};
+struct kiln_bf16 {
+  uint16_t bits;
+};
+
+//===--- conversions --------------------------------------------------------===//
+
+KILN_DEVICE float kiln_f32_bits(uint32_t u) {
+#ifdef __CUDACC_RTC__
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+KILN_DEVICE uint32_t kiln_bits_f32(float f) {
+#ifdef __CUDACC_RTC__
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+
+KILN_DEVICE float kiln_load(kiln_f16 h) {
+#ifdef __CUDACC_RTC__
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+  return f;
+#else
+  uint32_t sign = (h.bits & 0x8000u) << 16, exp = (h.bits >> 10) & 0x1f, man = h.bits & 0x3ff;
+  if (exp == 0x1f)
+    return kiln_f32_bits(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) { // zero or subnormal: man * 2^-24
+    float v = std::ldexp(static_cast<float>(man), -24);
+    return sign ? -v : v;
+  }
+  return kiln_f32_bits(sign | ((exp + 112) << 23) | (man << 13));
+#endif
+}
+
+KILN_DEVICE kiln_f16 kiln_to_f16(float f) {
+  kiln_f16 h;
+#ifdef __CUDACC_RTC__
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(f));
+#else
+  uint32_t u = kiln_bits_f32(f), sign = (u >> 16) & 0x8000u;
+  float a = std::fabs(f);
+  if (a != a) {
+    h.bits = static_cast<uint16_t>(sign | 0x7e00u);
+  } else if (a >= 65520.0f) {
+    h.bits = static_cast<uint16_t>(sign | 0x7c00u);
+  } else if (a < 6.103515625e-05f) { // subnormal: round to a multiple of 2^-24
+    h.bits = static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 16777216.0f)));
+  } else {
+    uint32_t v = kiln_bits_f32(a);
+    uint32_t rounded = v + 0xfffu + ((v >> 13) & 1u); // to nearest, ties to even
+    h.bits = static_cast<uint16_t>(sign | (((rounded >> 13) - (112u << 10)) & 0x7fffu));
+  }
+#endif
+  return h;
+}
+
+KILN_DEVICE float kiln_load(kiln_bf16 b) { return kiln_f32_bits(static_cast<uint32_t>(b.bits) << 16); }
+
+KILN_DEVICE kiln_bf16 kiln_to_bf16(float f) {
+  uint32_t u = kiln_bits_f32(f);
+  kiln_bf16 b;
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    b.bits = static_cast<uint16_t>((u >> 16) | 0x40u); // quiet NaN
+  else
+    b.bits = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return b;
+}
+
+// Loads of types that compute as themselves.
+template <typename T> KILN_DEVICE T kiln_load(T v) { return v; }
+
+//===--- math ---------------------------------------------------------------===//
+
+#ifdef __CUDACC_RTC__
+#define KILN_MATH1(name, ffn, dfn)                                                       \
+  KILN_DEVICE float name(float x) { return ffn(x); }                                      \
+  KILN_DEVICE double name(double x) { return dfn(x); }
+#else
+// std::exp(float) and friends are the float overloads.
+#define KILN_MATH1(name, ffn, dfn)                                                       \
+  KILN_DEVICE float name(float x) { return std::dfn(x); }                                 \
+  KILN_DEVICE double name(double x) { return std::dfn(x); }
+#endif
+KILN_MATH1(kiln_exp, expf, exp)
+KILN_MATH1(kiln_log, logf, log)
+KILN_MATH1(kiln_sqrt, sqrtf, sqrt)
+KILN_MATH1(kiln_tanh, tanhf, tanh)
+KILN_MATH1(kiln_erf, erff, erf)
+KILN_MATH1(kiln_sin, sinf, sin)
+KILN_MATH1(kiln_cos, cosf, cos)
+KILN_MATH1(kiln_tan, tanf, tan)
+KILN_MATH1(kiln_asin, asinf, asin)
+KILN_MATH1(kiln_acos, acosf, acos)
+KILN_MATH1(kiln_atan, atanf, atan)
+KILN_MATH1(kiln_sinh, sinhf, sinh)
+KILN_MATH1(kiln_cosh, coshf, cosh)
+KILN_MATH1(kiln_asinh, asinhf, asinh)
+KILN_MATH1(kiln_acosh, acoshf, acosh)
+KILN_MATH1(kiln_atanh, atanhf, atanh)
+KILN_MATH1(kiln_floor, floorf, floor)
+KILN_MATH1(kiln_ceil, ceilf, ceil)
+KILN_MATH1(kiln_round, rintf, nearbyint)
+KILN_MATH1(kiln_fabs, fabsf, fabs)
+#undef KILN_MATH1
+
+KILN_DEVICE float kiln_pow(float a, float b) {
+#ifdef __CUDACC_RTC__
+  return powf(a, b);
+#else
+  return std::pow(a, b);
+#endif
+}
+KILN_DEVICE double kiln_pow(double a, double b) {
+#ifdef __CUDACC_RTC__
+  return pow(a, b);
+#else
+  return std::pow(a, b);
+#endif
+}
+KILN_DEVICE float kiln_fmod(float a, float b) {
+#ifdef __CUDACC_RTC__
+  return fmodf(a, b);
+#else
+  return std::fmod(a, b);
+#endif
+}
+KILN_DEVICE double kiln_fmod(double a, double b) {
+#ifdef __CUDACC_RTC__
+  return fmod(a, b);
+#else
+  return std::fmod(a, b);
+#endif
+}
+
+template <typename T> KILN_DEVICE T kiln_sigmoid(T x) { return T(1) / (T(1) + kiln_exp(-x)); }
+template <typename T> KILN_DEVICE T kiln_rsqrt(T x) { return T(1) / kiln_sqrt(x); }
+template <typename T> KILN_DEVICE bool kiln_isnan(T x) { return x != x; }
+KILN_DEVICE bool kiln_isinf(float x) { return x == x && kiln_fabs(x) > 3.402823466e38f; }
+KILN_DEVICE bool kiln_isinf(double x) { return x == x && kiln_fabs(x) > 1.7976931348623157e308; }
+template <typename T> KILN_DEVICE T kiln_abs(T x) { return x < T(0) ? T(-x) : x; }
+KILN_DEVICE float kiln_abs(float x) { return kiln_fabs(x); }
+KILN_DEVICE double kiln_abs(double x) { return kiln_fabs(x); }
+template <typename T> KILN_DEVICE T kiln_sign(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }
+
+// max and min that propagate NaN (ONNX Max/Min), and the plain ones for integers.
+template <typename T> KILN_DEVICE T kiln_max(T a, T b) {
+  return kiln_isnan(a) || kiln_isnan(b) ? (a != a ? a : b) : (a < b ? b : a);
+}
+template <typename T> KILN_DEVICE T kiln_min(T a, T b) {
+  return kiln_isnan(a) || kiln_isnan(b) ? (a != a ? a : b) : (b < a ? b : a);
+}
+
+// Float mod with the sign of the divisor (Python %).
+template <typename T> KILN_DEVICE T kiln_fmod_floor(T a, T b) {
+  T r = kiln_fmod(a, b);
+  return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
+}
+
+// Integer division and remainders without undefined behaviour: division by zero
+// gives 0 here (the reference interpreter reports it as an error).
+template <typename T> KILN_DEVICE T kiln_idiv(T a, T b) {
+  if (b == T(0))
+    return T(0);
+  if (T(-1) < T(0) && b == T(-1))
+    return T(T(0) - a); // avoids INT_MIN / -1
+  return T(a / b);
+}
+template <typename T> KILN_DEVICE T kiln_irem(T a, T b) {
+  if (b == T(0) || (T(-1) < T(0) && b == T(-1)))
+    return T(0);
+  return T(a % b);
+}
+template <typename T> KILN_DEVICE T kiln_imod(T a, T b) {
+  T r = kiln_irem(a, b);
+  return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? T(r + b) : r;
+}
+template <typename T> KILN_DEVICE T kiln_ipow(T a, T b) {
+  if (T(-1) < T(0) && b < T(0))
+    return a == T(1) ? T(1) : (a == T(-1) ? ((b % T(2)) ? T(-1) : T(1)) : T(0));
+  T r = T(1);
+  for (uint64_t e = static_cast<uint64_t>(b); e; e >>= 1, a = T(a * a))
+    if (e & 1u)
+      r = T(r * a);
+  return r;
+}
+template <typename T> KILN_DEVICE T kiln_shl(T a, T b) {
+  return static_cast<uint64_t>(b) >= sizeof(T) * 8 ? T(0) : T(a << b);
+}
+template <typename T> KILN_DEVICE T kiln_shr(T a, T b) {
+  if (static_cast<uint64_t>(b) >= sizeof(T) * 8)
+    return T(-1) < T(0) && a < T(0) ? T(-1) : T(0);
+  return T(a >> b);
+}
+
+// Float to integer: truncation toward zero, clamped to int64 (NaN is 0), then
+// wrapped to the target width, as the reference kernels do.
+template <typename T, typename F> KILN_DEVICE T kiln_f2i(F x) {
+  if (x != x)
+    return T(0);
+  if (x >= F(9.2233720368547758e18))
+    return T(static_cast<int64_t>(0x7fffffffffffffffLL));
+  if (x <= F(-9.2233720368547758e18))
+    return T(static_cast<int64_t>(-0x7fffffffffffffffLL - 1));
+  return T(static_cast<int64_t>(x));
+}
+
+//===--- indexing -----------------------------------------------------------===//
+
+KILN_DEVICE int64_t kiln_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+KILN_DEVICE int64_t kiln_ceildiv(int64_t a, int64_t b) { return -kiln_floordiv(-a, b); }
+KILN_DEVICE int64_t kiln_floormod(int64_t a, int64_t b) { return a - kiln_floordiv(a, b) * b; }
+KILN_DEVICE int64_t kiln_clamp_index(int64_t i, int64_t n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
+// ONNX Slice's first position along a dim of size n.
+KILN_DEVICE int64_t kiln_slice_start(int64_t start, int64_t step, int64_t n) {
+  if (start < 0)
+    start = start + n < -1 ? -1 : start + n;
+  if (step > 0)
+    return start < 0 ? 0 : (start > n ? n : start);
+  return start < -1 ? -1 : (start > n - 1 ? n - 1 : start);
+}
+// Reflection without repeating the edge (ONNX Pad "reflect").
+KILN_DEVICE int64_t kiln_reflect_index(int64_t k, int64_t n) {
+  if (n == 1)
+    return 0;
+  int64_t period = 2 * (n - 1);
+  k = kiln_floormod(k, period);
+  return k >= n ? period - k : k;
+}
+
+#ifdef __CUDACC_RTC__
+KILN_DEVICE int64_t kiln_thread_index() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+KILN_DEVICE int64_t kiln_thread_count() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+#else
+KILN_DEVICE int64_t kiln_thread_index() { return blockIdx.x * blockDim.x + threadIdx.x; }
+KILN_DEVICE int64_t kiln_thread_count() { return gridDim.x * blockDim.x; }
+#endif
+
+//===--- block reductions ---------------------------------------------------===//
+
+// The largest block the generated kernels are launched with.
+#define KILN_MAX_BLOCK 256
+
+// Combines every thread's `v` with `f` (associative); `scratch` holds blockDim.x
+// values. Correct for any block size, 1 included.
+template <typename T, typename F> KILN_DEVICE T kiln_block_reduce(T v, F f, T *scratch) {
+  unsigned t = threadIdx.x, n = blockDim.x;
+  scratch[t] = v;
+  __syncthreads();
+  for (unsigned s = 1; s < n; s *= 2) {
+    if (t % (2 * s) == 0 && t + s < n)
+      scratch[t] = f(scratch[t], scratch[t + s]);
+    __syncthreads();
+  }
+  T r = scratch[0];
+  __syncthreads();
+  return r;
+}
+
+#endif // KILN_DEVICE_H
