@@ -2,15 +2,15 @@
 """Generates docs/onnx-coverage.md from kiln-conformance's JSON results.
 
     NODE=<onnx wheel>/backend/test/data/node
-    for mode in static dynamic; do
-      build/bin/kiln-conformance --backend import --mode $mode --json build/onnx-import-$mode.json $NODE
-      build/bin/kiln-conformance --backend reference --mode $mode --json build/onnx-reference-$mode.json $NODE
-    done
-    python3 tools/gen-onnx-coverage.py build/onnx-{import,reference}-{static,dynamic}.json \
+    for backend in import reference host; do for mode in static dynamic; do
+      build/bin/kiln-conformance --backend $backend --mode $mode \
+          --json build/onnx-$backend-$mode.json $NODE
+    done; done
+    python3 tools/gen-onnx-coverage.py build/onnx-{import,reference,host}-{static,dynamic}.json \
         > docs/onnx-coverage.md
 
-(the argument order is import-static, import-dynamic, reference-static,
-reference-dynamic; the brace expansion above gives exactly that). `make test`
+(the argument order is import, reference, host, each static then dynamic; the
+brace expansion above gives exactly that). `make test`
 writes all four files. The document is never edited by hand: rerun this after
 changing the importer or the reference kernels.
 """
@@ -51,7 +51,7 @@ def reasons_table(w, results):
 
 
 def main(paths, onnx_version):
-    imp_s, imp_d, ref_s, ref_d = (load(p) for p in paths)
+    imp_s, imp_d, ref_s, ref_d, host_s, host_d = (load(p) for p in paths)
     total = len(imp_s)
     out = []
     w = out.append
@@ -65,6 +65,9 @@ def main(paths, onnx_version):
     w("- **reference**: the reference interpreter runs the imported, optimized model on")
     w("  every data set of the case and matches the expected outputs under the ONNX")
     w("  runner's tolerances (rtol 1e-3, atol 1e-7, or the case's data.json).")
+    w("- **host**: like reference, but kiln's fusion and CUDA C codegen generate the")
+    w("  kernels and host emulation runs them (library ops: the reference kernels); a")
+    w("  case with ops codegen does not handle yet fails with that reason.")
     w("- **dynamic** mode imports every input dim as a symbol (`--mode dynamic`).")
     w("")
     w("Cases that use sequence, optional, string or map types, training or random-number")
@@ -75,7 +78,8 @@ def main(paths, onnx_version):
     w("| backend, mode | pass | fail | out of scope | of all cases | of cases in scope |")
     w("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, res in (("import, static", imp_s), ("import, dynamic", imp_d),
-                      ("reference, static", ref_s), ("reference, dynamic", ref_d)):
+                      ("reference, static", ref_s), ("reference, dynamic", ref_d),
+                      ("host, static", host_s), ("host, dynamic", host_d)):
         c = collections.Counter(case["status"] for case in res.values())
         w(f"| {name} | {c['pass']} | {c['fail']} | {c['skip']} | "
           f"{100.0 * c['pass'] / total:.1f}% | {100.0 * c['pass'] / max(total - c['skip'], 1):.1f}% |")
@@ -85,14 +89,15 @@ def main(paths, onnx_version):
     w("Cases that use the op, and how many of them pass (a case counts for every op it")
     w("uses).")
     w("")
-    w("| op | cases | import static | import dynamic | reference static | reference dynamic |")
-    w("| --- | ---: | ---: | ---: | ---: | ---: |")
-    per_op = collections.defaultdict(lambda: [0, 0, 0, 0, 0])
+    w("| op | cases | import static | import dynamic | reference static | reference dynamic "
+      "| host static | host dynamic |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    per_op = collections.defaultdict(lambda: [0] * 7)
     for name, case in imp_s.items():
         for op in case["ops"]:
             entry = per_op[op]
             entry[0] += 1
-            for i, res in enumerate((imp_s, imp_d, ref_s, ref_d)):
+            for i, res in enumerate((imp_s, imp_d, ref_s, ref_d, host_s, host_d)):
                 entry[i + 1] += res.get(name, {}).get("status") == "pass"
     for op in sorted(per_op):
         w("| " + op + " | " + " | ".join(str(v) for v in per_op[op]) + " |")
@@ -110,13 +115,18 @@ def main(paths, onnx_version):
     w("")
     reasons_table(w, {n: c for n, c in ref_d.items()
                       if ref_s.get(n, {}).get("status") == "pass"})
+    w("")
+    w("## Why cases that pass on the reference backend fail on the host backend (static)")
+    w("")
+    reasons_table(w, {n: c for n, c in host_s.items()
+                      if ref_s.get(n, {}).get("status") == "pass"})
     print("\n".join(out))
 
 
 if __name__ == "__main__":
     import onnx
 
-    if len(sys.argv) != 5:
+    if len(sys.argv) != 7:
         sys.exit("usage: gen-onnx-coverage.py IMPORT_STATIC IMPORT_DYNAMIC "
-                 "REFERENCE_STATIC REFERENCE_DYNAMIC")
+                 "REFERENCE_STATIC REFERENCE_DYNAMIC HOST_STATIC HOST_DYNAMIC")
     main(sys.argv[1:], onnx.__version__)

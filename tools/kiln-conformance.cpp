@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/HostEmulation.h"
+#include "cuda/Nvrtc.h"
 #include "interpreter/Interpreter.h"
 #include "tools/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
@@ -67,10 +68,68 @@ static cl::opt<std::string> cacheDir(
     cl::cat(category));
 static cl::opt<int> jobs("jobs", cl::desc("Host compilers to run at once"), cl::init(2),
                          cl::cat(category));
+static cl::opt<bool> nvrtc(
+    "nvrtc",
+    cl::desc("With --backend host: also compile every generated kernel with NVRTC for sm_80 "
+             "and sm_90 (cubin and PTX), and fail on errors or on a pointwise kernel that "
+             "spills registers"),
+    cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only failures and the summary"),
                            cl::cat(category));
 
 namespace {
+
+/// Compiles the kernels with NVRTC in batches; one line per problem on stderr.
+bool checkWithNvrtc(const std::vector<kiln::GeneratedKernel> &kernels) {
+  std::map<std::string, const kiln::GeneratedKernel *> unique;
+  for (const kiln::GeneratedKernel &k : kernels)
+    unique.emplace(k.name, &k);
+  std::vector<const kiln::GeneratedKernel *> all;
+  for (auto &[name, k] : unique)
+    all.push_back(k);
+  bool ok = true;
+  size_t spills = 0;
+  const size_t chunk = 200;
+  for (size_t i = 0; i < all.size(); i += chunk) {
+    std::vector<kiln::GeneratedKernel> batch;
+    for (size_t j = i; j < std::min(all.size(), i + chunk); ++j)
+      batch.push_back(*all[j]);
+    std::string tu = kiln::kernelTranslationUnit(batch);
+    for (int sm : {80, 90}) {
+      kiln::rt::NvrtcOptions options;
+      options.smVersion = sm;
+      options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR, "--ptxas-options=-v"};
+      absl::StatusOr<kiln::rt::NvrtcResult> r =
+          kiln::rt::compileWithNvrtc(tu, "kernels-" + std::to_string(i / chunk) + ".cu", options);
+      if (!r.ok()) {
+        errs() << "kiln-conformance: error: " << std::string(r.status().message()) << "\n";
+        ok = false;
+        continue;
+      }
+      // ptxas reports per function: "Compiling entry function 'NAME' ..." and then
+      // "N bytes spill stores, M bytes spill loads".
+      std::string current;
+      for (StringRef line : llvm::split(r->log, '\n')) {
+        size_t at = line.find("Compiling entry function '");
+        if (at != StringRef::npos) {
+          current = line.drop_front(at + 26).split('\'').first.str();
+          continue;
+        }
+        if (line.contains("bytes spill stores") && !line.contains(" 0 bytes spill stores")) {
+          ++spills;
+          if (StringRef(current).starts_with("kiln_pointwise_")) {
+            errs() << "kiln-conformance: error: " << current << " spills registers on sm_" << sm
+                   << ": " << line.trim() << "\n";
+            ok = false;
+          }
+        }
+      }
+    }
+  }
+  outs() << "NVRTC compiled " << all.size() << " kernels for sm_80 and sm_90; " << spills
+         << " spill reports (none allowed in pointwise kernels)\n";
+  return ok;
+}
 
 bool isOutOfScope(StringRef error) {
   static const char *reasons[] = {
@@ -415,6 +474,7 @@ int main(int argc, char **argv) {
   std::vector<PreparedCase> prepared(cases.size());
   std::vector<kiln::GeneratedKernel> kernels;
   std::map<std::string, kiln::GeneratedKernel> byName;
+  bool nvrtcFailed = false;
   for (size_t c = 0; c < cases.size(); ++c) {
     infos.push_back(describeCase(cases[c]));
     Errors errors{diagnostics, diagnostics.all().size()};
@@ -435,6 +495,8 @@ int main(int argc, char **argv) {
     }
     if (!quiet)
       outs() << "built " << kernels.size() << " kernels for host emulation\n";
+    if (nvrtc && !checkWithNvrtc(kernels))
+      nvrtcFailed = true;
     for (size_t c = 0; c < cases.size(); ++c) {
       if (outcomes[c].status != "pass")
         continue;
@@ -524,5 +586,5 @@ int main(int argc, char **argv) {
     }
   }
   outs() << pass << " passed, " << fail << " failed, " << skip << " skipped\n";
-  return status;
+  return nvrtcFailed ? 1 : status;
 }

@@ -1,7 +1,8 @@
 # Regenerates docs/onnx-coverage.md from this run's conformance results and fails
 # when the committed copy differs: the doc is generated, never edited by hand.
 set(results ${RESULTS}/onnx-import-static.json ${RESULTS}/onnx-import-dynamic.json
-            ${RESULTS}/onnx-reference-static.json ${RESULTS}/onnx-reference-dynamic.json)
+            ${RESULTS}/onnx-reference-static.json ${RESULTS}/onnx-reference-dynamic.json
+            ${RESULTS}/onnx-host-static.json ${RESULTS}/onnx-host-dynamic.json)
 execute_process(COMMAND ${PYTHON} ${SCRIPT} ${results}
                 OUTPUT_VARIABLE generated RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -1,0 +1,129 @@
+// CUDA C for every schedule and element type (kiln-translate --emit-cuda forms the
+// kernels first: graph pipeline, then --kiln-form-kernels).
+// RUN: kiln-translate --emit-cuda %s | FileCheck %s
+
+// CHECK: #include "kiln/device/kiln_device.h"
+
+// Pointwise, f32, a symbolic size as a parameter with a -D override, broadcasting.
+// CHECK-LABEL: pointwise kernel
+// CHECK: #ifndef KILN_SYM_n
+// CHECK-NEXT: #define KILN_SYM_n sym_n
+// CHECK: extern "C" __global__ void kiln_pointwise_{{[0-9a-f]+}}(float *KILN_RESTRICT out, const float *KILN_RESTRICT in0, const float *KILN_RESTRICT in1, int64_t sym_n)
+// CHECK: const int64_t n = (KILN_SYM_n * (8LL));
+// CHECK: for (int64_t i = kiln_thread_index(); i < n; i += kiln_thread_count())
+// CHECK: kiln_load(in1[{{i[0-9]+}}])
+// CHECK: kiln_tanh(
+// CHECK: out[i] = (float)(
+// CHECK: extern "C" void kiln_pointwise_{{[0-9a-f]+}}_host(void **args, int64_t grid)
+func.func @f32_bias_tanh(%x: tensor<?x8xf32, #kiln.dims<[n, 8]>>, %b: tensor<8xf32>) -> tensor<?x8xf32, #kiln.dims<[n, 8]>> {
+  %s = kiln.add %x, %b : (tensor<?x8xf32, #kiln.dims<[n, 8]>>, tensor<8xf32>) -> tensor<?x8xf32, #kiln.dims<[n, 8]>>
+  %t = kiln.tanh %s : (tensor<?x8xf32, #kiln.dims<[n, 8]>>) -> tensor<?x8xf32, #kiln.dims<[n, 8]>>
+  return %t : tensor<?x8xf32, #kiln.dims<[n, 8]>>
+}
+
+// f16 and bf16 load as float, compute in float and round once on the store.
+// CHECK-LABEL: pointwise kernel
+// CHECK: (kiln_f16 *KILN_RESTRICT out, const kiln_bf16 *KILN_RESTRICT in0, const kiln_f16 *KILN_RESTRICT in1)
+// CHECK: const float {{t[0-9]+}} = kiln_load(in0[
+// CHECK: kiln_load(kiln_to_f16(
+// CHECK: out[i] = kiln_to_f16(
+func.func @half_and_bfloat(%x: tensor<16xf16>, %y: tensor<16xbf16>) -> tensor<16xf16> {
+  %c = kiln.cast %y to f16 : (tensor<16xbf16>) -> tensor<16xf16>
+  %m = kiln.mul %x, %c : (tensor<16xf16>, tensor<16xf16>) -> tensor<16xf16>
+  return %m : tensor<16xf16>
+}
+
+// Integers: division and modulo through helpers without undefined behaviour,
+// wrapping arithmetic through uint64.
+// CHECK-LABEL: pointwise kernel
+// CHECK: (int32_t *KILN_RESTRICT out, const int32_t *KILN_RESTRICT in0, const int32_t *KILN_RESTRICT in1)
+// CHECK: kiln_idiv<int32_t>(
+// CHECK: kiln_imod<int32_t>(
+// CHECK: (int32_t)((uint64_t){{t[0-9]+}} + (uint64_t){{t[0-9]+}})
+func.func @int32_div_mod(%a: tensor<6xi32>, %b: tensor<6xi32>) -> tensor<6xi32> {
+  %d = kiln.div %a, %b : (tensor<6xi32>, tensor<6xi32>) -> tensor<6xi32>
+  %m = kiln.mod %a, %b : (tensor<6xi32>, tensor<6xi32>) -> tensor<6xi32>
+  %s = kiln.add %d, %m : (tensor<6xi32>, tensor<6xi32>) -> tensor<6xi32>
+  return %s : tensor<6xi32>
+}
+
+// Booleans and f64 select.
+// CHECK-LABEL: pointwise kernel
+// CHECK: (double *KILN_RESTRICT out, const double *KILN_RESTRICT in0, const double *KILN_RESTRICT in1)
+// CHECK: const bool {{t[0-9]+}} = ({{t[0-9]+}} < {{t[0-9]+}});
+// CHECK: const double {{t[0-9]+}} = ({{t[0-9]+}} ? {{t[0-9]+}} : {{t[0-9]+}});
+func.func @f64_select(%a: tensor<3xf64>, %b: tensor<3xf64>) -> tensor<3xf64> {
+  %c = kiln.compare %a, %b {direction = #kiln<compare lt>} : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xi1>
+  %s = kiln.select %c, %a, %b : (tensor<3xi1>, tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  return %s : tensor<3xf64>
+}
+
+// Data movement: transpose, slice (ONNX clamping at run time), concat, pad and
+// gather as index maps.
+// CHECK-LABEL: pointwise kernel
+// CHECK: kiln_clamp_index(
+// CHECK: if ({{k[0-9]+}} < ((
+// CHECK: kiln_slice_start(
+// CHECK: } else {
+func.func @data_movement(%x: tensor<4x6xf32>, %y: tensor<2x6xf32>, %idx: tensor<3xi64>) -> tensor<3x6xf32> {
+  %st = kiln.constant dense<[1, 0]> : tensor<2xi64>
+  %en = kiln.constant dense<[3, 6]> : tensor<2xi64>
+  %sp = kiln.constant dense<1> : tensor<2xi64>
+  %s = kiln.slice %x, %st, %en, %sp : (tensor<4x6xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<2x6xf32>
+  %c = kiln.concat %s, %y {axis = 0 : i64} : (tensor<2x6xf32>, tensor<2x6xf32>) -> tensor<4x6xf32>
+  %g = kiln.gather %c, %idx {axis = 0 : i64} : (tensor<4x6xf32>, tensor<3xi64>) -> tensor<3x6xf32>
+  return %g : tensor<3x6xf32>
+}
+
+// CHECK-LABEL: pointwise kernel
+// CHECK: kiln_reflect_index(
+func.func @reflect_pad(%x: tensor<3x4xf32>) -> tensor<5x4xf32> {
+  %p = kiln.constant dense<[1, 0, 1, 0]> : tensor<4xi64>
+  %v = kiln.constant dense<0.0> : tensor<f32>
+  %r = kiln.pad %x, %p, %v {mode = #kiln<pad_mode reflect>} : (tensor<3x4xf32>, tensor<4xi64>, tensor<f32>) -> tensor<5x4xf32>
+  return %r : tensor<5x4xf32>
+}
+
+// Row reduction (trailing axes): one block per result element, a shared-memory
+// tree across its threads.
+// CHECK-LABEL: reduction kernel
+// CHECK: __shared__ float scratch[KILN_MAX_BLOCK];
+// CHECK: for (int64_t o = blockIdx.x; o < items; o += gridDim.x)
+// CHECK: for (int64_t rr = threadIdx.x; rr < R; rr += blockDim.x)
+// CHECK: acc = kiln_block_reduce(acc,
+// CHECK: if (threadIdx.x == 0) out[o] =
+func.func @row_sum(%x: tensor<?x64xf32, #kiln.dims<[n, 64]>>) -> tensor<?xf32, #kiln.dims<[n]>> {
+  %s = kiln.reduce %x {kind = #kiln<reduce sum>, axes = array<i64: 1>, keep_dims = false} : (tensor<?x64xf32, #kiln.dims<[n, 64]>>) -> tensor<?xf32, #kiln.dims<[n]>>
+  return %s : tensor<?xf32, #kiln.dims<[n]>>
+}
+
+// Column reduction (a leading axis): one result element per thread, a serial loop
+// whose reads are coalesced across threads.
+// CHECK-LABEL: reduction kernel
+// CHECK: for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count())
+// CHECK: for (int64_t rr = 0; rr < R; ++rr)
+// CHECK: kiln_max<float>(a, b)
+func.func @column_max(%x: tensor<32x16xf32>) -> tensor<1x16xf32> {
+  %m = kiln.reduce %x {kind = #kiln<reduce max>, axes = array<i64: 0>} : (tensor<32x16xf32>) -> tensor<1x16xf32>
+  return %m : tensor<1x16xf32>
+}
+
+// softmax and layer_norm: one block per row, passes over it with block reductions.
+// CHECK-LABEL: row kernel
+// CHECK: mx = kiln_block_reduce(mx,
+// CHECK: sum += kiln_exp(
+// CHECK: kiln_exp({{t[0-9]+}} - mx) / sum
+func.func @softmax(%x: tensor<?x128xf32, #kiln.dims<[n, 128]>>) -> tensor<?x128xf32, #kiln.dims<[n, 128]>> {
+  %s = kiln.softmax %x {axis = -1 : i64} : (tensor<?x128xf32, #kiln.dims<[n, 128]>>) -> tensor<?x128xf32, #kiln.dims<[n, 128]>>
+  return %s : tensor<?x128xf32, #kiln.dims<[n, 128]>>
+}
+
+// CHECK-LABEL: row kernel
+// CHECK: mean = kiln_block_reduce(mean,
+// CHECK: var = kiln_block_reduce(var,
+// CHECK: const float inv = (float)1 / kiln_sqrt(var +
+// CHECK: out[(row * L) + j] = kiln_to_bf16(
+func.func @layer_norm_bf16(%x: tensor<4x32xbf16>, %g: tensor<32xbf16>, %b: tensor<32xbf16>) -> tensor<4x32xbf16> {
+  %y = kiln.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<4x32xbf16>, tensor<32xbf16>, tensor<32xbf16>) -> tensor<4x32xbf16>
+  return %y : tensor<4x32xbf16>
+}
