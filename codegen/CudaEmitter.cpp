@@ -20,9 +20,22 @@ namespace kiln {
 
 namespace {
 
+/// The device library's name of a float8 type ("f8e4m3fn"), or "".
+std::string float8Name(Type t) {
+  if (isa<Float8E4M3FNType>(t))
+    return "f8e4m3fn";
+  if (isa<Float8E4M3FNUZType>(t))
+    return "f8e4m3fnuz";
+  if (isa<Float8E5M2Type>(t))
+    return "f8e5m2";
+  if (isa<Float8E5M2FNUZType>(t))
+    return "f8e5m2fnuz";
+  return "";
+}
+
 /// The C type a value of `t` is computed in.
 std::string computeType(Type t) {
-  if (t.isF16() || t.isBF16() || t.isF32())
+  if (t.isF16() || t.isBF16() || t.isF32() || !float8Name(t).empty())
     return "float";
   if (t.isF64())
     return "double";
@@ -38,6 +51,8 @@ std::string storageType(Type t) {
     return "kiln_f16";
   if (t.isBF16())
     return "kiln_bf16";
+  if (std::string f8 = float8Name(t); !f8.empty())
+    return "kiln_" + f8;
   return computeType(t);
 }
 
@@ -137,12 +152,16 @@ private:
       return "kiln_to_f16(" + v + ")";
     if (t.isBF16())
       return "kiln_to_bf16(" + v + ")";
+    // A stored float8 keeps inf and NaN (saturation is a cast's choice).
+    if (std::string f8 = float8Name(t); !f8.empty())
+      return "kiln_to_" + f8 + "(" + v + ", false)";
     return "(" + computeType(t) + ")(" + v + ")";
   }
 
   //===--- schedules --------------------------------------------------------===//
   LogicalResult emitPointwise(Value root);
   LogicalResult emitReduction(ReduceOp root);
+  LogicalResult emitArgReduction(ArgReduceOp root);
   LogicalResult emitRow(Operation *root);
 
   KernelOp kernel;
@@ -287,6 +306,9 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
         e = "kiln_load(kiln_to_f16(" + e + "))";
       else if (t.isBF16())
         e = "kiln_load(kiln_to_bf16(" + e + "))";
+      else if (std::string f8 = float8Name(t); !f8.empty())
+        e = "kiln_load(kiln_to_" + f8 + "(" + e + ", " +
+            (cast.getSaturate() ? "true" : "false") + "))";
       return bind(v, e);
     }
     if (isFloatType(from))
@@ -614,6 +636,64 @@ LogicalResult KernelEmitter::emitReduction(ReduceOp root) {
   return success();
 }
 
+LogicalResult KernelEmitter::emitArgReduction(ArgReduceOp root) {
+  // One result element per thread, scanning the axis in order: ties keep the
+  // first (or, with select_last_index, the last) position, and the first NaN wins.
+  Value input = root.getInput(), result = root.getResult();
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  int64_t axis = static_cast<int64_t>(root.getAxis());
+  axis = axis < 0 ? axis + rank : axis;
+  std::vector<std::string> inShape = dims(input), outShape = dims(result);
+  Type t = elementOf(input);
+  std::string ct = computeType(t);
+  bool isF = isFloatType(t);
+  line("const int64_t items = " + product(outShape) + ";");
+  line("const int64_t N = " + inShape[axis] + ";");
+  line("for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count()) {");
+  ++indent;
+  pushScope();
+  std::vector<std::string> outIndex = unravel("o", outShape);
+  auto inputIndex = [&](const std::string &k) {
+    std::vector<std::string> in;
+    size_t next = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == axis) {
+        in.push_back(k);
+        if (root.getKeepDims())
+          ++next;
+      } else {
+        in.push_back(outIndex[next++]);
+      }
+    }
+    return in;
+  };
+  line(ct + " best = " + ct + "();");
+  line("int64_t at = 0;");
+  line("for (int64_t k = 0; k < N; ++k) {");
+  ++indent;
+  pushScope();
+  FailureOr<std::string> v = element(input, inputIndex("k"));
+  if (failed(v))
+    return failure();
+  line("if (k == 0) { best = " + *v + "; continue; }");
+  if (isF) {
+    line("if (kiln_isnan(best)) continue;");
+    line("if (kiln_isnan(" + *v + ")) { best = " + *v + "; at = k; continue; }");
+  }
+  bool argmin = root.getKind() == ArgReduceKind::argmin;
+  std::string better = argmin ? *v + " < best" : *v + " > best";
+  std::string tie = root.getSelectLastIndex() ? " || " + *v + " == best" : "";
+  line("if (" + better + tie + ") { best = " + *v + "; at = k; }");
+  popScope();
+  --indent;
+  line("}");
+  line("out[o] = (int64_t)at;");
+  popScope();
+  --indent;
+  line("}");
+  return success();
+}
+
 LogicalResult KernelEmitter::emitRow(Operation *root) {
   blockPerItem = true;
   Value x = root->getOperand(0), result = root->getResult(0);
@@ -765,10 +845,13 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   StringRef schedule = kernel.getSchedule();
   Operation *rootOp = root.getDefiningOp();
   if (schedule == "reduction") {
-    auto reduce = dyn_cast_or_null<ReduceOp>(rootOp);
-    if (!reduce)
-      return emitError(kernel.getLoc()) << "codegen: a reduction kernel must yield a kiln.reduce";
-    ok = emitReduction(reduce);
+    if (auto reduce = dyn_cast_or_null<ReduceOp>(rootOp))
+      ok = emitReduction(reduce);
+    else if (auto arg = dyn_cast_or_null<ArgReduceOp>(rootOp))
+      ok = emitArgReduction(arg);
+    else
+      return emitError(kernel.getLoc())
+             << "codegen: a reduction kernel must yield a kiln.reduce or kiln.arg_reduce";
   } else if (schedule == "row") {
     if (!isa_and_nonnull<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(rootOp))
       return emitError(kernel.getLoc())

@@ -22,7 +22,8 @@ namespace {
 
 /// Element types the generated kernels compute with.
 bool isKernelElementType(Type t) {
-  if (t.isF16() || t.isBF16() || t.isF32() || t.isF64())
+  if (t.isF16() || t.isBF16() || t.isF32() || t.isF64() ||
+      isa<Float8E4M3FNType, Float8E4M3FNUZType, Float8E5M2Type, Float8E5M2FNUZType>(t))
     return true;
   auto i = dyn_cast<IntegerType>(t);
   return i && (i.getWidth() == 1 || i.getWidth() == 8 || i.getWidth() == 16 ||
@@ -72,7 +73,7 @@ bool isInlinable(Operation *op) {
 
 /// Ops that root a kernel but are never inlined into a consumer.
 std::optional<StringRef> reductionSchedule(Operation *op) {
-  if (isa<ReduceOp>(op))
+  if (isa<ReduceOp, ArgReduceOp>(op))
     return StringRef("reduction");
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op))
     return StringRef("row");

@@ -36,7 +36,8 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
   let description = [{
     Walks the function from its end. Every op codegen can generate (elementwise,
     compare, select, cast, broadcast_to, transpose, reshape, slice, concat, pad,
-    gather, gather_elements; reduce, softmax, log_softmax and layer_norm as roots) that no kernel
+    gather, gather_elements; reduce, arg_reduce, softmax, log_softmax and
+    layer_norm as roots) that no kernel
     has taken starts a kernel as its root. A producer joins the kernel when codegen
     can inline it (not a reduction: inlining one would recompute it per element)
     and every user of it is already in that kernel; a producer with users
@@ -46,7 +47,7 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
     Matmul, conv, pooling and the irregular ops stay library ops.
 
     A kernel's schedule follows its root: `pointwise`, `reduction` (kiln.reduce)
-    or `row` (softmax, log_softmax, layer_norm).
+    (kiln.reduce, kiln.arg_reduce) or `row` (softmax, log_softmax, layer_norm).
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -127,3 +127,26 @@ func.func @layer_norm_bf16(%x: tensor<4x32xbf16>, %g: tensor<32xbf16>, %b: tenso
   %y = kiln.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<4x32xbf16>, tensor<32xbf16>, tensor<32xbf16>) -> tensor<4x32xbf16>
   return %y : tensor<4x32xbf16>
 }
+
+// arg_reduce: one result element per thread scanning the axis in order.
+// CHECK-LABEL: reduction kernel
+// CHECK: (int64_t *KILN_RESTRICT out, const float *KILN_RESTRICT in0)
+// CHECK: for (int64_t k = 0; k < N; ++k)
+// CHECK: if (kiln_isnan(best)) continue;
+// CHECK: > best || {{t[0-9]+}} == best) { best =
+// CHECK: out[o] = (int64_t)at;
+func.func @argmax_last(%x: tensor<3x5xf32>) -> tensor<3x1xi64> {
+  %a = kiln.arg_reduce %x {kind = #kiln<arg_reduce argmax>, axis = 1 : i64, select_last_index = true} : (tensor<3x5xf32>) -> tensor<3x1xi64>
+  return %a : tensor<3x1xi64>
+}
+
+// float8: stored as bytes, computed in float; a cast rounds (saturating or not)
+// where it stands.
+// CHECK-LABEL: pointwise kernel
+// CHECK: (kiln_f8e4m3fn *KILN_RESTRICT out, const float *KILN_RESTRICT in0)
+// CHECK: kiln_load(kiln_to_f8e4m3fn((float)({{t[0-9]+}}), false))
+// CHECK: out[i] = kiln_to_f8e4m3fn({{t[0-9]+}}, false);
+func.func @to_float8(%x: tensor<8xf32>) -> tensor<8xf8E4M3FN> {
+  %c = kiln.cast %x to f8E4M3FN {saturate = false} : (tensor<8xf32>) -> tensor<8xf8E4M3FN>
+  return %c : tensor<8xf8E4M3FN>
+}

@@ -94,14 +94,14 @@ func.func @data_movement(%x: tensor<2x4xf32>) -> tensor<4x2xf32> {
 
 // -----
 
-// Element types codegen lacks (float8) and dims nothing is known about stay
+// Element types codegen lacks (float4) and dims nothing is known about stay
 // outside kernels.
 // CHECK-LABEL: func.func @not_fusible
 // CHECK-NOT: kiln.kernel
 // CHECK: kiln.cast
 // CHECK: kiln.exp
-func.func @not_fusible(%x: tensor<4xf32>, %y: tensor<?xf32>) -> (tensor<4xf8E4M3FN>, tensor<?xf32>) {
-  %c = kiln.cast %x to f8E4M3FN : (tensor<4xf32>) -> tensor<4xf8E4M3FN>
+func.func @not_fusible(%x: tensor<4xf32>, %y: tensor<?xf32>) -> (tensor<4xf4E2M1FN>, tensor<?xf32>) {
+  %c = kiln.cast %x to f4E2M1FN : (tensor<4xf32>) -> tensor<4xf4E2M1FN>
   %e = kiln.exp %y : (tensor<?xf32>) -> tensor<?xf32>
-  return %c, %e : tensor<4xf8E4M3FN>, tensor<?xf32>
+  return %c, %e : tensor<4xf4E2M1FN>, tensor<?xf32>
 }

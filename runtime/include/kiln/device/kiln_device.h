@@ -258,6 +258,98 @@ template <typename T, typename F> KILN_DEVICE T kiln_f2i(F x) {
   return T(static_cast<int64_t>(x));
 }
 
+//===--- float8: stored as bytes, computed in float -------------------------===//
+// kind 0: IEEE-like (inf and NaN at the all-ones exponent; E5M2); 1: "fn" (no inf,
+// NaN is all ones; E4M3FN); 2: "fnuz" (no inf, no -0, 0x80 is NaN).
+
+KILN_DEVICE float kiln_ldexp(float x, int e) {
+#ifdef __CUDACC_RTC__
+  return ldexpf(x, e);
+#else
+  return std::ldexp(x, e);
+#endif
+}
+KILN_DEVICE float kiln_frexp(float x, int *e) {
+#ifdef __CUDACC_RTC__
+  return frexpf(x, e);
+#else
+  return std::frexp(x, e);
+#endif
+}
+
+KILN_DEVICE float kiln_f8_decode(uint32_t b, int E, int M, int bias, int kind) {
+  uint32_t signBit = 1u << (E + M), expAllOnes = (1u << E) - 1;
+  float nan = kiln_f32_bits(0x7fc00000u);
+  if (kind == 2 && b == signBit)
+    return nan;
+  uint32_t exp = (b >> M) & expAllOnes, man = b & ((1u << M) - 1);
+  bool negative = (b & signBit) != 0;
+  if (kind == 0 && exp == expAllOnes)
+    return man ? nan : (negative ? kiln_f32_bits(0xff800000u) : kiln_f32_bits(0x7f800000u));
+  if (kind == 1 && exp == expAllOnes && man == (1u << M) - 1)
+    return nan;
+  float v = exp == 0 ? kiln_ldexp(static_cast<float>(man), 1 - bias - M)
+                     : kiln_ldexp(static_cast<float>(man + (1u << M)),
+                                  static_cast<int>(exp) - bias - M);
+  return negative ? -v : v;
+}
+
+KILN_DEVICE uint32_t kiln_f8_encode(float v, int E, int M, int bias, int kind, float maxFinite,
+                                    bool saturate) {
+  uint32_t signBit = 1u << (E + M), expAllOnes = (1u << E) - 1;
+  uint32_t nan = kind == 2 ? signBit
+                 : kind == 0 ? ((expAllOnes << M) | (1u << (M - 1)))
+                             : ((expAllOnes << M) | ((1u << M) - 1));
+  if (v != v)
+    return nan;
+  uint32_t sign = (kiln_bits_f32(v) >> 31) ? signBit : 0u;
+  float a = kiln_fabs(v);
+  const int emin = 1 - bias;
+  auto magnitude = [&](float r) -> uint32_t {
+    if (r == 0.0f)
+      return kind == 2 ? 0u : sign;
+    int ex;
+    kiln_frexp(r, &ex);
+    int e = ex - 1;
+    if (e < emin)
+      return sign | static_cast<uint32_t>(kiln_ldexp(r, M - emin));
+    return sign | (static_cast<uint32_t>(e + bias) << M) |
+           (static_cast<uint32_t>(kiln_ldexp(r, M - e)) - (1u << M));
+  };
+  bool overflow = a > 3.402823466e38f;
+  float rounded = a;
+  if (!overflow) {
+    int ex;
+    kiln_frexp(a, &ex);
+    int e = ex - 1 < emin ? emin : ex - 1;
+    float q = kiln_ldexp(1.0f, e - M);
+    rounded = kiln_round(a / q) * q; // ties to even
+    overflow = rounded > maxFinite;
+  }
+  if (overflow) {
+    if (saturate)
+      return magnitude(maxFinite);
+    return kind == 0 ? (sign | (expAllOnes << M)) : nan;
+  }
+  return magnitude(rounded);
+}
+
+#define KILN_F8_TYPE(name, E, M, bias, kind, maxFinite)                                   \
+  struct kiln_##name {                                                                    \
+    uint8_t bits;                                                                         \
+  };                                                                                      \
+  KILN_DEVICE float kiln_load(kiln_##name v) { return kiln_f8_decode(v.bits, E, M, bias, kind); } \
+  KILN_DEVICE kiln_##name kiln_to_##name(float v, bool saturate) {                         \
+    kiln_##name r;                                                                        \
+    r.bits = static_cast<uint8_t>(kiln_f8_encode(v, E, M, bias, kind, maxFinite, saturate)); \
+    return r;                                                                             \
+  }
+KILN_F8_TYPE(f8e4m3fn, 4, 3, 7, 1, 448.0f)
+KILN_F8_TYPE(f8e4m3fnuz, 4, 3, 8, 2, 240.0f)
+KILN_F8_TYPE(f8e5m2, 5, 2, 15, 0, 57344.0f)
+KILN_F8_TYPE(f8e5m2fnuz, 5, 2, 16, 2, 57344.0f)
+#undef KILN_F8_TYPE
+
 //===--- indexing -----------------------------------------------------------===//
 
 KILN_DEVICE int64_t kiln_floordiv(int64_t a, int64_t b) {
