@@ -37,7 +37,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <thread>
 #include <fstream>
 #include <map>
 #include <set>
@@ -66,7 +68,7 @@ static cl::opt<std::string> cacheDir(
     cl::desc("Where host emulation keeps compiled kernels (default $KILN_CACHE_DIR or "
              "~/.cache/kiln)"),
     cl::cat(category));
-static cl::opt<int> jobs("jobs", cl::desc("Host compilers to run at once"), cl::init(2),
+static cl::opt<int> jobs("jobs", cl::desc("Host compilers and NVRTC batches to run at once"), cl::init(2),
                          cl::cat(category));
 static cl::opt<bool> nvrtc(
     "nvrtc",
@@ -87,12 +89,19 @@ bool checkWithNvrtc(const std::vector<kiln::GeneratedKernel> &kernels) {
   std::vector<const kiln::GeneratedKernel *> all;
   for (auto &[name, k] : unique)
     all.push_back(k);
-  bool ok = true;
-  size_t spills = 0;
-  const size_t chunk = 200;
-  for (size_t i = 0; i < all.size(); i += chunk) {
+  // Batches compile on separate threads (NVRTC programs are independent).
+  const size_t chunk = 100;
+  struct Result {
+    bool ok = true;
+    size_t spills = 0;
+    std::string messages;
+  };
+  size_t batches = (all.size() + chunk - 1) / chunk;
+  std::vector<Result> results(batches);
+  auto compileBatch = [&](size_t b) {
+    Result &result = results[b];
     std::vector<kiln::GeneratedKernel> batch;
-    for (size_t j = i; j < std::min(all.size(), i + chunk); ++j)
+    for (size_t j = b * chunk; j < std::min(all.size(), (b + 1) * chunk); ++j)
       batch.push_back(*all[j]);
     std::string tu = kiln::kernelTranslationUnit(batch);
     for (int sm : {80, 90}) {
@@ -100,10 +109,10 @@ bool checkWithNvrtc(const std::vector<kiln::GeneratedKernel> &kernels) {
       options.smVersion = sm;
       options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR, "--ptxas-options=-v"};
       absl::StatusOr<kiln::rt::NvrtcResult> r =
-          kiln::rt::compileWithNvrtc(tu, "kernels-" + std::to_string(i / chunk) + ".cu", options);
+          kiln::rt::compileWithNvrtc(tu, "kernels-" + std::to_string(b) + ".cu", options);
       if (!r.ok()) {
-        errs() << "kiln-conformance: error: " << std::string(r.status().message()) << "\n";
-        ok = false;
+        result.messages += "kiln-conformance: error: " + std::string(r.status().message()) + "\n";
+        result.ok = false;
         continue;
       }
       // ptxas reports per function: "Compiling entry function 'NAME' ..." and then
@@ -116,15 +125,31 @@ bool checkWithNvrtc(const std::vector<kiln::GeneratedKernel> &kernels) {
           continue;
         }
         if (line.contains("bytes spill stores") && !line.contains(" 0 bytes spill stores")) {
-          ++spills;
+          ++result.spills;
           if (StringRef(current).starts_with("kiln_pointwise_")) {
-            errs() << "kiln-conformance: error: " << current << " spills registers on sm_" << sm
-                   << ": " << line.trim() << "\n";
-            ok = false;
+            result.messages += "kiln-conformance: error: " + current + " spills registers on sm_" +
+                               std::to_string(sm) + ": " + line.trim().str() + "\n";
+            result.ok = false;
           }
         }
       }
     }
+  };
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(1, int(jobs)); ++t)
+    threads.emplace_back([&] {
+      for (size_t b = next++; b < batches; b = next++)
+        compileBatch(b);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  bool ok = true;
+  size_t spills = 0;
+  for (const Result &r : results) {
+    ok &= r.ok;
+    spills += r.spills;
+    errs() << r.messages;
   }
   outs() << "NVRTC compiled " << all.size() << " kernels for sm_80 and sm_90; " << spills
          << " spill reports (none allowed in pointwise kernels)\n";
