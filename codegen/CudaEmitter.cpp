@@ -172,7 +172,30 @@ private:
   std::set<std::string> symbols;
   std::vector<std::map<std::string, std::string>> memo;
   bool blockPerItem = false;
+  /// While emitting a vectorized lane: input number -> its loaded vector's name.
+  std::map<unsigned, std::string> vectorInputs;
+  int lane = 0;
 };
+
+/// True when every element of the kernel reads every input at the result's own
+/// position (elementwise ops on operands of the result's shape, splat constants):
+/// then inputs and result can move in 128-bit vectors.
+bool isIdentityPointwise(KernelOp kernel, Value root) {
+  Type rootType = root.getType();
+  for (Operation &op : kernel.getBody().front().without_terminator()) {
+    if (isa<ConstantOp>(op))
+      continue;
+    if (!op.hasTrait<OpTrait::Elementwise>() && !isa<CompareOp, SelectOp, CastOp>(op))
+      return false;
+    for (Value operand : op.getOperands()) {
+      if (isa_and_nonnull<ConstantOp>(operand.getDefiningOp()))
+        continue;
+      if (getSymShape(operand.getType()) != getSymShape(rootType))
+        return false;
+    }
+  }
+  return true;
+}
 
 std::string KernelEmitter::dim(DimExpr d) {
   if (auto c = getConstantDimValue(d))
@@ -247,7 +270,10 @@ FailureOr<std::string> KernelEmitter::element(Value v, ArrayRef<std::string> ind
     std::string offset = "0";
     for (size_t d = 0; d < shape.size(); ++d)
       offset = d == 0 ? index[0] : "(" + offset + " * " + shape[d] + " + " + index[d] + ")";
-    name = bind(v, "kiln_load(in" + std::to_string(arg.getArgNumber()) + "[" + offset + "])");
+    if (auto vec = vectorInputs.find(arg.getArgNumber()); vec != vectorInputs.end())
+      name = bind(v, "kiln_load(" + vec->second + ".x[" + std::to_string(lane) + "])");
+    else
+      name = bind(v, "kiln_load(in" + std::to_string(arg.getArgNumber()) + "[" + offset + "])");
   } else {
     FailureOr<std::string> r = elementOfOp(v.getDefiningOp(), v, index);
     if (failed(r))
@@ -520,6 +546,51 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
 LogicalResult KernelEmitter::emitPointwise(Value root) {
   std::vector<std::string> shape = dims(root);
   line("const int64_t n = " + product(shape) + ";");
+  Block &body = kernel.getBody().front();
+  std::string outType = storageType(elementOf(root));
+  // 128-bit vector loads and stores when every input is read at the result's
+  // position; whether the size divides and the buffers are aligned is checked at
+  // run time, with the scalar loop as the fallback.
+  if (isIdentityPointwise(kernel, root)) {
+    int width = 16 / static_cast<int>(std::max<unsigned>(
+                         1, (elementOf(root).getIntOrFloatBitWidth() + 7) / 8));
+    if (elementOf(root).isInteger(1))
+      width = 16;
+    std::string W = std::to_string(width);
+    std::string aligned = "n % " + W + " == 0 && kiln_aligned(out, sizeof(" + outType + ") * " + W + ")";
+    for (BlockArgument arg : body.getArguments())
+      aligned += " && kiln_aligned(in" + std::to_string(arg.getArgNumber()) + ", sizeof(" +
+                 storageType(elementOf(arg)) + ") * " + W + ")";
+    line("if (" + aligned + ") {");
+    ++indent;
+    line("for (int64_t vi = kiln_thread_index(); vi < n / " + W + "; vi += kiln_thread_count()) {");
+    ++indent;
+    for (BlockArgument arg : body.getArguments()) {
+      std::string t = storageType(elementOf(arg)), name = temp("v");
+      line("const kiln_vec<" + t + ", " + W + "> " + name + " = *reinterpret_cast<const kiln_vec<" +
+           t + ", " + W + "> *>(in" + std::to_string(arg.getArgNumber()) + " + vi * " + W + ");");
+      vectorInputs[arg.getArgNumber()] = name;
+    }
+    line("kiln_vec<" + outType + ", " + W + "> result;");
+    for (lane = 0; lane < width; ++lane) {
+      pushScope();
+      std::vector<std::string> index =
+          unravel("vi * " + W + " + " + std::to_string(lane), shape);
+      FailureOr<std::string> v = element(root, index);
+      if (failed(v))
+        return failure();
+      line("result.x[" + std::to_string(lane) + "] = " + store(elementOf(root), *v) + ";");
+      popScope();
+    }
+    vectorInputs.clear();
+    lane = 0;
+    line("*reinterpret_cast<kiln_vec<" + outType + ", " + W + "> *>(out + vi * " + W + ") = result;");
+    --indent;
+    line("}");
+    line("return;");
+    --indent;
+    line("}");
+  }
   line("for (int64_t i = kiln_thread_index(); i < n; i += kiln_thread_count()) {");
   ++indent;
   pushScope();

@@ -4,12 +4,14 @@
 
 // CHECK: #include "kiln/device/kiln_device.h"
 
-// Pointwise, f32, a symbolic size as a parameter with a -D override, broadcasting.
+// Pointwise, f32, a symbolic size as a parameter with a -D override, broadcasting
+// (so no vector path: the bias is not read at the result's position).
 // CHECK-LABEL: pointwise kernel
 // CHECK: #ifndef KILN_SYM_n
 // CHECK-NEXT: #define KILN_SYM_n sym_n
 // CHECK: extern "C" __global__ void kiln_pointwise_{{[0-9a-f]+}}(float *KILN_RESTRICT out, const float *KILN_RESTRICT in0, const float *KILN_RESTRICT in1, int64_t sym_n)
 // CHECK: const int64_t n = (KILN_SYM_n * (8LL));
+// CHECK-NOT: kiln_vec
 // CHECK: for (int64_t i = kiln_thread_index(); i < n; i += kiln_thread_count())
 // CHECK: kiln_load(in1[{{i[0-9]+}}])
 // CHECK: kiln_tanh(
@@ -21,9 +23,17 @@ func.func @f32_bias_tanh(%x: tensor<?x8xf32, #kiln.dims<[n, 8]>>, %b: tensor<8xf
   return %t : tensor<?x8xf32, #kiln.dims<[n, 8]>>
 }
 
-// f16 and bf16 load as float, compute in float and round once on the store.
+// f16 and bf16 load as float, compute in float and round once on the store. Every
+// input is read at the result's position, so they move in 128-bit vectors when
+// the size divides and the buffers are aligned (checked at run time), else in the
+// scalar loop.
 // CHECK-LABEL: pointwise kernel
 // CHECK: (kiln_f16 *KILN_RESTRICT out, const kiln_bf16 *KILN_RESTRICT in0, const kiln_f16 *KILN_RESTRICT in1)
+// CHECK: if (n % 8 == 0 && kiln_aligned(out, sizeof(kiln_f16) * 8) && kiln_aligned(in0, sizeof(kiln_bf16) * 8)
+// CHECK: const kiln_vec<kiln_bf16, 8> {{v[0-9]+}} = *reinterpret_cast<const kiln_vec<kiln_bf16, 8> *>(in0 + vi * 8);
+// CHECK: result.x[7] = kiln_to_f16(
+// CHECK: *reinterpret_cast<kiln_vec<kiln_f16, 8> *>(out + vi * 8) = result;
+// CHECK: return;
 // CHECK: const float {{t[0-9]+}} = kiln_load(in0[
 // CHECK: kiln_load(kiln_to_f16(
 // CHECK: out[i] = kiln_to_f16(

@@ -350,6 +350,16 @@ KILN_F8_TYPE(f8e5m2, 5, 2, 15, 0, 57344.0f)
 KILN_F8_TYPE(f8e5m2fnuz, 5, 2, 16, 2, 57344.0f)
 #undef KILN_F8_TYPE
 
+//===--- vector access ------------------------------------------------------===//
+
+// N elements moved as one access (128 bits for the widths the emitter picks).
+template <typename T, int N> struct alignas(sizeof(T) * N) kiln_vec {
+  T x[N];
+};
+KILN_DEVICE bool kiln_aligned(const void *p, uint64_t bytes) {
+  return (reinterpret_cast<uint64_t>(p) % bytes) == 0;
+}
+
 //===--- indexing -----------------------------------------------------------===//
 
 KILN_DEVICE int64_t kiln_floordiv(int64_t a, int64_t b) {
