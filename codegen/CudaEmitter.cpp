@@ -791,62 +791,121 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   line("const int64_t rows = " + product(outerShape) + " * " + product(innerShape) + ";");
   line("const int64_t L = " + product(rowShape) + ";");
   line("const int64_t inner = " + product(innerShape) + ";");
-  line("for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
-  ++indent;
-  pushScope();
-  std::vector<std::string> outerIndex = unravel("row / inner", outerShape);
-  std::vector<std::string> innerIndex = unravel("row % inner", innerShape);
-  // The element at position j of the row, and its flat offset in the result.
-  auto rowIndex = [&](const std::string &j) {
-    std::vector<std::string> index = outerIndex;
-    std::vector<std::string> within = unravel(j, rowShape);
-    index.insert(index.end(), within.begin(), within.end());
-    index.insert(index.end(), innerIndex.begin(), innerIndex.end());
-    return index;
-  };
-  std::string maxFn = "[](" + acc + " a, " + acc + " b) { return kiln_max<" + acc + ">(a, b); }";
-  std::string sumFn = "[](" + acc + " a, " + acc + " b) { return a + b; }";
-  auto loop = [&](const std::function<LogicalResult(const std::vector<std::string> &)> &f) {
-    line("for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {");
+  // Short rows take a warp each (lanes stride the row, shuffles reduce); longer
+  // ones a block each (a shared-memory tree). Host emulation has one thread per
+  // block, so it always takes the block path.
+  auto rowLoop = [&](bool warp) -> LogicalResult {
+    auto reduce = [&](const std::string &v, const std::string &fn) {
+      return warp ? "kiln_warp_reduce(" + v + ", " + fn + ")"
+                  : "kiln_block_reduce(" + v + ", " + fn + ", scratch)";
+    };
+    line(warp ? "for (int64_t row = blockIdx.x * warps + threadIdx.x / 32; row < rows; row += gridDim.x * warps) {"
+               : "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
     ++indent;
     pushScope();
-    LogicalResult r = f(rowIndex("j"));
-    popScope();
-    --indent;
-    line("}");
-    return r;
-  };
-  std::string flat = "((row / inner) * L + j) * inner + row % inner";
-  if (!layerNorm) {
-    bool logarithm = isa<LogSoftmaxOp>(root);
-    line(acc + " mx = (" + acc + ")kiln_f32_bits(0xff800000u);");
+    std::vector<std::string> outerIndex = unravel("row / inner", outerShape);
+    std::vector<std::string> innerIndex = unravel("row % inner", innerShape);
+    // The element at position j of the row, and its flat offset in the result.
+    auto rowIndex = [&](const std::string &j) {
+      std::vector<std::string> index = outerIndex;
+      std::vector<std::string> within = unravel(j, rowShape);
+      index.insert(index.end(), within.begin(), within.end());
+      index.insert(index.end(), innerIndex.begin(), innerIndex.end());
+      return index;
+    };
+    std::string maxFn = "[](" + acc + " a, " + acc + " b) { return kiln_max<" + acc + ">(a, b); }";
+    std::string sumFn = "[](" + acc + " a, " + acc + " b) { return a + b; }";
+    auto loop = [&](const std::function<LogicalResult(const std::vector<std::string> &)> &f) {
+      line(warp ? "for (int64_t j = lane; j < L; j += 32) {"
+                : "for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {");
+      ++indent;
+      pushScope();
+      LogicalResult r = f(rowIndex("j"));
+      popScope();
+      --indent;
+      line("}");
+      return r;
+    };
+    std::string flat = "((row / inner) * L + j) * inner + row % inner";
+    if (!layerNorm) {
+      bool logarithm = isa<LogSoftmaxOp>(root);
+      line(acc + " mx = (" + acc + ")kiln_f32_bits(0xff800000u);");
+      if (failed(loop([&](const std::vector<std::string> &index) {
+            FailureOr<std::string> v = element(x, index);
+            if (failed(v))
+              return failure();
+            line("mx = kiln_max<" + acc + ">(mx, " + *v + ");");
+            return success();
+          })))
+        return failure();
+      line("mx = " + reduce("mx", maxFn) + ";");
+      line("if (kiln_isinf(mx)) mx = (" + acc + ")0;");
+      line(acc + " sum = (" + acc + ")0;");
+      if (failed(loop([&](const std::vector<std::string> &index) {
+            FailureOr<std::string> v = element(x, index);
+            if (failed(v))
+              return failure();
+            line("sum += kiln_exp(" + *v + " - mx);");
+            return success();
+          })))
+        return failure();
+      line("sum = " + reduce("sum", sumFn) + ";");
+      if (failed(loop([&](const std::vector<std::string> &index) {
+            FailureOr<std::string> v = element(x, index);
+            if (failed(v))
+              return failure();
+            std::string y = logarithm ? "(" + *v + " - mx) - kiln_log(sum)"
+                                      : "kiln_exp(" + *v + " - mx) / sum";
+            line("out[" + flat + "] = " + store(t, y) + ";");
+            return success();
+          })))
+        return failure();
+      popScope();
+      --indent;
+      line("}");
+      return success();
+    }
+    auto ln = cast<LayerNormOp>(root);
+    line(acc + " mean = (" + acc + ")0;");
     if (failed(loop([&](const std::vector<std::string> &index) {
           FailureOr<std::string> v = element(x, index);
           if (failed(v))
             return failure();
-          line("mx = kiln_max<" + acc + ">(mx, " + *v + ");");
+          line("mean += " + *v + ";");
           return success();
         })))
       return failure();
-    line("mx = kiln_block_reduce(mx, " + maxFn + ", scratch);");
-    line("if (kiln_isinf(mx)) mx = (" + acc + ")0;");
-    line(acc + " sum = (" + acc + ")0;");
+    line("mean = " + reduce("mean", sumFn) + " / (" + acc + ")L;");
+    line(acc + " var = (" + acc + ")0;");
     if (failed(loop([&](const std::vector<std::string> &index) {
           FailureOr<std::string> v = element(x, index);
           if (failed(v))
             return failure();
-          line("sum += kiln_exp(" + *v + " - mx);");
+          line("var += (" + *v + " - mean) * (" + *v + " - mean);");
           return success();
         })))
       return failure();
-    line("sum = kiln_block_reduce(sum, " + sumFn + ", scratch);");
+    line("var = " + reduce("var", sumFn) + " / (" + acc + ")L;");
+    std::string eps = scalarLiteral(t.isF64() ? Type(Float64Type::get(t.getContext()))
+                                              : Type(Float32Type::get(t.getContext())),
+                                    FloatAttr::get(Float64Type::get(t.getContext()),
+                                                   ln.getEpsilon().convertToDouble()));
+    line("const " + acc + " inv = (" + acc + ")1 / kiln_sqrt(var + (" + acc + ")" + eps + ");");
     if (failed(loop([&](const std::vector<std::string> &index) {
           FailureOr<std::string> v = element(x, index);
-          if (failed(v))
+          FailureOr<std::string> g =
+              failed(v) ? v : element(ln.getScale(), broadcastIndex(ln.getScale(), result, index));
+          if (failed(g))
             return failure();
-          std::string y = logarithm ? "(" + *v + " - mx) - kiln_log(sum)"
-                                    : "kiln_exp(" + *v + " - mx) / sum";
-          line("out[" + flat + "] = " + store(t, y) + ";");
+          std::string y = "(" + *v + " - mean) * inv * " + *g;
+          if (ln.getBias()) {
+            FailureOr<std::string> b =
+                element(ln.getBias(), broadcastIndex(ln.getBias(), result, index));
+            if (failed(b))
+              return failure();
+            y += " + " + *b;
+          }
+          line("out[(row * L) + j] = " + store(t, y) + ";");
           return success();
         })))
       return failure();
@@ -854,55 +913,17 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
     --indent;
     line("}");
     return success();
-  }
-  auto ln = cast<LayerNormOp>(root);
-  line(acc + " mean = (" + acc + ")0;");
-  if (failed(loop([&](const std::vector<std::string> &index) {
-        FailureOr<std::string> v = element(x, index);
-        if (failed(v))
-          return failure();
-        line("mean += " + *v + ";");
-        return success();
-      })))
+
+  };
+  line("if (L <= 32 && blockDim.x % 32 == 0) {");
+  ++indent;
+  line("const int64_t lane = threadIdx.x % 32, warps = blockDim.x / 32;");
+  if (failed(rowLoop(true)))
     return failure();
-  line("mean = kiln_block_reduce(mean, " + sumFn + ", scratch) / (" + acc + ")L;");
-  line(acc + " var = (" + acc + ")0;");
-  if (failed(loop([&](const std::vector<std::string> &index) {
-        FailureOr<std::string> v = element(x, index);
-        if (failed(v))
-          return failure();
-        line("var += (" + *v + " - mean) * (" + *v + " - mean);");
-        return success();
-      })))
-    return failure();
-  line("var = kiln_block_reduce(var, " + sumFn + ", scratch) / (" + acc + ")L;");
-  std::string eps = scalarLiteral(t.isF64() ? Type(Float64Type::get(t.getContext()))
-                                            : Type(Float32Type::get(t.getContext())),
-                                  FloatAttr::get(Float64Type::get(t.getContext()),
-                                                 ln.getEpsilon().convertToDouble()));
-  line("const " + acc + " inv = (" + acc + ")1 / kiln_sqrt(var + (" + acc + ")" + eps + ");");
-  if (failed(loop([&](const std::vector<std::string> &index) {
-        FailureOr<std::string> v = element(x, index);
-        FailureOr<std::string> g =
-            failed(v) ? v : element(ln.getScale(), broadcastIndex(ln.getScale(), result, index));
-        if (failed(g))
-          return failure();
-        std::string y = "(" + *v + " - mean) * inv * " + *g;
-        if (ln.getBias()) {
-          FailureOr<std::string> b =
-              element(ln.getBias(), broadcastIndex(ln.getBias(), result, index));
-          if (failed(b))
-            return failure();
-          y += " + " + *b;
-        }
-        line("out[(row * L) + j] = " + store(t, y) + ";");
-        return success();
-      })))
-    return failure();
-  popScope();
+  line("return;");
   --indent;
   line("}");
-  return success();
+  return rowLoop(false);
 }
 
 FailureOr<GeneratedKernel> KernelEmitter::run() {

@@ -417,4 +417,14 @@ template <typename T, typename F> KILN_DEVICE T kiln_block_reduce(T v, F f, T *s
   return r;
 }
 
+// Combines `v` across the 32 lanes of a warp (every lane gets the result). On the
+// host a warp is one thread.
+template <typename T, typename F> KILN_DEVICE T kiln_warp_reduce(T v, F f) {
+#ifdef __CUDACC_RTC__
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = f(v, __shfl_xor_sync(0xffffffffu, v, offset));
+#endif
+  return v;
+}
+
 #endif // KILN_DEVICE_H
