@@ -160,6 +160,7 @@ private:
 
   //===--- schedules --------------------------------------------------------===//
   LogicalResult emitPointwise(Value root);
+  LogicalResult emitTiledTranspose(TransposeOp root);
   LogicalResult emitReduction(ReduceOp root);
   LogicalResult emitArgReduction(ArgReduceOp root);
   LogicalResult emitRow(Operation *root);
@@ -543,7 +544,56 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
   return unsupported(op, "has no CUDA C lowering yet");
 }
 
+/// A transpose of a kernel input that swaps its two innermost dims (leading dims in
+/// place): the tiled schedule applies.
+bool isInnerTranspose(Value root) {
+  auto t = dyn_cast_or_null<TransposeOp>(root.getDefiningOp());
+  if (!t || !isa<BlockArgument>(t.getInput()))
+    return false;
+  ArrayRef<int64_t> perm = t.getPermutation();
+  int64_t r = perm.size();
+  if (r < 2 || perm[r - 1] != r - 2 || perm[r - 2] != r - 1)
+    return false;
+  for (int64_t d = 0; d + 2 < r; ++d)
+    if (perm[d] != d)
+      return false;
+  return true;
+}
+
+LogicalResult KernelEmitter::emitTiledTranspose(TransposeOp root) {
+  // 32x32 tiles through shared memory (one column of padding against bank
+  // conflicts): reads walk the input's rows and writes the output's, so both are
+  // coalesced. A block per tile; any block size.
+  blockPerItem = true;
+  Value input = root.getInput();
+  std::vector<std::string> shape = dims(input);
+  size_t r = shape.size();
+  std::string T = storageType(elementOf(input));
+  std::vector<std::string> lead(shape.begin(), shape.end() - 2);
+  line("__shared__ " + T + " tile[32][33];");
+  line("const int64_t batch = " + product(lead) + ";");
+  line("const int64_t R = " + shape[r - 2] + ", C = " + shape[r - 1] + ";");
+  line("const int64_t tilesR = (R + 31) / 32, tilesC = (C + 31) / 32;");
+  line("for (int64_t t = blockIdx.x; t < batch * tilesR * tilesC; t += gridDim.x) {");
+  line("  const int64_t b = t / (tilesR * tilesC), tr = (t / tilesC) % tilesR, tc = t % tilesC;");
+  line("  for (int64_t e = threadIdx.x; e < 32 * 32; e += blockDim.x) {");
+  line("    const int64_t i = e / 32, j = e % 32, row = tr * 32 + i, col = tc * 32 + j;");
+  line("    if (row < R && col < C) tile[i][j] = in0[(b * R + row) * C + col];");
+  line("  }");
+  line("  __syncthreads();");
+  line("  for (int64_t e = threadIdx.x; e < 32 * 32; e += blockDim.x) {");
+  line("    const int64_t i = e / 32, j = e % 32, col = tc * 32 + i, row = tr * 32 + j;");
+  line("    if (row < R && col < C) out[(b * C + col) * R + row] = tile[j][i];");
+  line("  }");
+  line("  __syncthreads();");
+  line("}");
+  return success();
+}
+
 LogicalResult KernelEmitter::emitPointwise(Value root) {
+  if (isInnerTranspose(root) &&
+      cast<BlockArgument>(cast<TransposeOp>(root.getDefiningOp()).getInput()).getArgNumber() == 0)
+    return emitTiledTranspose(cast<TransposeOp>(root.getDefiningOp()));
   std::vector<std::string> shape = dims(root);
   line("const int64_t n = " + product(shape) + ";");
   Block &body = kernel.getBody().front();

@@ -167,3 +167,14 @@ func.func @to_float8(%x: tensor<8xf32>) -> tensor<8xf8E4M3FN> {
   %c = kiln.cast %x to f8E4M3FN {saturate = false} : (tensor<8xf32>) -> tensor<8xf8E4M3FN>
   return %c : tensor<8xf8E4M3FN>
 }
+
+// A transpose of the two innermost dims goes through 32x32 shared-memory tiles.
+// CHECK-LABEL: pointwise kernel
+// CHECK: __shared__ float tile[32][33];
+// CHECK: if (row < R && col < C) tile[i][j] = in0[(b * R + row) * C + col];
+// CHECK: __syncthreads();
+// CHECK: if (row < R && col < C) out[(b * C + col) * R + row] = tile[j][i];
+func.func @transpose_inner(%x: tensor<?x64x48xf32, #kiln.dims<[b, 64, 48]>>) -> tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>> {
+  %t = kiln.transpose %x {permutation = array<i64: 0, 2, 1>} : (tensor<?x64x48xf32, #kiln.dims<[b, 64, 48]>>) -> tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>>
+  return %t : tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>>
+}
