@@ -541,14 +541,25 @@ LogicalResult Interpreter::runOp(Operation *op) {
           return failure();
         return define(op, 1, std::move(r->second));
       })
-      .Case<MatmulOp>([&](auto) { return one(ref::matmul(in(0), in(1))); })
+      .Case<MatmulOp>([&](MatmulOp m) {
+        absl::StatusOr<ref::Tensor> r = ref::matmul(in(0), in(1));
+        if (r.ok() && m.getBias())
+          r = ref::binary(BinaryFn::add, *r, get(m.getBias()));
+        if (r.ok() && m.getActivation() == Activation::relu)
+          r = ref::binary(BinaryFn::max, *r, ref::Tensor(r->dtype(), {}));
+        return one(std::move(r));
+      })
       .Case<ConvOp>([&](ConvOp c) {
         ref::ConvParams p;
         p.strides.assign(c.getStrides().begin(), c.getStrides().end());
         p.dilations.assign(c.getDilations().begin(), c.getDilations().end());
         p.pads.assign(c.getPads().begin(), c.getPads().end());
         p.group = static_cast<int64_t>(c.getGroup());
-        return one(ref::conv(in(0), in(1), c.getBias() ? &get(c.getBias()) : nullptr, p));
+        absl::StatusOr<ref::Tensor> r =
+            ref::conv(in(0), in(1), c.getBias() ? &get(c.getBias()) : nullptr, p);
+        if (r.ok() && c.getActivation() == Activation::relu)
+          r = ref::binary(BinaryFn::max, *r, ref::Tensor(r->dtype(), {}));
+        return one(std::move(r));
       })
       .Case<ConvTransposeOp>([&](ConvTransposeOp c) -> LogicalResult {
         ref::ConvParams p;

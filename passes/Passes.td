@@ -44,7 +44,9 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
     elsewhere is materialized by a kernel of its own rather than recomputed.
     Splat constants are copied into every kernel that reads them. Values with dims
     nothing is known about, and element types codegen lacks, stay outside kernels.
-    Matmul, conv, pooling and the irregular ops stay library ops.
+    Matmul, conv, pooling and the irregular ops stay library ops; first, a
+    matmul absorbs a following `+ bias` (a vector over its last dim) and ReLU, and
+    a conv a following ReLU, the epilogues cuBLASLt and cuDNN apply themselves.
 
     A kernel's schedule follows its root: `pointwise`, `reduction` (kiln.reduce)
     (kiln.reduce, kiln.arg_reduce) or `row` (softmax, log_softmax, layer_norm).

@@ -99,6 +99,16 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     out.push_back(a[a.size() - 2]);
   if (!rhsVector)
     out.push_back(b.back());
+  if (Value bias = adaptor.getBias()) {
+    if (failed(checkSameElement(location, name, adaptor.getLhs(), bias, "bias")))
+      return failure();
+    RankedTensorType biasType = tensorType(bias);
+    if (biasType.getRank() != 1 || out.empty())
+      return emitShapeError(location, name, "bias must be 1-D, one value per result column");
+    if (failed(unifyDims(location, name, out.back(), getSymShape(biasType)[0],
+                         "bias length (the result's last dim)")))
+      return failure();
+  }
   inferred.push_back(makeTensorType(out, lhs.getElementType()));
   return success();
 }

@@ -16,13 +16,16 @@ def Kiln_MatmulOp : Kiln_Op<"matmul"> {
   let description = [{
     numpy `matmul`: the last two dims multiply, leading dims broadcast; a 1-D operand
     is promoted to a matrix and the promoted dim dropped from the result. Both
-    operands have one element type, which is the result's.
+    operands have one element type, which is the result's. The fusion pass may give
+    it an epilogue cuBLASLt applies: a `bias` of the result's last dim, added to
+    every row, then an `activation`.
 
     ```mlir
     %r = kiln.matmul %a, %w : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768x3072xf32>) -> tensor<?x?x3072xf32, #kiln.dims<[batch, seq, 3072]>>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs, Optional<Kiln_Tensor>:$bias,
+                       DefaultValuedAttr<Kiln_ActivationAttr, "::kiln::Activation::none">:$activation);
   let results = (outs Kiln_Tensor:$result);
 }
 
@@ -31,7 +34,8 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
   let description = [{
     `input` is `[N, C, D1..Dk]`, `filter` is `[M, C / group, K1..Kk]`, the optional
     `bias` is `[M]`. `strides` and `dilations` have k entries, `pads` has 2k
-    (`[begin..., end...]`). Output dim i is
+    (`[begin..., end...]`); `activation` (from the fusion pass, cuDNN's fused
+    conv-bias-activation) applies last. Output dim i is
     `(D_i + pb_i + pe_i - dilation_i * (K_i - 1) - 1) floordiv stride_i + 1`.
 
     ```mlir
@@ -41,7 +45,8 @@ def Kiln_ConvOp : Kiln_Op<"conv"> {
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$filter,
                        Optional<Kiln_FloatTensor>:$bias,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
-                       DenseI64ArrayAttr:$pads, DefaultValuedAttr<I64Attr, "1">:$group);
+                       DenseI64ArrayAttr:$pads, DefaultValuedAttr<I64Attr, "1">:$group,
+                       DefaultValuedAttr<Kiln_ActivationAttr, "::kiln::Activation::none">:$activation);
   let results = (outs Kiln_FloatTensor:$result);
 }
 

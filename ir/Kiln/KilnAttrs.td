@@ -130,4 +130,11 @@ def Kiln_GridPadding : I32EnumAttr<"GridPadding", "what grid_sample reads outsid
 }
 def Kiln_GridPaddingAttr : EnumAttr<Kiln_Dialect, Kiln_GridPadding, "grid_padding">;
 
+def Kiln_Activation : I32EnumAttr<"Activation", "an activation a library op applies last", [
+    I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"relu", 1>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_ActivationAttr : EnumAttr<Kiln_Dialect, Kiln_Activation, "activation">;
+
 #endif // KILN_ATTRS_TD

@@ -3,11 +3,13 @@
 // RUN: kiln-opt %s --mlir-print-op-generic | kiln-opt | FileCheck %s
 
 // CHECK-LABEL: func @matmul
-func.func @matmul(%a: tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, %w: tensor<768x3072xf32>, %v: tensor<768xf32>) {
+func.func @matmul(%a: tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, %w: tensor<768x3072xf32>, %v: tensor<768xf32>, %w2: tensor<768x768xf32>) {
   // CHECK: kiln.matmul %{{.*}}, %{{.*}} : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768x3072xf32>) -> tensor<?x?x3072xf32, #kiln.dims<[batch, seq, 3072]>>
   %r = kiln.matmul %a, %w : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768x3072xf32>) -> tensor<?x?x3072xf32, #kiln.dims<[batch, seq, 3072]>>
   // CHECK: kiln.matmul %{{.*}}, %{{.*}} : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768xf32>) -> tensor<?x?xf32, #kiln.dims<[batch, seq]>>
   %m = kiln.matmul %a, %v : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768xf32>) -> tensor<?x?xf32, #kiln.dims<[batch, seq]>>
+  // CHECK: kiln.matmul %{{.*}}, %{{.*}}, %{{.*}} {activation = #kiln<activation relu>} : {{.*}} -> tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>
+  %e = kiln.matmul %a, %w2, %v {activation = #kiln<activation relu>} : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768x768xf32>, tensor<768xf32>) -> tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>
   return
 }
 

@@ -270,3 +270,27 @@ func.func @conv_transpose_pads(%x: tensor<1x4x2xf32>, %w: tensor<4x2x1xf32>) {
   %y = kiln.conv_transpose %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 2, 2>, output_padding = array<i64: 0>} : (tensor<1x4x2xf32>, tensor<4x2x1xf32>) -> tensor<1x2x?xf32>
   return
 }
+
+// -----
+
+func.func @matmul_bias_rank(%a: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<1x6xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op bias must be 1-D, one value per result column}}
+  %m = kiln.matmul %a, %w, %b : (tensor<4x8xf32>, tensor<8x6xf32>, tensor<1x6xf32>) -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_length(%a: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<5xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op bias length (the result's last dim) must match, but is 6 and 5}}
+  %m = kiln.matmul %a, %w, %b : (tensor<4x8xf32>, tensor<8x6xf32>, tensor<5xf32>) -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_type(%a: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<6xf16>) {
+  // expected-error @+1 {{'kiln.matmul' op bias must have the input's element type}}
+  %m = kiln.matmul %a, %w, %b : (tensor<4x8xf32>, tensor<8x6xf32>, tensor<6xf16>) -> tensor<4x6xf32>
+  return
+}
