@@ -46,7 +46,10 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
     nothing is known about, and element types codegen lacks, stay outside kernels.
     Matmul, conv, pooling and the irregular ops stay library ops; first, a
     matmul absorbs a following `+ bias` (a vector over its last dim) and ReLU, and
-    a conv a following ReLU, the epilogues cuBLASLt and cuDNN apply themselves.
+    a conv a following ReLU, the epilogues cuBLASLt and cuDNN apply themselves;
+    and a long trailing reduction (at least 65536 elements per result, at most 64
+    results, static) splits into two, chunk partials then their total, so that
+    more than a handful of blocks share it.
 
     A kernel's schedule follows its root: `pointwise`, `reduction` (kiln.reduce)
     (kiln.reduce, kiln.arg_reduce) or `row` (softmax, log_softmax, layer_norm).

@@ -139,3 +139,31 @@ func.func @no_epilogue(%a: tensor<4x8xf32>, %w: tensor<8x8xf32>, %res: tensor<4x
   %im = kiln.matmul %i, %iw : (tensor<4x8xi32>, tensor<8x8xi32>) -> tensor<4x8xi32>
   return %s, %im : tensor<4x8xf32>, tensor<4x8xi32>
 }
+
+// -----
+
+// A long reduction to few results splits in two (chunk partials, then their total)
+// so that many blocks share it; each stage is a reduction kernel.
+// CHECK-LABEL: func.func @split_reduction
+// CHECK: kiln.kernel "reduction"
+// CHECK: kiln.reshape {{.*}} -> tensor<2x1024x128xf32>
+// CHECK: kiln.reduce {{.*}} -> tensor<2x1024xf32>
+// CHECK: kiln.kernel "reduction"
+// CHECK: kiln.reduce {{.*}} -> tensor<2xf32>
+// CHECK: kiln.kernel "pointwise"
+// CHECK: kiln.reshape {{.*}} -> tensor<2x1xf32>
+func.func @split_reduction(%x: tensor<2x131072xf32>) -> tensor<2x1xf32> {
+  %m = kiln.reduce %x {kind = #kiln<reduce mean>, axes = array<i64: 1>} : (tensor<2x131072xf32>) -> tensor<2x1xf32>
+  return %m : tensor<2x1xf32>
+}
+
+// -----
+
+// Short reductions, or many results, stay one reduction.
+// CHECK-LABEL: func.func @no_split
+// CHECK: kiln.kernel "reduction"
+// CHECK-NOT: kiln.kernel
+func.func @no_split(%x: tensor<4096x256xf32>) -> tensor<4096x1xf32> {
+  %m = kiln.reduce %x {kind = #kiln<reduce sum>, axes = array<i64: 1>} : (tensor<4096x256xf32>) -> tensor<4096x1xf32>
+  return %m : tensor<4096x1xf32>
+}
