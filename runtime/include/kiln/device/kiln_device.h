@@ -129,6 +129,15 @@ template <typename T> KILN_DEVICE T kiln_load(T v) { return v; }
 #define KILN_MATH1(name, ffn, dfn)                                                       \
   KILN_DEVICE float name(float x) { return ffn(x); }                                      \
   KILN_DEVICE double name(double x) { return dfn(x); }
+// -DKILN_FAST_MATH trades accuracy (a few ulp) for the hardware approximations of
+// the float transcendentals.
+#ifdef KILN_FAST_MATH
+#define expf __expf
+#define logf __logf
+#define sinf __sinf
+#define cosf __cosf
+#define tanf __tanf
+#endif
 #else
 // std::exp(float) and friends are the float overloads.
 #define KILN_MATH1(name, ffn, dfn)                                                       \
@@ -156,6 +165,13 @@ KILN_MATH1(kiln_ceil, ceilf, ceil)
 KILN_MATH1(kiln_round, rintf, nearbyint)
 KILN_MATH1(kiln_fabs, fabsf, fabs)
 #undef KILN_MATH1
+#ifdef KILN_FAST_MATH
+#undef expf
+#undef logf
+#undef sinf
+#undef cosf
+#undef tanf
+#endif
 
 KILN_DEVICE float kiln_pow(float a, float b) {
 #ifdef __CUDACC_RTC__
