@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/HostEmulation.h"
-#include "cuda/Nvrtc.h"
+#include "codegen/NvrtcCheck.h"
 #include "interpreter/Interpreter.h"
 #include "tools/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
@@ -37,9 +37,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <thread>
 #include <fstream>
 #include <map>
 #include <set>
@@ -80,87 +78,6 @@ static cl::opt<bool> quiet("quiet", cl::desc("Print only failures and the summar
                            cl::cat(category));
 
 namespace {
-
-/// Compiles the kernels with NVRTC in batches; one line per problem on stderr.
-bool checkWithNvrtc(const std::vector<kiln::GeneratedKernel> &kernels) {
-  std::map<std::string, const kiln::GeneratedKernel *> unique;
-  for (const kiln::GeneratedKernel &k : kernels)
-    unique.emplace(k.name, &k);
-  std::vector<const kiln::GeneratedKernel *> all;
-  for (auto &[name, k] : unique)
-    all.push_back(k);
-  // Batches compile on separate threads (NVRTC programs are independent).
-  const size_t chunk = 100;
-  struct Result {
-    bool ok = true;
-    size_t spills = 0;
-    std::string messages;
-  };
-  size_t batches = (all.size() + chunk - 1) / chunk;
-  std::vector<Result> results(batches);
-  auto compileBatch = [&](size_t b) {
-    Result &result = results[b];
-    std::vector<kiln::GeneratedKernel> batch;
-    for (size_t j = b * chunk; j < std::min(all.size(), (b + 1) * chunk); ++j)
-      batch.push_back(*all[j]);
-    std::string tu = kiln::kernelTranslationUnit(batch);
-    // The first batch also compiles with the fast-math variant of the device library.
-    std::vector<std::pair<int, bool>> variants = {{80, false}, {90, false}};
-    if (b == 0)
-      variants.push_back({90, true});
-    for (auto [sm, fastMath] : variants) {
-      kiln::rt::NvrtcOptions options;
-      options.smVersion = sm;
-      options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR, "--ptxas-options=-v"};
-      if (fastMath)
-        options.extraOptions.push_back("-DKILN_FAST_MATH");
-      absl::StatusOr<kiln::rt::NvrtcResult> r =
-          kiln::rt::compileWithNvrtc(tu, "kernels-" + std::to_string(b) + ".cu", options);
-      if (!r.ok()) {
-        result.messages += "kiln-conformance: error: " + std::string(r.status().message()) + "\n";
-        result.ok = false;
-        continue;
-      }
-      // ptxas reports per function: "Compiling entry function 'NAME' ..." and then
-      // "N bytes spill stores, M bytes spill loads".
-      std::string current;
-      for (StringRef line : llvm::split(r->log, '\n')) {
-        size_t at = line.find("Compiling entry function '");
-        if (at != StringRef::npos) {
-          current = line.drop_front(at + 26).split('\'').first.str();
-          continue;
-        }
-        if (line.contains("bytes spill stores") && !line.contains(" 0 bytes spill stores")) {
-          ++result.spills;
-          if (StringRef(current).starts_with("kiln_pointwise_")) {
-            result.messages += "kiln-conformance: error: " + current + " spills registers on sm_" +
-                               std::to_string(sm) + ": " + line.trim().str() + "\n";
-            result.ok = false;
-          }
-        }
-      }
-    }
-  };
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::max(1, int(jobs)); ++t)
-    threads.emplace_back([&] {
-      for (size_t b = next++; b < batches; b = next++)
-        compileBatch(b);
-    });
-  for (std::thread &t : threads)
-    t.join();
-  bool ok = true;
-  size_t spills = 0;
-  for (const Result &r : results) {
-    ok &= r.ok;
-    spills += r.spills;
-    errs() << r.messages;
-  }
-  outs() << "NVRTC compiled " << all.size() << " kernels for sm_80 and sm_90; " << spills
-         << " spill reports (none allowed in pointwise kernels)\n";
-  return ok;
-}
 
 bool isOutOfScope(StringRef error) {
   static const char *reasons[] = {
@@ -526,7 +443,7 @@ int main(int argc, char **argv) {
     }
     if (!quiet)
       outs() << "built " << kernels.size() << " kernels for host emulation\n";
-    if (nvrtc && !checkWithNvrtc(kernels))
+    if (nvrtc && !kiln::checkWithNvrtc(kernels, jobs))
       nvrtcFailed = true;
     for (size_t c = 0; c < cases.size(); ++c) {
       if (outcomes[c].status != "pass")

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaEmitter.h"
+#include "codegen/NvrtcCheck.h"
 #include "frontend/onnx/OnnxImporter.h"
 #include "tools/DiagnosticPrinter.h"
 #include "tools/InitAll.h"
@@ -29,6 +30,11 @@ static cl::opt<bool> emitCuda(
     "emit-cuda",
     cl::desc("Print the CUDA C kernels of a kiln module (forming kernels first when it has "
              "none: the graph pipeline, then --kiln-form-kernels)"),
+    cl::cat(category));
+static cl::opt<bool> nvrtcCheck(
+    "nvrtc",
+    cl::desc("With --emit-cuda: also compile the kernels with NVRTC for sm_80 and sm_90 and "
+             "fail on errors or a spilling pointwise kernel"),
     cl::cat(category));
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input>"), cl::Required,
                                       cl::cat(category));
@@ -108,6 +114,8 @@ int main(int argc, char **argv) {
   if (emitCuda) {
     mlir::FailureOr<std::vector<kiln::GeneratedKernel>> kernels = kiln::emitKernels(*module);
     if (failed(kernels))
+      return 1;
+    if (nvrtcCheck && !kiln::checkWithNvrtc(*kernels))
       return 1;
     output->os() << kiln::kernelTranslationUnit(*kernels);
   } else {

@@ -1,0 +1,97 @@
+//===- NvrtcCheck.cpp - every generated kernel through NVRTC --------------===//
+
+#include "codegen/NvrtcCheck.h"
+
+#include "cuda/Nvrtc.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <thread>
+
+namespace kiln {
+
+bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
+  std::map<std::string, const GeneratedKernel *> unique;
+  for (const GeneratedKernel &k : kernels)
+    unique.emplace(k.name, &k);
+  std::vector<const GeneratedKernel *> all;
+  for (auto &[name, k] : unique)
+    all.push_back(k);
+  // Batches compile on separate threads (NVRTC programs are independent).
+  const size_t chunk = 100;
+  struct Result {
+    bool ok = true;
+    size_t spills = 0;
+    std::string messages;
+  };
+  size_t batches = (all.size() + chunk - 1) / chunk;
+  std::vector<Result> results(batches);
+  auto compileBatch = [&](size_t b) {
+    Result &result = results[b];
+    std::vector<GeneratedKernel> batch;
+    for (size_t j = b * chunk; j < std::min(all.size(), (b + 1) * chunk); ++j)
+      batch.push_back(*all[j]);
+    std::string tu = kernelTranslationUnit(batch);
+    // The first batch also compiles with the fast-math variant of the device library.
+    std::vector<std::pair<int, bool>> variants = {{80, false}, {90, false}};
+    if (b == 0)
+      variants.push_back({90, true});
+    for (auto [sm, fastMath] : variants) {
+      rt::NvrtcOptions options;
+      options.smVersion = sm;
+      options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR, "--ptxas-options=-v"};
+      if (fastMath)
+        options.extraOptions.push_back("-DKILN_FAST_MATH");
+      absl::StatusOr<rt::NvrtcResult> r =
+          rt::compileWithNvrtc(tu, "kernels-" + std::to_string(b) + ".cu", options);
+      if (!r.ok()) {
+        result.messages += "error: " + std::string(r.status().message()) + "\n";
+        result.ok = false;
+        continue;
+      }
+      // ptxas reports per function: "Compiling entry function 'NAME' ..." and then
+      // "N bytes spill stores, M bytes spill loads".
+      std::string current;
+      for (llvm::StringRef line : llvm::split(r->log, '\n')) {
+        size_t at = line.find("Compiling entry function '");
+        if (at != llvm::StringRef::npos) {
+          current = line.drop_front(at + 26).split('\'').first.str();
+          continue;
+        }
+        if (line.contains("bytes spill stores") && !line.contains(" 0 bytes spill stores")) {
+          ++result.spills;
+          if (llvm::StringRef(current).starts_with("kiln_pointwise_")) {
+            result.messages += "error: " + current + " spills registers on sm_" +
+                               std::to_string(sm) + ": " + line.trim().str() + "\n";
+            result.ok = false;
+          }
+        }
+      }
+    }
+  };
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(1, int(jobs)); ++t)
+    threads.emplace_back([&] {
+      for (size_t b = next++; b < batches; b = next++)
+        compileBatch(b);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  bool ok = true;
+  size_t spills = 0;
+  for (const Result &r : results) {
+    ok &= r.ok;
+    spills += r.spills;
+    llvm::errs() << r.messages;
+  }
+  llvm::outs() << "NVRTC compiled " << all.size() << " kernels for sm_80 and sm_90; " << spills
+         << " spill reports (none allowed in pointwise kernels)\n";
+  return ok;
+}
+
+} // namespace kiln

@@ -1,0 +1,21 @@
+//===- NvrtcCheck.h - every generated kernel through NVRTC ------*- C++ -*-===//
+//
+// Compiles generated kernels with NVRTC (through the runtime's compileWithNvrtc)
+// for sm_80 and sm_90, cubin and PTX, in batches on `jobs` threads, with ptxas's
+// resource report: an error, or a pointwise kernel that spills registers, is one
+// line on stderr and makes it return false. Needs no GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_NVRTCCHECK_H
+#define KILN_CODEGEN_NVRTCCHECK_H
+
+#include "codegen/CudaEmitter.h"
+
+namespace kiln {
+
+bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs = 2);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_NVRTCCHECK_H
