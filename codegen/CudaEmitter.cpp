@@ -134,6 +134,16 @@ private:
   /// `operand`'s index for element `index` of `result`, numpy-broadcast.
   std::vector<std::string> broadcastIndex(Value operand, Value result,
                                           ArrayRef<std::string> index);
+  /// A position read from an index tensor along a dim of size `n`: negative counts
+  /// from the end; out of range reads the nearest element (the reference
+  /// interpreter reports it as an error).
+  std::string gatherPosition(const std::string &k, DimExpr n) {
+    std::string size = dim(n), kk = temp("k");
+    line("int64_t " + kk + " = (int64_t)" + k + ";");
+    line(kk + " = kiln_clamp_index(" + kk + " < 0 ? " + kk + " + " + size + " : " + kk + ", " +
+         size + ");");
+    return kk;
+  }
   std::string bind(Value v, const std::string &expr) {
     std::string name = temp();
     line("const " + computeType(elementOf(v)) + " " + name + " = " + expr + ";");
@@ -515,12 +525,7 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     FailureOr<std::string> k = element(g.getIndices(), at);
     if (failed(k))
       return failure();
-    std::string n = dim(getSymShape(g.getData().getType())[axis]);
-    std::string kk = temp("k");
-    line("int64_t " + kk + " = (int64_t)" + *k + ";");
-    // An index out of range reads the nearest element (the reference interpreter
-    // reports it as an error).
-    line(kk + " = kiln_clamp_index(" + kk + " < 0 ? " + kk + " + " + n + " : " + kk + ", " + n + ");");
+    std::string kk = gatherPosition(*k, getSymShape(g.getData().getType())[axis]);
     std::vector<std::string> in(index.begin(), index.begin() + axis);
     in.push_back(kk);
     in.insert(in.end(), index.begin() + axis + ri, index.end());
@@ -533,12 +538,8 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     FailureOr<std::string> k = element(g.getIndices(), index);
     if (failed(k))
       return failure();
-    std::string n = dim(getSymShape(g.getData().getType())[axis]);
-    std::string kk = temp("k");
-    line("int64_t " + kk + " = (int64_t)" + *k + ";");
-    line(kk + " = kiln_clamp_index(" + kk + " < 0 ? " + kk + " + " + n + " : " + kk + ", " + n + ");");
     std::vector<std::string> in(index.begin(), index.end());
-    in[axis] = kk;
+    in[axis] = gatherPosition(*k, getSymShape(g.getData().getType())[axis]);
     return element(g.getData(), in);
   }
   return unsupported(op, "has no CUDA C lowering yet");

@@ -173,34 +173,18 @@ KILN_MATH1(kiln_fabs, fabsf, fabs)
 #undef tanf
 #endif
 
-KILN_DEVICE float kiln_pow(float a, float b) {
 #ifdef __CUDACC_RTC__
-  return powf(a, b);
+#define KILN_MATH2(name, ffn, dfn)                                                       \
+  KILN_DEVICE float name(float a, float b) { return ffn(a, b); }                          \
+  KILN_DEVICE double name(double a, double b) { return dfn(a, b); }
 #else
-  return std::pow(a, b);
+#define KILN_MATH2(name, ffn, dfn)                                                       \
+  KILN_DEVICE float name(float a, float b) { return std::dfn(a, b); }                     \
+  KILN_DEVICE double name(double a, double b) { return std::dfn(a, b); }
 #endif
-}
-KILN_DEVICE double kiln_pow(double a, double b) {
-#ifdef __CUDACC_RTC__
-  return pow(a, b);
-#else
-  return std::pow(a, b);
-#endif
-}
-KILN_DEVICE float kiln_fmod(float a, float b) {
-#ifdef __CUDACC_RTC__
-  return fmodf(a, b);
-#else
-  return std::fmod(a, b);
-#endif
-}
-KILN_DEVICE double kiln_fmod(double a, double b) {
-#ifdef __CUDACC_RTC__
-  return fmod(a, b);
-#else
-  return std::fmod(a, b);
-#endif
-}
+KILN_MATH2(kiln_pow, powf, pow)
+KILN_MATH2(kiln_fmod, fmodf, fmod)
+#undef KILN_MATH2
 
 template <typename T> KILN_DEVICE T kiln_sigmoid(T x) { return T(1) / (T(1) + kiln_exp(-x)); }
 template <typename T> KILN_DEVICE T kiln_rsqrt(T x) { return T(1) / kiln_sqrt(x); }
