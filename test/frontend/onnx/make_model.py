@@ -190,6 +190,25 @@ def future_opset():
     )
 
 
+def einsum_attention():
+    # Attention scores as exporters write them with einsum, batch and seq dynamic.
+    return model(
+        [helper.make_node("Einsum", ["q", "k"], ["s"], equation="bhqd,bhkd->bhqk")],
+        [helper.make_tensor_value_info("q", TensorProto.FLOAT, ["batch", 2, "seq", 4]),
+         helper.make_tensor_value_info("k", TensorProto.FLOAT, ["batch", 2, "seq", 4])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, ["batch", 2, "seq", "seq"])],
+    )
+
+
+def einsum_bad():
+    return model(
+        [helper.make_node("Einsum", ["a"], ["b"], equation="ij,jk->ik")],
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("b", TensorProto.FLOAT, [2, 3])],
+        check=False,
+    )
+
+
 def duplicate_name():
     return model(
         [helper.make_node("Relu", ["x"], ["y"], name="first"),
@@ -317,7 +336,7 @@ def control_flow():
 
 MODELS = {f.__name__: f for f in [
     mlp, encoder, reshape_zero, unnamed_dims, bad_dim_param, unsupported_op, unknown_op,
-    old_opset, old_opset_unchanged, future_opset, duplicate_name, dangling_input, cycle, wrong_attr_type, negative_dim,
+    old_opset, old_opset_unchanged, future_opset, einsum_attention, einsum_bad, duplicate_name, dangling_input, cycle, wrong_attr_type, negative_dim,
     bad_initializer, shape_mismatch, range_vector, control_flow,
 ]}
 
