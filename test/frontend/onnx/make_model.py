@@ -209,6 +209,27 @@ def einsum_bad():
     )
 
 
+def affine_grid():
+    return model(
+        [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=1)],
+        [helper.make_tensor_value_info("theta", TensorProto.FLOAT, ["n", 2, 3])],
+        [helper.make_tensor_value_info("grid", TensorProto.FLOAT, ["n", 4, 5, 2])],
+        [const("size", np.array([2, 3, 4, 5], np.int64))],
+        opset=[helper.make_opsetid("", 20)],
+    )
+
+
+def maxunpool_small_output():
+    return model(
+        [helper.make_node("MaxUnpool", ["x", "i", "shape"], ["y"], kernel_shape=[2, 2],
+                          strides=[2, 2])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2]),
+         helper.make_tensor_value_info("i", TensorProto.INT64, [1, 1, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 3])],
+        [const("shape", np.array([1, 1, 3, 3], np.int64))],
+    )
+
+
 def duplicate_name():
     return model(
         [helper.make_node("Relu", ["x"], ["y"], name="first"),
@@ -336,7 +357,7 @@ def control_flow():
 
 MODELS = {f.__name__: f for f in [
     mlp, encoder, reshape_zero, unnamed_dims, bad_dim_param, unsupported_op, unknown_op,
-    old_opset, old_opset_unchanged, future_opset, einsum_attention, einsum_bad, duplicate_name, dangling_input, cycle, wrong_attr_type, negative_dim,
+    old_opset, old_opset_unchanged, future_opset, einsum_attention, einsum_bad, affine_grid, maxunpool_small_output, duplicate_name, dangling_input, cycle, wrong_attr_type, negative_dim,
     bad_initializer, shape_mismatch, range_vector, control_flow,
 ]}
 
