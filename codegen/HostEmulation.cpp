@@ -2,6 +2,8 @@
 
 #include "codegen/HostEmulation.h"
 
+#include "ir/Kiln/KilnDialect.h"
+
 #include "absl/strings/str_cat.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -195,6 +197,36 @@ absl::Status HostKernels::run(const GeneratedKernel &kernel,
   int64_t grid = std::max<int64_t>(1, std::min<int64_t>(result.numel(), 64));
   it->second(args.data(), grid);
   return absl::OkStatus();
+}
+
+std::function<mlir::FailureOr<ref::Tensor>(KernelOp, llvm::ArrayRef<ref::Tensor>,
+                                           InterpretOptions::Evaluate)>
+hostKernelRunner(const HostKernels &kernels) {
+  return [&kernels](KernelOp kernel, llvm::ArrayRef<ref::Tensor> inputs,
+                    InterpretOptions::Evaluate evaluate) -> mlir::FailureOr<ref::Tensor> {
+    mlir::FailureOr<GeneratedKernel> g = emitKernel(kernel);
+    if (mlir::failed(g))
+      return mlir::failure();
+    auto type = mlir::cast<mlir::RankedTensorType>(kernel.getResult(0).getType());
+    ref::Shape shape;
+    for (DimExpr d : getSymShape(type)) {
+      std::optional<int64_t> size = evaluate(d);
+      if (!size)
+        return kernel.emitError("a result dim has no value at run time");
+      shape.push_back(*size);
+    }
+    std::vector<int64_t> symbols;
+    for (const std::string &name : g->symbols)
+      symbols.push_back(evaluate(getSymbolDim(kernel.getContext(), name)).value_or(0));
+    ref::Tensor result(*toRefType(type.getElementType()), shape);
+    std::vector<const ref::Tensor *> pointers;
+    for (const ref::Tensor &t : inputs)
+      pointers.push_back(&t);
+    absl::Status status = kernels.run(*g, pointers, result, symbols);
+    if (!status.ok())
+      return kernel.emitError() << std::string(status.message());
+    return result;
+  };
 }
 
 } // namespace kiln

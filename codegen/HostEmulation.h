@@ -11,6 +11,7 @@
 #define KILN_CODEGEN_HOSTEMULATION_H
 
 #include "codegen/CudaEmitter.h"
+#include "interpreter/Interpreter.h"
 #include "kiln/reference/Tensor.h"
 
 #include <map>
@@ -43,6 +44,12 @@ private:
   std::vector<void *> handles;
   std::map<std::string, void (*)(void **, int64_t)> launchers;
 };
+
+/// The interpreter hook that runs each kiln.kernel through `kernels` (which must
+/// have been built from the same module's kernels).
+std::function<mlir::FailureOr<ref::Tensor>(KernelOp, llvm::ArrayRef<ref::Tensor>,
+                                           InterpretOptions::Evaluate)>
+hostKernelRunner(const HostKernels &kernels);
 
 } // namespace kiln
 

@@ -324,30 +324,7 @@ Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &i
     }
     kiln::InterpretOptions options;
     if (host)
-      options.runKernel = [&](kiln::KernelOp kernel, ArrayRef<kiln::ref::Tensor> in,
-                              kiln::InterpretOptions::Evaluate evaluate)
-          -> mlir::FailureOr<kiln::ref::Tensor> {
-        mlir::FailureOr<kiln::GeneratedKernel> g = kiln::emitKernel(kernel);
-        if (failed(g))
-          return mlir::failure();
-        auto type = cast<mlir::RankedTensorType>(kernel.getResult(0).getType());
-        kiln::ref::Shape shape;
-        for (kiln::DimExpr d : kiln::getSymShape(type))
-          shape.push_back(evaluate(d).value_or(-1));
-        std::vector<int64_t> symbols;
-        for (const std::string &name : g->symbols)
-          symbols.push_back(evaluate(kiln::getSymbolDim(&context, name)).value_or(0));
-        if (llvm::is_contained(shape, -1))
-          return kernel.emitError("a result dim has no value at run time");
-        kiln::ref::Tensor result(*kiln::toRefType(type.getElementType()), shape);
-        std::vector<const kiln::ref::Tensor *> pointers;
-        for (const kiln::ref::Tensor &t : in)
-          pointers.push_back(&t);
-        absl::Status status = host->run(*g, pointers, result, symbols);
-        if (!status.ok())
-          return kernel.emitError() << std::string(status.message());
-        return result;
-      };
+      options.runKernel = kiln::hostKernelRunner(*host);
     mlir::FailureOr<std::vector<kiln::ref::Tensor>> outputs = kiln::interpret(func, inputs, options);
     if (failed(outputs))
       return {"fail", "run: " + errors.first("the interpreter failed")};

@@ -1,7 +1,7 @@
 //===- kiln-run.cpp - runs a model on given inputs ------------------------===//
 //
 //   kiln-run MODEL --input NAME=FILE ... [--output-dir DIR] [--print]
-//            [--backend reference]
+//            [--backend reference|host] [--cache-dir DIR]
 //
 // MODEL is .onnx or kiln .mlir; FILE is an ONNX TensorProto (.pb) or a numpy .npy.
 // Outputs are written as DIR/output_K.pb TensorProtos named after the model's
@@ -9,12 +9,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/HostEmulation.h"
 #include "interpreter/Interpreter.h"
 #include "tools/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
 #include "tools/LoadModel.h"
 #include "tools/TensorIO.h"
 
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -34,8 +36,17 @@ static cl::list<std::string> inputSpecs("input",
 static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("Write outputs as DIR/output_K.pb"),
                                       cl::value_desc("dir"), cl::cat(category));
-static cl::opt<std::string> backend("backend", cl::desc("Where to run: reference (the only one yet)"),
-                                    cl::init("reference"), cl::cat(category));
+static cl::opt<std::string> backend(
+    "backend",
+    cl::desc("Where to run: reference (the float64 reference interpreter) or host (kiln's "
+             "fused, generated kernels in host emulation; library ops on the reference "
+             "kernels)"),
+    cl::init("reference"), cl::cat(category));
+static cl::opt<std::string> cacheDir(
+    "cache-dir",
+    cl::desc("Where host emulation keeps compiled kernels (default $KILN_CACHE_DIR or "
+             "~/.cache/kiln)"),
+    cl::cat(category));
 static cl::opt<bool> print("print", cl::desc("Print a summary of each output"),
                            cl::cat(category));
 static cl::opt<bool> noOptimize("no-optimize",
@@ -51,8 +62,8 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "kiln-run: runs a model on given inputs\n");
-  if (backend != "reference")
-    return fail("backend '" + backend + "' is not available (kiln-run has: reference)");
+  if (backend != "reference" && backend != "host")
+    return fail("backend '" + backend + "' is not available (kiln-run has: reference, host)");
 
   std::map<std::string, std::string> inputFiles;
   for (const std::string &spec : inputSpecs) {
@@ -105,7 +116,25 @@ int main(int argc, char **argv) {
     inputs.push_back(std::move(*t));
   }
 
-  mlir::FailureOr<std::vector<kiln::ref::Tensor>> outputs = kiln::interpret(func, inputs);
+  kiln::InterpretOptions interpretOptions;
+  std::unique_ptr<kiln::HostKernels> host;
+  if (backend == "host") {
+    mlir::PassManager pm(&context);
+    pm.addNestedPass<mlir::func::FuncOp>(kiln::createFormKernelsPass());
+    if (failed(pm.run(*module)))
+      return 1;
+    mlir::FailureOr<std::vector<kiln::GeneratedKernel>> kernels = kiln::emitKernels(*module);
+    if (failed(kernels))
+      return 1;
+    absl::StatusOr<std::unique_ptr<kiln::HostKernels>> built =
+        kiln::HostKernels::build(*kernels, cacheDir);
+    if (!built.ok())
+      return fail(std::string(built.status().message()));
+    host = std::move(*built);
+    interpretOptions.runKernel = kiln::hostKernelRunner(*host);
+  }
+  mlir::FailureOr<std::vector<kiln::ref::Tensor>> outputs =
+      kiln::interpret(func, inputs, interpretOptions);
   if (failed(outputs))
     return 1;
 
