@@ -352,6 +352,15 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
       return bind(v, "kiln_f2i<" + ct + ">(" + *x + ")");
     return bind(v, "(" + ct + ")(" + *x + ")");
   }
+  if (auto bc = dyn_cast<BitcastOp>(op)) {
+    // Through the storage types: the value's bits as stored, read back as the new
+    // type (f16/bf16/float8 convert on both sides).
+    FailureOr<std::string> x = operandElement(0);
+    if (failed(x))
+      return failure();
+    Type from = elementOf(bc.getInput());
+    return bind(v, "kiln_load(kiln_bitcast<" + storageType(t) + ">(" + store(from, *x) + "))");
+  }
   if (op->getNumOperands() == 1 && op->hasTrait<OpTrait::Elementwise>() && !isa<CastOp>(op)) {
     FailureOr<std::string> x = operandElement(0);
     if (failed(x))

@@ -182,3 +182,12 @@ func.func @transpose_inner(%x: tensor<?x64x48xf32, #kiln.dims<[b, 64, 48]>>) -> 
   %t = kiln.transpose %x {permutation = array<i64: 0, 2, 1>} : (tensor<?x64x48xf32, #kiln.dims<[b, 64, 48]>>) -> tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>>
   return %t : tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>>
 }
+
+// bitcast goes through the storage types.
+// CHECK-LABEL: pointwise kernel
+// CHECK: (int32_t *KILN_RESTRICT out, const float *KILN_RESTRICT in0)
+// CHECK: kiln_load(kiln_bitcast<int32_t>((float)(
+func.func @bitcast(%x: tensor<4xf32>) -> tensor<4xi32> {
+  %b = kiln.bitcast %x to i32 : (tensor<4xf32>) -> tensor<4xi32>
+  return %b : tensor<4xi32>
+}

@@ -120,6 +120,17 @@ KILN_DEVICE kiln_bf16 kiln_to_bf16(float f) {
   return b;
 }
 
+// The same bits as another type of the same size.
+template <typename To, typename From> KILN_DEVICE To kiln_bitcast(From v) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast changes the size");
+  union {
+    From from;
+    To to;
+  } u;
+  u.from = v;
+  return u.to;
+}
+
 // Loads of types that compute as themselves.
 template <typename T> KILN_DEVICE T kiln_load(T v) { return v; }
 
