@@ -167,6 +167,10 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     if (!handle)
       return absl::InternalError(absl::StrCat("cannot load ", job.library, ": ", dlerror()));
     lib->handles.push_back(handle);
+    Library built{job.library, {}};
+    for (const GeneratedKernel *k : job.kernels)
+      built.kernels.push_back(k->name);
+    lib->built.push_back(std::move(built));
     for (const GeneratedKernel *k : job.kernels) {
       void *sym = dlsym(handle, (k->name + "_host").c_str());
       if (!sym)

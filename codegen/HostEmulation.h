@@ -39,8 +39,17 @@ public:
 
   bool has(const std::string &name) const { return launchers.count(name) != 0; }
 
+  /// A built shared object and the kernels it holds.
+  struct Library {
+    std::string path;
+    std::vector<std::string> kernels;
+  };
+  /// What build() compiled or found in the cache, in chunk order.
+  const std::vector<Library> &libraries() const { return built; }
+
 private:
   HostKernels() = default;
+  std::vector<Library> built;
   std::vector<void *> handles;
   std::map<std::string, void (*)(void **, int64_t)> launchers;
 };

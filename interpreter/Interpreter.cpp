@@ -4,6 +4,7 @@
 
 #include "ir/Kiln/KilnDialect.h"
 #include "kiln/reference/Kernels.h"
+#include "kiln/reference/LibraryCall.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -85,6 +86,7 @@ public:
 private:
   LogicalResult runOp(Operation *op);
   LogicalResult runRegionOp(Operation *op);
+  LogicalResult runLibraryOp(Operation *op);
   /// Checks (and, for a new symbol, binds) `t`'s shape against `v`'s type.
   LogicalResult checkShape(Value v, const ref::Tensor &t, Operation *where,
                            const Twine &what);
@@ -375,9 +377,27 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
   return success();
 }
 
+LogicalResult Interpreter::runLibraryOp(Operation *op) {
+  FailureOr<ref::LibraryCall> call = encodeLibraryCall(op);
+  if (failed(call))
+    return failure();
+  std::vector<const ref::Tensor *> inputs;
+  for (Value v : op->getOperands())
+    inputs.push_back(&get(v));
+  absl::StatusOr<std::vector<ref::Tensor>> results = ref::runLibraryCall(*call, inputs);
+  if (!results.ok())
+    return opError(op) << std::string(results.status().message());
+  for (unsigned i = 0; i < results->size() && i < op->getNumResults(); ++i)
+    if (failed(define(op, i, std::move((*results)[i]))))
+      return failure();
+  return success();
+}
+
 LogicalResult Interpreter::runOp(Operation *op) {
   if (isa<IfOp, LoopOp, ScanOp, KernelOp>(op))
     return runRegionOp(op);
+  if (ref::isLibraryOp(op->getName().getStringRef().str()))
+    return runLibraryOp(op);
   auto in = [&](unsigned i) -> const ref::Tensor & { return get(op->getOperand(i)); };
   auto one = [&](absl::StatusOr<ref::Tensor> t) { return define(op, 0, std::move(t)); };
   using ref::BinaryFn;
@@ -541,47 +561,6 @@ LogicalResult Interpreter::runOp(Operation *op) {
           return failure();
         return define(op, 1, std::move(r->second));
       })
-      .Case<MatmulOp>([&](MatmulOp m) {
-        absl::StatusOr<ref::Tensor> r = ref::matmul(in(0), in(1));
-        if (r.ok() && m.getBias())
-          r = ref::binary(BinaryFn::add, *r, get(m.getBias()));
-        if (r.ok() && m.getActivation() == Activation::relu)
-          r = ref::binary(BinaryFn::max, *r, ref::Tensor(r->dtype(), {}));
-        return one(std::move(r));
-      })
-      .Case<ConvOp>([&](ConvOp c) {
-        ref::ConvParams p;
-        p.strides.assign(c.getStrides().begin(), c.getStrides().end());
-        p.dilations.assign(c.getDilations().begin(), c.getDilations().end());
-        p.pads.assign(c.getPads().begin(), c.getPads().end());
-        p.group = static_cast<int64_t>(c.getGroup());
-        absl::StatusOr<ref::Tensor> r =
-            ref::conv(in(0), in(1), c.getBias() ? &get(c.getBias()) : nullptr, p);
-        if (r.ok() && c.getActivation() == Activation::relu)
-          r = ref::binary(BinaryFn::max, *r, ref::Tensor(r->dtype(), {}));
-        return one(std::move(r));
-      })
-      .Case<ConvTransposeOp>([&](ConvTransposeOp c) -> LogicalResult {
-        ref::ConvParams p;
-        p.strides.assign(c.getStrides().begin(), c.getStrides().end());
-        p.dilations.assign(c.getDilations().begin(), c.getDilations().end());
-        p.pads.assign(c.getPads().begin(), c.getPads().end());
-        p.outputPadding.assign(c.getOutputPadding().begin(), c.getOutputPadding().end());
-        p.group = static_cast<int64_t>(c.getGroup());
-        return one(ref::convTranspose(in(0), in(1), c.getBias() ? &get(c.getBias()) : nullptr, p));
-      })
-      .Case<PoolOp>([&](PoolOp c) -> LogicalResult {
-        ref::PoolParams p;
-        p.kind = convertEnum<ref::PoolKind>(c.getKind());
-        p.kernel.assign(c.getKernelShape().begin(), c.getKernelShape().end());
-        p.strides.assign(c.getStrides().begin(), c.getStrides().end());
-        p.pads.assign(c.getPads().begin(), c.getPads().end());
-        p.dilations.assign(c.getDilations().begin(), c.getDilations().end());
-        p.ceilMode = c.getCeilMode();
-        p.countIncludePad = c.getCountIncludePad();
-        p.p = static_cast<int64_t>(c.getP());
-        return one(ref::pool(in(0), p));
-      })
       .Case<SoftmaxOp>([&](SoftmaxOp s) {
         return one(ref::softmax(in(0), static_cast<int64_t>(s.getAxis()), false));
       })
@@ -644,6 +623,50 @@ LogicalResult Interpreter::runOp(Operation *op) {
 }
 
 } // namespace
+
+namespace {
+/// The number of an enum attribute of the kiln dialect, if `attr` is one.
+template <typename... EnumAttrs> std::optional<int64_t> enumNumber(Attribute attr) {
+  std::optional<int64_t> number;
+  ((number = number ? number
+                    : (isa<EnumAttrs>(attr)
+                           ? std::optional<int64_t>(static_cast<int64_t>(cast<EnumAttrs>(attr).getValue()))
+                           : std::nullopt)),
+   ...);
+  return number;
+}
+} // namespace
+
+FailureOr<ref::LibraryCall> encodeLibraryCall(Operation *op) {
+  ref::LibraryCall call;
+  call.op = op->getName().getStringRef().str();
+  for (NamedAttribute named : op->getAttrs()) {
+    Attribute a = named.getValue();
+    ref::AttrValue value;
+    if (auto b = dyn_cast<BoolAttr>(a)) {
+      value.ints = {b.getValue() ? 1 : 0};
+    } else if (auto i = dyn_cast<IntegerAttr>(a)) {
+      value.ints = {i.getValue().getSExtValue()};
+    } else if (auto f = dyn_cast<FloatAttr>(a)) {
+      value.floats = {f.getValueAsDouble()};
+    } else if (auto v = dyn_cast<DenseI64ArrayAttr>(a)) {
+      value.ints.assign(v.asArrayRef().begin(), v.asArrayRef().end());
+    } else if (auto v = dyn_cast<DenseF32ArrayAttr>(a)) {
+      value.floats.assign(v.asArrayRef().begin(), v.asArrayRef().end());
+    } else if (std::optional<int64_t> e =
+                   enumNumber<CompareDirectionAttr, ReduceKindAttr, ArgReduceKindAttr,
+                              PoolKindAttr, CumulativeKindAttr, ScatterReductionAttr,
+                              ResizeModeAttr, CoordinateModeAttr, NearestModeAttr, PadModeAttr,
+                              GridPaddingAttr, ActivationAttr>(a)) {
+      value.ints = {*e};
+    } else {
+      return op->emitOpError() << "attribute '" << named.getName().getValue()
+                               << "' has no library-call encoding";
+    }
+    call.attrs[named.getName().str()] = std::move(value);
+  }
+  return call;
+}
 
 FailureOr<ref::Tensor> tensorFromElements(ElementsAttr attr, Location loc) {
   auto type = cast<RankedTensorType>(attr.getType());

@@ -14,6 +14,10 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "runtim
 # %python runs the interpreter that has onnx and numpy (model generators).
 config.substitutions.append(("%python", config.python_executable))
 
+# Kernels that tests compile for host emulation and NVRTC are cached in the build
+# tree, never in the user's home.
+config.environment["KILN_CACHE_DIR"] = os.path.join(config.kiln_obj_root, "kernel-cache")
+
 # kiln's tools first, then FileCheck and not from LLVM.
 config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]

@@ -15,7 +15,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/Artifact.h"
 #include "codegen/HostEmulation.h"
+#include "tools/Compile.h"
+#include "kiln/runtime.h"
 #include "codegen/NvrtcCheck.h"
 #include "interpreter/Interpreter.h"
 #include "tools/InitAll.h"
@@ -73,6 +76,12 @@ static cl::opt<bool> nvrtc(
     cl::desc("With --backend host: also compile every generated kernel with NVRTC for sm_80 "
              "and sm_90 (cubin and PTX), and fail on errors or on a pointwise kernel that "
              "spills registers"),
+    cl::cat(category));
+static cl::opt<bool> viaArtifact(
+    "artifact",
+    cl::desc("With --backend host: run each case as the runtime does, through an artifact "
+             "compiled in memory (plan, weights, host-emulation library) and loaded by "
+             "libkiln_runtime, instead of the interpreter calling the kernels"),
     cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only failures and the summary"),
                            cl::cat(category));
@@ -306,6 +315,36 @@ Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
   return outcome;
 }
 
+/// Compiles `func` to an artifact (the kernels' host code from `host`), loads it
+/// with libkiln_runtime from memory and runs it on `inputs`.
+mlir::FailureOr<std::vector<kiln::ref::Tensor>>
+runThroughArtifact(mlir::func::FuncOp func, const kiln::HostKernels &host,
+                   std::vector<kiln::ref::Tensor> &inputs, std::string &error) {
+  kiln::ArtifactOptions options;
+  options.cubinArchs.clear();
+  options.hostKernels = &host;
+  mlir::FailureOr<kiln::CompiledArtifact> artifact = kiln::buildArtifact(func, options);
+  if (failed(artifact))
+    return mlir::failure();
+  kiln_model_t *model = nullptr;
+  auto fail = [&]() -> mlir::FailureOr<std::vector<kiln::ref::Tensor>> {
+    error = kiln_last_error();
+    kiln_model_destroy(model);
+    return mlir::failure();
+  };
+  if (kiln_model_load_memory(artifact->bytes.data(), artifact->bytes.size(), KILN_BACKEND_HOST,
+                             &model) != KILN_OK)
+    return fail();
+  absl::StatusOr<std::vector<kiln::ref::Tensor>> results = kiln::runLoadedModel(model, inputs);
+  if (!results.ok()) {
+    error = std::string(results.status().message());
+    kiln_model_destroy(model);
+    return mlir::failure();
+  }
+  kiln_model_destroy(model);
+  return std::move(*results);
+}
+
 Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &info,
                     PreparedCase &prepared, const kiln::HostKernels *host,
                     const std::map<std::string, kiln::GeneratedKernel> &generated) {
@@ -322,12 +361,20 @@ Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &i
         return {"fail", "test data: " + errors.first(file)};
       inputs.push_back(std::move(*t));
     }
-    kiln::InterpretOptions options;
-    if (host)
-      options.runKernel = kiln::hostKernelRunner(*host);
-    mlir::FailureOr<std::vector<kiln::ref::Tensor>> outputs = kiln::interpret(func, inputs, options);
-    if (failed(outputs))
-      return {"fail", "run: " + errors.first("the interpreter failed")};
+    mlir::FailureOr<std::vector<kiln::ref::Tensor>> outputs = mlir::failure();
+    if (viaArtifact) {
+      std::string error;
+      outputs = runThroughArtifact(func, *host, inputs, error);
+      if (failed(outputs))
+        return {"fail", "artifact: " + (error.empty() ? errors.first("compile failed") : error)};
+    } else {
+      kiln::InterpretOptions options;
+      if (host)
+        options.runKernel = kiln::hostKernelRunner(*host);
+      outputs = kiln::interpret(func, inputs, options);
+      if (failed(outputs))
+        return {"fail", "run: " + errors.first("the interpreter failed")};
+    }
     for (size_t k = 0; k < outputs->size(); ++k) {
       SmallString<256> path(set.dir);
       sys::path::append(path, "output_" + std::to_string(k) + ".pb");
@@ -370,6 +417,10 @@ int main(int argc, char **argv) {
   if (backend != "reference" && backend != "import" && backend != "host") {
     errs() << "kiln-conformance: error: backend '" << backend
            << "' is not available (reference, host, import)\n";
+    return 1;
+  }
+  if (viaArtifact && backend != "host") {
+    errs() << "kiln-conformance: error: --artifact runs with --backend host\n";
     return 1;
   }
   if (mode != "static" && mode != "dynamic") {

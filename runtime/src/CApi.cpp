@@ -2,11 +2,26 @@
 
 #include "kiln/runtime.h"
 
+#include "Model.h"
 #include "cuda/CudaDriver.h"
 
+#include "absl/strings/str_cat.h"
+
+#include <cstring>
 #include <string>
 
+struct kiln_model_t {
+  std::unique_ptr<kiln::rt::Model> model;
+  /// Spelled dims of each input and output, owned here for kiln_tensor_info_t.
+  std::vector<std::vector<std::string>> inputDimNames, outputDimNames;
+};
+
+struct kiln_profile_t {
+  kiln::rt::Profile profile;
+};
+
 namespace {
+using kiln::rt::Model;
 thread_local std::string lastError;
 
 kiln_status_t toC(const absl::Status &status) {
@@ -20,6 +35,8 @@ kiln_status_t toC(const absl::Status &status) {
     return KILN_NOT_FOUND;
   case absl::StatusCode::kFailedPrecondition:
     return KILN_FAILED_PRECONDITION;
+  case absl::StatusCode::kOutOfRange:
+    return KILN_OUT_OF_RANGE;
   case absl::StatusCode::kUnimplemented:
     return KILN_UNIMPLEMENTED;
   case absl::StatusCode::kUnavailable:
@@ -28,15 +45,117 @@ kiln_status_t toC(const absl::Status &status) {
     return KILN_INTERNAL;
   }
 }
+
+absl::Status nullArgument(const char *function, const char *argument) {
+  return absl::InvalidArgumentError(absl::StrCat(function, ": ", argument, " is NULL"));
+}
+
+absl::StatusOr<kiln::rt::Backend> toBackend(kiln_backend_t b) {
+  switch (b) {
+  case KILN_BACKEND_AUTO:
+    return kiln::rt::Backend::Auto;
+  case KILN_BACKEND_CUDA:
+    return kiln::rt::Backend::Cuda;
+  case KILN_BACKEND_HOST:
+    return kiln::rt::Backend::Host;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown backend ", static_cast<int>(b)));
+}
+
+kiln_status_t wrap(absl::StatusOr<std::unique_ptr<Model>> model, kiln_model_t **out) {
+  if (!model.ok())
+    return toC(model.status());
+  auto *m = new kiln_model_t();
+  m->model = std::move(*model);
+  const kiln::rt::Plan &plan = m->model->plan();
+  auto spell = [&](int v) {
+    std::vector<std::string> names;
+    for (const kiln::rt::Dim &d : plan.values[v].shape)
+      names.push_back(d.toString(plan.symbols));
+    return names;
+  };
+  for (int v : plan.inputs)
+    m->inputDimNames.push_back(spell(v));
+  for (int v : plan.outputs)
+    m->outputDimNames.push_back(spell(v));
+  *out = m;
+  return toC(absl::OkStatus());
+}
+
+kiln_status_t info(const kiln_model_t *model, size_t index, bool input,
+                   kiln_tensor_info_t *out) {
+  if (!model || !out)
+    return toC(nullArgument("kiln_model_*_info", !model ? "model" : "out_info"));
+  const kiln::rt::Plan &plan = model->model->plan();
+  const std::vector<int> &list = input ? plan.inputs : plan.outputs;
+  if (index >= list.size())
+    return toC(absl::OutOfRangeError(absl::StrCat("the model has ", list.size(),
+                                                  input ? " inputs" : " outputs", ", not ",
+                                                  index + 1)));
+  const kiln::rt::ValueInfo &v = plan.values[list[index]];
+  if (v.shape.size() > KILN_MAX_RANK)
+    return toC(absl::UnimplementedError(absl::StrCat("'", v.name, "' has rank ", v.shape.size(),
+                                                     ", above KILN_MAX_RANK")));
+  std::memset(out, 0, sizeof(*out));
+  out->name = v.name.c_str();
+  out->dtype = static_cast<kiln_dtype_t>(v.dtype);
+  out->rank = static_cast<int32_t>(v.shape.size());
+  const auto &names = input ? model->inputDimNames[index] : model->outputDimNames[index];
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    std::optional<int64_t> fixed = v.shape[d].evaluate({});
+    out->dims[d] = fixed ? *fixed : -1;
+    out->dim_names[d] = fixed ? nullptr : names[d].c_str();
+  }
+  return KILN_OK;
+}
+
+/// Views of the caller's inputs, with their descriptions checked.
+absl::StatusOr<std::vector<kiln::ref::Tensor>> viewInputs(const kiln_tensor_t *inputs, size_t n) {
+  if (n && !inputs)
+    return nullArgument("kiln_model_run", "inputs");
+  std::vector<kiln::ref::Tensor> views;
+  for (size_t i = 0; i < n; ++i) {
+    const kiln_tensor_t &t = inputs[i];
+    if (t.rank < 0 || t.rank > KILN_MAX_RANK)
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " has rank ", t.rank));
+    if (static_cast<int>(t.dtype) < 0 || t.dtype > KILN_U2)
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " has an unknown dtype"));
+    kiln::ref::Shape shape(t.dims, t.dims + t.rank);
+    int64_t count = 1;
+    for (int64_t d : shape) {
+      if (d < 0)
+        return absl::InvalidArgumentError(absl::StrCat("input ", i, " has a negative dim"));
+      if (__builtin_mul_overflow(count, d, &count))
+        return absl::InvalidArgumentError(absl::StrCat("input ", i, " is too large"));
+    }
+    auto dtype = static_cast<kiln::ref::DType>(t.dtype);
+    size_t need = static_cast<size_t>(count) * kiln::ref::info(dtype).bytes;
+    if (t.size_bytes < need)
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " holds ", t.size_bytes,
+                                                     " bytes, its dims need ", need));
+    if (need && !t.data)
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " has no data"));
+    views.push_back(kiln::ref::Tensor::view(dtype, shape, static_cast<uint8_t *>(t.data)));
+  }
+  return views;
+}
+
+void describe(kiln_tensor_t &out, kiln::ref::DType dtype, const kiln::ref::Shape &shape) {
+  out.dtype = static_cast<kiln_dtype_t>(dtype);
+  out.rank = static_cast<int32_t>(shape.size());
+  for (size_t d = 0; d < shape.size() && d < KILN_MAX_RANK; ++d)
+    out.dims[d] = shape[d];
+}
+
 } // namespace
 
 extern "C" {
 
-const char *kiln_runtime_version(void) { return "0.1.0"; }
+const char *kiln_runtime_version(void) { return "0.2.0"; }
 
 kiln_status_t kiln_cuda_device_count(int *out_count) {
   if (!out_count)
-    return toC(absl::InvalidArgumentError("kiln_cuda_device_count: out_count is NULL"));
+    return toC(nullArgument("kiln_cuda_device_count", "out_count"));
   *out_count = 0;
   auto driver = kiln::rt::CudaDriver::get();
   if (!driver.ok())
@@ -49,5 +168,190 @@ kiln_status_t kiln_cuda_device_count(int *out_count) {
 }
 
 const char *kiln_last_error(void) { return lastError.c_str(); }
+
+kiln_status_t kiln_model_load_file(const char *path, kiln_backend_t backend,
+                                   kiln_model_t **out_model) {
+  if (!path || !out_model)
+    return toC(nullArgument("kiln_model_load_file", !path ? "path" : "out_model"));
+  *out_model = nullptr;
+  absl::StatusOr<kiln::rt::Backend> b = toBackend(backend);
+  if (!b.ok())
+    return toC(b.status());
+  return wrap(Model::loadFile(path, *b), out_model);
+}
+
+kiln_status_t kiln_model_load_memory(const void *data, size_t size, kiln_backend_t backend,
+                                     kiln_model_t **out_model) {
+  if (!out_model)
+    return toC(nullArgument("kiln_model_load_memory", "out_model"));
+  *out_model = nullptr;
+  absl::StatusOr<kiln::rt::Backend> b = toBackend(backend);
+  if (!b.ok())
+    return toC(b.status());
+  return wrap(Model::loadMemory(data, size, *b), out_model);
+}
+
+kiln_status_t kiln_model_load_embedded(const void *data, size_t size, kiln_backend_t backend,
+                                       kiln_model_t **out_model) {
+  if (!out_model)
+    return toC(nullArgument("kiln_model_load_embedded", "out_model"));
+  *out_model = nullptr;
+  absl::StatusOr<kiln::rt::Backend> b = toBackend(backend);
+  if (!b.ok())
+    return toC(b.status());
+  return wrap(Model::loadEmbedded(data, size, *b), out_model);
+}
+
+void kiln_model_destroy(kiln_model_t *model) { delete model; }
+
+kiln_status_t kiln_model_backend(const kiln_model_t *model, kiln_backend_t *out_backend) {
+  if (!model || !out_backend)
+    return toC(nullArgument("kiln_model_backend", !model ? "model" : "out_backend"));
+  *out_backend = model->model->backend() == kiln::rt::Backend::Cuda ? KILN_BACKEND_CUDA
+                                                                    : KILN_BACKEND_HOST;
+  return toC(absl::OkStatus());
+}
+
+kiln_status_t kiln_model_num_inputs(const kiln_model_t *model, size_t *out_count) {
+  if (!model || !out_count)
+    return toC(nullArgument("kiln_model_num_inputs", !model ? "model" : "out_count"));
+  *out_count = model->model->plan().inputs.size();
+  return toC(absl::OkStatus());
+}
+
+kiln_status_t kiln_model_num_outputs(const kiln_model_t *model, size_t *out_count) {
+  if (!model || !out_count)
+    return toC(nullArgument("kiln_model_num_outputs", !model ? "model" : "out_count"));
+  *out_count = model->model->plan().outputs.size();
+  return toC(absl::OkStatus());
+}
+
+kiln_status_t kiln_model_input_info(const kiln_model_t *model, size_t index,
+                                    kiln_tensor_info_t *out_info) {
+  return info(model, index, true, out_info);
+}
+
+kiln_status_t kiln_model_output_info(const kiln_model_t *model, size_t index,
+                                     kiln_tensor_info_t *out_info) {
+  return info(model, index, false, out_info);
+}
+
+kiln_status_t kiln_model_output_shapes(const kiln_model_t *model, const kiln_tensor_t *inputs,
+                                       size_t num_inputs, kiln_tensor_t *outputs,
+                                       size_t num_outputs) {
+  if (!model || (num_outputs && !outputs))
+    return toC(nullArgument("kiln_model_output_shapes", !model ? "model" : "outputs"));
+  const kiln::rt::Plan &plan = model->model->plan();
+  if (num_outputs != plan.outputs.size())
+    return toC(absl::InvalidArgumentError(absl::StrCat(
+        "the model has ", plan.outputs.size(), " outputs, got ", num_outputs)));
+  absl::StatusOr<std::vector<kiln::ref::Tensor>> views = viewInputs(inputs, num_inputs);
+  if (!views.ok())
+    return toC(views.status());
+  auto symbols = model->model->bindSymbols(*views);
+  if (!symbols.ok())
+    return toC(symbols.status());
+  for (size_t i = 0; i < num_outputs; ++i) {
+    const kiln::rt::ValueInfo &v = plan.values[plan.outputs[i]];
+    std::optional<kiln::ref::Shape> shape = kiln::rt::evaluateShape(v, *symbols);
+    if (!shape)
+      return toC(absl::FailedPreconditionError(absl::StrCat(
+          "output '", v.name, "' has a size that depends on the data; run to learn it")));
+    describe(outputs[i], v.dtype, *shape);
+    outputs[i].size_bytes =
+        static_cast<size_t>(kiln::ref::numElements(*shape)) * kiln::ref::info(v.dtype).bytes;
+  }
+  return toC(absl::OkStatus());
+}
+
+kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs,
+                             size_t num_inputs, kiln_tensor_t *outputs, size_t num_outputs,
+                             const kiln_run_options_t *options) {
+  if (!model || (num_outputs && !outputs))
+    return toC(nullArgument("kiln_model_run", !model ? "model" : "outputs"));
+  const kiln::rt::Plan &plan = model->model->plan();
+  if (num_outputs != plan.outputs.size())
+    return toC(absl::InvalidArgumentError(absl::StrCat(
+        "the model has ", plan.outputs.size(), " outputs, got ", num_outputs)));
+  kiln_run_options_t defaults = {nullptr, 0, nullptr};
+  const kiln_run_options_t &opts = options ? *options : defaults;
+  if (opts.device_buffers)
+    return toC(absl::FailedPreconditionError(
+        "device buffers need the CUDA backend; this model runs in host emulation"));
+  absl::StatusOr<std::vector<kiln::ref::Tensor>> views = viewInputs(inputs, num_inputs);
+  if (!views.ok())
+    return toC(views.status());
+  auto sink = [&](size_t i, const kiln::ref::Tensor &value) -> absl::Status {
+    kiln_tensor_t &out = outputs[i];
+    describe(out, value.dtype(), value.shape());
+    if (value.rank() > KILN_MAX_RANK)
+      return absl::UnimplementedError(absl::StrCat("output ", i, " has rank above KILN_MAX_RANK"));
+    size_t need = value.byteSize();
+    if (out.size_bytes < need || (need && !out.data)) {
+      std::string name = plan.values[plan.outputs[i]].name;
+      absl::Status s = absl::OutOfRangeError(absl::StrCat(
+          "output '", name, "' (", value.describe(), ") needs ", need, " bytes, its buffer has ",
+          out.data ? out.size_bytes : 0));
+      out.size_bytes = need;
+      return s;
+    }
+    if (need)
+      std::memcpy(out.data, value.bytes(), need);
+    out.size_bytes = need;
+    return absl::OkStatus();
+  };
+  return toC(model->model->run(*views, sink, opts.profile ? &opts.profile->profile : nullptr));
+}
+
+kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_tensor_t *inputs,
+                                size_t num_inputs, size_t *out_arena_bytes,
+                                size_t *out_unplanned_bytes) {
+  if (!model || !out_arena_bytes || !out_unplanned_bytes)
+    return toC(nullArgument("kiln_model_memory", !model ? "model" : "an out_ parameter"));
+  absl::StatusOr<std::vector<kiln::ref::Tensor>> views = viewInputs(inputs, num_inputs);
+  if (!views.ok())
+    return toC(views.status());
+  auto symbols = model->model->bindSymbols(*views);
+  if (!symbols.ok())
+    return toC(symbols.status());
+  std::shared_ptr<const kiln::rt::MemoryPlan> plan = model->model->memoryPlan(*symbols);
+  *out_arena_bytes = plan->peakBytes;
+  *out_unplanned_bytes = plan->sumBytes;
+  return toC(absl::OkStatus());
+}
+
+kiln_status_t kiln_profile_create(kiln_profile_t **out_profile) {
+  if (!out_profile)
+    return toC(nullArgument("kiln_profile_create", "out_profile"));
+  *out_profile = new kiln_profile_t();
+  return toC(absl::OkStatus());
+}
+
+void kiln_profile_destroy(kiln_profile_t *profile) { delete profile; }
+
+size_t kiln_profile_num_events(const kiln_profile_t *profile) {
+  if (!profile)
+    return 0;
+  absl::MutexLock lock(&const_cast<kiln_profile_t *>(profile)->profile.mutex);
+  return profile->profile.events.size();
+}
+
+kiln_status_t kiln_profile_event(const kiln_profile_t *profile, size_t index,
+                                 const char **out_name, const char **out_kind,
+                                 double *out_start_us, double *out_duration_us) {
+  if (!profile || !out_name || !out_kind || !out_start_us || !out_duration_us)
+    return toC(nullArgument("kiln_profile_event", !profile ? "profile" : "an out_ parameter"));
+  auto &p = const_cast<kiln_profile_t *>(profile)->profile;
+  absl::MutexLock lock(&p.mutex);
+  if (index >= p.events.size())
+    return toC(absl::OutOfRangeError(
+        absl::StrCat("the profile has ", p.events.size(), " events, not ", index + 1)));
+  const kiln::rt::ProfileEvent &e = p.events[index];
+  *out_name = e.name.c_str();
+  *out_kind = e.kind.c_str();
+  *out_start_us = e.startUs;
+  *out_duration_us = e.durationUs;
+  return toC(absl::OkStatus());
+}
 
 } // extern "C"

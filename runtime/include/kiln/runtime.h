@@ -1,8 +1,12 @@
 /*===- kiln/runtime.h - kiln's stable C API -------------------------------===
  *
- * The C interface of libkiln_runtime. Every function returns a kiln_status_t;
- * results come back through out_ parameters; no C++ exception crosses this
- * boundary. The API grows with the artifact loader (see docs/architecture.md).
+ * The C interface of libkiln_runtime: load a compiled model (a .kiln artifact, a
+ * .so from kiln-compile, or artifact bytes in memory), ask for its inputs and
+ * outputs, run it. Every function returns a kiln_status_t; results come back
+ * through out_ parameters; kiln_last_error() holds the one-line reason for the
+ * last failure on the calling thread. No C++ exception crosses this boundary.
+ *
+ * A loaded model may run from many threads at once: each call gets its own arena.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -10,6 +14,7 @@
 #define KILN_RUNTIME_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #if defined(__GNUC__)
 #define KILN_API __attribute__((visibility("default")))
@@ -27,10 +32,67 @@ typedef enum kiln_status_t {
   KILN_INVALID_ARGUMENT = 3,
   KILN_NOT_FOUND = 5,
   KILN_FAILED_PRECONDITION = 9,
+  KILN_OUT_OF_RANGE = 11,
   KILN_UNIMPLEMENTED = 12,
   KILN_INTERNAL = 13,
   KILN_UNAVAILABLE = 14,
 } kiln_status_t;
+
+/* Element types (the artifact schema's order). Sub-byte integers take a byte per
+ * element in buffers. */
+typedef enum kiln_dtype_t {
+  KILN_F16, KILN_BF16, KILN_F32, KILN_F64, KILN_BOOL,
+  KILN_I8, KILN_I16, KILN_I32, KILN_I64, KILN_U8, KILN_U16, KILN_U32, KILN_U64,
+  KILN_F8E4M3FN, KILN_F8E4M3FNUZ, KILN_F8E5M2, KILN_F8E5M2FNUZ, KILN_F4E2M1FN,
+  KILN_I4, KILN_U4, KILN_I2, KILN_U2,
+} kiln_dtype_t;
+
+/* Where a model runs. AUTO picks CUDA when a device is present and otherwise host
+ * emulation (generated kernels compiled for the CPU, library ops on the reference
+ * kernels); kiln_model_backend() says which it chose. */
+typedef enum kiln_backend_t {
+  KILN_BACKEND_AUTO = 0,
+  KILN_BACKEND_CUDA = 1,
+  KILN_BACKEND_HOST = 2,
+} kiln_backend_t;
+
+#define KILN_MAX_RANK 8
+
+/* A tensor passed to or from kiln_model_run: dense, row-major. For an output,
+ * `data` and `size_bytes` describe the caller's buffer and the run fills in
+ * dtype, rank and dims. */
+typedef struct kiln_tensor_t {
+  kiln_dtype_t dtype;
+  int32_t rank;
+  int64_t dims[KILN_MAX_RANK];
+  void *data;
+  size_t size_bytes;
+} kiln_tensor_t;
+
+/* An input or output of a model. dims[i] is -1 where the dim is not fixed, and
+ * dim_names[i] then spells it ("batch", "2 * seq", "?" when it depends on data).
+ * The strings live as long as the model. */
+typedef struct kiln_tensor_info_t {
+  const char *name;
+  kiln_dtype_t dtype;
+  int32_t rank;
+  int64_t dims[KILN_MAX_RANK];
+  const char *dim_names[KILN_MAX_RANK];
+} kiln_tensor_info_t;
+
+typedef struct kiln_model_t kiln_model_t;
+typedef struct kiln_profile_t kiln_profile_t;
+
+/* Options of one run; NULL means the defaults (all zero). */
+typedef struct kiln_run_options_t {
+  /* CUDA backend: the stream the run is ordered on (a CUstream); NULL is the
+   * default stream. */
+  void *stream;
+  /* Nonzero: input and output data are device pointers (CUDA backend). */
+  int device_buffers;
+  /* When set, the run appends one event per step (kernel, library call) to it. */
+  kiln_profile_t *profile;
+} kiln_run_options_t;
 
 /* The runtime's version, "MAJOR.MINOR.PATCH". */
 KILN_API const char *kiln_runtime_version(void);
@@ -41,6 +103,59 @@ KILN_API kiln_status_t kiln_cuda_device_count(int *out_count);
 
 /* Human-readable detail of the last failed call on this thread ("" if none). */
 KILN_API const char *kiln_last_error(void);
+
+/* Loads a .kiln artifact (mapped, not copied) or a model .so from kiln-compile. */
+KILN_API kiln_status_t kiln_model_load_file(const char *path, kiln_backend_t backend,
+                                            kiln_model_t **out_model);
+/* Loads artifact bytes; they are copied, so the caller may free them afterwards. */
+KILN_API kiln_status_t kiln_model_load_memory(const void *data, size_t size,
+                                              kiln_backend_t backend,
+                                              kiln_model_t **out_model);
+/* Loads artifact bytes in place: they must stay valid and unchanged until the
+ * model is destroyed (a model .so's own read-only data; see kiln-compile). */
+KILN_API kiln_status_t kiln_model_load_embedded(const void *data, size_t size,
+                                                kiln_backend_t backend,
+                                                kiln_model_t **out_model);
+KILN_API void kiln_model_destroy(kiln_model_t *model);
+
+KILN_API kiln_status_t kiln_model_backend(const kiln_model_t *model,
+                                          kiln_backend_t *out_backend);
+KILN_API kiln_status_t kiln_model_num_inputs(const kiln_model_t *model, size_t *out_count);
+KILN_API kiln_status_t kiln_model_num_outputs(const kiln_model_t *model, size_t *out_count);
+KILN_API kiln_status_t kiln_model_input_info(const kiln_model_t *model, size_t index,
+                                             kiln_tensor_info_t *out_info);
+KILN_API kiln_status_t kiln_model_output_info(const kiln_model_t *model, size_t index,
+                                              kiln_tensor_info_t *out_info);
+
+/* The outputs' dtypes, ranks, dims and size_bytes for these inputs, without
+ * running (data is left alone). Fails for an output whose size depends on data. */
+KILN_API kiln_status_t kiln_model_output_shapes(const kiln_model_t *model,
+                                                const kiln_tensor_t *inputs,
+                                                size_t num_inputs, kiln_tensor_t *outputs,
+                                                size_t num_outputs);
+
+/* Runs the model. Inputs are checked against the model's guards (dtype, rank,
+ * every dim); a violation is KILN_INVALID_ARGUMENT naming the input, the dim and
+ * what was expected. An output buffer smaller than the result is
+ * KILN_OUT_OF_RANGE, with the output's dims and needed size_bytes filled in. */
+KILN_API kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs,
+                                      size_t num_inputs, kiln_tensor_t *outputs,
+                                      size_t num_outputs, const kiln_run_options_t *options);
+
+/* Bytes of the arena one run with these inputs uses, and the sum of its
+ * intermediates' sizes had each its own buffer. */
+KILN_API kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_tensor_t *inputs,
+                                         size_t num_inputs, size_t *out_arena_bytes,
+                                         size_t *out_unplanned_bytes);
+
+/* Per-step timings, filled by runs given this profile. kind is "kernel",
+ * "library" or "host"; times are microseconds from the profile's creation. */
+KILN_API kiln_status_t kiln_profile_create(kiln_profile_t **out_profile);
+KILN_API void kiln_profile_destroy(kiln_profile_t *profile);
+KILN_API size_t kiln_profile_num_events(const kiln_profile_t *profile);
+KILN_API kiln_status_t kiln_profile_event(const kiln_profile_t *profile, size_t index,
+                                          const char **out_name, const char **out_kind,
+                                          double *out_start_us, double *out_duration_us);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -148,6 +148,15 @@ Tensor::Tensor(DType dtype, Shape shape)
     : type(dtype), dims(std::move(shape)), count(numElements(dims)),
       storage(static_cast<size_t>(count) * info(dtype).bytes, 0) {}
 
+Tensor Tensor::view(DType dtype, Shape shape, uint8_t *data) {
+  Tensor t;
+  t.type = dtype;
+  t.dims = std::move(shape);
+  t.count = numElements(t.dims);
+  t.external = data;
+  return t;
+}
+
 namespace {
 template <typename T> T load(const uint8_t *p) {
   T v;
@@ -210,7 +219,7 @@ int64_t truncateToInt(double v) {
 
 double Tensor::getF(int64_t i) const {
   const DTypeInfo &in = info(type);
-  const uint8_t *p = storage.data() + i * in.bytes;
+  const uint8_t *p = bytes() + i * in.bytes;
   switch (type) {
   case DType::f32:
     return load<float>(p);
@@ -231,12 +240,12 @@ int64_t Tensor::getI(int64_t i) const {
   const DTypeInfo &in = info(type);
   if (in.isFloat)
     return truncateToInt(getF(i));
-  return intFromBits(in, loadBits(storage.data() + i * in.bytes, in.bytes));
+  return intFromBits(in, loadBits(bytes() + i * in.bytes, in.bytes));
 }
 
 void Tensor::setF(int64_t i, double v) {
   const DTypeInfo &in = info(type);
-  uint8_t *p = storage.data() + i * in.bytes;
+  uint8_t *p = bytes() + i * in.bytes;
   switch (type) {
   case DType::f32:
     store<float>(p, static_cast<float>(v));
@@ -265,7 +274,7 @@ void Tensor::setF(int64_t i, double v) {
 
 void Tensor::setI(int64_t i, int64_t v) {
   const DTypeInfo &in = info(type);
-  uint8_t *p = storage.data() + i * in.bytes;
+  uint8_t *p = bytes() + i * in.bytes;
   if (in.isFloat) {
     setF(i, static_cast<double>(v));
     return;

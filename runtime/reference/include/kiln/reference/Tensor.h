@@ -55,6 +55,9 @@ public:
   Tensor() = default;
   /// A zero-filled tensor.
   Tensor(DType dtype, Shape shape);
+  /// A tensor over `data` that someone else owns (a runtime arena, a caller's
+  /// buffer): copies of it share those bytes, which must outlive every copy.
+  static Tensor view(DType dtype, Shape shape, uint8_t *data);
 
   DType dtype() const { return type; }
   const Shape &shape() const { return dims; }
@@ -62,9 +65,10 @@ public:
   int64_t numel() const { return count; }
   int64_t dim(int64_t i) const { return dims[i]; }
 
-  uint8_t *bytes() { return storage.data(); }
-  const uint8_t *bytes() const { return storage.data(); }
-  size_t byteSize() const { return storage.size(); }
+  uint8_t *bytes() { return external ? external : storage.data(); }
+  const uint8_t *bytes() const { return external ? external : storage.data(); }
+  size_t byteSize() const { return static_cast<size_t>(count) * info(type).bytes; }
+  bool isView() const { return external != nullptr; }
 
   /// Element i as a double (floats, and integers converted).
   double getF(int64_t i) const;
@@ -87,6 +91,7 @@ private:
   Shape dims;
   int64_t count = 1;
   std::vector<uint8_t> storage;
+  uint8_t *external = nullptr;
 };
 
 /// Row-major strides of `shape`.

@@ -1,0 +1,444 @@
+//===- Artifact.cpp - the plan of a function, as the runtime reads it -----===//
+
+#include "codegen/Artifact.h"
+
+#include "cuda/Nvrtc.h"
+#include "interpreter/Interpreter.h"
+#include "ir/Kiln/KilnDialect.h"
+#include "kiln/schema/kiln_artifact_generated.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+using namespace mlir;
+
+namespace kiln {
+namespace fb = kiln::artifact;
+
+namespace {
+
+/// Must match kiln::rt::kFormatVersion (runtime/src/Artifact.h); the runtime
+/// tests read what this writes.
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kWeightAlignment = 64;
+
+std::string readFile(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  return buffer ? (*buffer)->getBuffer().str() : std::string();
+}
+
+class Writer {
+public:
+  Writer(func::FuncOp func, const ArtifactOptions &options) : func(func), options(options) {}
+  FailureOr<CompiledArtifact> build();
+
+private:
+  func::FuncOp func;
+  const ArtifactOptions &options;
+  flatbuffers::FlatBufferBuilder builder{1 << 16};
+  llvm::DenseMap<Value, int> valueIds;
+  llvm::DenseMap<Value, std::string> outputNames;
+  std::vector<flatbuffers::Offset<fb::Value>> values;
+  std::vector<std::string> symbols;
+  std::map<std::string, int> symbolIds;
+  std::vector<uint8_t> weightBlob;
+  std::vector<flatbuffers::Offset<fb::Weight>> weights;
+  std::vector<flatbuffers::Offset<fb::Step>> steps;
+  std::vector<GeneratedKernel> kernels;
+  std::map<std::string, int> kernelIds;
+  llvm::json::Array kernelReport, libraryReport;
+
+  int symbolId(const std::string &name) {
+    auto [it, inserted] = symbolIds.emplace(name, static_cast<int>(symbols.size()));
+    if (inserted)
+      symbols.push_back(name);
+    return it->second;
+  }
+
+  /// Postfix form of a dim; false for a dim it cannot express (stays unknown).
+  bool appendDim(DimExpr d, std::vector<fb::ExprOp> &ops) {
+    if (!d)
+      return false;
+    switch (d.getKind()) {
+    case AffineExprKind::Constant:
+      ops.emplace_back(fb::ExprKind::Constant, cast<AffineConstantExpr>(d).getValue());
+      return true;
+    case AffineExprKind::SymbolId:
+      ops.emplace_back(fb::ExprKind::Symbol, symbolId(dimToString(d)));
+      return true;
+    case AffineExprKind::DimId:
+      return false;
+    default:
+      break;
+    }
+    auto bin = cast<AffineBinaryOpExpr>(d);
+    if (!appendDim(bin.getLHS(), ops) || !appendDim(bin.getRHS(), ops))
+      return false;
+    fb::ExprKind kind = d.getKind() == AffineExprKind::Add        ? fb::ExprKind::Add
+                        : d.getKind() == AffineExprKind::Mul      ? fb::ExprKind::Mul
+                        : d.getKind() == AffineExprKind::FloorDiv ? fb::ExprKind::FloorDiv
+                        : d.getKind() == AffineExprKind::CeilDiv  ? fb::ExprKind::CeilDiv
+                                                                  : fb::ExprKind::Mod;
+    ops.emplace_back(kind, 0);
+    return true;
+  }
+
+  flatbuffers::Offset<fb::Dim> dim(DimExpr d) {
+    std::vector<fb::ExprOp> ops;
+    if (!appendDim(d, ops))
+      ops.clear();
+    return fb::CreateDim(builder, builder.CreateVectorOfStructs(ops));
+  }
+
+  FailureOr<int> addValue(Value v, fb::ValueKind kind, std::string name, int weight = -1) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    std::optional<ref::DType> dtype = type ? toRefType(type.getElementType()) : std::nullopt;
+    if (!dtype) {
+      if (Operation *op = v.getDefiningOp())
+        return op->emitOpError() << "result type " << v.getType() << " has no runtime dtype";
+      return func.emitError() << "argument type " << v.getType() << " has no runtime dtype";
+    }
+    std::vector<flatbuffers::Offset<fb::Dim>> shape;
+    for (DimExpr d : getSymShape(type))
+      shape.push_back(dim(d));
+    if (auto it = outputNames.find(v); name.empty() && it != outputNames.end())
+      name = it->second;
+    int id = static_cast<int>(values.size());
+    values.push_back(fb::CreateValue(builder, builder.CreateString(name),
+                                     static_cast<fb::DType>(*dtype), builder.CreateVector(shape),
+                                     kind, weight));
+    valueIds[v] = id;
+    return id;
+  }
+
+  FailureOr<std::vector<int>> ids(ValueRange range, Operation *user) {
+    std::vector<int> out;
+    for (Value v : range) {
+      auto it = valueIds.find(v);
+      if (it == valueIds.end())
+        return user->emitOpError() << "reads a value the plan does not hold";
+      out.push_back(it->second);
+    }
+    return out;
+  }
+
+  LogicalResult addConstant(ConstantOp c);
+  LogicalResult addStep(Operation *op);
+  LogicalResult compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins);
+  FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> hostLibraries();
+};
+
+LogicalResult Writer::addConstant(ConstantOp c) {
+  FailureOr<ref::Tensor> t = tensorFromElements(c.getValue(), c.getLoc());
+  if (failed(t))
+    return failure();
+  size_t offset = (weightBlob.size() + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
+  weightBlob.resize(offset + t->byteSize());
+  if (t->byteSize())
+    std::memcpy(weightBlob.data() + offset, t->bytes(), t->byteSize());
+  int weight = static_cast<int>(weights.size());
+  weights.push_back(fb::CreateWeight(builder, offset, t->byteSize()));
+  return addValue(c.getResult(), fb::ValueKind::Weight, "", weight);
+}
+
+LogicalResult Writer::addStep(Operation *op) {
+  FailureOr<std::vector<int>> inputs = ids(op->getOperands(), op);
+  if (failed(inputs))
+    return failure();
+  if (op->getNumResults() != 1)
+    return op->emitOpError() << "has " << op->getNumResults()
+                             << " results; artifact steps have one";
+  FailureOr<int> out = addValue(op->getResult(0), fb::ValueKind::Intermediate, "");
+  if (failed(out))
+    return failure();
+  std::string name = op->getName().getStringRef().str();
+  fb::StepKind kind;
+  int kernel = -1;
+  std::vector<flatbuffers::Offset<fb::Attr>> attrs;
+  std::vector<flatbuffers::Offset<fb::Dim>> dims;
+  if (auto k = dyn_cast<KernelOp>(op)) {
+    FailureOr<GeneratedKernel> g = emitKernel(k);
+    if (failed(g))
+      return failure();
+    kind = fb::StepKind::Kernel;
+    auto [it, inserted] = kernelIds.emplace(g->name, static_cast<int>(kernels.size()));
+    if (inserted) {
+      kernels.push_back(*g);
+      llvm::json::Array ops;
+      k.getBody().walk([&](Operation *inner) {
+        if (!isa<YieldOp>(inner))
+          ops.push_back(inner->getName().getStringRef().str());
+      });
+      llvm::json::Array syms(g->symbols);
+      kernelReport.push_back(llvm::json::Object{{"name", g->name},
+                                                {"schedule", g->schedule},
+                                                {"ops", std::move(ops)},
+                                                {"inputs", static_cast<int64_t>(inputs->size())},
+                                                {"symbols", std::move(syms)}});
+    }
+    kernel = it->second;
+  } else if (ref::isLibraryOp(name)) {
+    FailureOr<ref::LibraryCall> call = encodeLibraryCall(op);
+    if (failed(call))
+      return failure();
+    kind = fb::StepKind::Library;
+    for (auto &[attrName, value] : call->attrs)
+      attrs.push_back(fb::CreateAttr(
+          builder, builder.CreateString(attrName),
+          value.floats.empty() ? fb::AttrKind::Ints : fb::AttrKind::Floats,
+          builder.CreateVector(value.ints), builder.CreateVector(value.floats)));
+    std::string type;
+    llvm::raw_string_ostream(type) << op->getResult(0).getType();
+    libraryReport.push_back(llvm::json::Object{{"op", name}, {"result", type}});
+  } else if (auto s = dyn_cast<SymbolicConstantOp>(op)) {
+    kind = fb::StepKind::SymbolicConstant;
+    for (DimExpr d : s.getValue().getDims())
+      dims.push_back(dim(d));
+  } else if (isa<ShapeOfOp>(op)) {
+    kind = fb::StepKind::ShapeOf;
+  } else {
+    return op->emitOpError()
+           << "runs neither as a generated kernel nor as a library op, so an artifact cannot "
+              "hold it yet (the graph-break fallback comes later)";
+  }
+  std::vector<int> outs = {*out};
+  steps.push_back(fb::CreateStep(builder, kind, builder.CreateString(name), kernel,
+                                 builder.CreateVector(*inputs), builder.CreateVector(outs),
+                                 builder.CreateVector(attrs), builder.CreateVector(dims)));
+  return success();
+}
+
+LogicalResult
+Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins) {
+  struct Job {
+    size_t kernel;
+    int sm;
+    absl::StatusOr<rt::NvrtcResult> result = absl::UnknownError("not run");
+  };
+  std::vector<Job> jobs;
+  for (size_t k = 0; k < kernels.size(); ++k)
+    for (int sm : options.cubinArchs)
+      jobs.push_back({k, sm});
+  std::string cacheDir = options.cacheDir;
+  std::string version = rt::nvrtcVersion();
+  auto run = [&](Job &job) {
+    std::string tu = kernelTranslationUnit({kernels[job.kernel]});
+    // Cached by what NVRTC sees: the source, the device library, the arch and
+    // NVRTC's version.
+    std::string key = tu + "\n" + readFile(KILN_DEVICE_INCLUDE_DIR "/kiln/device/kiln_device.h") +
+                      "\nsm_" + std::to_string(job.sm) + "\n" + version;
+    llvm::SmallString<256> base(cacheDir);
+    std::string hex;
+    llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
+    llvm::sys::path::append(base, "cubin-" + hex);
+    std::string cubinPath = (base + ".cubin").str(), ptxPath = (base + ".ptx").str();
+    if (!cacheDir.empty() && llvm::sys::fs::exists(cubinPath) && llvm::sys::fs::exists(ptxPath)) {
+      job.result = rt::NvrtcResult{readFile(cubinPath), readFile(ptxPath), ""};
+      return;
+    }
+    rt::NvrtcOptions nvrtc;
+    nvrtc.smVersion = job.sm;
+    nvrtc.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR};
+    job.result = rt::compileWithNvrtc(tu, kernels[job.kernel].name + ".cu", nvrtc);
+    if (job.result.ok() && !cacheDir.empty()) {
+      for (auto [path, text] : {std::pair(cubinPath, &job.result->cubin),
+                                std::pair(ptxPath, &job.result->ptx)}) {
+        std::string temporary = path + ".tmp" + hex;
+        std::error_code ec;
+        {
+          llvm::raw_fd_ostream os(temporary, ec);
+          if (!ec)
+            os << *text;
+        }
+        if (!ec)
+          llvm::sys::fs::rename(temporary, path);
+      }
+    }
+  };
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(1, options.jobs); ++t)
+    threads.emplace_back([&] {
+      for (size_t j = next++; j < jobs.size(); j = next++)
+        run(jobs[j]);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  cubins.assign(kernels.size(), {});
+  for (Job &job : jobs) {
+    if (!job.result.ok())
+      return func.emitError() << "NVRTC failed on " << kernels[job.kernel].name << " for sm_"
+                              << job.sm << ": " << std::string(job.result.status().message());
+    const std::string &bin = job.result->cubin;
+    cubins[job.kernel].push_back(fb::CreateCubin(
+        builder, job.sm,
+        builder.CreateVector(reinterpret_cast<const uint8_t *>(bin.data()), bin.size()),
+        builder.CreateString(job.result->ptx)));
+  }
+  return success();
+}
+
+FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> Writer::hostLibraries() {
+  std::vector<flatbuffers::Offset<fb::HostLibrary>> out;
+  if (!options.hostLibrary || kernels.empty())
+    return out;
+  std::unique_ptr<HostKernels> own;
+  const HostKernels *host = options.hostKernels;
+  if (!host) {
+    absl::StatusOr<std::unique_ptr<HostKernels>> built =
+        HostKernels::build(kernels, options.cacheDir, /*chunkSize=*/100, options.jobs);
+    if (!built.ok())
+      return func.emitError() << std::string(built.status().message());
+    own = std::move(*built);
+    host = own.get();
+  }
+  std::set<std::string> wanted;
+  for (const GeneratedKernel &k : kernels)
+    wanted.insert(k.name);
+  for (const HostKernels::Library &lib : host->libraries()) {
+    std::vector<std::string> names;
+    for (const std::string &k : lib.kernels)
+      if (wanted.count(k))
+        names.push_back(k);
+    if (names.empty())
+      continue;
+    std::string bytes = readFile(lib.path);
+    if (bytes.empty())
+      return func.emitError() << "cannot read the host-emulation library " << lib.path;
+    std::vector<flatbuffers::Offset<flatbuffers::String>> nameOffsets;
+    for (const std::string &n : names)
+      nameOffsets.push_back(builder.CreateString(n));
+    out.push_back(fb::CreateHostLibrary(
+        builder, builder.CreateVector(nameOffsets),
+        builder.CreateVector(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size())));
+  }
+  return out;
+}
+
+FailureOr<CompiledArtifact> Writer::build() {
+  if (func.getBody().getBlocks().size() != 1)
+    return func.emitError() << "an artifact needs a function of one block";
+  Block &body = func.getBody().front();
+
+  // Inputs, and their guards: constant dims and first sightings of a symbol
+  // first (those bind), then dims that are expressions of bound symbols.
+  std::vector<int> inputs;
+  std::vector<flatbuffers::Offset<fb::Guard>> guards, laterGuards;
+  std::set<std::string> bound;
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "kiln.name");
+    std::string label = name ? name.str() : "arg" + std::to_string(arg.getArgNumber());
+    FailureOr<int> id = addValue(arg, fb::ValueKind::Input, label);
+    if (failed(id))
+      return failure();
+    inputs.push_back(*id);
+    SymShape shape = getSymShape(arg.getType());
+    for (auto [d, expr] : llvm::enumerate(shape)) {
+      if (!expr)
+        continue;
+      bool sole = expr.getKind() == AffineExprKind::SymbolId;
+      bool binds = sole && bound.insert(dimToString(expr)).second;
+      auto guard = fb::CreateGuard(builder, static_cast<int>(arg.getArgNumber()),
+                                   static_cast<int>(d), dim(expr), binds);
+      (sole || getConstantDimValue(expr) ? guards : laterGuards).push_back(guard);
+    }
+  }
+  guards.insert(guards.end(), laterGuards.begin(), laterGuards.end());
+
+  // Outputs carry their ONNX names (through any casts to the value computed).
+  for (Operation &op : body)
+    if (auto ret = dyn_cast<func::ReturnOp>(op))
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        auto name = func.getResultAttrOfType<StringAttr>(i, "kiln.name");
+        Value source = v;
+        while (auto cast = source.getDefiningOp<tensor::CastOp>())
+          source = cast.getSource();
+        outputNames.try_emplace(source, name ? name.str() : "output" + std::to_string(i));
+      }
+
+  std::vector<int> outputs;
+  for (Operation &op : body) {
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      if (failed(addConstant(c)))
+        return failure();
+    } else if (auto cast = dyn_cast<tensor::CastOp>(op)) {
+      // A cast only restates a type: the result is the operand's value.
+      auto it = valueIds.find(cast.getSource());
+      if (it == valueIds.end())
+        return op.emitOpError() << "reads a value the plan does not hold";
+      valueIds[cast.getResult()] = it->second;
+    } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      FailureOr<std::vector<int>> ids = this->ids(ret.getOperands(), &op);
+      if (failed(ids))
+        return failure();
+      outputs = *ids;
+    } else if (failed(addStep(&op))) {
+      return failure();
+    }
+  }
+
+  std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> cubins;
+  if (failed(compileCubins(cubins)))
+    return failure();
+  std::vector<flatbuffers::Offset<fb::Kernel>> kernelTable;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    std::vector<int> syms;
+    for (const std::string &s : kernels[k].symbols)
+      syms.push_back(symbolId(s));
+    kernelTable.push_back(fb::CreateKernel(
+        builder, builder.CreateString(kernels[k].name), builder.CreateString(kernels[k].source),
+        builder.CreateString(kernels[k].schedule), builder.CreateVector(syms),
+        kernels[k].blockPerItem, builder.CreateVector(cubins[k])));
+  }
+  FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> host = hostLibraries();
+  if (failed(host))
+    return failure();
+
+  std::vector<std::string> symbolNames = symbols;
+  std::vector<flatbuffers::Offset<flatbuffers::String>> symbolOffsets;
+  for (const std::string &s : symbolNames)
+    symbolOffsets.push_back(builder.CreateString(s));
+
+  builder.ForceVectorAlignment(weightBlob.size(), 1, kWeightAlignment);
+  auto blob = builder.CreateVector(weightBlob);
+  std::string deviceLibrary = readFile(KILN_DEVICE_INCLUDE_DIR "/kiln/device/kiln_device.h");
+  auto model = fb::CreateModel(
+      builder, kFormatVersion, builder.CreateString("kiln-compile 0.2.0"),
+      builder.CreateString(options.source), builder.CreateVector(symbolOffsets),
+      builder.CreateVector(values), builder.CreateVector(inputs), builder.CreateVector(outputs),
+      builder.CreateVector(guards), builder.CreateVector(steps), builder.CreateVector(kernelTable),
+      builder.CreateVector(*host), builder.CreateString(deviceLibrary),
+      builder.CreateVector(weights), blob);
+  fb::FinishModelBuffer(builder, model);
+
+  CompiledArtifact result;
+  result.bytes.assign(reinterpret_cast<const char *>(builder.GetBufferPointer()),
+                      builder.GetSize());
+  result.report["kernels"] = std::move(kernelReport);
+  result.report["library_calls"] = std::move(libraryReport);
+  result.report["steps"] = static_cast<int64_t>(steps.size());
+  result.report["weights"] = llvm::json::Object{{"count", static_cast<int64_t>(weights.size())},
+                                                {"bytes", static_cast<int64_t>(weightBlob.size())}};
+  llvm::json::Array archs(options.cubinArchs);
+  result.report["cubin_archs"] = std::move(archs);
+  result.report["symbols"] = llvm::json::Array(symbolNames);
+  return result;
+}
+
+} // namespace
+
+FailureOr<CompiledArtifact> buildArtifact(func::FuncOp func, const ArtifactOptions &options) {
+  return Writer(func, options).build();
+}
+
+} // namespace kiln

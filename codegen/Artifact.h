@@ -1,0 +1,56 @@
+//===- Artifact.h - a compiled function as a runtime artifact ---*- C++ -*-===//
+//
+// The last compiler stage: a function whose top level holds only kernels, library
+// ops, constants and shape steps becomes the plan of an artifact
+// (runtime/schema/kiln_artifact.fbs): values numbered, constants as aligned
+// weights, inputs guarded, each kiln.kernel's CUDA C with cubins per requested
+// arch and the host-emulation library, each library op as its name and
+// attributes. The runtime reads it without MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_ARTIFACT_H
+#define KILN_CODEGEN_ARTIFACT_H
+
+#include "codegen/HostEmulation.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
+namespace kiln {
+
+struct ArtifactOptions {
+  /// SM versions to compile cubins (and PTX) for; empty ships sources only.
+  std::vector<int> cubinArchs = {80, 90};
+  /// Build (or reuse) the host-emulation library and embed it.
+  bool hostLibrary = true;
+  /// Host libraries built already (kiln-conformance builds all cases' kernels in
+  /// a few chunks); when unset, the artifact's kernels are built here.
+  const HostKernels *hostKernels = nullptr;
+  std::string cacheDir;
+  int jobs = 2;
+  /// Recorded in the artifact: the model's file name.
+  std::string source;
+};
+
+struct CompiledArtifact {
+  std::string bytes;
+  /// kernels, library calls and fusion groups (kiln-compile's --report adds the
+  /// memory plan and stage times).
+  llvm::json::Object report;
+};
+
+/// Builds the artifact of `func` (after the graph pipeline and kernel formation);
+/// a diagnostic at the first op the artifact cannot express.
+mlir::FailureOr<CompiledArtifact> buildArtifact(mlir::func::FuncOp func,
+                                                const ArtifactOptions &options);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_ARTIFACT_H

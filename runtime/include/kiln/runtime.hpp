@@ -1,0 +1,186 @@
+//===- kiln/runtime.hpp - a C++ face for kiln's C API ------------*- C++ -*-===//
+//
+// Header-only and exception-free: a thin RAII layer over kiln/runtime.h, so a C++
+// application gets ownership and std::vector buffers without a second ABI to keep
+// stable. Errors are kiln::Status values carrying kiln_last_error()'s text.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_HPP
+#define KILN_RUNTIME_HPP
+
+#include "kiln/runtime.h"
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+class Status {
+public:
+  Status() = default;
+  static Status fromLastCall(kiln_status_t code) {
+    Status s;
+    s.code_ = code;
+    if (code != KILN_OK)
+      s.message_ = kiln_last_error();
+    return s;
+  }
+  bool ok() const { return code_ == KILN_OK; }
+  kiln_status_t code() const { return code_; }
+  const std::string &message() const { return message_; }
+
+private:
+  kiln_status_t code_ = KILN_OK;
+  std::string message_;
+};
+
+/// Bytes per element of a kiln dtype (sub-byte integers take a byte).
+inline size_t dtypeSize(kiln_dtype_t t) {
+  switch (t) {
+  case KILN_F16: case KILN_BF16: case KILN_I16: case KILN_U16: return 2;
+  case KILN_F32: case KILN_I32: case KILN_U32: return 4;
+  case KILN_F64: case KILN_I64: case KILN_U64: return 8;
+  default: return 1;
+  }
+}
+
+/// A dense host tensor that owns its bytes.
+struct HostTensor {
+  kiln_dtype_t dtype = KILN_F32;
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> data;
+
+  HostTensor() = default;
+  HostTensor(kiln_dtype_t dtype, std::vector<int64_t> dims) : dtype(dtype), dims(std::move(dims)) {
+    data.resize(numel() * dtypeSize(dtype));
+  }
+  size_t numel() const {
+    size_t n = 1;
+    for (int64_t d : dims)
+      n *= static_cast<size_t>(d);
+    return n;
+  }
+  template <typename T> T *as() { return reinterpret_cast<T *>(data.data()); }
+  template <typename T> const T *as() const { return reinterpret_cast<const T *>(data.data()); }
+
+  /// A C view of this tensor (valid while it lives and is not resized).
+  kiln_tensor_t view() {
+    kiln_tensor_t t;
+    std::memset(&t, 0, sizeof(t));
+    t.dtype = dtype;
+    t.rank = static_cast<int32_t>(dims.size());
+    for (size_t i = 0; i < dims.size() && i < KILN_MAX_RANK; ++i)
+      t.dims[i] = dims[i];
+    t.data = data.data();
+    t.size_bytes = data.size();
+    return t;
+  }
+};
+
+class Model {
+public:
+  Model() = default;
+
+  /// Loads a .kiln artifact or a model .so.
+  static Status load(const std::string &path, Model *out,
+                     kiln_backend_t backend = KILN_BACKEND_AUTO) {
+    kiln_model_t *m = nullptr;
+    Status s = Status::fromLastCall(kiln_model_load_file(path.c_str(), backend, &m));
+    if (s.ok())
+      out->model_.reset(m);
+    return s;
+  }
+  static Status loadMemory(const void *data, size_t size, Model *out,
+                           kiln_backend_t backend = KILN_BACKEND_AUTO) {
+    kiln_model_t *m = nullptr;
+    Status s = Status::fromLastCall(kiln_model_load_memory(data, size, backend, &m));
+    if (s.ok())
+      out->model_.reset(m);
+    return s;
+  }
+
+  kiln_model_t *get() const { return model_.get(); }
+  explicit operator bool() const { return model_ != nullptr; }
+
+  kiln_backend_t backend() const {
+    kiln_backend_t b = KILN_BACKEND_HOST;
+    kiln_model_backend(model_.get(), &b);
+    return b;
+  }
+  size_t numInputs() const {
+    size_t n = 0;
+    kiln_model_num_inputs(model_.get(), &n);
+    return n;
+  }
+  size_t numOutputs() const {
+    size_t n = 0;
+    kiln_model_num_outputs(model_.get(), &n);
+    return n;
+  }
+  kiln_tensor_info_t inputInfo(size_t i) const {
+    kiln_tensor_info_t info;
+    std::memset(&info, 0, sizeof(info));
+    kiln_model_input_info(model_.get(), i, &info);
+    return info;
+  }
+  kiln_tensor_info_t outputInfo(size_t i) const {
+    kiln_tensor_info_t info;
+    std::memset(&info, 0, sizeof(info));
+    kiln_model_output_info(model_.get(), i, &info);
+    return info;
+  }
+
+  /// Runs on host tensors; `outputs` is resized and filled. Safe to call from
+  /// many threads at once.
+  Status run(std::vector<HostTensor> &inputs, std::vector<HostTensor> *outputs,
+             const kiln_run_options_t *options = nullptr) const {
+    std::vector<kiln_tensor_t> in;
+    for (HostTensor &t : inputs)
+      in.push_back(t.view());
+    std::vector<kiln_tensor_t> out(numOutputs());
+    std::memset(out.data(), 0, out.size() * sizeof(kiln_tensor_t));
+    // Sizes known from the inputs are allocated up front; an output whose size
+    // depends on the data reports it on a first attempt, and the run is repeated.
+    Status shapes = Status::fromLastCall(
+        kiln_model_output_shapes(model_.get(), in.data(), in.size(), out.data(), out.size()));
+    if (!shapes.ok() && shapes.code() != KILN_FAILED_PRECONDITION)
+      return shapes;
+    outputs->assign(out.size(), HostTensor());
+    for (size_t attempt = 0; attempt <= out.size(); ++attempt) {
+      for (size_t i = 0; i < out.size(); ++i) {
+        HostTensor &o = (*outputs)[i];
+        o.data.resize(out[i].size_bytes);
+        out[i].data = o.data.data();
+      }
+      Status s = Status::fromLastCall(kiln_model_run(model_.get(), in.data(), in.size(),
+                                                     out.data(), out.size(), options));
+      if (s.code() == KILN_OUT_OF_RANGE && attempt < out.size())
+        continue;
+      if (!s.ok())
+        return s;
+      for (size_t i = 0; i < out.size(); ++i) {
+        HostTensor &o = (*outputs)[i];
+        o.dtype = out[i].dtype;
+        o.dims.assign(out[i].dims, out[i].dims + out[i].rank);
+        o.data.resize(out[i].size_bytes);
+      }
+      return s;
+    }
+    return Status::fromLastCall(KILN_INTERNAL);
+  }
+
+private:
+  struct Deleter {
+    void operator()(kiln_model_t *m) const { kiln_model_destroy(m); }
+  };
+  std::unique_ptr<kiln_model_t, Deleter> model_;
+};
+
+} // namespace kiln
+
+#endif // KILN_RUNTIME_HPP

@@ -1,0 +1,421 @@
+//===- Artifact.cpp - read and check an artifact --------------------------===//
+
+#include "Artifact.h"
+
+#include "kiln/schema/kiln_artifact_generated.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <limits>
+
+namespace kiln::rt {
+namespace fb = kiln::artifact;
+
+static_assert(static_cast<int>(fb::DType::u2) == static_cast<int>(ref::DType::u2),
+              "the schema's DType must list kiln::ref::DType in order");
+
+namespace {
+
+absl::Status corrupt(const std::string &what) {
+  return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: ", what));
+}
+
+int64_t floorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+class Reader {
+public:
+  explicit Reader(const fb::Model &model) : model(model) {}
+
+  absl::StatusOr<Plan> read();
+
+private:
+  const fb::Model &model;
+  Plan plan;
+
+  absl::StatusOr<Dim> dim(const fb::Dim *d, const std::string &where) {
+    Dim out;
+    if (!d || !d->ops() || d->ops()->size() == 0)
+      return out;
+    int depth = 0;
+    for (const fb::ExprOp *op : *d->ops()) {
+      auto kind = static_cast<Dim::Op>(op->kind());
+      if (op->kind() > fb::ExprKind::MAX)
+        return corrupt(absl::StrCat(where, ": unknown expression op"));
+      if (kind == Dim::Op::Symbol &&
+          (op->value() < 0 || op->value() >= static_cast<int64_t>(plan.symbols.size())))
+        return corrupt(absl::StrCat(where, ": symbol ", op->value(), " is not in the table"));
+      depth += (kind == Dim::Op::Constant || kind == Dim::Op::Symbol) ? 1 : -1;
+      if (depth < 1)
+        return corrupt(absl::StrCat(where, ": malformed dim expression"));
+      out.ops.push_back({kind, op->value()});
+    }
+    if (depth != 1)
+      return corrupt(absl::StrCat(where, ": malformed dim expression"));
+    return out;
+  }
+
+  absl::StatusOr<std::vector<Dim>> dims(const flatbuffers::Vector<flatbuffers::Offset<fb::Dim>> *v,
+                                        const std::string &where) {
+    std::vector<Dim> out;
+    if (!v)
+      return out;
+    for (const fb::Dim *d : *v) {
+      absl::StatusOr<Dim> one = dim(d, where);
+      if (!one.ok())
+        return one.status();
+      out.push_back(std::move(*one));
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::vector<int>> valueList(const flatbuffers::Vector<int32_t> *v,
+                                             const std::string &where) {
+    std::vector<int> out;
+    if (!v)
+      return out;
+    for (int32_t i : *v) {
+      if (i < 0 || i >= static_cast<int>(plan.values.size()))
+        return corrupt(absl::StrCat(where, " names value ", i, " of ", plan.values.size()));
+      out.push_back(i);
+    }
+    return out;
+  }
+
+  absl::Status readValues();
+  absl::Status readKernels();
+  absl::Status readSteps();
+  absl::Status readGuards();
+};
+
+absl::Status Reader::readValues() {
+  const auto *weights = model.weights();
+  const auto *blob = model.weights_data();
+  if (!model.values())
+    return corrupt("no value table");
+  for (const fb::Value *v : *model.values()) {
+    ValueInfo info;
+    std::string where = absl::StrCat("value ", plan.values.size());
+    info.name = v->name() ? v->name()->str() : "";
+    if (v->dtype() > fb::DType::MAX || v->kind() > fb::ValueKind::MAX)
+      return corrupt(absl::StrCat(where, ": unknown dtype or kind"));
+    info.dtype = static_cast<ref::DType>(v->dtype());
+    info.kind = static_cast<ValueKind>(v->kind());
+    absl::StatusOr<std::vector<Dim>> shape = dims(v->shape(), where);
+    if (!shape.ok())
+      return shape.status();
+    info.shape = std::move(*shape);
+    if (info.kind == ValueKind::Weight) {
+      int w = v->weight();
+      if (!weights || !blob || w < 0 || w >= static_cast<int>(weights->size()))
+        return corrupt(absl::StrCat(where, ": weight ", w, " is not in the table"));
+      const fb::Weight *weight = weights->Get(w);
+      if (weight->offset() > blob->size() || weight->size() > blob->size() - weight->offset())
+        return corrupt(absl::StrCat(where, ": weight bytes lie outside the artifact"));
+      std::optional<ref::Shape> s = evaluateShape(info, {});
+      if (!s || static_cast<uint64_t>(ref::numElements(*s)) * ref::info(info.dtype).bytes !=
+                    weight->size())
+        return corrupt(absl::StrCat(where, ": weight size does not match its type"));
+      info.weightData = blob->data() + weight->offset();
+      info.weightSize = weight->size();
+    }
+    plan.values.push_back(std::move(info));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Reader::readKernels() {
+  if (model.kernels())
+    for (const fb::Kernel *k : *model.kernels()) {
+      KernelInfo info;
+      std::string where = absl::StrCat("kernel ", plan.kernels.size());
+      if (!k->name() || !k->source())
+        return corrupt(absl::StrCat(where, " has no name or source"));
+      info.name = k->name()->str();
+      info.source = k->source()->str();
+      info.schedule = k->schedule() ? k->schedule()->str() : "";
+      info.blockPerItem = k->block_per_item();
+      if (k->symbols())
+        for (int32_t s : *k->symbols()) {
+          if (s < 0 || s >= static_cast<int>(plan.symbols.size()))
+            return corrupt(absl::StrCat(where, ": symbol ", s, " is not in the table"));
+          info.symbols.push_back(s);
+        }
+      if (k->cubins())
+        for (const fb::Cubin *c : *k->cubins()) {
+          CubinInfo cubin;
+          cubin.sm = c->sm();
+          if (c->cubin()) {
+            cubin.data = c->cubin()->data();
+            cubin.size = c->cubin()->size();
+          }
+          cubin.ptx = c->ptx() ? c->ptx()->str() : "";
+          info.cubins.push_back(std::move(cubin));
+        }
+      plan.kernels.push_back(std::move(info));
+    }
+  if (model.host_libraries())
+    for (const fb::HostLibrary *h : *model.host_libraries()) {
+      HostLibraryInfo info;
+      if (h->kernels())
+        for (const flatbuffers::String *name : *h->kernels())
+          info.kernels.push_back(name->str());
+      if (h->data()) {
+        info.data = h->data()->data();
+        info.size = h->data()->size();
+      }
+      plan.hostLibraries.push_back(std::move(info));
+    }
+  return absl::OkStatus();
+}
+
+absl::Status Reader::readSteps() {
+  // Every value is defined once, before its first use.
+  std::vector<bool> defined(plan.values.size(), false);
+  for (size_t v = 0; v < plan.values.size(); ++v)
+    defined[v] = plan.values[v].kind != ValueKind::Intermediate;
+  if (!model.steps())
+    return absl::OkStatus();
+  for (const fb::Step *s : *model.steps()) {
+    StepInfo step;
+    std::string where = absl::StrCat("step ", plan.steps.size());
+    if (s->kind() > fb::StepKind::MAX)
+      return corrupt(absl::StrCat(where, ": unknown kind"));
+    step.kind = static_cast<StepKind>(s->kind());
+    step.call.op = s->op() ? s->op()->str() : "";
+    absl::StatusOr<std::vector<int>> inputs = valueList(s->inputs(), where);
+    absl::StatusOr<std::vector<int>> outputs = valueList(s->outputs(), where);
+    if (!inputs.ok())
+      return inputs.status();
+    if (!outputs.ok())
+      return outputs.status();
+    step.inputs = std::move(*inputs);
+    step.outputs = std::move(*outputs);
+    for (int v : step.inputs)
+      if (!defined[v])
+        return corrupt(absl::StrCat(where, " reads value ", v, " before it is defined"));
+    for (int v : step.outputs) {
+      if (defined[v])
+        return corrupt(absl::StrCat(where, " defines value ", v, " a second time"));
+      defined[v] = true;
+    }
+    if (step.outputs.size() != 1)
+      return corrupt(absl::StrCat(where, " has ", step.outputs.size(), " outputs, not 1"));
+    switch (step.kind) {
+    case StepKind::Kernel:
+      step.kernel = s->kernel();
+      if (step.kernel < 0 || step.kernel >= static_cast<int>(plan.kernels.size()))
+        return corrupt(absl::StrCat(where, ": kernel ", step.kernel, " is not in the table"));
+      step.label = plan.kernels[step.kernel].name;
+      break;
+    case StepKind::Library:
+      if (!ref::isLibraryOp(step.call.op))
+        return absl::UnimplementedError(
+            absl::StrCat(where, ": this runtime has no kernel for library op '", step.call.op,
+                         "'"));
+      if (s->attrs())
+        for (const fb::Attr *a : *s->attrs()) {
+          if (!a->name())
+            return corrupt(absl::StrCat(where, ": an attribute has no name"));
+          ref::AttrValue value;
+          if (a->ints())
+            value.ints.assign(a->ints()->begin(), a->ints()->end());
+          if (a->floats())
+            value.floats.assign(a->floats()->begin(), a->floats()->end());
+          step.call.attrs[a->name()->str()] = std::move(value);
+        }
+      step.label = step.call.op;
+      break;
+    case StepKind::SymbolicConstant: {
+      absl::StatusOr<std::vector<Dim>> d = dims(s->dims(), where);
+      if (!d.ok())
+        return d.status();
+      step.dims = std::move(*d);
+      step.label = "kiln.symbolic_constant";
+      break;
+    }
+    case StepKind::ShapeOf:
+      if (step.inputs.size() != 1)
+        return corrupt(absl::StrCat(where, ": shape_of takes one input"));
+      step.label = "kiln.shape_of";
+      break;
+    }
+    plan.steps.push_back(std::move(step));
+  }
+  for (int v : plan.outputs)
+    if (!defined[v])
+      return corrupt(absl::StrCat("output value ", v, " is never defined"));
+  return absl::OkStatus();
+}
+
+absl::Status Reader::readGuards() {
+  if (!model.guards())
+    return absl::OkStatus();
+  for (const fb::Guard *g : *model.guards()) {
+    GuardInfo guard;
+    std::string where = absl::StrCat("guard ", plan.guards.size());
+    guard.input = g->input();
+    guard.dim = g->dim();
+    guard.binds = g->binds();
+    if (guard.input < 0 || guard.input >= static_cast<int>(plan.inputs.size()))
+      return corrupt(absl::StrCat(where, ": input ", guard.input, " is not an input"));
+    const ValueInfo &input = plan.values[plan.inputs[guard.input]];
+    if (guard.dim < 0 || guard.dim >= static_cast<int>(input.shape.size()))
+      return corrupt(absl::StrCat(where, ": dim ", guard.dim, " is out of range"));
+    absl::StatusOr<Dim> expected = dim(g->expected(), where);
+    if (!expected.ok())
+      return expected.status();
+    guard.expected = std::move(*expected);
+    if (guard.binds && !guard.expected.soleSymbol())
+      return corrupt(absl::StrCat(where, ": binds but its dim is not one symbol"));
+    plan.guards.push_back(std::move(guard));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Plan> Reader::read() {
+  plan.producer = model.producer() ? model.producer()->str() : "";
+  plan.source = model.source() ? model.source()->str() : "";
+  plan.deviceLibrary = model.device_library() ? model.device_library()->str() : "";
+  if (model.symbols())
+    for (const flatbuffers::String *s : *model.symbols())
+      plan.symbols.push_back(s->str());
+  if (absl::Status s = readValues(); !s.ok())
+    return s;
+  absl::StatusOr<std::vector<int>> inputs = valueList(model.inputs(), "the input list");
+  absl::StatusOr<std::vector<int>> outputs = valueList(model.outputs(), "the output list");
+  if (!inputs.ok())
+    return inputs.status();
+  if (!outputs.ok())
+    return outputs.status();
+  plan.inputs = std::move(*inputs);
+  plan.outputs = std::move(*outputs);
+  for (int v : plan.inputs)
+    if (plan.values[v].kind != ValueKind::Input)
+      return corrupt(absl::StrCat("input ", v, " is not an input value"));
+  for (absl::Status s : {readKernels(), readSteps(), readGuards()})
+    if (!s.ok())
+      return s;
+  return std::move(plan);
+}
+
+} // namespace
+
+std::optional<int64_t> Dim::evaluate(const std::vector<std::optional<int64_t>> &symbols) const {
+  if (ops.empty())
+    return std::nullopt;
+  std::vector<int64_t> stack;
+  for (auto [op, value] : ops) {
+    if (op == Op::Constant) {
+      stack.push_back(value);
+      continue;
+    }
+    if (op == Op::Symbol) {
+      if (value < 0 || value >= static_cast<int64_t>(symbols.size()) || !symbols[value])
+        return std::nullopt;
+      stack.push_back(*symbols[value]);
+      continue;
+    }
+    if (stack.size() < 2)
+      return std::nullopt;
+    int64_t r = stack.back();
+    stack.pop_back();
+    int64_t l = stack.back();
+    int64_t out = 0;
+    switch (op) {
+    case Op::Add:
+      if (__builtin_add_overflow(l, r, &out))
+        return std::nullopt;
+      break;
+    case Op::Mul:
+      if (__builtin_mul_overflow(l, r, &out))
+        return std::nullopt;
+      break;
+    default:
+      if (r == 0 || (l == std::numeric_limits<int64_t>::min() && r == -1))
+        return std::nullopt;
+      if (op == Op::FloorDiv)
+        out = floorDiv(l, r);
+      else if (op == Op::CeilDiv)
+        out = -floorDiv(-l, r);
+      else
+        out = l - floorDiv(l, r) * r;
+    }
+    stack.back() = out;
+  }
+  if (stack.size() != 1)
+    return std::nullopt;
+  return stack[0];
+}
+
+std::optional<int64_t> Dim::soleSymbol() const {
+  if (ops.size() == 1 && ops[0].first == Op::Symbol)
+    return ops[0].second;
+  return std::nullopt;
+}
+
+std::string Dim::toString(const std::vector<std::string> &names) const {
+  if (ops.empty())
+    return "?";
+  std::vector<std::string> stack;
+  for (auto [op, value] : ops) {
+    if (op == Op::Constant) {
+      stack.push_back(std::to_string(value));
+    } else if (op == Op::Symbol) {
+      stack.push_back(value >= 0 && value < static_cast<int64_t>(names.size())
+                          ? names[value]
+                          : absl::StrCat("s", value));
+    } else if (stack.size() >= 2) {
+      static const char *const kSpelling[] = {"", "", " + ", " * ", " floordiv ", " ceildiv ",
+                                              " mod "};
+      std::string r = stack.back();
+      stack.pop_back();
+      bool bare = stack.size() == 1 && op == Op::Add;
+      stack.back() = absl::StrCat(bare ? "" : "(", stack.back(), kSpelling[static_cast<int>(op)],
+                                  r, bare ? "" : ")");
+    }
+  }
+  std::string s = stack.empty() ? "?" : stack.back();
+  if (s.size() > 2 && s.front() == '(' && s.back() == ')')
+    s = s.substr(1, s.size() - 2);
+  return s;
+}
+
+std::optional<ref::Shape> evaluateShape(const ValueInfo &value,
+                                        const std::vector<std::optional<int64_t>> &symbols) {
+  ref::Shape shape;
+  for (const Dim &d : value.shape) {
+    std::optional<int64_t> size = d.evaluate(symbols);
+    if (!size || *size < 0)
+      return std::nullopt;
+    shape.push_back(*size);
+  }
+  return shape;
+}
+
+absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size) {
+  if (!data || size < 8)
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a kiln artifact: ", size, " bytes is too short"));
+  if (!fb::ModelBufferHasIdentifier(data))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a kiln artifact: its file identifier is '",
+        std::string(reinterpret_cast<const char *>(data) + 4, 4), "', not '",
+        fb::ModelIdentifier(), "'"));
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0)
+    return absl::InvalidArgumentError("artifact bytes must be 8-byte aligned");
+  flatbuffers::Verifier verifier(data, size, /*max_depth=*/64, /*max_tables=*/1u << 26);
+  if (!fb::VerifyModelBuffer(verifier))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "corrupt or truncated artifact (", size, " bytes): its FlatBuffers structure does not verify"));
+  const fb::Model *model = fb::GetModel(data);
+  if (model->format_version() != kFormatVersion)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "artifact format version ", model->format_version(), ", but this runtime reads version ",
+        kFormatVersion, "; recompile the model with a matching kiln-compile"));
+  return Reader(*model).read();
+}
+
+} // namespace kiln::rt

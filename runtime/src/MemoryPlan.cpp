@@ -1,0 +1,71 @@
+//===- MemoryPlan.cpp - offsets from liveness ------------------------------===//
+
+#include "MemoryPlan.h"
+
+#include <algorithm>
+
+namespace kiln::rt {
+
+namespace {
+size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+} // namespace
+
+MemoryPlan planMemory(const Plan &plan, const std::vector<std::optional<int64_t>> &symbols) {
+  size_t n = plan.values.size();
+  MemoryPlan out;
+  out.offsets.assign(n, -1);
+  out.bytes.assign(n, 0);
+  std::vector<int64_t> first(n, -1), last(n, -1);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (int v : plan.steps[s].inputs)
+      last[v] = static_cast<int64_t>(s);
+    for (int v : plan.steps[s].outputs)
+      first[v] = last[v] = static_cast<int64_t>(s);
+  }
+  for (int v : plan.outputs)
+    last[v] = static_cast<int64_t>(plan.steps.size());
+
+  std::vector<int> placed;
+  for (size_t v = 0; v < n; ++v) {
+    const ValueInfo &value = plan.values[v];
+    if (value.kind != ValueKind::Intermediate || first[v] < 0)
+      continue;
+    std::optional<ref::Shape> shape = evaluateShape(value, symbols);
+    if (!shape) {
+      ++out.dynamicValues;
+      continue;
+    }
+    out.bytes[v] = static_cast<size_t>(ref::numElements(*shape)) * ref::info(value.dtype).bytes;
+    out.sumBytes += alignUp(std::max<size_t>(out.bytes[v], 1), kSlotAlignment);
+    placed.push_back(static_cast<int>(v));
+  }
+  out.plannedValues = placed.size();
+  std::stable_sort(placed.begin(), placed.end(),
+                   [&](int a, int b) { return out.bytes[a] > out.bytes[b]; });
+
+  // Place each value at the lowest offset that no already-placed value with an
+  // overlapping live range occupies.
+  std::vector<int> done;
+  for (int v : placed) {
+    std::vector<std::pair<size_t, size_t>> busy; // [begin, end) of overlapping values
+    for (int u : done)
+      if (!(last[u] < first[v] || last[v] < first[u]))
+        busy.push_back({static_cast<size_t>(out.offsets[u]),
+                        static_cast<size_t>(out.offsets[u]) +
+                            alignUp(std::max<size_t>(out.bytes[u], 1), kSlotAlignment)});
+    std::sort(busy.begin(), busy.end());
+    size_t size = alignUp(std::max<size_t>(out.bytes[v], 1), kSlotAlignment);
+    size_t offset = 0;
+    for (auto [begin, end] : busy) {
+      if (offset + size <= begin)
+        break;
+      offset = std::max(offset, end);
+    }
+    out.offsets[v] = static_cast<int64_t>(offset);
+    out.peakBytes = std::max(out.peakBytes, offset + size);
+    done.push_back(v);
+  }
+  return out;
+}
+
+} // namespace kiln::rt

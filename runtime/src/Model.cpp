@@ -1,0 +1,402 @@
+//===- Model.cpp - load and run a compiled model ---------------------------===//
+
+#include "Model.h"
+
+#include "HostLibrary.h"
+#include "cuda/CudaDriver.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kiln::rt {
+namespace {
+
+/// The symbol a model .so from kiln-compile exports (see tools/kiln-compile.cpp).
+constexpr const char *kEmbeddedArtifactSymbol = "kiln_embedded_artifact";
+using EmbeddedArtifactFn = const void *(*)(size_t *);
+
+/// dlopen trusts the file: a truncated shared object faults (SIGBUS) while it is
+/// mapped. Check that the ELF headers and every loadable segment lie inside it.
+absl::Status checkElfExtent(int fd, size_t fileSize, const std::string &path) {
+  Elf64_Ehdr header;
+  auto truncated = [&](const char *what) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is a truncated or corrupt shared object (",
+                                                   what, " lies past its end)"));
+  };
+  if (fileSize < sizeof(header) || pread(fd, &header, sizeof(header), 0) != sizeof(header))
+    return truncated("the ELF header");
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_phentsize != sizeof(Elf64_Phdr))
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a 64-bit shared object"));
+  uint64_t phEnd = header.e_phoff + uint64_t(header.e_phnum) * sizeof(Elf64_Phdr);
+  if (phEnd > fileSize)
+    return truncated("the program header table");
+  if (header.e_shoff + uint64_t(header.e_shnum) * header.e_shentsize > fileSize)
+    return truncated("the section header table");
+  for (int i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    if (pread(fd, &ph, sizeof(ph), header.e_phoff + i * sizeof(ph)) != sizeof(ph))
+      return truncated("a program header");
+    if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > fileSize)
+      return truncated("a loadable segment");
+  }
+  return absl::OkStatus();
+}
+
+double microsSince(std::chrono::steady_clock::time_point origin) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin)
+      .count();
+}
+
+std::string shapeText(const ValueInfo &v, const std::vector<std::string> &symbols) {
+  std::vector<std::string> dims;
+  for (const Dim &d : v.shape)
+    dims.push_back(d.toString(symbols));
+  return absl::StrCat(dtypeName(v.dtype), "[", absl::StrJoin(dims, ", "), "]");
+}
+
+} // namespace
+
+std::string dtypeName(ref::DType t) {
+  return t == ref::DType::boolean ? "bool" : ref::info(t).name;
+}
+
+Model::~Model() {
+  if (mapping_)
+    munmap(mapping_, size_);
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::loadFile(const std::string &path, Backend backend) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
+  }
+  char magic[4] = {0, 0, 0, 0};
+  ssize_t got = pread(fd, magic, 4, 0);
+  if (got == 4 && std::memcmp(magic, "\x7f" "ELF", 4) == 0) {
+    absl::Status extent = checkElfExtent(fd, static_cast<size_t>(st.st_size), path);
+    close(fd);
+    if (!extent.ok())
+      return extent;
+    // A model .so from kiln-compile: its artifact is in its read-only data.
+    void *handle = dlopen(path.find('/') == std::string::npos ? ("./" + path).c_str() : path.c_str(),
+                          RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return absl::InvalidArgumentError(absl::StrCat("cannot load ", path, ": ", dlerror()));
+    auto embedded = reinterpret_cast<EmbeddedArtifactFn>(dlsym(handle, kEmbeddedArtifactSymbol));
+    if (!embedded)
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " is a shared object but not a model from kiln-compile (no ",
+                       kEmbeddedArtifactSymbol, ")"));
+    size_t size = 0;
+    const void *data = embedded(&size);
+    absl::StatusOr<std::unique_ptr<Model>> model = loadEmbedded(data, size, backend);
+    if (!model.ok())
+      return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
+    return model;
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  void *mapping = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  close(fd);
+  if (size && mapping == MAP_FAILED)
+    return absl::InternalError(absl::StrCat("cannot map ", path, ": ", std::strerror(errno)));
+  std::unique_ptr<Model> model(new Model());
+  model->mapping_ = size ? mapping : nullptr;
+  model->data_ = static_cast<const uint8_t *>(model->mapping_);
+  model->size_ = size;
+  if (absl::Status s = model->prepare(backend); !s.ok())
+    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+  return model;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::loadEmbedded(const void *data, size_t size,
+                                                           Backend backend) {
+  if (!data && size)
+    return absl::InvalidArgumentError("artifact data is NULL");
+  std::unique_ptr<Model> model(new Model());
+  model->data_ = static_cast<const uint8_t *>(data);
+  model->size_ = size;
+  if (absl::Status s = model->prepare(backend); !s.ok())
+    return s;
+  return model;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::loadMemory(const void *data, size_t size,
+                                                         Backend backend) {
+  if (!data && size)
+    return absl::InvalidArgumentError("artifact data is NULL");
+  std::unique_ptr<Model> model(new Model());
+  // A private copy, aligned as the weights inside it expect.
+  size_t padded = (size + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
+  void *copy = std::aligned_alloc(kWeightAlignment, std::max<size_t>(padded, kWeightAlignment));
+  if (!copy)
+    return absl::ResourceExhaustedError("cannot allocate memory for the artifact");
+  if (size)
+    std::memcpy(copy, data, size);
+  model->copy_ = std::unique_ptr<uint8_t, void (*)(void *)>(static_cast<uint8_t *>(copy), std::free);
+  model->data_ = model->copy_.get();
+  model->size_ = size;
+  if (absl::Status s = model->prepare(backend); !s.ok())
+    return s;
+  return model;
+}
+
+absl::Status Model::prepare(Backend requested) {
+  absl::StatusOr<Plan> plan = readArtifact(data_, size_);
+  if (!plan.ok())
+    return plan.status();
+  plan_ = std::move(*plan);
+
+  if (requested == Backend::Cuda || requested == Backend::Auto) {
+    absl::StatusOr<const CudaDriver *> driver = CudaDriver::get();
+    absl::StatusOr<int> count =
+        driver.ok() ? (*driver)->deviceCount() : absl::StatusOr<int>(driver.status());
+    if (requested == Backend::Cuda) {
+      if (!count.ok())
+        return count.status();
+      return absl::UnimplementedError(
+          "the CUDA executor is not built yet: run with the host backend (docs/runtime.md)");
+    }
+    // Auto: CUDA only when the executor exists; until then host emulation.
+  }
+  backend_ = Backend::Host;
+
+  // Host emulation: resolve each kernel's launcher in the libraries that list it.
+  hostLaunchers_.assign(plan_.kernels.size(), nullptr);
+  std::map<std::string, size_t> kernelIndex;
+  for (size_t k = 0; k < plan_.kernels.size(); ++k)
+    kernelIndex[plan_.kernels[k].name] = k;
+  for (const HostLibraryInfo &lib : plan_.hostLibraries) {
+    absl::StatusOr<void *> handle = loadHostLibrary(lib.data, lib.size);
+    if (!handle.ok())
+      return handle.status();
+    for (const std::string &name : lib.kernels) {
+      auto it = kernelIndex.find(name);
+      if (it == kernelIndex.end())
+        continue;
+      absl::StatusOr<HostLauncher> launcher = hostLauncher(*handle, name);
+      if (!launcher.ok())
+        return launcher.status();
+      hostLaunchers_[it->second] = *launcher;
+    }
+  }
+  for (size_t k = 0; k < plan_.kernels.size(); ++k)
+    if (!hostLaunchers_[k])
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the artifact has no host-emulation code for kernel ", plan_.kernels[k].name,
+          " (compiled without a host library)"));
+  return absl::OkStatus();
+}
+
+std::string Model::describeInput(size_t i) const {
+  return absl::StrCat("input '", plan_.values[plan_.inputs[i]].name, "'");
+}
+
+absl::StatusOr<std::vector<std::optional<int64_t>>>
+Model::bindSymbols(const std::vector<ref::Tensor> &inputs) const {
+  if (inputs.size() != plan_.inputs.size())
+    return absl::InvalidArgumentError(absl::StrCat("the model takes ", plan_.inputs.size(),
+                                                   " inputs, got ", inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo &want = plan_.values[plan_.inputs[i]];
+    if (inputs[i].dtype() != want.dtype || inputs[i].rank() != static_cast<int64_t>(want.shape.size()))
+      return absl::InvalidArgumentError(absl::StrCat(
+          describeInput(i), " is ", inputs[i].describe(), " but the model expects ",
+          shapeText(want, plan_.symbols)));
+  }
+  std::vector<std::optional<int64_t>> symbols(plan_.symbols.size());
+  std::vector<std::string> boundBy(plan_.symbols.size());
+  for (const GuardInfo &g : plan_.guards) {
+    int64_t actual = inputs[g.input].dim(g.dim);
+    std::string where = absl::StrCat(describeInput(g.input), " dim ", g.dim);
+    if (g.binds) {
+      int64_t s = *g.expected.soleSymbol();
+      if (!symbols[s]) {
+        symbols[s] = actual;
+        boundBy[s] = where;
+        continue;
+      }
+    }
+    std::optional<int64_t> expected = g.expected.evaluate(symbols);
+    if (!expected)
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": its expected size ", g.expected.toString(plan_.symbols),
+          " cannot be evaluated (an unbound symbol or a division by zero)"));
+    if (*expected != actual) {
+      std::string because;
+      if (std::optional<int64_t> s = g.expected.soleSymbol())
+        because = absl::StrCat(" (", plan_.symbols[*s], " = ", *expected, " from ", boundBy[*s], ")");
+      else if (g.expected.ops.size() > 1)
+        because = absl::StrCat(" (", g.expected.toString(plan_.symbols), ")");
+      return absl::InvalidArgumentError(absl::StrCat(where, " is ", actual, " but the model expects ",
+                                                     *expected, because));
+    }
+  }
+  return symbols;
+}
+
+std::shared_ptr<const MemoryPlan>
+Model::memoryPlan(const std::vector<std::optional<int64_t>> &symbols) const {
+  {
+    absl::MutexLock lock(&cacheMutex_);
+    if (auto it = memoryPlans_.find(symbols); it != memoryPlans_.end())
+      return it->second;
+  }
+  auto plan = std::make_shared<const MemoryPlan>(planMemory(plan_, symbols));
+  absl::MutexLock lock(&cacheMutex_);
+  // A server sees few distinct shapes; a flood of new ones must not grow this forever.
+  if (memoryPlans_.size() >= 256)
+    memoryPlans_.clear();
+  memoryPlans_.emplace(symbols, plan);
+  return plan;
+}
+
+absl::Status Model::runStep(size_t index, std::vector<ref::Tensor> &values,
+                            const std::vector<std::optional<int64_t>> &symbols,
+                            const MemoryPlan &memory, uint8_t *arena) const {
+  const StepInfo &step = plan_.steps[index];
+  int out = step.outputs[0];
+  const ValueInfo &result = plan_.values[out];
+  auto fail = [&](const std::string &message) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step ", index, " (", step.label, "): ", message));
+  };
+  // The result's storage: its arena slot when its size was known in advance.
+  auto allocate = [&](const ref::Shape &shape) {
+    if (memory.offsets[out] >= 0)
+      values[out] = ref::Tensor::view(result.dtype, shape, arena + memory.offsets[out]);
+    else
+      values[out] = ref::Tensor(result.dtype, shape);
+  };
+  std::optional<ref::Shape> planned = evaluateShape(result, symbols);
+
+  switch (step.kind) {
+  case StepKind::Kernel: {
+    if (!planned)
+      return fail("the kernel's result size is unknown before it runs");
+    allocate(*planned);
+    const KernelInfo &kernel = plan_.kernels[step.kernel];
+    std::vector<void *> pointers = {values[out].bytes()};
+    for (int v : step.inputs)
+      pointers.push_back(values[v].bytes());
+    std::vector<int64_t> symbolArgs;
+    for (int s : kernel.symbols)
+      symbolArgs.push_back(symbols[s].value_or(0));
+    std::vector<void *> args;
+    for (void *&p : pointers)
+      args.push_back(&p);
+    for (int64_t &s : symbolArgs)
+      args.push_back(&s);
+    // Enough blocks to spread over the host's threads; kernels stride over the rest.
+    int64_t grid = std::max<int64_t>(1, std::min<int64_t>(values[out].numel(), 64));
+    hostLaunchers_[step.kernel](args.data(), grid);
+    return absl::OkStatus();
+  }
+  case StepKind::Library: {
+    std::vector<const ref::Tensor *> inputs;
+    for (int v : step.inputs)
+      inputs.push_back(&values[v]);
+    absl::StatusOr<std::vector<ref::Tensor>> r = ref::runLibraryCall(step.call, inputs);
+    if (!r.ok())
+      return fail(std::string(r.status().message()));
+    ref::Tensor &got = (*r)[0];
+    bool match = got.dtype() == result.dtype && got.rank() == static_cast<int64_t>(result.shape.size());
+    for (size_t d = 0; match && d < result.shape.size(); ++d)
+      if (std::optional<int64_t> want = result.shape[d].evaluate(symbols))
+        match = *want == got.dim(d);
+    if (!match)
+      return fail(absl::StrCat("its result is ", got.describe(), " but the plan says ",
+                               shapeText(result, plan_.symbols)));
+    if (memory.offsets[out] >= 0) {
+      allocate(got.shape());
+      std::memcpy(values[out].bytes(), got.bytes(), got.byteSize());
+    } else {
+      values[out] = std::move(got);
+    }
+    return absl::OkStatus();
+  }
+  case StepKind::SymbolicConstant: {
+    // A vector of the dims, or a scalar when there is one.
+    if (result.dtype != ref::DType::i64 || !planned ||
+        ref::numElements(*planned) != static_cast<int64_t>(step.dims.size()))
+      return fail("its result is not an i64 tensor of its dims");
+    allocate(*planned);
+    for (size_t i = 0; i < step.dims.size(); ++i) {
+      std::optional<int64_t> v = step.dims[i].evaluate(symbols);
+      if (!v)
+        return fail(absl::StrCat("dim ", step.dims[i].toString(plan_.symbols), " has no value"));
+      values[out].setI(static_cast<int64_t>(i), *v);
+    }
+    return absl::OkStatus();
+  }
+  case StepKind::ShapeOf: {
+    const ref::Tensor &x = values[step.inputs[0]];
+    ref::Shape shape = {x.rank()};
+    if (result.dtype != ref::DType::i64 || (planned && *planned != shape))
+      return fail("its result is not an i64 vector of the input's rank");
+    allocate(shape);
+    for (int64_t d = 0; d < x.rank(); ++d)
+      values[out].setI(d, x.dim(d));
+    return absl::OkStatus();
+  }
+  }
+  return fail("unknown step kind");
+}
+
+absl::Status Model::run(const std::vector<ref::Tensor> &inputs, const OutputSink &sink,
+                        Profile *profile) const {
+  absl::StatusOr<std::vector<std::optional<int64_t>>> symbols = bindSymbols(inputs);
+  if (!symbols.ok())
+    return symbols.status();
+  std::shared_ptr<const MemoryPlan> memory = memoryPlan(*symbols);
+
+  // This call's arena; a new one each call keeps concurrent runs apart.
+  std::unique_ptr<uint8_t, void (*)(void *)> arena(
+      static_cast<uint8_t *>(std::aligned_alloc(kSlotAlignment, std::max(memory->peakBytes, kSlotAlignment))),
+      std::free);
+  if (!arena)
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate the ", memory->peakBytes, "-byte arena"));
+
+  std::vector<ref::Tensor> values(plan_.values.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    values[plan_.inputs[i]] = inputs[i];
+  for (size_t v = 0; v < plan_.values.size(); ++v) {
+    const ValueInfo &info = plan_.values[v];
+    if (info.kind == ValueKind::Weight)
+      values[v] = ref::Tensor::view(info.dtype, *evaluateShape(info, {}),
+                                    const_cast<uint8_t *>(info.weightData));
+  }
+  for (size_t s = 0; s < plan_.steps.size(); ++s) {
+    double start = profile ? microsSince(profile->origin) : 0;
+    if (absl::Status status = runStep(s, values, *symbols, *memory, arena.get()); !status.ok())
+      return status;
+    if (profile) {
+      double end = microsSince(profile->origin);
+      const StepInfo &step = plan_.steps[s];
+      const char *kind = step.kind == StepKind::Kernel    ? "kernel"
+                         : step.kind == StepKind::Library ? "library"
+                                                          : "host";
+      absl::MutexLock lock(&profile->mutex);
+      profile->events.push_back({step.label, kind, start, end - start});
+    }
+  }
+  for (size_t i = 0; i < plan_.outputs.size(); ++i)
+    if (absl::Status s = sink(i, values[plan_.outputs[i]]); !s.ok())
+      return s;
+  return absl::OkStatus();
+}
+
+} // namespace kiln::rt

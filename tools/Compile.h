@@ -1,0 +1,39 @@
+//===- Compile.h - a loaded model to an artifact, for the CLI tools -*- C++ -*-===//
+//
+// What kiln-compile does and what kiln-run and kiln-conformance do in memory:
+// kernel formation over the optimized module, then the artifact (codegen/Artifact).
+// Stage times go to the report.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_COMPILE_H
+#define KILN_TOOLS_COMPILE_H
+
+#include "codegen/Artifact.h"
+#include "kiln/runtime.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <functional>
+
+namespace kiln {
+
+/// Forms kernels in `module`'s entry function and builds its artifact. `dumpIR`,
+/// when set, receives the module after kernel formation ("kernels").
+mlir::FailureOr<CompiledArtifact>
+compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
+                  const std::function<void(llvm::StringRef stage, mlir::ModuleOp)> &dumpIR = {});
+
+/// Runs a loaded model on `inputs` through the C API, as an application would:
+/// outputs sized from the inputs up front, and one whose size depends on the data
+/// sized by a first attempt that reports it.
+absl::StatusOr<std::vector<ref::Tensor>> runLoadedModel(const kiln_model_t *model,
+                                                        std::vector<ref::Tensor> &inputs,
+                                                        kiln_profile_t *profile = nullptr);
+
+/// `t` as a kiln_tensor_t view of its bytes.
+kiln_tensor_t tensorView(ref::Tensor &t);
+
+} // namespace kiln
+
+#endif // KILN_TOOLS_COMPILE_H

@@ -1,0 +1,320 @@
+//===- kiln-compile.cpp - a model to an artifact or a shared object --------===//
+//
+//   kiln-compile MODEL -o OUT.kiln|OUT.so [--arch sm_80,sm_90|none] [--no-host]
+//                [--no-optimize] [--dump-ir DIR] [--report FILE] [--bind SYM=N,...]
+//                [--name C_NAME] [--cache-dir DIR] [--jobs N]
+//
+// MODEL is .onnx or kiln .mlir. A .kiln is the artifact itself
+// (docs/artifact-format.md); a .so embeds it in read-only data and exports
+// `kiln_embedded_artifact` plus `<name>_load(backend, &model)`, linking only
+// libkiln_runtime. Every problem is one line on stderr and exit code 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Artifact.h"
+#include "MemoryPlan.h"
+#include "kiln/runtime.h"
+#include "tools/Compile.h"
+#include "tools/InitAll.h"
+#include "tools/DiagnosticPrinter.h"
+#include "tools/LoadModel.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <dlfcn.h>
+
+using namespace llvm;
+
+static cl::OptionCategory category("kiln-compile options");
+static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx|model.mlir>"),
+                                      cl::Required, cl::cat(category));
+static cl::opt<std::string> outputPath("o", cl::desc("Output: OUT.kiln (artifact) or OUT.so"),
+                                       cl::value_desc("file"), cl::Required, cl::cat(category));
+static cl::opt<std::string> archs(
+    "arch", cl::desc("SM versions to compile cubins and PTX for, or 'none' (default sm_80,sm_90)"),
+    cl::init("sm_80,sm_90"), cl::cat(category));
+static cl::opt<bool> noHost("no-host",
+                            cl::desc("Do not embed the host-emulation library (GPU only)"),
+                            cl::cat(category));
+static cl::opt<bool> noOptimize("no-optimize", cl::desc("Skip the graph pipeline"),
+                                cl::cat(category));
+static cl::opt<std::string> dumpDir("dump-ir",
+                                    cl::desc("Write the IR after each stage to DIR"),
+                                    cl::value_desc("dir"), cl::cat(category));
+static cl::opt<std::string> reportPath(
+    "report",
+    cl::desc("Write a JSON report: kernels, library calls, fusion groups, memory plan, "
+             "time per stage"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> bind(
+    "bind", cl::desc("Symbol values for the report's memory plan, SYM=N,... (others: 1)"),
+    cl::value_desc("sym=n,..."), cl::cat(category));
+static cl::opt<std::string> cName(
+    "name", cl::desc("C name of the .so's loader, <name>_load (default: from the output file)"),
+    cl::cat(category));
+static cl::opt<std::string> cacheDir(
+    "cache-dir",
+    cl::desc("Where compiled kernels are cached (default $KILN_CACHE_DIR or ~/.cache/kiln)"),
+    cl::cat(category));
+static cl::opt<int> jobs("jobs", cl::desc("Compilers to run at once"), cl::init(2),
+                         cl::cat(category));
+
+static int fail(const Twine &message) {
+  errs() << "kiln-compile: error: " << message << "\n";
+  return 1;
+}
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+std::string defaultCacheDir() {
+  if (std::optional<std::string> dir = sys::Process::GetEnv("KILN_CACHE_DIR"))
+    return *dir;
+  SmallString<256> home;
+  if (sys::path::home_directory(home)) {
+    sys::path::append(home, ".cache", "kiln");
+    return home.str().str();
+  }
+  return "/tmp/kiln-cache";
+}
+
+/// A C identifier from the output's file name ("encoder.so" -> "encoder").
+std::string identifierFrom(StringRef path) {
+  std::string name;
+  for (char c : sys::path::stem(path))
+    name += (isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (name.empty() || isdigit(static_cast<unsigned char>(name[0])))
+    name = "model_" + name;
+  return name;
+}
+
+/// The folder holding the libkiln_runtime this tool runs with (the .so links it).
+std::string runtimeLibraryDir() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void *>(&kiln_runtime_version), &info) && info.dli_fname) {
+    SmallString<256> real;
+    if (!sys::fs::real_path(info.dli_fname, real))
+      return sys::path::parent_path(real).str();
+  }
+  return "";
+}
+
+/// Links the artifact at `artifactPath` into a shared object at `out`.
+LogicalResult writeSharedObject(StringRef artifactPath, StringRef out, StringRef name) {
+  std::string cc = sys::Process::GetEnv("CC").value_or("cc");
+  ErrorOr<std::string> compiler = sys::findProgramByName(cc);
+  if (!compiler) {
+    errs() << "kiln-compile: error: a .so needs a C compiler; '" << cc
+           << "' is not on PATH (set CC)\n";
+    return failure();
+  }
+  std::string libDir = runtimeLibraryDir();
+  if (libDir.empty()) {
+    errs() << "kiln-compile: error: cannot locate libkiln_runtime to link the .so against\n";
+    return failure();
+  }
+  SmallString<256> absolute(artifactPath);
+  sys::fs::make_absolute(absolute);
+  SmallString<256> stub(out);
+  stub += ".stub.c";
+  {
+    std::error_code ec;
+    raw_fd_ostream os(stub, ec);
+    if (ec) {
+      errs() << "kiln-compile: error: cannot write " << stub << ": " << ec.message() << "\n";
+      return failure();
+    }
+    // The artifact goes into read-only data, 64-byte aligned as its weights expect.
+    os << "/* Generated by kiln-compile: the artifact of " << sys::path::filename(modelPath)
+       << " and its loader. */\n"
+       << "#include \"kiln/runtime.h\"\n"
+       << "__asm__(\".section .rodata.kiln_artifact,\\\"a\\\",@progbits\\n\"\n"
+       << "        \".balign 64\\n\"\n"
+       << "        \".globl kiln_artifact_begin_" << name << "\\n\"\n"
+       << "        \".hidden kiln_artifact_begin_" << name << "\\n\"\n"
+       << "        \"kiln_artifact_begin_" << name << ":\\n\"\n"
+       << "        \".incbin \\\"" << absolute << "\\\"\\n\"\n"
+       << "        \".globl kiln_artifact_end_" << name << "\\n\"\n"
+       << "        \".hidden kiln_artifact_end_" << name << "\\n\"\n"
+       << "        \"kiln_artifact_end_" << name << ":\\n\"\n"
+       << "        \".previous\\n\");\n"
+       << "extern const unsigned char kiln_artifact_begin_" << name << "[];\n"
+       << "extern const unsigned char kiln_artifact_end_" << name << "[];\n"
+       << "KILN_API const void *kiln_embedded_artifact(size_t *size) {\n"
+       << "  *size = (size_t)(kiln_artifact_end_" << name << " - kiln_artifact_begin_" << name
+       << ");\n"
+       << "  return kiln_artifact_begin_" << name << ";\n}\n"
+       << "KILN_API kiln_status_t " << name
+       << "_load(kiln_backend_t backend, kiln_model_t **out_model) {\n"
+       << "  size_t size;\n"
+       << "  const void *data = kiln_embedded_artifact(&size);\n"
+       << "  return kiln_model_load_embedded(data, size, backend, out_model);\n}\n";
+  }
+  std::string temporary = (out + ".tmp").str();
+  std::vector<std::string> args = {*compiler,   "-shared", "-fPIC", "-O1",
+                                   "-fvisibility=hidden", "-I" KILN_RUNTIME_INCLUDE_DIR,
+                                   "-o",        temporary,  stub.str().str(),
+                                   "-L" + libDir, "-lkiln_runtime", "-Wl,-rpath," + libDir};
+  std::vector<StringRef> argv(args.begin(), args.end());
+  std::string error;
+  int rc = sys::ExecuteAndWait(*compiler, argv, std::nullopt, {}, 0, 0, &error);
+  sys::fs::remove(stub);
+  if (rc != 0) {
+    sys::fs::remove(temporary);
+    errs() << "kiln-compile: error: linking " << out << " failed (" << cc << " exit " << rc
+           << ") " << error << "\n";
+    return failure();
+  }
+  if (std::error_code ec = sys::fs::rename(temporary, out)) {
+    errs() << "kiln-compile: error: cannot write " << out << ": " << ec.message() << "\n";
+    return failure();
+  }
+  return success();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "kiln-compile: compiles a model to an artifact\n");
+  StringRef ext = sys::path::extension(outputPath);
+  if (ext != ".kiln" && ext != ".so")
+    return fail("output '" + outputPath + "' must end in .kiln or .so");
+
+  kiln::ArtifactOptions options;
+  options.cubinArchs.clear();
+  if (archs != "none")
+    for (StringRef a : llvm::split(StringRef(archs), ',')) {
+      int sm = 0;
+      if (!a.consume_front("sm_") || a.getAsInteger(10, sm) || sm < 50)
+        return fail("--arch '" + archs + "' is not a list like sm_80,sm_90 (or 'none')");
+      options.cubinArchs.push_back(sm);
+    }
+  options.hostLibrary = !noHost;
+  options.cacheDir = cacheDir.empty() ? defaultCacheDir() : cacheDir.getValue();
+  if (std::error_code ec = sys::fs::create_directories(options.cacheDir))
+    return fail("cannot create " + options.cacheDir + ": " + ec.message());
+  options.jobs = jobs;
+  options.source = sys::path::filename(modelPath).str();
+
+  std::map<std::string, int64_t> binding;
+  if (!bind.empty())
+    for (StringRef item : llvm::split(StringRef(bind), ',')) {
+      auto [sym, value] = item.split('=');
+      int64_t v = 0;
+      if (sym.empty() || value.getAsInteger(10, v) || v < 0)
+        return fail("--bind '" + item + "' is not SYM=N");
+      binding[sym.str()] = v;
+    }
+
+  mlir::DialectRegistry registry;
+  kiln::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  kiln::OneLineDiagnostics diagnostics(context);
+
+  auto dump = [&](StringRef stage, mlir::ModuleOp module) {
+    if (dumpDir.empty())
+      return;
+    static int counter = 0;
+    sys::fs::create_directories(dumpDir);
+    SmallString<256> path(dumpDir);
+    sys::path::append(path, std::to_string(++counter) + "-" + stage.str() + ".mlir");
+    std::error_code ec;
+    raw_fd_ostream os(path, ec);
+    if (!ec)
+      module.print(os);
+  };
+
+  Clock::time_point start = Clock::now();
+  kiln::LoadOptions load;
+  load.optimize = false;
+  mlir::OwningOpRef<mlir::ModuleOp> module = kiln::loadModel(context, modelPath, load);
+  if (!module)
+    return 1;
+  double importMs = msSince(start);
+  dump("imported", *module);
+  start = Clock::now();
+  if (!noOptimize) {
+    mlir::PassManager pm(&context);
+    kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
+    if (failed(pm.run(*module)))
+      return 1;
+    dump("graph-pipeline", *module);
+  }
+  double pipelineMs = msSince(start);
+
+  mlir::FailureOr<kiln::CompiledArtifact> artifact =
+      kiln::compileToArtifact(*module, options, dump);
+  if (failed(artifact))
+    return 1;
+
+  start = Clock::now();
+  std::string artifactPath = ext == ".kiln" ? outputPath.getValue() : outputPath + ".kiln.tmp";
+  {
+    std::error_code ec;
+    ToolOutputFile file(artifactPath, ec, sys::fs::OF_None);
+    if (ec)
+      return fail("cannot write " + artifactPath + ": " + ec.message());
+    file.os() << artifact->bytes;
+    file.keep();
+  }
+  if (ext == ".so") {
+    std::string name = cName.empty() ? identifierFrom(outputPath) : cName.getValue();
+    LogicalResult linked = writeSharedObject(artifactPath, outputPath, name);
+    sys::fs::remove(artifactPath);
+    if (failed(linked))
+      return 1;
+  }
+  double writeMs = msSince(start);
+
+  if (!reportPath.empty()) {
+    llvm::json::Object report = std::move(artifact->report);
+    report["model"] = modelPath.getValue();
+    report["output"] = outputPath.getValue();
+    report["artifact_bytes"] = static_cast<int64_t>(artifact->bytes.size());
+    if (auto *stages = report.getObject("stage_ms")) {
+      (*stages)["import"] = importMs;
+      (*stages)["graph_pipeline"] = pipelineMs;
+      (*stages)["write"] = writeMs;
+    }
+    // The memory plan the runtime will use, under the given symbol values.
+    auto *bytes = reinterpret_cast<const uint8_t *>(artifact->bytes.data());
+    absl::StatusOr<kiln::rt::Plan> plan = kiln::rt::readArtifact(bytes, artifact->bytes.size());
+    if (!plan.ok())
+      return fail("the artifact does not read back: " + std::string(plan.status().message()));
+    std::vector<std::optional<int64_t>> symbols;
+    llvm::json::Object bound;
+    for (const std::string &s : plan->symbols) {
+      auto it = binding.find(s);
+      int64_t v = it == binding.end() ? 1 : it->second;
+      symbols.push_back(v);
+      bound[s] = v;
+    }
+    kiln::rt::MemoryPlan memory = kiln::rt::planMemory(*plan, symbols);
+    report["memory_plan"] = llvm::json::Object{
+        {"symbols", std::move(bound)},
+        {"arena_bytes", static_cast<int64_t>(memory.peakBytes)},
+        {"sum_of_buffers_bytes", static_cast<int64_t>(memory.sumBytes)},
+        {"planned_values", static_cast<int64_t>(memory.plannedValues)},
+        {"values_sized_at_run_time", static_cast<int64_t>(memory.dynamicValues)}};
+    std::error_code ec;
+    raw_fd_ostream os(reportPath, ec);
+    if (ec)
+      return fail("cannot write " + reportPath + ": " + ec.message());
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+  }
+  return 0;
+}
