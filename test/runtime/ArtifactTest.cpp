@@ -1,0 +1,211 @@
+// The runtime's artifact reader, executor and memory planner on artifacts built
+// here with the schema's own builder: no compiler, no kernels (library steps and
+// shape steps only), so these run wherever the runtime builds.
+
+#include "Artifact.h"
+#include "MemoryPlan.h"
+#include "kiln/runtime.h"
+#include "kiln/runtime.hpp"
+#include "kiln/schema/kiln_artifact_generated.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+namespace {
+namespace fb = kiln::artifact;
+
+/// What a test may break in the artifact it builds.
+struct Damage {
+  int stepInput = 0;     ///< the matmul's first input value
+  int weightIndex = 0;   ///< the weight value's index into the weight table
+  int64_t symbol = 0;    ///< the symbol number of x's first dim
+  uint32_t version = 1;
+};
+
+/// x: f32[n, 2] -> y = x @ w (w: f32[2, 3] weight), s = shape_of(y), c = [n, 3]
+std::string buildArtifact(const Damage &damage = {}) {
+  flatbuffers::FlatBufferBuilder b;
+  auto dim = [&](std::vector<fb::ExprOp> ops) { return fb::CreateDim(b, b.CreateVectorOfStructs(ops)); };
+  auto sym = [&](int64_t s) { return dim({fb::ExprOp(fb::ExprKind::Symbol, s)}); };
+  auto lit = [&](int64_t v) { return dim({fb::ExprOp(fb::ExprKind::Constant, v)}); };
+  auto value = [&](const char *name, fb::DType t, std::vector<flatbuffers::Offset<fb::Dim>> shape,
+                   fb::ValueKind kind, int weight = -1) {
+    return fb::CreateValue(b, b.CreateString(name), t, b.CreateVector(shape), kind, weight);
+  };
+  std::vector<flatbuffers::Offset<fb::Value>> values = {
+      value("x", fb::DType::f32, {sym(damage.symbol), lit(2)}, fb::ValueKind::Input),
+      value("", fb::DType::f32, {lit(2), lit(3)}, fb::ValueKind::Weight, damage.weightIndex),
+      value("y", fb::DType::f32, {sym(0), lit(3)}, fb::ValueKind::Intermediate),
+      value("s", fb::DType::i64, {lit(2)}, fb::ValueKind::Intermediate),
+      value("c", fb::DType::i64, {lit(2)}, fb::ValueKind::Intermediate),
+  };
+  std::vector<float> w = {1, 2, 3, 4, 5, 6};
+  std::vector<uint8_t> blob(reinterpret_cast<uint8_t *>(w.data()),
+                            reinterpret_cast<uint8_t *>(w.data()) + 24);
+  std::vector<flatbuffers::Offset<fb::Step>> steps = {
+      fb::CreateStep(b, fb::StepKind::Library, b.CreateString("kiln.matmul"), -1,
+                     b.CreateVector(std::vector<int>{damage.stepInput, 1}),
+                     b.CreateVector(std::vector<int>{2})),
+      fb::CreateStep(b, fb::StepKind::ShapeOf, b.CreateString("kiln.shape_of"), -1,
+                     b.CreateVector(std::vector<int>{2}), b.CreateVector(std::vector<int>{3})),
+      fb::CreateStep(b, fb::StepKind::SymbolicConstant, b.CreateString("kiln.symbolic_constant"),
+                     -1, b.CreateVector(std::vector<int>{}), b.CreateVector(std::vector<int>{4}),
+                     0, b.CreateVector(std::vector<flatbuffers::Offset<fb::Dim>>{sym(0), lit(3)})),
+  };
+  std::vector<flatbuffers::Offset<fb::Guard>> guards = {
+      fb::CreateGuard(b, 0, 0, sym(0), true), fb::CreateGuard(b, 0, 1, lit(2), false)};
+  std::vector<flatbuffers::Offset<fb::Weight>> weights = {fb::CreateWeight(b, 0, 24)};
+  std::vector<flatbuffers::Offset<flatbuffers::String>> symbols = {b.CreateString("n")};
+  b.ForceVectorAlignment(blob.size(), 1, 64);
+  auto data = b.CreateVector(blob);
+  auto model = fb::CreateModel(
+      b, damage.version, b.CreateString("test"), b.CreateString("test"), b.CreateVector(symbols),
+      b.CreateVector(values), b.CreateVector(std::vector<int>{0}),
+      b.CreateVector(std::vector<int>{2, 3, 4}), b.CreateVector(guards), b.CreateVector(steps), 0, 0,
+      0, b.CreateVector(weights), data);
+  fb::FinishModelBuffer(b, model);
+  return std::string(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+}
+
+kiln_status_t load(const std::string &bytes, kiln_model_t **model) {
+  return kiln_model_load_memory(bytes.data(), bytes.size(), KILN_BACKEND_HOST, model);
+}
+
+TEST(Artifact, RunsLibraryAndShapeSteps) {
+  std::string bytes = buildArtifact();
+  kiln::Model model;
+  ASSERT_TRUE(kiln::Model::loadMemory(bytes.data(), bytes.size(), &model, KILN_BACKEND_HOST).ok())
+      << kiln_last_error();
+  ASSERT_EQ(model.numInputs(), 1u);
+  ASSERT_EQ(model.numOutputs(), 3u);
+  kiln_tensor_info_t info = model.inputInfo(0);
+  EXPECT_STREQ(info.name, "x");
+  EXPECT_EQ(info.dims[0], -1);
+  EXPECT_STREQ(info.dim_names[0], "n");
+  EXPECT_EQ(info.dims[1], 2);
+
+  std::vector<kiln::HostTensor> inputs = {kiln::HostTensor(KILN_F32, {2, 2})};
+  float x[] = {1, 0, 0, 1};
+  std::memcpy(inputs[0].data.data(), x, sizeof(x));
+  std::vector<kiln::HostTensor> outputs;
+  kiln::Status s = model.run(inputs, &outputs);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(outputs[0].dims, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(outputs[0].as<float>()[5], 6.0f);
+  EXPECT_EQ(outputs[1].as<int64_t>()[0], 2);
+  EXPECT_EQ(outputs[2].as<int64_t>()[0], 2);
+  EXPECT_EQ(outputs[2].as<int64_t>()[1], 3);
+}
+
+TEST(Artifact, GuardsNameTheInputAndDim) {
+  std::string bytes = buildArtifact();
+  kiln::Model model;
+  ASSERT_TRUE(kiln::Model::loadMemory(bytes.data(), bytes.size(), &model, KILN_BACKEND_HOST).ok());
+  std::vector<kiln::HostTensor> outputs;
+  std::vector<kiln::HostTensor> wrongDim = {kiln::HostTensor(KILN_F32, {2, 5})};
+  kiln::Status s = model.run(wrongDim, &outputs);
+  EXPECT_EQ(s.code(), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(s.message(), "input 'x' dim 1 is 5 but the model expects 2");
+  std::vector<kiln::HostTensor> wrongType = {kiln::HostTensor(KILN_F64, {2, 2})};
+  s = model.run(wrongType, &outputs);
+  EXPECT_EQ(s.message(), "input 'x' is f64[2, 2] but the model expects f32[n, 2]");
+  std::vector<kiln::HostTensor> none;
+  s = model.run(none, &outputs);
+  EXPECT_EQ(s.message(), "the model takes 1 inputs, got 0");
+}
+
+TEST(Artifact, SmallOutputBufferReportsTheNeededSize) {
+  std::string bytes = buildArtifact();
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(load(bytes, &model), KILN_OK);
+  float x[4] = {};
+  kiln_tensor_t in = {KILN_F32, 2, {2, 2}, x, sizeof(x)};
+  float y[2];
+  int64_t s[2], c[2];
+  kiln_tensor_t out[3] = {{KILN_F32, 0, {}, y, sizeof(y)},
+                          {KILN_I64, 0, {}, s, sizeof(s)},
+                          {KILN_I64, 0, {}, c, sizeof(c)}};
+  EXPECT_EQ(kiln_model_run(model, &in, 1, out, 3, nullptr), KILN_OUT_OF_RANGE);
+  EXPECT_EQ(out[0].size_bytes, 24u);
+  EXPECT_EQ(out[0].dims[1], 3);
+  EXPECT_NE(std::string(kiln_last_error()).find("needs 24 bytes"), std::string::npos)
+      << kiln_last_error();
+  kiln_model_destroy(model);
+}
+
+TEST(Artifact, DamagedArtifactsAreErrors) {
+  struct Case {
+    Damage damage;
+    kiln_status_t status;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {{4, 0, 0, 1}, KILN_INVALID_ARGUMENT, "step 0 reads value 4 before it is defined"},
+      {{9, 0, 0, 1}, KILN_INVALID_ARGUMENT, "step 0 names value 9 of 5"},
+      {{0, 3, 0, 1}, KILN_INVALID_ARGUMENT, "value 1: weight 3 is not in the table"},
+      {{0, 0, 7, 1}, KILN_INVALID_ARGUMENT, "value 0: symbol 7 is not in the table"},
+      {{0, 0, 0, 9}, KILN_FAILED_PRECONDITION, "artifact format version 9"},
+  };
+  for (const Case &c : cases) {
+    std::string bytes = buildArtifact(c.damage);
+    kiln_model_t *model = nullptr;
+    EXPECT_EQ(load(bytes, &model), c.status) << c.message;
+    EXPECT_EQ(model, nullptr);
+    EXPECT_NE(std::string(kiln_last_error()).find(c.message), std::string::npos)
+        << kiln_last_error();
+  }
+  // Every truncation of a valid artifact is an error, never a crash.
+  std::string bytes = buildArtifact();
+  for (size_t n = 0; n < bytes.size(); n += 7) {
+    kiln_model_t *model = nullptr;
+    EXPECT_NE(load(bytes.substr(0, n), &model), KILN_OK) << n;
+    EXPECT_EQ(model, nullptr);
+  }
+}
+
+TEST(Artifact, NullArgumentsAreErrors) {
+  kiln_model_t *model = nullptr;
+  EXPECT_EQ(kiln_model_load_file(nullptr, KILN_BACKEND_HOST, &model), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_model_load_file("/nonexistent.kiln", KILN_BACKEND_HOST, &model), KILN_NOT_FOUND);
+  EXPECT_EQ(kiln_model_run(nullptr, nullptr, 0, nullptr, 0, nullptr), KILN_INVALID_ARGUMENT);
+  size_t n;
+  EXPECT_EQ(kiln_model_num_inputs(nullptr, &n), KILN_INVALID_ARGUMENT);
+  kiln_model_destroy(nullptr);
+}
+
+TEST(MemoryPlan, ValuesWithDisjointLifetimesShareBytes) {
+  std::string bytes = buildArtifact();
+  auto plan = kiln::rt::readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  kiln::rt::MemoryPlan memory = kiln::rt::planMemory(*plan, {int64_t(1000)});
+  // y (12000 bytes), s and c are outputs, live to the end: nothing can share.
+  EXPECT_EQ(memory.plannedValues, 3u);
+  EXPECT_EQ(memory.peakBytes, memory.sumBytes);
+  EXPECT_GE(memory.offsets[3], 12000);
+  // A chain a -> b -> c -> d where only d is an output: a and c share.
+  kiln::rt::Plan chain;
+  chain.symbols = {};
+  for (int v = 0; v < 4; ++v) {
+    kiln::rt::ValueInfo info;
+    info.dtype = kiln::ref::DType::f32;
+    info.shape = {kiln::rt::Dim{{{kiln::rt::Dim::Op::Constant, 1024}}}};
+    info.kind = v == 0 ? kiln::rt::ValueKind::Input : kiln::rt::ValueKind::Intermediate;
+    chain.values.push_back(info);
+  }
+  chain.inputs = {0};
+  chain.outputs = {3};
+  for (int s = 0; s < 3; ++s) {
+    kiln::rt::StepInfo step;
+    step.inputs = {s};
+    step.outputs = {s + 1};
+    chain.steps.push_back(step);
+  }
+  kiln::rt::MemoryPlan m = kiln::rt::planMemory(chain, {});
+  EXPECT_EQ(m.sumBytes, 3u * 4096);
+  EXPECT_EQ(m.peakBytes, 2u * 4096);
+  EXPECT_EQ(m.offsets[1], m.offsets[3]);
+}
+
+} // namespace
