@@ -232,6 +232,13 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
   std::string cacheDir = options.cacheDir;
   std::string version = rt::nvrtcVersion();
   auto run = [&](Job &job) {
+    if (options.prebuiltCubins) {
+      auto it = options.prebuiltCubins->find(kernels[job.kernel].name);
+      if (it != options.prebuiltCubins->end()) {
+        job.result = *it->second;
+        return;
+      }
+    }
     std::string tu = kernelTranslationUnit({kernels[job.kernel]});
     // Cached by what NVRTC sees: the source, the device library, the arch and
     // NVRTC's version.
@@ -283,7 +290,7 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
     cubins[job.kernel].push_back(fb::CreateCubin(
         builder, job.sm,
         builder.CreateVector(reinterpret_cast<const uint8_t *>(bin.data()), bin.size()),
-        builder.CreateString(job.result->ptx)));
+        builder.CreateString(options.includePtx ? job.result->ptx : std::string())));
   }
   return success();
 }

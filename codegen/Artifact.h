@@ -13,9 +13,12 @@
 #define KILN_CODEGEN_ARTIFACT_H
 
 #include "codegen/HostEmulation.h"
+#include "cuda/Nvrtc.h"
 
 #include "llvm/Support/JSON.h"
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,11 +31,16 @@ namespace kiln {
 struct ArtifactOptions {
   /// SM versions to compile cubins (and PTX) for; empty ships sources only.
   std::vector<int> cubinArchs = {80, 90};
+  /// Ship PTX beside each cubin (for newer devices than the cubins cover).
+  bool includePtx = true;
   /// Build (or reuse) the host-emulation library and embed it.
   bool hostLibrary = true;
   /// Host libraries built already (kiln-conformance builds all cases' kernels in
   /// a few chunks); when unset, the artifact's kernels are built here.
   const HostKernels *hostKernels = nullptr;
+  /// Cubins compiled already, per kernel name, for the one arch in cubinArchs
+  /// (kiln-conformance --backend cuda compiles all cases' kernels in batches).
+  const std::map<std::string, std::shared_ptr<const rt::NvrtcResult>> *prebuiltCubins = nullptr;
   std::string cacheDir;
   int jobs = 2;
   /// Recorded in the artifact: the model's file name.

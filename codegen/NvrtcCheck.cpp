@@ -94,4 +94,43 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
   return ok;
 }
 
+absl::StatusOr<std::map<std::string, std::shared_ptr<const rt::NvrtcResult>>>
+compileKernelsForArch(const std::vector<GeneratedKernel> &kernels, int sm, int jobs) {
+  std::map<std::string, const GeneratedKernel *> unique;
+  for (const GeneratedKernel &k : kernels)
+    unique.emplace(k.name, &k);
+  std::vector<const GeneratedKernel *> all;
+  for (auto &[name, k] : unique)
+    all.push_back(k);
+  const size_t chunk = 100;
+  size_t batches = (all.size() + chunk - 1) / chunk;
+  std::vector<absl::StatusOr<rt::NvrtcResult>> results(batches, absl::UnknownError("not run"));
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(1, jobs); ++t)
+    threads.emplace_back([&] {
+      for (size_t b = next++; b < batches; b = next++) {
+        std::vector<GeneratedKernel> batch;
+        for (size_t j = b * chunk; j < std::min(all.size(), (b + 1) * chunk); ++j)
+          batch.push_back(*all[j]);
+        rt::NvrtcOptions options;
+        options.smVersion = sm;
+        options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR};
+        results[b] = rt::compileWithNvrtc(kernelTranslationUnit(batch),
+                                          "kernels-" + std::to_string(b) + ".cu", options);
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  std::map<std::string, std::shared_ptr<const rt::NvrtcResult>> out;
+  for (size_t b = 0; b < batches; ++b) {
+    if (!results[b].ok())
+      return results[b].status();
+    auto shared = std::make_shared<const rt::NvrtcResult>(std::move(*results[b]));
+    for (size_t j = b * chunk; j < std::min(all.size(), (b + 1) * chunk); ++j)
+      out[all[j]->name] = shared;
+  }
+  return out;
+}
+
 } // namespace kiln

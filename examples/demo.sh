@@ -5,7 +5,8 @@
 # and otherwise in host emulation, prints the outputs against torch's, and
 # measures latency.
 set -euo pipefail
-build=${1:-build}
+build=$(cd "${1:-build}" && pwd)
+cd "$(dirname "$0")/.."
 out=$build/demo
 model=test/models/encoder.onnx
 mkdir -p "$out"

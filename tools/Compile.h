@@ -10,7 +10,7 @@
 #define KILN_TOOLS_COMPILE_H
 
 #include "codegen/Artifact.h"
-#include "kiln/runtime.h"
+#include "RunModel.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -23,16 +23,6 @@ namespace kiln {
 mlir::FailureOr<CompiledArtifact>
 compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
                   const std::function<void(llvm::StringRef stage, mlir::ModuleOp)> &dumpIR = {});
-
-/// Runs a loaded model on `inputs` through the C API, as an application would:
-/// outputs sized from the inputs up front, and one whose size depends on the data
-/// sized by a first attempt that reports it.
-absl::StatusOr<std::vector<ref::Tensor>> runLoadedModel(const kiln_model_t *model,
-                                                        std::vector<ref::Tensor> &inputs,
-                                                        kiln_profile_t *profile = nullptr);
-
-/// `t` as a kiln_tensor_t view of its bytes.
-kiln_tensor_t tensorView(ref::Tensor &t);
 
 } // namespace kiln
 

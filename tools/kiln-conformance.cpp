@@ -17,9 +17,11 @@
 
 #include "codegen/Artifact.h"
 #include "codegen/HostEmulation.h"
-#include "tools/Compile.h"
-#include "kiln/runtime.h"
 #include "codegen/NvrtcCheck.h"
+#include "tools/Compile.h"
+#include "CaseFiles.h"
+#include "kiln/reference/Compare.h"
+#include "kiln/runtime.h"
 #include "interpreter/Interpreter.h"
 #include "tools/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
@@ -83,10 +85,27 @@ static cl::opt<bool> viaArtifact(
              "compiled in memory (plan, weights, host-emulation library) and loaded by "
              "libkiln_runtime, instead of the interpreter calling the kernels"),
     cl::cat(category));
+static cl::opt<std::string> exportDir(
+    "export",
+    cl::desc("With --backend host: also write every compiled data set as DIR/<case>/<set>/ "
+             "(model.kiln with cubins for --export-sm, inputs, expected outputs) for "
+             "kiln-check-artifacts"),
+    cl::value_desc("dir"), cl::cat(category));
+static cl::list<int> exportSm("export-sm", cl::desc("SM versions of the exported cubins"),
+                              cl::CommaSeparated, cl::cat(category));
+static cl::opt<bool> exportHost("export-host",
+                                cl::desc("Embed the host-emulation library in exported artifacts"),
+                                cl::cat(category));
+static cl::opt<int> cudaArch("sm",
+                             cl::desc("With --backend cuda: the device's SM version (default 90)"),
+                             cl::init(90), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only failures and the summary"),
                            cl::cat(category));
 
 namespace {
+
+/// Backends that fuse and generate kernels (the others interpret the graph).
+bool compiles() { return backend == "host" || backend == "cuda"; }
 
 bool isOutOfScope(StringRef error) {
   static const char *reasons[] = {
@@ -150,44 +169,6 @@ CaseInfo describeCase(StringRef dir) {
     }
   }
   return info;
-}
-
-std::string formatValue(const kiln::ref::Tensor &t, int64_t i) {
-  if (kiln::ref::isFloat(t.dtype()))
-    return llvm::formatv("{0}", llvm::format("%.9g", t.getF(i))).str();
-  return std::to_string(t.getI(i));
-}
-
-/// The first difference between an output and its expected value, or "".
-std::string compareOutput(const kiln::ref::Tensor &got, const kiln::ref::Tensor &want,
-                          double rtol, double atol, const std::string &what) {
-  if (got.dtype() != want.dtype())
-    return what + " is " + got.describe() + ", expected " + want.describe();
-  if (got.shape() != want.shape())
-    return what + " is " + got.describe() + ", expected " + want.describe();
-  bool isF = kiln::ref::isFloat(got.dtype());
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    bool ok;
-    if (isF) {
-      double g = got.getF(i), w = want.getF(i);
-      if (std::isnan(w) || std::isnan(g))
-        ok = std::isnan(w) && std::isnan(g);
-      else if (std::isinf(w) || std::isinf(g))
-        ok = g == w;
-      else
-        ok = std::fabs(g - w) <= atol + rtol * std::fabs(w);
-    } else {
-      ok = got.getI(i) == want.getI(i);
-    }
-    if (!ok)
-      return what + " index " + std::to_string(i) + ": expected " + formatValue(want, i) +
-             ", got " + formatValue(got, i) +
-             (isF ? llvm::formatv(" (rtol {0}, atol {1})", llvm::format("%g", rtol),
-                                   llvm::format("%g", atol))
-                        .str()
-                  : std::string());
-  }
-  return "";
 }
 
 /// Static dims of the function's results against the first data set's outputs.
@@ -294,11 +275,11 @@ Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
     }
     mlir::PassManager pm(&context);
     kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
-    if (backend == "host")
+    if (compiles())
       pm.addNestedPass<mlir::func::FuncOp>(kiln::createFormKernelsPass());
     if (failed(pm.run(*set.module)))
       return {"fail", "graph pipeline: " + errors.first("failed")};
-    if (backend == "host") {
+    if (compiles()) {
       for (mlir::Operation &op : func.getBody().front())
         if (!isHostStep(&op))
           return {"fail", "codegen cannot handle '" + op.getName().getStringRef().str() +
@@ -315,14 +296,25 @@ Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
   return outcome;
 }
 
-/// Compiles `func` to an artifact (the kernels' host code from `host`), loads it
-/// with libkiln_runtime from memory and runs it on `inputs`.
+/// The cubins of every case's kernels for --backend cuda, compiled in batches.
+const std::map<std::string, std::shared_ptr<const kiln::rt::NvrtcResult>> *cudaCubins = nullptr;
+
+/// Compiles `func` to an artifact (the kernels' host code from `host`, or their
+/// cubins from cudaCubins), loads it with libkiln_runtime from memory and runs it
+/// on `inputs`.
 mlir::FailureOr<std::vector<kiln::ref::Tensor>>
-runThroughArtifact(mlir::func::FuncOp func, const kiln::HostKernels &host,
+runThroughArtifact(mlir::func::FuncOp func, const kiln::HostKernels *host,
                    std::vector<kiln::ref::Tensor> &inputs, std::string &error) {
   kiln::ArtifactOptions options;
   options.cubinArchs.clear();
-  options.hostKernels = &host;
+  options.hostKernels = host;
+  kiln_backend_t runOn = KILN_BACKEND_HOST;
+  if (backend == "cuda") {
+    options.hostLibrary = false;
+    options.cubinArchs = {cudaArch};
+    options.prebuiltCubins = cudaCubins;
+    runOn = KILN_BACKEND_CUDA;
+  }
   mlir::FailureOr<kiln::CompiledArtifact> artifact = kiln::buildArtifact(func, options);
   if (failed(artifact))
     return mlir::failure();
@@ -332,8 +324,8 @@ runThroughArtifact(mlir::func::FuncOp func, const kiln::HostKernels &host,
     kiln_model_destroy(model);
     return mlir::failure();
   };
-  if (kiln_model_load_memory(artifact->bytes.data(), artifact->bytes.size(), KILN_BACKEND_HOST,
-                             &model) != KILN_OK)
+  if (kiln_model_load_memory(artifact->bytes.data(), artifact->bytes.size(), runOn, &model) !=
+      KILN_OK)
     return fail();
   absl::StatusOr<std::vector<kiln::ref::Tensor>> results = kiln::runLoadedModel(model, inputs);
   if (!results.ok()) {
@@ -343,6 +335,41 @@ runThroughArtifact(mlir::func::FuncOp func, const kiln::HostKernels &host,
   }
   kiln_model_destroy(model);
   return std::move(*results);
+}
+
+/// Writes one data set for kiln-check-artifacts: the artifact (cubins for
+/// --export-sm, no PTX, the host library with --export-host), its inputs and its
+/// expected outputs.
+std::string exportSet(mlir::func::FuncOp func, const kiln::HostKernels *host,
+                      const PreparedSet &set, const CaseInfo &info,
+                      const std::vector<kiln::ref::Tensor> &inputs) {
+  kiln::ArtifactOptions options;
+  options.cubinArchs.assign(exportSm.begin(), exportSm.end());
+  options.includePtx = false;
+  options.hostLibrary = exportHost;
+  options.hostKernels = host;
+  options.cacheDir = cacheDir;
+  options.jobs = jobs;
+  mlir::FailureOr<kiln::CompiledArtifact> artifact = kiln::buildArtifact(func, options);
+  if (failed(artifact))
+    return "cannot build the artifact";
+  kiln::CaseSet data;
+  data.rtol = info.rtol;
+  data.atol = info.atol;
+  data.inputs = inputs;
+  for (unsigned k = 0; k < func.getNumResults(); ++k) {
+    SmallString<256> path(set.dir);
+    sys::path::append(path, "output_" + std::to_string(k) + ".pb");
+    mlir::FailureOr<kiln::ref::Tensor> want = kiln::readTensorFile(*func->getContext(), path);
+    if (failed(want))
+      return "cannot read " + path.str().str();
+    data.outputs.push_back(std::move(*want));
+  }
+  StringRef caseDir = sys::path::parent_path(set.dir);
+  SmallString<256> dir(exportDir);
+  sys::path::append(dir, sys::path::filename(caseDir), sys::path::filename(set.dir));
+  absl::Status written = kiln::writeCaseSet(dir.str().str(), artifact->bytes, data);
+  return written.ok() ? "" : std::string(written.message());
 }
 
 Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &info,
@@ -361,10 +388,14 @@ Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &i
         return {"fail", "test data: " + errors.first(file)};
       inputs.push_back(std::move(*t));
     }
+    if (!exportDir.empty()) {
+      if (std::string problem = exportSet(func, host, set, info, inputs); !problem.empty())
+        return {"fail", "export: " + problem};
+    }
     mlir::FailureOr<std::vector<kiln::ref::Tensor>> outputs = mlir::failure();
-    if (viaArtifact) {
+    if (viaArtifact || backend == "cuda") {
       std::string error;
-      outputs = runThroughArtifact(func, *host, inputs, error);
+      outputs = runThroughArtifact(func, host, inputs, error);
       if (failed(outputs))
         return {"fail", "artifact: " + (error.empty() ? errors.first("compile failed") : error)};
     } else {
@@ -386,7 +417,7 @@ Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &i
         what += " '" + info.outputs[k] + "'";
       if (sets > 1)
         what = sys::path::filename(set.dir).str() + " " + what;
-      std::string diff = compareOutput((*outputs)[k], *want, info.rtol, info.atol, what);
+      std::string diff = kiln::ref::compareTensors((*outputs)[k], *want, info.rtol, info.atol, what);
       if (!diff.empty())
         return {"fail", diff};
     }
@@ -414,9 +445,20 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "kiln-conformance: runs ONNX backend node tests\n");
-  if (backend != "reference" && backend != "import" && backend != "host") {
+  if (backend != "reference" && backend != "import" && backend != "host" && backend != "cuda") {
     errs() << "kiln-conformance: error: backend '" << backend
-           << "' is not available (reference, host, import)\n";
+           << "' is not available (reference, host, cuda, import)\n";
+    return 1;
+  }
+  if (backend == "cuda") {
+    int devices = 0;
+    if (kiln_cuda_device_count(&devices) != KILN_OK) {
+      errs() << "kiln-conformance: error: --backend cuda: " << kiln_last_error() << "\n";
+      return 1;
+    }
+  }
+  if (!exportDir.empty() && backend != "host") {
+    errs() << "kiln-conformance: error: --export runs with --backend host\n";
     return 1;
   }
   if (viaArtifact && backend != "host") {
@@ -455,7 +497,7 @@ int main(int argc, char **argv) {
     infos.push_back(describeCase(cases[c]));
     Errors errors{diagnostics, diagnostics.all().size()};
     outcomes[c] = prepareCase(context, errors, cases[c], infos[c], prepared[c], kernels);
-    if (backend != "host" && outcomes[c].status == "pass") {
+    if (!compiles() && outcomes[c].status == "pass") {
       Outcome run = runPrepared(context, errors, infos[c], prepared[c], nullptr, byName);
       run.boundInputs = outcomes[c].boundInputs;
       outcomes[c] = run;
@@ -478,6 +520,28 @@ int main(int argc, char **argv) {
         continue;
       Errors errors{diagnostics, diagnostics.all().size()};
       Outcome run = runPrepared(context, errors, infos[c], prepared[c], host->get(), byName);
+      run.boundInputs = outcomes[c].boundInputs;
+      outcomes[c] = run;
+      prepared[c] = PreparedCase();
+    }
+  }
+
+  std::map<std::string, std::shared_ptr<const kiln::rt::NvrtcResult>> cubins;
+  if (backend == "cuda") {
+    auto compiled = kiln::compileKernelsForArch(kernels, cudaArch, jobs);
+    if (!compiled.ok()) {
+      errs() << "kiln-conformance: error: " << std::string(compiled.status().message()) << "\n";
+      return 1;
+    }
+    cubins = std::move(*compiled);
+    cudaCubins = &cubins;
+    if (!quiet)
+      outs() << "compiled " << cubins.size() << " kernels for sm_" << cudaArch << "\n";
+    for (size_t c = 0; c < cases.size(); ++c) {
+      if (outcomes[c].status != "pass")
+        continue;
+      Errors errors{diagnostics, diagnostics.all().size()};
+      Outcome run = runPrepared(context, errors, infos[c], prepared[c], nullptr, byName);
       run.boundInputs = outcomes[c].boundInputs;
       outcomes[c] = run;
       prepared[c] = PreparedCase();

@@ -289,15 +289,10 @@ int main(int argc, char **argv) {
       if (int rc = loadCompiled(model, modelPath, artifact->bytes, backends[backend]))
         return rc;
     }
-    kiln_backend_t chosen = KILN_BACKEND_HOST;
-    kiln_model_backend(model.model, &chosen);
-    if (backend == "auto" && (bench || profile || print)) {
-      int devices = 0;
-      std::string why = kiln_cuda_device_count(&devices) == KILN_OK
-                            ? "the CUDA executor is not built yet"
-                            : kiln_last_error();
-      outs() << "backend: " << (chosen == KILN_BACKEND_CUDA ? "cuda" : "host emulation")
-             << (chosen == KILN_BACKEND_CUDA ? "" : " (" + why + ")") << "\n";
+    if (bench || profile || print) {
+      const char *description = "";
+      kiln_model_backend_description(model.model, &description);
+      outs() << "backend: " << description << "\n";
     }
     if (int rc = runCompiled(model, inputs, outputs, nullptr))
       return rc;

@@ -212,6 +212,14 @@ kiln_status_t kiln_model_backend(const kiln_model_t *model, kiln_backend_t *out_
   return toC(absl::OkStatus());
 }
 
+kiln_status_t kiln_model_backend_description(const kiln_model_t *model,
+                                             const char **out_description) {
+  if (!model || !out_description)
+    return toC(nullArgument("kiln_model_backend_description", !model ? "model" : "out_description"));
+  *out_description = model->model->backendDescription().c_str();
+  return toC(absl::OkStatus());
+}
+
 kiln_status_t kiln_model_num_inputs(const kiln_model_t *model, size_t *out_count) {
   if (!model || !out_count)
     return toC(nullArgument("kiln_model_num_inputs", !model ? "model" : "out_count"));
@@ -275,32 +283,29 @@ kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inp
         "the model has ", plan.outputs.size(), " outputs, got ", num_outputs)));
   kiln_run_options_t defaults = {nullptr, 0, nullptr};
   const kiln_run_options_t &opts = options ? *options : defaults;
-  if (opts.device_buffers)
-    return toC(absl::FailedPreconditionError(
-        "device buffers need the CUDA backend; this model runs in host emulation"));
   absl::StatusOr<std::vector<kiln::ref::Tensor>> views = viewInputs(inputs, num_inputs);
   if (!views.ok())
     return toC(views.status());
-  auto sink = [&](size_t i, const kiln::ref::Tensor &value) -> absl::Status {
+  auto sink = [&](size_t i, kiln::ref::DType dtype,
+                  const kiln::ref::Shape &shape) -> absl::StatusOr<void *> {
     kiln_tensor_t &out = outputs[i];
-    describe(out, value.dtype(), value.shape());
-    if (value.rank() > KILN_MAX_RANK)
+    if (shape.size() > KILN_MAX_RANK)
       return absl::UnimplementedError(absl::StrCat("output ", i, " has rank above KILN_MAX_RANK"));
-    size_t need = value.byteSize();
+    describe(out, dtype, shape);
+    size_t need = static_cast<size_t>(kiln::ref::numElements(shape)) * kiln::ref::info(dtype).bytes;
     if (out.size_bytes < need || (need && !out.data)) {
       std::string name = plan.values[plan.outputs[i]].name;
       absl::Status s = absl::OutOfRangeError(absl::StrCat(
-          "output '", name, "' (", value.describe(), ") needs ", need, " bytes, its buffer has ",
-          out.data ? out.size_bytes : 0));
+          "output '", name, "' (", kiln::rt::dtypeName(dtype), "[", kiln::ref::shapeToString(shape),
+          "]) needs ", need, " bytes, its buffer has ", out.data ? out.size_bytes : 0));
       out.size_bytes = need;
       return s;
     }
-    if (need)
-      std::memcpy(out.data, value.bytes(), need);
     out.size_bytes = need;
-    return absl::OkStatus();
+    return out.data;
   };
-  return toC(model->model->run(*views, sink, opts.profile ? &opts.profile->profile : nullptr));
+  return toC(model->model->run(*views, opts.device_buffers != 0, opts.stream, sink,
+                               opts.profile ? &opts.profile->profile : nullptr));
 }
 
 kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_tensor_t *inputs,

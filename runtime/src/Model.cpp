@@ -159,19 +159,21 @@ absl::Status Model::prepare(Backend requested) {
     return plan.status();
   plan_ = std::move(*plan);
 
+  std::string noCuda;
   if (requested == Backend::Cuda || requested == Backend::Auto) {
-    absl::StatusOr<const CudaDriver *> driver = CudaDriver::get();
-    absl::StatusOr<int> count =
-        driver.ok() ? (*driver)->deviceCount() : absl::StatusOr<int>(driver.status());
-    if (requested == Backend::Cuda) {
-      if (!count.ok())
-        return count.status();
-      return absl::UnimplementedError(
-          "the CUDA executor is not built yet: run with the host backend (docs/runtime.md)");
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::create(plan_);
+    if (cuda.ok()) {
+      cuda_ = std::move(*cuda);
+      backend_ = Backend::Cuda;
+      backendDescription_ = "cuda on " + cuda_->description();
+      return absl::OkStatus();
     }
-    // Auto: CUDA only when the executor exists; until then host emulation.
+    if (requested == Backend::Cuda)
+      return cuda.status();
+    noCuda = std::string(cuda.status().message());
   }
   backend_ = Backend::Host;
+  backendDescription_ = noCuda.empty() ? "host emulation" : "host emulation (" + noCuda + ")";
 
   // Host emulation: resolve each kernel's launcher in the libraries that list it.
   hostLaunchers_.assign(plan_.kernels.size(), nullptr);
@@ -355,12 +357,17 @@ absl::Status Model::runStep(size_t index, std::vector<ref::Tensor> &values,
   return fail("unknown step kind");
 }
 
-absl::Status Model::run(const std::vector<ref::Tensor> &inputs, const OutputSink &sink,
-                        Profile *profile) const {
+absl::Status Model::run(const std::vector<ref::Tensor> &inputs, bool deviceBuffers, void *stream,
+                        const OutputSink &sink, Profile *profile) const {
   absl::StatusOr<std::vector<std::optional<int64_t>>> symbols = bindSymbols(inputs);
   if (!symbols.ok())
     return symbols.status();
   std::shared_ptr<const MemoryPlan> memory = memoryPlan(*symbols);
+  if (backend_ == Backend::Cuda)
+    return cuda_->run(plan_, *symbols, *memory, inputs, deviceBuffers, stream, sink, profile);
+  if (deviceBuffers)
+    return absl::FailedPreconditionError(
+        "device buffers need the CUDA backend; this model runs in host emulation");
 
   // This call's arena; a new one each call keeps concurrent runs apart.
   std::unique_ptr<uint8_t, void (*)(void *)> arena(
@@ -393,9 +400,14 @@ absl::Status Model::run(const std::vector<ref::Tensor> &inputs, const OutputSink
       profile->events.push_back({step.label, kind, start, end - start});
     }
   }
-  for (size_t i = 0; i < plan_.outputs.size(); ++i)
-    if (absl::Status s = sink(i, values[plan_.outputs[i]]); !s.ok())
-      return s;
+  for (size_t i = 0; i < plan_.outputs.size(); ++i) {
+    const ref::Tensor &value = values[plan_.outputs[i]];
+    absl::StatusOr<void *> destination = sink(i, value.dtype(), value.shape());
+    if (!destination.ok())
+      return destination.status();
+    if (value.byteSize())
+      std::memcpy(*destination, value.bytes(), value.byteSize());
+  }
   return absl::OkStatus();
 }
 

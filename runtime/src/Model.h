@@ -13,6 +13,7 @@
 
 #include "Artifact.h"
 #include "MemoryPlan.h"
+#include "cuda/CudaExecutor.h"
 
 #include "absl/synchronization/mutex.h"
 
@@ -36,9 +37,6 @@ struct Profile {
   std::vector<ProfileEvent> events;
 };
 
-/// Where one output lands: called once per output, in order, while the run's
-/// arena still holds it.
-using OutputSink = std::function<absl::Status(size_t index, const ref::Tensor &value)>;
 
 class Model {
 public:
@@ -61,8 +59,14 @@ public:
   /// The memory plan for a binding (computed once per binding and kept).
   std::shared_ptr<const MemoryPlan> memoryPlan(const std::vector<std::optional<int64_t>> &symbols) const;
 
-  absl::Status run(const std::vector<ref::Tensor> &inputs, const OutputSink &sink,
-                   Profile *profile) const;
+  /// Runs on `inputs` (views of host memory, or of device memory when
+  /// `deviceBuffers`, CUDA only); `sink` says where each output goes.
+  absl::Status run(const std::vector<ref::Tensor> &inputs, bool deviceBuffers, void *stream,
+                   const OutputSink &sink, Profile *profile) const;
+
+  /// Which backend runs and why: "cuda on NVIDIA H200 (sm_90)", or "host emulation
+  /// (no CUDA driver: ...)".
+  const std::string &backendDescription() const { return backendDescription_; }
 
   /// "input 'x'" / "output 'y'" for messages.
   std::string describeInput(size_t i) const;
@@ -82,6 +86,8 @@ private:
 
   Plan plan_;
   Backend backend_ = Backend::Host;
+  std::string backendDescription_;
+  std::unique_ptr<CudaExecutor> cuda_;
   /// Host emulation: per kernel (Plan::kernels index), its launcher.
   std::vector<void (*)(void **, int64_t)> hostLaunchers_;
 

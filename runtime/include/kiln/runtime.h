@@ -120,6 +120,10 @@ KILN_API void kiln_model_destroy(kiln_model_t *model);
 
 KILN_API kiln_status_t kiln_model_backend(const kiln_model_t *model,
                                           kiln_backend_t *out_backend);
+/* Which backend runs the model and why, e.g. "cuda on NVIDIA H200 (sm_90)" or
+ * "host emulation (no CUDA driver: ...)"; the string lives as long as the model. */
+KILN_API kiln_status_t kiln_model_backend_description(const kiln_model_t *model,
+                                                      const char **out_description);
 KILN_API kiln_status_t kiln_model_num_inputs(const kiln_model_t *model, size_t *out_count);
 KILN_API kiln_status_t kiln_model_num_outputs(const kiln_model_t *model, size_t *out_count);
 KILN_API kiln_status_t kiln_model_input_info(const kiln_model_t *model, size_t index,

@@ -16,10 +16,14 @@ absl::StatusOr<const CudaDriver *> CudaDriver::load() {
         absl::StrCat("no CUDA driver: cannot load libcuda.so.1 (", dlerror(), ")"));
   auto *driver = new CudaDriver();
   driver->handle = handle;
+// The exported name is the one cuda.h's macros map `name` to (cuMemAlloc_v2, ...),
+// so the name is expanded before it is spelled.
+#define KILN_CU_SPELL(name) #name
+#define KILN_CU_EXPANDED(name) KILN_CU_SPELL(name)
 #define KILN_CU_SYMBOL(name)                                                           \
-  driver->name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));            \
+  driver->name = reinterpret_cast<decltype(&::name)>(dlsym(handle, KILN_CU_EXPANDED(name))); \
   if (!driver->name)                                                                   \
-    return absl::UnavailableError("the CUDA driver lacks " #name "; it is too old");
+    return absl::UnavailableError("the CUDA driver lacks " KILN_CU_EXPANDED(name) "; it is too old");
 #include "cuda/DriverSymbols.inc"
 #undef KILN_CU_SYMBOL
   CUresult initResult = driver->cuInit(0);

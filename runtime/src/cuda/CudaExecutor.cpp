@@ -1,0 +1,378 @@
+//===- CudaExecutor.cpp - a plan on a CUDA device --------------------------===//
+
+#include "cuda/CudaExecutor.h"
+
+#include "Model.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <chrono>
+#include <cstring>
+
+namespace kiln::rt {
+namespace {
+
+/// Threads per block for every generated kernel: the device library sizes its
+/// shared scratch for KILN_MAX_BLOCK (256), and kernels are correct for any grid.
+constexpr unsigned kBlockThreads = 256;
+constexpr int64_t kMaxBlocks = 65535;
+
+/// Makes the model's context current on the calling thread for a scope.
+class ContextScope {
+public:
+  ContextScope(const CudaDriver *driver, CUcontext context) : driver(driver) {
+    ok = driver->cuCtxPushCurrent(context) == CUDA_SUCCESS;
+  }
+  ~ContextScope() {
+    CUcontext popped;
+    if (ok)
+      driver->cuCtxPopCurrent(&popped);
+  }
+  bool ok = false;
+
+private:
+  const CudaDriver *driver;
+};
+
+/// Device allocations of one call, freed when it ends.
+class Allocations {
+public:
+  explicit Allocations(const CudaDriver *driver) : driver(driver) {}
+  ~Allocations() {
+    for (CUdeviceptr p : owned)
+      driver->cuMemFree(p);
+  }
+  absl::StatusOr<CUdeviceptr> allocate(size_t bytes) {
+    CUdeviceptr p = 0;
+    CUresult r = driver->cuMemAlloc(&p, std::max<size_t>(bytes, kSlotAlignment));
+    if (r != CUDA_SUCCESS)
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate ", bytes, " bytes on the device: ",
+                       driver->describe("cuMemAlloc", r)));
+    owned.push_back(p);
+    return p;
+  }
+
+private:
+  const CudaDriver *driver;
+  std::vector<CUdeviceptr> owned;
+};
+
+} // namespace
+
+CudaExecutor::~CudaExecutor() {
+  if (!driver_ || !context_)
+    return;
+  {
+    ContextScope scope(driver_, context_);
+    for (CUdeviceptr w : weights_)
+      if (w)
+        driver_->cuMemFree(w);
+    for (CUmodule m : modules_)
+      driver_->cuModuleUnload(m);
+  }
+  driver_->cuDevicePrimaryCtxRelease(device_);
+}
+
+absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &plan) {
+  absl::StatusOr<const CudaDriver *> driver = CudaDriver::get();
+  if (!driver.ok())
+    return driver.status();
+  absl::StatusOr<int> count = (*driver)->deviceCount();
+  if (!count.ok())
+    return count.status();
+  const CudaDriver &cu = **driver;
+  std::unique_ptr<CudaExecutor> ex(new CudaExecutor());
+  ex->driver_ = &cu;
+  auto check = [&](const char *call, CUresult r) {
+    return r == CUDA_SUCCESS ? absl::OkStatus() : absl::UnavailableError(cu.describe(call, r));
+  };
+  if (absl::Status s = check("cuDeviceGet", cu.cuDeviceGet(&ex->device_, 0)); !s.ok())
+    return s;
+  int major = 0, minor = 0;
+  cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ex->device_);
+  cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ex->device_);
+  int sm = major * 10 + minor;
+  char name[256] = {0};
+  cu.cuDeviceGetName(name, sizeof(name) - 1, ex->device_);
+  ex->description_ = absl::StrCat(name, " (sm_", sm, ")");
+  if (absl::Status s = check("cuDevicePrimaryCtxRetain",
+                             cu.cuDevicePrimaryCtxRetain(&ex->context_, ex->device_));
+      !s.ok()) {
+    ex->context_ = nullptr;
+    return s;
+  }
+  ContextScope scope(&cu, ex->context_);
+  if (!scope.ok)
+    return absl::UnavailableError("cannot make the CUDA context current");
+
+  // Each kernel from the cubin built for exactly this SM, else the PTX of the
+  // newest SM not above it (the driver compiles PTX for newer devices).
+  for (const KernelInfo &k : plan.kernels) {
+    const CubinInfo *exact = nullptr, *ptx = nullptr;
+    for (const CubinInfo &c : k.cubins) {
+      if (c.sm == sm && c.size)
+        exact = &c;
+      if (c.sm <= sm && !c.ptx.empty() && (!ptx || c.sm > ptx->sm))
+        ptx = &c;
+    }
+    if (!exact && !ptx)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the artifact has no cubin or PTX for sm_", sm, " (kernel ", k.name,
+          "); recompile with kiln-compile --arch sm_", sm));
+    CUmodule module = nullptr;
+    CUresult r = exact ? cu.cuModuleLoadData(&module, exact->data)
+                       : cu.cuModuleLoadData(&module, ptx->ptx.c_str());
+    if (r != CUDA_SUCCESS)
+      return absl::FailedPreconditionError(
+          absl::StrCat("kernel ", k.name, ": ", cu.describe("cuModuleLoadData", r)));
+    ex->modules_.push_back(module);
+    CUfunction function = nullptr;
+    if (CUresult f = cu.cuModuleGetFunction(&function, module, k.name.c_str()); f != CUDA_SUCCESS)
+      return absl::InvalidArgumentError(
+          absl::StrCat("corrupt artifact: kernel ", k.name, ": ", cu.describe("cuModuleGetFunction", f)));
+    ex->functions_.push_back(function);
+  }
+
+  // Weights go to the device once; every call reads them in place.
+  ex->weights_.assign(plan.values.size(), 0);
+  for (size_t v = 0; v < plan.values.size(); ++v) {
+    const ValueInfo &value = plan.values[v];
+    if (value.kind != ValueKind::Weight)
+      continue;
+    CUdeviceptr p = 0;
+    if (CUresult r = cu.cuMemAlloc(&p, std::max<size_t>(value.weightSize, kSlotAlignment));
+        r != CUDA_SUCCESS)
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot place the weights on the device: ", cu.describe("cuMemAlloc", r)));
+    ex->weights_[v] = p;
+    if (value.weightSize)
+      if (CUresult r = cu.cuMemcpyHtoDAsync(p, value.weightData, value.weightSize, nullptr);
+          r != CUDA_SUCCESS)
+        return absl::InternalError(cu.describe("cuMemcpyHtoD", r));
+  }
+  if (CUresult r = cu.cuStreamSynchronize(nullptr); r != CUDA_SUCCESS)
+    return absl::InternalError(cu.describe("cuStreamSynchronize", r));
+  return ex;
+}
+
+absl::Status CudaExecutor::run(const Plan &plan,
+                               const std::vector<std::optional<int64_t>> &symbols,
+                               const MemoryPlan &memory, const std::vector<ref::Tensor> &inputs,
+                               bool deviceBuffers, void *streamHandle, const OutputSink &sink,
+                               Profile *profile) const {
+  const CudaDriver &cu = *driver_;
+  auto stream = static_cast<CUstream>(streamHandle);
+  ContextScope scope(driver_, context_);
+  if (!scope.ok)
+    return absl::UnavailableError("cannot make the CUDA context current on this thread");
+  auto check = [&](const char *call, CUresult r) {
+    return r == CUDA_SUCCESS ? absl::OkStatus() : absl::InternalError(cu.describe(call, r));
+  };
+  Allocations allocations(driver_);
+  absl::StatusOr<CUdeviceptr> arena = allocations.allocate(memory.peakBytes);
+  if (!arena.ok())
+    return arena.status();
+
+  size_t n = plan.values.size();
+  std::vector<CUdeviceptr> address(n, 0);
+  std::vector<ref::Shape> shapes(n);
+  std::vector<ref::DType> dtypes(n);
+  for (size_t v = 0; v < n; ++v)
+    dtypes[v] = plan.values[v].dtype;
+  for (size_t v = 0; v < n; ++v)
+    if (plan.values[v].kind == ValueKind::Weight) {
+      address[v] = weights_[v];
+      shapes[v] = *evaluateShape(plan.values[v], {});
+    }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int v = plan.inputs[i];
+    shapes[v] = inputs[i].shape();
+    if (deviceBuffers) {
+      address[v] = reinterpret_cast<CUdeviceptr>(inputs[i].bytes());
+      continue;
+    }
+    absl::StatusOr<CUdeviceptr> p = allocations.allocate(inputs[i].byteSize());
+    if (!p.ok())
+      return p.status();
+    address[v] = *p;
+    if (inputs[i].byteSize())
+      if (absl::Status s = check("cuMemcpyHtoDAsync",
+                                 cu.cuMemcpyHtoDAsync(*p, inputs[i].bytes(), inputs[i].byteSize(), stream));
+          !s.ok())
+        return s;
+  }
+  // A result's device bytes: its arena slot, or its own allocation.
+  auto place = [&](int v, const ref::Shape &shape) -> absl::Status {
+    shapes[v] = shape;
+    if (memory.offsets[v] >= 0) {
+      address[v] = *arena + static_cast<CUdeviceptr>(memory.offsets[v]);
+      return absl::OkStatus();
+    }
+    absl::StatusOr<CUdeviceptr> p = allocations.allocate(
+        static_cast<size_t>(ref::numElements(shape)) * ref::info(dtypes[v]).bytes);
+    if (!p.ok())
+      return p.status();
+    address[v] = *p;
+    return absl::OkStatus();
+  };
+  auto download = [&](int v) -> absl::StatusOr<ref::Tensor> {
+    ref::Tensor t(dtypes[v], shapes[v]);
+    if (t.byteSize())
+      if (absl::Status s = check("cuMemcpyDtoHAsync",
+                                 cu.cuMemcpyDtoHAsync(t.bytes(), address[v], t.byteSize(), stream));
+          !s.ok())
+        return s;
+    if (absl::Status s = check("cuStreamSynchronize", cu.cuStreamSynchronize(stream)); !s.ok())
+      return s;
+    return t;
+  };
+  auto upload = [&](int v, const ref::Tensor &t) -> absl::Status {
+    if (absl::Status s = place(v, t.shape()); !s.ok())
+      return s;
+    if (!t.byteSize())
+      return absl::OkStatus();
+    if (absl::Status s = check("cuMemcpyHtoDAsync",
+                               cu.cuMemcpyHtoDAsync(address[v], t.bytes(), t.byteSize(), stream));
+        !s.ok())
+      return s;
+    // The host tensor dies with this step: the copy must finish first.
+    return check("cuStreamSynchronize", cu.cuStreamSynchronize(stream));
+  };
+
+  // Per-step CUDA events when profiling; times are read after the last step.
+  std::vector<CUevent> events;
+  double originUs = 0;
+  if (profile) {
+    events.resize(2 * plan.steps.size() + 1, nullptr);
+    for (CUevent &e : events)
+      cu.cuEventCreate(&e, CU_EVENT_DEFAULT);
+    originUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
+                                                         profile->origin)
+                   .count();
+    cu.cuEventRecord(events[0], stream);
+  }
+  auto destroyEvents = [&] {
+    for (CUevent e : events)
+      if (e)
+        cu.cuEventDestroy(e);
+  };
+
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const StepInfo &step = plan.steps[s];
+    int out = step.outputs[0];
+    const ValueInfo &result = plan.values[out];
+    auto fail = [&](const std::string &message) {
+      destroyEvents();
+      return absl::InvalidArgumentError(absl::StrCat("step ", s, " (", step.label, "): ", message));
+    };
+    if (profile)
+      cu.cuEventRecord(events[2 * s + 1], stream);
+    std::optional<ref::Shape> planned = evaluateShape(result, symbols);
+    absl::Status status = absl::OkStatus();
+    if (step.kind == StepKind::Kernel) {
+      if (!planned)
+        return fail("the kernel's result size is unknown before it runs");
+      if (status = place(out, *planned); !status.ok())
+        return fail(std::string(status.message()));
+      std::vector<CUdeviceptr> pointers = {address[out]};
+      for (int v : step.inputs)
+        pointers.push_back(address[v]);
+      std::vector<int64_t> symbolArgs;
+      for (int sym : plan.kernels[step.kernel].symbols)
+        symbolArgs.push_back(symbols[sym].value_or(0));
+      std::vector<void *> args;
+      for (CUdeviceptr &p : pointers)
+        args.push_back(&p);
+      for (int64_t &v : symbolArgs)
+        args.push_back(&v);
+      int64_t items = std::max<int64_t>(1, ref::numElements(*planned));
+      int64_t blocks = plan.kernels[step.kernel].blockPerItem
+                           ? items
+                           : (items + kBlockThreads - 1) / kBlockThreads;
+      unsigned grid = static_cast<unsigned>(std::min(std::max<int64_t>(blocks, 1), kMaxBlocks));
+      status = check("cuLaunchKernel",
+                     cu.cuLaunchKernel(functions_[step.kernel], grid, 1, 1, kBlockThreads, 1, 1, 0,
+                                       stream, args.data(), nullptr));
+    } else if (step.kind == StepKind::Library) {
+      // Host fallback until the cuBLASLt/cuDNN calls land.
+      std::vector<ref::Tensor> hostInputs;
+      for (int v : step.inputs) {
+        absl::StatusOr<ref::Tensor> t = download(v);
+        if (!t.ok())
+          return fail(std::string(t.status().message()));
+        hostInputs.push_back(std::move(*t));
+      }
+      std::vector<const ref::Tensor *> pointers;
+      for (const ref::Tensor &t : hostInputs)
+        pointers.push_back(&t);
+      absl::StatusOr<std::vector<ref::Tensor>> r = ref::runLibraryCall(step.call, pointers);
+      if (!r.ok())
+        return fail(std::string(r.status().message()));
+      status = upload(out, (*r)[0]);
+    } else {
+      // Shape steps: small i64 vectors computed from the symbols or a shape.
+      ref::Shape shape = planned ? *planned : ref::Shape{static_cast<int64_t>(step.dims.size())};
+      ref::Tensor t(ref::DType::i64, step.kind == StepKind::ShapeOf
+                                         ? ref::Shape{static_cast<int64_t>(shapes[step.inputs[0]].size())}
+                                         : shape);
+      if (step.kind == StepKind::SymbolicConstant &&
+          t.numel() != static_cast<int64_t>(step.dims.size()))
+        return fail("its result is not an i64 tensor of its dims");
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        std::optional<int64_t> v = step.kind == StepKind::ShapeOf
+                                       ? std::optional<int64_t>(shapes[step.inputs[0]][i])
+                                       : step.dims[i].evaluate(symbols);
+        if (!v)
+          return fail("a dim has no value");
+        t.setI(i, *v);
+      }
+      status = upload(out, t);
+    }
+    if (!status.ok())
+      return fail(std::string(status.message()));
+    if (profile)
+      cu.cuEventRecord(events[2 * s + 2], stream);
+  }
+
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    int v = plan.outputs[i];
+    absl::StatusOr<void *> destination = sink(i, dtypes[v], shapes[v]);
+    if (!destination.ok()) {
+      destroyEvents();
+      return destination.status();
+    }
+    size_t bytes = static_cast<size_t>(ref::numElements(shapes[v])) * ref::info(dtypes[v]).bytes;
+    if (!bytes)
+      continue;
+    CUresult r = deviceBuffers
+                     ? cu.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(*destination), address[v],
+                                            bytes, stream)
+                     : cu.cuMemcpyDtoHAsync(*destination, address[v], bytes, stream);
+    if (r != CUDA_SUCCESS) {
+      destroyEvents();
+      return absl::InternalError(cu.describe("cuMemcpy (output)", r));
+    }
+  }
+  absl::Status done = check("cuStreamSynchronize", cu.cuStreamSynchronize(stream));
+  if (profile && done.ok()) {
+    std::vector<ProfileEvent> timed;
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      float start = 0, duration = 0;
+      cu.cuEventElapsedTime(&start, events[0], events[2 * s + 1]);
+      cu.cuEventElapsedTime(&duration, events[2 * s + 1], events[2 * s + 2]);
+      const StepInfo &step = plan.steps[s];
+      timed.push_back({step.label,
+                       step.kind == StepKind::Kernel    ? "kernel"
+                       : step.kind == StepKind::Library ? "library"
+                                                        : "host",
+                       originUs + 1000.0 * start, 1000.0 * duration});
+    }
+    absl::MutexLock lock(&profile->mutex);
+    profile->events.insert(profile->events.end(), timed.begin(), timed.end());
+  }
+  destroyEvents();
+  return done;
+}
+
+} // namespace kiln::rt
