@@ -167,7 +167,10 @@ LogicalResult writeSharedObject(StringRef artifactPath, StringRef out, StringRef
   std::vector<std::string> args = {*compiler,   "-shared", "-fPIC", "-O1",
                                    "-fvisibility=hidden", "-I" KILN_RUNTIME_INCLUDE_DIR,
                                    "-o",        temporary,  stub.str().str(),
-                                   "-L" + libDir, "-lkiln_runtime", "-Wl,-rpath," + libDir};
+                                   "-L" + libDir, "-lkiln_runtime", "-Wl,-rpath," + libDir,
+                                   // Applications record the file's own name, not
+                                   // this machine's path to it.
+                                   "-Wl,-soname," + sys::path::filename(out).str()};
   std::vector<StringRef> argv(args.begin(), args.end());
   std::string error;
   int rc = sys::ExecuteAndWait(*compiler, argv, std::nullopt, {}, 0, 0, &error);

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The one script a session lent the GPU machine runs (see DEVELOPERS.md and
+# docs/gpu-check.md). The device has CUDA 13, PyTorch and onnxruntime but no MLIR,
+# so it runs only what the runtime alone can: everything it needs is prepared here
+# first, in gpu-bundle/ (git-ignored, under the device tool's 64 MiB carry limit).
+#
+#   tools/gpu-check.sh prepare [BUILD]   on this machine: compile models with cubins
+#                                        for sm_90, export the conformance cases,
+#                                        build the examples, copy the runtime and the
+#                                        Abseil libraries it loads
+#   tools/gpu-check.sh run               on the device machine (run tool, carry
+#                                        ["gpu-bundle"]): conformance on CUDA, the
+#                                        examples, benchmarks against torch and
+#                                        onnxruntime; results under $OUT/gpu-results
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle=$root/gpu-bundle
+sm=${KILN_GPU_SM:-90}
+
+prepare() {
+  local build
+  build=$(cd "${1:-$root/build}" && pwd)
+  rm -rf "$bundle" && mkdir -p "$bundle"/{lib,bin,models,cases}
+  local node
+  node=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/node'))")
+
+  echo "== runtime and the shared libraries it loads (CUDA's come from the device)"
+  cp -L "$build/lib/libkiln_runtime.so" "$bundle/lib/"
+  ldd "$build/lib/libkiln_runtime.so" | awk '/libabsl_/ {print $3}' | xargs -r cp -L -t "$bundle/lib/"
+  cp "$build/bin/kiln-check-artifacts" "$bundle/bin/"
+
+  echo "== the torch models, compiled for sm_$sm (cubin and PTX) with host code as well"
+  for m in mlp cnn encoder; do
+    "$build/bin/kiln-compile" "$root/test/models/$m.onnx" -o "$bundle/models/$m.so" \
+      --arch "sm_$sm" --cache-dir "$build/kernel-cache" --report "$bundle/models/$m.json"
+  done
+
+  echo "== the examples, linked like an application against the bundle's runtime"
+  cc -std=c11 -O2 "$root/examples/c/run_encoder.c" -I"$root/runtime/include" \
+    -L"$bundle/models" -l:encoder.so -L"$bundle/lib" -lkiln_runtime -o "$bundle/bin/run_encoder"
+  c++ -std=c++17 -O2 "$root/examples/cpp/run_model.cpp" -I"$root/runtime/include" \
+    -L"$bundle/lib" -lkiln_runtime -o "$bundle/bin/run_model"
+  python3 - "$root/test/models/encoder" "$bundle/models" <<'PY'
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+src, out = sys.argv[1:]
+x = numpy_helper.to_array(onnx.load_tensor(f"{src}/input_0.pb")).astype(np.float32)
+y = numpy_helper.to_array(onnx.load_tensor(f"{src}/output_0.pb")).astype(np.float32)
+x.tofile(f"{out}/encoder-x.f32"); y.tofile(f"{out}/encoder-y.f32")
+PY
+
+  echo "== every ONNX node test that passes in host emulation, as artifacts with sm_$sm cubins"
+  for mode in static dynamic; do
+    "$build/bin/kiln-conformance" --quiet --backend host --mode "$mode" \
+      --cache-dir "$build/kernel-cache" --export "$bundle/cases/$mode" --export-sm "$sm" \
+      --expected "$root/test/onnx/host-expected-$mode.txt" "$node" | tail -1
+  done
+  tar -C "$bundle" -czf "$bundle/cases.tar.gz" cases && rm -rf "$bundle/cases"
+  du -sh "$bundle"
+}
+
+run() {
+  [ -d "$bundle" ] || { echo "gpu-check: no gpu-bundle/ (run 'prepare' first and carry it)" >&2; exit 1; }
+  local out=${OUT:-$root/gpu-results}/gpu-results
+  mkdir -p "$out"
+  export LD_LIBRARY_PATH="$bundle/lib:$bundle/models:${LD_LIBRARY_PATH:-}"
+  export KILN_RUNTIME_LIB="$bundle/lib/libkiln_runtime.so"
+  {
+    date -u +"%Y-%m-%dT%H:%MZ"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+  } | tee "$out/machine.txt"
+  tar -C "$bundle" -xzf "$bundle/cases.tar.gz"
+
+  echo "== conformance on CUDA (exported node tests; expected: the host-emulation pass list)"
+  for mode in static dynamic; do
+    "$bundle/bin/kiln-check-artifacts" "$bundle/cases/$mode" --backend cuda --quiet \
+      --expected "$root/test/onnx/host-expected-$mode.txt" > "$out/conformance-cuda-$mode.txt" || true
+    tail -1 "$out/conformance-cuda-$mode.txt"
+  done
+
+  echo "== examples"
+  (cd "$bundle/models" && ../bin/run_encoder encoder-x.f32 2 5 "$out/c-y.f32" &&
+   ../bin/run_model encoder.so "encoder-x.f32:2x5x16" "$out/cpp-y") | tee "$out/examples.txt"
+  python3 - "$bundle/models/encoder-y.f32" "$out" <<'PY' | tee -a "$out/examples.txt"
+import sys, numpy as np
+want = np.fromfile(sys.argv[1], dtype=np.float32)
+for name in ("c-y.f32", "cpp-y0.f32"):
+    got = np.fromfile(f"{sys.argv[2]}/{name}", dtype=np.float32)
+    print(f"{name}: max abs diff to torch {float(np.abs(got - want).max()):.3g}")
+PY
+
+  echo "== benchmarks: kiln against torch eager, torch.compile and onnxruntime"
+  python3 "$root/tools/gpu/bench.py" --models "$bundle/models" --backend auto \
+    --json "$out/bench.json" | tee "$out/bench.md"
+}
+
+case "${1:-}" in
+  prepare) shift; prepare "$@" ;;
+  run) run ;;
+  *) echo "usage: tools/gpu-check.sh prepare [BUILD] | run" >&2; exit 2 ;;
+esac
