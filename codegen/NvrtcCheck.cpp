@@ -9,18 +9,43 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <thread>
 
 namespace kiln {
+namespace {
 
-bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
+/// Each distinct kernel once, ordered by name (so batches do not depend on the
+/// order kernels were generated in).
+std::vector<const GeneratedKernel *> distinctKernels(const std::vector<GeneratedKernel> &kernels) {
   std::map<std::string, const GeneratedKernel *> unique;
   for (const GeneratedKernel &k : kernels)
     unique.emplace(k.name, &k);
   std::vector<const GeneratedKernel *> all;
   for (auto &[name, k] : unique)
     all.push_back(k);
+  return all;
+}
+
+/// Runs `work(b)` for every batch b < `batches` on `jobs` threads (NVRTC
+/// programs are independent).
+void onThreads(size_t batches, int jobs, const std::function<void(size_t)> &work) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(1, jobs); ++t)
+    threads.emplace_back([&] {
+      for (size_t b = next++; b < batches; b = next++)
+        work(b);
+    });
+  for (std::thread &t : threads)
+    t.join();
+}
+
+} // namespace
+
+bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
+  std::vector<const GeneratedKernel *> all = distinctKernels(kernels);
   // Batches compile on separate threads (NVRTC programs are independent).
   const size_t chunk = 100;
   struct Result {
@@ -73,15 +98,7 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
       }
     }
   };
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::max(1, int(jobs)); ++t)
-    threads.emplace_back([&] {
-      for (size_t b = next++; b < batches; b = next++)
-        compileBatch(b);
-    });
-  for (std::thread &t : threads)
-    t.join();
+  onThreads(batches, jobs, compileBatch);
   bool ok = true;
   size_t spills = 0;
   for (const Result &r : results) {
@@ -96,32 +113,20 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
 
 absl::StatusOr<std::map<std::string, std::shared_ptr<const rt::NvrtcResult>>>
 compileKernelsForArch(const std::vector<GeneratedKernel> &kernels, int sm, int jobs) {
-  std::map<std::string, const GeneratedKernel *> unique;
-  for (const GeneratedKernel &k : kernels)
-    unique.emplace(k.name, &k);
-  std::vector<const GeneratedKernel *> all;
-  for (auto &[name, k] : unique)
-    all.push_back(k);
+  std::vector<const GeneratedKernel *> all = distinctKernels(kernels);
   const size_t chunk = 100;
   size_t batches = (all.size() + chunk - 1) / chunk;
   std::vector<absl::StatusOr<rt::NvrtcResult>> results(batches, absl::UnknownError("not run"));
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::max(1, jobs); ++t)
-    threads.emplace_back([&] {
-      for (size_t b = next++; b < batches; b = next++) {
-        std::vector<GeneratedKernel> batch;
-        for (size_t j = b * chunk; j < std::min(all.size(), (b + 1) * chunk); ++j)
-          batch.push_back(*all[j]);
-        rt::NvrtcOptions options;
-        options.smVersion = sm;
-        options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR};
-        results[b] = rt::compileWithNvrtc(kernelTranslationUnit(batch),
-                                          "kernels-" + std::to_string(b) + ".cu", options);
-      }
-    });
-  for (std::thread &t : threads)
-    t.join();
+  onThreads(batches, jobs, [&](size_t b) {
+    std::vector<GeneratedKernel> batch;
+    for (size_t j = b * chunk; j < std::min(all.size(), (b + 1) * chunk); ++j)
+      batch.push_back(*all[j]);
+    rt::NvrtcOptions options;
+    options.smVersion = sm;
+    options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR};
+    results[b] = rt::compileWithNvrtc(kernelTranslationUnit(batch),
+                                      "kernels-" + std::to_string(b) + ".cu", options);
+  });
   std::map<std::string, std::shared_ptr<const rt::NvrtcResult>> out;
   for (size_t b = 0; b < batches; ++b) {
     if (!results[b].ok())

@@ -82,6 +82,19 @@ kiln_status_t wrap(absl::StatusOr<std::unique_ptr<Model>> model, kiln_model_t **
   return toC(absl::OkStatus());
 }
 
+/// The loaders' common part: check the out parameter and backend, then `loader`.
+template <typename Loader>
+kiln_status_t load(const char *function, kiln_backend_t backend, kiln_model_t **out,
+                   Loader loader) {
+  if (!out)
+    return toC(nullArgument(function, "out_model"));
+  *out = nullptr;
+  absl::StatusOr<kiln::rt::Backend> b = toBackend(backend);
+  if (!b.ok())
+    return toC(b.status());
+  return wrap(loader(*b), out);
+}
+
 kiln_status_t info(const kiln_model_t *model, size_t index, bool input,
                    kiln_tensor_info_t *out) {
   if (!model || !out)
@@ -140,6 +153,22 @@ absl::StatusOr<std::vector<kiln::ref::Tensor>> viewInputs(const kiln_tensor_t *i
   return views;
 }
 
+/// The arguments a run or a shape query takes, checked; views of the inputs.
+absl::StatusOr<std::vector<kiln::ref::Tensor>> checkCall(const char *function,
+                                                         const kiln_model_t *model,
+                                                         const kiln_tensor_t *inputs,
+                                                         size_t numInputs,
+                                                         const kiln_tensor_t *outputs,
+                                                         size_t numOutputs) {
+  if (!model || (numOutputs && !outputs))
+    return nullArgument(function, !model ? "model" : "outputs");
+  size_t want = model->model->plan().outputs.size();
+  if (numOutputs != want)
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", want, " outputs, got ", numOutputs));
+  return viewInputs(inputs, numInputs);
+}
+
 void describe(kiln_tensor_t &out, kiln::ref::DType dtype, const kiln::ref::Shape &shape) {
   out.dtype = static_cast<kiln_dtype_t>(dtype);
   out.rank = static_cast<int32_t>(shape.size());
@@ -171,35 +200,22 @@ const char *kiln_last_error(void) { return lastError.c_str(); }
 
 kiln_status_t kiln_model_load_file(const char *path, kiln_backend_t backend,
                                    kiln_model_t **out_model) {
-  if (!path || !out_model)
-    return toC(nullArgument("kiln_model_load_file", !path ? "path" : "out_model"));
-  *out_model = nullptr;
-  absl::StatusOr<kiln::rt::Backend> b = toBackend(backend);
-  if (!b.ok())
-    return toC(b.status());
-  return wrap(Model::loadFile(path, *b), out_model);
+  if (!path)
+    return toC(nullArgument("kiln_model_load_file", "path"));
+  return load("kiln_model_load_file", backend, out_model,
+              [&](kiln::rt::Backend b) { return Model::loadFile(path, b); });
 }
 
 kiln_status_t kiln_model_load_memory(const void *data, size_t size, kiln_backend_t backend,
                                      kiln_model_t **out_model) {
-  if (!out_model)
-    return toC(nullArgument("kiln_model_load_memory", "out_model"));
-  *out_model = nullptr;
-  absl::StatusOr<kiln::rt::Backend> b = toBackend(backend);
-  if (!b.ok())
-    return toC(b.status());
-  return wrap(Model::loadMemory(data, size, *b), out_model);
+  return load("kiln_model_load_memory", backend, out_model,
+              [&](kiln::rt::Backend b) { return Model::loadMemory(data, size, b); });
 }
 
 kiln_status_t kiln_model_load_embedded(const void *data, size_t size, kiln_backend_t backend,
                                        kiln_model_t **out_model) {
-  if (!out_model)
-    return toC(nullArgument("kiln_model_load_embedded", "out_model"));
-  *out_model = nullptr;
-  absl::StatusOr<kiln::rt::Backend> b = toBackend(backend);
-  if (!b.ok())
-    return toC(b.status());
-  return wrap(Model::loadEmbedded(data, size, *b), out_model);
+  return load("kiln_model_load_embedded", backend, out_model,
+              [&](kiln::rt::Backend b) { return Model::loadEmbedded(data, size, b); });
 }
 
 void kiln_model_destroy(kiln_model_t *model) { delete model; }
@@ -247,15 +263,11 @@ kiln_status_t kiln_model_output_info(const kiln_model_t *model, size_t index,
 kiln_status_t kiln_model_output_shapes(const kiln_model_t *model, const kiln_tensor_t *inputs,
                                        size_t num_inputs, kiln_tensor_t *outputs,
                                        size_t num_outputs) {
-  if (!model || (num_outputs && !outputs))
-    return toC(nullArgument("kiln_model_output_shapes", !model ? "model" : "outputs"));
-  const kiln::rt::Plan &plan = model->model->plan();
-  if (num_outputs != plan.outputs.size())
-    return toC(absl::InvalidArgumentError(absl::StrCat(
-        "the model has ", plan.outputs.size(), " outputs, got ", num_outputs)));
-  absl::StatusOr<std::vector<kiln::ref::Tensor>> views = viewInputs(inputs, num_inputs);
+  absl::StatusOr<std::vector<kiln::ref::Tensor>> views =
+      checkCall("kiln_model_output_shapes", model, inputs, num_inputs, outputs, num_outputs);
   if (!views.ok())
     return toC(views.status());
+  const kiln::rt::Plan &plan = model->model->plan();
   auto symbols = model->model->bindSymbols(*views);
   if (!symbols.ok())
     return toC(symbols.status());
@@ -275,17 +287,13 @@ kiln_status_t kiln_model_output_shapes(const kiln_model_t *model, const kiln_ten
 kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs,
                              size_t num_inputs, kiln_tensor_t *outputs, size_t num_outputs,
                              const kiln_run_options_t *options) {
-  if (!model || (num_outputs && !outputs))
-    return toC(nullArgument("kiln_model_run", !model ? "model" : "outputs"));
-  const kiln::rt::Plan &plan = model->model->plan();
-  if (num_outputs != plan.outputs.size())
-    return toC(absl::InvalidArgumentError(absl::StrCat(
-        "the model has ", plan.outputs.size(), " outputs, got ", num_outputs)));
-  kiln_run_options_t defaults = {nullptr, 0, nullptr};
-  const kiln_run_options_t &opts = options ? *options : defaults;
-  absl::StatusOr<std::vector<kiln::ref::Tensor>> views = viewInputs(inputs, num_inputs);
+  absl::StatusOr<std::vector<kiln::ref::Tensor>> views =
+      checkCall("kiln_model_run", model, inputs, num_inputs, outputs, num_outputs);
   if (!views.ok())
     return toC(views.status());
+  const kiln::rt::Plan &plan = model->model->plan();
+  kiln_run_options_t defaults = {nullptr, 0, nullptr};
+  const kiln_run_options_t &opts = options ? *options : defaults;
   auto sink = [&](size_t i, kiln::ref::DType dtype,
                   const kiln::ref::Shape &shape) -> absl::StatusOr<void *> {
     kiln_tensor_t &out = outputs[i];
