@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -33,7 +34,9 @@ void runConcurrently(kiln_backend_t backend) {
     GTEST_SKIP() << "the compiled encoder is built with the compiler (KILN_BUILD_COMPILER)";
   kiln::Model model;
   kiln::Status loaded = kiln::Model::load(kEncoder, &model, backend);
-  if (backend == KILN_BACKEND_CUDA && !loaded.ok())
+  // Without a device the CUDA variant skips, unless the test runs on the fake
+  // driver (test/runtime/fake_cuda), where it must run.
+  if (backend == KILN_BACKEND_CUDA && !loaded.ok() && !std::getenv("KILN_FAKE_CUDA_KERNELS"))
     GTEST_SKIP() << "no CUDA execution here: " << loaded.message();
   ASSERT_TRUE(loaded.ok()) << loaded.message();
 
@@ -81,5 +84,31 @@ void runConcurrently(kiln_backend_t backend) {
 TEST(Threads, EightThreadsShareOneModelInHostEmulation) { runConcurrently(KILN_BACKEND_HOST); }
 
 TEST(Threads, EightThreadsShareOneModelOnCuda) { runConcurrently(KILN_BACKEND_CUDA); }
+
+// Device buffers in and out (kiln_run_options_t.device_buffers). Only on the fake
+// driver, whose device pointers are host pointers: a real GPU needs cuMemAlloc'd
+// memory, which this test does not link against.
+TEST(DeviceBuffers, MatchHostBuffersOnTheFakeDriver) {
+  if (!std::getenv("KILN_FAKE_CUDA_KERNELS") || !*kEncoder)
+    GTEST_SKIP() << "runs on the fake CUDA driver (test/runtime/fake_cuda)";
+  kiln::Model model;
+  kiln::Status loaded = kiln::Model::load(kEncoder, &model, KILN_BACKEND_CUDA);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  std::vector<kiln::HostTensor> inputs = {encoderInput(2, 5, 7)}, expected;
+  ASSERT_TRUE(model.run(inputs, &expected).ok());
+
+  kiln::HostTensor y(KILN_F32, {2, 5, 8});
+  kiln_tensor_t in = inputs[0].view(), out = y.view();
+  kiln_run_options_t options = {nullptr, 1, nullptr};
+  ASSERT_EQ(kiln_model_run(model.get(), &in, 1, &out, 1, &options), KILN_OK) << kiln_last_error();
+  EXPECT_EQ(y.data, expected[0].data);
+
+  // Host emulation refuses device buffers by name.
+  kiln::Model host;
+  ASSERT_TRUE(kiln::Model::load(kEncoder, &host, KILN_BACKEND_HOST).ok());
+  EXPECT_EQ(kiln_model_run(host.get(), &in, 1, &out, 1, &options), KILN_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(kiln_last_error()).find("device buffers need the CUDA backend"),
+            std::string::npos);
+}
 
 } // namespace
