@@ -1042,11 +1042,12 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   for (const std::string &s : symbols)
     os << "#ifdef KILN_UNDEF_SYM_" << s << "\n#undef KILN_SYM_" << s << "\n#undef KILN_UNDEF_SYM_"
        << s << "\n#endif\n";
-  // Host emulation: the launcher runs blocks as iterations (OpenMP across them);
-  // `args` holds a pointer to each parameter, as cuLaunchKernel takes them.
+  // Host emulation: the launcher runs blocks as iterations (OpenMP across them,
+  // unless there is one block: a team per tiny kernel costs more than the
+  // kernel); `args` holds a pointer to each parameter, as cuLaunchKernel takes them.
   os << "#ifndef __CUDACC_RTC__\nextern \"C\" void " << g.name
      << "_host(void **args, int64_t grid) {\n"
-     << "#pragma omp parallel for schedule(static)\n"
+     << "#pragma omp parallel for schedule(static) if(grid > 1)\n"
      << "  for (int64_t b = 0; b < grid; ++b) {\n"
      << "    blockIdx.x = b;\n    gridDim.x = grid;\n    " << g.name << "(*("
      << storageType(elementOf(root)) << " **)args[0]";
