@@ -2,6 +2,7 @@
 
 #include "codegen/Artifact.h"
 
+#include "ArtifactReader.h"
 #include "cuda/Nvrtc.h"
 #include "interpreter/Interpreter.h"
 #include "ir/Kiln/KilnDialect.h"
@@ -419,6 +420,8 @@ FailureOr<CompiledArtifact> Writer::build() {
   builder.ForceVectorAlignment(weightBlob.size(), 1, kWeightAlignment);
   auto blob = builder.CreateVector(weightBlob);
   std::string deviceLibrary = readFile(KILN_DEVICE_INCLUDE_DIR "/kiln/device/kiln_device.h");
+  // The checksum field must exist even while it is zero: sealArtifact fills it in.
+  builder.ForceDefaults(true);
   auto model = fb::CreateModel(
       builder, kFormatVersion, builder.CreateString("kiln-compile 0.2.0"),
       builder.CreateString(options.source), builder.CreateVector(symbolOffsets),
@@ -431,6 +434,8 @@ FailureOr<CompiledArtifact> Writer::build() {
   CompiledArtifact result;
   result.bytes.assign(reinterpret_cast<const char *>(builder.GetBufferPointer()),
                       builder.GetSize());
+  if (!rt::sealArtifact(reinterpret_cast<uint8_t *>(result.bytes.data()), result.bytes.size()))
+    return func.emitError() << "internal error: the artifact has no checksum field";
   result.report["kernels"] = std::move(kernelReport);
   result.report["library_calls"] = std::move(libraryReport);
   result.report["steps"] = static_cast<int64_t>(steps.size());

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Artifact.h"
+#include "ArtifactReader.h"
 #include "MemoryPlan.h"
 #include "kiln/runtime.h"
 #include "tools/Compile.h"

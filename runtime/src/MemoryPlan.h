@@ -12,7 +12,7 @@
 #ifndef KILN_RUNTIME_MEMORYPLAN_H
 #define KILN_RUNTIME_MEMORYPLAN_H
 
-#include "Artifact.h"
+#include "ArtifactReader.h"
 
 namespace kiln::rt {
 

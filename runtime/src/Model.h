@@ -11,7 +11,7 @@
 #ifndef KILN_RUNTIME_MODEL_H
 #define KILN_RUNTIME_MODEL_H
 
-#include "Artifact.h"
+#include "ArtifactReader.h"
 #include "MemoryPlan.h"
 #include "cuda/CudaExecutor.h"
 

@@ -3,6 +3,7 @@
 patch_artifact.py IN OUT truncate N      keep the first N bytes
 patch_artifact.py IN OUT version V       set Model.format_version to V
 patch_artifact.py IN OUT identifier XXXX replace the file identifier
+patch_artifact.py IN OUT flip N          flip the low bit of the byte at N% of the file
 
 Reads just enough FlatBuffers layout (root offset, vtable) to find the version,
 the first field of the Model table (runtime/schema/kiln_artifact.fbs)."""
@@ -20,6 +21,8 @@ def main():
         vtable = root - struct.unpack_from("<i", data, root)[0]
         field = struct.unpack_from("<H", data, vtable + 4)[0]  # field 0: format_version
         struct.pack_into("<I", data, root + field, int(arg))
+    elif what == "flip":
+        data[len(data) * int(arg) // 100] ^= 1
     elif what == "identifier":
         data[4:8] = arg.encode()[:4].ljust(4, b"_")
     else:

@@ -2,7 +2,7 @@
 // here with the schema's own builder: no compiler, no kernels (library steps and
 // shape steps only), so these run wherever the runtime builds.
 
-#include "Artifact.h"
+#include "ArtifactReader.h"
 #include "MemoryPlan.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime.hpp"
@@ -60,13 +60,16 @@ std::string buildArtifact(const Damage &damage = {}) {
   std::vector<flatbuffers::Offset<flatbuffers::String>> symbols = {b.CreateString("n")};
   b.ForceVectorAlignment(blob.size(), 1, 64);
   auto data = b.CreateVector(blob);
+  b.ForceDefaults(true);
   auto model = fb::CreateModel(
       b, damage.version, b.CreateString("test"), b.CreateString("test"), b.CreateVector(symbols),
       b.CreateVector(values), b.CreateVector(std::vector<int>{0}),
       b.CreateVector(std::vector<int>{2, 3, 4}), b.CreateVector(guards), b.CreateVector(steps), 0, 0,
       0, b.CreateVector(weights), data);
   fb::FinishModelBuffer(b, model);
-  return std::string(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+  std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+  kiln::rt::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
+  return bytes;
 }
 
 kiln_status_t load(const std::string &bytes, kiln_model_t **model) {
@@ -156,6 +159,16 @@ TEST(Artifact, DamagedArtifactsAreErrors) {
     EXPECT_NE(std::string(kiln_last_error()).find(c.message), std::string::npos)
         << kiln_last_error();
   }
+  // A flipped bit anywhere (here: in the weights, which nothing else checks).
+  std::string flipped = buildArtifact();
+  size_t weightsAt = flipped.find(std::string("\x00\x00\x80\x3f", 4)); // 1.0f
+  ASSERT_NE(weightsAt, std::string::npos);
+  flipped[weightsAt + 2] ^= 0x10;
+  kiln_model_t *damaged = nullptr;
+  EXPECT_EQ(load(flipped, &damaged), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("its checksum does not match its contents"),
+            std::string::npos)
+      << kiln_last_error();
   // Every truncation of a valid artifact is an error, never a crash.
   std::string bytes = buildArtifact();
   for (size_t n = 0; n < bytes.size(); n += 7) {

@@ -12,7 +12,7 @@
 #ifndef KILN_RUNTIME_CUDA_CUDAEXECUTOR_H
 #define KILN_RUNTIME_CUDA_CUDAEXECUTOR_H
 
-#include "Artifact.h"
+#include "ArtifactReader.h"
 #include "MemoryPlan.h"
 #include "cuda/CudaDriver.h"
 

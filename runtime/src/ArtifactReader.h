@@ -1,4 +1,4 @@
-//===- Artifact.h - a compiled model, read and checked -----------*- C++ -*-===//
+//===- ArtifactReader.h - a compiled model, read and checked -----*- C++ -*-===//
 //
 // Reads an artifact (runtime/schema/kiln_artifact.fbs) into plain structs the
 // executor walks: the buffer is verified by FlatBuffers, its format version
@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_ARTIFACT_H
-#define KILN_RUNTIME_ARTIFACT_H
+#ifndef KILN_RUNTIME_ARTIFACTREADER_H
+#define KILN_RUNTIME_ARTIFACTREADER_H
 
 #include "Export.h"
 #include "kiln/reference/LibraryCall.h"
@@ -107,6 +107,14 @@ struct Plan {
   std::string deviceLibrary;
 };
 
+/// The checksum an artifact carries: a 64-bit hash of its `size` bytes with the
+/// eight at `skip` (the checksum field itself) read as zero.
+KILN_RUNTIME_EXPORT uint64_t artifactChecksum(const uint8_t *data, size_t size, size_t skip);
+
+/// Stores the checksum into a finished artifact buffer (the compiler and tests
+/// call this last); false when the buffer has no checksum field.
+KILN_RUNTIME_EXPORT bool sealArtifact(uint8_t *data, size_t size);
+
 /// Reads the artifact in `data` (which must stay alive and unchanged while the
 /// plan is used: weights and binaries point into it).
 KILN_RUNTIME_EXPORT absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size);
@@ -117,4 +125,4 @@ std::optional<ref::Shape> evaluateShape(const ValueInfo &value,
 
 } // namespace kiln::rt
 
-#endif // KILN_RUNTIME_ARTIFACT_H
+#endif // KILN_RUNTIME_ARTIFACTREADER_H

@@ -1,11 +1,12 @@
-//===- Artifact.cpp - read and check an artifact --------------------------===//
+//===- ArtifactReader.cpp - read and check an artifact --------------------===//
 
-#include "Artifact.h"
+#include "ArtifactReader.h"
 
 #include "kiln/schema/kiln_artifact_generated.h"
 
 #include "absl/strings/str_cat.h"
 
+#include <cstring>
 #include <limits>
 
 namespace kiln::rt {
@@ -395,6 +396,54 @@ std::optional<ref::Shape> evaluateShape(const ValueInfo &value,
   return shape;
 }
 
+uint64_t artifactChecksum(const uint8_t *data, size_t size, size_t skip) {
+  // 64-bit words folded with a multiply-xorshift (fast enough to check a large
+  // artifact at load time); only damage detection, not a cryptographic hash.
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ size;
+  auto word = [&](size_t at) {
+    uint64_t w = 0;
+    for (size_t i = 0; i < 8 && at + i < size; ++i)
+      if (at + i < skip || at + i >= skip + 8)
+        w |= uint64_t(data[at + i]) << (8 * i);
+    return w;
+  };
+  size_t at = 0;
+  // Whole words away from the checksum field, byte by byte around it.
+  for (; at + 8 <= size; at += 8) {
+    uint64_t w;
+    if (at + 8 <= skip || at >= skip + 8)
+      std::memcpy(&w, data + at, 8);
+    else
+      w = word(at);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  if (at < size)
+    h = ((h ^ word(at)) * 0xc4ceb9fe1a85ec53ull) ^ (h >> 29);
+  return h;
+}
+
+namespace {
+/// Where the checksum field's eight bytes are, if the buffer has one.
+std::optional<size_t> checksumOffset(const uint8_t *data) {
+  // The root as a plain table: Model keeps the field addresses private.
+  const uint8_t *field =
+      flatbuffers::GetRoot<flatbuffers::Table>(data)->GetAddressOf(fb::Model::VT_CHECKSUM);
+  if (!field)
+    return std::nullopt;
+  return static_cast<size_t>(field - data);
+}
+} // namespace
+
+bool sealArtifact(uint8_t *data, size_t size) {
+  std::optional<size_t> at = checksumOffset(data);
+  if (!at || *at + 8 > size)
+    return false;
+  uint64_t sum = artifactChecksum(data, size, *at);
+  std::memcpy(data + *at, &sum, 8);
+  return true;
+}
+
 absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size) {
   if (!data || size < 8)
     return absl::InvalidArgumentError(
@@ -415,6 +464,12 @@ absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size) {
     return absl::FailedPreconditionError(absl::StrCat(
         "artifact format version ", model->format_version(), ", but this runtime reads version ",
         kFormatVersion, "; recompile the model with a matching kiln-compile"));
+  std::optional<size_t> at = checksumOffset(data);
+  if (!at)
+    return absl::InvalidArgumentError("corrupt artifact: it has no checksum");
+  if (artifactChecksum(data, size, *at) != model->checksum())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "corrupt artifact (", size, " bytes): its checksum does not match its contents"));
   return Reader(*model).read();
 }
 
