@@ -417,8 +417,11 @@ FailureOr<CompiledArtifact> Writer::build() {
   for (const std::string &s : symbolNames)
     symbolOffsets.push_back(builder.CreateString(s));
 
-  builder.ForceVectorAlignment(weightBlob.size(), 1, kWeightAlignment);
-  auto blob = builder.CreateVector(weightBlob);
+  bool external = !options.weightsFile.empty();
+  std::vector<uint8_t> embedded = external ? std::vector<uint8_t>() : weightBlob;
+  builder.ForceVectorAlignment(embedded.size(), 1, kWeightAlignment);
+  auto blob = builder.CreateVector(embedded);
+  auto externalName = external ? builder.CreateString(options.weightsFile) : 0;
   std::string deviceLibrary = readFile(KILN_DEVICE_INCLUDE_DIR "/kiln/device/kiln_device.h");
   // The checksum field must exist even while it is zero: sealArtifact fills it in.
   builder.ForceDefaults(true);
@@ -428,7 +431,9 @@ FailureOr<CompiledArtifact> Writer::build() {
       builder.CreateVector(values), builder.CreateVector(inputs), builder.CreateVector(outputs),
       builder.CreateVector(guards), builder.CreateVector(steps), builder.CreateVector(kernelTable),
       builder.CreateVector(*host), builder.CreateString(deviceLibrary),
-      builder.CreateVector(weights), blob);
+      builder.CreateVector(weights), blob, /*checksum=*/0, externalName,
+      external ? weightBlob.size() : 0,
+      external ? rt::artifactChecksum(weightBlob.data(), weightBlob.size(), weightBlob.size()) : 0);
   fb::FinishModelBuffer(builder, model);
 
   CompiledArtifact result;
@@ -436,6 +441,8 @@ FailureOr<CompiledArtifact> Writer::build() {
                       builder.GetSize());
   if (!rt::sealArtifact(reinterpret_cast<uint8_t *>(result.bytes.data()), result.bytes.size()))
     return func.emitError() << "internal error: the artifact has no checksum field";
+  if (external)
+    result.weights.assign(weightBlob.begin(), weightBlob.end());
   result.report["kernels"] = std::move(kernelReport);
   result.report["library_calls"] = std::move(libraryReport);
   result.report["steps"] = static_cast<int64_t>(steps.size());

@@ -45,10 +45,15 @@ struct ArtifactOptions {
   int jobs = 2;
   /// Recorded in the artifact: the model's file name.
   std::string source;
+  /// When set, the weights go to CompiledArtifact::weights instead of the
+  /// artifact, which names this file (to lie beside it) and records its checksum.
+  std::string weightsFile;
 };
 
 struct CompiledArtifact {
   std::string bytes;
+  /// The weights file's contents (ArtifactOptions::weightsFile), else empty.
+  std::string weights;
   /// kernels, library calls and fusion groups (kiln-compile's --report adds the
   /// memory plan and stage times).
   llvm::json::Object report;

@@ -2,7 +2,7 @@
 //
 //   kiln-compile MODEL -o OUT.kiln|OUT.so [--arch sm_80,sm_90|none] [--no-host]
 //                [--no-optimize] [--dump-ir DIR] [--report FILE] [--bind SYM=N,...]
-//                [--name C_NAME] [--cache-dir DIR] [--jobs N]
+//                [--weights-file] [--name C_NAME] [--cache-dir DIR] [--jobs N]
 //
 // MODEL is .onnx or kiln .mlir. A .kiln is the artifact itself
 // (docs/artifact-format.md); a .so embeds it in read-only data and exports
@@ -59,6 +59,11 @@ static cl::opt<std::string> reportPath(
 static cl::opt<std::string> bind(
     "bind", cl::desc("Symbol values for the report's memory plan, SYM=N,... (others: 1)"),
     cl::value_desc("sym=n,..."), cl::cat(category));
+static cl::opt<bool> weightsFile(
+    "weights-file",
+    cl::desc("Write the weights to OUT's stem + .weights beside the output (mapped at load) "
+             "instead of into the artifact"),
+    cl::cat(category));
 static cl::opt<std::string> cName(
     "name", cl::desc("C name of the .so's loader, <name>_load (default: from the output file)"),
     cl::cat(category));
@@ -212,6 +217,10 @@ int main(int argc, char **argv) {
     return fail("cannot create " + options.cacheDir + ": " + ec.message());
   options.jobs = jobs;
   options.source = sys::path::filename(modelPath).str();
+  SmallString<256> weightsPath(outputPath);
+  sys::path::replace_extension(weightsPath, ".weights");
+  if (weightsFile)
+    options.weightsFile = sys::path::filename(weightsPath).str();
 
   std::map<std::string, int64_t> binding;
   if (!bind.empty())
@@ -272,6 +281,14 @@ int main(int argc, char **argv) {
     if (ec)
       return fail("cannot write " + artifactPath + ": " + ec.message());
     file.os() << artifact->bytes;
+    file.keep();
+  }
+  if (weightsFile) {
+    std::error_code ec;
+    ToolOutputFile file(weightsPath, ec, sys::fs::OF_None);
+    if (ec)
+      return fail("cannot write " + weightsPath + ": " + ec.message());
+    file.os() << artifact->weights;
     file.keep();
   }
   if (ext == ".so") {

@@ -28,12 +28,16 @@ int64_t floorDiv(int64_t a, int64_t b) {
 
 class Reader {
 public:
-  explicit Reader(const fb::Model &model) : model(model) {}
+  /// `weights` is where Weight offsets point: weights_data, or the weights file.
+  Reader(const fb::Model &model, const uint8_t *weights, size_t weightsSize)
+      : model(model), blobData(weights), blobSize(weightsSize) {}
 
   absl::StatusOr<Plan> read();
 
 private:
   const fb::Model &model;
+  const uint8_t *blobData;
+  size_t blobSize;
   Plan plan;
 
   absl::StatusOr<Dim> dim(const fb::Dim *d, const std::string &where) {
@@ -93,7 +97,6 @@ private:
 
 absl::Status Reader::readValues() {
   const auto *weights = model.weights();
-  const auto *blob = model.weights_data();
   if (!model.values())
     return corrupt("no value table");
   for (const fb::Value *v : *model.values()) {
@@ -110,16 +113,16 @@ absl::Status Reader::readValues() {
     info.shape = std::move(*shape);
     if (info.kind == ValueKind::Weight) {
       int w = v->weight();
-      if (!weights || !blob || w < 0 || w >= static_cast<int>(weights->size()))
+      if (!weights || !blobData || w < 0 || w >= static_cast<int>(weights->size()))
         return corrupt(absl::StrCat(where, ": weight ", w, " is not in the table"));
       const fb::Weight *weight = weights->Get(w);
-      if (weight->offset() > blob->size() || weight->size() > blob->size() - weight->offset())
+      if (weight->offset() > blobSize || weight->size() > blobSize - weight->offset())
         return corrupt(absl::StrCat(where, ": weight bytes lie outside the artifact"));
       std::optional<ref::Shape> s = evaluateShape(info, {});
       if (!s || static_cast<uint64_t>(ref::numElements(*s)) * ref::info(info.dtype).bytes !=
                     weight->size())
         return corrupt(absl::StrCat(where, ": weight size does not match its type"));
-      info.weightData = blob->data() + weight->offset();
+      info.weightData = blobData + weight->offset();
       info.weightSize = weight->size();
     }
     plan.values.push_back(std::move(info));
@@ -444,7 +447,8 @@ bool sealArtifact(uint8_t *data, size_t size) {
   return true;
 }
 
-absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size) {
+absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size,
+                                  const WeightsFileResolver &resolveWeights) {
   if (!data || size < 8)
     return absl::InvalidArgumentError(
         absl::StrCat("not a kiln artifact: ", size, " bytes is too short"));
@@ -470,7 +474,31 @@ absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size) {
   if (artifactChecksum(data, size, *at) != model->checksum())
     return absl::InvalidArgumentError(absl::StrCat(
         "corrupt artifact (", size, " bytes): its checksum does not match its contents"));
-  return Reader(*model).read();
+  if (!model->external_weights())
+    return Reader(*model, model->weights_data() ? model->weights_data()->data() : nullptr,
+                  model->weights_data() ? model->weights_data()->size() : 0)
+        .read();
+  std::string name = model->external_weights()->str();
+  if (name.empty() || name.find('/') != std::string::npos)
+    return absl::InvalidArgumentError(
+        absl::StrCat("corrupt artifact: weights file name '", name, "' is not a plain file name"));
+  if (!resolveWeights)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the artifact's weights are in the separate file '", name,
+        "'; load the artifact from its file (kiln_model_load_file) so it can be found"));
+  absl::StatusOr<std::pair<const uint8_t *, size_t>> weights = resolveWeights(name);
+  if (!weights.ok())
+    return weights.status();
+  auto [bytes, length] = *weights;
+  if (length != model->external_weights_size())
+    return absl::InvalidArgumentError(absl::StrCat("weights file '", name, "' has ", length,
+                                                   " bytes; the artifact expects ",
+                                                   model->external_weights_size()));
+  if (artifactChecksum(bytes, length, length) != model->external_weights_checksum())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "weights file '", name, "' does not match the artifact (checksum); it is damaged or "
+        "belongs to another compile"));
+  return Reader(*model, bytes, length).read();
 }
 
 } // namespace kiln::rt

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -115,9 +116,16 @@ KILN_RUNTIME_EXPORT uint64_t artifactChecksum(const uint8_t *data, size_t size, 
 /// call this last); false when the buffer has no checksum field.
 KILN_RUNTIME_EXPORT bool sealArtifact(uint8_t *data, size_t size);
 
+/// Bytes of a weights file beside an artifact: given its recorded name, returns
+/// them (mapped; they must outlive the plan) or an error.
+using WeightsFileResolver =
+    std::function<absl::StatusOr<std::pair<const uint8_t *, size_t>>(const std::string &name)>;
+
 /// Reads the artifact in `data` (which must stay alive and unchanged while the
-/// plan is used: weights and binaries point into it).
-KILN_RUNTIME_EXPORT absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size);
+/// plan is used: weights and binaries point into it). An artifact whose weights
+/// are in a separate file needs `resolveWeights`.
+KILN_RUNTIME_EXPORT absl::StatusOr<Plan>
+readArtifact(const uint8_t *data, size_t size, const WeightsFileResolver &resolveWeights = {});
 
 /// The dims of `value` under `symbols`; nullopt when one is unknown until run time.
 std::optional<ref::Shape> evaluateShape(const ValueInfo &value,

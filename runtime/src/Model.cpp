@@ -80,6 +80,32 @@ std::string dtypeName(ref::DType t) {
 Model::~Model() {
   if (mapping_)
     munmap(mapping_, size_);
+  if (weightsMapping_)
+    munmap(weightsMapping_, weightsSize_);
+}
+
+namespace {
+std::string folderOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+}
+} // namespace
+
+absl::StatusOr<std::pair<void *, size_t>> Model::mapFile(const std::string &path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  void *mapping = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  close(fd);
+  if (size && mapping == MAP_FAILED)
+    return absl::InternalError(absl::StrCat("cannot map ", path, ": ", std::strerror(errno)));
+  return std::make_pair(mapping, size);
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::loadFile(const std::string &path, Backend backend) {
@@ -110,22 +136,34 @@ absl::StatusOr<std::unique_ptr<Model>> Model::loadFile(const std::string &path, 
                        kEmbeddedArtifactSymbol, ")"));
     size_t size = 0;
     const void *data = embedded(&size);
-    absl::StatusOr<std::unique_ptr<Model>> model = loadEmbedded(data, size, backend);
+    absl::StatusOr<std::unique_ptr<Model>> model =
+        loadWith(data, size, backend, folderOf(path), nullptr);
     if (!model.ok())
       return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
     return model;
   }
-  size_t size = static_cast<size_t>(st.st_size);
-  void *mapping = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
   close(fd);
-  if (size && mapping == MAP_FAILED)
-    return absl::InternalError(absl::StrCat("cannot map ", path, ": ", std::strerror(errno)));
+  absl::StatusOr<std::pair<void *, size_t>> mapped = mapFile(path);
+  if (!mapped.ok())
+    return mapped.status();
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      loadWith(static_cast<const uint8_t *>(mapped->first), mapped->second, backend,
+               folderOf(path), mapped->first);
+  if (!model.ok())
+    return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
+  return model;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::loadWith(const void *data, size_t size,
+                                                       Backend backend, std::string folder,
+                                                       void *mapping) {
   std::unique_ptr<Model> model(new Model());
-  model->mapping_ = size ? mapping : nullptr;
-  model->data_ = static_cast<const uint8_t *>(model->mapping_);
+  model->mapping_ = mapping;
+  model->data_ = static_cast<const uint8_t *>(data);
   model->size_ = size;
+  model->folder_ = std::move(folder);
   if (absl::Status s = model->prepare(backend); !s.ok())
-    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+    return s;
   return model;
 }
 
@@ -133,12 +171,12 @@ absl::StatusOr<std::unique_ptr<Model>> Model::loadEmbedded(const void *data, siz
                                                            Backend backend) {
   if (!data && size)
     return absl::InvalidArgumentError("artifact data is NULL");
-  std::unique_ptr<Model> model(new Model());
-  model->data_ = static_cast<const uint8_t *>(data);
-  model->size_ = size;
-  if (absl::Status s = model->prepare(backend); !s.ok())
-    return s;
-  return model;
+  // The data of a model .so: its weights file, if any, lies beside the .so.
+  Dl_info info;
+  std::string folder;
+  if (data && dladdr(data, &info) && info.dli_fname && *info.dli_fname)
+    folder = folderOf(info.dli_fname);
+  return loadWith(data, size, backend, folder, nullptr);
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::loadMemory(const void *data, size_t size,
@@ -162,7 +200,20 @@ absl::StatusOr<std::unique_ptr<Model>> Model::loadMemory(const void *data, size_
 }
 
 absl::Status Model::prepare(Backend requested) {
-  absl::StatusOr<Plan> plan = readArtifact(data_, size_);
+  auto resolveWeights = [&](const std::string &name)
+      -> absl::StatusOr<std::pair<const uint8_t *, size_t>> {
+    if (folder_.empty())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the artifact's weights are in the separate file '", name,
+          "'; load the artifact from its file (kiln_model_load_file) so it can be found"));
+    absl::StatusOr<std::pair<void *, size_t>> mapped = mapFile(folder_ + "/" + name);
+    if (!mapped.ok())
+      return mapped.status();
+    weightsMapping_ = mapped->first;
+    weightsSize_ = mapped->second;
+    return std::make_pair(static_cast<const uint8_t *>(weightsMapping_), weightsSize_);
+  };
+  absl::StatusOr<Plan> plan = readArtifact(data_, size_, resolveWeights);
   if (!plan.ok())
     return plan.status();
   plan_ = std::move(*plan);

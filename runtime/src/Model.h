@@ -73,6 +73,12 @@ public:
 
 private:
   Model() = default;
+  /// A model over `data` (owned through `mapping` when set) from `folder` (where a
+  /// separate weights file is looked for; empty: nowhere).
+  static absl::StatusOr<std::unique_ptr<Model>> loadWith(const void *data, size_t size,
+                                                         Backend backend, std::string folder,
+                                                         void *mapping);
+  static absl::StatusOr<std::pair<void *, size_t>> mapFile(const std::string &path);
   absl::Status prepare(Backend requested);
   absl::Status runStep(size_t index, std::vector<ref::Tensor> &values,
                        const std::vector<std::optional<int64_t>> &symbols,
@@ -82,6 +88,9 @@ private:
   const uint8_t *data_ = nullptr;
   size_t size_ = 0;
   void *mapping_ = nullptr;
+  std::string folder_;
+  void *weightsMapping_ = nullptr; ///< a separate weights file, mapped
+  size_t weightsSize_ = 0;
   std::unique_ptr<uint8_t, void (*)(void *)> copy_{nullptr, nullptr};
 
   Plan plan_;
