@@ -2,7 +2,8 @@
 //
 //   kiln-compile MODEL -o OUT.kiln|OUT.so [--arch sm_80,sm_90|none] [--no-host]
 //                [--no-optimize] [--dump-ir DIR] [--report FILE] [--bind SYM=N,...]
-//                [--weights-file] [--name C_NAME] [--cache-dir DIR] [--jobs N]
+//                [--weights-file] [--pipeline PASSES] [--name C_NAME] [--cache-dir DIR]
+//                [--jobs N]
 //
 // MODEL is .onnx or kiln .mlir. A .kiln is the artifact itself
 // (docs/artifact-format.md); a .so embeds it in read-only data and exports
@@ -20,6 +21,7 @@
 #include "tools/LoadModel.h"
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
@@ -48,6 +50,11 @@ static cl::opt<bool> noHost("no-host",
                             cl::cat(category));
 static cl::opt<bool> noOptimize("no-optimize", cl::desc("Skip the graph pipeline"),
                                 cl::cat(category));
+static cl::opt<std::string> pipeline(
+    "pipeline",
+    cl::desc("The graph-level pass pipeline to run instead of the default "
+             "(builtin.module(kiln-graph-pipeline)), as kiln-opt --pass-pipeline takes it"),
+    cl::value_desc("passes"), cl::cat(category));
 static cl::opt<std::string> dumpDir("dump-ir",
                                     cl::desc("Write the IR after each stage to DIR"),
                                     cl::value_desc("dir"), cl::cat(category));
@@ -196,6 +203,7 @@ LogicalResult writeSharedObject(StringRef artifactPath, StringRef out, StringRef
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  kiln::registerAllPasses(); // for --pipeline
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "kiln-compile: compiles a model to an artifact\n");
   StringRef ext = sys::path::extension(outputPath);
@@ -261,7 +269,14 @@ int main(int argc, char **argv) {
   start = Clock::now();
   if (!noOptimize) {
     mlir::PassManager pm(&context);
-    kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
+    if (pipeline.empty()) {
+      kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
+    } else {
+      std::string error;
+      raw_string_ostream errors(error);
+      if (failed(mlir::parsePassPipeline(pipeline, pm, errors)))
+        return fail("--pipeline '" + pipeline + "': " + StringRef(error).trim());
+    }
     if (failed(pm.run(*module)))
       return 1;
     dump("graph-pipeline", *module);
