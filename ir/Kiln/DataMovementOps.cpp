@@ -6,6 +6,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <cstring>
+
 using namespace mlir;
 
 namespace kiln {
@@ -147,11 +149,53 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
-OpFoldResult TransposeOp::fold(FoldAdaptor) {
-  for (auto [i, p] : llvm::enumerate(getPermutation()))
-    if ((int64_t)i != p)
-      return {};
-  return getInput().getType() == getType() ? getInput() : Value();
+/// Transposes of weights (Gemm's transB, a Linear's weight) are folded far above
+/// kMaxFoldElements: the copy happens once at compile time instead of as a kernel
+/// on every run. Above this (64 MiB of f32) the kernel stays.
+constexpr int64_t kMaxTransposeFoldElements = 1 << 24;
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  ArrayRef<int64_t> perm = getPermutation();
+  bool identity = true;
+  for (auto [i, p] : llvm::enumerate(perm))
+    identity &= (int64_t)i == p;
+  if (identity)
+    return getInput().getType() == getType() ? getInput() : Value();
+
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput());
+  auto inType = dyn_cast<RankedTensorType>(getInput().getType());
+  auto outType = dyn_cast<RankedTensorType>(getType());
+  if (!dense || !inType || !outType || !inType.hasStaticShape() || !outType.hasStaticShape() ||
+      outType.getNumElements() > kMaxTransposeFoldElements ||
+      !outType.getElementType().isIntOrFloat())
+    return {};
+  if (dense.isSplat())
+    return DenseElementsAttr::get(outType, dense.getSplatValue<Attribute>());
+  unsigned bits = outType.getElementType().getIntOrFloatBitWidth();
+  if (bits % 8 != 0) // i1 and sub-byte types are bit-packed
+    return {};
+  size_t bytes = bits / 8;
+  ArrayRef<char> raw = dense.getRawData();
+  int64_t rank = inType.getRank(), count = outType.getNumElements();
+  SmallVector<int64_t> inStrides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    inStrides[d] = inStrides[d + 1] * inType.getDimSize(d + 1);
+  // Walk the result in order with an odometer over its index, keeping the
+  // matching input offset.
+  std::vector<char> out(static_cast<size_t>(count) * bytes);
+  SmallVector<int64_t> index(rank, 0);
+  int64_t from = 0;
+  for (int64_t o = 0; o < count; ++o) {
+    std::memcpy(out.data() + o * bytes, raw.data() + from * bytes, bytes);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      from += inStrides[perm[d]];
+      if (++index[d] < outType.getDimSize(d))
+        break;
+      from -= inStrides[perm[d]] * index[d];
+      index[d] = 0;
+    }
+  }
+  return DenseElementsAttr::getFromRawBuffer(outType, out);
 }
 
 //===----------------------------------------------------------------------===//

@@ -138,3 +138,21 @@ func.func @fold_select_compare(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<
   %c = kiln.compare %x, %y {direction = #kiln<compare gt>} : (tensor<2xi64>, tensor<i64>) -> tensor<2xi1>
   return %s, %c : tensor<4xf32>, tensor<2xi1>
 }
+
+// -----
+
+// Transposes of constants (Gemm's transB on a weight) fold at compile time.
+// CHECK-LABEL: func @fold_transpose_of_constant
+// CHECK-DAG: kiln.constant dense<{{\[\[}}1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>
+// CHECK-DAG: kiln.constant dense<{{\[\[\[}}0, 4], [1, 5]], {{\[\[}}2, 6], [3, 7]]]> : tensor<2x2x2xi8>
+// CHECK-DAG: kiln.constant dense<7> : tensor<4x2xi64>
+// CHECK-NOT: kiln.transpose
+func.func @fold_transpose_of_constant() -> (tensor<3x2xf32>, tensor<2x2x2xi8>, tensor<4x2xi64>) {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %t = kiln.transpose %w {permutation = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %c = kiln.constant dense<[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]> : tensor<2x2x2xi8>
+  %u = kiln.transpose %c {permutation = array<i64: 1, 2, 0>} : (tensor<2x2x2xi8>) -> tensor<2x2x2xi8>
+  %s = kiln.constant dense<7> : tensor<2x4xi64>
+  %v = kiln.transpose %s {permutation = array<i64: 1, 0>} : (tensor<2x4xi64>) -> tensor<4x2xi64>
+  return %t, %u, %v : tensor<3x2xf32>, tensor<2x2x2xi8>, tensor<4x2xi64>
+}
