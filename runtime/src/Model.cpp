@@ -89,9 +89,9 @@ std::string folderOf(const std::string &path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
 }
-} // namespace
 
-absl::StatusOr<std::pair<void *, size_t>> Model::mapFile(const std::string &path) {
+/// A regular file opened for reading, and its size.
+absl::StatusOr<std::pair<int, size_t>> openRegularFile(const std::string &path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
@@ -100,7 +100,15 @@ absl::StatusOr<std::pair<void *, size_t>> Model::mapFile(const std::string &path
     close(fd);
     return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
   }
-  size_t size = static_cast<size_t>(st.st_size);
+  return std::make_pair(fd, static_cast<size_t>(st.st_size));
+}
+} // namespace
+
+absl::StatusOr<std::pair<void *, size_t>> Model::mapFile(const std::string &path) {
+  absl::StatusOr<std::pair<int, size_t>> file = openRegularFile(path);
+  if (!file.ok())
+    return file.status();
+  auto [fd, size] = *file;
   void *mapping = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
   close(fd);
   if (size && mapping == MAP_FAILED)
@@ -109,18 +117,14 @@ absl::StatusOr<std::pair<void *, size_t>> Model::mapFile(const std::string &path
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::loadFile(const std::string &path, Backend backend) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
-  }
+  absl::StatusOr<std::pair<int, size_t>> file = openRegularFile(path);
+  if (!file.ok())
+    return file.status();
+  auto [fd, fileSize] = *file;
   char magic[4] = {0, 0, 0, 0};
   ssize_t got = pread(fd, magic, 4, 0);
   if (got == 4 && std::memcmp(magic, "\x7f" "ELF", 4) == 0) {
-    absl::Status extent = checkElfExtent(fd, static_cast<size_t>(st.st_size), path);
+    absl::Status extent = checkElfExtent(fd, fileSize, path);
     close(fd);
     if (!extent.ok())
       return extent;
