@@ -156,13 +156,18 @@ LogicalResult Writer::addStep(Operation *op) {
   FailureOr<std::vector<int>> inputs = ids(op->getOperands(), op);
   if (failed(inputs))
     return failure();
-  if (op->getNumResults() != 1)
-    return op->emitOpError() << "has " << op->getNumResults()
-                             << " results; artifact steps have one";
-  FailureOr<int> out = addValue(op->getResult(0), fb::ValueKind::Intermediate, "");
-  if (failed(out))
-    return failure();
   std::string name = op->getName().getStringRef().str();
+  // Library ops may have several results (top_k, unique); the others have one.
+  if (op->getNumResults() != 1 && !ref::isLibraryOp(name))
+    return op->emitOpError() << "has " << op->getNumResults()
+                             << " results; artifact steps of its kind have one";
+  std::vector<int> outs;
+  for (Value result : op->getResults()) {
+    FailureOr<int> out = addValue(result, fb::ValueKind::Intermediate, "");
+    if (failed(out))
+      return failure();
+    outs.push_back(*out);
+  }
   fb::StepKind kind;
   int kernel = -1;
   std::vector<flatbuffers::Offset<fb::Attr>> attrs;
@@ -201,6 +206,8 @@ LogicalResult Writer::addStep(Operation *op) {
     std::string type;
     llvm::raw_string_ostream(type) << op->getResult(0).getType();
     libraryReport.push_back(llvm::json::Object{{"op", name}, {"result", type}});
+    // Ops other than matmul/conv/conv_transpose/pool are graph breaks: the host
+    // runs them on the reference kernels between generated kernels.
   } else if (auto s = dyn_cast<SymbolicConstantOp>(op)) {
     kind = fb::StepKind::SymbolicConstant;
     for (DimExpr d : s.getValue().getDims())
@@ -209,10 +216,9 @@ LogicalResult Writer::addStep(Operation *op) {
     kind = fb::StepKind::ShapeOf;
   } else {
     return op->emitOpError()
-           << "runs neither as a generated kernel nor as a library op, so an artifact cannot "
-              "hold it yet (the graph-break fallback comes later)";
+           << "runs neither as a generated kernel nor on the host, so an artifact cannot "
+              "hold it yet";
   }
-  std::vector<int> outs = {*out};
   steps.push_back(fb::CreateStep(builder, kind, builder.CreateString(name), kernel,
                                  builder.CreateVector(*inputs), builder.CreateVector(outs),
                                  builder.CreateVector(attrs), builder.CreateVector(dims)));

@@ -396,48 +396,10 @@ LogicalResult Interpreter::runLibraryOp(Operation *op) {
 LogicalResult Interpreter::runOp(Operation *op) {
   if (isa<IfOp, LoopOp, ScanOp, KernelOp>(op))
     return runRegionOp(op);
-  if (ref::isLibraryOp(op->getName().getStringRef().str()))
-    return runLibraryOp(op);
-  auto in = [&](unsigned i) -> const ref::Tensor & { return get(op->getOperand(i)); };
   auto one = [&](absl::StatusOr<ref::Tensor> t) { return define(op, 0, std::move(t)); };
-  using ref::BinaryFn;
-  using ref::UnaryFn;
-#define UNARY(OpClass, fn)                                                                   \
-  .Case<OpClass>([&](auto) { return one(ref::unary(UnaryFn::fn, in(0))); })
-#define BINARY(OpClass, fn)                                                                  \
-  .Case<OpClass>([&](auto) { return one(ref::binary(BinaryFn::fn, in(0), in(1))); })
+  // What needs the IR itself (constants, dims); every other op runs through the
+  // same name-and-attributes dispatch the runtime uses (ref::runLibraryCall).
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      UNARY(NegOp, neg) UNARY(AbsOp, abs) UNARY(SignOp, sign) UNARY(ExpOp, exp)
-      UNARY(LogOp, log) UNARY(SqrtOp, sqrt) UNARY(RsqrtOp, rsqrt)
-      UNARY(ReciprocalOp, reciprocal) UNARY(TanhOp, tanh) UNARY(SigmoidOp, sigmoid)
-      UNARY(ErfOp, erf) UNARY(SinOp, sin) UNARY(CosOp, cos) UNARY(TanOp, tan)
-      UNARY(AsinOp, asin) UNARY(AcosOp, acos) UNARY(AtanOp, atan) UNARY(SinhOp, sinh)
-      UNARY(CoshOp, cosh) UNARY(AsinhOp, asinh) UNARY(AcoshOp, acosh)
-      UNARY(AtanhOp, atanh) UNARY(FloorOp, floor) UNARY(CeilOp, ceil)
-      UNARY(RoundOp, round) UNARY(IsNanOp, is_nan) UNARY(IsInfOp, is_inf)
-      UNARY(NotOp, logical_not) UNARY(BitwiseNotOp, bitwise_not)
-      BINARY(AddOp, add) BINARY(SubOp, sub) BINARY(MulOp, mul) BINARY(DivOp, div)
-      BINARY(RemOp, rem) BINARY(ModOp, mod) BINARY(PowOp, pow) BINARY(MaxOp, max)
-      BINARY(MinOp, min) BINARY(AndOp, logical_and) BINARY(OrOp, logical_or)
-      BINARY(XorOp, logical_xor) BINARY(BitwiseAndOp, bitwise_and)
-      BINARY(BitwiseOrOp, bitwise_or) BINARY(BitwiseXorOp, bitwise_xor)
-      BINARY(ShiftLeftOp, shift_left) BINARY(ShiftRightOp, shift_right)
-      .Case<CompareOp>([&](CompareOp c) {
-        return one(ref::compare(convertEnum<ref::CompareFn>(c.getDirection()), in(0), in(1)));
-      })
-      .Case<SelectOp>([&](auto) { return one(ref::select(in(0), in(1), in(2))); })
-      .Case<CastOp>([&](CastOp c) -> LogicalResult {
-        std::optional<ref::DType> to = toRefType(c.getTo());
-        if (!to)
-          return opError(op) << "the reference interpreter has no kernels for " << c.getTo();
-        return one(ref::castTensor(in(0), *to, c.getSaturate()));
-      })
-      .Case<BitcastOp>([&](BitcastOp c) -> LogicalResult {
-        std::optional<ref::DType> to = toRefType(c.getTo());
-        if (!to)
-          return opError(op) << "the reference interpreter has no kernels for " << c.getTo();
-        return one(ref::bitcast(in(0), *to));
-      })
       .Case<ConstantOp>([&](ConstantOp c) -> LogicalResult {
         FailureOr<ref::Tensor> t = constant(op, c.getValue());
         return failed(t) ? failure() : one(std::move(*t));
@@ -456,170 +418,18 @@ LogicalResult Interpreter::runOp(Operation *op) {
         return one(std::move(t));
       })
       .Case<ShapeOfOp>([&](auto) {
-        const ref::Tensor &x = in(0);
+        const ref::Tensor &x = get(op->getOperand(0));
         ref::Tensor t(ref::DType::i64, {x.rank()});
         for (int64_t d = 0; d < x.rank(); ++d)
           t.setI(d, x.dim(d));
         return one(std::move(t));
       })
-      .Case<RangeOp>([&](auto) { return one(ref::range(in(0), in(1), in(2))); })
-      .Case<ReshapeOp>([&](auto) -> LogicalResult {
-        const ref::Tensor &x = in(0);
-        std::vector<int64_t> shape = ints(op->getOperand(1));
-        int64_t known = 1, unknownAt = -1;
-        for (size_t d = 0; d < shape.size(); ++d) {
-          if (shape[d] == -1)
-            unknownAt = d;
-          else
-            known *= shape[d];
-        }
-        if (unknownAt >= 0)
-          shape[unknownAt] = known ? x.numel() / known : 0;
-        if (ref::numElements(shape) != x.numel())
-          return opError(op) << "reshape of " << x.describe() << " to ["
-                                 << ref::shapeToString(shape) << "] changes the element count";
-        return one(x.reshaped(shape));
-      })
-      .Case<TransposeOp>([&](TransposeOp t) {
-        ArrayRef<int64_t> p = t.getPermutation();
-        return one(ref::transpose(in(0), std::vector<int64_t>(p.begin(), p.end())));
-      })
-      .Case<BroadcastToOp>([&](auto) { return one(ref::broadcastTo(in(0), ints(op->getOperand(1)))); })
-      .Case<ConcatOp>([&](ConcatOp c) {
-        std::vector<const ref::Tensor *> parts;
-        for (Value v : c.getInputs())
-          parts.push_back(&get(v));
-        return one(ref::concat(parts, static_cast<int64_t>(c.getAxis())));
-      })
-      .Case<SliceOp>([&](auto) {
-        return one(ref::slice(in(0), ints(op->getOperand(1)), ints(op->getOperand(2)),
-                              ints(op->getOperand(3))));
-      })
-      .Case<GatherOp>([&](GatherOp g) {
-        return one(ref::gather(in(0), in(1), static_cast<int64_t>(g.getAxis())));
-      })
-      .Case<PadOp>([&](PadOp p) {
-        return one(ref::pad(in(0), ints(p.getPads()), convertEnum<ref::PadMode>(p.getMode()),
-                            get(p.getValue())));
-      })
-      .Case<GatherElementsOp>([&](GatherElementsOp g) {
-        return one(ref::gatherElements(in(0), in(1), static_cast<int64_t>(g.getAxis())));
-      })
-      .Case<ScatterElementsOp>([&](ScatterElementsOp s) {
-        return one(ref::scatterElements(in(0), in(1), in(2), static_cast<int64_t>(s.getAxis()),
-                                        convertEnum<ref::ScatterReduction>(s.getReduction())));
-      })
-      .Case<GatherNDOp>([&](GatherNDOp g) {
-        return one(ref::gatherND(in(0), in(1), static_cast<int64_t>(g.getBatchDims())));
-      })
-      .Case<ScatterNDOp>([&](ScatterNDOp s) {
-        return one(ref::scatterND(in(0), in(1), in(2),
-                                  convertEnum<ref::ScatterReduction>(s.getReduction())));
-      })
-      .Case<NonZeroOp>([&](auto) { return one(ref::nonZero(in(0))); })
-      .Case<CompressOp>([&](CompressOp c) {
-        std::optional<int64_t> axis;
-        if (c.getAxis())
-          axis = static_cast<int64_t>(*c.getAxis());
-        return one(ref::compress(in(0), in(1), axis));
-      })
-      .Case<ResizeOp>([&](ResizeOp r) {
-        ref::ResizeParams p;
-        p.size = ints(r.getSize());
-        p.mode = convertEnum<ref::ResizeMode>(r.getMode());
-        p.coordinateMode = convertEnum<ref::CoordinateMode>(r.getCoordinateMode());
-        p.nearestMode = convertEnum<ref::NearestMode>(r.getNearestMode());
-        p.scales.assign(r.getScales().begin(), r.getScales().end());
-        p.roi.assign(r.getRoi().begin(), r.getRoi().end());
-        p.cubicCoeffA = r.getCubicCoeffA().convertToFloat();
-        p.excludeOutside = r.getExcludeOutside();
-        p.extrapolationValue = r.getExtrapolationValue().convertToFloat();
-        p.antialias = r.getAntialias();
-        return one(ref::resize(in(0), p));
-      })
-      .Case<ReduceOp>([&](ReduceOp r) {
-        ArrayRef<int64_t> axes = r.getAxes();
-        return one(ref::reduce(in(0), convertEnum<ref::ReduceKind>(r.getKind()),
-                               std::vector<int64_t>(axes.begin(), axes.end()), r.getKeepDims()));
-      })
-      .Case<ArgReduceOp>([&](ArgReduceOp r) {
-        return one(ref::argReduce(in(0), convertEnum<ref::ArgReduceKind>(r.getKind()),
-                                  static_cast<int64_t>(r.getAxis()), r.getKeepDims(),
-                                  r.getSelectLastIndex()));
-      })
-      .Case<CumulativeOp>([&](CumulativeOp c) {
-        return one(ref::cumulative(in(0), convertEnum<ref::CumulativeKind>(c.getKind()),
-                                   static_cast<int64_t>(c.getAxis()), c.getExclusive(),
-                                   c.getReverse()));
-      })
-      .Case<TopKOp>([&](TopKOp t) -> LogicalResult {
-        auto r = ref::topK(in(0), get(t.getK()).getI(0), static_cast<int64_t>(t.getAxis()),
-                           t.getLargest(), t.getSorted());
-        if (!r.ok())
-          return opError(op) << r.status().message();
-        if (failed(define(op, 0, std::move(r->first))))
-          return failure();
-        return define(op, 1, std::move(r->second));
-      })
-      .Case<SoftmaxOp>([&](SoftmaxOp s) {
-        return one(ref::softmax(in(0), static_cast<int64_t>(s.getAxis()), false));
-      })
-      .Case<LogSoftmaxOp>([&](LogSoftmaxOp s) {
-        return one(ref::softmax(in(0), static_cast<int64_t>(s.getAxis()), true));
-      })
-      .Case<LayerNormOp>([&](LayerNormOp l) {
-        return one(ref::layerNorm(in(0), in(1), l.getBias() ? &get(l.getBias()) : nullptr,
-                                  static_cast<int64_t>(l.getAxis()),
-                                  l.getEpsilon().convertToFloat()));
-      })
-      .Case<GridSampleOp>([&](GridSampleOp g) {
-        return one(ref::gridSample(in(0), in(1), convertEnum<ref::ResizeMode>(g.getMode()),
-                                   convertEnum<ref::GridPadding>(g.getPadding()),
-                                   g.getAlignCorners()));
-      })
-      .Case<RoiAlignOp>([&](RoiAlignOp r) {
-        ref::RoiAlignParams p;
-        p.maxMode = r.getMode() == PoolKind::max;
-        p.outputHeight = static_cast<int64_t>(r.getOutputHeight());
-        p.outputWidth = static_cast<int64_t>(r.getOutputWidth());
-        p.samplingRatio = static_cast<int64_t>(r.getSamplingRatio());
-        p.spatialScale = r.getSpatialScale().convertToFloat();
-        p.halfPixel = r.getHalfPixel();
-        return one(ref::roiAlign(in(0), in(1), in(2), p));
-      })
-      .Case<NonMaxSuppressionOp>([&](NonMaxSuppressionOp s) {
-        std::optional<double> scoreThreshold;
-        if (s.getScoreThreshold())
-          scoreThreshold = get(s.getScoreThreshold()).getF(0);
-        return one(ref::nonMaxSuppression(in(0), in(1), in(2).getI(0), in(3).getF(0),
-                                          scoreThreshold, s.getCenterPointBox()));
-      })
-      .Case<UniqueOp>([&](UniqueOp u) -> LogicalResult {
-        std::optional<int64_t> axis;
-        if (u.getAxis())
-          axis = static_cast<int64_t>(*u.getAxis());
-        std::vector<ref::Tensor> r = ref::unique(in(0), axis, u.getSorted());
-        for (unsigned i = 0; i < 4; ++i)
-          if (failed(define(op, i, std::move(r[i]))))
-            return failure();
-        return success();
-      })
-      .Case<DetOp>([&](auto) { return one(ref::det(in(0))); })
-      .Case<Col2ImOp>([&](Col2ImOp c) {
-        ref::Col2ImParams p;
-        p.imageShape.assign(c.getImageShape().begin(), c.getImageShape().end());
-        p.blockShape.assign(c.getBlockShape().begin(), c.getBlockShape().end());
-        p.strides.assign(c.getStrides().begin(), c.getStrides().end());
-        p.dilations.assign(c.getDilations().begin(), c.getDilations().end());
-        p.pads.assign(c.getPads().begin(), c.getPads().end());
-        return one(ref::col2im(in(0), p));
-      })
-      .Case<tensor::CastOp>([&](auto) { return one(in(0)); })
-      .Default([&](Operation *) {
-        return opError(op) << "the reference interpreter does not run this op";
+      .Case<tensor::CastOp>([&](auto) { return one(get(op->getOperand(0))); })
+      .Default([&](Operation *) -> LogicalResult {
+        if (!ref::isLibraryOp(op->getName().getStringRef().str()))
+          return opError(op) << "the reference interpreter does not run this op";
+        return runLibraryOp(op);
       });
-#undef UNARY
-#undef BINARY
 }
 
 } // namespace
@@ -647,6 +457,11 @@ FailureOr<ref::LibraryCall> encodeLibraryCall(Operation *op) {
       value.ints = {b.getValue() ? 1 : 0};
     } else if (auto i = dyn_cast<IntegerAttr>(a)) {
       value.ints = {i.getValue().getSExtValue()};
+    } else if (auto t = dyn_cast<TypeAttr>(a)) {
+      std::optional<ref::DType> dtype = toRefType(t.getValue());
+      if (!dtype)
+        return op->emitOpError() << "the reference interpreter has no kernels for " << t.getValue();
+      value.ints = {static_cast<int64_t>(*dtype)};
     } else if (auto f = dyn_cast<FloatAttr>(a)) {
       value.floats = {f.getValueAsDouble()};
     } else if (auto v = dyn_cast<DenseI64ArrayAttr>(a)) {

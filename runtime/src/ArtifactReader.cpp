@@ -205,8 +205,9 @@ absl::Status Reader::readSteps() {
         return corrupt(absl::StrCat(where, " defines value ", v, " a second time"));
       defined[v] = true;
     }
-    if (step.outputs.size() != 1)
-      return corrupt(absl::StrCat(where, " has ", step.outputs.size(), " outputs, not 1"));
+    if (step.outputs.empty() ||
+        (step.outputs.size() != 1 && step.kind != StepKind::Library))
+      return corrupt(absl::StrCat(where, " has ", step.outputs.size(), " outputs"));
     switch (step.kind) {
     case StepKind::Kernel:
       step.kernel = s->kernel();
@@ -444,6 +445,16 @@ bool sealArtifact(uint8_t *data, size_t size) {
     return false;
   uint64_t sum = artifactChecksum(data, size, *at);
   std::memcpy(data + *at, &sum, 8);
+  return true;
+}
+
+bool matchesPlan(const ref::Tensor &got, const ValueInfo &info,
+                 const std::vector<std::optional<int64_t>> &symbols) {
+  if (got.dtype() != info.dtype || got.rank() != static_cast<int64_t>(info.shape.size()))
+    return false;
+  for (size_t d = 0; d < info.shape.size(); ++d)
+    if (std::optional<int64_t> want = info.shape[d].evaluate(symbols); want && *want != got.dim(d))
+      return false;
   return true;
 }
 

@@ -131,6 +131,11 @@ readArtifact(const uint8_t *data, size_t size, const WeightsFileResolver &resolv
 std::optional<ref::Shape> evaluateShape(const ValueInfo &value,
                                         const std::vector<std::optional<int64_t>> &symbols);
 
+/// Whether a computed result has the dtype and the dims (where known) the plan
+/// says; the executors check every host-computed result with it.
+bool matchesPlan(const ref::Tensor &got, const ValueInfo &info,
+                 const std::vector<std::optional<int64_t>> &symbols);
+
 } // namespace kiln::rt
 
 #endif // KILN_RUNTIME_ARTIFACTREADER_H

@@ -378,19 +378,23 @@ absl::Status Model::runStep(size_t index, std::vector<ref::Tensor> &values,
     absl::StatusOr<std::vector<ref::Tensor>> r = ref::runLibraryCall(step.call, inputs);
     if (!r.ok())
       return fail(std::string(r.status().message()));
-    ref::Tensor &got = (*r)[0];
-    bool match = got.dtype() == result.dtype && got.rank() == static_cast<int64_t>(result.shape.size());
-    for (size_t d = 0; match && d < result.shape.size(); ++d)
-      if (std::optional<int64_t> want = result.shape[d].evaluate(symbols))
-        match = *want == got.dim(d);
-    if (!match)
-      return fail(absl::StrCat("its result is ", got.describe(), " but the plan says ",
-                               shapeText(result, plan_.symbols)));
-    if (memory.offsets[out] >= 0) {
-      allocate(got.shape());
-      std::memcpy(values[out].bytes(), got.bytes(), got.byteSize());
-    } else {
-      values[out] = std::move(got);
+    if (r->size() != step.outputs.size())
+      return fail(absl::StrCat("it gave ", r->size(), " results, the plan has ",
+                               step.outputs.size()));
+    for (size_t k = 0; k < r->size(); ++k) {
+      int v = step.outputs[k];
+      const ValueInfo &info = plan_.values[v];
+      ref::Tensor &got = (*r)[k];
+      if (!matchesPlan(got, info, symbols))
+        return fail(absl::StrCat("its result ", k, " is ", got.describe(), " but the plan says ",
+                                 shapeText(info, plan_.symbols)));
+      if (memory.offsets[v] >= 0) {
+        values[v] = ref::Tensor::view(info.dtype, got.shape(), arena + memory.offsets[v]);
+        if (got.byteSize())
+          std::memcpy(values[v].bytes(), got.bytes(), got.byteSize());
+      } else {
+        values[v] = std::move(got);
+      }
     }
     return absl::OkStatus();
   }

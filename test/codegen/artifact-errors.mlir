@@ -1,10 +1,15 @@
 // What an artifact cannot hold is one error at the op, and no file is written.
+// Plans have no control flow yet.
 // RUN: rm -f %t.kiln
 // RUN: not kiln-compile %s -o %t.kiln --arch none 2>&1 | FileCheck %s
 // RUN: not test -e %t.kiln
 
-// CHECK: error: 'kiln.non_zero' op runs neither as a generated kernel nor as a library op, so an artifact cannot hold it yet (the graph-break fallback comes later)
-func.func @main(%x: tensor<4xf32>) -> tensor<1x?xi64> {
-  %0 = kiln.non_zero %x : (tensor<4xf32>) -> tensor<1x?xi64>
-  return %0 : tensor<1x?xi64>
+// CHECK: error: 'kiln.if' op runs neither as a generated kernel nor on the host, so an artifact cannot hold it yet
+func.func @main(%c: tensor<i1>, %a: tensor<3xf32>, %b: tensor<5xf32>) -> tensor<?xf32> {
+  %r = kiln.if %c : tensor<i1> -> tensor<?xf32> {
+    kiln.yield %a : tensor<3xf32>
+  } else {
+    kiln.yield %b : tensor<5xf32>
+  }
+  return %r : tensor<?xf32>
 }

@@ -309,7 +309,14 @@ absl::Status CudaExecutor::run(const Plan &plan,
       absl::StatusOr<std::vector<ref::Tensor>> r = ref::runLibraryCall(step.call, pointers);
       if (!r.ok())
         return fail(std::string(r.status().message()));
-      status = upload(out, (*r)[0]);
+      if (r->size() != step.outputs.size())
+        return fail("its number of results differs from the plan's");
+      for (size_t k = 0; k < r->size() && status.ok(); ++k) {
+        if (!matchesPlan((*r)[k], plan.values[step.outputs[k]], symbols))
+          return fail(absl::StrCat("its result ", k, " is ", (*r)[k].describe(),
+                                   ", not what the plan says"));
+        status = upload(step.outputs[k], (*r)[k]);
+      }
     } else {
       // Shape steps: small i64 vectors computed from the symbols or a shape.
       ref::Shape shape = planned ? *planned : ref::Shape{static_cast<int64_t>(step.dims.size())};
