@@ -92,13 +92,6 @@ private:
                            const Twine &what);
   LogicalResult define(Operation *op, unsigned i, absl::StatusOr<ref::Tensor> t);
   const ref::Tensor &get(Value v) { return values.find(v)->second; }
-  std::vector<int64_t> ints(Value v) {
-    const ref::Tensor &t = get(v);
-    std::vector<int64_t> r(t.numel());
-    for (int64_t i = 0; i < t.numel(); ++i)
-      r[i] = t.getI(i);
-    return r;
-  }
   std::optional<int64_t> evaluate(DimExpr dim) {
     return evaluateDim(dim, [&](unsigned pos) -> std::optional<int64_t> {
       auto it = symbols.find(pos);
@@ -198,8 +191,6 @@ LogicalResult Interpreter::runBlock(Block &block, std::vector<ref::Tensor> &term
   }
   return opError(block.getParentOp()) << "a block without a terminator";
 }
-
-template <typename E> E convertEnum(auto v) { return static_cast<E>(static_cast<int>(v)); }
 
 LogicalResult Interpreter::runRegionOp(Operation *op) {
   std::vector<ref::Tensor> yielded;
