@@ -438,13 +438,17 @@ absl::Status Model::run(const std::vector<ref::Tensor> &inputs, bool deviceBuffe
     return absl::FailedPreconditionError(
         "device buffers need the CUDA backend; this model runs in host emulation");
 
-  // This call's arena; a new one each call keeps concurrent runs apart.
-  std::unique_ptr<uint8_t, void (*)(void *)> arena(
-      static_cast<uint8_t *>(std::aligned_alloc(kSlotAlignment, std::max(memory->peakBytes, kSlotAlignment))),
-      std::free);
-  if (!arena)
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate the ", memory->peakBytes, "-byte arena"));
+  // This call's arena, from the pool: concurrent runs take different ones.
+  absl::StatusOr<std::pair<uint8_t *, size_t>> taken =
+      arenas_.take(std::max(memory->peakBytes, kSlotAlignment));
+  if (!taken.ok())
+    return taken.status();
+  struct GiveBack {
+    BufferPool<uint8_t *> &pool;
+    std::pair<uint8_t *, size_t> buffer;
+    ~GiveBack() { pool.give(buffer.first, buffer.second); }
+  } giveBack{arenas_, *taken};
+  uint8_t *arena = taken->first;
 
   std::vector<ref::Tensor> values(plan_.values.size());
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -457,7 +461,7 @@ absl::Status Model::run(const std::vector<ref::Tensor> &inputs, bool deviceBuffe
   }
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
     double start = profile ? microsSince(profile->origin) : 0;
-    if (absl::Status status = runStep(s, values, *symbols, *memory, arena.get()); !status.ok())
+    if (absl::Status status = runStep(s, values, *symbols, *memory, arena); !status.ok())
       return status;
     if (profile) {
       double end = microsSince(profile->origin);

@@ -12,12 +12,15 @@
 #define KILN_RUNTIME_MODEL_H
 
 #include "ArtifactReader.h"
+#include "BufferPool.h"
 #include "MemoryPlan.h"
 #include "cuda/CudaExecutor.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -100,6 +103,17 @@ private:
   /// Host emulation: per kernel (Plan::kernels index), its launcher.
   std::vector<void (*)(void **, int64_t)> hostLaunchers_;
 
+  /// Host-emulation arenas, reused across calls.
+  mutable BufferPool<uint8_t *> arenas_{
+      [](size_t bytes) -> absl::StatusOr<uint8_t *> {
+        void *p = std::aligned_alloc(kSlotAlignment, (bytes + kSlotAlignment - 1) /
+                                                         kSlotAlignment * kSlotAlignment);
+        if (!p)
+          return absl::ResourceExhaustedError(
+              absl::StrCat("cannot allocate a ", bytes, "-byte arena"));
+        return static_cast<uint8_t *>(p);
+      },
+      [](uint8_t *p) { std::free(p); }};
   mutable absl::Mutex cacheMutex_;
   mutable std::map<std::vector<std::optional<int64_t>>, std::shared_ptr<const MemoryPlan>>
       memoryPlans_;

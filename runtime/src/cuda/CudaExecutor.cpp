@@ -2,6 +2,7 @@
 
 #include "cuda/CudaExecutor.h"
 
+#include "BufferPool.h"
 #include "Model.h"
 
 #include "absl/strings/str_cat.h"
@@ -34,28 +35,33 @@ private:
   const CudaDriver *driver;
 };
 
-/// Device allocations of one call, freed when it ends.
+/// Device buffers of one call, from the executor's pool and back to it when the
+/// call ends, on every path: only once the stream has finished with them, or a
+/// concurrent call could take a buffer a kernel is still writing.
 class Allocations {
 public:
-  explicit Allocations(const CudaDriver *driver) : driver(driver) {}
+  Allocations(BufferPool<CUdeviceptr> &pool, const CudaDriver &driver, CUstream stream)
+      : pool(pool), driver(driver), stream(stream) {}
   ~Allocations() {
-    for (CUdeviceptr p : owned)
-      driver->cuMemFree(p);
+    if (!taken.empty())
+      driver.cuStreamSynchronize(stream);
+    for (auto [p, size] : taken)
+      pool.give(p, size);
   }
   absl::StatusOr<CUdeviceptr> allocate(size_t bytes) {
-    CUdeviceptr p = 0;
-    CUresult r = driver->cuMemAlloc(&p, std::max<size_t>(bytes, kSlotAlignment));
-    if (r != CUDA_SUCCESS)
-      return absl::ResourceExhaustedError(
-          absl::StrCat("cannot allocate ", bytes, " bytes on the device: ",
-                       driver->describe("cuMemAlloc", r)));
-    owned.push_back(p);
-    return p;
+    absl::StatusOr<std::pair<CUdeviceptr, size_t>> buffer =
+        pool.take(std::max<size_t>(bytes, kSlotAlignment));
+    if (!buffer.ok())
+      return buffer.status();
+    taken.push_back(*buffer);
+    return buffer->first;
   }
 
 private:
-  const CudaDriver *driver;
-  std::vector<CUdeviceptr> owned;
+  BufferPool<CUdeviceptr> &pool;
+  const CudaDriver &driver;
+  CUstream stream;
+  std::vector<std::pair<CUdeviceptr, size_t>> taken;
 };
 
 } // namespace
@@ -65,6 +71,7 @@ CudaExecutor::~CudaExecutor() {
     return;
   {
     ContextScope scope(driver_, context_);
+    pool_.reset();
     for (CUdeviceptr w : weights_)
       if (w)
         driver_->cuMemFree(w);
@@ -105,6 +112,16 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   ContextScope scope(&cu, ex->context_);
   if (!scope.ok)
     return absl::UnavailableError("cannot make the CUDA context current");
+  const CudaDriver *d = &cu; // the process-wide driver outlives every executor
+  ex->pool_ = std::make_unique<BufferPool<CUdeviceptr>>(
+      [d](size_t bytes) -> absl::StatusOr<CUdeviceptr> {
+        CUdeviceptr p = 0;
+        if (CUresult r = d->cuMemAlloc(&p, bytes); r != CUDA_SUCCESS)
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "cannot allocate ", bytes, " bytes on the device: ", d->describe("cuMemAlloc", r)));
+        return p;
+      },
+      [d](CUdeviceptr p) { d->cuMemFree(p); });
 
   // Each kernel from the cubin built for exactly this SM, else the PTX of the
   // newest SM not above it (the driver compiles PTX for newer devices).
@@ -169,7 +186,7 @@ absl::Status CudaExecutor::run(const Plan &plan,
   auto check = [&](const char *call, CUresult r) {
     return r == CUDA_SUCCESS ? absl::OkStatus() : absl::InternalError(cu.describe(call, r));
   };
-  Allocations allocations(driver_);
+  Allocations allocations(*pool_, cu, stream);
   absl::StatusOr<CUdeviceptr> arena = allocations.allocate(memory.peakBytes);
   if (!arena.ok())
     return arena.status();

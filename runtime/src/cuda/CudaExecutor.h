@@ -14,6 +14,7 @@
 
 #include "ArtifactReader.h"
 #include "MemoryPlan.h"
+#include "BufferPool.h"
 #include "cuda/CudaDriver.h"
 
 #include <functional>
@@ -59,6 +60,8 @@ private:
   std::vector<CUmodule> modules_;
   std::vector<CUfunction> functions_;  ///< per Plan::kernels entry
   std::vector<CUdeviceptr> weights_;   ///< per value; 0 unless a weight
+  /// Arenas, input copies and dynamic results, reused across calls.
+  std::unique_ptr<BufferPool<CUdeviceptr>> pool_;
 };
 
 } // namespace kiln::rt
