@@ -18,6 +18,14 @@ config.substitutions.append(("%python", config.python_executable))
 # tree, never in the user's home.
 config.environment["KILN_CACHE_DIR"] = os.path.join(config.kiln_obj_root, "kernel-cache")
 
+# %fake-cuda runs a command on the fake CUDA driver (test/runtime/fake_cuda), which
+# executes launches through the kernels' host launchers.
+config.substitutions.append((
+    "%fake-cuda",
+    "env LD_LIBRARY_PATH=%s KILN_FAKE_CUDA_KERNELS=%s" % (
+        os.path.join(config.kiln_obj_root, "test", "fake-cuda"),
+        os.path.join(config.kiln_obj_root, "kernel-cache"))))
+
 # kiln's tools first, then FileCheck and not from LLVM.
 config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
