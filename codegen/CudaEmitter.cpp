@@ -157,6 +157,18 @@ private:
   }
   void pushScope() { memo.emplace_back(); }
   void popScope() { memo.pop_back(); }
+  /// Opens a C block (`header` ends in "{") one level deeper, with its own memo:
+  /// elements named inside are not visible after closeBlock().
+  void openBlock(const Twine &header) {
+    line(header);
+    ++indent;
+    pushScope();
+  }
+  void closeBlock() {
+    popScope();
+    --indent;
+    line("}");
+  }
   std::string store(Type t, const std::string &v) {
     if (t.isF16())
       return "kiln_to_f16(" + v + ")";
@@ -466,9 +478,7 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
       std::string size = dim(getSymShape(input.getType())[axis]);
       std::string next = "(" + offset + " + " + size + ")";
       bool last = k + 1 == c.getInputs().size();
-      line((k ? "} else " : "") + std::string(last ? "{" : "if (" + index[axis] + " < " + next + ") {"));
-      ++indent;
-      pushScope();
+      openBlock((k ? "} else " : "") + std::string(last ? "{" : "if (" + index[axis] + " < " + next + ") {"));
       std::vector<std::string> in(index.begin(), index.end());
       in[axis] = "(" + index[axis] + " - " + offset + ")";
       FailureOr<std::string> e = element(input, in);
@@ -513,16 +523,12 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
       return failure();
     std::string result = temp();
     line(ct + " " + result + " = " + *fill + ";");
-    line("if (" + inside + ") {");
-    ++indent;
-    pushScope();
+    openBlock("if (" + inside + ") {");
     FailureOr<std::string> e = element(p.getInput(), in);
     if (failed(e))
       return failure();
     line(result + " = " + *e + ";");
-    popScope();
-    --indent;
-    line("}");
+    closeBlock();
     return result;
   }
   if (auto g = dyn_cast<GatherOp>(op)) {
@@ -651,17 +657,13 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
     --indent;
     line("}");
   }
-  line("for (int64_t i = kiln_thread_index(); i < n; i += kiln_thread_count()) {");
-  ++indent;
-  pushScope();
+  openBlock("for (int64_t i = kiln_thread_index(); i < n; i += kiln_thread_count()) {");
   std::vector<std::string> index = unravel("i", shape);
   FailureOr<std::string> v = element(root, index);
   if (failed(v))
     return failure();
   line("out[i] = " + store(elementOf(root), *v) + ";");
-  popScope();
-  --indent;
-  line("}");
+  closeBlock();
   return success();
 }
 
@@ -723,20 +725,14 @@ LogicalResult KernelEmitter::emitReduction(ReduceOp root) {
   std::string combineFn = "[](" + acc + " a, " + acc + " b) { return (" + acc + ")(" + combine + "); }";
   line("const int64_t items = " + product(outShape) + ";");
   line("const int64_t R = " + product(reducedShape) + ";");
-  if (blockPerItem) {
+  if (blockPerItem)
     line("__shared__ " + acc + " scratch[KILN_MAX_BLOCK];");
-    line("for (int64_t o = blockIdx.x; o < items; o += gridDim.x) {");
-  } else {
-    line("for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count()) {");
-  }
-  ++indent;
-  pushScope();
+  openBlock(blockPerItem ? "for (int64_t o = blockIdx.x; o < items; o += gridDim.x) {"
+                         : "for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count()) {");
   std::vector<std::string> outIndex = unravel("o", outShape);
   line(acc + " acc = " + identity + ";");
-  line(blockPerItem ? "for (int64_t rr = threadIdx.x; rr < R; rr += blockDim.x) {"
-                    : "for (int64_t rr = 0; rr < R; ++rr) {");
-  ++indent;
-  pushScope();
+  openBlock(blockPerItem ? "for (int64_t rr = threadIdx.x; rr < R; rr += blockDim.x) {"
+                         : "for (int64_t rr = 0; rr < R; ++rr) {");
   std::vector<std::string> redIndex = unravel("rr", reducedShape), inIndex;
   size_t nextOut = 0, nextRed = 0;
   for (int64_t d = 0; d < rank; ++d) {
@@ -752,18 +748,14 @@ LogicalResult KernelEmitter::emitReduction(ReduceOp root) {
   if (failed(x))
     return failure();
   line("acc = (" + combineFn + ")(acc, (" + acc + ")" + *x + ");");
-  popScope();
-  --indent;
-  line("}");
+  closeBlock();
   if (blockPerItem)
     line("acc = kiln_block_reduce(acc, " + combineFn + ", scratch);");
   std::string final = "acc";
   if (kind == ReduceKind::mean)
     final = isF ? "acc / (" + acc + ")R" : "(R == 0 ? (" + acc + ")0 : (" + acc + ")(acc / R))";
   line(std::string(blockPerItem ? "if (threadIdx.x == 0) " : "") + "out[o] = " + store(t, final) + ";");
-  popScope();
-  --indent;
-  line("}");
+  closeBlock();
   return success();
 }
 
@@ -780,9 +772,7 @@ LogicalResult KernelEmitter::emitArgReduction(ArgReduceOp root) {
   bool isF = isFloatType(t);
   line("const int64_t items = " + product(outShape) + ";");
   line("const int64_t N = " + inShape[axis] + ";");
-  line("for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count()) {");
-  ++indent;
-  pushScope();
+  openBlock("for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count()) {");
   std::vector<std::string> outIndex = unravel("o", outShape);
   auto inputIndex = [&](const std::string &k) {
     std::vector<std::string> in;
@@ -800,9 +790,7 @@ LogicalResult KernelEmitter::emitArgReduction(ArgReduceOp root) {
   };
   line(ct + " best = " + ct + "();");
   line("int64_t at = 0;");
-  line("for (int64_t k = 0; k < N; ++k) {");
-  ++indent;
-  pushScope();
+  openBlock("for (int64_t k = 0; k < N; ++k) {");
   FailureOr<std::string> v = element(input, inputIndex("k"));
   if (failed(v))
     return failure();
@@ -815,13 +803,9 @@ LogicalResult KernelEmitter::emitArgReduction(ArgReduceOp root) {
   std::string better = argmin ? *v + " < best" : *v + " > best";
   std::string tie = root.getSelectLastIndex() ? " || " + *v + " == best" : "";
   line("if (" + better + tie + ") { best = " + *v + "; at = k; }");
-  popScope();
-  --indent;
-  line("}");
+  closeBlock();
   line("out[o] = (int64_t)at;");
-  popScope();
-  --indent;
-  line("}");
+  closeBlock();
   return success();
 }
 
@@ -859,10 +843,8 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
       return warp ? "kiln_warp_reduce(" + v + ", " + fn + ")"
                   : "kiln_block_reduce(" + v + ", " + fn + ", scratch)";
     };
-    line(warp ? "for (int64_t row = blockIdx.x * warps + threadIdx.x / 32; row < rows; row += gridDim.x * warps) {"
-               : "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
-    ++indent;
-    pushScope();
+    openBlock(warp ? "for (int64_t row = blockIdx.x * warps + threadIdx.x / 32; row < rows; row += gridDim.x * warps) {"
+                   : "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
     std::vector<std::string> outerIndex = unravel("row / inner", outerShape);
     std::vector<std::string> innerIndex = unravel("row % inner", innerShape);
     // The element at position j of the row, and its flat offset in the result.
@@ -876,14 +858,10 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
     std::string maxFn = "[](" + acc + " a, " + acc + " b) { return kiln_max<" + acc + ">(a, b); }";
     std::string sumFn = "[](" + acc + " a, " + acc + " b) { return a + b; }";
     auto loop = [&](const std::function<LogicalResult(const std::vector<std::string> &)> &f) {
-      line(warp ? "for (int64_t j = lane; j < L; j += 32) {"
-                : "for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {");
-      ++indent;
-      pushScope();
+      openBlock(warp ? "for (int64_t j = lane; j < L; j += 32) {"
+                     : "for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {");
       LogicalResult r = f(rowIndex("j"));
-      popScope();
-      --indent;
-      line("}");
+      closeBlock();
       return r;
     };
     std::string flat = "((row / inner) * L + j) * inner + row % inner";
@@ -920,9 +898,7 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
             return success();
           })))
         return failure();
-      popScope();
-      --indent;
-      line("}");
+      closeBlock();
       return success();
     }
     auto ln = cast<LayerNormOp>(root);
@@ -969,9 +945,7 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
           return success();
         })))
       return failure();
-    popScope();
-    --indent;
-    line("}");
+    closeBlock();
     return success();
 
   };
