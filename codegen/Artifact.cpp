@@ -40,12 +40,20 @@ std::string readFile(const std::string &path) {
 
 class Writer {
 public:
-  Writer(func::FuncOp func, const ArtifactOptions &options) : func(func), options(options) {}
+  Writer(func::FuncOp func, const ArtifactOptions &options)
+      : func(func), options(options),
+        cacheDir(options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir),
+        deviceLibrary(readFile(KILN_DEVICE_INCLUDE_DIR "/kiln/device/kiln_device.h")) {}
   FailureOr<CompiledArtifact> build();
 
 private:
   func::FuncOp func;
   const ArtifactOptions &options;
+  /// Where cubins are cached (HostKernels resolves the same default).
+  std::string cacheDir;
+  /// The device library the kernels compile against: shipped in the artifact and
+  /// part of every cubin's cache key.
+  std::string deviceLibrary;
   flatbuffers::FlatBufferBuilder builder{1 << 16};
   llvm::DenseMap<Value, int> valueIds;
   llvm::DenseMap<Value, std::string> outputNames;
@@ -236,8 +244,9 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
   for (size_t k = 0; k < kernels.size(); ++k)
     for (int sm : options.cubinArchs)
       jobs.push_back({k, sm});
-  std::string cacheDir = options.cacheDir;
   std::string version = rt::nvrtcVersion();
+  if (!jobs.empty())
+    llvm::sys::fs::create_directories(cacheDir); // a missing cache only means no reuse
   auto run = [&](Job &job) {
     if (options.prebuiltCubins) {
       auto it = options.prebuiltCubins->find(kernels[job.kernel].name);
@@ -249,14 +258,13 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
     std::string tu = kernelTranslationUnit({kernels[job.kernel]});
     // Cached by what NVRTC sees: the source, the device library, the arch and
     // NVRTC's version.
-    std::string key = tu + "\n" + readFile(KILN_DEVICE_INCLUDE_DIR "/kiln/device/kiln_device.h") +
-                      "\nsm_" + std::to_string(job.sm) + "\n" + version;
+    std::string key = tu + "\n" + deviceLibrary + "\nsm_" + std::to_string(job.sm) + "\n" + version;
     llvm::SmallString<256> base(cacheDir);
     std::string hex;
     llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
     llvm::sys::path::append(base, "cubin-" + hex);
     std::string cubinPath = (base + ".cubin").str(), ptxPath = (base + ".ptx").str();
-    if (!cacheDir.empty() && llvm::sys::fs::exists(cubinPath) && llvm::sys::fs::exists(ptxPath)) {
+    if (llvm::sys::fs::exists(cubinPath) && llvm::sys::fs::exists(ptxPath)) {
       job.result = rt::NvrtcResult{readFile(cubinPath), readFile(ptxPath), ""};
       return;
     }
@@ -264,7 +272,7 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
     nvrtc.smVersion = job.sm;
     nvrtc.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR};
     job.result = rt::compileWithNvrtc(tu, kernels[job.kernel].name + ".cu", nvrtc);
-    if (job.result.ok() && !cacheDir.empty()) {
+    if (job.result.ok()) {
       for (auto [path, text] : {std::pair(cubinPath, &job.result->cubin),
                                 std::pair(ptxPath, &job.result->ptx)}) {
         std::string temporary = path + ".tmp" + hex;
@@ -310,7 +318,7 @@ FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> Writer::hostLibrari
   const HostKernels *host = options.hostKernels;
   if (!host) {
     absl::StatusOr<std::unique_ptr<HostKernels>> built =
-        HostKernels::build(kernels, options.cacheDir, /*chunkSize=*/100, options.jobs);
+        HostKernels::build(kernels, cacheDir, /*chunkSize=*/100, options.jobs);
     if (!built.ok())
       return func.emitError() << std::string(built.status().message());
     own = std::move(*built);
@@ -424,11 +432,10 @@ FailureOr<CompiledArtifact> Writer::build() {
     symbolOffsets.push_back(builder.CreateString(s));
 
   bool external = !options.weightsFile.empty();
-  std::vector<uint8_t> embedded = external ? std::vector<uint8_t>() : weightBlob;
-  builder.ForceVectorAlignment(embedded.size(), 1, kWeightAlignment);
-  auto blob = builder.CreateVector(embedded);
+  size_t embedded = external ? 0 : weightBlob.size();
+  builder.ForceVectorAlignment(embedded, 1, kWeightAlignment);
+  auto blob = builder.CreateVector(weightBlob.data(), embedded);
   auto externalName = external ? builder.CreateString(options.weightsFile) : 0;
-  std::string deviceLibrary = readFile(KILN_DEVICE_INCLUDE_DIR "/kiln/device/kiln_device.h");
   // The checksum field must exist even while it is zero: sealArtifact fills it in.
   builder.ForceDefaults(true);
   auto model = fb::CreateModel(

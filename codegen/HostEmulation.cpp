@@ -20,7 +20,6 @@
 
 namespace kiln {
 
-namespace {
 std::string defaultCacheDir() {
   if (std::optional<std::string> dir = llvm::sys::Process::GetEnv("KILN_CACHE_DIR"))
     return *dir;
@@ -32,6 +31,7 @@ std::string defaultCacheDir() {
   return "/tmp/kiln-cache";
 }
 
+namespace {
 /// The host compiler and the flags kernels build with (part of the cache key).
 struct Compiler {
   std::string path;

@@ -19,6 +19,10 @@
 
 namespace kiln {
 
+/// Where compiled kernels (host libraries, cubins) are cached unless a tool is
+/// told otherwise: $KILN_CACHE_DIR, else ~/.cache/kiln.
+std::string defaultCacheDir();
+
 class HostKernels {
 public:
   ~HostKernels();

@@ -92,17 +92,6 @@ double msSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-std::string defaultCacheDir() {
-  if (std::optional<std::string> dir = sys::Process::GetEnv("KILN_CACHE_DIR"))
-    return *dir;
-  SmallString<256> home;
-  if (sys::path::home_directory(home)) {
-    sys::path::append(home, ".cache", "kiln");
-    return home.str().str();
-  }
-  return "/tmp/kiln-cache";
-}
-
 /// A C identifier from the output's file name ("encoder.so" -> "encoder").
 std::string identifierFrom(StringRef path) {
   std::string name;
@@ -220,9 +209,7 @@ int main(int argc, char **argv) {
       options.cubinArchs.push_back(sm);
     }
   options.hostLibrary = !noHost;
-  options.cacheDir = cacheDir.empty() ? defaultCacheDir() : cacheDir.getValue();
-  if (std::error_code ec = sys::fs::create_directories(options.cacheDir))
-    return fail("cannot create " + options.cacheDir + ": " + ec.message());
+  options.cacheDir = cacheDir;
   options.jobs = jobs;
   options.source = sys::path::filename(modelPath).str();
   SmallString<256> weightsPath(outputPath);
@@ -290,22 +277,20 @@ int main(int argc, char **argv) {
 
   start = Clock::now();
   std::string artifactPath = ext == ".kiln" ? outputPath.getValue() : outputPath + ".kiln.tmp";
-  {
+  auto write = [](StringRef path, StringRef bytes) -> bool {
     std::error_code ec;
-    ToolOutputFile file(artifactPath, ec, sys::fs::OF_None);
-    if (ec)
-      return fail("cannot write " + artifactPath + ": " + ec.message());
-    file.os() << artifact->bytes;
+    ToolOutputFile file(path, ec, sys::fs::OF_None);
+    if (ec) {
+      fail("cannot write " + path + ": " + ec.message());
+      return false;
+    }
+    file.os() << bytes;
     file.keep();
-  }
-  if (weightsFile) {
-    std::error_code ec;
-    ToolOutputFile file(weightsPath, ec, sys::fs::OF_None);
-    if (ec)
-      return fail("cannot write " + weightsPath + ": " + ec.message());
-    file.os() << artifact->weights;
-    file.keep();
-  }
+    return true;
+  };
+  if (!write(artifactPath, artifact->bytes) ||
+      (weightsFile && !write(weightsPath, artifact->weights)))
+    return 1;
   if (ext == ".so") {
     std::string name = cName.empty() ? identifierFrom(outputPath) : cName.getValue();
     LogicalResult linked = writeSharedObject(artifactPath, outputPath, name);
