@@ -458,6 +458,35 @@ bool matchesPlan(const ref::Tensor &got, const ValueInfo &info,
   return true;
 }
 
+absl::StatusOr<ref::Tensor> evaluateShapeStep(const Plan &plan, const StepInfo &step,
+                                              const std::vector<std::optional<int64_t>> &symbols,
+                                              const ref::Shape &inputShape) {
+  const ValueInfo &result = plan.values[step.outputs[0]];
+  std::optional<ref::Shape> planned = evaluateShape(result, symbols);
+  if (step.kind == StepKind::ShapeOf) {
+    ref::Shape shape = {static_cast<int64_t>(inputShape.size())};
+    if (result.dtype != ref::DType::i64 || (planned && *planned != shape))
+      return absl::InvalidArgumentError("its result is not an i64 vector of the input's rank");
+    ref::Tensor t(ref::DType::i64, shape);
+    for (size_t d = 0; d < inputShape.size(); ++d)
+      t.setI(static_cast<int64_t>(d), inputShape[d]);
+    return t;
+  }
+  // A vector of the dims, or a scalar when there is one.
+  if (result.dtype != ref::DType::i64 || !planned ||
+      ref::numElements(*planned) != static_cast<int64_t>(step.dims.size()))
+    return absl::InvalidArgumentError("its result is not an i64 tensor of its dims");
+  ref::Tensor t(ref::DType::i64, *planned);
+  for (size_t i = 0; i < step.dims.size(); ++i) {
+    std::optional<int64_t> v = step.dims[i].evaluate(symbols);
+    if (!v)
+      return absl::InvalidArgumentError(
+          absl::StrCat("dim ", step.dims[i].toString(plan.symbols), " has no value"));
+    t.setI(static_cast<int64_t>(i), *v);
+  }
+  return t;
+}
+
 absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size,
                                   const WeightsFileResolver &resolveWeights) {
   if (!data || size < 8)

@@ -136,6 +136,13 @@ std::optional<ref::Shape> evaluateShape(const ValueInfo &value,
 bool matchesPlan(const ref::Tensor &got, const ValueInfo &info,
                  const std::vector<std::optional<int64_t>> &symbols);
 
+/// What a shape step (SymbolicConstant, ShapeOf) computes: an i64 tensor of its
+/// dims under `symbols`, or of `inputShape` (the ShapeOf input's). An error (no
+/// step prefix) when it does not fit the plan or a dim has no value.
+absl::StatusOr<ref::Tensor> evaluateShapeStep(const Plan &plan, const StepInfo &step,
+                                              const std::vector<std::optional<int64_t>> &symbols,
+                                              const ref::Shape &inputShape);
+
 } // namespace kiln::rt
 
 #endif // KILN_RUNTIME_ARTIFACTREADER_H

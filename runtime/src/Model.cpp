@@ -333,25 +333,33 @@ absl::Status Model::runStep(size_t index, std::vector<ref::Tensor> &values,
                             const MemoryPlan &memory, uint8_t *arena) const {
   const StepInfo &step = plan_.steps[index];
   int out = step.outputs[0];
-  const ValueInfo &result = plan_.values[out];
   auto fail = [&](const std::string &message) {
     return absl::InvalidArgumentError(
         absl::StrCat("step ", index, " (", step.label, "): ", message));
   };
-  // The result's storage: its arena slot when its size was known in advance.
-  auto allocate = [&](const ref::Shape &shape) {
-    if (memory.offsets[out] >= 0)
-      values[out] = ref::Tensor::view(result.dtype, shape, arena + memory.offsets[out]);
+  // Value v's storage: its arena slot when its size was known in advance.
+  auto allocate = [&](int v, const ref::Shape &shape) {
+    if (memory.offsets[v] >= 0)
+      values[v] = ref::Tensor::view(plan_.values[v].dtype, shape, arena + memory.offsets[v]);
     else
-      values[out] = ref::Tensor(result.dtype, shape);
+      values[v] = ref::Tensor(plan_.values[v].dtype, shape);
   };
-  std::optional<ref::Shape> planned = evaluateShape(result, symbols);
-
+  // A result computed on the host: copied into its slot, or kept as it is.
+  auto store = [&](int v, ref::Tensor t) {
+    if (memory.offsets[v] < 0) {
+      values[v] = std::move(t);
+      return;
+    }
+    allocate(v, t.shape());
+    if (t.byteSize())
+      std::memcpy(values[v].bytes(), t.bytes(), t.byteSize());
+  };
   switch (step.kind) {
   case StepKind::Kernel: {
+    std::optional<ref::Shape> planned = evaluateShape(plan_.values[out], symbols);
     if (!planned)
       return fail("the kernel's result size is unknown before it runs");
-    allocate(*planned);
+    allocate(out, *planned);
     const KernelInfo &kernel = plan_.kernels[step.kernel];
     std::vector<void *> pointers = {values[out].bytes()};
     for (int v : step.inputs)
@@ -388,38 +396,18 @@ absl::Status Model::runStep(size_t index, std::vector<ref::Tensor> &values,
       if (!matchesPlan(got, info, symbols))
         return fail(absl::StrCat("its result ", k, " is ", got.describe(), " but the plan says ",
                                  shapeText(info, plan_.symbols)));
-      if (memory.offsets[v] >= 0) {
-        values[v] = ref::Tensor::view(info.dtype, got.shape(), arena + memory.offsets[v]);
-        if (got.byteSize())
-          std::memcpy(values[v].bytes(), got.bytes(), got.byteSize());
-      } else {
-        values[v] = std::move(got);
-      }
+      store(v, std::move(got));
     }
     return absl::OkStatus();
   }
-  case StepKind::SymbolicConstant: {
-    // A vector of the dims, or a scalar when there is one.
-    if (result.dtype != ref::DType::i64 || !planned ||
-        ref::numElements(*planned) != static_cast<int64_t>(step.dims.size()))
-      return fail("its result is not an i64 tensor of its dims");
-    allocate(*planned);
-    for (size_t i = 0; i < step.dims.size(); ++i) {
-      std::optional<int64_t> v = step.dims[i].evaluate(symbols);
-      if (!v)
-        return fail(absl::StrCat("dim ", step.dims[i].toString(plan_.symbols), " has no value"));
-      values[out].setI(static_cast<int64_t>(i), *v);
-    }
-    return absl::OkStatus();
-  }
+  case StepKind::SymbolicConstant:
   case StepKind::ShapeOf: {
-    const ref::Tensor &x = values[step.inputs[0]];
-    ref::Shape shape = {x.rank()};
-    if (result.dtype != ref::DType::i64 || (planned && *planned != shape))
-      return fail("its result is not an i64 vector of the input's rank");
-    allocate(shape);
-    for (int64_t d = 0; d < x.rank(); ++d)
-      values[out].setI(d, x.dim(d));
+    ref::Shape inputShape =
+        step.kind == StepKind::ShapeOf ? values[step.inputs[0]].shape() : ref::Shape();
+    absl::StatusOr<ref::Tensor> t = evaluateShapeStep(plan_, step, symbols, inputShape);
+    if (!t.ok())
+      return fail(std::string(t.status().message()));
+    store(out, std::move(*t));
     return absl::OkStatus();
   }
   }

@@ -335,23 +335,13 @@ absl::Status CudaExecutor::run(const Plan &plan,
         status = upload(step.outputs[k], (*r)[k]);
       }
     } else {
-      // Shape steps: small i64 vectors computed from the symbols or a shape.
-      ref::Shape shape = planned ? *planned : ref::Shape{static_cast<int64_t>(step.dims.size())};
-      ref::Tensor t(ref::DType::i64, step.kind == StepKind::ShapeOf
-                                         ? ref::Shape{static_cast<int64_t>(shapes[step.inputs[0]].size())}
-                                         : shape);
-      if (step.kind == StepKind::SymbolicConstant &&
-          t.numel() != static_cast<int64_t>(step.dims.size()))
-        return fail("its result is not an i64 tensor of its dims");
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        std::optional<int64_t> v = step.kind == StepKind::ShapeOf
-                                       ? std::optional<int64_t>(shapes[step.inputs[0]][i])
-                                       : step.dims[i].evaluate(symbols);
-        if (!v)
-          return fail("a dim has no value");
-        t.setI(i, *v);
-      }
-      status = upload(out, t);
+      // Shape steps: small i64 tensors computed from the symbols or a shape.
+      absl::StatusOr<ref::Tensor> t = evaluateShapeStep(
+          plan, step, symbols,
+          step.kind == StepKind::ShapeOf ? shapes[step.inputs[0]] : ref::Shape());
+      if (!t.ok())
+        return fail(std::string(t.status().message()));
+      status = upload(out, *t);
     }
     if (!status.ok())
       return fail(std::string(status.message()));
