@@ -2,6 +2,7 @@
 
 #include "codegen/HostEmulation.h"
 
+#include "HostLibrary.h"
 #include "ir/Kiln/KilnDialect.h"
 
 #include "absl/strings/str_cat.h"
@@ -196,13 +197,10 @@ absl::Status HostKernels::run(const GeneratedKernel &kernel,
     args.push_back(&p);
   for (int64_t &s : symbols)
     args.push_back(&s);
-  // One block (no OpenMP team) for small kernels, else enough to spread over the
-  // host's threads; the kernels stride over whatever remains. The runtime's host
-  // executor (runtime/src/Model.cpp, hostGrid) launches the same way.
   int64_t work = result.numel();
   for (const ref::Tensor *t : inputs)
     work += t->numel();
-  int64_t grid = work < (1 << 15) ? 1 : std::max<int64_t>(1, std::min<int64_t>(result.numel(), 64));
+  int64_t grid = rt::hostGrid(result.numel(), work);
   it->second(args.data(), grid);
   return absl::OkStatus();
 }

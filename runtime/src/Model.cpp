@@ -51,14 +51,6 @@ absl::Status checkElfExtent(int fd, size_t fileSize, const std::string &path) {
   return absl::OkStatus();
 }
 
-/// Blocks for a host-emulation launch: one (no OpenMP team) for small kernels,
-/// else enough to spread over the host's threads; kernels stride over the rest.
-/// codegen/HostEmulation.cpp launches the interpreter's kernels the same way.
-int64_t hostGrid(int64_t items, int64_t work) {
-  constexpr int64_t kParallelWork = 1 << 15;
-  return work < kParallelWork ? 1 : std::max<int64_t>(1, std::min<int64_t>(items, 64));
-}
-
 double microsSince(std::chrono::steady_clock::time_point origin) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin)
       .count();
