@@ -451,7 +451,7 @@ FailureOr<ref::LibraryCall> encodeLibraryCall(Operation *op) {
     } else if (auto t = dyn_cast<TypeAttr>(a)) {
       std::optional<ref::DType> dtype = toRefType(t.getValue());
       if (!dtype)
-        return op->emitOpError() << "the reference interpreter has no kernels for " << t.getValue();
+        return opError(op) << "the reference interpreter has no kernels for " << t.getValue();
       value.ints = {static_cast<int64_t>(*dtype)};
     } else if (auto f = dyn_cast<FloatAttr>(a)) {
       value.floats = {f.getValueAsDouble()};
@@ -466,7 +466,7 @@ FailureOr<ref::LibraryCall> encodeLibraryCall(Operation *op) {
                               GridPaddingAttr, ActivationAttr>(a)) {
       value.ints = {*e};
     } else {
-      return op->emitOpError() << "attribute '" << named.getName().getValue()
+      return opError(op) << "attribute '" << named.getName().getValue()
                                << "' has no library-call encoding";
     }
     call.attrs[named.getName().str()] = std::move(value);

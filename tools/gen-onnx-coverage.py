@@ -30,9 +30,11 @@ def reason_key(reason):
     text = reason.split("error: ", 1)[-1]
     text = re.sub(r"node (producing )?'[^']*' ", "node ", text)
     text = re.sub(r"\(see current operation:.*", "", text)
-    text = re.sub(r"'(?!kiln\.)[^']*'", "'…'", text)  # keep kiln op names
+    # kiln op names are kept: set aside first, so their quotes cannot pair
+    # with a following quoted name.
     ops = re.findall(r"'kiln\.[^']*'", text)
     text = re.sub(r"'kiln\.[^']*'", "@OP@", text)
+    text = re.sub(r"'[^']*'", "'…'", text)
     text = re.sub(r"\d+(\.\d+)?(e-?\d+)?", "N", text)
     for op in ops:
         text = text.replace("@OP@", op, 1)
