@@ -2,11 +2,12 @@
 
 #include "codegen/Artifact.h"
 
-#include "ArtifactReader.h"
-#include "cuda/Nvrtc.h"
+#include "codegen/StepEncoding.h"
 #include "interpreter/Interpreter.h"
 #include "ir/Kiln/KilnDialect.h"
-#include "kiln/schema/kiln_artifact_generated.h"
+#include "kiln/artifact/Plan.h"
+#include "kiln/nvrtc/Nvrtc.h"
+#include "kiln/version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -24,14 +25,22 @@
 using namespace mlir;
 
 namespace kiln {
-namespace fb = kiln::artifact;
+namespace fb = kiln::schema;
+using artifact::kFormatVersion;
+using artifact::kWeightAlignment;
 
 namespace {
 
-/// Must match kiln::rt::kFormatVersion (runtime/src/Artifact.h); the runtime
-/// tests read what this writes.
-constexpr uint32_t kFormatVersion = 1;
-constexpr size_t kWeightAlignment = 64;
+/// The schema's schedule for codegen's name of one.
+std::optional<fb::Schedule> scheduleOf(llvm::StringRef name) {
+  if (name == "pointwise")
+    return fb::Schedule::Pointwise;
+  if (name == "reduction")
+    return fb::Schedule::Reduction;
+  if (name == "row")
+    return fb::Schedule::Row;
+  return std::nullopt;
+}
 
 std::string readFile(const std::string &path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
@@ -164,27 +173,15 @@ LogicalResult Writer::addStep(Operation *op) {
   FailureOr<std::vector<int>> inputs = ids(op->getOperands(), op);
   if (failed(inputs))
     return failure();
-  std::string name = op->getName().getStringRef().str();
-  // Library ops may have several results (top_k, unique); the others have one.
-  if (op->getNumResults() != 1 && !ref::isLibraryOp(name))
+  // Host steps may have several results (top_k, unique); the others have one.
+  if (op->getNumResults() != 1 && !isHostStepOp(op))
     return op->emitOpError() << "has " << op->getNumResults()
                              << " results; artifact steps of its kind have one";
-  std::vector<int> outs;
-  for (Value result : op->getResults()) {
-    FailureOr<int> out = addValue(result, fb::ValueKind::Intermediate, "");
-    if (failed(out))
-      return failure();
-    outs.push_back(*out);
-  }
-  fb::StepKind kind;
-  int kernel = -1;
-  std::vector<flatbuffers::Offset<fb::Attr>> attrs;
-  std::vector<flatbuffers::Offset<fb::Dim>> dims;
+  EncodedStep encoded;
   if (auto k = dyn_cast<KernelOp>(op)) {
     FailureOr<GeneratedKernel> g = emitKernel(k);
     if (failed(g))
       return failure();
-    kind = fb::StepKind::Kernel;
     auto [it, inserted] = kernelIds.emplace(g->name, static_cast<int>(kernels.size()));
     if (inserted) {
       kernels.push_back(*g);
@@ -200,36 +197,38 @@ LogicalResult Writer::addStep(Operation *op) {
                                                 {"inputs", static_cast<int64_t>(inputs->size())},
                                                 {"symbols", std::move(syms)}});
     }
-    kernel = it->second;
-  } else if (ref::isLibraryOp(name)) {
-    FailureOr<ref::LibraryCall> call = encodeLibraryCall(op);
-    if (failed(call))
-      return failure();
-    kind = fb::StepKind::Library;
-    for (auto &[attrName, value] : call->attrs)
-      attrs.push_back(fb::CreateAttr(
-          builder, builder.CreateString(attrName),
-          value.floats.empty() ? fb::AttrKind::Ints : fb::AttrKind::Floats,
-          builder.CreateVector(value.ints), builder.CreateVector(value.floats)));
-    std::string type;
-    llvm::raw_string_ostream(type) << op->getResult(0).getType();
-    libraryReport.push_back(llvm::json::Object{{"op", name}, {"result", type}});
-    // Ops other than matmul/conv/conv_transpose/pool are graph breaks: the host
-    // runs them on the reference kernels between generated kernels.
+    encoded = {fb::StepOp::KernelLaunch, fb::CreateKernelLaunch(builder, it->second).Union()};
   } else if (auto s = dyn_cast<SymbolicConstantOp>(op)) {
-    kind = fb::StepKind::SymbolicConstant;
+    std::vector<flatbuffers::Offset<fb::Dim>> dims;
     for (DimExpr d : s.getValue().getDims())
       dims.push_back(dim(d));
-  } else if (isa<ShapeOfOp>(op)) {
-    kind = fb::StepKind::ShapeOf;
+    encoded = {fb::StepOp::SymbolicConstant,
+               fb::CreateSymbolicConstant(builder, builder.CreateVector(dims)).Union()};
   } else {
-    return op->emitOpError()
-           << "runs neither as a generated kernel nor on the host, so an artifact cannot "
-              "hold it yet";
+    FailureOr<EncodedStep> e = encodeStep(op, builder);
+    if (failed(e))
+      return failure();
+    encoded = *e;
+    if (isHostStepOp(op)) {
+      // Library ops (matmul, conv, conv_transpose, pool: cuBLASLt/cuDNN's place)
+      // and graph breaks, which the host runs between generated kernels.
+      std::string type;
+      llvm::raw_string_ostream(type) << op->getResult(0).getType();
+      libraryReport.push_back(llvm::json::Object{
+          {"op", op->getName().getStringRef().str()},
+          {"step", fb::EnumNameStepOp(encoded.type)},
+          {"result", type}});
+    }
   }
-  steps.push_back(fb::CreateStep(builder, kind, builder.CreateString(name), kernel,
-                                 builder.CreateVector(*inputs), builder.CreateVector(outs),
-                                 builder.CreateVector(attrs), builder.CreateVector(dims)));
+  std::vector<int> outs;
+  for (Value result : op->getResults()) {
+    FailureOr<int> out = addValue(result, fb::ValueKind::Intermediate, "");
+    if (failed(out))
+      return failure();
+    outs.push_back(*out);
+  }
+  steps.push_back(fb::CreateStep(builder, encoded.type, encoded.table,
+                                 builder.CreateVector(*inputs), builder.CreateVector(outs)));
   return success();
 }
 
@@ -238,13 +237,13 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
   struct Job {
     size_t kernel;
     int sm;
-    absl::StatusOr<rt::NvrtcResult> result = absl::UnknownError("not run");
+    absl::StatusOr<nvrtc::NvrtcResult> result = absl::UnknownError("not run");
   };
   std::vector<Job> jobs;
   for (size_t k = 0; k < kernels.size(); ++k)
     for (int sm : options.cubinArchs)
       jobs.push_back({k, sm});
-  std::string version = rt::nvrtcVersion();
+  std::string version = nvrtc::nvrtcVersion();
   if (!jobs.empty())
     llvm::sys::fs::create_directories(cacheDir); // a missing cache only means no reuse
   auto run = [&](Job &job) {
@@ -265,13 +264,13 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
     llvm::sys::path::append(base, "cubin-" + hex);
     std::string cubinPath = (base + ".cubin").str(), ptxPath = (base + ".ptx").str();
     if (llvm::sys::fs::exists(cubinPath) && llvm::sys::fs::exists(ptxPath)) {
-      job.result = rt::NvrtcResult{readFile(cubinPath), readFile(ptxPath), ""};
+      job.result = nvrtc::NvrtcResult{readFile(cubinPath), readFile(ptxPath), ""};
       return;
     }
-    rt::NvrtcOptions nvrtc;
-    nvrtc.smVersion = job.sm;
-    nvrtc.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR};
-    job.result = rt::compileWithNvrtc(tu, kernels[job.kernel].name + ".cu", nvrtc);
+    nvrtc::NvrtcOptions nvrtcOptions;
+    nvrtcOptions.smVersion = job.sm;
+    nvrtcOptions.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR};
+    job.result = nvrtc::compileWithNvrtc(tu, kernels[job.kernel].name + ".cu", nvrtcOptions);
     if (job.result.ok()) {
       for (auto [path, text] : {std::pair(cubinPath, &job.result->cubin),
                                 std::pair(ptxPath, &job.result->ptx)}) {
@@ -414,12 +413,16 @@ FailureOr<CompiledArtifact> Writer::build() {
     return failure();
   std::vector<flatbuffers::Offset<fb::Kernel>> kernelTable;
   for (size_t k = 0; k < kernels.size(); ++k) {
+    std::optional<fb::Schedule> schedule = scheduleOf(kernels[k].schedule);
+    if (!schedule)
+      return func.emitError() << "kernel " << kernels[k].name << " has schedule '"
+                              << kernels[k].schedule << "', which the artifact has no value for";
     std::vector<int> syms;
     for (const std::string &s : kernels[k].symbols)
       syms.push_back(symbolId(s));
     kernelTable.push_back(fb::CreateKernel(
         builder, builder.CreateString(kernels[k].name), builder.CreateString(kernels[k].source),
-        builder.CreateString(kernels[k].schedule), builder.CreateVector(syms),
+        *schedule, builder.CreateVector(syms),
         kernels[k].blockPerItem, builder.CreateVector(cubins[k])));
   }
   FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> host = hostLibraries();
@@ -439,20 +442,20 @@ FailureOr<CompiledArtifact> Writer::build() {
   // The checksum field must exist even while it is zero: sealArtifact fills it in.
   builder.ForceDefaults(true);
   auto model = fb::CreateModel(
-      builder, kFormatVersion, builder.CreateString("kiln-compile 0.2.0"),
+      builder, kFormatVersion, builder.CreateString("kiln-compile " KILN_VERSION),
       builder.CreateString(options.source), builder.CreateVector(symbolOffsets),
       builder.CreateVector(values), builder.CreateVector(inputs), builder.CreateVector(outputs),
       builder.CreateVector(guards), builder.CreateVector(steps), builder.CreateVector(kernelTable),
       builder.CreateVector(*host), builder.CreateString(deviceLibrary),
       builder.CreateVector(weights), blob, /*checksum=*/0, externalName,
       external ? weightBlob.size() : 0,
-      external ? rt::artifactChecksum(weightBlob.data(), weightBlob.size(), weightBlob.size()) : 0);
+      external ? artifact::artifactChecksum(weightBlob.data(), weightBlob.size(), weightBlob.size()) : 0);
   fb::FinishModelBuffer(builder, model);
 
   CompiledArtifact result;
   result.bytes.assign(reinterpret_cast<const char *>(builder.GetBufferPointer()),
                       builder.GetSize());
-  if (!rt::sealArtifact(reinterpret_cast<uint8_t *>(result.bytes.data()), result.bytes.size()))
+  if (!artifact::sealArtifact(reinterpret_cast<uint8_t *>(result.bytes.data()), result.bytes.size()))
     return func.emitError() << "internal error: the artifact has no checksum field";
   if (external)
     result.weights.assign(weightBlob.begin(), weightBlob.end());

@@ -13,7 +13,7 @@
 #define KILN_CODEGEN_ARTIFACT_H
 
 #include "codegen/HostEmulation.h"
-#include "cuda/Nvrtc.h"
+#include "kiln/nvrtc/Nvrtc.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -40,7 +40,7 @@ struct ArtifactOptions {
   const HostKernels *hostKernels = nullptr;
   /// Cubins compiled already, per kernel name, for the one arch in cubinArchs
   /// (kiln-conformance --backend cuda compiles all cases' kernels in batches).
-  const std::map<std::string, std::shared_ptr<const rt::NvrtcResult>> *prebuiltCubins = nullptr;
+  const std::map<std::string, std::shared_ptr<const nvrtc::NvrtcResult>> *prebuiltCubins = nullptr;
   std::string cacheDir;
   int jobs = 2;
   /// Recorded in the artifact: the model's file name.

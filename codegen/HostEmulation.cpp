@@ -2,7 +2,7 @@
 
 #include "codegen/HostEmulation.h"
 
-#include "HostLibrary.h"
+#include "kiln/artifact/HostLaunch.h"
 #include "ir/Kiln/KilnDialect.h"
 
 #include "absl/strings/str_cat.h"
@@ -200,7 +200,7 @@ absl::Status HostKernels::run(const GeneratedKernel &kernel,
   int64_t work = result.numel();
   for (const ref::Tensor *t : inputs)
     work += t->numel();
-  int64_t grid = rt::hostGrid(result.numel(), work);
+  int64_t grid = artifact::hostGrid(result.numel(), work);
   it->second(args.data(), grid);
   return absl::OkStatus();
 }

@@ -2,7 +2,7 @@
 
 #include "codegen/NvrtcCheck.h"
 
-#include "cuda/Nvrtc.h"
+#include "kiln/nvrtc/Nvrtc.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -66,13 +66,13 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
     if (b == 0)
       variants.push_back({90, true});
     for (auto [sm, fastMath] : variants) {
-      rt::NvrtcOptions options;
+      nvrtc::NvrtcOptions options;
       options.smVersion = sm;
       options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR, "--ptxas-options=-v"};
       if (fastMath)
         options.extraOptions.push_back("-DKILN_FAST_MATH");
-      absl::StatusOr<rt::NvrtcResult> r =
-          rt::compileWithNvrtc(tu, "kernels-" + std::to_string(b) + ".cu", options);
+      absl::StatusOr<nvrtc::NvrtcResult> r =
+          nvrtc::compileWithNvrtc(tu, "kernels-" + std::to_string(b) + ".cu", options);
       if (!r.ok()) {
         result.messages += "error: " + std::string(r.status().message()) + "\n";
         result.ok = false;
@@ -111,27 +111,27 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
   return ok;
 }
 
-absl::StatusOr<std::map<std::string, std::shared_ptr<const rt::NvrtcResult>>>
+absl::StatusOr<std::map<std::string, std::shared_ptr<const nvrtc::NvrtcResult>>>
 compileKernelsForArch(const std::vector<GeneratedKernel> &kernels, int sm, int jobs) {
   std::vector<const GeneratedKernel *> all = distinctKernels(kernels);
   const size_t chunk = 100;
   size_t batches = (all.size() + chunk - 1) / chunk;
-  std::vector<absl::StatusOr<rt::NvrtcResult>> results(batches, absl::UnknownError("not run"));
+  std::vector<absl::StatusOr<nvrtc::NvrtcResult>> results(batches, absl::UnknownError("not run"));
   onThreads(batches, jobs, [&](size_t b) {
     std::vector<GeneratedKernel> batch;
     for (size_t j = b * chunk; j < std::min(all.size(), (b + 1) * chunk); ++j)
       batch.push_back(*all[j]);
-    rt::NvrtcOptions options;
+    nvrtc::NvrtcOptions options;
     options.smVersion = sm;
     options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR};
-    results[b] = rt::compileWithNvrtc(kernelTranslationUnit(batch),
+    results[b] = nvrtc::compileWithNvrtc(kernelTranslationUnit(batch),
                                       "kernels-" + std::to_string(b) + ".cu", options);
   });
-  std::map<std::string, std::shared_ptr<const rt::NvrtcResult>> out;
+  std::map<std::string, std::shared_ptr<const nvrtc::NvrtcResult>> out;
   for (size_t b = 0; b < batches; ++b) {
     if (!results[b].ok())
       return results[b].status();
-    auto shared = std::make_shared<const rt::NvrtcResult>(std::move(*results[b]));
+    auto shared = std::make_shared<const nvrtc::NvrtcResult>(std::move(*results[b]));
     for (size_t j = b * chunk; j < std::min(all.size(), (b + 1) * chunk); ++j)
       out[all[j]->name] = shared;
   }

@@ -11,7 +11,7 @@
 #define KILN_CODEGEN_NVRTCCHECK_H
 
 #include "codegen/CudaEmitter.h"
-#include "cuda/Nvrtc.h"
+#include "kiln/nvrtc/Nvrtc.h"
 
 #include <map>
 #include <memory>
@@ -23,7 +23,7 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs = 2);
 /// Compiles `kernels` for sm_<sm> in translation units of up to 100 kernels on
 /// `jobs` threads; each kernel maps to the cubin and PTX of its unit (a module
 /// holding it among others). For running many models' kernels on a GPU at once.
-absl::StatusOr<std::map<std::string, std::shared_ptr<const rt::NvrtcResult>>>
+absl::StatusOr<std::map<std::string, std::shared_ptr<const nvrtc::NvrtcResult>>>
 compileKernelsForArch(const std::vector<GeneratedKernel> &kernels, int sm, int jobs = 2);
 
 } // namespace kiln

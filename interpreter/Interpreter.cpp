@@ -2,9 +2,10 @@
 
 #include "interpreter/Interpreter.h"
 
+#include "interpreter/ReferenceOps.h"
+
 #include "ir/Kiln/KilnDialect.h"
 #include "kiln/reference/Kernels.h"
-#include "kiln/reference/LibraryCall.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -86,7 +87,8 @@ public:
 private:
   LogicalResult runOp(Operation *op);
   LogicalResult runRegionOp(Operation *op);
-  LogicalResult runLibraryOp(Operation *op);
+  /// The ops computed by one reference kernel call: nullopt when `op` is not one.
+  std::optional<LogicalResult> runKernelOp(Operation *op);
   /// Checks (and, for a new symbol, binds) `t`'s shape against `v`'s type.
   LogicalResult checkShape(Value v, const ref::Tensor &t, Operation *where,
                            const Twine &what);
@@ -368,18 +370,17 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
   return success();
 }
 
-LogicalResult Interpreter::runLibraryOp(Operation *op) {
-  FailureOr<ref::LibraryCall> call = encodeLibraryCall(op);
-  if (failed(call))
-    return failure();
+std::optional<LogicalResult> Interpreter::runKernelOp(Operation *op) {
   std::vector<const ref::Tensor *> inputs;
   for (Value v : op->getOperands())
     inputs.push_back(&get(v));
-  absl::StatusOr<std::vector<ref::Tensor>> results = ref::runLibraryCall(*call, inputs);
-  if (!results.ok())
-    return opError(op) << std::string(results.status().message());
-  for (unsigned i = 0; i < results->size() && i < op->getNumResults(); ++i)
-    if (failed(define(op, i, std::move((*results)[i]))))
+  std::optional<absl::StatusOr<std::vector<ref::Tensor>>> results = runReferenceOp(op, inputs);
+  if (!results)
+    return std::nullopt;
+  if (!results->ok())
+    return opError(op) << std::string(results->status().message());
+  for (unsigned i = 0; i < (*results)->size() && i < op->getNumResults(); ++i)
+    if (failed(define(op, i, std::move((**results)[i]))))
       return failure();
   return success();
 }
@@ -388,8 +389,8 @@ LogicalResult Interpreter::runOp(Operation *op) {
   if (isa<IfOp, LoopOp, ScanOp, KernelOp>(op))
     return runRegionOp(op);
   auto one = [&](absl::StatusOr<ref::Tensor> t) { return define(op, 0, std::move(t)); };
-  // What needs the IR itself (constants, dims); every other op runs through the
-  // same name-and-attributes dispatch the runtime uses (ref::runLibraryCall).
+  // What needs the IR itself (constants, dims) here; every other op through
+  // runKernelOp.
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<ConstantOp>([&](ConstantOp c) -> LogicalResult {
         FailureOr<ref::Tensor> t = constant(op, c.getValue());
@@ -417,62 +418,13 @@ LogicalResult Interpreter::runOp(Operation *op) {
       })
       .Case<tensor::CastOp>([&](auto) { return one(get(op->getOperand(0))); })
       .Default([&](Operation *) -> LogicalResult {
-        if (!ref::isLibraryOp(op->getName().getStringRef().str()))
-          return opError(op) << "the reference interpreter does not run this op";
-        return runLibraryOp(op);
+        if (std::optional<LogicalResult> ran = runKernelOp(op))
+          return *ran;
+        return opError(op) << "the reference interpreter does not run this op";
       });
 }
 
 } // namespace
-
-namespace {
-/// The number of an enum attribute of the kiln dialect, if `attr` is one.
-template <typename... EnumAttrs> std::optional<int64_t> enumNumber(Attribute attr) {
-  std::optional<int64_t> number;
-  ((number = number ? number
-                    : (isa<EnumAttrs>(attr)
-                           ? std::optional<int64_t>(static_cast<int64_t>(cast<EnumAttrs>(attr).getValue()))
-                           : std::nullopt)),
-   ...);
-  return number;
-}
-} // namespace
-
-FailureOr<ref::LibraryCall> encodeLibraryCall(Operation *op) {
-  ref::LibraryCall call;
-  call.op = op->getName().getStringRef().str();
-  for (NamedAttribute named : op->getAttrs()) {
-    Attribute a = named.getValue();
-    ref::AttrValue value;
-    if (auto b = dyn_cast<BoolAttr>(a)) {
-      value.ints = {b.getValue() ? 1 : 0};
-    } else if (auto i = dyn_cast<IntegerAttr>(a)) {
-      value.ints = {i.getValue().getSExtValue()};
-    } else if (auto t = dyn_cast<TypeAttr>(a)) {
-      std::optional<ref::DType> dtype = toRefType(t.getValue());
-      if (!dtype)
-        return opError(op) << "the reference interpreter has no kernels for " << t.getValue();
-      value.ints = {static_cast<int64_t>(*dtype)};
-    } else if (auto f = dyn_cast<FloatAttr>(a)) {
-      value.floats = {f.getValueAsDouble()};
-    } else if (auto v = dyn_cast<DenseI64ArrayAttr>(a)) {
-      value.ints.assign(v.asArrayRef().begin(), v.asArrayRef().end());
-    } else if (auto v = dyn_cast<DenseF32ArrayAttr>(a)) {
-      value.floats.assign(v.asArrayRef().begin(), v.asArrayRef().end());
-    } else if (std::optional<int64_t> e =
-                   enumNumber<CompareDirectionAttr, ReduceKindAttr, ArgReduceKindAttr,
-                              PoolKindAttr, CumulativeKindAttr, ScatterReductionAttr,
-                              ResizeModeAttr, CoordinateModeAttr, NearestModeAttr, PadModeAttr,
-                              GridPaddingAttr, ActivationAttr>(a)) {
-      value.ints = {*e};
-    } else {
-      return opError(op) << "attribute '" << named.getName().getValue()
-                               << "' has no library-call encoding";
-    }
-    call.attrs[named.getName().str()] = std::move(value);
-  }
-  return call;
-}
 
 FailureOr<ref::Tensor> tensorFromElements(ElementsAttr attr, Location loc) {
   auto type = cast<RankedTensorType>(attr.getType());

@@ -11,7 +11,6 @@
 #ifndef KILN_INTERPRETER_INTERPRETER_H
 #define KILN_INTERPRETER_INTERPRETER_H
 
-#include "kiln/reference/LibraryCall.h"
 #include "kiln/reference/Tensor.h"
 
 #include "mlir/IR/AffineExpr.h"
@@ -50,10 +49,6 @@ std::optional<ref::DType> toRefType(mlir::Type elementType);
 /// The contents of a constant as a reference tensor; a diagnostic at `loc` when its
 /// element type has no reference dtype or its data is missing.
 mlir::FailureOr<ref::Tensor> tensorFromElements(mlir::ElementsAttr attr, mlir::Location loc);
-
-/// A library op (ref::isLibraryOp) as a name and its attributes, the form
-/// artifacts carry; a diagnostic for an attribute that has no encoding.
-mlir::FailureOr<ref::LibraryCall> encodeLibraryCall(mlir::Operation *op);
 
 /// Runs `func` on `inputs` (one per argument, in order).
 mlir::FailureOr<std::vector<ref::Tensor>> interpret(mlir::func::FuncOp func,

@@ -11,6 +11,8 @@ APT_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   # Runtime: Abseil (shared: Debian's static Abseil is not PIC) and the artifact schema.
   libabsl-dev flatbuffers-compiler libflatbuffers-dev
+  # The artifact checksum: XXH3, header-only (XXH_INLINE_ALL), so nothing more to ship.
+  libxxhash-dev
   # Build and test tooling.
   cmake ninja-build ccache googletest libgtest-dev libgmock-dev binutils
 )

@@ -10,7 +10,6 @@
 #define KILN_TOOLS_COMPILE_H
 
 #include "codegen/Artifact.h"
-#include "RunModel.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -16,8 +16,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Artifact.h"
+#include "codegen/StepEncoding.h"
 #include "codegen/HostEmulation.h"
 #include "codegen/NvrtcCheck.h"
+#include "RunModel.h"
+#include "tools/Version.h"
 #include "tools/Compile.h"
 #include "CaseFiles.h"
 #include "kiln/reference/Compare.h"
@@ -232,7 +235,7 @@ struct Errors {
 bool isHostStep(mlir::Operation *op) {
   return isa<kiln::ConstantOp, kiln::SymbolicConstantOp, kiln::ShapeOfOp, kiln::KernelOp,
              mlir::func::ReturnOp, mlir::tensor::CastOp>(op) ||
-         kiln::ref::isLibraryOp(op->getName().getStringRef().str());
+         kiln::isHostStepOp(op);
 }
 
 Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
@@ -299,7 +302,7 @@ Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
 }
 
 /// The cubins of every case's kernels for --backend cuda, compiled in batches.
-const std::map<std::string, std::shared_ptr<const kiln::rt::NvrtcResult>> *cudaCubins = nullptr;
+const std::map<std::string, std::shared_ptr<const kiln::nvrtc::NvrtcResult>> *cudaCubins = nullptr;
 
 /// Compiles `func` to an artifact (the kernels' host code from `host`, or their
 /// cubins from cudaCubins), loads it with libkiln_runtime from memory and runs it
@@ -444,6 +447,7 @@ void collectCases(StringRef path, std::vector<std::string> &cases) {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
+  kiln::setVersionPrinter("kiln-conformance");
   cl::ParseCommandLineOptions(argc, argv, "kiln-conformance: runs ONNX backend node tests\n");
   if (backend != "reference" && backend != "import" && backend != "host" && backend != "cuda") {
     errs() << "kiln-conformance: error: backend '" << backend
@@ -525,7 +529,7 @@ int main(int argc, char **argv) {
       run(c, host->get());
   }
 
-  std::map<std::string, std::shared_ptr<const kiln::rt::NvrtcResult>> cubins;
+  std::map<std::string, std::shared_ptr<const kiln::nvrtc::NvrtcResult>> cubins;
   if (backend == "cuda") {
     auto compiled = kiln::compileKernelsForArch(kernels, cudaArch, jobs);
     if (!compiled.ok()) {

@@ -10,6 +10,7 @@
 #include "codegen/CudaEmitter.h"
 #include "codegen/NvrtcCheck.h"
 #include "frontend/onnx/OnnxImporter.h"
+#include "tools/Version.h"
 #include "tools/DiagnosticPrinter.h"
 #include "tools/InitAll.h"
 
@@ -66,6 +67,7 @@ static bool parseDynamic(StringRef spec, kiln::onnx_import::ImportOptions &optio
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
+  kiln::setVersionPrinter("kiln-translate");
   cl::ParseCommandLineOptions(argc, argv, "kiln translator: ONNX to kiln IR\n");
 
   if (importOnnx == emitCuda) {

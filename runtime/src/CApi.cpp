@@ -4,10 +4,13 @@
 
 #include "Model.h"
 #include "cuda/CudaDriver.h"
+#include "kiln/version.h"
 
 #include "absl/strings/str_cat.h"
 
+#include <cstddef>
 #include <cstring>
+#include <exception>
 #include <string>
 
 struct kiln_model_t {
@@ -20,12 +23,22 @@ struct kiln_profile_t {
   kiln::rt::Profile profile;
 };
 
+struct kiln_context_t {
+  const kiln_model_t *model;
+  std::unique_ptr<kiln::rt::ExecutionContext> context;
+  /// The caller's inputs as the executor reads them; reused call after call.
+  std::vector<kiln::rt::TensorRef> inputs;
+};
+
 namespace {
 using kiln::rt::Model;
 thread_local std::string lastError;
 
 kiln_status_t toC(const absl::Status &status) {
-  lastError = status.ok() ? "" : std::string(status.message());
+  if (status.ok())
+    lastError.clear();
+  else
+    lastError.assign(status.message().data(), status.message().size());
   switch (status.code()) {
   case absl::StatusCode::kOk:
     return KILN_OK;
@@ -50,6 +63,18 @@ absl::Status nullArgument(const char *function, const char *argument) {
   return absl::InvalidArgumentError(absl::StrCat(function, ": ", argument, " is NULL"));
 }
 
+/// Runs an entry point's body so that no exception leaves the C API: anything
+/// thrown (std::bad_alloc, a bug) becomes KILN_INTERNAL with its text.
+template <typename Body> kiln_status_t guarded(const char *function, Body body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    return toC(absl::InternalError(absl::StrCat(function, ": ", e.what())));
+  } catch (...) {
+    return toC(absl::InternalError(absl::StrCat(function, ": an unexpected exception")));
+  }
+}
+
 absl::StatusOr<kiln::rt::Backend> toBackend(kiln_backend_t b) {
   switch (b) {
   case KILN_BACKEND_AUTO:
@@ -70,7 +95,7 @@ kiln_status_t wrap(absl::StatusOr<std::unique_ptr<Model>> model, kiln_model_t **
   const kiln::rt::Plan &plan = m->model->plan();
   auto spell = [&](int v) {
     std::vector<std::string> names;
-    for (const kiln::rt::Dim &d : plan.values[v].shape)
+    for (const kiln::artifact::Dim &d : plan.values[v].shape)
       names.push_back(d.toString(plan.symbols));
     return names;
   };
@@ -105,7 +130,7 @@ kiln_status_t info(const kiln_model_t *model, size_t index, bool input,
     return toC(absl::OutOfRangeError(absl::StrCat("the model has ", list.size(),
                                                   input ? " inputs" : " outputs", ", not ",
                                                   index + 1)));
-  const kiln::rt::ValueInfo &v = plan.values[list[index]];
+  const kiln::artifact::ValueInfo &v = plan.values[list[index]];
   if (v.shape.size() > KILN_MAX_RANK)
     return toC(absl::UnimplementedError(absl::StrCat("'", v.name, "' has rank ", v.shape.size(),
                                                      ", above KILN_MAX_RANK")));
@@ -122,51 +147,69 @@ kiln_status_t info(const kiln_model_t *model, size_t index, bool input,
   return KILN_OK;
 }
 
-/// Views of the caller's inputs, with their descriptions checked.
-absl::StatusOr<std::vector<kiln::ref::Tensor>> viewInputs(const kiln_tensor_t *inputs, size_t n) {
+/// The caller's inputs, checked, as the executor reads them (into `views`, whose
+/// storage is reused).
+absl::Status viewInputs(const kiln_tensor_t *inputs, size_t n,
+                        std::vector<kiln::rt::TensorRef> &views) {
   if (n && !inputs)
     return nullArgument("kiln_model_run", "inputs");
-  std::vector<kiln::ref::Tensor> views;
+  views.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const kiln_tensor_t &t = inputs[i];
     if (t.rank < 0 || t.rank > KILN_MAX_RANK)
       return absl::InvalidArgumentError(absl::StrCat("input ", i, " has rank ", t.rank));
     if (static_cast<int>(t.dtype) < 0 || t.dtype > KILN_U2)
       return absl::InvalidArgumentError(absl::StrCat("input ", i, " has an unknown dtype"));
-    kiln::ref::Shape shape(t.dims, t.dims + t.rank);
     int64_t count = 1;
-    for (int64_t d : shape) {
-      if (d < 0)
+    for (int32_t d = 0; d < t.rank; ++d) {
+      if (t.dims[d] < 0)
         return absl::InvalidArgumentError(absl::StrCat("input ", i, " has a negative dim"));
-      if (__builtin_mul_overflow(count, d, &count))
+      if (__builtin_mul_overflow(count, t.dims[d], &count))
         return absl::InvalidArgumentError(absl::StrCat("input ", i, " is too large"));
     }
     auto dtype = static_cast<kiln::ref::DType>(t.dtype);
-    size_t need = static_cast<size_t>(count) * kiln::ref::info(dtype).bytes;
+    size_t need = 0;
+    if (__builtin_mul_overflow(static_cast<size_t>(count),
+                               static_cast<size_t>(kiln::ref::info(dtype).bytes), &need))
+      return absl::InvalidArgumentError(absl::StrCat("input ", i, " is too large"));
     if (t.size_bytes < need)
       return absl::InvalidArgumentError(absl::StrCat("input ", i, " holds ", t.size_bytes,
                                                      " bytes, its dims need ", need));
     if (need && !t.data)
       return absl::InvalidArgumentError(absl::StrCat("input ", i, " has no data"));
-    views.push_back(kiln::ref::Tensor::view(dtype, shape, static_cast<uint8_t *>(t.data)));
+    views[i] = {dtype, absl::Span<const int64_t>(t.dims, static_cast<size_t>(t.rank)),
+                static_cast<uint8_t *>(t.data)};
   }
-  return views;
+  return absl::OkStatus();
 }
 
 /// The arguments a run or a shape query takes, checked; views of the inputs.
-absl::StatusOr<std::vector<kiln::ref::Tensor>> checkCall(const char *function,
-                                                         const kiln_model_t *model,
-                                                         const kiln_tensor_t *inputs,
-                                                         size_t numInputs,
-                                                         const kiln_tensor_t *outputs,
-                                                         size_t numOutputs) {
+absl::Status checkCall(const char *function, const kiln_model_t *model,
+                       const kiln_tensor_t *inputs, size_t numInputs,
+                       const kiln_tensor_t *outputs, size_t numOutputs,
+                       std::vector<kiln::rt::TensorRef> &views) {
   if (!model || (numOutputs && !outputs))
     return nullArgument(function, !model ? "model" : "outputs");
   size_t want = model->model->plan().outputs.size();
   if (numOutputs != want)
     return absl::InvalidArgumentError(
         absl::StrCat("the model has ", want, " outputs, got ", numOutputs));
-  return viewInputs(inputs, numInputs);
+  return viewInputs(inputs, numInputs, views);
+}
+
+/// The fields of `options` the caller's header had (struct_size), over defaults.
+absl::StatusOr<kiln_run_options_t> runOptions(const kiln_run_options_t *given) {
+  kiln_run_options_t options = KILN_RUN_OPTIONS_INIT;
+  if (!given)
+    return options;
+  if (given->struct_size < offsetof(kiln_run_options_t, stream) + sizeof(void *))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kiln_run_options_t.struct_size is ", given->struct_size,
+        "; set it to sizeof(kiln_run_options_t) (KILN_RUN_OPTIONS_INIT does)"));
+  size_t known = std::min(given->struct_size, sizeof(kiln_run_options_t));
+  std::memcpy(&options, given, known);
+  options.struct_size = sizeof(kiln_run_options_t);
+  return options;
 }
 
 void describe(kiln_tensor_t &out, kiln::ref::DType dtype, const kiln::ref::Shape &shape) {
@@ -176,49 +219,100 @@ void describe(kiln_tensor_t &out, kiln::ref::DType dtype, const kiln::ref::Shape
     out.dims[d] = shape[d];
 }
 
+/// Runs `model` in `context` on the checked `inputs`, writing into `outputs`.
+absl::Status runIn(const kiln_model_t *model, kiln::rt::ExecutionContext &context,
+                   const std::vector<kiln::rt::TensorRef> &inputs, kiln_tensor_t *outputs,
+                   const kiln_run_options_t *given) {
+  absl::StatusOr<kiln_run_options_t> options = runOptions(given);
+  if (!options.ok())
+    return options.status();
+  const kiln::artifact::Plan &plan = model->model->plan();
+  auto sink = [&](size_t i, kiln::ref::DType dtype,
+                  const kiln::ref::Shape &shape) -> absl::StatusOr<void *> {
+    kiln_tensor_t &out = outputs[i];
+    if (shape.size() > KILN_MAX_RANK)
+      return absl::UnimplementedError(absl::StrCat("output ", i, " has rank above KILN_MAX_RANK"));
+    describe(out, dtype, shape);
+    size_t need = static_cast<size_t>(kiln::ref::numElements(shape)) * kiln::ref::info(dtype).bytes;
+    if (out.size_bytes < need || (need && !out.data)) {
+      std::string name = plan.values[plan.outputs[i]].name;
+      absl::Status s = absl::OutOfRangeError(absl::StrCat(
+          "output '", name, "' (", kiln::artifact::dtypeName(dtype), "[",
+          kiln::ref::shapeToString(shape), "]) needs ", need, " bytes, its buffer has ",
+          out.data ? out.size_bytes : 0));
+      out.size_bytes = need;
+      return s;
+    }
+    out.size_bytes = need;
+    return out.data;
+  };
+  kiln::rt::RunRequest request;
+  request.inputs = inputs;
+  request.deviceBuffers = options->device_buffers != 0;
+  request.stream = options->stream;
+  request.profile = options->profile ? &options->profile->profile : nullptr;
+  return model->model->run(context, request, sink);
+}
+
 } // namespace
 
 extern "C" {
 
-const char *kiln_runtime_version(void) { return "0.2.0"; }
+const char *kiln_runtime_version(void) { return KILN_VERSION; }
+
+int kiln_api_version(void) { return KILN_API_VERSION; }
 
 kiln_status_t kiln_cuda_device_count(int *out_count) {
-  if (!out_count)
-    return toC(nullArgument("kiln_cuda_device_count", "out_count"));
-  *out_count = 0;
-  auto driver = kiln::rt::CudaDriver::get();
-  if (!driver.ok())
-    return toC(driver.status());
-  auto count = (*driver)->deviceCount();
-  if (!count.ok())
-    return toC(count.status());
-  *out_count = *count;
-  return toC(absl::OkStatus());
+  return guarded("kiln_cuda_device_count", [&] {
+    if (!out_count)
+      return toC(nullArgument("kiln_cuda_device_count", "out_count"));
+    *out_count = 0;
+    auto driver = kiln::rt::CudaDriver::get();
+    if (!driver.ok())
+      return toC(driver.status());
+    auto count = (*driver)->deviceCount();
+    if (!count.ok())
+      return toC(count.status());
+    *out_count = *count;
+    return toC(absl::OkStatus());
+  });
 }
 
 const char *kiln_last_error(void) { return lastError.c_str(); }
 
 kiln_status_t kiln_model_load_file(const char *path, kiln_backend_t backend,
                                    kiln_model_t **out_model) {
-  if (!path)
-    return toC(nullArgument("kiln_model_load_file", "path"));
-  return load("kiln_model_load_file", backend, out_model,
-              [&](kiln::rt::Backend b) { return Model::loadFile(path, b); });
+  return guarded("kiln_model_load_file", [&] {
+    if (!path)
+      return toC(nullArgument("kiln_model_load_file", "path"));
+    return load("kiln_model_load_file", backend, out_model,
+                [&](kiln::rt::Backend b) { return Model::loadFile(path, b); });
+  });
 }
 
 kiln_status_t kiln_model_load_memory(const void *data, size_t size, kiln_backend_t backend,
                                      kiln_model_t **out_model) {
-  return load("kiln_model_load_memory", backend, out_model,
-              [&](kiln::rt::Backend b) { return Model::loadMemory(data, size, b); });
+  return guarded("kiln_model_load_memory", [&] {
+    return load("kiln_model_load_memory", backend, out_model,
+                [&](kiln::rt::Backend b) { return Model::loadMemory(data, size, b); });
+  });
 }
 
 kiln_status_t kiln_model_load_embedded(const void *data, size_t size, kiln_backend_t backend,
                                        kiln_model_t **out_model) {
-  return load("kiln_model_load_embedded", backend, out_model,
-              [&](kiln::rt::Backend b) { return Model::loadEmbedded(data, size, b); });
+  return guarded("kiln_model_load_embedded", [&] {
+    return load("kiln_model_load_embedded", backend, out_model,
+                [&](kiln::rt::Backend b) { return Model::loadEmbedded(data, size, b); });
+  });
 }
 
-void kiln_model_destroy(kiln_model_t *model) { delete model; }
+void kiln_model_destroy(kiln_model_t *model) {
+  try {
+    delete model;
+  } catch (...) {
+    // Destructors do not throw; nothing may escape a void C function either.
+  }
+}
 
 kiln_status_t kiln_model_backend(const kiln_model_t *model, kiln_backend_t *out_backend) {
   if (!model || !out_backend)
@@ -252,92 +346,114 @@ kiln_status_t kiln_model_num_outputs(const kiln_model_t *model, size_t *out_coun
 
 kiln_status_t kiln_model_input_info(const kiln_model_t *model, size_t index,
                                     kiln_tensor_info_t *out_info) {
-  return info(model, index, true, out_info);
+  return guarded("kiln_model_input_info", [&] { return info(model, index, true, out_info); });
 }
 
 kiln_status_t kiln_model_output_info(const kiln_model_t *model, size_t index,
                                      kiln_tensor_info_t *out_info) {
-  return info(model, index, false, out_info);
+  return guarded("kiln_model_output_info", [&] { return info(model, index, false, out_info); });
 }
 
 kiln_status_t kiln_model_output_shapes(const kiln_model_t *model, const kiln_tensor_t *inputs,
                                        size_t num_inputs, kiln_tensor_t *outputs,
                                        size_t num_outputs) {
-  absl::StatusOr<std::vector<kiln::ref::Tensor>> views =
-      checkCall("kiln_model_output_shapes", model, inputs, num_inputs, outputs, num_outputs);
-  if (!views.ok())
-    return toC(views.status());
-  const kiln::rt::Plan &plan = model->model->plan();
-  auto symbols = model->model->bindSymbols(*views);
-  if (!symbols.ok())
-    return toC(symbols.status());
-  for (size_t i = 0; i < num_outputs; ++i) {
-    const kiln::rt::ValueInfo &v = plan.values[plan.outputs[i]];
-    std::optional<kiln::ref::Shape> shape = kiln::rt::evaluateShape(v, *symbols);
-    if (!shape)
-      return toC(absl::FailedPreconditionError(absl::StrCat(
-          "output '", v.name, "' has a size that depends on the data; run to learn it")));
-    describe(outputs[i], v.dtype, *shape);
-    outputs[i].size_bytes =
-        static_cast<size_t>(kiln::ref::numElements(*shape)) * kiln::ref::info(v.dtype).bytes;
-  }
-  return toC(absl::OkStatus());
+  return guarded("kiln_model_output_shapes", [&] {
+    std::vector<kiln::rt::TensorRef> views;
+    if (absl::Status s = checkCall("kiln_model_output_shapes", model, inputs, num_inputs, outputs,
+                                   num_outputs, views);
+        !s.ok())
+      return toC(s);
+    const kiln::artifact::Plan &plan = model->model->plan();
+    kiln::artifact::Bindings symbols;
+    if (absl::Status s = model->model->bindSymbols(views, symbols); !s.ok())
+      return toC(s);
+    for (size_t i = 0; i < num_outputs; ++i) {
+      const kiln::artifact::ValueInfo &v = plan.values[plan.outputs[i]];
+      std::optional<kiln::ref::Shape> shape = kiln::artifact::evaluateShape(v, symbols);
+      if (!shape)
+        return toC(absl::FailedPreconditionError(absl::StrCat(
+            "output '", v.name, "' has a size that depends on the data; run to learn it")));
+      describe(outputs[i], v.dtype, *shape);
+      outputs[i].size_bytes =
+          static_cast<size_t>(kiln::ref::numElements(*shape)) * kiln::ref::info(v.dtype).bytes;
+    }
+    return toC(absl::OkStatus());
+  });
 }
 
 kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs,
                              size_t num_inputs, kiln_tensor_t *outputs, size_t num_outputs,
                              const kiln_run_options_t *options) {
-  absl::StatusOr<std::vector<kiln::ref::Tensor>> views =
-      checkCall("kiln_model_run", model, inputs, num_inputs, outputs, num_outputs);
-  if (!views.ok())
-    return toC(views.status());
-  const kiln::rt::Plan &plan = model->model->plan();
-  kiln_run_options_t defaults = {nullptr, 0, nullptr};
-  const kiln_run_options_t &opts = options ? *options : defaults;
-  auto sink = [&](size_t i, kiln::ref::DType dtype,
-                  const kiln::ref::Shape &shape) -> absl::StatusOr<void *> {
-    kiln_tensor_t &out = outputs[i];
-    if (shape.size() > KILN_MAX_RANK)
-      return absl::UnimplementedError(absl::StrCat("output ", i, " has rank above KILN_MAX_RANK"));
-    describe(out, dtype, shape);
-    size_t need = static_cast<size_t>(kiln::ref::numElements(shape)) * kiln::ref::info(dtype).bytes;
-    if (out.size_bytes < need || (need && !out.data)) {
-      std::string name = plan.values[plan.outputs[i]].name;
-      absl::Status s = absl::OutOfRangeError(absl::StrCat(
-          "output '", name, "' (", kiln::rt::dtypeName(dtype), "[", kiln::ref::shapeToString(shape),
-          "]) needs ", need, " bytes, its buffer has ", out.data ? out.size_bytes : 0));
-      out.size_bytes = need;
-      return s;
-    }
-    out.size_bytes = need;
-    return out.data;
-  };
-  return toC(model->model->run(*views, opts.device_buffers != 0, opts.stream, sink,
-                               opts.profile ? &opts.profile->profile : nullptr));
+  return guarded("kiln_model_run", [&] {
+    std::vector<kiln::rt::TensorRef> views;
+    if (absl::Status s =
+            checkCall("kiln_model_run", model, inputs, num_inputs, outputs, num_outputs, views);
+        !s.ok())
+      return toC(s);
+    std::unique_ptr<kiln::rt::ExecutionContext> context = model->model->takeContext();
+    absl::Status status = runIn(model, *context, views, outputs, options);
+    model->model->giveContext(std::move(context));
+    return toC(status);
+  });
+}
+
+kiln_status_t kiln_context_create(const kiln_model_t *model, kiln_context_t **out_context) {
+  return guarded("kiln_context_create", [&] {
+    if (!model || !out_context)
+      return toC(nullArgument("kiln_context_create", !model ? "model" : "out_context"));
+    *out_context = new kiln_context_t{model, std::make_unique<kiln::rt::ExecutionContext>(*model->model), {}};
+    (*out_context)->inputs.reserve(model->model->plan().inputs.size());
+    return toC(absl::OkStatus());
+  });
+}
+
+void kiln_context_destroy(kiln_context_t *context) {
+  try {
+    delete context;
+  } catch (...) {
+  }
+}
+
+kiln_status_t kiln_context_run(kiln_context_t *context, const kiln_tensor_t *inputs,
+                               size_t num_inputs, kiln_tensor_t *outputs, size_t num_outputs,
+                               const kiln_run_options_t *options) {
+  return guarded("kiln_context_run", [&] {
+    if (!context)
+      return toC(nullArgument("kiln_context_run", "context"));
+    if (absl::Status s = checkCall("kiln_context_run", context->model, inputs, num_inputs, outputs,
+                                   num_outputs, context->inputs);
+        !s.ok())
+      return toC(s);
+    return toC(runIn(context->model, *context->context, context->inputs, outputs, options));
+  });
 }
 
 kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_tensor_t *inputs,
                                 size_t num_inputs, size_t *out_arena_bytes,
                                 size_t *out_unplanned_bytes) {
-  if (!model || !out_arena_bytes || !out_unplanned_bytes)
-    return toC(nullArgument("kiln_model_memory", !model ? "model" : "an out_ parameter"));
-  absl::StatusOr<std::vector<kiln::ref::Tensor>> views = viewInputs(inputs, num_inputs);
-  if (!views.ok())
-    return toC(views.status());
-  auto symbols = model->model->bindSymbols(*views);
-  if (!symbols.ok())
-    return toC(symbols.status());
-  std::shared_ptr<const kiln::rt::MemoryPlan> plan = model->model->memoryPlan(*symbols);
-  *out_arena_bytes = plan->peakBytes;
-  *out_unplanned_bytes = plan->sumBytes;
-  return toC(absl::OkStatus());
+  return guarded("kiln_model_memory", [&] {
+    if (!model || !out_arena_bytes || !out_unplanned_bytes)
+      return toC(nullArgument("kiln_model_memory", !model ? "model" : "an out_ parameter"));
+    std::vector<kiln::rt::TensorRef> views;
+    if (absl::Status s = viewInputs(inputs, num_inputs, views); !s.ok())
+      return toC(s);
+    kiln::artifact::Bindings symbols;
+    if (absl::Status s = model->model->bindSymbols(views, symbols); !s.ok())
+      return toC(s);
+    std::shared_ptr<const kiln::artifact::MemoryPlan> plan = model->model->memoryPlan(symbols);
+    *out_arena_bytes = plan->peakBytes;
+    *out_unplanned_bytes = plan->sumBytes;
+    return toC(absl::OkStatus());
+  });
 }
 
 kiln_status_t kiln_profile_create(kiln_profile_t **out_profile) {
-  if (!out_profile)
-    return toC(nullArgument("kiln_profile_create", "out_profile"));
-  *out_profile = new kiln_profile_t();
-  return toC(absl::OkStatus());
+  return guarded("kiln_profile_create", [&] {
+    if (!out_profile)
+      return toC(nullArgument("kiln_profile_create", "out_profile"));
+    *out_profile = new kiln_profile_t();
+    return toC(absl::OkStatus());
+  });
 }
 
 void kiln_profile_destroy(kiln_profile_t *profile) { delete profile; }

@@ -50,12 +50,12 @@ absl::StatusOr<void *> loadHostLibrary(const uint8_t *data, size_t size) {
   return handle;
 }
 
-absl::StatusOr<HostLauncher> hostLauncher(void *library, const std::string &name) {
+absl::StatusOr<artifact::HostLauncher> hostLauncher(void *library, const std::string &name) {
   void *symbol = dlsym(library, (name + "_host").c_str());
   if (!symbol)
     return absl::InvalidArgumentError(
         absl::StrCat("corrupt artifact: its host-emulation library lacks kernel ", name));
-  return reinterpret_cast<HostLauncher>(symbol);
+  return reinterpret_cast<artifact::HostLauncher>(symbol);
 }
 
 } // namespace kiln::rt

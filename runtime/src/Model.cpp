@@ -2,8 +2,8 @@
 
 #include "Model.h"
 
-#include "HostLibrary.h"
-#include "cuda/CudaDriver.h"
+#include "HostExecutor.h"
+#include "cuda/CudaExecutor.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -51,23 +51,7 @@ absl::Status checkElfExtent(int fd, size_t fileSize, const std::string &path) {
   return absl::OkStatus();
 }
 
-double microsSince(std::chrono::steady_clock::time_point origin) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin)
-      .count();
-}
-
-std::string shapeText(const ValueInfo &v, const std::vector<std::string> &symbols) {
-  std::vector<std::string> dims;
-  for (const Dim &d : v.shape)
-    dims.push_back(d.toString(symbols));
-  return absl::StrCat(dtypeName(v.dtype), "[", absl::StrJoin(dims, ", "), "]");
-}
-
 } // namespace
-
-std::string dtypeName(ref::DType t) {
-  return t == ref::DType::boolean ? "bool" : ref::info(t).name;
-}
 
 Model::~Model() {
   if (mapping_)
@@ -181,8 +165,8 @@ absl::StatusOr<std::unique_ptr<Model>> Model::loadMemory(const void *data, size_
     return absl::InvalidArgumentError("artifact data is NULL");
   std::unique_ptr<Model> model(new Model());
   // A private copy, aligned as the weights inside it expect.
-  size_t padded = (size + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment;
-  void *copy = std::aligned_alloc(kWeightAlignment, std::max<size_t>(padded, kWeightAlignment));
+  size_t padded = (size + artifact::kWeightAlignment - 1) / artifact::kWeightAlignment * artifact::kWeightAlignment;
+  void *copy = std::aligned_alloc(artifact::kWeightAlignment, std::max<size_t>(padded, artifact::kWeightAlignment));
   if (!copy)
     return absl::ResourceExhaustedError("cannot allocate memory for the artifact");
   if (size)
@@ -209,51 +193,37 @@ absl::Status Model::prepare(Backend requested) {
     weightsSize_ = mapped->second;
     return std::make_pair(static_cast<const uint8_t *>(weightsMapping_), weightsSize_);
   };
-  absl::StatusOr<Plan> plan = readArtifact(data_, size_, resolveWeights);
+  absl::StatusOr<Plan> plan = artifact::readArtifact(data_, size_, resolveWeights);
   if (!plan.ok())
     return plan.status();
   plan_ = std::move(*plan);
+  hostSteps_.resize(plan_.steps.size());
+  for (size_t s = 0; s < plan_.steps.size(); ++s) {
+    if (plan_.steps[s].kind != artifact::StepKind::Host)
+      continue;
+    absl::StatusOr<HostStep> step = decodeHostStep(plan_, plan_.steps[s], s);
+    if (!step.ok())
+      return step.status();
+    hostSteps_[s] = std::move(*step);
+  }
 
   std::string noCuda;
   if (requested == Backend::Cuda || requested == Backend::Auto) {
     absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::create(plan_);
     if (cuda.ok()) {
-      cuda_ = std::move(*cuda);
-      backend_ = Backend::Cuda;
-      backendDescription_ = "cuda on " + cuda_->description();
+      executor_ = std::move(*cuda);
+      description_ = executor_->description();
       return absl::OkStatus();
     }
     if (requested == Backend::Cuda)
       return cuda.status();
     noCuda = std::string(cuda.status().message());
   }
-  backend_ = Backend::Host;
-  backendDescription_ = noCuda.empty() ? "host emulation" : "host emulation (" + noCuda + ")";
-
-  // Host emulation: resolve each kernel's launcher in the libraries that list it.
-  hostLaunchers_.assign(plan_.kernels.size(), nullptr);
-  std::map<std::string, size_t> kernelIndex;
-  for (size_t k = 0; k < plan_.kernels.size(); ++k)
-    kernelIndex[plan_.kernels[k].name] = k;
-  for (const HostLibraryInfo &lib : plan_.hostLibraries) {
-    absl::StatusOr<void *> handle = loadHostLibrary(lib.data, lib.size);
-    if (!handle.ok())
-      return handle.status();
-    for (const std::string &name : lib.kernels) {
-      auto it = kernelIndex.find(name);
-      if (it == kernelIndex.end())
-        continue;
-      absl::StatusOr<HostLauncher> launcher = hostLauncher(*handle, name);
-      if (!launcher.ok())
-        return launcher.status();
-      hostLaunchers_[it->second] = *launcher;
-    }
-  }
-  for (size_t k = 0; k < plan_.kernels.size(); ++k)
-    if (!hostLaunchers_[k])
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the artifact has no host-emulation code for kernel ", plan_.kernels[k].name,
-          " (compiled without a host library)"));
+  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::create(plan_, noCuda);
+  if (!host.ok())
+    return host.status();
+  executor_ = std::move(*host);
+  description_ = executor_->description();
   return absl::OkStatus();
 }
 
@@ -261,57 +231,64 @@ std::string Model::describeInput(size_t i) const {
   return absl::StrCat("input '", plan_.values[plan_.inputs[i]].name, "'");
 }
 
-absl::StatusOr<std::vector<std::optional<int64_t>>>
-Model::bindSymbols(const std::vector<ref::Tensor> &inputs) const {
+absl::Status Model::bindSymbols(absl::Span<const TensorRef> inputs, Bindings &symbols) const {
   if (inputs.size() != plan_.inputs.size())
     return absl::InvalidArgumentError(absl::StrCat("the model takes ", plan_.inputs.size(),
                                                    " inputs, got ", inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const ValueInfo &want = plan_.values[plan_.inputs[i]];
-    if (inputs[i].dtype() != want.dtype || inputs[i].rank() != static_cast<int64_t>(want.shape.size()))
+    const artifact::ValueInfo &want = plan_.values[plan_.inputs[i]];
+    if (inputs[i].dtype != want.dtype || inputs[i].dims.size() != want.shape.size())
       return absl::InvalidArgumentError(absl::StrCat(
-          describeInput(i), " is ", inputs[i].describe(), " but the model expects ",
-          shapeText(want, plan_.symbols)));
+          describeInput(i), " is ", artifact::dtypeName(inputs[i].dtype), "[",
+          ref::shapeToString(ref::Shape(inputs[i].dims.begin(), inputs[i].dims.end())),
+          "] but the model expects ", artifact::describeValue(want, plan_.symbols)));
   }
-  std::vector<std::optional<int64_t>> symbols(plan_.symbols.size());
-  std::vector<std::string> boundBy(plan_.symbols.size());
-  for (const GuardInfo &g : plan_.guards) {
-    int64_t actual = inputs[g.input].dim(g.dim);
-    std::string where = absl::StrCat(describeInput(g.input), " dim ", g.dim);
+  symbols.assign(plan_.symbols.size(), std::nullopt);
+  for (const artifact::GuardInfo &g : plan_.guards) {
+    int64_t actual = inputs[g.input].dims[g.dim];
     if (g.binds) {
       int64_t s = *g.expected.soleSymbol();
       if (!symbols[s]) {
         symbols[s] = actual;
-        boundBy[s] = where;
         continue;
       }
     }
     std::optional<int64_t> expected = g.expected.evaluate(symbols);
+    if (expected && *expected == actual)
+      continue;
+    std::string where = absl::StrCat(describeInput(g.input), " dim ", g.dim);
     if (!expected)
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": its expected size ", g.expected.toString(plan_.symbols),
           " cannot be evaluated (an unbound symbol or a division by zero)"));
     if (*expected != actual) {
       std::string because;
-      if (std::optional<int64_t> s = g.expected.soleSymbol())
-        because = absl::StrCat(" (", plan_.symbols[*s], " = ", *expected, " from ", boundBy[*s], ")");
-      else if (g.expected.ops.size() > 1)
+      if (std::optional<int64_t> s = g.expected.soleSymbol()) {
+        // Name the guard that bound the symbol.
+        for (const artifact::GuardInfo &binder : plan_.guards)
+          if (binder.binds && binder.expected.soleSymbol() == s) {
+            because = absl::StrCat(" (", plan_.symbols[*s], " = ", *expected, " from ",
+                                   describeInput(binder.input), " dim ", binder.dim, ")");
+            break;
+          }
+      } else if (g.expected.ops.size() > 1) {
         because = absl::StrCat(" (", g.expected.toString(plan_.symbols), ")");
+      }
       return absl::InvalidArgumentError(absl::StrCat(where, " is ", actual, " but the model expects ",
                                                      *expected, because));
     }
   }
-  return symbols;
+  return absl::OkStatus();
 }
 
 std::shared_ptr<const MemoryPlan>
-Model::memoryPlan(const std::vector<std::optional<int64_t>> &symbols) const {
+Model::memoryPlan(const Bindings &symbols) const {
   {
     absl::MutexLock lock(&cacheMutex_);
     if (auto it = memoryPlans_.find(symbols); it != memoryPlans_.end())
       return it->second;
   }
-  auto plan = std::make_shared<const MemoryPlan>(planMemory(plan_, symbols));
+  auto plan = std::make_shared<const MemoryPlan>(artifact::planMemory(plan_, symbols));
   absl::MutexLock lock(&cacheMutex_);
   // A server sees few distinct shapes; a flood of new ones must not grow this forever.
   if (memoryPlans_.size() >= 256)
@@ -320,148 +297,36 @@ Model::memoryPlan(const std::vector<std::optional<int64_t>> &symbols) const {
   return plan;
 }
 
-absl::Status Model::runStep(size_t index, std::vector<ref::Tensor> &values,
-                            const std::vector<std::optional<int64_t>> &symbols,
-                            const MemoryPlan &memory, uint8_t *arena) const {
-  const StepInfo &step = plan_.steps[index];
-  int out = step.outputs[0];
-  auto fail = [&](const std::string &message) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("step ", index, " (", step.label, "): ", message));
-  };
-  // Value v's storage: its arena slot when its size was known in advance.
-  auto allocate = [&](int v, const ref::Shape &shape) {
-    if (memory.offsets[v] >= 0)
-      values[v] = ref::Tensor::view(plan_.values[v].dtype, shape, arena + memory.offsets[v]);
-    else
-      values[v] = ref::Tensor(plan_.values[v].dtype, shape);
-  };
-  // A result computed on the host: copied into its slot, or kept as it is.
-  auto store = [&](int v, ref::Tensor t) {
-    if (memory.offsets[v] < 0) {
-      values[v] = std::move(t);
-      return;
-    }
-    allocate(v, t.shape());
-    if (t.byteSize())
-      std::memcpy(values[v].bytes(), t.bytes(), t.byteSize());
-  };
-  switch (step.kind) {
-  case StepKind::Kernel: {
-    std::optional<ref::Shape> planned = evaluateShape(plan_.values[out], symbols);
-    if (!planned)
-      return fail("the kernel's result size is unknown before it runs");
-    allocate(out, *planned);
-    const KernelInfo &kernel = plan_.kernels[step.kernel];
-    std::vector<void *> pointers = {values[out].bytes()};
-    for (int v : step.inputs)
-      pointers.push_back(values[v].bytes());
-    std::vector<int64_t> symbolArgs;
-    for (int s : kernel.symbols)
-      symbolArgs.push_back(symbols[s].value_or(0));
-    std::vector<void *> args;
-    for (void *&p : pointers)
-      args.push_back(&p);
-    for (int64_t &s : symbolArgs)
-      args.push_back(&s);
-    int64_t work = values[out].numel();
-    for (int v : step.inputs)
-      work += values[v].numel();
-    int64_t grid = hostGrid(values[out].numel(), work);
-    hostLaunchers_[step.kernel](args.data(), grid);
-    return absl::OkStatus();
+absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
+                        OutputSink sink) const {
+  if (absl::Status s = bindSymbols(request.inputs, context.symbols); !s.ok())
+    return s;
+  // The plan of the binding the context ran last is kept: a repeated shape skips
+  // the cache lookup.
+  if (!context.memory || context.memoryFor != context.symbols) {
+    context.memory = memoryPlan(context.symbols);
+    context.memoryFor = context.symbols;
   }
-  case StepKind::Library: {
-    std::vector<const ref::Tensor *> inputs;
-    for (int v : step.inputs)
-      inputs.push_back(&values[v]);
-    absl::StatusOr<std::vector<ref::Tensor>> r = ref::runLibraryCall(step.call, inputs);
-    if (!r.ok())
-      return fail(std::string(r.status().message()));
-    if (r->size() != step.outputs.size())
-      return fail(absl::StrCat("it gave ", r->size(), " results, the plan has ",
-                               step.outputs.size()));
-    for (size_t k = 0; k < r->size(); ++k) {
-      int v = step.outputs[k];
-      const ValueInfo &info = plan_.values[v];
-      ref::Tensor &got = (*r)[k];
-      if (!matchesPlan(got, info, symbols))
-        return fail(absl::StrCat("its result ", k, " is ", got.describe(), " but the plan says ",
-                                 shapeText(info, plan_.symbols)));
-      store(v, std::move(got));
-    }
-    return absl::OkStatus();
-  }
-  case StepKind::SymbolicConstant:
-  case StepKind::ShapeOf: {
-    ref::Shape inputShape =
-        step.kind == StepKind::ShapeOf ? values[step.inputs[0]].shape() : ref::Shape();
-    absl::StatusOr<ref::Tensor> t = evaluateShapeStep(plan_, step, symbols, inputShape);
-    if (!t.ok())
-      return fail(std::string(t.status().message()));
-    store(out, std::move(*t));
-    return absl::OkStatus();
-  }
-  }
-  return fail("unknown step kind");
+  return executor_->run(context, request, sink);
 }
 
-absl::Status Model::run(const std::vector<ref::Tensor> &inputs, bool deviceBuffers, void *stream,
-                        const OutputSink &sink, Profile *profile) const {
-  absl::StatusOr<std::vector<std::optional<int64_t>>> symbols = bindSymbols(inputs);
-  if (!symbols.ok())
-    return symbols.status();
-  std::shared_ptr<const MemoryPlan> memory = memoryPlan(*symbols);
-  if (backend_ == Backend::Cuda)
-    return cuda_->run(plan_, *symbols, *memory, inputs, deviceBuffers, stream, sink, profile);
-  if (deviceBuffers)
-    return absl::FailedPreconditionError(
-        "device buffers need the CUDA backend; this model runs in host emulation");
-
-  // This call's arena, from the pool: concurrent runs take different ones.
-  absl::StatusOr<std::pair<uint8_t *, size_t>> taken =
-      arenas_.take(std::max(memory->peakBytes, kSlotAlignment));
-  if (!taken.ok())
-    return taken.status();
-  struct GiveBack {
-    BufferPool<uint8_t *> &pool;
-    std::pair<uint8_t *, size_t> buffer;
-    ~GiveBack() { pool.give(buffer.first, buffer.second); }
-  } giveBack{arenas_, *taken};
-  uint8_t *arena = taken->first;
-
-  std::vector<ref::Tensor> values(plan_.values.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    values[plan_.inputs[i]] = inputs[i];
-  for (size_t v = 0; v < plan_.values.size(); ++v) {
-    const ValueInfo &info = plan_.values[v];
-    if (info.kind == ValueKind::Weight)
-      values[v] = ref::Tensor::view(info.dtype, *evaluateShape(info, {}),
-                                    const_cast<uint8_t *>(info.weightData));
-  }
-  for (size_t s = 0; s < plan_.steps.size(); ++s) {
-    double start = profile ? microsSince(profile->origin) : 0;
-    if (absl::Status status = runStep(s, values, *symbols, *memory, arena); !status.ok())
-      return status;
-    if (profile) {
-      double end = microsSince(profile->origin);
-      const StepInfo &step = plan_.steps[s];
-      const char *kind = step.kind == StepKind::Kernel    ? "kernel"
-                         : step.kind == StepKind::Library ? "library"
-                                                          : "host";
-      absl::MutexLock lock(&profile->mutex);
-      profile->events.push_back({step.label, kind, start, end - start});
+std::unique_ptr<ExecutionContext> Model::takeContext() const {
+  {
+    absl::MutexLock lock(&poolMutex_);
+    if (!idleContexts_.empty()) {
+      std::unique_ptr<ExecutionContext> context = std::move(idleContexts_.back());
+      idleContexts_.pop_back();
+      return context;
     }
   }
-  for (size_t i = 0; i < plan_.outputs.size(); ++i) {
-    const ref::Tensor &value = values[plan_.outputs[i]];
-    absl::StatusOr<void *> destination = sink(i, value.dtype(), value.shape());
-    if (!destination.ok())
-      return destination.status();
-    if (value.byteSize())
-      std::memcpy(*destination, value.bytes(), value.byteSize());
-  }
-  return absl::OkStatus();
+  return std::make_unique<ExecutionContext>(*this);
+}
+
+void Model::giveContext(std::unique_ptr<ExecutionContext> context) const {
+  absl::MutexLock lock(&poolMutex_);
+  // As many as threads ran at once, up to a bound: each holds an arena.
+  if (idleContexts_.size() < 16)
+    idleContexts_.push_back(std::move(context));
 }
 
 } // namespace kiln::rt

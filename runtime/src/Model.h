@@ -1,45 +1,28 @@
-//===- Model.h - a loaded model and its executor ----------------*- C++ -*-===//
+//===- Model.h - a loaded model ---------------------------------*- C++ -*-===//
 //
-// A Model owns the artifact's bytes (mapped from a file or copied), the plan read
-// from them and what its backend loaded (host-emulation launchers). run() binds
-// the symbols from the inputs through the guards, takes an arena sized by the
-// memory plan for that binding, and walks the steps. run() is const and keeps its
-// state per call, so one Model serves many threads.
+// A Model owns the artifact's bytes (mapped from a file, or copied), the plan
+// read from them, each host step decoded, and the executor of the backend it
+// chose. It checks a call's inputs against the guards, binding the symbols, and
+// keeps the memory plan of each binding. Runs happen in ExecutionContexts
+// (Executor.h); a Model is immutable after load and serves any number of
+// contexts on any threads.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_RUNTIME_MODEL_H
 #define KILN_RUNTIME_MODEL_H
 
-#include "ArtifactReader.h"
-#include "BufferPool.h"
-#include "MemoryPlan.h"
-#include "cuda/CudaExecutor.h"
+#include "Executor.h"
+#include "HostSteps.h"
 
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
-#include <chrono>
-#include <cstdlib>
-#include <functional>
 #include <map>
 #include <memory>
 
 namespace kiln::rt {
 
 enum class Backend { Auto, Cuda, Host };
-
-struct ProfileEvent {
-  std::string name, kind;
-  double startUs = 0, durationUs = 0;
-};
-
-struct Profile {
-  std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
-  absl::Mutex mutex;
-  std::vector<ProfileEvent> events;
-};
-
 
 class Model {
 public:
@@ -53,25 +36,30 @@ public:
                                                            Backend backend);
 
   const Plan &plan() const { return plan_; }
-  Backend backend() const { return backend_; }
-
-  /// Checks `inputs` (views) against the guards and returns every symbol's value.
-  absl::StatusOr<std::vector<std::optional<int64_t>>>
-  bindSymbols(const std::vector<ref::Tensor> &inputs) const;
-
-  /// The memory plan for a binding (computed once per binding and kept).
-  std::shared_ptr<const MemoryPlan> memoryPlan(const std::vector<std::optional<int64_t>> &symbols) const;
-
-  /// Runs on `inputs` (views of host memory, or of device memory when
-  /// `deviceBuffers`, CUDA only); `sink` says where each output goes.
-  absl::Status run(const std::vector<ref::Tensor> &inputs, bool deviceBuffers, void *stream,
-                   const OutputSink &sink, Profile *profile) const;
-
+  const Executor &executor() const { return *executor_; }
+  Backend backend() const { return executor_->isCuda() ? Backend::Cuda : Backend::Host; }
   /// Which backend runs and why: "cuda on NVIDIA H200 (sm_90)", or "host emulation
   /// (no CUDA driver: ...)".
-  const std::string &backendDescription() const { return backendDescription_; }
+  const std::string &backendDescription() const { return description_; }
+  /// Step `index`'s decoded host function (StepKind::Host steps only).
+  const HostStep &hostStep(size_t index) const { return hostSteps_[index]; }
 
-  /// "input 'x'" / "output 'y'" for messages.
+  /// Checks `inputs` against the guards (dtype, rank, every dim) and writes every
+  /// symbol's value into `symbols` (sized to the plan's symbols; no allocation).
+  absl::Status bindSymbols(absl::Span<const TensorRef> inputs, Bindings &symbols) const;
+
+  /// The memory plan for a binding (computed once per binding and kept).
+  std::shared_ptr<const MemoryPlan> memoryPlan(const Bindings &symbols) const;
+
+  /// Binds, plans and runs in `context` (which must be this model's).
+  absl::Status run(ExecutionContext &context, const RunRequest &request, OutputSink sink) const;
+
+  /// A context from the model's pool, for callers without one of their own
+  /// (kiln_model_run); give it back when the call is done.
+  std::unique_ptr<ExecutionContext> takeContext() const;
+  void giveContext(std::unique_ptr<ExecutionContext> context) const;
+
+  /// "input 'x'" for messages.
   std::string describeInput(size_t i) const;
 
 private:
@@ -83,9 +71,6 @@ private:
                                                          void *mapping);
   static absl::StatusOr<std::pair<void *, size_t>> mapFile(const std::string &path);
   absl::Status prepare(Backend requested);
-  absl::Status runStep(size_t index, std::vector<ref::Tensor> &values,
-                       const std::vector<std::optional<int64_t>> &symbols,
-                       const MemoryPlan &memory, uint8_t *arena) const;
 
   /// The artifact's bytes: a read-only mapping, or a copy aligned for FlatBuffers.
   const uint8_t *data_ = nullptr;
@@ -97,30 +82,15 @@ private:
   std::unique_ptr<uint8_t, void (*)(void *)> copy_{nullptr, nullptr};
 
   Plan plan_;
-  Backend backend_ = Backend::Host;
-  std::string backendDescription_;
-  std::unique_ptr<CudaExecutor> cuda_;
-  /// Host emulation: per kernel (Plan::kernels index), its launcher.
-  std::vector<void (*)(void **, int64_t)> hostLaunchers_;
+  std::vector<HostStep> hostSteps_; ///< per step; empty functions for other kinds
+  std::unique_ptr<Executor> executor_;
+  std::string description_;
 
-  /// Host-emulation arenas, reused across calls.
-  mutable BufferPool<uint8_t *> arenas_{
-      [](size_t bytes) -> absl::StatusOr<uint8_t *> {
-        void *p = std::aligned_alloc(kSlotAlignment, (bytes + kSlotAlignment - 1) /
-                                                         kSlotAlignment * kSlotAlignment);
-        if (!p)
-          return absl::ResourceExhaustedError(
-              absl::StrCat("cannot allocate a ", bytes, "-byte arena"));
-        return static_cast<uint8_t *>(p);
-      },
-      [](uint8_t *p) { std::free(p); }};
   mutable absl::Mutex cacheMutex_;
-  mutable std::map<std::vector<std::optional<int64_t>>, std::shared_ptr<const MemoryPlan>>
-      memoryPlans_;
+  mutable std::map<Bindings, std::shared_ptr<const MemoryPlan>> memoryPlans_;
+  mutable absl::Mutex poolMutex_;
+  mutable std::vector<std::unique_ptr<ExecutionContext>> idleContexts_;
 };
-
-/// The dtype names as MLIR spells them ("f32", "i64").
-std::string dtypeName(ref::DType t);
 
 } // namespace kiln::rt
 

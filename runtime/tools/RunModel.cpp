@@ -36,7 +36,8 @@ absl::StatusOr<std::vector<ref::Tensor>> runLoadedModel(const kiln_model_t *mode
   if (s != KILN_OK && s != KILN_FAILED_PRECONDITION)
     return error(s);
   std::vector<std::vector<uint8_t>> buffers(out.size());
-  kiln_run_options_t options = {nullptr, 0, profile};
+  kiln_run_options_t options = KILN_RUN_OPTIONS_INIT;
+  options.profile = profile;
   for (size_t attempt = 0;; ++attempt) {
     for (size_t i = 0; i < out.size(); ++i) {
       buffers[i].resize(std::max<size_t>(out[i].size_bytes, 1));

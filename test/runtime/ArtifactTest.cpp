@@ -2,11 +2,10 @@
 // here with the schema's own builder: no compiler, no kernels (library steps and
 // shape steps only), so these run wherever the runtime builds.
 
-#include "ArtifactReader.h"
-#include "MemoryPlan.h"
+#include "kiln/artifact/MemoryPlan.h"
+#include "kiln/artifact/Plan.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime.hpp"
-#include "kiln/schema/kiln_artifact_generated.h"
 
 #include <gtest/gtest.h>
 
@@ -14,14 +13,16 @@
 #include <string>
 
 namespace {
-namespace fb = kiln::artifact;
+namespace fb = kiln::schema;
 
 /// What a test may break in the artifact it builds.
 struct Damage {
   int stepInput = 0;     ///< the matmul's first input value
   int weightIndex = 0;   ///< the weight value's index into the weight table
   int64_t symbol = 0;    ///< the symbol number of x's first dim
-  uint32_t version = 1;
+  uint32_t version = kiln::artifact::kFormatVersion;
+  bool matmulBias = false; ///< claims a bias input the step does not have
+  uint8_t activation = 0;  ///< the matmul's activation enum value
 };
 
 /// x: f32[n, 2] -> y = x @ w (w: f32[2, 3] weight), s = shape_of(y), c = [n, 3]
@@ -44,15 +45,18 @@ std::string buildArtifact(const Damage &damage = {}) {
   std::vector<float> w = {1, 2, 3, 4, 5, 6};
   std::vector<uint8_t> blob(reinterpret_cast<uint8_t *>(w.data()),
                             reinterpret_cast<uint8_t *>(w.data()) + 24);
+  auto matmul = fb::CreateMatMul(b, false, false, 1.0, damage.matmulBias,
+                                 static_cast<fb::Activation>(damage.activation));
+  auto constant = fb::CreateSymbolicConstant(
+      b, b.CreateVector(std::vector<flatbuffers::Offset<fb::Dim>>{sym(0), lit(3)}));
   std::vector<flatbuffers::Offset<fb::Step>> steps = {
-      fb::CreateStep(b, fb::StepKind::Library, b.CreateString("kiln.matmul"), -1,
+      fb::CreateStep(b, fb::StepOp::MatMul, matmul.Union(),
                      b.CreateVector(std::vector<int>{damage.stepInput, 1}),
                      b.CreateVector(std::vector<int>{2})),
-      fb::CreateStep(b, fb::StepKind::ShapeOf, b.CreateString("kiln.shape_of"), -1,
+      fb::CreateStep(b, fb::StepOp::ShapeOf, fb::CreateShapeOf(b).Union(),
                      b.CreateVector(std::vector<int>{2}), b.CreateVector(std::vector<int>{3})),
-      fb::CreateStep(b, fb::StepKind::SymbolicConstant, b.CreateString("kiln.symbolic_constant"),
-                     -1, b.CreateVector(std::vector<int>{}), b.CreateVector(std::vector<int>{4}),
-                     0, b.CreateVector(std::vector<flatbuffers::Offset<fb::Dim>>{sym(0), lit(3)})),
+      fb::CreateStep(b, fb::StepOp::SymbolicConstant, constant.Union(),
+                     b.CreateVector(std::vector<int>{}), b.CreateVector(std::vector<int>{4})),
   };
   std::vector<flatbuffers::Offset<fb::Guard>> guards = {
       fb::CreateGuard(b, 0, 0, sym(0), true), fb::CreateGuard(b, 0, 1, lit(2), false)};
@@ -68,7 +72,7 @@ std::string buildArtifact(const Damage &damage = {}) {
       0, b.CreateVector(weights), data);
   fb::FinishModelBuffer(b, model);
   std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
-  kiln::rt::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
+  kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
   return bytes;
 }
 
@@ -145,11 +149,20 @@ TEST(Artifact, DamagedArtifactsAreErrors) {
     std::string message;
   };
   std::vector<Case> cases = {
-      {{4, 0, 0, 1}, KILN_INVALID_ARGUMENT, "step 0 reads value 4 before it is defined"},
-      {{9, 0, 0, 1}, KILN_INVALID_ARGUMENT, "step 0 names value 9 of 5"},
-      {{0, 3, 0, 1}, KILN_INVALID_ARGUMENT, "value 1: weight 3 is not in the table"},
-      {{0, 0, 7, 1}, KILN_INVALID_ARGUMENT, "value 0: symbol 7 is not in the table"},
+      {{4, 0, 0}, KILN_INVALID_ARGUMENT, "step 0 reads value 4 before it is defined"},
+      {{9, 0, 0}, KILN_INVALID_ARGUMENT, "step 0 names value 9 of 5"},
+      {{0, 3, 0}, KILN_INVALID_ARGUMENT, "value 1: weight 3 is not in the table"},
+      {{0, 0, 7}, KILN_INVALID_ARGUMENT, "value 0: symbol 7 is not in the table"},
+      // An artifact of another format version names both versions.
+      {{0, 0, 0, 1}, KILN_FAILED_PRECONDITION,
+       "artifact format version 1, but this runtime reads version 2"},
       {{0, 0, 0, 9}, KILN_FAILED_PRECONDITION, "artifact format version 9"},
+      // A typed step whose operands do not fit its table, or an enum value the
+      // schema does not define, is refused at load, not at run time.
+      {{0, 0, 0, 2, true}, KILN_INVALID_ARGUMENT,
+       "step 0 (MatMul): corrupt artifact: MatMul takes 3 inputs, the step has 2"},
+      {{0, 0, 0, 2, false, 7}, KILN_INVALID_ARGUMENT,
+       "step 0 (MatMul): corrupt artifact: activation 7"},
   };
   for (const Case &c : cases) {
     std::string bytes = buildArtifact(c.damage);
@@ -190,32 +203,32 @@ TEST(Artifact, NullArgumentsAreErrors) {
 
 TEST(MemoryPlan, ValuesWithDisjointLifetimesShareBytes) {
   std::string bytes = buildArtifact();
-  auto plan = kiln::rt::readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+  auto plan = kiln::artifact::readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
   ASSERT_TRUE(plan.ok()) << plan.status().message();
-  kiln::rt::MemoryPlan memory = kiln::rt::planMemory(*plan, {int64_t(1000)});
+  kiln::artifact::MemoryPlan memory = kiln::artifact::planMemory(*plan, {int64_t(1000)});
   // y (12000 bytes), s and c are outputs, live to the end: nothing can share.
   EXPECT_EQ(memory.plannedValues, 3u);
   EXPECT_EQ(memory.peakBytes, memory.sumBytes);
   EXPECT_GE(memory.offsets[3], 12000);
   // A chain a -> b -> c -> d where only d is an output: a and c share.
-  kiln::rt::Plan chain;
+  kiln::artifact::Plan chain;
   chain.symbols = {};
   for (int v = 0; v < 4; ++v) {
-    kiln::rt::ValueInfo info;
+    kiln::artifact::ValueInfo info;
     info.dtype = kiln::ref::DType::f32;
-    info.shape = {kiln::rt::Dim{{{kiln::rt::Dim::Op::Constant, 1024}}}};
-    info.kind = v == 0 ? kiln::rt::ValueKind::Input : kiln::rt::ValueKind::Intermediate;
+    info.shape = {kiln::artifact::Dim{{{kiln::artifact::Dim::Op::Constant, 1024}}}};
+    info.kind = v == 0 ? kiln::artifact::ValueKind::Input : kiln::artifact::ValueKind::Intermediate;
     chain.values.push_back(info);
   }
   chain.inputs = {0};
   chain.outputs = {3};
   for (int s = 0; s < 3; ++s) {
-    kiln::rt::StepInfo step;
+    kiln::artifact::StepInfo step;
     step.inputs = {s};
     step.outputs = {s + 1};
     chain.steps.push_back(step);
   }
-  kiln::rt::MemoryPlan m = kiln::rt::planMemory(chain, {});
+  kiln::artifact::MemoryPlan m = kiln::artifact::planMemory(chain, {});
   EXPECT_EQ(m.sumBytes, 3u * 4096);
   EXPECT_EQ(m.peakBytes, 2u * 4096);
   EXPECT_EQ(m.offsets[1], m.offsets[3]);

@@ -1,6 +1,6 @@
 // NVRTC compiles without a GPU, so these run everywhere CUDA's toolkit is installed.
 
-#include "cuda/Nvrtc.h"
+#include "kiln/nvrtc/Nvrtc.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@ extern "C" __global__ void axpy(float a, const float *x, float *y, int n) {
 
 TEST(Nvrtc, CompilesCubinAndPtxForSm80AndSm90) {
   for (int sm : {80, 90}) {
-    auto result = kiln::rt::compileWithNvrtc(kAxpy, "axpy.cu", {sm, {}});
+    auto result = kiln::nvrtc::compileWithNvrtc(kAxpy, "axpy.cu", {sm, {}});
     ASSERT_TRUE(result.ok()) << result.status();
     // A cubin is an ELF image; PTX names its target.
     ASSERT_GE(result->cubin.size(), 4u);
@@ -33,14 +33,14 @@ TEST(Nvrtc, DefinesSpecializeTheSource) {
 #endif
 extern "C" __global__ void fill(float *y) { y[threadIdx.x] = KILN_SYM_n; }
 )";
-  auto missing = kiln::rt::compileWithNvrtc(source, "fill.cu", {90, {}});
+  auto missing = kiln::nvrtc::compileWithNvrtc(source, "fill.cu", {90, {}});
   EXPECT_FALSE(missing.ok());
-  auto defined = kiln::rt::compileWithNvrtc(source, "fill.cu", {90, {"-DKILN_SYM_n=8"}});
+  auto defined = kiln::nvrtc::compileWithNvrtc(source, "fill.cu", {90, {"-DKILN_SYM_n=8"}});
   EXPECT_TRUE(defined.ok()) << defined.status();
 }
 
 TEST(Nvrtc, ErrorsNameTheKernelAndCarryTheLog) {
-  auto result = kiln::rt::compileWithNvrtc("extern \"C\" __global__ void k() { nope(); }",
+  auto result = kiln::nvrtc::compileWithNvrtc("extern \"C\" __global__ void k() { nope(); }",
                                            "broken_kernel.cu", {90, {}});
   ASSERT_FALSE(result.ok());
   std::string message(result.status().message());
@@ -50,7 +50,7 @@ TEST(Nvrtc, ErrorsNameTheKernelAndCarryTheLog) {
 }
 
 TEST(Nvrtc, ReportsItsVersion) {
-  std::string version = kiln::rt::nvrtcVersion();
+  std::string version = kiln::nvrtc::nvrtcVersion();
   EXPECT_NE(version.find('.'), std::string::npos);
   EXPECT_NE(version, "0.0");
 }

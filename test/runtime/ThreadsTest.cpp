@@ -99,7 +99,8 @@ TEST(DeviceBuffers, MatchHostBuffersOnTheFakeDriver) {
 
   kiln::HostTensor y(KILN_F32, {2, 5, 8});
   kiln_tensor_t in = inputs[0].view(), out = y.view();
-  kiln_run_options_t options = {nullptr, 1, nullptr};
+  kiln_run_options_t options = KILN_RUN_OPTIONS_INIT;
+  options.device_buffers = 1;
   ASSERT_EQ(kiln_model_run(model.get(), &in, 1, &out, 1, &options), KILN_OK) << kiln_last_error();
   EXPECT_EQ(y.data, expected[0].data);
 

@@ -29,8 +29,9 @@ class TensorInfo(ctypes.Structure):
 
 
 class RunOptions(ctypes.Structure):
-    _fields_ = [("stream", ctypes.c_void_p), ("device_buffers", ctypes.c_int),
-                ("profile", ctypes.c_void_p)]
+    # kiln_run_options_t of C API v1: struct_size first, set to the struct's size.
+    _fields_ = [("struct_size", ctypes.c_size_t), ("stream", ctypes.c_void_p),
+                ("device_buffers", ctypes.c_int), ("profile", ctypes.c_void_p)]
 
 
 class KilnError(RuntimeError):
@@ -105,7 +106,7 @@ class Model:
             a = np.empty([o.dims[i] for i in range(o.rank)], dtype=DTYPES[o.dtype])
             o.data, o.size_bytes = a.ctypes.data, a.nbytes
             arrays.append(a)
-        options = RunOptions(None, 0, profile)
+        options = RunOptions(ctypes.sizeof(RunOptions), None, 0, profile)
         self._check(self.lib.kiln_model_run(self.handle, ins, len(inputs), outs, self.num_outputs,
                                             ctypes.byref(options)), "running")
         return arrays

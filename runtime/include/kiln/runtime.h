@@ -1,12 +1,36 @@
-/*===- kiln/runtime.h - kiln's stable C API -------------------------------===
+/*===- kiln/runtime.h - kiln's stable C API (version 1) -------------------===
  *
  * The C interface of libkiln_runtime: load a compiled model (a .kiln artifact, a
  * .so from kiln-compile, or artifact bytes in memory), ask for its inputs and
- * outputs, run it. Every function returns a kiln_status_t; results come back
- * through out_ parameters; kiln_last_error() holds the one-line reason for the
- * last failure on the calling thread. No C++ exception crosses this boundary.
+ * outputs, run it. C99; only kiln_* symbols are exported.
  *
- * A loaded model may run from many threads at once: each call gets its own arena.
+ * Errors: every function that can fail returns a kiln_status_t; results come back
+ * through out_ parameters. kiln_last_error() holds the one-line reason for the
+ * last failure on the calling thread; the string stays valid until the next
+ * kiln_* call on that thread. No C++ exception crosses this boundary: an
+ * unexpected one becomes KILN_INTERNAL.
+ *
+ * Ownership: a model owns the strings it hands out (names, descriptions) until
+ * kiln_model_destroy. Input and output buffers stay the caller's.
+ *
+ * Threads: a loaded model is immutable and may run from many threads at once.
+ * A context (kiln_context_t) is one thread's or one stream's: it keeps the arena,
+ * the staging buffers and the plan of the shapes it ran last, so a call in steady
+ * state allocates nothing; one context must not run on two threads at once.
+ * kiln_model_run takes a pooled context per call. Destroy a model's contexts
+ * before the model.
+ *
+ * Synchronization with the caller's CUDA stream (CUDA backend): a run is ordered
+ * after all work already queued on kiln_run_options_t.stream (NULL: the legacy
+ * default stream), and the call returns only when the run's work on that stream
+ * is complete: outputs are written, inputs may be reused, and nothing of the run
+ * is still in flight. Work queued on other streams is not waited for.
+ *
+ * Versioning: KILN_API_VERSION_MAJOR changes only when a function or struct field
+ * changes meaning or disappears; MINOR when something is added. Structs that
+ * may grow begin with `struct_size`: the caller sets it to sizeof(the struct) as
+ * its header declares it, and the runtime reads only fields that lie within it,
+ * so a program built against an older header keeps working.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -22,6 +46,11 @@
 #define KILN_API
 #endif
 
+#define KILN_API_VERSION_MAJOR 1
+#define KILN_API_VERSION_MINOR 0
+/* MAJOR * 10000 + MINOR, as kiln_api_version() returns it. */
+#define KILN_API_VERSION (KILN_API_VERSION_MAJOR * 10000 + KILN_API_VERSION_MINOR)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,16 +64,18 @@ typedef enum kiln_status_t {
   KILN_OUT_OF_RANGE = 11,
   KILN_UNIMPLEMENTED = 12,
   KILN_INTERNAL = 13,
-  KILN_UNAVAILABLE = 14,
+  KILN_UNAVAILABLE = 14
 } kiln_status_t;
 
 /* Element types (the artifact schema's order). Sub-byte integers take a byte per
  * element in buffers. */
 typedef enum kiln_dtype_t {
-  KILN_F16, KILN_BF16, KILN_F32, KILN_F64, KILN_BOOL,
-  KILN_I8, KILN_I16, KILN_I32, KILN_I64, KILN_U8, KILN_U16, KILN_U32, KILN_U64,
-  KILN_F8E4M3FN, KILN_F8E4M3FNUZ, KILN_F8E5M2, KILN_F8E5M2FNUZ, KILN_F4E2M1FN,
-  KILN_I4, KILN_U4, KILN_I2, KILN_U2,
+  KILN_F16 = 0, KILN_BF16 = 1, KILN_F32 = 2, KILN_F64 = 3, KILN_BOOL = 4,
+  KILN_I8 = 5, KILN_I16 = 6, KILN_I32 = 7, KILN_I64 = 8,
+  KILN_U8 = 9, KILN_U16 = 10, KILN_U32 = 11, KILN_U64 = 12,
+  KILN_F8E4M3FN = 13, KILN_F8E4M3FNUZ = 14, KILN_F8E5M2 = 15, KILN_F8E5M2FNUZ = 16,
+  KILN_F4E2M1FN = 17,
+  KILN_I4 = 18, KILN_U4 = 19, KILN_I2 = 20, KILN_U2 = 21
 } kiln_dtype_t;
 
 /* Where a model runs. AUTO picks CUDA when a device is present and otherwise host
@@ -53,7 +84,7 @@ typedef enum kiln_dtype_t {
 typedef enum kiln_backend_t {
   KILN_BACKEND_AUTO = 0,
   KILN_BACKEND_CUDA = 1,
-  KILN_BACKEND_HOST = 2,
+  KILN_BACKEND_HOST = 2
 } kiln_backend_t;
 
 #define KILN_MAX_RANK 8
@@ -81,12 +112,15 @@ typedef struct kiln_tensor_info_t {
 } kiln_tensor_info_t;
 
 typedef struct kiln_model_t kiln_model_t;
+typedef struct kiln_context_t kiln_context_t;
 typedef struct kiln_profile_t kiln_profile_t;
 
-/* Options of one run; NULL means the defaults (all zero). */
+/* Options of one run; NULL means the defaults. Extensible: set struct_size to
+ * sizeof(kiln_run_options_t) (KILN_RUN_OPTIONS_INIT does). */
 typedef struct kiln_run_options_t {
+  size_t struct_size;
   /* CUDA backend: the stream the run is ordered on (a CUstream); NULL is the
-   * default stream. */
+   * legacy default stream. See "Synchronization" above. */
   void *stream;
   /* Nonzero: input and output data are device pointers (CUDA backend). */
   int device_buffers;
@@ -94,8 +128,14 @@ typedef struct kiln_run_options_t {
   kiln_profile_t *profile;
 } kiln_run_options_t;
 
-/* The runtime's version, "MAJOR.MINOR.PATCH". */
+#define KILN_RUN_OPTIONS_INIT {sizeof(kiln_run_options_t), NULL, 0, NULL}
+
+/* The runtime's version, "MAJOR.MINOR.PATCH" (the kiln release it came with). */
 KILN_API const char *kiln_runtime_version(void);
+
+/* The C API version the library implements: KILN_API_VERSION of its header. A
+ * program may check that the major part matches the header it was built with. */
+KILN_API int kiln_api_version(void);
 
 /* The number of CUDA devices. With no CUDA driver installed, or none usable,
  * returns KILN_UNAVAILABLE and sets *out_count to 0; kiln_last_error() says why. */
@@ -138,13 +178,26 @@ KILN_API kiln_status_t kiln_model_output_shapes(const kiln_model_t *model,
                                                 size_t num_inputs, kiln_tensor_t *outputs,
                                                 size_t num_outputs);
 
-/* Runs the model. Inputs are checked against the model's guards (dtype, rank,
+/* Runs the model with a context from the model's pool. Inputs are checked against the model's guards (dtype, rank,
  * every dim); a violation is KILN_INVALID_ARGUMENT naming the input, the dim and
  * what was expected. An output buffer smaller than the result is
  * KILN_OUT_OF_RANGE, with the output's dims and needed size_bytes filled in. */
 KILN_API kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs,
                                       size_t num_inputs, kiln_tensor_t *outputs,
                                       size_t num_outputs, const kiln_run_options_t *options);
+
+/* A context for runs of `model` on one thread or stream (see "Threads" above).
+ * The model must outlive it. */
+KILN_API kiln_status_t kiln_context_create(const kiln_model_t *model,
+                                           kiln_context_t **out_context);
+KILN_API void kiln_context_destroy(kiln_context_t *context);
+
+/* As kiln_model_run, in `context`: its arena and staging buffers are reused, and
+ * the memory plan of the last shapes is kept, so repeated calls allocate nothing
+ * on kiln's side (host steps that run on the reference kernels still do). */
+KILN_API kiln_status_t kiln_context_run(kiln_context_t *context, const kiln_tensor_t *inputs,
+                                        size_t num_inputs, kiln_tensor_t *outputs,
+                                        size_t num_outputs, const kiln_run_options_t *options);
 
 /* Bytes of the arena one run with these inputs uses, and the sum of its
  * intermediates' sizes had each its own buffer. */

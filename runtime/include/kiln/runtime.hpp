@@ -136,16 +136,25 @@ public:
   }
 
   /// Runs on host tensors; `outputs` is resized and filled. Safe to call from
-  /// many threads at once.
+  /// many threads at once (each call takes a pooled context).
   Status run(std::vector<HostTensor> &inputs, std::vector<HostTensor> *outputs,
              const kiln_run_options_t *options = nullptr) const {
+    return runWith(inputs, outputs, [&](kiln_tensor_t *in, size_t n, kiln_tensor_t *out, size_t m) {
+      return kiln_model_run(model_.get(), in, n, out, m, options);
+    });
+  }
+
+  /// The shared body of Model::run and Context::run: outputs sized from the
+  /// inputs up front; one whose size depends on the data reports it on a first
+  /// attempt, and the run is repeated.
+  template <typename RunFn>
+  Status runWith(std::vector<HostTensor> &inputs, std::vector<HostTensor> *outputs,
+                 RunFn run) const {
     std::vector<kiln_tensor_t> in;
     for (HostTensor &t : inputs)
       in.push_back(t.view());
     std::vector<kiln_tensor_t> out(numOutputs());
     std::memset(out.data(), 0, out.size() * sizeof(kiln_tensor_t));
-    // Sizes known from the inputs are allocated up front; an output whose size
-    // depends on the data reports it on a first attempt, and the run is repeated.
     Status shapes = Status::fromLastCall(
         kiln_model_output_shapes(model_.get(), in.data(), in.size(), out.data(), out.size()));
     if (!shapes.ok() && shapes.code() != KILN_FAILED_PRECONDITION)
@@ -157,8 +166,7 @@ public:
         o.data.resize(out[i].size_bytes);
         out[i].data = o.data.data();
       }
-      Status s = Status::fromLastCall(kiln_model_run(model_.get(), in.data(), in.size(),
-                                                     out.data(), out.size(), options));
+      Status s = Status::fromLastCall(run(in.data(), in.size(), out.data(), out.size()));
       if (s.code() == KILN_OUT_OF_RANGE && attempt < out.size())
         continue;
       if (!s.ok())
@@ -179,6 +187,39 @@ private:
     void operator()(kiln_model_t *m) const { kiln_model_destroy(m); }
   };
   std::unique_ptr<kiln_model_t, Deleter> model_;
+};
+
+/// A context of one thread or stream (kiln_context_t): its arena and the plan of
+/// the shapes it ran last are kept between calls. Destroy it before its model.
+class Context {
+public:
+  Context() = default;
+  static Status create(const Model &model, Context *out) {
+    kiln_context_t *c = nullptr;
+    Status s = Status::fromLastCall(kiln_context_create(model.get(), &c));
+    if (s.ok()) {
+      out->context_.reset(c);
+      out->model_ = &model;
+    }
+    return s;
+  }
+  kiln_context_t *get() const { return context_.get(); }
+
+  /// As Model::run, in this context (one thread at a time).
+  Status run(std::vector<HostTensor> &inputs, std::vector<HostTensor> *outputs,
+             const kiln_run_options_t *options = nullptr) {
+    return model_->runWith(inputs, outputs,
+                           [&](kiln_tensor_t *in, size_t n, kiln_tensor_t *out, size_t m) {
+                             return kiln_context_run(context_.get(), in, n, out, m, options);
+                           });
+  }
+
+private:
+  struct Deleter {
+    void operator()(kiln_context_t *c) const { kiln_context_destroy(c); }
+  };
+  std::unique_ptr<kiln_context_t, Deleter> context_;
+  const Model *model_ = nullptr;
 };
 
 } // namespace kiln

@@ -10,7 +10,6 @@
 #ifndef KILN_RUNTIME_CUDA_CUDADRIVER_H
 #define KILN_RUNTIME_CUDA_CUDADRIVER_H
 
-#include "Export.h"
 
 #include "absl/status/statusor.h"
 
@@ -20,7 +19,7 @@
 
 namespace kiln::rt {
 
-class KILN_RUNTIME_EXPORT CudaDriver {
+class CudaDriver {
 public:
   /// The process-wide driver, loaded and initialized on first use. Fails with
   /// UNAVAILABLE when libcuda is missing, lacks a symbol, or cuInit fails.

@@ -2,12 +2,10 @@
 
 #include "cuda/CudaExecutor.h"
 
-#include "BufferPool.h"
 #include "Model.h"
 
 #include "absl/strings/str_cat.h"
 
-#include <chrono>
 #include <cstring>
 
 namespace kiln::rt {
@@ -35,35 +33,69 @@ private:
   const CudaDriver *driver;
 };
 
-/// Device buffers of one call, from the executor's pool and back to it when the
-/// call ends, on every path: only once the stream has finished with them, or a
-/// concurrent call could take a buffer a kernel is still writing.
-class Allocations {
+size_t bytesOf(ref::DType dtype, const ref::Shape &shape) {
+  return static_cast<size_t>(ref::numElements(shape)) * ref::info(dtype).bytes;
+}
+
+} // namespace
+
+/// A context's device buffers: an arena and a staging buffer per input, each
+/// grown to the largest call seen and kept; data-dependent results of the
+/// current call; profiling events.
+class CudaState : public BackendState {
 public:
-  Allocations(BufferPool<CUdeviceptr> &pool, const CudaDriver &driver, CUstream stream)
-      : pool(pool), driver(driver), stream(stream) {}
-  ~Allocations() {
-    if (!taken.empty())
-      driver.cuStreamSynchronize(stream);
-    for (auto [p, size] : taken)
-      pool.give(p, size);
-  }
-  absl::StatusOr<CUdeviceptr> allocate(size_t bytes) {
-    absl::StatusOr<std::pair<CUdeviceptr, size_t>> buffer =
-        pool.take(std::max<size_t>(bytes, kSlotAlignment));
-    if (!buffer.ok())
-      return buffer.status();
-    taken.push_back(*buffer);
-    return buffer->first;
+  CudaState(const CudaExecutor &executor, size_t inputs)
+      : executor(executor), staging(inputs, {0, 0}) {}
+  ~CudaState() override {
+    const CudaDriver &cu = *executor.driver_;
+    ContextScope scope(&cu, executor.context_);
+    releaseDynamic();
+    if (arena)
+      cu.cuMemFree(arena);
+    for (auto [p, size] : staging)
+      if (p)
+        cu.cuMemFree(p);
+    for (CUevent e : events)
+      cu.cuEventDestroy(e);
   }
 
-private:
-  BufferPool<CUdeviceptr> &pool;
-  const CudaDriver &driver;
-  CUstream stream;
-  std::vector<std::pair<CUdeviceptr, size_t>> taken;
+  /// `buffer` grown to hold `bytes`.
+  absl::Status ensure(std::pair<CUdeviceptr, size_t> &buffer, size_t bytes) {
+    bytes = std::max(bytes, artifact::kSlotAlignment);
+    if (buffer.second >= bytes)
+      return absl::OkStatus();
+    const CudaDriver &cu = *executor.driver_;
+    if (buffer.first)
+      cu.cuMemFree(buffer.first);
+    buffer = {0, 0};
+    CUdeviceptr p = 0;
+    if (CUresult r = cu.cuMemAlloc(&p, bytes); r != CUDA_SUCCESS)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cannot allocate ", bytes, " bytes on the device: ", cu.describe("cuMemAlloc", r)));
+    buffer = {p, bytes};
+    return absl::OkStatus();
+  }
+
+  void releaseDynamic() {
+    for (auto [p, size] : dynamic)
+      executor.pool_->give(p, size);
+    dynamic.clear();
+  }
+
+  const CudaExecutor &executor;
+  CUdeviceptr arena = 0;
+  size_t arenaBytes = 0;
+  std::vector<std::pair<CUdeviceptr, size_t>> staging;
+  std::vector<std::pair<CUdeviceptr, size_t>> dynamic;
+  std::vector<CUevent> events;
+  CUstream stream = nullptr;
+  std::unique_ptr<ContextScope> scope;
 };
 
+namespace {
+CudaState &stateOf(ExecutionContext &context) {
+  return static_cast<CudaState &>(*context.state);
+}
 } // namespace
 
 CudaExecutor::~CudaExecutor() {
@@ -78,7 +110,7 @@ CudaExecutor::~CudaExecutor() {
     for (CUmodule m : modules_)
       driver_->cuModuleUnload(m);
   }
-  driver_->cuDevicePrimaryCtxRelease(device_);
+  driver_->cuDevicePrimaryCtxRelease(deviceHandle_);
 }
 
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &plan) {
@@ -94,17 +126,17 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   auto check = [&](const char *call, CUresult r) {
     return r == CUDA_SUCCESS ? absl::OkStatus() : absl::UnavailableError(cu.describe(call, r));
   };
-  if (absl::Status s = check("cuDeviceGet", cu.cuDeviceGet(&ex->device_, 0)); !s.ok())
+  if (absl::Status s = check("cuDeviceGet", cu.cuDeviceGet(&ex->deviceHandle_, 0)); !s.ok())
     return s;
   int major = 0, minor = 0;
-  cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ex->device_);
-  cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ex->device_);
+  cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ex->deviceHandle_);
+  cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ex->deviceHandle_);
   int sm = major * 10 + minor;
   char name[256] = {0};
-  cu.cuDeviceGetName(name, sizeof(name) - 1, ex->device_);
-  ex->description_ = absl::StrCat(name, " (sm_", sm, ")");
+  cu.cuDeviceGetName(name, sizeof(name) - 1, ex->deviceHandle_);
+  ex->device_ = absl::StrCat(name, " (sm_", sm, ")");
   if (absl::Status s = check("cuDevicePrimaryCtxRetain",
-                             cu.cuDevicePrimaryCtxRetain(&ex->context_, ex->device_));
+                             cu.cuDevicePrimaryCtxRetain(&ex->context_, ex->deviceHandle_));
       !s.ok()) {
     ex->context_ = nullptr;
     return s;
@@ -125,9 +157,9 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
 
   // Each kernel from the cubin built for exactly this SM, else the PTX of the
   // newest SM not above it (the driver compiles PTX for newer devices).
-  for (const KernelInfo &k : plan.kernels) {
-    const CubinInfo *exact = nullptr, *ptx = nullptr;
-    for (const CubinInfo &c : k.cubins) {
+  for (const artifact::KernelInfo &k : plan.kernels) {
+    const artifact::CubinInfo *exact = nullptr, *ptx = nullptr;
+    for (const artifact::CubinInfo &c : k.cubins) {
       if (c.sm == sm && c.size)
         exact = &c;
       if (c.sm <= sm && !c.ptx.empty() && (!ptx || c.sm > ptx->sm))
@@ -154,11 +186,11 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   // Weights go to the device once; every call reads them in place.
   ex->weights_.assign(plan.values.size(), 0);
   for (size_t v = 0; v < plan.values.size(); ++v) {
-    const ValueInfo &value = plan.values[v];
-    if (value.kind != ValueKind::Weight)
+    const artifact::ValueInfo &value = plan.values[v];
+    if (value.kind != artifact::ValueKind::Weight)
       continue;
     CUdeviceptr p = 0;
-    if (CUresult r = cu.cuMemAlloc(&p, std::max<size_t>(value.weightSize, kSlotAlignment));
+    if (CUresult r = cu.cuMemAlloc(&p, std::max<size_t>(value.weightSize, artifact::kSlotAlignment));
         r != CUDA_SUCCESS)
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot place the weights on the device: ", cu.describe("cuMemAlloc", r)));
@@ -173,220 +205,187 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   return ex;
 }
 
-absl::Status CudaExecutor::run(const Plan &plan,
-                               const std::vector<std::optional<int64_t>> &symbols,
-                               const MemoryPlan &memory, const std::vector<ref::Tensor> &inputs,
-                               bool deviceBuffers, void *streamHandle, const OutputSink &sink,
-                               Profile *profile) const {
+absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &request) const {
   const CudaDriver &cu = *driver_;
-  auto stream = static_cast<CUstream>(streamHandle);
-  ContextScope scope(driver_, context_);
-  if (!scope.ok)
+  const Plan &plan = context.model().plan();
+  if (!context.state)
+    context.state = std::make_unique<CudaState>(*this, plan.inputs.size());
+  CudaState &state = stateOf(context);
+  state.stream = static_cast<CUstream>(request.stream);
+  state.scope = std::make_unique<ContextScope>(driver_, context_);
+  if (!state.scope->ok)
     return absl::UnavailableError("cannot make the CUDA context current on this thread");
-  auto check = [&](const char *call, CUresult r) {
-    return r == CUDA_SUCCESS ? absl::OkStatus() : absl::InternalError(cu.describe(call, r));
-  };
-  Allocations allocations(*pool_, cu, stream);
-  absl::StatusOr<CUdeviceptr> arena = allocations.allocate(memory.peakBytes);
-  if (!arena.ok())
-    return arena.status();
-
-  size_t n = plan.values.size();
-  std::vector<CUdeviceptr> address(n, 0);
-  std::vector<ref::Shape> shapes(n);
-  std::vector<ref::DType> dtypes(n);
-  for (size_t v = 0; v < n; ++v)
-    dtypes[v] = plan.values[v].dtype;
-  for (size_t v = 0; v < n; ++v)
-    if (plan.values[v].kind == ValueKind::Weight) {
-      address[v] = weights_[v];
-      shapes[v] = *evaluateShape(plan.values[v], {});
-    }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    int v = plan.inputs[i];
-    shapes[v] = inputs[i].shape();
-    if (deviceBuffers) {
-      address[v] = reinterpret_cast<CUdeviceptr>(inputs[i].bytes());
+  std::pair<CUdeviceptr, size_t> arena = {state.arena, state.arenaBytes};
+  if (absl::Status s = state.ensure(arena, context.memory->peakBytes); !s.ok())
+    return s;
+  state.arena = arena.first;
+  state.arenaBytes = arena.second;
+  for (size_t v = 0; v < plan.values.size(); ++v)
+    if (plan.values[v].kind == artifact::ValueKind::Weight)
+      context.values[v].address = static_cast<uintptr_t>(weights_[v]);
+  for (size_t i = 0; i < request.inputs.size(); ++i) {
+    const TensorRef &in = request.inputs[i];
+    Slot &slot = context.values[plan.inputs[i]];
+    slot.shape.assign(in.dims.begin(), in.dims.end());
+    if (request.deviceBuffers) {
+      slot.address = reinterpret_cast<uintptr_t>(in.data);
       continue;
     }
-    absl::StatusOr<CUdeviceptr> p = allocations.allocate(inputs[i].byteSize());
-    if (!p.ok())
-      return p.status();
-    address[v] = *p;
-    if (inputs[i].byteSize())
-      if (absl::Status s = check("cuMemcpyHtoDAsync",
-                                 cu.cuMemcpyHtoDAsync(*p, inputs[i].bytes(), inputs[i].byteSize(), stream));
-          !s.ok())
-        return s;
+    size_t bytes = bytesOf(in.dtype, slot.shape);
+    if (absl::Status s = state.ensure(state.staging[i], bytes); !s.ok())
+      return s;
+    slot.address = static_cast<uintptr_t>(state.staging[i].first);
+    if (bytes)
+      if (CUresult r = cu.cuMemcpyHtoDAsync(state.staging[i].first, in.data, bytes, state.stream);
+          r != CUDA_SUCCESS)
+        return absl::InternalError(cu.describe("cuMemcpyHtoDAsync", r));
   }
-  // A result's device bytes: its arena slot, or its own allocation.
-  auto place = [&](int v, const ref::Shape &shape) -> absl::Status {
-    shapes[v] = shape;
-    if (memory.offsets[v] >= 0) {
-      address[v] = *arena + static_cast<CUdeviceptr>(memory.offsets[v]);
-      return absl::OkStatus();
-    }
-    absl::StatusOr<CUdeviceptr> p = allocations.allocate(
-        static_cast<size_t>(ref::numElements(shape)) * ref::info(dtypes[v]).bytes);
-    if (!p.ok())
-      return p.status();
-    address[v] = *p;
-    return absl::OkStatus();
-  };
-  auto download = [&](int v) -> absl::StatusOr<ref::Tensor> {
-    ref::Tensor t(dtypes[v], shapes[v]);
-    if (t.byteSize())
-      if (absl::Status s = check("cuMemcpyDtoHAsync",
-                                 cu.cuMemcpyDtoHAsync(t.bytes(), address[v], t.byteSize(), stream));
-          !s.ok())
-        return s;
-    if (absl::Status s = check("cuStreamSynchronize", cu.cuStreamSynchronize(stream)); !s.ok())
-      return s;
-    return t;
-  };
-  auto upload = [&](int v, const ref::Tensor &t) -> absl::Status {
-    if (absl::Status s = place(v, t.shape()); !s.ok())
-      return s;
-    if (!t.byteSize())
-      return absl::OkStatus();
-    if (absl::Status s = check("cuMemcpyHtoDAsync",
-                               cu.cuMemcpyHtoDAsync(address[v], t.bytes(), t.byteSize(), stream));
-        !s.ok())
-      return s;
-    // The host tensor dies with this step: the copy must finish first.
-    return check("cuStreamSynchronize", cu.cuStreamSynchronize(stream));
-  };
-
-  // Per-step CUDA events when profiling; times are read after the last step.
-  std::vector<CUevent> events;
-  double originUs = 0;
-  if (profile) {
-    events.resize(2 * plan.steps.size() + 1, nullptr);
-    for (CUevent &e : events)
+  if (request.profile && state.events.size() != 2 * plan.steps.size() + 1) {
+    for (CUevent e : state.events)
+      cu.cuEventDestroy(e);
+    state.events.assign(2 * plan.steps.size() + 1, nullptr);
+    for (CUevent &e : state.events)
       cu.cuEventCreate(&e, CU_EVENT_DEFAULT);
-    originUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
-                                                         profile->origin)
-                   .count();
-    cu.cuEventRecord(events[0], stream);
   }
-  auto destroyEvents = [&] {
-    for (CUevent e : events)
-      if (e)
-        cu.cuEventDestroy(e);
-  };
+  return absl::OkStatus();
+}
 
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const StepInfo &step = plan.steps[s];
-    int out = step.outputs[0];
-    const ValueInfo &result = plan.values[out];
-    auto fail = [&](const std::string &message) {
-      destroyEvents();
-      return absl::InvalidArgumentError(absl::StrCat("step ", s, " (", step.label, "): ", message));
-    };
-    if (profile)
-      cu.cuEventRecord(events[2 * s + 1], stream);
-    std::optional<ref::Shape> planned = evaluateShape(result, symbols);
-    absl::Status status = absl::OkStatus();
-    if (step.kind == StepKind::Kernel) {
-      if (!planned)
-        return fail("the kernel's result size is unknown before it runs");
-      if (status = place(out, *planned); !status.ok())
-        return fail(std::string(status.message()));
-      std::vector<CUdeviceptr> pointers = {address[out]};
-      for (int v : step.inputs)
-        pointers.push_back(address[v]);
-      std::vector<int64_t> symbolArgs;
-      for (int sym : plan.kernels[step.kernel].symbols)
-        symbolArgs.push_back(symbols[sym].value_or(0));
-      std::vector<void *> args;
-      for (CUdeviceptr &p : pointers)
-        args.push_back(&p);
-      for (int64_t &v : symbolArgs)
-        args.push_back(&v);
-      int64_t items = std::max<int64_t>(1, ref::numElements(*planned));
-      int64_t blocks = plan.kernels[step.kernel].blockPerItem
-                           ? items
-                           : (items + kBlockThreads - 1) / kBlockThreads;
-      unsigned grid = static_cast<unsigned>(std::min(std::max<int64_t>(blocks, 1), kMaxBlocks));
-      status = check("cuLaunchKernel",
-                     cu.cuLaunchKernel(functions_[step.kernel], grid, 1, 1, kBlockThreads, 1, 1, 0,
-                                       stream, args.data(), nullptr));
-    } else if (step.kind == StepKind::Library) {
-      // Host fallback until the cuBLASLt/cuDNN calls land.
-      std::vector<ref::Tensor> hostInputs;
-      for (int v : step.inputs) {
-        absl::StatusOr<ref::Tensor> t = download(v);
-        if (!t.ok())
-          return fail(std::string(t.status().message()));
-        hostInputs.push_back(std::move(*t));
-      }
-      std::vector<const ref::Tensor *> pointers;
-      for (const ref::Tensor &t : hostInputs)
-        pointers.push_back(&t);
-      absl::StatusOr<std::vector<ref::Tensor>> r = ref::runLibraryCall(step.call, pointers);
-      if (!r.ok())
-        return fail(std::string(r.status().message()));
-      if (r->size() != step.outputs.size())
-        return fail("its number of results differs from the plan's");
-      for (size_t k = 0; k < r->size() && status.ok(); ++k) {
-        if (!matchesPlan((*r)[k], plan.values[step.outputs[k]], symbols))
-          return fail(absl::StrCat("its result ", k, " is ", (*r)[k].describe(),
-                                   ", not what the plan says"));
-        status = upload(step.outputs[k], (*r)[k]);
-      }
-    } else {
-      // Shape steps: small i64 tensors computed from the symbols or a shape.
-      absl::StatusOr<ref::Tensor> t = evaluateShapeStep(
-          plan, step, symbols,
-          step.kind == StepKind::ShapeOf ? shapes[step.inputs[0]] : ref::Shape());
-      if (!t.ok())
-        return fail(std::string(t.status().message()));
-      status = upload(out, *t);
-    }
-    if (!status.ok())
-      return fail(std::string(status.message()));
-    if (profile)
-      cu.cuEventRecord(events[2 * s + 2], stream);
+absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Shape &shape) const {
+  CudaState &state = stateOf(context);
+  Slot &slot = context.values[v];
+  slot.shape.assign(shape.begin(), shape.end());
+  int64_t offset = context.memory->offsets[v];
+  if (offset >= 0) {
+    slot.address = static_cast<uintptr_t>(state.arena) + static_cast<uintptr_t>(offset);
+    return absl::OkStatus();
   }
+  absl::StatusOr<std::pair<CUdeviceptr, size_t>> buffer = pool_->take(std::max(
+      bytesOf(context.model().plan().values[v].dtype, shape), artifact::kSlotAlignment));
+  if (!buffer.ok())
+    return buffer.status();
+  state.dynamic.push_back(*buffer);
+  slot.address = static_cast<uintptr_t>(buffer->first);
+  return absl::OkStatus();
+}
 
-  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
+  const CudaDriver &cu = *driver_;
+  const Plan &plan = context.model().plan();
+  const Slot &out = context.values[step.outputs[0]];
+  context.pointers.clear();
+  context.pointers.push_back(out.address);
+  for (int v : step.inputs)
+    context.pointers.push_back(context.values[v].address);
+  context.symbolArgs.clear();
+  for (int s : plan.kernels[step.kernel].symbols)
+    context.symbolArgs.push_back(context.symbols[s].value_or(0));
+  context.args.clear();
+  for (uintptr_t &p : context.pointers)
+    context.args.push_back(&p);
+  for (int64_t &s : context.symbolArgs)
+    context.args.push_back(&s);
+  int64_t items = std::max<int64_t>(1, ref::numElements(out.shape));
+  int64_t blocks = plan.kernels[step.kernel].blockPerItem
+                       ? items
+                       : (items + kBlockThreads - 1) / kBlockThreads;
+  unsigned grid = static_cast<unsigned>(std::min(std::max<int64_t>(blocks, 1), kMaxBlocks));
+  CUresult r = cu.cuLaunchKernel(functions_[step.kernel], grid, 1, 1, kBlockThreads, 1, 1, 0,
+                                 stateOf(context).stream, context.args.data(), nullptr);
+  return r == CUDA_SUCCESS ? absl::OkStatus() : absl::InternalError(cu.describe("cuLaunchKernel", r));
+}
+
+absl::StatusOr<ref::Tensor> CudaExecutor::hostValue(ExecutionContext &context, int v) const {
+  const CudaDriver &cu = *driver_;
+  CUstream stream = stateOf(context).stream;
+  const Slot &slot = context.values[v];
+  ref::Tensor t(context.model().plan().values[v].dtype, slot.shape);
+  if (t.byteSize())
+    if (CUresult r = cu.cuMemcpyDtoHAsync(t.bytes(), static_cast<CUdeviceptr>(slot.address),
+                                          t.byteSize(), stream);
+        r != CUDA_SUCCESS)
+      return absl::InternalError(cu.describe("cuMemcpyDtoHAsync", r));
+  if (CUresult r = cu.cuStreamSynchronize(stream); r != CUDA_SUCCESS)
+    return absl::InternalError(cu.describe("cuStreamSynchronize", r));
+  return t;
+}
+
+absl::Status CudaExecutor::store(ExecutionContext &context, int v, ref::Tensor result) const {
+  const CudaDriver &cu = *driver_;
+  CUstream stream = stateOf(context).stream;
+  if (absl::Status s = place(context, v, result.shape()); !s.ok())
+    return s;
+  if (!result.byteSize())
+    return absl::OkStatus();
+  if (CUresult r = cu.cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(context.values[v].address),
+                                        result.bytes(), result.byteSize(), stream);
+      r != CUDA_SUCCESS)
+    return absl::InternalError(cu.describe("cuMemcpyHtoDAsync", r));
+  // The host tensor dies with this step: the copy must finish first.
+  if (CUresult r = cu.cuStreamSynchronize(stream); r != CUDA_SUCCESS)
+    return absl::InternalError(cu.describe("cuStreamSynchronize", r));
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::finish(ExecutionContext &context, const RunRequest &request,
+                                  OutputSink sink) const {
+  const CudaDriver &cu = *driver_;
+  CudaState &state = stateOf(context);
+  const Plan &plan = context.model().plan();
+  absl::Status status = absl::OkStatus();
+  for (size_t i = 0; i < plan.outputs.size() && status.ok(); ++i) {
     int v = plan.outputs[i];
-    absl::StatusOr<void *> destination = sink(i, dtypes[v], shapes[v]);
+    const Slot &slot = context.values[v];
+    ref::DType dtype = plan.values[v].dtype;
+    absl::StatusOr<void *> destination = sink(i, dtype, slot.shape);
     if (!destination.ok()) {
-      destroyEvents();
-      return destination.status();
+      status = destination.status();
+      break;
     }
-    size_t bytes = static_cast<size_t>(ref::numElements(shapes[v])) * ref::info(dtypes[v]).bytes;
+    size_t bytes = bytesOf(dtype, slot.shape);
     if (!bytes)
       continue;
-    CUresult r = deviceBuffers
-                     ? cu.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(*destination), address[v],
-                                            bytes, stream)
-                     : cu.cuMemcpyDtoHAsync(*destination, address[v], bytes, stream);
-    if (r != CUDA_SUCCESS) {
-      destroyEvents();
-      return absl::InternalError(cu.describe("cuMemcpy (output)", r));
-    }
+    auto from = static_cast<CUdeviceptr>(slot.address);
+    CUresult r = request.deviceBuffers
+                     ? cu.cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(*destination), from,
+                                            bytes, state.stream)
+                     : cu.cuMemcpyDtoHAsync(*destination, from, bytes, state.stream);
+    if (r != CUDA_SUCCESS)
+      status = absl::InternalError(cu.describe("cuMemcpy (output)", r));
   }
-  absl::Status done = check("cuStreamSynchronize", cu.cuStreamSynchronize(stream));
-  if (profile && done.ok()) {
-    std::vector<ProfileEvent> timed;
-    for (size_t s = 0; s < plan.steps.size(); ++s) {
-      float start = 0, duration = 0;
-      cu.cuEventElapsedTime(&start, events[0], events[2 * s + 1]);
-      cu.cuEventElapsedTime(&duration, events[2 * s + 1], events[2 * s + 2]);
-      const StepInfo &step = plan.steps[s];
-      timed.push_back({step.label,
-                       step.kind == StepKind::Kernel    ? "kernel"
-                       : step.kind == StepKind::Library ? "library"
-                                                        : "host",
-                       originUs + 1000.0 * start, 1000.0 * duration});
-    }
-    absl::MutexLock lock(&profile->mutex);
-    profile->events.insert(profile->events.end(), timed.begin(), timed.end());
-  }
-  destroyEvents();
-  return done;
+  // The run is complete when this returns: outputs are in place and the
+  // context's buffers are free for the next call.
+  CUresult r = cu.cuStreamSynchronize(state.stream);
+  if (status.ok() && r != CUDA_SUCCESS)
+    status = absl::InternalError(cu.describe("cuStreamSynchronize", r));
+  state.releaseDynamic();
+  state.scope.reset();
+  return status;
+}
+
+void CudaExecutor::abandon(ExecutionContext &context, const RunRequest &) const {
+  if (!context.state)
+    return;
+  CudaState &state = stateOf(context);
+  if (state.scope && state.scope->ok)
+    driver_->cuStreamSynchronize(state.stream);
+  state.releaseDynamic();
+  state.scope.reset();
+}
+
+void CudaExecutor::mark(ExecutionContext &context, const RunRequest &, size_t index) const {
+  CudaState &state = stateOf(context);
+  driver_->cuEventRecord(state.events[index], state.stream);
+}
+
+absl::StatusOr<double> CudaExecutor::elapsedUs(ExecutionContext &context, size_t from,
+                                               size_t to) const {
+  CudaState &state = stateOf(context);
+  ContextScope scope(driver_, context_);
+  float ms = 0;
+  if (CUresult r = driver_->cuEventElapsedTime(&ms, state.events[from], state.events[to]);
+      r != CUDA_SUCCESS)
+    return absl::InternalError(driver_->describe("cuEventElapsedTime", r));
+  return 1000.0 * ms;
 }
 
 } // namespace kiln::rt

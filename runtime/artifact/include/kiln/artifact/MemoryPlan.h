@@ -9,16 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_MEMORYPLAN_H
-#define KILN_RUNTIME_MEMORYPLAN_H
+#ifndef KILN_ARTIFACT_MEMORYPLAN_H
+#define KILN_ARTIFACT_MEMORYPLAN_H
 
-#include "ArtifactReader.h"
+#include "kiln/artifact/Plan.h"
 
-namespace kiln::rt {
-
-/// Alignment of every arena slot: enough for 128-bit vector access on a GPU and
-/// for cuBLASLt's preferred alignment.
-constexpr size_t kSlotAlignment = 256;
+namespace kiln::artifact {
 
 struct MemoryPlan {
   /// Per value: its arena offset, or -1 (inputs, weights, and intermediates whose
@@ -32,8 +28,8 @@ struct MemoryPlan {
 };
 
 /// The plan of `plan`'s intermediates under `symbols`.
-KILN_RUNTIME_EXPORT MemoryPlan planMemory(const Plan &plan, const std::vector<std::optional<int64_t>> &symbols);
+MemoryPlan planMemory(const Plan &plan, const Bindings &symbols);
 
-} // namespace kiln::rt
+} // namespace kiln::artifact
 
-#endif // KILN_RUNTIME_MEMORYPLAN_H
+#endif // KILN_ARTIFACT_MEMORYPLAN_H

@@ -1,16 +1,16 @@
 //===- MemoryPlan.cpp - offsets from liveness ------------------------------===//
 
-#include "MemoryPlan.h"
+#include "kiln/artifact/MemoryPlan.h"
 
 #include <algorithm>
 
-namespace kiln::rt {
+namespace kiln::artifact {
 
 namespace {
 size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 } // namespace
 
-MemoryPlan planMemory(const Plan &plan, const std::vector<std::optional<int64_t>> &symbols) {
+MemoryPlan planMemory(const Plan &plan, const Bindings &symbols) {
   size_t n = plan.values.size();
   MemoryPlan out;
   out.offsets.assign(n, -1);
@@ -68,4 +68,4 @@ MemoryPlan planMemory(const Plan &plan, const std::vector<std::optional<int64_t>
   return out;
 }
 
-} // namespace kiln::rt
+} // namespace kiln::artifact

@@ -1,6 +1,6 @@
 //===- Nvrtc.cpp - compile CUDA C to cubin and PTX ------------------------===//
 
-#include "cuda/Nvrtc.h"
+#include "kiln/nvrtc/Nvrtc.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -9,7 +9,7 @@
 
 #include <memory>
 
-namespace kiln::rt {
+namespace kiln::nvrtc {
 
 namespace {
 
@@ -31,9 +31,17 @@ std::string programLog(nvrtcProgram program) {
 /// Compiles `source` once with `arch` ("sm_90" for cubin, "compute_90" for PTX).
 absl::StatusOr<std::pair<std::string, std::string>>
 compileFor(const std::string &source, const std::string &name, const std::string &arch,
-           const std::vector<std::string> &extra, bool wantCubin) {
+           const NvrtcOptions &given, bool wantCubin) {
+  const std::vector<std::string> &extra = given.extraOptions;
+  std::vector<const char *> headerTexts, headerNames;
+  for (const auto &[include, text] : given.headers) {
+    headerNames.push_back(include.c_str());
+    headerTexts.push_back(text.c_str());
+  }
   nvrtcProgram raw = nullptr;
-  nvrtcResult r = nvrtcCreateProgram(&raw, source.c_str(), name.c_str(), 0, nullptr, nullptr);
+  nvrtcResult r = nvrtcCreateProgram(&raw, source.c_str(), name.c_str(),
+                                     static_cast<int>(headerTexts.size()), headerTexts.data(),
+                                     headerNames.data());
   if (r != NVRTC_SUCCESS)
     return absl::InternalError(
         absl::StrCat(name, ": nvrtcCreateProgram failed: ", nvrtcGetErrorString(r)));
@@ -71,10 +79,10 @@ absl::StatusOr<NvrtcResult> compileWithNvrtc(const std::string &source,
                                              const std::string &name,
                                              const NvrtcOptions &options) {
   std::string sm = std::to_string(options.smVersion);
-  auto cubin = compileFor(source, name, "sm_" + sm, options.extraOptions, true);
+  auto cubin = compileFor(source, name, "sm_" + sm, options, true);
   if (!cubin.ok())
     return cubin.status();
-  auto ptx = compileFor(source, name, "compute_" + sm, options.extraOptions, false);
+  auto ptx = compileFor(source, name, "compute_" + sm, options, false);
   if (!ptx.ok())
     return ptx.status();
   NvrtcResult result;
@@ -90,4 +98,4 @@ std::string nvrtcVersion() {
   return absl::StrCat(major, ".", minor);
 }
 
-} // namespace kiln::rt
+} // namespace kiln::nvrtc

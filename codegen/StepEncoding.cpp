@@ -1,0 +1,345 @@
+//===- StepEncoding.cpp - kiln ops as the artifact's typed steps ----------===//
+
+#include "codegen/StepEncoding.h"
+
+#include "interpreter/Interpreter.h"
+#include "ir/Kiln/KilnDialect.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace fb = kiln::schema;
+
+namespace {
+
+// ODS enums onto the schema's, value by value. A switch without a default: the
+// compiler warns when ODS gains a value this file does not map.
+
+fb::CompareDirection direction(CompareDirection d) {
+  switch (d) {
+  case CompareDirection::eq: return fb::CompareDirection::Eq;
+  case CompareDirection::ne: return fb::CompareDirection::Ne;
+  case CompareDirection::lt: return fb::CompareDirection::Lt;
+  case CompareDirection::le: return fb::CompareDirection::Le;
+  case CompareDirection::gt: return fb::CompareDirection::Gt;
+  case CompareDirection::ge: return fb::CompareDirection::Ge;
+  }
+  llvm_unreachable("compare direction");
+}
+
+fb::ReduceKind reduceKind(ReduceKind k) {
+  switch (k) {
+  case ReduceKind::sum: return fb::ReduceKind::Sum;
+  case ReduceKind::prod: return fb::ReduceKind::Prod;
+  case ReduceKind::max: return fb::ReduceKind::Max;
+  case ReduceKind::min: return fb::ReduceKind::Min;
+  case ReduceKind::mean: return fb::ReduceKind::Mean;
+  case ReduceKind::any: return fb::ReduceKind::Any;
+  case ReduceKind::all: return fb::ReduceKind::All;
+  }
+  llvm_unreachable("reduce kind");
+}
+
+fb::ArgReduceKind argReduceKind(ArgReduceKind k) {
+  switch (k) {
+  case ArgReduceKind::argmax: return fb::ArgReduceKind::ArgMax;
+  case ArgReduceKind::argmin: return fb::ArgReduceKind::ArgMin;
+  }
+  llvm_unreachable("arg reduce kind");
+}
+
+fb::CumulativeKind cumulativeKind(CumulativeKind k) {
+  switch (k) {
+  case CumulativeKind::sum: return fb::CumulativeKind::Sum;
+  case CumulativeKind::prod: return fb::CumulativeKind::Prod;
+  }
+  llvm_unreachable("cumulative kind");
+}
+
+fb::ScatterReduction scatterReduction(ScatterReduction r) {
+  switch (r) {
+  case ScatterReduction::none: return fb::ScatterReduction::None;
+  case ScatterReduction::add: return fb::ScatterReduction::Add;
+  case ScatterReduction::mul: return fb::ScatterReduction::Mul;
+  case ScatterReduction::max: return fb::ScatterReduction::Max;
+  case ScatterReduction::min: return fb::ScatterReduction::Min;
+  }
+  llvm_unreachable("scatter reduction");
+}
+
+fb::PoolKind poolKind(PoolKind k) {
+  switch (k) {
+  case PoolKind::max: return fb::PoolKind::Max;
+  case PoolKind::avg: return fb::PoolKind::Avg;
+  case PoolKind::lp: return fb::PoolKind::Lp;
+  }
+  llvm_unreachable("pool kind");
+}
+
+fb::PadMode padMode(PadMode m) {
+  switch (m) {
+  case PadMode::constant: return fb::PadMode::Constant;
+  case PadMode::reflect: return fb::PadMode::Reflect;
+  case PadMode::edge: return fb::PadMode::Edge;
+  case PadMode::wrap: return fb::PadMode::Wrap;
+  }
+  llvm_unreachable("pad mode");
+}
+
+fb::ResizeMode resizeMode(ResizeMode m) {
+  switch (m) {
+  case ResizeMode::nearest: return fb::ResizeMode::Nearest;
+  case ResizeMode::linear: return fb::ResizeMode::Linear;
+  case ResizeMode::cubic: return fb::ResizeMode::Cubic;
+  }
+  llvm_unreachable("resize mode");
+}
+
+fb::CoordinateMode coordinateMode(CoordinateMode m) {
+  switch (m) {
+  case CoordinateMode::half_pixel: return fb::CoordinateMode::HalfPixel;
+  case CoordinateMode::half_pixel_symmetric: return fb::CoordinateMode::HalfPixelSymmetric;
+  case CoordinateMode::pytorch_half_pixel: return fb::CoordinateMode::PytorchHalfPixel;
+  case CoordinateMode::align_corners: return fb::CoordinateMode::AlignCorners;
+  case CoordinateMode::asymmetric: return fb::CoordinateMode::Asymmetric;
+  case CoordinateMode::tf_crop_and_resize: return fb::CoordinateMode::TfCropAndResize;
+  }
+  llvm_unreachable("coordinate mode");
+}
+
+fb::NearestMode nearestMode(NearestMode m) {
+  switch (m) {
+  case NearestMode::round_prefer_floor: return fb::NearestMode::RoundPreferFloor;
+  case NearestMode::round_prefer_ceil: return fb::NearestMode::RoundPreferCeil;
+  case NearestMode::floor: return fb::NearestMode::Floor;
+  case NearestMode::ceil: return fb::NearestMode::Ceil;
+  }
+  llvm_unreachable("nearest mode");
+}
+
+fb::GridPadding gridPadding(GridPadding p) {
+  switch (p) {
+  case GridPadding::zeros: return fb::GridPadding::Zeros;
+  case GridPadding::border: return fb::GridPadding::Border;
+  case GridPadding::reflection: return fb::GridPadding::Reflection;
+  }
+  llvm_unreachable("grid padding");
+}
+
+fb::Activation activation(Activation a) {
+  switch (a) {
+  case Activation::none: return fb::Activation::None;
+  case Activation::relu: return fb::Activation::Relu;
+  }
+  llvm_unreachable("activation");
+}
+
+/// The schema dtype of `type`, or a diagnostic at `op`.
+FailureOr<fb::DType> dtypeOf(Operation *op, Type type) {
+  std::optional<ref::DType> t = toRefType(type);
+  if (!t)
+    return op->emitOpError() << "has no artifact dtype for " << type;
+  // The schema's DType lists ref::DType's values in order (asserted in the
+  // runtime's reader as well).
+  static_assert(static_cast<int>(fb::DType::u2) == static_cast<int>(ref::DType::u2) &&
+                    static_cast<int>(fb::DType::f16) == static_cast<int>(ref::DType::f16),
+                "the schema's DType must list kiln::ref::DType in order");
+  return static_cast<fb::DType>(*t);
+}
+
+} // namespace
+
+bool isHostStepOp(Operation *op) {
+  return isa<MatmulOp, ConvOp, ConvTransposeOp, PoolOp, CompareOp, SelectOp, CastOp, BitcastOp,
+             RangeOp, ReshapeOp, TransposeOp, BroadcastToOp, ConcatOp, SliceOp, GatherOp, PadOp,
+             GatherElementsOp, ScatterElementsOp, GatherNDOp, ScatterNDOp, NonZeroOp, CompressOp,
+             ResizeOp, ReduceOp, ArgReduceOp, CumulativeOp, TopKOp, SoftmaxOp, LogSoftmaxOp,
+             LayerNormOp, GridSampleOp, RoiAlignOp, NonMaxSuppressionOp, UniqueOp, DetOp,
+             Col2ImOp
+#define KILN_UNARY_OP(Op, SchemaFn, RefFn) , Op
+#define KILN_BINARY_OP(Op, SchemaFn, RefFn) , Op
+#include "ir/Kiln/ElementwiseOps.def"
+             >(op);
+}
+
+FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder &b) {
+  auto step = [](fb::StepOp type, auto table) -> FailureOr<EncodedStep> {
+    return EncodedStep{type, table.Union()};
+  };
+  auto longs = [&](ArrayRef<int64_t> v) { return b.CreateVector(v.data(), v.size()); };
+
+#define KILN_UNARY_OP(Op, Fn, RefFn)                                                                 \
+  if (isa<Op>(op))                                                                              \
+    return step(fb::StepOp::Unary, fb::CreateUnary(b, fb::UnaryFn::Fn));
+#define KILN_BINARY_OP(Op, Fn, RefFn)                                                                \
+  if (isa<Op>(op))                                                                              \
+    return step(fb::StepOp::Binary, fb::CreateBinary(b, fb::BinaryFn::Fn));
+#include "ir/Kiln/ElementwiseOps.def"
+
+  return llvm::TypeSwitch<Operation *, FailureOr<EncodedStep>>(op)
+      .Case([&](MatmulOp m) {
+        return step(fb::StepOp::MatMul,
+                    fb::CreateMatMul(b, /*transpose_a=*/false, /*transpose_b=*/false,
+                                     /*alpha=*/1.0, static_cast<bool>(m.getBias()),
+                                     activation(m.getActivation())));
+      })
+      .Case([&](ConvOp c) {
+        return step(fb::StepOp::Conv,
+                    fb::CreateConv(b, longs(c.getStrides()), longs(c.getDilations()),
+                                   longs(c.getPads()), static_cast<int64_t>(c.getGroup()),
+                                   static_cast<bool>(c.getBias()), activation(c.getActivation())));
+      })
+      .Case([&](ConvTransposeOp c) {
+        return step(fb::StepOp::ConvTranspose,
+                    fb::CreateConvTranspose(b, longs(c.getStrides()), longs(c.getDilations()),
+                                            longs(c.getPads()), longs(c.getOutputPadding()),
+                                            static_cast<int64_t>(c.getGroup()),
+                                            static_cast<bool>(c.getBias())));
+      })
+      .Case([&](PoolOp p) {
+        return step(fb::StepOp::Pool,
+                    fb::CreatePool(b, poolKind(p.getKind()), longs(p.getKernelShape()),
+                                   longs(p.getStrides()), longs(p.getPads()),
+                                   longs(p.getDilations()), p.getCeilMode(),
+                                   p.getCountIncludePad(), static_cast<int64_t>(p.getP())));
+      })
+      .Case([&](CompareOp c) {
+        return step(fb::StepOp::Compare, fb::CreateCompare(b, direction(c.getDirection())));
+      })
+      .Case([&](SelectOp) { return step(fb::StepOp::Select, fb::CreateSelect(b)); })
+      .Case([&](CastOp c) -> FailureOr<EncodedStep> {
+        FailureOr<fb::DType> to = dtypeOf(op, c.getTo());
+        if (failed(to))
+          return failure();
+        return step(fb::StepOp::Cast, fb::CreateCast(b, *to, c.getSaturate()));
+      })
+      .Case([&](BitcastOp c) -> FailureOr<EncodedStep> {
+        FailureOr<fb::DType> to = dtypeOf(op, c.getTo());
+        if (failed(to))
+          return failure();
+        return step(fb::StepOp::Bitcast, fb::CreateBitcast(b, *to));
+      })
+      .Case([&](RangeOp) { return step(fb::StepOp::Range, fb::CreateRange(b)); })
+      .Case([&](ReshapeOp) { return step(fb::StepOp::Reshape, fb::CreateReshape(b)); })
+      .Case([&](TransposeOp t) {
+        return step(fb::StepOp::Transpose, fb::CreateTranspose(b, longs(t.getPermutation())));
+      })
+      .Case([&](BroadcastToOp) { return step(fb::StepOp::BroadcastTo, fb::CreateBroadcastTo(b)); })
+      .Case([&](ConcatOp c) {
+        return step(fb::StepOp::Concat, fb::CreateConcat(b, static_cast<int64_t>(c.getAxis())));
+      })
+      .Case([&](SliceOp) { return step(fb::StepOp::Slice, fb::CreateSlice(b)); })
+      .Case([&](GatherOp g) {
+        return step(fb::StepOp::Gather, fb::CreateGather(b, static_cast<int64_t>(g.getAxis())));
+      })
+      .Case([&](PadOp p) { return step(fb::StepOp::Pad, fb::CreatePad(b, padMode(p.getMode()))); })
+      .Case([&](GatherElementsOp g) {
+        return step(fb::StepOp::GatherElements,
+                    fb::CreateGatherElements(b, static_cast<int64_t>(g.getAxis())));
+      })
+      .Case([&](ScatterElementsOp s) {
+        return step(fb::StepOp::ScatterElements,
+                    fb::CreateScatterElements(b, static_cast<int64_t>(s.getAxis()),
+                                              scatterReduction(s.getReduction())));
+      })
+      .Case([&](GatherNDOp g) {
+        return step(fb::StepOp::GatherND,
+                    fb::CreateGatherND(b, static_cast<int64_t>(g.getBatchDims())));
+      })
+      .Case([&](ScatterNDOp s) {
+        return step(fb::StepOp::ScatterND,
+                    fb::CreateScatterND(b, scatterReduction(s.getReduction())));
+      })
+      .Case([&](NonZeroOp) { return step(fb::StepOp::NonZero, fb::CreateNonZero(b)); })
+      .Case([&](CompressOp c) {
+        std::optional<uint64_t> axis = c.getAxis();
+        return step(fb::StepOp::Compress,
+                    fb::CreateCompress(b, axis.has_value(), static_cast<int64_t>(axis.value_or(0))));
+      })
+      .Case([&](ResizeOp r) {
+        std::vector<double> scales(r.getScales().begin(), r.getScales().end());
+        std::vector<double> roi(r.getRoi().begin(), r.getRoi().end());
+        return step(fb::StepOp::Resize,
+                    fb::CreateResize(b, resizeMode(r.getMode()),
+                                     coordinateMode(r.getCoordinateMode()),
+                                     nearestMode(r.getNearestMode()), b.CreateVector(scales),
+                                     b.CreateVector(roi), r.getCubicCoeffA().convertToFloat(),
+                                     r.getExcludeOutside(),
+                                     r.getExtrapolationValue().convertToFloat(), r.getAntialias()));
+      })
+      .Case([&](ReduceOp r) {
+        return step(fb::StepOp::Reduce, fb::CreateReduce(b, reduceKind(r.getKind()),
+                                                         longs(r.getAxes()), r.getKeepDims()));
+      })
+      .Case([&](ArgReduceOp r) {
+        return step(fb::StepOp::ArgReduce,
+                    fb::CreateArgReduce(b, argReduceKind(r.getKind()),
+                                        static_cast<int64_t>(r.getAxis()), r.getKeepDims(),
+                                        r.getSelectLastIndex()));
+      })
+      .Case([&](CumulativeOp c) {
+        return step(fb::StepOp::Cumulative,
+                    fb::CreateCumulative(b, cumulativeKind(c.getKind()),
+                                         static_cast<int64_t>(c.getAxis()), c.getExclusive(),
+                                         c.getReverse()));
+      })
+      .Case([&](TopKOp t) {
+        return step(fb::StepOp::TopK, fb::CreateTopK(b, static_cast<int64_t>(t.getAxis()),
+                                                     t.getLargest(), t.getSorted()));
+      })
+      .Case([&](SoftmaxOp s) {
+        return step(fb::StepOp::Softmax,
+                    fb::CreateSoftmax(b, static_cast<int64_t>(s.getAxis()), false));
+      })
+      .Case([&](LogSoftmaxOp s) {
+        return step(fb::StepOp::Softmax,
+                    fb::CreateSoftmax(b, static_cast<int64_t>(s.getAxis()), true));
+      })
+      .Case([&](LayerNormOp l) {
+        return step(fb::StepOp::LayerNorm,
+                    fb::CreateLayerNorm(b, static_cast<int64_t>(l.getAxis()),
+                                        l.getEpsilon().convertToFloat(),
+                                        static_cast<bool>(l.getBias())));
+      })
+      .Case([&](GridSampleOp g) {
+        return step(fb::StepOp::GridSample,
+                    fb::CreateGridSample(b, resizeMode(g.getMode()), gridPadding(g.getPadding()),
+                                         g.getAlignCorners()));
+      })
+      .Case([&](RoiAlignOp r) {
+        return step(fb::StepOp::RoiAlign,
+                    fb::CreateRoiAlign(b, r.getMode() == PoolKind::max,
+                                       static_cast<int64_t>(r.getOutputHeight()),
+                                       static_cast<int64_t>(r.getOutputWidth()),
+                                       static_cast<int64_t>(r.getSamplingRatio()),
+                                       r.getSpatialScale().convertToFloat(), r.getHalfPixel()));
+      })
+      .Case([&](NonMaxSuppressionOp n) {
+        return step(fb::StepOp::NonMaxSuppression,
+                    fb::CreateNonMaxSuppression(b, n.getCenterPointBox(),
+                                                static_cast<bool>(n.getScoreThreshold())));
+      })
+      .Case([&](UniqueOp u) {
+        std::optional<uint64_t> axis = u.getAxis();
+        return step(fb::StepOp::Unique,
+                    fb::CreateUnique(b, axis.has_value(), static_cast<int64_t>(axis.value_or(0)),
+                                     u.getSorted()));
+      })
+      .Case([&](DetOp) { return step(fb::StepOp::Det, fb::CreateDet(b)); })
+      .Case([&](Col2ImOp c) {
+        return step(fb::StepOp::Col2Im,
+                    fb::CreateCol2Im(b, longs(c.getImageShape()), longs(c.getBlockShape()),
+                                     longs(c.getStrides()), longs(c.getDilations()),
+                                     longs(c.getPads())));
+      })
+      .Case([&](ShapeOfOp) { return step(fb::StepOp::ShapeOf, fb::CreateShapeOf(b)); })
+      .Default([&](Operation *) -> FailureOr<EncodedStep> {
+        return op->emitOpError()
+               << "runs neither as a generated kernel nor on the host, so an artifact cannot "
+                  "hold it yet";
+      });
+}
+
+} // namespace kiln

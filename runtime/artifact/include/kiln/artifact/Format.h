@@ -1,0 +1,30 @@
+//===- Format.h - the artifact format's version and layout rules -*- C++ -*-===//
+//
+// The one definition of the numbers the compiler's writer and the runtime's
+// reader must agree on. runtime/schema/kiln_artifact.fbs says when the version
+// changes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_ARTIFACT_FORMAT_H
+#define KILN_ARTIFACT_FORMAT_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kiln::artifact {
+
+/// The artifact format this build writes and reads. 2: typed step tables (a
+/// StepOp union) instead of op names with attributes; schema-owned enums.
+constexpr uint32_t kFormatVersion = 2;
+
+/// Alignment of weights inside the artifact (a mapped file is used in place).
+constexpr size_t kWeightAlignment = 64;
+
+/// Alignment of every arena slot: enough for 128-bit vector access on a GPU and
+/// for cuBLASLt's preferred alignment.
+constexpr size_t kSlotAlignment = 256;
+
+} // namespace kiln::artifact
+
+#endif // KILN_ARTIFACT_FORMAT_H

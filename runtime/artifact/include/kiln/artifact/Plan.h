@@ -1,0 +1,166 @@
+//===- Plan.h - an artifact, read and checked -------------------*- C++ -*-===//
+//
+// The artifact library (kiln_artifact) is what both halves of kiln share: the
+// schema, this reader and its checks, the checksum, dim evaluation and the
+// memory planner. The compiler links it to write and report on artifacts, the
+// runtime to load them; neither links the other.
+//
+// readArtifact verifies the buffer with FlatBuffers, checks the format version
+// and checksum, and every index the artifact holds (values, kernels, symbols,
+// weights, step inputs and outputs), so a corrupt or hostile file is one error,
+// never a crash. What a step computes stays in its typed schema table
+// (StepInfo::table); the runtime decodes those at load (runtime/src/HostSteps).
+// Large blobs (weights, cubins, host libraries) stay in the caller's buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_ARTIFACT_PLAN_H
+#define KILN_ARTIFACT_PLAN_H
+
+#include "kiln/artifact/Format.h"
+#include "kiln/reference/Tensor.h"
+#include "kiln/schema/kiln_artifact_generated.h"
+
+#include "absl/status/statusor.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::artifact {
+
+/// Values of the symbols, one per artifact symbol; nullopt while unbound.
+using Bindings = std::vector<std::optional<int64_t>>;
+
+/// A dim expression in postfix form (see the schema's ExprOp); empty is unknown.
+struct Dim {
+  enum class Op : uint8_t { Constant, Symbol, Add, Mul, FloorDiv, CeilDiv, Mod };
+  std::vector<std::pair<Op, int64_t>> ops;
+
+  bool known() const { return !ops.empty(); }
+  /// The value under `symbols`; nullopt when unknown, unbound, dividing by zero
+  /// or overflowing.
+  std::optional<int64_t> evaluate(const Bindings &symbols) const;
+  /// The symbol number when the dim is exactly one symbol.
+  std::optional<int64_t> soleSymbol() const;
+  /// "2 * seq", "batch", "?" (infix, symbols named).
+  std::string toString(const std::vector<std::string> &symbolNames) const;
+};
+
+enum class ValueKind : uint8_t { Input, Weight, Intermediate };
+
+struct ValueInfo {
+  std::string name;
+  ref::DType dtype = ref::DType::f32;
+  std::vector<Dim> shape;
+  ValueKind kind = ValueKind::Intermediate;
+  const uint8_t *weightData = nullptr; ///< weights: inside the artifact buffer
+  size_t weightSize = 0;
+};
+
+/// What the executors do with a step: launch a generated kernel, run a typed
+/// host step (library ops and graph breaks: the runtime decides where each runs),
+/// or compute a shape.
+enum class StepKind : uint8_t { Kernel, Host, SymbolicConstant, ShapeOf };
+
+struct StepInfo {
+  StepKind kind = StepKind::Kernel;
+  /// The schema table's type and the table itself (inside the artifact buffer).
+  schema::StepOp op = schema::StepOp::NONE;
+  const schema::Step *table = nullptr;
+  int kernel = -1;
+  std::vector<int> inputs, outputs;
+  std::vector<Dim> dims; ///< SymbolicConstant steps
+  /// What profiles and errors call the step: the kernel's name, or the step
+  /// table's ("MatMul", "TopK").
+  std::string label;
+};
+
+struct CubinInfo {
+  int sm = 0;
+  const uint8_t *data = nullptr;
+  size_t size = 0;
+  std::string ptx;
+};
+
+struct KernelInfo {
+  std::string name, source;
+  schema::Schedule schedule = schema::Schedule::Pointwise;
+  std::vector<int> symbols;
+  bool blockPerItem = false;
+  std::vector<CubinInfo> cubins;
+};
+
+struct HostLibraryInfo {
+  std::vector<std::string> kernels;
+  const uint8_t *data = nullptr;
+  size_t size = 0;
+};
+
+struct GuardInfo {
+  int input = 0; ///< position in Plan::inputs
+  int dim = 0;
+  Dim expected;
+  bool binds = false;
+};
+
+/// Everything the executors need, indices checked.
+struct Plan {
+  std::string producer, source;
+  std::vector<std::string> symbols;
+  std::vector<ValueInfo> values;
+  std::vector<int> inputs, outputs;
+  std::vector<GuardInfo> guards;
+  std::vector<StepInfo> steps;
+  std::vector<KernelInfo> kernels;
+  std::vector<HostLibraryInfo> hostLibraries;
+  std::string deviceLibrary;
+};
+
+/// The checksum an artifact carries: a 64-bit hash (XXH3) of its `size` bytes
+/// with the eight at `skip` (the checksum field itself) read as zero; `skip` =
+/// `size` skips nothing.
+uint64_t artifactChecksum(const uint8_t *data, size_t size, size_t skip);
+
+/// Stores the checksum into a finished artifact buffer (the compiler and tests
+/// call this last); false when the buffer has no checksum field.
+bool sealArtifact(uint8_t *data, size_t size);
+
+/// Bytes of a weights file beside an artifact: given its recorded name, returns
+/// them (they must outlive the plan) or an error.
+using WeightsFileResolver =
+    std::function<absl::StatusOr<std::pair<const uint8_t *, size_t>>(const std::string &name)>;
+
+/// Reads the artifact in `data` (which must stay alive and unchanged while the
+/// plan is used: weights, binaries and step tables point into it). An artifact
+/// whose weights are in a separate file needs `resolveWeights`.
+absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size,
+                                  const WeightsFileResolver &resolveWeights = {});
+
+/// The dims of `value` under `symbols`; nullopt when one is unknown until run time.
+std::optional<ref::Shape> evaluateShape(const ValueInfo &value, const Bindings &symbols);
+/// The same into `shape` (its storage reused: no allocation once it has room).
+bool evaluateShapeInto(const ValueInfo &value, const Bindings &symbols, ref::Shape &shape);
+
+/// Whether a computed result has the dtype and the dims (where known) the plan
+/// says; the executors check every host-computed result with it.
+bool matchesPlan(const ref::Tensor &got, const ValueInfo &info, const Bindings &symbols);
+
+/// "f32[batch, 16]": a value's type as messages spell it.
+std::string describeValue(const ValueInfo &value, const std::vector<std::string> &symbols);
+
+/// The dtype names as kiln's IR spells them ("f32", "i64", "bool").
+std::string dtypeName(ref::DType t);
+
+/// What a shape step (SymbolicConstant, ShapeOf) computes: an i64 tensor of its
+/// dims under `symbols`, or of `inputShape` (the ShapeOf input's). An error (no
+/// step prefix) when it does not fit the plan or a dim has no value.
+absl::StatusOr<ref::Tensor> evaluateShapeStep(const Plan &plan, const StepInfo &step,
+                                              const Bindings &symbols,
+                                              const ref::Shape &inputShape);
+
+} // namespace kiln::artifact
+
+#endif // KILN_ARTIFACT_PLAN_H

@@ -1,0 +1,156 @@
+//===- Executor.cpp - the step loop every backend shares ------------------===//
+
+#include "Executor.h"
+
+#include "Model.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::rt {
+
+ExecutionContext::ExecutionContext(const Model &model) : model_(model) {
+  const Plan &plan = model.plan();
+  symbols.assign(plan.symbols.size(), std::nullopt);
+  values.resize(plan.values.size());
+  size_t maxArgs = 1;
+  for (const artifact::StepInfo &step : plan.steps)
+    maxArgs = std::max(maxArgs, step.inputs.size() + 1);
+  size_t maxSymbols = 0;
+  for (const artifact::KernelInfo &k : plan.kernels)
+    maxSymbols = std::max(maxSymbols, k.symbols.size());
+  // Kernel launches fill these without growing them.
+  pointers.reserve(maxArgs);
+  symbolArgs.reserve(maxSymbols);
+  args.reserve(maxArgs + maxSymbols);
+  // Weights sit where the backend put them at load; their dims never change.
+  for (size_t v = 0; v < plan.values.size(); ++v)
+    if (plan.values[v].kind == artifact::ValueKind::Weight)
+      values[v].shape = *artifact::evaluateShape(plan.values[v], {});
+}
+
+ExecutionContext::~ExecutionContext() = default;
+
+namespace {
+const char *stepKindName(artifact::StepKind kind) {
+  switch (kind) {
+  case artifact::StepKind::Kernel:
+    return "kernel";
+  case artifact::StepKind::Host:
+    return "library";
+  case artifact::StepKind::SymbolicConstant:
+  case artifact::StepKind::ShapeOf:
+    return "host";
+  }
+  return "host";
+}
+} // namespace
+
+absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &request) const {
+  const Model &model = context.model();
+  const Plan &plan = model.plan();
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const StepInfo &step = plan.steps[s];
+    auto fail = [&](absl::string_view message) {
+      return absl::InvalidArgumentError(absl::StrCat("step ", s, " (", step.label, "): ", message));
+    };
+    if (request.profile)
+      mark(context, request, 2 * s + 1);
+    int out = step.outputs[0];
+    switch (step.kind) {
+    case artifact::StepKind::Kernel: {
+      if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
+        return fail("the kernel's result size is unknown before it runs");
+      if (absl::Status st = place(context, out, context.scratchShape); !st.ok())
+        return fail(st.message());
+      if (absl::Status st = launch(context, step); !st.ok())
+        return fail(st.message());
+      break;
+    }
+    case artifact::StepKind::Host: {
+      std::vector<ref::Tensor> inputs;
+      inputs.reserve(step.inputs.size());
+      for (int v : step.inputs) {
+        absl::StatusOr<ref::Tensor> t = hostValue(context, v);
+        if (!t.ok())
+          return fail(t.status().message());
+        inputs.push_back(std::move(*t));
+      }
+      std::vector<const ref::Tensor *> pointers;
+      for (const ref::Tensor &t : inputs)
+        pointers.push_back(&t);
+      HostResults results = model.hostStep(s).run(pointers);
+      if (!results.ok())
+        return fail(results.status().message());
+      if (results->size() != step.outputs.size())
+        return fail(absl::StrCat("it gave ", results->size(), " results, the plan has ",
+                                 step.outputs.size()));
+      for (size_t k = 0; k < results->size(); ++k) {
+        int v = step.outputs[k];
+        const artifact::ValueInfo &info = plan.values[v];
+        ref::Tensor &got = (*results)[k];
+        if (!artifact::matchesPlan(got, info, context.symbols))
+          return fail(absl::StrCat("its result ", k, " is ", got.describe(), " but the plan says ",
+                                   artifact::describeValue(info, plan.symbols)));
+        if (absl::Status st = store(context, v, std::move(got)); !st.ok())
+          return fail(st.message());
+      }
+      break;
+    }
+    case artifact::StepKind::SymbolicConstant:
+    case artifact::StepKind::ShapeOf: {
+      static const ref::Shape kNoShape;
+      const ref::Shape &inputShape = step.kind == artifact::StepKind::ShapeOf
+                                         ? context.values[step.inputs[0]].shape
+                                         : kNoShape;
+      absl::StatusOr<ref::Tensor> t =
+          artifact::evaluateShapeStep(plan, step, context.symbols, inputShape);
+      if (!t.ok())
+        return fail(t.status().message());
+      if (absl::Status st = store(context, out, std::move(*t)); !st.ok())
+        return fail(st.message());
+      break;
+    }
+    }
+    if (request.profile)
+      mark(context, request, 2 * s + 2);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
+                           OutputSink sink) const {
+  const Plan &plan = context.model().plan();
+  double originUs = 0;
+  if (request.profile)
+    originUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -
+                                                         request.profile->origin)
+                   .count();
+  if (absl::Status s = begin(context, request); !s.ok()) {
+    abandon(context, request);
+    return s;
+  }
+  if (request.profile)
+    mark(context, request, 0);
+  if (absl::Status s = runSteps(context, request); !s.ok()) {
+    abandon(context, request);
+    return s;
+  }
+  if (absl::Status s = finish(context, request, sink); !s.ok())
+    return s;
+  if (!request.profile)
+    return absl::OkStatus();
+  std::vector<ProfileEvent> timed;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    absl::StatusOr<double> start = elapsedUs(context, 0, 2 * s + 1);
+    absl::StatusOr<double> duration = elapsedUs(context, 2 * s + 1, 2 * s + 2);
+    if (!start.ok() || !duration.ok())
+      return !start.ok() ? start.status() : duration.status();
+    const StepInfo &step = plan.steps[s];
+    timed.push_back({step.label, stepKindName(step.kind), originUs + *start, *duration});
+  }
+  absl::MutexLock lock(&request.profile->mutex);
+  request.profile->events.insert(request.profile->events.end(), timed.begin(), timed.end());
+  return absl::OkStatus();
+}
+
+} // namespace kiln::rt

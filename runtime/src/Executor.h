@@ -1,0 +1,149 @@
+//===- Executor.h - one step loop for every backend -------------*- C++ -*-===//
+//
+// An Executor runs a loaded model's plan on one backend (host emulation, CUDA).
+// The step loop, the profiler and the use of the memory plan live here once;
+// a backend says where a value's bytes are, how a kernel launches, how a host
+// step reads its inputs and stores its results, and how outputs leave.
+//
+// Everything one run needs that outlives it (bound symbols, the value table,
+// the arena and staging buffers, profiling events, launch scratch) lives in an
+// ExecutionContext: one per thread or stream, reused call after call, so a call
+// in steady state allocates nothing on the context's side.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_EXECUTOR_H
+#define KILN_RUNTIME_EXECUTOR_H
+
+#include "kiln/artifact/MemoryPlan.h"
+#include "kiln/artifact/Plan.h"
+
+#include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+
+#include <chrono>
+#include <memory>
+
+namespace kiln::rt {
+
+using artifact::Bindings;
+using artifact::MemoryPlan;
+using artifact::Plan;
+using artifact::StepInfo;
+
+class Model;
+
+struct ProfileEvent {
+  std::string name, kind;
+  double startUs = 0, durationUs = 0;
+};
+
+struct Profile {
+  std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
+  absl::Mutex mutex;
+  std::vector<ProfileEvent> events;
+};
+
+/// A caller's tensor: dims and bytes it owns (host memory, or device memory when
+/// the run says so).
+struct TensorRef {
+  ref::DType dtype = ref::DType::f32;
+  absl::Span<const int64_t> dims;
+  uint8_t *data = nullptr;
+};
+
+/// Where output `index` (of this dtype and shape) goes: an address with room for
+/// it (host or device, as the run's buffers are), or an error.
+using OutputSink =
+    absl::FunctionRef<absl::StatusOr<void *>(size_t index, ref::DType dtype, const ref::Shape &shape)>;
+
+/// What one run asks for.
+struct RunRequest {
+  absl::Span<const TensorRef> inputs;
+  bool deviceBuffers = false;
+  void *stream = nullptr;
+  Profile *profile = nullptr;
+};
+
+/// A value during a run: its bytes (a host pointer, or a device address) and dims.
+struct Slot {
+  uintptr_t address = 0;
+  ref::Shape shape;
+  /// A host result whose size was not planned (data-dependent) owns its bytes.
+  ref::Tensor owned;
+};
+
+/// What a backend keeps per context (arena, staging buffers, events).
+class BackendState {
+public:
+  virtual ~BackendState() = default;
+};
+
+/// Per thread or stream: see the file comment. Not for two threads at once.
+class ExecutionContext {
+public:
+  explicit ExecutionContext(const Model &model);
+  ~ExecutionContext();
+
+  const Model &model() const { return model_; }
+
+  Bindings symbols;
+  /// The memory plan of the binding in `memoryFor` (the last one run).
+  std::shared_ptr<const MemoryPlan> memory;
+  Bindings memoryFor;
+  std::vector<Slot> values;
+  /// Launch scratch: kernel argument pointers and symbol values.
+  std::vector<uintptr_t> pointers;
+  std::vector<int64_t> symbolArgs;
+  std::vector<void *> args;
+  ref::Shape scratchShape;
+  std::unique_ptr<BackendState> state;
+
+private:
+  const Model &model_;
+};
+
+class Executor {
+public:
+  virtual ~Executor() = default;
+
+  /// "cuda on NVIDIA H200 (sm_90)", "host emulation".
+  virtual std::string description() const = 0;
+  virtual bool isCuda() const = 0;
+
+  /// Runs the model on `request.inputs` (guards already checked, `context`'s
+  /// symbols bound and memory plan chosen): the one step loop.
+  absl::Status run(ExecutionContext &context, const RunRequest &request, OutputSink sink) const;
+
+protected:
+  /// Readies the context for a run: buffers sized for its memory plan, inputs
+  /// and weights placed.
+  virtual absl::Status begin(ExecutionContext &context, const RunRequest &request) const = 0;
+  /// Gives value `v` its bytes for a result of `shape`.
+  virtual absl::Status place(ExecutionContext &context, int v, const ref::Shape &shape) const = 0;
+  /// Launches step `step` (a kernel; its output placed) with `grid` blocks.
+  virtual absl::Status launch(ExecutionContext &context, const StepInfo &step) const = 0;
+  /// Value `v` as a host tensor (a view, or a copy from the device).
+  virtual absl::StatusOr<ref::Tensor> hostValue(ExecutionContext &context, int v) const = 0;
+  /// Stores a host-computed result into value `v` (placing it).
+  virtual absl::Status store(ExecutionContext &context, int v, ref::Tensor result) const = 0;
+  /// Copies the outputs where `sink` says and completes the run.
+  virtual absl::Status finish(ExecutionContext &context, const RunRequest &request,
+                              OutputSink sink) const = 0;
+  /// Ends a run that failed before finish (waits for work still queued).
+  virtual void abandon(ExecutionContext &context, const RunRequest &request) const = 0;
+
+  /// Step timing for profiles: mark before (end = false) and after each step,
+  /// then read microseconds since the run's start mark.
+  virtual void mark(ExecutionContext &context, const RunRequest &request, size_t index) const = 0;
+  virtual absl::StatusOr<double> elapsedUs(ExecutionContext &context, size_t from,
+                                           size_t to) const = 0;
+
+private:
+  absl::Status runSteps(ExecutionContext &context, const RunRequest &request) const;
+};
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_EXECUTOR_H

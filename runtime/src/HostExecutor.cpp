@@ -1,0 +1,195 @@
+//===- HostExecutor.cpp - a plan in host emulation -------------------------===//
+
+#include "HostExecutor.h"
+
+#include "HostLibrary.h"
+#include "Model.h"
+
+#include "kiln/artifact/HostLaunch.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+namespace kiln::rt {
+namespace {
+
+/// A context's host buffers: the arena, grown to the largest plan it has run,
+/// and the step marks of a profiled run.
+class HostState : public BackendState {
+public:
+  ~HostState() override { std::free(arena); }
+  uint8_t *arena = nullptr;
+  size_t arenaBytes = 0;
+  std::vector<std::chrono::steady_clock::time_point> marks;
+};
+
+HostState &stateOf(ExecutionContext &context) {
+  return static_cast<HostState &>(*context.state);
+}
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<HostExecutor>> HostExecutor::create(const Plan &plan,
+                                                                   std::string why) {
+  std::unique_ptr<HostExecutor> ex(new HostExecutor());
+  ex->description_ = why.empty() ? "host emulation" : "host emulation (" + why + ")";
+  // Each kernel's launcher, from the host libraries that list it.
+  ex->launchers_.assign(plan.kernels.size(), nullptr);
+  std::map<std::string, size_t> kernelIndex;
+  for (size_t k = 0; k < plan.kernels.size(); ++k)
+    kernelIndex[plan.kernels[k].name] = k;
+  for (const artifact::HostLibraryInfo &lib : plan.hostLibraries) {
+    absl::StatusOr<void *> handle = loadHostLibrary(lib.data, lib.size);
+    if (!handle.ok())
+      return handle.status();
+    for (const std::string &name : lib.kernels) {
+      auto it = kernelIndex.find(name);
+      if (it == kernelIndex.end())
+        continue;
+      absl::StatusOr<artifact::HostLauncher> launcher = hostLauncher(*handle, name);
+      if (!launcher.ok())
+        return launcher.status();
+      ex->launchers_[it->second] = *launcher;
+    }
+  }
+  for (size_t k = 0; k < plan.kernels.size(); ++k)
+    if (!ex->launchers_[k])
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the artifact has no host-emulation code for kernel ", plan.kernels[k].name,
+          " (compiled without a host library)"));
+  return ex;
+}
+
+absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &request) const {
+  if (request.deviceBuffers)
+    return absl::FailedPreconditionError(
+        "device buffers need the CUDA backend; this model runs in host emulation");
+  if (!context.state)
+    context.state = std::make_unique<HostState>();
+  HostState &state = stateOf(context);
+  size_t need = std::max(context.memory->peakBytes, artifact::kSlotAlignment);
+  if (state.arenaBytes < need) {
+    // Grows to the largest binding the context has seen, then stays.
+    size_t bytes = (need + artifact::kSlotAlignment - 1) / artifact::kSlotAlignment *
+                   artifact::kSlotAlignment;
+    void *p = std::aligned_alloc(artifact::kSlotAlignment, bytes);
+    if (!p)
+      return absl::ResourceExhaustedError(absl::StrCat("cannot allocate a ", bytes, "-byte arena"));
+    std::free(state.arena);
+    state.arena = static_cast<uint8_t *>(p);
+    state.arenaBytes = bytes;
+  }
+  const Plan &plan = context.model().plan();
+  for (size_t i = 0; i < request.inputs.size(); ++i) {
+    Slot &slot = context.values[plan.inputs[i]];
+    slot.address = reinterpret_cast<uintptr_t>(request.inputs[i].data);
+    slot.shape.assign(request.inputs[i].dims.begin(), request.inputs[i].dims.end());
+  }
+  for (size_t v = 0; v < plan.values.size(); ++v)
+    if (plan.values[v].kind == artifact::ValueKind::Weight)
+      context.values[v].address = reinterpret_cast<uintptr_t>(plan.values[v].weightData);
+  if (request.profile)
+    state.marks.resize(2 * plan.steps.size() + 1);
+  return absl::OkStatus();
+}
+
+absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Shape &shape) const {
+  Slot &slot = context.values[v];
+  slot.shape.assign(shape.begin(), shape.end());
+  int64_t offset = context.memory->offsets[v];
+  if (offset >= 0) {
+    slot.address = reinterpret_cast<uintptr_t>(stateOf(context).arena + offset);
+    return absl::OkStatus();
+  }
+  slot.owned = ref::Tensor(context.model().plan().values[v].dtype, shape);
+  slot.address = reinterpret_cast<uintptr_t>(slot.owned.bytes());
+  return absl::OkStatus();
+}
+
+absl::Status HostExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
+  const Plan &plan = context.model().plan();
+  const artifact::KernelInfo &kernel = plan.kernels[step.kernel];
+  const Slot &out = context.values[step.outputs[0]];
+  context.pointers.clear();
+  context.pointers.push_back(out.address);
+  int64_t work = ref::numElements(out.shape);
+  for (int v : step.inputs) {
+    context.pointers.push_back(context.values[v].address);
+    work += ref::numElements(context.values[v].shape);
+  }
+  context.symbolArgs.clear();
+  for (int s : kernel.symbols)
+    context.symbolArgs.push_back(context.symbols[s].value_or(0));
+  context.args.clear();
+  for (uintptr_t &p : context.pointers)
+    context.args.push_back(&p);
+  for (int64_t &s : context.symbolArgs)
+    context.args.push_back(&s);
+  launchers_[step.kernel](context.args.data(),
+                          artifact::hostGrid(ref::numElements(out.shape), work));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ref::Tensor> HostExecutor::hostValue(ExecutionContext &context, int v) const {
+  const Slot &slot = context.values[v];
+  return ref::Tensor::view(context.model().plan().values[v].dtype, slot.shape,
+                           reinterpret_cast<uint8_t *>(slot.address));
+}
+
+absl::Status HostExecutor::store(ExecutionContext &context, int v, ref::Tensor result) const {
+  if (context.memory->offsets[v] < 0) {
+    Slot &slot = context.values[v];
+    slot.shape = result.shape();
+    slot.owned = std::move(result);
+    slot.address = reinterpret_cast<uintptr_t>(slot.owned.bytes());
+    return absl::OkStatus();
+  }
+  if (absl::Status s = place(context, v, result.shape()); !s.ok())
+    return s;
+  if (result.byteSize())
+    std::memcpy(reinterpret_cast<void *>(context.values[v].address), result.bytes(),
+                result.byteSize());
+  return absl::OkStatus();
+}
+
+absl::Status HostExecutor::finish(ExecutionContext &context, const RunRequest &request,
+                                  OutputSink sink) const {
+  (void)request;
+  const Plan &plan = context.model().plan();
+  absl::Status status = absl::OkStatus();
+  for (size_t i = 0; i < plan.outputs.size() && status.ok(); ++i) {
+    const Slot &slot = context.values[plan.outputs[i]];
+    ref::DType dtype = plan.values[plan.outputs[i]].dtype;
+    absl::StatusOr<void *> destination = sink(i, dtype, slot.shape);
+    if (!destination.ok()) {
+      status = destination.status();
+      break;
+    }
+    size_t bytes = static_cast<size_t>(ref::numElements(slot.shape)) * ref::info(dtype).bytes;
+    if (bytes)
+      std::memcpy(*destination, reinterpret_cast<const void *>(slot.address), bytes);
+  }
+  abandon(context, request);
+  return status;
+}
+
+void HostExecutor::abandon(ExecutionContext &context, const RunRequest &) const {
+  // Data-dependent results are the only per-call memory; let them go.
+  for (Slot &slot : context.values)
+    slot.owned = ref::Tensor();
+}
+
+void HostExecutor::mark(ExecutionContext &context, const RunRequest &, size_t index) const {
+  stateOf(context).marks[index] = std::chrono::steady_clock::now();
+}
+
+absl::StatusOr<double> HostExecutor::elapsedUs(ExecutionContext &context, size_t from,
+                                               size_t to) const {
+  const auto &marks = stateOf(context).marks;
+  return std::chrono::duration<double, std::micro>(marks[to] - marks[from]).count();
+}
+
+} // namespace kiln::rt

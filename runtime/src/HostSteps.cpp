@@ -1,0 +1,653 @@
+//===- HostSteps.cpp - typed step tables onto the reference kernels -------===//
+
+#include "HostSteps.h"
+
+#include "kiln/reference/Kernels.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::rt {
+namespace {
+namespace fb = kiln::schema;
+using artifact::Plan;
+using artifact::StepInfo;
+using Inputs = std::vector<const ref::Tensor *>;
+
+/// An enum value the schema does not define: only a damaged or hostile artifact
+/// has one (the reader's structure check does not look inside step tables).
+absl::Status badEnum(const char *what, int value) {
+  return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: ", what, " ", value));
+}
+
+// Each schema enum onto the reference kernels' enum, value by value: the schema's
+// numbers are the format, the reference's order is nobody's business but its own.
+
+absl::StatusOr<ref::UnaryFn> unaryFn(fb::UnaryFn f) {
+  using U = ref::UnaryFn;
+  switch (f) {
+  case fb::UnaryFn::Neg: return U::neg;
+  case fb::UnaryFn::Abs: return U::abs;
+  case fb::UnaryFn::Sign: return U::sign;
+  case fb::UnaryFn::Exp: return U::exp;
+  case fb::UnaryFn::Log: return U::log;
+  case fb::UnaryFn::Sqrt: return U::sqrt;
+  case fb::UnaryFn::Rsqrt: return U::rsqrt;
+  case fb::UnaryFn::Reciprocal: return U::reciprocal;
+  case fb::UnaryFn::Tanh: return U::tanh;
+  case fb::UnaryFn::Sigmoid: return U::sigmoid;
+  case fb::UnaryFn::Erf: return U::erf;
+  case fb::UnaryFn::Sin: return U::sin;
+  case fb::UnaryFn::Cos: return U::cos;
+  case fb::UnaryFn::Tan: return U::tan;
+  case fb::UnaryFn::Asin: return U::asin;
+  case fb::UnaryFn::Acos: return U::acos;
+  case fb::UnaryFn::Atan: return U::atan;
+  case fb::UnaryFn::Sinh: return U::sinh;
+  case fb::UnaryFn::Cosh: return U::cosh;
+  case fb::UnaryFn::Asinh: return U::asinh;
+  case fb::UnaryFn::Acosh: return U::acosh;
+  case fb::UnaryFn::Atanh: return U::atanh;
+  case fb::UnaryFn::Floor: return U::floor;
+  case fb::UnaryFn::Ceil: return U::ceil;
+  case fb::UnaryFn::Round: return U::round;
+  case fb::UnaryFn::IsNan: return U::is_nan;
+  case fb::UnaryFn::IsInf: return U::is_inf;
+  case fb::UnaryFn::LogicalNot: return U::logical_not;
+  case fb::UnaryFn::BitwiseNot: return U::bitwise_not;
+  }
+  return badEnum("unary function", static_cast<int>(f));
+}
+
+absl::StatusOr<ref::BinaryFn> binaryFn(fb::BinaryFn f) {
+  using B = ref::BinaryFn;
+  switch (f) {
+  case fb::BinaryFn::Add: return B::add;
+  case fb::BinaryFn::Sub: return B::sub;
+  case fb::BinaryFn::Mul: return B::mul;
+  case fb::BinaryFn::Div: return B::div;
+  case fb::BinaryFn::Rem: return B::rem;
+  case fb::BinaryFn::Mod: return B::mod;
+  case fb::BinaryFn::Pow: return B::pow;
+  case fb::BinaryFn::Max: return B::max;
+  case fb::BinaryFn::Min: return B::min;
+  case fb::BinaryFn::LogicalAnd: return B::logical_and;
+  case fb::BinaryFn::LogicalOr: return B::logical_or;
+  case fb::BinaryFn::LogicalXor: return B::logical_xor;
+  case fb::BinaryFn::BitwiseAnd: return B::bitwise_and;
+  case fb::BinaryFn::BitwiseOr: return B::bitwise_or;
+  case fb::BinaryFn::BitwiseXor: return B::bitwise_xor;
+  case fb::BinaryFn::ShiftLeft: return B::shift_left;
+  case fb::BinaryFn::ShiftRight: return B::shift_right;
+  }
+  return badEnum("binary function", static_cast<int>(f));
+}
+
+absl::StatusOr<ref::CompareFn> compareFn(fb::CompareDirection d) {
+  switch (d) {
+  case fb::CompareDirection::Eq: return ref::CompareFn::eq;
+  case fb::CompareDirection::Ne: return ref::CompareFn::ne;
+  case fb::CompareDirection::Lt: return ref::CompareFn::lt;
+  case fb::CompareDirection::Le: return ref::CompareFn::le;
+  case fb::CompareDirection::Gt: return ref::CompareFn::gt;
+  case fb::CompareDirection::Ge: return ref::CompareFn::ge;
+  }
+  return badEnum("compare direction", static_cast<int>(d));
+}
+
+absl::StatusOr<ref::ReduceKind> reduceKind(fb::ReduceKind k) {
+  switch (k) {
+  case fb::ReduceKind::Sum: return ref::ReduceKind::sum;
+  case fb::ReduceKind::Prod: return ref::ReduceKind::prod;
+  case fb::ReduceKind::Max: return ref::ReduceKind::max;
+  case fb::ReduceKind::Min: return ref::ReduceKind::min;
+  case fb::ReduceKind::Mean: return ref::ReduceKind::mean;
+  case fb::ReduceKind::Any: return ref::ReduceKind::any;
+  case fb::ReduceKind::All: return ref::ReduceKind::all;
+  }
+  return badEnum("reduce kind", static_cast<int>(k));
+}
+
+absl::StatusOr<ref::ScatterReduction> scatterReduction(fb::ScatterReduction r) {
+  switch (r) {
+  case fb::ScatterReduction::None: return ref::ScatterReduction::none;
+  case fb::ScatterReduction::Add: return ref::ScatterReduction::add;
+  case fb::ScatterReduction::Mul: return ref::ScatterReduction::mul;
+  case fb::ScatterReduction::Max: return ref::ScatterReduction::max;
+  case fb::ScatterReduction::Min: return ref::ScatterReduction::min;
+  }
+  return badEnum("scatter reduction", static_cast<int>(r));
+}
+
+absl::StatusOr<ref::PoolKind> poolKind(fb::PoolKind k) {
+  switch (k) {
+  case fb::PoolKind::Max: return ref::PoolKind::max;
+  case fb::PoolKind::Avg: return ref::PoolKind::avg;
+  case fb::PoolKind::Lp: return ref::PoolKind::lp;
+  }
+  return badEnum("pool kind", static_cast<int>(k));
+}
+
+absl::StatusOr<ref::PadMode> padMode(fb::PadMode m) {
+  switch (m) {
+  case fb::PadMode::Constant: return ref::PadMode::constant;
+  case fb::PadMode::Reflect: return ref::PadMode::reflect;
+  case fb::PadMode::Edge: return ref::PadMode::edge;
+  case fb::PadMode::Wrap: return ref::PadMode::wrap;
+  }
+  return badEnum("pad mode", static_cast<int>(m));
+}
+
+absl::StatusOr<ref::ResizeMode> resizeMode(fb::ResizeMode m) {
+  switch (m) {
+  case fb::ResizeMode::Nearest: return ref::ResizeMode::nearest;
+  case fb::ResizeMode::Linear: return ref::ResizeMode::linear;
+  case fb::ResizeMode::Cubic: return ref::ResizeMode::cubic;
+  }
+  return badEnum("resize mode", static_cast<int>(m));
+}
+
+absl::StatusOr<ref::CoordinateMode> coordinateMode(fb::CoordinateMode m) {
+  using C = ref::CoordinateMode;
+  switch (m) {
+  case fb::CoordinateMode::HalfPixel: return C::half_pixel;
+  case fb::CoordinateMode::HalfPixelSymmetric: return C::half_pixel_symmetric;
+  case fb::CoordinateMode::PytorchHalfPixel: return C::pytorch_half_pixel;
+  case fb::CoordinateMode::AlignCorners: return C::align_corners;
+  case fb::CoordinateMode::Asymmetric: return C::asymmetric;
+  case fb::CoordinateMode::TfCropAndResize: return C::tf_crop_and_resize;
+  }
+  return badEnum("coordinate mode", static_cast<int>(m));
+}
+
+absl::StatusOr<ref::NearestMode> nearestMode(fb::NearestMode m) {
+  switch (m) {
+  case fb::NearestMode::RoundPreferFloor: return ref::NearestMode::round_prefer_floor;
+  case fb::NearestMode::RoundPreferCeil: return ref::NearestMode::round_prefer_ceil;
+  case fb::NearestMode::Floor: return ref::NearestMode::floor;
+  case fb::NearestMode::Ceil: return ref::NearestMode::ceil;
+  }
+  return badEnum("nearest mode", static_cast<int>(m));
+}
+
+absl::StatusOr<ref::GridPadding> gridPadding(fb::GridPadding p) {
+  switch (p) {
+  case fb::GridPadding::Zeros: return ref::GridPadding::zeros;
+  case fb::GridPadding::Border: return ref::GridPadding::border;
+  case fb::GridPadding::Reflection: return ref::GridPadding::reflection;
+  }
+  return badEnum("grid padding", static_cast<int>(p));
+}
+
+absl::StatusOr<bool> isRelu(fb::Activation a) {
+  switch (a) {
+  case fb::Activation::None: return false;
+  case fb::Activation::Relu: return true;
+  }
+  return badEnum("activation", static_cast<int>(a));
+}
+
+absl::StatusOr<ref::DType> dtype(fb::DType t) {
+  if (t > fb::DType::MAX)
+    return badEnum("dtype", static_cast<int>(t));
+  // The schema's DType is the artifact's dtype everywhere (values too); the
+  // reader maps values the same way.
+  return static_cast<ref::DType>(t);
+}
+
+std::vector<int64_t> longs(const flatbuffers::Vector<int64_t> *v) {
+  return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>();
+}
+std::vector<double> doubles(const flatbuffers::Vector<double> *v) {
+  return v ? std::vector<double>(v->begin(), v->end()) : std::vector<double>();
+}
+
+HostResults one(absl::StatusOr<ref::Tensor> t) {
+  if (!t.ok())
+    return t.status();
+  std::vector<ref::Tensor> out;
+  out.push_back(std::move(*t));
+  return out;
+}
+
+/// The values of a 1-D integer tensor input (shape operands).
+std::vector<int64_t> values(const ref::Tensor &t) {
+  std::vector<int64_t> out;
+  for (int64_t k = 0; k < t.numel(); ++k)
+    out.push_back(t.getI(k));
+  return out;
+}
+
+absl::StatusOr<ref::Tensor> relu(absl::StatusOr<ref::Tensor> r, bool apply) {
+  if (r.ok() && apply)
+    return ref::binary(ref::BinaryFn::max, *r, ref::Tensor(r->dtype(), {}));
+  return r;
+}
+
+/// Swaps the last two dims (matmul's op(x)); vectors stay as they are.
+ref::Tensor transposeLast(const ref::Tensor &x) {
+  if (x.rank() < 2)
+    return x;
+  std::vector<int64_t> perm(x.rank());
+  for (int64_t d = 0; d < x.rank(); ++d)
+    perm[d] = d;
+  std::swap(perm[x.rank() - 2], perm[x.rank() - 1]);
+  return ref::transpose(x, perm);
+}
+
+absl::StatusOr<ref::Tensor> matmul(const MatMulParams &p, const Inputs &in) {
+  ref::Tensor a = p.transposeA ? transposeLast(*in[0]) : *in[0];
+  ref::Tensor b = p.transposeB ? transposeLast(*in[1]) : *in[1];
+  absl::StatusOr<ref::Tensor> r = ref::matmul(a, b);
+  if (r.ok() && p.alpha != 1.0) {
+    ref::Tensor alpha(r->dtype(), {});
+    alpha.setF(0, p.alpha);
+    r = ref::binary(ref::BinaryFn::mul, *r, alpha);
+  }
+  if (r.ok() && p.hasBias)
+    r = ref::binary(ref::BinaryFn::add, *r, *in[2]);
+  return relu(std::move(r), p.relu);
+}
+
+ref::ConvParams convParams(const flatbuffers::Vector<int64_t> *strides,
+                           const flatbuffers::Vector<int64_t> *dilations,
+                           const flatbuffers::Vector<int64_t> *pads, int64_t group) {
+  ref::ConvParams p;
+  p.strides = longs(strides);
+  p.dilations = longs(dilations);
+  p.pads = longs(pads);
+  p.group = group;
+  return p;
+}
+
+/// The decoding of one step: its table's fields read, its operands counted.
+class Decoder {
+public:
+  Decoder(const StepInfo &step) : step(step), table(*step.table) {}
+
+  absl::StatusOr<HostStep> decode();
+
+private:
+  const StepInfo &step;
+  const fb::Step &table;
+
+  absl::Status operands(size_t least, size_t most, size_t results = 1) const {
+    if (step.inputs.size() < least || step.inputs.size() > most)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "corrupt artifact: ", step.label, " takes ", least == most ? "" : absl::StrCat(least, "-"),
+          most, " inputs, the step has ", step.inputs.size()));
+    if (step.outputs.size() != results)
+      return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: ", step.label, " has ",
+                                                     results, " results, the step ",
+                                                     step.outputs.size()));
+    return absl::OkStatus();
+  }
+
+  /// A step of `count` inputs computing one result with `fn`.
+  absl::StatusOr<HostStep> simple(size_t count, std::function<absl::StatusOr<ref::Tensor>(const Inputs &)> fn) {
+    if (absl::Status s = operands(count, count); !s.ok())
+      return s;
+    return HostStep{[fn = std::move(fn)](const Inputs &in) { return one(fn(in)); }, std::nullopt};
+  }
+};
+
+absl::StatusOr<HostStep> Decoder::decode() {
+  switch (step.op) {
+  case fb::StepOp::MatMul: {
+    const fb::MatMul &t = *table.op_as_MatMul();
+    MatMulParams p;
+    p.transposeA = t.transpose_a();
+    p.transposeB = t.transpose_b();
+    p.alpha = t.alpha();
+    p.hasBias = t.has_bias();
+    absl::StatusOr<bool> r = isRelu(t.activation());
+    if (!r.ok())
+      return r.status();
+    p.relu = *r;
+    size_t count = p.hasBias ? 3 : 2;
+    if (absl::Status s = operands(count, count); !s.ok())
+      return s;
+    return HostStep{[p](const Inputs &in) { return one(matmul(p, in)); }, p};
+  }
+  case fb::StepOp::Conv: {
+    const fb::Conv &t = *table.op_as_Conv();
+    ref::ConvParams p = convParams(t.strides(), t.dilations(), t.pads(), t.group());
+    absl::StatusOr<bool> r = isRelu(t.activation());
+    if (!r.ok())
+      return r.status();
+    bool bias = t.has_bias();
+    return simple(bias ? 3 : 2, [p, bias, relu = *r](const Inputs &in) {
+      return kiln::rt::relu(ref::conv(*in[0], *in[1], bias ? in[2] : nullptr, p), relu);
+    });
+  }
+  case fb::StepOp::ConvTranspose: {
+    const fb::ConvTranspose &t = *table.op_as_ConvTranspose();
+    ref::ConvParams p = convParams(t.strides(), t.dilations(), t.pads(), t.group());
+    p.outputPadding = longs(t.output_padding());
+    bool bias = t.has_bias();
+    return simple(bias ? 3 : 2, [p, bias](const Inputs &in) {
+      return ref::convTranspose(*in[0], *in[1], bias ? in[2] : nullptr, p);
+    });
+  }
+  case fb::StepOp::Pool: {
+    const fb::Pool &t = *table.op_as_Pool();
+    absl::StatusOr<ref::PoolKind> kind = poolKind(t.kind());
+    if (!kind.ok())
+      return kind.status();
+    ref::PoolParams p;
+    p.kind = *kind;
+    p.kernel = longs(t.kernel_shape());
+    p.strides = longs(t.strides());
+    p.pads = longs(t.pads());
+    p.dilations = longs(t.dilations());
+    p.ceilMode = t.ceil_mode();
+    p.countIncludePad = t.count_include_pad();
+    p.p = t.p();
+    return simple(1, [p](const Inputs &in) { return ref::pool(*in[0], p); });
+  }
+  case fb::StepOp::Unary: {
+    absl::StatusOr<ref::UnaryFn> f = unaryFn(table.op_as_Unary()->fn());
+    if (!f.ok())
+      return f.status();
+    return simple(1, [f = *f](const Inputs &in) { return ref::unary(f, *in[0]); });
+  }
+  case fb::StepOp::Binary: {
+    absl::StatusOr<ref::BinaryFn> f = binaryFn(table.op_as_Binary()->fn());
+    if (!f.ok())
+      return f.status();
+    return simple(2, [f = *f](const Inputs &in) { return ref::binary(f, *in[0], *in[1]); });
+  }
+  case fb::StepOp::Compare: {
+    absl::StatusOr<ref::CompareFn> f = compareFn(table.op_as_Compare()->direction());
+    if (!f.ok())
+      return f.status();
+    return simple(2, [f = *f](const Inputs &in) { return ref::compare(f, *in[0], *in[1]); });
+  }
+  case fb::StepOp::Select:
+    return simple(3, [](const Inputs &in) { return ref::select(*in[0], *in[1], *in[2]); });
+  case fb::StepOp::Cast: {
+    const fb::Cast &t = *table.op_as_Cast();
+    absl::StatusOr<ref::DType> to = dtype(t.to());
+    if (!to.ok())
+      return to.status();
+    bool saturate = t.saturate();
+    return simple(1, [to = *to, saturate](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      return ref::castTensor(*in[0], to, saturate);
+    });
+  }
+  case fb::StepOp::Bitcast: {
+    absl::StatusOr<ref::DType> to = dtype(table.op_as_Bitcast()->to());
+    if (!to.ok())
+      return to.status();
+    return simple(1, [to = *to](const Inputs &in) { return ref::bitcast(*in[0], to); });
+  }
+  case fb::StepOp::Range:
+    return simple(3, [](const Inputs &in) { return ref::range(*in[0], *in[1], *in[2]); });
+  case fb::StepOp::Reshape:
+    return simple(2, [](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      const ref::Tensor &x = *in[0];
+      std::vector<int64_t> shape = values(*in[1]);
+      int64_t known = 1, unknownAt = -1;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] == -1)
+          unknownAt = static_cast<int64_t>(d);
+        else if (shape[d] < 0 || __builtin_mul_overflow(known, shape[d], &known))
+          return absl::InvalidArgumentError(
+              absl::StrCat("reshape to [", ref::shapeToString(shape), "] is not a shape"));
+      }
+      if (unknownAt >= 0)
+        shape[unknownAt] = known ? x.numel() / known : 0;
+      if (ref::numElements(shape) != x.numel())
+        return absl::InvalidArgumentError(absl::StrCat("reshape of ", x.describe(), " to [",
+                                                       ref::shapeToString(shape),
+                                                       "] changes the element count"));
+      return x.reshaped(shape);
+    });
+  case fb::StepOp::Transpose: {
+    std::vector<int64_t> perm = longs(table.op_as_Transpose()->permutation());
+    return simple(1, [perm](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (static_cast<int64_t>(perm.size()) != in[0]->rank())
+        return absl::InvalidArgumentError("the permutation does not fit the input's rank");
+      return ref::transpose(*in[0], perm);
+    });
+  }
+  case fb::StepOp::BroadcastTo:
+    return simple(2, [](const Inputs &in) { return ref::broadcastTo(*in[0], values(*in[1])); });
+  case fb::StepOp::Concat: {
+    int64_t axis = table.op_as_Concat()->axis();
+    if (absl::Status s = operands(1, SIZE_MAX); !s.ok())
+      return s;
+    return HostStep{[axis](const Inputs &in) { return one(ref::concat(in, axis)); }, std::nullopt};
+  }
+  case fb::StepOp::Slice:
+    return simple(4, [](const Inputs &in) {
+      return ref::slice(*in[0], values(*in[1]), values(*in[2]), values(*in[3]));
+    });
+  case fb::StepOp::Gather: {
+    int64_t axis = table.op_as_Gather()->axis();
+    return simple(2, [axis](const Inputs &in) { return ref::gather(*in[0], *in[1], axis); });
+  }
+  case fb::StepOp::Pad: {
+    absl::StatusOr<ref::PadMode> mode = padMode(table.op_as_Pad()->mode());
+    if (!mode.ok())
+      return mode.status();
+    return simple(3, [mode = *mode](const Inputs &in) {
+      return ref::pad(*in[0], values(*in[1]), mode, *in[2]);
+    });
+  }
+  case fb::StepOp::GatherElements: {
+    int64_t axis = table.op_as_GatherElements()->axis();
+    return simple(2, [axis](const Inputs &in) { return ref::gatherElements(*in[0], *in[1], axis); });
+  }
+  case fb::StepOp::ScatterElements: {
+    const fb::ScatterElements &t = *table.op_as_ScatterElements();
+    absl::StatusOr<ref::ScatterReduction> r = scatterReduction(t.reduction());
+    if (!r.ok())
+      return r.status();
+    int64_t axis = t.axis();
+    return simple(3, [axis, r = *r](const Inputs &in) {
+      return ref::scatterElements(*in[0], *in[1], *in[2], axis, r);
+    });
+  }
+  case fb::StepOp::GatherND: {
+    int64_t batchDims = table.op_as_GatherND()->batch_dims();
+    return simple(2, [batchDims](const Inputs &in) { return ref::gatherND(*in[0], *in[1], batchDims); });
+  }
+  case fb::StepOp::ScatterND: {
+    absl::StatusOr<ref::ScatterReduction> r = scatterReduction(table.op_as_ScatterND()->reduction());
+    if (!r.ok())
+      return r.status();
+    return simple(3, [r = *r](const Inputs &in) { return ref::scatterND(*in[0], *in[1], *in[2], r); });
+  }
+  case fb::StepOp::NonZero:
+    return simple(1, [](const Inputs &in) -> absl::StatusOr<ref::Tensor> { return ref::nonZero(*in[0]); });
+  case fb::StepOp::Compress: {
+    const fb::Compress &t = *table.op_as_Compress();
+    std::optional<int64_t> axis;
+    if (t.has_axis())
+      axis = t.axis();
+    return simple(2, [axis](const Inputs &in) { return ref::compress(*in[0], *in[1], axis); });
+  }
+  case fb::StepOp::Resize: {
+    const fb::Resize &t = *table.op_as_Resize();
+    absl::StatusOr<ref::ResizeMode> mode = resizeMode(t.mode());
+    absl::StatusOr<ref::CoordinateMode> coordinates = coordinateMode(t.coordinate_mode());
+    absl::StatusOr<ref::NearestMode> nearest = nearestMode(t.nearest_mode());
+    for (const absl::Status &s : {mode.status(), coordinates.status(), nearest.status()})
+      if (!s.ok())
+        return s;
+    ref::ResizeParams p;
+    p.mode = *mode;
+    p.coordinateMode = *coordinates;
+    p.nearestMode = *nearest;
+    p.scales = doubles(t.scales());
+    p.roi = doubles(t.roi());
+    p.cubicCoeffA = t.cubic_coeff_a();
+    p.excludeOutside = t.exclude_outside();
+    p.extrapolationValue = t.extrapolation_value();
+    p.antialias = t.antialias();
+    return simple(2, [p](const Inputs &in) {
+      ref::ResizeParams q = p;
+      q.size = values(*in[1]);
+      return ref::resize(*in[0], q);
+    });
+  }
+  case fb::StepOp::Reduce: {
+    const fb::Reduce &t = *table.op_as_Reduce();
+    absl::StatusOr<ref::ReduceKind> kind = reduceKind(t.kind());
+    if (!kind.ok())
+      return kind.status();
+    std::vector<int64_t> axes = longs(t.axes());
+    bool keep = t.keep_dims();
+    return simple(1, [kind = *kind, axes, keep](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      return ref::reduce(*in[0], kind, axes, keep);
+    });
+  }
+  case fb::StepOp::ArgReduce: {
+    const fb::ArgReduce &t = *table.op_as_ArgReduce();
+    ref::ArgReduceKind kind;
+    switch (t.kind()) {
+    case fb::ArgReduceKind::ArgMax: kind = ref::ArgReduceKind::argmax; break;
+    case fb::ArgReduceKind::ArgMin: kind = ref::ArgReduceKind::argmin; break;
+    default: return badEnum("arg reduce kind", static_cast<int>(t.kind()));
+    }
+    int64_t axis = t.axis();
+    bool keep = t.keep_dims(), last = t.select_last_index();
+    return simple(1, [kind, axis, keep, last](const Inputs &in) {
+      return ref::argReduce(*in[0], kind, axis, keep, last);
+    });
+  }
+  case fb::StepOp::Cumulative: {
+    const fb::Cumulative &t = *table.op_as_Cumulative();
+    ref::CumulativeKind kind;
+    switch (t.kind()) {
+    case fb::CumulativeKind::Sum: kind = ref::CumulativeKind::sum; break;
+    case fb::CumulativeKind::Prod: kind = ref::CumulativeKind::prod; break;
+    default: return badEnum("cumulative kind", static_cast<int>(t.kind()));
+    }
+    int64_t axis = t.axis();
+    bool exclusive = t.exclusive(), reverse = t.reverse();
+    return simple(1, [kind, axis, exclusive, reverse](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      return ref::cumulative(*in[0], kind, axis, exclusive, reverse);
+    });
+  }
+  case fb::StepOp::TopK: {
+    const fb::TopK &t = *table.op_as_TopK();
+    if (absl::Status s = operands(2, 2, 2); !s.ok())
+      return s;
+    int64_t axis = t.axis();
+    bool largest = t.largest(), sorted = t.sorted();
+    return HostStep{[axis, largest, sorted](const Inputs &in) -> HostResults {
+                      if (in[1]->numel() != 1)
+                        return absl::InvalidArgumentError("k must hold one value");
+                      auto r = ref::topK(*in[0], in[1]->getI(0), axis, largest, sorted);
+                      if (!r.ok())
+                        return r.status();
+                      std::vector<ref::Tensor> out;
+                      out.push_back(std::move(r->first));
+                      out.push_back(std::move(r->second));
+                      return out;
+                    },
+                    std::nullopt};
+  }
+  case fb::StepOp::Softmax: {
+    const fb::Softmax &t = *table.op_as_Softmax();
+    int64_t axis = t.axis();
+    bool logarithm = t.logarithm();
+    return simple(1, [axis, logarithm](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      return ref::softmax(*in[0], axis, logarithm);
+    });
+  }
+  case fb::StepOp::LayerNorm: {
+    const fb::LayerNorm &t = *table.op_as_LayerNorm();
+    int64_t axis = t.axis();
+    // The IR's epsilon is an f32 attribute: the reference rounds it as the IR does.
+    double epsilon = static_cast<float>(t.epsilon());
+    bool bias = t.has_bias();
+    return simple(bias ? 3 : 2, [axis, epsilon, bias](const Inputs &in) {
+      return ref::layerNorm(*in[0], *in[1], bias ? in[2] : nullptr, axis, epsilon);
+    });
+  }
+  case fb::StepOp::GridSample: {
+    const fb::GridSample &t = *table.op_as_GridSample();
+    absl::StatusOr<ref::ResizeMode> mode = resizeMode(t.mode());
+    absl::StatusOr<ref::GridPadding> padding = gridPadding(t.padding());
+    for (const absl::Status &s : {mode.status(), padding.status()})
+      if (!s.ok())
+        return s;
+    bool align = t.align_corners();
+    return simple(2, [mode = *mode, padding = *padding, align](const Inputs &in) {
+      return ref::gridSample(*in[0], *in[1], mode, padding, align);
+    });
+  }
+  case fb::StepOp::RoiAlign: {
+    const fb::RoiAlign &t = *table.op_as_RoiAlign();
+    ref::RoiAlignParams p;
+    p.maxMode = t.max_mode();
+    p.outputHeight = t.output_height();
+    p.outputWidth = t.output_width();
+    p.samplingRatio = t.sampling_ratio();
+    p.spatialScale = static_cast<float>(t.spatial_scale());
+    p.halfPixel = t.half_pixel();
+    return simple(3, [p](const Inputs &in) { return ref::roiAlign(*in[0], *in[1], *in[2], p); });
+  }
+  case fb::StepOp::NonMaxSuppression: {
+    const fb::NonMaxSuppression &t = *table.op_as_NonMaxSuppression();
+    bool center = t.center_point_box(), hasScore = t.has_score_threshold();
+    return simple(hasScore ? 5 : 4, [center, hasScore](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      for (size_t i = 2; i < in.size(); ++i)
+        if (in[i]->numel() != 1)
+          return absl::InvalidArgumentError("scalar operands must hold one value");
+      std::optional<double> scoreThreshold;
+      if (hasScore)
+        scoreThreshold = in[4]->getF(0);
+      return ref::nonMaxSuppression(*in[0], *in[1], in[2]->getI(0), in[3]->getF(0),
+                                    scoreThreshold, center);
+    });
+  }
+  case fb::StepOp::Unique: {
+    const fb::Unique &t = *table.op_as_Unique();
+    if (absl::Status s = operands(1, 1, 4); !s.ok())
+      return s;
+    std::optional<int64_t> axis;
+    if (t.has_axis())
+      axis = t.axis();
+    bool sorted = t.sorted();
+    return HostStep{[axis, sorted](const Inputs &in) -> HostResults {
+                      return ref::unique(*in[0], axis, sorted);
+                    },
+                    std::nullopt};
+  }
+  case fb::StepOp::Det:
+    return simple(1, [](const Inputs &in) -> absl::StatusOr<ref::Tensor> { return ref::det(*in[0]); });
+  case fb::StepOp::Col2Im: {
+    const fb::Col2Im &t = *table.op_as_Col2Im();
+    ref::Col2ImParams p;
+    p.imageShape = longs(t.image_shape());
+    p.blockShape = longs(t.block_shape());
+    p.strides = longs(t.strides());
+    p.dilations = longs(t.dilations());
+    p.pads = longs(t.pads());
+    return simple(1, [p](const Inputs &in) { return ref::col2im(*in[0], p); });
+  }
+  case fb::StepOp::NONE:
+  case fb::StepOp::KernelLaunch:
+  case fb::StepOp::SymbolicConstant:
+  case fb::StepOp::ShapeOf:
+    break;
+  }
+  return absl::InternalError(absl::StrCat(step.label, " is not a host step"));
+}
+
+} // namespace
+
+absl::StatusOr<HostStep> decodeHostStep(const Plan &plan, const StepInfo &step, size_t index) {
+  (void)plan;
+  absl::StatusOr<HostStep> decoded = Decoder(step).decode();
+  if (!decoded.ok())
+    return absl::Status(decoded.status().code(),
+                        absl::StrCat("step ", index, " (", step.label, "): ",
+                                     decoded.status().message()));
+  return decoded;
+}
+
+} // namespace kiln::rt

@@ -1,0 +1,47 @@
+//===- HostSteps.h - what each typed step table runs ------------*- C++ -*-===//
+//
+// The runtime's reading of the artifact's step tables (library ops and graph
+// breaks): each table is decoded once at load into a host function over the
+// reference kernels, its enums mapped value by value and its operand counts
+// checked, so a bad table is a load error and a run only calls. Matmul and conv
+// keep their decoded parameters too: a device library call (cuBLASLt, cuDNN)
+// reads them where the GPU runs them.
+//
+// This is the runtime's own decoding; the compiler's interpreter dispatches on
+// the IR's typed ops and shares only the reference kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_HOSTSTEPS_H
+#define KILN_RUNTIME_HOSTSTEPS_H
+
+#include "kiln/artifact/Plan.h"
+
+#include <functional>
+
+namespace kiln::rt {
+
+using HostResults = absl::StatusOr<std::vector<ref::Tensor>>;
+using HostStepFn = std::function<HostResults(const std::vector<const ref::Tensor *> &inputs)>;
+
+/// A MatMul table, decoded.
+struct MatMulParams {
+  bool transposeA = false, transposeB = false;
+  double alpha = 1.0;
+  bool hasBias = false;
+  bool relu = false;
+};
+
+struct HostStep {
+  HostStepFn run;
+  /// Set for MatMul steps.
+  std::optional<MatMulParams> matmul;
+};
+
+/// Decodes step `step` of `plan` (a StepKind::Host step); an error names the step.
+absl::StatusOr<HostStep> decodeHostStep(const artifact::Plan &plan,
+                                        const artifact::StepInfo &step, size_t index);
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_HOSTSTEPS_H

@@ -1,0 +1,444 @@
+//===- TensorFiles.cpp - TensorProto and .npy without MLIR or protobuf ----===//
+
+#include "TensorFiles.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+namespace kiln {
+namespace {
+using ref::DType;
+
+/// Files above this are refused before they are read (a tensor file of a model
+/// kiln runs is far smaller; a larger one is a mistake or an attack).
+constexpr size_t kMaxFileBytes = size_t(1) << 34;
+/// Elements of one tensor at most, before anything is allocated.
+constexpr int64_t kMaxElements = int64_t(1) << 36;
+
+absl::Status fileError(const std::string &path, const std::string &what) {
+  std::string file = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  return absl::InvalidArgumentError(absl::StrCat(file, ": error: ", what));
+}
+
+// ONNX TensorProto.DataType numbers (onnx.proto) for kiln's dtypes.
+struct OnnxType {
+  int code;
+  DType dtype;
+};
+constexpr OnnxType kOnnxTypes[] = {
+    {1, DType::f32},       {2, DType::u8},          {3, DType::i8},        {4, DType::u16},
+    {5, DType::i16},       {6, DType::i32},         {7, DType::i64},       {9, DType::boolean},
+    {10, DType::f16},      {11, DType::f64},        {12, DType::u32},      {13, DType::u64},
+    {16, DType::bf16},     {17, DType::f8e4m3fn},   {18, DType::f8e4m3fnuz},
+    {19, DType::f8e5m2},   {20, DType::f8e5m2fnuz}, {21, DType::u4},       {22, DType::i4},
+    {23, DType::f4e2m1fn}, {25, DType::u2},         {26, DType::i2},
+};
+
+std::optional<DType> dtypeOfOnnx(int code) {
+  for (const OnnxType &t : kOnnxTypes)
+    if (t.code == code)
+      return t.dtype;
+  return std::nullopt;
+}
+
+int onnxOfDtype(DType dtype) {
+  for (const OnnxType &t : kOnnxTypes)
+    if (t.dtype == dtype)
+      return t.code;
+  return 0;
+}
+
+/// A bounded reader of protobuf's wire format.
+class Wire {
+public:
+  Wire(const uint8_t *data, size_t size) : at(data), end(data + size) {}
+  bool done() const { return at >= end; }
+  bool varint(uint64_t &v) {
+    v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at >= end)
+        return false;
+      uint8_t b = *at++;
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80))
+        return true;
+    }
+    return false;
+  }
+  bool fixed(size_t bytes, uint64_t &v) {
+    if (static_cast<size_t>(end - at) < bytes)
+      return false;
+    v = 0;
+    std::memcpy(&v, at, bytes);
+    at += bytes;
+    return true;
+  }
+  bool bytes(const uint8_t *&data, size_t &size) {
+    uint64_t n;
+    if (!varint(n) || n > static_cast<uint64_t>(end - at))
+      return false;
+    data = at;
+    size = static_cast<size_t>(n);
+    at += size;
+    return true;
+  }
+  /// Skips a field of `wireType`.
+  bool skip(uint64_t wireType) {
+    uint64_t v;
+    const uint8_t *d;
+    size_t n;
+    switch (wireType) {
+    case 0: return varint(v);
+    case 1: return fixed(8, v);
+    case 2: return bytes(d, n);
+    case 5: return fixed(4, v);
+    default: return false;
+    }
+  }
+
+private:
+  const uint8_t *at, *end;
+};
+
+/// The TensorProto fields kiln reads. Repeated numbers keep their encoded bytes
+/// (packed) or values (unpacked) until the element count is known.
+struct Proto {
+  std::vector<int64_t> dims;
+  int dataType = 0;
+  std::string name;
+  const uint8_t *raw = nullptr;
+  size_t rawSize = 0;
+  bool hasRaw = false, external = false;
+  // Field number -> values (floats and doubles as bit patterns).
+  std::vector<uint64_t> numbers[12];
+  bool hasNumbers[12] = {};
+};
+
+/// Appends repeated field `field`'s value(s): one unpacked value, or a packed run.
+bool repeated(Wire &wire, uint64_t wireType, int field, Proto &p) {
+  std::vector<uint64_t> &out = p.numbers[field];
+  p.hasNumbers[field] = true;
+  bool isFloat = field == 4, isDouble = field == 10;
+  if (wireType == 2) {
+    const uint8_t *data;
+    size_t size;
+    if (!wire.bytes(data, size))
+      return false;
+    Wire packed(data, size);
+    while (!packed.done()) {
+      uint64_t v;
+      if (!(isFloat ? packed.fixed(4, v) : isDouble ? packed.fixed(8, v) : packed.varint(v)))
+        return false;
+      if (static_cast<int64_t>(out.size()) >= kMaxElements)
+        return false;
+      out.push_back(v);
+    }
+    return true;
+  }
+  uint64_t v;
+  if (!(isFloat ? wireType == 5 && wire.fixed(4, v)
+                : isDouble ? wireType == 1 && wire.fixed(8, v) : wireType == 0 && wire.varint(v)))
+    return false;
+  out.push_back(v);
+  return true;
+}
+
+bool parseProto(const std::string &data, Proto &p) {
+  Wire wire(reinterpret_cast<const uint8_t *>(data.data()), data.size());
+  while (!wire.done()) {
+    uint64_t key;
+    if (!wire.varint(key))
+      return false;
+    uint64_t field = key >> 3, wireType = key & 7;
+    switch (field) {
+    case 1: { // dims
+      if (!repeated(wire, wireType, 1, p))
+        return false;
+      break;
+    }
+    case 2: { // data_type
+      uint64_t v;
+      if (wireType != 0 || !wire.varint(v))
+        return false;
+      p.dataType = static_cast<int>(v);
+      break;
+    }
+    case 4: case 5: case 7: case 10: case 11:
+      if (!repeated(wire, wireType, static_cast<int>(field), p))
+        return false;
+      break;
+    case 8: { // name
+      const uint8_t *d;
+      size_t n;
+      if (wireType != 2 || !wire.bytes(d, n))
+        return false;
+      p.name.assign(reinterpret_cast<const char *>(d), n);
+      break;
+    }
+    case 9: // raw_data
+      if (wireType != 2 || !wire.bytes(p.raw, p.rawSize))
+        return false;
+      p.hasRaw = true;
+      break;
+    case 14: { // data_location: 1 is EXTERNAL
+      uint64_t v;
+      if (wireType != 0 || !wire.varint(v))
+        return false;
+      p.external = v == 1;
+      break;
+    }
+    default:
+      if (!wire.skip(wireType))
+        return false;
+    }
+  }
+  for (uint64_t d : p.numbers[1])
+    p.dims.push_back(static_cast<int64_t>(d));
+  return true;
+}
+
+/// `shape`'s element count, or nullopt when a dim is negative or the count
+/// passes kMaxElements.
+std::optional<int64_t> checkedCount(const ref::Shape &shape) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count) || count > kMaxElements)
+      return std::nullopt;
+  return count;
+}
+
+absl::StatusOr<NamedTensor> readProto(const std::string &path, const std::string &data) {
+  Proto p;
+  if (!parseProto(data, p))
+    return fileError(path, "not a TensorProto (.pb) file");
+  if (p.external)
+    return fileError(path, "its data is in an external file, which kiln-run does not read");
+  if (p.dataType == 0)
+    return fileError(path, "not a TensorProto (.pb) file");
+  std::optional<DType> dtype = dtypeOfOnnx(p.dataType);
+  if (!dtype)
+    return fileError(path, absl::StrCat("TensorProto data type ", p.dataType,
+                                        " is not one kiln runs"));
+  if (p.dims.size() > 64)
+    return fileError(path, absl::StrCat("rank ", p.dims.size(), " is absurd"));
+  std::optional<int64_t> count = checkedCount(p.dims);
+  if (!count)
+    return fileError(path, absl::StrCat("dims [", ref::shapeToString(p.dims),
+                                        "] are negative or absurdly large"));
+  int bits = ref::info(*dtype).bits;
+  bool subByte = !ref::isFloat(*dtype) && (bits == 4 || bits == 2);
+  if (*dtype == DType::f4e2m1fn)
+    subByte = true, bits = 4;
+  int perByte = subByte ? 8 / bits : 1;
+  size_t elementBytes = ref::info(*dtype).bytes;
+  size_t storedBytes = subByte ? static_cast<size_t>((*count + perByte - 1) / perByte)
+                               : static_cast<size_t>(*count) * elementBytes;
+  std::vector<uint8_t> packed;
+  if (p.hasRaw) {
+    if (p.rawSize != storedBytes)
+      return fileError(path, absl::StrCat("raw_data holds ", p.rawSize, " bytes; dims [",
+                                          ref::shapeToString(p.dims), "] need ", storedBytes));
+  } else {
+    // The typed field ONNX stores this dtype in.
+    int field = *dtype == DType::f32                             ? 4
+                : *dtype == DType::f64                           ? 10
+                : *dtype == DType::i64                           ? 7
+                : *dtype == DType::u32 || *dtype == DType::u64   ? 11
+                                                                 : 5;
+    const std::vector<uint64_t> &values = p.numbers[field];
+    size_t want = subByte ? storedBytes : static_cast<size_t>(*count);
+    if (values.size() != want)
+      return fileError(path, absl::StrCat("it holds ", values.size(), " values; dims [",
+                                          ref::shapeToString(p.dims), "] need ", want));
+    packed.resize(storedBytes);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint64_t v = values[i];
+      std::memcpy(packed.data() + i * (subByte ? 1 : elementBytes), &v,
+                  subByte ? 1 : elementBytes);
+    }
+  }
+  const uint8_t *bytes = p.hasRaw ? p.raw : packed.data();
+  ref::Tensor t(*dtype, p.dims);
+  if (!subByte) {
+    if (storedBytes)
+      std::memcpy(t.bytes(), bytes, storedBytes);
+  } else {
+    // One element per byte in kiln's tensors, sign-extended for signed types.
+    for (int64_t i = 0; i < *count; ++i) {
+      int v = (bytes[i / perByte] >> (bits * (i % perByte))) & ((1 << bits) - 1);
+      if ((*dtype == DType::i4 || *dtype == DType::i2) && (v & (1 << (bits - 1))))
+        v -= 1 << bits;
+      t.bytes()[i] = static_cast<uint8_t>(v);
+    }
+  }
+  return NamedTensor{std::move(t), p.name};
+}
+
+std::optional<DType> npyType(const std::string &descr) {
+  if (descr.size() < 2 || descr[0] == '>')
+    return std::nullopt; // big-endian data is not supported
+  static const std::pair<const char *, DType> kCodes[] = {
+      {"f2", DType::f16}, {"f4", DType::f32}, {"f8", DType::f64},  {"b1", DType::boolean},
+      {"i1", DType::i8},  {"i2", DType::i16}, {"i4", DType::i32},  {"i8", DType::i64},
+      {"u1", DType::u8},  {"u2", DType::u16}, {"u4", DType::u32},  {"u8", DType::u64}};
+  for (auto [code, dtype] : kCodes)
+    if (descr.compare(1, std::string::npos, code) == 0)
+      return dtype;
+  return std::nullopt;
+}
+
+/// The text after `'key':` in a .npy header dict, or npos.
+size_t valueOf(const std::string &header, const char *key) {
+  size_t at = header.find(std::string("'") + key + "'");
+  if (at == std::string::npos)
+    return at;
+  at = header.find(':', at);
+  if (at == std::string::npos)
+    return at;
+  return header.find_first_not_of(" ", at + 1);
+}
+
+absl::StatusOr<NamedTensor> readNpy(const std::string &path, const std::string &data) {
+  if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0)
+    return fileError(path, "not a .npy file");
+  int major = static_cast<unsigned char>(data[6]);
+  size_t headerLength = 0, offset = major == 1 ? 10 : 12;
+  if (data.size() < offset)
+    return fileError(path, "truncated .npy header");
+  for (size_t i = 0; i < offset - 8; ++i)
+    headerLength |= size_t(static_cast<unsigned char>(data[8 + i])) << (8 * i);
+  if (headerLength > data.size() - offset || headerLength > (1 << 16))
+    return fileError(path, "truncated or absurd .npy header");
+  std::string header = data.substr(offset, headerLength);
+  size_t descr = valueOf(header, "descr");
+  if (descr == std::string::npos || header[descr] != '\'')
+    return fileError(path, ".npy header has no descr");
+  size_t descrEnd = header.find('\'', descr + 1);
+  if (descrEnd == std::string::npos)
+    return fileError(path, ".npy header has no descr");
+  std::string code = header.substr(descr + 1, descrEnd - descr - 1);
+  std::optional<DType> dtype = npyType(code);
+  if (!dtype)
+    return fileError(path, absl::StrCat(".npy element type '", code, "' is not supported"));
+  size_t order = valueOf(header, "fortran_order");
+  if (order != std::string::npos && header.compare(order, 4, "True") == 0)
+    return fileError(path, "Fortran-ordered .npy files are not supported");
+  size_t shapeAt = valueOf(header, "shape");
+  if (shapeAt == std::string::npos || header[shapeAt] != '(')
+    return fileError(path, ".npy header has no shape");
+  size_t shapeEnd = header.find(')', shapeAt);
+  if (shapeEnd == std::string::npos)
+    return fileError(path, ".npy header has no shape");
+  ref::Shape shape;
+  std::string dims = header.substr(shapeAt + 1, shapeEnd - shapeAt - 1);
+  std::istringstream in(dims);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t first = item.find_first_not_of(" "), last = item.find_last_not_of(" ");
+    if (first == std::string::npos)
+      continue;
+    item = item.substr(first, last - first + 1);
+    if (item.empty() || item.size() > 15 || item.find_first_not_of("0123456789") != std::string::npos)
+      return fileError(path, absl::StrCat(".npy dim '", item, "' is not a size"));
+    shape.push_back(std::stoll(item));
+    if (shape.size() > 64)
+      return fileError(path, ".npy rank is absurd");
+  }
+  std::optional<int64_t> count = checkedCount(shape);
+  if (!count)
+    return fileError(path, ".npy shape is absurdly large");
+  size_t need = static_cast<size_t>(*count) * ref::info(*dtype).bytes;
+  size_t begin = offset + headerLength;
+  if (data.size() - begin != need)
+    return fileError(path, absl::StrCat(".npy data holds ", data.size() - begin,
+                                        " bytes; shape [", ref::shapeToString(shape),
+                                        "] needs ", need));
+  ref::Tensor t(*dtype, shape);
+  if (need)
+    std::memcpy(t.bytes(), data.data() + begin, need);
+  return NamedTensor{std::move(t), ""};
+}
+
+} // namespace
+
+absl::StatusOr<NamedTensor> readTensorFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  if (!file)
+    return fileError(path, absl::StrCat("cannot read the file: ", std::strerror(errno)));
+  std::streamoff size = file.tellg();
+  if (size < 0 || static_cast<uint64_t>(size) > kMaxFileBytes)
+    return fileError(path, "cannot read the file: not a regular file, or too large");
+  std::string data(static_cast<size_t>(size), '\0');
+  file.seekg(0);
+  if (size && !file.read(data.data(), size))
+    return fileError(path, "cannot read the file");
+  bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
+  return npy ? readNpy(path, data) : readProto(path, data);
+}
+
+namespace {
+void putVarint(std::string &out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+void putBytes(std::string &out, int field, const char *data, size_t size) {
+  putVarint(out, (uint64_t(field) << 3) | 2);
+  putVarint(out, size);
+  out.append(data, size);
+}
+} // namespace
+
+absl::Status writeTensorProto(const ref::Tensor &t, const std::string &name,
+                              const std::string &path) {
+  std::string out;
+  for (int64_t d : t.shape()) {
+    putVarint(out, (1 << 3) | 0);
+    putVarint(out, static_cast<uint64_t>(d));
+  }
+  putVarint(out, (2 << 3) | 0);
+  putVarint(out, static_cast<uint64_t>(onnxOfDtype(t.dtype())));
+  putBytes(out, 8, name.data(), name.size());
+  int bits = t.dtype() == DType::f4e2m1fn ? 4 : ref::info(t.dtype()).bits;
+  bool subByte = t.dtype() == DType::f4e2m1fn || (!ref::isFloat(t.dtype()) && (bits == 4 || bits == 2));
+  if (subByte) {
+    // Sub-byte types pack into bytes, the first element in the low bits.
+    int perByte = 8 / bits;
+    std::string packed((t.numel() + perByte - 1) / perByte, '\0');
+    for (int64_t i = 0; i < t.numel(); ++i)
+      packed[i / perByte] |= static_cast<char>((t.bytes()[i] & ((1 << bits) - 1))
+                                               << (bits * (i % perByte)));
+    putBytes(out, 9, packed.data(), packed.size());
+  } else {
+    putBytes(out, 9, reinterpret_cast<const char *>(t.bytes()), t.byteSize());
+  }
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file || !file.write(out.data(), static_cast<std::streamsize>(out.size())))
+    return fileError(path, "cannot write the file");
+  return absl::OkStatus();
+}
+
+std::string summarizeTensor(const ref::Tensor &t, size_t maxValues) {
+  std::string s = t.describe() + " [";
+  char number[64];
+  for (int64_t i = 0; i < t.numel() && i < static_cast<int64_t>(maxValues); ++i) {
+    if (i)
+      s += ", ";
+    if (ref::isFloat(t.dtype()))
+      std::snprintf(number, sizeof(number), "%g", t.getF(i));
+    else
+      std::snprintf(number, sizeof(number), "%lld", static_cast<long long>(t.getI(i)));
+    s += number;
+  }
+  if (t.numel() > static_cast<int64_t>(maxValues))
+    s += ", ...";
+  return s + "]";
+}
+
+} // namespace kiln

@@ -1,0 +1,39 @@
+//===- TensorFiles.h - tensors in .pb and .npy files, without MLIR -*- C++ -*-===//
+//
+// What the runtime-only tools (kiln-run, kiln-check-artifacts) read and write:
+// an ONNX TensorProto (.pb) read straight from the protobuf wire format (no
+// protobuf library, no ONNX headers) and numpy's .npy. Both readers are bounded:
+// every length, dim and element count is checked before anything is allocated,
+// so a hostile or damaged file is one error naming it, never a crash or a huge
+// allocation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_TOOLS_TENSORFILES_H
+#define KILN_RUNTIME_TOOLS_TENSORFILES_H
+
+#include "kiln/reference/Tensor.h"
+
+#include <string>
+
+namespace kiln {
+
+struct NamedTensor {
+  ref::Tensor tensor;
+  std::string name; ///< the TensorProto's name; empty for .npy
+};
+
+/// Reads a .pb TensorProto or a .npy file (by extension). Errors read
+/// "FILE: error: what".
+absl::StatusOr<NamedTensor> readTensorFile(const std::string &path);
+
+/// Writes `t` as a TensorProto named `name` (sub-byte types packed as ONNX does).
+absl::Status writeTensorProto(const ref::Tensor &t, const std::string &name,
+                              const std::string &path);
+
+/// A short summary for printing: "f32[2, 3] [1, 2, 3, ...]".
+std::string summarizeTensor(const ref::Tensor &t, size_t maxValues = 8);
+
+} // namespace kiln
+
+#endif // KILN_RUNTIME_TOOLS_TENSORFILES_H

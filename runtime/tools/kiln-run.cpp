@@ -1,0 +1,478 @@
+//===- kiln-run.cpp - runs, checks and measures a model -------------------===//
+//
+//   kiln-run MODEL --input NAME=FILE ... [--output-dir DIR] [--print]
+//            [--backend auto|cuda|host|reference] [--cache-dir DIR] [--no-optimize]
+//            [--bench N [--warmup K]] [--profile [--trace FILE]] [--version]
+//
+// A runtime-only tool: it links libkiln_runtime and nothing of the compiler
+// (no LLVM, no MLIR), so it runs compiled models (.kiln, .so) wherever the
+// runtime does, the GPU machine included. An .onnx or kiln .mlir model is
+// compiled first by the kiln-compile beside this binary, into a temporary
+// artifact; `--backend reference` hands the whole command to kiln-reference
+// (the float64 interpreter, compiler side) beside it. FILE is an ONNX
+// TensorProto (.pb) or a numpy .npy. Outputs are written as DIR/output_K.pb.
+// Every problem is one line on stderr and exit code 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunModel.h"
+#include "TensorFiles.h"
+#include "kiln/runtime.h"
+#include "kiln/version.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+struct Options {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string outputDir, backend = "auto", cacheDir, tracePath = "kiln-trace.json";
+  bool print = false, noOptimize = false, profile = false;
+  int bench = 0, warmup = 3;
+};
+
+const char *const kUsage =
+    "USAGE: kiln-run MODEL --input NAME=FILE... [options]\n"
+    "  MODEL                 a compiled model (.kiln, .so), or .onnx / kiln .mlir (compiled\n"
+    "                        first by the kiln-compile beside kiln-run)\n"
+    "  --input NAME=FILE     an input (.pb TensorProto or .npy); repeatable\n"
+    "  --output-dir DIR      write outputs as DIR/output_K.pb\n"
+    "  --print               print the backend and a summary of each output\n"
+    "  --backend B           auto (CUDA when a device is present, else host emulation; the\n"
+    "                        default), cuda, host, or reference (the float64 interpreter,\n"
+    "                        .onnx/.mlir only, through kiln-reference)\n"
+    "  --cache-dir DIR       where compiled kernels are cached ($KILN_CACHE_DIR, ~/.cache/kiln)\n"
+    "  --no-optimize         compile .onnx/.mlir without the graph pipeline\n"
+    "  --bench N             time N runs and print latency statistics\n"
+    "  --warmup K            untimed runs before --bench (default 3)\n"
+    "  --profile             per-step table sorted by total time, and a Chrome trace\n"
+    "  --trace FILE          where --profile writes its trace (default kiln-trace.json)\n"
+    "  --version             print kiln's version\n";
+
+/// Parses `--flag value` and `--flag=value` forms.
+int parse(int argc, char **argv, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0 && arg != "-") {
+      if (!o.model.empty())
+        return fail("more than one model given ('" + o.model + "' and '" + arg + "')");
+      o.model = arg;
+      continue;
+    }
+    std::string flag = arg, value;
+    bool inlineValue = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inlineValue = true;
+    }
+    auto take = [&](std::string &out) -> bool {
+      if (inlineValue) {
+        out = value;
+        return true;
+      }
+      if (i + 1 >= argc)
+        return false;
+      out = argv[++i];
+      return true;
+    };
+    auto count = [&](int &out) -> bool {
+      std::string text;
+      if (!take(text) || text.empty() || text.size() > 9 ||
+          text.find_first_not_of("0123456789") != std::string::npos)
+        return false;
+      out = std::atoi(text.c_str());
+      return true;
+    };
+    if (flag == "--input") {
+      std::string spec;
+      if (!take(spec))
+        return fail("--input needs NAME=FILE");
+      o.inputs.push_back(spec);
+    } else if (flag == "--output-dir") {
+      if (!take(o.outputDir))
+        return fail("--output-dir needs a folder");
+    } else if (flag == "--backend") {
+      if (!take(o.backend))
+        return fail("--backend needs a value");
+    } else if (flag == "--cache-dir") {
+      if (!take(o.cacheDir))
+        return fail("--cache-dir needs a folder");
+    } else if (flag == "--trace") {
+      if (!take(o.tracePath))
+        return fail("--trace needs a file");
+    } else if (flag == "--bench") {
+      if (!count(o.bench))
+        return fail("--bench and --warmup take a count of runs");
+    } else if (flag == "--warmup") {
+      if (!count(o.warmup))
+        return fail("--bench and --warmup take a count of runs");
+    } else if (flag == "--print" && !inlineValue) {
+      o.print = true;
+    } else if (flag == "--no-optimize" && !inlineValue) {
+      o.noOptimize = true;
+    } else if (flag == "--profile" && !inlineValue) {
+      o.profile = true;
+    } else if ((flag == "--help" || flag == "-help") && !inlineValue) {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (flag == "--version" && !inlineValue) {
+      std::printf("kiln-run %s (kiln C API %d.%d)\n", KILN_VERSION, KILN_API_VERSION_MAJOR,
+                  KILN_API_VERSION_MINOR);
+      std::exit(0);
+    } else {
+      return fail("unknown option '" + arg + "' (see kiln-run --help)");
+    }
+  }
+  if (o.model.empty())
+    return fail("no model given (see kiln-run --help)");
+  return 0;
+}
+
+bool endsWith(const std::string &s, const char *suffix) {
+  size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+/// The folder this executable lives in.
+std::string selfDir() {
+  char buffer[4096];
+  ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  if (n <= 0)
+    return ".";
+  std::string path(buffer, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+/// A tool of kiln's beside this one, or "" when it is not there.
+std::string sibling(const char *name) {
+  std::string path = selfDir() + "/" + name;
+  return access(path.c_str(), X_OK) == 0 ? path : "";
+}
+
+/// Runs `argv` and waits; its stderr and stdout pass through.
+int spawn(const std::vector<std::string> &args) {
+  std::vector<char *> argv;
+  for (const std::string &a : args)
+    argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    execv(argv[0], argv.data());
+    std::fprintf(stderr, "kiln-run: error: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+struct Stats {
+  double min, median, p90, p99, mean;
+};
+
+Stats statistics(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) {
+    size_t i = static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5);
+    return ms[std::min(i, ms.size() - 1)];
+  };
+  double sum = 0;
+  for (double v : ms)
+    sum += v;
+  return {ms.front(), at(0.5), at(0.9), at(0.99), sum / static_cast<double>(ms.size())};
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      out += escaped;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
+  struct Row {
+    std::string kind;
+    double total = 0;
+    int calls = 0;
+  };
+  std::map<std::string, Row> rows;
+  std::string events;
+  for (size_t i = 0; i < kiln_profile_num_events(prof); ++i) {
+    const char *name, *kind;
+    double start, duration;
+    kiln_profile_event(prof, i, &name, &kind, &start, &duration);
+    Row &row = rows[name];
+    row.kind = kind;
+    row.total += duration;
+    ++row.calls;
+    char times[128];
+    std::snprintf(times, sizeof(times), "\"ts\":%.3f,\"dur\":%.3f", start, duration);
+    events += std::string(events.empty() ? "" : ",\n") + "{\"name\":" + jsonString(name) +
+              ",\"cat\":" + jsonString(kind) + ",\"ph\":\"X\"," + times +
+              ",\"pid\":1,\"tid\":1}";
+  }
+  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto &a, const auto &b) { return a.second.total > b.second.total; });
+  double all = 0;
+  for (auto &[name, row] : sorted)
+    all += row.total;
+  std::printf("%-40s %-8s %8s %12s %12s %7s\n", "step", "kind", "calls", "total ms", "mean us",
+              "share");
+  for (auto &[name, row] : sorted)
+    std::printf("%-40s %-8s %8d %12.3f %12.1f %6.1f%%\n", name.c_str(), row.kind.c_str(),
+                row.calls, row.total / 1000.0, row.total / row.calls,
+                all > 0 ? 100.0 * row.total / all : 0.0);
+  std::printf("%zu steps over %d run(s); trace: %s\n", sorted.size(), runs, tracePath.c_str());
+  FILE *trace = std::fopen(tracePath.c_str(), "w");
+  if (!trace)
+    return fail("cannot write " + tracePath + ": " + std::strerror(errno));
+  std::fprintf(trace, "{\"traceEvents\":[\n%s\n],\"displayTimeUnit\":\"ms\"}\n", events.c_str());
+  std::fclose(trace);
+  return 0;
+}
+
+/// A temporary folder removed when this goes out of scope.
+struct TemporaryDir {
+  std::string path;
+  ~TemporaryDir() {
+    if (path.empty())
+      return;
+    unlink((path + "/model.kiln").c_str());
+    rmdir(path.c_str());
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  if (int rc = parse(argc, argv, o))
+    return rc;
+  std::map<std::string, kiln_backend_t> backends = {
+      {"auto", KILN_BACKEND_AUTO}, {"cuda", KILN_BACKEND_CUDA}, {"host", KILN_BACKEND_HOST}};
+  bool reference = o.backend == "reference";
+  if (!reference && !backends.count(o.backend))
+    return fail("backend '" + o.backend + "' is not one of auto, cuda, host, reference");
+  bool compiled = endsWith(o.model, ".kiln") || endsWith(o.model, ".so");
+  if (reference && compiled)
+    return fail("--backend reference runs .onnx or .mlir models; " + o.model +
+                " is compiled (use host or cuda)");
+  if (reference && (o.bench || o.profile))
+    return fail("--bench and --profile measure compiled models, not the reference interpreter");
+  if (reference) {
+    // The interpreter is compiler code: kiln-reference runs the same command.
+    std::string tool = sibling("kiln-reference");
+    if (tool.empty())
+      return fail("--backend reference needs kiln-reference beside kiln-run (in " + selfDir() +
+                  "); it comes with kiln's compiler");
+    std::vector<char *> args = {const_cast<char *>(tool.c_str())};
+    for (int i = 1; i < argc; ++i)
+      args.push_back(argv[i]);
+    args.push_back(nullptr);
+    execv(tool.c_str(), args.data());
+    return fail("cannot run " + tool + ": " + std::strerror(errno));
+  }
+
+  std::map<std::string, std::string> inputFiles;
+  for (const std::string &spec : o.inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return fail("--input '" + spec + "' is not NAME=FILE");
+    if (!inputFiles.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
+      return fail("input '" + spec.substr(0, eq) + "' is given twice");
+  }
+
+  std::string modelFile = o.model;
+  TemporaryDir temporary;
+  if (!compiled) {
+    // Compile first, with the kiln-compile beside this binary: the host
+    // library always (for emulation), cubins only when CUDA may run it.
+    std::string compiler = sibling("kiln-compile");
+    if (compiler.empty())
+      return fail("running " + o.model + " needs kiln-compile beside kiln-run (in " + selfDir() +
+                  "); compile it elsewhere and run the .kiln here");
+    char pattern[] = "/tmp/kiln-run-XXXXXX";
+    if (!mkdtemp(pattern))
+      return fail(std::string("cannot make a temporary folder: ") + std::strerror(errno));
+    temporary.path = pattern;
+    modelFile = temporary.path + "/model.kiln";
+    int devices = 0;
+    bool cuda = o.backend == "cuda" ||
+                (o.backend == "auto" && kiln_cuda_device_count(&devices) == KILN_OK && devices > 0);
+    std::vector<std::string> args = {compiler, o.model, "-o", modelFile};
+    if (!cuda)
+      args.insert(args.end(), {"--arch", "none"});
+    if (o.noOptimize)
+      args.push_back("--no-optimize");
+    if (!o.cacheDir.empty())
+      args.insert(args.end(), {"--cache-dir", o.cacheDir});
+    // Inputs an op needs as compile-time values (a Reshape's shape given as an
+    // input, ...) are baked in from the TensorProto files given for them.
+    for (const auto &[name, file] : inputFiles)
+      if (endsWith(file, ".pb"))
+        args.insert(args.end(), {"--constant-input", name + "=" + file});
+    int rc = spawn(args);
+    if (rc != 0)
+      return 1; // kiln-compile said why
+  } else {
+    struct stat st;
+    if (stat(o.model.c_str(), &st) != 0)
+      return fail("cannot read the model " + o.model + ": no such file");
+  }
+
+  kiln_model_t *model = nullptr;
+  if (kiln_model_load_file(modelFile.c_str(), backends[o.backend], &model) != KILN_OK) {
+    std::string message = kiln_last_error();
+    // A temporary artifact is nobody's file: name the model instead.
+    if (!compiled && message.rfind(modelFile, 0) == 0)
+      message = o.model + message.substr(modelFile.size());
+    return fail(message);
+  }
+  struct Destroy {
+    kiln_model_t *model;
+    ~Destroy() { kiln_model_destroy(model); }
+  } destroy{model};
+
+  std::vector<std::string> inputNames, outputNames;
+  size_t n = 0;
+  kiln_model_num_inputs(model, &n);
+  for (size_t i = 0; i < n; ++i) {
+    kiln_tensor_info_t info;
+    kiln_model_input_info(model, i, &info);
+    inputNames.push_back(info.name);
+  }
+  kiln_model_num_outputs(model, &n);
+  for (size_t i = 0; i < n; ++i) {
+    kiln_tensor_info_t info;
+    kiln_model_output_info(model, i, &info);
+    outputNames.push_back(info.name);
+  }
+  for (const auto &[name, file] : inputFiles)
+    if (std::find(inputNames.begin(), inputNames.end(), name) == inputNames.end()) {
+      std::string known;
+      for (const std::string &k : inputNames)
+        known += (known.empty() ? "" : ", ") + k;
+      return fail("the model has no input '" + name + "' (its inputs: " + known + ")");
+    }
+  std::vector<kiln::ref::Tensor> inputs;
+  for (const std::string &name : inputNames) {
+    auto it = inputFiles.find(name);
+    if (it == inputFiles.end())
+      return fail("missing input '" + name + "' (give it with --input " + name + "=FILE)");
+    absl::StatusOr<kiln::NamedTensor> t = kiln::readTensorFile(it->second);
+    if (!t.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(t.status().message()).c_str());
+      return 1;
+    }
+    inputs.push_back(std::move(t->tensor));
+  }
+
+  if (o.bench || o.profile || o.print) {
+    const char *description = "";
+    kiln_model_backend_description(model, &description);
+    std::printf("backend: %s\n", description);
+  }
+  auto runOnce = [&](std::vector<kiln::ref::Tensor> &outputs, kiln_profile_t *prof) {
+    absl::StatusOr<std::vector<kiln::ref::Tensor>> r = kiln::runLoadedModel(model, inputs, prof);
+    if (!r.ok())
+      return fail(std::string(r.status().message()));
+    outputs = std::move(*r);
+    return 0;
+  };
+  std::vector<kiln::ref::Tensor> outputs;
+  if (int rc = runOnce(outputs, nullptr))
+    return rc;
+  if (o.bench > 0) {
+    for (int i = 0; i < o.warmup; ++i)
+      if (int rc = runOnce(outputs, nullptr))
+        return rc;
+    std::vector<double> ms;
+    for (int i = 0; i < o.bench; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      if (int rc = runOnce(outputs, nullptr))
+        return rc;
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+    Stats s = statistics(ms);
+    std::vector<kiln_tensor_t> in;
+    for (kiln::ref::Tensor &t : inputs)
+      in.push_back(kiln::tensorView(t));
+    size_t arena = 0, unplanned = 0;
+    kiln_model_memory(model, in.data(), in.size(), &arena, &unplanned);
+    std::printf("latency ms over %d runs (%d warm-up): min %.3f median %.3f p90 %.3f p99 %.3f "
+                "mean %.3f\n",
+                o.bench, o.warmup, s.min, s.median, s.p90, s.p99, s.mean);
+    std::printf("throughput: %.1f runs/s; arena %zu bytes (unplanned %zu)\n", 1000.0 / s.mean,
+                arena, unplanned);
+  }
+  if (o.profile) {
+    kiln_profile_t *prof = nullptr;
+    kiln_profile_create(&prof);
+    int runs = std::max(1, std::min(o.bench, 20));
+    int rc = 0;
+    for (int i = 0; i < runs && !rc; ++i)
+      rc = runOnce(outputs, prof);
+    if (!rc)
+      rc = writeProfile(prof, runs, o.tracePath);
+    kiln_profile_destroy(prof);
+    if (rc)
+      return rc;
+  }
+
+  if (!o.outputDir.empty()) {
+    std::string command = o.outputDir;
+    // mkdir -p
+    for (size_t at = 1; at <= command.size(); ++at)
+      if (at == command.size() || command[at] == '/') {
+        std::string prefix = command.substr(0, at);
+        if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+          return fail("cannot create " + o.outputDir + ": " + std::strerror(errno));
+      }
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::string name = k < outputNames.size() ? outputNames[k] : "output" + std::to_string(k);
+    if (o.print)
+      std::printf("%s: %s\n", name.c_str(), kiln::summarizeTensor(outputs[k]).c_str());
+    if (!o.outputDir.empty()) {
+      std::string path = o.outputDir + "/output_" + std::to_string(k) + ".pb";
+      if (absl::Status s = kiln::writeTensorProto(outputs[k], name, path); !s.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
