@@ -2,6 +2,7 @@
 
 #include "codegen/Artifact.h"
 
+#include "codegen/DeviceLibrary.h"
 #include "codegen/StepEncoding.h"
 #include "interpreter/Interpreter.h"
 #include "ir/Kiln/KilnDialect.h"
@@ -52,7 +53,7 @@ public:
   Writer(func::FuncOp func, const ArtifactOptions &options)
       : func(func), options(options),
         cacheDir(options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir),
-        deviceLibrary(readFile(KILN_DEVICE_INCLUDE_DIR "/kiln/device/kiln_device.h")) {}
+        deviceLibrary(deviceLibraryText()) {}
   FailureOr<CompiledArtifact> build();
 
 private:
@@ -269,7 +270,7 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
     }
     nvrtc::NvrtcOptions nvrtcOptions;
     nvrtcOptions.smVersion = job.sm;
-    nvrtcOptions.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR};
+    nvrtcOptions.headers = {deviceLibraryHeader()};
     job.result = nvrtc::compileWithNvrtc(tu, kernels[job.kernel].name + ".cu", nvrtcOptions);
     if (job.result.ok()) {
       for (auto [path, text] : {std::pair(cubinPath, &job.result->cubin),

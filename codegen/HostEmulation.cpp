@@ -2,6 +2,8 @@
 
 #include "codegen/HostEmulation.h"
 
+#include "codegen/DeviceLibrary.h"
+
 #include "kiln/artifact/HostLaunch.h"
 #include "ir/Kiln/KilnDialect.h"
 
@@ -39,15 +41,19 @@ struct Compiler {
   std::vector<std::string> flags;
 };
 
-absl::StatusOr<Compiler> findCompiler() {
+absl::StatusOr<Compiler> findCompiler(const std::string &cacheDir) {
   std::string name = llvm::sys::Process::GetEnv("CXX").value_or("c++");
   llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(name);
   if (!path)
     return absl::NotFoundError(absl::StrCat("host emulation needs a C++ compiler; '", name,
                                             "' is not on PATH (set CXX)"));
+  absl::StatusOr<std::string> include = deviceLibraryIncludeDir(cacheDir);
+  if (!include.ok())
+    return include.status();
+  // The include folder's name is the device library's content hash, so the
+  // flags (part of the cache key) change when the library does.
   return Compiler{*path,
-                  {"-std=c++17", "-O1", "-fPIC", "-shared", "-fopenmp", "-w",
-                   "-I" KILN_DEVICE_INCLUDE_DIR}};
+                  {"-std=c++17", "-O1", "-fPIC", "-shared", "-fopenmp", "-w", "-I" + *include}};
 }
 } // namespace
 
@@ -59,13 +65,13 @@ HostKernels::~HostKernels() = default;
 absl::StatusOr<std::unique_ptr<HostKernels>>
 HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cacheDir,
                    int chunkSize, int jobs) {
-  absl::StatusOr<Compiler> compiler = findCompiler();
-  if (!compiler.ok())
-    return compiler.status();
   if (cacheDir.empty())
     cacheDir = defaultCacheDir();
   if (std::error_code ec = llvm::sys::fs::create_directories(cacheDir))
     return absl::InternalError(absl::StrCat("cannot create ", cacheDir, ": ", ec.message()));
+  absl::StatusOr<Compiler> compiler = findCompiler(cacheDir);
+  if (!compiler.ok())
+    return compiler.status();
   // Kernels sorted by name, so a chunk (and its cache key) depends only on its
   // kernels, not on the order they were generated in.
   std::vector<const GeneratedKernel *> unique;
@@ -93,9 +99,7 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     for (const std::string &f : compiler->flags)
       key += "\n" + f;
     // The device library is part of what the shared object was built from.
-    auto header = llvm::MemoryBuffer::getFile(KILN_DEVICE_INCLUDE_DIR "/kiln/device/kiln_device.h");
-    if (header)
-      key += (*header)->getBuffer().str();
+    key += deviceLibraryText();
     std::string hex;
     llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
     llvm::SmallString<256> base(cacheDir);

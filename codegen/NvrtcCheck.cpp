@@ -2,6 +2,8 @@
 
 #include "codegen/NvrtcCheck.h"
 
+#include "codegen/DeviceLibrary.h"
+
 #include "kiln/nvrtc/Nvrtc.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -68,7 +70,8 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
     for (auto [sm, fastMath] : variants) {
       nvrtc::NvrtcOptions options;
       options.smVersion = sm;
-      options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR, "--ptxas-options=-v"};
+      options.extraOptions = {"--ptxas-options=-v"};
+      options.headers = {deviceLibraryHeader()};
       if (fastMath)
         options.extraOptions.push_back("-DKILN_FAST_MATH");
       absl::StatusOr<nvrtc::NvrtcResult> r =
@@ -123,7 +126,7 @@ compileKernelsForArch(const std::vector<GeneratedKernel> &kernels, int sm, int j
       batch.push_back(*all[j]);
     nvrtc::NvrtcOptions options;
     options.smVersion = sm;
-    options.extraOptions = {"-I" KILN_DEVICE_INCLUDE_DIR};
+    options.headers = {deviceLibraryHeader()};
     results[b] = nvrtc::compileWithNvrtc(kernelTranslationUnit(batch),
                                       "kernels-" + std::to_string(b) + ".cu", options);
   });

@@ -129,13 +129,6 @@ Results one(absl::StatusOr<ref::Tensor> t) {
   return out;
 }
 
-std::vector<int64_t> values(const ref::Tensor &t) {
-  std::vector<int64_t> out;
-  for (int64_t k = 0; k < t.numel(); ++k)
-    out.push_back(t.getI(k));
-  return out;
-}
-
 absl::StatusOr<ref::Tensor> withActivation(absl::StatusOr<ref::Tensor> r, Activation a) {
   switch (a) {
   case Activation::none:
@@ -164,24 +157,6 @@ ref::ConvParams convParams(ArrayRef<int64_t> strides, ArrayRef<int64_t> dilation
   p.pads = vec(pads);
   p.group = group;
   return p;
-}
-
-absl::StatusOr<ref::Tensor> reshape(const ref::Tensor &x, std::vector<int64_t> shape) {
-  int64_t known = 1, unknownAt = -1;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == -1)
-      unknownAt = static_cast<int64_t>(d);
-    else if (shape[d] < 0 || __builtin_mul_overflow(known, shape[d], &known))
-      return absl::InvalidArgumentError("reshape to [" + ref::shapeToString(shape) +
-                                        "] is not a shape");
-  }
-  if (unknownAt >= 0)
-    shape[unknownAt] = known ? x.numel() / known : 0;
-  if (ref::numElements(shape) != x.numel())
-    return absl::InvalidArgumentError("reshape of " + x.describe() + " to [" +
-                                      ref::shapeToString(shape) +
-                                      "] changes the element count");
-  return x.reshaped(shape);
 }
 
 } // namespace
@@ -215,21 +190,21 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
         return one(ref::bitcast(*in[0], *to));
       })
       .Case([&](RangeOp) { return one(ref::range(*in[0], *in[1], *in[2])); })
-      .Case([&](ReshapeOp) { return one(reshape(*in[0], values(*in[1]))); })
+      .Case([&](ReshapeOp) { return one(ref::reshape(*in[0], ref::integerValues(*in[1]))); })
       .Case([&](TransposeOp t) { return one(ref::transpose(*in[0], vec(t.getPermutation()))); })
-      .Case([&](BroadcastToOp) { return one(ref::broadcastTo(*in[0], values(*in[1]))); })
+      .Case([&](BroadcastToOp) { return one(ref::broadcastTo(*in[0], ref::integerValues(*in[1]))); })
       .Case([&](ConcatOp c) {
         return one(ref::concat(std::vector<const ref::Tensor *>(in.begin(), in.end()),
                                static_cast<int64_t>(c.getAxis())));
       })
       .Case([&](SliceOp) {
-        return one(ref::slice(*in[0], values(*in[1]), values(*in[2]), values(*in[3])));
+        return one(ref::slice(*in[0], ref::integerValues(*in[1]), ref::integerValues(*in[2]), ref::integerValues(*in[3])));
       })
       .Case([&](GatherOp g) {
         return one(ref::gather(*in[0], *in[1], static_cast<int64_t>(g.getAxis())));
       })
       .Case([&](PadOp p) {
-        return one(ref::pad(*in[0], values(*in[1]), padMode(p.getMode()), *in[2]));
+        return one(ref::pad(*in[0], ref::integerValues(*in[1]), padMode(p.getMode()), *in[2]));
       })
       .Case([&](GatherElementsOp g) {
         return one(ref::gatherElements(*in[0], *in[1], static_cast<int64_t>(g.getAxis())));
@@ -253,7 +228,7 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
       })
       .Case([&](ResizeOp r) {
         ref::ResizeParams p;
-        p.size = values(*in[1]);
+        p.size = ref::integerValues(*in[1]);
         p.mode = resizeMode(r.getMode());
         p.coordinateMode = coordinateMode(r.getCoordinateMode());
         p.nearestMode = nearestMode(r.getNearestMode());

@@ -26,8 +26,29 @@ struct GraphPipelineOptions : public mlir::PassPipelineOptions<GraphPipelineOpti
 /// inference, canonicalization and CSE. Registered as `kiln-graph-pipeline`.
 void buildGraphPipeline(mlir::OpPassManager &pm, const GraphPipelineOptions &options);
 
-/// Registers `kiln-graph-pipeline`. The passes themselves register through the
-/// generated `registerKilnPasses()`.
+/// Options of the whole compile pipeline.
+struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipelineOptions> {
+  Option<bool> optimize{*this, "optimize",
+                        llvm::cl::desc("Run the graph pipeline first (off: the model as imported)"),
+                        llvm::cl::init(true)};
+  Option<bool> bindArgSymbols{*this, "bind-arg-symbols",
+                              llvm::cl::desc("Give unnamed dynamic argument dims symbols"),
+                              llvm::cl::init(true)};
+};
+
+/// From the graph to kernels: absorb library epilogues, split long reductions,
+/// form kernels. What every tool runs after the graph pipeline (or after a
+/// user's own --pipeline in kiln-compile).
+void buildKernelPipeline(mlir::OpPassManager &pm);
+
+/// The full pipeline from an imported model to kernel regions ready for
+/// codegen: the graph pipeline (unless `optimize` is off), then the kernel
+/// pipeline. Registered as `kiln-compile-pipeline`; kiln-compile, kiln-run (via
+/// kiln-compile), kiln-conformance and kiln-translate --compile all build it here.
+void buildCompilePipeline(mlir::OpPassManager &pm, const CompilePipelineOptions &options);
+
+/// Registers `kiln-graph-pipeline` and `kiln-compile-pipeline`. The passes
+/// themselves register through the generated `registerKilnPasses()`.
 void registerKilnPipelines();
 
 #define GEN_PASS_REGISTRATION

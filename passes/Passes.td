@@ -44,15 +44,36 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
     elsewhere is materialized by a kernel of its own rather than recomputed.
     Splat constants are copied into every kernel that reads them. Values with dims
     nothing is known about, and element types codegen lacks, stay outside kernels.
-    Matmul, conv, pooling and the irregular ops stay library ops; first, a
-    matmul absorbs a following `+ bias` (a vector over its last dim) and ReLU, and
-    a conv a following ReLU, the epilogues cuBLASLt and cuDNN apply themselves;
-    and a long trailing reduction (at least 65536 elements per result, at most 64
-    results, static) splits into two, chunk partials then their total, so that
-    more than a handful of blocks share it.
+    Matmul, conv, pooling and the irregular ops stay library ops (run
+    `--kiln-absorb-epilogues` first to give them their epilogues).
 
     A kernel's schedule follows its root: `pointwise`, `reduction` (kiln.reduce)
     (kiln.reduce, kiln.arg_reduce) or `row` (softmax, log_softmax, layer_norm).
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def AbsorbEpiloguesPass : Pass<"kiln-absorb-epilogues", "::mlir::func::FuncOp"> {
+  let summary = "Moves the epilogues cuBLASLt and cuDNN fuse into matmul and conv";
+  let description = [{
+    A matmul whose only user adds a bias vector over its last dim takes that bias
+    as its `bias` operand, and then a following ReLU as its `activation`; a conv
+    takes a following ReLU. Only float types, only when the library op is the
+    value's one user (the unfused value is not needed elsewhere). Runs before
+    `--kiln-form-kernels`, which would otherwise give those ops kernels of their
+    own.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def SplitReductionsPass : Pass<"kiln-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Splits long trailing reductions to few results into two";
+  let description = [{
+    A `kiln.reduce` over trailing axes of a static input, with at least 65536
+    elements per result and at most 64 results, becomes a reshape into equal
+    chunks (a divisor between 64 and 1024), a reduction per chunk and one over the
+    partials, so many blocks share the work instead of a handful. Equal chunks
+    keep `mean` exact.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

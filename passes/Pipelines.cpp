@@ -22,11 +22,32 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
   pm.addNestedPass<func::FuncOp>(createInferShapesPass(inferOptions));
 }
 
+void buildKernelPipeline(OpPassManager &pm) {
+  OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createAbsorbEpiloguesPass());
+  func.addPass(createSplitReductionsPass());
+  func.addPass(createFormKernelsPass());
+}
+
+void buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptions &options) {
+  if (options.optimize) {
+    GraphPipelineOptions graph;
+    graph.bindArgSymbols = options.bindArgSymbols;
+    buildGraphPipeline(pm, graph);
+  }
+  buildKernelPipeline(pm);
+}
+
 void registerKilnPipelines() {
   PassPipelineRegistration<GraphPipelineOptions>(
       "kiln-graph-pipeline",
       "kiln's graph-level pipeline: shape inference, canonicalization, CSE",
       buildGraphPipeline);
+  PassPipelineRegistration<CompilePipelineOptions>(
+      "kiln-compile-pipeline",
+      "kiln's whole compile pipeline: the graph pipeline, epilogue absorption, split "
+      "reductions and kernel formation (what kiln-compile runs before codegen)",
+      buildCompilePipeline);
 }
 
 } // namespace kiln

@@ -26,6 +26,9 @@ config.substitutions.append((
         os.path.join(config.kiln_obj_root, "test", "fake-cuda"),
         os.path.join(config.kiln_obj_root, "kernel-cache"))))
 
+# %kiln_tools_dir: where kiln's tools are (a test copies one elsewhere).
+config.substitutions.append(("%kiln_tools_dir", config.kiln_tools_dir))
+
 # kiln's tools first, then FileCheck and not from LLVM.
 config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]

@@ -8,6 +8,7 @@
 #ifndef KILN_TOOLS_TENSORIO_H
 #define KILN_TOOLS_TENSORIO_H
 
+#include "TensorFiles.h"
 #include "kiln/reference/Tensor.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -21,12 +22,7 @@ namespace kiln {
 mlir::FailureOr<ref::Tensor> readTensorFile(mlir::MLIRContext &context, llvm::StringRef path,
                                             std::string *name = nullptr);
 
-/// Writes `t` as a TensorProto named `name`.
-mlir::LogicalResult writeTensorProto(mlir::MLIRContext &context, const ref::Tensor &t,
-                                     llvm::StringRef name, llvm::StringRef path);
-
-/// A short summary for printing: dtype, shape, and the first values.
-std::string summarizeTensor(const ref::Tensor &t, size_t maxValues = 8);
+// Writing tensors and summaries: runtime/tools/TensorFiles.h (no MLIR needed).
 
 } // namespace kiln
 

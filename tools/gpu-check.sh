@@ -27,7 +27,11 @@ prepare() {
   echo "== runtime and the shared libraries it loads (CUDA's come from the device)"
   cp -L "$build/lib/libkiln_runtime.so" "$bundle/lib/"
   ldd "$build/lib/libkiln_runtime.so" | awk '/libabsl_/ {print $3}' | xargs -r cp -L -t "$bundle/lib/"
-  cp "$build/bin/kiln-check-artifacts" "$bundle/bin/"
+  cp "$build/bin/kiln-check-artifacts" "$build/bin/kiln-run" "$build/bin/kiln-bench-load" "$bundle/bin/"
+  # Test inputs of the torch models for kiln-run.
+  for m in mlp cnn encoder; do
+    mkdir -p "$bundle/models/$m-data" && cp "$root/test/models/$m/"*.pb "$bundle/models/$m-data/"
+  done
 
   echo "== the torch models, compiled for sm_$sm (cubin and PTX) with host code as well"
   for m in mlp cnn encoder; do
@@ -36,9 +40,9 @@ prepare() {
   done
 
   echo "== the examples, linked like an application against the bundle's runtime"
-  cc -std=c11 -O2 "$root/examples/c/run_encoder.c" -I"$root/runtime/include" \
+  cc -std=c99 -O2 "$root/examples/c/run_encoder.c" -I"$root/runtime/include" -I"$build/runtime/include" \
     -L"$bundle/models" -l:encoder.so -L"$bundle/lib" -lkiln_runtime -o "$bundle/bin/run_encoder"
-  c++ -std=c++17 -O2 "$root/examples/cpp/run_model.cpp" -I"$root/runtime/include" \
+  c++ -std=c++17 -O2 "$root/examples/cpp/run_model.cpp" -I"$root/runtime/include" -I"$build/runtime/include" \
     -L"$bundle/lib" -lkiln_runtime -o "$bundle/bin/run_model"
   python3 - "$root/test/models/encoder" "$bundle/models" <<'PY'
 import sys, numpy as np, onnx
@@ -88,6 +92,15 @@ for name in ("c-y.f32", "cpp-y0.f32"):
     got = np.fromfile(f"{sys.argv[2]}/{name}", dtype=np.float32)
     print(f"{name}: max abs diff to torch {float(np.abs(got - want).max()):.3g}")
 PY
+
+  echo "== kiln-run on the device: each torch model's outputs, latency and per-kernel profile"
+  for m in mlp cnn encoder; do
+    "$bundle/bin/kiln-run" "$bundle/models/$m.so" --input "x=$bundle/models/$m-data/input_0.pb" \
+      --output-dir "$out/$m-out" --print --bench 200 --warmup 20 --profile \
+      --trace "$out/$m-trace.json" > "$out/kiln-run-$m.txt" 2>&1 || true
+    head -3 "$out/kiln-run-$m.txt"
+  done
+  "$bundle/bin/kiln-bench-load" --mb 436 | tee "$out/load.txt" || true
 
   echo "== benchmarks: kiln against torch eager, torch.compile and onnxruntime"
   python3 "$root/tools/gpu/bench.py" --models "$bundle/models" --backend auto \

@@ -279,9 +279,10 @@ Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
               func.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name").str());
     }
     mlir::PassManager pm(&context);
-    kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
     if (compiles())
-      pm.addNestedPass<mlir::func::FuncOp>(kiln::createFormKernelsPass());
+      kiln::buildCompilePipeline(pm, kiln::CompilePipelineOptions());
+    else
+      kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
     if (failed(pm.run(*set.module)))
       return {"fail", "graph pipeline: " + errors.first("failed")};
     if (compiles()) {

@@ -124,20 +124,7 @@ int main(int argc, char **argv) {
   if (failed(outputs))
     return 1;
 
-  if (!outputDir.empty()) {
-    if (std::error_code ec = sys::fs::create_directories(outputDir))
-      return fail("cannot create " + outputDir + ": " + ec.message());
-  }
-  for (auto [k, t] : llvm::enumerate(*outputs)) {
-    std::string name = k < outputNames.size() ? outputNames[k] : "output" + std::to_string(k);
-    if (print)
-      outs() << name << ": " << kiln::summarizeTensor(t) << "\n";
-    if (!outputDir.empty()) {
-      SmallString<256> path(outputDir);
-      sys::path::append(path, "output_" + std::to_string(k) + ".pb");
-      if (failed(kiln::writeTensorProto(context, t, name, path)))
-        return 1;
-    }
-  }
+  if (absl::Status s = kiln::emitOutputs(*outputs, outputNames, outputDir, print); !s.ok())
+    return fail(std::string(s.message()));
   return 0;
 }

@@ -28,9 +28,13 @@ static cl::OptionCategory category("kiln-translate options");
 static cl::opt<bool> importOnnx("import-onnx", cl::desc("Import an ONNX model into kiln IR"),
                                 cl::cat(category));
 static cl::opt<bool> emitCuda(
-    "emit-cuda",
-    cl::desc("Print the CUDA C kernels of a kiln module (forming kernels first when it has "
-             "none: the graph pipeline, then --kiln-form-kernels)"),
+    "emit-cuda", cl::desc("Print the CUDA C of a kiln module's kiln.kernel regions"),
+    cl::cat(category));
+static cl::opt<bool> compile(
+    "compile",
+    cl::desc("Run kiln's compile pipeline first (kiln-compile-pipeline: the graph pipeline, "
+             "epilogue absorption, split reductions, kernel formation); without it the "
+             "module is translated as given"),
     cl::cat(category));
 static cl::opt<bool> nvrtcCheck(
     "nvrtc",
@@ -93,19 +97,25 @@ int main(int argc, char **argv) {
     module = kiln::onnx_import::importOnnxFile(context, inputPath, options);
   } else {
     module = mlir::parseSourceFile<mlir::ModuleOp>(inputPath, &context);
-    bool hasKernels = false;
-    if (module)
-      module->walk([&](kiln::KernelOp) { hasKernels = true; });
-    if (module && !hasKernels) {
-      mlir::PassManager pm(&context);
-      kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
-      pm.addNestedPass<mlir::func::FuncOp>(kiln::createFormKernelsPass());
-      if (failed(pm.run(*module)))
-        return 1;
-    }
   }
   if (!module)
     return 1;
+  if (compile) {
+    mlir::PassManager pm(&context);
+    kiln::buildCompilePipeline(pm, kiln::CompilePipelineOptions());
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+  if (emitCuda) {
+    bool hasKernels = false;
+    module->walk([&](kiln::KernelOp) { hasKernels = true; });
+    if (!hasKernels) {
+      errs() << "kiln-translate: error: " << inputPath
+             << " has no kiln.kernel to emit; form kernels first (--compile, or kiln-opt "
+                "--kiln-compile-pipeline)\n";
+      return 1;
+    }
+  }
 
   std::string error;
   auto output = mlir::openOutputFile(outputPath, &error);

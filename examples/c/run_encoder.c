@@ -1,8 +1,10 @@
 /* run_encoder.c - an application that links a model compiled ahead of time.
  *
  *   kiln-compile encoder.onnx -o encoder.so
- *   cc run_encoder.c encoder.so -lkiln_runtime -o run_encoder
+ *   cc -std=c99 run_encoder.c encoder.so -lkiln_runtime -o run_encoder
  *   ./run_encoder INPUT.f32 BATCH SEQ OUTPUT.f32
+ *
+ * (examples/CMakeLists.txt builds it with find_package(kiln CONFIG).)
  *
  * encoder.so exports encoder_load(); the model's input is x: f32[batch, seq, 16]
  * and its output y: f32[batch, seq, 8]. Input and output files hold raw float32s.
@@ -26,6 +28,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   int64_t batch = atoll(argv[2]), seq = atoll(argv[3]);
+  /* The library implements the C API this program was built against. */
+  if (kiln_api_version() / 10000 != KILN_API_VERSION_MAJOR) {
+    fprintf(stderr, "run_encoder: libkiln_runtime has C API %d, this program needs %d.x\n",
+            kiln_api_version(), KILN_API_VERSION_MAJOR);
+    return 1;
+  }
   kiln_model_t *model = NULL;
   if (encoder_load(KILN_BACKEND_AUTO, &model) != KILN_OK)
     return fail("loading the model");
@@ -54,6 +62,17 @@ int main(int argc, char **argv) {
   output.data = malloc(output.size_bytes);
   if (kiln_model_run(model, &input, 1, &output, 1, NULL) != KILN_OK)
     return fail("running");
+
+  /* A context keeps its arena and plan between calls: what a serving thread
+   * holds. Options say which struct layout they are (struct_size). */
+  kiln_context_t *context = NULL;
+  kiln_run_options_t options = KILN_RUN_OPTIONS_INIT;
+  if (kiln_context_create(model, &context) != KILN_OK)
+    return fail("creating a context");
+  for (int i = 0; i < 3; ++i)
+    if (kiln_context_run(context, &input, 1, &output, 1, &options) != KILN_OK)
+      return fail("running in a context");
+  kiln_context_destroy(context);
   printf("output: f32[%lld, %lld, %lld]\n", (long long)output.dims[0], (long long)output.dims[1],
          (long long)output.dims[2]);
 

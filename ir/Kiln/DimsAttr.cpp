@@ -78,7 +78,7 @@ private:
 
   ParseResult parsePrimary(DimExpr &out) {
     MLIRContext *ctx = parser.getContext();
-    int64_t value;
+    int64_t value = 0;
     OptionalParseResult intResult = parser.parseOptionalInteger(value);
     if (intResult.has_value()) {
       if (failed(*intResult))

@@ -45,6 +45,27 @@ const char *stepKindName(artifact::StepKind kind) {
 }
 } // namespace
 
+int64_t Executor::prepareLaunch(ExecutionContext &context, const StepInfo &step) const {
+  const Plan &plan = context.model().plan();
+  const Slot &out = context.values[step.outputs[0]];
+  context.pointers.clear();
+  context.pointers.push_back(out.address);
+  int64_t work = ref::numElements(out.shape);
+  for (int v : step.inputs) {
+    context.pointers.push_back(context.values[v].address);
+    work += ref::numElements(context.values[v].shape);
+  }
+  context.symbolArgs.clear();
+  for (int s : plan.kernels[step.kernel].symbols)
+    context.symbolArgs.push_back(context.symbols[s].value_or(0));
+  context.args.clear();
+  for (uintptr_t &p : context.pointers)
+    context.args.push_back(&p);
+  for (int64_t &s : context.symbolArgs)
+    context.args.push_back(&s);
+  return work;
+}
+
 absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &request) const {
   const Model &model = context.model();
   const Plan &plan = model.plan();

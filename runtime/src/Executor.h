@@ -140,6 +140,12 @@ protected:
   virtual absl::StatusOr<double> elapsedUs(ExecutionContext &context, size_t from,
                                            size_t to) const = 0;
 
+  /// Fills the context's launch scratch for kernel step `step`: buffer
+  /// addresses (output first, then inputs), symbol values, and `args` pointing at
+  /// them as cuLaunchKernel and the host launchers take them. Returns the
+  /// elements the kernel reads and writes.
+  int64_t prepareLaunch(ExecutionContext &context, const StepInfo &step) const;
+
 private:
   absl::Status runSteps(ExecutionContext &context, const RunRequest &request) const;
 };

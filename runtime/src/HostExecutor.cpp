@@ -110,24 +110,8 @@ absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Sh
 }
 
 absl::Status HostExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
-  const Plan &plan = context.model().plan();
-  const artifact::KernelInfo &kernel = plan.kernels[step.kernel];
+  int64_t work = prepareLaunch(context, step);
   const Slot &out = context.values[step.outputs[0]];
-  context.pointers.clear();
-  context.pointers.push_back(out.address);
-  int64_t work = ref::numElements(out.shape);
-  for (int v : step.inputs) {
-    context.pointers.push_back(context.values[v].address);
-    work += ref::numElements(context.values[v].shape);
-  }
-  context.symbolArgs.clear();
-  for (int s : kernel.symbols)
-    context.symbolArgs.push_back(context.symbols[s].value_or(0));
-  context.args.clear();
-  for (uintptr_t &p : context.pointers)
-    context.args.push_back(&p);
-  for (int64_t &s : context.symbolArgs)
-    context.args.push_back(&s);
   launchers_[step.kernel](context.args.data(),
                           artifact::hostGrid(ref::numElements(out.shape), work));
   return absl::OkStatus();

@@ -9,7 +9,6 @@
 namespace kiln::rt {
 namespace {
 namespace fb = kiln::schema;
-using artifact::Plan;
 using artifact::StepInfo;
 using Inputs = std::vector<const ref::Tensor *>;
 
@@ -209,14 +208,6 @@ HostResults one(absl::StatusOr<ref::Tensor> t) {
   return out;
 }
 
-/// The values of a 1-D integer tensor input (shape operands).
-std::vector<int64_t> values(const ref::Tensor &t) {
-  std::vector<int64_t> out;
-  for (int64_t k = 0; k < t.numel(); ++k)
-    out.push_back(t.getI(k));
-  return out;
-}
-
 absl::StatusOr<ref::Tensor> relu(absl::StatusOr<ref::Tensor> r, bool apply) {
   if (r.ok() && apply)
     return ref::binary(ref::BinaryFn::max, *r, ref::Tensor(r->dtype(), {}));
@@ -383,24 +374,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
   case fb::StepOp::Range:
     return simple(3, [](const Inputs &in) { return ref::range(*in[0], *in[1], *in[2]); });
   case fb::StepOp::Reshape:
-    return simple(2, [](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
-      const ref::Tensor &x = *in[0];
-      std::vector<int64_t> shape = values(*in[1]);
-      int64_t known = 1, unknownAt = -1;
-      for (size_t d = 0; d < shape.size(); ++d) {
-        if (shape[d] == -1)
-          unknownAt = static_cast<int64_t>(d);
-        else if (shape[d] < 0 || __builtin_mul_overflow(known, shape[d], &known))
-          return absl::InvalidArgumentError(
-              absl::StrCat("reshape to [", ref::shapeToString(shape), "] is not a shape"));
-      }
-      if (unknownAt >= 0)
-        shape[unknownAt] = known ? x.numel() / known : 0;
-      if (ref::numElements(shape) != x.numel())
-        return absl::InvalidArgumentError(absl::StrCat("reshape of ", x.describe(), " to [",
-                                                       ref::shapeToString(shape),
-                                                       "] changes the element count"));
-      return x.reshaped(shape);
+    return simple(2, [](const Inputs &in) {
+      return ref::reshape(*in[0], ref::integerValues(*in[1]));
     });
   case fb::StepOp::Transpose: {
     std::vector<int64_t> perm = longs(table.op_as_Transpose()->permutation());
@@ -411,7 +386,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
     });
   }
   case fb::StepOp::BroadcastTo:
-    return simple(2, [](const Inputs &in) { return ref::broadcastTo(*in[0], values(*in[1])); });
+    return simple(2, [](const Inputs &in) { return ref::broadcastTo(*in[0], ref::integerValues(*in[1])); });
   case fb::StepOp::Concat: {
     int64_t axis = table.op_as_Concat()->axis();
     if (absl::Status s = operands(1, SIZE_MAX); !s.ok())
@@ -420,7 +395,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::Slice:
     return simple(4, [](const Inputs &in) {
-      return ref::slice(*in[0], values(*in[1]), values(*in[2]), values(*in[3]));
+      return ref::slice(*in[0], ref::integerValues(*in[1]), ref::integerValues(*in[2]), ref::integerValues(*in[3]));
     });
   case fb::StepOp::Gather: {
     int64_t axis = table.op_as_Gather()->axis();
@@ -431,7 +406,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
     if (!mode.ok())
       return mode.status();
     return simple(3, [mode = *mode](const Inputs &in) {
-      return ref::pad(*in[0], values(*in[1]), mode, *in[2]);
+      return ref::pad(*in[0], ref::integerValues(*in[1]), mode, *in[2]);
     });
   }
   case fb::StepOp::GatherElements: {
@@ -487,7 +462,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
     p.antialias = t.antialias();
     return simple(2, [p](const Inputs &in) {
       ref::ResizeParams q = p;
-      q.size = values(*in[1]);
+      q.size = ref::integerValues(*in[1]);
       return ref::resize(*in[0], q);
     });
   }
@@ -640,8 +615,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
 
 } // namespace
 
-absl::StatusOr<HostStep> decodeHostStep(const Plan &plan, const StepInfo &step, size_t index) {
-  (void)plan;
+absl::StatusOr<HostStep> decodeHostStep(const StepInfo &step, size_t index) {
   absl::StatusOr<HostStep> decoded = Decoder(step).decode();
   if (!decoded.ok())
     return absl::Status(decoded.status().code(),

@@ -38,9 +38,9 @@ struct HostStep {
   std::optional<MatMulParams> matmul;
 };
 
-/// Decodes step `step` of `plan` (a StepKind::Host step); an error names the step.
-absl::StatusOr<HostStep> decodeHostStep(const artifact::Plan &plan,
-                                        const artifact::StepInfo &step, size_t index);
+/// Decodes step number `index`, `step` (a StepKind::Host step); an error names
+/// the step.
+absl::StatusOr<HostStep> decodeHostStep(const artifact::StepInfo &step, size_t index);
 
 } // namespace kiln::rt
 

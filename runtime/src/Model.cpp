@@ -201,7 +201,7 @@ absl::Status Model::prepare(Backend requested) {
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
     if (plan_.steps[s].kind != artifact::StepKind::Host)
       continue;
-    absl::StatusOr<HostStep> step = decodeHostStep(plan_, plan_.steps[s], s);
+    absl::StatusOr<HostStep> step = decodeHostStep(plan_.steps[s], s);
     if (!step.ok())
       return step.status();
     hostSteps_[s] = std::move(*step);

@@ -4,8 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sys/stat.h>
 #include <optional>
 #include <sstream>
 
@@ -211,28 +213,29 @@ std::optional<int64_t> checkedCount(const ref::Shape &shape) {
   return count;
 }
 
-absl::StatusOr<NamedTensor> readProto(const std::string &path, const std::string &data) {
+absl::Status bare(const std::string &what) { return absl::InvalidArgumentError(what); }
+
+absl::StatusOr<NamedTensor> readProto(const std::string &data) {
   Proto p;
   if (!parseProto(data, p))
-    return fileError(path, "not a TensorProto (.pb) file");
+    return bare("not a TensorProto (.pb) file");
   if (p.external)
-    return fileError(path, "its data is in an external file, which kiln-run does not read");
+    return bare("its data is in an external file, which kiln-run does not read");
   if (p.dataType == 0)
-    return fileError(path, "not a TensorProto (.pb) file");
+    return bare("not a TensorProto (.pb) file");
   std::optional<DType> dtype = dtypeOfOnnx(p.dataType);
   if (!dtype)
-    return fileError(path, absl::StrCat("TensorProto data type ", p.dataType,
+    return bare(absl::StrCat("TensorProto data type ", p.dataType,
                                         " is not one kiln runs"));
   if (p.dims.size() > 64)
-    return fileError(path, absl::StrCat("rank ", p.dims.size(), " is absurd"));
+    return bare(absl::StrCat("rank ", p.dims.size(), " is absurd"));
   std::optional<int64_t> count = checkedCount(p.dims);
   if (!count)
-    return fileError(path, absl::StrCat("dims [", ref::shapeToString(p.dims),
+    return bare(absl::StrCat("dims [", ref::shapeToString(p.dims),
                                         "] are negative or absurdly large"));
+  // int4/uint4/float4 pack two elements a byte, int2/uint2 four (ONNX's layout).
   int bits = ref::info(*dtype).bits;
-  bool subByte = !ref::isFloat(*dtype) && (bits == 4 || bits == 2);
-  if (*dtype == DType::f4e2m1fn)
-    subByte = true, bits = 4;
+  bool subByte = bits == 4 || bits == 2;
   int perByte = subByte ? 8 / bits : 1;
   size_t elementBytes = ref::info(*dtype).bytes;
   size_t storedBytes = subByte ? static_cast<size_t>((*count + perByte - 1) / perByte)
@@ -240,7 +243,7 @@ absl::StatusOr<NamedTensor> readProto(const std::string &path, const std::string
   std::vector<uint8_t> packed;
   if (p.hasRaw) {
     if (p.rawSize != storedBytes)
-      return fileError(path, absl::StrCat("raw_data holds ", p.rawSize, " bytes; dims [",
+      return bare(absl::StrCat("raw_data holds ", p.rawSize, " bytes; dims [",
                                           ref::shapeToString(p.dims), "] need ", storedBytes));
   } else {
     // The typed field ONNX stores this dtype in.
@@ -252,7 +255,7 @@ absl::StatusOr<NamedTensor> readProto(const std::string &path, const std::string
     const std::vector<uint64_t> &values = p.numbers[field];
     size_t want = subByte ? storedBytes : static_cast<size_t>(*count);
     if (values.size() != want)
-      return fileError(path, absl::StrCat("it holds ", values.size(), " values; dims [",
+      return bare(absl::StrCat("it holds ", values.size(), " values; dims [",
                                           ref::shapeToString(p.dims), "] need ", want));
     packed.resize(storedBytes);
     for (size_t i = 0; i < values.size(); ++i) {
@@ -267,12 +270,17 @@ absl::StatusOr<NamedTensor> readProto(const std::string &path, const std::string
     if (storedBytes)
       std::memcpy(t.bytes(), bytes, storedBytes);
   } else {
-    // One element per byte in kiln's tensors, sign-extended for signed types.
+    // One element per byte in kiln's tensors: setI stores each as the type
+    // does (sign-extended for i4/i2); float4 keeps its four bits.
     for (int64_t i = 0; i < *count; ++i) {
       int v = (bytes[i / perByte] >> (bits * (i % perByte))) & ((1 << bits) - 1);
+      if (*dtype == DType::f4e2m1fn) {
+        t.bytes()[i] = static_cast<uint8_t>(v);
+        continue;
+      }
       if ((*dtype == DType::i4 || *dtype == DType::i2) && (v & (1 << (bits - 1))))
         v -= 1 << bits;
-      t.bytes()[i] = static_cast<uint8_t>(v);
+      t.setI(i, v);
     }
   }
   return NamedTensor{std::move(t), p.name};
@@ -302,37 +310,37 @@ size_t valueOf(const std::string &header, const char *key) {
   return header.find_first_not_of(" ", at + 1);
 }
 
-absl::StatusOr<NamedTensor> readNpy(const std::string &path, const std::string &data) {
+absl::StatusOr<NamedTensor> readNpy(const std::string &data) {
   if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0)
-    return fileError(path, "not a .npy file");
+    return bare("not a .npy file");
   int major = static_cast<unsigned char>(data[6]);
   size_t headerLength = 0, offset = major == 1 ? 10 : 12;
   if (data.size() < offset)
-    return fileError(path, "truncated .npy header");
+    return bare("truncated .npy header");
   for (size_t i = 0; i < offset - 8; ++i)
     headerLength |= size_t(static_cast<unsigned char>(data[8 + i])) << (8 * i);
   if (headerLength > data.size() - offset || headerLength > (1 << 16))
-    return fileError(path, "truncated or absurd .npy header");
+    return bare("truncated or absurd .npy header");
   std::string header = data.substr(offset, headerLength);
   size_t descr = valueOf(header, "descr");
   if (descr == std::string::npos || header[descr] != '\'')
-    return fileError(path, ".npy header has no descr");
+    return bare(".npy header has no descr");
   size_t descrEnd = header.find('\'', descr + 1);
   if (descrEnd == std::string::npos)
-    return fileError(path, ".npy header has no descr");
+    return bare(".npy header has no descr");
   std::string code = header.substr(descr + 1, descrEnd - descr - 1);
   std::optional<DType> dtype = npyType(code);
   if (!dtype)
-    return fileError(path, absl::StrCat(".npy element type '", code, "' is not supported"));
+    return bare(absl::StrCat(".npy element type '", code, "' is not supported"));
   size_t order = valueOf(header, "fortran_order");
   if (order != std::string::npos && header.compare(order, 4, "True") == 0)
-    return fileError(path, "Fortran-ordered .npy files are not supported");
+    return bare("Fortran-ordered .npy files are not supported");
   size_t shapeAt = valueOf(header, "shape");
   if (shapeAt == std::string::npos || header[shapeAt] != '(')
-    return fileError(path, ".npy header has no shape");
+    return bare(".npy header has no shape");
   size_t shapeEnd = header.find(')', shapeAt);
   if (shapeEnd == std::string::npos)
-    return fileError(path, ".npy header has no shape");
+    return bare(".npy header has no shape");
   ref::Shape shape;
   std::string dims = header.substr(shapeAt + 1, shapeEnd - shapeAt - 1);
   std::istringstream in(dims);
@@ -343,18 +351,18 @@ absl::StatusOr<NamedTensor> readNpy(const std::string &path, const std::string &
       continue;
     item = item.substr(first, last - first + 1);
     if (item.empty() || item.size() > 15 || item.find_first_not_of("0123456789") != std::string::npos)
-      return fileError(path, absl::StrCat(".npy dim '", item, "' is not a size"));
+      return bare(absl::StrCat(".npy dim '", item, "' is not a size"));
     shape.push_back(std::stoll(item));
     if (shape.size() > 64)
-      return fileError(path, ".npy rank is absurd");
+      return bare(".npy rank is absurd");
   }
   std::optional<int64_t> count = checkedCount(shape);
   if (!count)
-    return fileError(path, ".npy shape is absurdly large");
+    return bare(".npy shape is absurdly large");
   size_t need = static_cast<size_t>(*count) * ref::info(*dtype).bytes;
   size_t begin = offset + headerLength;
   if (data.size() - begin != need)
-    return fileError(path, absl::StrCat(".npy data holds ", data.size() - begin,
+    return bare(absl::StrCat(".npy data holds ", data.size() - begin,
                                         " bytes; shape [", ref::shapeToString(shape),
                                         "] needs ", need));
   ref::Tensor t(*dtype, shape);
@@ -377,8 +385,20 @@ absl::StatusOr<NamedTensor> readTensorFile(const std::string &path) {
   if (size && !file.read(data.data(), size))
     return fileError(path, "cannot read the file");
   bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
-  return npy ? readNpy(path, data) : readProto(path, data);
+  absl::StatusOr<NamedTensor> t = npy ? readNpy(data) : readProto(data);
+  if (!t.ok())
+    return fileError(path, std::string(t.status().message()));
+  return t;
 }
+
+absl::StatusOr<ref::Tensor> parseNpy(const std::string &data) {
+  absl::StatusOr<NamedTensor> t = readNpy(data);
+  if (!t.ok())
+    return t.status();
+  return std::move(t->tensor);
+}
+
+absl::StatusOr<NamedTensor> parseTensorProto(const std::string &data) { return readProto(data); }
 
 namespace {
 void putVarint(std::string &out, uint64_t v) {
@@ -405,8 +425,8 @@ absl::Status writeTensorProto(const ref::Tensor &t, const std::string &name,
   putVarint(out, (2 << 3) | 0);
   putVarint(out, static_cast<uint64_t>(onnxOfDtype(t.dtype())));
   putBytes(out, 8, name.data(), name.size());
-  int bits = t.dtype() == DType::f4e2m1fn ? 4 : ref::info(t.dtype()).bits;
-  bool subByte = t.dtype() == DType::f4e2m1fn || (!ref::isFloat(t.dtype()) && (bits == 4 || bits == 2));
+  int bits = ref::info(t.dtype()).bits;
+  bool subByte = bits == 4 || bits == 2;
   if (subByte) {
     // Sub-byte types pack into bytes, the first element in the low bits.
     int perByte = 8 / bits;
@@ -439,6 +459,31 @@ std::string summarizeTensor(const ref::Tensor &t, size_t maxValues) {
   if (t.numel() > static_cast<int64_t>(maxValues))
     s += ", ...";
   return s + "]";
+}
+
+absl::Status emitOutputs(const std::vector<ref::Tensor> &outputs,
+                         const std::vector<std::string> &names, const std::string &outputDir,
+                         bool print) {
+  if (!outputDir.empty())
+    for (size_t at = 1; at <= outputDir.size(); ++at) // mkdir -p
+      if (at == outputDir.size() || outputDir[at] == '/') {
+        std::string prefix = outputDir.substr(0, at);
+        if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+          return absl::InvalidArgumentError(
+              absl::StrCat("cannot create ", outputDir, ": ", std::strerror(errno)));
+      }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::string name = k < names.size() ? names[k] : absl::StrCat("output", k);
+    if (print)
+      std::printf("%s: %s\n", name.c_str(), summarizeTensor(outputs[k]).c_str());
+    if (!outputDir.empty())
+      if (absl::Status s = writeTensorProto(outputs[k], name,
+                                            absl::StrCat(outputDir, "/output_", k, ".pb"));
+          !s.ok())
+        return s;
+  }
+  std::fflush(stdout);
+  return absl::OkStatus();
 }
 
 } // namespace kiln

@@ -27,12 +27,27 @@ struct NamedTensor {
 /// "FILE: error: what".
 absl::StatusOr<NamedTensor> readTensorFile(const std::string &path);
 
-/// Writes `t` as a TensorProto named `name` (sub-byte types packed as ONNX does).
+/// The contents of a .npy file, parsed; errors say what, without a file name.
+absl::StatusOr<ref::Tensor> parseNpy(const std::string &data);
+
+/// The contents of a TensorProto (.pb), parsed from the protobuf wire format;
+/// errors say what, without a file name.
+absl::StatusOr<NamedTensor> parseTensorProto(const std::string &data);
+
+/// Writes `t` as a TensorProto named `name` (sub-byte types packed as ONNX does);
+/// errors read "FILE: error: what".
 absl::Status writeTensorProto(const ref::Tensor &t, const std::string &name,
                               const std::string &path);
 
 /// A short summary for printing: "f32[2, 3] [1, 2, 3, ...]".
 std::string summarizeTensor(const ref::Tensor &t, size_t maxValues = 8);
+
+/// What kiln-run and kiln-reference do with a model's outputs: print
+/// "NAME: summary" lines when `print`, and write DIR/output_K.pb (DIR created)
+/// when `outputDir` is set. `names[k]` names output k (else "outputK").
+absl::Status emitOutputs(const std::vector<ref::Tensor> &outputs,
+                         const std::vector<std::string> &names, const std::string &outputDir,
+                         bool print);
 
 } // namespace kiln
 

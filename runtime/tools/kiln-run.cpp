@@ -452,27 +452,7 @@ int main(int argc, char **argv) {
       return rc;
   }
 
-  if (!o.outputDir.empty()) {
-    std::string command = o.outputDir;
-    // mkdir -p
-    for (size_t at = 1; at <= command.size(); ++at)
-      if (at == command.size() || command[at] == '/') {
-        std::string prefix = command.substr(0, at);
-        if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
-          return fail("cannot create " + o.outputDir + ": " + std::strerror(errno));
-      }
-  }
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    std::string name = k < outputNames.size() ? outputNames[k] : "output" + std::to_string(k);
-    if (o.print)
-      std::printf("%s: %s\n", name.c_str(), kiln::summarizeTensor(outputs[k]).c_str());
-    if (!o.outputDir.empty()) {
-      std::string path = o.outputDir + "/output_" + std::to_string(k) + ".pb";
-      if (absl::Status s = kiln::writeTensorProto(outputs[k], name, path); !s.ok()) {
-        std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-        return 1;
-      }
-    }
-  }
+  if (absl::Status s = kiln::emitOutputs(outputs, outputNames, o.outputDir, o.print); !s.ok())
+    return fail(std::string(s.message()));
   return 0;
 }

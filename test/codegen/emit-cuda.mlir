@@ -1,9 +1,9 @@
 // CUDA C for every schedule and element type (kiln-translate --emit-cuda forms the
 // kernels first: graph pipeline, then --kiln-form-kernels).
-// RUN: kiln-translate --emit-cuda %s | FileCheck %s
+// RUN: kiln-translate --compile --emit-cuda %s | FileCheck %s
 // Every kernel here also compiles with NVRTC for sm_80 and sm_90, without spills in
 // pointwise kernels.
-// RUN: kiln-translate --emit-cuda --nvrtc %s -o %t.cu | FileCheck %s --check-prefix=NVRTC
+// RUN: kiln-translate --compile --emit-cuda --nvrtc %s -o %t.cu | FileCheck %s --check-prefix=NVRTC
 // NVRTC: NVRTC compiled {{[0-9]+}} kernels for sm_80 and sm_90; 0 spill reports
 
 // CHECK: #include "kiln/device/kiln_device.h"

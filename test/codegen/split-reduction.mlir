@@ -1,7 +1,7 @@
 // The split reduction computes what the single one does (reference interpreter,
 // random inputs), and its kernels compile to CUDA C.
-// RUN: kiln-pass-diff --trials 2 --pipeline "builtin.module(kiln-graph-pipeline,func.func(kiln-form-kernels))" %s | FileCheck %s --check-prefix=SAME
-// RUN: kiln-translate --emit-cuda %s | FileCheck %s
+// RUN: kiln-pass-diff --trials 2 --pipeline "builtin.module(kiln-compile-pipeline)" %s | FileCheck %s --check-prefix=SAME
+// RUN: kiln-translate --compile --emit-cuda %s | FileCheck %s
 // SAME: 1 same
 // CHECK-COUNT-2: reduction kernel
 func.func @main_graph(%x: tensor<3x65536xf32>) -> tensor<3xf32> {

@@ -429,6 +429,7 @@ uint64_t artifactChecksum(const uint8_t *data, size_t size, size_t skip) {
   // detection at load without a cryptographic hash's cost. The checksum field
   // itself hashes as eight zero bytes.
   XXH3_state_t state;
+  std::memset(&state, 0, sizeof(state)); // reset reads fields before it sets them
   XXH3_64bits_reset_withSeed(&state, size);
   if (skip >= size) {
     XXH3_64bits_update(&state, data, size);

@@ -25,6 +25,30 @@ Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation) {
   return out;
 }
 
+std::vector<int64_t> integerValues(const Tensor &t) {
+  std::vector<int64_t> out;
+  for (int64_t k = 0; k < t.numel(); ++k)
+    out.push_back(t.getI(k));
+  return out;
+}
+
+absl::StatusOr<Tensor> reshape(const Tensor &x, std::vector<int64_t> shape) {
+  int64_t known = 1, unknownAt = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1 && unknownAt < 0)
+      unknownAt = static_cast<int64_t>(d);
+    else if (shape[d] < 0 || __builtin_mul_overflow(known, shape[d], &known))
+      return absl::InvalidArgumentError("reshape to [" + shapeToString(shape) +
+                                        "] is not a shape");
+  }
+  if (unknownAt >= 0)
+    shape[unknownAt] = known ? x.numel() / known : 0;
+  if (numElements(shape) != x.numel())
+    return absl::InvalidArgumentError("reshape of " + x.describe() + " to [" +
+                                      shapeToString(shape) + "] changes the element count");
+  return x.reshaped(shape);
+}
+
 absl::StatusOr<Tensor> broadcastTo(const Tensor &x, const Shape &target) {
   // ONNX Expand: the result is the broadcast of both shapes.
   absl::StatusOr<Shape> shape = broadcastShapes(x.shape(), target);

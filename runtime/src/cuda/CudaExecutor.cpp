@@ -271,19 +271,8 @@ absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Sh
 absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
   const CudaDriver &cu = *driver_;
   const Plan &plan = context.model().plan();
+  prepareLaunch(context, step);
   const Slot &out = context.values[step.outputs[0]];
-  context.pointers.clear();
-  context.pointers.push_back(out.address);
-  for (int v : step.inputs)
-    context.pointers.push_back(context.values[v].address);
-  context.symbolArgs.clear();
-  for (int s : plan.kernels[step.kernel].symbols)
-    context.symbolArgs.push_back(context.symbols[s].value_or(0));
-  context.args.clear();
-  for (uintptr_t &p : context.pointers)
-    context.args.push_back(&p);
-  for (int64_t &s : context.symbolArgs)
-    context.args.push_back(&s);
   int64_t items = std::max<int64_t>(1, ref::numElements(out.shape));
   int64_t blocks = plan.kernels[step.kernel].blockPerItem
                        ? items

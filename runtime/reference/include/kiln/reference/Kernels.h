@@ -48,6 +48,11 @@ absl::StatusOr<Tensor> range(const Tensor &start, const Tensor &limit, const Ten
 
 //===--- Data movement ----------------------------------------------------===//
 
+/// The values of an integer tensor (shape operands: sizes, starts, pads).
+std::vector<int64_t> integerValues(const Tensor &t);
+/// `x` with the dims in `shape`, one of which may be -1 (inferred), as ONNX
+/// Reshape without `allowzero`; an error when the element count differs.
+absl::StatusOr<Tensor> reshape(const Tensor &x, std::vector<int64_t> shape);
 Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation);
 absl::StatusOr<Tensor> broadcastTo(const Tensor &x, const Shape &shape);
 absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t axis);

@@ -1,0 +1,24 @@
+//===- KernelTypes.h - what generated kernels compute with -----*- C++ -*-===//
+
+#ifndef KILN_PASSES_KERNELTYPES_H
+#define KILN_PASSES_KERNELTYPES_H
+
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace kiln {
+
+/// Element types the generated kernels compute with (fusion and the rewrites
+/// that feed it ask the same question).
+inline bool isKernelElementType(mlir::Type t) {
+  if (t.isF16() || t.isBF16() || t.isF32() || t.isF64() ||
+      mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E4M3FNUZType, mlir::Float8E5M2Type,
+                mlir::Float8E5M2FNUZType>(t))
+    return true;
+  auto i = mlir::dyn_cast<mlir::IntegerType>(t);
+  return i && (i.getWidth() == 1 || i.getWidth() == 8 || i.getWidth() == 16 ||
+               i.getWidth() == 32 || i.getWidth() == 64);
+}
+
+} // namespace kiln
+
+#endif // KILN_PASSES_KERNELTYPES_H
