@@ -51,9 +51,9 @@ std::vector<uint8_t> syntheticArtifact(size_t mb) {
   std::vector<uint8_t> weights(static_cast<size_t>(rows) * 64 * 4);
   for (size_t i = 0; i < weights.size(); ++i)
     weights[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
-  std::vector<flatbuffers::Offset<fb::Step>> steps = {fb::CreateStep(
-      b, fb::StepOp::MatMul, fb::CreateMatMul(b).Union(), b.CreateVector(std::vector<int>{0, 1}),
-      b.CreateVector(std::vector<int>{2}))};
+  std::vector<flatbuffers::Offset<fb::Step>> steps = {
+      fb::CreateStep(b, fb::StepOp::MatMul, fb::CreateMatMul(b).Union(),
+                     b.CreateVector(std::vector<int>{0, 1}), b.CreateVector(std::vector<int>{2}))};
   std::vector<flatbuffers::Offset<fb::Guard>> guards = {fb::CreateGuard(b, 0, 0, dim(1)),
                                                         fb::CreateGuard(b, 0, 1, dim(rows))};
   std::vector<flatbuffers::Offset<fb::Weight>> table = {fb::CreateWeight(b, 0, weights.size())};
@@ -89,9 +89,9 @@ template <typename F> double bestMs(int repeat, F f) {
   for (int i = 0; i < repeat; ++i) {
     auto start = std::chrono::steady_clock::now();
     f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(
-                              std::chrono::steady_clock::now() - start)
-                              .count());
+    best = std::min(
+        best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
   }
   return best;
 }
@@ -140,7 +140,8 @@ int main(int argc, char **argv) {
     }
     sink = s;
   });
-  double checksum = bestMs(repeat, [&] { sink = kiln::artifact::artifactChecksum(bytes, size, size); });
+  double checksum =
+      bestMs(repeat, [&] { sink = kiln::artifact::artifactChecksum(bytes, size, size); });
   double previous = bestMs(repeat, [&] { sink = previousChecksum(bytes, size); });
   bool loaded = true;
   double load = bestMs(repeat, [&] {

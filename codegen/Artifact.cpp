@@ -74,6 +74,7 @@ private:
   std::vector<flatbuffers::Offset<fb::Weight>> weights;
   std::vector<flatbuffers::Offset<fb::Step>> steps;
   std::vector<GeneratedKernel> kernels;
+  std::vector<std::vector<fb::DType>> kernelSignatures; ///< per kernel, result first
   std::map<std::string, int> kernelIds;
   llvm::json::Array kernelReport, libraryReport;
 
@@ -186,6 +187,15 @@ LogicalResult Writer::addStep(Operation *op) {
     auto [it, inserted] = kernelIds.emplace(g->name, static_cast<int>(kernels.size()));
     if (inserted) {
       kernels.push_back(*g);
+      // The signature the runtime checks launches against: result, then inputs.
+      std::vector<fb::DType> signature;
+      for (Type t : llvm::concat<const Type>(k->getResultTypes(), k->getOperandTypes())) {
+        std::optional<ref::DType> d = toRefType(cast<RankedTensorType>(t).getElementType());
+        if (!d)
+          return k.emitOpError() << "has a buffer of type " << t << " with no runtime dtype";
+        signature.push_back(static_cast<fb::DType>(*d));
+      }
+      kernelSignatures.push_back(std::move(signature));
       llvm::json::Array ops;
       k.getBody().walk([&](Operation *inner) {
         if (!isa<YieldOp>(inner))
@@ -352,6 +362,23 @@ FailureOr<CompiledArtifact> Writer::build() {
     return func.emitError() << "an artifact needs a function of one block";
   Block &body = func.getBody().front();
 
+  // The runtime's C API describes inputs and outputs with at most kMaxIoRank
+  // dims: refuse more here, not with a failed info call at run time.
+  auto checkRank = [&](Type type, const std::string &what) -> LogicalResult {
+    auto ranked = dyn_cast<RankedTensorType>(type);
+    if (ranked && ranked.getRank() > artifact::kMaxIoRank)
+      return func.emitError() << what << " has rank " << ranked.getRank()
+                              << "; a model's inputs and outputs may have at most "
+                              << artifact::kMaxIoRank << " dims";
+    return success();
+  };
+  for (BlockArgument arg : body.getArguments())
+    if (failed(checkRank(arg.getType(), "input " + std::to_string(arg.getArgNumber()))))
+      return failure();
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
+    if (failed(checkRank(type, "output " + std::to_string(i))))
+      return failure();
+
   // Inputs, and their guards: constant dims and first sightings of a symbol
   // first (those bind), then dims that are expressions of bound symbols.
   std::vector<int> inputs;
@@ -423,8 +450,9 @@ FailureOr<CompiledArtifact> Writer::build() {
       syms.push_back(symbolId(s));
     kernelTable.push_back(fb::CreateKernel(
         builder, builder.CreateString(kernels[k].name), builder.CreateString(kernels[k].source),
-        *schedule, builder.CreateVector(syms),
-        kernels[k].blockPerItem, builder.CreateVector(cubins[k])));
+        *schedule, builder.CreateVector(syms), kernels[k].blockPerItem,
+        builder.CreateVector(cubins[k]),
+        builder.CreateVector(kernelSignatures[k])));
   }
   FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> host = hostLibraries();
   if (failed(host))
@@ -450,13 +478,16 @@ FailureOr<CompiledArtifact> Writer::build() {
       builder.CreateVector(*host), builder.CreateString(deviceLibrary),
       builder.CreateVector(weights), blob, /*checksum=*/0, externalName,
       external ? weightBlob.size() : 0,
-      external ? artifact::artifactChecksum(weightBlob.data(), weightBlob.size(), weightBlob.size()) : 0);
+      external ? artifact::artifactChecksum(weightBlob.data(), weightBlob.size(),
+                                            weightBlob.size())
+               : 0);
   fb::FinishModelBuffer(builder, model);
 
   CompiledArtifact result;
   result.bytes.assign(reinterpret_cast<const char *>(builder.GetBufferPointer()),
                       builder.GetSize());
-  if (!artifact::sealArtifact(reinterpret_cast<uint8_t *>(result.bytes.data()), result.bytes.size()))
+  auto *sealed = reinterpret_cast<uint8_t *>(result.bytes.data());
+  if (!artifact::sealArtifact(sealed, result.bytes.size()))
     return func.emitError() << "internal error: the artifact has no checksum field";
   if (external)
     result.weights.assign(weightBlob.begin(), weightBlob.end());

@@ -33,7 +33,8 @@ absl::StatusOr<std::string> deviceLibraryIncludeDir(const std::string &cacheDir)
   if (llvm::sys::fs::exists(file))
     return root.str().str();
   if (std::error_code ec = llvm::sys::fs::create_directories(llvm::sys::path::parent_path(file)))
-    return absl::InternalError(absl::StrCat("cannot create ", file.str().str(), ": ", ec.message()));
+    return absl::InternalError(
+        absl::StrCat("cannot create ", file.str().str(), ": ", ec.message()));
   // Written to a temporary and renamed: concurrent compilers never see half of it.
   std::string temporary = (file + ".tmp" + hex).str();
   {

@@ -156,8 +156,7 @@ bool isHostStepOp(Operation *op) {
              RangeOp, ReshapeOp, TransposeOp, BroadcastToOp, ConcatOp, SliceOp, GatherOp, PadOp,
              GatherElementsOp, ScatterElementsOp, GatherNDOp, ScatterNDOp, NonZeroOp, CompressOp,
              ResizeOp, ReduceOp, ArgReduceOp, CumulativeOp, TopKOp, SoftmaxOp, LogSoftmaxOp,
-             LayerNormOp, GridSampleOp, RoiAlignOp, NonMaxSuppressionOp, UniqueOp, DetOp,
-             Col2ImOp
+             LayerNormOp, GridSampleOp, RoiAlignOp, NonMaxSuppressionOp, UniqueOp, DetOp, Col2ImOp
 #define KILN_UNARY_OP(Op, SchemaFn, RefFn) , Op
 #define KILN_BINARY_OP(Op, SchemaFn, RefFn) , Op
 #include "ir/Kiln/ElementwiseOps.def"
@@ -170,11 +169,11 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
   };
   auto longs = [&](ArrayRef<int64_t> v) { return b.CreateVector(v.data(), v.size()); };
 
-#define KILN_UNARY_OP(Op, Fn, RefFn)                                                                 \
-  if (isa<Op>(op))                                                                              \
+#define KILN_UNARY_OP(Op, Fn, RefFn)                                                               \
+  if (isa<Op>(op))                                                                                 \
     return step(fb::StepOp::Unary, fb::CreateUnary(b, fb::UnaryFn::Fn));
-#define KILN_BINARY_OP(Op, Fn, RefFn)                                                                \
-  if (isa<Op>(op))                                                                              \
+#define KILN_BINARY_OP(Op, Fn, RefFn)                                                              \
+  if (isa<Op>(op))                                                                                 \
     return step(fb::StepOp::Binary, fb::CreateBinary(b, fb::BinaryFn::Fn));
 #include "ir/Kiln/ElementwiseOps.def"
 
@@ -202,8 +201,8 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
         return step(fb::StepOp::Pool,
                     fb::CreatePool(b, poolKind(p.getKind()), longs(p.getKernelShape()),
                                    longs(p.getStrides()), longs(p.getPads()),
-                                   longs(p.getDilations()), p.getCeilMode(),
-                                   p.getCountIncludePad(), static_cast<int64_t>(p.getP())));
+                                   longs(p.getDilations()), p.getCeilMode(), p.getCountIncludePad(),
+                                   static_cast<int64_t>(p.getP())));
       })
       .Case([&](CompareOp c) {
         return step(fb::StepOp::Compare, fb::CreateCompare(b, direction(c.getDirection())));
@@ -255,8 +254,9 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
       .Case([&](NonZeroOp) { return step(fb::StepOp::NonZero, fb::CreateNonZero(b)); })
       .Case([&](CompressOp c) {
         std::optional<uint64_t> axis = c.getAxis();
-        return step(fb::StepOp::Compress,
-                    fb::CreateCompress(b, axis.has_value(), static_cast<int64_t>(axis.value_or(0))));
+        return step(
+            fb::StepOp::Compress,
+            fb::CreateCompress(b, axis.has_value(), static_cast<int64_t>(axis.value_or(0))));
       })
       .Case([&](ResizeOp r) {
         std::vector<double> scales(r.getScales().begin(), r.getScales().end());
@@ -280,10 +280,9 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                                         r.getSelectLastIndex()));
       })
       .Case([&](CumulativeOp c) {
-        return step(fb::StepOp::Cumulative,
-                    fb::CreateCumulative(b, cumulativeKind(c.getKind()),
-                                         static_cast<int64_t>(c.getAxis()), c.getExclusive(),
-                                         c.getReverse()));
+        return step(fb::StepOp::Cumulative, fb::CreateCumulative(b, cumulativeKind(c.getKind()),
+                                                                 static_cast<int64_t>(c.getAxis()),
+                                                                 c.getExclusive(), c.getReverse()));
       })
       .Case([&](TopKOp t) {
         return step(fb::StepOp::TopK, fb::CreateTopK(b, static_cast<int64_t>(t.getAxis()),
@@ -298,10 +297,9 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                     fb::CreateSoftmax(b, static_cast<int64_t>(s.getAxis()), true));
       })
       .Case([&](LayerNormOp l) {
-        return step(fb::StepOp::LayerNorm,
-                    fb::CreateLayerNorm(b, static_cast<int64_t>(l.getAxis()),
-                                        l.getEpsilon().convertToFloat(),
-                                        static_cast<bool>(l.getBias())));
+        return step(fb::StepOp::LayerNorm, fb::CreateLayerNorm(b, static_cast<int64_t>(l.getAxis()),
+                                                               l.getEpsilon().convertToFloat(),
+                                                               static_cast<bool>(l.getBias())));
       })
       .Case([&](GridSampleOp g) {
         return step(fb::StepOp::GridSample,
@@ -335,11 +333,12 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                                      longs(c.getPads())));
       })
       .Case([&](ShapeOfOp) { return step(fb::StepOp::ShapeOf, fb::CreateShapeOf(b)); })
-      .Default([&](Operation *) -> FailureOr<EncodedStep> {
-        return op->emitOpError()
-               << "runs neither as a generated kernel nor on the host, so an artifact cannot "
-                  "hold it yet";
-      });
+      .Default(
+          [&](Operation *) -> FailureOr<EncodedStep> {
+            return op->emitOpError()
+                   << "runs neither as a generated kernel nor on the host, so an artifact cannot "
+                      "hold it yet";
+          });
 }
 
 } // namespace kiln

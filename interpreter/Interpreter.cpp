@@ -238,8 +238,10 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
     std::vector<std::vector<ref::Tensor>> scans(numScan);
     size_t scanBytes = 0;
     for (int64_t i = 0; i < maxTrips && condition; ++i) {
-      if (i >= (int64_t(1) << 31))
-        return opError(op) << "the loop ran 2^31 iterations";
+      if (i >= options.maxLoopIterations)
+        return opError(op) << "the loop passed " << options.maxLoopIterations
+                           << " iterations (its trip count is " << maxTrips
+                           << "); the reference interpreter stops there";
       ref::Tensor iteration(ref::DType::i64, {});
       iteration.setI(0, i);
       ref::Tensor cond(ref::DType::boolean, {});

@@ -41,6 +41,9 @@ struct InterpretOptions {
   /// kernel's body on the reference kernels. Returns the kernel's one result.
   std::function<mlir::FailureOr<ref::Tensor>(KernelOp, llvm::ArrayRef<ref::Tensor>, Evaluate)>
       runKernel;
+  /// A Loop running more iterations than this stops with an error naming the
+  /// limit: a trip count from bad data (2^62) must not hang the oracle.
+  int64_t maxLoopIterations = int64_t(1) << 20;
 };
 
 /// The reference dtype of an MLIR element type, or nullopt when it has none.

@@ -131,8 +131,7 @@ Results one(absl::StatusOr<ref::Tensor> t) {
 
 absl::StatusOr<ref::Tensor> withActivation(absl::StatusOr<ref::Tensor> r, Activation a) {
   switch (a) {
-  case Activation::none:
-    return r;
+  case Activation::none: return r;
   case Activation::relu:
     if (!r.ok())
       return r;
@@ -161,14 +160,13 @@ ref::ConvParams convParams(ArrayRef<int64_t> strides, ArrayRef<int64_t> dilation
 
 } // namespace
 
-std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation *op,
-                                                                       Inputs in) {
+std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation *op, Inputs in) {
   auto optional = [&](size_t i) { return i < in.size() ? in[i] : nullptr; };
-#define KILN_UNARY_OP(Op, SchemaFn, RefFn)                                                                   \
-  if (isa<Op>(op))                                                                              \
+#define KILN_UNARY_OP(Op, SchemaFn, RefFn)                                                         \
+  if (isa<Op>(op))                                                                                 \
     return one(ref::unary(ref::UnaryFn::RefFn, *in[0]));
-#define KILN_BINARY_OP(Op, SchemaFn, RefFn)                                                                  \
-  if (isa<Op>(op))                                                                              \
+#define KILN_BINARY_OP(Op, SchemaFn, RefFn)                                                        \
+  if (isa<Op>(op))                                                                                 \
     return one(ref::binary(ref::BinaryFn::RefFn, *in[0], *in[1]));
 #include "ir/Kiln/ElementwiseOps.def"
 
@@ -192,13 +190,15 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
       .Case([&](RangeOp) { return one(ref::range(*in[0], *in[1], *in[2])); })
       .Case([&](ReshapeOp) { return one(ref::reshape(*in[0], ref::integerValues(*in[1]))); })
       .Case([&](TransposeOp t) { return one(ref::transpose(*in[0], vec(t.getPermutation()))); })
-      .Case([&](BroadcastToOp) { return one(ref::broadcastTo(*in[0], ref::integerValues(*in[1]))); })
+      .Case(
+          [&](BroadcastToOp) { return one(ref::broadcastTo(*in[0], ref::integerValues(*in[1]))); })
       .Case([&](ConcatOp c) {
         return one(ref::concat(std::vector<const ref::Tensor *>(in.begin(), in.end()),
                                static_cast<int64_t>(c.getAxis())));
       })
       .Case([&](SliceOp) {
-        return one(ref::slice(*in[0], ref::integerValues(*in[1]), ref::integerValues(*in[2]), ref::integerValues(*in[3])));
+        return one(ref::slice(*in[0], ref::integerValues(*in[1]), ref::integerValues(*in[2]),
+                              ref::integerValues(*in[3])));
       })
       .Case([&](GatherOp g) {
         return one(ref::gather(*in[0], *in[1], static_cast<int64_t>(g.getAxis())));
@@ -241,15 +241,13 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
         return one(ref::resize(*in[0], p));
       })
       .Case([&](ReduceOp r) {
-        return one(ref::reduce(*in[0], reduceKind(r.getKind()), vec(r.getAxes()),
-                               r.getKeepDims()));
+        return one(ref::reduce(*in[0], reduceKind(r.getKind()), vec(r.getAxes()), r.getKeepDims()));
       })
       .Case([&](ArgReduceOp r) {
-        ref::ArgReduceKind kind = r.getKind() == ArgReduceKind::argmax
-                                      ? ref::ArgReduceKind::argmax
-                                      : ref::ArgReduceKind::argmin;
-        return one(ref::argReduce(*in[0], kind, static_cast<int64_t>(r.getAxis()),
-                                  r.getKeepDims(), r.getSelectLastIndex()));
+        ref::ArgReduceKind kind = r.getKind() == ArgReduceKind::argmax ? ref::ArgReduceKind::argmax
+                                                                       : ref::ArgReduceKind::argmin;
+        return one(ref::argReduce(*in[0], kind, static_cast<int64_t>(r.getAxis()), r.getKeepDims(),
+                                  r.getSelectLastIndex()));
       })
       .Case([&](CumulativeOp c) {
         ref::CumulativeKind kind = c.getKind() == CumulativeKind::sum ? ref::CumulativeKind::sum

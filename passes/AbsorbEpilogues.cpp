@@ -4,8 +4,8 @@
 // apply themselves move into the library op that produces their operand.
 //===----------------------------------------------------------------------===//
 
-#include "passes/Passes.h"
 #include "passes/KernelTypes.h"
+#include "passes/Passes.h"
 
 #include "ir/Kiln/KilnDialect.h"
 
@@ -55,8 +55,8 @@ void absorbEpilogues(func::FuncOp func) {
     auto type = cast<RankedTensorType>(result.getType());
     if (!isa<FloatType>(type.getElementType()))
       continue;
-    if (auto matmul = dyn_cast<MatmulOp>(op); matmul && !matmul.getBias() && type.getRank() >= 1 &&
-                                              result.hasOneUse()) {
+    if (auto matmul = dyn_cast<MatmulOp>(op);
+        matmul && !matmul.getBias() && type.getRank() >= 1 && result.hasOneUse()) {
       auto add = dyn_cast<AddOp>(*result.getUsers().begin());
       if (add && add.getType() == type) {
         Value bias = add.getLhs() == result ? add.getRhs() : add.getLhs();

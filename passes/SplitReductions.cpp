@@ -4,8 +4,8 @@
 // splitting it into chunk partials and their total spreads the work.
 //===----------------------------------------------------------------------===//
 
-#include "passes/Passes.h"
 #include "passes/KernelTypes.h"
+#include "passes/Passes.h"
 
 #include "ir/Kiln/KilnDialect.h"
 

@@ -2,6 +2,8 @@
 
 #include "tools/LoadModel.h"
 
+#include "llvm/Support/FileSystem.h"
+
 #include "passes/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -15,6 +17,14 @@ namespace kiln {
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef path,
                                 const LoadOptions &options) {
   OwningOpRef<ModuleOp> module;
+  // Only regular files: a FIFO would block the reader, a device never end.
+  llvm::sys::fs::file_status status;
+  if (!llvm::sys::fs::status(path, status) &&
+      status.type() != llvm::sys::fs::file_type::regular_file) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0))
+        << "cannot read the model: not a regular file";
+    return nullptr;
+  }
   if (path.ends_with(".mlir")) {
     module = parseSourceFile<ModuleOp>(path, &context);
   } else if (path.ends_with(".onnx")) {

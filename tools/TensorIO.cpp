@@ -23,6 +23,12 @@ namespace kiln {
 FailureOr<ref::Tensor> readTensorFile(MLIRContext &context, llvm::StringRef path,
                                       std::string *name) {
   Location loc = FileLineColLoc::get(&context, path, 0, 0);
+  // Only regular files (a FIFO would block, /dev/zero never ends).
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return emitError(loc) << "cannot read the file: " << ec.message();
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return emitError(loc) << "cannot read the file: not a regular file";
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
   if (!buffer)
     return emitError(loc) << "cannot read the file: " << buffer.getError().message();

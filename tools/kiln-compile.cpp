@@ -299,19 +299,34 @@ int main(int argc, char **argv) {
 
   start = Clock::now();
   std::string artifactPath = ext == ".kiln" ? outputPath.getValue() : outputPath + ".kiln.tmp";
+  // Written to a temporary beside the target and renamed over it: a process
+  // that has the old file mapped keeps reading the old bytes (rewriting in place
+  // would change them under it, or SIGBUS it on truncation).
   auto write = [](StringRef path, StringRef bytes) -> bool {
+    std::string temporary = (path + ".tmp" + Twine(sys::Process::getProcessId())).str();
     std::error_code ec;
-    ToolOutputFile file(path, ec, sys::fs::OF_None);
+    {
+      raw_fd_ostream os(temporary, ec, sys::fs::OF_None);
+      if (!ec) {
+        os << bytes;
+        os.close();
+        ec = os.error();
+      }
+    }
+    if (!ec)
+      ec = sys::fs::rename(temporary, path);
     if (ec) {
+      sys::fs::remove(temporary);
       fail("cannot write " + path + ": " + ec.message());
       return false;
     }
-    file.os() << bytes;
-    file.keep();
     return true;
   };
-  if (!write(artifactPath, artifact->bytes) ||
-      (weightsFile && !write(weightsPath, artifact->weights)))
+  // The weights first: an artifact never names weights not yet in place (and a
+  // reader that meets the new artifact with old weights is refused by their
+  // checksum, never run).
+  if ((weightsFile && !write(weightsPath, artifact->weights)) ||
+      !write(artifactPath, artifact->bytes))
     return 1;
   if (ext == ".so") {
     std::string name = cName.empty() ? identifierFrom(outputPath) : cName.getValue();

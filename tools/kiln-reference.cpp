@@ -60,18 +60,16 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   kiln::setVersionPrinter("kiln-reference");
-  cl::ParseCommandLineOptions(argc, argv, "kiln-reference: runs a model on the float64 interpreter\n");
+  cl::ParseCommandLineOptions(argc, argv,
+                              "kiln-reference: runs a model on the float64 interpreter\n");
   if (backend != "reference")
     return fail("kiln-reference runs the reference interpreter only (--backend " + backend + ")");
 
-  std::map<std::string, std::string> inputFiles;
-  for (const std::string &spec : inputSpecs) {
-    auto [name, file] = StringRef(spec).split('=');
-    if (name.empty() || file.empty())
-      return fail("--input '" + spec + "' is not NAME=FILE");
-    if (!inputFiles.emplace(name.str(), file.str()).second)
-      return fail("input '" + name + "' is given twice");
-  }
+  absl::StatusOr<std::map<std::string, std::string>> specs =
+      kiln::parseInputSpecs(std::vector<std::string>(inputSpecs.begin(), inputSpecs.end()));
+  if (!specs.ok())
+    return fail(std::string(specs.status().message()));
+  const std::map<std::string, std::string> &inputFiles = *specs;
 
   mlir::DialectRegistry registry;
   kiln::registerAllDialects(registry);
@@ -101,20 +99,12 @@ int main(int argc, char **argv) {
     outputNames.push_back(attr ? attr.str() : "output" + std::to_string(i));
   }
 
-  // Match the given inputs to the model's by name.
-  for (const auto &[name, file] : inputFiles)
-    if (std::find(inputNames.begin(), inputNames.end(), name) == inputNames.end()) {
-      std::string known;
-      for (const std::string &n : inputNames)
-        known += (known.empty() ? "" : ", ") + n;
-      return fail("the model has no input '" + name + "' (its inputs: " + known + ")");
-    }
+  absl::StatusOr<std::vector<std::string>> files = kiln::matchInputFiles(inputFiles, inputNames);
+  if (!files.ok())
+    return fail(std::string(files.status().message()));
   std::vector<kiln::ref::Tensor> inputs;
-  for (const std::string &name : inputNames) {
-    auto it = inputFiles.find(name);
-    if (it == inputFiles.end())
-      return fail("missing input '" + name + "' (give it with --input " + name + "=FILE)");
-    mlir::FailureOr<kiln::ref::Tensor> t = kiln::readTensorFile(context, it->second);
+  for (const std::string &file : *files) {
+    mlir::FailureOr<kiln::ref::Tensor> t = kiln::readTensorFile(context, file);
     if (failed(t))
       return 1;
     inputs.push_back(std::move(*t));

@@ -16,6 +16,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -125,6 +126,13 @@ Value GraphImporter::bindConstantInput(BlockArgument arg) {
   if (file == options.constantInputs.end())
     return nullptr;
   Location loc = FileLineColLoc::get(&ctx, file->second, 0, 0);
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(file->second, status) ||
+      status.type() != llvm::sys::fs::file_type::regular_file) {
+    emitError(loc) << "cannot read a TensorProto for input '" << name.str()
+                   << "': not a regular file";
+    return nullptr;
+  }
   auto buffer = llvm::MemoryBuffer::getFile(file->second);
   onnx::TensorProto tensor;
   if (!buffer || !tensor.ParseFromArray((*buffer)->getBufferStart(),

@@ -13,6 +13,9 @@
 #include <exception>
 #include <string>
 
+static_assert(KILN_MAX_RANK == kiln::artifact::kMaxIoRank,
+              "the C API's rank limit is the one the compiler enforces");
+
 struct kiln_model_t {
   std::unique_ptr<kiln::rt::Model> model;
   /// Spelled dims of each input and output, owned here for kiln_tensor_info_t.
@@ -401,7 +404,8 @@ kiln_status_t kiln_context_create(const kiln_model_t *model, kiln_context_t **ou
   return guarded("kiln_context_create", [&] {
     if (!model || !out_context)
       return toC(nullArgument("kiln_context_create", !model ? "model" : "out_context"));
-    *out_context = new kiln_context_t{model, std::make_unique<kiln::rt::ExecutionContext>(*model->model), {}};
+    *out_context = new kiln_context_t{
+        model, std::make_unique<kiln::rt::ExecutionContext>(*model->model), {}};
     (*out_context)->inputs.reserve(model->model->plan().inputs.size());
     return toC(absl::OkStatus());
   });

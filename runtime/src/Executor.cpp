@@ -33,13 +33,10 @@ ExecutionContext::~ExecutionContext() = default;
 namespace {
 const char *stepKindName(artifact::StepKind kind) {
   switch (kind) {
-  case artifact::StepKind::Kernel:
-    return "kernel";
-  case artifact::StepKind::Host:
-    return "library";
+  case artifact::StepKind::Kernel: return "kernel";
+  case artifact::StepKind::Host: return "library";
   case artifact::StepKind::SymbolicConstant:
-  case artifact::StepKind::ShapeOf:
-    return "host";
+  case artifact::StepKind::ShapeOf: return "host";
   }
   return "host";
 }

@@ -55,8 +55,8 @@ struct TensorRef {
 
 /// Where output `index` (of this dtype and shape) goes: an address with room for
 /// it (host or device, as the run's buffers are), or an error.
-using OutputSink =
-    absl::FunctionRef<absl::StatusOr<void *>(size_t index, ref::DType dtype, const ref::Shape &shape)>;
+using OutputSink = absl::FunctionRef<absl::StatusOr<void *>(size_t index, ref::DType dtype,
+                                                            const ref::Shape &shape)>;
 
 /// What one run asks for.
 struct RunRequest {

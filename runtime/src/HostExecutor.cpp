@@ -26,9 +26,7 @@ public:
   std::vector<std::chrono::steady_clock::time_point> marks;
 };
 
-HostState &stateOf(ExecutionContext &context) {
-  return static_cast<HostState &>(*context.state);
-}
+HostState &stateOf(ExecutionContext &context) { return static_cast<HostState &>(*context.state); }
 
 } // namespace
 
@@ -57,9 +55,9 @@ absl::StatusOr<std::unique_ptr<HostExecutor>> HostExecutor::create(const Plan &p
   }
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     if (!ex->launchers_[k])
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the artifact has no host-emulation code for kernel ", plan.kernels[k].name,
-          " (compiled without a host library)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the artifact has no host-emulation code for kernel ", plan.kernels[k].name,
+                       " (compiled without a host library)"));
   return ex;
 }
 
@@ -73,8 +71,8 @@ absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &re
   size_t need = std::max(context.memory->peakBytes, artifact::kSlotAlignment);
   if (state.arenaBytes < need) {
     // Grows to the largest binding the context has seen, then stays.
-    size_t bytes = (need + artifact::kSlotAlignment - 1) / artifact::kSlotAlignment *
-                   artifact::kSlotAlignment;
+    size_t bytes =
+        (need + artifact::kSlotAlignment - 1) / artifact::kSlotAlignment * artifact::kSlotAlignment;
     void *p = std::aligned_alloc(artifact::kSlotAlignment, bytes);
     if (!p)
       return absl::ResourceExhaustedError(absl::StrCat("cannot allocate a ", bytes, "-byte arena"));

@@ -263,9 +263,10 @@ private:
 
   absl::Status operands(size_t least, size_t most, size_t results = 1) const {
     if (step.inputs.size() < least || step.inputs.size() > most)
-      return absl::InvalidArgumentError(absl::StrCat(
-          "corrupt artifact: ", step.label, " takes ", least == most ? "" : absl::StrCat(least, "-"),
-          most, " inputs, the step has ", step.inputs.size()));
+      return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: ", step.label, " takes ",
+                                                     least == most ? "" : absl::StrCat(least, "-"),
+                                                     most, " inputs, the step has ",
+                                                     step.inputs.size()));
     if (step.outputs.size() != results)
       return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: ", step.label, " has ",
                                                      results, " results, the step ",
@@ -274,7 +275,8 @@ private:
   }
 
   /// A step of `count` inputs computing one result with `fn`.
-  absl::StatusOr<HostStep> simple(size_t count, std::function<absl::StatusOr<ref::Tensor>(const Inputs &)> fn) {
+  absl::StatusOr<HostStep> simple(size_t count,
+                                  std::function<absl::StatusOr<ref::Tensor>(const Inputs &)> fn) {
     if (absl::Status s = operands(count, count); !s.ok())
       return s;
     return HostStep{[fn = std::move(fn)](const Inputs &in) { return one(fn(in)); }, std::nullopt};
@@ -374,9 +376,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
   case fb::StepOp::Range:
     return simple(3, [](const Inputs &in) { return ref::range(*in[0], *in[1], *in[2]); });
   case fb::StepOp::Reshape:
-    return simple(2, [](const Inputs &in) {
-      return ref::reshape(*in[0], ref::integerValues(*in[1]));
-    });
+    return simple(
+        2, [](const Inputs &in) { return ref::reshape(*in[0], ref::integerValues(*in[1])); });
   case fb::StepOp::Transpose: {
     std::vector<int64_t> perm = longs(table.op_as_Transpose()->permutation());
     return simple(1, [perm](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
@@ -386,7 +387,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
     });
   }
   case fb::StepOp::BroadcastTo:
-    return simple(2, [](const Inputs &in) { return ref::broadcastTo(*in[0], ref::integerValues(*in[1])); });
+    return simple(
+        2, [](const Inputs &in) { return ref::broadcastTo(*in[0], ref::integerValues(*in[1])); });
   case fb::StepOp::Concat: {
     int64_t axis = table.op_as_Concat()->axis();
     if (absl::Status s = operands(1, SIZE_MAX); !s.ok())
@@ -395,7 +397,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::Slice:
     return simple(4, [](const Inputs &in) {
-      return ref::slice(*in[0], ref::integerValues(*in[1]), ref::integerValues(*in[2]), ref::integerValues(*in[3]));
+      return ref::slice(*in[0], ref::integerValues(*in[1]), ref::integerValues(*in[2]),
+                        ref::integerValues(*in[3]));
     });
   case fb::StepOp::Gather: {
     int64_t axis = table.op_as_Gather()->axis();
@@ -411,7 +414,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::GatherElements: {
     int64_t axis = table.op_as_GatherElements()->axis();
-    return simple(2, [axis](const Inputs &in) { return ref::gatherElements(*in[0], *in[1], axis); });
+    return simple(2,
+                  [axis](const Inputs &in) { return ref::gatherElements(*in[0], *in[1], axis); });
   }
   case fb::StepOp::ScatterElements: {
     const fb::ScatterElements &t = *table.op_as_ScatterElements();
@@ -425,16 +429,20 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::GatherND: {
     int64_t batchDims = table.op_as_GatherND()->batch_dims();
-    return simple(2, [batchDims](const Inputs &in) { return ref::gatherND(*in[0], *in[1], batchDims); });
+    return simple(
+        2, [batchDims](const Inputs &in) { return ref::gatherND(*in[0], *in[1], batchDims); });
   }
   case fb::StepOp::ScatterND: {
-    absl::StatusOr<ref::ScatterReduction> r = scatterReduction(table.op_as_ScatterND()->reduction());
+    absl::StatusOr<ref::ScatterReduction> r =
+        scatterReduction(table.op_as_ScatterND()->reduction());
     if (!r.ok())
       return r.status();
-    return simple(3, [r = *r](const Inputs &in) { return ref::scatterND(*in[0], *in[1], *in[2], r); });
+    return simple(3,
+                  [r = *r](const Inputs &in) { return ref::scatterND(*in[0], *in[1], *in[2], r); });
   }
   case fb::StepOp::NonZero:
-    return simple(1, [](const Inputs &in) -> absl::StatusOr<ref::Tensor> { return ref::nonZero(*in[0]); });
+    return simple(
+        1, [](const Inputs &in) -> absl::StatusOr<ref::Tensor> { return ref::nonZero(*in[0]); });
   case fb::StepOp::Compress: {
     const fb::Compress &t = *table.op_as_Compress();
     std::optional<int64_t> axis;
@@ -501,9 +509,10 @@ absl::StatusOr<HostStep> Decoder::decode() {
     }
     int64_t axis = t.axis();
     bool exclusive = t.exclusive(), reverse = t.reverse();
-    return simple(1, [kind, axis, exclusive, reverse](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
-      return ref::cumulative(*in[0], kind, axis, exclusive, reverse);
-    });
+    return simple(
+        1, [kind, axis, exclusive, reverse](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+          return ref::cumulative(*in[0], kind, axis, exclusive, reverse);
+        });
   }
   case fb::StepOp::TopK: {
     const fb::TopK &t = *table.op_as_TopK();
@@ -568,16 +577,17 @@ absl::StatusOr<HostStep> Decoder::decode() {
   case fb::StepOp::NonMaxSuppression: {
     const fb::NonMaxSuppression &t = *table.op_as_NonMaxSuppression();
     bool center = t.center_point_box(), hasScore = t.has_score_threshold();
-    return simple(hasScore ? 5 : 4, [center, hasScore](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
-      for (size_t i = 2; i < in.size(); ++i)
-        if (in[i]->numel() != 1)
-          return absl::InvalidArgumentError("scalar operands must hold one value");
-      std::optional<double> scoreThreshold;
-      if (hasScore)
-        scoreThreshold = in[4]->getF(0);
-      return ref::nonMaxSuppression(*in[0], *in[1], in[2]->getI(0), in[3]->getF(0),
-                                    scoreThreshold, center);
-    });
+    return simple(hasScore ? 5 : 4,
+                  [center, hasScore](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+                    for (size_t i = 2; i < in.size(); ++i)
+                      if (in[i]->numel() != 1)
+                        return absl::InvalidArgumentError("scalar operands must hold one value");
+                    std::optional<double> scoreThreshold;
+                    if (hasScore)
+                      scoreThreshold = in[4]->getF(0);
+                    return ref::nonMaxSuppression(*in[0], *in[1], in[2]->getI(0), in[3]->getF(0),
+                                                  scoreThreshold, center);
+                  });
   }
   case fb::StepOp::Unique: {
     const fb::Unique &t = *table.op_as_Unique();
@@ -593,7 +603,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
                     std::nullopt};
   }
   case fb::StepOp::Det:
-    return simple(1, [](const Inputs &in) -> absl::StatusOr<ref::Tensor> { return ref::det(*in[0]); });
+    return simple(1,
+                  [](const Inputs &in) -> absl::StatusOr<ref::Tensor> { return ref::det(*in[0]); });
   case fb::StepOp::Col2Im: {
     const fb::Col2Im &t = *table.op_as_Col2Im();
     ref::Col2ImParams p;
@@ -607,8 +618,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
   case fb::StepOp::NONE:
   case fb::StepOp::KernelLaunch:
   case fb::StepOp::SymbolicConstant:
-  case fb::StepOp::ShapeOf:
-    break;
+  case fb::StepOp::ShapeOf: break;
   }
   return absl::InternalError(absl::StrCat(step.label, " is not a host step"));
 }
@@ -618,9 +628,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
 absl::StatusOr<HostStep> decodeHostStep(const StepInfo &step, size_t index) {
   absl::StatusOr<HostStep> decoded = Decoder(step).decode();
   if (!decoded.ok())
-    return absl::Status(decoded.status().code(),
-                        absl::StrCat("step ", index, " (", step.label, "): ",
-                                     decoded.status().message()));
+    return absl::Status(decoded.status().code(), absl::StrCat("step ", index, " (", step.label,
+                                                              "): ", decoded.status().message()));
   return decoded;
 }
 

@@ -68,7 +68,8 @@ std::string folderOf(const std::string &path) {
 
 /// A regular file opened for reading, and its size.
 absl::StatusOr<std::pair<int, size_t>> openRegularFile(const std::string &path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   struct stat st;
@@ -165,8 +166,9 @@ absl::StatusOr<std::unique_ptr<Model>> Model::loadMemory(const void *data, size_
     return absl::InvalidArgumentError("artifact data is NULL");
   std::unique_ptr<Model> model(new Model());
   // A private copy, aligned as the weights inside it expect.
-  size_t padded = (size + artifact::kWeightAlignment - 1) / artifact::kWeightAlignment * artifact::kWeightAlignment;
-  void *copy = std::aligned_alloc(artifact::kWeightAlignment, std::max<size_t>(padded, artifact::kWeightAlignment));
+  constexpr size_t kAlign = artifact::kWeightAlignment;
+  size_t padded = (size + kAlign - 1) / kAlign * kAlign;
+  void *copy = std::aligned_alloc(kAlign, std::max<size_t>(padded, kAlign));
   if (!copy)
     return absl::ResourceExhaustedError("cannot allocate memory for the artifact");
   if (size)

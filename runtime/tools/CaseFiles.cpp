@@ -77,11 +77,29 @@ absl::StatusOr<CaseSet> readCaseSet(const std::string &dir) {
     if (!t)
       return absl::InvalidArgumentError(absl::StrCat(dir, "/case.txt: unknown dtype ", dtype));
     ref::Shape shape;
-    for (int64_t d; words >> d;)
-      shape.push_back(d);
+    std::string word;
+    int64_t count = 1;
+    while (words >> word) {
+      // A dim is a plain non-negative number, and the tensor a sane size, before
+      // anything is allocated for it.
+      if (word.size() > 15 || word.find_first_not_of("0123456789") != std::string::npos)
+        return absl::InvalidArgumentError(
+            absl::StrCat(dir, "/case.txt: dim '", word, "' is not a size"));
+      shape.push_back(std::stoll(word));
+      if (shape.size() > 64 || __builtin_mul_overflow(count, shape.back(), &count) ||
+          count > (int64_t(1) << 36))
+        return absl::InvalidArgumentError(absl::StrCat(dir, "/case.txt: '", line,
+                                                       "' is absurdly large"));
+    }
     std::vector<ref::Tensor> &list = kind == "input" ? set.inputs : set.outputs;
-    ref::Tensor tensor(*t, shape);
     std::string path = absl::StrCat(dir, "/", kind, "_", list.size(), ".bin");
+    struct stat st;
+    size_t need = static_cast<size_t>(count) * ref::info(*t).bytes;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<size_t>(st.st_size) != need)
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " is not a file of ", need, " bytes, as case.txt says"));
+    ref::Tensor tensor(*t, shape);
     std::ifstream data(path, std::ios::binary);
     data.read(reinterpret_cast<char *>(tensor.bytes()), static_cast<std::streamsize>(tensor.byteSize()));
     if (!data && tensor.byteSize())

@@ -4,12 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sys/stat.h>
 #include <optional>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace kiln {
 namespace {
@@ -32,12 +33,12 @@ struct OnnxType {
   DType dtype;
 };
 constexpr OnnxType kOnnxTypes[] = {
-    {1, DType::f32},       {2, DType::u8},          {3, DType::i8},        {4, DType::u16},
-    {5, DType::i16},       {6, DType::i32},         {7, DType::i64},       {9, DType::boolean},
-    {10, DType::f16},      {11, DType::f64},        {12, DType::u32},      {13, DType::u64},
-    {16, DType::bf16},     {17, DType::f8e4m3fn},   {18, DType::f8e4m3fnuz},
-    {19, DType::f8e5m2},   {20, DType::f8e5m2fnuz}, {21, DType::u4},       {22, DType::i4},
-    {23, DType::f4e2m1fn}, {25, DType::u2},         {26, DType::i2},
+    {1, DType::f32},         {2, DType::u8},        {3, DType::i8},          {4, DType::u16},
+    {5, DType::i16},         {6, DType::i32},       {7, DType::i64},         {9, DType::boolean},
+    {10, DType::f16},        {11, DType::f64},      {12, DType::u32},        {13, DType::u64},
+    {16, DType::bf16},       {17, DType::f8e4m3fn}, {18, DType::f8e4m3fnuz}, {19, DType::f8e5m2},
+    {20, DType::f8e5m2fnuz}, {21, DType::u4},       {22, DType::i4},         {23, DType::f4e2m1fn},
+    {25, DType::u2},         {26, DType::i2},
 };
 
 std::optional<DType> dtypeOfOnnx(int code) {
@@ -142,8 +143,9 @@ bool repeated(Wire &wire, uint64_t wireType, int field, Proto &p) {
     return true;
   }
   uint64_t v;
-  if (!(isFloat ? wireType == 5 && wire.fixed(4, v)
-                : isDouble ? wireType == 1 && wire.fixed(8, v) : wireType == 0 && wire.varint(v)))
+  if (!(isFloat    ? wireType == 5 && wire.fixed(4, v)
+        : isDouble ? wireType == 1 && wire.fixed(8, v)
+                   : wireType == 0 && wire.varint(v)))
     return false;
   out.push_back(v);
   return true;
@@ -169,7 +171,11 @@ bool parseProto(const std::string &data, Proto &p) {
       p.dataType = static_cast<int>(v);
       break;
     }
-    case 4: case 5: case 7: case 10: case 11:
+    case 4:
+    case 5:
+    case 7:
+    case 10:
+    case 11:
       if (!repeated(wire, wireType, static_cast<int>(field), p))
         return false;
       break;
@@ -225,14 +231,13 @@ absl::StatusOr<NamedTensor> readProto(const std::string &data) {
     return bare("not a TensorProto (.pb) file");
   std::optional<DType> dtype = dtypeOfOnnx(p.dataType);
   if (!dtype)
-    return bare(absl::StrCat("TensorProto data type ", p.dataType,
-                                        " is not one kiln runs"));
+    return bare(absl::StrCat("TensorProto data type ", p.dataType, " is not one kiln runs"));
   if (p.dims.size() > 64)
     return bare(absl::StrCat("rank ", p.dims.size(), " is absurd"));
   std::optional<int64_t> count = checkedCount(p.dims);
   if (!count)
-    return bare(absl::StrCat("dims [", ref::shapeToString(p.dims),
-                                        "] are negative or absurdly large"));
+    return bare(
+        absl::StrCat("dims [", ref::shapeToString(p.dims), "] are negative or absurdly large"));
   // int4/uint4/float4 pack two elements a byte, int2/uint2 four (ONNX's layout).
   int bits = ref::info(*dtype).bits;
   bool subByte = bits == 4 || bits == 2;
@@ -244,24 +249,23 @@ absl::StatusOr<NamedTensor> readProto(const std::string &data) {
   if (p.hasRaw) {
     if (p.rawSize != storedBytes)
       return bare(absl::StrCat("raw_data holds ", p.rawSize, " bytes; dims [",
-                                          ref::shapeToString(p.dims), "] need ", storedBytes));
+                               ref::shapeToString(p.dims), "] need ", storedBytes));
   } else {
     // The typed field ONNX stores this dtype in.
-    int field = *dtype == DType::f32                             ? 4
-                : *dtype == DType::f64                           ? 10
-                : *dtype == DType::i64                           ? 7
-                : *dtype == DType::u32 || *dtype == DType::u64   ? 11
-                                                                 : 5;
+    int field = *dtype == DType::f32                           ? 4
+                : *dtype == DType::f64                         ? 10
+                : *dtype == DType::i64                         ? 7
+                : *dtype == DType::u32 || *dtype == DType::u64 ? 11
+                                                               : 5;
     const std::vector<uint64_t> &values = p.numbers[field];
     size_t want = subByte ? storedBytes : static_cast<size_t>(*count);
     if (values.size() != want)
       return bare(absl::StrCat("it holds ", values.size(), " values; dims [",
-                                          ref::shapeToString(p.dims), "] need ", want));
+                               ref::shapeToString(p.dims), "] need ", want));
     packed.resize(storedBytes);
     for (size_t i = 0; i < values.size(); ++i) {
       uint64_t v = values[i];
-      std::memcpy(packed.data() + i * (subByte ? 1 : elementBytes), &v,
-                  subByte ? 1 : elementBytes);
+      std::memcpy(packed.data() + i * (subByte ? 1 : elementBytes), &v, subByte ? 1 : elementBytes);
     }
   }
   const uint8_t *bytes = p.hasRaw ? p.raw : packed.data();
@@ -290,9 +294,9 @@ std::optional<DType> npyType(const std::string &descr) {
   if (descr.size() < 2 || descr[0] == '>')
     return std::nullopt; // big-endian data is not supported
   static const std::pair<const char *, DType> kCodes[] = {
-      {"f2", DType::f16}, {"f4", DType::f32}, {"f8", DType::f64},  {"b1", DType::boolean},
-      {"i1", DType::i8},  {"i2", DType::i16}, {"i4", DType::i32},  {"i8", DType::i64},
-      {"u1", DType::u8},  {"u2", DType::u16}, {"u4", DType::u32},  {"u8", DType::u64}};
+      {"f2", DType::f16}, {"f4", DType::f32}, {"f8", DType::f64}, {"b1", DType::boolean},
+      {"i1", DType::i8},  {"i2", DType::i16}, {"i4", DType::i32}, {"i8", DType::i64},
+      {"u1", DType::u8},  {"u2", DType::u16}, {"u4", DType::u32}, {"u8", DType::u64}};
   for (auto [code, dtype] : kCodes)
     if (descr.compare(1, std::string::npos, code) == 0)
       return dtype;
@@ -350,7 +354,8 @@ absl::StatusOr<NamedTensor> readNpy(const std::string &data) {
     if (first == std::string::npos)
       continue;
     item = item.substr(first, last - first + 1);
-    if (item.empty() || item.size() > 15 || item.find_first_not_of("0123456789") != std::string::npos)
+    if (item.empty() || item.size() > 15 ||
+        item.find_first_not_of("0123456789") != std::string::npos)
       return bare(absl::StrCat(".npy dim '", item, "' is not a size"));
     shape.push_back(std::stoll(item));
     if (shape.size() > 64)
@@ -362,9 +367,8 @@ absl::StatusOr<NamedTensor> readNpy(const std::string &data) {
   size_t need = static_cast<size_t>(*count) * ref::info(*dtype).bytes;
   size_t begin = offset + headerLength;
   if (data.size() - begin != need)
-    return bare(absl::StrCat(".npy data holds ", data.size() - begin,
-                                        " bytes; shape [", ref::shapeToString(shape),
-                                        "] needs ", need));
+    return bare(absl::StrCat(".npy data holds ", data.size() - begin, " bytes; shape [",
+                             ref::shapeToString(shape), "] needs ", need));
   ref::Tensor t(*dtype, shape);
   if (need)
     std::memcpy(t.bytes(), data.data() + begin, need);
@@ -374,6 +378,13 @@ absl::StatusOr<NamedTensor> readNpy(const std::string &data) {
 } // namespace
 
 absl::StatusOr<NamedTensor> readTensorFile(const std::string &path) {
+  // Only regular files: opening a FIFO would block until someone writes to it,
+  // and a device like /dev/zero never ends.
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return fileError(path, absl::StrCat("cannot read the file: ", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
+    return fileError(path, "cannot read the file: not a regular file");
   std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file)
     return fileError(path, absl::StrCat("cannot read the file: ", std::strerror(errno)));
@@ -432,8 +443,8 @@ absl::Status writeTensorProto(const ref::Tensor &t, const std::string &name,
     int perByte = 8 / bits;
     std::string packed((t.numel() + perByte - 1) / perByte, '\0');
     for (int64_t i = 0; i < t.numel(); ++i)
-      packed[i / perByte] |= static_cast<char>((t.bytes()[i] & ((1 << bits) - 1))
-                                               << (bits * (i % perByte)));
+      packed[i / perByte] |=
+          static_cast<char>((t.bytes()[i] & ((1 << bits) - 1)) << (bits * (i % perByte)));
     putBytes(out, 9, packed.data(), packed.size());
   } else {
     putBytes(out, 9, reinterpret_cast<const char *>(t.bytes()), t.byteSize());
@@ -452,6 +463,9 @@ std::string summarizeTensor(const ref::Tensor &t, size_t maxValues) {
       s += ", ";
     if (ref::isFloat(t.dtype()))
       std::snprintf(number, sizeof(number), "%g", t.getF(i));
+    else if (t.dtype() == DType::u64) // getI gives u64 as its bit pattern
+      std::snprintf(number, sizeof(number), "%llu",
+                    static_cast<unsigned long long>(static_cast<uint64_t>(t.getI(i))));
     else
       std::snprintf(number, sizeof(number), "%lld", static_cast<long long>(t.getI(i)));
     s += number;
@@ -477,13 +491,49 @@ absl::Status emitOutputs(const std::vector<ref::Tensor> &outputs,
     if (print)
       std::printf("%s: %s\n", name.c_str(), summarizeTensor(outputs[k]).c_str());
     if (!outputDir.empty())
-      if (absl::Status s = writeTensorProto(outputs[k], name,
-                                            absl::StrCat(outputDir, "/output_", k, ".pb"));
+      if (absl::Status s =
+              writeTensorProto(outputs[k], name, absl::StrCat(outputDir, "/output_", k, ".pb"));
           !s.ok())
         return s;
   }
   std::fflush(stdout);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, std::string>>
+parseInputSpecs(const std::vector<std::string> &specs) {
+  std::map<std::string, std::string> files;
+  for (const std::string &spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return absl::InvalidArgumentError(absl::StrCat("--input '", spec, "' is not NAME=FILE"));
+    if (!files.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", spec.substr(0, eq), "' is given twice"));
+  }
+  return files;
+}
+
+absl::StatusOr<std::vector<std::string>>
+matchInputFiles(const std::map<std::string, std::string> &files,
+                const std::vector<std::string> &names) {
+  for (const auto &[name, file] : files)
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string known;
+      for (const std::string &k : names)
+        known += (known.empty() ? "" : ", ") + k;
+      return absl::InvalidArgumentError(
+          absl::StrCat("the model has no input '", name, "' (its inputs: ", known, ")"));
+    }
+  std::vector<std::string> ordered;
+  for (const std::string &name : names) {
+    auto it = files.find(name);
+    if (it == files.end())
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing input '", name, "' (give it with --input ", name, "=FILE)"));
+    ordered.push_back(it->second);
+  }
+  return ordered;
 }
 
 } // namespace kiln

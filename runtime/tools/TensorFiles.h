@@ -14,7 +14,9 @@
 
 #include "kiln/reference/Tensor.h"
 
+#include <map>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -41,6 +43,17 @@ absl::Status writeTensorProto(const ref::Tensor &t, const std::string &name,
 
 /// A short summary for printing: "f32[2, 3] [1, 2, 3, ...]".
 std::string summarizeTensor(const ref::Tensor &t, size_t maxValues = 8);
+
+/// `--input NAME=FILE` specs as a map from name to file; errors name the bad
+/// spec ("--input 'x' is not NAME=FILE", "input 'x' is given twice").
+absl::StatusOr<std::map<std::string, std::string>>
+parseInputSpecs(const std::vector<std::string> &specs);
+
+/// The file given for each of a model's inputs (`names`, in order); errors name
+/// an input the model does not have (with the ones it has) or one not given.
+absl::StatusOr<std::vector<std::string>>
+matchInputFiles(const std::map<std::string, std::string> &files,
+                const std::vector<std::string> &names);
 
 /// What kiln-run and kiln-reference do with a model's outputs: print
 /// "NAME: summary" lines when `print`, and write DIR/output_K.pb (DIR created)

@@ -113,7 +113,9 @@ int main(int argc, char **argv) {
         expected.insert(line);
   }
   int pass = 0, fail = 0, regressions = 0;
+  std::set<std::string> present;
   for (const std::string &name : children(root)) {
+    present.insert(name);
     std::string problem = checkCase(root + "/" + name, backends[backendName]);
     if (problem.empty()) {
       ++pass;
@@ -128,6 +130,15 @@ int main(int argc, char **argv) {
       std::cout << "REGRESSION " << name << " was expected to pass\n";
     }
   }
-  std::cout << pass << " passed, " << fail << " failed (" << backendName << ")\n";
+  // A case expected to pass that is not in the folder did not run: that is a
+  // failure too (an empty folder must not pass).
+  int missing = 0;
+  for (const std::string &name : expected)
+    if (!present.count(name)) {
+      ++missing;
+      std::cout << "MISSING " << name << " was expected to pass but is not in " << root << "\n";
+    }
+  regressions += missing;
+  std::cout << pass << " passed, " << fail + missing << " failed (" << backendName << ")\n";
   return regressions ? 1 : 0;
 }

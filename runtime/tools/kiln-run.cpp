@@ -238,8 +238,7 @@ int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
     char times[128];
     std::snprintf(times, sizeof(times), "\"ts\":%.3f,\"dur\":%.3f", start, duration);
     events += std::string(events.empty() ? "" : ",\n") + "{\"name\":" + jsonString(name) +
-              ",\"cat\":" + jsonString(kind) + ",\"ph\":\"X\"," + times +
-              ",\"pid\":1,\"tid\":1}";
+              ",\"cat\":" + jsonString(kind) + ",\"ph\":\"X\"," + times + ",\"pid\":1,\"tid\":1}";
   }
   std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
   std::sort(sorted.begin(), sorted.end(),
@@ -250,9 +249,8 @@ int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
   std::printf("%-40s %-8s %8s %12s %12s %7s\n", "step", "kind", "calls", "total ms", "mean us",
               "share");
   for (auto &[name, row] : sorted)
-    std::printf("%-40s %-8s %8d %12.3f %12.1f %6.1f%%\n", name.c_str(), row.kind.c_str(),
-                row.calls, row.total / 1000.0, row.total / row.calls,
-                all > 0 ? 100.0 * row.total / all : 0.0);
+    std::printf("%-40s %-8s %8d %12.3f %12.1f %6.1f%%\n", name.c_str(), row.kind.c_str(), row.calls,
+                row.total / 1000.0, row.total / row.calls, all > 0 ? 100.0 * row.total / all : 0.0);
   std::printf("%zu steps over %d run(s); trace: %s\n", sorted.size(), runs, tracePath.c_str());
   FILE *trace = std::fopen(tracePath.c_str(), "w");
   if (!trace)
@@ -304,14 +302,10 @@ int main(int argc, char **argv) {
     return fail("cannot run " + tool + ": " + std::strerror(errno));
   }
 
-  std::map<std::string, std::string> inputFiles;
-  for (const std::string &spec : o.inputs) {
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      return fail("--input '" + spec + "' is not NAME=FILE");
-    if (!inputFiles.emplace(spec.substr(0, eq), spec.substr(eq + 1)).second)
-      return fail("input '" + spec.substr(0, eq) + "' is given twice");
-  }
+  absl::StatusOr<std::map<std::string, std::string>> specs = kiln::parseInputSpecs(o.inputs);
+  if (!specs.ok())
+    return fail(std::string(specs.status().message()));
+  const std::map<std::string, std::string> &inputFiles = *specs;
 
   std::string modelFile = o.model;
   TemporaryDir temporary;
@@ -364,33 +358,26 @@ int main(int argc, char **argv) {
     ~Destroy() { kiln_model_destroy(model); }
   } destroy{model};
 
+  // Every call's status is checked: an info that fails leaves its struct unset.
   std::vector<std::string> inputNames, outputNames;
-  size_t n = 0;
-  kiln_model_num_inputs(model, &n);
-  for (size_t i = 0; i < n; ++i) {
-    kiln_tensor_info_t info;
-    kiln_model_input_info(model, i, &info);
-    inputNames.push_back(info.name);
-  }
-  kiln_model_num_outputs(model, &n);
-  for (size_t i = 0; i < n; ++i) {
-    kiln_tensor_info_t info;
-    kiln_model_output_info(model, i, &info);
-    outputNames.push_back(info.name);
-  }
-  for (const auto &[name, file] : inputFiles)
-    if (std::find(inputNames.begin(), inputNames.end(), name) == inputNames.end()) {
-      std::string known;
-      for (const std::string &k : inputNames)
-        known += (known.empty() ? "" : ", ") + k;
-      return fail("the model has no input '" + name + "' (its inputs: " + known + ")");
+  for (bool input : {true, false}) {
+    size_t n = 0;
+    if ((input ? kiln_model_num_inputs(model, &n) : kiln_model_num_outputs(model, &n)) != KILN_OK)
+      return fail(kiln_last_error());
+    for (size_t i = 0; i < n; ++i) {
+      kiln_tensor_info_t info;
+      if ((input ? kiln_model_input_info(model, i, &info)
+                 : kiln_model_output_info(model, i, &info)) != KILN_OK)
+        return fail(kiln_last_error());
+      (input ? inputNames : outputNames).push_back(info.name ? info.name : "");
     }
+  }
+  absl::StatusOr<std::vector<std::string>> files = kiln::matchInputFiles(inputFiles, inputNames);
+  if (!files.ok())
+    return fail(std::string(files.status().message()));
   std::vector<kiln::ref::Tensor> inputs;
-  for (const std::string &name : inputNames) {
-    auto it = inputFiles.find(name);
-    if (it == inputFiles.end())
-      return fail("missing input '" + name + "' (give it with --input " + name + "=FILE)");
-    absl::StatusOr<kiln::NamedTensor> t = kiln::readTensorFile(it->second);
+  for (const std::string &file : *files) {
+    absl::StatusOr<kiln::NamedTensor> t = kiln::readTensorFile(file);
     if (!t.ok()) {
       std::fprintf(stderr, "%s\n", std::string(t.status().message()).c_str());
       return 1;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <string>
 
@@ -203,7 +204,8 @@ TEST(Artifact, NullArgumentsAreErrors) {
 
 TEST(MemoryPlan, ValuesWithDisjointLifetimesShareBytes) {
   std::string bytes = buildArtifact();
-  auto plan = kiln::artifact::readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+  auto plan = kiln::artifact::readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
+                                           bytes.size());
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   kiln::artifact::MemoryPlan memory = kiln::artifact::planMemory(*plan, {int64_t(1000)});
   // y (12000 bytes), s and c are outputs, live to the end: nothing can share.
@@ -233,5 +235,28 @@ TEST(MemoryPlan, ValuesWithDisjointLifetimesShareBytes) {
   EXPECT_EQ(m.peakBytes, 2u * 4096);
   EXPECT_EQ(m.offsets[1], m.offsets[3]);
 }
+
+#ifdef KILN_TEST_POINTWISE
+// A launch step whose values do not match its kernel's signature (a buggy
+// compiler, checksum recomputed) is refused at load instead of launched.
+TEST(Artifact, KernelSignatureMismatchIsRefused) {
+  std::ifstream file(KILN_TEST_POINTWISE, std::ios::binary);
+  if (!file)
+    GTEST_SKIP() << "the test model is built with the compiler";
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  {
+    std::string copy = bytes;
+    auto *model = fb::GetMutableModel(copy.data());
+    ASSERT_GT(model->kernels()->size(), 0u);
+    model->mutable_kernels()->GetMutableObject(0)->mutable_buffer_dtypes()->Mutate(
+        1, fb::DType::i64);
+    kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(copy.data()), copy.size());
+    kiln_model_t *m = nullptr;
+    EXPECT_EQ(load(copy, &m), KILN_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kiln_last_error()).find("buffer 1 is i64, value"), std::string::npos)
+        << kiln_last_error();
+  }
+}
+#endif
 
 } // namespace

@@ -22,10 +22,10 @@ void writeFile(const std::string &path, const std::string &bytes) {
 
 TEST(TensorFiles, EveryDtypeRoundTrips) {
   using kiln::ref::DType;
-  for (DType t : {DType::f16, DType::bf16, DType::f32, DType::f64, DType::boolean, DType::i8,
-                  DType::i16, DType::i32, DType::i64, DType::u8, DType::u16, DType::u32,
-                  DType::u64, DType::f8e4m3fn, DType::f8e5m2, DType::f4e2m1fn, DType::i4,
-                  DType::u4, DType::i2, DType::u2}) {
+  for (DType t : {DType::f16,      DType::bf16, DType::f32, DType::f64,      DType::boolean,
+                  DType::i8,       DType::i16,  DType::i32, DType::i64,      DType::u8,
+                  DType::u16,      DType::u32,  DType::u64, DType::f8e4m3fn, DType::f8e5m2,
+                  DType::f4e2m1fn, DType::i4,   DType::u4,  DType::i2,       DType::u2}) {
     kiln::ref::Tensor x(t, {3, 5});
     for (int64_t i = 0; i < x.numel(); ++i)
       x.setF(i, static_cast<double>((i % 3) - 1));
@@ -97,12 +97,18 @@ TEST(TensorFiles, DamagedTensorProtosAreErrors) {
   std::string wrap;
   for (int i = 0; i < 2; ++i)
     wrap += std::string("\x08\x80\x80\x80\x80\x80\x80\x80\x80\x01", 10); // dims: 2^63
-  wrap += std::string("\x10\x01", 2); // data_type FLOAT
+  wrap += std::string("\x10\x01", 2);                                    // data_type FLOAT
   writeFile(path, wrap);
   absl::StatusOr<kiln::NamedTensor> t = kiln::readTensorFile(path);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(std::string(t.status().message()).find("negative or absurdly large"), std::string::npos)
       << t.status().message();
+}
+
+TEST(TensorFiles, SummariesPrintUnsignedValuesAsUnsigned) {
+  kiln::ref::Tensor x(kiln::ref::DType::u64, {1});
+  x.setI(0, static_cast<int64_t>(uint64_t(1) << 63));
+  EXPECT_EQ(kiln::summarizeTensor(x), "ui64[1] [9223372036854775808]");
 }
 
 } // namespace

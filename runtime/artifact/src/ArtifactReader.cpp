@@ -151,6 +151,13 @@ absl::Status Reader::readKernels() {
             return corrupt(absl::StrCat(where, ": symbol ", s, " is not in the table"));
           info.symbols.push_back(s);
         }
+      if (!k->buffer_dtypes() || k->buffer_dtypes()->size() == 0)
+        return corrupt(absl::StrCat(where, " has no signature (buffer dtypes)"));
+      for (fb::DType t : *k->buffer_dtypes()) {
+        if (t > fb::DType::MAX)
+          return corrupt(absl::StrCat(where, ": unknown dtype in its signature"));
+        info.bufferDtypes.push_back(static_cast<ref::DType>(t));
+      }
       if (k->cubins())
         for (const fb::Cubin *c : *k->cubins()) {
           CubinInfo cubin;
@@ -223,6 +230,20 @@ absl::Status Reader::readSteps() {
       if (step.outputs.size() != 1)
         return corrupt(absl::StrCat(where, ": a kernel writes one output"));
       step.label = plan.kernels[step.kernel].name;
+      {
+        // The step's buffers must be the kernel's: count and element types.
+        const std::vector<ref::DType> &want = plan.kernels[step.kernel].bufferDtypes;
+        if (want.size() != step.inputs.size() + 1)
+          return corrupt(absl::StrCat(where, ": kernel ", step.label, " takes ", want.size() - 1,
+                                      " inputs, the step passes ", step.inputs.size()));
+        for (size_t b = 0; b < want.size(); ++b) {
+          int v = b == 0 ? step.outputs[0] : step.inputs[b - 1];
+          if (plan.values[v].dtype != want[b])
+            return corrupt(absl::StrCat(where, ": kernel ", step.label, " buffer ", b, " is ",
+                                        dtypeName(want[b]), ", value ", v, " is ",
+                                        dtypeName(plan.values[v].dtype)));
+        }
+      }
       break;
     case fb::StepOp::SymbolicConstant: {
       step.kind = StepKind::SymbolicConstant;

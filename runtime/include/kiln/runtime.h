@@ -156,6 +156,8 @@ KILN_API kiln_status_t kiln_model_load_memory(const void *data, size_t size,
 KILN_API kiln_status_t kiln_model_load_embedded(const void *data, size_t size,
                                                 kiln_backend_t backend,
                                                 kiln_model_t **out_model);
+/* Frees the model (NULL is a no-op). Destroy its contexts first; destroying a
+ * model twice is undefined, as free() twice is. */
 KILN_API void kiln_model_destroy(kiln_model_t *model);
 
 KILN_API kiln_status_t kiln_model_backend(const kiln_model_t *model,
@@ -178,10 +180,11 @@ KILN_API kiln_status_t kiln_model_output_shapes(const kiln_model_t *model,
                                                 size_t num_inputs, kiln_tensor_t *outputs,
                                                 size_t num_outputs);
 
-/* Runs the model with a context from the model's pool. Inputs are checked against the model's guards (dtype, rank,
- * every dim); a violation is KILN_INVALID_ARGUMENT naming the input, the dim and
- * what was expected. An output buffer smaller than the result is
- * KILN_OUT_OF_RANGE, with the output's dims and needed size_bytes filled in. */
+/* Runs the model with a context from the model's pool; any thread. Inputs are
+ * checked against the model's guards (dtype, rank, every dim); a violation is
+ * KILN_INVALID_ARGUMENT naming the input, the dim and what was expected. An
+ * output buffer smaller than the result is KILN_OUT_OF_RANGE, with the output's
+ * dims and needed size_bytes filled in. */
 KILN_API kiln_status_t kiln_model_run(const kiln_model_t *model, const kiln_tensor_t *inputs,
                                       size_t num_inputs, kiln_tensor_t *outputs,
                                       size_t num_outputs, const kiln_run_options_t *options);

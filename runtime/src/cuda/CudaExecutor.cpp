@@ -190,7 +190,8 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
     if (value.kind != artifact::ValueKind::Weight)
       continue;
     CUdeviceptr p = 0;
-    if (CUresult r = cu.cuMemAlloc(&p, std::max<size_t>(value.weightSize, artifact::kSlotAlignment));
+    size_t bytes = std::max<size_t>(value.weightSize, artifact::kSlotAlignment);
+    if (CUresult r = cu.cuMemAlloc(&p, bytes);
         r != CUDA_SUCCESS)
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot place the weights on the device: ", cu.describe("cuMemAlloc", r)));
@@ -280,7 +281,8 @@ absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &ste
   unsigned grid = static_cast<unsigned>(std::min(std::max<int64_t>(blocks, 1), kMaxBlocks));
   CUresult r = cu.cuLaunchKernel(functions_[step.kernel], grid, 1, 1, kBlockThreads, 1, 1, 0,
                                  stateOf(context).stream, context.args.data(), nullptr);
-  return r == CUDA_SUCCESS ? absl::OkStatus() : absl::InternalError(cu.describe("cuLaunchKernel", r));
+  return r == CUDA_SUCCESS ? absl::OkStatus()
+                           : absl::InternalError(cu.describe("cuLaunchKernel", r));
 }
 
 absl::StatusOr<ref::Tensor> CudaExecutor::hostValue(ExecutionContext &context, int v) const {

@@ -21,6 +21,11 @@ constexpr uint32_t kFormatVersion = 2;
 /// Alignment of weights inside the artifact (a mapped file is used in place).
 constexpr size_t kWeightAlignment = 64;
 
+/// The highest rank of a model input or output: the C API's fixed-size dims
+/// (KILN_MAX_RANK in kiln/runtime.h). The compiler refuses a model beyond it;
+/// intermediates may have any rank.
+constexpr int kMaxIoRank = 8;
+
 /// Alignment of every arena slot: enough for 128-bit vector access on a GPU and
 /// for cuBLASLt's preferred alignment.
 constexpr size_t kSlotAlignment = 256;

@@ -91,6 +91,8 @@ struct KernelInfo {
   std::vector<int> symbols;
   bool blockPerItem = false;
   std::vector<CubinInfo> cubins;
+  /// Element types of the buffers, output first, then the inputs.
+  std::vector<ref::DType> bufferDtypes;
 };
 
 struct HostLibraryInfo {
