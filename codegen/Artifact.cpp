@@ -3,6 +3,7 @@
 #include "codegen/Artifact.h"
 
 #include "codegen/DeviceLibrary.h"
+#include "codegen/KernelCache.h"
 #include "codegen/StepEncoding.h"
 #include "interpreter/Interpreter.h"
 #include "ir/Kiln/KilnDialect.h"
@@ -43,10 +44,6 @@ std::optional<fb::Schedule> scheduleOf(llvm::StringRef name) {
   return std::nullopt;
 }
 
-std::string readFile(const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
-  return buffer ? (*buffer)->getBuffer().str() : std::string();
-}
 
 class Writer {
 public:
@@ -274,8 +271,10 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
     llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
     llvm::sys::path::append(base, "cubin-" + hex);
     std::string cubinPath = (base + ".cubin").str(), ptxPath = (base + ".ptx").str();
-    if (llvm::sys::fs::exists(cubinPath) && llvm::sys::fs::exists(ptxPath)) {
-      job.result = nvrtc::NvrtcResult{readFile(cubinPath), readFile(ptxPath), ""};
+    std::optional<std::string> cachedCubin = readCacheEntry(cubinPath);
+    std::optional<std::string> cachedPtx = cachedCubin ? readCacheEntry(ptxPath) : std::nullopt;
+    if (cachedCubin && cachedPtx) {
+      job.result = nvrtc::NvrtcResult{std::move(*cachedCubin), std::move(*cachedPtx), ""};
       return;
     }
     nvrtc::NvrtcOptions nvrtcOptions;
@@ -283,18 +282,8 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
     nvrtcOptions.headers = {deviceLibraryHeader()};
     job.result = nvrtc::compileWithNvrtc(tu, kernels[job.kernel].name + ".cu", nvrtcOptions);
     if (job.result.ok()) {
-      for (auto [path, text] : {std::pair(cubinPath, &job.result->cubin),
-                                std::pair(ptxPath, &job.result->ptx)}) {
-        std::string temporary = path + ".tmp" + hex;
-        std::error_code ec;
-        {
-          llvm::raw_fd_ostream os(temporary, ec);
-          if (!ec)
-            os << *text;
-        }
-        if (!ec)
-          llvm::sys::fs::rename(temporary, path);
-      }
+      writeCacheEntry(cubinPath, job.result->cubin); // a failed write only means no reuse
+      writeCacheEntry(ptxPath, job.result->ptx);
     }
   };
   std::atomic<size_t> next{0};
@@ -344,15 +333,18 @@ FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> Writer::hostLibrari
         names.push_back(k);
     if (names.empty())
       continue;
-    std::string bytes = readFile(lib.path);
-    if (bytes.empty())
-      return func.emitError() << "cannot read the host-emulation library " << lib.path;
+    // Checked once more as it goes into the artifact, which seals it: damage
+    // here would otherwise ship under a valid checksum.
+    std::optional<std::string> bytes = readCacheEntry(lib.path);
+    if (!bytes || bytes->empty())
+      return func.emitError() << "the host-emulation library " << lib.path
+                              << " is missing or changed while compiling; compile again";
     std::vector<flatbuffers::Offset<flatbuffers::String>> nameOffsets;
     for (const std::string &n : names)
       nameOffsets.push_back(builder.CreateString(n));
     out.push_back(fb::CreateHostLibrary(
         builder, builder.CreateVector(nameOffsets),
-        builder.CreateVector(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size())));
+        builder.CreateVector(reinterpret_cast<const uint8_t *>(bytes->data()), bytes->size())));
   }
   return out;
 }

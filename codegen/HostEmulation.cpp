@@ -3,6 +3,7 @@
 #include "codegen/HostEmulation.h"
 
 #include "codegen/DeviceLibrary.h"
+#include "codegen/KernelCache.h"
 
 #include "kiln/artifact/HostLaunch.h"
 #include "ir/Kiln/KilnDialect.h"
@@ -84,6 +85,7 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
 
   struct Job {
     std::string source, library;
+    bool cached = false; ///< an intact library is in the cache
     std::vector<const GeneratedKernel *> kernels;
   };
   std::vector<Job> work;
@@ -106,7 +108,8 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     llvm::sys::path::append(base, "host-" + hex);
     job.source = (base + ".cpp").str();
     job.library = (base + ".so").str();
-    if (!llvm::sys::fs::exists(job.library)) {
+    job.cached = verifyCacheEntry(job.library);
+    if (!job.cached) {
       std::error_code ec;
       llvm::raw_fd_ostream os(job.source, ec);
       if (ec)
@@ -134,11 +137,13 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     }
     if (std::error_code ec = llvm::sys::fs::rename(r.temporary, r.job->library))
       return absl::InternalError(absl::StrCat("cannot rename ", r.temporary, ": ", ec.message()));
+    // Unsealed, the library would be rebuilt next time rather than trusted.
+    sealCacheEntry(r.job->library);
     return absl::OkStatus();
   };
   int counter = 0;
   for (const Job &job : work) {
-    if (llvm::sys::fs::exists(job.library))
+    if (job.cached)
       continue;
     while (static_cast<int>(running.size()) >= std::max(jobs, 1)) {
       absl::Status s = finish(running.front());

@@ -184,6 +184,21 @@ FailureOr<AsmResourceBlob> readExternal(const onnx::TensorProto &tensor, StringR
     return emitError(loc) << what << ": external data holds " << length
                           << " bytes at offset " << offset << " but the tensor needs "
                           << expectedBytes;
+  // The location must stay inside the model's directory once resolved: a
+  // symlink there pointing elsewhere (/etc/passwd) is refused like "..". And it
+  // must be a regular file (a FIFO would block the reader).
+  SmallString<256> realBase, realPath;
+  if (!llvm::sys::fs::real_path(base.empty() ? StringRef(".") : base, realBase) &&
+      !llvm::sys::fs::real_path(path, realPath)) {
+    if (!StringRef(realPath).starts_with((realBase + "/").str()))
+      return emitError(loc) << what << ": external data location '" << location
+                            << "' resolves to '" << realPath
+                            << "', outside the model's directory";
+    llvm::sys::fs::file_status status;
+    if (llvm::sys::fs::status(realPath, status) ||
+        status.type() != llvm::sys::fs::file_type::regular_file)
+      return emitError(loc) << what << ": external data '" << path << "' is not a regular file";
+  }
   uint64_t fileSize = 0;
   if (llvm::sys::fs::file_size(path, fileSize) ||
       uint64_t(offset) + uint64_t(length) > fileSize)
