@@ -13,8 +13,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cmath>
-#include <fstream>
 
 using namespace mlir;
 

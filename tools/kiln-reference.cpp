@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TensorFiles.h"
 #include "interpreter/Interpreter.h"
 #include "tools/InitAll.h"
 #include "tools/DiagnosticPrinter.h"

@@ -122,7 +122,7 @@ protected:
   virtual absl::Status begin(ExecutionContext &context, const RunRequest &request) const = 0;
   /// Gives value `v` its bytes for a result of `shape`.
   virtual absl::Status place(ExecutionContext &context, int v, const ref::Shape &shape) const = 0;
-  /// Launches step `step` (a kernel; its output placed) with `grid` blocks.
+  /// Launches kernel step `step` (its output already placed).
   virtual absl::Status launch(ExecutionContext &context, const StepInfo &step) const = 0;
   /// Value `v` as a host tensor (a view, or a copy from the device).
   virtual absl::StatusOr<ref::Tensor> hostValue(ExecutionContext &context, int v) const = 0;
@@ -134,8 +134,8 @@ protected:
   /// Ends a run that failed before finish (waits for work still queued).
   virtual void abandon(ExecutionContext &context, const RunRequest &request) const = 0;
 
-  /// Step timing for profiles: mark before (end = false) and after each step,
-  /// then read microseconds since the run's start mark.
+  /// Step timing for profiles: mark 0 at the start, 2s+1 before and 2s+2 after
+  /// step s; then read the microseconds between two marks.
   virtual void mark(ExecutionContext &context, const RunRequest &request, size_t index) const = 0;
   virtual absl::StatusOr<double> elapsedUs(ExecutionContext &context, size_t from,
                                            size_t to) const = 0;

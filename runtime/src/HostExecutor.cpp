@@ -65,8 +65,15 @@ absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &re
   if (request.deviceBuffers)
     return absl::FailedPreconditionError(
         "device buffers need the CUDA backend; this model runs in host emulation");
-  if (!context.state)
+  const Plan &plan = context.model().plan();
+  if (!context.state) {
     context.state = std::make_unique<HostState>();
+    // Weights stay where the artifact holds them: their addresses are set once
+    // per context, not per call.
+    for (size_t v = 0; v < plan.values.size(); ++v)
+      if (plan.values[v].kind == artifact::ValueKind::Weight)
+        context.values[v].address = reinterpret_cast<uintptr_t>(plan.values[v].weightData);
+  }
   HostState &state = stateOf(context);
   size_t need = std::max(context.memory->peakBytes, artifact::kSlotAlignment);
   if (state.arenaBytes < need) {
@@ -80,15 +87,11 @@ absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &re
     state.arena = static_cast<uint8_t *>(p);
     state.arenaBytes = bytes;
   }
-  const Plan &plan = context.model().plan();
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     Slot &slot = context.values[plan.inputs[i]];
     slot.address = reinterpret_cast<uintptr_t>(request.inputs[i].data);
     slot.shape.assign(request.inputs[i].dims.begin(), request.inputs[i].dims.end());
   }
-  for (size_t v = 0; v < plan.values.size(); ++v)
-    if (plan.values[v].kind == artifact::ValueKind::Weight)
-      context.values[v].address = reinterpret_cast<uintptr_t>(plan.values[v].weightData);
   if (request.profile)
     state.marks.resize(2 * plan.steps.size() + 1);
   return absl::OkStatus();

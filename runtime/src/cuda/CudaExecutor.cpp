@@ -50,8 +50,8 @@ public:
     const CudaDriver &cu = *executor.driver_;
     ContextScope scope(&cu, executor.context_);
     releaseDynamic();
-    if (arena)
-      cu.cuMemFree(arena);
+    if (arena.first)
+      cu.cuMemFree(arena.first);
     for (auto [p, size] : staging)
       if (p)
         cu.cuMemFree(p);
@@ -83,8 +83,7 @@ public:
   }
 
   const CudaExecutor &executor;
-  CUdeviceptr arena = 0;
-  size_t arenaBytes = 0;
+  std::pair<CUdeviceptr, size_t> arena = {0, 0}; ///< address, bytes
   std::vector<std::pair<CUdeviceptr, size_t>> staging;
   std::vector<std::pair<CUdeviceptr, size_t>> dynamic;
   std::vector<CUevent> events;
@@ -209,21 +208,21 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
 absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &request) const {
   const CudaDriver &cu = *driver_;
   const Plan &plan = context.model().plan();
-  if (!context.state)
+  if (!context.state) {
     context.state = std::make_unique<CudaState>(*this, plan.inputs.size());
+    // Weights were uploaded at load and stay put: their addresses are set once
+    // per context, not per call.
+    for (size_t v = 0; v < plan.values.size(); ++v)
+      if (plan.values[v].kind == artifact::ValueKind::Weight)
+        context.values[v].address = static_cast<uintptr_t>(weights_[v]);
+  }
   CudaState &state = stateOf(context);
   state.stream = static_cast<CUstream>(request.stream);
   state.scope = std::make_unique<ContextScope>(driver_, context_);
   if (!state.scope->ok)
     return absl::UnavailableError("cannot make the CUDA context current on this thread");
-  std::pair<CUdeviceptr, size_t> arena = {state.arena, state.arenaBytes};
-  if (absl::Status s = state.ensure(arena, context.memory->peakBytes); !s.ok())
+  if (absl::Status s = state.ensure(state.arena, context.memory->peakBytes); !s.ok())
     return s;
-  state.arena = arena.first;
-  state.arenaBytes = arena.second;
-  for (size_t v = 0; v < plan.values.size(); ++v)
-    if (plan.values[v].kind == artifact::ValueKind::Weight)
-      context.values[v].address = static_cast<uintptr_t>(weights_[v]);
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     const TensorRef &in = request.inputs[i];
     Slot &slot = context.values[plan.inputs[i]];
@@ -257,7 +256,7 @@ absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Sh
   slot.shape.assign(shape.begin(), shape.end());
   int64_t offset = context.memory->offsets[v];
   if (offset >= 0) {
-    slot.address = static_cast<uintptr_t>(state.arena) + static_cast<uintptr_t>(offset);
+    slot.address = static_cast<uintptr_t>(state.arena.first) + static_cast<uintptr_t>(offset);
     return absl::OkStatus();
   }
   absl::StatusOr<std::pair<CUdeviceptr, size_t>> buffer = pool_->take(std::max(
