@@ -192,6 +192,9 @@ private:
   std::string body;
   int indent = 1;
   int nextTemp = 0;
+  /// Nesting of element() calls, bounded by kMaxExpressionDepth.
+  unsigned depth = 0;
+  static constexpr unsigned kMaxExpressionDepth = 1024;
   std::set<std::string> symbols;
   std::vector<std::map<std::string, std::string>> memo;
   bool blockPerItem = false;
@@ -287,6 +290,18 @@ FailureOr<std::string> KernelEmitter::element(Value v, ArrayRef<std::string> ind
   for (auto it = memo.rbegin(); it != memo.rend(); ++it)
     if (auto found = it->find(key); found != it->end())
       return found->second;
+  // The walk recurses once per op of the expression; kiln-form-kernels keeps
+  // chains far shorter, so only a hand-written kernel gets here.
+  if (depth >= kMaxExpressionDepth) {
+    Operation *where = v.getDefiningOp() ? v.getDefiningOp() : kernel.getOperation();
+    return where->emitError() << "the kernel's expression is deeper than "
+                              << kMaxExpressionDepth << " ops; split it into several kernels";
+  }
+  struct DepthGuard {
+    unsigned &d;
+    explicit DepthGuard(unsigned &d) : d(d) { ++d; }
+    ~DepthGuard() { --d; }
+  } guard(depth);
   std::string name;
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     std::vector<std::string> shape = dims(v);
@@ -473,10 +488,21 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     axis = axis < 0 ? axis + rank : axis;
     std::string result = temp();
     line(ct + " " + result + ";");
+    // Each input's end offset is a variable of its own, defined from the
+    // previous one: code linear in the inputs (spelling the sums out would be
+    // quadratic; 500 inputs made hundreds of megabytes of C).
+    std::vector<std::string> ends;
     std::string offset = "((int64_t)0)";
+    for (Value input : c.getInputs()) {
+      std::string end = temp("end");
+      line("const int64_t " + end + " = " + offset + " + " +
+           dim(getSymShape(input.getType())[axis]) + ";");
+      ends.push_back(end);
+      offset = end;
+    }
+    offset = "((int64_t)0)";
     for (auto [k, input] : llvm::enumerate(c.getInputs())) {
-      std::string size = dim(getSymShape(input.getType())[axis]);
-      std::string next = "(" + offset + " + " + size + ")";
+      std::string next = ends[k];
       bool last = k + 1 == c.getInputs().size();
       openBlock((k ? "} else " : "") + std::string(last ? "{" : "if (" + index[axis] + " < " + next + ") {"));
       std::vector<std::string> in(index.begin(), index.end());

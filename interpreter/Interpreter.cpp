@@ -434,8 +434,30 @@ FailureOr<ref::Tensor> tensorFromElements(ElementsAttr attr, Location loc) {
   if (!dtype)
     return emitError(loc) << "the reference interpreter has no kernels for "
                            << type.getElementType();
-  ref::Tensor t(*dtype, ref::Shape(type.getShape().begin(), type.getShape().end()));
+  absl::StatusOr<ref::Tensor> allocated =
+      ref::Tensor::zeros(*dtype, ref::Shape(type.getShape().begin(), type.getShape().end()));
+  if (!allocated.ok())
+    return emitError(loc) << "constant: " << std::string(allocated.status().message());
+  ref::Tensor t = std::move(*allocated);
   if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+    if (dense.isSplat() && t.numel() > 0) {
+      // One element converted, then its bytes repeated: a splat of 2^28
+      // elements costs a memcpy, not 2^28 APFloat conversions.
+      if (isa<FloatType>(type.getElementType())) {
+        APFloat v = dense.getSplatValue<APFloat>();
+        bool losesInfo;
+        v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &losesInfo);
+        t.setF(0, v.convertToDouble());
+      } else {
+        APInt v = dense.getSplatValue<APInt>();
+        bool isU = type.getElementType().isUnsignedInteger() || type.getElementType().isInteger(1);
+        t.setI(0, isU ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue());
+      }
+      size_t element = t.byteSize() / static_cast<size_t>(t.numel());
+      for (size_t filled = element; filled < t.byteSize(); filled *= 2)
+        std::memcpy(t.bytes() + filled, t.bytes(), std::min(filled, t.byteSize() - filled));
+      return t;
+    }
     if (isa<FloatType>(type.getElementType())) {
       int64_t i = 0;
       for (APFloat v : dense.getValues<APFloat>()) {

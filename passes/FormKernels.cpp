@@ -98,6 +98,12 @@ SmallVector<Value> dataOperands(Operation *op) {
   return SmallVector<Value>(op->getOperands());
 }
 
+/// The longest chain of ops one kernel computes per element. Past it the
+/// producer starts a kernel of its own: codegen's expression walk stays
+/// shallow (a 4000-op chain would overflow its stack), and fusing further
+/// saves nothing (the chain is compute-bound long before).
+constexpr unsigned kMaxFusedDepth = 128;
+
 struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -115,6 +121,7 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
       unsigned g = groups.size();
       groups.push_back({root});
       groupOf[root] = g;
+      DenseMap<Operation *, unsigned> depth = {{root, 0}};
       SmallVector<Operation *> worklist = {root};
       while (!worklist.empty()) {
         Operation *cur = worklist.pop_back_val();
@@ -123,6 +130,8 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
           if (!producer || producer->getBlock() != &block || groupOf.count(producer) ||
               !isKernelOp(producer) || !isInlinable(producer))
             continue;
+          if (depth[cur] + 1 > kMaxFusedDepth)
+            continue; // a kernel of its own: see kMaxFusedDepth
           bool allUsersHere = llvm::all_of(producer->getUsers(), [&](Operation *user) {
             auto it = groupOf.find(user);
             return it != groupOf.end() && it->second == g;
@@ -130,6 +139,7 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
           if (!allUsersHere)
             continue; // materialized by its own kernel, not recomputed
           groupOf[producer] = g;
+          depth[producer] = depth[cur] + 1;
           groups[g].push_back(producer);
           worklist.push_back(producer);
         }
@@ -137,6 +147,46 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     }
     for (SmallVector<Operation *> &group : groups)
       outline(group);
+    for (Operation &op : llvm::make_early_inc_range(block))
+      if (auto constant = dyn_cast<ConstantOp>(op))
+        fillLargeSplat(constant);
+  }
+
+  /// A splat constant of at least this many bytes that a library op, a graph
+  /// break or the function's result reads is filled by a kernel at run time
+  /// instead of stored as a weight: a ConstantOfShape to 2^28 elements costs a
+  /// launch, not a gigabyte of artifact.
+  static constexpr int64_t kFillKernelMinBytes = 4096;
+
+  void fillLargeSplat(ConstantOp constant) {
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    auto type = dyn_cast<RankedTensorType>(constant.getType());
+    if (!dense || !dense.isSplat() || !type || !type.hasStaticShape() ||
+        !isKernelElementType(type.getElementType()))
+      return;
+    int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+    if (type.getNumElements() * ((bits + 7) / 8) < kFillKernelMinBytes)
+      return;
+    SmallVector<OpOperand *> reads;
+    for (OpOperand &use : constant->getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<KernelOp>(user) || !llvm::is_contained(dataOperands(user), use.get()))
+        continue; // kernels copy splats in; shape operands need the constant itself
+      reads.push_back(&use);
+    }
+    if (reads.empty())
+      return;
+    OpBuilder builder(constant->getContext());
+    builder.setInsertionPointAfter(constant);
+    auto kernel = KernelOp::create(builder, constant.getLoc(), TypeRange{type},
+                                   builder.getStringAttr("pointwise"), ValueRange{});
+    builder.createBlock(&kernel.getBody());
+    Operation *copy = builder.clone(*constant);
+    YieldOp::create(builder, constant.getLoc(), copy->getResults());
+    for (OpOperand *use : reads)
+      use->set(kernel.getResult(0));
+    if (constant->use_empty())
+      constant->erase();
   }
 
   /// Moves `group` (root first) into a kiln.kernel placed where the root was.

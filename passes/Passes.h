@@ -15,6 +15,11 @@ namespace kiln {
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
+/// Fails, with an error at the op, when a value of `root` has static dims whose
+/// element or byte count overflows 64 bits or whose bytes exceed `maxBytes`
+/// (the kiln-check-tensor-sizes pass).
+llvm::LogicalResult checkTensorSizes(mlir::Operation *root, uint64_t maxBytes);
+
 /// Options of the default graph pipeline.
 struct GraphPipelineOptions : public mlir::PassPipelineOptions<GraphPipelineOptions> {
   Option<bool> bindArgSymbols{*this, "bind-arg-symbols",

@@ -31,6 +31,23 @@ def InferShapesPass : Pass<"kiln-infer-shapes", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def CheckTensorSizesPass : Pass<"kiln-check-tensor-sizes", "::mlir::ModuleOp"> {
+  let summary = "Refuses tensors whose static size overflows or exceeds a limit";
+  let description = [{
+    Every value with static dims (results, block arguments, function arguments)
+    whose element count or byte count does not fit 64 bits, or whose bytes exceed
+    `max-bytes`, is an error at the op that produces it: a ConstantOfShape,
+    Expand, Tile, Pad or Resize to an absurd size fails at compile time instead
+    of wrapping into a small arena. Dims that are symbolic or unknown are checked
+    by the runtime when their values are known. kiln-compile runs this check
+    after import and after the graph pipeline (`--max-tensor-bytes`).
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "uint64_t", /*default=*/"uint64_t(1) << 36",
+           "The largest tensor allowed, in bytes">
+  ];
+}
+
 def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
   let summary = "Groups graph ops into kiln.kernel regions for codegen";
   let description = [{

@@ -53,8 +53,13 @@ public:
               std::string line = describeLocation(diag.getLocation());
               line += (line.empty() ? "" : ": ");
               line += "error: " + diag.str();
-              for (const mlir::Diagnostic &note : diag.getNotes())
-                line += " (" + note.str() + ")";
+              for (const mlir::Diagnostic &note : diag.getNotes()) {
+                // A note is context, not a dump: long ones are cut.
+                std::string text = note.str();
+                if (text.size() > kMaxNoteLength)
+                  text = text.substr(0, kMaxNoteLength) + "...";
+                line += " (" + text + ")";
+              }
               for (char &c : line)
                 if (c == '\n')
                   c = ' ';
@@ -63,12 +68,17 @@ public:
               errors.push_back(line);
               return mlir::success();
             })),
-        context(context) {}
+        context(context) {
+    // MLIR would attach the failing op, printed in full (a whole encoder's region
+    // on one line); the location already names the file and node.
+    context.printOpOnDiagnostic(false);
+  }
   ~OneLineDiagnostics() { context.getDiagEngine().eraseHandler(handler); }
 
   const std::vector<std::string> &all() const { return errors; }
 
 private:
+  static constexpr size_t kMaxNoteLength = 200;
   mlir::DiagnosticEngine::HandlerID handler;
   mlir::MLIRContext &context;
   std::vector<std::string> errors;

@@ -19,6 +19,7 @@
 #include "tools/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
 #include "tools/LoadModel.h"
+#include "passes/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -82,6 +83,11 @@ static cl::list<std::string> constantInputs(
     cl::desc("NAME=FILE.pb: bake this graph input in as a constant where an op needs its "
              "value at compile time (a Reshape's shape given as an input); repeatable"),
     cl::value_desc("name=file"), cl::cat(category));
+static cl::opt<uint64_t> maxTensorBytes(
+    "max-tensor-bytes",
+    cl::desc("The largest tensor a model may have, in bytes (default 2^36 = 64 GiB): a "
+             "static size over it, or one that overflows, is an error at its op"),
+    cl::init(kiln::ref::kDefaultMaxTensorBytes), cl::cat(category));
 static cl::opt<int> jobs("jobs", cl::desc("Compilers to run at once"), cl::init(2),
                          cl::cat(category));
 
@@ -275,6 +281,8 @@ int main(int argc, char **argv) {
     return 1;
   double importMs = msSince(start);
   dump("imported", *module);
+  if (failed(kiln::checkTensorSizes(*module, maxTensorBytes)))
+    return 1;
   start = Clock::now();
   if (!noOptimize) {
     mlir::PassManager pm(&context);
@@ -289,6 +297,8 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return 1;
     dump("graph-pipeline", *module);
+    if (failed(kiln::checkTensorSizes(*module, maxTensorBytes)))
+      return 1;
   }
   double pipelineMs = msSince(start);
 
@@ -367,7 +377,11 @@ int main(int argc, char **argv) {
       symbols.push_back(v);
       bound[s] = v;
     }
-    kiln::artifact::MemoryPlan memory = kiln::artifact::planMemory(*plan, symbols);
+    absl::StatusOr<kiln::artifact::MemoryPlan> planned =
+        kiln::artifact::planMemory(*plan, symbols, maxTensorBytes);
+    if (!planned.ok())
+      return fail("the report's memory plan: " + std::string(planned.status().message()));
+    const kiln::artifact::MemoryPlan &memory = *planned;
     report["memory_plan"] = llvm::json::Object{
         {"symbols", std::move(bound)},
         {"arena_bytes", static_cast<int64_t>(memory.peakBytes)},

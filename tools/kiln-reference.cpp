@@ -52,6 +52,10 @@ static cl::opt<bool> print("print", cl::desc("Print a summary of each output"),
 static cl::opt<bool> noOptimize("no-optimize",
                                 cl::desc("Compile the model as imported, without the graph pipeline"),
                                 cl::cat(category));
+static cl::opt<uint64_t> maxTensorBytes(
+    "max-tensor-bytes",
+    cl::desc("The largest tensor the interpreter may create, in bytes (default 2^36)"),
+    cl::init(kiln::ref::kDefaultMaxTensorBytes), cl::cat(category));
 static int fail(const Twine &message) {
   errs() << "kiln-reference: error: " << message << "\n";
   return 1;
@@ -65,6 +69,7 @@ int main(int argc, char **argv) {
                               "kiln-reference: runs a model on the float64 interpreter\n");
   if (backend != "reference")
     return fail("kiln-reference runs the reference interpreter only (--backend " + backend + ")");
+  kiln::ref::MaxTensorBytesScope sizeLimit(maxTensorBytes);
 
   absl::StatusOr<std::map<std::string, std::string>> specs =
       kiln::parseInputSpecs(std::vector<std::string>(inputSpecs.begin(), inputSpecs.end()));

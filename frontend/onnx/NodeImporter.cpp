@@ -283,6 +283,12 @@ FailureOr<Value> NodeImporter::createOp(StringRef name, ValueRange operands,
                                                cast<Attribute>(folded.front()),
                                                op->getResult(0).getType());
     if (replacement && replacement.getType() == op->getResult(0).getType()) {
+      // The folder makes constants without a location; the first node that
+      // produced one names it, so errors about the value (its size, say) say
+      // where it came from.
+      if (Operation *constant = replacement.getDefiningOp();
+          constant && isa<UnknownLoc>(constant->getLoc()))
+        constant->setLoc(op->getLoc());
       op->erase();
       return replacement;
     }

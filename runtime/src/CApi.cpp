@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <exception>
 #include <string>
 
@@ -51,6 +52,8 @@ kiln_status_t toC(const absl::Status &status) {
     return KILN_NOT_FOUND;
   case absl::StatusCode::kFailedPrecondition:
     return KILN_FAILED_PRECONDITION;
+  case absl::StatusCode::kResourceExhausted:
+    return KILN_RESOURCE_EXHAUSTED;
   case absl::StatusCode::kOutOfRange:
     return KILN_OUT_OF_RANGE;
   case absl::StatusCode::kUnimplemented:
@@ -254,6 +257,8 @@ absl::Status runIn(const kiln_model_t *model, kiln::rt::ExecutionContext &contex
   request.deviceBuffers = options->device_buffers != 0;
   request.stream = options->stream;
   request.profile = options->profile ? &options->profile->profile : nullptr;
+  if (options->max_tensor_bytes)
+    request.maxTensorBytes = options->max_tensor_bytes;
   return model->model->run(context, request, sink);
 }
 
@@ -376,9 +381,13 @@ kiln_status_t kiln_model_output_shapes(const kiln_model_t *model, const kiln_ten
       if (!shape)
         return toC(absl::FailedPreconditionError(absl::StrCat(
             "output '", v.name, "' has a size that depends on the data; run to learn it")));
+      absl::StatusOr<uint64_t> bytes =
+          kiln::ref::checkedByteSize(v.dtype, *shape, std::numeric_limits<uint64_t>::max());
+      if (!bytes.ok())
+        return toC(absl::Status(bytes.status().code(), absl::StrCat("output '", v.name, "': ",
+                                                                    bytes.status().message())));
       describe(outputs[i], v.dtype, *shape);
-      outputs[i].size_bytes =
-          static_cast<size_t>(kiln::ref::numElements(*shape)) * kiln::ref::info(v.dtype).bytes;
+      outputs[i].size_bytes = *bytes;
     }
     return toC(absl::OkStatus());
   });
@@ -444,9 +453,12 @@ kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_tensor_t *
     kiln::artifact::Bindings symbols;
     if (absl::Status s = model->model->bindSymbols(views, symbols); !s.ok())
       return toC(s);
-    std::shared_ptr<const kiln::artifact::MemoryPlan> plan = model->model->memoryPlan(symbols);
-    *out_arena_bytes = plan->peakBytes;
-    *out_unplanned_bytes = plan->sumBytes;
+    absl::StatusOr<std::shared_ptr<const kiln::artifact::MemoryPlan>> plan =
+        model->model->memoryPlan(symbols);
+    if (!plan.ok())
+      return toC(plan.status());
+    *out_arena_bytes = (*plan)->peakBytes;
+    *out_unplanned_bytes = (*plan)->sumBytes;
     return toC(absl::OkStatus());
   });
 }

@@ -109,6 +109,10 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
         if (!artifact::matchesPlan(got, info, context.symbols))
           return fail(absl::StrCat("its result ", k, " is ", got.describe(), " but the plan says ",
                                    artifact::describeValue(info, plan.symbols)));
+        if (got.byteSize() > request.maxTensorBytes)
+          return fail(absl::StrCat("its result ", k, " (", got.describe(), ") is ", got.byteSize(),
+                                   " bytes, over the limit of ", request.maxTensorBytes,
+                                   " bytes for one tensor (max tensor bytes)"));
         if (absl::Status st = store(context, v, std::move(got)); !st.ok())
           return fail(st.message());
       }
@@ -138,6 +142,9 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
 absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
                            OutputSink sink) const {
   const Plan &plan = context.model().plan();
+  // Host steps size their results from data: the reference kernels check those
+  // sizes against the run's limit before allocating.
+  ref::MaxTensorBytesScope sizeLimit(request.maxTensorBytes);
   double originUs = 0;
   if (request.profile)
     originUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() -

@@ -64,6 +64,8 @@ struct RunRequest {
   bool deviceBuffers = false;
   void *stream = nullptr;
   Profile *profile = nullptr;
+  /// No tensor of the run (planned, or computed by a host step) may be larger.
+  uint64_t maxTensorBytes = ref::kDefaultMaxTensorBytes;
 };
 
 /// A value during a run: its bytes (a host pointer, or a device address) and dims.

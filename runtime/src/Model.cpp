@@ -2,6 +2,8 @@
 
 #include "Model.h"
 
+#include <limits>
+
 #include "HostExecutor.h"
 #include "cuda/CudaExecutor.h"
 
@@ -283,14 +285,18 @@ absl::Status Model::bindSymbols(absl::Span<const TensorRef> inputs, Bindings &sy
   return absl::OkStatus();
 }
 
-std::shared_ptr<const MemoryPlan>
+absl::StatusOr<std::shared_ptr<const MemoryPlan>>
 Model::memoryPlan(const Bindings &symbols) const {
   {
     absl::MutexLock lock(&cacheMutex_);
     if (auto it = memoryPlans_.find(symbols); it != memoryPlans_.end())
       return it->second;
   }
-  auto plan = std::make_shared<const MemoryPlan>(artifact::planMemory(plan_, symbols));
+  absl::StatusOr<MemoryPlan> planned =
+      artifact::planMemory(plan_, symbols, std::numeric_limits<uint64_t>::max());
+  if (!planned.ok())
+    return planned.status();
+  auto plan = std::make_shared<const MemoryPlan>(std::move(*planned));
   absl::MutexLock lock(&cacheMutex_);
   // A server sees few distinct shapes; a flood of new ones must not grow this forever.
   if (memoryPlans_.size() >= 256)
@@ -306,8 +312,19 @@ absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
   // The plan of the binding the context ran last is kept: a repeated shape skips
   // the cache lookup.
   if (!context.memory || context.memoryFor != context.symbols) {
-    context.memory = memoryPlan(context.symbols);
+    absl::StatusOr<std::shared_ptr<const MemoryPlan>> memory = memoryPlan(context.symbols);
+    if (!memory.ok())
+      return memory.status();
+    context.memory = std::move(*memory);
     context.memoryFor = context.symbols;
+  }
+  if (context.memory->largestBytes > request.maxTensorBytes) {
+    const artifact::ValueInfo &v = plan_.values[context.memory->largestValue];
+    ref::Shape shape = *artifact::evaluateShape(v, context.symbols);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "value '", v.name, "' (", artifact::dtypeName(v.dtype), "[", ref::shapeToString(shape),
+        "]) is ", context.memory->largestBytes, " bytes, over the limit of ",
+        request.maxTensorBytes, " bytes for one tensor (max tensor bytes)"));
   }
   return executor_->run(context, request, sink);
 }

@@ -49,7 +49,10 @@ public:
   absl::Status bindSymbols(absl::Span<const TensorRef> inputs, Bindings &symbols) const;
 
   /// The memory plan for a binding (computed once per binding and kept).
-  std::shared_ptr<const MemoryPlan> memoryPlan(const Bindings &symbols) const;
+  /// The memory plan under `symbols` (cached), or an error when a planned size
+  /// overflows. Sizes are checked against no limit here: runs compare
+  /// largestBytes with their own.
+  absl::StatusOr<std::shared_ptr<const MemoryPlan>> memoryPlan(const Bindings &symbols) const;
 
   /// Binds, plans and runs in `context` (which must be this model's).
   absl::Status run(ExecutionContext &context, const RunRequest &request, OutputSink sink) const;

@@ -2,6 +2,8 @@
 
 #include "RunModel.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -21,7 +23,8 @@ kiln_tensor_t tensorView(ref::Tensor &t) {
 
 absl::StatusOr<std::vector<ref::Tensor>> runLoadedModel(const kiln_model_t *model,
                                                         std::vector<ref::Tensor> &inputs,
-                                                        kiln_profile_t *profile) {
+                                                        kiln_profile_t *profile,
+                                                        uint64_t maxTensorBytes) {
   auto error = [](kiln_status_t code) {
     return absl::Status(static_cast<absl::StatusCode>(code), kiln_last_error());
   };
@@ -38,8 +41,17 @@ absl::StatusOr<std::vector<ref::Tensor>> runLoadedModel(const kiln_model_t *mode
   std::vector<std::vector<uint8_t>> buffers(out.size());
   kiln_run_options_t options = KILN_RUN_OPTIONS_INIT;
   options.profile = profile;
+  options.max_tensor_bytes = maxTensorBytes;
   for (size_t attempt = 0;; ++attempt) {
     for (size_t i = 0; i < out.size(); ++i) {
+      // Sized before allocating: the run itself checks its limit only once it
+      // runs, and these buffers come first.
+      if (out[i].size_bytes > maxTensorBytes)
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "output ", i, " (", ref::info(static_cast<ref::DType>(out[i].dtype)).name, "[",
+            ref::shapeToString(ref::Shape(out[i].dims, out[i].dims + out[i].rank)), "]) is ",
+            out[i].size_bytes, " bytes, over the limit of ", maxTensorBytes,
+            " bytes for one tensor (max tensor bytes)"));
       buffers[i].resize(std::max<size_t>(out[i].size_bytes, 1));
       out[i].data = buffers[i].data();
       out[i].size_bytes = buffers[i].size();

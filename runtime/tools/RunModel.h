@@ -20,10 +20,12 @@ namespace kiln {
 kiln_tensor_t tensorView(ref::Tensor &t);
 
 /// Runs `model` on `inputs`: outputs sized from the inputs up front, and one whose
-/// size depends on the data sized by a first attempt that reports it.
-absl::StatusOr<std::vector<ref::Tensor>> runLoadedModel(const kiln_model_t *model,
-                                                        std::vector<ref::Tensor> &inputs,
-                                                        kiln_profile_t *profile = nullptr);
+/// size depends on the data sized by a first attempt that reports it. No tensor
+/// of the run, outputs included, may exceed `maxTensorBytes`.
+absl::StatusOr<std::vector<ref::Tensor>>
+runLoadedModel(const kiln_model_t *model, std::vector<ref::Tensor> &inputs,
+               kiln_profile_t *profile = nullptr,
+               uint64_t maxTensorBytes = KILN_DEFAULT_MAX_TENSOR_BYTES);
 
 } // namespace kiln
 

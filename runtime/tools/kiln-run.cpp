@@ -20,6 +20,9 @@
 #include "kiln/runtime.h"
 #include "kiln/version.h"
 
+#include "absl/strings/numbers.h"
+
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -45,6 +48,7 @@ struct Options {
   std::string outputDir, backend = "auto", cacheDir, tracePath = "kiln-trace.json";
   bool print = false, noOptimize = false, profile = false;
   int bench = 0, warmup = 3;
+  uint64_t maxTensorBytes = KILN_DEFAULT_MAX_TENSOR_BYTES;
 };
 
 const char *const kUsage =
@@ -58,6 +62,8 @@ const char *const kUsage =
     "                        default), cuda, host, or reference (the float64 interpreter,\n"
     "                        .onnx/.mlir only, through kiln-reference)\n"
     "  --cache-dir DIR       where compiled kernels are cached ($KILN_CACHE_DIR, ~/.cache/kiln)\n"
+    "  --max-tensor-bytes N  the largest tensor a run (and compile) may create (default\n"
+    "                        2^36 = 64 GiB); a larger one is an error naming it\n"
     "  --no-optimize         compile .onnx/.mlir without the graph pipeline\n"
     "  --bench N             time N runs and print latency statistics\n"
     "  --warmup K            untimed runs before --bench (default 3)\n"
@@ -120,6 +126,10 @@ int parse(int argc, char **argv, Options &o) {
     } else if (flag == "--bench") {
       if (!count(o.bench))
         return fail("--bench and --warmup take a count of runs");
+    } else if (flag == "--max-tensor-bytes") {
+      std::string text;
+      if (!take(text) || !absl::SimpleAtoi(text, &o.maxTensorBytes) || o.maxTensorBytes == 0)
+        return fail("--max-tensor-bytes takes a positive byte count");
     } else if (flag == "--warmup") {
       if (!count(o.warmup))
         return fail("--bench and --warmup take a count of runs");
@@ -329,6 +339,7 @@ int main(int argc, char **argv) {
       args.insert(args.end(), {"--arch", "none"});
     if (o.noOptimize)
       args.push_back("--no-optimize");
+    args.push_back("--max-tensor-bytes=" + std::to_string(o.maxTensorBytes));
     if (!o.cacheDir.empty())
       args.insert(args.end(), {"--cache-dir", o.cacheDir});
     // Inputs an op needs as compile-time values (a Reshape's shape given as an
@@ -391,7 +402,8 @@ int main(int argc, char **argv) {
     std::printf("backend: %s\n", description);
   }
   auto runOnce = [&](std::vector<kiln::ref::Tensor> &outputs, kiln_profile_t *prof) {
-    absl::StatusOr<std::vector<kiln::ref::Tensor>> r = kiln::runLoadedModel(model, inputs, prof);
+    absl::StatusOr<std::vector<kiln::ref::Tensor>> r =
+        kiln::runLoadedModel(model, inputs, prof, o.maxTensorBytes);
     if (!r.ok())
       return fail(std::string(r.status().message()));
     outputs = std::move(*r);

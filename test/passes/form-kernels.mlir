@@ -105,3 +105,233 @@ func.func @not_fusible(%x: tensor<4xf32>, %y: tensor<?xf32>) -> (tensor<4xf4E2M1
   %e = kiln.exp %y : (tensor<?xf32>) -> tensor<?xf32>
   return %c, %e : tensor<4xf4E2M1FN>, tensor<?xf32>
 }
+
+// -----
+
+// A large splat read by a library op or returned is filled by a kernel of its
+// own, not stored as a weight; a small one, and a shape operand, stay constants.
+// CHECK-LABEL: func.func @large_splat
+// CHECK: %[[FILL:.*]] = kiln.kernel "pointwise"() : () -> tensor<1024x4xf32> {
+// CHECK-NEXT: kiln.constant dense<1.000000e+00> : tensor<1024x4xf32>
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[SMALL:.*]] = kiln.constant dense<2.000000e+00> : tensor<4x4xf32>
+// CHECK: kiln.matmul %[[FILL]], %[[SMALL]]
+// CHECK: return {{.*}}, %[[FILL]]
+func.func @large_splat() -> (tensor<1024x4xf32>, tensor<1024x4xf32>) {
+  %big = kiln.constant dense<1.0> : tensor<1024x4xf32>
+  %small = kiln.constant dense<2.0> : tensor<4x4xf32>
+  %m = kiln.matmul %big, %small : (tensor<1024x4xf32>, tensor<4x4xf32>) -> tensor<1024x4xf32>
+  return %m, %big : tensor<1024x4xf32>, tensor<1024x4xf32>
+}
+
+// -----
+
+// A chain longer than 128 ops is cut into kernels of at most 128 ops deep, so
+// codegen's expression walk stays shallow.
+// CHECK-LABEL: func.func @deep_chain
+// CHECK-COUNT-2: kiln.kernel "pointwise"
+// CHECK-NOT: kiln.kernel
+// CHECK: return
+func.func @deep_chain(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %v0 = kiln.neg %x : (tensor<8xf32>) -> tensor<8xf32>
+  %v1 = kiln.exp %v0 : (tensor<8xf32>) -> tensor<8xf32>
+  %v2 = kiln.neg %v1 : (tensor<8xf32>) -> tensor<8xf32>
+  %v3 = kiln.exp %v2 : (tensor<8xf32>) -> tensor<8xf32>
+  %v4 = kiln.neg %v3 : (tensor<8xf32>) -> tensor<8xf32>
+  %v5 = kiln.exp %v4 : (tensor<8xf32>) -> tensor<8xf32>
+  %v6 = kiln.neg %v5 : (tensor<8xf32>) -> tensor<8xf32>
+  %v7 = kiln.exp %v6 : (tensor<8xf32>) -> tensor<8xf32>
+  %v8 = kiln.neg %v7 : (tensor<8xf32>) -> tensor<8xf32>
+  %v9 = kiln.exp %v8 : (tensor<8xf32>) -> tensor<8xf32>
+  %v10 = kiln.neg %v9 : (tensor<8xf32>) -> tensor<8xf32>
+  %v11 = kiln.exp %v10 : (tensor<8xf32>) -> tensor<8xf32>
+  %v12 = kiln.neg %v11 : (tensor<8xf32>) -> tensor<8xf32>
+  %v13 = kiln.exp %v12 : (tensor<8xf32>) -> tensor<8xf32>
+  %v14 = kiln.neg %v13 : (tensor<8xf32>) -> tensor<8xf32>
+  %v15 = kiln.exp %v14 : (tensor<8xf32>) -> tensor<8xf32>
+  %v16 = kiln.neg %v15 : (tensor<8xf32>) -> tensor<8xf32>
+  %v17 = kiln.exp %v16 : (tensor<8xf32>) -> tensor<8xf32>
+  %v18 = kiln.neg %v17 : (tensor<8xf32>) -> tensor<8xf32>
+  %v19 = kiln.exp %v18 : (tensor<8xf32>) -> tensor<8xf32>
+  %v20 = kiln.neg %v19 : (tensor<8xf32>) -> tensor<8xf32>
+  %v21 = kiln.exp %v20 : (tensor<8xf32>) -> tensor<8xf32>
+  %v22 = kiln.neg %v21 : (tensor<8xf32>) -> tensor<8xf32>
+  %v23 = kiln.exp %v22 : (tensor<8xf32>) -> tensor<8xf32>
+  %v24 = kiln.neg %v23 : (tensor<8xf32>) -> tensor<8xf32>
+  %v25 = kiln.exp %v24 : (tensor<8xf32>) -> tensor<8xf32>
+  %v26 = kiln.neg %v25 : (tensor<8xf32>) -> tensor<8xf32>
+  %v27 = kiln.exp %v26 : (tensor<8xf32>) -> tensor<8xf32>
+  %v28 = kiln.neg %v27 : (tensor<8xf32>) -> tensor<8xf32>
+  %v29 = kiln.exp %v28 : (tensor<8xf32>) -> tensor<8xf32>
+  %v30 = kiln.neg %v29 : (tensor<8xf32>) -> tensor<8xf32>
+  %v31 = kiln.exp %v30 : (tensor<8xf32>) -> tensor<8xf32>
+  %v32 = kiln.neg %v31 : (tensor<8xf32>) -> tensor<8xf32>
+  %v33 = kiln.exp %v32 : (tensor<8xf32>) -> tensor<8xf32>
+  %v34 = kiln.neg %v33 : (tensor<8xf32>) -> tensor<8xf32>
+  %v35 = kiln.exp %v34 : (tensor<8xf32>) -> tensor<8xf32>
+  %v36 = kiln.neg %v35 : (tensor<8xf32>) -> tensor<8xf32>
+  %v37 = kiln.exp %v36 : (tensor<8xf32>) -> tensor<8xf32>
+  %v38 = kiln.neg %v37 : (tensor<8xf32>) -> tensor<8xf32>
+  %v39 = kiln.exp %v38 : (tensor<8xf32>) -> tensor<8xf32>
+  %v40 = kiln.neg %v39 : (tensor<8xf32>) -> tensor<8xf32>
+  %v41 = kiln.exp %v40 : (tensor<8xf32>) -> tensor<8xf32>
+  %v42 = kiln.neg %v41 : (tensor<8xf32>) -> tensor<8xf32>
+  %v43 = kiln.exp %v42 : (tensor<8xf32>) -> tensor<8xf32>
+  %v44 = kiln.neg %v43 : (tensor<8xf32>) -> tensor<8xf32>
+  %v45 = kiln.exp %v44 : (tensor<8xf32>) -> tensor<8xf32>
+  %v46 = kiln.neg %v45 : (tensor<8xf32>) -> tensor<8xf32>
+  %v47 = kiln.exp %v46 : (tensor<8xf32>) -> tensor<8xf32>
+  %v48 = kiln.neg %v47 : (tensor<8xf32>) -> tensor<8xf32>
+  %v49 = kiln.exp %v48 : (tensor<8xf32>) -> tensor<8xf32>
+  %v50 = kiln.neg %v49 : (tensor<8xf32>) -> tensor<8xf32>
+  %v51 = kiln.exp %v50 : (tensor<8xf32>) -> tensor<8xf32>
+  %v52 = kiln.neg %v51 : (tensor<8xf32>) -> tensor<8xf32>
+  %v53 = kiln.exp %v52 : (tensor<8xf32>) -> tensor<8xf32>
+  %v54 = kiln.neg %v53 : (tensor<8xf32>) -> tensor<8xf32>
+  %v55 = kiln.exp %v54 : (tensor<8xf32>) -> tensor<8xf32>
+  %v56 = kiln.neg %v55 : (tensor<8xf32>) -> tensor<8xf32>
+  %v57 = kiln.exp %v56 : (tensor<8xf32>) -> tensor<8xf32>
+  %v58 = kiln.neg %v57 : (tensor<8xf32>) -> tensor<8xf32>
+  %v59 = kiln.exp %v58 : (tensor<8xf32>) -> tensor<8xf32>
+  %v60 = kiln.neg %v59 : (tensor<8xf32>) -> tensor<8xf32>
+  %v61 = kiln.exp %v60 : (tensor<8xf32>) -> tensor<8xf32>
+  %v62 = kiln.neg %v61 : (tensor<8xf32>) -> tensor<8xf32>
+  %v63 = kiln.exp %v62 : (tensor<8xf32>) -> tensor<8xf32>
+  %v64 = kiln.neg %v63 : (tensor<8xf32>) -> tensor<8xf32>
+  %v65 = kiln.exp %v64 : (tensor<8xf32>) -> tensor<8xf32>
+  %v66 = kiln.neg %v65 : (tensor<8xf32>) -> tensor<8xf32>
+  %v67 = kiln.exp %v66 : (tensor<8xf32>) -> tensor<8xf32>
+  %v68 = kiln.neg %v67 : (tensor<8xf32>) -> tensor<8xf32>
+  %v69 = kiln.exp %v68 : (tensor<8xf32>) -> tensor<8xf32>
+  %v70 = kiln.neg %v69 : (tensor<8xf32>) -> tensor<8xf32>
+  %v71 = kiln.exp %v70 : (tensor<8xf32>) -> tensor<8xf32>
+  %v72 = kiln.neg %v71 : (tensor<8xf32>) -> tensor<8xf32>
+  %v73 = kiln.exp %v72 : (tensor<8xf32>) -> tensor<8xf32>
+  %v74 = kiln.neg %v73 : (tensor<8xf32>) -> tensor<8xf32>
+  %v75 = kiln.exp %v74 : (tensor<8xf32>) -> tensor<8xf32>
+  %v76 = kiln.neg %v75 : (tensor<8xf32>) -> tensor<8xf32>
+  %v77 = kiln.exp %v76 : (tensor<8xf32>) -> tensor<8xf32>
+  %v78 = kiln.neg %v77 : (tensor<8xf32>) -> tensor<8xf32>
+  %v79 = kiln.exp %v78 : (tensor<8xf32>) -> tensor<8xf32>
+  %v80 = kiln.neg %v79 : (tensor<8xf32>) -> tensor<8xf32>
+  %v81 = kiln.exp %v80 : (tensor<8xf32>) -> tensor<8xf32>
+  %v82 = kiln.neg %v81 : (tensor<8xf32>) -> tensor<8xf32>
+  %v83 = kiln.exp %v82 : (tensor<8xf32>) -> tensor<8xf32>
+  %v84 = kiln.neg %v83 : (tensor<8xf32>) -> tensor<8xf32>
+  %v85 = kiln.exp %v84 : (tensor<8xf32>) -> tensor<8xf32>
+  %v86 = kiln.neg %v85 : (tensor<8xf32>) -> tensor<8xf32>
+  %v87 = kiln.exp %v86 : (tensor<8xf32>) -> tensor<8xf32>
+  %v88 = kiln.neg %v87 : (tensor<8xf32>) -> tensor<8xf32>
+  %v89 = kiln.exp %v88 : (tensor<8xf32>) -> tensor<8xf32>
+  %v90 = kiln.neg %v89 : (tensor<8xf32>) -> tensor<8xf32>
+  %v91 = kiln.exp %v90 : (tensor<8xf32>) -> tensor<8xf32>
+  %v92 = kiln.neg %v91 : (tensor<8xf32>) -> tensor<8xf32>
+  %v93 = kiln.exp %v92 : (tensor<8xf32>) -> tensor<8xf32>
+  %v94 = kiln.neg %v93 : (tensor<8xf32>) -> tensor<8xf32>
+  %v95 = kiln.exp %v94 : (tensor<8xf32>) -> tensor<8xf32>
+  %v96 = kiln.neg %v95 : (tensor<8xf32>) -> tensor<8xf32>
+  %v97 = kiln.exp %v96 : (tensor<8xf32>) -> tensor<8xf32>
+  %v98 = kiln.neg %v97 : (tensor<8xf32>) -> tensor<8xf32>
+  %v99 = kiln.exp %v98 : (tensor<8xf32>) -> tensor<8xf32>
+  %v100 = kiln.neg %v99 : (tensor<8xf32>) -> tensor<8xf32>
+  %v101 = kiln.exp %v100 : (tensor<8xf32>) -> tensor<8xf32>
+  %v102 = kiln.neg %v101 : (tensor<8xf32>) -> tensor<8xf32>
+  %v103 = kiln.exp %v102 : (tensor<8xf32>) -> tensor<8xf32>
+  %v104 = kiln.neg %v103 : (tensor<8xf32>) -> tensor<8xf32>
+  %v105 = kiln.exp %v104 : (tensor<8xf32>) -> tensor<8xf32>
+  %v106 = kiln.neg %v105 : (tensor<8xf32>) -> tensor<8xf32>
+  %v107 = kiln.exp %v106 : (tensor<8xf32>) -> tensor<8xf32>
+  %v108 = kiln.neg %v107 : (tensor<8xf32>) -> tensor<8xf32>
+  %v109 = kiln.exp %v108 : (tensor<8xf32>) -> tensor<8xf32>
+  %v110 = kiln.neg %v109 : (tensor<8xf32>) -> tensor<8xf32>
+  %v111 = kiln.exp %v110 : (tensor<8xf32>) -> tensor<8xf32>
+  %v112 = kiln.neg %v111 : (tensor<8xf32>) -> tensor<8xf32>
+  %v113 = kiln.exp %v112 : (tensor<8xf32>) -> tensor<8xf32>
+  %v114 = kiln.neg %v113 : (tensor<8xf32>) -> tensor<8xf32>
+  %v115 = kiln.exp %v114 : (tensor<8xf32>) -> tensor<8xf32>
+  %v116 = kiln.neg %v115 : (tensor<8xf32>) -> tensor<8xf32>
+  %v117 = kiln.exp %v116 : (tensor<8xf32>) -> tensor<8xf32>
+  %v118 = kiln.neg %v117 : (tensor<8xf32>) -> tensor<8xf32>
+  %v119 = kiln.exp %v118 : (tensor<8xf32>) -> tensor<8xf32>
+  %v120 = kiln.neg %v119 : (tensor<8xf32>) -> tensor<8xf32>
+  %v121 = kiln.exp %v120 : (tensor<8xf32>) -> tensor<8xf32>
+  %v122 = kiln.neg %v121 : (tensor<8xf32>) -> tensor<8xf32>
+  %v123 = kiln.exp %v122 : (tensor<8xf32>) -> tensor<8xf32>
+  %v124 = kiln.neg %v123 : (tensor<8xf32>) -> tensor<8xf32>
+  %v125 = kiln.exp %v124 : (tensor<8xf32>) -> tensor<8xf32>
+  %v126 = kiln.neg %v125 : (tensor<8xf32>) -> tensor<8xf32>
+  %v127 = kiln.exp %v126 : (tensor<8xf32>) -> tensor<8xf32>
+  %v128 = kiln.neg %v127 : (tensor<8xf32>) -> tensor<8xf32>
+  %v129 = kiln.exp %v128 : (tensor<8xf32>) -> tensor<8xf32>
+  %v130 = kiln.neg %v129 : (tensor<8xf32>) -> tensor<8xf32>
+  %v131 = kiln.exp %v130 : (tensor<8xf32>) -> tensor<8xf32>
+  %v132 = kiln.neg %v131 : (tensor<8xf32>) -> tensor<8xf32>
+  %v133 = kiln.exp %v132 : (tensor<8xf32>) -> tensor<8xf32>
+  %v134 = kiln.neg %v133 : (tensor<8xf32>) -> tensor<8xf32>
+  %v135 = kiln.exp %v134 : (tensor<8xf32>) -> tensor<8xf32>
+  %v136 = kiln.neg %v135 : (tensor<8xf32>) -> tensor<8xf32>
+  %v137 = kiln.exp %v136 : (tensor<8xf32>) -> tensor<8xf32>
+  %v138 = kiln.neg %v137 : (tensor<8xf32>) -> tensor<8xf32>
+  %v139 = kiln.exp %v138 : (tensor<8xf32>) -> tensor<8xf32>
+  %v140 = kiln.neg %v139 : (tensor<8xf32>) -> tensor<8xf32>
+  %v141 = kiln.exp %v140 : (tensor<8xf32>) -> tensor<8xf32>
+  %v142 = kiln.neg %v141 : (tensor<8xf32>) -> tensor<8xf32>
+  %v143 = kiln.exp %v142 : (tensor<8xf32>) -> tensor<8xf32>
+  %v144 = kiln.neg %v143 : (tensor<8xf32>) -> tensor<8xf32>
+  %v145 = kiln.exp %v144 : (tensor<8xf32>) -> tensor<8xf32>
+  %v146 = kiln.neg %v145 : (tensor<8xf32>) -> tensor<8xf32>
+  %v147 = kiln.exp %v146 : (tensor<8xf32>) -> tensor<8xf32>
+  %v148 = kiln.neg %v147 : (tensor<8xf32>) -> tensor<8xf32>
+  %v149 = kiln.exp %v148 : (tensor<8xf32>) -> tensor<8xf32>
+  %v150 = kiln.neg %v149 : (tensor<8xf32>) -> tensor<8xf32>
+  %v151 = kiln.exp %v150 : (tensor<8xf32>) -> tensor<8xf32>
+  %v152 = kiln.neg %v151 : (tensor<8xf32>) -> tensor<8xf32>
+  %v153 = kiln.exp %v152 : (tensor<8xf32>) -> tensor<8xf32>
+  %v154 = kiln.neg %v153 : (tensor<8xf32>) -> tensor<8xf32>
+  %v155 = kiln.exp %v154 : (tensor<8xf32>) -> tensor<8xf32>
+  %v156 = kiln.neg %v155 : (tensor<8xf32>) -> tensor<8xf32>
+  %v157 = kiln.exp %v156 : (tensor<8xf32>) -> tensor<8xf32>
+  %v158 = kiln.neg %v157 : (tensor<8xf32>) -> tensor<8xf32>
+  %v159 = kiln.exp %v158 : (tensor<8xf32>) -> tensor<8xf32>
+  %v160 = kiln.neg %v159 : (tensor<8xf32>) -> tensor<8xf32>
+  %v161 = kiln.exp %v160 : (tensor<8xf32>) -> tensor<8xf32>
+  %v162 = kiln.neg %v161 : (tensor<8xf32>) -> tensor<8xf32>
+  %v163 = kiln.exp %v162 : (tensor<8xf32>) -> tensor<8xf32>
+  %v164 = kiln.neg %v163 : (tensor<8xf32>) -> tensor<8xf32>
+  %v165 = kiln.exp %v164 : (tensor<8xf32>) -> tensor<8xf32>
+  %v166 = kiln.neg %v165 : (tensor<8xf32>) -> tensor<8xf32>
+  %v167 = kiln.exp %v166 : (tensor<8xf32>) -> tensor<8xf32>
+  %v168 = kiln.neg %v167 : (tensor<8xf32>) -> tensor<8xf32>
+  %v169 = kiln.exp %v168 : (tensor<8xf32>) -> tensor<8xf32>
+  %v170 = kiln.neg %v169 : (tensor<8xf32>) -> tensor<8xf32>
+  %v171 = kiln.exp %v170 : (tensor<8xf32>) -> tensor<8xf32>
+  %v172 = kiln.neg %v171 : (tensor<8xf32>) -> tensor<8xf32>
+  %v173 = kiln.exp %v172 : (tensor<8xf32>) -> tensor<8xf32>
+  %v174 = kiln.neg %v173 : (tensor<8xf32>) -> tensor<8xf32>
+  %v175 = kiln.exp %v174 : (tensor<8xf32>) -> tensor<8xf32>
+  %v176 = kiln.neg %v175 : (tensor<8xf32>) -> tensor<8xf32>
+  %v177 = kiln.exp %v176 : (tensor<8xf32>) -> tensor<8xf32>
+  %v178 = kiln.neg %v177 : (tensor<8xf32>) -> tensor<8xf32>
+  %v179 = kiln.exp %v178 : (tensor<8xf32>) -> tensor<8xf32>
+  %v180 = kiln.neg %v179 : (tensor<8xf32>) -> tensor<8xf32>
+  %v181 = kiln.exp %v180 : (tensor<8xf32>) -> tensor<8xf32>
+  %v182 = kiln.neg %v181 : (tensor<8xf32>) -> tensor<8xf32>
+  %v183 = kiln.exp %v182 : (tensor<8xf32>) -> tensor<8xf32>
+  %v184 = kiln.neg %v183 : (tensor<8xf32>) -> tensor<8xf32>
+  %v185 = kiln.exp %v184 : (tensor<8xf32>) -> tensor<8xf32>
+  %v186 = kiln.neg %v185 : (tensor<8xf32>) -> tensor<8xf32>
+  %v187 = kiln.exp %v186 : (tensor<8xf32>) -> tensor<8xf32>
+  %v188 = kiln.neg %v187 : (tensor<8xf32>) -> tensor<8xf32>
+  %v189 = kiln.exp %v188 : (tensor<8xf32>) -> tensor<8xf32>
+  %v190 = kiln.neg %v189 : (tensor<8xf32>) -> tensor<8xf32>
+  %v191 = kiln.exp %v190 : (tensor<8xf32>) -> tensor<8xf32>
+  %v192 = kiln.neg %v191 : (tensor<8xf32>) -> tensor<8xf32>
+  %v193 = kiln.exp %v192 : (tensor<8xf32>) -> tensor<8xf32>
+  %v194 = kiln.neg %v193 : (tensor<8xf32>) -> tensor<8xf32>
+  %v195 = kiln.exp %v194 : (tensor<8xf32>) -> tensor<8xf32>
+  %v196 = kiln.neg %v195 : (tensor<8xf32>) -> tensor<8xf32>
+  %v197 = kiln.exp %v196 : (tensor<8xf32>) -> tensor<8xf32>
+  %v198 = kiln.neg %v197 : (tensor<8xf32>) -> tensor<8xf32>
+  %v199 = kiln.exp %v198 : (tensor<8xf32>) -> tensor<8xf32>
+  return %v199 : tensor<8xf32>
+}

@@ -207,7 +207,10 @@ TEST(MemoryPlan, ValuesWithDisjointLifetimesShareBytes) {
   auto plan = kiln::artifact::readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
                                            bytes.size());
   ASSERT_TRUE(plan.ok()) << plan.status().message();
-  kiln::artifact::MemoryPlan memory = kiln::artifact::planMemory(*plan, {int64_t(1000)});
+  absl::StatusOr<kiln::artifact::MemoryPlan> planned =
+      kiln::artifact::planMemory(*plan, {int64_t(1000)});
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  const kiln::artifact::MemoryPlan &memory = *planned;
   // y (12000 bytes), s and c are outputs, live to the end: nothing can share.
   EXPECT_EQ(memory.plannedValues, 3u);
   EXPECT_EQ(memory.peakBytes, memory.sumBytes);
@@ -230,10 +233,53 @@ TEST(MemoryPlan, ValuesWithDisjointLifetimesShareBytes) {
     step.outputs = {s + 1};
     chain.steps.push_back(step);
   }
-  kiln::artifact::MemoryPlan m = kiln::artifact::planMemory(chain, {});
+  absl::StatusOr<kiln::artifact::MemoryPlan> chained = kiln::artifact::planMemory(chain, {});
+  ASSERT_TRUE(chained.ok()) << chained.status().message();
+  const kiln::artifact::MemoryPlan &m = *chained;
   EXPECT_EQ(m.sumBytes, 3u * 4096);
   EXPECT_EQ(m.peakBytes, 2u * 4096);
   EXPECT_EQ(m.offsets[1], m.offsets[3]);
+  EXPECT_EQ(m.largestBytes, 4096u);
+}
+
+TEST(MemoryPlan, SizesThatOverflowOrExceedTheLimitAreErrors) {
+  // y is f32[n, 3] in buildArtifact's plan: n = 2^62 makes 3 * 2^62 elements.
+  std::string bytes = buildArtifact();
+  auto plan = kiln::artifact::readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
+                                           bytes.size());
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  absl::StatusOr<kiln::artifact::MemoryPlan> wrapped =
+      kiln::artifact::planMemory(*plan, {int64_t(1) << 62});
+  ASSERT_FALSE(wrapped.ok());
+  EXPECT_NE(std::string(wrapped.status().message()).find("value 'y'"), std::string::npos)
+      << wrapped.status().message();
+  absl::StatusOr<kiln::artifact::MemoryPlan> limited =
+      kiln::artifact::planMemory(*plan, {int64_t(1000)}, /*maxTensorBytes=*/4096);
+  ASSERT_FALSE(limited.ok());
+  EXPECT_NE(std::string(limited.status().message()).find("over the limit of 4096 bytes"),
+            std::string::npos)
+      << limited.status().message();
+}
+
+TEST(TensorSizes, CheckedArithmetic) {
+  using kiln::ref::DType;
+  EXPECT_EQ(*kiln::ref::checkedNumElements({2, 3}), 6);
+  EXPECT_EQ(*kiln::ref::checkedNumElements({}), 1);
+  // A zero dim makes the count 0 even when the others overflow together.
+  EXPECT_EQ(*kiln::ref::checkedNumElements({int64_t(1) << 40, 0, int64_t(1) << 40}), 0);
+  EXPECT_FALSE(kiln::ref::checkedNumElements({-1, 5}).ok());
+  EXPECT_FALSE(kiln::ref::checkedNumElements({int64_t(1) << 40, int64_t(1) << 40}).ok());
+  EXPECT_FALSE(kiln::ref::checkedByteSize(DType::f64, {int64_t(1) << 61}, UINT64_MAX).ok());
+  EXPECT_EQ(*kiln::ref::checkedByteSize(DType::f32, {1024}, 4096), 4096u);
+  EXPECT_FALSE(kiln::ref::checkedByteSize(DType::f32, {1025}, 4096).ok());
+  // Tensor::zeros applies the thread's limit, scoped.
+  {
+    kiln::ref::MaxTensorBytesScope scope(64);
+    EXPECT_FALSE(kiln::ref::Tensor::zeros(DType::f32, {17}).ok());
+    EXPECT_TRUE(kiln::ref::Tensor::zeros(DType::f32, {16}).ok());
+  }
+  EXPECT_EQ(kiln::ref::maxTensorBytes(), kiln::ref::kDefaultMaxTensorBytes);
+  EXPECT_FALSE(kiln::ref::Tensor::zeros(DType::f32, {int64_t(1) << 40}).ok());
 }
 
 #ifdef KILN_TEST_POINTWISE

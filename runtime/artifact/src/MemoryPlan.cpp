@@ -2,15 +2,22 @@
 
 #include "kiln/artifact/MemoryPlan.h"
 
+#include "absl/strings/str_cat.h"
+
 #include <algorithm>
 
 namespace kiln::artifact {
 
 namespace {
+/// No one value is planned larger than this (2^48 bytes, 256 TiB), whatever the
+/// limit asked for: sums and offsets of the plan then cannot wrap.
+constexpr uint64_t kMaxPlannedBytes = uint64_t{1} << 48;
+
 size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 } // namespace
 
-MemoryPlan planMemory(const Plan &plan, const Bindings &symbols) {
+absl::StatusOr<MemoryPlan> planMemory(const Plan &plan, const Bindings &symbols,
+                                      uint64_t maxTensorBytes) {
   size_t n = plan.values.size();
   MemoryPlan out;
   out.offsets.assign(n, -1);
@@ -35,8 +42,21 @@ MemoryPlan planMemory(const Plan &plan, const Bindings &symbols) {
       ++out.dynamicValues;
       continue;
     }
-    out.bytes[v] = static_cast<size_t>(ref::numElements(*shape)) * ref::info(value.dtype).bytes;
-    out.sumBytes += alignUp(std::max<size_t>(out.bytes[v], 1), kSlotAlignment);
+    // Offsets never exceed the sum of the sizes, which is checked here.
+    absl::StatusOr<uint64_t> bytes = ref::checkedByteSize(
+        value.dtype, *shape, std::min<uint64_t>(maxTensorBytes, kMaxPlannedBytes));
+    if (!bytes.ok())
+      return absl::Status(bytes.status().code(),
+                          absl::StrCat("value '", value.name, "': ", bytes.status().message()));
+    out.bytes[v] = *bytes;
+    if (out.largestValue < 0 || out.bytes[v] > out.largestBytes) {
+      out.largestValue = static_cast<int>(v);
+      out.largestBytes = out.bytes[v];
+    }
+    if (__builtin_add_overflow(out.sumBytes,
+                               alignUp(std::max<size_t>(out.bytes[v], 1), kSlotAlignment),
+                               &out.sumBytes))
+      return absl::ResourceExhaustedError("the planned intermediates' sizes overflow 64 bits");
     placed.push_back(static_cast<int>(v));
   }
   out.plannedValues = placed.size();

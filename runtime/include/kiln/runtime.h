@@ -47,7 +47,7 @@
 #endif
 
 #define KILN_API_VERSION_MAJOR 1
-#define KILN_API_VERSION_MINOR 0
+#define KILN_API_VERSION_MINOR 1
 /* MAJOR * 10000 + MINOR, as kiln_api_version() returns it. */
 #define KILN_API_VERSION (KILN_API_VERSION_MAJOR * 10000 + KILN_API_VERSION_MINOR)
 
@@ -60,6 +60,8 @@ typedef enum kiln_status_t {
   KILN_OK = 0,
   KILN_INVALID_ARGUMENT = 3,
   KILN_NOT_FOUND = 5,
+  /* A tensor over the size limit, or memory that could not be had (API 1.1). */
+  KILN_RESOURCE_EXHAUSTED = 8,
   KILN_FAILED_PRECONDITION = 9,
   KILN_OUT_OF_RANGE = 11,
   KILN_UNIMPLEMENTED = 12,
@@ -126,9 +128,15 @@ typedef struct kiln_run_options_t {
   int device_buffers;
   /* When set, the run appends one event per step (kernel, library call) to it. */
   kiln_profile_t *profile;
+  /* The largest tensor the run may create, in bytes; 0 is the default,
+   * KILN_DEFAULT_MAX_TENSOR_BYTES. A larger intermediate or output (sizes follow
+   * the inputs' dims and data) fails the run with KILN_RESOURCE_EXHAUSTED before
+   * anything is allocated. (API 1.1) */
+  uint64_t max_tensor_bytes;
 } kiln_run_options_t;
 
-#define KILN_RUN_OPTIONS_INIT {sizeof(kiln_run_options_t), NULL, 0, NULL}
+#define KILN_DEFAULT_MAX_TENSOR_BYTES (UINT64_C(1) << 36) /* 64 GiB */
+#define KILN_RUN_OPTIONS_INIT {sizeof(kiln_run_options_t), NULL, 0, NULL, 0}
 
 /* The runtime's version, "MAJOR.MINOR.PATCH" (the kiln release it came with). */
 KILN_API const char *kiln_runtime_version(void);

@@ -30,6 +30,12 @@ public:
       s.message_ = kiln_last_error();
     return s;
   }
+  static Status error(kiln_status_t code, std::string message) {
+    Status s;
+    s.code_ = code;
+    s.message_ = std::move(message);
+    return s;
+  }
   bool ok() const { return code_ == KILN_OK; }
   kiln_status_t code() const { return code_; }
   const std::string &message() const { return message_; }
@@ -141,15 +147,19 @@ public:
              const kiln_run_options_t *options = nullptr) const {
     return runWith(inputs, outputs, [&](kiln_tensor_t *in, size_t n, kiln_tensor_t *out, size_t m) {
       return kiln_model_run(model_.get(), in, n, out, m, options);
-    });
+    }, options);
   }
 
   /// The shared body of Model::run and Context::run: outputs sized from the
   /// inputs up front; one whose size depends on the data reports it on a first
   /// attempt, and the run is repeated.
   template <typename RunFn>
-  Status runWith(std::vector<HostTensor> &inputs, std::vector<HostTensor> *outputs,
-                 RunFn run) const {
+  Status runWith(std::vector<HostTensor> &inputs, std::vector<HostTensor> *outputs, RunFn run,
+                 const kiln_run_options_t *options) const {
+    // Output buffers are allocated here, before the run checks its size limit.
+    uint64_t limit = KILN_DEFAULT_MAX_TENSOR_BYTES;
+    if (options && options->struct_size >= sizeof(kiln_run_options_t) && options->max_tensor_bytes)
+      limit = options->max_tensor_bytes;
     std::vector<kiln_tensor_t> in;
     for (HostTensor &t : inputs)
       in.push_back(t.view());
@@ -163,6 +173,11 @@ public:
     for (size_t attempt = 0; attempt <= out.size(); ++attempt) {
       for (size_t i = 0; i < out.size(); ++i) {
         HostTensor &o = (*outputs)[i];
+        if (out[i].size_bytes > limit)
+          return Status::error(KILN_RESOURCE_EXHAUSTED,
+                               "output " + std::to_string(i) + " is " +
+                                   std::to_string(out[i].size_bytes) + " bytes, over the limit of " +
+                                   std::to_string(limit) + " bytes for one tensor (max tensor bytes)");
         o.data.resize(out[i].size_bytes);
         out[i].data = o.data.data();
       }
@@ -211,7 +226,8 @@ public:
     return model_->runWith(inputs, outputs,
                            [&](kiln_tensor_t *in, size_t n, kiln_tensor_t *out, size_t m) {
                              return kiln_context_run(context_.get(), in, n, out, m, options);
-                           });
+                           },
+                           options);
   }
 
 private:

@@ -9,6 +9,16 @@
 
 #include <cstring>
 
+/// `lhs = *(expr)` for an absl::StatusOr expression, or returns its error. For
+/// results whose size is computed (Tensor::zeros) in kernels returning StatusOr.
+#define KILN_REF_ASSIGN_OR_RETURN(lhs, expr)                                            \
+  do {                                                                                  \
+    auto orError = (expr);                                                              \
+    if (!orError.ok())                                                                  \
+      return orError.status();                                                          \
+    lhs = std::move(*orError);                                                          \
+  } while (false)
+
 namespace kiln::ref::detail {
 
 /// Row-major multi-index of linear index `i` in `shape`.

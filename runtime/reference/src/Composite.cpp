@@ -28,7 +28,8 @@ absl::StatusOr<Tensor> matmul(const Tensor &aIn, const Tensor &bIn) {
   Shape shape = *batch;
   shape.push_back(m);
   shape.push_back(n);
-  Tensor out(a.dtype(), shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(a.dtype(), shape));
   bool isF = isFloat(a.dtype());
   int64_t batches = numElements(*batch);
   for (int64_t bi = 0; bi < batches; ++bi) {
@@ -92,7 +93,8 @@ absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias
       return absl::InvalidArgumentError("conv: the filter is larger than the padded input");
     out.push_back(span / p.strides[d] + 1);
   }
-  Tensor y(x.dtype(), out);
+  Tensor y;
+  KILN_REF_ASSIGN_OR_RETURN(y, Tensor::zeros(x.dtype(), out));
   std::vector<int64_t> xs = stridesOf(x.shape()), ws = stridesOf(w.shape());
   int64_t cPerGroup = c / g, mPerGroup = m / g;
   Shape spatial(out.begin() + 2, out.end());
@@ -136,7 +138,8 @@ absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Ten
       return absl::InvalidArgumentError("conv_transpose: the pads crop more than the output");
     outputShape.push_back(size);
   }
-  Tensor y(x.dtype(), outputShape);
+  Tensor y;
+  KILN_REF_ASSIGN_OR_RETURN(y, Tensor::zeros(x.dtype(), outputShape));
   std::vector<double> acc(y.numel(), 0);
   std::vector<int64_t> xs = stridesOf(x.shape()), ws = stridesOf(w.shape()),
                        ys = stridesOf(outputShape);
@@ -184,7 +187,8 @@ absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p) {
       --out;
     outputShape.push_back(out);
   }
-  Tensor y(x.dtype(), outputShape);
+  Tensor y;
+  KILN_REF_ASSIGN_OR_RETURN(y, Tensor::zeros(x.dtype(), outputShape));
   std::vector<int64_t> xs = stridesOf(x.shape());
   Shape spatial(outputShape.begin() + 2, outputShape.end());
   int64_t spatialCount = numElements(spatial);

@@ -55,7 +55,8 @@ absl::StatusOr<Tensor> broadcastTo(const Tensor &x, const Shape &target) {
   if (!shape.ok())
     return shape.status();
   std::vector<int64_t> strides = broadcastStrides(x.shape(), shape->size()), index;
-  Tensor out(x.dtype(), *shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(x.dtype(), *shape));
   for (int64_t i = 0; i < out.numel(); ++i) {
     unravel(i, *shape, index);
     int64_t from = 0;
@@ -81,7 +82,8 @@ absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t
             " off the axis"));
     shape[axis] += t->dim(axis);
   }
-  Tensor out(first.dtype(), shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(first.dtype(), shape));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d)
     outer *= shape[d];
@@ -124,7 +126,8 @@ absl::StatusOr<Tensor> slice(const Tensor &x, const std::vector<int64_t> &starts
     }
     first[d] = s;
   }
-  Tensor out(x.dtype(), shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(x.dtype(), shape));
   std::vector<int64_t> inStrides = stridesOf(x.shape()), index;
   for (int64_t i = 0; i < out.numel(); ++i) {
     unravel(i, shape, index);
@@ -146,7 +149,8 @@ absl::StatusOr<Tensor> gather(const Tensor &data, const Tensor &indices, int64_t
     outer *= data.dim(d);
   for (int64_t d = axis + 1; d < data.rank(); ++d)
     inner *= data.dim(d);
-  Tensor out(data.dtype(), shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(data.dtype(), shape));
   int bytes = info(data.dtype()).bytes;
   int64_t count = indices.numel();
   for (int64_t o = 0; o < outer; ++o)
@@ -169,11 +173,16 @@ absl::StatusOr<Tensor> pad(const Tensor &x, const std::vector<int64_t> &pads, Pa
     return absl::InvalidArgumentError("pad: pads must have 2 * rank entries");
   Shape shape(rank);
   for (int64_t d = 0; d < rank; ++d) {
-    shape[d] = x.dim(d) + pads[d] + pads[d + rank];
+    if (__builtin_add_overflow(x.dim(d), pads[d], &shape[d]) ||
+        __builtin_add_overflow(shape[d], pads[d + rank], &shape[d]))
+      return absl::OutOfRangeError(absl::StrCat("pad: dim ", d, " of ", x.describe(),
+                                                " padded by ", pads[d], " and ",
+                                                pads[d + rank], " overflows"));
     if (shape[d] < 0)
       return absl::InvalidArgumentError("pad: negative pads crop more than the dim");
   }
-  Tensor out(x.dtype(), shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(x.dtype(), shape));
   std::vector<int64_t> inStrides = stridesOf(x.shape()), index;
   for (int64_t i = 0; i < out.numel(); ++i) {
     unravel(i, shape, index);
@@ -214,7 +223,8 @@ absl::StatusOr<Tensor> pad(const Tensor &x, const std::vector<int64_t> &pads, Pa
 absl::StatusOr<Tensor> gatherElements(const Tensor &data, const Tensor &indices,
                                       int64_t axis) {
   axis = normalizeAxis(axis, data.rank());
-  Tensor out(data.dtype(), indices.shape());
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(data.dtype(), indices.shape()));
   std::vector<int64_t> strides = stridesOf(data.shape()), index;
   int64_t n = data.dim(axis);
   for (int64_t i = 0; i < out.numel(); ++i) {
@@ -306,7 +316,8 @@ absl::StatusOr<Tensor> gatherND(const Tensor &data, const Tensor &indices, int64
   for (int64_t d = batchDims; d < data.rank(); ++d)
     batchSize *= data.dim(d);
   std::vector<int64_t> strides = stridesOf(data.shape());
-  Tensor out(data.dtype(), shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(data.dtype(), shape));
   int bytes = info(data.dtype()).bytes;
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t b = tuplesPerBatch ? t / tuplesPerBatch : 0;
@@ -510,7 +521,8 @@ absl::StatusOr<Tensor> resize(const Tensor &x, const ResizeParams &p) {
     for (int64_t o = 0; o < p.size[d]; ++o)
       taps[d].push_back(tapsFor(p, d, o, x.dim(d), p.size[d], scale, rank));
   }
-  Tensor out(x.dtype(), p.size);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(x.dtype(), p.size));
   std::vector<int64_t> strides = stridesOf(x.shape()), index, tap(rank);
   for (int64_t i = 0; i < out.numel(); ++i) {
     unravel(i, p.size, index);

@@ -197,7 +197,8 @@ absl::StatusOr<Tensor> binary(BinaryFn fn, const Tensor &a, const Tensor &b) {
   absl::StatusOr<Shape> shape = broadcastShapes(a.shape(), b.shape());
   if (!shape.ok())
     return shape.status();
-  Tensor out(a.dtype(), *shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(a.dtype(), *shape));
   if (isFloat(a.dtype())) {
     auto done = forEachBroadcast(a, b, [&](int64_t i, int64_t ia, int64_t ib) {
       out.setF(i, binaryFloat(fn, a.getF(ia), b.getF(ib)));
@@ -225,7 +226,8 @@ absl::StatusOr<Tensor> compare(CompareFn fn, const Tensor &a, const Tensor &b) {
   absl::StatusOr<Shape> shape = broadcastShapes(a.shape(), b.shape());
   if (!shape.ok())
     return shape.status();
-  Tensor out(DType::boolean, *shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(DType::boolean, *shape));
   auto decide = [fn](auto x, auto y) {
     switch (fn) {
     case CompareFn::eq: return x == y;
@@ -265,7 +267,8 @@ absl::StatusOr<Tensor> select(const Tensor &condition, const Tensor &onTrue,
   std::vector<int64_t> sc = broadcastStrides(condition.shape(), rank),
                        st = broadcastStrides(onTrue.shape(), rank),
                        sf = broadcastStrides(onFalse.shape(), rank), index;
-  Tensor out(onTrue.dtype(), *shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(onTrue.dtype(), *shape));
   for (int64_t i = 0; i < out.numel(); ++i) {
     unravel(i, *shape, index);
     int64_t ic = 0, it = 0, iff = 0;
@@ -287,7 +290,8 @@ absl::StatusOr<Tensor> bitcast(const Tensor &x, DType to) {
     return absl::InvalidArgumentError(absl::StrCat("bitcast from ", info(x.dtype()).name,
                                                    " to ", info(to).name,
                                                    " changes the element width"));
-  Tensor out(to, x.shape());
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(to, x.shape()));
   std::memcpy(out.bytes(), x.bytes(), x.byteSize());
   return out;
 }
@@ -299,10 +303,12 @@ absl::StatusOr<Tensor> range(const Tensor &start, const Tensor &limit, const Ten
     if (d == 0 || std::isnan(s) || std::isnan(l) || std::isnan(d))
       return absl::InvalidArgumentError("range: delta is 0 or a bound is NaN");
     double count = std::ceil((l - s) / d);
-    if (count > (1 << 30))
-      return absl::InvalidArgumentError("range: more than 2^30 elements");
+    if (!(count < 0x1p62)) // inf, or beyond what a size holds: zeros() names the limit
+      return absl::OutOfRangeError(absl::StrCat("range: from ", s, " to ", l, " by ", d,
+                                                " has more elements than a tensor holds"));
     int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
-    Tensor out(t, {n});
+    Tensor out;
+    KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(t, Shape{n}));
     for (int64_t i = 0; i < n; ++i)
       out.setF(i, s + static_cast<double>(i) * d);
     return out;
@@ -311,10 +317,12 @@ absl::StatusOr<Tensor> range(const Tensor &start, const Tensor &limit, const Ten
   if (d == 0)
     return absl::InvalidArgumentError("range: delta is 0");
   double count = std::ceil((static_cast<double>(l) - static_cast<double>(s)) / static_cast<double>(d));
-  if (count > (1 << 30))
-    return absl::InvalidArgumentError("range: more than 2^30 elements");
+  if (!(count < 0x1p62))
+    return absl::OutOfRangeError(absl::StrCat("range: from ", s, " to ", l, " by ", d,
+                                              " has more elements than a tensor holds"));
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
-  Tensor out(t, {n});
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(t, Shape{n}));
   for (int64_t i = 0; i < n; ++i)
     out.setI(i, s + i * d);
   return out;

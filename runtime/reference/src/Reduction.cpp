@@ -117,7 +117,8 @@ absl::StatusOr<Tensor> argReduce(const Tensor &x, ArgReduceKind kind, int64_t ax
     shape[axis] = 1;
   else
     shape.erase(shape.begin() + axis);
-  Tensor out(DType::i64, shape);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(DType::i64, shape));
   bool isF = isFloat(x.dtype()), isU = isUnsigned(x.dtype());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {

@@ -50,7 +50,8 @@ absl::StatusOr<Tensor> gridSample(const Tensor &x, const Tensor &grid, ResizeMod
   Shape outSpatial(grid.shape().begin() + 1, grid.shape().end() - 1);
   Shape shape = {n, c};
   shape.insert(shape.end(), outSpatial.begin(), outSpatial.end());
-  Tensor y(x.dtype(), shape);
+  Tensor y;
+  KILN_REF_ASSIGN_OR_RETURN(y, Tensor::zeros(x.dtype(), shape));
   int64_t points = numElements(outSpatial), plane = numElements(dims);
   std::vector<int64_t> strides = stridesOf(dims);
   std::vector<std::vector<int64_t>> tapIndex(r);
@@ -136,7 +137,8 @@ absl::StatusOr<Tensor> gridSample(const Tensor &x, const Tensor &grid, ResizeMod
 absl::StatusOr<Tensor> roiAlign(const Tensor &x, const Tensor &rois, const Tensor &batchIndices,
                                 const RoiAlignParams &p) {
   int64_t channels = x.dim(1), height = x.dim(2), width = x.dim(3), count = rois.dim(0);
-  Tensor y(x.dtype(), {count, channels, p.outputHeight, p.outputWidth});
+  Tensor y;
+  KILN_REF_ASSIGN_OR_RETURN(y, Tensor::zeros(x.dtype(), Shape{count, channels, p.outputHeight, p.outputWidth}));
   double offset = p.halfPixel ? 0.5 : 0.0;
   for (int64_t r = 0; r < count; ++r) {
     int64_t batch = batchIndices.getI(r);
@@ -266,7 +268,8 @@ absl::StatusOr<Tensor> nonMaxSuppression(const Tensor &boxes, const Tensor &scor
       }
     }
   int64_t n = static_cast<int64_t>(selected.size()) / 3;
-  Tensor out(DType::i64, {n, 3});
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(DType::i64, Shape{n, 3}));
   for (int64_t i = 0; i < 3 * n; ++i)
     out.setI(i, selected[i]);
   return out;
@@ -369,7 +372,8 @@ absl::StatusOr<Tensor> col2im(const Tensor &x, const Col2ImParams &p) {
     return absl::InvalidArgumentError("col2im: the input's block count does not match");
   Shape shape = {n, c};
   shape.insert(shape.end(), p.imageShape.begin(), p.imageShape.end());
-  Tensor y(x.dtype(), shape);
+  Tensor y;
+  KILN_REF_ASSIGN_OR_RETURN(y, Tensor::zeros(x.dtype(), shape));
   std::vector<double> acc(y.numel(), 0);
   std::vector<int64_t> imageStrides = stridesOf(p.imageShape), blockIndex, posIndex;
   int64_t plane = numElements(p.imageShape);

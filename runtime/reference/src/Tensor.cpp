@@ -2,6 +2,9 @@
 
 #include "kiln/reference/Tensor.h"
 
+#include "absl/strings/str_cat.h"
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -62,6 +65,50 @@ int64_t numElements(const Shape &shape) {
     n *= d;
   return n;
 }
+
+absl::StatusOr<int64_t> checkedNumElements(const Shape &shape) {
+  int64_t n = 1;
+  bool overflow = false;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("a tensor of dims [", shapeToString(shape), "] has a negative dim"));
+    overflow = overflow || __builtin_mul_overflow(n, d, &n);
+  }
+  // A zero dim makes the count 0 even when the other dims' product overflowed.
+  if (overflow && std::find(shape.begin(), shape.end(), 0) == shape.end())
+    return absl::OutOfRangeError(absl::StrCat("a tensor of dims [", shapeToString(shape),
+                                              "] has more elements than 64 bits count"));
+  return overflow ? 0 : n;
+}
+
+absl::StatusOr<uint64_t> checkedByteSize(DType dtype, const Shape &shape, uint64_t maxBytes) {
+  absl::StatusOr<int64_t> count = checkedNumElements(shape);
+  if (!count.ok())
+    return count.status();
+  uint64_t bytes = 0;
+  bool overflow = __builtin_mul_overflow(static_cast<uint64_t>(*count),
+                                         static_cast<uint64_t>(info(dtype).bytes), &bytes);
+  if (overflow || bytes > maxBytes)
+    return absl::ResourceExhaustedError(absl::StrCat(
+        info(dtype).name, "[", shapeToString(shape), "] is ",
+        overflow ? std::string("more than 2^64") : absl::StrCat(bytes), " bytes",
+        maxBytes == UINT64_MAX
+            ? std::string()
+            : absl::StrCat(", over the limit of ", maxBytes, " bytes for one tensor (max tensor bytes)")));
+  return bytes;
+}
+
+namespace {
+thread_local uint64_t threadMaxTensorBytes = kDefaultMaxTensorBytes;
+} // namespace
+
+uint64_t maxTensorBytes() { return threadMaxTensorBytes; }
+
+MaxTensorBytesScope::MaxTensorBytesScope(uint64_t maxBytes) : previous(threadMaxTensorBytes) {
+  threadMaxTensorBytes = maxBytes;
+}
+MaxTensorBytesScope::~MaxTensorBytesScope() { threadMaxTensorBytes = previous; }
 
 std::string shapeToString(const Shape &shape) {
   std::string s;
@@ -147,6 +194,23 @@ double decodeFloat(DType t, uint64_t bits) {
 Tensor::Tensor(DType dtype, Shape shape)
     : type(dtype), dims(std::move(shape)), count(numElements(dims)),
       storage(static_cast<size_t>(count) * info(dtype).bytes, 0) {}
+
+absl::StatusOr<Tensor> Tensor::zeros(DType dtype, Shape shape) {
+  absl::StatusOr<uint64_t> bytes = checkedByteSize(dtype, shape, maxTensorBytes());
+  if (!bytes.ok())
+    return bytes.status();
+  Tensor t;
+  t.type = dtype;
+  t.dims = std::move(shape);
+  t.count = numElements(t.dims);
+  try {
+    t.storage.assign(*bytes, 0);
+  } catch (const std::bad_alloc &) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of host memory for ", t.describe(), " (", *bytes, " bytes)"));
+  }
+  return t;
+}
 
 Tensor Tensor::view(DType dtype, Shape shape, uint8_t *data) {
   Tensor t;

@@ -25,10 +25,17 @@ struct MemoryPlan {
   size_t peakBytes = 0; ///< the arena's size
   size_t sumBytes = 0;  ///< every planned intermediate in its own buffer
   size_t plannedValues = 0, dynamicValues = 0;
+  /// The largest planned value (its index, -1 when none) and its bytes: runs
+  /// compare it with their size limit.
+  int largestValue = -1;
+  size_t largestBytes = 0;
 };
 
-/// The plan of `plan`'s intermediates under `symbols`.
-MemoryPlan planMemory(const Plan &plan, const Bindings &symbols);
+/// The plan of `plan`'s intermediates under `symbols`, or an error naming the
+/// first value whose size has a negative dim, overflows, or exceeds
+/// `maxTensorBytes`.
+absl::StatusOr<MemoryPlan> planMemory(const Plan &plan, const Bindings &symbols,
+                                      uint64_t maxTensorBytes = ref::kDefaultMaxTensorBytes);
 
 } // namespace kiln::artifact
 

@@ -46,15 +46,55 @@ inline bool isFloat(DType t) { return info(t).isFloat; }
 
 using Shape = std::vector<int64_t>;
 
-/// Number of elements; 1 for a 0-d shape.
+/// Number of elements; 1 for a 0-d shape. Unchecked: for shapes already checked
+/// (those of existing tensors); use checkedNumElements on computed ones.
 int64_t numElements(const Shape &shape);
 std::string shapeToString(const Shape &shape);
+
+//===--- Size limits --------------------------------------------------------===//
+//
+// Every size kiln computes from data, attributes or symbol values is checked
+// before anything is allocated: a negative dim, an element or byte count that
+// does not fit 64 bits, or a tensor over the size limit is an error naming the
+// tensor, never a wrapped size. The limit is per tensor; it defaults to 64 GiB
+// (more than any one tensor of a model that fits an H200, small enough that a
+// wrapped or hostile size fails before it reaches the allocator) and is
+// configurable: kiln-compile/kiln-run/kiln-reference --max-tensor-bytes,
+// kiln_run_options_t.max_tensor_bytes.
+
+inline constexpr uint64_t kDefaultMaxTensorBytes = uint64_t{1} << 36;
+
+/// The element count of `shape`, or an error for a negative dim or a count that
+/// overflows int64.
+absl::StatusOr<int64_t> checkedNumElements(const Shape &shape);
+/// The bytes of a `dtype` tensor of `shape`, or an error (as checkedNumElements,
+/// or more than `maxBytes`). Messages name the tensor as "f32[2, 3]".
+absl::StatusOr<uint64_t> checkedByteSize(DType dtype, const Shape &shape, uint64_t maxBytes);
+
+/// The limit the reference kernels apply on this thread (Tensor::zeros):
+/// kDefaultMaxTensorBytes unless a MaxTensorBytesScope is active.
+uint64_t maxTensorBytes();
+/// Sets this thread's limit for its lifetime (a run, an interpreter session).
+class MaxTensorBytesScope {
+public:
+  explicit MaxTensorBytesScope(uint64_t maxBytes);
+  ~MaxTensorBytesScope();
+  MaxTensorBytesScope(const MaxTensorBytesScope &) = delete;
+  MaxTensorBytesScope &operator=(const MaxTensorBytesScope &) = delete;
+
+private:
+  uint64_t previous;
+};
 
 class Tensor {
 public:
   Tensor() = default;
-  /// A zero-filled tensor.
+  /// A zero-filled tensor of a shape known to be valid (derived from existing
+  /// tensors without growing them). Computed shapes go through zeros().
   Tensor(DType dtype, Shape shape);
+  /// A zero-filled tensor, or an error when `shape` has a negative dim, its size
+  /// overflows, it exceeds maxTensorBytes(), or the memory cannot be had.
+  static absl::StatusOr<Tensor> zeros(DType dtype, Shape shape);
   /// A tensor over `data` that someone else owns (a runtime arena, a caller's
   /// buffer): copies of it share those bytes, which must outlive every copy.
   static Tensor view(DType dtype, Shape shape, uint8_t *data);
