@@ -76,7 +76,7 @@ func.func @f64_select(%a: tensor<3xf64>, %b: tensor<3xf64>) -> tensor<3xf64> {
 // gather as index maps.
 // CHECK-LABEL: pointwise kernel
 // CHECK: kiln_clamp_index(
-// CHECK: const int64_t [[END:end[0-9]+]] = ((int64_t)0) + 2;
+// CHECK: const int64_t [[END:end[0-9]+]] = ((int64_t)0) + (2LL);
 // CHECK: if ({{k[0-9]+}} < [[END]]) {
 // CHECK: kiln_slice_start(
 // CHECK: } else {
