@@ -72,6 +72,7 @@ private:
   std::vector<flatbuffers::Offset<fb::Step>> steps;
   std::vector<GeneratedKernel> kernels;
   std::vector<std::vector<fb::DType>> kernelSignatures; ///< per kernel, result first
+  std::vector<std::vector<flatbuffers::Offset<fb::BufferShape>>> kernelShapes; ///< likewise
   std::map<std::string, int> kernelIds;
   llvm::json::Array kernelReport, libraryReport;
 
@@ -186,13 +187,19 @@ LogicalResult Writer::addStep(Operation *op) {
       kernels.push_back(*g);
       // The signature the runtime checks launches against: result, then inputs.
       std::vector<fb::DType> signature;
+      std::vector<flatbuffers::Offset<fb::BufferShape>> shapes;
       for (Type t : llvm::concat<const Type>(k->getResultTypes(), k->getOperandTypes())) {
         std::optional<ref::DType> d = toRefType(cast<RankedTensorType>(t).getElementType());
         if (!d)
           return k.emitOpError() << "has a buffer of type " << t << " with no runtime dtype";
         signature.push_back(static_cast<fb::DType>(*d));
+        std::vector<flatbuffers::Offset<fb::Dim>> dims;
+        for (DimExpr e : getSymShape(t))
+          dims.push_back(dim(e));
+        shapes.push_back(fb::CreateBufferShape(builder, builder.CreateVector(dims)));
       }
       kernelSignatures.push_back(std::move(signature));
+      kernelShapes.push_back(std::move(shapes));
       llvm::json::Array ops;
       k.getBody().walk([&](Operation *inner) {
         if (!isa<YieldOp>(inner))
@@ -444,7 +451,7 @@ FailureOr<CompiledArtifact> Writer::build() {
         builder, builder.CreateString(kernels[k].name), builder.CreateString(kernels[k].source),
         *schedule, builder.CreateVector(syms), kernels[k].blockPerItem,
         builder.CreateVector(cubins[k]),
-        builder.CreateVector(kernelSignatures[k])));
+        builder.CreateVector(kernelSignatures[k]), builder.CreateVector(kernelShapes[k])));
   }
   FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> host = hostLibraries();
   if (failed(host))

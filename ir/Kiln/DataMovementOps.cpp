@@ -302,14 +302,19 @@ int64_t sliceLength(int64_t dim, int64_t start, int64_t end, int64_t step) {
       v = v < -dim ? -1 : v + dim; // avoid overflow on INT64_MIN
     return std::clamp(v, lo, hi);
   };
+  // ceil(span / |step|) in unsigned arithmetic: |INT64_MIN| does not fit int64,
+  // and ONNX gives such a step one element (the reference's ref::slice agrees).
+  auto count = [](int64_t span, uint64_t stride) {
+    return static_cast<int64_t>((static_cast<uint64_t>(span) - 1) / stride + 1);
+  };
   if (step > 0) {
     start = clampIndex(start, 0, dim);
     end = clampIndex(end, 0, dim);
-    return end > start ? ceilDivInt(end - start, step) : 0;
+    return end > start ? count(end - start, static_cast<uint64_t>(step)) : 0;
   }
   start = clampIndex(start, -1, dim - 1);
   end = clampIndex(end, -1, dim - 1);
-  return start > end ? ceilDivInt(start - end, -step) : 0;
+  return start > end ? count(start - end, 0 - static_cast<uint64_t>(step)) : 0;
 }
 
 /// A symbolic slice length, when the positions are provably in range.

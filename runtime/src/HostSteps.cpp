@@ -6,6 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace kiln::rt {
 namespace {
 namespace fb = kiln::schema;
@@ -193,12 +196,17 @@ absl::StatusOr<ref::DType> dtype(fb::DType t) {
   return static_cast<ref::DType>(t);
 }
 
-std::vector<int64_t> longs(const flatbuffers::Vector<int64_t> *v) {
-  return v ? std::vector<int64_t>(v->begin(), v->end()) : std::vector<int64_t>();
+/// A vector's elements copied out bytewise: the verifier checks a vector's
+/// length field's alignment, not its 8-byte elements', and a damaged artifact
+/// may place them anywhere.
+template <typename T> std::vector<T> copied(const flatbuffers::Vector<T> *v) {
+  std::vector<T> out(v ? v->size() : 0);
+  if (!out.empty())
+    std::memcpy(out.data(), v->Data(), out.size() * sizeof(T));
+  return out;
 }
-std::vector<double> doubles(const flatbuffers::Vector<double> *v) {
-  return v ? std::vector<double>(v->begin(), v->end()) : std::vector<double>();
-}
+std::vector<int64_t> longs(const flatbuffers::Vector<int64_t> *v) { return copied(v); }
+std::vector<double> doubles(const flatbuffers::Vector<double> *v) { return copied(v); }
 
 HostResults one(absl::StatusOr<ref::Tensor> t) {
   if (!t.ok())
@@ -206,6 +214,28 @@ HostResults one(absl::StatusOr<ref::Tensor> t) {
   std::vector<ref::Tensor> out;
   out.push_back(std::move(*t));
   return out;
+}
+
+/// An artifact's axis for a tensor of `rank` (the IR verified it; a damaged
+/// artifact may not have): [-rank, rank), or [-rank-1, rank] where `insert`.
+absl::Status axisFits(int64_t axis, int64_t rank, const char *what = "axis") {
+  if (axis < -rank || axis >= rank)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", axis, " is out of range for an input of rank ", rank));
+  return absl::OkStatus();
+}
+
+absl::Status axesFit(const std::vector<int64_t> &axes, int64_t rank) {
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    if (absl::Status s = axisFits(a, rank); !s.ok())
+      return s;
+    size_t d = static_cast<size_t>(a < 0 ? a + rank : a);
+    if (seen[d])
+      return absl::InvalidArgumentError(absl::StrCat("axis ", a, " is repeated"));
+    seen[d] = true;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ref::Tensor> relu(absl::StatusOr<ref::Tensor> r, bool apply) {
@@ -381,7 +411,12 @@ absl::StatusOr<HostStep> Decoder::decode() {
   case fb::StepOp::Transpose: {
     std::vector<int64_t> perm = longs(table.op_as_Transpose()->permutation());
     return simple(1, [perm](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
-      if (static_cast<int64_t>(perm.size()) != in[0]->rank())
+      std::vector<int64_t> sorted = perm;
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t d = 0; d < sorted.size(); ++d)
+        if (sorted[d] != static_cast<int64_t>(d))
+          sorted.clear();
+      if (static_cast<int64_t>(perm.size()) != in[0]->rank() || sorted.size() != perm.size())
         return absl::InvalidArgumentError("the permutation does not fit the input's rank");
       return ref::transpose(*in[0], perm);
     });
@@ -393,7 +428,13 @@ absl::StatusOr<HostStep> Decoder::decode() {
     int64_t axis = table.op_as_Concat()->axis();
     if (absl::Status s = operands(1, SIZE_MAX); !s.ok())
       return s;
-    return HostStep{[axis](const Inputs &in) { return one(ref::concat(in, axis)); }, std::nullopt};
+    return HostStep{[axis](const Inputs &in) -> HostResults {
+                      for (const ref::Tensor *t : in)
+                        if (absl::Status s = axisFits(axis, t->rank()); !s.ok())
+                          return s;
+                      return one(ref::concat(in, axis));
+                    },
+                    std::nullopt};
   }
   case fb::StepOp::Slice:
     return simple(4, [](const Inputs &in) {
@@ -402,7 +443,11 @@ absl::StatusOr<HostStep> Decoder::decode() {
     });
   case fb::StepOp::Gather: {
     int64_t axis = table.op_as_Gather()->axis();
-    return simple(2, [axis](const Inputs &in) { return ref::gather(*in[0], *in[1], axis); });
+    return simple(2, [axis](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+        return s;
+      return ref::gather(*in[0], *in[1], axis);
+    });
   }
   case fb::StepOp::Pad: {
     absl::StatusOr<ref::PadMode> mode = padMode(table.op_as_Pad()->mode());
@@ -415,7 +460,11 @@ absl::StatusOr<HostStep> Decoder::decode() {
   case fb::StepOp::GatherElements: {
     int64_t axis = table.op_as_GatherElements()->axis();
     return simple(2,
-                  [axis](const Inputs &in) { return ref::gatherElements(*in[0], *in[1], axis); });
+                  [axis](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+                    if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+                      return s;
+                    return ref::gatherElements(*in[0], *in[1], axis);
+                  });
   }
   case fb::StepOp::ScatterElements: {
     const fb::ScatterElements &t = *table.op_as_ScatterElements();
@@ -423,7 +472,9 @@ absl::StatusOr<HostStep> Decoder::decode() {
     if (!r.ok())
       return r.status();
     int64_t axis = t.axis();
-    return simple(3, [axis, r = *r](const Inputs &in) {
+    return simple(3, [axis, r = *r](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+        return s;
       return ref::scatterElements(*in[0], *in[1], *in[2], axis, r);
     });
   }
@@ -448,7 +499,12 @@ absl::StatusOr<HostStep> Decoder::decode() {
     std::optional<int64_t> axis;
     if (t.has_axis())
       axis = t.axis();
-    return simple(2, [axis](const Inputs &in) { return ref::compress(*in[0], *in[1], axis); });
+    return simple(2, [axis](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (axis)
+        if (absl::Status s = axisFits(*axis, in[0]->rank()); !s.ok())
+          return s;
+      return ref::compress(*in[0], *in[1], axis);
+    });
   }
   case fb::StepOp::Resize: {
     const fb::Resize &t = *table.op_as_Resize();
@@ -482,6 +538,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
     std::vector<int64_t> axes = longs(t.axes());
     bool keep = t.keep_dims();
     return simple(1, [kind = *kind, axes, keep](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (absl::Status s = axesFit(axes, in[0]->rank()); !s.ok())
+        return s;
       return ref::reduce(*in[0], kind, axes, keep);
     });
   }
@@ -495,7 +553,9 @@ absl::StatusOr<HostStep> Decoder::decode() {
     }
     int64_t axis = t.axis();
     bool keep = t.keep_dims(), last = t.select_last_index();
-    return simple(1, [kind, axis, keep, last](const Inputs &in) {
+    return simple(1, [kind, axis, keep, last](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+        return s;
       return ref::argReduce(*in[0], kind, axis, keep, last);
     });
   }
@@ -511,6 +571,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
     bool exclusive = t.exclusive(), reverse = t.reverse();
     return simple(
         1, [kind, axis, exclusive, reverse](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+          if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+            return s;
           return ref::cumulative(*in[0], kind, axis, exclusive, reverse);
         });
   }
@@ -523,6 +585,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
     return HostStep{[axis, largest, sorted](const Inputs &in) -> HostResults {
                       if (in[1]->numel() != 1)
                         return absl::InvalidArgumentError("k must hold one value");
+                      if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+                        return s;
                       auto r = ref::topK(*in[0], in[1]->getI(0), axis, largest, sorted);
                       if (!r.ok())
                         return r.status();
@@ -538,6 +602,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
     int64_t axis = t.axis();
     bool logarithm = t.logarithm();
     return simple(1, [axis, logarithm](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+        return s;
       return ref::softmax(*in[0], axis, logarithm);
     });
   }
@@ -547,7 +613,9 @@ absl::StatusOr<HostStep> Decoder::decode() {
     // The IR's epsilon is an f32 attribute: the reference rounds it as the IR does.
     double epsilon = static_cast<float>(t.epsilon());
     bool bias = t.has_bias();
-    return simple(bias ? 3 : 2, [axis, epsilon, bias](const Inputs &in) {
+    return simple(bias ? 3 : 2, [axis, epsilon, bias](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+        return s;
       return ref::layerNorm(*in[0], *in[1], bias ? in[2] : nullptr, axis, epsilon);
     });
   }
@@ -598,6 +666,9 @@ absl::StatusOr<HostStep> Decoder::decode() {
       axis = t.axis();
     bool sorted = t.sorted();
     return HostStep{[axis, sorted](const Inputs &in) -> HostResults {
+                      if (axis)
+                        if (absl::Status s = axisFits(*axis, in[0]->rank()); !s.ok())
+                          return s;
                       return ref::unique(*in[0], axis, sorted);
                     },
                     std::nullopt};

@@ -156,13 +156,13 @@ TEST(Artifact, DamagedArtifactsAreErrors) {
       {{0, 0, 7}, KILN_INVALID_ARGUMENT, "value 0: symbol 7 is not in the table"},
       // An artifact of another format version names both versions.
       {{0, 0, 0, 1}, KILN_FAILED_PRECONDITION,
-       "artifact format version 1, but this runtime reads version 2"},
+       "artifact format version 1, but this runtime reads version 3"},
       {{0, 0, 0, 9}, KILN_FAILED_PRECONDITION, "artifact format version 9"},
       // A typed step whose operands do not fit its table, or an enum value the
       // schema does not define, is refused at load, not at run time.
-      {{0, 0, 0, 2, true}, KILN_INVALID_ARGUMENT,
+      {{0, 0, 0, kiln::artifact::kFormatVersion, true}, KILN_INVALID_ARGUMENT,
        "step 0 (MatMul): corrupt artifact: MatMul takes 3 inputs, the step has 2"},
-      {{0, 0, 0, 2, false, 7}, KILN_INVALID_ARGUMENT,
+      {{0, 0, 0, kiln::artifact::kFormatVersion, false, 7}, KILN_INVALID_ARGUMENT,
        "step 0 (MatMul): corrupt artifact: activation 7"},
   };
   for (const Case &c : cases) {
@@ -300,6 +300,24 @@ TEST(Artifact, KernelSignatureMismatchIsRefused) {
     kiln_model_t *m = nullptr;
     EXPECT_EQ(load(copy, &m), KILN_INVALID_ARGUMENT);
     EXPECT_NE(std::string(kiln_last_error()).find("buffer 1 is i64, value"), std::string::npos)
+        << kiln_last_error();
+  }
+  {
+    // The kernel's code indexes a 64-wide row; a value planned narrower (or a
+    // kernel claiming another width) would be written past its end.
+    std::string copy = bytes;
+    auto *model = fb::GetMutableModel(copy.data());
+    auto *dims = model->mutable_kernels()->GetMutableObject(0)->mutable_buffer_shapes()
+                     ->GetMutableObject(0)->mutable_dims();
+    ASSERT_EQ(dims->size(), 2u);
+    auto *width = dims->GetMutableObject(1)->mutable_ops()->GetMutableObject(0);
+    ASSERT_EQ(width->value(), 64);
+    width->mutate_value(32);
+    kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(copy.data()), copy.size());
+    kiln_model_t *m = nullptr;
+    EXPECT_EQ(load(copy, &m), KILN_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kiln_last_error()).find("buffer 0 has dims [arg0_d0, 32], value"),
+              std::string::npos)
         << kiln_last_error();
   }
 }

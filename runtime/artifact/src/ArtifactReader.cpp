@@ -8,6 +8,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <cctype>
 #include <cstring>
 #include <limits>
 
@@ -21,6 +22,23 @@ namespace {
 
 absl::Status corrupt(const std::string &what) {
   return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: ", what));
+}
+
+/// Dims that are the same expressions (a symbolic dim equals only itself).
+bool sameDims(const std::vector<Dim> &a, const std::vector<Dim> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t d = 0; d < a.size(); ++d)
+    if (!a[d].known() || a[d].ops != b[d].ops)
+      return false;
+  return true;
+}
+
+std::string dimsToString(const std::vector<Dim> &dims, const std::vector<std::string> &symbols) {
+  std::vector<std::string> parts;
+  for (const Dim &d : dims)
+    parts.push_back(d.toString(symbols));
+  return absl::StrJoin(parts, ", ");
 }
 
 int64_t floorDiv(int64_t a, int64_t b) {
@@ -46,6 +64,10 @@ private:
     Dim out;
     if (!d || !d->ops() || d->ops()->size() == 0)
       return out;
+    // The verifier checks the vector's length field, not the alignment of its
+    // 8-byte structs; a builder always aligns them.
+    if (reinterpret_cast<uintptr_t>(d->ops()->Data()) % alignof(fb::ExprOp) != 0)
+      return corrupt(absl::StrCat(where, ": misaligned dim expression"));
     int depth = 0;
     for (const fb::ExprOp *op : *d->ops()) {
       auto kind = static_cast<Dim::Op>(op->kind());
@@ -151,12 +173,48 @@ absl::Status Reader::readKernels() {
             return corrupt(absl::StrCat(where, ": symbol ", s, " is not in the table"));
           info.symbols.push_back(s);
         }
+      // The symbols a kernel takes are parameters of its code (", int64_t
+      // sym_<name>", in this order): a list that names others would pass the
+      // kernel sizes it does not index by.
+      {
+        std::vector<std::string> declared;
+        const std::string marker = ", int64_t sym_";
+        for (size_t at = info.source.find(marker); at != std::string::npos;
+             at = info.source.find(marker, at + 1)) {
+          size_t begin = at + marker.size(), end = begin;
+          while (end < info.source.size() &&
+                 (std::isalnum(static_cast<unsigned char>(info.source[end])) ||
+                  info.source[end] == '_'))
+            ++end;
+          declared.push_back(info.source.substr(begin, end - begin));
+        }
+        std::vector<std::string> listed;
+        for (int s : info.symbols)
+          listed.push_back(plan.symbols[s]);
+        if (declared != listed)
+          return corrupt(absl::StrCat(where, " lists symbols [", absl::StrJoin(listed, ", "),
+                                      "] but its code takes [", absl::StrJoin(declared, ", "),
+                                      "]"));
+      }
       if (!k->buffer_dtypes() || k->buffer_dtypes()->size() == 0)
         return corrupt(absl::StrCat(where, " has no signature (buffer dtypes)"));
       for (fb::DType t : *k->buffer_dtypes()) {
         if (t > fb::DType::MAX)
           return corrupt(absl::StrCat(where, ": unknown dtype in its signature"));
         info.bufferDtypes.push_back(static_cast<ref::DType>(t));
+      }
+      if (!k->buffer_shapes() || k->buffer_shapes()->size() != info.bufferDtypes.size())
+        return corrupt(absl::StrCat(where, " has no dims for each of its buffers"));
+      for (const fb::BufferShape *b : *k->buffer_shapes()) {
+        std::vector<Dim> dims;
+        if (b->dims())
+          for (const fb::Dim *d : *b->dims()) {
+            absl::StatusOr<Dim> one = dim(d, where);
+            if (!one.ok())
+              return one.status();
+            dims.push_back(std::move(*one));
+          }
+        info.bufferShapes.push_back(std::move(dims));
       }
       if (k->cubins())
         for (const fb::Cubin *c : *k->cubins()) {
@@ -188,11 +246,21 @@ absl::Status Reader::readKernels() {
 
 absl::Status Reader::readSteps() {
   // Every value is defined once, before its first use.
+  // Inputs are defined only when the input list names them (a caller passes
+  // their bytes), weights only when they have bytes.
   std::vector<bool> defined(plan.values.size(), false);
   for (size_t v = 0; v < plan.values.size(); ++v)
-    defined[v] = plan.values[v].kind != ValueKind::Intermediate;
-  if (!model.steps())
+    defined[v] = plan.values[v].kind == ValueKind::Weight && plan.values[v].weightData;
+  for (int v : plan.inputs)
+    defined[v] = true;
+  auto outputsDefined = [&]() -> absl::Status {
+    for (int v : plan.outputs)
+      if (!defined[v])
+        return corrupt(absl::StrCat("output value ", v, " is never defined"));
     return absl::OkStatus();
+  };
+  if (!model.steps())
+    return outputsDefined();
   for (const fb::Step *s : *model.steps()) {
     StepInfo step;
     std::string where = absl::StrCat("step ", plan.steps.size());
@@ -236,12 +304,20 @@ absl::Status Reader::readSteps() {
         if (want.size() != step.inputs.size() + 1)
           return corrupt(absl::StrCat(where, ": kernel ", step.label, " takes ", want.size() - 1,
                                       " inputs, the step passes ", step.inputs.size()));
+        const std::vector<std::vector<Dim>> &dims = plan.kernels[step.kernel].bufferShapes;
         for (size_t b = 0; b < want.size(); ++b) {
           int v = b == 0 ? step.outputs[0] : step.inputs[b - 1];
           if (plan.values[v].dtype != want[b])
             return corrupt(absl::StrCat(where, ": kernel ", step.label, " buffer ", b, " is ",
                                         dtypeName(want[b]), ", value ", v, " is ",
                                         dtypeName(plan.values[v].dtype)));
+          // The kernel indexes its buffers by the dims compiled into it: a value
+          // with other dims would be read or written past its bytes.
+          if (!sameDims(plan.values[v].shape, dims[b]))
+            return corrupt(absl::StrCat(
+                where, ": kernel ", step.label, " buffer ", b, " has dims [",
+                dimsToString(dims[b], plan.symbols), "], value ", v, " has [",
+                dimsToString(plan.values[v].shape, plan.symbols), "]"));
         }
       }
       break;
@@ -268,10 +344,7 @@ absl::Status Reader::readSteps() {
     }
     plan.steps.push_back(std::move(step));
   }
-  for (int v : plan.outputs)
-    if (!defined[v])
-      return corrupt(absl::StrCat("output value ", v, " is never defined"));
-  return absl::OkStatus();
+  return outputsDefined();
 }
 
 absl::Status Reader::readGuards() {

@@ -11,6 +11,9 @@ using namespace detail;
 
 absl::StatusOr<Tensor> matmul(const Tensor &aIn, const Tensor &bIn) {
   // numpy matmul: 1-D operands are promoted to matrices and the promoted dim dropped.
+  if (aIn.rank() == 0 || bIn.rank() == 0)
+    return absl::InvalidArgumentError(absl::StrCat("matmul: ", aIn.describe(), " times ",
+                                                   bIn.describe(), ": scalars do not multiply"));
   bool aVector = aIn.rank() == 1, bVector = bIn.rank() == 1;
   Tensor a = aVector ? aIn.reshaped({1, aIn.dim(0)}) : aIn;
   Tensor b = bVector ? bIn.reshaped({bIn.dim(0), 1}) : bIn;
@@ -80,8 +83,54 @@ template <typename F> void forEachIndex(const Shape &shape, F f) {
 }
 } // namespace
 
+namespace {
+/// Window parameters as the IR verifies them (the interpreter's callers) and as
+/// an artifact may not have them (the runtime's): k spatial dims, k strides and
+/// dilations >= 1, 2k pads >= 0, all at most 2^20 (far past any real model) so
+/// that the size arithmetic of the kernels cannot overflow.
+absl::Status checkWindow(const char *op, const Tensor &x, const std::vector<int64_t> &strides,
+                         const std::vector<int64_t> &dilations, const std::vector<int64_t> &pads,
+                         const std::vector<int64_t> *kernel = nullptr,
+                         const std::vector<int64_t> *outputPadding = nullptr) {
+  constexpr int64_t kLimit = int64_t(1) << 20;
+  int64_t k = x.rank() - 2;
+  auto bad = [&](const char *what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", what, " do not fit an input of rank ", x.rank()));
+  };
+  if (k < 1)
+    return bad("spatial dims");
+  if (static_cast<int64_t>(strides.size()) != k || static_cast<int64_t>(dilations.size()) != k ||
+      static_cast<int64_t>(pads.size()) != 2 * k)
+    return bad("the strides, dilations or pads");
+  for (int64_t d = 0; d < k; ++d)
+    if (strides[d] < 1 || strides[d] > kLimit || dilations[d] < 1 || dilations[d] > kLimit)
+      return bad("the strides or dilations");
+  for (int64_t v : pads)
+    if (v < 0 || v > kLimit)
+      return bad("the pads");
+  if (kernel && (static_cast<int64_t>(kernel->size()) != k ||
+                 std::any_of(kernel->begin(), kernel->end(),
+                             [&](int64_t v) { return v < 1 || v > kLimit; })))
+    return bad("the kernel shape");
+  if (outputPadding && !outputPadding->empty() &&
+      (static_cast<int64_t>(outputPadding->size()) != k ||
+       std::any_of(outputPadding->begin(), outputPadding->end(),
+                   [&](int64_t v) { return v < 0 || v > kLimit; })))
+    return bad("the output padding");
+  return absl::OkStatus();
+}
+} // namespace
+
 absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias,
                             const ConvParams &p) {
+  if (absl::Status s = checkWindow("conv", x, p.strides, p.dilations, p.pads); !s.ok())
+    return s;
+  if (p.group < 1 || p.group > (int64_t(1) << 20) || w.rank() != x.rank() ||
+      (bias && bias->numel() != w.dim(0)))
+    return absl::InvalidArgumentError(absl::StrCat("conv: input ", x.describe(), ", filter ",
+                                                   w.describe(), " and group ", p.group,
+                                                   " do not match"));
   int64_t k = x.rank() - 2, n = x.dim(0), c = x.dim(1), m = w.dim(0), g = p.group;
   if (w.rank() != x.rank() || c % g || m % g || w.dim(1) * g != c)
     return absl::InvalidArgumentError(absl::StrCat("conv: input ", x.describe(), " and filter ",
@@ -124,6 +173,15 @@ absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias
 
 absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Tensor *bias,
                                      const ConvParams &p) {
+  if (absl::Status s = checkWindow("conv_transpose", x, p.strides, p.dilations, p.pads, nullptr,
+                                   &p.outputPadding);
+      !s.ok())
+    return s;
+  if (p.group < 1 || p.group > (int64_t(1) << 20) || w.rank() != x.rank() ||
+      (bias && bias->numel() != w.dim(1) * p.group))
+    return absl::InvalidArgumentError(absl::StrCat("conv_transpose: input ", x.describe(),
+                                                   ", filter ", w.describe(), " and group ",
+                                                   p.group, " do not match"));
   int64_t k = x.rank() - 2, n = x.dim(0), c = x.dim(1), g = p.group;
   int64_t mPerGroup = w.dim(1), m = mPerGroup * g, cPerGroup = c / g;
   if (w.rank() != x.rank() || w.dim(0) != c || c % g)
@@ -132,7 +190,8 @@ absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Ten
                                                    " do not match group ", g));
   Shape outputShape = {n, m};
   for (int64_t d = 0; d < k; ++d) {
-    int64_t size = p.strides[d] * (x.dim(2 + d) - 1) + p.outputPadding[d] +
+    int64_t size = p.strides[d] * (x.dim(2 + d) - 1) +
+                   (p.outputPadding.empty() ? 0 : p.outputPadding[d]) +
                    p.dilations[d] * (w.dim(2 + d) - 1) + 1 - p.pads[d] - p.pads[d + k];
     if (size < 0)
       return absl::InvalidArgumentError("conv_transpose: the pads crop more than the output");
@@ -174,6 +233,8 @@ absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Ten
 }
 
 absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p) {
+  if (absl::Status s = checkWindow("pool", x, p.strides, p.dilations, p.pads, &p.kernel); !s.ok())
+    return s;
   int64_t k = x.rank() - 2;
   Shape outputShape = {x.dim(0), x.dim(1)};
   for (int64_t d = 0; d < k; ++d) {

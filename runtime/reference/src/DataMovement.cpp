@@ -93,7 +93,7 @@ absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t
   int64_t offset = 0;
   for (const Tensor *t : inputs) {
     int64_t chunk = t->dim(axis) * inner * bytes, outChunk = shape[axis] * inner * bytes;
-    for (int64_t o = 0; o < outer; ++o)
+    for (int64_t o = 0; o < outer && chunk > 0; ++o)
       std::memcpy(out.bytes() + o * outChunk + offset, t->bytes() + o * chunk, chunk);
     offset += chunk;
   }
@@ -115,14 +115,19 @@ absl::StatusOr<Tensor> slice(const Tensor &x, const std::vector<int64_t> &starts
       return absl::InvalidArgumentError("slice: step 0");
     auto norm = [n](int64_t v) { return v < 0 ? std::max<int64_t>(v, -n - 1) + n : v; };
     int64_t s = norm(starts[d]), e = norm(ends[d]);
+    // ceil(span / |step|) in unsigned arithmetic: |INT64_MIN| does not fit int64,
+    // and ONNX gives such a step one element (the IR's shape function agrees).
+    auto count = [](int64_t span, uint64_t stride) {
+      return static_cast<int64_t>((static_cast<uint64_t>(span) - 1) / stride + 1);
+    };
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, n);
       e = std::clamp<int64_t>(e, 0, n);
-      shape[d] = e > s ? (e - s + step - 1) / step : 0;
+      shape[d] = e > s ? count(e - s, static_cast<uint64_t>(step)) : 0;
     } else {
       s = std::clamp<int64_t>(s, -1, n - 1);
       e = std::clamp<int64_t>(e, -1, n - 1);
-      shape[d] = s > e ? (s - e - step - 1) / (-step) : 0;
+      shape[d] = s > e ? count(s - e, 0 - static_cast<uint64_t>(step)) : 0;
     }
     first[d] = s;
   }
@@ -173,6 +178,10 @@ absl::StatusOr<Tensor> pad(const Tensor &x, const std::vector<int64_t> &pads, Pa
     return absl::InvalidArgumentError("pad: pads must have 2 * rank entries");
   Shape shape(rank);
   for (int64_t d = 0; d < rank; ++d) {
+    // A negative pad crops; no more than the dim (pads that crop past it and pad
+    // it back would cancel in the size and overflow in the indexing).
+    if (pads[d] < -x.dim(d) || pads[d + rank] < -x.dim(d))
+      return absl::InvalidArgumentError("pad: negative pads crop more than the dim");
     if (__builtin_add_overflow(x.dim(d), pads[d], &shape[d]) ||
         __builtin_add_overflow(shape[d], pads[d + rank], &shape[d]))
       return absl::OutOfRangeError(absl::StrCat("pad: dim ", d, " of ", x.describe(),
@@ -300,6 +309,11 @@ absl::StatusOr<Tensor> scatterElements(const Tensor &data, const Tensor &indices
 }
 
 absl::StatusOr<Tensor> gatherND(const Tensor &data, const Tensor &indices, int64_t batchDims) {
+  if (indices.rank() < 1 || batchDims < 0 || batchDims >= indices.rank() ||
+      batchDims > data.rank())
+    return absl::InvalidArgumentError(absl::StrCat("gather_nd: indices ", indices.describe(),
+                                                   " and batch dims ", batchDims,
+                                                   " do not fit data ", data.describe()));
   int64_t q = indices.dim(indices.rank() - 1);
   if (batchDims + q > data.rank())
     return absl::InvalidArgumentError("gather_nd: index tuples are longer than the data rank");
@@ -335,6 +349,8 @@ absl::StatusOr<Tensor> gatherND(const Tensor &data, const Tensor &indices, int64
 
 absl::StatusOr<Tensor> scatterND(const Tensor &data, const Tensor &indices,
                                  const Tensor &updates, ScatterReduction reduction) {
+  if (indices.rank() < 1)
+    return absl::InvalidArgumentError("scatter_nd: the indices must have rank 1 or more");
   int64_t q = indices.dim(indices.rank() - 1);
   if (q > data.rank())
     return absl::InvalidArgumentError("scatter_nd: index tuples are longer than the data rank");

@@ -60,9 +60,15 @@ FloatFormat formatOf(DType t) {
 const DTypeInfo &info(DType t) { return kInfo[static_cast<int>(t)]; }
 
 int64_t numElements(const Shape &shape) {
+  // A zero dim first: [2^62, 2, 0] has no elements though its other dims'
+  // product overflows. Past that, an overflow saturates (checked shapes never
+  // get there; an unchecked one must not be undefined behaviour).
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end())
+    return 0;
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return INT64_MAX;
   return n;
 }
 

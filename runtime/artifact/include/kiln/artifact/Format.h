@@ -16,7 +16,8 @@ namespace kiln::artifact {
 
 /// The artifact format this build writes and reads. 2: typed step tables (a
 /// StepOp union) instead of op names with attributes; schema-owned enums.
-constexpr uint32_t kFormatVersion = 2;
+/// 3: kernels carry their buffers' dims (Kernel.buffer_shapes), checked at load.
+constexpr uint32_t kFormatVersion = 3;
 
 /// Alignment of weights inside the artifact (a mapped file is used in place).
 constexpr size_t kWeightAlignment = 64;

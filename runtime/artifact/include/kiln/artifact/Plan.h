@@ -91,8 +91,9 @@ struct KernelInfo {
   std::vector<int> symbols;
   bool blockPerItem = false;
   std::vector<CubinInfo> cubins;
-  /// Element types of the buffers, output first, then the inputs.
+  /// Element types and dims of the buffers, output first, then the inputs.
   std::vector<ref::DType> bufferDtypes;
+  std::vector<std::vector<Dim>> bufferShapes;
 };
 
 struct HostLibraryInfo {
