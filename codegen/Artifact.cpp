@@ -451,7 +451,8 @@ FailureOr<CompiledArtifact> Writer::build() {
         builder, builder.CreateString(kernels[k].name), builder.CreateString(kernels[k].source),
         *schedule, builder.CreateVector(syms), kernels[k].blockPerItem,
         builder.CreateVector(cubins[k]),
-        builder.CreateVector(kernelSignatures[k]), builder.CreateVector(kernelShapes[k])));
+        builder.CreateVector(kernelSignatures[k]), builder.CreateVector(kernelShapes[k]),
+        kernels[k].reportsErrors));
   }
   FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> host = hostLibraries();
   if (failed(host))

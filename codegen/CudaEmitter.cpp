@@ -4,6 +4,7 @@
 
 #include "ir/Kiln/KilnDialect.h"
 
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -135,14 +136,35 @@ private:
   std::vector<std::string> broadcastIndex(Value operand, Value result,
                                           ArrayRef<std::string> index);
   /// A position read from an index tensor along a dim of size `n`: negative counts
-  /// from the end; out of range reads the nearest element (the reference
-  /// interpreter reports it as an error).
+  /// from the end; out of range is reported (KILN_ERROR_INDEX_OUT_OF_RANGE) and
+  /// reads the nearest element meanwhile.
   std::string gatherPosition(const std::string &k, DimExpr n) {
     std::string size = dim(n), kk = temp("k");
     line("int64_t " + kk + " = (int64_t)" + k + ";");
+    // Out of range is the call's error, as in the reference; the clamped read
+    // keeps the kernel inside the buffer until the runtime reports it.
+    checkData(kk + " < -" + size + " || " + kk + " >= " + size, "KILN_ERROR_INDEX_OUT_OF_RANGE");
     line(kk + " = kiln_clamp_index(" + kk + " < 0 ? " + kk + " + " + size + " : " + kk + ", " +
          size + ");");
     return kk;
+  }
+  /// `data`'s element at `index`, or 0 when its dim `n` along the gathered axis
+  /// is empty (any index is out of range then, and there is nothing to read).
+  FailureOr<std::string> gatheredElement(Value data, ArrayRef<std::string> index, DimExpr n,
+                                         const std::string &ct) {
+    if (std::optional<int64_t> size = getConstantDimValue(n); size && *size > 0)
+      return element(data, index);
+    std::string result = temp();
+    line(ct + " " + result + " = " + ct + "();");
+    openBlock("if (" + dim(n) + " > 0) {");
+    FailureOr<std::string> e = element(data, index);
+    if (failed(e))
+      return failure();
+    line(result + " = " + *e + ";");
+    popScope();
+    --indent;
+    line("}");
+    return result;
   }
   std::string bind(Value v, const std::string &expr) {
     std::string name = temp();
@@ -192,6 +214,15 @@ private:
   std::string body;
   int indent = 1;
   int nextTemp = 0;
+  /// Whether the kernel checks its data (gather indices, integer divisors,
+  /// empty arg_reduce axes) and takes `int32_t *kiln_error`, the word its step
+  /// reports the first failure in (the runtime turns it into the call's error).
+  bool reportsErrors = false;
+  /// Emits: when `condition` holds, report `code` (kiln_device.h KILN_ERROR_*).
+  void checkData(const std::string &condition, const char *code) {
+    reportsErrors = true;
+    line("if (" + condition + ") kiln_report_error(kiln_error, " + code + ");");
+  }
   /// Nesting of element() calls, bounded by kMaxExpressionDepth.
   unsigned depth = 0;
   static constexpr unsigned kMaxExpressionDepth = 1024;
@@ -409,6 +440,14 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     if (failed(a) || failed(b))
       return failure();
     std::string x = *a, y = *b;
+    // An integer divisor that is a nonzero constant needs no check.
+    auto checkDivisor = [&] {
+      DenseElementsAttr divisor;
+      if (matchPattern(op->getOperand(1), m_Constant(&divisor)) && divisor.isSplat() &&
+          !divisor.getSplatValue<APInt>().isZero())
+        return;
+      checkData(y + " == 0", "KILN_ERROR_DIVISION_BY_ZERO");
+    };
     auto wrapped = [&](StringRef sym) {
       return "(" + ct + ")((uint64_t)" + x + " " + sym.str() + " (uint64_t)" + y + ")";
     };
@@ -418,12 +457,18 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
             .Case<SubOp>([&](auto) { return isF ? "(" + x + " - " + y + ")" : wrapped("-"); })
             .Case<MulOp>([&](auto) { return isF ? "(" + x + " * " + y + ")" : wrapped("*"); })
             .Case<DivOp>([&](auto) {
+              if (!isF)
+                checkDivisor();
               return isF ? "(" + x + " / " + y + ")" : "kiln_idiv<" + ct + ">(" + x + ", " + y + ")";
             })
             .Case<RemOp>([&](auto) {
+              if (!isF)
+                checkDivisor();
               return (isF ? "kiln_fmod(" : "kiln_irem<" + ct + ">(") + x + ", " + y + ")";
             })
             .Case<ModOp>([&](auto) {
+              if (!isF)
+                checkDivisor();
               return (isF ? "kiln_fmod_floor(" : "kiln_imod<" + ct + ">(") + x + ", " + y + ")";
             })
             .Case<PowOp>([&](auto) {
@@ -566,11 +611,12 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     FailureOr<std::string> k = element(g.getIndices(), at);
     if (failed(k))
       return failure();
-    std::string kk = gatherPosition(*k, getSymShape(g.getData().getType())[axis]);
+    DimExpr n = getSymShape(g.getData().getType())[axis];
+    std::string kk = gatherPosition(*k, n);
     std::vector<std::string> in(index.begin(), index.begin() + axis);
     in.push_back(kk);
     in.insert(in.end(), index.begin() + axis + ri, index.end());
-    return element(g.getData(), in);
+    return gatheredElement(g.getData(), in, n, ct);
   }
   if (auto g = dyn_cast<GatherElementsOp>(op)) {
     int64_t rank = index.size();
@@ -580,8 +626,9 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     if (failed(k))
       return failure();
     std::vector<std::string> in(index.begin(), index.end());
-    in[axis] = gatherPosition(*k, getSymShape(g.getData().getType())[axis]);
-    return element(g.getData(), in);
+    DimExpr n = getSymShape(g.getData().getType())[axis];
+    in[axis] = gatherPosition(*k, n);
+    return gatheredElement(g.getData(), in, n, ct);
   }
   return unsupported(op, "has no CUDA C lowering yet");
 }
@@ -798,6 +845,10 @@ LogicalResult KernelEmitter::emitArgReduction(ArgReduceOp root) {
   bool isF = isFloatType(t);
   line("const int64_t items = " + product(outShape) + ";");
   line("const int64_t N = " + inShape[axis] + ";");
+  // No position to name on an empty axis: the call's error, as in the reference.
+  if (std::optional<int64_t> n = getConstantDimValue(getSymShape(input.getType())[axis]);
+      !n || *n == 0)
+    checkData("N == 0 && items > 0 && kiln_thread_index() == 0", "KILN_ERROR_EMPTY_REDUCTION");
   openBlock("for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count()) {");
   std::vector<std::string> outIndex = unravel("o", outShape);
   auto inputIndex = [&](const std::string &k) {
@@ -1027,6 +1078,9 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
     params += ", int64_t sym_" + s;
     g.symbols.push_back(s);
   }
+  g.reportsErrors = reportsErrors;
+  if (reportsErrors)
+    params += ", int32_t *kiln_error";
   uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + schedule.str() + "\n" + body));
   std::string hex;
   llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(hash, 16);
@@ -1056,6 +1110,8 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
     os << ", *(const " << storageType(elementOf(arg)) << " **)args[" << next++ << "]";
   for (size_t s = 0; s < symbols.size(); ++s)
     os << ", *(int64_t *)args[" << next++ << "]";
+  if (reportsErrors)
+    os << ", *(int32_t **)args[" << next++ << "]";
   os << ");\n  }\n}\n#endif\n";
   g.source = src;
   return g;

@@ -34,6 +34,9 @@ struct GeneratedKernel {
   /// One item (a result element, or a row) per block, its threads cooperating;
   /// otherwise one item per thread. Any grid and block size is correct.
   bool blockPerItem = false;
+  /// The kernel checks its data and takes a last parameter `int32_t *kiln_error`
+  /// (kiln_device.h, KILN_ERROR_*): the word where it reports the first failure.
+  bool reportsErrors = false;
 };
 
 /// Emits `kernel`; a diagnostic naming the op codegen cannot handle otherwise.

@@ -206,11 +206,18 @@ absl::Status HostKernels::run(const GeneratedKernel &kernel,
     args.push_back(&p);
   for (int64_t &s : symbols)
     args.push_back(&s);
+  int32_t errorWord = 0;
+  int32_t *errorPointer = &errorWord;
+  if (kernel.reportsErrors)
+    args.push_back(&errorPointer);
   int64_t work = result.numel();
   for (const ref::Tensor *t : inputs)
     work += t->numel();
   int64_t grid = artifact::hostGrid(result.numel(), work);
   it->second(args.data(), grid);
+  // Bad data the kernel met fails the run, as it does in the runtime.
+  if (errorWord)
+    return absl::InvalidArgumentError(absl::StrCat(kernel.name, ": ", artifact::kernelErrorText(errorWord)));
   return absl::OkStatus();
 }
 

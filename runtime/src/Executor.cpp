@@ -4,6 +4,8 @@
 
 #include "Model.h"
 
+#include "kiln/artifact/HostLaunch.h"
+
 #include "absl/strings/str_cat.h"
 
 namespace kiln::rt {
@@ -21,7 +23,7 @@ ExecutionContext::ExecutionContext(const Model &model) : model_(model) {
   // Kernel launches fill these without growing them.
   pointers.reserve(maxArgs);
   symbolArgs.reserve(maxSymbols);
-  args.reserve(maxArgs + maxSymbols);
+  args.reserve(maxArgs + maxSymbols + 1); // + an error word
   // Weights sit where the backend put them at load; their dims never change.
   for (size_t v = 0; v < plan.values.size(); ++v)
     if (plan.values[v].kind == artifact::ValueKind::Weight)
@@ -60,6 +62,11 @@ int64_t Executor::prepareLaunch(ExecutionContext &context, const StepInfo &step)
     context.args.push_back(&p);
   for (int64_t &s : context.symbolArgs)
     context.args.push_back(&s);
+  if (plan.kernels[step.kernel].reportsErrors) {
+    size_t index = static_cast<size_t>(&step - plan.steps.data());
+    context.errorWordArg = errorWords(context) + index * sizeof(int32_t);
+    context.args.push_back(&context.errorWordArg);
+  }
   return work;
 }
 
@@ -162,6 +169,17 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
   }
   if (absl::Status s = finish(context, request, sink); !s.ok())
     return s;
+  if (context.model().reportsErrors()) {
+    // Kernels that met bad data (an index out of range, an integer division by
+    // zero) went on safely and left a code in their step's word: the call fails
+    // as the reference would.
+    if (absl::Status s = readErrorWords(context, context.errorCodes); !s.ok())
+      return s;
+    for (size_t s = 0; s < plan.steps.size(); ++s)
+      if (int32_t code = context.errorCodes[s])
+        return absl::InvalidArgumentError(
+            absl::StrCat("step ", s, " (", plan.steps[s].label, "): ", artifact::kernelErrorText(code)));
+  }
   if (!request.profile)
     return absl::OkStatus();
   std::vector<ProfileEvent> timed;

@@ -100,6 +100,10 @@ public:
   std::vector<int64_t> symbolArgs;
   std::vector<void *> args;
   ref::Shape scratchShape;
+  /// The error word of the kernel being launched (its argument points here),
+  /// and the words read back after a run.
+  uintptr_t errorWordArg = 0;
+  std::vector<int32_t> errorCodes;
   std::unique_ptr<BackendState> state;
 
 private:
@@ -136,6 +140,13 @@ protected:
   /// Ends a run that failed before finish (waits for work still queued).
   virtual void abandon(ExecutionContext &context, const RunRequest &request) const = 0;
 
+  /// The run's error words (host or device address): one int32 per step,
+  /// zeroed by begin() when the plan has kernels that report data errors.
+  virtual uintptr_t errorWords(ExecutionContext &context) const = 0;
+  /// The error words after finish (the run's work complete).
+  virtual absl::Status readErrorWords(ExecutionContext &context,
+                                      std::vector<int32_t> &words) const = 0;
+
   /// Step timing for profiles: mark 0 at the start, 2s+1 before and 2s+2 after
   /// step s; then read the microseconds between two marks.
   virtual void mark(ExecutionContext &context, const RunRequest &request, size_t index) const = 0;
@@ -143,9 +154,10 @@ protected:
                                            size_t to) const = 0;
 
   /// Fills the context's launch scratch for kernel step `step`: buffer
-  /// addresses (output first, then inputs), symbol values, and `args` pointing at
-  /// them as cuLaunchKernel and the host launchers take them. Returns the
-  /// elements the kernel reads and writes.
+  /// addresses (output first, then inputs), symbol values, the step's error word
+  /// for a kernel that reports errors, and `args` pointing at them as
+  /// cuLaunchKernel and the host launchers take them. Returns the elements the
+  /// kernel reads and writes.
   int64_t prepareLaunch(ExecutionContext &context, const StepInfo &step) const;
 
 private:

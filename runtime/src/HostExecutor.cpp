@@ -24,6 +24,8 @@ public:
   uint8_t *arena = nullptr;
   size_t arenaBytes = 0;
   std::vector<std::chrono::steady_clock::time_point> marks;
+  /// One per step: where kernels report data errors.
+  std::vector<int32_t> errorWords;
 };
 
 HostState &stateOf(ExecutionContext &context) { return static_cast<HostState &>(*context.state); }
@@ -94,6 +96,18 @@ absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &re
   }
   if (request.profile)
     state.marks.resize(2 * plan.steps.size() + 1);
+  if (context.model().reportsErrors())
+    state.errorWords.assign(plan.steps.size(), 0);
+  return absl::OkStatus();
+}
+
+uintptr_t HostExecutor::errorWords(ExecutionContext &context) const {
+  return reinterpret_cast<uintptr_t>(stateOf(context).errorWords.data());
+}
+
+absl::Status HostExecutor::readErrorWords(ExecutionContext &context,
+                                          std::vector<int32_t> &words) const {
+  words = stateOf(context).errorWords;
   return absl::OkStatus();
 }
 

@@ -34,6 +34,9 @@ protected:
   absl::Status finish(ExecutionContext &context, const RunRequest &request,
                       OutputSink sink) const override;
   void abandon(ExecutionContext &context, const RunRequest &request) const override;
+  uintptr_t errorWords(ExecutionContext &context) const override;
+  absl::Status readErrorWords(ExecutionContext &context,
+                              std::vector<int32_t> &words) const override;
   void mark(ExecutionContext &context, const RunRequest &request, size_t index) const override;
   absl::StatusOr<double> elapsedUs(ExecutionContext &context, size_t from,
                                    size_t to) const override;

@@ -203,6 +203,9 @@ absl::Status Model::prepare(Backend requested) {
   plan_ = std::move(*plan);
   hostSteps_.resize(plan_.steps.size());
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
+    if (plan_.steps[s].kind == artifact::StepKind::Kernel &&
+        plan_.kernels[plan_.steps[s].kernel].reportsErrors)
+      reportsErrors_ = true;
     if (plan_.steps[s].kind != artifact::StepKind::Host)
       continue;
     absl::StatusOr<HostStep> step = decodeHostStep(plan_.steps[s], s);

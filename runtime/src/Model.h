@@ -43,6 +43,9 @@ public:
   const std::string &backendDescription() const { return description_; }
   /// Step `index`'s decoded host function (StepKind::Host steps only).
   const HostStep &hostStep(size_t index) const { return hostSteps_[index]; }
+  /// Whether a kernel of the plan reports data errors (runs then read the
+  /// steps' error words).
+  bool reportsErrors() const { return reportsErrors_; }
 
   /// Checks `inputs` against the guards (dtype, rank, every dim) and writes every
   /// symbol's value into `symbols` (sized to the plan's symbols; no allocation).
@@ -86,6 +89,7 @@ private:
 
   Plan plan_;
   std::vector<HostStep> hostSteps_; ///< per step; empty functions for other kinds
+  bool reportsErrors_ = false;
   std::unique_ptr<Executor> executor_;
   std::string description_;
 

@@ -48,9 +48,11 @@ func.func @half_and_bfloat(%x: tensor<16xf16>, %y: tensor<16xbf16>) -> tensor<16
 }
 
 // Integers: division and modulo through helpers without undefined behaviour,
-// wrapping arithmetic through uint64.
+// a zero divisor reported through the error word, wrapping arithmetic through
+// uint64.
 // CHECK-LABEL: pointwise kernel
-// CHECK: (int32_t *KILN_RESTRICT out, const int32_t *KILN_RESTRICT in0, const int32_t *KILN_RESTRICT in1)
+// CHECK: (int32_t *KILN_RESTRICT out, const int32_t *KILN_RESTRICT in0, const int32_t *KILN_RESTRICT in1, int32_t *kiln_error)
+// CHECK: if ({{t[0-9]+}} == 0) kiln_report_error(kiln_error, KILN_ERROR_DIVISION_BY_ZERO);
 // CHECK: kiln_idiv<int32_t>(
 // CHECK: kiln_imod<int32_t>(
 // CHECK: (int32_t)((uint64_t){{t[0-9]+}} + (uint64_t){{t[0-9]+}})

@@ -195,6 +195,13 @@ absl::Status Reader::readKernels() {
           return corrupt(absl::StrCat(where, " lists symbols [", absl::StrJoin(listed, ", "),
                                       "] but its code takes [", absl::StrJoin(declared, ", "),
                                       "]"));
+        // Likewise the error word: a launch passes it exactly when the code takes it.
+        info.reportsErrors = k->reports_errors();
+        if (info.reportsErrors != (info.source.find(", int32_t *kiln_error)") != std::string::npos))
+          return corrupt(absl::StrCat(where, info.reportsErrors ? " reports errors but its code "
+                                                                  "takes no error word"
+                                                                : " takes an error word its "
+                                                                  "step would not pass"));
       }
       if (!k->buffer_dtypes() || k->buffer_dtypes()->size() == 0)
         return corrupt(absl::StrCat(where, " has no signature (buffer dtypes)"));

@@ -55,6 +55,8 @@ public:
     for (auto [p, size] : staging)
       if (p)
         cu.cuMemFree(p);
+    if (errorWords.first)
+      cu.cuMemFree(errorWords.first);
     for (CUevent e : events)
       cu.cuEventDestroy(e);
   }
@@ -86,6 +88,10 @@ public:
   std::pair<CUdeviceptr, size_t> arena = {0, 0}; ///< address, bytes
   std::vector<std::pair<CUdeviceptr, size_t>> staging;
   std::vector<std::pair<CUdeviceptr, size_t>> dynamic;
+  /// One int32 per step where kernels report data errors, and the zeros that
+  /// reset them (copied at the start of each call, on the call's stream).
+  std::pair<CUdeviceptr, size_t> errorWords = {0, 0};
+  std::vector<int32_t> errorZeros;
   std::vector<CUevent> events;
   CUstream stream = nullptr;
   std::unique_ptr<ContextScope> scope;
@@ -240,6 +246,16 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
           r != CUDA_SUCCESS)
         return absl::InternalError(cu.describe("cuMemcpyHtoDAsync", r));
   }
+  if (context.model().reportsErrors()) {
+    size_t bytes = plan.steps.size() * sizeof(int32_t);
+    if (absl::Status s = state.ensure(state.errorWords, bytes); !s.ok())
+      return s;
+    state.errorZeros.assign(plan.steps.size(), 0);
+    if (CUresult r = cu.cuMemcpyHtoDAsync(state.errorWords.first, state.errorZeros.data(), bytes,
+                                          state.stream);
+        r != CUDA_SUCCESS)
+      return absl::InternalError(cu.describe("cuMemcpyHtoDAsync", r));
+  }
   if (request.profile && state.events.size() != 2 * plan.steps.size() + 1) {
     for (CUevent e : state.events)
       cu.cuEventDestroy(e);
@@ -282,6 +298,27 @@ absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &ste
                                  stateOf(context).stream, context.args.data(), nullptr);
   return r == CUDA_SUCCESS ? absl::OkStatus()
                            : absl::InternalError(cu.describe("cuLaunchKernel", r));
+}
+
+uintptr_t CudaExecutor::errorWords(ExecutionContext &context) const {
+  return static_cast<uintptr_t>(stateOf(context).errorWords.first);
+}
+
+absl::Status CudaExecutor::readErrorWords(ExecutionContext &context,
+                                          std::vector<int32_t> &words) const {
+  const CudaDriver &cu = *driver_;
+  CudaState &state = stateOf(context);
+  words.assign(context.model().plan().steps.size(), 0);
+  if (words.empty())
+    return absl::OkStatus();
+  ContextScope scope(driver_, context_);
+  if (CUresult r = cu.cuMemcpyDtoHAsync(words.data(), state.errorWords.first,
+                                        words.size() * sizeof(int32_t), state.stream);
+      r != CUDA_SUCCESS)
+    return absl::InternalError(cu.describe("cuMemcpyDtoHAsync", r));
+  if (CUresult r = cu.cuStreamSynchronize(state.stream); r != CUDA_SUCCESS)
+    return absl::InternalError(cu.describe("cuStreamSynchronize", r));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ref::Tensor> CudaExecutor::hostValue(ExecutionContext &context, int v) const {

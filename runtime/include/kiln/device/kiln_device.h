@@ -221,8 +221,29 @@ template <typename T> KILN_DEVICE T kiln_fmod_floor(T a, T b) {
   return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
 }
 
+//===--- data errors --------------------------------------------------------===//
+//
+// Kernels that check their data (gather indices, integer divisors, arg_reduce
+// axes) take `int32_t *kiln_error`, one word per step in the run's arena, and
+// store the first failure's code there; the runtime reads the words when the call
+// completes and fails it with the step and the reason, as the reference does.
+// The kernel itself goes on safely (clamped reads, 0 for a quotient).
+// kiln::artifact::kernelErrorText (kiln/artifact/HostLaunch.h) words these codes.
+#define KILN_ERROR_INDEX_OUT_OF_RANGE 1
+#define KILN_ERROR_DIVISION_BY_ZERO 2
+#define KILN_ERROR_EMPTY_REDUCTION 3
+
+KILN_DEVICE void kiln_report_error(int32_t *word, int32_t code) {
+#ifdef __CUDACC_RTC__
+  atomicCAS(reinterpret_cast<int *>(word), 0, code);
+#else
+  int32_t expected = 0;
+  __atomic_compare_exchange_n(word, &expected, code, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+#endif
+}
+
 // Integer division and remainders without undefined behaviour: division by zero
-// gives 0 here (the reference interpreter reports it as an error).
+// gives 0 here and is reported (KILN_ERROR_DIVISION_BY_ZERO).
 template <typename T> KILN_DEVICE T kiln_idiv(T a, T b) {
   if (b == T(0))
     return T(0);

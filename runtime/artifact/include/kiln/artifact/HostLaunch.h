@@ -27,6 +27,18 @@ inline int64_t hostGrid(int64_t items, int64_t work) {
   return work < kParallelWork ? 1 : std::max<int64_t>(1, std::min<int64_t>(items, 64));
 }
 
+/// What a kernel's data-error code (kiln_device.h KILN_ERROR_*, written to its
+/// step's error word) means, worded as the reference kernels word the failure.
+/// Both halves report kernel errors with it.
+inline const char *kernelErrorText(int32_t code) {
+  switch (code) {
+  case 1: return "an index is out of range for the dim it indexes";
+  case 2: return "integer division by zero";
+  case 3: return "arg_reduce over an empty axis";
+  default: return "the kernel reported an unknown error";
+  }
+}
+
 } // namespace kiln::artifact
 
 #endif // KILN_ARTIFACT_HOSTLAUNCH_H

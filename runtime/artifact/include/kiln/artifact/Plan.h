@@ -94,6 +94,8 @@ struct KernelInfo {
   /// Element types and dims of the buffers, output first, then the inputs.
   std::vector<ref::DType> bufferDtypes;
   std::vector<std::vector<Dim>> bufferShapes;
+  /// Takes a last parameter, its step's error word (kiln_device.h KILN_ERROR_*).
+  bool reportsErrors = false;
 };
 
 struct HostLibraryInfo {
