@@ -106,7 +106,12 @@ private:
   }
   std::string temp(StringRef prefix = "t") { return (prefix + Twine(nextTemp++)).str(); }
   LogicalResult unsupported(Operation *op, const Twine &why) {
-    return emitError(op->getLoc()) << "codegen: '" << op->getName() << "' " << why;
+    // Ops the folders made (constants, symbolic constants) may have no location
+    // of their own: the kernel's (its root op's node) says where then.
+    Location loc = op->getLoc();
+    if (isa<UnknownLoc>(loc))
+      loc = kernel.getLoc();
+    return emitError(loc) << "codegen: '" << op->getName() << "' " << why;
   }
 
   //===--- sizes ------------------------------------------------------------===//
