@@ -10,6 +10,7 @@
 #include "kiln/artifact/Plan.h"
 #include "kiln/nvrtc/Nvrtc.h"
 #include "kiln/version.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -74,7 +75,18 @@ private:
   std::vector<std::vector<fb::DType>> kernelSignatures; ///< per kernel, result first
   std::vector<std::vector<flatbuffers::Offset<fb::BufferShape>>> kernelShapes; ///< likewise
   std::map<std::string, int> kernelIds;
-  llvm::json::Array kernelReport, libraryReport;
+  llvm::json::Array kernelReport, libraryReport, graphBreaks;
+
+  /// The model node an op came from ("Conv_3"), or "" when its location has none.
+  static std::string nodeName(Location loc) {
+    if (auto name = dyn_cast<NameLoc>(loc))
+      return name.getName().str();
+    if (auto fused = dyn_cast<FusedLoc>(loc))
+      for (Location inner : fused.getLocations())
+        if (std::string n = nodeName(inner); !n.empty())
+          return n;
+    return "";
+  }
 
   int symbolId(const std::string &name) {
     auto [it, inserted] = symbolIds.emplace(name, static_cast<int>(symbols.size()));
@@ -233,6 +245,19 @@ LogicalResult Writer::addStep(Operation *op) {
           {"op", op->getName().getStringRef().str()},
           {"step", fb::EnumNameStepOp(encoded.type)},
           {"result", type}});
+      if (!isa<MatmulOp, ConvOp, ConvTransposeOp, PoolOp>(op)) {
+        // Neither a generated kernel nor a GPU library call: --explain and
+        // --strict name it, with why and what it costs.
+        std::string why = whyNotKernel(op);
+        graphBreaks.push_back(llvm::json::Object{
+            {"op", op->getName().getStringRef().str()},
+            {"node", nodeName(op->getLoc())},
+            {"step", fb::EnumNameStepOp(encoded.type)},
+            {"result", type},
+            {"why", why.empty() ? "it was not fused into a kernel" : why},
+            {"cost", "on CUDA a host round trip per call: its inputs are copied to the host "
+                     "and its results back, with a stream synchronization"}});
+      }
     }
   }
   std::vector<int> outs;
@@ -493,6 +518,7 @@ FailureOr<CompiledArtifact> Writer::build() {
     result.weights.assign(weightBlob.begin(), weightBlob.end());
   result.report["kernels"] = std::move(kernelReport);
   result.report["library_calls"] = std::move(libraryReport);
+  result.report["graph_breaks"] = std::move(graphBreaks);
   result.report["steps"] = static_cast<int64_t>(steps.size());
   result.report["weights"] = llvm::json::Object{{"count", static_cast<int64_t>(weights.size())},
                                                 {"bytes", static_cast<int64_t>(weightBlob.size())}};

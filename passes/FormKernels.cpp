@@ -98,6 +98,41 @@ SmallVector<Value> dataOperands(Operation *op) {
   return SmallVector<Value>(op->getOperands());
 }
 
+} // namespace
+
+std::string whyNotKernel(Operation *op) {
+  if (isa<NonZeroOp, CompressOp, UniqueOp, NonMaxSuppressionOp>(op))
+    return "its result size depends on the data";
+  if (!isInlinable(op) && !reductionSchedule(op)) {
+    if (isa<BroadcastToOp, ReshapeOp, SliceOp, PadOp>(op))
+      return "its shape operands (sizes, starts, pads) are computed at run time";
+    return "it has no CUDA C lowering";
+  }
+  auto describe = [](Value v) {
+    std::string s;
+    llvm::raw_string_ostream(s) << v.getType();
+    return s;
+  };
+  for (Value v : llvm::concat<Value>(op->getResults(), op->getOperands())) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type)
+      continue;
+    bool isShapeOperand = !llvm::is_contained(op->getResults(), v) &&
+                          !llvm::is_contained(dataOperands(op), v);
+    if (isShapeOperand)
+      continue;
+    if (!isKernelElementType(type.getElementType()))
+      return "generated kernels do not handle its element type (" + describe(v) + ")";
+    for (DimExpr d : getSymShape(type))
+      if (!d)
+        return "a dim of " + describe(v) + " is unknown until run time";
+  }
+  return op->getNumResults() == 1 ? "" : "it has several results";
+}
+
+namespace {
+
+
 /// The longest chain of ops one kernel computes per element. Past it the
 /// producer starts a kernel of its own: codegen's expression walk stays
 /// shallow (a 4000-op chain would overflow its stack), and fusing further

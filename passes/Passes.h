@@ -6,6 +6,8 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <string>
+
 namespace mlir::func {
 class FuncOp;
 } // namespace mlir::func
@@ -19,6 +21,11 @@ namespace kiln {
 /// element or byte count overflows 64 bits or whose bytes exceed `maxBytes`
 /// (the kiln-check-tensor-sizes pass).
 llvm::LogicalResult checkTensorSizes(mlir::Operation *root, uint64_t maxBytes);
+
+/// Why kiln-form-kernels leaves `op` out of every kernel ("it has no CUDA C
+/// lowering", "its result size depends on the data", ...), or "" when a kernel
+/// can compute it. kiln-compile --explain reports it per graph break.
+std::string whyNotKernel(mlir::Operation *op);
 
 /// Options of the default graph pipeline.
 struct GraphPipelineOptions : public mlir::PassPipelineOptions<GraphPipelineOptions> {

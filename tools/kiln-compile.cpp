@@ -66,6 +66,14 @@ static cl::opt<std::string> reportPath(
 static cl::opt<std::string> bind(
     "bind", cl::desc("Symbol values for the report's memory plan, SYM=N,... (others: 1)"),
     cl::value_desc("sym=n,..."), cl::cat(category));
+static cl::opt<bool> explain(
+    "explain",
+    cl::desc("Print every op that is neither a generated kernel nor a GPU library call (a "
+             "graph break): its node, why, and what it costs"),
+    cl::cat(category));
+static cl::opt<bool> strict(
+    "strict", cl::desc("Refuse to compile a model with any graph break, listing them all"),
+    cl::cat(category));
 static cl::opt<bool> weightsFile(
     "weights-file",
     cl::desc("Write the weights to OUT's stem + .weights beside the output (mapped at load) "
@@ -306,6 +314,39 @@ int main(int argc, char **argv) {
       kiln::compileToArtifact(*module, options, dump);
   if (failed(artifact))
     return 1;
+  if (explain || strict) {
+    // Graph breaks: one line each, "MODEL: at 'NODE': graph break: ...".
+    const llvm::json::Array *breaks = artifact->report.getArray("graph_breaks");
+    size_t count = breaks ? breaks->size() : 0;
+    auto line = [&](const llvm::json::Value &b, bool asError) {
+      const llvm::json::Object &o = *b.getAsObject();
+      std::string node = o.getString("node").value_or("").str();
+      raw_ostream &os = asError ? errs() : outs();
+      os << modelPath << (node.empty() ? "" : ": at '" + node + "'")
+         << (asError ? ": error: graph break: " : ": graph break: ")
+         << o.getString("op").value_or("") << " (" << o.getString("step").value_or("")
+         << " step): " << o.getString("why").value_or("") << "; "
+         << o.getString("cost").value_or("") << "\n";
+    };
+    if (strict && count) {
+      for (const llvm::json::Value &b : *breaks)
+        line(b, /*asError=*/true);
+      return fail("--strict: " + Twine(count) +
+                  (count == 1 ? " op is neither a generated kernel nor a GPU library call"
+                              : " ops are neither generated kernels nor GPU library calls") +
+                  "; nothing written");
+    }
+    if (explain) {
+      if (breaks)
+        for (const llvm::json::Value &b : *breaks)
+          line(b, /*asError=*/false);
+      const llvm::json::Array *kernels = artifact->report.getArray("kernels");
+      const llvm::json::Array *library = artifact->report.getArray("library_calls");
+      size_t libraryCalls = (library ? library->size() : 0) - count;
+      outs() << modelPath << ": " << (kernels ? kernels->size() : 0) << " generated kernels, "
+             << libraryCalls << " library calls, " << count << " graph breaks\n";
+    }
+  }
 
   start = Clock::now();
   std::string artifactPath = ext == ".kiln" ? outputPath.getValue() : outputPath + ".kiln.tmp";
