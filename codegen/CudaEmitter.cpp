@@ -500,6 +500,18 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
       return unsupported(op, "is not a splat (it should be a kernel operand)");
     return scalarLiteral(t, dense.getSplatValue<Attribute>());
   }
+  if (auto sc = dyn_cast<SymbolicConstantOp>(op)) {
+    // A shape vector in a kernel (Tile's repeats times the input's dims, say):
+    // element k is its k-th dim expression, symbols read as kernel parameters.
+    ArrayRef<DimExpr> values = sc.getValue().getDims();
+    if (index.empty())
+      return bind(v, "(" + ct + ")" + dim(values.front()));
+    std::string expr = "(" + ct + ")" + dim(values.back());
+    for (size_t k = values.size() - 1; k-- > 0;)
+      expr = "(" + index[0] + " == " + std::to_string(k) + " ? (" + ct + ")" + dim(values[k]) +
+             " : " + expr + ")";
+    return bind(v, expr);
+  }
   if (auto b = dyn_cast<BroadcastToOp>(op))
     return element(b.getInput(), broadcastIndex(b.getInput(), v, index));
   if (auto tr = dyn_cast<TransposeOp>(op)) {
