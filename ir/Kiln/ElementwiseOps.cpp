@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Kiln/Folding.h"
+#include "ir/Kiln/ShapeInference.h"
 #include "ir/Kiln/KilnDialect.h"
 
 #include "llvm/ADT/APSInt.h"
@@ -264,6 +265,61 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
                                    IntegerType::get(context, 1), inferred);
 }
 
+namespace {
+/// True when `d` is never negative whatever the symbols' values (sizes, >= 0):
+/// built from symbols and non-negative constants by +, *, and division or
+/// remainder by positive constants.
+bool isNonNegative(DimExpr d) {
+  if (auto c = dyn_cast<AffineConstantExpr>(d))
+    return c.getValue() >= 0;
+  if (isa<AffineSymbolExpr>(d))
+    return true;
+  auto bin = dyn_cast<AffineBinaryOpExpr>(d);
+  if (!bin || !isNonNegative(bin.getLHS()) || !isNonNegative(bin.getRHS()))
+    return false;
+  if (d.getKind() == AffineExprKind::Add || d.getKind() == AffineExprKind::Mul)
+    return true;
+  auto divisor = dyn_cast<AffineConstantExpr>(bin.getRHS());
+  return divisor && divisor.getValue() > 0;
+}
+
+/// The order of two symbolic dims when it holds for every value of the symbols:
+/// equal expressions, two constants, or a size against a negative constant.
+std::optional<int> orderOf(DimExpr a, DimExpr b) {
+  if (a == b)
+    return 0;
+  auto ca = dyn_cast<AffineConstantExpr>(a), cb = dyn_cast<AffineConstantExpr>(b);
+  if (ca && cb)
+    return ca.getValue() < cb.getValue() ? -1 : (ca.getValue() > cb.getValue() ? 1 : 0);
+  if (cb && cb.getValue() < 0 && isNonNegative(a))
+    return 1;
+  if (ca && ca.getValue() < 0 && isNonNegative(b))
+    return -1;
+  return std::nullopt;
+}
+
+/// The flattened element lists of a folder's operands broadcast to `count`
+/// elements (each has `count` or one), or nullopt when an element is unknown.
+std::optional<std::pair<SymShape, SymShape>> knownPair(Attribute lhs, Attribute rhs,
+                                                       int64_t count, MLIRContext *context) {
+  std::optional<SymShape> a = lhs ? getKnownElements(lhs, context) : std::nullopt;
+  std::optional<SymShape> b = rhs ? getKnownElements(rhs, context) : std::nullopt;
+  if (!a || !b)
+    return std::nullopt;
+  SymShape x, y;
+  for (int64_t i = 0; i < count; ++i) {
+    if ((a->size() != 1 && static_cast<int64_t>(a->size()) != count) ||
+        (b->size() != 1 && static_cast<int64_t>(b->size()) != count))
+      return std::nullopt;
+    x.push_back((*a)[a->size() == 1 ? 0 : i]);
+    y.push_back((*b)[b->size() == 1 ? 0 : i]);
+    if (!x.back() || !y.back())
+      return std::nullopt;
+  }
+  return std::make_pair(x, y);
+}
+} // namespace
+
 OpFoldResult CompareOp::fold(FoldAdaptor adaptor) {
   CompareDirection direction = getDirection();
   auto decide = [direction](int order, bool unordered) -> bool {
@@ -285,6 +341,24 @@ OpFoldResult CompareOp::fold(FoldAdaptor adaptor) {
     }
     return false;
   };
+  // Shape vectors with symbolic dims (torch's `Where(Equal(shape, -1), 1, shape)`
+  // for expand(-1)): decided where no symbol value could change the answer.
+  auto type = dyn_cast<RankedTensorType>(getType());
+  if (type && type.hasStaticShape() && type.getRank() <= 1 &&
+      (isa_and_present<DimsAttr>(adaptor.getLhs()) || isa_and_present<DimsAttr>(adaptor.getRhs()))) {
+    std::optional<std::pair<SymShape, SymShape>> pair =
+        knownPair(adaptor.getLhs(), adaptor.getRhs(), type.getNumElements(), getContext());
+    if (!pair)
+      return {};
+    SmallVector<bool> values;
+    for (auto [a, b] : llvm::zip(pair->first, pair->second)) {
+      std::optional<int> order = orderOf(a, b);
+      if (!order)
+        return {};
+      values.push_back(decide(*order, false));
+    }
+    return DenseElementsAttr::get(type, ArrayRef<bool>(values));
+  }
   return foldBinaryConstant(
       adaptor.getLhs(), adaptor.getRhs(), getType(),
       {nullptr,
@@ -319,6 +393,22 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
   }
   if (getOnTrue() == getOnFalse() && getOnTrue().getType() == getType())
     return getOnTrue();
+  // A shape vector picked element by element from known ones (symbolic dims or
+  // constants) is known too.
+  auto type = dyn_cast<RankedTensorType>(getType());
+  if (condition && type && type.hasStaticShape() && type.getRank() <= 1 &&
+      type.getElementType().isInteger(64)) {
+    int64_t count = type.getNumElements();
+    std::optional<std::pair<SymShape, SymShape>> pair =
+        knownPair(adaptor.getOnTrue(), adaptor.getOnFalse(), count, getContext());
+    if (!pair || (condition.getNumElements() != 1 && condition.getNumElements() != count))
+      return {};
+    SmallVector<bool> picks(condition.getValues<bool>());
+    SymShape chosen;
+    for (int64_t i = 0; i < count; ++i)
+      chosen.push_back(picks[picks.size() == 1 ? 0 : i] ? pair->first[i] : pair->second[i]);
+    return makeKnownElementsAttr(type, chosen);
+  }
   return {};
 }
 

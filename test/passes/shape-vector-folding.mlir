@@ -1,0 +1,37 @@
+// Shape vectors with symbolic dims fold through compare and select where no
+// symbol value could change the answer: torch's `x.expand(batch, -1, -1)`
+// exports as Expand(x, Where(Equal(s, -1), 1, s)) with s = [batch, -1, -1]; a
+// size is never -1, so the target is [batch, 1, 1] and the expand gets a
+// symbolic type (a kernel, not a graph break).
+// RUN: kiln-opt %s -split-input-file --kiln-graph-pipeline | FileCheck %s
+
+// CHECK-LABEL: func @expand_minus_one
+// CHECK: %[[T:.*]] = kiln.symbolic_constant [batch, 1, 1] : tensor<3xi64>
+// CHECK: kiln.broadcast_to %{{.*}}, %[[T]] : {{.*}} -> tensor<?x1x8xf32, #kiln.dims<[batch, 1, 8]>>
+// CHECK-NOT: kiln.compare
+// CHECK-NOT: kiln.select
+func.func @expand_minus_one(%x: tensor<?x4x8xf32, #kiln.dims<[batch, 4, 8]>>, %cls: tensor<1x1x8xf32>) -> tensor<?x?x?xf32> {
+  %s = kiln.symbolic_constant [batch, -1, -1] : tensor<3xi64>
+  %m1 = kiln.constant dense<-1> : tensor<3xi64>
+  %one = kiln.constant dense<1> : tensor<3xi64>
+  %eq = kiln.compare %s, %m1 {direction = #kiln<compare eq>} : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi1>
+  %t = kiln.select %eq, %one, %s : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %e = kiln.broadcast_to %cls, %t : (tensor<1x1x8xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  return %e : tensor<?x?x?xf32>
+}
+
+// -----
+
+// Undecidable comparisons stay: a size against 0 or 1 depends on its value, and
+// `batch - 2` may be negative.
+// CHECK-LABEL: func @undecided
+// CHECK-COUNT-2: kiln.compare
+func.func @undecided(%x: tensor<?xf32, #kiln.dims<[batch]>>) -> (tensor<2xi1>, tensor<1xi1>) {
+  %s = kiln.symbolic_constant [batch, 3] : tensor<2xi64>
+  %c = kiln.constant dense<[1, 3]> : tensor<2xi64>
+  %eq = kiln.compare %s, %c {direction = #kiln<compare eq>} : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi1>
+  %d = kiln.symbolic_constant [batch - 2] : tensor<1xi64>
+  %m1 = kiln.constant dense<-1> : tensor<1xi64>
+  %gt = kiln.compare %d, %m1 {direction = #kiln<compare gt>} : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi1>
+  return %eq, %gt : tensor<2xi1>, tensor<1xi1>
+}
