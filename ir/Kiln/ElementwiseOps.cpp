@@ -266,34 +266,16 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
 }
 
 namespace {
-/// True when `d` is never negative whatever the symbols' values (sizes, >= 0):
-/// built from symbols and non-negative constants by +, *, and division or
-/// remainder by positive constants.
-bool isNonNegative(DimExpr d) {
-  if (auto c = dyn_cast<AffineConstantExpr>(d))
-    return c.getValue() >= 0;
-  if (isa<AffineSymbolExpr>(d))
-    return true;
-  auto bin = dyn_cast<AffineBinaryOpExpr>(d);
-  if (!bin || !isNonNegative(bin.getLHS()) || !isNonNegative(bin.getRHS()))
-    return false;
-  if (d.getKind() == AffineExprKind::Add || d.getKind() == AffineExprKind::Mul)
-    return true;
-  auto divisor = dyn_cast<AffineConstantExpr>(bin.getRHS());
-  return divisor && divisor.getValue() > 0;
-}
-
-/// The order of two symbolic dims when it holds for every value of the symbols:
-/// equal expressions, two constants, or a size against a negative constant.
+/// The order of two symbolic dims when it holds for every value of the symbols
+/// (sizes, never negative): equal expressions, or a difference provably >= 1
+/// (a size against a negative constant, `n + 1` against `n`).
 std::optional<int> orderOf(DimExpr a, DimExpr b) {
   if (a == b)
     return 0;
-  auto ca = dyn_cast<AffineConstantExpr>(a), cb = dyn_cast<AffineConstantExpr>(b);
-  if (ca && cb)
-    return ca.getValue() < cb.getValue() ? -1 : (ca.getValue() > cb.getValue() ? 1 : 0);
-  if (cb && cb.getValue() < 0 && isNonNegative(a))
+  DimExpr one = getAffineConstantExpr(1, a.getContext());
+  if (isProvablyNonNegative(subDims(subDims(a, b), one)))
     return 1;
-  if (ca && ca.getValue() < 0 && isNonNegative(b))
+  if (isProvablyNonNegative(subDims(subDims(b, a), one)))
     return -1;
   return std::nullopt;
 }
