@@ -218,8 +218,15 @@ LogicalResult Writer::addStep(Operation *op) {
           ops.push_back(inner->getName().getStringRef().str());
       });
       llvm::json::Array syms(g->symbols);
+      // What launches size their grids by: "[rows]" as the IR spells dims.
+      std::string items = "elements of the result";
+      if (g->workItems) {
+        items.clear();
+        llvm::raw_string_ostream(items) << DimsAttr::getCanonical(k.getContext(), {g->workItems});
+      }
       kernelReport.push_back(llvm::json::Object{{"name", g->name},
                                                 {"schedule", g->schedule},
+                                                {"work_items", items},
                                                 {"ops", std::move(ops)},
                                                 {"inputs", static_cast<int64_t>(inputs->size())},
                                                 {"symbols", std::move(syms)}});
@@ -477,7 +484,8 @@ FailureOr<CompiledArtifact> Writer::build() {
         *schedule, builder.CreateVector(syms), kernels[k].blockPerItem,
         builder.CreateVector(cubins[k]),
         builder.CreateVector(kernelSignatures[k]), builder.CreateVector(kernelShapes[k]),
-        kernels[k].reportsErrors));
+        kernels[k].reportsErrors,
+        kernels[k].workItems ? dim(kernels[k].workItems) : flatbuffers::Offset<fb::Dim>()));
   }
   FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> host = hostLibraries();
   if (failed(host))

@@ -228,6 +228,15 @@ private:
     reportsErrors = true;
     line("if (" + condition + ") kiln_report_error(kiln_error, " + code + ");");
   }
+  /// The launch's work items (GeneratedKernel::workItems); null: the result's
+  /// elements.
+  DimExpr workItems;
+  DimExpr productOf(ArrayRef<DimExpr> dims) {
+    DimExpr p = getAffineConstantExpr(1, kernel.getContext());
+    for (DimExpr d : dims)
+      p = p * d;
+    return canonicalizeDim(p);
+  }
   /// Nesting of element() calls, bounded by kMaxExpressionDepth.
   unsigned depth = 0;
   static constexpr unsigned kMaxExpressionDepth = 1024;
@@ -680,6 +689,11 @@ LogicalResult KernelEmitter::emitTiledTranspose(TransposeOp root) {
   line("const int64_t batch = " + product(lead) + ";");
   line("const int64_t R = " + shape[r - 2] + ", C = " + shape[r - 1] + ";");
   line("const int64_t tilesR = (R + 31) / 32, tilesC = (C + 31) / 32;");
+  {
+    SymShape d = getSymShape(input.getType());
+    workItems = canonicalizeDim(productOf(ArrayRef<DimExpr>(d).drop_back(2)) *
+                                d[r - 2].ceilDiv(32) * d[r - 1].ceilDiv(32));
+  }
   line("for (int64_t t = blockIdx.x; t < batch * tilesR * tilesC; t += gridDim.x) {");
   line("  const int64_t b = t / (tilesR * tilesC), tr = (t / tilesC) % tilesR, tc = t % tilesC;");
   line("  for (int64_t e = threadIdx.x; e < 32 * 32; e += blockDim.x) {");
@@ -713,6 +727,9 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
     if (elementOf(root).isInteger(1))
       width = 16;
     std::string W = std::to_string(width);
+    // Sized for the vector path (W elements per thread); the scalar fallback
+    // strides over the same grid.
+    workItems = canonicalizeDim(productOf(getSymShape(root.getType())).ceilDiv(width));
     std::string aligned = "n % " + W + " == 0 && kiln_aligned(out, sizeof(" + outType + ") * " + W + ")";
     for (BlockArgument arg : body.getArguments())
       aligned += " && kiln_aligned(in" + std::to_string(arg.getArgNumber()) + ", sizeof(" +
@@ -927,6 +944,14 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   }
   line("__shared__ " + acc + " scratch[KILN_MAX_BLOCK];");
   line("const int64_t rows = " + product(outerShape) + " * " + product(innerShape) + ";");
+  {
+    // A block per row (or per few short rows): the rows, not the elements.
+    SymShape d = getSymShape(x.getType());
+    SymShape rowDims(d.begin(), d.begin() + axis);
+    if (!layerNorm)
+      rowDims.append(d.begin() + axis + 1, d.end());
+    workItems = productOf(rowDims);
+  }
   line("const int64_t L = " + product(rowShape) + ";");
   line("const int64_t inner = " + product(innerShape) + ";");
   // Short rows take a warp each (lanes stride the row, shuffles reduce); longer
@@ -1096,6 +1121,7 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
     g.symbols.push_back(s);
   }
   g.reportsErrors = reportsErrors;
+  g.workItems = workItems;
   if (reportsErrors)
     params += ", int32_t *kiln_error";
   uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + schedule.str() + "\n" + body));

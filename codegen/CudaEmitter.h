@@ -13,6 +13,7 @@
 #ifndef KILN_CODEGEN_CUDAEMITTER_H
 #define KILN_CODEGEN_CUDAEMITTER_H
 
+#include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -37,6 +38,10 @@ struct GeneratedKernel {
   /// The kernel checks its data and takes a last parameter `int32_t *kiln_error`
   /// (kiln_device.h, KILN_ERROR_*): the word where it reports the first failure.
   bool reportsErrors = false;
+  /// The kernel's work items as a dim expression over the symbols: what a launch
+  /// sizes its grid by (blocks = items for block-per-item kernels, items / block
+  /// threads otherwise). Null: one item per result element.
+  mlir::AffineExpr workItems;
 };
 
 /// Emits `kernel`; a diagnostic naming the op codegen cannot handle otherwise.

@@ -44,6 +44,16 @@ const char *stepKindName(artifact::StepKind kind) {
 }
 } // namespace
 
+int64_t Executor::workItems(ExecutionContext &context, const StepInfo &step) const {
+  const artifact::KernelInfo &kernel = context.model().plan().kernels[step.kernel];
+  std::optional<int64_t> items;
+  if (kernel.workItems.known())
+    items = kernel.workItems.evaluate(context.symbols);
+  if (!items)
+    items = ref::numElements(context.values[step.outputs[0]].shape);
+  return std::max<int64_t>(1, *items);
+}
+
 int64_t Executor::prepareLaunch(ExecutionContext &context, const StepInfo &step) const {
   const Plan &plan = context.model().plan();
   const Slot &out = context.values[step.outputs[0]];

@@ -159,6 +159,10 @@ protected:
   /// cuLaunchKernel and the host launchers take them. Returns the elements the
   /// kernel reads and writes.
   int64_t prepareLaunch(ExecutionContext &context, const StepInfo &step) const;
+  /// The work items of kernel step `step` (its kernel's work_items under the
+  /// context's symbols, or the result's elements), at least 1: grids are sized
+  /// by it.
+  int64_t workItems(ExecutionContext &context, const StepInfo &step) const;
 
 private:
   absl::Status runSteps(ExecutionContext &context, const RunRequest &request) const;

@@ -126,9 +126,8 @@ absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Sh
 
 absl::Status HostExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
   int64_t work = prepareLaunch(context, step);
-  const Slot &out = context.values[step.outputs[0]];
   launchers_[step.kernel](context.args.data(),
-                          artifact::hostGrid(ref::numElements(out.shape), work));
+                          artifact::hostGrid(workItems(context, step), work));
   return absl::OkStatus();
 }
 

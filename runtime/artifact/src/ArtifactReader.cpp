@@ -210,6 +210,12 @@ absl::Status Reader::readKernels() {
           return corrupt(absl::StrCat(where, ": unknown dtype in its signature"));
         info.bufferDtypes.push_back(static_cast<ref::DType>(t));
       }
+      if (k->work_items()) {
+        absl::StatusOr<Dim> items = dim(k->work_items(), where);
+        if (!items.ok())
+          return items.status();
+        info.workItems = std::move(*items);
+      }
       if (!k->buffer_shapes() || k->buffer_shapes()->size() != info.bufferDtypes.size())
         return corrupt(absl::StrCat(where, " has no dims for each of its buffers"));
       for (const fb::BufferShape *b : *k->buffer_shapes()) {

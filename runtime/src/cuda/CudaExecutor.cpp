@@ -288,8 +288,7 @@ absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &ste
   const CudaDriver &cu = *driver_;
   const Plan &plan = context.model().plan();
   prepareLaunch(context, step);
-  const Slot &out = context.values[step.outputs[0]];
-  int64_t items = std::max<int64_t>(1, ref::numElements(out.shape));
+  int64_t items = workItems(context, step);
   int64_t blocks = plan.kernels[step.kernel].blockPerItem
                        ? items
                        : (items + kBlockThreads - 1) / kBlockThreads;

@@ -96,6 +96,8 @@ struct KernelInfo {
   std::vector<std::vector<Dim>> bufferShapes;
   /// Takes a last parameter, its step's error word (kiln_device.h KILN_ERROR_*).
   bool reportsErrors = false;
+  /// What a launch sizes its grid by; unknown (no ops): the result's elements.
+  Dim workItems;
 };
 
 struct HostLibraryInfo {
