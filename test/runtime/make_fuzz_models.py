@@ -14,13 +14,16 @@ import onnx
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
+# The graph-building helper the importer's tests share (test/frontend/onnx).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "frontend", "onnx"))
+from make_model import model  # noqa: E402
+
 out = sys.argv[1]
 
 
 def save(name, nodes, inputs, outputs, initializers=()):
-    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.save(model, os.path.join(out, name + ".onnx"))
+    # Unchecked: some of these models are invalid on purpose.
+    onnx.save(model(nodes, inputs, outputs, initializers, check=False), os.path.join(out, name + ".onnx"))
 
 
 def f32(name, dims):
