@@ -429,6 +429,17 @@ int main(int argc, char **argv) {
         {"sum_of_buffers_bytes", static_cast<int64_t>(memory.sumBytes)},
         {"planned_values", static_cast<int64_t>(memory.plannedValues)},
         {"values_sized_at_run_time", static_cast<int64_t>(memory.dynamicValues)}};
+    // Each kernel's work items under the same symbols, as launches size grids
+    // (null: the result's elements).
+    llvm::json::Object launchWork;
+    for (const kiln::artifact::KernelInfo &k : plan->kernels) {
+      std::optional<int64_t> items =
+          k.workItems.known() ? k.workItems.evaluate(symbols) : std::nullopt;
+      launchWork[k.name] = llvm::json::Object{
+          {"work_items", items ? llvm::json::Value(*items) : llvm::json::Value(nullptr)},
+          {"block_per_item", k.blockPerItem}};
+    }
+    report["launch_work"] = std::move(launchWork);
     std::error_code ec;
     raw_fd_ostream os(reportPath, ec);
     if (ec)

@@ -17,6 +17,7 @@
 #include <cuda.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
@@ -29,6 +30,7 @@ struct CUctx_st {};
 struct CUmod_st {};
 struct CUfunc_st {
   void (*launch)(void **, int64_t);
+  std::string name;
 };
 struct CUevent_st {
   double ms = 0;
@@ -111,7 +113,7 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
 CUresult cuModuleGetFunction(CUfunction *function, CUmodule, const char *name) {
   for (void *library : kernelLibraries())
     if (void *symbol = dlsym(library, (std::string(name) + "_host").c_str())) {
-      *function = new CUfunc_st{reinterpret_cast<void (*)(void **, int64_t)>(symbol)};
+      *function = new CUfunc_st{reinterpret_cast<void (*)(void **, int64_t)>(symbol), name};
       return CUDA_SUCCESS;
     }
   return CUDA_ERROR_NOT_FOUND;
@@ -145,6 +147,16 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gridX, unsigned gridY, unsigned g
   if (!f || gridX == 0 || gridY != 1 || gridZ != 1 || blockX == 0 || blockX > 1024 ||
       blockY != 1 || blockZ != 1 || extra)
     return CUDA_ERROR_INVALID_VALUE;
+  // $KILN_FAKE_CUDA_LAUNCH_LOG: one line per launch, "<kernel> <grid> <block>",
+  // for tests of launch geometry.
+  if (const char *log = std::getenv("KILN_FAKE_CUDA_LAUNCH_LOG")) {
+    static std::mutex mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (FILE *file = std::fopen(log, "a")) {
+      std::fprintf(file, "%s %u %u\n", f->name.c_str(), gridX, blockX);
+      std::fclose(file);
+    }
+  }
   f->launch(args, gridX);
   return CUDA_SUCCESS;
 }
