@@ -46,6 +46,10 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
   Option<bool> bindArgSymbols{*this, "bind-arg-symbols",
                               llvm::cl::desc("Give unnamed dynamic argument dims symbols"),
                               llvm::cl::init(true)};
+  Option<uint64_t> maxTensorBytes{
+      *this, "max-tensor-bytes",
+      llvm::cl::desc("The largest static tensor allowed, in bytes (kiln-check-tensor-sizes)"),
+      llvm::cl::init(uint64_t(1) << 36)};
 };
 
 /// From the graph to kernels: absorb library epilogues, split long reductions,
@@ -54,9 +58,10 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
 void buildKernelPipeline(mlir::OpPassManager &pm);
 
 /// The full pipeline from an imported model to kernel regions ready for
-/// codegen: the graph pipeline (unless `optimize` is off), then the kernel
-/// pipeline. Registered as `kiln-compile-pipeline`; kiln-compile, kiln-run (via
-/// kiln-compile), kiln-conformance and kiln-translate --compile all build it here.
+/// codegen: the size check, the graph pipeline (unless `optimize` is off) and
+/// the size check again, then the kernel pipeline. Registered as
+/// `kiln-compile-pipeline`; kiln-compile, kiln-run (via kiln-compile),
+/// kiln-conformance and kiln-translate --compile all build it here.
 void buildCompilePipeline(mlir::OpPassManager &pm, const CompilePipelineOptions &options);
 
 /// Registers `kiln-graph-pipeline` and `kiln-compile-pipeline`. The passes

@@ -30,10 +30,16 @@ void buildKernelPipeline(OpPassManager &pm) {
 }
 
 void buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptions &options) {
+  // Sizes are checked as imported and again once shapes are inferred, before
+  // anything multiplies them (kiln-compile does the same with its own limit).
+  CheckTensorSizesPassOptions sizes;
+  sizes.maxBytes = options.maxTensorBytes;
+  pm.addPass(createCheckTensorSizesPass(sizes));
   if (options.optimize) {
     GraphPipelineOptions graph;
     graph.bindArgSymbols = options.bindArgSymbols;
     buildGraphPipeline(pm, graph);
+    pm.addPass(createCheckTensorSizesPass(sizes));
   }
   buildKernelPipeline(pm);
 }
