@@ -21,18 +21,6 @@ namespace kiln {
 
 namespace {
 
-/// A value a kernel can hold: a known element type and no dim that nothing is known
-/// about (codegen needs every size, as a number or an expression of symbols).
-bool isKernelValue(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type || !isKernelElementType(type.getElementType()))
-    return false;
-  for (DimExpr d : getSymShape(type))
-    if (!d)
-      return false;
-  return true;
-}
-
 /// A 0-d or splat constant: copied into each kernel as a literal.
 bool isSplatConstant(Operation *op) {
   auto c = dyn_cast_or_null<ConstantOp>(op);
@@ -71,24 +59,6 @@ std::optional<StringRef> reductionSchedule(Operation *op) {
   return std::nullopt;
 }
 
-bool isKernelOp(Operation *op) {
-  if (!isInlinable(op) && !reductionSchedule(op))
-    return false;
-  if (op->getNumResults() != 1 || !isKernelValue(op->getResult(0)))
-    return false;
-  // Shape operands are read at codegen time; only data operands must be kernel values.
-  unsigned dataOperands = isa<BroadcastToOp, ReshapeOp>(op) ? 1
-                          : isa<SliceOp>(op)              ? 1
-                          : isa<PadOp>(op)                ? 1
-                                                          : op->getNumOperands();
-  for (unsigned i = 0; i < dataOperands; ++i)
-    if (!isKernelValue(op->getOperand(i)))
-      return false;
-  if (auto pad = dyn_cast<PadOp>(op))
-    return isKernelValue(pad.getValue());
-  return true;
-}
-
 /// The operands a kernel reads as data (shape operands are compile-time values).
 SmallVector<Value> dataOperands(Operation *op) {
   if (isa<BroadcastToOp, ReshapeOp, SliceOp>(op))
@@ -108,29 +78,34 @@ std::string whyNotKernel(Operation *op) {
       return "its shape operands (sizes, starts, pads) are computed at run time";
     return "it has no CUDA C lowering";
   }
-  auto describe = [](Value v) {
-    std::string s;
-    llvm::raw_string_ostream(s) << v.getType();
-    return s;
-  };
-  for (Value v : llvm::concat<Value>(op->getResults(), op->getOperands())) {
-    auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!type)
-      continue;
-    bool isShapeOperand = !llvm::is_contained(op->getResults(), v) &&
-                          !llvm::is_contained(dataOperands(op), v);
-    if (isShapeOperand)
-      continue;
-    if (!isKernelElementType(type.getElementType()))
-      return "generated kernels do not handle its element type (" + describe(v) + ")";
-    for (DimExpr d : getSymShape(type))
-      if (!d)
-        return "a dim of " + describe(v) + " is unknown until run time";
+  if (op->getNumResults() != 1)
+    return "it has several results";
+  // The result and the data operands (shape operands are read at codegen time)
+  // need a known element type and no dim that nothing is known about: codegen
+  // needs every size, as a number or an expression of symbols.
+  SmallVector<Value> values = dataOperands(op);
+  values.insert(values.begin(), op->getResult(0));
+  for (Value v : values) {
+    auto spelled = [&] {
+      std::string type;
+      llvm::raw_string_ostream(type) << v.getType();
+      return type;
+    };
+    auto ranked = dyn_cast<RankedTensorType>(v.getType());
+    if (!ranked)
+      return "its value of type " + spelled() + " is not a ranked tensor";
+    if (!isKernelElementType(ranked.getElementType()))
+      return "generated kernels do not handle its element type (" + spelled() + ")";
+    if (llvm::is_contained(getSymShape(ranked), DimExpr()))
+      return "a dim of " + spelled() + " is unknown until run time";
   }
-  return op->getNumResults() == 1 ? "" : "it has several results";
+  return "";
 }
 
 namespace {
+
+/// Whether a kernel can compute `op`; whyNotKernel says why not.
+bool isKernelOp(Operation *op) { return whyNotKernel(op).empty(); }
 
 
 /// The longest chain of ops one kernel computes per element. Past it the

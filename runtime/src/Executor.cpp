@@ -126,10 +126,12 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
         if (!artifact::matchesPlan(got, info, context.symbols))
           return fail(absl::StrCat("its result ", k, " is ", got.describe(), " but the plan says ",
                                    artifact::describeValue(info, plan.symbols)));
-        if (got.byteSize() > request.maxTensorBytes)
-          return fail(absl::StrCat("its result ", k, " (", got.describe(), ") is ", got.byteSize(),
-                                   " bytes, over the limit of ", request.maxTensorBytes,
-                                   " bytes for one tensor (max tensor bytes)"));
+        // Results made by Tensor::zeros were checked as they were allocated;
+        // this also covers views and reshapes of inputs.
+        if (absl::StatusOr<uint64_t> bytes =
+                ref::checkedByteSize(got.dtype(), got.shape(), request.maxTensorBytes);
+            !bytes.ok())
+          return fail(absl::StrCat("its result ", k, ": ", bytes.status().message()));
         if (absl::Status st = store(context, v, std::move(got)); !st.ok())
           return fail(st.message());
       }

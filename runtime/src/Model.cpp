@@ -323,11 +323,10 @@ absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
   }
   if (context.memory->largestBytes > request.maxTensorBytes) {
     const artifact::ValueInfo &v = plan_.values[context.memory->largestValue];
-    ref::Shape shape = *artifact::evaluateShape(v, context.symbols);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "value '", v.name, "' (", artifact::dtypeName(v.dtype), "[", ref::shapeToString(shape),
-        "]) is ", context.memory->largestBytes, " bytes, over the limit of ",
-        request.maxTensorBytes, " bytes for one tensor (max tensor bytes)"));
+    absl::Status over = ref::checkedByteSize(v.dtype, *artifact::evaluateShape(v, context.symbols),
+                                             request.maxTensorBytes)
+                            .status();
+    return absl::Status(over.code(), absl::StrCat("value '", v.name, "': ", over.message()));
   }
   return executor_->run(context, request, sink);
 }
