@@ -77,17 +77,6 @@ private:
   std::map<std::string, int> kernelIds;
   llvm::json::Array kernelReport, libraryReport, graphBreaks;
 
-  /// The model node an op came from ("Conv_3"), or "" when its location has none.
-  static std::string nodeName(Location loc) {
-    if (auto name = dyn_cast<NameLoc>(loc))
-      return name.getName().str();
-    if (auto fused = dyn_cast<FusedLoc>(loc))
-      for (Location inner : fused.getLocations())
-        if (std::string n = nodeName(inner); !n.empty())
-          return n;
-    return "";
-  }
-
   int symbolId(const std::string &name) {
     auto [it, inserted] = symbolIds.emplace(name, static_cast<int>(symbols.size()));
     if (inserted)
@@ -258,7 +247,7 @@ LogicalResult Writer::addStep(Operation *op) {
         std::string why = whyNotKernel(op);
         graphBreaks.push_back(llvm::json::Object{
             {"op", op->getName().getStringRef().str()},
-            {"node", nodeName(op->getLoc())},
+            {"node", nodeNameOf(op->getLoc())},
             {"step", fb::EnumNameStepOp(encoded.type)},
             {"result", type},
             {"why", why.empty() ? "it was not fused into a kernel" : why},
@@ -447,8 +436,31 @@ FailureOr<CompiledArtifact> Writer::build() {
       }
 
   std::vector<int> outputs;
+  static_assert(int(GuardKind::equal) == int(fb::PredicateKind::Equal) &&
+                int(GuardKind::equal_or_one) == int(fb::PredicateKind::EqualOrOne) &&
+                int(GuardKind::less_equal) == int(fb::PredicateKind::LessEqual));
+  std::vector<flatbuffers::Offset<fb::Predicate>> predicates;
+  llvm::json::Array guardReport;
   for (Operation &op : body) {
-    if (auto c = dyn_cast<ConstantOp>(op)) {
+    if (auto g = dyn_cast<GuardOp>(op)) {
+      // Facts the code relies on: the runtime checks them after binding, so
+      // every symbol in them must be one an input binds.
+      for (DimExpr side : {g.getLhs(), g.getRhs()}) {
+        std::string unbound;
+        side.walk([&](AffineExpr e) {
+          if (e.getKind() == AffineExprKind::SymbolId && !bound.count(dimToString(e)))
+            unbound = dimToString(e);
+        });
+        if (!unbound.empty())
+          return g.emitOpError() << "relies on symbol '" << unbound
+                                 << "', which no input dim binds";
+      }
+      predicates.push_back(fb::CreatePredicate(builder, static_cast<fb::PredicateKind>(g.getKind()),
+                                               dim(g.getLhs()), dim(g.getRhs()),
+                                               builder.CreateString(g.getReason().str())));
+      guardReport.push_back(
+          llvm::json::Object{{"guard", g.describe()}, {"reason", g.getReason().str()}});
+    } else if (auto c = dyn_cast<ConstantOp>(op)) {
       if (failed(addConstant(c)))
         return failure();
     } else if (auto cast = dyn_cast<tensor::CastOp>(op)) {
@@ -513,7 +525,8 @@ FailureOr<CompiledArtifact> Writer::build() {
       external ? weightBlob.size() : 0,
       external ? artifact::artifactChecksum(weightBlob.data(), weightBlob.size(),
                                             weightBlob.size())
-               : 0);
+               : 0,
+      builder.CreateVector(predicates));
   fb::FinishModelBuffer(builder, model);
 
   CompiledArtifact result;
@@ -527,6 +540,7 @@ FailureOr<CompiledArtifact> Writer::build() {
   result.report["kernels"] = std::move(kernelReport);
   result.report["library_calls"] = std::move(libraryReport);
   result.report["graph_breaks"] = std::move(graphBreaks);
+  result.report["guards"] = std::move(guardReport);
   result.report["steps"] = static_cast<int64_t>(steps.size());
   result.report["weights"] = llvm::json::Object{{"count", static_cast<int64_t>(weights.size())},
                                                 {"bytes", static_cast<int64_t>(weightBlob.size())}};

@@ -419,6 +419,20 @@ LogicalResult Interpreter::runOp(Operation *op) {
         return one(std::move(t));
       })
       .Case<tensor::CastOp>([&](auto) { return one(get(op->getOperand(0))); })
+      .Case<GuardOp>([&](GuardOp g) -> LogicalResult {
+        // The interpreter computes with the real sizes either way; it checks
+        // guards so that it refuses exactly the inputs compiled code refuses.
+        std::optional<int64_t> l = evaluate(g.getLhs()), r = evaluate(g.getRhs());
+        if (!l || !r)
+          return success(); // a symbol only a later value binds: checked there
+        bool holds = g.getKind() == GuardKind::equal          ? *l == *r
+                     : g.getKind() == GuardKind::equal_or_one ? (*l == *r || *l == 1)
+                                                              : *l <= *r;
+        if (!holds)
+          return opError(op) << "guard '" << g.describe() << "' does not hold (" << *l
+                             << " against " << *r << "): " << g.getReason();
+        return success();
+      })
       .Default([&](Operation *) -> LogicalResult {
         if (std::optional<LogicalResult> ran = runKernelOp(op))
           return *ran;

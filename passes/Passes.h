@@ -52,7 +52,7 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
       llvm::cl::init(uint64_t(1) << 36)};
 };
 
-/// From the graph to kernels: absorb library epilogues, split long reductions,
+/// From the graph to kernels: guard the shape functions' assumptions, absorb library epilogues, split long reductions,
 /// form kernels. What every tool runs after the graph pipeline (or after a
 /// user's own --pipeline in kiln-compile).
 void buildKernelPipeline(mlir::OpPassManager &pm);

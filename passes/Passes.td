@@ -48,6 +48,27 @@ def CheckTensorSizesPass : Pass<"kiln-check-tensor-sizes", "::mlir::ModuleOp"> {
   ];
 }
 
+def MaterializeGuardsPass : Pass<"kiln-materialize-guards", "::mlir::func::FuncOp"> {
+  let summary = "Turns the shape facts shape functions assumed into kiln.guard ops";
+  let description = [{
+    Shape functions take some facts about symbolic dims on trust: two dims that
+    must match are taken equal (matmul's contraction, concat's other dims, conv
+    channels), a symbolic dim broadcast against another is taken to be 1 or
+    equal, slice positions are taken to lie inside their dim, and a reshape's
+    element counts are taken equal (an exporter that baked an example's sizes into
+    a reshape breaks this at other sizes). A declared result dim that differs from
+    the inferred one is kept as an assumption as well. This pass runs each op's
+    shape function again, collecting those facts, and puts every distinct one at
+    the top of the function as a `kiln.guard`, cheapest to evaluate first, named by
+    the first op that relied on it. A fact that can never hold is an error. The
+    runtime checks the guards on every call, after binding the symbols, and fails
+    a call that breaks one with the guard, its reason and the input dims.
+    Rerunning the pass collects the existing guards again (idempotent). Bodies of
+    if/loop/scan are not guarded yet.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
   let summary = "Groups graph ops into kiln.kernel regions for codegen";
   let description = [{

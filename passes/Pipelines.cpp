@@ -24,6 +24,8 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
 
 void buildKernelPipeline(OpPassManager &pm) {
   OpPassManager &func = pm.nest<func::FuncOp>();
+  // Guards first, while every op that assumed something is still a graph op.
+  func.addPass(createMaterializeGuardsPass());
   func.addPass(createAbsorbEpiloguesPass());
   func.addPass(createSplitReductionsPass());
   func.addPass(createFormKernelsPass());

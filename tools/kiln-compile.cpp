@@ -69,7 +69,7 @@ static cl::opt<std::string> bind(
 static cl::opt<bool> explain(
     "explain",
     cl::desc("Print every op that is neither a generated kernel nor a GPU library call (a "
-             "graph break): its node, why, and what it costs"),
+             "graph break): its node, why, and what it costs; then every guard calls check"),
     cl::cat(category));
 static cl::opt<bool> strict(
     "strict", cl::desc("Refuse to compile a model with any graph break, listing them all"),
@@ -340,11 +340,18 @@ int main(int argc, char **argv) {
       if (breaks)
         for (const llvm::json::Value &b : *breaks)
           line(b, /*asError=*/false);
+      // Guards: what every call checks beyond the inputs' own dims.
+      const llvm::json::Array *guards = artifact->report.getArray("guards");
+      if (guards)
+        for (const llvm::json::Value &g : *guards)
+          outs() << modelPath << ": guard: " << g.getAsObject()->getString("guard").value_or("")
+                 << " (" << g.getAsObject()->getString("reason").value_or("") << ")\n";
       const llvm::json::Array *kernels = artifact->report.getArray("kernels");
       const llvm::json::Array *library = artifact->report.getArray("library_calls");
       size_t libraryCalls = (library ? library->size() : 0) - count;
       outs() << modelPath << ": " << (kernels ? kernels->size() : 0) << " generated kernels, "
-             << libraryCalls << " library calls, " << count << " graph breaks\n";
+             << libraryCalls << " library calls, " << count << " graph breaks, "
+             << (guards ? guards->size() : 0) << " guards\n";
     }
   }
 

@@ -233,7 +233,7 @@ struct Errors {
 /// emulation) and graph breaks (any other op the reference kernels run, on the
 /// host between kernels). Control flow is not in plans yet.
 bool isHostStep(mlir::Operation *op) {
-  return isa<kiln::ConstantOp, kiln::SymbolicConstantOp, kiln::ShapeOfOp, kiln::KernelOp,
+  return isa<kiln::ConstantOp, kiln::SymbolicConstantOp, kiln::ShapeOfOp, kiln::KernelOp, kiln::GuardOp,
              mlir::func::ReturnOp, mlir::tensor::CastOp>(op) ||
          kiln::isHostStepOp(op);
 }

@@ -89,6 +89,12 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *context,
                           "input has " + Twine(*inC) + " elements but shape has " +
                               Twine(*outC));
   }
+  // A reshape moves no data: its sizes are right only when the counts agree (an
+  // exporter that baked an example's sizes into the shape breaks this).
+  if (llvm::all_of(target, [](DimExpr d) { return bool(d); }))
+    recordShapeAssumption(ShapeAssumption::Kind::Equal, inCount,
+                          productOfDims(context, target),
+                          "the input's and the result's element counts must be equal");
   inferred.push_back(makeTensorType(target, input.getElementType()));
   return success();
 }
@@ -317,8 +323,10 @@ int64_t sliceLength(int64_t dim, int64_t start, int64_t end, int64_t step) {
   return start > end ? count(start - end, 0 - static_cast<uint64_t>(step)) : 0;
 }
 
-/// A symbolic slice length, when the positions are provably in range.
-DimExpr symbolicSliceLength(DimExpr dim, DimExpr start, DimExpr end, int64_t step) {
+/// A symbolic slice length e - s, taking the resolved positions to lie in [0, dim]
+/// (ONNX clamps them there; the assumption is recorded for a guard to check).
+DimExpr symbolicSliceLength(DimExpr dim, DimExpr start, DimExpr end, int64_t step,
+                            int64_t axis) {
   MLIRContext *ctx = dim.getContext();
   if (step != 1)
     return DimExpr();
@@ -331,12 +339,22 @@ DimExpr symbolicSliceLength(DimExpr dim, DimExpr start, DimExpr end, int64_t ste
     return p;
   };
   DimExpr s = resolve(start), e = resolve(end);
+  // ONNX clamps positions into [0, dim]: one provably outside is clamped here.
+  if (decideShapeAssumption(ShapeAssumption::Kind::LessEqual, e, dim) == std::optional<bool>(false))
+    e = dim;
+  if (decideShapeAssumption(ShapeAssumption::Kind::LessEqual, getConstantDim(ctx, 0), s) ==
+      std::optional<bool>(false))
+    s = getConstantDim(ctx, 0);
   DimExpr length = subDims(e, s);
   // Only trust the arithmetic when both positions are within [0, dim].
   if (!isProvablyNonNegative(length) && !getConstantDimValue(length))
     return DimExpr();
   if (auto c = getConstantDimValue(length); c && *c < 0)
     return getConstantDim(ctx, 0);
+  recordShapeAssumption(ShapeAssumption::Kind::LessEqual, getConstantDim(ctx, 0), s,
+                        "the start of dim " + Twine(axis) + " must not lie before the dim");
+  recordShapeAssumption(ShapeAssumption::Kind::LessEqual, e, dim,
+                        "the end of dim " + Twine(axis) + " must not lie past the dim");
   return length;
 }
 } // namespace
@@ -373,7 +391,7 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *context, std::optional<Loca
     if (dim && s && e)
       out[i] = getConstantDim(context, sliceLength(*dim, *s, *e, *step));
     else
-      out[i] = symbolicSliceLength(in[i], starts[i], ends[i], *step);
+      out[i] = symbolicSliceLength(in[i], starts[i], ends[i], *step, i);
   }
   inferred.push_back(makeTensorType(out, input.getElementType()));
   return success();

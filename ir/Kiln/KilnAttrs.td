@@ -51,6 +51,16 @@ def Kiln_CompareDirection : I32EnumAttr<"CompareDirection", "comparison predicat
 }
 def Kiln_CompareDirectionAttr : EnumAttr<Kiln_Dialect, Kiln_CompareDirection, "compare">;
 
+def Kiln_GuardKind : I32EnumAttr<"GuardKind", "a relation between two dims", [
+    I32EnumAttrCase<"equal", 0>, I32EnumAttrCase<"equal_or_one", 1>,
+    I32EnumAttrCase<"less_equal", 2>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_GuardKindAttr : EnumAttr<Kiln_Dialect, Kiln_GuardKind, "guard"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def Kiln_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
     I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"prod", 1>,
     I32EnumAttrCase<"max", 2>, I32EnumAttrCase<"min", 3>,

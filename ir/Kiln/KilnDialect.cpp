@@ -111,4 +111,14 @@ bool areRefinementCompatible(TypeRange inferred, TypeRange declared) {
   return true;
 }
 
+std::string nodeNameOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string n = nodeNameOf(inner); !n.empty())
+        return n;
+  return "";
+}
+
 } // namespace kiln

@@ -48,6 +48,10 @@ bool areRefinementCompatible(mlir::TypeRange inferred, mlir::TypeRange declared)
 mlir::ParseResult parseDimList(mlir::AsmParser &parser,
                                llvm::SmallVectorImpl<mlir::AffineExpr> &dims);
 void printDimList(mlir::AsmPrinter &printer, llvm::ArrayRef<mlir::AffineExpr> dims);
+
+/// The model node an op came from ("Conv_3", the importer's NameLoc), or "" when
+/// its location names none.
+std::string nodeNameOf(mlir::Location loc);
 } // namespace kiln
 
 #include "ir/Kiln/KilnDialect.h.inc"

@@ -28,6 +28,49 @@ static bool isOne(DimExpr d) {
   return c && *c == 1;
 }
 
+static thread_local std::vector<ShapeAssumption> *activeAssumptions = nullptr;
+
+ShapeAssumptionScope::ShapeAssumptionScope(std::vector<ShapeAssumption> &sink)
+    : previous(activeAssumptions) {
+  activeAssumptions = &sink;
+}
+
+ShapeAssumptionScope::~ShapeAssumptionScope() { activeAssumptions = previous; }
+
+std::optional<bool> decideShapeAssumption(ShapeAssumption::Kind kind, DimExpr lhs,
+                                          DimExpr rhs) {
+  using Kind = ShapeAssumption::Kind;
+  if (kind == Kind::LessEqual) {
+    DimExpr slack = subDims(rhs, lhs);
+    if (!slack)
+      return std::nullopt;
+    if (auto c = getConstantDimValue(slack))
+      return *c >= 0;
+    if (isProvablyNonNegative(slack))
+      return true;
+    return std::nullopt;
+  }
+  if (lhs == rhs || (kind == Kind::EqualOrOne && isOne(lhs)))
+    return true;
+  auto cl = getConstantDimValue(lhs), cr = getConstantDimValue(rhs);
+  if (cl && cr)
+    return false; // canonical constants that differ (and lhs is not 1 when it may be)
+  // `a + 1` is never `a`; it may still be 1 where that is allowed.
+  DimExpr difference = subDims(lhs, rhs);
+  if (kind == Kind::Equal && difference && getConstantDimValue(difference))
+    return false;
+  return std::nullopt;
+}
+
+void recordShapeAssumption(ShapeAssumption::Kind kind, DimExpr lhs, DimExpr rhs,
+                           const Twine &what) {
+  if (!activeAssumptions || !lhs || !rhs)
+    return;
+  if (decideShapeAssumption(kind, lhs, rhs) == std::optional<bool>(true))
+    return;
+  activeAssumptions->push_back({kind, lhs, rhs, what.str()});
+}
+
 LogicalResult checkEntries(std::optional<Location> location, StringRef opName,
                            ArrayRef<int64_t> values, size_t expected, int64_t minimum,
                            StringRef what) {
@@ -95,6 +138,13 @@ FailureOr<SymShape> broadcastShapes(std::optional<Location> location, StringRef 
     if (!haveDim)
       r = ctx ? getConstantDim(ctx, 1) : DimExpr();
     result[i] = (ambiguous && !getConstantDimValue(r)) ? DimExpr() : r;
+    // Every operand's dim here is 1 or the result's; kernels index by that.
+    for (auto [k, s] : llvm::enumerate(shapes))
+      if (i + s.size() >= rank)
+        recordShapeAssumption(ShapeAssumption::Kind::EqualOrOne, s[i + s.size() - rank],
+                              result[i],
+                              "operand " + Twine(k) + " dim " + Twine(i + s.size() - rank) +
+                                  " must be 1 or the broadcast size");
   }
   return result;
 }
@@ -110,6 +160,7 @@ FailureOr<DimExpr> unifyDims(std::optional<Location> location, StringRef opName,
     return emitShapeError(location, opName,
                           what + " must match, but is " + Twine(*ca) + " and " +
                               Twine(*cb));
+  recordShapeAssumption(ShapeAssumption::Kind::Equal, a, b, what + " must match");
   return cb ? b : a;
 }
 

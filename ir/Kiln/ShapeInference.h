@@ -16,6 +16,9 @@
 #include "mlir/IR/Value.h"
 #include "mlir/IR/ValueRange.h"
 
+#include <string>
+#include <vector>
+
 namespace kiln {
 
 using InferredTypes = llvm::SmallVectorImpl<mlir::Type>;
@@ -38,6 +41,43 @@ mlir::FailureOr<int64_t> normalizeAxis(std::optional<mlir::Location> location,
 mlir::LogicalResult checkEntries(std::optional<mlir::Location> location,
                                  llvm::StringRef opName, llvm::ArrayRef<int64_t> values,
                                  size_t expected, int64_t minimum, llvm::StringRef what);
+
+/// A fact about symbolic dims that a shape function relied on without being able
+/// to prove it: two dims taken equal (matmul's contraction, concat's other dims),
+/// a dim broadcast against another (it must be 1 or equal), a position taken to be
+/// inside a dim (slices), element counts taken equal (reshape). Each one becomes a
+/// `kiln.guard` (kiln-materialize-guards) that the runtime checks on every call.
+struct ShapeAssumption {
+  /// Numbered as kiln.guard's GuardKind (ShapeOps.cpp checks).
+  enum class Kind { Equal = 0, EqualOrOne = 1, LessEqual = 2 };
+  Kind kind;
+  DimExpr lhs, rhs;
+  std::string what; ///< "dim 1 of input 2", without the op
+};
+
+/// While alive, shape functions that run on this thread record their unproven
+/// assumptions into `sink` (shape functions run many times, in verifiers and
+/// folders; only a pass that asks collects). Scopes nest: the innermost collects.
+class ShapeAssumptionScope {
+public:
+  explicit ShapeAssumptionScope(std::vector<ShapeAssumption> &sink);
+  ~ShapeAssumptionScope();
+  ShapeAssumptionScope(const ShapeAssumptionScope &) = delete;
+  ShapeAssumptionScope &operator=(const ShapeAssumptionScope &) = delete;
+
+private:
+  std::vector<ShapeAssumption> *previous;
+};
+
+/// Records `lhs <kind> rhs` in the active scope, unless there is none, a dim is
+/// unknown, or the fact is provably true.
+void recordShapeAssumption(ShapeAssumption::Kind kind, DimExpr lhs, DimExpr rhs,
+                           const llvm::Twine &what);
+
+/// Whether an assumption holds for every non-negative value of its symbols
+/// (true), never holds (false: two constants that differ), or depends on them.
+std::optional<bool> decideShapeAssumption(ShapeAssumption::Kind kind, DimExpr lhs,
+                                          DimExpr rhs);
 
 /// numpy broadcasting of several shapes. Fails on two different static sizes
 /// neither of which is 1; two different symbolic sizes give `?`.

@@ -36,6 +36,33 @@ LogicalResult SymbolicConstantOp::verify() {
   return success();
 }
 
+static_assert(int(ShapeAssumption::Kind::Equal) == int(GuardKind::equal) &&
+              int(ShapeAssumption::Kind::EqualOrOne) == int(GuardKind::equal_or_one) &&
+              int(ShapeAssumption::Kind::LessEqual) == int(GuardKind::less_equal));
+
+LogicalResult GuardOp::verify() {
+  DimsAttr dims = getDims();
+  if (dims.getDims().size() != 2 || !dims.isFullyKnown())
+    return emitOpError("needs exactly two known dims, got ") << dims;
+  auto kind = static_cast<ShapeAssumption::Kind>(getKind());
+  if (decideShapeAssumption(kind, getLhs(), getRhs()) == std::optional<bool>(false))
+    return emitOpError("can never hold: ") << describe();
+  return success();
+}
+
+std::string GuardOp::describe() {
+  std::string lhs = dimToString(getLhs()), rhs = dimToString(getRhs());
+  switch (getKind()) {
+  case GuardKind::equal:
+    return lhs + " == " + rhs;
+  case GuardKind::equal_or_one:
+    return lhs + " == " + rhs + " or " + lhs + " == 1";
+  case GuardKind::less_equal:
+    return lhs + " <= " + rhs;
+  }
+  return lhs + " ? " + rhs;
+}
+
 OpFoldResult SymbolicConstantOp::fold(FoldAdaptor) {
   // All-constant values belong in a plain kiln.constant.
   if (Attribute dense = makeKnownElementsAttr(cast<RankedTensorType>(getType()), getValue().getDims());

@@ -48,6 +48,34 @@ def Kiln_SymbolicConstantOp : Op<Kiln_Dialect, "symbolic_constant", [Pure, Const
   let hasVerifier = 1;
 }
 
+// Not a Kiln_Op: it has no result to infer, and it must stay where it is.
+def Kiln_GuardOp : Op<Kiln_Dialect, "guard", [MemoryEffects<[MemWrite]>]> {
+  let summary = "a fact about the symbols that the runtime checks on every call";
+  let description = [{
+    A relation between two dim expressions that a shape function assumed and
+    could not prove: `equal` (matmul's contraction dims, concat's other dims, a
+    reshape's element counts), `equal_or_one` (the first dim broadcasts against
+    the second) or `less_equal` (a slice position inside its dim). `reason` says
+    which op relied on it and why. `--kiln-materialize-guards` creates them; the
+    artifact carries them and the runtime fails a call whose inputs break one,
+    naming it, instead of computing with wrong sizes. The memory effect keeps the
+    op alive: it has no result for anything to use.
+
+    ```mlir
+    kiln.guard <equal> [seq * 64, 320], "kiln.reshape at 'Reshape_3': the input's and the result's element counts must be equal"
+    ```
+  }];
+  let arguments = (ins Kiln_GuardKindAttr:$kind, Kiln_DimsAttr:$dims, StrAttr:$reason);
+  let assemblyFormat = "$kind custom<DimsValue>($dims) `,` $reason attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::AffineExpr getLhs() { return getDims().getDims()[0]; }
+    ::mlir::AffineExpr getRhs() { return getDims().getDims()[1]; }
+    /// "seq * 64 == 320", "n == 4 or n == 1", "5 <= seq".
+    std::string describe();
+  }];
+}
+
 def Kiln_ShapeOfOp : Kiln_Op<"shape_of"> {
   let summary = "the shape of a tensor as a 1-D i64 tensor";
   let description = [{

@@ -77,6 +77,9 @@ private:
                                                          void *mapping);
   static absl::StatusOr<std::pair<void *, size_t>> mapFile(const std::string &path);
   absl::Status prepare(Backend requested);
+  /// The error for inputs that break predicate `p`.
+  absl::Status brokenPredicate(const artifact::PredicateInfo &p,
+                               absl::Span<const TensorRef> inputs, const Bindings &symbols) const;
 
   /// The artifact's bytes: a read-only mapping, or a copy aligned for FlatBuffers.
   const uint8_t *data_ = nullptr;

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Exports the small torch models kiln's tests run, with inputs and torch's outputs.
 
-    python3 test/models/export_torch_models.py [OUT_DIR]   (default: test/models)
+    python3 test/models/export_torch_models.py [OUT_DIR [NAME...]]   (default: test/models, all)
 
-Writes, per model NAME (mlp, cnn, encoder):
+Writes, per model NAME (mlp, cnn, encoder, mha_encoder):
     NAME.onnx                  exported with torch.onnx.export (TorchScript exporter,
                                dynamic batch, and sequence for the encoder)
     NAME.dynamo.onnx           the same model through the torch.export-based exporter,
@@ -13,8 +13,9 @@ Writes, per model NAME (mlp, cnn, encoder):
 
 The outputs are committed, so tests need neither torch nor this script; rerun it
 (after scripts/install-model-export-deps.sh)
-only to change the models. Weights are seeded, so a rerun reproduces the files
-up to exporter version differences.
+only to change the models. Weights are seeded, so a rerun of all models reproduces
+the files up to exporter version differences (naming models re-exports just those,
+with the weights a run of them alone draws).
 """
 import os
 import sys
@@ -48,7 +49,7 @@ def export(name, out_dir):
         y = model(x)
     path = os.path.join(out_dir, name + ".onnx")
     torch.onnx.export(model, (x,), path, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": dynamic, "y": {0: "batch"} if name != "encoder"
+                      dynamic_axes={"x": dynamic, "y": {0: "batch"} if len(dynamic) == 1
                                     else {0: "batch", 1: "seq"}},
                       opset_version=17, dynamo=False)
     dynamo_path = os.path.join(out_dir, name + ".dynamo.onnx")
@@ -66,7 +67,7 @@ def export(name, out_dir):
 
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-    for name in MODELS:
+    for name in (sys.argv[2:] or MODELS):
         export(name, out_dir)
 
 

@@ -79,6 +79,21 @@ class Encoder(torch.nn.Module):
         return self.head(x)
 
 
+class MhaEncoder(torch.nn.Module):
+    """torch.nn.TransformerEncoderLayer as users write it. The TorchScript exporter
+    bakes the example's sequence length into a reshape of nn.MultiheadAttention,
+    so the exported model is right only at that length: kiln guards the reshape
+    and refuses other lengths with a message instead of computing garbage."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
+                                                      dropout=0.0, batch_first=True)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
 def randomize_norms(model):
     # Fresh BatchNorm/LayerNorm parameters are 0/1; give them values so the test
     # exercises the normalization arithmetic.
@@ -96,4 +111,5 @@ MODELS = {
     "mlp": (Mlp, (3, 16), {0: "batch"}),
     "cnn": (Cnn, (2, 3, 16, 16), {0: "batch"}),
     "encoder": (Encoder, (2, 5, 16), {0: "batch", 1: "seq"}),
+    "mha_encoder": (MhaEncoder, (2, 5, 32), {0: "batch", 1: "seq"}),
 }

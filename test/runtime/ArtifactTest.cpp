@@ -24,6 +24,7 @@ struct Damage {
   uint32_t version = kiln::artifact::kFormatVersion;
   bool matmulBias = false; ///< claims a bias input the step does not have
   uint8_t activation = 0;  ///< the matmul's activation enum value
+  int64_t predicateSymbol = 0; ///< the symbol of the predicate `n <= 4` (1: 'm', bound by nothing)
 };
 
 /// x: f32[n, 2] -> y = x @ w (w: f32[2, 3] weight), s = shape_of(y), c = [n, 3]
@@ -62,7 +63,11 @@ std::string buildArtifact(const Damage &damage = {}) {
   std::vector<flatbuffers::Offset<fb::Guard>> guards = {
       fb::CreateGuard(b, 0, 0, sym(0), true), fb::CreateGuard(b, 0, 1, lit(2), false)};
   std::vector<flatbuffers::Offset<fb::Weight>> weights = {fb::CreateWeight(b, 0, 24)};
-  std::vector<flatbuffers::Offset<flatbuffers::String>> symbols = {b.CreateString("n")};
+  std::vector<flatbuffers::Offset<flatbuffers::String>> symbols = {b.CreateString("n"),
+                                                                   b.CreateString("m")};
+  std::vector<flatbuffers::Offset<fb::Predicate>> predicates = {
+      fb::CreatePredicate(b, fb::PredicateKind::LessEqual, sym(damage.predicateSymbol), lit(4),
+                          b.CreateString("the test's predicate"))};
   b.ForceVectorAlignment(blob.size(), 1, 64);
   auto data = b.CreateVector(blob);
   b.ForceDefaults(true);
@@ -70,7 +75,7 @@ std::string buildArtifact(const Damage &damage = {}) {
       b, damage.version, b.CreateString("test"), b.CreateString("test"), b.CreateVector(symbols),
       b.CreateVector(values), b.CreateVector(std::vector<int>{0}),
       b.CreateVector(std::vector<int>{2, 3, 4}), b.CreateVector(guards), b.CreateVector(steps), 0, 0,
-      0, b.CreateVector(weights), data);
+      0, b.CreateVector(weights), data, 0, 0, 0, 0, b.CreateVector(predicates));
   fb::FinishModelBuffer(b, model);
   std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
   kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
@@ -124,6 +129,29 @@ TEST(Artifact, GuardsNameTheInputAndDim) {
   EXPECT_EQ(s.message(), "the model takes 1 inputs, got 0");
 }
 
+TEST(Artifact, PredicatesAreCheckedAfterBinding) {
+  std::string bytes = buildArtifact();
+  kiln::Model model;
+  ASSERT_TRUE(kiln::Model::loadMemory(bytes.data(), bytes.size(), &model, KILN_BACKEND_HOST).ok());
+  std::vector<kiln::HostTensor> outputs;
+  std::vector<kiln::HostTensor> four = {kiln::HostTensor(KILN_F32, {4, 2})};
+  EXPECT_TRUE(model.run(four, &outputs).ok());
+  std::vector<kiln::HostTensor> five = {kiln::HostTensor(KILN_F32, {5, 2})};
+  kiln::Status s = model.run(five, &outputs);
+  EXPECT_EQ(s.code(), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(s.message(),
+            "guard 'n <= 4' does not hold (n = 5) for inputs x [5, 2]: the test's predicate");
+
+  // A predicate over a symbol no input binds could never be checked: refused at load.
+  Damage unbound;
+  unbound.predicateSymbol = 1;
+  bytes = buildArtifact(unbound);
+  kiln::Status loaded = kiln::Model::loadMemory(bytes.data(), bytes.size(), &model, KILN_BACKEND_HOST);
+  EXPECT_EQ(loaded.code(), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(loaded.message().find("predicate 0: symbol 'm' is bound by no input"), std::string::npos)
+      << loaded.message();
+}
+
 TEST(Artifact, SmallOutputBufferReportsTheNeededSize) {
   std::string bytes = buildArtifact();
   kiln_model_t *model = nullptr;
@@ -156,7 +184,7 @@ TEST(Artifact, DamagedArtifactsAreErrors) {
       {{0, 0, 7}, KILN_INVALID_ARGUMENT, "value 0: symbol 7 is not in the table"},
       // An artifact of another format version names both versions.
       {{0, 0, 0, 1}, KILN_FAILED_PRECONDITION,
-       "artifact format version 1, but this runtime reads version 3"},
+       "artifact format version 1, but this runtime reads version 4"},
       {{0, 0, 0, 9}, KILN_FAILED_PRECONDITION, "artifact format version 9"},
       // A typed step whose operands do not fit its table, or an enum value the
       // schema does not define, is refused at load, not at run time.

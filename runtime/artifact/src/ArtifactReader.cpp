@@ -117,6 +117,7 @@ private:
   absl::Status readKernels();
   absl::Status readSteps();
   absl::Status readGuards();
+  absl::Status readPredicates();
 };
 
 absl::Status Reader::readValues() {
@@ -385,6 +386,41 @@ absl::Status Reader::readGuards() {
   return absl::OkStatus();
 }
 
+absl::Status Reader::readPredicates() {
+  if (!model.predicates())
+    return absl::OkStatus();
+  // Only symbols the inputs bind have values when predicates are checked.
+  std::vector<bool> bound(plan.symbols.size(), false);
+  for (const GuardInfo &g : plan.guards)
+    if (g.binds)
+      bound[*g.expected.soleSymbol()] = true;
+  for (const fb::Predicate *p : *model.predicates()) {
+    PredicateInfo predicate;
+    std::string where = absl::StrCat("predicate ", plan.predicates.size());
+    if (p->kind() > fb::PredicateKind::MAX)
+      return corrupt(absl::StrCat(where, ": unknown kind ", static_cast<int>(p->kind())));
+    predicate.kind = static_cast<PredicateInfo::Kind>(p->kind());
+    absl::StatusOr<Dim> lhs = dim(p->lhs(), where), rhs = dim(p->rhs(), where);
+    if (!lhs.ok())
+      return lhs.status();
+    if (!rhs.ok())
+      return rhs.status();
+    for (const Dim *side : {&*lhs, &*rhs}) {
+      if (!side->known())
+        return corrupt(absl::StrCat(where, ": a side is an unknown dim"));
+      for (auto [op, value] : side->ops)
+        if (op == Dim::Op::Symbol && !bound[value])
+          return corrupt(absl::StrCat(where, ": symbol '", plan.symbols[value],
+                                      "' is bound by no input"));
+    }
+    predicate.lhs = std::move(*lhs);
+    predicate.rhs = std::move(*rhs);
+    predicate.reason = p->reason() ? p->reason()->str() : "";
+    plan.predicates.push_back(std::move(predicate));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Plan> Reader::read() {
   plan.producer = model.producer() ? model.producer()->str() : "";
   plan.source = model.source() ? model.source()->str() : "";
@@ -405,7 +441,7 @@ absl::StatusOr<Plan> Reader::read() {
   for (int v : plan.inputs)
     if (plan.values[v].kind != ValueKind::Input)
       return corrupt(absl::StrCat("input ", v, " is not an input value"));
-  for (absl::Status s : {readKernels(), readSteps(), readGuards()})
+  for (absl::Status s : {readKernels(), readSteps(), readGuards(), readPredicates()})
     if (!s.ok())
       return s;
   return std::move(plan);
@@ -500,6 +536,34 @@ std::string Dim::toString(const std::vector<std::string> &names) const {
   if (s.size() > 2 && s.front() == '(' && s.back() == ')')
     s = s.substr(1, s.size() - 2);
   return s;
+}
+
+std::optional<bool> PredicateInfo::holds(const Bindings &symbols) const {
+  std::optional<int64_t> l = lhs.evaluate(symbols), r = rhs.evaluate(symbols);
+  if (!l || !r)
+    return std::nullopt;
+  switch (kind) {
+  case Kind::Equal:
+    return *l == *r;
+  case Kind::EqualOrOne:
+    return *l == *r || *l == 1;
+  case Kind::LessEqual:
+    return *l <= *r;
+  }
+  return std::nullopt;
+}
+
+std::string PredicateInfo::toString(const std::vector<std::string> &names) const {
+  std::string l = lhs.toString(names), r = rhs.toString(names);
+  switch (kind) {
+  case Kind::Equal:
+    return absl::StrCat(l, " == ", r);
+  case Kind::EqualOrOne:
+    return absl::StrCat(l, " == ", r, " or ", l, " == 1");
+  case Kind::LessEqual:
+    return absl::StrCat(l, " <= ", r);
+  }
+  return "?";
 }
 
 bool evaluateShapeInto(const ValueInfo &value, const Bindings &symbols, ref::Shape &shape) {

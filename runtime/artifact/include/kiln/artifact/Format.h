@@ -17,7 +17,9 @@ namespace kiln::artifact {
 /// The artifact format this build writes and reads. 2: typed step tables (a
 /// StepOp union) instead of op names with attributes; schema-owned enums.
 /// 3: kernels carry their buffers' dims (Kernel.buffer_shapes), checked at load.
-constexpr uint32_t kFormatVersion = 3;
+/// 4: predicates over the symbols (Model.predicates) that every call checks; a
+/// runtime that ignored them would compute with sizes the code does not fit.
+constexpr uint32_t kFormatVersion = 4;
 
 /// Alignment of weights inside the artifact (a mapped file is used in place).
 constexpr size_t kWeightAlignment = 64;

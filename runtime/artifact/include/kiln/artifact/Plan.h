@@ -113,6 +113,18 @@ struct GuardInfo {
   bool binds = false;
 };
 
+/// A fact about the symbols the code relies on (the schema's Predicate).
+struct PredicateInfo {
+  enum class Kind : uint8_t { Equal, EqualOrOne, LessEqual };
+  Kind kind = Kind::Equal;
+  Dim lhs, rhs;
+  std::string reason;
+  /// Whether it holds under `symbols`; nullopt when a side has no value.
+  std::optional<bool> holds(const Bindings &symbols) const;
+  /// "seq * 64 == 320", "n == 4 or n == 1", "3 <= seq".
+  std::string toString(const std::vector<std::string> &symbolNames) const;
+};
+
 /// Everything the executors need, indices checked.
 struct Plan {
   std::string producer, source;
@@ -120,6 +132,7 @@ struct Plan {
   std::vector<ValueInfo> values;
   std::vector<int> inputs, outputs;
   std::vector<GuardInfo> guards;
+  std::vector<PredicateInfo> predicates;
   std::vector<StepInfo> steps;
   std::vector<KernelInfo> kernels;
   std::vector<HostLibraryInfo> hostLibraries;

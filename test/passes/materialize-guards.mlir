@@ -1,0 +1,67 @@
+// RUN: kiln-opt %s -split-input-file --kiln-materialize-guards | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-materialize-guards --kiln-materialize-guards | FileCheck %s
+// A symbolic dim broadcast against a static one must be 1 or that size.
+// CHECK-LABEL: func @broadcast_against_static
+// CHECK-NEXT: kiln.guard <equal_or_one> [n, 4], "kiln.add at 'Add_1': operand 0 dim 0 must be 1 or the broadcast size"
+// CHECK-NEXT: kiln.add
+func.func @broadcast_against_static(%x: tensor<?xf32, #kiln.dims<[n]>>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %s = kiln.add %x, %y : (tensor<?xf32, #kiln.dims<[n]>>, tensor<4xf32>) -> tensor<4xf32> loc("Add_1")
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// Equal dims and a dim of 1 prove themselves: no guard.
+// CHECK-LABEL: func @nothing_to_guard
+// CHECK-NOT: kiln.guard
+func.func @nothing_to_guard(%x: tensor<?x4xf32, #kiln.dims<[n, 4]>>, %y: tensor<1x4xf32>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>> {
+  %s = kiln.add %x, %y : (tensor<?x4xf32, #kiln.dims<[n, 4]>>, tensor<1x4xf32>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>>
+  %t = kiln.mul %s, %x : (tensor<?x4xf32, #kiln.dims<[n, 4]>>, tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>>
+  return %t : tensor<?x4xf32, #kiln.dims<[n, 4]>>
+}
+
+// -----
+
+// Matmul takes its contraction dims equal; two matmuls relying on one fact give
+// one guard (the first names it), and a == b is b == a.
+// CHECK-LABEL: func @matmul_contraction
+// CHECK-NEXT: kiln.guard <equal> [j, k], "kiln.matmul at 'MatMul_1': contraction dims (lhs dim -1, rhs dim -2) must match"
+// CHECK-NOT: kiln.guard
+// CHECK: kiln.matmul
+func.func @matmul_contraction(%a: tensor<2x?xf32, #kiln.dims<[2, k]>>, %b: tensor<?x3xf32, #kiln.dims<[j, 3]>>, %c: tensor<?x3xf32, #kiln.dims<[j, 3]>>) -> tensor<2x3xf32> {
+  %m = kiln.matmul %a, %b : (tensor<2x?xf32, #kiln.dims<[2, k]>>, tensor<?x3xf32, #kiln.dims<[j, 3]>>) -> tensor<2x3xf32> loc("MatMul_1")
+  %n = kiln.matmul %a, %c : (tensor<2x?xf32, #kiln.dims<[2, k]>>, tensor<?x3xf32, #kiln.dims<[j, 3]>>) -> tensor<2x3xf32> loc("MatMul_2")
+  %s = kiln.add %m, %n : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %s : tensor<2x3xf32>
+}
+
+// -----
+
+// A reshape whose sizes an exporter baked in keeps the element count only at the
+// example's size; a slice to a constant end assumes the dim reaches it. Cheapest
+// guard first.
+// CHECK-LABEL: func @baked_reshape_and_slice
+// CHECK-NEXT: kiln.guard <less_equal> [3, seq], "kiln.slice at 'Slice_1': the end of dim 0 must not lie past the dim"
+// CHECK-NEXT: kiln.guard <equal> [320, 64 * seq], "kiln.reshape at 'Reshape_1': the input's and the result's element counts must be equal"
+func.func @baked_reshape_and_slice(%x: tensor<?x64xf32, #kiln.dims<[seq, 64]>>) -> (tensor<5x64xf32>, tensor<3x64xf32>) {
+  %shape = kiln.constant dense<[5, 64]> : tensor<2xi64>
+  %r = kiln.reshape %x, %shape : (tensor<?x64xf32, #kiln.dims<[seq, 64]>>, tensor<2xi64>) -> tensor<5x64xf32> loc("Reshape_1")
+  %starts = kiln.constant dense<[0, 0]> : tensor<2xi64>
+  %ends = kiln.constant dense<[3, 64]> : tensor<2xi64>
+  %steps = kiln.constant dense<[1, 1]> : tensor<2xi64>
+  %s = kiln.slice %x, %starts, %ends, %steps : (tensor<?x64xf32, #kiln.dims<[seq, 64]>>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<3x64xf32> loc("Slice_1")
+  return %r, %s : tensor<5x64xf32>, tensor<3x64xf32>
+}
+
+// -----
+
+// Concat takes its inputs' other dims equal; a declared dim that differs from
+// the inferred one is an assumption too.
+// CHECK-LABEL: func @concat_and_declared
+// CHECK-DAG: kiln.guard <equal> [a, b], "kiln.concat: dim 1 of input 1 must match"
+// CHECK-DAG: kiln.guard <equal> [2 * a, c], "kiln.exp: result 0 dim 0 as declared must equal the inferred size"
+func.func @concat_and_declared(%x: tensor<1x?xf32, #kiln.dims<[1, a]>>, %y: tensor<1x?xf32, #kiln.dims<[1, b]>>, %z: tensor<?xf32, #kiln.dims<[a * 2]>>) -> (tensor<2x?xf32>, tensor<?xf32, #kiln.dims<[c]>>) {
+  %c = kiln.concat %x, %y {axis = 0 : i64} : (tensor<1x?xf32, #kiln.dims<[1, a]>>, tensor<1x?xf32, #kiln.dims<[1, b]>>) -> tensor<2x?xf32>
+  %e = kiln.exp %z : (tensor<?xf32, #kiln.dims<[a * 2]>>) -> tensor<?xf32, #kiln.dims<[c]>>
+  return %c, %e : tensor<2x?xf32>, tensor<?xf32, #kiln.dims<[c]>>
+}
