@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <map>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -75,7 +76,8 @@ private:
   std::vector<std::vector<fb::DType>> kernelSignatures; ///< per kernel, result first
   std::vector<std::vector<flatbuffers::Offset<fb::BufferShape>>> kernelShapes; ///< likewise
   std::map<std::string, int> kernelIds;
-  llvm::json::Array kernelReport, libraryReport, graphBreaks;
+  llvm::json::Array kernelReport, libraryReport, graphBreaks, variantReport;
+  std::set<std::string> boundSymbols; ///< symbols an input dim binds
 
   int symbolId(const std::string &name) {
     auto [it, inserted] = symbolIds.emplace(name, static_cast<int>(symbols.size()));
@@ -153,8 +155,18 @@ private:
 
   LogicalResult addConstant(ConstantOp c);
   LogicalResult addStep(Operation *op);
-  LogicalResult compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins);
-  FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> hostLibraries();
+  /// Cubins of kernels[kernelIds[i]] for every requested arch, compiled with
+  /// `defines` (a variant's), into cubins[i].
+  LogicalResult compileCubins(const std::vector<size_t> &kernelIds,
+                              const std::vector<std::string> &defines,
+                              std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins);
+  /// Host libraries of kernels[kernelIds], built with `defines`, for `variant`.
+  LogicalResult hostLibraries(const std::vector<size_t> &kernelIds,
+                              const std::vector<std::string> &defines, int variant,
+                              std::vector<flatbuffers::Offset<fb::HostLibrary>> &out);
+  /// The variants of options.variants: their kernels' cubins and host libraries.
+  FailureOr<std::vector<flatbuffers::Offset<fb::Variant>>>
+  buildVariants(std::vector<flatbuffers::Offset<fb::HostLibrary>> &hostLibs);
 };
 
 LogicalResult Writer::addConstant(ConstantOp c) {
@@ -269,31 +281,37 @@ LogicalResult Writer::addStep(Operation *op) {
 }
 
 LogicalResult
-Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins) {
+Writer::compileCubins(const std::vector<size_t> &kernelIds, const std::vector<std::string> &defines,
+                      std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins) {
   struct Job {
-    size_t kernel;
+    size_t kernel; ///< index into kernelIds
     int sm;
     absl::StatusOr<nvrtc::NvrtcResult> result = absl::UnknownError("not run");
   };
   std::vector<Job> jobs;
-  for (size_t k = 0; k < kernels.size(); ++k)
+  for (size_t k = 0; k < kernelIds.size(); ++k)
     for (int sm : options.cubinArchs)
       jobs.push_back({k, sm});
+  std::string defineKey;
+  for (const std::string &d : defines)
+    defineKey += "\n" + d;
   std::string version = nvrtc::nvrtcVersion();
   if (!jobs.empty())
     llvm::sys::fs::create_directories(cacheDir); // a missing cache only means no reuse
   auto run = [&](Job &job) {
-    if (options.prebuiltCubins) {
-      auto it = options.prebuiltCubins->find(kernels[job.kernel].name);
+    const GeneratedKernel &kernel = kernels[kernelIds[job.kernel]];
+    if (options.prebuiltCubins && defines.empty()) {
+      auto it = options.prebuiltCubins->find(kernel.name);
       if (it != options.prebuiltCubins->end()) {
         job.result = *it->second;
         return;
       }
     }
-    std::string tu = kernelTranslationUnit({kernels[job.kernel]});
-    // Cached by what NVRTC sees: the source, the device library, the arch and
-    // NVRTC's version.
-    std::string key = tu + "\n" + deviceLibrary + "\nsm_" + std::to_string(job.sm) + "\n" + version;
+    std::string tu = kernelTranslationUnit({kernel});
+    // Cached by what NVRTC sees: the source, the device library, the arch,
+    // NVRTC's version and a variant's defines.
+    std::string key = tu + "\n" + deviceLibrary + "\nsm_" + std::to_string(job.sm) + "\n" +
+                      version + defineKey;
     llvm::SmallString<256> base(cacheDir);
     std::string hex;
     llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
@@ -308,7 +326,8 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
     nvrtc::NvrtcOptions nvrtcOptions;
     nvrtcOptions.smVersion = job.sm;
     nvrtcOptions.headers = {deviceLibraryHeader()};
-    job.result = nvrtc::compileWithNvrtc(tu, kernels[job.kernel].name + ".cu", nvrtcOptions);
+    nvrtcOptions.extraOptions = defines;
+    job.result = nvrtc::compileWithNvrtc(tu, kernel.name + ".cu", nvrtcOptions);
     if (job.result.ok()) {
       writeCacheEntry(cubinPath, job.result->cubin); // a failed write only means no reuse
       writeCacheEntry(ptxPath, job.result->ptx);
@@ -323,10 +342,10 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
     });
   for (std::thread &t : threads)
     t.join();
-  cubins.assign(kernels.size(), {});
+  cubins.assign(kernelIds.size(), {});
   for (Job &job : jobs) {
     if (!job.result.ok())
-      return func.emitError() << "NVRTC failed on " << kernels[job.kernel].name << " for sm_"
+      return func.emitError() << "NVRTC failed on " << kernels[kernelIds[job.kernel]].name << " for sm_"
                               << job.sm << ": " << std::string(job.result.status().message());
     const std::string &bin = job.result->cubin;
     cubins[job.kernel].push_back(fb::CreateCubin(
@@ -337,22 +356,26 @@ Writer::compileCubins(std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &
   return success();
 }
 
-FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> Writer::hostLibraries() {
-  std::vector<flatbuffers::Offset<fb::HostLibrary>> out;
-  if (!options.hostLibrary || kernels.empty())
-    return out;
+LogicalResult Writer::hostLibraries(const std::vector<size_t> &kernelIds,
+                                    const std::vector<std::string> &defines, int variant,
+                                    std::vector<flatbuffers::Offset<fb::HostLibrary>> &out) {
+  if (!options.hostLibrary || kernelIds.empty())
+    return success();
+  std::vector<GeneratedKernel> wantedKernels;
+  for (size_t k : kernelIds)
+    wantedKernels.push_back(kernels[k]);
   std::unique_ptr<HostKernels> own;
-  const HostKernels *host = options.hostKernels;
+  const HostKernels *host = defines.empty() ? options.hostKernels : nullptr;
   if (!host) {
     absl::StatusOr<std::unique_ptr<HostKernels>> built =
-        HostKernels::build(kernels, cacheDir, /*chunkSize=*/100, options.jobs);
+        HostKernels::build(wantedKernels, cacheDir, /*chunkSize=*/100, options.jobs, defines);
     if (!built.ok())
       return func.emitError() << std::string(built.status().message());
     own = std::move(*built);
     host = own.get();
   }
   std::set<std::string> wanted;
-  for (const GeneratedKernel &k : kernels)
+  for (const GeneratedKernel &k : wantedKernels)
     wanted.insert(k.name);
   for (const HostKernels::Library &lib : host->libraries()) {
     std::vector<std::string> names;
@@ -372,8 +395,73 @@ FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> Writer::hostLibrari
       nameOffsets.push_back(builder.CreateString(n));
     out.push_back(fb::CreateHostLibrary(
         builder, builder.CreateVector(nameOffsets),
-        builder.CreateVector(reinterpret_cast<const uint8_t *>(bytes->data()), bytes->size())));
+        builder.CreateVector(reinterpret_cast<const uint8_t *>(bytes->data()), bytes->size()),
+        variant));
   }
+  return success();
+}
+
+FailureOr<std::vector<flatbuffers::Offset<fb::Variant>>>
+Writer::buildVariants(std::vector<flatbuffers::Offset<fb::HostLibrary>> &hostLibs) {
+  std::vector<flatbuffers::Offset<fb::Variant>> out;
+  std::set<std::vector<std::pair<int, int64_t>>> seen;
+  llvm::json::Array report;
+  for (const std::vector<std::pair<std::string, int64_t>> &spec : options.variants) {
+    // The symbols by number, ascending, as the runtime keys variants.
+    std::vector<std::pair<int, int64_t>> fixed;
+    for (const auto &[name, value] : spec) {
+      auto it = symbolIds.find(name);
+      if (it == symbolIds.end() || !boundSymbols.count(name)) {
+        std::string known;
+        for (const std::string &s : boundSymbols)
+          known += (known.empty() ? "" : ", ") + s;
+        return func.emitError() << "a bucket names symbol '" << name
+                                << "', which no input dim of the model has (its symbols: "
+                                << (known.empty() ? "none" : known) << ")";
+      }
+      if (value < 0)
+        return func.emitError() << "a bucket gives symbol '" << name << "' the value " << value
+                                << "; sizes are >= 0";
+      fixed.emplace_back(it->second, value);
+    }
+    std::sort(fixed.begin(), fixed.end());
+    if (fixed.empty() || fixed.size() > static_cast<size_t>(artifact::kMaxVariantSymbols))
+      return func.emitError() << "a bucket fixes " << fixed.size() << " symbols; 1 to "
+                              << artifact::kMaxVariantSymbols << " are allowed";
+    if (!seen.insert(fixed).second)
+      continue; // the same bucket twice is one variant
+    std::vector<std::string> defines;
+    std::vector<int> ids;
+    std::vector<int64_t> values;
+    std::string name;
+    std::set<std::string> fixedNames;
+    for (auto [id, value] : fixed) {
+      defines.push_back("-DKILN_SYM_" + symbols[id] + "=" + std::to_string(value));
+      ids.push_back(id);
+      values.push_back(value);
+      fixedNames.insert(symbols[id]);
+      name += (name.empty() ? "" : ",") + symbols[id] + "=" + std::to_string(value);
+    }
+    // Only kernels that take a fixed symbol have anything to specialize.
+    std::vector<size_t> specialized;
+    for (size_t k = 0; k < kernels.size(); ++k)
+      if (llvm::any_of(kernels[k].symbols, [&](const std::string &s) { return fixedNames.count(s); }))
+        specialized.push_back(k);
+    std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> cubins;
+    if (failed(compileCubins(specialized, defines, cubins)) ||
+        failed(hostLibraries(specialized, defines, static_cast<int>(out.size()), hostLibs)))
+      return failure();
+    std::vector<flatbuffers::Offset<fb::VariantKernel>> variantKernels;
+    for (size_t i = 0; i < specialized.size(); ++i)
+      variantKernels.push_back(fb::CreateVariantKernel(builder, static_cast<int>(specialized[i]),
+                                                       builder.CreateVector(cubins[i])));
+    out.push_back(fb::CreateVariant(builder, builder.CreateString(name), builder.CreateVector(ids),
+                                    builder.CreateVector(values),
+                                    builder.CreateVector(variantKernels)));
+    report.push_back(llvm::json::Object{{"name", name},
+                                        {"specialized_kernels", static_cast<int64_t>(specialized.size())}});
+  }
+  variantReport = std::move(report);
   return out;
 }
 
@@ -403,7 +491,7 @@ FailureOr<CompiledArtifact> Writer::build() {
   // first (those bind), then dims that are expressions of bound symbols.
   std::vector<int> inputs;
   std::vector<flatbuffers::Offset<fb::Guard>> guards, laterGuards;
-  std::set<std::string> bound;
+  std::set<std::string> &bound = boundSymbols;
   for (BlockArgument arg : body.getArguments()) {
     auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "kiln.name");
     std::string label = name ? name.str() : "arg" + std::to_string(arg.getArgNumber());
@@ -480,7 +568,9 @@ FailureOr<CompiledArtifact> Writer::build() {
   }
 
   std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> cubins;
-  if (failed(compileCubins(cubins)))
+  std::vector<size_t> allKernels(kernels.size());
+  std::iota(allKernels.begin(), allKernels.end(), 0);
+  if (failed(compileCubins(allKernels, {}, cubins)))
     return failure();
   std::vector<flatbuffers::Offset<fb::Kernel>> kernelTable;
   for (size_t k = 0; k < kernels.size(); ++k) {
@@ -499,8 +589,11 @@ FailureOr<CompiledArtifact> Writer::build() {
         kernels[k].reportsErrors,
         kernels[k].workItems ? dim(kernels[k].workItems) : flatbuffers::Offset<fb::Dim>()));
   }
-  FailureOr<std::vector<flatbuffers::Offset<fb::HostLibrary>>> host = hostLibraries();
-  if (failed(host))
+  std::vector<flatbuffers::Offset<fb::HostLibrary>> hostLibs;
+  if (failed(hostLibraries(allKernels, {}, -1, hostLibs)))
+    return failure();
+  FailureOr<std::vector<flatbuffers::Offset<fb::Variant>>> variants = buildVariants(hostLibs);
+  if (failed(variants))
     return failure();
 
   std::vector<std::string> symbolNames = symbols;
@@ -520,13 +613,13 @@ FailureOr<CompiledArtifact> Writer::build() {
       builder.CreateString(options.source), builder.CreateVector(symbolOffsets),
       builder.CreateVector(values), builder.CreateVector(inputs), builder.CreateVector(outputs),
       builder.CreateVector(guards), builder.CreateVector(steps), builder.CreateVector(kernelTable),
-      builder.CreateVector(*host), builder.CreateString(deviceLibrary),
+      builder.CreateVector(hostLibs), builder.CreateString(deviceLibrary),
       builder.CreateVector(weights), blob, /*checksum=*/0, externalName,
       external ? weightBlob.size() : 0,
       external ? artifact::artifactChecksum(weightBlob.data(), weightBlob.size(),
                                             weightBlob.size())
                : 0,
-      builder.CreateVector(predicates));
+      builder.CreateVector(predicates), builder.CreateVector(*variants));
   fb::FinishModelBuffer(builder, model);
 
   CompiledArtifact result;
@@ -541,6 +634,7 @@ FailureOr<CompiledArtifact> Writer::build() {
   result.report["library_calls"] = std::move(libraryReport);
   result.report["graph_breaks"] = std::move(graphBreaks);
   result.report["guards"] = std::move(guardReport);
+  result.report["variants"] = std::move(variantReport);
   result.report["steps"] = static_cast<int64_t>(steps.size());
   result.report["weights"] = llvm::json::Object{{"count", static_cast<int64_t>(weights.size())},
                                                 {"bytes", static_cast<int64_t>(weightBlob.size())}};

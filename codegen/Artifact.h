@@ -43,6 +43,11 @@ struct ArtifactOptions {
   const std::map<std::string, std::shared_ptr<const nvrtc::NvrtcResult>> *prebuiltCubins = nullptr;
   std::string cacheDir;
   int jobs = 2;
+  /// Shape buckets (kiln-compile --buckets): each fixes some symbols to values,
+  /// and every kernel taking one is compiled again with
+  /// -DKILN_SYM_<name>=<value> into a variant the runtime picks by the bound
+  /// symbols.
+  std::vector<std::vector<std::pair<std::string, int64_t>>> variants;
   /// Recorded in the artifact: the model's file name.
   std::string source;
   /// When set, the weights go to CompiledArtifact::weights instead of the

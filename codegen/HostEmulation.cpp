@@ -65,7 +65,7 @@ HostKernels::~HostKernels() = default;
 
 absl::StatusOr<std::unique_ptr<HostKernels>>
 HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cacheDir,
-                   int chunkSize, int jobs) {
+                   int chunkSize, int jobs, const std::vector<std::string> &defines) {
   if (cacheDir.empty())
     cacheDir = defaultCacheDir();
   if (std::error_code ec = llvm::sys::fs::create_directories(cacheDir))
@@ -73,6 +73,8 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
   absl::StatusOr<Compiler> compiler = findCompiler(cacheDir);
   if (!compiler.ok())
     return compiler.status();
+  // Part of the flags, so of every cache key too.
+  compiler->flags.insert(compiler->flags.end(), defines.begin(), defines.end());
   // Kernels sorted by name, so a chunk (and its cache key) depends only on its
   // kernels, not on the order they were generated in.
   std::vector<const GeneratedKernel *> unique;

@@ -32,9 +32,10 @@ public:
   /// Compiles `kernels` for the host in translation units of up to `chunkSize`
   /// kernels, `jobs` compilers at a time, reusing shared objects already in
   /// `cacheDir` (default: $KILN_CACHE_DIR, else ~/.cache/kiln), and loads them.
+  /// `defines` ("-DKILN_SYM_batch=8") specialize the kernels for a variant.
   static absl::StatusOr<std::unique_ptr<HostKernels>>
   build(const std::vector<GeneratedKernel> &kernels, std::string cacheDir = "",
-        int chunkSize = 100, int jobs = 2);
+        int chunkSize = 100, int jobs = 2, const std::vector<std::string> &defines = {});
 
   /// Runs one kernel: `result` (already shaped) is written; `symbolValues` follow
   /// kernel.symbols.

@@ -15,6 +15,7 @@
 #include "kiln/artifact/MemoryPlan.h"
 #include "kiln/artifact/Plan.h"
 #include "tools/Version.h"
+#include "tools/Buckets.h"
 #include "tools/Compile.h"
 #include "tools/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
@@ -98,6 +99,17 @@ static cl::opt<uint64_t> maxTensorBytes(
     cl::init(kiln::ref::kDefaultMaxTensorBytes), cl::cat(category));
 static cl::opt<int> jobs("jobs", cl::desc("Compilers to run at once"), cl::init(2),
                          cl::cat(category));
+static cl::opt<std::string> buckets(
+    "buckets",
+    cl::desc("Shape buckets to specialize kernels for: SYM=VALUES;SYM=VALUES, each value N or "
+             "A..B/STEP (batch=1,8,32;seq=128..512/64); one variant per combination, the "
+             "generic code for every other shape"),
+    cl::value_desc("spec"), cl::cat(category));
+static cl::list<std::string> dynamicRanges(
+    "dynamic",
+    cl::desc("SYM=MIN..MAX: the range of a symbol; calls outside it fail with a guard, and "
+             "without --buckets kiln picks buckets in it (powers of two); repeatable"),
+    cl::value_desc("sym=min..max"), cl::cat(category));
 
 static int fail(const Twine &message) {
   errs() << "kiln-compile: error: " << message << "\n";
@@ -247,6 +259,31 @@ int main(int argc, char **argv) {
   if (weightsFile)
     options.weightsFile = sys::path::filename(weightsPath).str();
 
+  std::vector<kiln::SymbolRange> ranges;
+  for (const std::string &spec : dynamicRanges) {
+    llvm::Expected<kiln::SymbolRange> range = kiln::parseSymbolRange(spec);
+    if (!range)
+      return fail("--dynamic " + toString(range.takeError()));
+    ranges.push_back(*range);
+  }
+  {
+    // Buckets as asked, else from the declared ranges (the rule: Buckets.h).
+    kiln::BucketLists lists;
+    if (!buckets.empty()) {
+      llvm::Expected<kiln::BucketLists> parsed = kiln::parseBuckets(buckets);
+      if (!parsed)
+        return fail("--buckets '" + buckets + "': " + toString(parsed.takeError()));
+      lists = std::move(*parsed);
+    } else {
+      lists = kiln::bucketsFromRanges(ranges);
+    }
+    llvm::Expected<std::vector<kiln::Bucket>> expanded = kiln::expandBuckets(
+        lists, buckets.empty() ? kiln::kMaxAutomaticBuckets : kiln::kMaxBuckets);
+    if (!expanded)
+      return fail("--buckets '" + buckets + "' " + toString(expanded.takeError()));
+    options.variants = std::move(*expanded);
+  }
+
   std::map<std::string, int64_t> binding;
   if (!bind.empty())
     for (StringRef item : llvm::split(StringRef(bind), ',')) {
@@ -289,7 +326,8 @@ int main(int argc, char **argv) {
     return 1;
   double importMs = msSince(start);
   dump("imported", *module);
-  if (failed(kiln::checkTensorSizes(*module, maxTensorBytes)))
+  if (failed(kiln::checkTensorSizes(*module, maxTensorBytes)) ||
+      failed(kiln::addRangeGuards(*module, ranges)))
     return 1;
   start = Clock::now();
   if (!noOptimize) {

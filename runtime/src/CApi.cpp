@@ -441,6 +441,15 @@ kiln_status_t kiln_context_run(kiln_context_t *context, const kiln_tensor_t *inp
   });
 }
 
+kiln_status_t kiln_context_variant(const kiln_context_t *context, const char **out_name) {
+  return guarded("kiln_context_variant", [&] {
+    if (!context || !out_name)
+      return toC(nullArgument("kiln_context_variant", !context ? "context" : "out_name"));
+    *out_name = context->model->model->variantName(context->context->variant).c_str();
+    return toC(absl::OkStatus());
+  });
+}
+
 kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_tensor_t *inputs,
                                 size_t num_inputs, size_t *out_arena_bytes,
                                 size_t *out_unplanned_bytes) {

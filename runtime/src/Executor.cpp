@@ -195,6 +195,8 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
   if (!request.profile)
     return absl::OkStatus();
   std::vector<ProfileEvent> timed;
+  // Which code ran: the variant the bound symbols chose (or the generic one).
+  timed.push_back({context.model().variantName(context.variant), "variant", originUs, 0});
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     absl::StatusOr<double> start = elapsedUs(context, 0, 2 * s + 1);
     absl::StatusOr<double> duration = elapsedUs(context, 2 * s + 1, 2 * s + 2);

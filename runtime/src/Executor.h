@@ -94,6 +94,9 @@ public:
   /// The memory plan of the binding in `memoryFor` (the last one run).
   std::shared_ptr<const MemoryPlan> memory;
   Bindings memoryFor;
+  /// The variant chosen for `memoryFor` (Model::chooseVariant; -1 generic):
+  /// whose kernel code launches run.
+  int variant = -1;
   std::vector<Slot> values;
   /// Launch scratch: kernel argument pointers and symbol values.
   std::vector<uintptr_t> pointers;

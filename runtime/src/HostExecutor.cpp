@@ -36,11 +36,16 @@ absl::StatusOr<std::unique_ptr<HostExecutor>> HostExecutor::create(const Plan &p
                                                                    std::string why) {
   std::unique_ptr<HostExecutor> ex(new HostExecutor());
   ex->description_ = why.empty() ? "host emulation" : "host emulation (" + why + ")";
-  // Each kernel's launcher, from the host libraries that list it.
-  ex->launchers_.assign(plan.kernels.size(), nullptr);
+  // Each kernel's launcher, from the host libraries that list it: table 0 the
+  // generic kernels, table v + 1 variant v's (the generic ones where the
+  // variant has no code of its own).
   std::map<std::string, size_t> kernelIndex;
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     kernelIndex[plan.kernels[k].name] = k;
+  ex->launchers_.assign(plan.variants.size() + 1,
+                        std::vector<artifact::HostLauncher>(plan.kernels.size(), nullptr));
+  std::vector<std::vector<bool>> specialized(plan.variants.size() + 1,
+                                             std::vector<bool>(plan.kernels.size(), false));
   for (const artifact::HostLibraryInfo &lib : plan.hostLibraries) {
     absl::StatusOr<void *> handle = loadHostLibrary(lib.data, lib.size);
     if (!handle.ok())
@@ -52,14 +57,25 @@ absl::StatusOr<std::unique_ptr<HostExecutor>> HostExecutor::create(const Plan &p
       absl::StatusOr<artifact::HostLauncher> launcher = hostLauncher(*handle, name);
       if (!launcher.ok())
         return launcher.status();
-      ex->launchers_[it->second] = *launcher;
+      ex->launchers_[lib.variant + 1][it->second] = *launcher;
+      specialized[lib.variant + 1][it->second] = true;
     }
   }
   for (size_t k = 0; k < plan.kernels.size(); ++k)
-    if (!ex->launchers_[k])
+    if (!ex->launchers_[0][k])
       return absl::FailedPreconditionError(
           absl::StrCat("the artifact has no host-emulation code for kernel ", plan.kernels[k].name,
                        " (compiled without a host library)"));
+  for (size_t v = 0; v < plan.variants.size(); ++v) {
+    for (const auto &[k, cubins] : plan.variants[v].kernels)
+      if (!specialized[v + 1][k])
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the artifact has no host-emulation code for kernel ", plan.kernels[k].name,
+            " of variant ", plan.variants[v].name));
+    for (size_t k = 0; k < plan.kernels.size(); ++k)
+      if (!ex->launchers_[v + 1][k])
+        ex->launchers_[v + 1][k] = ex->launchers_[0][k];
+  }
   return ex;
 }
 
@@ -126,7 +142,7 @@ absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Sh
 
 absl::Status HostExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
   int64_t work = prepareLaunch(context, step);
-  launchers_[step.kernel](context.args.data(),
+  launchers_[context.variant + 1][step.kernel](context.args.data(),
                           artifact::hostGrid(workItems(context, step), work));
   return absl::OkStatus();
 }

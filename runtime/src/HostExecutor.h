@@ -45,7 +45,8 @@ private:
   HostExecutor() = default;
   std::string description_;
   /// Per kernel (Plan::kernels index), its launcher.
-  std::vector<artifact::HostLauncher> launchers_;
+  /// [0]: the generic kernels' launchers; [v + 1]: variant v's.
+  std::vector<std::vector<artifact::HostLauncher>> launchers_;
 };
 
 } // namespace kiln::rt

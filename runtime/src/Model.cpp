@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -214,6 +215,25 @@ absl::Status Model::prepare(Backend requested) {
     hostSteps_[s] = std::move(*step);
   }
 
+  for (size_t v = 0; v < plan_.variants.size(); ++v) {
+    const artifact::VariantInfo &variant = plan_.variants[v];
+    auto group = std::find_if(variantGroups_.begin(), variantGroups_.end(),
+                              [&](const VariantGroup &g) { return g.symbols == variant.symbols; });
+    if (group == variantGroups_.end()) {
+      variantGroups_.push_back({variant.symbols, {}});
+      group = variantGroups_.end() - 1;
+    }
+    VariantKey key{};
+    std::copy(variant.values.begin(), variant.values.end(), key.begin());
+    if (!group->byValues.emplace(key, static_cast<int>(v)).second)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "corrupt artifact: variant ", variant.name, " repeats the values of another"));
+  }
+  std::stable_sort(variantGroups_.begin(), variantGroups_.end(),
+                   [](const VariantGroup &a, const VariantGroup &b) {
+                     return a.symbols.size() > b.symbols.size();
+                   });
+
   std::string noCuda;
   if (requested == Backend::Cuda || requested == Backend::Auto) {
     absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::create(plan_);
@@ -316,6 +336,21 @@ absl::Status Model::brokenPredicate(const artifact::PredicateInfo &p,
       " for inputs ", absl::StrJoin(dims, ", "), ": ", p.reason));
 }
 
+int Model::chooseVariant(const Bindings &symbols) const {
+  for (const VariantGroup &group : variantGroups_) {
+    VariantKey key{};
+    for (size_t i = 0; i < group.symbols.size(); ++i)
+      key[i] = symbols[group.symbols[i]].value_or(-1);
+    if (auto it = group.byValues.find(key); it != group.byValues.end())
+      return it->second;
+  }
+  return -1;
+}
+
+const std::string &Model::variantName(int variant) const {
+  return variant < 0 ? genericName_ : plan_.variants[variant].name;
+}
+
 absl::StatusOr<std::shared_ptr<const MemoryPlan>>
 Model::memoryPlan(const Bindings &symbols) const {
   {
@@ -348,6 +383,8 @@ absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
       return memory.status();
     context.memory = std::move(*memory);
     context.memoryFor = context.symbols;
+    // The variant is a function of the binding too: chosen once per new shape.
+    context.variant = chooseVariant(context.symbols);
   }
   if (context.memory->largestBytes > request.maxTensorBytes) {
     const artifact::ValueInfo &v = plan_.values[context.memory->largestValue];

@@ -15,8 +15,10 @@
 #include "Executor.h"
 #include "HostSteps.h"
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 
+#include <array>
 #include <map>
 #include <memory>
 
@@ -50,6 +52,13 @@ public:
   /// Checks `inputs` against the guards (dtype, rank, every dim) and writes every
   /// symbol's value into `symbols` (sized to the plan's symbols; no allocation).
   absl::Status bindSymbols(absl::Span<const TensorRef> inputs, Bindings &symbols) const;
+
+  /// The variant whose values the bound `symbols` equal (among the variants
+  /// fixing the most symbols first), or -1 for the generic kernels. One hash
+  /// probe per distinct set of fixed symbols, however many variants there are.
+  int chooseVariant(const Bindings &symbols) const;
+  /// "batch=8,seq=128", or "generic" for -1.
+  const std::string &variantName(int variant) const;
 
   /// The memory plan for a binding (computed once per binding and kept).
   /// The memory plan under `symbols` (cached), or an error when a planned size
@@ -95,6 +104,16 @@ private:
   bool reportsErrors_ = false;
   std::unique_ptr<Executor> executor_;
   std::string description_;
+
+  /// Variants grouped by the symbols they fix, groups fixing more first; the
+  /// key is those symbols' values, padded with zeros.
+  using VariantKey = std::array<int64_t, artifact::kMaxVariantSymbols>;
+  struct VariantGroup {
+    std::vector<int> symbols;
+    absl::flat_hash_map<VariantKey, int> byValues;
+  };
+  std::vector<VariantGroup> variantGroups_;
+  std::string genericName_ = "generic";
 
   mutable absl::Mutex cacheMutex_;
   mutable std::map<Bindings, std::shared_ptr<const MemoryPlan>> memoryPlans_;

@@ -236,11 +236,21 @@ int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
     int calls = 0;
   };
   std::map<std::string, Row> rows;
+  std::map<std::string, int> variants; ///< runs per variant
   std::string events;
   for (size_t i = 0; i < kiln_profile_num_events(prof); ++i) {
     const char *name, *kind;
     double start, duration;
     kiln_profile_event(prof, i, &name, &kind, &start, &duration);
+    if (std::string(kind) == "variant") {
+      ++variants[name];
+      char at[64];
+      std::snprintf(at, sizeof(at), "\"ts\":%.3f", start);
+      events += std::string(events.empty() ? "" : ",\n") + "{\"name\":" +
+                jsonString(std::string("variant ") + name) + ",\"cat\":\"variant\",\"ph\":\"i\"," +
+                at + ",\"s\":\"t\",\"pid\":1,\"tid\":1}";
+      continue;
+    }
     Row &row = rows[name];
     row.kind = kind;
     row.total += duration;
@@ -262,6 +272,8 @@ int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
     std::printf("%-40s %-8s %8d %12.3f %12.1f %6.1f%%\n", name.c_str(), row.kind.c_str(), row.calls,
                 row.total / 1000.0, row.total / row.calls, all > 0 ? 100.0 * row.total / all : 0.0);
   std::printf("%zu steps over %d run(s); trace: %s\n", sorted.size(), runs, tracePath.c_str());
+  for (const auto &[name, count] : variants)
+    std::printf("variant: %s (%d run(s))\n", name.c_str(), count);
   FILE *trace = std::fopen(tracePath.c_str(), "w");
   if (!trace)
     return fail("cannot write " + tracePath + ": " + std::strerror(errno));

@@ -118,6 +118,9 @@ private:
   absl::Status readSteps();
   absl::Status readGuards();
   absl::Status readPredicates();
+  absl::Status readVariants();
+  static std::vector<CubinInfo>
+  readCubins(const flatbuffers::Vector<flatbuffers::Offset<fb::Cubin>> *list);
 };
 
 absl::Status Reader::readValues() {
@@ -152,6 +155,66 @@ absl::Status Reader::readValues() {
     }
     plan.values.push_back(std::move(info));
   }
+  return absl::OkStatus();
+}
+
+std::vector<CubinInfo> Reader::readCubins(const flatbuffers::Vector<flatbuffers::Offset<fb::Cubin>> *list) {
+  std::vector<CubinInfo> out;
+  if (list)
+    for (const fb::Cubin *c : *list) {
+      CubinInfo cubin;
+      cubin.sm = c->sm();
+      if (c->cubin()) {
+        cubin.data = c->cubin()->data();
+        cubin.size = c->cubin()->size();
+      }
+      cubin.ptx = c->ptx() ? c->ptx()->str() : "";
+      out.push_back(std::move(cubin));
+    }
+  return out;
+}
+
+absl::Status Reader::readVariants() {
+  std::vector<bool> bound(plan.symbols.size(), false);
+  for (const GuardInfo &g : plan.guards)
+    if (g.binds)
+      bound[*g.expected.soleSymbol()] = true;
+  if (model.variants())
+    for (const fb::Variant *v : *model.variants()) {
+      VariantInfo info;
+      std::string where = absl::StrCat("variant ", plan.variants.size());
+      info.name = v->name() ? v->name()->str() : where;
+      if (v->symbols())
+        info.symbols.assign(v->symbols()->begin(), v->symbols()->end());
+      if (v->values())
+        info.values.assign(v->values()->begin(), v->values()->end());
+      if (info.symbols.empty() || info.symbols.size() != info.values.size() ||
+          info.symbols.size() > static_cast<size_t>(kMaxVariantSymbols))
+        return corrupt(absl::StrCat(where, ": needs 1 to ", kMaxVariantSymbols,
+                                    " symbols, each with one value"));
+      for (size_t i = 0; i < info.symbols.size(); ++i) {
+        int s = info.symbols[i];
+        if (s < 0 || s >= static_cast<int>(plan.symbols.size()) || !bound[s] ||
+            (i && s <= info.symbols[i - 1]) || info.values[i] < 0)
+          return corrupt(absl::StrCat(where, ": symbol ", s,
+                                      " is not an ascending, input-bound symbol with a value >= 0"));
+      }
+      std::vector<bool> seen(plan.kernels.size(), false);
+      if (v->kernels())
+        for (const fb::VariantKernel *k : *v->kernels()) {
+          int kernel = k->kernel();
+          if (kernel < 0 || kernel >= static_cast<int>(plan.kernels.size()) || seen[kernel])
+            return corrupt(absl::StrCat(where, ": kernel ", kernel,
+                                        " is not a kernel or is specialized twice"));
+          seen[kernel] = true;
+          info.kernels.emplace_back(kernel, readCubins(k->cubins()));
+        }
+      plan.variants.push_back(std::move(info));
+    }
+  for (const HostLibraryInfo &lib : plan.hostLibraries)
+    if (lib.variant < -1 || lib.variant >= static_cast<int>(plan.variants.size()))
+      return corrupt(absl::StrCat("a host library belongs to variant ", lib.variant,
+                                  ", which the artifact does not have"));
   return absl::OkStatus();
 }
 
@@ -230,17 +293,7 @@ absl::Status Reader::readKernels() {
           }
         info.bufferShapes.push_back(std::move(dims));
       }
-      if (k->cubins())
-        for (const fb::Cubin *c : *k->cubins()) {
-          CubinInfo cubin;
-          cubin.sm = c->sm();
-          if (c->cubin()) {
-            cubin.data = c->cubin()->data();
-            cubin.size = c->cubin()->size();
-          }
-          cubin.ptx = c->ptx() ? c->ptx()->str() : "";
-          info.cubins.push_back(std::move(cubin));
-        }
+      info.cubins = readCubins(k->cubins());
       plan.kernels.push_back(std::move(info));
     }
   if (model.host_libraries())
@@ -253,6 +306,7 @@ absl::Status Reader::readKernels() {
         info.data = h->data()->data();
         info.size = h->data()->size();
       }
+      info.variant = h->variant();
       plan.hostLibraries.push_back(std::move(info));
     }
   return absl::OkStatus();
@@ -441,7 +495,7 @@ absl::StatusOr<Plan> Reader::read() {
   for (int v : plan.inputs)
     if (plan.values[v].kind != ValueKind::Input)
       return corrupt(absl::StrCat("input ", v, " is not an input value"));
-  for (absl::Status s : {readKernels(), readSteps(), readGuards(), readPredicates()})
+  for (absl::Status s : {readKernels(), readSteps(), readGuards(), readPredicates(), readVariants()})
     if (!s.ok())
       return s;
   return std::move(plan);

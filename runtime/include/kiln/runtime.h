@@ -47,7 +47,7 @@
 #endif
 
 #define KILN_API_VERSION_MAJOR 1
-#define KILN_API_VERSION_MINOR 1
+#define KILN_API_VERSION_MINOR 2
 /* MAJOR * 10000 + MINOR, as kiln_api_version() returns it. */
 #define KILN_API_VERSION (KILN_API_VERSION_MAJOR * 10000 + KILN_API_VERSION_MINOR)
 
@@ -210,6 +210,12 @@ KILN_API kiln_status_t kiln_context_run(kiln_context_t *context, const kiln_tens
                                         size_t num_inputs, kiln_tensor_t *outputs,
                                         size_t num_outputs, const kiln_run_options_t *options);
 
+/* The variant (kernels specialized for symbol values: kiln-compile --buckets)
+ * the context's last run used, as "batch=8,seq=128", or "generic"; valid
+ * until the context's next run or destruction. Since 1.2. */
+KILN_API kiln_status_t kiln_context_variant(const kiln_context_t *context,
+                                            const char **out_name);
+
 /* Bytes of the arena one run with these inputs uses, and the sum of its
  * intermediates' sizes had each its own buffer. */
 KILN_API kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_tensor_t *inputs,
@@ -217,7 +223,9 @@ KILN_API kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_t
                                          size_t *out_unplanned_bytes);
 
 /* Per-step timings, filled by runs given this profile. kind is "kernel",
- * "library" or "host"; times are microseconds from the profile's creation. */
+ * "library" or "host"; times are microseconds from the profile's creation.
+ * Each run also records one event of kind "variant" (duration 0) named by the
+ * variant it ran (as kiln_context_variant). */
 KILN_API kiln_status_t kiln_profile_create(kiln_profile_t **out_profile);
 KILN_API void kiln_profile_destroy(kiln_profile_t *profile);
 KILN_API size_t kiln_profile_num_events(const kiln_profile_t *profile);

@@ -230,6 +230,12 @@ public:
                            options);
   }
 
+  /// The variant the last run used ("batch=8,seq=128" or "generic").
+  std::string variant() const {
+    const char *name = nullptr;
+    return kiln_context_variant(context_.get(), &name) == KILN_OK && name ? name : "";
+  }
+
 private:
   struct Deleter {
     void operator()(kiln_context_t *c) const { kiln_context_destroy(c); }

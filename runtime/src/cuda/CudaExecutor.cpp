@@ -162,9 +162,10 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
 
   // Each kernel from the cubin built for exactly this SM, else the PTX of the
   // newest SM not above it (the driver compiles PTX for newer devices).
-  for (const artifact::KernelInfo &k : plan.kernels) {
+  auto loadFunction = [&](const std::string &name, const std::vector<artifact::CubinInfo> &cubins,
+                          const std::string &of) -> absl::StatusOr<CUfunction> {
     const artifact::CubinInfo *exact = nullptr, *ptx = nullptr;
-    for (const artifact::CubinInfo &c : k.cubins) {
+    for (const artifact::CubinInfo &c : cubins) {
       if (c.sm == sm && c.size)
         exact = &c;
       if (c.sm <= sm && !c.ptx.empty() && (!ptx || c.sm > ptx->sm))
@@ -172,20 +173,40 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
     }
     if (!exact && !ptx)
       return absl::FailedPreconditionError(absl::StrCat(
-          "the artifact has no cubin or PTX for sm_", sm, " (kernel ", k.name,
+          "the artifact has no cubin or PTX for sm_", sm, " (kernel ", name, of,
           "); recompile with kiln-compile --arch sm_", sm));
     CUmodule module = nullptr;
     CUresult r = exact ? cu.cuModuleLoadData(&module, exact->data)
                        : cu.cuModuleLoadData(&module, ptx->ptx.c_str());
     if (r != CUDA_SUCCESS)
       return absl::FailedPreconditionError(
-          absl::StrCat("kernel ", k.name, ": ", cu.describe("cuModuleLoadData", r)));
+          absl::StrCat("kernel ", name, of, ": ", cu.describe("cuModuleLoadData", r)));
     ex->modules_.push_back(module);
     CUfunction function = nullptr;
-    if (CUresult f = cu.cuModuleGetFunction(&function, module, k.name.c_str()); f != CUDA_SUCCESS)
-      return absl::InvalidArgumentError(
-          absl::StrCat("corrupt artifact: kernel ", k.name, ": ", cu.describe("cuModuleGetFunction", f)));
-    ex->functions_.push_back(function);
+    if (CUresult f = cu.cuModuleGetFunction(&function, module, name.c_str()); f != CUDA_SUCCESS)
+      return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: kernel ", name, of, ": ",
+                                                     cu.describe("cuModuleGetFunction", f)));
+    return function;
+  };
+  // Table 0: the generic kernels; table v + 1: variant v's, the generic ones
+  // where it has no code of its own.
+  ex->functions_.assign(1, {});
+  for (const artifact::KernelInfo &k : plan.kernels) {
+    absl::StatusOr<CUfunction> function = loadFunction(k.name, k.cubins, "");
+    if (!function.ok())
+      return function.status();
+    ex->functions_[0].push_back(*function);
+  }
+  for (const artifact::VariantInfo &variant : plan.variants) {
+    std::vector<CUfunction> table = ex->functions_[0];
+    for (const auto &[k, cubins] : variant.kernels) {
+      absl::StatusOr<CUfunction> function =
+          loadFunction(plan.kernels[k].name, cubins, " of variant " + variant.name);
+      if (!function.ok())
+        return function.status();
+      table[k] = *function;
+    }
+    ex->functions_.push_back(std::move(table));
   }
 
   // Weights go to the device once; every call reads them in place.
@@ -293,7 +314,7 @@ absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &ste
                        ? items
                        : (items + kBlockThreads - 1) / kBlockThreads;
   unsigned grid = static_cast<unsigned>(std::min(std::max<int64_t>(blocks, 1), kMaxBlocks));
-  CUresult r = cu.cuLaunchKernel(functions_[step.kernel], grid, 1, 1, kBlockThreads, 1, 1, 0,
+  CUresult r = cu.cuLaunchKernel(functions_[context.variant + 1][step.kernel], grid, 1, 1, kBlockThreads, 1, 1, 0,
                                  stateOf(context).stream, context.args.data(), nullptr);
   return r == CUDA_SUCCESS ? absl::OkStatus()
                            : absl::InternalError(cu.describe("cuLaunchKernel", r));

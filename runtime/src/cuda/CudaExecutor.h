@@ -56,7 +56,8 @@ private:
   CUcontext context_ = nullptr;
   std::string device_; ///< "NVIDIA H200 (sm_90)"
   std::vector<CUmodule> modules_;
-  std::vector<CUfunction> functions_; ///< per Plan::kernels entry
+  /// [0]: per Plan::kernels entry, the generic code; [v + 1]: variant v's.
+  std::vector<std::vector<CUfunction>> functions_;
   std::vector<CUdeviceptr> weights_;  ///< per value; 0 unless a weight
   /// Device buffers of data-dependent results, reused across calls.
   std::unique_ptr<BufferPool<CUdeviceptr>> pool_;

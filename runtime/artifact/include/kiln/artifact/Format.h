@@ -18,8 +18,12 @@ namespace kiln::artifact {
 /// StepOp union) instead of op names with attributes; schema-owned enums.
 /// 3: kernels carry their buffers' dims (Kernel.buffer_shapes), checked at load.
 /// 4: predicates over the symbols (Model.predicates) that every call checks; a
-/// runtime that ignored them would compute with sizes the code does not fit.
+/// runtime that ignored them would compute with sizes the code does not fit;
+/// variants (kernels specialized for symbol values).
 constexpr uint32_t kFormatVersion = 4;
+
+/// The most symbols one variant fixes (the runtime's dispatch key is that wide).
+constexpr int kMaxVariantSymbols = 8;
 
 /// Alignment of weights inside the artifact (a mapped file is used in place).
 constexpr size_t kWeightAlignment = 64;

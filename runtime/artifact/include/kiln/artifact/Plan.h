@@ -104,6 +104,16 @@ struct HostLibraryInfo {
   std::vector<std::string> kernels;
   const uint8_t *data = nullptr;
   size_t size = 0;
+  int variant = -1; ///< the Variant these launchers are specialized for; -1 generic
+};
+
+/// Kernels specialized for exact values of some symbols (the schema's Variant).
+struct VariantInfo {
+  std::string name; ///< "batch=8,seq=128"
+  std::vector<int> symbols; ///< ascending, at most kMaxVariantSymbols
+  std::vector<int64_t> values;
+  /// Per specialized kernel: its index in Plan::kernels and its cubins.
+  std::vector<std::pair<int, std::vector<CubinInfo>>> kernels;
 };
 
 struct GuardInfo {
@@ -136,6 +146,7 @@ struct Plan {
   std::vector<StepInfo> steps;
   std::vector<KernelInfo> kernels;
   std::vector<HostLibraryInfo> hostLibraries;
+  std::vector<VariantInfo> variants;
   std::string deviceLibrary;
 };
 
