@@ -441,6 +441,30 @@ kiln_status_t kiln_context_run(kiln_context_t *context, const kiln_tensor_t *inp
   });
 }
 
+kiln_status_t kiln_model_add_variants(kiln_model_t *model, const void *pack, size_t size,
+                                      size_t *out_added) {
+  return guarded("kiln_model_add_variants", [&] {
+    if (!model)
+      return toC(nullArgument("kiln_model_add_variants", "model"));
+    absl::StatusOr<int> added = model->model->addVariants(pack, size);
+    if (!added.ok())
+      return toC(added.status());
+    if (out_added)
+      *out_added = static_cast<size_t>(*added);
+    return toC(absl::OkStatus());
+  });
+}
+
+kiln_status_t kiln_model_set_variant_miss_handler(kiln_model_t *model,
+                                                  kiln_variant_miss_fn handler, void *user_data) {
+  return guarded("kiln_model_set_variant_miss_handler", [&] {
+    if (!model)
+      return toC(nullArgument("kiln_model_set_variant_miss_handler", "model"));
+    model->model->setVariantMissHandler(handler, user_data);
+    return toC(absl::OkStatus());
+  });
+}
+
 kiln_status_t kiln_context_variant(const kiln_context_t *context, const char **out_name) {
   return guarded("kiln_context_variant", [&] {
     if (!context || !out_name)

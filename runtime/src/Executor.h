@@ -97,6 +97,8 @@ public:
   /// The variant chosen for `memoryFor` (Model::chooseVariant; -1 generic):
   /// whose kernel code launches run.
   int variant = -1;
+  /// Scratch for the model's variant-miss handler.
+  std::vector<int64_t> missSymbols;
   std::vector<Slot> values;
   /// Launch scratch: kernel argument pointers and symbol values.
   std::vector<uintptr_t> pointers;
@@ -113,9 +115,36 @@ private:
   const Model &model_;
 };
 
+/// The most variants one model holds: the artifact's and those installed
+/// later (kiln_model_add_variants).
+constexpr int kMaxVariants = 4096;
+
+/// A backend's kernel code per variant: slot 0 the generic kernels, slot v + 1
+/// variant v's (one entry per Plan::kernels). A slot is written once, before the
+/// model publishes the variant to callers, and never moves: runs read slots
+/// without a lock while later variants are installed.
+template <typename Function> class VariantTables {
+public:
+  VariantTables() : slots_(new std::unique_ptr<const std::vector<Function>>[kMaxVariants + 1]) {}
+  const std::vector<Function> &at(int variant) const { return *slots_[variant + 1]; }
+  void set(int variant, std::vector<Function> table) {
+    slots_[variant + 1] = std::make_unique<const std::vector<Function>>(std::move(table));
+  }
+
+private:
+  std::unique_ptr<std::unique_ptr<const std::vector<Function>>[]> slots_;
+};
+
 class Executor {
 public:
   virtual ~Executor() = default;
+
+  /// Loads variant `variant`'s kernel code (its cubins, or `libraries`' host
+  /// launchers) into its slot; kernels it does not specialize keep the generic
+  /// code. Called once per variant, serialized by the model, before the
+  /// variant is published.
+  virtual absl::Status installVariant(int variant, const artifact::VariantInfo &info,
+                                      absl::Span<const artifact::HostLibraryInfo> libraries) = 0;
 
   /// "cuda on NVIDIA H200 (sm_90)", "host emulation".
   virtual std::string description() const = 0;

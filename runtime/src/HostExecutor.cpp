@@ -36,17 +36,38 @@ absl::StatusOr<std::unique_ptr<HostExecutor>> HostExecutor::create(const Plan &p
                                                                    std::string why) {
   std::unique_ptr<HostExecutor> ex(new HostExecutor());
   ex->description_ = why.empty() ? "host emulation" : "host emulation (" + why + ")";
-  // Each kernel's launcher, from the host libraries that list it: table 0 the
-  // generic kernels, table v + 1 variant v's (the generic ones where the
-  // variant has no code of its own).
+  ex->plan_ = &plan;
+  // The generic kernels' launchers from the host libraries of no variant, then
+  // each variant's from its own.
+  std::vector<artifact::HostLibraryInfo> generic;
+  for (const artifact::HostLibraryInfo &lib : plan.hostLibraries)
+    if (lib.variant < 0)
+      generic.push_back(lib);
+  artifact::VariantInfo none;
+  if (absl::Status s = ex->installVariant(-1, none, generic); !s.ok())
+    return s;
+  for (size_t v = 0; v < plan.variants.size(); ++v) {
+    std::vector<artifact::HostLibraryInfo> own;
+    for (const artifact::HostLibraryInfo &lib : plan.hostLibraries)
+      if (lib.variant == static_cast<int>(v))
+        own.push_back(lib);
+    if (absl::Status s = ex->installVariant(static_cast<int>(v), plan.variants[v], own); !s.ok())
+      return s;
+  }
+  return ex;
+}
+
+absl::Status HostExecutor::installVariant(int variant, const artifact::VariantInfo &info,
+                                          absl::Span<const artifact::HostLibraryInfo> libraries) {
+  const Plan &plan = *plan_;
   std::map<std::string, size_t> kernelIndex;
   for (size_t k = 0; k < plan.kernels.size(); ++k)
     kernelIndex[plan.kernels[k].name] = k;
-  ex->launchers_.assign(plan.variants.size() + 1,
-                        std::vector<artifact::HostLauncher>(plan.kernels.size(), nullptr));
-  std::vector<std::vector<bool>> specialized(plan.variants.size() + 1,
-                                             std::vector<bool>(plan.kernels.size(), false));
-  for (const artifact::HostLibraryInfo &lib : plan.hostLibraries) {
+  std::vector<artifact::HostLauncher> table =
+      variant < 0 ? std::vector<artifact::HostLauncher>(plan.kernels.size(), nullptr)
+                  : launchers_.at(-1);
+  std::vector<bool> own(plan.kernels.size(), false);
+  for (const artifact::HostLibraryInfo &lib : libraries) {
     absl::StatusOr<void *> handle = loadHostLibrary(lib.data, lib.size);
     if (!handle.ok())
       return handle.status();
@@ -57,26 +78,25 @@ absl::StatusOr<std::unique_ptr<HostExecutor>> HostExecutor::create(const Plan &p
       absl::StatusOr<artifact::HostLauncher> launcher = hostLauncher(*handle, name);
       if (!launcher.ok())
         return launcher.status();
-      ex->launchers_[lib.variant + 1][it->second] = *launcher;
-      specialized[lib.variant + 1][it->second] = true;
+      table[it->second] = *launcher;
+      own[it->second] = true;
     }
   }
-  for (size_t k = 0; k < plan.kernels.size(); ++k)
-    if (!ex->launchers_[0][k])
-      return absl::FailedPreconditionError(
-          absl::StrCat("the artifact has no host-emulation code for kernel ", plan.kernels[k].name,
-                       " (compiled without a host library)"));
-  for (size_t v = 0; v < plan.variants.size(); ++v) {
-    for (const auto &[k, cubins] : plan.variants[v].kernels)
-      if (!specialized[v + 1][k])
+  if (variant < 0) {
+    for (size_t k = 0; k < plan.kernels.size(); ++k)
+      if (!table[k])
         return absl::FailedPreconditionError(absl::StrCat(
             "the artifact has no host-emulation code for kernel ", plan.kernels[k].name,
-            " of variant ", plan.variants[v].name));
-    for (size_t k = 0; k < plan.kernels.size(); ++k)
-      if (!ex->launchers_[v + 1][k])
-        ex->launchers_[v + 1][k] = ex->launchers_[0][k];
+            " (compiled without a host library)"));
+  } else {
+    for (const auto &[k, cubins] : info.kernels)
+      if (!own[k])
+        return absl::FailedPreconditionError(
+            absl::StrCat("no host-emulation code for kernel ", plan.kernels[k].name,
+                         " of variant ", info.name));
   }
-  return ex;
+  launchers_.set(variant, std::move(table));
+  return absl::OkStatus();
 }
 
 absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &request) const {
@@ -142,7 +162,7 @@ absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Sh
 
 absl::Status HostExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
   int64_t work = prepareLaunch(context, step);
-  launchers_[context.variant + 1][step.kernel](context.args.data(),
+  launchers_.at(context.variant)[step.kernel](context.args.data(),
                           artifact::hostGrid(workItems(context, step), work));
   return absl::OkStatus();
 }

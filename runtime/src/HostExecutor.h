@@ -24,6 +24,8 @@ public:
 
   std::string description() const override { return description_; }
   bool isCuda() const override { return false; }
+  absl::Status installVariant(int variant, const artifact::VariantInfo &info,
+                              absl::Span<const artifact::HostLibraryInfo> libraries) override;
 
 protected:
   absl::Status begin(ExecutionContext &context, const RunRequest &request) const override;
@@ -44,9 +46,9 @@ protected:
 private:
   HostExecutor() = default;
   std::string description_;
-  /// Per kernel (Plan::kernels index), its launcher.
-  /// [0]: the generic kernels' launchers; [v + 1]: variant v's.
-  std::vector<std::vector<artifact::HostLauncher>> launchers_;
+  const Plan *plan_ = nullptr;
+  /// Per variant, per kernel (Plan::kernels index), its launcher.
+  VariantTables<artifact::HostLauncher> launchers_;
 };
 
 } // namespace kiln::rt

@@ -215,24 +215,21 @@ absl::Status Model::prepare(Backend requested) {
     hostSteps_[s] = std::move(*step);
   }
 
+  // The artifact's variants: the first dispatch table (the executors load
+  // their code below).
+  auto table = std::make_unique<DispatchTable>();
+  if (plan_.variants.size() > static_cast<size_t>(kMaxVariants))
+    return absl::InvalidArgumentError(absl::StrCat("the artifact has ", plan_.variants.size(),
+                                                   " variants; the runtime holds at most ",
+                                                   kMaxVariants));
   for (size_t v = 0; v < plan_.variants.size(); ++v) {
-    const artifact::VariantInfo &variant = plan_.variants[v];
-    auto group = std::find_if(variantGroups_.begin(), variantGroups_.end(),
-                              [&](const VariantGroup &g) { return g.symbols == variant.symbols; });
-    if (group == variantGroups_.end()) {
-      variantGroups_.push_back({variant.symbols, {}});
-      group = variantGroups_.end() - 1;
-    }
-    VariantKey key{};
-    std::copy(variant.values.begin(), variant.values.end(), key.begin());
-    if (!group->byValues.emplace(key, static_cast<int>(v)).second)
+    if (chooseIn(*table, plan_.variants[v]) >= 0)
       return absl::InvalidArgumentError(absl::StrCat(
-          "corrupt artifact: variant ", variant.name, " repeats the values of another"));
+          "corrupt artifact: variant ", plan_.variants[v].name, " repeats the values of another"));
+    addToTable(*table, plan_.variants[v], static_cast<int>(v));
   }
-  std::stable_sort(variantGroups_.begin(), variantGroups_.end(),
-                   [](const VariantGroup &a, const VariantGroup &b) {
-                     return a.symbols.size() > b.symbols.size();
-                   });
+  dispatch_.store(table.get(), std::memory_order_release);
+  tables_.push_back(std::move(table));
 
   std::string noCuda;
   if (requested == Backend::Cuda || requested == Backend::Auto) {
@@ -336,19 +333,104 @@ absl::Status Model::brokenPredicate(const artifact::PredicateInfo &p,
       " for inputs ", absl::StrJoin(dims, ", "), ": ", p.reason));
 }
 
-int Model::chooseVariant(const Bindings &symbols) const {
-  for (const VariantGroup &group : variantGroups_) {
+namespace {
+/// The key of `symbols`' values: zeros past the group's symbols.
+template <typename Key> Key keyOf(const std::vector<int> &group, const Bindings &symbols) {
+  Key key{};
+  for (size_t i = 0; i < group.size(); ++i)
+    key[i] = symbols[group[i]].value_or(-1);
+  return key;
+}
+} // namespace
+
+void Model::addToTable(DispatchTable &table, const artifact::VariantInfo &variant, int index) {
+  auto group = std::find_if(table.groups.begin(), table.groups.end(),
+                            [&](const VariantGroup &g) { return g.symbols == variant.symbols; });
+  if (group == table.groups.end()) {
+    table.groups.push_back({variant.symbols, {}});
+    // Groups fixing more symbols are probed first: the most specific wins.
+    std::stable_sort(table.groups.begin(), table.groups.end(),
+                     [](const VariantGroup &a, const VariantGroup &b) {
+                       return a.symbols.size() > b.symbols.size();
+                     });
+    group = std::find_if(table.groups.begin(), table.groups.end(),
+                         [&](const VariantGroup &g) { return g.symbols == variant.symbols; });
+  }
+  VariantKey key{};
+  std::copy(variant.values.begin(), variant.values.end(), key.begin());
+  group->byValues.emplace(key, index);
+  if (table.names.size() <= static_cast<size_t>(index))
+    table.names.resize(index + 1);
+  table.names[index] = variant.name;
+}
+
+int Model::chooseIn(const DispatchTable &table, const artifact::VariantInfo &variant) {
+  for (const VariantGroup &group : table.groups) {
+    if (group.symbols != variant.symbols)
+      continue;
     VariantKey key{};
-    for (size_t i = 0; i < group.symbols.size(); ++i)
-      key[i] = symbols[group.symbols[i]].value_or(-1);
-    if (auto it = group.byValues.find(key); it != group.byValues.end())
-      return it->second;
+    std::copy(variant.values.begin(), variant.values.end(), key.begin());
+    auto it = group.byValues.find(key);
+    return it == group.byValues.end() ? -1 : it->second;
   }
   return -1;
 }
 
+int Model::chooseVariant(const Bindings &symbols) const {
+  const DispatchTable &table = *dispatch_.load(std::memory_order_acquire);
+  for (const VariantGroup &group : table.groups)
+    if (auto it = group.byValues.find(keyOf<VariantKey>(group.symbols, symbols));
+        it != group.byValues.end())
+      return it->second;
+  return -1;
+}
+
 const std::string &Model::variantName(int variant) const {
-  return variant < 0 ? genericName_ : plan_.variants[variant].name;
+  if (variant < 0)
+    return genericName_;
+  // The newest table names every variant any call can have chosen.
+  return dispatch_.load(std::memory_order_acquire)->names[variant];
+}
+
+absl::StatusOr<int> Model::addVariants(const void *pack, size_t size) {
+  if (!pack && size)
+    return absl::InvalidArgumentError("variant pack data is NULL");
+  absl::MutexLock lock(&installMutex_);
+  // A private, aligned copy: the variants and the code loaded from them point in.
+  auto copy = std::unique_ptr<uint64_t[]>(new uint64_t[(size + 7) / 8 + 1]);
+  if (size)
+    std::memcpy(copy.get(), pack, size);
+  absl::StatusOr<artifact::VariantPackInfo> read =
+      artifact::readVariantPack(reinterpret_cast<const uint8_t *>(copy.get()), size, plan_);
+  if (!read.ok())
+    return read.status();
+  const DispatchTable &current = *dispatch_.load(std::memory_order_acquire);
+  auto next = std::make_unique<DispatchTable>(current);
+  int added = 0;
+  for (size_t v = 0; v < read->variants.size(); ++v) {
+    const artifact::VariantInfo &variant = read->variants[v];
+    if (chooseIn(*next, variant) >= 0)
+      continue; // installed already (another thread's pack for the same shapes)
+    int index = static_cast<int>(next->names.size());
+    if (index >= kMaxVariants)
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the model holds ", kMaxVariants, " variants already"));
+    std::vector<artifact::HostLibraryInfo> libraries;
+    for (const artifact::HostLibraryInfo &lib : read->hostLibraries)
+      if (lib.variant == static_cast<int>(v))
+        libraries.push_back(lib);
+    if (absl::Status s = executor_->installVariant(index, variant, libraries); !s.ok())
+      return s;
+    installed_.push_back(std::make_unique<const artifact::VariantInfo>(variant));
+    addToTable(*next, variant, index);
+    ++added;
+  }
+  if (!added)
+    return 0;
+  packs_.push_back(std::move(copy));
+  dispatch_.store(next.get(), std::memory_order_release);
+  tables_.push_back(std::move(next));
+  return added;
 }
 
 absl::StatusOr<std::shared_ptr<const MemoryPlan>>
@@ -385,6 +467,13 @@ absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
     context.memoryFor = context.symbols;
     // The variant is a function of the binding too: chosen once per new shape.
     context.variant = chooseVariant(context.symbols);
+    if (context.variant < 0 && missHandler_) {
+      // A JIT may compile a variant for these shapes in the background.
+      context.missSymbols.assign(context.symbols.size(), -1);
+      for (size_t i = 0; i < context.symbols.size(); ++i)
+        context.missSymbols[i] = context.symbols[i].value_or(-1);
+      missHandler_(missUser_, context.missSymbols.data(), context.missSymbols.size());
+    }
   }
   if (context.memory->largestBytes > request.maxTensorBytes) {
     const artifact::ValueInfo &v = plan_.values[context.memory->largestValue];

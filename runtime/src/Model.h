@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 
 #include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 
@@ -55,10 +56,26 @@ public:
 
   /// The variant whose values the bound `symbols` equal (among the variants
   /// fixing the most symbols first), or -1 for the generic kernels. One hash
-  /// probe per distinct set of fixed symbols, however many variants there are.
+  /// probe per distinct set of fixed symbols, however many variants there are;
+  /// lock-free against installs.
   int chooseVariant(const Bindings &symbols) const;
   /// "batch=8,seq=128", or "generic" for -1.
   const std::string &variantName(int variant) const;
+
+  /// Installs the variants of a variant pack compiled for this artifact
+  /// (kiln_variants.fbs; the bytes are copied). Safe while other threads run
+  /// the model: a call that binds afterwards may pick them. Variants whose
+  /// values the model has already are skipped. Returns how many were added.
+  absl::StatusOr<int> addVariants(const void *pack, size_t size);
+
+  /// Called on the running thread when a call binds shapes its context did not
+  /// run last and no variant has them: `symbols` holds every symbol's value
+  /// (-1 unbound). It must not block. Set before runs start.
+  using VariantMissHandler = void (*)(void *user, const int64_t *symbols, size_t count);
+  void setVariantMissHandler(VariantMissHandler handler, void *user) {
+    missHandler_ = handler;
+    missUser_ = user;
+  }
 
   /// The memory plan for a binding (computed once per binding and kept).
   /// The memory plan under `symbols` (cached), or an error when a planned size
@@ -112,8 +129,26 @@ private:
     std::vector<int> symbols;
     absl::flat_hash_map<VariantKey, int> byValues;
   };
-  std::vector<VariantGroup> variantGroups_;
+  /// What calls choose from: published whole (an atomic pointer), replaced by
+  /// a copy with more variants on each install; every table published stays
+  /// alive with the model, since a call may still be reading an older one.
+  struct DispatchTable {
+    std::vector<VariantGroup> groups;
+    std::vector<std::string> names; ///< per variant index
+  };
+  /// `table` with variant `index` (its symbols, values, name) added.
+  static void addToTable(DispatchTable &table, const artifact::VariantInfo &variant, int index);
+  /// The variant of `table` with exactly `variant`'s symbols and values, or -1.
+  static int chooseIn(const DispatchTable &table, const artifact::VariantInfo &variant);
+  std::atomic<const DispatchTable *> dispatch_{nullptr};
   std::string genericName_ = "generic";
+  absl::Mutex installMutex_;
+  std::vector<std::unique_ptr<const DispatchTable>> tables_;
+  /// Installed packs' bytes and variants (the code loaded from them points in).
+  std::vector<std::unique_ptr<uint64_t[]>> packs_;
+  std::vector<std::unique_ptr<const artifact::VariantInfo>> installed_;
+  VariantMissHandler missHandler_ = nullptr;
+  void *missUser_ = nullptr;
 
   mutable absl::Mutex cacheMutex_;
   mutable std::map<Bindings, std::shared_ptr<const MemoryPlan>> memoryPlans_;

@@ -4,6 +4,7 @@
 
 #include "kiln/artifact/MemoryPlan.h"
 #include "kiln/artifact/Plan.h"
+#include "kiln/schema/kiln_variants_generated.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime.hpp"
 
@@ -150,6 +151,103 @@ TEST(Artifact, PredicatesAreCheckedAfterBinding) {
   EXPECT_EQ(loaded.code(), KILN_INVALID_ARGUMENT);
   EXPECT_NE(loaded.message().find("predicate 0: symbol 'm' is bound by no input"), std::string::npos)
       << loaded.message();
+}
+
+/// A variant pack fixing symbol `symbol` to `value` (no kernels to specialize:
+/// the test artifact has none), for the artifact whose checksum is `artifact`.
+std::string buildPack(uint64_t artifact, int symbol, int64_t value) {
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<fb::Variant>> variants = {fb::CreateVariant(
+      b, b.CreateString("n=" + std::to_string(value)), b.CreateVector(std::vector<int>{symbol}),
+      b.CreateVector(std::vector<int64_t>{value}))};
+  b.ForceDefaults(true);
+  auto pack = fb::CreateVariantPack(b, kiln::artifact::kFormatVersion, artifact,
+                                    b.CreateVector(variants), 0, 0);
+  fb::FinishVariantPackBuffer(b, pack);
+  std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+  kiln::artifact::sealVariantPack(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
+  return bytes;
+}
+
+TEST(Artifact, VariantPacksInstallWhileTheModelServes) {
+  std::string bytes = buildArtifact();
+  kiln_model_t *model = nullptr;
+  ASSERT_EQ(load(bytes, &model), KILN_OK) << kiln_last_error();
+  absl::StatusOr<kiln::artifact::Plan> plan = kiln::artifact::readArtifact(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+  ASSERT_TRUE(plan.ok());
+  // The miss handler hears of shapes no variant has.
+  std::vector<int64_t> missed;
+  ASSERT_EQ(kiln_model_set_variant_miss_handler(
+                model,
+                [](void *user, const int64_t *values, size_t count) {
+                  static_cast<std::vector<int64_t> *>(user)->assign(values, values + count);
+                },
+                &missed),
+            KILN_OK);
+  kiln_context_t *context = nullptr;
+  ASSERT_EQ(kiln_context_create(model, &context), KILN_OK);
+  float x[6] = {1, 0, 0, 1, 1, 1};
+  int64_t dims[2] = {3, 2};
+  kiln_tensor_t input = {};
+  input.dtype = KILN_F32;
+  input.rank = 2;
+  std::memcpy(input.dims, dims, sizeof(dims));
+  input.data = x;
+  input.size_bytes = sizeof(x);
+  std::vector<float> y(9);
+  int64_t s[2], c[2];
+  kiln_tensor_t outputs[3] = {};
+  outputs[0].data = y.data();
+  outputs[0].size_bytes = y.size() * 4;
+  outputs[1].data = s;
+  outputs[1].size_bytes = sizeof(s);
+  outputs[2].data = c;
+  outputs[2].size_bytes = sizeof(c);
+  ASSERT_EQ(kiln_context_run(context, &input, 1, outputs, 3, nullptr), KILN_OK) << kiln_last_error();
+  const char *name = nullptr;
+  ASSERT_EQ(kiln_context_variant(context, &name), KILN_OK);
+  EXPECT_STREQ(name, "generic");
+  EXPECT_EQ(missed, (std::vector<int64_t>{3, -1}));
+
+  // A pack for another artifact, or a damaged one, is refused.
+  std::string other = buildPack(plan->checksum + 1, 0, 3);
+  EXPECT_EQ(kiln_model_add_variants(model, other.data(), other.size(), nullptr),
+            KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("compiled for another artifact"), std::string::npos)
+      << kiln_last_error();
+  std::string pack = buildPack(plan->checksum, 0, 3);
+  std::string damaged = pack;
+  damaged[damaged.size() / 2] ^= 0x40;
+  EXPECT_NE(kiln_model_add_variants(model, damaged.data(), damaged.size(), nullptr), KILN_OK);
+  // A symbol no input binds is refused like in an artifact.
+  std::string unbound = buildPack(plan->checksum, 1, 3);
+  EXPECT_EQ(kiln_model_add_variants(model, unbound.data(), unbound.size(), nullptr),
+            KILN_INVALID_ARGUMENT);
+
+  size_t added = 0;
+  ASSERT_EQ(kiln_model_add_variants(model, pack.data(), pack.size(), &added), KILN_OK)
+      << kiln_last_error();
+  EXPECT_EQ(added, 1u);
+  ASSERT_EQ(kiln_model_add_variants(model, pack.data(), pack.size(), &added), KILN_OK);
+  EXPECT_EQ(added, 0u); // installed already
+  // The context's shapes did not change: it keeps its choice until they do.
+  dims[0] = 2;
+  std::memcpy(input.dims, dims, sizeof(dims));
+  input.size_bytes = 16;
+  ASSERT_EQ(kiln_context_run(context, &input, 1, outputs, 3, nullptr), KILN_OK);
+  dims[0] = 3;
+  std::memcpy(input.dims, dims, sizeof(dims));
+  input.size_bytes = sizeof(x);
+  missed.clear();
+  outputs[0].size_bytes = y.size() * 4; // runs set each output's size to what they wrote
+  ASSERT_EQ(kiln_context_run(context, &input, 1, outputs, 3, nullptr), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_context_variant(context, &name), KILN_OK);
+  EXPECT_STREQ(name, "n=3");
+  EXPECT_TRUE(missed.empty());
+  EXPECT_EQ(y[8], 9.0f); // row 2 = [1, 1] @ w = [5, 7, 9]
+  kiln_context_destroy(context);
+  kiln_model_destroy(model);
 }
 
 TEST(Artifact, SmallOutputBufferReportsTheNeededSize) {

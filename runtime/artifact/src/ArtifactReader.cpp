@@ -1,6 +1,7 @@
 //===- ArtifactReader.cpp - read and check an artifact --------------------===//
 
 #include "kiln/artifact/Plan.h"
+#include "kiln/schema/kiln_variants_generated.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -45,6 +46,10 @@ int64_t floorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
+
+std::vector<CubinInfo> readCubins(const flatbuffers::Vector<flatbuffers::Offset<fb::Cubin>> *list);
+/// A Variant table checked against `plan` (symbols bound by its guards, kernels).
+absl::StatusOr<VariantInfo> readVariant(const fb::Variant *v, const Plan &plan, size_t index);
 
 class Reader {
 public:
@@ -119,8 +124,6 @@ private:
   absl::Status readGuards();
   absl::Status readPredicates();
   absl::Status readVariants();
-  static std::vector<CubinInfo>
-  readCubins(const flatbuffers::Vector<flatbuffers::Offset<fb::Cubin>> *list);
 };
 
 absl::Status Reader::readValues() {
@@ -158,7 +161,7 @@ absl::Status Reader::readValues() {
   return absl::OkStatus();
 }
 
-std::vector<CubinInfo> Reader::readCubins(const flatbuffers::Vector<flatbuffers::Offset<fb::Cubin>> *list) {
+std::vector<CubinInfo> readCubins(const flatbuffers::Vector<flatbuffers::Offset<fb::Cubin>> *list) {
   std::vector<CubinInfo> out;
   if (list)
     for (const fb::Cubin *c : *list) {
@@ -175,47 +178,57 @@ std::vector<CubinInfo> Reader::readCubins(const flatbuffers::Vector<flatbuffers:
 }
 
 absl::Status Reader::readVariants() {
-  std::vector<bool> bound(plan.symbols.size(), false);
-  for (const GuardInfo &g : plan.guards)
-    if (g.binds)
-      bound[*g.expected.soleSymbol()] = true;
   if (model.variants())
     for (const fb::Variant *v : *model.variants()) {
-      VariantInfo info;
-      std::string where = absl::StrCat("variant ", plan.variants.size());
-      info.name = v->name() ? v->name()->str() : where;
-      if (v->symbols())
-        info.symbols.assign(v->symbols()->begin(), v->symbols()->end());
-      if (v->values())
-        info.values.assign(v->values()->begin(), v->values()->end());
-      if (info.symbols.empty() || info.symbols.size() != info.values.size() ||
-          info.symbols.size() > static_cast<size_t>(kMaxVariantSymbols))
-        return corrupt(absl::StrCat(where, ": needs 1 to ", kMaxVariantSymbols,
-                                    " symbols, each with one value"));
-      for (size_t i = 0; i < info.symbols.size(); ++i) {
-        int s = info.symbols[i];
-        if (s < 0 || s >= static_cast<int>(plan.symbols.size()) || !bound[s] ||
-            (i && s <= info.symbols[i - 1]) || info.values[i] < 0)
-          return corrupt(absl::StrCat(where, ": symbol ", s,
-                                      " is not an ascending, input-bound symbol with a value >= 0"));
-      }
-      std::vector<bool> seen(plan.kernels.size(), false);
-      if (v->kernels())
-        for (const fb::VariantKernel *k : *v->kernels()) {
-          int kernel = k->kernel();
-          if (kernel < 0 || kernel >= static_cast<int>(plan.kernels.size()) || seen[kernel])
-            return corrupt(absl::StrCat(where, ": kernel ", kernel,
-                                        " is not a kernel or is specialized twice"));
-          seen[kernel] = true;
-          info.kernels.emplace_back(kernel, readCubins(k->cubins()));
-        }
-      plan.variants.push_back(std::move(info));
+      absl::StatusOr<VariantInfo> info = readVariant(v, plan, plan.variants.size());
+      if (!info.ok())
+        return info.status();
+      plan.variants.push_back(std::move(*info));
     }
   for (const HostLibraryInfo &lib : plan.hostLibraries)
     if (lib.variant < -1 || lib.variant >= static_cast<int>(plan.variants.size()))
       return corrupt(absl::StrCat("a host library belongs to variant ", lib.variant,
                                   ", which the artifact does not have"));
   return absl::OkStatus();
+}
+
+absl::StatusOr<VariantInfo> readVariant(const fb::Variant *v, const Plan &plan, size_t index) {
+  auto corrupt = [](const std::string &what) {
+    return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: ", what));
+  };
+  std::vector<bool> bound(plan.symbols.size(), false);
+  for (const GuardInfo &g : plan.guards)
+    if (g.binds)
+      bound[*g.expected.soleSymbol()] = true;
+  VariantInfo info;
+  std::string where = absl::StrCat("variant ", index);
+  info.name = v->name() ? v->name()->str() : where;
+  if (v->symbols())
+    info.symbols.assign(v->symbols()->begin(), v->symbols()->end());
+  if (v->values())
+    info.values.assign(v->values()->begin(), v->values()->end());
+  if (info.symbols.empty() || info.symbols.size() != info.values.size() ||
+      info.symbols.size() > static_cast<size_t>(kMaxVariantSymbols))
+    return corrupt(absl::StrCat(where, ": needs 1 to ", kMaxVariantSymbols,
+                                " symbols, each with one value"));
+  for (size_t i = 0; i < info.symbols.size(); ++i) {
+    int s = info.symbols[i];
+    if (s < 0 || s >= static_cast<int>(plan.symbols.size()) || !bound[s] ||
+        (i && s <= info.symbols[i - 1]) || info.values[i] < 0)
+      return corrupt(absl::StrCat(where, ": symbol ", s,
+                                  " is not an ascending, input-bound symbol with a value >= 0"));
+  }
+  std::vector<bool> seen(plan.kernels.size(), false);
+  if (v->kernels())
+    for (const fb::VariantKernel *k : *v->kernels()) {
+      int kernel = k->kernel();
+      if (kernel < 0 || kernel >= static_cast<int>(plan.kernels.size()) || seen[kernel])
+        return corrupt(absl::StrCat(where, ": kernel ", kernel,
+                                    " is not a kernel or is specialized twice"));
+      seen[kernel] = true;
+      info.kernels.emplace_back(kernel, readCubins(k->cubins()));
+    }
+  return info;
 }
 
 absl::Status Reader::readKernels() {
@@ -754,10 +767,15 @@ absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size,
   if (artifactChecksum(data, size, *at) != model->checksum())
     return absl::InvalidArgumentError(absl::StrCat(
         "corrupt artifact (", size, " bytes): its checksum does not match its contents"));
-  if (!model->external_weights())
-    return Reader(*model, model->weights_data() ? model->weights_data()->data() : nullptr,
-                  model->weights_data() ? model->weights_data()->size() : 0)
-        .read();
+  if (!model->external_weights()) {
+    absl::StatusOr<Plan> plan =
+        Reader(*model, model->weights_data() ? model->weights_data()->data() : nullptr,
+               model->weights_data() ? model->weights_data()->size() : 0)
+            .read();
+    if (plan.ok())
+      plan->checksum = model->checksum();
+    return plan;
+  }
   std::string name = model->external_weights()->str();
   if (name.empty() || name.find('/') != std::string::npos)
     return absl::InvalidArgumentError(
@@ -778,7 +796,78 @@ absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size,
     return absl::InvalidArgumentError(absl::StrCat(
         "weights file '", name, "' does not match the artifact (checksum); it is damaged or "
         "belongs to another compile"));
-  return Reader(*model, bytes, length).read();
+  absl::StatusOr<Plan> plan = Reader(*model, bytes, length).read();
+  if (plan.ok())
+    plan->checksum = model->checksum();
+  return plan;
+}
+
+namespace {
+std::optional<size_t> packChecksumOffset(const uint8_t *data) {
+  const uint8_t *field = flatbuffers::GetRoot<flatbuffers::Table>(data)->GetAddressOf(
+      fb::VariantPack::VT_CHECKSUM);
+  if (!field)
+    return std::nullopt;
+  return static_cast<size_t>(field - data);
+}
+} // namespace
+
+bool sealVariantPack(uint8_t *data, size_t size) {
+  std::optional<size_t> at = packChecksumOffset(data);
+  if (!at || *at + 8 > size)
+    return false;
+  uint64_t sum = artifactChecksum(data, size, *at);
+  std::memcpy(data + *at, &sum, 8);
+  return true;
+}
+
+absl::StatusOr<VariantPackInfo> readVariantPack(const uint8_t *data, size_t size,
+                                                const Plan &plan) {
+  if (!data || size < 8 || !fb::VariantPackBufferHasIdentifier(data))
+    return absl::InvalidArgumentError("not a kiln variant pack (no 'KVAR' identifier)");
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0)
+    return absl::InvalidArgumentError("variant pack bytes must be 8-byte aligned");
+  flatbuffers::Verifier verifier(data, size, /*max_depth=*/64, /*max_tables=*/1u << 24);
+  if (!fb::VerifyVariantPackBuffer(verifier))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "corrupt or truncated variant pack (", size, " bytes): its structure does not verify"));
+  const fb::VariantPack *pack = fb::GetVariantPack(data);
+  if (pack->format_version() != kFormatVersion)
+    return absl::FailedPreconditionError(absl::StrCat("variant pack format version ",
+                                                      pack->format_version(), ", but this runtime reads version ",
+                                                      kFormatVersion));
+  std::optional<size_t> at = packChecksumOffset(data);
+  if (!at || artifactChecksum(data, size, *at) != pack->checksum())
+    return absl::InvalidArgumentError(
+        absl::StrCat("corrupt variant pack (", size, " bytes): its checksum does not match"));
+  if (pack->artifact_checksum() != plan.checksum)
+    return absl::InvalidArgumentError(
+        "the variant pack was compiled for another artifact (its artifact checksum differs)");
+  VariantPackInfo info;
+  if (pack->variants())
+    for (const fb::Variant *v : *pack->variants()) {
+      absl::StatusOr<VariantInfo> variant = readVariant(v, plan, info.variants.size());
+      if (!variant.ok())
+        return variant.status();
+      info.variants.push_back(std::move(*variant));
+    }
+  if (pack->host_libraries())
+    for (const fb::HostLibrary *h : *pack->host_libraries()) {
+      HostLibraryInfo lib;
+      if (h->kernels())
+        for (const flatbuffers::String *name : *h->kernels())
+          lib.kernels.push_back(name->str());
+      if (h->data()) {
+        lib.data = h->data()->data();
+        lib.size = h->data()->size();
+      }
+      lib.variant = h->variant();
+      if (lib.variant < 0 || lib.variant >= static_cast<int>(info.variants.size()))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "corrupt variant pack: a host library belongs to variant ", lib.variant));
+      info.hostLibraries.push_back(std::move(lib));
+    }
+  return info;
 }
 
 } // namespace kiln::artifact

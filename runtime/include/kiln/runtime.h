@@ -216,6 +216,26 @@ KILN_API kiln_status_t kiln_context_run(kiln_context_t *context, const kiln_tens
 KILN_API kiln_status_t kiln_context_variant(const kiln_context_t *context,
                                             const char **out_name);
 
+/* Installs variants compiled after the model was (a variant pack,
+ * runtime/schema/kiln_variants.fbs, for exactly this artifact: the JIT library
+ * makes them). The bytes are copied. Safe while other threads run the model:
+ * calls whose shapes change afterwards may pick the new variants. Variants the
+ * model has already are skipped; out_added (may be NULL) counts the others.
+ * Since 1.2. */
+KILN_API kiln_status_t kiln_model_add_variants(kiln_model_t *model, const void *pack, size_t size,
+                                               size_t *out_added);
+
+/* Called on the running thread when a call binds shapes its context did not
+ * run last and no variant has them (the generic kernels run): symbol_values
+ * holds the value of every symbol of the model, in artifact order (-1 when
+ * unbound). It must return quickly and not call back into the model. Set it
+ * before the model runs; NULL removes it. Since 1.2. */
+typedef void (*kiln_variant_miss_fn)(void *user_data, const int64_t *symbol_values,
+                                     size_t num_symbols);
+KILN_API kiln_status_t kiln_model_set_variant_miss_handler(kiln_model_t *model,
+                                                           kiln_variant_miss_fn handler,
+                                                           void *user_data);
+
 /* Bytes of the arena one run with these inputs uses, and the sum of its
  * intermediates' sizes had each its own buffer. */
 KILN_API kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_tensor_t *inputs,

@@ -160,54 +160,15 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
       },
       [d](CUdeviceptr p) { d->cuMemFree(p); });
 
-  // Each kernel from the cubin built for exactly this SM, else the PTX of the
-  // newest SM not above it (the driver compiles PTX for newer devices).
-  auto loadFunction = [&](const std::string &name, const std::vector<artifact::CubinInfo> &cubins,
-                          const std::string &of) -> absl::StatusOr<CUfunction> {
-    const artifact::CubinInfo *exact = nullptr, *ptx = nullptr;
-    for (const artifact::CubinInfo &c : cubins) {
-      if (c.sm == sm && c.size)
-        exact = &c;
-      if (c.sm <= sm && !c.ptx.empty() && (!ptx || c.sm > ptx->sm))
-        ptx = &c;
-    }
-    if (!exact && !ptx)
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the artifact has no cubin or PTX for sm_", sm, " (kernel ", name, of,
-          "); recompile with kiln-compile --arch sm_", sm));
-    CUmodule module = nullptr;
-    CUresult r = exact ? cu.cuModuleLoadData(&module, exact->data)
-                       : cu.cuModuleLoadData(&module, ptx->ptx.c_str());
-    if (r != CUDA_SUCCESS)
-      return absl::FailedPreconditionError(
-          absl::StrCat("kernel ", name, of, ": ", cu.describe("cuModuleLoadData", r)));
-    ex->modules_.push_back(module);
-    CUfunction function = nullptr;
-    if (CUresult f = cu.cuModuleGetFunction(&function, module, name.c_str()); f != CUDA_SUCCESS)
-      return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: kernel ", name, of, ": ",
-                                                     cu.describe("cuModuleGetFunction", f)));
-    return function;
-  };
-  // Table 0: the generic kernels; table v + 1: variant v's, the generic ones
-  // where it has no code of its own.
-  ex->functions_.assign(1, {});
-  for (const artifact::KernelInfo &k : plan.kernels) {
-    absl::StatusOr<CUfunction> function = loadFunction(k.name, k.cubins, "");
-    if (!function.ok())
-      return function.status();
-    ex->functions_[0].push_back(*function);
-  }
-  for (const artifact::VariantInfo &variant : plan.variants) {
-    std::vector<CUfunction> table = ex->functions_[0];
-    for (const auto &[k, cubins] : variant.kernels) {
-      absl::StatusOr<CUfunction> function =
-          loadFunction(plan.kernels[k].name, cubins, " of variant " + variant.name);
-      if (!function.ok())
-        return function.status();
-      table[k] = *function;
-    }
-    ex->functions_.push_back(std::move(table));
-  }
+  ex->plan_ = &plan;
+  ex->sm_ = sm;
+  // The generic kernels, then each variant's own.
+  artifact::VariantInfo none;
+  if (absl::Status s = ex->installVariant(-1, none, {}); !s.ok())
+    return s;
+  for (size_t v = 0; v < plan.variants.size(); ++v)
+    if (absl::Status s = ex->installVariant(static_cast<int>(v), plan.variants[v], {}); !s.ok())
+      return s;
 
   // Weights go to the device once; every call reads them in place.
   ex->weights_.assign(plan.values.size(), 0);
@@ -230,6 +191,63 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   if (CUresult r = cu.cuStreamSynchronize(nullptr); r != CUDA_SUCCESS)
     return absl::InternalError(cu.describe("cuStreamSynchronize", r));
   return ex;
+}
+
+absl::Status CudaExecutor::installVariant(int variant, const artifact::VariantInfo &info,
+                                          absl::Span<const artifact::HostLibraryInfo>) {
+  const CudaDriver &cu = *driver_;
+  const Plan &plan = *plan_;
+  ContextScope scope(&cu, context_);
+  if (!scope.ok)
+    return absl::UnavailableError("cannot make the CUDA context current");
+  // Each kernel from the cubin built for exactly this SM, else the PTX of the
+  // newest SM not above it (the driver compiles PTX for newer devices).
+  auto loadFunction = [&](const std::string &name, const std::vector<artifact::CubinInfo> &cubins,
+                          const std::string &of) -> absl::StatusOr<CUfunction> {
+    const artifact::CubinInfo *exact = nullptr, *ptx = nullptr;
+    for (const artifact::CubinInfo &c : cubins) {
+      if (c.sm == sm_ && c.size)
+        exact = &c;
+      if (c.sm <= sm_ && !c.ptx.empty() && (!ptx || c.sm > ptx->sm))
+        ptx = &c;
+    }
+    if (!exact && !ptx)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the artifact has no cubin or PTX for sm_", sm_, " (kernel ", name, of,
+          "); recompile with kiln-compile --arch sm_", sm_));
+    CUmodule module = nullptr;
+    CUresult r = exact ? cu.cuModuleLoadData(&module, exact->data)
+                       : cu.cuModuleLoadData(&module, ptx->ptx.c_str());
+    if (r != CUDA_SUCCESS)
+      return absl::FailedPreconditionError(
+          absl::StrCat("kernel ", name, of, ": ", cu.describe("cuModuleLoadData", r)));
+    modules_.push_back(module);
+    CUfunction function = nullptr;
+    if (CUresult f = cu.cuModuleGetFunction(&function, module, name.c_str()); f != CUDA_SUCCESS)
+      return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: kernel ", name, of, ": ",
+                                                     cu.describe("cuModuleGetFunction", f)));
+    return function;
+  };
+  std::vector<CUfunction> table;
+  if (variant < 0) {
+    for (const artifact::KernelInfo &k : plan.kernels) {
+      absl::StatusOr<CUfunction> function = loadFunction(k.name, k.cubins, "");
+      if (!function.ok())
+        return function.status();
+      table.push_back(*function);
+    }
+  } else {
+    table = functions_.at(-1);
+    for (const auto &[k, cubins] : info.kernels) {
+      absl::StatusOr<CUfunction> function =
+          loadFunction(plan.kernels[k].name, cubins, " of variant " + info.name);
+      if (!function.ok())
+        return function.status();
+      table[k] = *function;
+    }
+  }
+  functions_.set(variant, std::move(table));
+  return absl::OkStatus();
 }
 
 absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &request) const {
@@ -314,7 +332,7 @@ absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &ste
                        ? items
                        : (items + kBlockThreads - 1) / kBlockThreads;
   unsigned grid = static_cast<unsigned>(std::min(std::max<int64_t>(blocks, 1), kMaxBlocks));
-  CUresult r = cu.cuLaunchKernel(functions_[context.variant + 1][step.kernel], grid, 1, 1, kBlockThreads, 1, 1, 0,
+  CUresult r = cu.cuLaunchKernel(functions_.at(context.variant)[step.kernel], grid, 1, 1, kBlockThreads, 1, 1, 0,
                                  stateOf(context).stream, context.args.data(), nullptr);
   return r == CUDA_SUCCESS ? absl::OkStatus()
                            : absl::InternalError(cu.describe("cuLaunchKernel", r));

@@ -32,6 +32,8 @@ public:
 
   std::string description() const override { return "cuda on " + device_; }
   bool isCuda() const override { return true; }
+  absl::Status installVariant(int variant, const artifact::VariantInfo &info,
+                              absl::Span<const artifact::HostLibraryInfo> libraries) override;
 
 protected:
   absl::Status begin(ExecutionContext &context, const RunRequest &request) const override;
@@ -56,8 +58,10 @@ private:
   CUcontext context_ = nullptr;
   std::string device_; ///< "NVIDIA H200 (sm_90)"
   std::vector<CUmodule> modules_;
-  /// [0]: per Plan::kernels entry, the generic code; [v + 1]: variant v's.
-  std::vector<std::vector<CUfunction>> functions_;
+  const Plan *plan_ = nullptr;
+  int sm_ = 0;
+  /// Per variant, per Plan::kernels entry, its function.
+  VariantTables<CUfunction> functions_;
   std::vector<CUdeviceptr> weights_;  ///< per value; 0 unless a weight
   /// Device buffers of data-dependent results, reused across calls.
   std::unique_ptr<BufferPool<CUdeviceptr>> pool_;

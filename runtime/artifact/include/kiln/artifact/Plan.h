@@ -148,7 +148,25 @@ struct Plan {
   std::vector<HostLibraryInfo> hostLibraries;
   std::vector<VariantInfo> variants;
   std::string deviceLibrary;
+  /// Model.checksum: what variant packs name the artifact by.
+  uint64_t checksum = 0;
 };
+
+/// A variant pack (kiln_variants.fbs) read and checked against the plan it was
+/// compiled for; its blobs stay in the caller's buffer.
+struct VariantPackInfo {
+  std::vector<VariantInfo> variants;
+  /// `variant` indexes `variants` above.
+  std::vector<HostLibraryInfo> hostLibraries;
+};
+
+/// Reads a variant pack for `plan`: identifier, structure, version, checksum,
+/// the artifact it names, and every variant as readArtifact checks them.
+absl::StatusOr<VariantPackInfo> readVariantPack(const uint8_t *data, size_t size,
+                                                const Plan &plan);
+
+/// Stores the checksum into a finished variant pack buffer.
+bool sealVariantPack(uint8_t *data, size_t size);
 
 /// The checksum an artifact carries: a 64-bit hash (XXH3) of its `size` bytes
 /// with the eight at `skip` (the checksum field itself) read as zero; `skip` =
