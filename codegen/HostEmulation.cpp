@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 
 namespace kiln {
@@ -36,6 +37,9 @@ std::string defaultCacheDir() {
 }
 
 namespace {
+/// Numbers this process's temporary files (threads build at once: the JIT).
+std::atomic<int> temporaries{0};
+
 /// The host compiler and the flags kernels build with (part of the cache key).
 struct Compiler {
   std::string path;
@@ -112,11 +116,20 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     job.library = (base + ".so").str();
     job.cached = verifyCacheEntry(job.library);
     if (!job.cached) {
+      // Written aside and renamed: another process building the same library
+      // from this cache must never compile half a file.
+      std::string temporary = absl::StrCat(job.source, ".tmp", llvm::sys::Process::getProcessId(),
+                                           "-", ++temporaries);
       std::error_code ec;
-      llvm::raw_fd_ostream os(job.source, ec);
-      if (ec)
+      {
+        llvm::raw_fd_ostream os(temporary, ec);
+        if (!ec)
+          os << tu;
+      }
+      if (ec || (ec = llvm::sys::fs::rename(temporary, job.source))) {
+        llvm::sys::fs::remove(temporary);
         return absl::InternalError(absl::StrCat("cannot write ", job.source, ": ", ec.message()));
-      os << tu;
+      }
     }
     work.push_back(std::move(job));
   }
@@ -143,7 +156,6 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     sealCacheEntry(r.job->library);
     return absl::OkStatus();
   };
-  int counter = 0;
   for (const Job &job : work) {
     if (job.cached)
       continue;
@@ -154,7 +166,7 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
         return s;
     }
     std::string temporary = absl::StrCat(job.library, ".tmp", llvm::sys::Process::getProcessId(),
-                                         "-", ++counter);
+                                         "-", ++temporaries);
     std::vector<std::string> args = {compiler->path};
     args.insert(args.end(), compiler->flags.begin(), compiler->flags.end());
     args.insert(args.end(), {"-o", temporary, job.source});

@@ -88,6 +88,19 @@ struct HostTensor {
   }
 };
 
+namespace detail {
+/// Destroys a model it owns; a borrowed one (Model::borrow) is left alone. At
+/// namespace scope: nested in Model, unique_ptr could not see it is
+/// default-constructible while Model is incomplete.
+struct ModelDeleter {
+  bool owns = true;
+  void operator()(kiln_model_t *m) const {
+    if (owns)
+      kiln_model_destroy(m);
+  }
+};
+} // namespace detail
+
 class Model {
 public:
   Model() = default;
@@ -197,10 +210,16 @@ public:
     return Status::fromLastCall(KILN_INTERNAL);
   }
 
+  /// A Model over a handle someone else owns (a JIT's model): it is not
+  /// destroyed with this object.
+  static Model borrow(kiln_model_t *model) {
+    Model m;
+    m.model_ = std::unique_ptr<kiln_model_t, Deleter>(model, Deleter{false});
+    return m;
+  }
+
 private:
-  struct Deleter {
-    void operator()(kiln_model_t *m) const { kiln_model_destroy(m); }
-  };
+  using Deleter = detail::ModelDeleter;
   std::unique_ptr<kiln_model_t, Deleter> model_;
 };
 

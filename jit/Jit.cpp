@@ -1,0 +1,661 @@
+//===- Jit.cpp - libkiln_jit: compile models inside a serving process -----===//
+//
+// The C API of kiln/jit.h. A Jit compiles models with the compiler's own
+// pipeline (import, graph pipeline, kernels, artifact) and loads them through
+// libkiln_runtime's public C API, like any artifact. Each model it makes gets a
+// variant-miss handler: shapes no variant has queue one specialization per
+// distinct key on a bounded pool, which compiles the artifact's kernel sources
+// again with -DKILN_SYM_<name>=<value> (host emulation or cubins for the
+// device), packs them (kiln_variants.fbs) and installs them into the model.
+// Artifacts and packs are cached in memory and on disk (DiskCache).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/jit.h"
+
+#include "jit/DiskCache.h"
+
+#include "codegen/CudaEmitter.h"
+#include "codegen/DeviceLibrary.h"
+#include "codegen/HostEmulation.h"
+#include "codegen/KernelCache.h"
+#include "kiln/artifact/Format.h"
+#include "kiln/artifact/Plan.h"
+#include "kiln/nvrtc/Nvrtc.h"
+#include "kiln/schema/kiln_variants_generated.h"
+#include "kiln/version.h"
+#include "passes/Passes.h"
+#include "tools/Compile.h"
+#include "tools/InitAll.h"
+#include "tools/LoadModel.h"
+
+#include "absl/strings/str_cat.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/xxhash.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <list>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unistd.h>
+
+namespace kiln::jit {
+class Jit;
+
+thread_local std::string lastError;
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char buffer[17];
+  std::snprintf(buffer, sizeof(buffer), "%016llx", static_cast<unsigned long long>(v));
+  return buffer;
+}
+
+std::string defaultFolder() {
+  if (const char *dir = std::getenv("KILN_CACHE_DIR"); dir && *dir)
+    return std::string(dir) + "/jit";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/kiln/jit";
+  return "/tmp/kiln-cache/jit";
+}
+
+/// A model the JIT made: its artifact (the runtime's model reads it in place),
+/// the plan read from it (kernel sources for specializations) and the handle.
+struct ModelEntry {
+  Jit *jit = nullptr;
+  std::string key;
+  std::shared_ptr<const AlignedBytes> artifact;
+  artifact::Plan plan;
+  kiln_model_t *model = nullptr;
+  /// What specializations compile for: 0 host emulation, else the device's SM.
+  int sm = 0;
+};
+
+struct Job {
+  ModelEntry *entry;
+  std::vector<int64_t> values;
+  std::string key;
+};
+
+} // namespace
+
+class Jit {
+public:
+  explicit Jit(const kiln_jit_options_t &o)
+      : options_(o), disk_(o.cache_dir && *o.cache_dir ? o.cache_dir : defaultFolder(),
+                           o.cache_max_bytes ? o.cache_max_bytes : (uint64_t(4) << 30)) {}
+  ~Jit();
+
+  absl::Status start();
+  absl::StatusOr<kiln_model_t *> compile(const void *data, size_t size, const std::string &name);
+  void waitIdle();
+  kiln_jit_stats_t stats() const {
+    std::lock_guard<std::mutex> lock(statsMutex_);
+    return stats_;
+  }
+  /// The miss handler: queues a specialization (never blocks on compiling).
+  void requestVariant(ModelEntry *entry, const int64_t *values, size_t count);
+
+private:
+  struct InFlight {
+    bool done = false;
+    absl::Status status;
+    kiln_model_t *model = nullptr;
+  };
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>> artifactFor(const std::string &key,
+                                                                  const void *data, size_t size,
+                                                                  const std::string &name);
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>> compileArtifact(const void *data,
+                                                                      size_t size,
+                                                                      const std::string &name);
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>> packFor(const Job &job);
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>> compilePack(const Job &job);
+  std::shared_ptr<const AlignedBytes> remembered(const std::string &key);
+  void remember(const std::string &key, std::shared_ptr<const AlignedBytes> bytes);
+  void bump(uint64_t kiln_jit_stats_t::*field, uint64_t n = 1) {
+    std::lock_guard<std::mutex> lock(statsMutex_);
+    stats_.*field += n;
+  }
+  void compiled(double ms) {
+    std::lock_guard<std::mutex> lock(statsMutex_);
+    ++stats_.compiles;
+    stats_.compile_ms += ms;
+  }
+  void work();
+
+  kiln_jit_options_t options_;
+  DiskCache disk_;
+  std::vector<std::thread> threads_;
+
+  std::mutex mutex_; ///< models, single-flight, memory cache, queue
+  std::condition_variable changed_;
+  std::map<std::string, std::unique_ptr<ModelEntry>> models_;
+  std::map<std::string, std::shared_ptr<InFlight>> compiling_;
+  std::list<std::pair<std::string, std::shared_ptr<const AlignedBytes>>> memory_;
+  std::deque<Job> queue_;
+  std::set<std::string> variantKeys_; ///< queued, running or done: one compile per key
+  int running_ = 0;
+  bool stopping_ = false;
+
+  mutable std::mutex statsMutex_;
+  kiln_jit_stats_t stats_{};
+};
+
+namespace {
+void onVariantMiss(void *user, const int64_t *values, size_t count) {
+  auto *entry = static_cast<ModelEntry *>(user);
+  entry->jit->requestVariant(entry, values, count);
+}
+} // namespace
+
+absl::Status Jit::start() {
+  if (absl::Status s = disk_.open(); !s.ok())
+    return s;
+  int n = options_.background_threads > 0 ? options_.background_threads : 2;
+  for (int i = 0; i < n; ++i)
+    threads_.emplace_back([this] { work(); });
+  return absl::OkStatus();
+}
+
+Jit::~Jit() {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    stopping_ = true;
+    queue_.clear(); // queued work is dropped; running work finishes
+    changed_.notify_all();
+  }
+  for (std::thread &t : threads_)
+    t.join();
+  for (auto &[key, entry] : models_)
+    kiln_model_destroy(entry->model);
+}
+
+void Jit::waitIdle() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
+}
+
+std::shared_ptr<const AlignedBytes> Jit::remembered(const std::string &key) {
+  // Under mutex_.
+  for (auto it = memory_.begin(); it != memory_.end(); ++it)
+    if (it->first == key) {
+      memory_.splice(memory_.begin(), memory_, it); // most recently used first
+      return memory_.front().second;
+    }
+  return nullptr;
+}
+
+void Jit::remember(const std::string &key, std::shared_ptr<const AlignedBytes> bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  memory_.emplace_front(key, std::move(bytes));
+  size_t bound = options_.memory_max_entries ? options_.memory_max_entries : 64;
+  while (memory_.size() > bound)
+    memory_.pop_back();
+}
+
+absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
+                                            const std::string &name) {
+  if (!data || !size)
+    return absl::InvalidArgumentError("the model is empty");
+  bool cuda = false;
+  int devices = 0;
+  if (options_.backend != KILN_BACKEND_HOST && kiln_cuda_device_count(&devices) == KILN_OK &&
+      devices > 0)
+    cuda = true;
+  std::string key = hex(llvm::xxh3_64bits(llvm::StringRef(
+      absl::StrCat("kiln-jit model\n", KILN_VERSION, "\n", cuda ? "sm_80,sm_90" : "host", "\n",
+                   llvm::StringRef(name).ends_with(".mlir") ? "mlir" : "onnx", "\n",
+                   absl::string_view(static_cast<const char *>(data), size)))));
+  // Single flight: the first asker compiles, the others wait for its handle.
+  std::shared_ptr<InFlight> flight;
+  bool mine = false;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (auto it = models_.find(key); it != models_.end())
+      return it->second->model;
+    auto [it, inserted] = compiling_.try_emplace(key, nullptr);
+    if (inserted) {
+      it->second = std::make_shared<InFlight>();
+      mine = true;
+    }
+    flight = it->second;
+    if (!mine) {
+      changed_.wait(lock, [&] { return flight->done; });
+      if (!flight->status.ok())
+        return flight->status;
+      return flight->model;
+    }
+  }
+  auto finish = [&](absl::Status status, kiln_model_t *model) -> absl::StatusOr<kiln_model_t *> {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flight->done = true;
+    flight->status = status;
+    flight->model = model;
+    compiling_.erase(key);
+    changed_.notify_all();
+    if (!status.ok())
+      return status;
+    return model;
+  };
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>> artifact = artifactFor(key, data, size, name);
+  if (!artifact.ok())
+    return finish(artifact.status(), nullptr);
+  auto entry = std::make_unique<ModelEntry>();
+  entry->jit = this;
+  entry->key = key;
+  entry->artifact = *artifact;
+  absl::StatusOr<artifact::Plan> plan =
+      artifact::readArtifact((*artifact)->data(), (*artifact)->size);
+  if (!plan.ok())
+    return finish(plan.status(), nullptr);
+  entry->plan = std::move(*plan);
+  kiln_model_t *model = nullptr;
+  if (kiln_model_load_memory((*artifact)->data(), (*artifact)->size, options_.backend, &model) !=
+      KILN_OK)
+    return finish(absl::FailedPreconditionError(absl::StrCat(name, ": ", kiln_last_error())),
+                  nullptr);
+  entry->model = model;
+  kiln_backend_t backend = KILN_BACKEND_HOST;
+  kiln_model_backend(model, &backend);
+  if (backend == KILN_BACKEND_CUDA) {
+    const char *description = "";
+    kiln_model_backend_description(model, &description);
+    // "cuda on NVIDIA H200 (sm_90)": the SM specializations compile for.
+    if (const char *sm = std::strstr(description, "(sm_"))
+      entry->sm = std::atoi(sm + 4);
+  }
+  if (options_.specialize)
+    kiln_model_set_variant_miss_handler(model, onVariantMiss, entry.get());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    models_.emplace(key, std::move(entry));
+  }
+  return finish(absl::OkStatus(), model);
+}
+
+absl::StatusOr<std::shared_ptr<const AlignedBytes>>
+Jit::artifactFor(const std::string &key, const void *data, size_t size, const std::string &name) {
+  std::string file = "model-" + key + ".kiln";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::shared_ptr<const AlignedBytes> bytes = remembered(file)) {
+      bump(&kiln_jit_stats_t::memory_hits);
+      return bytes;
+    }
+  }
+  if (std::shared_ptr<const AlignedBytes> bytes = disk_.read(file)) {
+    if (artifact::readArtifact(bytes->data(), bytes->size).ok()) {
+      bump(&kiln_jit_stats_t::disk_hits);
+      remember(file, bytes);
+      return bytes;
+    }
+    std::fprintf(stderr, "kiln-jit: warning: cache entry %s/%s is damaged; compiling it again\n",
+                 disk_.folder().c_str(), file.c_str());
+    disk_.remove(file);
+    bump(&kiln_jit_stats_t::damaged);
+  }
+  bump(&kiln_jit_stats_t::misses);
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>> bytes = compileArtifact(data, size, name);
+  if (!bytes.ok())
+    return bytes.status();
+  compiled(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  bump(&kiln_jit_stats_t::evictions, disk_.write(file, **bytes));
+  remember(file, *bytes);
+  return bytes;
+}
+
+absl::StatusOr<std::shared_ptr<const AlignedBytes>>
+Jit::compileArtifact(const void *data, size_t size, const std::string &name) {
+  // The loader reads files: the bytes go to a private temporary one.
+  std::string suffix = llvm::StringRef(name).ends_with(".mlir") ? ".mlir" : ".onnx";
+  static std::atomic<int> counter{0};
+  std::string path = absl::StrCat(disk_.folder(), "/compile-", getpid(), "-", ++counter, suffix);
+  {
+    AlignedBytes copy;
+    auto source = AlignedBytes::copy(data, size);
+    FILE *f = std::fopen(path.c_str(), "wb");
+    if (!f || std::fwrite(source->data(), 1, size, f) != size) {
+      if (f)
+        std::fclose(f);
+      std::remove(path.c_str());
+      return absl::InternalError(absl::StrCat("cannot write ", path));
+    }
+    std::fclose(f);
+  }
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && diagnostics.empty())
+      diagnostics = d.str();
+    return mlir::success();
+  });
+  LoadOptions load;
+  load.optimize = true;
+  mlir::OwningOpRef<mlir::ModuleOp> module = loadModel(context, path, load);
+  std::remove(path.c_str());
+  auto failed = [&](const char *stage) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": ", diagnostics.empty() ? stage : diagnostics));
+  };
+  if (!module || mlir::failed(checkTensorSizes(*module, uint64_t(1) << 36)))
+    return failed("cannot be imported");
+  ArtifactOptions options;
+  int devices = 0;
+  options.cubinArchs.clear();
+  if (options_.backend != KILN_BACKEND_HOST && kiln_cuda_device_count(&devices) == KILN_OK &&
+      devices > 0)
+    options.cubinArchs = {80, 90};
+  options.cacheDir = disk_.folder() + "/kernels";
+  options.jobs = 1;
+  options.source = name;
+  mlir::FailureOr<CompiledArtifact> artifact = compileToArtifact(*module, options);
+  if (mlir::failed(artifact))
+    return failed("cannot be compiled");
+  return AlignedBytes::copy(artifact->bytes.data(), artifact->bytes.size());
+}
+
+void Jit::requestVariant(ModelEntry *entry, const int64_t *values, size_t count) {
+  if (count != entry->plan.symbols.size() || count == 0)
+    return;
+  for (size_t i = 0; i < count; ++i)
+    if (values[i] < 0)
+      return; // an unbound symbol cannot be fixed
+  std::string key = entry->key;
+  for (size_t i = 0; i < count; ++i)
+    absl::StrAppend(&key, ",", values[i]);
+  absl::StrAppend(&key, entry->sm ? absl::StrCat(",sm_", entry->sm) : ",host");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_ || !variantKeys_.insert(key).second)
+    return;
+  size_t limit = options_.queue_limit ? options_.queue_limit : 64;
+  if (queue_.size() >= limit) {
+    variantKeys_.erase(key); // a later miss may queue it
+    bump(&kiln_jit_stats_t::dropped);
+    return;
+  }
+  queue_.push_back({entry, std::vector<int64_t>(values, values + count), key});
+  changed_.notify_all();
+}
+
+void Jit::work() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty())
+        return; // stopping
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      ++running_;
+    }
+    absl::StatusOr<std::shared_ptr<const AlignedBytes>> pack = packFor(job);
+    bool installed = false;
+    if (pack.ok()) {
+      size_t added = 0;
+      installed = kiln_model_add_variants(job.entry->model, (*pack)->data(), (*pack)->size,
+                                          &added) == KILN_OK;
+      if (!installed)
+        std::fprintf(stderr, "kiln-jit: warning: variant %s not installed: %s\n",
+                     job.key.c_str(), kiln_last_error());
+    } else {
+      std::fprintf(stderr, "kiln-jit: warning: variant %s not compiled: %s\n", job.key.c_str(),
+                   std::string(pack.status().message()).c_str());
+    }
+    bump(installed ? &kiln_jit_stats_t::specializations : &kiln_jit_stats_t::failed);
+    std::lock_guard<std::mutex> lock(mutex_);
+    --running_;
+    changed_.notify_all();
+  }
+}
+
+absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::packFor(const Job &job) {
+  std::string file = "variant-" + hex(llvm::xxh3_64bits(llvm::StringRef(job.key))) + ".kvar";
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::shared_ptr<const AlignedBytes> bytes = remembered(file)) {
+      bump(&kiln_jit_stats_t::memory_hits);
+      return bytes;
+    }
+  }
+  if (std::shared_ptr<const AlignedBytes> bytes = disk_.read(file)) {
+    if (artifact::readVariantPack(bytes->data(), bytes->size, job.entry->plan).ok()) {
+      bump(&kiln_jit_stats_t::disk_hits);
+      remember(file, bytes);
+      return bytes;
+    }
+    std::fprintf(stderr, "kiln-jit: warning: cache entry %s/%s is damaged; compiling it again\n",
+                 disk_.folder().c_str(), file.c_str());
+    disk_.remove(file);
+    bump(&kiln_jit_stats_t::damaged);
+  }
+  bump(&kiln_jit_stats_t::misses);
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>> bytes = compilePack(job);
+  if (!bytes.ok())
+    return bytes.status();
+  compiled(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  bump(&kiln_jit_stats_t::evictions, disk_.write(file, **bytes));
+  remember(file, *bytes);
+  return bytes;
+}
+
+absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::compilePack(const Job &job) {
+  namespace fb = kiln::schema;
+  const artifact::Plan &plan = job.entry->plan;
+  // Every symbol fixed to the call's value: the kernels that take any of them
+  // are compiled again with those values as constants.
+  std::vector<std::string> defines;
+  std::vector<int> ids;
+  std::string name;
+  for (size_t i = 0; i < plan.symbols.size(); ++i) {
+    defines.push_back(absl::StrCat("-DKILN_SYM_", plan.symbols[i], "=", job.values[i]));
+    ids.push_back(static_cast<int>(i));
+    absl::StrAppend(&name, name.empty() ? "" : ",", plan.symbols[i], "=", job.values[i]);
+  }
+  std::vector<GeneratedKernel> kernels;
+  std::vector<int> kernelIds;
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    if (plan.kernels[k].symbols.empty())
+      continue;
+    GeneratedKernel g;
+    g.name = plan.kernels[k].name;
+    g.source = plan.kernels[k].source;
+    for (int s : plan.kernels[k].symbols)
+      g.symbols.push_back(plan.symbols[s]);
+    kernels.push_back(std::move(g));
+    kernelIds.push_back(static_cast<int>(k));
+  }
+  flatbuffers::FlatBufferBuilder b;
+  std::vector<flatbuffers::Offset<fb::VariantKernel>> variantKernels;
+  std::vector<flatbuffers::Offset<fb::HostLibrary>> libraries;
+  if (job.entry->sm) {
+    nvrtc::NvrtcOptions options;
+    options.smVersion = job.entry->sm;
+    options.extraOptions = defines;
+    // The device library the artifact was compiled with.
+    options.headers = {{"kiln/device/kiln_device.h", plan.deviceLibrary}};
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      absl::StatusOr<nvrtc::NvrtcResult> r = nvrtc::compileWithNvrtc(
+          kernelTranslationUnit({kernels[i]}), kernels[i].name + ".cu", options);
+      if (!r.ok())
+        return r.status();
+      std::vector<flatbuffers::Offset<fb::Cubin>> cubins = {fb::CreateCubin(
+          b, job.entry->sm,
+          b.CreateVector(reinterpret_cast<const uint8_t *>(r->cubin.data()), r->cubin.size()),
+          b.CreateString(r->ptx))};
+      variantKernels.push_back(fb::CreateVariantKernel(b, kernelIds[i], b.CreateVector(cubins)));
+    }
+  } else {
+    for (int k : kernelIds)
+      variantKernels.push_back(fb::CreateVariantKernel(b, k));
+    if (!kernels.empty()) {
+      absl::StatusOr<std::unique_ptr<HostKernels>> host =
+          HostKernels::build(kernels, disk_.folder() + "/kernels", /*chunkSize=*/100, 1, defines);
+      if (!host.ok())
+        return host.status();
+      for (const HostKernels::Library &lib : (*host)->libraries()) {
+        std::optional<std::string> bytes = readCacheEntry(lib.path);
+        if (!bytes)
+          return absl::InternalError(absl::StrCat("the host library ", lib.path, " vanished"));
+        std::vector<flatbuffers::Offset<flatbuffers::String>> names;
+        for (const std::string &n : lib.kernels)
+          names.push_back(b.CreateString(n));
+        libraries.push_back(fb::CreateHostLibrary(
+            b, b.CreateVector(names),
+            b.CreateVector(reinterpret_cast<const uint8_t *>(bytes->data()), bytes->size()), 0));
+      }
+    }
+  }
+  std::vector<int64_t> values(job.values.begin(), job.values.end());
+  std::vector<flatbuffers::Offset<fb::Variant>> variants = {
+      fb::CreateVariant(b, b.CreateString(name), b.CreateVector(ids), b.CreateVector(values),
+                        b.CreateVector(variantKernels))};
+  b.ForceDefaults(true);
+  auto pack = fb::CreateVariantPack(b, artifact::kFormatVersion, plan.checksum,
+                                    b.CreateVector(variants), b.CreateVector(libraries), 0);
+  fb::FinishVariantPackBuffer(b, pack);
+  auto bytes = AlignedBytes::copy(b.GetBufferPointer(), b.GetSize());
+  artifact::sealVariantPack(const_cast<uint8_t *>(bytes->data()), bytes->size);
+  return bytes;
+}
+
+} // namespace kiln::jit
+
+//===----------------------------------------------------------------------===//
+// C API
+//===----------------------------------------------------------------------===//
+
+struct kiln_jit_t {
+  std::unique_ptr<kiln::jit::Jit> jit;
+};
+
+namespace {
+kiln_status_t fail(const absl::Status &s) {
+  kiln::jit::lastError = std::string(s.message());
+  switch (s.code()) {
+  case absl::StatusCode::kInvalidArgument:
+  case absl::StatusCode::kNotFound:
+  case absl::StatusCode::kResourceExhausted:
+  case absl::StatusCode::kFailedPrecondition:
+  case absl::StatusCode::kOutOfRange:
+  case absl::StatusCode::kUnimplemented:
+  case absl::StatusCode::kUnavailable:
+    return static_cast<kiln_status_t>(s.code());
+  default:
+    return KILN_INTERNAL;
+  }
+}
+
+template <typename Body> kiln_status_t guarded(const char *what, Body body) {
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    return fail(absl::InternalError(absl::StrCat(what, ": ", e.what())));
+  } catch (...) {
+    return fail(absl::InternalError(absl::StrCat(what, ": an unknown exception")));
+  }
+}
+} // namespace
+
+void kiln_jit_options_init(kiln_jit_options_t *options) {
+  if (!options)
+    return;
+  *options = kiln_jit_options_t{};
+  options->struct_size = sizeof(kiln_jit_options_t);
+  options->backend = KILN_BACKEND_AUTO;
+  options->specialize = 1;
+}
+
+kiln_status_t kiln_jit_create(const kiln_jit_options_t *options, kiln_jit_t **out_jit) {
+  return guarded("kiln_jit_create", [&] {
+    if (!out_jit)
+      return fail(absl::InvalidArgumentError("kiln_jit_create: out_jit is NULL"));
+    kiln_jit_options_t o;
+    kiln_jit_options_init(&o);
+    if (options) {
+      if (options->struct_size < offsetof(kiln_jit_options_t, cache_dir) + sizeof(void *))
+        return fail(absl::InvalidArgumentError("kiln_jit_create: options->struct_size is too small"));
+      std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
+    }
+    auto jit = std::make_unique<kiln_jit_t>();
+    jit->jit = std::make_unique<kiln::jit::Jit>(o);
+    if (absl::Status s = jit->jit->start(); !s.ok())
+      return fail(s);
+    *out_jit = jit.release();
+    return KILN_OK;
+  });
+}
+
+void kiln_jit_destroy(kiln_jit_t *jit) { delete jit; }
+
+kiln_status_t kiln_jit_compile_memory(kiln_jit_t *jit, const void *data, size_t size,
+                                      const char *name, kiln_model_t **out_model) {
+  return guarded("kiln_jit_compile_memory", [&] {
+    if (!jit || !out_model)
+      return fail(absl::InvalidArgumentError("kiln_jit_compile_memory: a NULL argument"));
+    absl::StatusOr<kiln_model_t *> model = jit->jit->compile(data, size, name ? name : "model.onnx");
+    if (!model.ok())
+      return fail(model.status());
+    *out_model = *model;
+    return KILN_OK;
+  });
+}
+
+kiln_status_t kiln_jit_compile_file(kiln_jit_t *jit, const char *path, kiln_model_t **out_model) {
+  return guarded("kiln_jit_compile_file", [&] {
+    if (!jit || !path || !out_model)
+      return fail(absl::InvalidArgumentError("kiln_jit_compile_file: a NULL argument"));
+    FILE *f = std::fopen(path, "rb");
+    if (!f)
+      return fail(absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno))));
+    std::string bytes;
+    char buffer[1 << 16];
+    while (size_t n = std::fread(buffer, 1, sizeof(buffer), f))
+      bytes.append(buffer, n);
+    std::fclose(f);
+    std::string name = path;
+    if (size_t slash = name.rfind('/'); slash != std::string::npos)
+      name = name.substr(slash + 1);
+    absl::StatusOr<kiln_model_t *> model = jit->jit->compile(bytes.data(), bytes.size(), name);
+    if (!model.ok())
+      return fail(model.status());
+    *out_model = *model;
+    return KILN_OK;
+  });
+}
+
+kiln_status_t kiln_jit_wait_idle(kiln_jit_t *jit) {
+  return guarded("kiln_jit_wait_idle", [&] {
+    if (!jit)
+      return fail(absl::InvalidArgumentError("kiln_jit_wait_idle: jit is NULL"));
+    jit->jit->waitIdle();
+    return KILN_OK;
+  });
+}
+
+kiln_status_t kiln_jit_stats(const kiln_jit_t *jit, kiln_jit_stats_t *out_stats) {
+  return guarded("kiln_jit_stats", [&] {
+    if (!jit || !out_stats)
+      return fail(absl::InvalidArgumentError("kiln_jit_stats: a NULL argument"));
+    *out_stats = jit->jit->stats();
+    return KILN_OK;
+  });
+}
+
+const char *kiln_jit_last_error(void) { return kiln::jit::lastError.c_str(); }

@@ -1,0 +1,101 @@
+/* kiln/jit.h - compile models inside a process that serves them.
+ *
+ * libkiln_jit links kiln's compiler. It compiles an ONNX (or kiln .mlir) model
+ * in-process and hands back a kiln_model_t that runs exactly like a loaded
+ * artifact (kiln/runtime.h). When a call arrives with shapes no variant of the
+ * model specializes, the generic kernels run at once and the JIT compiles a
+ * variant for those shapes on a bounded background pool; when it is ready it is
+ * installed into the model (kiln_model_add_variants) and later calls with those
+ * shapes run it. However many threads ask, each key compiles once
+ * (single-flight).
+ *
+ * Compiled artifacts and variant packs go to a content-addressed disk cache
+ * shared by processes (key: the model's bytes, the options, kiln's version, the
+ * target), written atomically (temporary file, then rename); an entry that does
+ * not verify is removed with a warning on stderr and rebuilt; the cache is kept
+ * under a size bound by evicting the least recently used entries. An in-memory
+ * bound keeps the most recently used entries' bytes as well.
+ *
+ * Threads: every function may be called from any thread. Models belong to the
+ * JIT that made them: do not kiln_model_destroy them; they live until
+ * kiln_jit_destroy, which first waits for background work.
+ */
+#ifndef KILN_JIT_H
+#define KILN_JIT_H
+
+#include "kiln/runtime.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_JIT_API_VERSION 1
+
+typedef struct kiln_jit_t kiln_jit_t;
+
+typedef struct kiln_jit_options_t {
+  /* sizeof(kiln_jit_options_t): fields past it keep their defaults. */
+  size_t struct_size;
+  /* The disk cache: NULL or "" for $KILN_CACHE_DIR/jit, else ~/.cache/kiln/jit. */
+  const char *cache_dir;
+  /* Bytes the disk cache may hold (0: 4 GiB); past it, least recently used
+   * entries are removed. */
+  uint64_t cache_max_bytes;
+  /* Entries (artifacts, variant packs) kept in memory (0: 64). */
+  size_t memory_max_entries;
+  /* Background compiler threads (0: 2) and queued specializations past which
+   * new ones are dropped, counted in the statistics (0: 64). */
+  int background_threads;
+  size_t queue_limit;
+  /* KILN_BACKEND_AUTO (the default), _CUDA or _HOST, as kiln_model_load_file. */
+  kiln_backend_t backend;
+  /* Nonzero: compile variants for new shapes in the background (default 1). */
+  int specialize;
+} kiln_jit_options_t;
+
+/* Fills `options` with the defaults. */
+KILN_API void kiln_jit_options_init(kiln_jit_options_t *options);
+
+/* options may be NULL (the defaults). */
+KILN_API kiln_status_t kiln_jit_create(const kiln_jit_options_t *options, kiln_jit_t **out_jit);
+/* Waits for background work, then destroys the JIT and every model it made. */
+KILN_API void kiln_jit_destroy(kiln_jit_t *jit);
+
+/* Compiles (or finds in a cache) the model in the file at `path` (.onnx or
+ * .mlir). The same model asked for twice gives the same handle. */
+KILN_API kiln_status_t kiln_jit_compile_file(kiln_jit_t *jit, const char *path,
+                                             kiln_model_t **out_model);
+/* The same from bytes; `name` ends in .onnx or .mlir and names the model in
+ * messages. */
+KILN_API kiln_status_t kiln_jit_compile_memory(kiln_jit_t *jit, const void *data, size_t size,
+                                               const char *name, kiln_model_t **out_model);
+
+/* Blocks until no specialization is queued or running. */
+KILN_API kiln_status_t kiln_jit_wait_idle(kiln_jit_t *jit);
+
+typedef struct kiln_jit_stats_t {
+  uint64_t memory_hits;     /* found in memory */
+  uint64_t disk_hits;       /* found in the disk cache */
+  uint64_t misses;          /* in neither: compiled */
+  uint64_t compiles;        /* models and variants compiled by this JIT */
+  double compile_ms;        /* their total wall time */
+  uint64_t evictions;       /* disk entries removed to stay under the bound */
+  uint64_t damaged;         /* disk entries that did not verify (rebuilt) */
+  uint64_t specializations; /* variants installed into models */
+  uint64_t dropped;         /* specializations not queued: the queue was full */
+  uint64_t failed;          /* specializations that failed (the generic code serves) */
+} kiln_jit_stats_t;
+
+KILN_API kiln_status_t kiln_jit_stats(const kiln_jit_t *jit, kiln_jit_stats_t *out_stats);
+
+/* The message of the calling thread's last failed kiln_jit_* call. */
+KILN_API const char *kiln_jit_last_error(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_JIT_H */
