@@ -1,0 +1,130 @@
+//===- JitTest.cpp - libkiln_jit through its C++ wrapper ------------------===//
+//
+// The torch encoder compiled in-process: it matches torch at the export's
+// shape, a new shape runs the generic code at once and a variant after the JIT
+// installs one, the same model asked for twice is one handle and one compile,
+// and bad models and arguments are errors with messages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/jit.hpp"
+
+#include "TensorFiles.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+namespace {
+
+/// A cache folder of this test alone, removed when the test ends.
+struct FreshCacheDir {
+  std::string path;
+  FreshCacheDir() {
+    char folder[] = "/tmp/kiln-jit-test-XXXXXX";
+    path = mkdtemp(folder) ? folder : "";
+  }
+  ~FreshCacheDir() {
+    std::error_code ignored;
+    if (!path.empty())
+      std::filesystem::remove_all(path, ignored);
+  }
+};
+
+kiln::HostTensor randomInput(int64_t batch, int64_t seq) {
+  kiln::HostTensor x(KILN_F32, {batch, seq, 16});
+  for (size_t i = 0; i < x.numel(); ++i)
+    x.as<float>()[i] = static_cast<float>((i * 37) % 23) / 11.0f - 1.0f;
+  return x;
+}
+
+TEST(Jit, CompilesRunsAndSpecializesInTheBackground) {
+  FreshCacheDir folder; // destroyed after the JIT below
+  const std::string &cache = folder.path;
+  ASSERT_FALSE(cache.empty());
+  kiln_jit_options_t options;
+  kiln_jit_options_init(&options);
+  options.cache_dir = cache.c_str();
+  options.backend = KILN_BACKEND_HOST;
+  kiln::Jit jit;
+  kiln::Status s = kiln::Jit::create(&options, &jit);
+  ASSERT_TRUE(s.ok()) << s.message();
+  kiln::Model model;
+  s = jit.compileFile(KILN_TEST_MODELS "/encoder.onnx", &model);
+  ASSERT_TRUE(s.ok()) << s.message();
+
+  // At the export's shape it matches torch.
+  absl::StatusOr<kiln::NamedTensor> input =
+      kiln::readTensorFile(KILN_TEST_MODELS "/encoder/input_0.pb");
+  absl::StatusOr<kiln::NamedTensor> expected =
+      kiln::readTensorFile(KILN_TEST_MODELS "/encoder/output_0.pb");
+  ASSERT_TRUE(input.ok() && expected.ok());
+  const kiln::ref::Tensor &x = input->tensor;
+  std::vector<kiln::HostTensor> inputs = {
+      kiln::HostTensor(KILN_F32, std::vector<int64_t>(x.shape().begin(), x.shape().end()))};
+  std::memcpy(inputs[0].data.data(), x.bytes(), x.byteSize());
+  kiln::Context context;
+  ASSERT_TRUE(kiln::Context::create(model, &context).ok());
+  std::vector<kiln::HostTensor> outputs;
+  s = context.run(inputs, &outputs);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(outputs[0].numel(), static_cast<size_t>(expected->tensor.numel()));
+  for (size_t i = 0; i < outputs[0].numel(); ++i)
+    EXPECT_NEAR(outputs[0].as<float>()[i], expected->tensor.getF(static_cast<int64_t>(i)), 1e-4);
+  EXPECT_EQ(context.variant(), "generic");
+
+  // A new shape: generic now, its variant once the JIT has installed it, with
+  // the same numbers.
+  std::vector<kiln::HostTensor> small = {randomInput(1, 3)};
+  std::vector<kiln::HostTensor> generic, specialized;
+  ASSERT_TRUE(context.run(small, &generic).ok());
+  EXPECT_EQ(context.variant(), "generic");
+  jit.waitIdle();
+  std::vector<kiln::HostTensor> other = {randomInput(1, 4)};
+  ASSERT_TRUE(context.run(other, &outputs).ok()); // a shape change: the choice is made anew
+  ASSERT_TRUE(context.run(small, &specialized).ok());
+  EXPECT_EQ(context.variant(), "batch=1,seq=3");
+  EXPECT_EQ(generic[0].data, specialized[0].data);
+
+  // One model, one handle, one compile; the variants of (2, 5), (1, 3) and (1, 4).
+  kiln::Model again;
+  ASSERT_TRUE(jit.compileFile(KILN_TEST_MODELS "/encoder.onnx", &again).ok());
+  EXPECT_EQ(again.get(), model.get());
+  jit.waitIdle();
+  kiln_jit_stats_t stats = jit.stats();
+  EXPECT_EQ(stats.compiles, 4u);
+  EXPECT_EQ(stats.specializations, 3u);
+  EXPECT_EQ(stats.failed, 0u);
+  EXPECT_GT(stats.compile_ms, 0.0);
+}
+
+TEST(Jit, BadModelsAndArgumentsAreErrors) {
+  FreshCacheDir folder;
+  const std::string &cache = folder.path;
+  kiln_jit_options_t options;
+  kiln_jit_options_init(&options);
+  options.cache_dir = cache.c_str();
+  kiln::Jit jit;
+  ASSERT_TRUE(kiln::Jit::create(&options, &jit).ok());
+  kiln::Model model;
+  std::string garbage = "this is not an onnx model";
+  kiln::Status s = jit.compileMemory(garbage.data(), garbage.size(), "garbage.onnx", &model);
+  EXPECT_EQ(s.code(), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(s.message().find("garbage.onnx"), std::string::npos) << s.message();
+  s = jit.compileFile("/nonexistent/model.onnx", &model);
+  EXPECT_EQ(s.code(), KILN_NOT_FOUND);
+  kiln_model_t *handle = nullptr;
+  EXPECT_EQ(kiln_jit_compile_file(nullptr, "x.onnx", &handle), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_jit_compile_memory(jit.get(), nullptr, 0, "x.onnx", &handle), KILN_INVALID_ARGUMENT);
+  kiln_jit_options_t tiny;
+  std::memset(&tiny, 0, sizeof(tiny));
+  tiny.struct_size = 1;
+  kiln_jit_t *raw = nullptr;
+  EXPECT_EQ(kiln_jit_create(&tiny, &raw), KILN_INVALID_ARGUMENT);
+}
+
+} // namespace
