@@ -81,7 +81,14 @@ struct ModelEntry {
   kiln_model_t *model = nullptr;
   /// What specializations compile for: 0 host emulation, else the device's SM.
   int sm = 0;
+  /// Specializations asked for (under the JIT's mutex): a flood of distinct
+  /// shapes must not load code without bound.
+  int requested = 0;
 };
+
+/// The most variants the JIT compiles for one model; past it the generic code
+/// serves every new shape (counted as dropped).
+constexpr int kMaxVariantsPerModel = 256;
 
 struct Job {
   ModelEntry *entry;
@@ -380,14 +387,15 @@ void Jit::requestVariant(ModelEntry *entry, const int64_t *values, size_t count)
     absl::StrAppend(&key, ",", values[i]);
   absl::StrAppend(&key, entry->sm ? absl::StrCat(",sm_", entry->sm) : ",host");
   std::lock_guard<std::mutex> lock(mutex_);
-  if (stopping_ || !variantKeys_.insert(key).second)
+  if (stopping_ || variantKeys_.count(key))
     return;
   size_t limit = options_.queue_limit ? options_.queue_limit : 64;
-  if (queue_.size() >= limit) {
-    variantKeys_.erase(key); // a later miss may queue it
-    bump(&kiln_jit_stats_t::dropped);
+  if (queue_.size() >= limit || entry->requested >= kMaxVariantsPerModel) {
+    bump(&kiln_jit_stats_t::dropped); // a later miss may queue it when there is room
     return;
   }
+  variantKeys_.insert(key);
+  ++entry->requested;
   queue_.push_back({entry, std::vector<int64_t>(values, values + count), key});
   changed_.notify_all();
 }

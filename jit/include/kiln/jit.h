@@ -85,7 +85,8 @@ typedef struct kiln_jit_stats_t {
   uint64_t evictions;       /* disk entries removed to stay under the bound */
   uint64_t damaged;         /* disk entries that did not verify (rebuilt) */
   uint64_t specializations; /* variants installed into models */
-  uint64_t dropped;         /* specializations not queued: the queue was full */
+  uint64_t dropped;         /* specializations not queued: the queue was full, or the
+                               model has 256 variants already */
   uint64_t failed;          /* specializations that failed (the generic code serves) */
 } kiln_jit_stats_t;
 
