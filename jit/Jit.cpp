@@ -43,6 +43,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <mutex>
@@ -128,6 +129,11 @@ private:
                                                                       size_t size,
                                                                       const std::string &name);
   absl::StatusOr<std::shared_ptr<const AlignedBytes>> packFor(const Job &job);
+  /// Entry `file` from memory, else from disk when `intact` accepts it (a
+  /// damaged one is removed with a warning), else built, written and kept.
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>>
+  cached(const std::string &file, const std::function<bool(const AlignedBytes &)> &intact,
+         const std::function<absl::StatusOr<std::shared_ptr<const AlignedBytes>>()> &build);
   absl::StatusOr<std::shared_ptr<const AlignedBytes>> compilePack(const Job &job);
   std::shared_ptr<const AlignedBytes> remembered(const std::string &key);
   void remember(const std::string &key, std::shared_ptr<const AlignedBytes> bytes);
@@ -293,8 +299,8 @@ absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
 }
 
 absl::StatusOr<std::shared_ptr<const AlignedBytes>>
-Jit::artifactFor(const std::string &key, const void *data, size_t size, const std::string &name) {
-  std::string file = "model-" + key + ".kiln";
+Jit::cached(const std::string &file, const std::function<bool(const AlignedBytes &)> &intact,
+            const std::function<absl::StatusOr<std::shared_ptr<const AlignedBytes>>()> &build) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (std::shared_ptr<const AlignedBytes> bytes = remembered(file)) {
@@ -303,7 +309,7 @@ Jit::artifactFor(const std::string &key, const void *data, size_t size, const st
     }
   }
   if (std::shared_ptr<const AlignedBytes> bytes = disk_.read(file)) {
-    if (artifact::readArtifact(bytes->data(), bytes->size).ok()) {
+    if (intact(*bytes)) {
       bump(&kiln_jit_stats_t::disk_hits);
       remember(file, bytes);
       return bytes;
@@ -315,13 +321,21 @@ Jit::artifactFor(const std::string &key, const void *data, size_t size, const st
   }
   bump(&kiln_jit_stats_t::misses);
   auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::shared_ptr<const AlignedBytes>> bytes = compileArtifact(data, size, name);
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>> bytes = build();
   if (!bytes.ok())
     return bytes.status();
   compiled(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   bump(&kiln_jit_stats_t::evictions, disk_.write(file, **bytes));
   remember(file, *bytes);
   return bytes;
+}
+
+absl::StatusOr<std::shared_ptr<const AlignedBytes>>
+Jit::artifactFor(const std::string &key, const void *data, size_t size, const std::string &name) {
+  return cached(
+      "model-" + key + ".kiln",
+      [](const AlignedBytes &b) { return artifact::readArtifact(b.data(), b.size).ok(); },
+      [&] { return compileArtifact(data, size, name); });
 }
 
 absl::StatusOr<std::shared_ptr<const AlignedBytes>>
@@ -433,34 +447,12 @@ void Jit::work() {
 }
 
 absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::packFor(const Job &job) {
-  std::string file = "variant-" + hex(llvm::xxh3_64bits(llvm::StringRef(job.key))) + ".kvar";
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (std::shared_ptr<const AlignedBytes> bytes = remembered(file)) {
-      bump(&kiln_jit_stats_t::memory_hits);
-      return bytes;
-    }
-  }
-  if (std::shared_ptr<const AlignedBytes> bytes = disk_.read(file)) {
-    if (artifact::readVariantPack(bytes->data(), bytes->size, job.entry->plan).ok()) {
-      bump(&kiln_jit_stats_t::disk_hits);
-      remember(file, bytes);
-      return bytes;
-    }
-    std::fprintf(stderr, "kiln-jit: warning: cache entry %s/%s is damaged; compiling it again\n",
-                 disk_.folder().c_str(), file.c_str());
-    disk_.remove(file);
-    bump(&kiln_jit_stats_t::damaged);
-  }
-  bump(&kiln_jit_stats_t::misses);
-  auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::shared_ptr<const AlignedBytes>> bytes = compilePack(job);
-  if (!bytes.ok())
-    return bytes.status();
-  compiled(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  bump(&kiln_jit_stats_t::evictions, disk_.write(file, **bytes));
-  remember(file, *bytes);
-  return bytes;
+  return cached(
+      "variant-" + hex(llvm::xxh3_64bits(llvm::StringRef(job.key))) + ".kvar",
+      [&](const AlignedBytes &b) {
+        return artifact::readVariantPack(b.data(), b.size, job.entry->plan).ok();
+      },
+      [&] { return compilePack(job); });
 }
 
 absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::compilePack(const Job &job) {

@@ -682,24 +682,30 @@ uint64_t artifactChecksum(const uint8_t *data, size_t size, size_t skip) {
 }
 
 namespace {
-/// Where the checksum field's eight bytes are, if the buffer has one.
-std::optional<size_t> checksumOffset(const uint8_t *data) {
-  // The root as a plain table: Model keeps the field addresses private.
-  const uint8_t *field =
-      flatbuffers::GetRoot<flatbuffers::Table>(data)->GetAddressOf(fb::Model::VT_CHECKSUM);
-  if (!field)
+/// Where the root table's checksum field (vtable slot `field`) has its eight
+/// bytes, if the buffer has one.
+std::optional<size_t> checksumOffset(const uint8_t *data,
+                                     flatbuffers::voffset_t field = fb::Model::VT_CHECKSUM) {
+  // The root as a plain table: generated tables keep field addresses private.
+  const uint8_t *at = flatbuffers::GetRoot<flatbuffers::Table>(data)->GetAddressOf(field);
+  if (!at)
     return std::nullopt;
-  return static_cast<size_t>(field - data);
+  return static_cast<size_t>(at - data);
 }
-} // namespace
 
-bool sealArtifact(uint8_t *data, size_t size) {
-  std::optional<size_t> at = checksumOffset(data);
+/// Stores the checksum of a finished buffer into its root's field `field`.
+bool sealRoot(uint8_t *data, size_t size, flatbuffers::voffset_t field) {
+  std::optional<size_t> at = checksumOffset(data, field);
   if (!at || *at + 8 > size)
     return false;
   uint64_t sum = artifactChecksum(data, size, *at);
   std::memcpy(data + *at, &sum, 8);
   return true;
+}
+} // namespace
+
+bool sealArtifact(uint8_t *data, size_t size) {
+  return sealRoot(data, size, fb::Model::VT_CHECKSUM);
 }
 
 bool matchesPlan(const ref::Tensor &got, const ValueInfo &info, const Bindings &symbols) {
@@ -802,23 +808,8 @@ absl::StatusOr<Plan> readArtifact(const uint8_t *data, size_t size,
   return plan;
 }
 
-namespace {
-std::optional<size_t> packChecksumOffset(const uint8_t *data) {
-  const uint8_t *field = flatbuffers::GetRoot<flatbuffers::Table>(data)->GetAddressOf(
-      fb::VariantPack::VT_CHECKSUM);
-  if (!field)
-    return std::nullopt;
-  return static_cast<size_t>(field - data);
-}
-} // namespace
-
 bool sealVariantPack(uint8_t *data, size_t size) {
-  std::optional<size_t> at = packChecksumOffset(data);
-  if (!at || *at + 8 > size)
-    return false;
-  uint64_t sum = artifactChecksum(data, size, *at);
-  std::memcpy(data + *at, &sum, 8);
-  return true;
+  return sealRoot(data, size, fb::VariantPack::VT_CHECKSUM);
 }
 
 absl::StatusOr<VariantPackInfo> readVariantPack(const uint8_t *data, size_t size,
@@ -836,7 +827,7 @@ absl::StatusOr<VariantPackInfo> readVariantPack(const uint8_t *data, size_t size
     return absl::FailedPreconditionError(absl::StrCat("variant pack format version ",
                                                       pack->format_version(), ", but this runtime reads version ",
                                                       kFormatVersion));
-  std::optional<size_t> at = packChecksumOffset(data);
+  std::optional<size_t> at = checksumOffset(data, fb::VariantPack::VT_CHECKSUM);
   if (!at || artifactChecksum(data, size, *at) != pack->checksum())
     return absl::InvalidArgumentError(
         absl::StrCat("corrupt variant pack (", size, " bytes): its checksum does not match"));
