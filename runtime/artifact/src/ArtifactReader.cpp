@@ -48,6 +48,20 @@ int64_t floorDiv(int64_t a, int64_t b) {
 }
 
 std::vector<CubinInfo> readCubins(const flatbuffers::Vector<flatbuffers::Offset<fb::Cubin>> *list);
+
+/// A HostLibrary table's kernel names, bytes (in place) and variant.
+HostLibraryInfo readHostLibrary(const fb::HostLibrary *h) {
+  HostLibraryInfo info;
+  if (h->kernels())
+    for (const flatbuffers::String *name : *h->kernels())
+      info.kernels.push_back(name->str());
+  if (h->data()) {
+    info.data = h->data()->data();
+    info.size = h->data()->size();
+  }
+  info.variant = h->variant();
+  return info;
+}
 /// A Variant table checked against `plan` (symbols bound by its guards, kernels).
 absl::StatusOr<VariantInfo> readVariant(const fb::Variant *v, const Plan &plan, size_t index);
 
@@ -310,18 +324,8 @@ absl::Status Reader::readKernels() {
       plan.kernels.push_back(std::move(info));
     }
   if (model.host_libraries())
-    for (const fb::HostLibrary *h : *model.host_libraries()) {
-      HostLibraryInfo info;
-      if (h->kernels())
-        for (const flatbuffers::String *name : *h->kernels())
-          info.kernels.push_back(name->str());
-      if (h->data()) {
-        info.data = h->data()->data();
-        info.size = h->data()->size();
-      }
-      info.variant = h->variant();
-      plan.hostLibraries.push_back(std::move(info));
-    }
+    for (const fb::HostLibrary *h : *model.host_libraries())
+      plan.hostLibraries.push_back(readHostLibrary(h));
   return absl::OkStatus();
 }
 
@@ -844,15 +848,7 @@ absl::StatusOr<VariantPackInfo> readVariantPack(const uint8_t *data, size_t size
     }
   if (pack->host_libraries())
     for (const fb::HostLibrary *h : *pack->host_libraries()) {
-      HostLibraryInfo lib;
-      if (h->kernels())
-        for (const flatbuffers::String *name : *h->kernels())
-          lib.kernels.push_back(name->str());
-      if (h->data()) {
-        lib.data = h->data()->data();
-        lib.size = h->data()->size();
-      }
-      lib.variant = h->variant();
+      HostLibraryInfo lib = readHostLibrary(h);
       if (lib.variant < 0 || lib.variant >= static_cast<int>(info.variants.size()))
         return absl::InvalidArgumentError(absl::StrCat(
             "corrupt variant pack: a host library belongs to variant ", lib.variant));
