@@ -1,0 +1,83 @@
+"""kiln: run models compiled by kiln from Python, and compile them in-process.
+
+    import kiln, numpy as np
+    model = kiln.load("encoder.kiln")              # or a model .so from kiln-compile
+    model = kiln.compile("encoder.onnx")           # in-process, through libkiln_jit
+    outputs = model(x=np.zeros((2, 5, 16), np.float32))   # {"y": numpy array}
+
+Inputs are numpy arrays or anything that speaks DLPack on the CPU (torch
+tensors are read without a copy); outputs are numpy arrays. Errors raise
+kiln.KilnError with kiln's one-line message. The GIL is released while a model
+runs, so threads run models concurrently.
+"""
+import os
+from typing import Any, Dict, List, Union
+
+from . import _kiln
+from ._kiln import KilnError, TensorInfo
+
+__all__ = ["KilnError", "Model", "TensorInfo", "compile", "has_jit", "load", "runtime_version"]
+
+has_jit: bool = _kiln.has_jit
+
+
+def runtime_version() -> str:
+    """The version of the libkiln_runtime this package runs on."""
+    return _kiln.runtime_version()
+
+
+class Model:
+    """A compiled model: call it with keyword arrays, get a dict of outputs."""
+
+    def __init__(self, native: "_kiln.Model"):
+        self._native = native
+
+    @property
+    def inputs(self) -> List[TensorInfo]:
+        """Name, dtype and dims (ints, or symbol names such as "batch") per input."""
+        return self._native.inputs
+
+    @property
+    def outputs(self) -> List[TensorInfo]:
+        return self._native.outputs
+
+    @property
+    def backend(self) -> str:
+        """"cuda" or "host" (host emulation of the generated kernels)."""
+        return self._native.backend
+
+    @property
+    def backend_description(self) -> str:
+        return self._native.backend_description
+
+    def run(self, inputs: Dict[str, Any]) -> Dict[str, Any]:
+        """Runs on `inputs` (input name to array); returns output name to numpy array."""
+        return self._native.run(dict(inputs))
+
+    def __call__(self, **inputs: Any) -> Dict[str, Any]:
+        return self.run(inputs)
+
+    def __repr__(self) -> str:
+        return f"kiln.Model(inputs={self.inputs}, outputs={self.outputs}, backend={self.backend!r})"
+
+
+def load(path: Union[str, os.PathLike], backend: str = "auto") -> Model:
+    """Loads a .kiln artifact or a model .so from kiln-compile. backend: auto, cuda or host."""
+    return Model(_kiln.load(os.fspath(path), backend))
+
+
+def compile(model: Union[str, os.PathLike, bytes], backend: str = "auto",
+            cache_dir: Union[str, os.PathLike, None] = None, name: Union[str, None] = None) -> Model:
+    """Compiles an ONNX (.onnx) or kiln (.mlir) model in-process through libkiln_jit.
+
+    `model` is a path or the model's bytes (`name`, ending in .onnx or .mlir, says
+    which and names it in messages). Compiled models and the variants compiled
+    for new shapes are cached in `cache_dir` (default $KILN_CACHE_DIR/jit or
+    ~/.cache/kiln/jit), shared by processes."""
+    if not has_jit:
+        raise KilnError("this kiln package was built against a kiln install without libkiln_jit")
+    folder = "" if cache_dir is None else os.fspath(cache_dir)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return Model(_kiln.compile(bytes(model), backend, folder, name or "model.onnx"))
+    path = os.fspath(model)
+    return Model(_kiln.compile(path, backend, folder, name or os.path.basename(path)))

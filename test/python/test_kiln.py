@@ -1,0 +1,143 @@
+"""The kiln Python package (python/) on the torch models, as a user runs it.
+
+Needs the package installed (scripts/install-python-package.sh) and KILN_BIN set
+to the build's bin/ (kiln-compile makes the artifacts kiln.load reads). Outputs
+are compared with torch's, committed beside the models, within 1e-4."""
+import os
+import subprocess
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+import kiln
+
+MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
+BIN = os.environ.get("KILN_BIN", "")
+
+
+def tensor(path):
+    return numpy_helper.to_array(onnx.load_tensor(path))
+
+
+def torch_case(name):
+    return tensor(os.path.join(MODELS, name, "input_0.pb")), tensor(os.path.join(MODELS, name, "output_0.pb"))
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("artifacts")
+    if not BIN:
+        pytest.skip("KILN_BIN (the build's bin/ folder) is not set")
+    paths = {}
+    for name in ("mlp", "cnn", "encoder"):
+        out = str(folder / f"{name}.kiln")
+        subprocess.run([os.path.join(BIN, "kiln-compile"), os.path.join(MODELS, f"{name}.onnx"), "-o", out,
+                        "--arch", "none", "--cache-dir", str(folder / "cache")], check=True)
+        paths[name] = out
+    return paths
+
+
+@pytest.fixture(scope="module")
+def jit_cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("jit-cache"))
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "encoder"])
+def test_loaded_models_match_torch(artifacts, name):
+    model = kiln.load(artifacts[name], backend="host")
+    x, y = torch_case(name)
+    out = model(x=x)
+    assert set(out) == {"y"}
+    assert out["y"].dtype == np.float32 and out["y"].shape == y.shape
+    np.testing.assert_allclose(out["y"], y, atol=1e-4, rtol=0)
+
+
+def test_metadata_spells_symbolic_dims(artifacts):
+    model = kiln.load(artifacts["encoder"], backend="host")
+    (x,) = model.inputs
+    assert (x.name, x.dtype, x.dims) == ("x", "float32", ["batch", "seq", 16])
+    (y,) = model.outputs
+    assert (y.name, y.dims) == ("y", ["batch", "seq", 8])
+    assert model.backend == "host"
+    assert "host emulation" in model.backend_description
+
+
+@pytest.mark.skipif(not kiln.has_jit, reason="the package was built without libkiln_jit")
+def test_compile_from_path_and_bytes(jit_cache):
+    x, y = torch_case("encoder")
+    path = os.path.join(MODELS, "encoder.onnx")
+    from_path = kiln.compile(path, backend="host", cache_dir=jit_cache)
+    np.testing.assert_allclose(from_path(x=x)["y"], y, atol=1e-4, rtol=0)
+    with open(path, "rb") as f:
+        from_bytes = kiln.compile(f.read(), backend="host", cache_dir=jit_cache, name="encoder.onnx")
+    np.testing.assert_allclose(from_bytes(x=x)["y"], y, atol=1e-4, rtol=0)
+
+
+def test_dlpack_and_non_contiguous_inputs(artifacts):
+    model = kiln.load(artifacts["encoder"], backend="host")
+    x, y = torch_case("encoder")
+
+    class DlpackOnly:
+        """An array that offers nothing but the DLPack protocol (as torch tensors do)."""
+
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, **kwargs):
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    np.testing.assert_allclose(model(x=DlpackOnly(x))["y"], y, atol=1e-4, rtol=0)
+    wide = np.zeros((2, 5, 32), np.float32)
+    wide[:, :, ::2] = x
+    strided = wide[:, :, ::2]
+    assert not strided.flags["C_CONTIGUOUS"]
+    np.testing.assert_allclose(model(x=strided)["y"], y, atol=1e-4, rtol=0)
+
+
+def test_errors_carry_kilns_message(artifacts):
+    model = kiln.load(artifacts["encoder"], backend="host")
+    x, _ = torch_case("encoder")
+    with pytest.raises(kiln.KilnError, match=r"input 'x' dim 2 is 3 but the model expects 16"):
+        model(x=np.zeros((2, 5, 3), np.float32))
+    with pytest.raises(kiln.KilnError, match=r"input 'x' is f64\[2, 5, 16\] but the model expects f32\[batch, seq, 16\]"):
+        model(x=x.astype(np.float64))
+    with pytest.raises(kiln.KilnError, match="missing input 'x'"):
+        model(z=x)
+    with pytest.raises(kiln.KilnError, match="the model has no input 'z'"):
+        model(x=x, z=x)
+    with pytest.raises(kiln.KilnError, match="cannot open"):
+        kiln.load("/nonexistent/model.kiln")
+    with pytest.raises(kiln.KilnError, match="backend 'tpu' is not auto, cuda or host"):
+        kiln.load(artifacts["encoder"], backend="tpu")
+    if kiln.has_jit:
+        with pytest.raises(kiln.KilnError, match="garbage.onnx"):
+            kiln.compile(b"not a model", backend="host", name="garbage.onnx")
+
+
+def test_threads_run_at_once_and_agree(artifacts):
+    """Runs release the GIL: four Python threads share one model, each result
+    equals the serial one."""
+    model = kiln.load(artifacts["encoder"], backend="host")
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal((b, s, 16), dtype=np.float32) for b, s in ((1, 3), (2, 5), (2, 7), (1, 9))]
+    serial = [model(x=x)["y"] for x in inputs]
+    failures = []
+
+    def worker(k):
+        for _ in range(20):
+            for i, x in enumerate(inputs):
+                if not np.array_equal(model(x=x)["y"], serial[i]):
+                    failures.append((k, i))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not failures
