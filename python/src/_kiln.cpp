@@ -161,8 +161,9 @@ public:
     return d;
   }
 
-  /// Runs on `inputs` (name -> array); returns name -> numpy array.
-  nb::dict run(nb::dict inputs) {
+  /// Runs on `inputs` (name -> array); returns name -> numpy array, or with
+  /// `dlpack` objects that speak DLPack (torch.from_dlpack takes them as is).
+  nb::dict run(nb::dict inputs, bool dlpack) {
     size_t numInputs = 0, numOutputs = 0;
     check(kiln_model_num_inputs(model_, &numInputs));
     check(kiln_model_num_outputs(model_, &numOutputs));
@@ -245,8 +246,12 @@ public:
       std::vector<size_t> shape(out[k].dims, out[k].dims + out[k].rank);
       uint8_t *data = buffers[k].release();
       nb::capsule owner(data, [](void *p) noexcept { delete[] static_cast<uint8_t *>(p); });
-      result[info.name] = nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner,
-                                                 nullptr, toDlpack(out[k].dtype));
+      if (dlpack)
+        result[info.name] = nb::ndarray<nb::array_api>(data, shape.size(), shape.data(), owner, nullptr,
+                                          toDlpack(out[k].dtype));
+      else
+        result[info.name] = nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner,
+                                                   nullptr, toDlpack(out[k].dtype));
     }
     return result;
   }
@@ -357,7 +362,7 @@ NB_MODULE(_kiln, m) {
       .def_prop_ro("outputs", &Model::outputs)
       .def_prop_ro("backend", &Model::backend)
       .def_prop_ro("backend_description", &Model::backendDescription)
-      .def("run", &Model::run, nb::arg("inputs"));
+      .def("run", &Model::run, nb::arg("inputs"), nb::arg("dlpack") = false);
   m.def("load", &load, nb::arg("path"), nb::arg("backend") = "auto");
 #ifdef KILN_PYTHON_HAS_JIT
   m.def("compile", &compileModel, nb::arg("model"), nb::arg("backend") = "auto",

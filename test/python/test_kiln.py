@@ -93,6 +93,10 @@ def test_dlpack_and_non_contiguous_inputs(artifacts):
             return self.array.__dlpack_device__()
 
     np.testing.assert_allclose(model(x=DlpackOnly(x))["y"], y, atol=1e-4, rtol=0)
+    # Outputs as DLPack on request: numpy (or torch) takes them without a copy.
+    out = model.run({"x": x}, dlpack=True)["y"]
+    assert hasattr(out, "__dlpack__") and not isinstance(out, np.ndarray)
+    np.testing.assert_allclose(np.from_dlpack(out), y, atol=1e-4, rtol=0)
     wide = np.zeros((2, 5, 32), np.float32)
     wide[:, :, ::2] = x
     strided = wide[:, :, ::2]

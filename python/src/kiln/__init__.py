@@ -50,9 +50,11 @@ class Model:
     def backend_description(self) -> str:
         return self._native.backend_description
 
-    def run(self, inputs: Dict[str, Any]) -> Dict[str, Any]:
-        """Runs on `inputs` (input name to array); returns output name to numpy array."""
-        return self._native.run(dict(inputs))
+    def run(self, inputs: Dict[str, Any], dlpack: bool = False) -> Dict[str, Any]:
+        """Runs on `inputs` (input name to array); returns output name to numpy array,
+        or with `dlpack=True` to an object with `__dlpack__` (for torch.from_dlpack
+        and other frameworks, without a copy)."""
+        return self._native.run(dict(inputs), dlpack)
 
     def __call__(self, **inputs: Any) -> Dict[str, Any]:
         return self.run(inputs)
