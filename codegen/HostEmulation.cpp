@@ -111,7 +111,11 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     std::string hex;
     llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
     llvm::SmallString<256> base(cacheDir);
-    llvm::sys::path::append(base, "host-" + hex);
+    // Libraries specialized for a variant (defines) are named apart: they
+    // export the same kernel names as the generic ones, and a tool that looks
+    // kernels up by name in the cache (the fake CUDA driver) must find only
+    // code that is right for every shape.
+    llvm::sys::path::append(base, (defines.empty() ? "host-" : "hostvar-") + hex);
     job.source = (base + ".cpp").str();
     job.library = (base + ".so").str();
     job.cached = verifyCacheEntry(job.library);

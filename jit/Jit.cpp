@@ -513,6 +513,11 @@ absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::compilePack(const Job &
         std::optional<std::string> bytes = readCacheEntry(lib.path);
         if (!bytes)
           return absl::InternalError(absl::StrCat("the host library ", lib.path, " vanished"));
+        // The pack is what the JIT caches (under its bound): the build's own
+        // files would otherwise grow the kernels folder without one.
+        for (const char *suffix : {"", ".xxh3"})
+          std::remove((lib.path + suffix).c_str());
+        std::remove((lib.path.substr(0, lib.path.size() - 3) + ".cpp").c_str());
         std::vector<flatbuffers::Offset<flatbuffers::String>> names;
         for (const std::string &n : lib.kernels)
           names.push_back(b.CreateString(n));

@@ -6,7 +6,10 @@
 // as a call of the kernel's host-emulation launcher (`<name>_host(args, grid)`,
 // the same cuLaunchKernel-style argument array) found in the shared objects of
 // $KILN_FAKE_CUDA_KERNELS (a folder of host-*.so, kiln's kernel cache). Modules'
-// images (cubins) are accepted unread. It reports one device, sm_90.
+// images (cubins) are accepted unread, so a variant's specialized cubin runs as
+// its kernel's generic code (variants' libraries, hostvar-*.so, are not
+// looked in: their code is right only for their shapes). It reports one
+// device, sm_90.
 //
 // Tests put its folder first on LD_LIBRARY_PATH, so the runtime's CUDA executor
 // (arena placement, uploads, launches, host fallback, profiles, device buffers)
