@@ -15,6 +15,8 @@ APT_PACKAGES=(
   libxxhash-dev
   # Build and test tooling.
   cmake ninja-build ccache googletest libgtest-dev libgmock-dev binutils
+  # kiln-compile --graph FILE.svg draws plans through Graphviz's dot.
+  graphviz
 )
 
 # Python packages the test suites use, pinned so every machine runs the same tests.

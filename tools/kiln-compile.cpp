@@ -16,6 +16,7 @@
 #include "kiln/artifact/Plan.h"
 #include "tools/Version.h"
 #include "tools/Buckets.h"
+#include "tools/PlanGraph.h"
 #include "tools/Compile.h"
 #include "tools/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
@@ -99,6 +100,12 @@ static cl::opt<uint64_t> maxTensorBytes(
     cl::init(kiln::ref::kDefaultMaxTensorBytes), cl::cat(category));
 static cl::opt<int> jobs("jobs", cl::desc("Compilers to run at once"), cl::init(2),
                          cl::cat(category));
+static cl::opt<std::string> graphPath(
+    "graph",
+    cl::desc("Draw the plan to FILE.dot, or FILE.svg through Graphviz's dot: kernels by "
+             "schedule with the ops they fuse, library calls, graph breaks, shape steps, "
+             "and value sizes at the --bind symbol values"),
+    cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string> buckets(
     "buckets",
     cl::desc("Shape buckets to specialize kernels for: SYM=VALUES;SYM=VALUES, each value N or "
@@ -240,6 +247,18 @@ int main(int argc, char **argv) {
   StringRef ext = sys::path::extension(outputPath);
   if (ext != ".kiln" && ext != ".so")
     return fail("output '" + outputPath + "' must end in .kiln or .so");
+  StringRef graphExt = sys::path::extension(graphPath);
+  if (!graphPath.empty() && graphExt != ".dot" && graphExt != ".svg")
+    return fail("--graph '" + graphPath + "' must end in .dot or .svg");
+  std::string graphviz;
+  if (graphExt == ".svg") {
+    ErrorOr<std::string> dot = sys::findProgramByName("dot");
+    if (!dot)
+      return fail("--graph " + graphPath +
+                  " needs Graphviz's dot on PATH (scripts/install-deps.sh installs graphviz); "
+                  "or write .dot");
+    graphviz = *dot;
+  }
 
   kiln::ArtifactOptions options;
   options.cubinArchs.clear();
@@ -433,7 +452,7 @@ int main(int argc, char **argv) {
   }
   double writeMs = msSince(start);
 
-  if (!reportPath.empty()) {
+  if (!reportPath.empty() || !graphPath.empty()) {
     llvm::json::Object report = std::move(artifact->report);
     report["model"] = modelPath.getValue();
     report["output"] = outputPath.getValue();
@@ -485,11 +504,32 @@ int main(int argc, char **argv) {
           {"block_per_item", k.blockPerItem}};
     }
     report["launch_work"] = std::move(launchWork);
-    std::error_code ec;
-    raw_fd_ostream os(reportPath, ec);
-    if (ec)
-      return fail("cannot write " + reportPath + ": " + ec.message());
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+    if (!graphPath.empty()) {
+      std::string dotText = kiln::planToDot(*plan, report, symbols);
+      std::string dotFile = graphExt == ".dot" ? graphPath.getValue() : graphPath + ".dot.tmp";
+      {
+        std::error_code ec;
+        raw_fd_ostream os(dotFile, ec);
+        if (ec)
+          return fail("cannot write " + dotFile + ": " + ec.message());
+        os << dotText;
+      }
+      if (graphExt == ".svg") {
+        std::vector<StringRef> args = {graphviz, "-Tsvg", "-o", graphPath, dotFile};
+        std::string error;
+        int rc = sys::ExecuteAndWait(graphviz, args, std::nullopt, {}, 0, 0, &error);
+        sys::fs::remove(dotFile);
+        if (rc != 0)
+          return fail("Graphviz's dot failed on the plan (exit " + Twine(rc) + ") " + error);
+      }
+    }
+    if (!reportPath.empty()) {
+      std::error_code ec;
+      raw_fd_ostream os(reportPath, ec);
+      if (ec)
+        return fail("cannot write " + reportPath + ": " + ec.message());
+      os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+    }
   }
   return 0;
 }
