@@ -1,0 +1,509 @@
+//===- KilnBackend.cpp - libtriton_kiln: kiln models in Triton ------------===//
+//
+// A Triton Inference Server backend over kiln's C API. A model repository
+// entry with `backend: "kiln"` serves `<version>/model.kiln` or `model.so`
+// (and `model.onnx`, compiled at load through libkiln_jit when built with it).
+//
+// - Config auto-completion: inputs and outputs, their dtypes and dims come from
+//   the model. When every input's and output's first dim is one symbol (the
+//   batch), that dim is Triton's batch dim: max_batch_size 0 becomes 8, so the
+//   dynamic batcher works; the other symbolic dims are -1.
+// - Instances: KIND_CPU runs host emulation, KIND_GPU the CUDA backend; each
+//   instance has its own kiln context (arena, plan of the last shapes).
+// - Requests run one by one in a batch (each keeps its own batch size); a
+//   request kiln refuses (a wrong name, dtype or shape: the guard's message)
+//   gets an error response while the others succeed. Statistics go to Triton.
+//
+//===----------------------------------------------------------------------===//
+
+#include "serving/triton/TritonApi.h"
+
+#include "kiln/runtime.h"
+#ifdef KILN_TRITON_HAS_JIT
+#include "kiln/jit.h"
+#endif
+
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#define KILN_TRITON_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+TRITONSERVER_Error *error(TRITONSERVER_Error_Code code, const std::string &message) {
+  return TRITONSERVER_ErrorNew(code, ("kiln: " + message).c_str());
+}
+
+uint64_t nowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct DtypeRow {
+  kiln_dtype_t kiln;
+  TRITONSERVER_DataType triton;
+  const char *config;
+};
+constexpr DtypeRow kDtypes[] = {
+    {KILN_F16, TRITONSERVER_TYPE_FP16, "TYPE_FP16"},  {KILN_BF16, TRITONSERVER_TYPE_BF16, "TYPE_BF16"},
+    {KILN_F32, TRITONSERVER_TYPE_FP32, "TYPE_FP32"},  {KILN_F64, TRITONSERVER_TYPE_FP64, "TYPE_FP64"},
+    {KILN_BOOL, TRITONSERVER_TYPE_BOOL, "TYPE_BOOL"}, {KILN_I8, TRITONSERVER_TYPE_INT8, "TYPE_INT8"},
+    {KILN_I16, TRITONSERVER_TYPE_INT16, "TYPE_INT16"}, {KILN_I32, TRITONSERVER_TYPE_INT32, "TYPE_INT32"},
+    {KILN_I64, TRITONSERVER_TYPE_INT64, "TYPE_INT64"}, {KILN_U8, TRITONSERVER_TYPE_UINT8, "TYPE_UINT8"},
+    {KILN_U16, TRITONSERVER_TYPE_UINT16, "TYPE_UINT16"}, {KILN_U32, TRITONSERVER_TYPE_UINT32, "TYPE_UINT32"},
+    {KILN_U64, TRITONSERVER_TYPE_UINT64, "TYPE_UINT64"},
+};
+
+const DtypeRow *rowOf(kiln_dtype_t t) {
+  for (const DtypeRow &r : kDtypes)
+    if (r.kiln == t)
+      return &r;
+  return nullptr;
+}
+const DtypeRow *rowOf(TRITONSERVER_DataType t) {
+  for (const DtypeRow &r : kDtypes)
+    if (r.triton == t)
+      return &r;
+  return nullptr;
+}
+
+/// The span [begin, end) of top-level key `key`'s value in a JSON object, or
+/// {npos, npos}. Enough JSON to edit Triton's model config without a library:
+/// strings (with escapes) and nesting are skipped whole.
+std::pair<size_t, size_t> topLevelValue(const std::string &json, const std::string &key) {
+  int depth = 0;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (c == '"') {
+      size_t start = i++;
+      while (i < json.size() && json[i] != '"')
+        i += json[i] == '\\' ? 2 : 1;
+      if (depth == 1 && json.compare(start + 1, i - start - 1, key) == 0) {
+        size_t v = json.find(':', i) + 1;
+        while (v < json.size() && std::isspace(static_cast<unsigned char>(json[v])))
+          ++v;
+        // The value ends at the comma or brace that closes it at this depth.
+        int inner = 0;
+        size_t e = v;
+        for (; e < json.size(); ++e) {
+          char d = json[e];
+          if (d == '"') {
+            ++e;
+            while (e < json.size() && json[e] != '"')
+              e += json[e] == '\\' ? 2 : 1;
+          } else if (d == '[' || d == '{') {
+            ++inner;
+          } else if (d == ']' || d == '}') {
+            if (inner == 0)
+              break;
+            --inner;
+          } else if (d == ',' && inner == 0) {
+            break;
+          }
+        }
+        return {v, e};
+      }
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return {std::string::npos, std::string::npos};
+}
+
+/// `json` with top-level `key` set to `value` (replaced, or added).
+std::string withValue(std::string json, const std::string &key, const std::string &value) {
+  auto [begin, end] = topLevelValue(json, key);
+  if (begin != std::string::npos)
+    return json.replace(begin, end - begin, value);
+  size_t close = json.rfind('}');
+  bool empty = json.find_first_not_of(" \t\r\n", json.find('{') + 1) == close;
+  return json.insert(close, (empty ? "\"" : ",\"") + key + "\":" + value);
+}
+
+struct ModelState {
+  std::string name, folder, file;
+  std::mutex mutex; ///< loads per backend
+  kiln_model_t *host = nullptr, *cuda = nullptr;
+  bool owned = true; ///< false: the JIT owns them
+#ifdef KILN_TRITON_HAS_JIT
+  kiln_jit_t *jit = nullptr;
+#endif
+  bool batched = false;
+  int64_t maxBatch = 0;
+
+  ~ModelState() {
+    if (owned) {
+      if (host)
+        kiln_model_destroy(host);
+      if (cuda)
+        kiln_model_destroy(cuda);
+    }
+#ifdef KILN_TRITON_HAS_JIT
+    if (jit)
+      kiln_jit_destroy(jit);
+#endif
+  }
+
+  /// The model on `backend` (loaded on first use).
+  TRITONSERVER_Error *get(kiln_backend_t backend, kiln_model_t **out) {
+    std::lock_guard<std::mutex> lock(mutex);
+    kiln_model_t *&slot = backend == KILN_BACKEND_CUDA ? cuda : host;
+    if (!slot) {
+      bool onnx = file.size() > 5 && file.compare(file.size() - 5, 5, ".onnx") == 0;
+      if (onnx) {
+#ifdef KILN_TRITON_HAS_JIT
+        if (!jit) {
+          kiln_jit_options_t options;
+          kiln_jit_options_init(&options);
+          options.backend = backend;
+          if (kiln_jit_create(&options, &jit) != KILN_OK)
+            return error(TRITONSERVER_ERROR_INTERNAL, kiln_jit_last_error());
+        }
+        owned = false;
+        if (kiln_jit_compile_file(jit, file.c_str(), &slot) != KILN_OK)
+          return error(TRITONSERVER_ERROR_INVALID_ARG, kiln_jit_last_error());
+#else
+        return error(TRITONSERVER_ERROR_UNSUPPORTED,
+                     file + ": this backend was built without libkiln_jit; serve a .kiln or .so");
+#endif
+      } else if (kiln_model_load_file(file.c_str(), backend, &slot) != KILN_OK) {
+        return error(TRITONSERVER_ERROR_INVALID_ARG, kiln_last_error());
+      }
+    }
+    *out = slot;
+    return nullptr;
+  }
+};
+
+struct InstanceState {
+  ModelState *model = nullptr;
+  kiln_model_t *handle = nullptr;
+  kiln_context_t *context = nullptr;
+  ~InstanceState() {
+    if (context)
+      kiln_context_destroy(context);
+  }
+};
+
+/// The model file in a version folder: model.kiln, model.so or model.onnx.
+std::string findModelFile(const std::string &folder) {
+  for (const char *name : {"model.kiln", "model.so", "model.onnx"}) {
+    std::string path = folder + "/" + name;
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      return path;
+  }
+  return "";
+}
+
+/// Inputs and outputs of `model` as Triton's config JSON arrays, and whether
+/// the first dim of every one is the same symbol (Triton's batch dim).
+void describe(kiln_model_t *model, bool &batched, std::string &inputs, std::string &outputs) {
+  size_t numInputs = 0, numOutputs = 0;
+  kiln_model_num_inputs(model, &numInputs);
+  kiln_model_num_outputs(model, &numOutputs);
+  std::vector<kiln_tensor_info_t> infos;
+  for (size_t i = 0; i < numInputs + numOutputs; ++i) {
+    kiln_tensor_info_t info;
+    if (i < numInputs)
+      kiln_model_input_info(model, i, &info);
+    else
+      kiln_model_output_info(model, i - numInputs, &info);
+    infos.push_back(info);
+  }
+  std::string batch;
+  batched = !infos.empty();
+  for (const kiln_tensor_info_t &info : infos) {
+    if (info.rank == 0 || info.dims[0] >= 0) {
+      batched = false;
+      break;
+    }
+    if (batch.empty())
+      batch = info.dim_names[0];
+    batched = batched && batch == info.dim_names[0];
+  }
+  auto array = [&](size_t from, size_t to) {
+    std::string json = "[";
+    for (size_t i = from; i < to; ++i) {
+      const kiln_tensor_info_t &info = infos[i];
+      const DtypeRow *row = rowOf(info.dtype);
+      json += std::string(i == from ? "" : ",") + "{\"name\":\"" + info.name +
+              "\",\"data_type\":\"" + (row ? row->config : "TYPE_INVALID") + "\",\"dims\":[";
+      for (int d = batched ? 1 : 0, first = 1; d < info.rank; ++d, first = 0)
+        json += std::string(first ? "" : ",") + std::to_string(info.dims[d] >= 0 ? info.dims[d] : -1);
+      json += "]}";
+    }
+    return json + "]";
+  };
+  inputs = array(0, numInputs);
+  outputs = array(numInputs, numInputs + numOutputs);
+}
+
+/// An error response for `request`, then its release.
+void fail(TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request *request,
+          TRITONBACKEND_Response *response, const std::string &message, uint64_t start) {
+  TRITONSERVER_Error *e = error(TRITONSERVER_ERROR_INVALID_ARG, message);
+  if (response || TRITONBACKEND_ResponseNew(&response, request) == nullptr)
+    TRITONBACKEND_ResponseSend(response, kTritonResponseCompleteFinal, e);
+  TRITONSERVER_ErrorDelete(e);
+  uint64_t end = nowNs();
+  TRITONBACKEND_ModelInstanceReportStatistics(instance, request, false, start, start, end, end);
+  TRITONBACKEND_RequestRelease(request, kTritonRequestReleaseAll);
+}
+
+} // namespace
+
+KILN_TRITON_EXPORT TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *) {
+  uint32_t major = 0, minor = 0;
+  if (TRITONSERVER_Error *e = TRITONBACKEND_ApiVersion(&major, &minor))
+    return e;
+  if (major != 1)
+    return error(TRITONSERVER_ERROR_UNSUPPORTED,
+                 "the server's backend API is " + std::to_string(major) + "." +
+                     std::to_string(minor) + "; this backend was written for 1.x");
+  return nullptr;
+}
+
+KILN_TRITON_EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
+  auto state = std::make_unique<ModelState>();
+  const char *name = nullptr, *location = nullptr;
+  uint64_t version = 0;
+  TRITONBACKEND_ArtifactType type;
+  if (TRITONSERVER_Error *e = TRITONBACKEND_ModelName(model, &name))
+    return e;
+  if (TRITONSERVER_Error *e = TRITONBACKEND_ModelVersion(model, &version))
+    return e;
+  if (TRITONSERVER_Error *e = TRITONBACKEND_ModelRepository(model, &type, &location))
+    return e;
+  state->name = name;
+  state->folder = std::string(location) + "/" + std::to_string(version);
+  state->file = findModelFile(state->folder);
+  if (state->file.empty())
+    return error(TRITONSERVER_ERROR_NOT_FOUND, "model '" + state->name + "': no model.kiln, model.so or model.onnx in " + state->folder);
+
+  // Read on the host backend: metadata is the same on every backend.
+  kiln_model_t *probe = nullptr;
+  if (TRITONSERVER_Error *e = state->get(KILN_BACKEND_HOST, &probe))
+    return e;
+  std::string inputs, outputs;
+  describe(probe, state->batched, inputs, outputs);
+
+  TRITONSERVER_Message *message = nullptr;
+  if (TRITONSERVER_Error *e = TRITONBACKEND_ModelConfig(model, 1, &message))
+    return e;
+  const char *base = nullptr;
+  size_t size = 0;
+  TRITONSERVER_MessageSerializeToJson(message, &base, &size);
+  std::string config(base, size);
+  TRITONSERVER_MessageDelete(message);
+  auto [mbBegin, mbEnd] = topLevelValue(config, "max_batch_size");
+  state->maxBatch = mbBegin == std::string::npos ? 0 : std::atoll(config.substr(mbBegin, mbEnd - mbBegin).c_str());
+  if (state->maxBatch > 0 && !state->batched)
+    return error(TRITONSERVER_ERROR_INVALID_ARG,
+                 "model '" + state->name + "': max_batch_size " + std::to_string(state->maxBatch) +
+                     " needs every input's and output's first dim to be one symbol (the batch)");
+  bool autocomplete = false;
+  TRITONBACKEND_ModelAutoCompleteConfig(model, &autocomplete);
+  if (autocomplete) {
+    // Only what the user left out: their inputs and outputs stand as written.
+    auto [inBegin, inEnd] = topLevelValue(config, "input");
+    if (inBegin == std::string::npos || config.compare(inBegin, 2, "[]") == 0)
+      config = withValue(config, "input", inputs);
+    auto [outBegin, outEnd] = topLevelValue(config, "output");
+    if (outBegin == std::string::npos || config.compare(outBegin, 2, "[]") == 0)
+      config = withValue(config, "output", outputs);
+    if (state->batched && state->maxBatch == 0) {
+      state->maxBatch = 8;
+      config = withValue(config, "max_batch_size", "8");
+    }
+    TRITONSERVER_Message *completed = nullptr;
+    if (TRITONSERVER_Error *e = TRITONSERVER_MessageNewFromSerializedJson(&completed, config.data(), config.size()))
+      return e;
+    TRITONSERVER_Error *e = TRITONBACKEND_ModelSetConfig(model, 1, completed);
+    TRITONSERVER_MessageDelete(completed);
+    if (e)
+      return e;
+  }
+  return TRITONBACKEND_ModelSetState(model, state.release());
+}
+
+KILN_TRITON_EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
+  void *state = nullptr;
+  TRITONBACKEND_ModelState(model, &state);
+  delete static_cast<ModelState *>(state);
+  return nullptr;
+}
+
+KILN_TRITON_EXPORT TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance *instance) {
+  TRITONBACKEND_Model *model = nullptr;
+  void *modelState = nullptr;
+  TRITONSERVER_InstanceGroupKind kind = TRITONSERVER_INSTANCEGROUPKIND_CPU;
+  if (TRITONSERVER_Error *e = TRITONBACKEND_ModelInstanceModel(instance, &model))
+    return e;
+  TRITONBACKEND_ModelState(model, &modelState);
+  TRITONBACKEND_ModelInstanceKind(instance, &kind);
+  auto state = std::make_unique<InstanceState>();
+  state->model = static_cast<ModelState *>(modelState);
+  kiln_backend_t backend = kind == TRITONSERVER_INSTANCEGROUPKIND_GPU ? KILN_BACKEND_CUDA : KILN_BACKEND_HOST;
+  if (TRITONSERVER_Error *e = state->model->get(backend, &state->handle))
+    return e;
+  if (kiln_context_create(state->handle, &state->context) != KILN_OK)
+    return error(TRITONSERVER_ERROR_INTERNAL, kiln_last_error());
+  return TRITONBACKEND_ModelInstanceSetState(instance, state.release());
+}
+
+KILN_TRITON_EXPORT TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance *instance) {
+  void *state = nullptr;
+  TRITONBACKEND_ModelInstanceState(instance, &state);
+  delete static_cast<InstanceState *>(state);
+  return nullptr;
+}
+
+KILN_TRITON_EXPORT TRITONSERVER_Error *
+TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
+                                   TRITONBACKEND_Request **requests, const uint32_t count) {
+  void *raw = nullptr;
+  TRITONBACKEND_ModelInstanceState(instance, &raw);
+  InstanceState &state = *static_cast<InstanceState *>(raw);
+  kiln_model_t *model = state.handle;
+  size_t numInputs = 0, numOutputs = 0;
+  kiln_model_num_inputs(model, &numInputs);
+  kiln_model_num_outputs(model, &numOutputs);
+  uint64_t batchStart = nowNs(), batchSize = 0;
+  for (uint32_t r = 0; r < count; ++r) {
+    TRITONBACKEND_Request *request = requests[r];
+    uint64_t start = nowNs();
+    // Inputs by the model's names, gathered into one host buffer each.
+    std::vector<kiln_tensor_t> in(numInputs);
+    std::vector<std::vector<uint8_t>> gathered(numInputs);
+    std::string problem;
+    uint32_t given = 0;
+    TRITONBACKEND_RequestInputCount(request, &given);
+    if (given != numInputs)
+      problem = "the model takes " + std::to_string(numInputs) + " inputs, the request has " + std::to_string(given);
+    for (size_t i = 0; i < numInputs && problem.empty(); ++i) {
+      kiln_tensor_info_t info;
+      kiln_model_input_info(model, i, &info);
+      TRITONBACKEND_Input *input = nullptr;
+      if (TRITONSERVER_Error *e = TRITONBACKEND_RequestInput(request, info.name, &input)) {
+        TRITONSERVER_ErrorDelete(e);
+        problem = std::string("the request has no input '") + info.name + "'";
+        break;
+      }
+      TRITONSERVER_DataType datatype;
+      const int64_t *shape = nullptr;
+      uint32_t rank = 0, buffers = 0;
+      uint64_t bytes = 0;
+      TRITONBACKEND_InputProperties(input, nullptr, &datatype, &shape, &rank, &bytes, &buffers);
+      const DtypeRow *row = rowOf(datatype);
+      if (!row || rank > KILN_MAX_RANK) {
+        problem = std::string("input '") + info.name + "' has a datatype or rank kiln models do not take";
+        break;
+      }
+      kiln_tensor_t &t = in[i];
+      std::memset(&t, 0, sizeof(t));
+      t.dtype = row->kiln;
+      t.rank = static_cast<int32_t>(rank);
+      for (uint32_t d = 0; d < rank; ++d)
+        t.dims[d] = shape[d];
+      if (rank > 0 && state.model->batched)
+        batchSize += static_cast<uint64_t>(shape[0]);
+      gathered[i].resize(bytes);
+      uint64_t at = 0;
+      for (uint32_t b = 0; b < buffers && problem.empty(); ++b) {
+        const void *data = nullptr;
+        uint64_t size = 0;
+        TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
+        int64_t memoryId = 0;
+        TRITONBACKEND_InputBuffer(input, b, &data, &size, &memory, &memoryId);
+        if (memory == TRITONSERVER_MEMORY_GPU || at + size > bytes)
+          problem = std::string("input '") + info.name + "' is not in host memory";
+        else
+          std::memcpy(gathered[i].data() + at, data, size);
+        at += size;
+      }
+      t.data = gathered[i].data();
+      t.size_bytes = bytes;
+    }
+    std::vector<kiln_tensor_t> out(numOutputs);
+    std::memset(out.data(), 0, out.size() * sizeof(kiln_tensor_t));
+    std::vector<std::vector<uint8_t>> results(numOutputs);
+    uint64_t computeStart = nowNs();
+    if (problem.empty() &&
+        kiln_model_output_shapes(model, in.data(), in.size(), out.data(), out.size()) != KILN_OK)
+      problem = kiln_last_error(); // the guard's message for a wrong shape
+    if (problem.empty()) {
+      for (size_t k = 0; k < numOutputs; ++k) {
+        results[k].resize(std::max<size_t>(out[k].size_bytes, 1));
+        out[k].data = results[k].data();
+      }
+      if (kiln_context_run(state.context, in.data(), in.size(), out.data(), out.size(), nullptr) != KILN_OK)
+        problem = kiln_last_error();
+    }
+    uint64_t computeEnd = nowNs();
+    if (!problem.empty()) {
+      fail(instance, request, nullptr, problem, start);
+      continue;
+    }
+    TRITONBACKEND_Response *response = nullptr;
+    if (TRITONSERVER_Error *e = TRITONBACKEND_ResponseNew(&response, request)) {
+      TRITONSERVER_ErrorDelete(e);
+      TRITONBACKEND_RequestRelease(request, kTritonRequestReleaseAll);
+      continue;
+    }
+    uint32_t requested = 0;
+    TRITONBACKEND_RequestOutputCount(request, &requested);
+    for (size_t k = 0; k < numOutputs && problem.empty(); ++k) {
+      kiln_tensor_info_t info;
+      kiln_model_output_info(model, k, &info);
+      bool wanted = requested == 0;
+      for (uint32_t o = 0; o < requested && !wanted; ++o) {
+        const char *name = nullptr;
+        TRITONBACKEND_RequestOutputName(request, o, &name);
+        wanted = name && std::strcmp(name, info.name) == 0;
+      }
+      if (!wanted)
+        continue;
+      const DtypeRow *row = rowOf(out[k].dtype);
+      TRITONBACKEND_Output *output = nullptr;
+      void *buffer = nullptr;
+      TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
+      int64_t memoryId = 0;
+      TRITONSERVER_Error *e = TRITONBACKEND_ResponseOutput(response, &output, info.name, row->triton,
+                                                           out[k].dims, static_cast<uint32_t>(out[k].rank));
+      if (!e)
+        e = TRITONBACKEND_OutputBuffer(output, &buffer, out[k].size_bytes, &memory, &memoryId);
+      if (e) {
+        problem = TRITONSERVER_ErrorMessage(e);
+        TRITONSERVER_ErrorDelete(e);
+      } else if (memory == TRITONSERVER_MEMORY_GPU) {
+        problem = "Triton gave an output buffer in device memory";
+      } else if (out[k].size_bytes) {
+        std::memcpy(buffer, results[k].data(), out[k].size_bytes);
+      }
+    }
+    if (!problem.empty()) {
+      fail(instance, request, response, problem, start);
+      continue;
+    }
+    TRITONBACKEND_ResponseSend(response, kTritonResponseCompleteFinal, nullptr);
+    uint64_t end = nowNs();
+    TRITONBACKEND_ModelInstanceReportStatistics(instance, request, true, start, computeStart,
+                                                computeEnd, end);
+    TRITONBACKEND_RequestRelease(request, kTritonRequestReleaseAll);
+  }
+  uint64_t batchEnd = nowNs();
+  TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, batchSize ? batchSize : count,
+                                                   batchStart, batchStart, batchEnd, batchEnd);
+  return nullptr;
+}

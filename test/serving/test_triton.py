@@ -1,0 +1,150 @@
+"""Triton Inference Server serving kiln models through libtriton_kiln.
+
+Needs the serving venv (scripts/install-serving-deps.sh) and, in the
+environment, KILN_BIN (the build's bin/, for kiln-compile) and
+KILN_TRITON_BACKEND (the built libtriton_kiln.so). The server binds 127.0.0.1
+only, on free ports; every loop is bounded; the server is stopped by its
+process id."""
+import concurrent.futures
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import numpy as np
+import onnx
+import pytest
+import pytriton
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from onnx import numpy_helper
+
+MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
+SERVER = os.path.join(os.path.dirname(pytriton.__file__), "tritonserver", "bin", "tritonserver")
+
+
+def free_ports(n):
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def tensor(path):
+    return numpy_helper.to_array(onnx.load_tensor(path))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    bin_dir, backend = os.environ.get("KILN_BIN"), os.environ.get("KILN_TRITON_BACKEND")
+    if not bin_dir or not backend:
+        pytest.skip("KILN_BIN and KILN_TRITON_BACKEND are not set")
+    root = tmp_path_factory.mktemp("triton")
+    repo, backends = root / "models", root / "backends" / "kiln"
+    backends.mkdir(parents=True)
+    os.symlink(backend, backends / "libtriton_kiln.so")
+    for name in ("encoder", "mha_encoder"):
+        (repo / name / "1").mkdir(parents=True)
+        subprocess.run([os.path.join(bin_dir, "kiln-compile"), os.path.join(MODELS, f"{name}.onnx"),
+                        "-o", str(repo / name / "1" / "model.kiln"), "--arch", "none",
+                        "--cache-dir", str(root / "kernel-cache")], check=True)
+        # Minimal: inputs, outputs and the batch dim come from the model.
+        (repo / name / "config.pbtxt").write_text('backend: "kiln"\ndynamic_batching {}\n')
+    http_port, grpc_port, metrics_port = free_ports(3)
+    log = open(root / "server.log", "w")
+    process = subprocess.Popen(
+        [SERVER, f"--model-repository={repo}", f"--backend-directory={root / 'backends'}",
+         "--http-address=127.0.0.1", f"--http-port={http_port}", "--grpc-address=127.0.0.1",
+         f"--grpc-port={grpc_port}", "--metrics-address=127.0.0.1", f"--metrics-port={metrics_port}",
+         "--exit-timeout-secs=5"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"tritonserver exited: {(root / 'server.log').read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v2/health/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("tritonserver was not ready within 60 s")
+            time.sleep(0.25)
+        yield {"http": f"127.0.0.1:{http_port}", "grpc": f"127.0.0.1:{grpc_port}"}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def infer_http(url, model, x):
+    client = httpclient.InferenceServerClient(url)
+    i = httpclient.InferInput("x", list(x.shape), "FP32")
+    i.set_data_from_numpy(x)
+    return client.infer(model, [i]).as_numpy("y")
+
+
+def test_config_is_completed_from_the_model(server):
+    config = httpclient.InferenceServerClient(server["http"]).get_model_config("encoder")
+    assert config["max_batch_size"] == 8
+    assert [(t["name"], t["data_type"], t["dims"]) for t in config["input"]] == [("x", "TYPE_FP32", [-1, 16])]
+    assert [(t["name"], t["data_type"], t["dims"]) for t in config["output"]] == [("y", "TYPE_FP32", [-1, 8])]
+
+
+def test_http_and_grpc_match_torch(server):
+    x = tensor(os.path.join(MODELS, "encoder", "input_0.pb"))
+    y = tensor(os.path.join(MODELS, "encoder", "output_0.pb"))
+    np.testing.assert_allclose(infer_http(server["http"], "encoder", x), y, atol=1e-4, rtol=0)
+    client = grpcclient.InferenceServerClient(server["grpc"])
+    i = grpcclient.InferInput("x", list(x.shape), "FP32")
+    i.set_data_from_numpy(x)
+    np.testing.assert_allclose(client.infer("encoder", [i]).as_numpy("y"), y, atol=1e-4, rtol=0)
+
+
+def test_concurrent_clients_with_dynamic_batching(server):
+    """16 clients x 100 requests of mixed batch and sequence sizes: no error, and
+    every answer equal to the serial one."""
+    rng = np.random.default_rng(11)
+    inputs = [rng.standard_normal((b, s, 16), dtype=np.float32) for b in (1, 2) for s in (3, 5, 7)]
+    serial = [infer_http(server["http"], "encoder", x) for x in inputs]
+
+    def client(k):
+        c = httpclient.InferenceServerClient(server["http"])
+        mismatches = 0
+        for n in range(100):
+            j = (k * 7 + n) % len(inputs)
+            i = httpclient.InferInput("x", list(inputs[j].shape), "FP32")
+            i.set_data_from_numpy(inputs[j])
+            if not np.array_equal(c.infer("encoder", [i]).as_numpy("y"), serial[j]):
+                mismatches += 1
+        return mismatches
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(client, range(16), timeout=600))
+    assert results == [0] * 16
+    stats = httpclient.InferenceServerClient(server["http"]).get_inference_statistics("encoder")
+    (model,) = stats["model_stats"]
+    assert int(model["inference_count"]) >= 1600
+
+
+def test_bad_requests_get_the_guard_message_and_the_server_keeps_serving(server):
+    # torch's nn.TransformerEncoderLayer exported by the TorchScript exporter
+    # bakes its example's sequence length (5) into a reshape: 7 passes Triton's
+    # checks (the dim is -1) and kiln's guard refuses it.
+    bad = np.zeros((2, 7, 32), np.float32)
+    with pytest.raises(Exception, match=r"guard '.*' does not hold .*Reshape"):
+        infer_http(server["http"], "mha_encoder", bad)
+    x = tensor(os.path.join(MODELS, "mha_encoder", "input_0.pb"))
+    y = tensor(os.path.join(MODELS, "mha_encoder", "output_0.pb"))
+    np.testing.assert_allclose(infer_http(server["http"], "mha_encoder", x), y, atol=1e-4, rtol=0)
