@@ -439,15 +439,27 @@ TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
     std::memset(out.data(), 0, out.size() * sizeof(kiln_tensor_t));
     std::vector<std::vector<uint8_t>> results(numOutputs);
     uint64_t computeStart = nowNs();
-    if (problem.empty() &&
-        kiln_model_output_shapes(model, in.data(), in.size(), out.data(), out.size()) != KILN_OK)
-      problem = kiln_last_error(); // the guard's message for a wrong shape
-    if (problem.empty()) {
+    auto allocate = [&] {
       for (size_t k = 0; k < numOutputs; ++k) {
         results[k].resize(std::max<size_t>(out[k].size_bytes, 1));
         out[k].data = results[k].data();
       }
-      if (kiln_context_run(state.context, in.data(), in.size(), out.data(), out.size(), nullptr) != KILN_OK)
+    };
+    if (problem.empty()) {
+      kiln_status_t status;
+      if (kiln_model_output_shapes(model, in.data(), in.size(), out.data(), out.size()) == KILN_OK) {
+        allocate();
+        status = kiln_context_run(state.context, in.data(), in.size(), out.data(), out.size(), nullptr);
+      } else {
+        // An output sized by the data (or inputs the guards refuse): a run
+        // with empty buffers reports the sizes, or the guard's message.
+        status = kiln_context_run(state.context, in.data(), in.size(), out.data(), out.size(), nullptr);
+        if (status == KILN_OUT_OF_RANGE) {
+          allocate();
+          status = kiln_context_run(state.context, in.data(), in.size(), out.data(), out.size(), nullptr);
+        }
+      }
+      if (status != KILN_OK)
         problem = kiln_last_error();
     }
     uint64_t computeEnd = nowNs();

@@ -55,6 +55,17 @@ def server(tmp_path_factory):
                         "--cache-dir", str(root / "kernel-cache")], check=True)
         # Minimal: inputs, outputs and the batch dim come from the model.
         (repo / name / "config.pbtxt").write_text('backend: "kiln"\ndynamic_batching {}\n')
+    # An output whose size depends on the data (NonZero), without a batch dim.
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["y"])],
+                              "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(root / "nonzero.onnx"))
+    (repo / "nonzero" / "1").mkdir(parents=True)
+    subprocess.run([os.path.join(bin_dir, "kiln-compile"), str(root / "nonzero.onnx"), "-o",
+                    str(repo / "nonzero" / "1" / "model.kiln"), "--arch", "none",
+                    "--cache-dir", str(root / "kernel-cache")], check=True)
+    (repo / "nonzero" / "config.pbtxt").write_text('backend: "kiln"\n')
     http_port, grpc_port, metrics_port = free_ports(3)
     log = open(root / "server.log", "w")
     process = subprocess.Popen(
@@ -148,3 +159,13 @@ def test_bad_requests_get_the_guard_message_and_the_server_keeps_serving(server)
     x = tensor(os.path.join(MODELS, "mha_encoder", "input_0.pb"))
     y = tensor(os.path.join(MODELS, "mha_encoder", "output_0.pb"))
     np.testing.assert_allclose(infer_http(server["http"], "mha_encoder", x), y, atol=1e-4, rtol=0)
+
+
+def test_outputs_sized_by_the_data(server):
+    x = np.array([[1, -1, 0, 2], [0, 3, -4, 5], [6, 0, 0, -7]], np.float32)
+    client = httpclient.InferenceServerClient(server["http"])
+    assert client.get_model_config("nonzero")["max_batch_size"] == 0
+    i = httpclient.InferInput("x", list(x.shape), "FP32")
+    i.set_data_from_numpy(x)
+    got = client.infer("nonzero", [i]).as_numpy("y")
+    np.testing.assert_array_equal(got, np.array(np.nonzero(np.maximum(x, 0))))
