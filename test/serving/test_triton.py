@@ -7,32 +7,20 @@ only, on free ports; every loop is bounded; the server is stopped by its
 process id."""
 import concurrent.futures
 import os
-import signal
-import socket
 import subprocess
-import time
-import urllib.request
+import sys
 
 import numpy as np
 import onnx
 import pytest
-import pytriton
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from onnx import numpy_helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "serving"))
+from triton_harness import TritonServer, add_model  # noqa: E402
+
 MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
-SERVER = os.path.join(os.path.dirname(pytriton.__file__), "tritonserver", "bin", "tritonserver")
-
-
-def free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def tensor(path):
@@ -44,59 +32,25 @@ def server(tmp_path_factory):
     bin_dir, backend = os.environ.get("KILN_BIN"), os.environ.get("KILN_TRITON_BACKEND")
     if not bin_dir or not backend:
         pytest.skip("KILN_BIN and KILN_TRITON_BACKEND are not set")
-    root = tmp_path_factory.mktemp("triton")
-    repo, backends = root / "models", root / "backends" / "kiln"
-    backends.mkdir(parents=True)
-    os.symlink(backend, backends / "libtriton_kiln.so")
+    root = str(tmp_path_factory.mktemp("triton"))
+
+    def compiled(source):
+        return lambda folder: subprocess.run(
+            [os.path.join(bin_dir, "kiln-compile"), source, "-o", os.path.join(folder, "model.kiln"),
+             "--arch", "none", "--cache-dir", os.path.join(root, "kernel-cache")], check=True)
+
+    # Minimal configs: inputs, outputs and the batch dim come from the model.
     for name in ("encoder", "mha_encoder"):
-        (repo / name / "1").mkdir(parents=True)
-        subprocess.run([os.path.join(bin_dir, "kiln-compile"), os.path.join(MODELS, f"{name}.onnx"),
-                        "-o", str(repo / name / "1" / "model.kiln"), "--arch", "none",
-                        "--cache-dir", str(root / "kernel-cache")], check=True)
-        # Minimal: inputs, outputs and the batch dim come from the model.
-        (repo / name / "config.pbtxt").write_text('backend: "kiln"\ndynamic_batching {}\n')
+        add_model(root, name, compiled(os.path.join(MODELS, f"{name}.onnx")))
     # An output whose size depends on the data (NonZero), without a batch dim.
     from onnx import TensorProto, helper
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["y"])],
                               "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
                               [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(root / "nonzero.onnx"))
-    (repo / "nonzero" / "1").mkdir(parents=True)
-    subprocess.run([os.path.join(bin_dir, "kiln-compile"), str(root / "nonzero.onnx"), "-o",
-                    str(repo / "nonzero" / "1" / "model.kiln"), "--arch", "none",
-                    "--cache-dir", str(root / "kernel-cache")], check=True)
-    (repo / "nonzero" / "config.pbtxt").write_text('backend: "kiln"\n')
-    http_port, grpc_port, metrics_port = free_ports(3)
-    log = open(root / "server.log", "w")
-    process = subprocess.Popen(
-        [SERVER, f"--model-repository={repo}", f"--backend-directory={root / 'backends'}",
-         "--http-address=127.0.0.1", f"--http-port={http_port}", "--grpc-address=127.0.0.1",
-         f"--grpc-port={grpc_port}", "--metrics-address=127.0.0.1", f"--metrics-port={metrics_port}",
-         "--exit-timeout-secs=5"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"tritonserver exited: {(root / 'server.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v2/health/ready", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("tritonserver was not ready within 60 s")
-            time.sleep(0.25)
-        yield {"http": f"127.0.0.1:{http_port}", "grpc": f"127.0.0.1:{grpc_port}"}
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(root, "nonzero.onnx"))
+    add_model(root, "nonzero", compiled(os.path.join(root, "nonzero.onnx")), config='backend: "kiln"\n')
+    with TritonServer(root, backend) as s:
+        yield {"http": s.http, "grpc": s.grpc}
 
 
 def infer_http(url, model, x):

@@ -12,30 +12,19 @@ import argparse
 import concurrent.futures
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 import numpy as np
 import onnx
-import pytriton
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from onnx import numpy_helper
 
-
-def free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from triton_harness import TritonServer, add_model  # noqa: E402
 
 
 def percentiles(samples):
@@ -51,39 +40,18 @@ def main():
     p.add_argument("--requests", type=int, default=300)
     p.add_argument("--clients", type=int, default=16)
     a = p.parse_args()
-    server = os.path.join(os.path.dirname(pytriton.__file__), "tritonserver", "bin", "tritonserver")
     x = numpy_helper.to_array(onnx.load_tensor(a.input))
     with tempfile.TemporaryDirectory() as root:
-        repo = os.path.join(root, "models", "m", "1")
-        os.makedirs(repo)
-        os.makedirs(os.path.join(root, "backends", "kiln"))
-        os.symlink(os.path.join(a.build, "lib", "libtriton_kiln.so"),
-                   os.path.join(root, "backends", "kiln", "libtriton_kiln.so"))
-        artifact = os.path.join(repo, "model.kiln")
-        subprocess.run([os.path.join(a.build, "bin", "kiln-compile"), a.model, "-o", artifact, "--arch", "none"],
-                       check=True)
-        with open(os.path.join(root, "models", "m", "config.pbtxt"), "w") as f:
-            f.write('backend: "kiln"\ndynamic_batching {}\n')
+        artifact = os.path.join(root, "models", "m", "1", "model.kiln")
+        add_model(root, "m", lambda folder: subprocess.run(
+            [os.path.join(a.build, "bin", "kiln-compile"), a.model, "-o", artifact, "--arch", "none"], check=True))
         np.save(os.path.join(root, "x.npy"), x)
         direct = subprocess.run([os.path.join(a.build, "bin", "kiln-run"), artifact, "--backend", "host",
                                  "--input", "x=" + os.path.join(root, "x.npy"), "--bench", str(a.requests),
                                  "--warmup", "20"], check=True, capture_output=True, text=True).stdout
-        http_port, grpc_port, metrics_port = free_ports(3)
-        proc = subprocess.Popen([server, f"--model-repository={root}/models", f"--backend-directory={root}/backends",
-                                 "--http-address=127.0.0.1", f"--http-port={http_port}", "--grpc-address=127.0.0.1",
-                                 f"--grpc-port={grpc_port}", "--metrics-address=127.0.0.1",
-                                 f"--metrics-port={metrics_port}", "--exit-timeout-secs=5"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v2/health/ready", timeout=2)
-                    break
-                except OSError:
-                    time.sleep(0.25)
-            http = httpclient.InferenceServerClient(f"127.0.0.1:{http_port}")
-            grpc = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc_port}")
+        with TritonServer(root, os.path.join(a.build, "lib", "libtriton_kiln.so")) as server:
+            http = httpclient.InferenceServerClient(server.http)
+            grpc = grpcclient.InferenceServerClient(server.grpc)
 
             def one(client, module):
                 i = module.InferInput("x", list(x.shape), "FP32")
@@ -98,7 +66,7 @@ def main():
             grpc_lat = [one(grpc, grpcclient) for _ in range(a.requests)]
 
             def worker(_):
-                c = httpclient.InferenceServerClient(f"127.0.0.1:{http_port}")
+                c = httpclient.InferenceServerClient(server.http)
                 return [one(c, httpclient) for _ in range(a.requests // 4)]
 
             t0 = time.perf_counter()
@@ -107,13 +75,6 @@ def main():
             elapsed = time.perf_counter() - t0
             http.close()
             grpc.close()
-        finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
     m = re.search(r"latency ms over .*?median ([0-9.]+) p90 [0-9.]+ p99 ([0-9.]+)", direct)
     print(f"model {os.path.basename(a.model)}, input {list(x.shape)}, host emulation, {os.cpu_count()} cores")
     if not m:
