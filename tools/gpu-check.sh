@@ -39,6 +39,13 @@ prepare() {
       --arch "sm_$sm" --cache-dir "$build/kernel-cache" --report "$bundle/models/$m.json"
   done
 
+  echo "== shape-bucket variants: the encoder with cubins specialized for (2, 5) and (2, 8)"
+  "$build/bin/kiln-compile" "$root/test/models/encoder.onnx" -o "$bundle/models/encoder-buckets.kiln" \
+    --arch "sm_$sm" --buckets "batch=2;seq=5,8" --cache-dir "$build/kernel-cache"
+  python3 -c "import numpy as np; np.save('$bundle/models/encoder-x8.npy', np.random.default_rng(3).standard_normal((2, 8, 16), dtype=np.float32))"
+  "$build/bin/kiln-run" "$root/test/models/encoder.onnx" --backend reference \
+    --input "x=$bundle/models/encoder-x8.npy" --output-dir "$bundle/models/encoder-x8-ref"
+
   echo "== the examples, linked like an application against the bundle's runtime"
   cc -std=c99 -O2 "$root/examples/c/run_encoder.c" -I"$root/runtime/include" -I"$build/runtime/include" \
     -L"$bundle/models" -l:encoder.so -L"$bundle/lib" -lkiln_runtime -o "$bundle/bin/run_encoder"
@@ -101,6 +108,26 @@ PY
     head -3 "$out/kiln-run-$m.txt"
   done
   "$bundle/bin/kiln-bench-load" --mb 436 | tee "$out/load.txt" || true
+
+  echo "== variants on the device: the specialized cubins against torch and the reference"
+  "$bundle/bin/kiln-run" "$bundle/models/encoder-buckets.kiln" --input "x=$bundle/models/encoder-data/input_0.pb" \
+    --output-dir "$out/variant-s5" --profile --trace "$out/variant-s5.json" > "$out/variants.txt" 2>&1 || true
+  "$bundle/bin/kiln-run" "$bundle/models/encoder-buckets.kiln" --input "x=$bundle/models/encoder-x8.npy" \
+    --output-dir "$out/variant-s8" --profile --trace "$out/variant-s8.json" >> "$out/variants.txt" 2>&1 || true
+  grep "variant:" "$out/variants.txt" || true
+  python3 - "$root" "$bundle" "$out" <<'PY' | tee -a "$out/variants.txt"
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+root, bundle, out = sys.argv[1:]
+def load(p):
+    return numpy_helper.to_array(onnx.load_tensor(p))
+for got, want in ((f"{out}/variant-s5/output_0.pb", f"{root}/test/models/encoder/output_0.pb"),
+                  (f"{out}/variant-s8/output_0.pb", f"{bundle}/models/encoder-x8-ref/output_0.pb")):
+    try:
+        print(f"{got}: max abs diff {float(np.abs(load(got) - load(want)).max()):.3g}")
+    except Exception as e:
+        print(f"{got}: {e}")
+PY
 
   echo "== benchmarks: kiln against torch eager, torch.compile and onnxruntime"
   python3 "$root/tools/gpu/bench.py" --models "$bundle/models" --backend auto \
