@@ -10,7 +10,8 @@
 //   dynamic batcher works; the other symbolic dims are -1.
 // - Instances: KIND_CPU runs host emulation, KIND_GPU the CUDA backend; each
 //   instance has its own kiln context (arena, plan of the last shapes).
-// - Requests run one by one in a batch (each keeps its own batch size); a
+// - Requests of a batch whose inputs agree past the batch dim run as one call
+//   (concatenated along it, each given its rows back); others one by one. A
 //   request kiln refuses (a wrong name, dtype or shape: the guard's message)
 //   gets an error response while the others succeed. Statistics go to Triton.
 //
@@ -23,8 +24,10 @@
 #include "kiln/jit.h"
 #endif
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -369,6 +372,206 @@ TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance *instance) {
   return nullptr;
 }
 
+namespace {
+/// One request on its way through Execute.
+struct Pending {
+  TRITONBACKEND_Request *request = nullptr;
+  uint64_t start = 0, computeStart = 0, computeEnd = 0;
+  std::vector<kiln_tensor_t> in, out;
+  std::vector<std::vector<uint8_t>> gathered, results;
+  std::string problem;
+  int64_t batch = 0; ///< dim 0 of its inputs when the model is batched
+};
+
+/// Reads the request's inputs by the model's names into host buffers.
+void gatherInputs(kiln_model_t *model, bool batched, Pending &p) {
+  size_t numInputs = 0;
+  kiln_model_num_inputs(model, &numInputs);
+  p.in.assign(numInputs, kiln_tensor_t{});
+  p.gathered.assign(numInputs, {});
+  uint32_t given = 0;
+  TRITONBACKEND_RequestInputCount(p.request, &given);
+  if (given != numInputs) {
+    p.problem = "the model takes " + std::to_string(numInputs) + " inputs, the request has " +
+                std::to_string(given);
+    return;
+  }
+  for (size_t i = 0; i < numInputs; ++i) {
+    kiln_tensor_info_t info;
+    kiln_model_input_info(model, i, &info);
+    TRITONBACKEND_Input *input = nullptr;
+    if (TRITONSERVER_Error *e = TRITONBACKEND_RequestInput(p.request, info.name, &input)) {
+      TRITONSERVER_ErrorDelete(e);
+      p.problem = std::string("the request has no input '") + info.name + "'";
+      return;
+    }
+    TRITONSERVER_DataType datatype;
+    const int64_t *shape = nullptr;
+    uint32_t rank = 0, buffers = 0;
+    uint64_t bytes = 0;
+    TRITONBACKEND_InputProperties(input, nullptr, &datatype, &shape, &rank, &bytes, &buffers);
+    const DtypeRow *row = rowOf(datatype);
+    if (!row || rank > KILN_MAX_RANK) {
+      p.problem = std::string("input '") + info.name + "' has a datatype or rank kiln models do not take";
+      return;
+    }
+    kiln_tensor_t &t = p.in[i];
+    t.dtype = row->kiln;
+    t.rank = static_cast<int32_t>(rank);
+    for (uint32_t d = 0; d < rank; ++d)
+      t.dims[d] = shape[d];
+    if (batched && rank > 0)
+      p.batch = shape[0];
+    p.gathered[i].resize(bytes);
+    uint64_t at = 0;
+    for (uint32_t b = 0; b < buffers; ++b) {
+      const void *data = nullptr;
+      uint64_t size = 0;
+      TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
+      int64_t memoryId = 0;
+      TRITONBACKEND_InputBuffer(input, b, &data, &size, &memory, &memoryId);
+      if (memory == TRITONSERVER_MEMORY_GPU || at + size > bytes) {
+        p.problem = std::string("input '") + info.name + "' is not in host memory";
+        return;
+      }
+      std::memcpy(p.gathered[i].data() + at, data, size);
+      at += size;
+    }
+    t.data = p.gathered[i].data();
+    t.size_bytes = bytes;
+  }
+}
+
+/// Runs `p`'s inputs in `context` into buffers of its own; on failure sets
+/// p.problem to kiln's message (the guard's, for shapes the model refuses).
+void runOne(kiln_model_t *model, kiln_context_t *context, Pending &p) {
+  size_t numOutputs = 0;
+  kiln_model_num_outputs(model, &numOutputs);
+  p.out.assign(numOutputs, kiln_tensor_t{});
+  p.results.assign(numOutputs, {});
+  auto allocate = [&] {
+    for (size_t k = 0; k < numOutputs; ++k) {
+      p.results[k].resize(std::max<size_t>(p.out[k].size_bytes, 1));
+      p.out[k].data = p.results[k].data();
+    }
+  };
+  p.computeStart = nowNs();
+  kiln_status_t status;
+  if (kiln_model_output_shapes(model, p.in.data(), p.in.size(), p.out.data(), p.out.size()) == KILN_OK) {
+    allocate();
+    status = kiln_context_run(context, p.in.data(), p.in.size(), p.out.data(), p.out.size(), nullptr);
+  } else {
+    // An output sized by the data (or inputs the guards refuse): a run with
+    // empty buffers reports the sizes, or the guard's message.
+    status = kiln_context_run(context, p.in.data(), p.in.size(), p.out.data(), p.out.size(), nullptr);
+    if (status == KILN_OUT_OF_RANGE) {
+      allocate();
+      status = kiln_context_run(context, p.in.data(), p.in.size(), p.out.data(), p.out.size(), nullptr);
+    }
+  }
+  p.computeEnd = nowNs();
+  if (status != KILN_OK)
+    p.problem = kiln_last_error();
+}
+
+/// Runs requests whose inputs agree past the batch dim as one call, their
+/// inputs concatenated along it, then gives each its rows of every output.
+/// False (nothing changed) when the combined call fails: the caller runs them
+/// one by one, so an error lands on the request that caused it.
+bool runTogether(kiln_model_t *model, kiln_context_t *context, std::vector<Pending *> &group) {
+  Pending all;
+  all.in = group.front()->in;
+  all.gathered.assign(all.in.size(), {});
+  int64_t total = 0;
+  for (Pending *p : group)
+    total += p->batch;
+  for (size_t i = 0; i < all.in.size(); ++i) {
+    for (Pending *p : group)
+      all.gathered[i].insert(all.gathered[i].end(), p->gathered[i].begin(), p->gathered[i].end());
+    all.in[i].dims[0] = total;
+    all.in[i].data = all.gathered[i].data();
+    all.in[i].size_bytes = all.gathered[i].size();
+  }
+  runOne(model, context, all);
+  if (!all.problem.empty())
+    return false;
+  for (const kiln_tensor_t &o : all.out)
+    if (o.rank == 0 || o.dims[0] != total)
+      return false; // an output not batched by rows: run them one by one
+  int64_t row = 0;
+  for (Pending *p : group) {
+    p->computeStart = all.computeStart;
+    p->computeEnd = all.computeEnd;
+    p->out = all.out;
+    p->results.assign(all.out.size(), {});
+    for (size_t k = 0; k < all.out.size(); ++k) {
+      size_t rowBytes = total ? all.out[k].size_bytes / static_cast<size_t>(total) : 0;
+      const uint8_t *from = all.results[k].data() + static_cast<size_t>(row) * rowBytes;
+      p->results[k].assign(from, from + static_cast<size_t>(p->batch) * rowBytes);
+      p->out[k].dims[0] = p->batch;
+      p->out[k].size_bytes = static_cast<size_t>(p->batch) * rowBytes;
+      p->out[k].data = p->results[k].data();
+    }
+    row += p->batch;
+  }
+  return true;
+}
+
+/// Sends `p`'s response (its outputs, or its error) and releases the request.
+void respond(TRITONBACKEND_ModelInstance *instance, kiln_model_t *model, Pending &p) {
+  if (!p.problem.empty()) {
+    fail(instance, p.request, nullptr, p.problem, p.start);
+    return;
+  }
+  TRITONBACKEND_Response *response = nullptr;
+  if (TRITONSERVER_Error *e = TRITONBACKEND_ResponseNew(&response, p.request)) {
+    TRITONSERVER_ErrorDelete(e);
+    TRITONBACKEND_RequestRelease(p.request, kTritonRequestReleaseAll);
+    return;
+  }
+  uint32_t requested = 0;
+  TRITONBACKEND_RequestOutputCount(p.request, &requested);
+  std::string problem;
+  for (size_t k = 0; k < p.out.size() && problem.empty(); ++k) {
+    kiln_tensor_info_t info;
+    kiln_model_output_info(model, k, &info);
+    bool wanted = requested == 0;
+    for (uint32_t o = 0; o < requested && !wanted; ++o) {
+      const char *name = nullptr;
+      TRITONBACKEND_RequestOutputName(p.request, o, &name);
+      wanted = name && std::strcmp(name, info.name) == 0;
+    }
+    if (!wanted)
+      continue;
+    const DtypeRow *row = rowOf(p.out[k].dtype);
+    TRITONBACKEND_Output *output = nullptr;
+    void *buffer = nullptr;
+    TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
+    int64_t memoryId = 0;
+    TRITONSERVER_Error *e = TRITONBACKEND_ResponseOutput(response, &output, info.name, row->triton,
+                                                         p.out[k].dims, static_cast<uint32_t>(p.out[k].rank));
+    if (!e)
+      e = TRITONBACKEND_OutputBuffer(output, &buffer, p.out[k].size_bytes, &memory, &memoryId);
+    if (e) {
+      problem = TRITONSERVER_ErrorMessage(e);
+      TRITONSERVER_ErrorDelete(e);
+    } else if (memory == TRITONSERVER_MEMORY_GPU) {
+      problem = "Triton gave an output buffer in device memory";
+    } else if (p.out[k].size_bytes) {
+      std::memcpy(buffer, p.results[k].data(), p.out[k].size_bytes);
+    }
+  }
+  if (!problem.empty()) {
+    fail(instance, p.request, response, problem, p.start);
+    return;
+  }
+  TRITONBACKEND_ResponseSend(response, kTritonResponseCompleteFinal, nullptr);
+  TRITONBACKEND_ModelInstanceReportStatistics(instance, p.request, true, p.start, p.computeStart,
+                                              p.computeEnd, nowNs());
+  TRITONBACKEND_RequestRelease(p.request, kTritonRequestReleaseAll);
+}
+} // namespace
+
 KILN_TRITON_EXPORT TRITONSERVER_Error *
 TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
                                    TRITONBACKEND_Request **requests, const uint32_t count) {
@@ -376,146 +579,46 @@ TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
   TRITONBACKEND_ModelInstanceState(instance, &raw);
   InstanceState &state = *static_cast<InstanceState *>(raw);
   kiln_model_t *model = state.handle;
-  size_t numInputs = 0, numOutputs = 0;
-  kiln_model_num_inputs(model, &numInputs);
-  kiln_model_num_outputs(model, &numOutputs);
-  uint64_t batchStart = nowNs(), batchSize = 0;
+  bool batched = state.model->batched;
+  uint64_t batchStart = nowNs();
+  std::vector<Pending> pending(count);
   for (uint32_t r = 0; r < count; ++r) {
-    TRITONBACKEND_Request *request = requests[r];
-    uint64_t start = nowNs();
-    // Inputs by the model's names, gathered into one host buffer each.
-    std::vector<kiln_tensor_t> in(numInputs);
-    std::vector<std::vector<uint8_t>> gathered(numInputs);
-    std::string problem;
-    uint32_t given = 0;
-    TRITONBACKEND_RequestInputCount(request, &given);
-    if (given != numInputs)
-      problem = "the model takes " + std::to_string(numInputs) + " inputs, the request has " + std::to_string(given);
-    for (size_t i = 0; i < numInputs && problem.empty(); ++i) {
-      kiln_tensor_info_t info;
-      kiln_model_input_info(model, i, &info);
-      TRITONBACKEND_Input *input = nullptr;
-      if (TRITONSERVER_Error *e = TRITONBACKEND_RequestInput(request, info.name, &input)) {
-        TRITONSERVER_ErrorDelete(e);
-        problem = std::string("the request has no input '") + info.name + "'";
-        break;
-      }
-      TRITONSERVER_DataType datatype;
-      const int64_t *shape = nullptr;
-      uint32_t rank = 0, buffers = 0;
-      uint64_t bytes = 0;
-      TRITONBACKEND_InputProperties(input, nullptr, &datatype, &shape, &rank, &bytes, &buffers);
-      const DtypeRow *row = rowOf(datatype);
-      if (!row || rank > KILN_MAX_RANK) {
-        problem = std::string("input '") + info.name + "' has a datatype or rank kiln models do not take";
-        break;
-      }
-      kiln_tensor_t &t = in[i];
-      std::memset(&t, 0, sizeof(t));
-      t.dtype = row->kiln;
-      t.rank = static_cast<int32_t>(rank);
-      for (uint32_t d = 0; d < rank; ++d)
-        t.dims[d] = shape[d];
-      if (rank > 0 && state.model->batched)
-        batchSize += static_cast<uint64_t>(shape[0]);
-      gathered[i].resize(bytes);
-      uint64_t at = 0;
-      for (uint32_t b = 0; b < buffers && problem.empty(); ++b) {
-        const void *data = nullptr;
-        uint64_t size = 0;
-        TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
-        int64_t memoryId = 0;
-        TRITONBACKEND_InputBuffer(input, b, &data, &size, &memory, &memoryId);
-        if (memory == TRITONSERVER_MEMORY_GPU || at + size > bytes)
-          problem = std::string("input '") + info.name + "' is not in host memory";
-        else
-          std::memcpy(gathered[i].data() + at, data, size);
-        at += size;
-      }
-      t.data = gathered[i].data();
-      t.size_bytes = bytes;
-    }
-    std::vector<kiln_tensor_t> out(numOutputs);
-    std::memset(out.data(), 0, out.size() * sizeof(kiln_tensor_t));
-    std::vector<std::vector<uint8_t>> results(numOutputs);
-    uint64_t computeStart = nowNs();
-    auto allocate = [&] {
-      for (size_t k = 0; k < numOutputs; ++k) {
-        results[k].resize(std::max<size_t>(out[k].size_bytes, 1));
-        out[k].data = results[k].data();
-      }
-    };
-    if (problem.empty()) {
-      kiln_status_t status;
-      if (kiln_model_output_shapes(model, in.data(), in.size(), out.data(), out.size()) == KILN_OK) {
-        allocate();
-        status = kiln_context_run(state.context, in.data(), in.size(), out.data(), out.size(), nullptr);
-      } else {
-        // An output sized by the data (or inputs the guards refuse): a run
-        // with empty buffers reports the sizes, or the guard's message.
-        status = kiln_context_run(state.context, in.data(), in.size(), out.data(), out.size(), nullptr);
-        if (status == KILN_OUT_OF_RANGE) {
-          allocate();
-          status = kiln_context_run(state.context, in.data(), in.size(), out.data(), out.size(), nullptr);
-        }
-      }
-      if (status != KILN_OK)
-        problem = kiln_last_error();
-    }
-    uint64_t computeEnd = nowNs();
-    if (!problem.empty()) {
-      fail(instance, request, nullptr, problem, start);
-      continue;
-    }
-    TRITONBACKEND_Response *response = nullptr;
-    if (TRITONSERVER_Error *e = TRITONBACKEND_ResponseNew(&response, request)) {
-      TRITONSERVER_ErrorDelete(e);
-      TRITONBACKEND_RequestRelease(request, kTritonRequestReleaseAll);
-      continue;
-    }
-    uint32_t requested = 0;
-    TRITONBACKEND_RequestOutputCount(request, &requested);
-    for (size_t k = 0; k < numOutputs && problem.empty(); ++k) {
-      kiln_tensor_info_t info;
-      kiln_model_output_info(model, k, &info);
-      bool wanted = requested == 0;
-      for (uint32_t o = 0; o < requested && !wanted; ++o) {
-        const char *name = nullptr;
-        TRITONBACKEND_RequestOutputName(request, o, &name);
-        wanted = name && std::strcmp(name, info.name) == 0;
-      }
-      if (!wanted)
+    pending[r].request = requests[r];
+    pending[r].start = nowNs();
+    gatherInputs(model, batched, pending[r]);
+  }
+  // Dynamic batching: requests whose inputs agree past the batch dim run as
+  // one call; any other request (or a group whose combined call fails) alone.
+  std::vector<bool> ran(count, false);
+  if (batched && count > 1) {
+    std::map<std::string, std::vector<Pending *>> groups;
+    for (Pending &p : pending) {
+      if (!p.problem.empty())
         continue;
-      const DtypeRow *row = rowOf(out[k].dtype);
-      TRITONBACKEND_Output *output = nullptr;
-      void *buffer = nullptr;
-      TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
-      int64_t memoryId = 0;
-      TRITONSERVER_Error *e = TRITONBACKEND_ResponseOutput(response, &output, info.name, row->triton,
-                                                           out[k].dims, static_cast<uint32_t>(out[k].rank));
-      if (!e)
-        e = TRITONBACKEND_OutputBuffer(output, &buffer, out[k].size_bytes, &memory, &memoryId);
-      if (e) {
-        problem = TRITONSERVER_ErrorMessage(e);
-        TRITONSERVER_ErrorDelete(e);
-      } else if (memory == TRITONSERVER_MEMORY_GPU) {
-        problem = "Triton gave an output buffer in device memory";
-      } else if (out[k].size_bytes) {
-        std::memcpy(buffer, results[k].data(), out[k].size_bytes);
+      std::string key;
+      for (const kiln_tensor_t &t : p.in) {
+        key += std::to_string(t.dtype) + ":";
+        for (int d = 1; d < t.rank; ++d)
+          key += std::to_string(t.dims[d]) + ",";
+        key += ";";
       }
+      groups[key].push_back(&p);
     }
-    if (!problem.empty()) {
-      fail(instance, request, response, problem, start);
-      continue;
-    }
-    TRITONBACKEND_ResponseSend(response, kTritonResponseCompleteFinal, nullptr);
-    uint64_t end = nowNs();
-    TRITONBACKEND_ModelInstanceReportStatistics(instance, request, true, start, computeStart,
-                                                computeEnd, end);
-    TRITONBACKEND_RequestRelease(request, kTritonRequestReleaseAll);
+    for (auto &[key, group] : groups)
+      if (group.size() > 1 && runTogether(model, state.context, group))
+        for (Pending *p : group)
+          ran[p - pending.data()] = true;
+  }
+  uint64_t batchSize = 0;
+  for (uint32_t r = 0; r < count; ++r) {
+    Pending &p = pending[r];
+    if (!ran[r] && p.problem.empty())
+      runOne(model, state.context, p);
+    batchSize += batched ? static_cast<uint64_t>(p.batch) : 1;
+    respond(instance, model, p);
   }
   uint64_t batchEnd = nowNs();
-  TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, batchSize ? batchSize : count,
-                                                   batchStart, batchStart, batchEnd, batchEnd);
+  TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, batchSize ? batchSize : count, batchStart,
+                                                   batchStart, batchEnd, batchEnd);
   return nullptr;
 }
