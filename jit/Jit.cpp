@@ -30,6 +30,7 @@
 #include "tools/LoadModel.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -150,6 +151,7 @@ private:
 
   kiln_jit_options_t options_;
   DiskCache disk_;
+  std::vector<int> cubinArchs_; ///< what artifacts carry cubins for; empty: host only
   std::vector<std::thread> threads_;
 
   std::mutex mutex_; ///< models, single-flight, memory cache, queue
@@ -176,6 +178,11 @@ void onVariantMiss(void *user, const int64_t *values, size_t count) {
 absl::Status Jit::start() {
   if (absl::Status s = disk_.open(); !s.ok())
     return s;
+  // Cubins only where a device may run them (part of every model's key).
+  int devices = 0;
+  if (options_.backend != KILN_BACKEND_HOST && kiln_cuda_device_count(&devices) == KILN_OK &&
+      devices > 0)
+    cubinArchs_ = {80, 90};
   int n = options_.background_threads > 0 ? options_.background_threads : 2;
   for (int i = 0; i < n; ++i)
     threads_.emplace_back([this] { work(); });
@@ -222,13 +229,9 @@ absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
                                             const std::string &name) {
   if (!data || !size)
     return absl::InvalidArgumentError("the model is empty");
-  bool cuda = false;
-  int devices = 0;
-  if (options_.backend != KILN_BACKEND_HOST && kiln_cuda_device_count(&devices) == KILN_OK &&
-      devices > 0)
-    cuda = true;
   std::string key = hex(llvm::xxh3_64bits(llvm::StringRef(
-      absl::StrCat("kiln-jit model\n", KILN_VERSION, "\n", cuda ? "sm_80,sm_90" : "host", "\n",
+      absl::StrCat("kiln-jit model\n", KILN_VERSION, "\n",
+                   cubinArchs_.empty() ? "host" : absl::StrJoin(cubinArchs_, ","), "\n",
                    llvm::StringRef(name).ends_with(".mlir") ? "mlir" : "onnx", "\n",
                    absl::string_view(static_cast<const char *>(data), size)))));
   // Single flight: the first asker compiles, the others wait for its handle.
@@ -345,10 +348,8 @@ Jit::compileArtifact(const void *data, size_t size, const std::string &name) {
   static std::atomic<int> counter{0};
   std::string path = absl::StrCat(disk_.folder(), "/compile-", getpid(), "-", ++counter, suffix);
   {
-    AlignedBytes copy;
-    auto source = AlignedBytes::copy(data, size);
     FILE *f = std::fopen(path.c_str(), "wb");
-    if (!f || std::fwrite(source->data(), 1, size, f) != size) {
+    if (!f || std::fwrite(data, 1, size, f) != size) {
       if (f)
         std::fclose(f);
       std::remove(path.c_str());
@@ -376,11 +377,7 @@ Jit::compileArtifact(const void *data, size_t size, const std::string &name) {
   if (!module || mlir::failed(checkTensorSizes(*module, uint64_t(1) << 36)))
     return failed("cannot be imported");
   ArtifactOptions options;
-  int devices = 0;
-  options.cubinArchs.clear();
-  if (options_.backend != KILN_BACKEND_HOST && kiln_cuda_device_count(&devices) == KILN_OK &&
-      devices > 0)
-    options.cubinArchs = {80, 90};
+  options.cubinArchs = cubinArchs_;
   options.cacheDir = disk_.folder() + "/kernels";
   options.jobs = 1;
   options.source = name;

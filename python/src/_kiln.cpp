@@ -5,7 +5,7 @@
 // is released while a model runs; every failure raises kiln.KilnError with
 // kiln's one-line message.
 
-#include "kiln/runtime.h"
+#include "kiln/runtime.hpp"
 #ifdef KILN_PYTHON_HAS_JIT
 #include "kiln/jit.h"
 #endif
@@ -36,84 +36,62 @@ void check(kiln_status_t status) {
     throw KilnError(kiln_last_error());
 }
 
+/// kiln's dtypes with their DLPack codes and numpy names: the one table both
+/// directions read.
+struct DtypeRow {
+  kiln_dtype_t kiln;
+  nb::dlpack::dtype_code code;
+  uint8_t bits;
+  const char *name;
+};
+constexpr DtypeRow kDtypes[] = {
+    {KILN_F16, nb::dlpack::dtype_code::Float, 16, "float16"},
+    {KILN_BF16, nb::dlpack::dtype_code::Bfloat, 16, "bfloat16"},
+    {KILN_F32, nb::dlpack::dtype_code::Float, 32, "float32"},
+    {KILN_F64, nb::dlpack::dtype_code::Float, 64, "float64"},
+    {KILN_BOOL, nb::dlpack::dtype_code::Bool, 8, "bool"},
+    {KILN_I8, nb::dlpack::dtype_code::Int, 8, "int8"},
+    {KILN_I16, nb::dlpack::dtype_code::Int, 16, "int16"},
+    {KILN_I32, nb::dlpack::dtype_code::Int, 32, "int32"},
+    {KILN_I64, nb::dlpack::dtype_code::Int, 64, "int64"},
+    {KILN_U8, nb::dlpack::dtype_code::UInt, 8, "uint8"},
+    {KILN_U16, nb::dlpack::dtype_code::UInt, 16, "uint16"},
+    {KILN_U32, nb::dlpack::dtype_code::UInt, 32, "uint32"},
+    {KILN_U64, nb::dlpack::dtype_code::UInt, 64, "uint64"},
+};
+
 /// kiln's dtype of a DLPack dtype, or an error naming it.
 kiln_dtype_t toKiln(nb::dlpack::dtype t) {
-  using nb::dlpack::dtype_code;
-  auto code = static_cast<dtype_code>(t.code);
   if (t.lanes != 1)
     throw KilnError("vector dtypes are not supported");
-  switch (code) {
-  case dtype_code::Float:
-    if (t.bits == 16) return KILN_F16;
-    if (t.bits == 32) return KILN_F32;
-    if (t.bits == 64) return KILN_F64;
-    break;
-  case dtype_code::Bfloat:
-    if (t.bits == 16) return KILN_BF16;
-    break;
-  case dtype_code::Int:
-    if (t.bits == 8) return KILN_I8;
-    if (t.bits == 16) return KILN_I16;
-    if (t.bits == 32) return KILN_I32;
-    if (t.bits == 64) return KILN_I64;
-    break;
-  case dtype_code::UInt:
-    if (t.bits == 8) return KILN_U8;
-    if (t.bits == 16) return KILN_U16;
-    if (t.bits == 32) return KILN_U32;
-    if (t.bits == 64) return KILN_U64;
-    break;
-  case dtype_code::Bool:
-    return KILN_BOOL;
-  default:
-    break;
-  }
+  for (const DtypeRow &r : kDtypes)
+    if (static_cast<uint8_t>(r.code) == t.code && r.bits == t.bits)
+      return r.kiln;
   throw KilnError("an array of dtype code " + std::to_string(t.code) + " with " +
                   std::to_string(t.bits) + " bits has no kiln dtype");
 }
 
-nb::dlpack::dtype toDlpack(kiln_dtype_t t) {
-  using nb::dlpack::dtype_code;
-  auto make = [](dtype_code c, int bits) {
-    nb::dlpack::dtype d;
-    d.code = static_cast<uint8_t>(c);
-    d.bits = static_cast<uint8_t>(bits);
-    d.lanes = 1;
-    return d;
-  };
-  switch (t) {
-  case KILN_F16: return make(dtype_code::Float, 16);
-  case KILN_BF16: return make(dtype_code::Bfloat, 16);
-  case KILN_F32: return make(dtype_code::Float, 32);
-  case KILN_F64: return make(dtype_code::Float, 64);
-  case KILN_BOOL: return make(dtype_code::Bool, 8);
-  case KILN_I8: return make(dtype_code::Int, 8);
-  case KILN_I16: return make(dtype_code::Int, 16);
-  case KILN_I32: return make(dtype_code::Int, 32);
-  case KILN_I64: return make(dtype_code::Int, 64);
-  case KILN_U8: return make(dtype_code::UInt, 8);
-  case KILN_U16: return make(dtype_code::UInt, 16);
-  case KILN_U32: return make(dtype_code::UInt, 32);
-  case KILN_U64: return make(dtype_code::UInt, 64);
-  default:
-    throw KilnError("kiln dtype " + std::to_string(t) + " has no numpy dtype");
-  }
+const DtypeRow &rowOf(kiln_dtype_t t) {
+  for (const DtypeRow &r : kDtypes)
+    if (r.kiln == t)
+      return r;
+  throw KilnError("kiln dtype " + std::to_string(t) + " has no numpy dtype");
 }
 
-size_t dtypeBytes(kiln_dtype_t t) {
-  switch (t) {
-  case KILN_F16: case KILN_BF16: case KILN_I16: case KILN_U16: return 2;
-  case KILN_F32: case KILN_I32: case KILN_U32: return 4;
-  case KILN_F64: case KILN_I64: case KILN_U64: return 8;
-  default: return 1;
-  }
+nb::dlpack::dtype toDlpack(kiln_dtype_t t) {
+  const DtypeRow &r = rowOf(t);
+  nb::dlpack::dtype d;
+  d.code = static_cast<uint8_t>(r.code);
+  d.bits = r.bits;
+  d.lanes = 1;
+  return d;
 }
 
 const char *dtypeName(kiln_dtype_t t) {
-  static const char *const names[] = {"float16", "bfloat16", "float32", "float64", "bool",
-                                      "int8",    "int16",    "int32",   "int64",   "uint8",
-                                      "uint16",  "uint32",   "uint64"};
-  return t >= 0 && t < 13 ? names[t] : "unknown";
+  for (const DtypeRow &r : kDtypes)
+    if (r.kiln == t)
+      return r.name;
+  return "unknown";
 }
 
 /// A tensor's description: name, dtype name, and dims (ints, or the symbolic
@@ -164,9 +142,8 @@ public:
   /// Runs on `inputs` (name -> array); returns name -> numpy array, or with
   /// `dlpack` objects that speak DLPack (torch.from_dlpack takes them as is).
   nb::dict run(nb::dict inputs, bool dlpack) {
-    size_t numInputs = 0, numOutputs = 0;
+    size_t numInputs = 0;
     check(kiln_model_num_inputs(model_, &numInputs));
-    check(kiln_model_num_outputs(model_, &numOutputs));
     std::vector<kiln_tensor_t> in(numInputs);
     std::vector<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>> arrays;
     size_t used = 0;
@@ -207,51 +184,30 @@ public:
           throw KilnError("the model has no input '" + std::string(nb::str(key).c_str()) + "'");
       }
     }
-    // Outputs sized from the inputs; one whose size depends on data is sized
-    // by a first run that reports it.
-    std::vector<kiln_tensor_t> out(numOutputs);
-    std::memset(out.data(), 0, out.size() * sizeof(kiln_tensor_t));
-    kiln_status_t status;
+    // Sized and run by the C++ wrapper (outputs sized by the data, the size
+    // limit), on views of the arrays: no copy of the inputs.
+    std::vector<kiln::HostTensor> outputs;
+    kiln::Status status;
     {
       nb::gil_scoped_release release;
-      status = kiln_model_output_shapes(model_, in.data(), in.size(), out.data(), out.size());
+      status = kiln::Model::borrow(model_).run(in, &outputs);
     }
-    std::vector<std::unique_ptr<uint8_t[]>> buffers(numOutputs);
-    auto allocate = [&] {
-      for (size_t k = 0; k < numOutputs; ++k) {
-        buffers[k].reset(new uint8_t[std::max<size_t>(out[k].size_bytes, 1)]);
-        out[k].data = buffers[k].get();
-      }
-    };
-    if (status == KILN_OK) {
-      allocate();
-      nb::gil_scoped_release release;
-      status = kiln_model_run(model_, in.data(), in.size(), out.data(), out.size(), nullptr);
-    } else {
-      {
-        nb::gil_scoped_release release;
-        status = kiln_model_run(model_, in.data(), in.size(), out.data(), out.size(), nullptr);
-      }
-      if (status == KILN_OUT_OF_RANGE) {
-        allocate();
-        nb::gil_scoped_release release;
-        status = kiln_model_run(model_, in.data(), in.size(), out.data(), out.size(), nullptr);
-      }
-    }
-    check(status);
+    if (!status.ok())
+      throw KilnError(status.message());
     nb::dict result;
-    for (size_t k = 0; k < numOutputs; ++k) {
+    for (size_t k = 0; k < outputs.size(); ++k) {
       kiln_tensor_info_t info;
       check(kiln_model_output_info(model_, k, &info));
-      std::vector<size_t> shape(out[k].dims, out[k].dims + out[k].rank);
-      uint8_t *data = buffers[k].release();
-      nb::capsule owner(data, [](void *p) noexcept { delete[] static_cast<uint8_t *>(p); });
+      std::vector<size_t> shape(outputs[k].dims.begin(), outputs[k].dims.end());
+      // The array owns the output's bytes from here on.
+      auto *bytes = new std::vector<uint8_t>(std::move(outputs[k].data));
+      nb::capsule owner(bytes, [](void *p) noexcept { delete static_cast<std::vector<uint8_t> *>(p); });
       if (dlpack)
-        result[info.name] = nb::ndarray<nb::array_api>(data, shape.size(), shape.data(), owner, nullptr,
-                                          toDlpack(out[k].dtype));
+        result[info.name] = nb::ndarray<nb::array_api>(bytes->data(), shape.size(), shape.data(), owner,
+                                                       nullptr, toDlpack(outputs[k].dtype));
       else
-        result[info.name] = nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner,
-                                                   nullptr, toDlpack(out[k].dtype));
+        result[info.name] = nb::ndarray<nb::numpy>(bytes->data(), shape.size(), shape.data(), owner,
+                                                   nullptr, toDlpack(outputs[k].dtype));
     }
     return result;
   }

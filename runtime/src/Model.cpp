@@ -333,15 +333,18 @@ absl::Status Model::brokenPredicate(const artifact::PredicateInfo &p,
       " for inputs ", absl::StrJoin(dims, ", "), ": ", p.reason));
 }
 
-namespace {
-/// The key of `symbols`' values: zeros past the group's symbols.
-template <typename Key> Key keyOf(const std::vector<int> &group, const Bindings &symbols) {
-  Key key{};
-  for (size_t i = 0; i < group.size(); ++i)
-    key[i] = symbols[group[i]].value_or(-1);
+Model::VariantKey Model::keyOf(const artifact::VariantInfo &variant) {
+  VariantKey key{};
+  std::copy(variant.values.begin(), variant.values.end(), key.begin());
   return key;
 }
-} // namespace
+
+Model::VariantKey Model::keyOf(const std::vector<int> &symbols, const Bindings &values) {
+  VariantKey key{};
+  for (size_t i = 0; i < symbols.size(); ++i)
+    key[i] = values[symbols[i]].value_or(-1);
+  return key;
+}
 
 void Model::addToTable(DispatchTable &table, const artifact::VariantInfo &variant, int index) {
   auto group = std::find_if(table.groups.begin(), table.groups.end(),
@@ -356,9 +359,7 @@ void Model::addToTable(DispatchTable &table, const artifact::VariantInfo &varian
     group = std::find_if(table.groups.begin(), table.groups.end(),
                          [&](const VariantGroup &g) { return g.symbols == variant.symbols; });
   }
-  VariantKey key{};
-  std::copy(variant.values.begin(), variant.values.end(), key.begin());
-  group->byValues.emplace(key, index);
+  group->byValues.emplace(keyOf(variant), index);
   if (table.names.size() <= static_cast<size_t>(index))
     table.names.resize(index + 1);
   table.names[index] = variant.name;
@@ -368,9 +369,7 @@ int Model::chooseIn(const DispatchTable &table, const artifact::VariantInfo &var
   for (const VariantGroup &group : table.groups) {
     if (group.symbols != variant.symbols)
       continue;
-    VariantKey key{};
-    std::copy(variant.values.begin(), variant.values.end(), key.begin());
-    auto it = group.byValues.find(key);
+    auto it = group.byValues.find(keyOf(variant));
     return it == group.byValues.end() ? -1 : it->second;
   }
   return -1;
@@ -379,7 +378,7 @@ int Model::chooseIn(const DispatchTable &table, const artifact::VariantInfo &var
 int Model::chooseVariant(const Bindings &symbols) const {
   const DispatchTable &table = *dispatch_.load(std::memory_order_acquire);
   for (const VariantGroup &group : table.groups)
-    if (auto it = group.byValues.find(keyOf<VariantKey>(group.symbols, symbols));
+    if (auto it = group.byValues.find(keyOf(group.symbols, symbols));
         it != group.byValues.end())
       return it->second;
   return -1;
@@ -396,7 +395,8 @@ absl::StatusOr<int> Model::addVariants(const void *pack, size_t size) {
   if (!pack && size)
     return absl::InvalidArgumentError("variant pack data is NULL");
   absl::MutexLock lock(&installMutex_);
-  // A private, aligned copy: the variants and the code loaded from them point in.
+  // An aligned copy for the reader; the executors load the code from it (host
+  // libraries into memory files, cubins into the driver), so it goes after.
   auto copy = std::unique_ptr<uint64_t[]>(new uint64_t[(size + 7) / 8 + 1]);
   if (size)
     std::memcpy(copy.get(), pack, size);
@@ -421,13 +421,11 @@ absl::StatusOr<int> Model::addVariants(const void *pack, size_t size) {
         libraries.push_back(lib);
     if (absl::Status s = executor_->installVariant(index, variant, libraries); !s.ok())
       return s;
-    installed_.push_back(std::make_unique<const artifact::VariantInfo>(variant));
     addToTable(*next, variant, index);
     ++added;
   }
   if (!added)
     return 0;
-  packs_.push_back(std::move(copy));
   dispatch_.store(next.get(), std::memory_order_release);
   tables_.push_back(std::move(next));
   return added;

@@ -136,6 +136,10 @@ private:
     std::vector<VariantGroup> groups;
     std::vector<std::string> names; ///< per variant index
   };
+  /// A variant's key (its values), and the key of bound `values` for a
+  /// group fixing `symbols`: zeros past the group's symbols.
+  static VariantKey keyOf(const artifact::VariantInfo &variant);
+  static VariantKey keyOf(const std::vector<int> &symbols, const Bindings &values);
   /// `table` with variant `index` (its symbols, values, name) added.
   static void addToTable(DispatchTable &table, const artifact::VariantInfo &variant, int index);
   /// The variant of `table` with exactly `variant`'s symbols and values, or -1.
@@ -144,9 +148,6 @@ private:
   std::string genericName_ = "generic";
   absl::Mutex installMutex_;
   std::vector<std::unique_ptr<const DispatchTable>> tables_;
-  /// Installed packs' bytes and variants (the code loaded from them points in).
-  std::vector<std::unique_ptr<uint64_t[]>> packs_;
-  std::vector<std::unique_ptr<const artifact::VariantInfo>> installed_;
   VariantMissHandler missHandler_ = nullptr;
   void *missUser_ = nullptr;
 

@@ -19,7 +19,7 @@
 
 #include "serving/triton/TritonApi.h"
 
-#include "kiln/runtime.h"
+#include "kiln/runtime.hpp"
 #ifdef KILN_TRITON_HAS_JIT
 #include "kiln/jit.h"
 #endif
@@ -140,7 +140,6 @@ struct ModelState {
   kiln_jit_t *jit = nullptr;
 #endif
   bool batched = false;
-  int64_t maxBatch = 0;
 
   ~ModelState() {
     if (owned) {
@@ -189,11 +188,8 @@ struct ModelState {
 struct InstanceState {
   ModelState *model = nullptr;
   kiln_model_t *handle = nullptr;
-  kiln_context_t *context = nullptr;
-  ~InstanceState() {
-    if (context)
-      kiln_context_destroy(context);
-  }
+  kiln::Model borrowed; ///< `handle` for the C++ wrapper (the model state owns it)
+  kiln::Context context;
 };
 
 /// The model file in a version folder: model.kiln, model.so or model.onnx.
@@ -308,10 +304,10 @@ KILN_TRITON_EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKE
   std::string config(base, size);
   TRITONSERVER_MessageDelete(message);
   auto [mbBegin, mbEnd] = topLevelValue(config, "max_batch_size");
-  state->maxBatch = mbBegin == std::string::npos ? 0 : std::atoll(config.substr(mbBegin, mbEnd - mbBegin).c_str());
-  if (state->maxBatch > 0 && !state->batched)
+  int64_t maxBatch = mbBegin == std::string::npos ? 0 : std::atoll(config.substr(mbBegin, mbEnd - mbBegin).c_str());
+  if (maxBatch > 0 && !state->batched)
     return error(TRITONSERVER_ERROR_INVALID_ARG,
-                 "model '" + state->name + "': max_batch_size " + std::to_string(state->maxBatch) +
+                 "model '" + state->name + "': max_batch_size " + std::to_string(maxBatch) +
                      " needs every input's and output's first dim to be one symbol (the batch)");
   bool autocomplete = false;
   TRITONBACKEND_ModelAutoCompleteConfig(model, &autocomplete);
@@ -323,10 +319,8 @@ KILN_TRITON_EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKE
     auto [outBegin, outEnd] = topLevelValue(config, "output");
     if (outBegin == std::string::npos || config.compare(outBegin, 2, "[]") == 0)
       config = withValue(config, "output", outputs);
-    if (state->batched && state->maxBatch == 0) {
-      state->maxBatch = 8;
+    if (state->batched && maxBatch == 0)
       config = withValue(config, "max_batch_size", "8");
-    }
     TRITONSERVER_Message *completed = nullptr;
     if (TRITONSERVER_Error *e = TRITONSERVER_MessageNewFromSerializedJson(&completed, config.data(), config.size()))
       return e;
@@ -359,8 +353,9 @@ TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance *instance) {
   kiln_backend_t backend = kind == TRITONSERVER_INSTANCEGROUPKIND_GPU ? KILN_BACKEND_CUDA : KILN_BACKEND_HOST;
   if (TRITONSERVER_Error *e = state->model->get(backend, &state->handle))
     return e;
-  if (kiln_context_create(state->handle, &state->context) != KILN_OK)
-    return error(TRITONSERVER_ERROR_INTERNAL, kiln_last_error());
+  state->borrowed = kiln::Model::borrow(state->handle);
+  if (kiln::Status s = kiln::Context::create(state->borrowed, &state->context); !s.ok())
+    return error(TRITONSERVER_ERROR_INTERNAL, s.message());
   return TRITONBACKEND_ModelInstanceSetState(instance, state.release());
 }
 
@@ -377,8 +372,9 @@ namespace {
 struct Pending {
   TRITONBACKEND_Request *request = nullptr;
   uint64_t start = 0, computeStart = 0, computeEnd = 0;
-  std::vector<kiln_tensor_t> in, out;
-  std::vector<std::vector<uint8_t>> gathered, results;
+  std::vector<kiln_tensor_t> in; ///< views of `gathered`
+  std::vector<std::vector<uint8_t>> gathered;
+  std::vector<kiln::HostTensor> outputs;
   std::string problem;
   int64_t batch = 0; ///< dim 0 of its inputs when the model is batched
 };
@@ -442,43 +438,22 @@ void gatherInputs(kiln_model_t *model, bool batched, Pending &p) {
   }
 }
 
-/// Runs `p`'s inputs in `context` into buffers of its own; on failure sets
-/// p.problem to kiln's message (the guard's, for shapes the model refuses).
-void runOne(kiln_model_t *model, kiln_context_t *context, Pending &p) {
-  size_t numOutputs = 0;
-  kiln_model_num_outputs(model, &numOutputs);
-  p.out.assign(numOutputs, kiln_tensor_t{});
-  p.results.assign(numOutputs, {});
-  auto allocate = [&] {
-    for (size_t k = 0; k < numOutputs; ++k) {
-      p.results[k].resize(std::max<size_t>(p.out[k].size_bytes, 1));
-      p.out[k].data = p.results[k].data();
-    }
-  };
+/// Runs `p`'s inputs in `context` into outputs of its own (sized by the C++
+/// wrapper, data-dependent sizes included); on failure sets p.problem to
+/// kiln's message (the guard's, for shapes the model refuses).
+void runOne(kiln::Context &context, Pending &p) {
   p.computeStart = nowNs();
-  kiln_status_t status;
-  if (kiln_model_output_shapes(model, p.in.data(), p.in.size(), p.out.data(), p.out.size()) == KILN_OK) {
-    allocate();
-    status = kiln_context_run(context, p.in.data(), p.in.size(), p.out.data(), p.out.size(), nullptr);
-  } else {
-    // An output sized by the data (or inputs the guards refuse): a run with
-    // empty buffers reports the sizes, or the guard's message.
-    status = kiln_context_run(context, p.in.data(), p.in.size(), p.out.data(), p.out.size(), nullptr);
-    if (status == KILN_OUT_OF_RANGE) {
-      allocate();
-      status = kiln_context_run(context, p.in.data(), p.in.size(), p.out.data(), p.out.size(), nullptr);
-    }
-  }
+  kiln::Status status = context.run(p.in, &p.outputs);
   p.computeEnd = nowNs();
-  if (status != KILN_OK)
-    p.problem = kiln_last_error();
+  if (!status.ok())
+    p.problem = status.message();
 }
 
 /// Runs requests whose inputs agree past the batch dim as one call, their
 /// inputs concatenated along it, then gives each its rows of every output.
 /// False (nothing changed) when the combined call fails: the caller runs them
 /// one by one, so an error lands on the request that caused it.
-bool runTogether(kiln_model_t *model, kiln_context_t *context, std::vector<Pending *> &group) {
+bool runTogether(kiln::Context &context, std::vector<Pending *> &group) {
   Pending all;
   all.in = group.front()->in;
   all.gathered.assign(all.in.size(), {});
@@ -492,25 +467,26 @@ bool runTogether(kiln_model_t *model, kiln_context_t *context, std::vector<Pendi
     all.in[i].data = all.gathered[i].data();
     all.in[i].size_bytes = all.gathered[i].size();
   }
-  runOne(model, context, all);
+  runOne(context, all);
   if (!all.problem.empty())
     return false;
-  for (const kiln_tensor_t &o : all.out)
-    if (o.rank == 0 || o.dims[0] != total)
+  for (const kiln::HostTensor &o : all.outputs)
+    if (o.dims.empty() || o.dims[0] != total)
       return false; // an output not batched by rows: run them one by one
   int64_t row = 0;
   for (Pending *p : group) {
     p->computeStart = all.computeStart;
     p->computeEnd = all.computeEnd;
-    p->out = all.out;
-    p->results.assign(all.out.size(), {});
-    for (size_t k = 0; k < all.out.size(); ++k) {
-      size_t rowBytes = total ? all.out[k].size_bytes / static_cast<size_t>(total) : 0;
-      const uint8_t *from = all.results[k].data() + static_cast<size_t>(row) * rowBytes;
-      p->results[k].assign(from, from + static_cast<size_t>(p->batch) * rowBytes);
-      p->out[k].dims[0] = p->batch;
-      p->out[k].size_bytes = static_cast<size_t>(p->batch) * rowBytes;
-      p->out[k].data = p->results[k].data();
+    p->outputs.clear();
+    for (const kiln::HostTensor &o : all.outputs) {
+      size_t rowBytes = total ? o.data.size() / static_cast<size_t>(total) : 0;
+      kiln::HostTensor mine;
+      mine.dtype = o.dtype;
+      mine.dims = o.dims;
+      mine.dims[0] = p->batch;
+      auto from = o.data.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(row) * rowBytes);
+      mine.data.assign(from, from + static_cast<std::ptrdiff_t>(static_cast<size_t>(p->batch) * rowBytes));
+      p->outputs.push_back(std::move(mine));
     }
     row += p->batch;
   }
@@ -532,7 +508,8 @@ void respond(TRITONBACKEND_ModelInstance *instance, kiln_model_t *model, Pending
   uint32_t requested = 0;
   TRITONBACKEND_RequestOutputCount(p.request, &requested);
   std::string problem;
-  for (size_t k = 0; k < p.out.size() && problem.empty(); ++k) {
+  for (size_t k = 0; k < p.outputs.size() && problem.empty(); ++k) {
+    const kiln::HostTensor &result = p.outputs[k];
     kiln_tensor_info_t info;
     kiln_model_output_info(model, k, &info);
     bool wanted = requested == 0;
@@ -543,22 +520,23 @@ void respond(TRITONBACKEND_ModelInstance *instance, kiln_model_t *model, Pending
     }
     if (!wanted)
       continue;
-    const DtypeRow *row = rowOf(p.out[k].dtype);
+    const DtypeRow *row = rowOf(result.dtype);
     TRITONBACKEND_Output *output = nullptr;
     void *buffer = nullptr;
     TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
     int64_t memoryId = 0;
     TRITONSERVER_Error *e = TRITONBACKEND_ResponseOutput(response, &output, info.name, row->triton,
-                                                         p.out[k].dims, static_cast<uint32_t>(p.out[k].rank));
+                                                         result.dims.data(),
+                                                         static_cast<uint32_t>(result.dims.size()));
     if (!e)
-      e = TRITONBACKEND_OutputBuffer(output, &buffer, p.out[k].size_bytes, &memory, &memoryId);
+      e = TRITONBACKEND_OutputBuffer(output, &buffer, result.data.size(), &memory, &memoryId);
     if (e) {
       problem = TRITONSERVER_ErrorMessage(e);
       TRITONSERVER_ErrorDelete(e);
     } else if (memory == TRITONSERVER_MEMORY_GPU) {
       problem = "Triton gave an output buffer in device memory";
-    } else if (p.out[k].size_bytes) {
-      std::memcpy(buffer, p.results[k].data(), p.out[k].size_bytes);
+    } else if (!result.data.empty()) {
+      std::memcpy(buffer, result.data.data(), result.data.size());
     }
   }
   if (!problem.empty()) {
@@ -605,7 +583,7 @@ TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
       groups[key].push_back(&p);
     }
     for (auto &[key, group] : groups)
-      if (group.size() > 1 && runTogether(model, state.context, group))
+      if (group.size() > 1 && runTogether(state.context, group))
         for (Pending *p : group)
           ran[p - pending.data()] = true;
   }
@@ -613,7 +591,7 @@ TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
   for (uint32_t r = 0; r < count; ++r) {
     Pending &p = pending[r];
     if (!ran[r] && p.problem.empty())
-      runOne(model, state.context, p);
+      runOne(state.context, p);
     batchSize += batched ? static_cast<uint64_t>(p.batch) : 1;
     respond(instance, model, p);
   }

@@ -158,24 +158,35 @@ public:
   /// many threads at once (each call takes a pooled context).
   Status run(std::vector<HostTensor> &inputs, std::vector<HostTensor> *outputs,
              const kiln_run_options_t *options = nullptr) const {
-    return runWith(inputs, outputs, [&](kiln_tensor_t *in, size_t n, kiln_tensor_t *out, size_t m) {
-      return kiln_model_run(model_.get(), in, n, out, m, options);
-    }, options);
+    return run(views(inputs), outputs, options);
+  }
+  /// The same on views of the caller's buffers (no copy of the inputs: each
+  /// kiln_tensor_t's data must stay valid for the call).
+  Status run(std::vector<kiln_tensor_t> inputs, std::vector<HostTensor> *outputs,
+             const kiln_run_options_t *options = nullptr) const {
+    return runWith(std::move(inputs), outputs,
+                   [&](kiln_tensor_t *in, size_t n, kiln_tensor_t *out, size_t m) {
+                     return kiln_model_run(model_.get(), in, n, out, m, options);
+                   },
+                   options);
+  }
+  static std::vector<kiln_tensor_t> views(std::vector<HostTensor> &tensors) {
+    std::vector<kiln_tensor_t> in;
+    for (HostTensor &t : tensors)
+      in.push_back(t.view());
+    return in;
   }
 
   /// The shared body of Model::run and Context::run: outputs sized from the
   /// inputs up front; one whose size depends on the data reports it on a first
   /// attempt, and the run is repeated.
   template <typename RunFn>
-  Status runWith(std::vector<HostTensor> &inputs, std::vector<HostTensor> *outputs, RunFn run,
+  Status runWith(std::vector<kiln_tensor_t> in, std::vector<HostTensor> *outputs, RunFn run,
                  const kiln_run_options_t *options) const {
     // Output buffers are allocated here, before the run checks its size limit.
     uint64_t limit = KILN_DEFAULT_MAX_TENSOR_BYTES;
     if (options && options->struct_size >= sizeof(kiln_run_options_t) && options->max_tensor_bytes)
       limit = options->max_tensor_bytes;
-    std::vector<kiln_tensor_t> in;
-    for (HostTensor &t : inputs)
-      in.push_back(t.view());
     std::vector<kiln_tensor_t> out(numOutputs());
     std::memset(out.data(), 0, out.size() * sizeof(kiln_tensor_t));
     Status shapes = Status::fromLastCall(
@@ -242,7 +253,12 @@ public:
   /// As Model::run, in this context (one thread at a time).
   Status run(std::vector<HostTensor> &inputs, std::vector<HostTensor> *outputs,
              const kiln_run_options_t *options = nullptr) {
-    return model_->runWith(inputs, outputs,
+    return run(Model::views(inputs), outputs, options);
+  }
+  /// The same on views of the caller's buffers.
+  Status run(std::vector<kiln_tensor_t> inputs, std::vector<HostTensor> *outputs,
+             const kiln_run_options_t *options = nullptr) {
+    return model_->runWith(std::move(inputs), outputs,
                            [&](kiln_tensor_t *in, size_t n, kiln_tensor_t *out, size_t m) {
                              return kiln_context_run(context_.get(), in, n, out, m, options);
                            },
