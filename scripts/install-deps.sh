@@ -17,6 +17,8 @@ APT_PACKAGES=(
   cmake ninja-build ccache googletest libgtest-dev libgmock-dev binutils
   # kiln-compile --graph FILE.svg draws plans through Graphviz's dot.
   graphviz
+  # The Ray Serve test's private network namespace (unshare, ip link set lo up).
+  util-linux iproute2
 )
 
 # Python packages the test suites use, pinned so every machine runs the same tests.

@@ -4,8 +4,9 @@
 #   scripts/install-python-package.sh BUILD_DIR VENV_DIR
 # The venv comes from /usr/bin/python3 (Debian's: the libpython servers such as
 # Triton's Python backend match) with pinned packages; kiln is installed into
-# BUILD_DIR/python-prefix (components kiln_runtime and kiln_jit), which the
-# package's native module links by absolute path: keep it where it is.
+# VENV_DIR/kiln-prefix (components kiln_runtime and kiln_jit; one per venv, so
+# two venvs install at once), which the package's native module links by
+# absolute path: keep it where it is.
 set -euo pipefail
 build=$(cd "${1:?usage: install-python-package.sh BUILD_DIR VENV_DIR}" && pwd)
 venv=${2:?usage: install-python-package.sh BUILD_DIR VENV_DIR}
@@ -23,7 +24,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PYTHON_PACKAGES[@]}"
 
-prefix=$build/python-prefix
+prefix=$(cd "$venv" && pwd)/kiln-prefix
 rm -rf "$prefix"
 for component in kiln_runtime kiln_jit; do
   cmake --install "$build" --prefix "$prefix" --component "$component" >/dev/null

@@ -141,23 +141,40 @@ public:
 
   /// Runs on `inputs` (name -> array); returns name -> numpy array, or with
   /// `dlpack` objects that speak DLPack (torch.from_dlpack takes them as is).
-  nb::dict run(nb::dict inputs, bool dlpack) {
+  /// Inputs on the CUDA device (DLPack, such as torch CUDA tensors) run with
+  /// device buffers, and the outputs stay on the device (DLPack objects).
+  nb::dict run(nb::handle self, nb::dict inputs, bool dlpack) {
     size_t numInputs = 0;
     check(kiln_model_num_inputs(model_, &numInputs));
+    std::vector<kiln_tensor_info_t> infos(numInputs);
+    for (size_t i = 0; i < numInputs; ++i)
+      check(kiln_model_input_info(model_, i, &infos[i]));
+    // Unknown names first: a misspelt name explains the input it leaves missing.
+    for (auto [key, value] : inputs) {
+      bool known = false;
+      for (const kiln_tensor_info_t &info : infos)
+        known = known || nb::str(info.name).equal(key);
+      if (!known) {
+        std::string names;
+        for (const kiln_tensor_info_t &info : infos)
+          names += (names.empty() ? "" : ", ") + std::string(info.name);
+        throw KilnError("the model has no input '" + std::string(nb::str(key).c_str()) +
+                        "' (its inputs: " + names + ")");
+      }
+    }
     std::vector<kiln_tensor_t> in(numInputs);
-    std::vector<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>> arrays;
-    size_t used = 0;
+    std::vector<AnyArray> arrays;
+    const char *firstDevice = nullptr, *firstHost = nullptr;
     for (size_t i = 0; i < numInputs; ++i) {
-      kiln_tensor_info_t info;
-      check(kiln_model_input_info(model_, i, &info));
+      const kiln_tensor_info_t &info = infos[i];
       nb::str key(info.name);
       if (!inputs.contains(key))
         throw KilnError(std::string("missing input '") + info.name + "'");
-      ++used;
-      nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> a;
+      AnyArray a;
       if (!nb::try_cast(inputs[key], a))
         throw KilnError(std::string("input '") + info.name +
-                        "' is not a C-contiguous CPU array (numpy, or DLPack such as torch)");
+                        "' is not a C-contiguous array (numpy, or DLPack such as torch)");
+      (onDevice(a, info.name) ? firstDevice : firstHost) = info.name;
       if (a.ndim() > KILN_MAX_RANK)
         throw KilnError(std::string("input '") + info.name + "' has rank " +
                         std::to_string(a.ndim()) + "; kiln takes at most " +
@@ -172,17 +189,12 @@ public:
       t.size_bytes = a.nbytes();
       arrays.push_back(a);
     }
-    if (used != nb::len(inputs)) {
-      for (auto [key, value] : inputs) {
-        bool known = false;
-        for (size_t i = 0; i < numInputs && !known; ++i) {
-          kiln_tensor_info_t info;
-          check(kiln_model_input_info(model_, i, &info));
-          known = nb::str(info.name).equal(key);
-        }
-        if (!known)
-          throw KilnError("the model has no input '" + std::string(nb::str(key).c_str()) + "'");
-      }
+    if (firstDevice && firstHost)
+      throw KilnError(std::string("input '") + firstDevice + "' is on the CUDA device and input '" +
+                      firstHost + "' on the host; one call takes its inputs from one of them");
+    if (firstDevice) {
+      requireDevice(std::string("input '") + firstDevice + "' is on the CUDA device");
+      return runOnDevice(self, in);
     }
     // Sized and run by the C++ wrapper (outputs sized by the data, the size
     // limit), on views of the arrays: no copy of the inputs.
@@ -212,7 +224,160 @@ public:
     return result;
   }
 
+  /// A copy of a host array in device memory of the model's device (a DLPack
+  /// object, freed with its last reference).
+  nb::object toDevice(nb::handle self, nb::handle array) {
+    requireDevice("to_device");
+    AnyArray a;
+    if (!nb::try_cast(array, a))
+      throw KilnError("to_device takes a C-contiguous array (numpy, or DLPack such as torch)");
+    if (onDevice(a, "to_device's array"))
+      throw KilnError("to_device: the array is on the CUDA device already");
+    void *device = nullptr;
+    check(kiln_model_device_alloc(model_, a.nbytes(), &device));
+    kiln_status_t copied;
+    {
+      nb::gil_scoped_release release;
+      copied = kiln_model_copy_to_device(model_, device, a.data(), a.nbytes());
+    }
+    if (copied != KILN_OK) {
+      std::string message = kiln_last_error();
+      kiln_model_device_free(model_, device);
+      throw KilnError(message);
+    }
+    std::vector<size_t> shape(a.shape_ptr(), a.shape_ptr() + a.ndim());
+    return deviceArray(self, device, toKiln(a.dtype()), shape);
+  }
+
+  /// A numpy copy of a DLPack array on the model's device (or of a host array).
+  nb::object toHost(nb::handle array) {
+    AnyArray a;
+    if (!nb::try_cast(array, a))
+      throw KilnError("to_host takes a C-contiguous array (numpy, or DLPack such as torch)");
+    auto *bytes = new std::vector<uint8_t>(a.nbytes());
+    nb::capsule owner(bytes, [](void *p) noexcept { delete static_cast<std::vector<uint8_t> *>(p); });
+    if (onDevice(a, "to_host's array")) {
+      requireDevice("to_host");
+      kiln_status_t copied;
+      {
+        nb::gil_scoped_release release;
+        copied = kiln_model_copy_to_host(model_, bytes->data(), a.data(), a.nbytes());
+      }
+      check(copied);
+    } else if (a.nbytes()) {
+      std::memcpy(bytes->data(), a.data(), a.nbytes());
+    }
+    std::vector<size_t> shape(a.shape_ptr(), a.shape_ptr() + a.ndim());
+    return nb::cast(nb::ndarray<nb::numpy>(bytes->data(), shape.size(), shape.data(), owner, nullptr,
+                                           a.dtype()));
+  }
+
 private:
+  using AnyArray = nb::ndarray<nb::ro, nb::c_contig>;
+
+  /// Whether `a` is in CUDA device memory (true) or host memory (false);
+  /// anything else, or another device than kiln's, is an error naming `what`.
+  static bool onDevice(const AnyArray &a, const std::string &what) {
+    switch (a.device_type()) {
+    case nb::device::cpu::value:
+    case nb::device::cuda_host::value:
+      return false;
+    case nb::device::cuda::value:
+    case nb::device::cuda_managed::value:
+      if (a.device_id() != 0)
+        throw KilnError(what + " is on cuda:" + std::to_string(a.device_id()) +
+                        "; kiln runs on cuda:0 (set CUDA_VISIBLE_DEVICES to choose the GPU)");
+      return true;
+    default:
+      throw KilnError(what + " is on DLPack device type " + std::to_string(a.device_type()) +
+                      ", neither the host nor CUDA");
+    }
+  }
+
+  void requireDevice(const std::string &what) const {
+    kiln_backend_t backend = KILN_BACKEND_HOST;
+    check(kiln_model_backend(model_, &backend));
+    if (backend != KILN_BACKEND_CUDA)
+      throw KilnError(what + " but the model runs in host emulation (load it with "
+                             "backend='cuda' on a machine with a GPU)");
+  }
+
+  /// Device memory the model allocated, freed with the array that holds it.
+  /// Keeps the Python model (and so the kiln model) alive until then.
+  struct DeviceBuffer {
+    nb::object model;
+    kiln_model_t *handle;
+    void *address;
+    ~DeviceBuffer() { kiln_model_device_free(handle, address); }
+  };
+
+  nb::object deviceArray(nb::handle self, void *address, kiln_dtype_t dtype,
+                         const std::vector<size_t> &shape) {
+    auto *buffer = new DeviceBuffer{nb::borrow(self), model_, address};
+    nb::capsule owner(buffer, [](void *p) noexcept { delete static_cast<DeviceBuffer *>(p); });
+    return nb::cast(nb::ndarray<nb::array_api>(address, shape.size(), shape.data(), owner, nullptr,
+                                               toDlpack(dtype), nb::device::cuda::value, 0));
+  }
+
+  /// A run on device inputs: outputs in device memory the model allocates,
+  /// sized from the inputs, or (sizes that depend on the data) by a first
+  /// attempt that reports them.
+  nb::dict runOnDevice(nb::handle self, std::vector<kiln_tensor_t> &in) {
+    size_t numOutputs = 0;
+    check(kiln_model_num_outputs(model_, &numOutputs));
+    std::vector<kiln_tensor_t> out(numOutputs);
+    std::memset(out.data(), 0, out.size() * sizeof(kiln_tensor_t));
+    std::vector<void *> buffers(numOutputs, nullptr);
+    std::vector<size_t> capacity(numOutputs, 0);
+    std::string error;
+    {
+      nb::gil_scoped_release release;
+      kiln_status_t status =
+          kiln_model_output_shapes(model_, in.data(), in.size(), out.data(), out.size());
+      if (status != KILN_OK && status != KILN_FAILED_PRECONDITION)
+        error = kiln_last_error();
+      kiln_run_options_t options = KILN_RUN_OPTIONS_INIT;
+      options.device_buffers = 1;
+      for (size_t attempt = 0; error.empty() && attempt <= numOutputs; ++attempt) {
+        for (size_t i = 0; i < numOutputs && error.empty(); ++i) {
+          if (out[i].size_bytes > KILN_DEFAULT_MAX_TENSOR_BYTES) {
+            error = "output " + std::to_string(i) + " is " + std::to_string(out[i].size_bytes) +
+                    " bytes, over the limit of " + std::to_string(KILN_DEFAULT_MAX_TENSOR_BYTES) +
+                    " bytes for one tensor (max tensor bytes)";
+          } else if (!buffers[i] || out[i].size_bytes > capacity[i]) {
+            kiln_model_device_free(model_, buffers[i]);
+            buffers[i] = nullptr;
+            if (kiln_model_device_alloc(model_, out[i].size_bytes, &buffers[i]) != KILN_OK)
+              error = kiln_last_error();
+            capacity[i] = out[i].size_bytes;
+          }
+          out[i].data = buffers[i];
+          out[i].size_bytes = capacity[i];
+        }
+        if (!error.empty())
+          break;
+        status = kiln_model_run(model_, in.data(), in.size(), out.data(), out.size(), &options);
+        if (status == KILN_OK)
+          break;
+        if (status != KILN_OUT_OF_RANGE || attempt == numOutputs)
+          error = kiln_last_error();
+      }
+      if (!error.empty())
+        for (void *b : buffers)
+          kiln_model_device_free(model_, b);
+    }
+    if (!error.empty())
+      throw KilnError(error);
+    nb::dict result;
+    for (size_t k = 0; k < numOutputs; ++k) {
+      kiln_tensor_info_t info;
+      check(kiln_model_output_info(model_, k, &info));
+      std::vector<size_t> shape(out[k].dims, out[k].dims + out[k].rank);
+      result[info.name] = deviceArray(self, buffers[k], out[k].dtype, shape);
+    }
+    return result;
+  }
+
   std::vector<TensorInfo> infos(bool inputs) const {
     size_t n = 0;
     check(inputs ? kiln_model_num_inputs(model_, &n) : kiln_model_num_outputs(model_, &n));
@@ -318,7 +483,15 @@ NB_MODULE(_kiln, m) {
       .def_prop_ro("outputs", &Model::outputs)
       .def_prop_ro("backend", &Model::backend)
       .def_prop_ro("backend_description", &Model::backendDescription)
-      .def("run", &Model::run, nb::arg("inputs"), nb::arg("dlpack") = false);
+      .def("run",
+           [](nb::handle self, nb::dict inputs, bool dlpack) {
+             return nb::cast<Model &>(self).run(self, inputs, dlpack);
+           },
+           nb::arg("inputs"), nb::arg("dlpack") = false)
+      .def("to_device",
+           [](nb::handle self, nb::handle array) { return nb::cast<Model &>(self).toDevice(self, array); },
+           nb::arg("array"))
+      .def("to_host", &Model::toHost, nb::arg("array"));
   m.def("load", &load, nb::arg("path"), nb::arg("backend") = "auto");
 #ifdef KILN_PYTHON_HAS_JIT
   m.def("compile", &compileModel, nb::arg("model"), nb::arg("backend") = "auto",

@@ -496,6 +496,49 @@ kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_tensor_t *
   });
 }
 
+kiln_status_t kiln_model_device_alloc(const kiln_model_t *model, size_t bytes,
+                                      void **out_device_ptr) {
+  return guarded("kiln_model_device_alloc", [&] {
+    if (!model || !out_device_ptr)
+      return toC(nullArgument("kiln_model_device_alloc", !model ? "model" : "out_device_ptr"));
+    absl::StatusOr<void *> p = model->model->executor().allocateDevice(bytes);
+    if (!p.ok())
+      return toC(p.status());
+    *out_device_ptr = *p;
+    return toC(absl::OkStatus());
+  });
+}
+
+kiln_status_t kiln_model_device_free(const kiln_model_t *model, void *device_ptr) {
+  return guarded("kiln_model_device_free", [&] {
+    if (!model)
+      return toC(nullArgument("kiln_model_device_free", "model"));
+    if (!device_ptr)
+      return toC(absl::OkStatus());
+    return toC(model->model->executor().freeDevice(device_ptr));
+  });
+}
+
+kiln_status_t kiln_model_copy_to_device(const kiln_model_t *model, void *device_dst,
+                                        const void *host_src, size_t bytes) {
+  return guarded("kiln_model_copy_to_device", [&] {
+    if (!model || ((!device_dst || !host_src) && bytes))
+      return toC(nullArgument("kiln_model_copy_to_device", !model ? "model" : "a buffer"));
+    return toC(bytes ? model->model->executor().copyToDevice(device_dst, host_src, bytes)
+                     : absl::OkStatus());
+  });
+}
+
+kiln_status_t kiln_model_copy_to_host(const kiln_model_t *model, void *host_dst,
+                                      const void *device_src, size_t bytes) {
+  return guarded("kiln_model_copy_to_host", [&] {
+    if (!model || ((!host_dst || !device_src) && bytes))
+      return toC(nullArgument("kiln_model_copy_to_host", !model ? "model" : "a buffer"));
+    return toC(bytes ? model->model->executor().copyToHost(host_dst, device_src, bytes)
+                     : absl::OkStatus());
+  });
+}
+
 kiln_status_t kiln_profile_create(kiln_profile_t **out_profile) {
   return guarded("kiln_profile_create", [&] {
     if (!out_profile)

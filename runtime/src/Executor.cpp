@@ -158,6 +158,18 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
   return absl::OkStatus();
 }
 
+namespace {
+absl::Status noDevice() {
+  return absl::FailedPreconditionError(
+      "the model runs in host emulation: device memory needs the CUDA backend");
+}
+} // namespace
+
+absl::StatusOr<void *> Executor::allocateDevice(size_t) const { return noDevice(); }
+absl::Status Executor::freeDevice(void *) const { return noDevice(); }
+absl::Status Executor::copyToDevice(void *, const void *, size_t) const { return noDevice(); }
+absl::Status Executor::copyToHost(void *, const void *, size_t) const { return noDevice(); }
+
 absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
                            OutputSink sink) const {
   const Plan &plan = context.model().plan();

@@ -150,6 +150,15 @@ public:
   virtual std::string description() const = 0;
   virtual bool isCuda() const = 0;
 
+  /// Device memory for callers' device-buffer runs (kiln_model_device_alloc
+  /// and friends): on the device the executor runs on, in its context. The
+  /// host executor has no device: FAILED_PRECONDITION.
+  virtual absl::StatusOr<void *> allocateDevice(size_t bytes) const;
+  virtual absl::Status freeDevice(void *address) const;
+  /// Synchronous copies between host memory and this executor's device.
+  virtual absl::Status copyToDevice(void *device, const void *host, size_t bytes) const;
+  virtual absl::Status copyToHost(void *host, const void *device, size_t bytes) const;
+
   /// Runs the model on `request.inputs` (guards already checked, `context`'s
   /// symbols bound and memory plan chosen): the one step loop.
   absl::Status run(ExecutionContext &context, const RunRequest &request, OutputSink sink) const;

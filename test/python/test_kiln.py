@@ -112,6 +112,9 @@ def test_errors_carry_kilns_message(artifacts):
     with pytest.raises(kiln.KilnError, match=r"input 'x' is f64\[2, 5, 16\] but the model expects f32\[batch, seq, 16\]"):
         model(x=x.astype(np.float64))
     with pytest.raises(kiln.KilnError, match="missing input 'x'"):
+        model()
+    # An unknown name is reported before the input it leaves missing.
+    with pytest.raises(kiln.KilnError, match=r"the model has no input 'z' \(its inputs: x\)"):
         model(z=x)
     with pytest.raises(kiln.KilnError, match="the model has no input 'z'"):
         model(x=x, z=x)

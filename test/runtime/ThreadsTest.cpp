@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -85,31 +86,54 @@ TEST(Threads, EightThreadsShareOneModelInHostEmulation) { runConcurrently(KILN_B
 
 TEST(Threads, EightThreadsShareOneModelOnCuda) { runConcurrently(KILN_BACKEND_CUDA); }
 
-// Device buffers in and out (kiln_run_options_t.device_buffers). Only on the fake
-// driver, whose device pointers are host pointers: a real GPU needs cuMemAlloc'd
-// memory, which this test does not link against.
-TEST(DeviceBuffers, MatchHostBuffersOnTheFakeDriver) {
-  if (!std::getenv("KILN_FAKE_CUDA_KERNELS") || !*kEncoder)
-    GTEST_SKIP() << "runs on the fake CUDA driver (test/runtime/fake_cuda)";
+// Device buffers in and out (kiln_run_options_t.device_buffers), in memory the
+// runtime allocates and copies (kiln_model_device_alloc and friends, API 1.3):
+// on the fake driver (device pointers are host pointers there) and on a GPU.
+TEST(DeviceBuffers, MatchHostBuffers) {
+  if (!*kEncoder)
+    GTEST_SKIP() << "built without the encoder artifact";
   kiln::Model model;
   kiln::Status loaded = kiln::Model::load(kEncoder, &model, KILN_BACKEND_CUDA);
+  if (!loaded.ok() && !std::getenv("KILN_FAKE_CUDA_KERNELS"))
+    GTEST_SKIP() << "no CUDA execution here: " << loaded.message();
   ASSERT_TRUE(loaded.ok()) << loaded.message();
   std::vector<kiln::HostTensor> inputs = {encoderInput(2, 5, 7)}, expected;
   ASSERT_TRUE(model.run(inputs, &expected).ok());
 
-  kiln::HostTensor y(KILN_F32, {2, 5, 8});
-  kiln_tensor_t in = inputs[0].view(), out = y.view();
+  void *x = nullptr, *y = nullptr;
+  size_t xBytes = inputs[0].data.size(), yBytes = expected[0].data.size();
+  ASSERT_EQ(kiln_model_device_alloc(model.get(), xBytes, &x), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_model_device_alloc(model.get(), yBytes, &y), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_model_copy_to_device(model.get(), x, inputs[0].data.data(), xBytes), KILN_OK);
+  kiln_tensor_t in = inputs[0].view(), out;
+  in.data = x;
+  std::memset(&out, 0, sizeof(out));
+  out.data = y;
+  out.size_bytes = yBytes;
   kiln_run_options_t options = KILN_RUN_OPTIONS_INIT;
   options.device_buffers = 1;
   ASSERT_EQ(kiln_model_run(model.get(), &in, 1, &out, 1, &options), KILN_OK) << kiln_last_error();
-  EXPECT_EQ(y.data, expected[0].data);
+  EXPECT_EQ(out.rank, 3);
+  std::vector<uint8_t> result(yBytes);
+  ASSERT_EQ(kiln_model_copy_to_host(model.get(), result.data(), y, yBytes), KILN_OK);
+  EXPECT_EQ(result, expected[0].data);
+  EXPECT_EQ(kiln_model_device_free(model.get(), x), KILN_OK);
+  EXPECT_EQ(kiln_model_device_free(model.get(), y), KILN_OK);
 
-  // Host emulation refuses device buffers by name.
+  // Host emulation refuses device buffers and device memory by name.
   kiln::Model host;
   ASSERT_TRUE(kiln::Model::load(kEncoder, &host, KILN_BACKEND_HOST).ok());
+  kiln::HostTensor hostOut(KILN_F32, {2, 5, 8});
+  in = inputs[0].view();
+  out = hostOut.view();
   EXPECT_EQ(kiln_model_run(host.get(), &in, 1, &out, 1, &options), KILN_FAILED_PRECONDITION);
   EXPECT_NE(std::string(kiln_last_error()).find("device buffers need the CUDA backend"),
             std::string::npos);
+  void *none = nullptr;
+  EXPECT_EQ(kiln_model_device_alloc(host.get(), 16, &none), KILN_FAILED_PRECONDITION);
+  EXPECT_NE(std::string(kiln_last_error()).find("device memory needs the CUDA backend"),
+            std::string::npos);
+  EXPECT_EQ(none, nullptr);
 }
 
 } // namespace

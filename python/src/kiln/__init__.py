@@ -5,8 +5,11 @@
     model = kiln.compile("encoder.onnx")           # in-process, through libkiln_jit
     outputs = model(x=np.zeros((2, 5, 16), np.float32))   # {"y": numpy array}
 
-Inputs are numpy arrays or anything that speaks DLPack on the CPU (torch
-tensors are read without a copy); outputs are numpy arrays. Errors raise
+Inputs are numpy arrays or anything that speaks DLPack (torch tensors are read
+without a copy); outputs are numpy arrays. On the CUDA backend, inputs in
+device memory (torch CUDA tensors, or model.to_device(array)) run without
+copies through the host and give outputs in device memory (DLPack objects:
+torch.from_dlpack takes them as they are; model.to_host copies one to numpy). Errors raise
 kiln.KilnError with kiln's one-line message. The GIL is released while a model
 runs, so threads run models concurrently.
 """
@@ -53,8 +56,18 @@ class Model:
     def run(self, inputs: Dict[str, Any], dlpack: bool = False) -> Dict[str, Any]:
         """Runs on `inputs` (input name to array); returns output name to numpy array,
         or with `dlpack=True` to an object with `__dlpack__` (for torch.from_dlpack
-        and other frameworks, without a copy)."""
+        and other frameworks, without a copy). Inputs in CUDA device memory give
+        outputs in device memory (DLPack objects) whatever `dlpack` says."""
         return self._native.run(dict(inputs), dlpack)
+
+    def to_device(self, array: Any) -> Any:
+        """A copy of a host array in the model's device memory (CUDA backend), as
+        a DLPack object; the memory is freed with its last reference."""
+        return self._native.to_device(array)
+
+    def to_host(self, array: Any) -> Any:
+        """A numpy copy of an array in the model's device memory (or of a host array)."""
+        return self._native.to_host(array)
 
     def __call__(self, **inputs: Any) -> Dict[str, Any]:
         return self.run(inputs)

@@ -47,7 +47,7 @@
 #endif
 
 #define KILN_API_VERSION_MAJOR 1
-#define KILN_API_VERSION_MINOR 2
+#define KILN_API_VERSION_MINOR 3
 /* MAJOR * 10000 + MINOR, as kiln_api_version() returns it. */
 #define KILN_API_VERSION (KILN_API_VERSION_MAJOR * 10000 + KILN_API_VERSION_MINOR)
 
@@ -235,6 +235,22 @@ typedef void (*kiln_variant_miss_fn)(void *user_data, const int64_t *symbol_valu
 KILN_API kiln_status_t kiln_model_set_variant_miss_handler(kiln_model_t *model,
                                                            kiln_variant_miss_fn handler,
                                                            void *user_data);
+
+/* Device memory for runs with device_buffers (CUDA backend): `bytes` on the
+ * model's device, in the device's primary context (the one the CUDA runtime
+ * API and frameworks such as torch use, so their pointers and these mix).
+ * For callers without a CUDA library of their own (the Python package). A
+ * model on the host backend has no device: KILN_FAILED_PRECONDITION. Free with
+ * kiln_model_device_free on the same model, before destroying it. Since 1.3. */
+KILN_API kiln_status_t kiln_model_device_alloc(const kiln_model_t *model, size_t bytes,
+                                               void **out_device_ptr);
+KILN_API kiln_status_t kiln_model_device_free(const kiln_model_t *model, void *device_ptr);
+/* Synchronous copies between host memory and the model's device, ordered on
+ * the legacy default stream (as runs without a stream). Since 1.3. */
+KILN_API kiln_status_t kiln_model_copy_to_device(const kiln_model_t *model, void *device_dst,
+                                                 const void *host_src, size_t bytes);
+KILN_API kiln_status_t kiln_model_copy_to_host(const kiln_model_t *model, void *host_dst,
+                                               const void *device_src, size_t bytes);
 
 /* Bytes of the arena one run with these inputs uses, and the sum of its
  * intermediates' sizes had each its own buffer. */

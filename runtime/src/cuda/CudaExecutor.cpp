@@ -193,6 +193,54 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   return ex;
 }
 
+absl::StatusOr<void *> CudaExecutor::allocateDevice(size_t bytes) const {
+  ContextScope scope(driver_, context_);
+  if (!scope.ok)
+    return absl::InternalError("cannot make the model's CUDA context current");
+  CUdeviceptr p = 0;
+  if (CUresult r = driver_->cuMemAlloc(&p, std::max<size_t>(bytes, 1)); r != CUDA_SUCCESS)
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate ", bytes, " bytes on the device: ", driver_->describe("cuMemAlloc", r)));
+  return reinterpret_cast<void *>(p);
+}
+
+absl::Status CudaExecutor::freeDevice(void *address) const {
+  ContextScope scope(driver_, context_);
+  if (!scope.ok)
+    return absl::InternalError("cannot make the model's CUDA context current");
+  if (CUresult r = driver_->cuMemFree(reinterpret_cast<CUdeviceptr>(address)); r != CUDA_SUCCESS)
+    return absl::InvalidArgumentError(driver_->describe("cuMemFree", r));
+  return absl::OkStatus();
+}
+
+// Ordered on the legacy default stream, as runs without a stream are, and
+// complete on return.
+absl::Status CudaExecutor::copyToDevice(void *device, const void *host, size_t bytes) const {
+  ContextScope scope(driver_, context_);
+  if (!scope.ok)
+    return absl::InternalError("cannot make the model's CUDA context current");
+  if (CUresult r = driver_->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(device), host, bytes,
+                                              nullptr);
+      r != CUDA_SUCCESS)
+    return absl::InvalidArgumentError(driver_->describe("cuMemcpyHtoDAsync", r));
+  if (CUresult r = driver_->cuStreamSynchronize(nullptr); r != CUDA_SUCCESS)
+    return absl::InternalError(driver_->describe("cuStreamSynchronize", r));
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::copyToHost(void *host, const void *device, size_t bytes) const {
+  ContextScope scope(driver_, context_);
+  if (!scope.ok)
+    return absl::InternalError("cannot make the model's CUDA context current");
+  if (CUresult r = driver_->cuMemcpyDtoHAsync(host, reinterpret_cast<CUdeviceptr>(device), bytes,
+                                              nullptr);
+      r != CUDA_SUCCESS)
+    return absl::InvalidArgumentError(driver_->describe("cuMemcpyDtoHAsync", r));
+  if (CUresult r = driver_->cuStreamSynchronize(nullptr); r != CUDA_SUCCESS)
+    return absl::InternalError(driver_->describe("cuStreamSynchronize", r));
+  return absl::OkStatus();
+}
+
 absl::Status CudaExecutor::installVariant(int variant, const artifact::VariantInfo &info,
                                           absl::Span<const artifact::HostLibraryInfo>) {
   const CudaDriver &cu = *driver_;

@@ -34,6 +34,10 @@ public:
   bool isCuda() const override { return true; }
   absl::Status installVariant(int variant, const artifact::VariantInfo &info,
                               absl::Span<const artifact::HostLibraryInfo> libraries) override;
+  absl::StatusOr<void *> allocateDevice(size_t bytes) const override;
+  absl::Status freeDevice(void *address) const override;
+  absl::Status copyToDevice(void *device, const void *host, size_t bytes) const override;
+  absl::Status copyToHost(void *host, const void *device, size_t bytes) const override;
 
 protected:
   absl::Status begin(ExecutionContext &context, const RunRequest &request) const override;

@@ -1,0 +1,100 @@
+"""Device memory in and out of the kiln package (CUDA backend, DLPack).
+
+Runs where the CUDA backend loads: on a GPU, or on the fake CUDA driver
+(test/runtime/fake_cuda; ctest `python.package` runs this file once more with
+it on LD_LIBRARY_PATH and KILN_FAKE_CUDA_KERNELS naming the kernel cache the
+artifacts are compiled into). Elsewhere it skips."""
+import gc
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import kiln
+
+MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
+BIN = os.environ.get("KILN_BIN", "")
+
+
+def tensor(path):
+    return numpy_helper.to_array(onnx.load_tensor(path))
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    if not BIN:
+        pytest.skip("KILN_BIN (the build's bin/ folder) is not set")
+    folder = tmp_path_factory.mktemp("device")
+    # The fake driver runs kernels through the host launchers in its kernel
+    # cache: compile into that cache.
+    cache = os.environ.get("KILN_FAKE_CUDA_KERNELS") or str(folder / "cache")
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["y"])],
+                              "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(folder / "nonzero.onnx"))
+    paths = {}
+    for name, source in (("encoder", os.path.join(MODELS, "encoder.onnx")), ("nonzero", str(folder / "nonzero.onnx"))):
+        paths[name] = str(folder / f"{name}.kiln")
+        subprocess.run([os.path.join(BIN, "kiln-compile"), source, "-o", paths[name], "--cache-dir", cache],
+                       check=True)
+    try:
+        loaded = {name: kiln.load(path, backend="cuda") for name, path in paths.items()}
+    except kiln.KilnError as error:
+        if os.environ.get("KILN_FAKE_CUDA_KERNELS"):
+            raise
+        pytest.skip(f"no CUDA execution here: {error}")
+    loaded["host"] = kiln.load(paths["encoder"], backend="host")
+    loaded["paths"] = paths
+    return loaded
+
+
+def test_device_inputs_give_device_outputs_equal_to_host_emulation(models):
+    model = models["encoder"]
+    assert model.backend == "cuda"
+    x = tensor(os.path.join(MODELS, "encoder", "input_0.pb"))
+    x_device = model.to_device(x)
+    assert x_device.__dlpack_device__() == (2, 0)  # kDLCUDA, device 0
+    out = model.run({"x": x_device})
+    y_device = out["y"]
+    assert y_device.__dlpack_device__() == (2, 0)
+    y = model.to_host(y_device)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == (2, 5, 8)
+    np.testing.assert_array_equal(y, models["host"](x=x)["y"])
+    np.testing.assert_allclose(y, tensor(os.path.join(MODELS, "encoder", "output_0.pb")), atol=1e-4, rtol=0)
+    # Host inputs on the CUDA backend still give numpy arrays.
+    np.testing.assert_array_equal(model(x=x)["y"], y)
+
+
+def test_device_outputs_sized_by_the_data(models):
+    model = models["nonzero"]
+    x = np.array([[1, -1, 0, 2], [0, 3, -4, 5], [6, 0, 0, -7]], np.float32)
+    got = model.to_host(model.run({"x": model.to_device(x)})["y"])
+    np.testing.assert_array_equal(got, np.array(np.nonzero(np.maximum(x, 0))))
+
+
+def test_device_outputs_keep_their_model_alive(models):
+    # The last reference to a model goes while its device output lives: the
+    # output keeps the model, and so its device memory, until it goes too.
+    x = tensor(os.path.join(MODELS, "encoder", "input_0.pb"))
+    fresh = kiln.load(models["paths"]["encoder"], backend="cuda")
+    y = fresh.run({"x": fresh.to_device(x)})["y"]
+    del fresh
+    gc.collect()
+    np.testing.assert_array_equal(models["encoder"].to_host(y), models["host"](x=x)["y"])
+
+
+def test_device_errors_are_one_line(models):
+    model, host = models["encoder"], models["host"]
+    x = tensor(os.path.join(MODELS, "encoder", "input_0.pb"))
+    x_device = model.to_device(x)
+    with pytest.raises(kiln.KilnError, match=r"input 'x' is on the CUDA device but the model runs in host emulation"):
+        host.run({"x": x_device})
+    with pytest.raises(kiln.KilnError, match="to_device but the model runs in host emulation"):
+        host.to_device(x)
+    with pytest.raises(kiln.KilnError, match="on the CUDA device already"):
+        model.to_device(x_device)
+    with pytest.raises(kiln.KilnError, match=r"input 'x' dim 2 is 3 but the model expects 16"):
+        model.run({"x": model.to_device(np.zeros((2, 5, 3), np.float32))})
