@@ -14,6 +14,7 @@ ExecutionContext::ExecutionContext(const Model &model) : model_(model) {
   const Plan &plan = model.plan();
   symbols.assign(plan.symbols.size(), std::nullopt);
   values.resize(plan.values.size());
+  stepKinds.assign(plan.steps.size(), "host");
   size_t maxArgs = 1;
   for (const artifact::StepInfo &step : plan.steps)
     maxArgs = std::max(maxArgs, step.inputs.size() + 1);
@@ -32,17 +33,6 @@ ExecutionContext::ExecutionContext(const Model &model) : model_(model) {
 
 ExecutionContext::~ExecutionContext() = default;
 
-namespace {
-const char *stepKindName(artifact::StepKind kind) {
-  switch (kind) {
-  case artifact::StepKind::Kernel: return "kernel";
-  case artifact::StepKind::Host: return "library";
-  case artifact::StepKind::SymbolicConstant:
-  case artifact::StepKind::ShapeOf: return "host";
-  }
-  return "host";
-}
-} // namespace
 
 int64_t Executor::workItems(ExecutionContext &context, const StepInfo &step) const {
   const artifact::KernelInfo &kernel = context.model().plan().kernels[step.kernel];
@@ -91,6 +81,11 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
     if (request.profile)
       mark(context, request, 2 * s + 1);
     int out = step.outputs[0];
+    // Shape steps compute a small tensor from bound symbols ("shape"); host
+    // steps run on the reference kernels unless the backend runs them.
+    context.stepKinds[s] = step.kind == artifact::StepKind::Kernel ? "kernel"
+                           : step.kind == artifact::StepKind::Host ? "host"
+                                                                   : "shape";
     switch (step.kind) {
     case artifact::StepKind::Kernel: {
       if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
@@ -102,6 +97,13 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
       break;
     }
     case artifact::StepKind::Host: {
+      absl::StatusOr<const char *> onDevice = runOnDevice(context, s, step);
+      if (!onDevice.ok())
+        return fail(onDevice.status().message());
+      if (*onDevice) {
+        context.stepKinds[s] = *onDevice;
+        break;
+      }
       std::vector<ref::Tensor> inputs;
       inputs.reserve(step.inputs.size());
       for (int v : step.inputs) {
@@ -215,7 +217,7 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
     if (!start.ok() || !duration.ok())
       return !start.ok() ? start.status() : duration.status();
     const StepInfo &step = plan.steps[s];
-    timed.push_back({step.label, stepKindName(step.kind), originUs + *start, *duration});
+    timed.push_back({step.label, context.stepKinds[s], originUs + *start, *duration});
   }
   absl::MutexLock lock(&request.profile->mutex);
   request.profile->events.insert(request.profile->events.end(), timed.begin(), timed.end());

@@ -110,6 +110,9 @@ public:
   uintptr_t errorWordArg = 0;
   std::vector<int32_t> errorCodes;
   std::unique_ptr<BackendState> state;
+  /// What ran each step of the last run, for profiles: "kernel", "cublasLt",
+  /// "host" (a host step on the reference kernels), "shape" (a shape step).
+  std::vector<const char *> stepKinds;
 
 private:
   const Model &model_;
@@ -178,6 +181,13 @@ protected:
   /// Copies the outputs where `sink` says and completes the run.
   virtual absl::Status finish(ExecutionContext &context, const RunRequest &request,
                               OutputSink sink) const = 0;
+  /// Runs host-kind step `s` on the device when the backend has a library call
+  /// for it (cuBLASLt for matmuls); returns the profile kind it ran as, or
+  /// nullptr when the step is to run on the host.
+  virtual absl::StatusOr<const char *> runOnDevice(ExecutionContext &context, size_t s,
+                                                   const StepInfo &step) const {
+    return nullptr;
+  }
   /// Ends a run that failed before finish (waits for work still queued).
   virtual void abandon(ExecutionContext &context, const RunRequest &request) const = 0;
 

@@ -57,6 +57,8 @@ public:
         cu.cuMemFree(p);
     if (errorWords.first)
       cu.cuMemFree(errorWords.first);
+    if (workspace.first)
+      cu.cuMemFree(workspace.first);
     for (CUevent e : events)
       cu.cuEventDestroy(e);
   }
@@ -91,6 +93,8 @@ public:
   /// One int32 per step where kernels report data errors, and the zeros that
   /// reset them (copied at the start of each call, on the call's stream).
   std::pair<CUdeviceptr, size_t> errorWords = {0, 0};
+  /// cuBLASLt's workspace, allocated at the context's first matmul.
+  std::pair<CUdeviceptr, size_t> workspace = {0, 0};
   std::vector<int32_t> errorZeros;
   std::vector<CUevent> events;
   CUstream stream = nullptr;
@@ -108,6 +112,7 @@ CudaExecutor::~CudaExecutor() {
     return;
   {
     ContextScope scope(driver_, context_);
+    matmul_.reset();
     pool_.reset();
     for (CUdeviceptr w : weights_)
       if (w)
@@ -162,6 +167,18 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
 
   ex->plan_ = &plan;
   ex->sm_ = sm;
+  // Matmul steps run in cuBLASLt where it loads; without it they run on the
+  // host as before, and the description says why.
+  bool hasMatmul = false;
+  for (const StepInfo &step : plan.steps)
+    hasMatmul = hasMatmul || step.op == schema::StepOp::MatMul;
+  if (hasMatmul) {
+    absl::StatusOr<std::unique_ptr<MatmulRunner>> runner = MatmulRunner::create();
+    if (runner.ok())
+      ex->matmul_ = std::move(*runner);
+    else
+      ex->matmulUnavailable_ = std::string(runner.status().message());
+  }
   // The generic kernels, then each variant's own.
   artifact::VariantInfo none;
   if (absl::Status s = ex->installVariant(-1, none, {}); !s.ok())
@@ -191,6 +208,51 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   if (CUresult r = cu.cuStreamSynchronize(nullptr); r != CUDA_SUCCESS)
     return absl::InternalError(cu.describe("cuStreamSynchronize", r));
   return ex;
+}
+
+std::string CudaExecutor::description() const {
+  if (matmulUnavailable_.empty())
+    return "cuda on " + device_;
+  return absl::StrCat("cuda on ", device_, " (matmuls on the host: ", matmulUnavailable_, ")");
+}
+
+absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context, size_t s,
+                                                       const StepInfo &step) const {
+  const HostStep &host = context.model().hostStep(s);
+  if (!host.matmul || !matmul_)
+    return nullptr;
+  const Plan &plan = context.model().plan();
+  int out = step.outputs[0];
+  MatmulCall call;
+  call.dtype = plan.values[out].dtype;
+  for (int v : step.inputs)
+    if (plan.values[v].dtype != call.dtype)
+      return nullptr;
+  if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, call.result))
+    return nullptr;
+  const Slot &a = context.values[step.inputs[0]], &b = context.values[step.inputs[1]];
+  call.a = a.shape;
+  call.b = b.shape;
+  call.aAddress = a.address;
+  call.bAddress = b.address;
+  if (host.matmul->hasBias) {
+    const Slot &bias = context.values[step.inputs[2]];
+    call.bias = bias.shape;
+    call.biasAddress = bias.address;
+  }
+  if (!MatmulRunner::supports(*host.matmul, call))
+    return nullptr;
+  if (absl::Status st = place(context, out, call.result); !st.ok())
+    return st;
+  call.resultAddress = context.values[out].address;
+  CudaState &state = stateOf(context);
+  if (absl::Status st = state.ensure(state.workspace, MatmulRunner::kWorkspaceBytes); !st.ok())
+    return st;
+  if (absl::Status st = matmul_->run(*host.matmul, call, state.stream, state.workspace.first,
+                                     state.workspace.second);
+      !st.ok())
+    return st;
+  return "cublasLt";
 }
 
 absl::StatusOr<void *> CudaExecutor::allocateDevice(size_t bytes) const {

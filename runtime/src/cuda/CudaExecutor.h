@@ -14,6 +14,7 @@
 
 #include "BufferPool.h"
 #include "Executor.h"
+#include "cuda/CublasLt.h"
 #include "cuda/CudaDriver.h"
 
 #include <memory>
@@ -30,7 +31,7 @@ public:
   /// device, FAILED_PRECONDITION when the artifact has no code for its SM.
   static absl::StatusOr<std::unique_ptr<CudaExecutor>> create(const Plan &plan);
 
-  std::string description() const override { return "cuda on " + device_; }
+  std::string description() const override;
   bool isCuda() const override { return true; }
   absl::Status installVariant(int variant, const artifact::VariantInfo &info,
                               absl::Span<const artifact::HostLibraryInfo> libraries) override;
@@ -47,6 +48,8 @@ protected:
   absl::Status store(ExecutionContext &context, int v, ref::Tensor result) const override;
   absl::Status finish(ExecutionContext &context, const RunRequest &request,
                       OutputSink sink) const override;
+  absl::StatusOr<const char *> runOnDevice(ExecutionContext &context, size_t s,
+                                           const StepInfo &step) const override;
   void abandon(ExecutionContext &context, const RunRequest &request) const override;
   uintptr_t errorWords(ExecutionContext &context) const override;
   absl::Status readErrorWords(ExecutionContext &context,
@@ -69,6 +72,10 @@ private:
   std::vector<CUdeviceptr> weights_;  ///< per value; 0 unless a weight
   /// Device buffers of data-dependent results, reused across calls.
   std::unique_ptr<BufferPool<CUdeviceptr>> pool_;
+  /// Matmul steps in cuBLASLt; null (matmuls on the host) when the library
+  /// is missing, which `matmulUnavailable_` says.
+  std::unique_ptr<MatmulRunner> matmul_;
+  std::string matmulUnavailable_;
 
   friend class CudaState;
 };

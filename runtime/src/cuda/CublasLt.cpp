@@ -1,0 +1,331 @@
+//===- CublasLt.cpp - matmul steps in cuBLASLt ----------------------------===//
+
+#include "cuda/CublasLt.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+#include <dlfcn.h>
+
+#include <limits>
+
+namespace kiln::rt {
+
+absl::StatusOr<const CublasLt *> CublasLt::load() {
+  // The soname of CUDA 13's cuBLASLt; a bare libcublasLt.so (a toolkit's
+  // development link) serves where only that is installed.
+  void *handle = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    handle = dlopen("libcublasLt.so", RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return absl::UnavailableError(
+        absl::StrCat("no cuBLASLt: cannot load libcublasLt.so.13 (", dlerror(), ")"));
+  auto *lt = new CublasLt();
+#define KILN_LT_SYMBOL(name)                                                           \
+  lt->name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));                 \
+  if (!lt->name)                                                                       \
+    return absl::UnavailableError("cuBLASLt lacks " #name "; it is too old");
+#include "cuda/CublasLtSymbols.inc"
+#undef KILN_LT_SYMBOL
+  return lt;
+}
+
+absl::StatusOr<const CublasLt *> CublasLt::get() {
+  // Loaded once and kept for the life of the process, like the driver.
+  static const absl::StatusOr<const CublasLt *> library = load();
+  return library;
+}
+
+std::string CublasLt::describe(const char *call, cublasStatus_t status) const {
+  const char *message = cublasLtGetStatusString ? cublasLtGetStatusString(status) : nullptr;
+  return absl::StrCat(call, " failed: status ", static_cast<int>(status),
+                      message ? absl::StrCat(" (", message, ")") : "");
+}
+
+namespace {
+
+/// cuBLASLt's types for a kiln dtype: data, compute and scale (alpha/beta).
+struct LtTypes {
+  cudaDataType_t data;
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+};
+
+std::optional<LtTypes> ltTypes(ref::DType dtype) {
+  switch (dtype) {
+  // fp32 is IEEE (CUBLAS_COMPUTE_32F, never TF32 unless a precision mode asks);
+  // fp16 and bf16 accumulate in fp32.
+  case ref::DType::f32: return LtTypes{CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+  case ref::DType::f16: return LtTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+  case ref::DType::bf16: return LtTypes{CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+  case ref::DType::f64: return LtTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
+  default: return std::nullopt;
+  }
+}
+
+int64_t product(const ref::Shape &shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i)
+    n *= shape[i];
+  return n;
+}
+
+/// A matmul in cuBLASLt's terms. Row-major operands a [.., M, K] (op'd) and
+/// b [.., K, N] give row-major d [.., M, N], which is column-major N x M: so
+/// cuBLASLt's A is b's buffer and its B is a's, with m = N, n = M.
+struct Problem {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
+  /// cuBLASLt's A (kiln's b) and B (kiln's a): stored rows, cols, ld, op.
+  uint64_t ltARows = 0, ltACols = 0, ltBRows = 0, ltBCols = 0;
+  int64_t ltALd = 0, ltBLd = 0;
+  cublasOperation_t ltAOp = CUBLAS_OP_N, ltBOp = CUBLAS_OP_N;
+  int64_t ltAStride = 0, ltBStride = 0; ///< 0: broadcast over the batch
+  enum class Bias { None, Vector, Matrix } bias = Bias::None;
+};
+
+/// The batch dims of an operand (all but the last two; none for a vector),
+/// right-aligned against `rank` dims with leading 1s.
+ref::Shape batchDims(const ref::Shape &shape, size_t rank) {
+  size_t own = shape.size() >= 2 ? shape.size() - 2 : 0;
+  ref::Shape dims(rank - std::min(rank, own), 1);
+  dims.insert(dims.end(), shape.begin(), shape.begin() + own);
+  return dims;
+}
+
+std::optional<Problem> plan(const MatMulParams &params, const MatmulCall &call) {
+  const ref::Shape &a = call.a, &b = call.b;
+  if (a.empty() || b.empty())
+    return std::nullopt;
+  Problem p;
+  // Vectors are promoted as numpy does (a: [1, K], b: [K, 1]); their op is
+  // the identity, as on the host.
+  bool aVector = a.size() == 1, bVector = b.size() == 1;
+  bool transA = params.transposeA && !aVector, transB = params.transposeB && !bVector;
+  int64_t m = aVector ? 1 : (transA ? a[a.size() - 1] : a[a.size() - 2]);
+  int64_t ka = aVector ? a[0] : (transA ? a[a.size() - 2] : a[a.size() - 1]);
+  int64_t kb = bVector ? b[0] : (transB ? b[b.size() - 1] : b[b.size() - 2]);
+  int64_t n = bVector ? 1 : (transB ? b[b.size() - 2] : b[b.size() - 1]);
+  if (ka != kb || ka <= 0)
+    return std::nullopt; // K = 0 is a result of zeros (or the bias): the host does it
+  p.m = n; // cuBLASLt's m is kiln's N (see Problem)
+  p.n = m;
+  p.k = ka;
+
+  // Batches: each operand's batch dims either equal the result's or are all 1
+  // (a stride of 0). Partial broadcasting ([2, 1] against [1, 3]) stays on the host.
+  size_t batchRank = std::max(batchDims(a, 0).size(), batchDims(b, 0).size());
+  ref::Shape aBatch = batchDims(a, batchRank), bBatch = batchDims(b, batchRank);
+  ref::Shape outBatch(batchRank);
+  for (size_t i = 0; i < batchRank; ++i) {
+    if (aBatch[i] != bBatch[i] && aBatch[i] != 1 && bBatch[i] != 1)
+      return std::nullopt;
+    outBatch[i] = std::max(aBatch[i], bBatch[i]);
+  }
+  p.batch = product(outBatch, 0, outBatch.size());
+  if (p.batch > std::numeric_limits<int32_t>::max())
+    return std::nullopt;
+  auto stride = [&](const ref::Shape &batch, int64_t matrix) -> std::optional<int64_t> {
+    if (batch == outBatch)
+      return matrix;
+    if (product(batch, 0, batch.size()) == 1)
+      return 0;
+    return std::nullopt;
+  };
+  std::optional<int64_t> aStride = stride(aBatch, m * ka), bStride = stride(bBatch, kb * n);
+  if (!aStride || !bStride)
+    return std::nullopt;
+
+  // cuBLASLt's A is kiln's b: stored [K, N] row-major is column-major N x K.
+  p.ltAOp = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  p.ltARows = static_cast<uint64_t>(transB ? kb : n);
+  p.ltACols = static_cast<uint64_t>(transB ? n : kb);
+  p.ltALd = static_cast<int64_t>(p.ltARows);
+  p.ltAStride = *bStride;
+  // cuBLASLt's B is kiln's a: stored [M, K] row-major is column-major K x M.
+  p.ltBOp = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  p.ltBRows = static_cast<uint64_t>(transA ? m : ka);
+  p.ltBCols = static_cast<uint64_t>(transA ? ka : m);
+  p.ltBLd = static_cast<int64_t>(p.ltBRows);
+  p.ltBStride = *aStride;
+
+  if (params.hasBias) {
+    const ref::Shape &bias = call.bias;
+    bool lastDimVector = !bias.empty() && bias.size() <= call.result.size() &&
+                         bias.back() == n && product(bias, 0, bias.size()) == n;
+    if (lastDimVector && !bVector)
+      p.bias = Problem::Bias::Vector; // the BIAS epilogue: one value per row of D
+    else if (bias == call.result)
+      p.bias = Problem::Bias::Matrix; // C = bias, beta = 1
+    else
+      return std::nullopt;
+  }
+  return p;
+}
+
+/// Frees cuBLASLt descriptors at the end of a scope.
+struct Descriptors {
+  const CublasLt &lt;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  ~Descriptors() {
+    if (preference)
+      lt.cublasLtMatmulPreferenceDestroy(preference);
+    for (cublasLtMatrixLayout_t layout : {a, b, c, d})
+      if (layout)
+        lt.cublasLtMatrixLayoutDestroy(layout);
+    if (op)
+      lt.cublasLtMatmulDescDestroy(op);
+  }
+};
+
+} // namespace
+
+MatmulRunner::~MatmulRunner() {
+  if (handle_)
+    lt_->cublasLtDestroy(handle_);
+}
+
+absl::StatusOr<std::unique_ptr<MatmulRunner>> MatmulRunner::create() {
+  absl::StatusOr<const CublasLt *> lt = CublasLt::get();
+  if (!lt.ok())
+    return lt.status();
+  std::unique_ptr<MatmulRunner> runner(new MatmulRunner());
+  runner->lt_ = *lt;
+  if (cublasStatus_t s = (*lt)->cublasLtCreate(&runner->handle_); s != CUBLAS_STATUS_SUCCESS)
+    return absl::UnavailableError((*lt)->describe("cublasLtCreate", s));
+  return runner;
+}
+
+bool MatmulRunner::supports(const MatMulParams &params, const MatmulCall &call) {
+  return ltTypes(call.dtype).has_value() && plan(params, call).has_value();
+}
+
+absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &call, CUstream stream,
+                               uintptr_t workspace, size_t workspaceBytes) const {
+  std::optional<LtTypes> types = ltTypes(call.dtype);
+  std::optional<Problem> problem = plan(params, call);
+  if (!types || !problem)
+    return absl::InternalError("the matmul does not map onto cuBLASLt");
+  const Problem &p = *problem;
+  if (p.m == 0 || p.n == 0 || p.batch == 0)
+    return absl::OkStatus(); // an empty result
+  const CublasLt &lt = *lt_;
+  Descriptors desc{lt};
+  auto check = [&](const char *call, cublasStatus_t s) {
+    return s == CUBLAS_STATUS_SUCCESS ? absl::OkStatus()
+                                      : absl::InternalError(lt.describe(call, s));
+  };
+  int32_t batch = static_cast<int32_t>(p.batch);
+  auto layout = [&](cublasLtMatrixLayout_t *out, uint64_t rows, uint64_t cols, int64_t ld,
+                    int64_t stride) -> absl::Status {
+    if (absl::Status s = check("cublasLtMatrixLayoutCreate",
+                               lt.cublasLtMatrixLayoutCreate(out, types->data, rows, cols, ld));
+        !s.ok())
+      return s;
+    if (batch == 1)
+      return absl::OkStatus();
+    if (absl::Status s = check("cublasLtMatrixLayoutSetAttribute",
+                               lt.cublasLtMatrixLayoutSetAttribute(
+                                   *out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+        !s.ok())
+      return s;
+    return check("cublasLtMatrixLayoutSetAttribute",
+                 lt.cublasLtMatrixLayoutSetAttribute(
+                     *out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  };
+  int64_t resultStride = p.m * p.n;
+  if (absl::Status s = layout(&desc.a, p.ltARows, p.ltACols, p.ltALd, p.ltAStride); !s.ok())
+    return s;
+  if (absl::Status s = layout(&desc.b, p.ltBRows, p.ltBCols, p.ltBLd, p.ltBStride); !s.ok())
+    return s;
+  if (absl::Status s = layout(&desc.c, p.m, p.n, p.m, resultStride); !s.ok())
+    return s;
+  if (absl::Status s = layout(&desc.d, p.m, p.n, p.m, resultStride); !s.ok())
+    return s;
+
+  if (absl::Status s = check("cublasLtMatmulDescCreate",
+                             lt.cublasLtMatmulDescCreate(&desc.op, types->compute, types->scale));
+      !s.ok())
+    return s;
+  auto attribute = [&](cublasLtMatmulDescAttributes_t which, const void *value, size_t size) {
+    return check("cublasLtMatmulDescSetAttribute",
+                 lt.cublasLtMatmulDescSetAttribute(desc.op, which, value, size));
+  };
+  int32_t opA = p.ltAOp, opB = p.ltBOp;
+  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (p.bias == Problem::Bias::Vector)
+    epilogue = params.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  else if (params.relu)
+    epilogue = CUBLASLT_EPILOGUE_RELU;
+  const void *biasPointer = reinterpret_cast<const void *>(call.biasAddress);
+  for (absl::Status s :
+       {attribute(CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA)),
+        attribute(CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB)),
+        attribute(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+        p.bias == Problem::Bias::Vector
+            ? attribute(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPointer, sizeof(biasPointer))
+            : absl::OkStatus()})
+    if (!s.ok())
+      return s;
+
+  std::string key = absl::StrCat(static_cast<int>(call.dtype), ",", p.m, ",", p.n, ",", p.k, ",",
+                                 p.batch, ",", p.ltAStride, ",", p.ltBStride, ",", opA, ",", opB,
+                                 ",", epilogue, ",", p.bias == Problem::Bias::Matrix);
+  cublasLtMatmulAlgo_t algorithm;
+  bool cached = false;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (auto it = algorithms_.find(key); it != algorithms_.end()) {
+      algorithm = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    if (absl::Status s = check("cublasLtMatmulPreferenceCreate",
+                               lt.cublasLtMatmulPreferenceCreate(&desc.preference));
+        !s.ok())
+      return s;
+    uint64_t limit = workspaceBytes;
+    if (absl::Status s = check("cublasLtMatmulPreferenceSetAttribute",
+                               lt.cublasLtMatmulPreferenceSetAttribute(
+                                   desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                   &limit, sizeof(limit)));
+        !s.ok())
+      return s;
+    cublasLtMatmulHeuristicResult_t result = {};
+    int found = 0;
+    if (absl::Status s = check("cublasLtMatmulAlgoGetHeuristic",
+                               lt.cublasLtMatmulAlgoGetHeuristic(handle_, desc.op, desc.a, desc.b,
+                                                                 desc.c, desc.d, desc.preference,
+                                                                 1, &result, &found));
+        !s.ok())
+      return s;
+    if (found == 0 || result.state != CUBLAS_STATUS_SUCCESS)
+      return absl::UnimplementedError(
+          absl::StrCat("cuBLASLt has no algorithm for this matmul (", key, ")"));
+    algorithm = result.algo;
+    absl::MutexLock lock(&mutex_);
+    algorithms_.emplace(key, algorithm);
+  }
+
+  float alpha32 = static_cast<float>(params.alpha), beta32 = 0;
+  double alpha64 = params.alpha, beta64 = 0;
+  if (p.bias == Problem::Bias::Matrix)
+    beta32 = 1, beta64 = 1;
+  bool wide = types->scale == CUDA_R_64F;
+  const void *alpha = wide ? static_cast<const void *>(&alpha64) : &alpha32;
+  const void *beta = wide ? static_cast<const void *>(&beta64) : &beta32;
+  // C is the bias for a full-size bias (beta = 1), else D itself (beta = 0).
+  const void *c = reinterpret_cast<const void *>(p.bias == Problem::Bias::Matrix ? call.biasAddress
+                                                                                 : call.resultAddress);
+  return check("cublasLtMatmul",
+               lt.cublasLtMatmul(handle_, desc.op, alpha, reinterpret_cast<const void *>(call.bAddress),
+                                 desc.a, reinterpret_cast<const void *>(call.aAddress), desc.b, beta,
+                                 c, desc.c, reinterpret_cast<void *>(call.resultAddress), desc.d,
+                                 &algorithm, reinterpret_cast<void *>(workspace), workspaceBytes,
+                                 stream));
+}
+
+} // namespace kiln::rt

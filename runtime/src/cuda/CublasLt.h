@@ -1,0 +1,94 @@
+//===- CublasLt.h - cuBLASLt, loaded at run time, and matmul steps -*- C++ -*-===//
+//
+// Matmul steps on the CUDA backend run in cuBLASLt. Like the driver, the
+// library is opened with dlopen (libcublasLt.so.13) and its entry points
+// resolved through a symbol table (CublasLtSymbols.inc): the runtime loads
+// without it, and a missing library is a one-line reason, after which matmuls
+// run on the host as before.
+//
+// MatmulRunner maps a MatMul step (row-major, numpy batch broadcasting, op
+// transposes, alpha, bias, ReLU) onto cuBLASLt's column-major matmul: a
+// row-major [M, N] result is a column-major N x M matrix, so kiln computes
+// D^T = op(B)^T op(A)^T with B's buffer as cuBLASLt's A and A's as its B;
+// transposes become layouts (no copy), batches strided batches (stride 0 for
+// a broadcast operand), a bias over the last dim the BIAS epilogue, any other
+// bias a C operand with beta = 1. Algorithms come from the heuristic, cached
+// per shape.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_CUDA_CUBLASLT_H
+#define KILN_RUNTIME_CUDA_CUBLASLT_H
+
+#include "HostSteps.h"
+#include "kiln/reference/Tensor.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+#include <cublasLt.h>
+#include <cuda.h>
+
+#include <string>
+
+namespace kiln::rt {
+
+class CublasLt {
+public:
+  /// The process-wide library, loaded on first use; UNAVAILABLE when
+  /// libcublasLt is missing or lacks a symbol.
+  static absl::StatusOr<const CublasLt *> get();
+
+#define KILN_LT_SYMBOL(name) decltype(&::name) name = nullptr;
+#include "cuda/CublasLtSymbols.inc"
+#undef KILN_LT_SYMBOL
+
+  /// "cublasLtMatmul failed: CUBLAS_STATUS_X (message)".
+  std::string describe(const char *call, cublasStatus_t status) const;
+
+private:
+  CublasLt() = default;
+  static absl::StatusOr<const CublasLt *> load();
+};
+
+/// One matmul: operand and result dims and device addresses.
+struct MatmulCall {
+  ref::DType dtype = ref::DType::f32;
+  ref::Shape a, b, bias, result;
+  uintptr_t aAddress = 0, bAddress = 0, biasAddress = 0, resultAddress = 0;
+};
+
+/// Runs MatMul steps in cuBLASLt for one executor (one device context).
+/// Thread-safe: contexts on several threads share it.
+class MatmulRunner {
+public:
+  ~MatmulRunner();
+  /// A runner, or why matmuls cannot run on the device (no cuBLASLt).
+  static absl::StatusOr<std::unique_ptr<MatmulRunner>> create();
+
+  /// Whether `call` maps onto cuBLASLt (dtype, batch broadcasting, bias shape);
+  /// otherwise the step runs on the host.
+  static bool supports(const MatMulParams &params, const MatmulCall &call);
+
+  /// Queues the matmul on `stream`, with `workspace` (`workspaceBytes`) for
+  /// the algorithm.
+  absl::Status run(const MatMulParams &params, const MatmulCall &call, CUstream stream,
+                   uintptr_t workspace, size_t workspaceBytes) const;
+
+  /// The workspace each call may use (a context allocates it once).
+  static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+private:
+  MatmulRunner() = default;
+  const CublasLt *lt_ = nullptr;
+  cublasLtHandle_t handle_ = nullptr;
+  mutable absl::Mutex mutex_;
+  /// The heuristic's algorithm per problem (its description as a string key).
+  mutable absl::flat_hash_map<std::string, cublasLtMatmulAlgo_t> algorithms_
+      ABSL_GUARDED_BY(mutex_);
+};
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_CUDA_CUBLASLT_H

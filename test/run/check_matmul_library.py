@@ -1,0 +1,111 @@
+"""Matmul steps on the CUDA backend: which run in cuBLASLt, and whether they
+compute what the float64 reference does.
+
+    check_matmul_library.py OUT_DIR
+
+Writes one ONNX model per case (the shapes, transposes, broadcasts, biases and
+dtypes cuBLASLt's mapping distinguishes), compiles each for sm_90 with
+kiln-compile, runs it with kiln-run --profile (on the fake driver and its
+cuBLASLt double in CI: run under %fake-cuda) and with --backend reference, and
+prints per case `NAME: KIND max abs diff D (tolerance T)` with KIND the
+profile's kind of the MatMul step (`cublasLt`, or `host` for what kiln keeps
+on the host) and a last line `N cases OK` when every output is within its
+dtype's tolerance: fp32 1e-4, fp64 1e-9, fp16 and bf16 (fp32 accumulation,
+rounded once) 1e-2 relative to the output's largest magnitude."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+
+OUT = sys.argv[1]
+rng = np.random.default_rng(17)
+
+ONNX_TYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "float16": TensorProto.FLOAT16,
+              "bfloat16": TensorProto.BFLOAT16}
+TOLERANCE = {"float32": 1e-4, "float64": 1e-9, "float16": 1e-2, "bfloat16": 1e-2}
+
+
+def matmul_case(a_shape, b_shape, dtype="float32"):
+    return [helper.make_node("MatMul", ["a", "b"], ["y"])], {"a": a_shape, "b": b_shape}, dtype
+
+
+def gemm_case(a_shape, b_shape, c_shape, relu=False, **attrs):
+    nodes = [helper.make_node("Gemm", ["a", "b", "c"], ["g" if relu else "y"], **attrs)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["g"], ["y"]))
+    return nodes, {"a": a_shape, "b": b_shape, "c": c_shape}, "float32"
+
+
+CASES = {
+    "batched": matmul_case([2, 3, 4], [2, 4, 5]),
+    "b-broadcast": matmul_case([2, 3, 4], [4, 5]),
+    "a-broadcast": matmul_case([3, 4], [2, 4, 5]),
+    "batch-ones": matmul_case([2, 1, 3, 4], [1, 1, 4, 5]),
+    "partial-broadcast": matmul_case([2, 1, 3, 4], [1, 3, 4, 5]),
+    "vector-a": matmul_case([4], [2, 4, 5]),
+    "vector-b": matmul_case([2, 3, 4], [4]),
+    "gemm-transposes": gemm_case([4, 3], [5, 4], [5], transA=1, transB=1, alpha=0.5),
+    "gemm-matrix-bias": gemm_case([3, 4], [4, 5], [3, 5]),
+    "gemm-bias-relu": gemm_case([3, 4], [4, 5], [5], relu=True),
+    "fp16": matmul_case([2, 3, 8], [8, 5], "float16"),
+    "bf16": matmul_case([2, 3, 8], [8, 5], "bfloat16"),
+    "fp64": matmul_case([2, 3, 4], [2, 4, 5], "float64"),
+}
+
+
+def run(*command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed: {result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def write_input(path, array):
+    """A TensorProto file (bfloat16 through onnx's helper: numpy has no bf16)."""
+    if array.dtype == np.float32 and path.endswith("-bf16.pb"):
+        tensor = helper.make_tensor("x", TensorProto.BFLOAT16, array.shape, array.ravel().tolist())
+    else:
+        tensor = numpy_helper.from_array(array)
+    with open(path, "wb") as f:
+        f.write(tensor.SerializeToString())
+
+
+ok = 0
+for name, (nodes, shapes, dtype) in CASES.items():
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    inputs = [helper.make_tensor_value_info(n, ONNX_TYPES[dtype], s) for n, s in shapes.items()]
+    graph = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("y", ONNX_TYPES[dtype], None)])
+    model_path = os.path.join(folder, "model.onnx")
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model_path)
+    args = []
+    for n, s in shapes.items():
+        values = rng.standard_normal(s).astype(np.float32)
+        if dtype == "bfloat16":
+            path = os.path.join(folder, f"{n}-bf16.pb")
+        else:
+            values = values.astype(dtype)
+            path = os.path.join(folder, f"{n}.pb")
+        write_input(path, values)
+        args += ["--input", f"{n}={path}"]
+    artifact = os.path.join(folder, "model.kiln")
+    run("kiln-compile", model_path, "-o", artifact, "--arch", "sm_90")
+    profile = run("kiln-run", artifact, *args, "--backend", "cuda", "--output-dir", os.path.join(folder, "cuda"),
+                  "--profile", "--trace", os.path.join(folder, "trace.json"))
+    match = re.search(r"^MatMul\s+(\S+)", profile, re.M)
+    kind = match.group(1) if match else "none"
+    run("kiln-run", model_path, *args, "--backend", "reference", "--output-dir", os.path.join(folder, "reference"))
+    from onnx import load_tensor
+    got = numpy_helper.to_array(load_tensor(os.path.join(folder, "cuda", "output_0.pb"))).astype(np.float64)
+    want = numpy_helper.to_array(load_tensor(os.path.join(folder, "reference", "output_0.pb"))).astype(np.float64)
+    if got.shape != want.shape:
+        sys.exit(f"{name}: shape {got.shape}, the reference's {want.shape}")
+    diff = float(np.max(np.abs(got - want))) if got.size else 0.0
+    tolerance = TOLERANCE[dtype] * (max(1.0, float(np.max(np.abs(want)))) if dtype in ("float16", "bfloat16") else 1)
+    print(f"{name}: {kind} max abs diff {diff:.3g} (tolerance {tolerance:.3g})")
+    if diff <= tolerance:
+        ok += 1
+print(f"{ok} cases OK" if ok == len(CASES) else f"{len(CASES) - ok} of {len(CASES)} cases out of tolerance")

@@ -1,0 +1,336 @@
+//===- FakeCublasLt.cpp - cuBLASLt's matmul, on the host, for CI ----------===//
+//
+// libcublasLt.so.13 beside the fake driver (libcuda.so.1, whose device memory
+// is host memory): the entry points the runtime resolves
+// (runtime/src/cuda/CublasLtSymbols.inc), implementing what cuBLASLt documents
+// for them, so a wrong argument fails the fake-CUDA runs as it would fail (or
+// compute garbage) on a GPU:
+//
+// - layouts are column-major (CUBLASLT_ORDER_COL, the default; other orders
+//   are refused): element (r, c) of a rows x cols matrix is at r + c * ld, and
+//   ld < rows is CUBLAS_STATUS_INVALID_VALUE;
+// - D = epilogue(alpha * op(A) op(B) + beta * C) with op(A) m x k, op(B) k x n,
+//   C and D m x n; CUBLASLT_MATMUL_DESC_TRANSA/TRANSB transpose the stored
+//   matrices; every layout's batch count must be D's, each batch offset by its
+//   CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET (0 repeats the matrix);
+// - epilogues DEFAULT, RELU, BIAS and RELU_BIAS; the bias is a vector of m
+//   (D's rows) elements of D's type, offset per batch by
+//   CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE;
+// - types: data 32F, 16F or 16BF with CUBLAS_COMPUTE_32F and a 32F scale, or
+//   data 64F with CUBLAS_COMPUTE_64F and a 64F scale; all four matrices of one
+//   data type; anything else CUBLAS_STATUS_NOT_SUPPORTED, as are attributes
+//   this double does not implement.
+//
+// Sums are taken in double, so results match the reference kernels within
+// the fp32 tolerance. Whether a matmul ran here shows in kiln-run --profile
+// (kind `cublasLt`).
+//
+//===----------------------------------------------------------------------===//
+
+#include <cublasLt.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+struct Layout {
+  cudaDataType_t type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t batch = 1;
+  int64_t stride = 0;
+};
+
+struct Desc {
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+  int32_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *bias = nullptr;
+  int64_t biasStride = 0;
+};
+
+struct Preference {
+  uint64_t maxWorkspace = 0;
+};
+
+struct Context {};
+
+Layout *L(cublasLtMatrixLayout_t l) { return reinterpret_cast<Layout *>(l); }
+Desc *D(cublasLtMatmulDesc_t d) { return reinterpret_cast<Desc *>(d); }
+
+size_t elementBytes(cudaDataType_t t) {
+  switch (t) {
+  case CUDA_R_32F: return 4;
+  case CUDA_R_64F: return 8;
+  case CUDA_R_16F:
+  case CUDA_R_16BF: return 2;
+  default: return 0;
+  }
+}
+
+double load(cudaDataType_t t, const void *base, int64_t index) {
+  switch (t) {
+  case CUDA_R_32F: return static_cast<const float *>(base)[index];
+  case CUDA_R_64F: return static_cast<const double *>(base)[index];
+  case CUDA_R_16F: return static_cast<double>(static_cast<const _Float16 *>(base)[index]);
+  case CUDA_R_16BF: {
+    uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t *>(base)[index]) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return f;
+  }
+  default: return 0;
+  }
+}
+
+void store(cudaDataType_t t, void *base, int64_t index, double v) {
+  switch (t) {
+  case CUDA_R_32F: static_cast<float *>(base)[index] = static_cast<float>(v); break;
+  case CUDA_R_64F: static_cast<double *>(base)[index] = v; break;
+  case CUDA_R_16F: static_cast<_Float16 *>(base)[index] = static_cast<_Float16>(v); break;
+  case CUDA_R_16BF: {
+    float f = static_cast<float>(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof(bits));
+    if (std::isnan(f))
+      bits = 0x7fc00000u;
+    else
+      bits += 0x7fffu + ((bits >> 16) & 1); // round to nearest even
+    static_cast<uint16_t *>(base)[index] = static_cast<uint16_t>(bits >> 16);
+    break;
+  }
+  default: break;
+  }
+}
+
+/// The problem's m, n, k if the descriptors describe a valid matmul, else a status.
+struct Shape {
+  uint64_t m = 0, n = 0, k = 0;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+};
+
+Shape validate(const Desc &op, const Layout &a, const Layout &b, const Layout &c, const Layout &d) {
+  Shape s;
+  bool single = op.compute == CUBLAS_COMPUTE_32F && op.scale == CUDA_R_32F &&
+                (d.type == CUDA_R_32F || d.type == CUDA_R_16F || d.type == CUDA_R_16BF);
+  bool wide = op.compute == CUBLAS_COMPUTE_64F && op.scale == CUDA_R_64F && d.type == CUDA_R_64F;
+  if ((!single && !wide) || a.type != d.type || b.type != d.type || c.type != d.type) {
+    s.status = CUBLAS_STATUS_NOT_SUPPORTED;
+    return s;
+  }
+  uint64_t am = op.transa == CUBLAS_OP_N ? a.rows : a.cols, ak = op.transa == CUBLAS_OP_N ? a.cols : a.rows;
+  uint64_t bk = op.transb == CUBLAS_OP_N ? b.rows : b.cols, bn = op.transb == CUBLAS_OP_N ? b.cols : b.rows;
+  bool shapes = am == d.rows && bn == d.cols && ak == bk && c.rows == d.rows && c.cols == d.cols;
+  bool batches = a.batch == d.batch && b.batch == d.batch && c.batch == d.batch;
+  bool ops = (op.transa == CUBLAS_OP_N || op.transa == CUBLAS_OP_T) &&
+             (op.transb == CUBLAS_OP_N || op.transb == CUBLAS_OP_T);
+  bool epilogue = op.epilogue == CUBLASLT_EPILOGUE_DEFAULT || op.epilogue == CUBLASLT_EPILOGUE_RELU ||
+                  op.epilogue == CUBLASLT_EPILOGUE_BIAS || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  if (!shapes || !batches || !ops || d.rows == 0 || d.cols == 0 || ak == 0) {
+    s.status = CUBLAS_STATUS_INVALID_VALUE;
+    return s;
+  }
+  if (!epilogue) {
+    s.status = CUBLAS_STATUS_NOT_SUPPORTED;
+    return s;
+  }
+  s.m = d.rows;
+  s.n = d.cols;
+  s.k = ak;
+  return s;
+}
+
+template <typename T> cublasStatus_t setValue(T *field, const void *buf, size_t size) {
+  if (!buf || size != sizeof(T))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  std::memcpy(field, buf, sizeof(T));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+} // namespace
+
+const char *cublasLtGetStatusString(cublasStatus_t status) {
+  switch (status) {
+  case CUBLAS_STATUS_SUCCESS: return "success (fake cuBLASLt)";
+  case CUBLAS_STATUS_INVALID_VALUE: return "invalid value (fake cuBLASLt)";
+  case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported (fake cuBLASLt)";
+  default: return "error (fake cuBLASLt)";
+  }
+}
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
+  if (!handle)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  *handle = reinterpret_cast<cublasLtHandle_t>(new Context());
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  delete reinterpret_cast<Context *>(handle);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute,
+                                        cudaDataType_t scale) {
+  if (!desc)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new Desc{compute, scale});
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  delete D(desc);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                                              cublasLtMatmulDescAttributes_t attr, const void *buf,
+                                              size_t size) {
+  Desc *d = D(desc);
+  if (!d)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  switch (attr) {
+  case CUBLASLT_MATMUL_DESC_TRANSA: return setValue(&d->transa, buf, size);
+  case CUBLASLT_MATMUL_DESC_TRANSB: return setValue(&d->transb, buf, size);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE: return setValue(&d->epilogue, buf, size);
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return setValue(&d->bias, buf, size);
+  case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE: return setValue(&d->biasStride, buf, size);
+  default: return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type,
+                                          uint64_t rows, uint64_t cols, int64_t ld) {
+  if (!layout || elementBytes(type) == 0)
+    return !layout ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_NOT_SUPPORTED;
+  if (ld < static_cast<int64_t>(rows) || ld < 1)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  *layout = reinterpret_cast<cublasLtMatrixLayout_t>(new Layout{type, rows, cols, ld});
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+  delete L(layout);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                                cublasLtMatrixLayoutAttribute_t attr,
+                                                const void *buf, size_t size) {
+  Layout *l = L(layout);
+  if (!l)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  switch (attr) {
+  case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT: {
+    cublasStatus_t s = setValue(&l->batch, buf, size);
+    return s == CUBLAS_STATUS_SUCCESS && l->batch < 1 ? CUBLAS_STATUS_INVALID_VALUE : s;
+  }
+  case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET: return setValue(&l->stride, buf, size);
+  case CUBLASLT_MATRIX_LAYOUT_ORDER: {
+    int32_t order = 0;
+    cublasStatus_t s = setValue(&order, buf, size);
+    return s == CUBLAS_STATUS_SUCCESS && order != CUBLASLT_ORDER_COL ? CUBLAS_STATUS_NOT_SUPPORTED : s;
+  }
+  default: return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
+  if (!pref)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  *pref = reinterpret_cast<cublasLtMatmulPreference_t>(new Preference());
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  delete reinterpret_cast<Preference *>(pref);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
+                                                    cublasLtMatmulPreferenceAttributes_t attr,
+                                                    const void *buf, size_t size) {
+  auto *p = reinterpret_cast<Preference *>(pref);
+  if (!p)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES)
+    return setValue(&p->maxWorkspace, buf, size);
+  return CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t op,
+                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                              cublasLtMatmulPreference_t pref, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[],
+                                              int *returned) {
+  if (!handle || !op || !a || !b || !c || !d || !pref || requested < 1 || !results || !returned)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  Shape s = validate(*D(op), *L(a), *L(b), *L(c), *L(d));
+  if (s.status != CUBLAS_STATUS_SUCCESS)
+    return s.status;
+  std::memset(&results[0], 0, sizeof(results[0]));
+  results[0].algo.data[0] = 0x6b696c6eu; // "kiln": marks an algorithm this double chose
+  results[0].workspaceSize = 0;
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  results[0].wavesCount = 1.0f;
+  *returned = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDesc, const void *alpha,
+                              const void *A, cublasLtMatrixLayout_t aDesc, const void *B,
+                              cublasLtMatrixLayout_t bDesc, const void *beta, const void *C,
+                              cublasLtMatrixLayout_t cDesc, void *Dout, cublasLtMatrixLayout_t dDesc,
+                              const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSize,
+                              cudaStream_t) {
+  if (!handle || !opDesc || !alpha || !beta || !A || !B || !Dout || !aDesc || !bDesc || !cDesc ||
+      !dDesc || !algo || algo->data[0] != 0x6b696c6eu)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  (void)workspace;
+  (void)workspaceSize;
+  const Desc &op = *D(opDesc);
+  const Layout &a = *L(aDesc), &b = *L(bDesc), &c = *L(cDesc), &d = *L(dDesc);
+  Shape s = validate(op, a, b, c, d);
+  if (s.status != CUBLAS_STATUS_SUCCESS)
+    return s.status;
+  bool wide = op.scale == CUDA_R_64F;
+  double alphaValue = wide ? *static_cast<const double *>(alpha) : *static_cast<const float *>(alpha);
+  double betaValue = wide ? *static_cast<const double *>(beta) : *static_cast<const float *>(beta);
+  if (betaValue != 0 && !C)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  bool bias = op.epilogue == CUBLASLT_EPILOGUE_BIAS || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  bool relu = op.epilogue == CUBLASLT_EPILOGUE_RELU || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  if (bias && !op.bias)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  // D may be C: each batch's result is computed whole before it is stored.
+  std::vector<double> result(s.m * s.n);
+  for (int32_t batch = 0; batch < d.batch; ++batch) {
+    int64_t aOff = batch * a.stride, bOff = batch * b.stride, cOff = batch * c.stride, dOff = batch * d.stride;
+    for (uint64_t j = 0; j < s.n; ++j)
+      for (uint64_t i = 0; i < s.m; ++i) {
+        double sum = 0;
+        for (uint64_t l = 0; l < s.k; ++l) {
+          int64_t ai = op.transa == CUBLAS_OP_N ? i + l * a.ld : l + i * a.ld;
+          int64_t bi = op.transb == CUBLAS_OP_N ? l + j * b.ld : j + l * b.ld;
+          sum += load(a.type, A, aOff + ai) * load(b.type, B, bOff + bi);
+        }
+        double v = alphaValue * sum;
+        if (betaValue != 0)
+          v += betaValue * load(c.type, C, cOff + static_cast<int64_t>(i + j * c.ld));
+        if (bias)
+          v += load(d.type, op.bias, batch * op.biasStride + static_cast<int64_t>(i));
+        if (relu && v < 0)
+          v = 0;
+        result[i + j * s.m] = v;
+      }
+    for (uint64_t j = 0; j < s.n; ++j)
+      for (uint64_t i = 0; i < s.m; ++i)
+        store(d.type, Dout, dOff + static_cast<int64_t>(i + j * d.ld), result[i + j * s.m]);
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
