@@ -180,7 +180,7 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
   return llvm::TypeSwitch<Operation *, FailureOr<EncodedStep>>(op)
       .Case([&](MatmulOp m) {
         return step(fb::StepOp::MatMul,
-                    fb::CreateMatMul(b, /*transpose_a=*/false, /*transpose_b=*/false,
+                    fb::CreateMatMul(b, m.getTransposeLhs(), m.getTransposeRhs(),
                                      /*alpha=*/1.0, static_cast<bool>(m.getBias()),
                                      activation(m.getActivation())));
       })

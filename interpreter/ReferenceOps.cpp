@@ -268,7 +268,17 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
         return out;
       })
       .Case([&](MatmulOp m) {
-        absl::StatusOr<ref::Tensor> r = ref::matmul(*in[0], *in[1]);
+        auto operand = [](const ref::Tensor &t, bool transposed) {
+          if (!transposed)
+            return t;
+          std::vector<int64_t> perm(t.rank());
+          for (int64_t d = 0; d < t.rank(); ++d)
+            perm[d] = d;
+          std::swap(perm[t.rank() - 2], perm[t.rank() - 1]);
+          return ref::transpose(t, perm);
+        };
+        absl::StatusOr<ref::Tensor> r = ref::matmul(operand(*in[0], m.getTransposeLhs()),
+                                                    operand(*in[1], m.getTransposeRhs()));
         if (r.ok() && m.getBias())
           r = ref::binary(ref::BinaryFn::add, *r, *in[2]);
         return one(withActivation(std::move(r), m.getActivation()));

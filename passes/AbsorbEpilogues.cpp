@@ -65,7 +65,8 @@ void absorbEpilogues(func::FuncOp func) {
             bias != result) {
           OpBuilder b(add);
           auto fused = MatmulOp::create(b, matmul.getLoc(), type, matmul.getLhs(), matmul.getRhs(),
-                                        bias, Activation::none);
+                                        bias, Activation::none, matmul.getTransposeLhs(),
+                                        matmul.getTransposeRhs());
           add.getResult().replaceAllUsesWith(fused.getResult());
           add.erase();
           matmul.erase();

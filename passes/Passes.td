@@ -91,6 +91,19 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def AbsorbMatmulTransposesPass : Pass<"kiln-absorb-matmul-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Turns transposes of matmul operands into the matmul's layout flags";
+  let description = [{
+    A `kiln.transpose` that swaps exactly the last two dims of a `kiln.matmul`
+    operand is absorbed: the matmul reads the transpose's input and toggles
+    `transpose_lhs` or `transpose_rhs`, which cuBLASLt applies through its
+    layouts (and the host path as a transposed view), so no transpose kernel
+    runs. A transpose with other users stays for them. Runs before
+    `--kiln-form-kernels`, which would otherwise give the transpose a kernel.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def AbsorbEpiloguesPass : Pass<"kiln-absorb-epilogues", "::mlir::func::FuncOp"> {
   let summary = "Moves the epilogues cuBLASLt and cuDNN fuse into matmul and conv";
   let description = [{

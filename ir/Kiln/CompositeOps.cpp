@@ -81,6 +81,17 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return emitShapeError(location, name, "operands must have rank >= 1");
   SymShape a = getSymShape(lhs), b = getSymShape(rhs);
   bool lhsVector = a.size() == 1, rhsVector = b.size() == 1;
+  // A transposed operand is its last two dims swapped (a layout for cuBLASLt).
+  if (adaptor.getTransposeLhs()) {
+    if (lhsVector)
+      return emitShapeError(location, name, "transpose_lhs needs a lhs of rank >= 2");
+    std::swap(a[a.size() - 1], a[a.size() - 2]);
+  }
+  if (adaptor.getTransposeRhs()) {
+    if (rhsVector)
+      return emitShapeError(location, name, "transpose_rhs needs a rhs of rank >= 2");
+    std::swap(b[b.size() - 1], b[b.size() - 2]);
+  }
   MLIRContext *ctx = lhs.getContext();
   if (lhsVector)
     a.insert(a.begin(), getConstantDim(ctx, 1));

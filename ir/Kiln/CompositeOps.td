@@ -18,14 +18,20 @@ def Kiln_MatmulOp : Kiln_Op<"matmul"> {
     is promoted to a matrix and the promoted dim dropped from the result. Both
     operands have one element type, which is the result's. The fusion pass may give
     it an epilogue cuBLASLt applies: a `bias` of the result's last dim, added to
-    every row, then an `activation`.
+    every row, then an `activation`. `transpose_lhs` / `transpose_rhs` swap an
+    operand's last two dims before the product (set by
+    `--kiln-absorb-matmul-transposes`: cuBLASLt reads the operand transposed
+    through its layout, so no transpose kernel runs); they need an operand of
+    rank >= 2.
 
     ```mlir
     %r = kiln.matmul %a, %w : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768x3072xf32>) -> tensor<?x?x3072xf32, #kiln.dims<[batch, seq, 3072]>>
     ```
   }];
   let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs, Optional<Kiln_Tensor>:$bias,
-                       DefaultValuedAttr<Kiln_ActivationAttr, "::kiln::Activation::none">:$activation);
+                       DefaultValuedAttr<Kiln_ActivationAttr, "::kiln::Activation::none">:$activation,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
   let results = (outs Kiln_Tensor:$result);
 }
 

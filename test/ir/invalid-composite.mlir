@@ -294,3 +294,12 @@ func.func @matmul_bias_type(%a: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor
   %m = kiln.matmul %a, %w, %b : (tensor<4x8xf32>, tensor<8x6xf32>, tensor<6xf16>) -> tensor<4x6xf32>
   return
 }
+
+// -----
+
+// A transposed operand must be a matrix (or a batch of them).
+func.func @vector_flag(%a: tensor<4xf32>, %b: tensor<4x5xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{transpose_lhs needs a lhs of rank >= 2}}
+  %m = kiln.matmul %a, %b {transpose_lhs = true} : (tensor<4xf32>, tensor<4x5xf32>) -> tensor<5xf32>
+  return %m : tensor<5xf32>
+}

@@ -62,10 +62,13 @@ def test_device_inputs_give_device_outputs_equal_to_host_emulation(models):
     assert y_device.__dlpack_device__() == (2, 0)
     y = model.to_host(y_device)
     assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == (2, 5, 8)
-    np.testing.assert_array_equal(y, models["host"](x=x)["y"])
+    # Matmuls run in cuBLASLt on the device (its double on the fake driver,
+    # which sums in another order than the host's reference kernel): equal
+    # within fp32 rounding, not bit for bit.
+    np.testing.assert_allclose(y, models["host"](x=x)["y"], atol=1e-5, rtol=1e-5)
     np.testing.assert_allclose(y, tensor(os.path.join(MODELS, "encoder", "output_0.pb")), atol=1e-4, rtol=0)
     # Host inputs on the CUDA backend still give numpy arrays.
-    np.testing.assert_array_equal(model(x=x)["y"], y)
+    np.testing.assert_array_equal(model(x=x)["y"], y)  # the same kernels and library calls
 
 
 def test_device_outputs_sized_by_the_data(models):
@@ -83,7 +86,7 @@ def test_device_outputs_keep_their_model_alive(models):
     y = fresh.run({"x": fresh.to_device(x)})["y"]
     del fresh
     gc.collect()
-    np.testing.assert_array_equal(models["encoder"].to_host(y), models["host"](x=x)["y"])
+    np.testing.assert_allclose(models["encoder"].to_host(y), models["host"](x=x)["y"], atol=1e-5, rtol=1e-5)
 
 
 def test_device_errors_are_one_line(models):
