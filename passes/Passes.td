@@ -91,6 +91,20 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FoldConvAffinePass : Pass<"kiln-fold-conv-affine", "::mlir::func::FuncOp"> {
+  let summary = "Folds per-channel constant arithmetic after a conv (batch norm) into its weights";
+  let description = [{
+    A `kiln.conv` with constant filter (and bias, if any) whose only user
+    multiplies, adds or subtracts a constant that varies only along the output
+    channels (a scalar, `[C, 1, 1]`, `[1, C, 1, 1]`, ...) takes it into new
+    filter and bias constants, repeatedly: an inference batch norm, which
+    imports as `(x - mean) * factor + bias`, disappears into the conv before it,
+    at any weight size. f32 and f64; the conv must not have an activation yet
+    (run before `--kiln-absorb-epilogues`).
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def AbsorbMatmulTransposesPass : Pass<"kiln-absorb-matmul-transposes", "::mlir::func::FuncOp"> {
   let summary = "Turns transposes of matmul operands into the matmul's layout flags";
   let description = [{

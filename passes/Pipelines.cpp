@@ -26,6 +26,7 @@ void buildKernelPipeline(OpPassManager &pm) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   // Guards first, while every op that assumed something is still a graph op.
   func.addPass(createMaterializeGuardsPass());
+  func.addPass(createFoldConvAffinePass());
   func.addPass(createAbsorbMatmulTransposesPass());
   func.addPass(createAbsorbEpiloguesPass());
   func.addPass(createSplitReductionsPass());
@@ -54,8 +55,8 @@ void registerKilnPipelines() {
       buildGraphPipeline);
   PassPipelineRegistration<CompilePipelineOptions>(
       "kiln-compile-pipeline",
-      "kiln's whole compile pipeline: the graph pipeline, matmul transposes and "
-      "epilogues absorbed, split "
+      "kiln's whole compile pipeline: the graph pipeline, batch norms folded into "
+      "convs, matmul transposes and epilogues absorbed, split "
       "reductions and kernel formation (what kiln-compile runs before codegen)",
       buildCompilePipeline);
 }

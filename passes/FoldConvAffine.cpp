@@ -1,0 +1,194 @@
+//===- FoldConvAffine.cpp - batch norm folded into the conv before it ------===//
+//
+// An inference-mode BatchNormalization imports as per-channel arithmetic on its
+// input, `(x - mean) * (scale / sqrt(var + eps)) + bias`, which canonicalization
+// leaves as a sub, a mul and an add of constants. After a convolution with
+// constant weights, each of those is a per-output-channel affine map that the
+// weights and bias can take at compile time: `conv(x) * c` is a conv with
+// filter `W * c[m]` and bias `b * c[m]`; `conv(x) + c` one with bias `b + c[m]`;
+// `conv(x) - c` and `c - conv(x)` likewise. Applied until no such op follows,
+// a conv + batch norm becomes one conv (cuDNN's conv-bias-activation once a
+// ReLU follows, which --kiln-absorb-epilogues then moves in), whatever the
+// size of the weights.
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace kiln {
+#define GEN_PASS_DEF_FOLDCONVAFFINEPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The values of an f32 or f64 constant (dense, or a resource blob), as doubles.
+std::optional<std::vector<double>> readFloats(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(c.getType());
+  if (!type || !type.hasStaticShape() || !(type.getElementType().isF32() || type.getElementType().isF64()))
+    return std::nullopt;
+  bool wide = type.getElementType().isF64();
+  std::vector<double> values(static_cast<size_t>(type.getNumElements()));
+  if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue())) {
+    size_t i = 0;
+    for (APFloat f : dense.getValues<APFloat>())
+      values[i++] = wide ? f.convertToDouble() : static_cast<double>(f.convertToFloat());
+    return values;
+  }
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(c.getValue())) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    size_t bytes = values.size() * (wide ? 8 : 4);
+    if (!blob || blob->getData().size() != bytes)
+      return std::nullopt;
+    const char *data = blob->getData().data();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (wide) {
+        std::memcpy(&values[i], data + 8 * i, 8);
+      } else {
+        float f;
+        std::memcpy(&f, data + 4 * i, 4);
+        values[i] = f;
+      }
+    }
+    return values;
+  }
+  return std::nullopt;
+}
+
+Value makeConstant(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<double> values) {
+  DenseElementsAttr attr;
+  if (type.getElementType().isF64()) {
+    attr = DenseElementsAttr::get(type, values);
+  } else {
+    std::vector<float> narrow(values.begin(), values.end());
+    attr = DenseElementsAttr::get(type, ArrayRef<float>(narrow));
+  }
+  return ConstantOp::create(b, loc, cast<ElementsAttr>(attr)).getResult();
+}
+
+/// One value per output channel of `constant` (shape `constantType`) when it
+/// broadcasts against the conv's result (rank `rank`, `channels` on dim 1)
+/// only along the channel dim; nullopt otherwise.
+std::optional<std::vector<double>> perChannel(RankedTensorType constantType,
+                                              ArrayRef<double> values, int64_t rank,
+                                              int64_t channels) {
+  ArrayRef<int64_t> shape = constantType.getShape();
+  int64_t offset = rank - static_cast<int64_t>(shape.size());
+  if (offset < 0)
+    return std::nullopt;
+  bool alongChannels = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (static_cast<int64_t>(d) + offset == 1 && shape[d] == channels && channels != 1)
+      alongChannels = true;
+    else if (shape[d] != 1)
+      return std::nullopt;
+  }
+  if (!alongChannels)
+    return std::vector<double>(static_cast<size_t>(channels), values[0]);
+  return std::vector<double>(values.begin(), values.end());
+}
+
+/// Folds the op after `conv` into it when it is a per-channel mul, add or sub
+/// by a constant; true when it did.
+bool foldNext(ConvOp conv) {
+  Value result = conv.getResult();
+  if (!result.hasOneUse() || conv.getActivation() != Activation::none)
+    return false;
+  Operation *user = *result.getUsers().begin();
+  if (!isa<MulOp, AddOp, SubOp>(user) || user->getResult(0).getType() != result.getType())
+    return false;
+  bool convFirst = user->getOperand(0) == result;
+  Value other = user->getOperand(convFirst ? 1 : 0);
+  if (other == result)
+    return false;
+  auto resultType = cast<RankedTensorType>(result.getType());
+  auto filterType = dyn_cast<RankedTensorType>(conv.getFilter().getType());
+  auto otherType = dyn_cast<RankedTensorType>(other.getType());
+  if (!filterType || !otherType || otherType.getElementType() != resultType.getElementType())
+    return false;
+  std::optional<std::vector<double>> filter = readFloats(conv.getFilter());
+  std::optional<std::vector<double>> constant = readFloats(other);
+  if (!filter || !constant)
+    return false;
+  int64_t channels = filterType.getDimSize(0);
+  std::optional<std::vector<double>> c =
+      perChannel(otherType, *constant, resultType.getRank(), channels);
+  if (!c)
+    return false;
+  std::vector<double> bias(static_cast<size_t>(channels), 0.0);
+  if (Value b = conv.getBias()) {
+    std::optional<std::vector<double>> read = readFloats(b);
+    if (!read || read->size() != bias.size())
+      return false;
+    bias = *read;
+  }
+  size_t perChannelWeights = filter->size() / static_cast<size_t>(channels);
+  auto scaleFilter = [&](double (*fn)(double, double)) {
+    for (size_t i = 0; i < filter->size(); ++i)
+      (*filter)[i] = fn((*filter)[i], (*c)[i / perChannelWeights]);
+  };
+  if (isa<MulOp>(user)) {
+    scaleFilter([](double w, double k) { return w * k; });
+    for (int64_t m = 0; m < channels; ++m)
+      bias[m] *= (*c)[m];
+  } else if (isa<AddOp>(user)) {
+    for (int64_t m = 0; m < channels; ++m)
+      bias[m] += (*c)[m];
+  } else if (convFirst) { // conv - c
+    for (int64_t m = 0; m < channels; ++m)
+      bias[m] -= (*c)[m];
+  } else { // c - conv: the negated conv plus c
+    scaleFilter([](double w, double) { return -w; });
+    for (int64_t m = 0; m < channels; ++m)
+      bias[m] = (*c)[m] - bias[m];
+  }
+  // New constants: the old ones may have other users (tied weights).
+  OpBuilder b(conv);
+  Value oldFilter = conv.getFilter(), oldBias = conv.getBias();
+  conv->setOperand(1, makeConstant(b, conv.getLoc(), filterType, *filter));
+  Value newBias = makeConstant(b, conv.getLoc(),
+                               RankedTensorType::get({channels}, resultType.getElementType()), bias);
+  if (oldBias)
+    conv->setOperand(2, newBias);
+  else
+    conv->insertOperands(2, {newBias});
+  user->getResult(0).replaceAllUsesWith(result);
+  user->erase();
+  llvm::SmallPtrSet<Operation *, 3> unused;
+  for (Value old : {oldFilter, oldBias, other})
+    if (old && old.use_empty() && old.getDefiningOp())
+      unused.insert(old.getDefiningOp());
+  for (Operation *op : unused)
+    op->erase();
+  return true;
+}
+
+struct FoldConvAffinePass : public impl::FoldConvAffinePassBase<FoldConvAffinePass> {
+  void runOnOperation() override {
+    SmallVector<ConvOp> convs;
+    getOperation().walk([&](ConvOp conv) { convs.push_back(conv); });
+    for (ConvOp conv : convs)
+      while (foldNext(conv)) {
+      }
+  }
+};
+
+} // namespace
+} // namespace kiln
