@@ -118,6 +118,20 @@ def AbsorbMatmulTransposesPass : Pass<"kiln-absorb-matmul-transposes", "::mlir::
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def MergeSiblingMatmulsPass : Pass<"kiln-merge-sibling-matmuls", "::mlir::func::FuncOp"> {
+  let summary = "Merges matmuls of one input by constant weights (Q, K, V) into one";
+  let description = [{
+    `kiln.matmul`s at the function's top level with the same left operand (and
+    `transpose_lhs`), the same activation, and constant 2-D f32/f64 right
+    operands with as many rows become one matmul by the weights side by side
+    (their biases likewise, zeros where a member had none), and each member's
+    result a `kiln.slice` of the last dim, which the kernels reading it take in
+    place. HuggingFace-style Q, K and V projections become one cuBLASLt call.
+    Runs after `--kiln-absorb-epilogues`, so the biases and ReLUs ride along.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def AbsorbEpiloguesPass : Pass<"kiln-absorb-epilogues", "::mlir::func::FuncOp"> {
   let summary = "Moves the epilogues cuBLASLt and cuDNN fuse into matmul and conv";
   let description = [{

@@ -29,6 +29,7 @@ void buildKernelPipeline(OpPassManager &pm) {
   func.addPass(createFoldConvAffinePass());
   func.addPass(createAbsorbMatmulTransposesPass());
   func.addPass(createAbsorbEpiloguesPass());
+  func.addPass(createMergeSiblingMatmulsPass());
   func.addPass(createSplitReductionsPass());
   func.addPass(createFormKernelsPass());
 }
@@ -56,7 +57,7 @@ void registerKilnPipelines() {
   PassPipelineRegistration<CompilePipelineOptions>(
       "kiln-compile-pipeline",
       "kiln's whole compile pipeline: the graph pipeline, batch norms folded into "
-      "convs, matmul transposes and epilogues absorbed, split "
+      "convs, matmul transposes and epilogues absorbed, sibling matmuls merged, split "
       "reductions and kernel formation (what kiln-compile runs before codegen)",
       buildCompilePipeline);
 }

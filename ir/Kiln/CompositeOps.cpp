@@ -82,12 +82,15 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   SymShape a = getSymShape(lhs), b = getSymShape(rhs);
   bool lhsVector = a.size() == 1, rhsVector = b.size() == 1;
   // A transposed operand is its last two dims swapped (a layout for cuBLASLt).
-  if (adaptor.getTransposeLhs()) {
+  // The attributes are read as attributes: a builder given a partial attribute
+  // list leaves the defaults unset.
+  auto flag = [](BoolAttr attr) { return attr && attr.getValue(); };
+  if (flag(adaptor.getTransposeLhsAttr())) {
     if (lhsVector)
       return emitShapeError(location, name, "transpose_lhs needs a lhs of rank >= 2");
     std::swap(a[a.size() - 1], a[a.size() - 2]);
   }
-  if (adaptor.getTransposeRhs()) {
+  if (flag(adaptor.getTransposeRhsAttr())) {
     if (rhsVector)
       return emitShapeError(location, name, "transpose_rhs needs a rhs of rank >= 2");
     std::swap(b[b.size() - 1], b[b.size() - 2]);

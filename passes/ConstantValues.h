@@ -1,0 +1,29 @@
+//===- ConstantValues.h - float weight constants for weight rewrites -*- C++ -*-===//
+//
+// Passes that rewrite weights at compile time (batch norms folded into convs,
+// sibling matmuls merged) read a kiln.constant's values and write new ones.
+// Only f32 and f64, dense or resource blobs (how large weights are imported).
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_CONSTANTVALUES_H
+#define KILN_PASSES_CONSTANTVALUES_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <optional>
+#include <vector>
+
+namespace kiln {
+
+/// The values of `v` when it is an f32 or f64 kiln.constant with a static
+/// shape (dense, or a resource blob), as doubles in row-major order.
+std::optional<std::vector<double>> readFloats(mlir::Value v);
+
+/// A kiln.constant of `type` (f32 or f64) holding `values`.
+mlir::Value makeConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                         llvm::ArrayRef<double> values);
+
+} // namespace kiln
+
+#endif // KILN_PASSES_CONSTANTVALUES_H

@@ -1,0 +1,179 @@
+//===- MergeSiblingMatmuls.cpp - Q, K and V projections as one matmul ------===//
+//
+// Attention layers exported from HuggingFace-style code project one input
+// through three Linear layers (Q, K, V), three matmuls of the same activation
+// by three constant weights. One matmul by the weights side by side reads the
+// activation once and makes one larger, more efficient cuBLASLt call; each
+// projection is then a slice of the last dim of its result, which the head
+// split's kernel reads in place. The same holds for any matmuls sharing their
+// left operand with constant right operands (gate and up projections of a
+// gated MLP).
+//===----------------------------------------------------------------------===//
+
+#include "passes/ConstantValues.h"
+#include "passes/Passes.h"
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <tuple>
+
+namespace kiln {
+#define GEN_PASS_DEF_MERGESIBLINGMATMULSPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Past any dim: a slice end that means "to the end" (as the slice op reads it).
+constexpr int64_t kToEnd = int64_t(1) << 62;
+
+/// A matmul that can join a group: 2-D constant f32/f64 right operand, not
+/// transposed (its columns are concatenated), at the function's top level.
+struct Candidate {
+  MatmulOp op;
+  std::vector<double> weights, bias; ///< bias empty when it has none
+  int64_t rows = 0, cols = 0;
+};
+
+std::optional<Candidate> candidate(MatmulOp m) {
+  if (m.getTransposeRhs())
+    return std::nullopt;
+  auto rhsType = dyn_cast<RankedTensorType>(m.getRhs().getType());
+  if (!rhsType || rhsType.getRank() != 2 || !rhsType.hasStaticShape())
+    return std::nullopt;
+  std::optional<std::vector<double>> weights = readFloats(m.getRhs());
+  if (!weights)
+    return std::nullopt;
+  Candidate c{m, std::move(*weights), {}, rhsType.getDimSize(0), rhsType.getDimSize(1)};
+  if (Value bias = m.getBias()) {
+    std::optional<std::vector<double>> b = readFloats(bias);
+    if (!b || static_cast<int64_t>(b->size()) != c.cols)
+      return std::nullopt;
+    c.bias = std::move(*b);
+  }
+  return c;
+}
+
+Value i64Vector(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())}, b.getI64Type());
+  return ConstantOp::create(b, loc, cast<ElementsAttr>(DenseIntElementsAttr::get(type, values)))
+      .getResult();
+}
+
+/// Replaces `group` (same left operand, flags, activation and weight rows) by
+/// one matmul and a slice per member; false (nothing changed) when the slices'
+/// types would not be the members' result types.
+bool merge(ArrayRef<Candidate> group) {
+  MatmulOp first = group.front().op;
+  for (const Candidate &c : group)
+    if (MatmulOp member = c.op; member->isBeforeInBlock(first))
+      first = member;
+  int64_t rows = group.front().rows, cols = 0;
+  bool anyBias = false;
+  for (const Candidate &c : group) {
+    cols += c.cols;
+    anyBias = anyBias || !c.bias.empty();
+  }
+  // Weights side by side: row r of the merged matrix is row r of each member's.
+  std::vector<double> weights(static_cast<size_t>(rows * cols)), bias;
+  int64_t offset = 0;
+  for (const Candidate &c : group) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(c.weights.begin() + r * c.cols, c.weights.begin() + (r + 1) * c.cols,
+                weights.begin() + r * cols + offset);
+    if (anyBias) {
+      if (c.bias.empty())
+        bias.insert(bias.end(), static_cast<size_t>(c.cols), 0.0);
+      else
+        bias.insert(bias.end(), c.bias.begin(), c.bias.end());
+    }
+    offset += c.cols;
+  }
+  Type element = cast<RankedTensorType>(first.getRhs().getType()).getElementType();
+  OpBuilder b(first);
+  Location loc = first.getLoc();
+  SmallVector<Operation *> created;
+  SmallVector<Value> operands = {first.getLhs(),
+                                 makeConstant(b, loc, RankedTensorType::get({rows, cols}, element), weights)};
+  created.push_back(operands.back().getDefiningOp());
+  if (anyBias) {
+    operands.push_back(makeConstant(b, loc, RankedTensorType::get({cols}, element), bias));
+    created.push_back(operands.back().getDefiningOp());
+  }
+  SmallVector<NamedAttribute> attributes;
+  if (first.getActivation() != Activation::none)
+    attributes.push_back(b.getNamedAttr("activation", first.getActivationAttr()));
+  if (first.getTransposeLhs())
+    attributes.push_back(b.getNamedAttr("transpose_lhs", b.getBoolAttr(true)));
+  auto merged = MatmulOp::create(b, loc, operands, attributes);
+  created.push_back(merged);
+  int64_t rank = merged.getType().getRank();
+  SmallVector<Value> slices;
+  offset = 0;
+  bool typesMatch = true;
+  for (const Candidate &c : group) {
+    SmallVector<int64_t> starts(rank, 0), ends(rank, kToEnd), steps(rank, 1);
+    starts.back() = offset;
+    ends.back() = offset + c.cols;
+    offset += c.cols;
+    Value s = i64Vector(b, loc, starts), e = i64Vector(b, loc, ends), st = i64Vector(b, loc, steps);
+    auto slice = SliceOp::create(b, loc, ValueRange{merged.getResult(), s, e, st});
+    for (Value v : {s, e, st})
+      created.push_back(v.getDefiningOp());
+    created.push_back(slice);
+    MatmulOp member = c.op;
+    typesMatch = typesMatch && slice.getType() == member.getType();
+    slices.push_back(slice.getResult());
+  }
+  if (!typesMatch) {
+    for (Operation *op : llvm::reverse(created))
+      op->erase();
+    return false;
+  }
+  for (auto [c, slice] : llvm::zip(group, slices)) {
+    MatmulOp member = c.op;
+    Value oldRhs = member.getRhs(), oldBias = member.getBias();
+    member.getResult().replaceAllUsesWith(slice);
+    member->erase();
+    for (Value old : {oldRhs, oldBias})
+      if (old && old.use_empty() && old.getDefiningOp())
+        old.getDefiningOp()->erase();
+  }
+  return true;
+}
+
+struct MergeSiblingMatmulsPass
+    : public impl::MergeSiblingMatmulsPassBase<MergeSiblingMatmulsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    // Groups by (left operand, its transpose flag, activation, weight rows,
+    // element type), in the order they are met.
+    using Key = std::tuple<const void *, unsigned, unsigned, int64_t, const void *>;
+    llvm::MapVector<Key, std::vector<Candidate>> groups;
+    for (Operation &op : func.getBody().front()) {
+      auto m = dyn_cast<MatmulOp>(&op);
+      if (!m)
+        continue;
+      std::optional<Candidate> c = candidate(m);
+      if (!c)
+        continue;
+      Key key{m.getLhs().getAsOpaquePointer(), static_cast<unsigned>(m.getTransposeLhs()),
+              static_cast<unsigned>(m.getActivation()), c->rows,
+              cast<RankedTensorType>(m.getRhs().getType()).getElementType().getAsOpaquePointer()};
+      groups[key].push_back(std::move(*c));
+    }
+    for (auto &[key, group] : groups)
+      if (group.size() >= 2)
+        merge(group);
+  }
+};
+
+} // namespace
+} // namespace kiln
