@@ -269,13 +269,7 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
       })
       .Case([&](MatmulOp m) {
         auto operand = [](const ref::Tensor &t, bool transposed) {
-          if (!transposed)
-            return t;
-          std::vector<int64_t> perm(t.rank());
-          for (int64_t d = 0; d < t.rank(); ++d)
-            perm[d] = d;
-          std::swap(perm[t.rank() - 2], perm[t.rank() - 1]);
-          return ref::transpose(t, perm);
+          return transposed ? ref::transposeLastTwo(t) : t;
         };
         absl::StatusOr<ref::Tensor> r = ref::matmul(operand(*in[0], m.getTransposeLhs()),
                                                     operand(*in[1], m.getTransposeRhs()));

@@ -60,6 +60,10 @@ y = numpy_helper.to_array(onnx.load_tensor(f"{src}/output_0.pb")).astype(np.floa
 x.tofile(f"{out}/encoder-x.f32"); y.tofile(f"{out}/encoder-y.f32")
 PY
 
+  echo "== matmul cases for cuBLASLt (compiled, inputs and float64 reference outputs; checked here on the fake stack)"
+  PATH="$build/bin:$PATH" LD_LIBRARY_PATH="$build/test/fake-cuda" KILN_FAKE_CUDA_KERNELS="$build/kernel-cache" \
+    KILN_CACHE_DIR="$build/kernel-cache" python3 "$root/test/run/check_matmul_library.py" "$bundle/matmul" | tail -1
+
   echo "== every ONNX node test that passes in host emulation, as artifacts with sm_$sm cubins"
   for mode in static dynamic; do
     "$build/bin/kiln-conformance" --quiet --backend host --mode "$mode" \
@@ -106,7 +110,12 @@ PY
       --output-dir "$out/$m-out" --print --bench 200 --warmup 20 --profile \
       --trace "$out/$m-trace.json" > "$out/kiln-run-$m.txt" 2>&1 || true
     head -3 "$out/kiln-run-$m.txt"
+    grep -E "^(MatMul|Conv|Pool) " "$out/kiln-run-$m.txt" || true   # cublasLt, or host and why (line 1)
   done
+
+  echo "== matmuls in the real cuBLASLt: layouts, batches, epilogues, dtypes against float64"
+  PATH="$bundle/bin:$PATH" python3 "$root/test/run/check_matmul_library.py" "$bundle/matmul" --run-only \
+    | tee "$out/matmul-cublaslt.txt" || true
   "$bundle/bin/kiln-bench-load" --mb 436 | tee "$out/load.txt" || true
 
   echo "== variants on the device: the specialized cubins against torch and the reference"

@@ -244,20 +244,9 @@ absl::StatusOr<ref::Tensor> relu(absl::StatusOr<ref::Tensor> r, bool apply) {
   return r;
 }
 
-/// Swaps the last two dims (matmul's op(x)); vectors stay as they are.
-ref::Tensor transposeLast(const ref::Tensor &x) {
-  if (x.rank() < 2)
-    return x;
-  std::vector<int64_t> perm(x.rank());
-  for (int64_t d = 0; d < x.rank(); ++d)
-    perm[d] = d;
-  std::swap(perm[x.rank() - 2], perm[x.rank() - 1]);
-  return ref::transpose(x, perm);
-}
-
 absl::StatusOr<ref::Tensor> matmul(const MatMulParams &p, const Inputs &in) {
-  ref::Tensor a = p.transposeA ? transposeLast(*in[0]) : *in[0];
-  ref::Tensor b = p.transposeB ? transposeLast(*in[1]) : *in[1];
+  ref::Tensor a = p.transposeA ? ref::transposeLastTwo(*in[0]) : *in[0];
+  ref::Tensor b = p.transposeB ? ref::transposeLastTwo(*in[1]) : *in[1];
   absl::StatusOr<ref::Tensor> r = ref::matmul(a, b);
   if (r.ok() && p.alpha != 1.0) {
     ref::Tensor alpha(r->dtype(), {});

@@ -1,7 +1,7 @@
 """Matmul steps on the CUDA backend: which run in cuBLASLt, and whether they
 compute what the float64 reference does.
 
-    check_matmul_library.py OUT_DIR
+    check_matmul_library.py OUT_DIR [--run-only]
 
 Writes one ONNX model per case (the shapes, transposes, broadcasts, biases and
 dtypes cuBLASLt's mapping distinguishes), compiles each for sm_90 with
@@ -11,16 +11,21 @@ prints per case `NAME: KIND max abs diff D (tolerance T)` with KIND the
 profile's kind of the MatMul step (`cublasLt`, or `host` for what kiln keeps
 on the host) and a last line `N cases OK` when every output is within its
 dtype's tolerance: fp32 1e-4, fp64 1e-9, fp16 and bf16 (fp32 accumulation,
-rounded once) 1e-2 relative to the output's largest magnitude."""
+rounded once) 1e-2 relative to the output's largest magnitude.
+
+With --run-only the cases OUT_DIR already holds (models compiled, inputs and
+reference outputs written by an earlier run) are only run on the CUDA backend
+and compared: what tools/gpu-check.sh does on a machine without kiln-compile."""
 import os
 import re
 import subprocess
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper, save
+from onnx import TensorProto, helper, load_tensor, numpy_helper, save
 
 OUT = sys.argv[1]
+RUN_ONLY = "--run-only" in sys.argv[2:]
 rng = np.random.default_rng(17)
 
 ONNX_TYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "float16": TensorProto.FLOAT16,
@@ -76,29 +81,27 @@ def write_input(path, array):
 ok = 0
 for name, (nodes, shapes, dtype) in CASES.items():
     folder = os.path.join(OUT, name)
-    os.makedirs(folder, exist_ok=True)
-    inputs = [helper.make_tensor_value_info(n, ONNX_TYPES[dtype], s) for n, s in shapes.items()]
-    graph = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("y", ONNX_TYPES[dtype], None)])
+    artifact = os.path.join(folder, "model.kiln")
     model_path = os.path.join(folder, "model.onnx")
-    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model_path)
     args = []
     for n, s in shapes.items():
-        values = rng.standard_normal(s).astype(np.float32)
-        if dtype == "bfloat16":
-            path = os.path.join(folder, f"{n}-bf16.pb")
-        else:
-            values = values.astype(dtype)
-            path = os.path.join(folder, f"{n}.pb")
-        write_input(path, values)
+        path = os.path.join(folder, f"{n}-bf16.pb" if dtype == "bfloat16" else f"{n}.pb")
         args += ["--input", f"{n}={path}"]
-    artifact = os.path.join(folder, "model.kiln")
-    run("kiln-compile", model_path, "-o", artifact, "--arch", "sm_90")
+        if not RUN_ONLY:
+            os.makedirs(folder, exist_ok=True)
+            values = rng.standard_normal(s).astype(np.float32)
+            write_input(path, values if dtype == "bfloat16" else values.astype(dtype))
+    if not RUN_ONLY:
+        inputs = [helper.make_tensor_value_info(n, ONNX_TYPES[dtype], s) for n, s in shapes.items()]
+        graph = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("y", ONNX_TYPES[dtype], None)])
+        save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model_path)
+        run("kiln-compile", model_path, "-o", artifact, "--arch", "sm_90")
+        run("kiln-run", model_path, *args, "--backend", "reference", "--output-dir",
+            os.path.join(folder, "reference"))
     profile = run("kiln-run", artifact, *args, "--backend", "cuda", "--output-dir", os.path.join(folder, "cuda"),
                   "--profile", "--trace", os.path.join(folder, "trace.json"))
     match = re.search(r"^MatMul\s+(\S+)", profile, re.M)
     kind = match.group(1) if match else "none"
-    run("kiln-run", model_path, *args, "--backend", "reference", "--output-dir", os.path.join(folder, "reference"))
-    from onnx import load_tensor
     got = numpy_helper.to_array(load_tensor(os.path.join(folder, "cuda", "output_0.pb"))).astype(np.float64)
     want = numpy_helper.to_array(load_tensor(os.path.join(folder, "reference", "output_0.pb"))).astype(np.float64)
     if got.shape != want.shape:

@@ -25,6 +25,16 @@ Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation) {
   return out;
 }
 
+Tensor transposeLastTwo(const Tensor &x) {
+  if (x.rank() < 2)
+    return x;
+  std::vector<int64_t> perm(x.rank());
+  for (int64_t d = 0; d < x.rank(); ++d)
+    perm[d] = d;
+  std::swap(perm[x.rank() - 2], perm[x.rank() - 1]);
+  return transpose(x, perm);
+}
+
 std::vector<int64_t> integerValues(const Tensor &t) {
   std::vector<int64_t> out;
   for (int64_t k = 0; k < t.numel(); ++k)

@@ -278,26 +278,24 @@ absl::Status CudaExecutor::freeDevice(void *address) const {
 // Ordered on the legacy default stream, as runs without a stream are, and
 // complete on return.
 absl::Status CudaExecutor::copyToDevice(void *device, const void *host, size_t bytes) const {
-  ContextScope scope(driver_, context_);
-  if (!scope.ok)
-    return absl::InternalError("cannot make the model's CUDA context current");
-  if (CUresult r = driver_->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(device), host, bytes,
-                                              nullptr);
-      r != CUDA_SUCCESS)
-    return absl::InvalidArgumentError(driver_->describe("cuMemcpyHtoDAsync", r));
-  if (CUresult r = driver_->cuStreamSynchronize(nullptr); r != CUDA_SUCCESS)
-    return absl::InternalError(driver_->describe("cuStreamSynchronize", r));
-  return absl::OkStatus();
+  return copySynchronously("cuMemcpyHtoDAsync", [&] {
+    return driver_->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(device), host, bytes, nullptr);
+  });
 }
 
 absl::Status CudaExecutor::copyToHost(void *host, const void *device, size_t bytes) const {
+  return copySynchronously("cuMemcpyDtoHAsync", [&] {
+    return driver_->cuMemcpyDtoHAsync(host, reinterpret_cast<CUdeviceptr>(device), bytes, nullptr);
+  });
+}
+
+absl::Status CudaExecutor::copySynchronously(const char *call,
+                                             absl::FunctionRef<CUresult()> copy) const {
   ContextScope scope(driver_, context_);
   if (!scope.ok)
     return absl::InternalError("cannot make the model's CUDA context current");
-  if (CUresult r = driver_->cuMemcpyDtoHAsync(host, reinterpret_cast<CUdeviceptr>(device), bytes,
-                                              nullptr);
-      r != CUDA_SUCCESS)
-    return absl::InvalidArgumentError(driver_->describe("cuMemcpyDtoHAsync", r));
+  if (CUresult r = copy(); r != CUDA_SUCCESS)
+    return absl::InvalidArgumentError(driver_->describe(call, r));
   if (CUresult r = driver_->cuStreamSynchronize(nullptr); r != CUDA_SUCCESS)
     return absl::InternalError(driver_->describe("cuStreamSynchronize", r));
   return absl::OkStatus();

@@ -13,6 +13,7 @@
 #define KILN_RUNTIME_CUDA_CUDAEXECUTOR_H
 
 #include "BufferPool.h"
+#include "absl/functional/function_ref.h"
 #include "Executor.h"
 #include "cuda/CublasLt.h"
 #include "cuda/CudaDriver.h"
@@ -60,6 +61,9 @@ protected:
 
 private:
   CudaExecutor() = default;
+  /// Runs `copy` (a driver copy on the legacy default stream) in the model's
+  /// context and waits for it; `call` names it in errors.
+  absl::Status copySynchronously(const char *call, absl::FunctionRef<CUresult()> copy) const;
   const CudaDriver *driver_ = nullptr;
   CUdevice deviceHandle_ = 0;
   CUcontext context_ = nullptr;

@@ -54,6 +54,9 @@ std::vector<int64_t> integerValues(const Tensor &t);
 /// Reshape without `allowzero`; an error when the element count differs.
 absl::StatusOr<Tensor> reshape(const Tensor &x, std::vector<int64_t> shape);
 Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation);
+/// `x` with its last two dims swapped (a matmul's transposed operand); a
+/// vector or scalar is returned as it is.
+Tensor transposeLastTwo(const Tensor &x);
 absl::StatusOr<Tensor> broadcastTo(const Tensor &x, const Shape &shape);
 absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t axis);
 /// ONNX Slice with one start/end/step per dim (clamped like ONNX).
