@@ -60,9 +60,9 @@ y = numpy_helper.to_array(onnx.load_tensor(f"{src}/output_0.pb")).astype(np.floa
 x.tofile(f"{out}/encoder-x.f32"); y.tofile(f"{out}/encoder-y.f32")
 PY
 
-  echo "== matmul cases for cuBLASLt (compiled, inputs and float64 reference outputs; checked here on the fake stack)"
+  echo "== library-step cases for cuBLASLt and cuDNN (compiled, inputs and float64 reference outputs; checked here on the fake stack)"
   PATH="$build/bin:$PATH" LD_LIBRARY_PATH="$build/test/fake-cuda" KILN_FAKE_CUDA_KERNELS="$build/kernel-cache" \
-    KILN_CACHE_DIR="$build/kernel-cache" python3 "$root/test/run/check_matmul_library.py" "$bundle/matmul" | tail -1
+    KILN_CACHE_DIR="$build/kernel-cache" python3 "$root/test/run/check_library_steps.py" "$bundle/library-steps" | tail -1
 
   echo "== every ONNX node test that passes in host emulation, as artifacts with sm_$sm cubins"
   for mode in static dynamic; do
@@ -113,9 +113,9 @@ PY
     grep -E "^(MatMul|Conv|Pool) " "$out/kiln-run-$m.txt" || true   # cublasLt, or host and why (line 1)
   done
 
-  echo "== matmuls in the real cuBLASLt: layouts, batches, epilogues, dtypes against float64"
-  PATH="$bundle/bin:$PATH" python3 "$root/test/run/check_matmul_library.py" "$bundle/matmul" --run-only \
-    | tee "$out/matmul-cublaslt.txt" || true
+  echo "== matmuls in the real cuBLASLt, convs and pools in the real cuDNN, against float64"
+  PATH="$bundle/bin:$PATH" python3 "$root/test/run/check_library_steps.py" "$bundle/library-steps" --run-only \
+    | tee "$out/library-steps.txt" || true
   "$bundle/bin/kiln-bench-load" --mb 436 | tee "$out/load.txt" || true
 
   echo "== variants on the device: the specialized cubins against torch and the reference"

@@ -327,9 +327,12 @@ absl::StatusOr<HostStep> Decoder::decode() {
     if (!r.ok())
       return r.status();
     bool bias = t.has_bias();
-    return simple(bias ? 3 : 2, [p, bias, relu = *r](const Inputs &in) {
+    absl::StatusOr<HostStep> decoded = simple(bias ? 3 : 2, [p, bias, relu = *r](const Inputs &in) {
       return kiln::rt::relu(ref::conv(*in[0], *in[1], bias ? in[2] : nullptr, p), relu);
     });
+    if (decoded.ok())
+      decoded->conv = ConvStepParams{p, bias, *r};
+    return decoded;
   }
   case fb::StepOp::ConvTranspose: {
     const fb::ConvTranspose &t = *table.op_as_ConvTranspose();
@@ -354,7 +357,10 @@ absl::StatusOr<HostStep> Decoder::decode() {
     p.ceilMode = t.ceil_mode();
     p.countIncludePad = t.count_include_pad();
     p.p = t.p();
-    return simple(1, [p](const Inputs &in) { return ref::pool(*in[0], p); });
+    absl::StatusOr<HostStep> decoded = simple(1, [p](const Inputs &in) { return ref::pool(*in[0], p); });
+    if (decoded.ok())
+      decoded->pool = p;
+    return decoded;
   }
   case fb::StepOp::Unary: {
     absl::StatusOr<ref::UnaryFn> f = unaryFn(table.op_as_Unary()->fn());

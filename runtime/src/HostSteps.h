@@ -16,6 +16,7 @@
 #define KILN_RUNTIME_HOSTSTEPS_H
 
 #include "kiln/artifact/Plan.h"
+#include "kiln/reference/Kernels.h"
 
 #include <functional>
 
@@ -32,10 +33,20 @@ struct MatMulParams {
   bool relu = false;
 };
 
+/// A Conv table, decoded.
+struct ConvStepParams {
+  ref::ConvParams conv;
+  bool hasBias = false;
+  bool relu = false;
+};
+
 struct HostStep {
   HostStepFn run;
   /// Set for MatMul steps.
   std::optional<MatMulParams> matmul;
+  /// Set for Conv steps and Pool steps: what a cuDNN call reads.
+  std::optional<ConvStepParams> conv;
+  std::optional<ref::PoolParams> pool;
 };
 
 /// Decodes step number `index`, `step` (a StepKind::Host step); an error names

@@ -113,6 +113,7 @@ CudaExecutor::~CudaExecutor() {
   {
     ContextScope scope(driver_, context_);
     matmul_.reset();
+    dnn_.reset();
     pool_.reset();
     for (CUdeviceptr w : weights_)
       if (w)
@@ -179,6 +180,16 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
     else
       ex->matmulUnavailable_ = std::string(runner.status().message());
   }
+  bool hasDnn = false;
+  for (const StepInfo &step : plan.steps)
+    hasDnn = hasDnn || step.op == schema::StepOp::Conv || step.op == schema::StepOp::Pool;
+  if (hasDnn) {
+    absl::StatusOr<std::unique_ptr<DnnRunner>> runner = DnnRunner::create();
+    if (runner.ok())
+      ex->dnn_ = std::move(*runner);
+    else
+      ex->dnnUnavailable_ = std::string(runner.status().message());
+  }
   // The generic kernels, then each variant's own.
   artifact::VariantInfo none;
   if (absl::Status s = ex->installVariant(-1, none, {}); !s.ok())
@@ -211,14 +222,65 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
 }
 
 std::string CudaExecutor::description() const {
-  if (matmulUnavailable_.empty())
-    return "cuda on " + device_;
-  return absl::StrCat("cuda on ", device_, " (matmuls on the host: ", matmulUnavailable_, ")");
+  std::string text = "cuda on " + device_;
+  if (!matmulUnavailable_.empty())
+    absl::StrAppend(&text, " (matmuls on the host: ", matmulUnavailable_, ")");
+  if (!dnnUnavailable_.empty())
+    absl::StrAppend(&text, " (conv and pool on the host: ", dnnUnavailable_, ")");
+  return text;
+}
+
+absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context, size_t s,
+                                                      const StepInfo &step) const {
+  const HostStep &host = context.model().hostStep(s);
+  if ((!host.conv && !host.pool) || !dnn_)
+    return nullptr;
+  const Plan &plan = context.model().plan();
+  int out = step.outputs[0];
+  DnnCall call;
+  call.dtype = plan.values[out].dtype;
+  for (int v : step.inputs)
+    if (plan.values[v].dtype != call.dtype)
+      return nullptr;
+  if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, call.result))
+    return nullptr;
+  const Slot &x = context.values[step.inputs[0]];
+  call.x = x.shape;
+  call.xAddress = x.address;
+  if (host.conv) {
+    const Slot &w = context.values[step.inputs[1]];
+    call.w = w.shape;
+    call.wAddress = w.address;
+    if (host.conv->hasBias)
+      call.biasAddress = context.values[step.inputs[2]].address;
+    if (!DnnRunner::supportsConv(*host.conv, call))
+      return nullptr;
+  } else if (!DnnRunner::supportsPool(*host.pool, call)) {
+    return nullptr;
+  }
+  if (absl::Status st = place(context, out, call.result); !st.ok())
+    return st;
+  call.resultAddress = context.values[out].address;
+  CudaState &state = stateOf(context);
+  if (host.pool) {
+    if (absl::Status st = dnn_->pool(*host.pool, call, state.stream); !st.ok())
+      return st;
+    return "cudnn";
+  }
+  if (absl::Status st = state.ensure(state.workspace, MatmulRunner::kWorkspaceBytes); !st.ok())
+    return st;
+  if (absl::Status st = dnn_->conv(*host.conv, call, state.stream, state.workspace.first,
+                                   state.workspace.second);
+      !st.ok())
+    return st;
+  return "cudnn";
 }
 
 absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context, size_t s,
                                                        const StepInfo &step) const {
   const HostStep &host = context.model().hostStep(s);
+  if (host.conv || host.pool)
+    return runDnnStep(context, s, step);
   if (!host.matmul || !matmul_)
     return nullptr;
   const Plan &plan = context.model().plan();

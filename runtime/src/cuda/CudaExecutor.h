@@ -16,6 +16,7 @@
 #include "absl/functional/function_ref.h"
 #include "Executor.h"
 #include "cuda/CublasLt.h"
+#include "cuda/Cudnn.h"
 #include "cuda/CudaDriver.h"
 
 #include <memory>
@@ -61,6 +62,9 @@ protected:
 
 private:
   CudaExecutor() = default;
+  /// Conv and pool steps in cuDNN (runOnDevice's half for them).
+  absl::StatusOr<const char *> runDnnStep(ExecutionContext &context, size_t s,
+                                          const StepInfo &step) const;
   /// Runs `copy` (a driver copy on the legacy default stream) in the model's
   /// context and waits for it; `call` names it in errors.
   absl::Status copySynchronously(const char *call, absl::FunctionRef<CUresult()> copy) const;
@@ -80,6 +84,10 @@ private:
   /// is missing, which `matmulUnavailable_` says.
   std::unique_ptr<MatmulRunner> matmul_;
   std::string matmulUnavailable_;
+  /// Conv and pool steps in cuDNN; null (on the host) without it, which
+  /// `dnnUnavailable_` says.
+  std::unique_ptr<DnnRunner> dnn_;
+  std::string dnnUnavailable_;
 
   friend class CudaState;
 };

@@ -27,6 +27,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeElements.h"
+
 #include <cublasLt.h>
 
 #include <cmath>
@@ -72,39 +74,22 @@ size_t elementBytes(cudaDataType_t t) {
   }
 }
 
-double load(cudaDataType_t t, const void *base, int64_t index) {
+fake::Element element(cudaDataType_t t) {
   switch (t) {
-  case CUDA_R_32F: return static_cast<const float *>(base)[index];
-  case CUDA_R_64F: return static_cast<const double *>(base)[index];
-  case CUDA_R_16F: return static_cast<double>(static_cast<const _Float16 *>(base)[index]);
-  case CUDA_R_16BF: {
-    uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t *>(base)[index]) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof(f));
-    return f;
-  }
-  default: return 0;
+  case CUDA_R_32F: return fake::Element::f32;
+  case CUDA_R_64F: return fake::Element::f64;
+  case CUDA_R_16F: return fake::Element::f16;
+  case CUDA_R_16BF: return fake::Element::bf16;
+  default: return fake::Element::unknown;
   }
 }
 
+double load(cudaDataType_t t, const void *base, int64_t index) {
+  return fake::load(element(t), base, index);
+}
+
 void store(cudaDataType_t t, void *base, int64_t index, double v) {
-  switch (t) {
-  case CUDA_R_32F: static_cast<float *>(base)[index] = static_cast<float>(v); break;
-  case CUDA_R_64F: static_cast<double *>(base)[index] = v; break;
-  case CUDA_R_16F: static_cast<_Float16 *>(base)[index] = static_cast<_Float16>(v); break;
-  case CUDA_R_16BF: {
-    float f = static_cast<float>(v);
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof(bits));
-    if (std::isnan(f))
-      bits = 0x7fc00000u;
-    else
-      bits += 0x7fffu + ((bits >> 16) & 1); // round to nearest even
-    static_cast<uint16_t *>(base)[index] = static_cast<uint16_t>(bits >> 16);
-    break;
-  }
-  default: break;
-  }
+  fake::store(element(t), base, index, v);
 }
 
 /// The problem's m, n, k if the descriptors describe a valid matmul, else a status.

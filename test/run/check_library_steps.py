@@ -1,15 +1,17 @@
-"""Matmul steps on the CUDA backend: which run in cuBLASLt, and whether they
-compute what the float64 reference does.
+"""Library steps on the CUDA backend (MatMul in cuBLASLt, Conv and Pool in
+cuDNN): which run in the library, and whether they compute what the float64
+reference does.
 
-    check_matmul_library.py OUT_DIR [--run-only]
+    check_library_steps.py OUT_DIR [--run-only]
 
-Writes one ONNX model per case (the shapes, transposes, broadcasts, biases and
-dtypes cuBLASLt's mapping distinguishes), compiles each for sm_90 with
-kiln-compile, runs it with kiln-run --profile (on the fake driver and its
-cuBLASLt double in CI: run under %fake-cuda) and with --backend reference, and
-prints per case `NAME: KIND max abs diff D (tolerance T)` with KIND the
-profile's kind of the MatMul step (`cublasLt`, or `host` for what kiln keeps
-on the host) and a last line `N cases OK` when every output is within its
+Writes one ONNX model per case (the shapes, transposes, broadcasts, biases,
+groups, dilations, pads, pool modes and dtypes the libraries' mappings
+distinguish), compiles each for sm_90 with kiln-compile, runs it with kiln-run
+--profile (on the fake driver and its library doubles in CI: run under
+%fake-cuda) and with --backend reference, and prints per case
+`NAME: KIND max abs diff D (tolerance T)` with KIND the profile's kind of the
+case's library step (`cublasLt`, `cudnn`, or `host` for what kiln keeps on the
+host) and a last line `N cases OK` when every output is within its
 dtype's tolerance: fp32 1e-4, fp64 1e-9, fp16 and bf16 (fp32 accumulation,
 rounded once) 1e-2 relative to the output's largest magnitude.
 
@@ -37,6 +39,21 @@ def matmul_case(a_shape, b_shape, dtype="float32"):
     return [helper.make_node("MatMul", ["a", "b"], ["y"])], {"a": a_shape, "b": b_shape}, dtype
 
 
+def conv_case(x_shape, w_shape, dtype="float32", bias=True, relu=False, **attrs):
+    names = ["x", "w", "b"] if bias else ["x", "w"]
+    nodes = [helper.make_node("Conv", names, ["c" if relu else "y"], **attrs)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["y"]))
+    shapes = {"x": x_shape, "w": w_shape}
+    if bias:
+        shapes["b"] = [w_shape[0]]
+    return nodes, shapes, dtype
+
+
+def pool_case(op, x_shape, dtype="float32", **attrs):
+    return [helper.make_node(op, ["x"], ["y"], **attrs)], {"x": x_shape}, dtype
+
+
 def gemm_case(a_shape, b_shape, c_shape, relu=False, **attrs):
     nodes = [helper.make_node("Gemm", ["a", "b", "c"], ["g" if relu else "y"], **attrs)]
     if relu:
@@ -58,6 +75,20 @@ CASES = {
     "fp16": matmul_case([2, 3, 8], [8, 5], "float16"),
     "bf16": matmul_case([2, 3, 8], [8, 5], "bfloat16"),
     "fp64": matmul_case([2, 3, 4], [2, 4, 5], "float64"),
+    "conv2d": conv_case([2, 4, 9, 8], [6, 2, 3, 3], group=2, strides=[2, 1], dilations=[1, 2], pads=[1, 2, 1, 2]),
+    "conv-relu": conv_case([1, 3, 6, 6], [4, 3, 3, 3], relu=True, pads=[1, 1, 1, 1]),
+    "conv-depthwise": conv_case([1, 4, 7, 7], [4, 1, 3, 3], bias=False, group=4, pads=[1, 1, 1, 1]),
+    "conv1d": conv_case([2, 3, 10], [5, 3, 3], strides=[2], pads=[1, 1]),
+    "conv3d": conv_case([1, 2, 4, 5, 6], [3, 2, 2, 3, 3], pads=[0, 1, 1, 0, 1, 1]),
+    "conv-asymmetric-pads": conv_case([1, 2, 5, 5], [3, 2, 3, 3], pads=[0, 1, 1, 2]),
+    "conv-fp16": conv_case([1, 4, 6, 6], [4, 4, 3, 3], "float16", pads=[1, 1, 1, 1]),
+    "conv-fp64": conv_case([1, 2, 5, 5], [3, 2, 3, 3], "float64"),
+    "maxpool": pool_case("MaxPool", [2, 3, 7, 7], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    "avgpool-include-pad": pool_case("AveragePool", [1, 2, 6, 6], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                                     count_include_pad=1),
+    "avgpool-exclude-pad": pool_case("AveragePool", [1, 2, 6, 6], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    "maxpool1d": pool_case("MaxPool", [2, 3, 9], kernel_shape=[2], strides=[2]),
+    "maxpool-ceil": pool_case("MaxPool", [1, 2, 6, 6], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
 }
 
 
@@ -100,7 +131,7 @@ for name, (nodes, shapes, dtype) in CASES.items():
             os.path.join(folder, "reference"))
     profile = run("kiln-run", artifact, *args, "--backend", "cuda", "--output-dir", os.path.join(folder, "cuda"),
                   "--profile", "--trace", os.path.join(folder, "trace.json"))
-    match = re.search(r"^MatMul\s+(\S+)", profile, re.M)
+    match = re.search(r"^(?:MatMul|Conv|Pool)\s+(\S+)", profile, re.M)
     kind = match.group(1) if match else "none"
     got = numpy_helper.to_array(load_tensor(os.path.join(folder, "cuda", "output_0.pb"))).astype(np.float64)
     want = numpy_helper.to_array(load_tensor(os.path.join(folder, "reference", "output_0.pb"))).astype(np.float64)

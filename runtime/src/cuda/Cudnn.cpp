@@ -1,0 +1,389 @@
+//===- Cudnn.cpp - conv and pool steps in cuDNN ---------------------------===//
+
+#include "cuda/Cudnn.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+#include <dlfcn.h>
+
+#include <limits>
+#include <optional>
+
+namespace kiln::rt {
+
+absl::StatusOr<const Cudnn *> Cudnn::load() {
+  void *handle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return absl::UnavailableError(
+        absl::StrCat("no cuDNN: cannot load libcudnn.so.9 (", dlerror(), ")"));
+  auto *dnn = new Cudnn();
+#define KILN_DNN_SYMBOL(name)                                                          \
+  dnn->name = reinterpret_cast<decltype(&::name)>(dlsym(handle, #name));                \
+  if (!dnn->name)                                                                      \
+    return absl::UnavailableError("cuDNN lacks " #name "; it is too old or too new");
+#include "cuda/CudnnSymbols.inc"
+#undef KILN_DNN_SYMBOL
+  return dnn;
+}
+
+absl::StatusOr<const Cudnn *> Cudnn::get() {
+  static const absl::StatusOr<const Cudnn *> library = load();
+  return library;
+}
+
+std::string Cudnn::describe(const char *call, cudnnStatus_t status) const {
+  const char *message = cudnnGetErrorString ? cudnnGetErrorString(status) : nullptr;
+  return absl::StrCat(call, " failed: status ", static_cast<int>(status),
+                      message ? absl::StrCat(" (", message, ")") : "");
+}
+
+namespace {
+
+struct DnnTypes {
+  cudnnDataType_t data, compute;
+  cudnnMathType_t math;
+  bool wideScale; ///< alpha/beta are doubles (f64 data), else floats
+};
+
+std::optional<DnnTypes> dnnTypes(ref::DType dtype) {
+  switch (dtype) {
+  // fp32 stays IEEE: FMA math only, no TF32 tensor ops.
+  case ref::DType::f32: return DnnTypes{CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, false};
+  case ref::DType::f16: return DnnTypes{CUDNN_DATA_HALF, CUDNN_DATA_FLOAT, CUDNN_TENSOR_OP_MATH, false};
+  case ref::DType::bf16:
+    return DnnTypes{CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT, CUDNN_TENSOR_OP_MATH, false};
+  case ref::DType::f64: return DnnTypes{CUDNN_DATA_DOUBLE, CUDNN_DATA_DOUBLE, CUDNN_FMA_MATH, true};
+  default: return std::nullopt;
+  }
+}
+
+/// `dims` as cuDNN takes them: at least 4 (a 1-D op gets a height of 1), and
+/// int-sized; nullopt when a dim does not fit.
+std::optional<std::vector<int>> dnnDims(const ref::Shape &dims) {
+  std::vector<int> out;
+  for (int64_t d : dims) {
+    if (d < 0 || d > std::numeric_limits<int>::max())
+      return std::nullopt;
+    out.push_back(static_cast<int>(d));
+  }
+  if (out.size() == 3)
+    out.insert(out.begin() + 2, 1);
+  return out;
+}
+
+std::vector<int> packedStrides(const std::vector<int> &dims) {
+  std::vector<int> strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i > 0; --i)
+    strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+/// Per spatial dim of a `spatial`-d op, widened to cuDNN's 2-D for a 1-D op
+/// with `pad1d` for the added dim; nullopt when pads are asymmetric.
+std::optional<std::vector<int>> symmetricPads(const std::vector<int64_t> &pads, size_t spatial) {
+  std::vector<int> out;
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t begin = pads.empty() ? 0 : pads[i], end = pads.empty() ? 0 : pads[i + spatial];
+    if (begin != end || begin < 0 || begin > std::numeric_limits<int>::max())
+      return std::nullopt;
+    out.push_back(static_cast<int>(begin));
+  }
+  if (spatial == 1)
+    out.insert(out.begin(), 0);
+  return out;
+}
+
+std::optional<std::vector<int>> perSpatial(const std::vector<int64_t> &values, size_t spatial,
+                                           int fill) {
+  std::vector<int> out;
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t v = values.empty() ? 1 : values[i];
+    if (v < 1 || v > std::numeric_limits<int>::max())
+      return std::nullopt;
+    out.push_back(static_cast<int>(v));
+  }
+  if (spatial == 1)
+    out.insert(out.begin(), fill);
+  return out;
+}
+
+struct ConvPlan {
+  std::vector<int> x, w, y, pads, strides, dilations;
+  int groups = 1;
+};
+
+std::optional<ConvPlan> planConv(const ConvStepParams &params, const DnnCall &call) {
+  size_t spatial = call.x.size() >= 3 ? call.x.size() - 2 : 0;
+  if (spatial < 1 || spatial > 3 || call.w.size() != call.x.size() ||
+      call.result.size() != call.x.size() || !dnnTypes(call.dtype))
+    return std::nullopt;
+  ConvPlan p;
+  auto x = dnnDims(call.x), w = dnnDims(call.w), y = dnnDims(call.result);
+  auto pads = symmetricPads(params.conv.pads, spatial);
+  auto strides = perSpatial(params.conv.strides, spatial, 1);
+  auto dilations = perSpatial(params.conv.dilations, spatial, 1);
+  if (!x || !w || !y || !pads || !strides || !dilations || params.conv.group < 1 ||
+      params.conv.group > std::numeric_limits<int>::max())
+    return std::nullopt;
+  p.x = *x, p.w = *w, p.y = *y, p.pads = *pads, p.strides = *strides, p.dilations = *dilations;
+  p.groups = static_cast<int>(params.conv.group);
+  // cuDNN's output dims: 1 + (in + 2 pad - dilation (k - 1) - 1) / stride. The
+  // plan's must be those (they are for symmetric pads).
+  for (size_t i = 2; i < p.x.size(); ++i) {
+    size_t s = i - 2;
+    int64_t extent = int64_t(p.x[i]) + 2 * p.pads[s] - int64_t(p.dilations[s]) * (p.w[i] - 1) - 1;
+    if (extent < 0 || 1 + extent / p.strides[s] != p.y[i])
+      return std::nullopt;
+  }
+  if (ref::numElements(call.x) == 0 || ref::numElements(call.result) == 0)
+    return std::nullopt;
+  return p;
+}
+
+struct PoolPlan {
+  std::vector<int> x, y, window, pads, strides;
+  cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
+};
+
+std::optional<PoolPlan> planPool(const ref::PoolParams &params, const DnnCall &call) {
+  size_t spatial = call.x.size() >= 3 ? call.x.size() - 2 : 0;
+  if (spatial < 1 || spatial > 3 || call.result.size() != call.x.size() || !dnnTypes(call.dtype) ||
+      params.kind == ref::PoolKind::lp || params.kernel.size() != spatial)
+    return std::nullopt;
+  for (int64_t d : params.dilations)
+    if (d != 1)
+      return std::nullopt;
+  PoolPlan p;
+  auto x = dnnDims(call.x), y = dnnDims(call.result);
+  auto window = perSpatial(params.kernel, spatial, 1);
+  auto pads = symmetricPads(params.pads, spatial);
+  auto strides = perSpatial(params.strides, spatial, 1);
+  if (!x || !y || !window || !pads || !strides)
+    return std::nullopt;
+  p.x = *x, p.y = *y, p.window = *window, p.pads = *pads, p.strides = *strides;
+  p.mode = params.kind == ref::PoolKind::max ? CUDNN_POOLING_MAX
+           : params.countIncludePad          ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                             : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  // cuDNN floors the output dims (ONNX ceil_mode can give one more): they must
+  // be the plan's, and a window may not start in the padding only.
+  for (size_t i = 2; i < p.x.size(); ++i) {
+    size_t s = i - 2;
+    int64_t extent = int64_t(p.x[i]) + 2 * p.pads[s] - p.window[s];
+    if (extent < 0 || 1 + extent / p.strides[s] != p.y[i] || p.pads[s] >= p.window[s])
+      return std::nullopt;
+  }
+  if (ref::numElements(call.x) == 0 || ref::numElements(call.result) == 0)
+    return std::nullopt;
+  return p;
+}
+
+/// Descriptors freed at the end of a call.
+struct DnnDescriptors {
+  const Cudnn &dnn;
+  std::vector<cudnnTensorDescriptor_t> tensors;
+  cudnnFilterDescriptor_t filter = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t activation = nullptr;
+  cudnnPoolingDescriptor_t pool = nullptr;
+  ~DnnDescriptors() {
+    for (cudnnTensorDescriptor_t t : tensors)
+      dnn.cudnnDestroyTensorDescriptor(t);
+    if (filter)
+      dnn.cudnnDestroyFilterDescriptor(filter);
+    if (conv)
+      dnn.cudnnDestroyConvolutionDescriptor(conv);
+    if (activation)
+      dnn.cudnnDestroyActivationDescriptor(activation);
+    if (pool)
+      dnn.cudnnDestroyPoolingDescriptor(pool);
+  }
+  absl::Status check(const char *call, cudnnStatus_t s) const {
+    return s == CUDNN_STATUS_SUCCESS ? absl::OkStatus() : absl::InternalError(dnn.describe(call, s));
+  }
+  absl::StatusOr<cudnnTensorDescriptor_t> tensor(cudnnDataType_t type, const std::vector<int> &dims) {
+    cudnnTensorDescriptor_t t = nullptr;
+    if (absl::Status s = check("cudnnCreateTensorDescriptor", dnn.cudnnCreateTensorDescriptor(&t));
+        !s.ok())
+      return s;
+    tensors.push_back(t);
+    std::vector<int> strides = packedStrides(dims);
+    if (absl::Status s = check("cudnnSetTensorNdDescriptor",
+                               dnn.cudnnSetTensorNdDescriptor(t, type, static_cast<int>(dims.size()),
+                                                              dims.data(), strides.data()));
+        !s.ok())
+      return s;
+    return t;
+  }
+};
+
+} // namespace
+
+DnnRunner::~DnnRunner() {
+  absl::MutexLock lock(&mutex_);
+  if (handle_)
+    dnn_->cudnnDestroy(handle_);
+}
+
+absl::StatusOr<std::unique_ptr<DnnRunner>> DnnRunner::create() {
+  absl::StatusOr<const Cudnn *> dnn = Cudnn::get();
+  if (!dnn.ok())
+    return dnn.status();
+  std::unique_ptr<DnnRunner> runner(new DnnRunner());
+  runner->dnn_ = *dnn;
+  absl::MutexLock lock(&runner->mutex_);
+  if (cudnnStatus_t s = (*dnn)->cudnnCreate(&runner->handle_); s != CUDNN_STATUS_SUCCESS) {
+    runner->handle_ = nullptr;
+    return absl::UnavailableError((*dnn)->describe("cudnnCreate", s));
+  }
+  return runner;
+}
+
+bool DnnRunner::supportsConv(const ConvStepParams &params, const DnnCall &call) {
+  return planConv(params, call).has_value();
+}
+
+bool DnnRunner::supportsPool(const ref::PoolParams &params, const DnnCall &call) {
+  return planPool(params, call).has_value();
+}
+
+absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, CUstream stream,
+                             uintptr_t workspace, size_t workspaceBytes) const {
+  std::optional<ConvPlan> plan = planConv(params, call);
+  if (!plan)
+    return absl::InternalError("the conv does not map onto cuDNN");
+  DnnTypes types = *dnnTypes(call.dtype);
+  const Cudnn &dnn = *dnn_;
+  DnnDescriptors d{dnn};
+  absl::StatusOr<cudnnTensorDescriptor_t> x = d.tensor(types.data, plan->x);
+  if (!x.ok())
+    return x.status();
+  absl::StatusOr<cudnnTensorDescriptor_t> y = d.tensor(types.data, plan->y);
+  if (!y.ok())
+    return y.status();
+  int nb = static_cast<int>(plan->x.size());
+  for (absl::Status s :
+       {d.check("cudnnCreateFilterDescriptor", dnn.cudnnCreateFilterDescriptor(&d.filter)),
+        d.check("cudnnSetFilterNdDescriptor",
+                dnn.cudnnSetFilterNdDescriptor(d.filter, types.data, CUDNN_TENSOR_NCHW, nb,
+                                               plan->w.data())),
+        d.check("cudnnCreateConvolutionDescriptor", dnn.cudnnCreateConvolutionDescriptor(&d.conv)),
+        // ONNX Conv is a cross-correlation (the filter is not flipped).
+        d.check("cudnnSetConvolutionNdDescriptor",
+                dnn.cudnnSetConvolutionNdDescriptor(d.conv, nb - 2, plan->pads.data(),
+                                                    plan->strides.data(), plan->dilations.data(),
+                                                    CUDNN_CROSS_CORRELATION, types.compute)),
+        d.check("cudnnSetConvolutionGroupCount",
+                dnn.cudnnSetConvolutionGroupCount(d.conv, plan->groups)),
+        d.check("cudnnSetConvolutionMathType", dnn.cudnnSetConvolutionMathType(d.conv, types.math))})
+    if (!s.ok())
+      return s;
+  std::vector<int> biasDims(plan->y.size(), 1);
+  biasDims[1] = plan->y[1];
+  cudnnTensorDescriptor_t bias = nullptr;
+  if (params.hasBias) {
+    absl::StatusOr<cudnnTensorDescriptor_t> b = d.tensor(types.data, biasDims);
+    if (!b.ok())
+      return b.status();
+    bias = *b;
+  }
+  if (params.relu)
+    for (absl::Status s :
+         {d.check("cudnnCreateActivationDescriptor", dnn.cudnnCreateActivationDescriptor(&d.activation)),
+          d.check("cudnnSetActivationDescriptor",
+                  dnn.cudnnSetActivationDescriptor(d.activation, CUDNN_ACTIVATION_RELU,
+                                                   CUDNN_PROPAGATE_NAN, 0.0))})
+      if (!s.ok())
+        return s;
+
+  float one32 = 1, zero32 = 0;
+  double one64 = 1, zero64 = 0;
+  const void *one = types.wideScale ? static_cast<const void *>(&one64) : &one32;
+  const void *zero = types.wideScale ? static_cast<const void *>(&zero64) : &zero32;
+  std::string key = absl::StrCat(static_cast<int>(call.dtype), "|", absl::StrJoin(plan->x, ","), "|",
+                                 absl::StrJoin(plan->w, ","), "|", absl::StrJoin(plan->pads, ","),
+                                 "|", absl::StrJoin(plan->strides, ","), "|",
+                                 absl::StrJoin(plan->dilations, ","), "|", plan->groups);
+  absl::MutexLock lock(&mutex_);
+  if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
+    return s;
+  auto found = algorithms_.find(key);
+  if (found == algorithms_.end()) {
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    int returned = 0;
+    if (absl::Status s = d.check("cudnnGetConvolutionForwardAlgorithm_v7",
+                                 dnn.cudnnGetConvolutionForwardAlgorithm_v7(
+                                     handle_, *x, d.filter, d.conv, *y, 8, &returned, perf));
+        !s.ok())
+      return s;
+    int chosen = -1;
+    for (int i = 0; i < returned && chosen < 0; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= workspaceBytes)
+        chosen = i;
+    if (chosen < 0)
+      return absl::UnimplementedError(
+          absl::StrCat("cuDNN has no algorithm for this conv within ", workspaceBytes,
+                       " bytes of workspace (", key, ")"));
+    found = algorithms_.emplace(key, perf[chosen].algo).first;
+  }
+  auto pointer = [](uintptr_t a) { return reinterpret_cast<void *>(a); };
+  if (absl::Status s = d.check("cudnnConvolutionForward",
+                               dnn.cudnnConvolutionForward(
+                                   handle_, one, *x, pointer(call.xAddress), d.filter,
+                                   pointer(call.wAddress), d.conv, found->second,
+                                   pointer(workspace), workspaceBytes, zero, *y,
+                                   pointer(call.resultAddress)));
+      !s.ok())
+    return s;
+  if (params.hasBias)
+    if (absl::Status s = d.check("cudnnAddTensor",
+                                 dnn.cudnnAddTensor(handle_, one, bias, pointer(call.biasAddress),
+                                                    one, *y, pointer(call.resultAddress)));
+        !s.ok())
+      return s;
+  if (params.relu)
+    return d.check("cudnnActivationForward",
+                   dnn.cudnnActivationForward(handle_, d.activation, one, *y,
+                                              pointer(call.resultAddress), zero, *y,
+                                              pointer(call.resultAddress)));
+  return absl::OkStatus();
+}
+
+absl::Status DnnRunner::pool(const ref::PoolParams &params, const DnnCall &call,
+                             CUstream stream) const {
+  std::optional<PoolPlan> plan = planPool(params, call);
+  if (!plan)
+    return absl::InternalError("the pool does not map onto cuDNN");
+  DnnTypes types = *dnnTypes(call.dtype);
+  const Cudnn &dnn = *dnn_;
+  DnnDescriptors d{dnn};
+  absl::StatusOr<cudnnTensorDescriptor_t> x = d.tensor(types.data, plan->x);
+  if (!x.ok())
+    return x.status();
+  absl::StatusOr<cudnnTensorDescriptor_t> y = d.tensor(types.data, plan->y);
+  if (!y.ok())
+    return y.status();
+  int spatial = static_cast<int>(plan->window.size());
+  for (absl::Status s :
+       {d.check("cudnnCreatePoolingDescriptor", dnn.cudnnCreatePoolingDescriptor(&d.pool)),
+        d.check("cudnnSetPoolingNdDescriptor",
+                dnn.cudnnSetPoolingNdDescriptor(d.pool, plan->mode, CUDNN_PROPAGATE_NAN, spatial,
+                                                plan->window.data(), plan->pads.data(),
+                                                plan->strides.data()))})
+    if (!s.ok())
+      return s;
+  float one32 = 1, zero32 = 0;
+  double one64 = 1, zero64 = 0;
+  const void *one = types.wideScale ? static_cast<const void *>(&one64) : &one32;
+  const void *zero = types.wideScale ? static_cast<const void *>(&zero64) : &zero32;
+  absl::MutexLock lock(&mutex_);
+  if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
+    return s;
+  return d.check("cudnnPoolingForward",
+                 dnn.cudnnPoolingForward(handle_, d.pool, one, *x,
+                                         reinterpret_cast<const void *>(call.xAddress), zero, *y,
+                                         reinterpret_cast<void *>(call.resultAddress)));
+}
+
+} // namespace kiln::rt

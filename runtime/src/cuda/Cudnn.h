@@ -1,0 +1,91 @@
+//===- Cudnn.h - cuDNN, loaded at run time, for conv and pool steps -*- C++ -*-===//
+//
+// Conv and pool steps on the CUDA backend run in cuDNN 9, opened with dlopen
+// (libcudnn.so.9) through a symbol table (CudnnSymbols.inc) like the driver
+// and cuBLASLt: without it they run on the host and the backend says why.
+//
+// Which cuDNN API: the descriptor ("legacy") API of cudnn_ops/cudnn_cnn, which
+// cuDNN 9 still ships (marked deprecated) and whose semantics are few and
+// documented call by call, so the double CI runs against can implement them
+// exactly. Conv + bias + ReLU is three calls (ConvolutionForward, AddTensor,
+// ActivationForward in place). The graph (backend) API, which fuses them into
+// one kernel and is where NVIDIA develops, is the next step; the runner's
+// interface (supports/run per step) does not change with it.
+//
+// Mapping: NCHW tensors as cuDNN's N-d descriptors with packed strides; a 1-D
+// conv/pool as 2-D with a height of 1; symmetric pads only (ONNX allows
+// asymmetric ones: those stay on the host); groups and dilations as the
+// descriptor's; fp32 with FMA math only (no TF32), fp16/bf16 with tensor ops
+// and fp32 compute, f64 in f64. Pools: max and average (counting the padding
+// or not), no dilation, output dims as cuDNN's floor formula gives them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_CUDA_CUDNN_H
+#define KILN_RUNTIME_CUDA_CUDNN_H
+
+#include "HostSteps.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+#include <cuda.h>
+#include <cudnn.h>
+
+#include <memory>
+#include <string>
+
+namespace kiln::rt {
+
+class Cudnn {
+public:
+  /// The process-wide library, loaded on first use; UNAVAILABLE without it.
+  static absl::StatusOr<const Cudnn *> get();
+
+#define KILN_DNN_SYMBOL(name) decltype(&::name) name = nullptr;
+#include "cuda/CudnnSymbols.inc"
+#undef KILN_DNN_SYMBOL
+
+  std::string describe(const char *call, cudnnStatus_t status) const;
+
+private:
+  Cudnn() = default;
+  static absl::StatusOr<const Cudnn *> load();
+};
+
+/// One conv or pool call: operand dims and device addresses.
+struct DnnCall {
+  ref::DType dtype = ref::DType::f32;
+  ref::Shape x, w, result;
+  uintptr_t xAddress = 0, wAddress = 0, biasAddress = 0, resultAddress = 0;
+};
+
+/// Runs Conv and Pool steps in cuDNN for one executor. Thread-safe.
+class DnnRunner {
+public:
+  ~DnnRunner();
+  static absl::StatusOr<std::unique_ptr<DnnRunner>> create();
+
+  static bool supportsConv(const ConvStepParams &params, const DnnCall &call);
+  static bool supportsPool(const ref::PoolParams &params, const DnnCall &call);
+
+  /// Queue the call on `stream` (the handle is bound to it for the call).
+  absl::Status conv(const ConvStepParams &params, const DnnCall &call, CUstream stream,
+                    uintptr_t workspace, size_t workspaceBytes) const;
+  absl::Status pool(const ref::PoolParams &params, const DnnCall &call, CUstream stream) const;
+
+private:
+  DnnRunner() = default;
+  const Cudnn *dnn_ = nullptr;
+  /// cuDNN handles carry a stream: one call at a time per handle.
+  mutable absl::Mutex mutex_;
+  cudnnHandle_t handle_ ABSL_GUARDED_BY(mutex_) = nullptr;
+  /// The algorithm per convolution problem.
+  mutable absl::flat_hash_map<std::string, cudnnConvolutionFwdAlgo_t> algorithms_
+      ABSL_GUARDED_BY(mutex_);
+};
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_CUDA_CUDNN_H

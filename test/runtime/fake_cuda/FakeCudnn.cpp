@@ -1,0 +1,422 @@
+//===- FakeCudnn.cpp - cuDNN's conv, bias, ReLU and pooling, on the host ---===//
+//
+// libcudnn.so.9 beside the fake driver (whose device memory is host memory):
+// the entry points the runtime resolves (runtime/src/cuda/CudnnSymbols.inc),
+// implementing what cuDNN documents for them, so a wrong descriptor fails the
+// fake-CUDA runs:
+//
+// - tensors: N-d descriptors with explicit strides (3 to 8 dims); filters:
+//   N-d, NCHW format only ([K, C / groups, spatial...]);
+// - cudnnConvolutionForward: y = alpha * conv(x, w) + beta * y, with the conv
+//   descriptor's pads (symmetric, per spatial dim), strides, dilations, group
+//   count and mode (CUDNN_CROSS_CORRELATION; CUDNN_CONVOLUTION flips the
+//   filter); y's dims must be 1 + (in + 2 pad - dilation (k - 1) - 1) / stride,
+//   C = filter C * groups, K divisible by groups, else CUDNN_STATUS_BAD_PARAM;
+// - cudnnAddTensor: C = alpha * A + beta * C, A broadcast along its dims of 1;
+// - cudnnActivationForward: RELU (y = alpha * max(x, 0) + beta * y; x may be y);
+// - cudnnPoolingForward: MAX (padding never wins), AVERAGE counting the
+//   padding (divide by the window) or not, y's dims by the floor formula;
+// - data types FLOAT, DOUBLE, HALF and BFLOAT16 (one per call); alpha and beta
+//   are doubles for DOUBLE data, floats otherwise.
+// Anything else is CUDNN_STATUS_NOT_SUPPORTED. Sums are taken in double.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeElements.h"
+
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace {
+
+struct Tensor {
+  cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  std::vector<int> dims, strides;
+};
+struct Filter {
+  cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  std::vector<int> dims;
+};
+struct Conv {
+  std::vector<int> pads, strides, dilations;
+  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  int groups = 1;
+};
+struct Activation {
+  cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
+};
+struct Pool {
+  cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
+  std::vector<int> window, pads, strides;
+};
+struct Context {};
+
+template <typename T, typename D> T *as(D d) { return reinterpret_cast<T *>(d); }
+template <typename D, typename T> cudnnStatus_t create(D *out) {
+  if (!out)
+    return CUDNN_STATUS_BAD_PARAM;
+  *out = reinterpret_cast<D>(new T());
+  return CUDNN_STATUS_SUCCESS;
+}
+
+fake::Element element(cudnnDataType_t t) {
+  switch (t) {
+  case CUDNN_DATA_FLOAT: return fake::Element::f32;
+  case CUDNN_DATA_DOUBLE: return fake::Element::f64;
+  case CUDNN_DATA_HALF: return fake::Element::f16;
+  case CUDNN_DATA_BFLOAT16: return fake::Element::bf16;
+  default: return fake::Element::unknown;
+  }
+}
+
+double scale(cudnnDataType_t data, const void *p) {
+  return data == CUDNN_DATA_DOUBLE ? *static_cast<const double *>(p) : *static_cast<const float *>(p);
+}
+
+/// The element offset of multi-index `index` in `t`.
+int64_t offset(const Tensor &t, const std::vector<int> &index) {
+  int64_t o = 0;
+  for (size_t d = 0; d < index.size(); ++d)
+    o += int64_t(index[d]) * t.strides[d];
+  return o;
+}
+
+int64_t count(const std::vector<int> &dims) {
+  int64_t n = 1;
+  for (int d : dims)
+    n *= d;
+  return n;
+}
+
+/// Calls `fn(index)` for every multi-index of `dims`, row-major.
+template <typename Fn> void forEach(const std::vector<int> &dims, Fn fn) {
+  std::vector<int> index(dims.size(), 0);
+  for (int64_t i = 0, n = count(dims); i < n; ++i) {
+    fn(index);
+    for (size_t d = dims.size(); d-- > 0;) {
+      if (++index[d] < dims[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+bool validConv(const Tensor &x, const Filter &w, const Conv &c, const Tensor &y) {
+  size_t nb = x.dims.size();
+  if (nb < 3 || w.dims.size() != nb || y.dims.size() != nb || c.pads.size() != nb - 2 ||
+      x.type != w.type || x.type != y.type || element(x.type) == fake::Element::unknown)
+    return false;
+  if (c.groups < 1 || x.dims[1] != w.dims[1] * c.groups || w.dims[0] % c.groups != 0 ||
+      y.dims[0] != x.dims[0] || y.dims[1] != w.dims[0])
+    return false;
+  for (size_t s = 0; s < nb - 2; ++s) {
+    int64_t extent = int64_t(x.dims[s + 2]) + 2 * c.pads[s] - int64_t(c.dilations[s]) * (w.dims[s + 2] - 1) - 1;
+    if (extent < 0 || 1 + extent / c.strides[s] != y.dims[s + 2])
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+const char *cudnnGetErrorString(cudnnStatus_t status) {
+  switch (status) {
+  case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS (fake cuDNN)";
+  case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM (fake cuDNN)";
+  case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED (fake cuDNN)";
+  default: return "cuDNN error (fake cuDNN)";
+  }
+}
+
+cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) { return create<cudnnHandle_t, Context>(handle); }
+cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
+  delete as<Context>(handle);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t) {
+  return handle ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+}
+
+cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *d) {
+  return create<cudnnTensorDescriptor_t, Tensor>(d);
+}
+cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t d) {
+  delete as<Tensor>(d);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t d, cudnnDataType_t type, int nbDims,
+                                         const int dims[], const int strides[]) {
+  if (!d || nbDims < 3 || nbDims > 8 || !dims || !strides)
+    return CUDNN_STATUS_BAD_PARAM;
+  if (element(type) == fake::Element::unknown)
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  for (int i = 0; i < nbDims; ++i)
+    if (dims[i] < 1 || strides[i] < 1)
+      return CUDNN_STATUS_BAD_PARAM;
+  Tensor *t = as<Tensor>(d);
+  t->type = type;
+  t->dims.assign(dims, dims + nbDims);
+  t->strides.assign(strides, strides + nbDims);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *d) {
+  return create<cudnnFilterDescriptor_t, Filter>(d);
+}
+cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t d) {
+  delete as<Filter>(d);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t type,
+                                         cudnnTensorFormat_t format, int nbDims, const int dims[]) {
+  if (!d || nbDims < 3 || nbDims > 8 || !dims)
+    return CUDNN_STATUS_BAD_PARAM;
+  if (format != CUDNN_TENSOR_NCHW || element(type) == fake::Element::unknown)
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  for (int i = 0; i < nbDims; ++i)
+    if (dims[i] < 1)
+      return CUDNN_STATUS_BAD_PARAM;
+  as<Filter>(d)->type = type;
+  as<Filter>(d)->dims.assign(dims, dims + nbDims);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *d) {
+  return create<cudnnConvolutionDescriptor_t, Conv>(d);
+}
+cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) {
+  delete as<Conv>(d);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t d, int length,
+                                              const int pads[], const int strides[],
+                                              const int dilations[], cudnnConvolutionMode_t mode,
+                                              cudnnDataType_t) {
+  if (!d || length < 1 || length > 6 || !pads || !strides || !dilations)
+    return CUDNN_STATUS_BAD_PARAM;
+  for (int i = 0; i < length; ++i)
+    if (pads[i] < 0 || strides[i] < 1 || dilations[i] < 1)
+      return CUDNN_STATUS_BAD_PARAM;
+  Conv *c = as<Conv>(d);
+  c->pads.assign(pads, pads + length);
+  c->strides.assign(strides, strides + length);
+  c->dilations.assign(dilations, dilations + length);
+  c->mode = mode;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int groups) {
+  if (!d || groups < 1)
+    return CUDNN_STATUS_BAD_PARAM;
+  as<Conv>(d)->groups = groups;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t math) {
+  if (!d)
+    return CUDNN_STATUS_BAD_PARAM;
+  return math == CUDNN_DEFAULT_MATH || math == CUDNN_TENSOR_OP_MATH || math == CUDNN_FMA_MATH ||
+                 math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+             ? CUDNN_STATUS_SUCCESS
+             : CUDNN_STATUS_BAD_PARAM;
+}
+
+cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t x,
+                                                     const cudnnFilterDescriptor_t w,
+                                                     const cudnnConvolutionDescriptor_t c,
+                                                     const cudnnTensorDescriptor_t y, int requested,
+                                                     int *returned, cudnnConvolutionFwdAlgoPerf_t *perf) {
+  if (!handle || !x || !w || !c || !y || requested < 1 || !returned || !perf)
+    return CUDNN_STATUS_BAD_PARAM;
+  if (!validConv(*as<Tensor>(x), *as<Filter>(w), *as<Conv>(c), *as<Tensor>(y)))
+    return CUDNN_STATUS_BAD_PARAM;
+  std::memset(perf, 0, sizeof(*perf));
+  perf[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  perf[0].status = CUDNN_STATUS_SUCCESS;
+  perf[0].memory = 0;
+  *returned = 1;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
+                                      const cudnnTensorDescriptor_t xDesc, const void *x,
+                                      const cudnnFilterDescriptor_t wDesc, const void *w,
+                                      const cudnnConvolutionDescriptor_t cDesc, cudnnConvolutionFwdAlgo_t,
+                                      void *, size_t, const void *beta, const cudnnTensorDescriptor_t yDesc,
+                                      void *y) {
+  if (!handle || !alpha || !beta || !xDesc || !x || !wDesc || !w || !cDesc || !yDesc || !y)
+    return CUDNN_STATUS_BAD_PARAM;
+  const Tensor &xt = *as<Tensor>(xDesc), &yt = *as<Tensor>(yDesc);
+  const Filter &wf = *as<Filter>(wDesc);
+  const Conv &c = *as<Conv>(cDesc);
+  if (!validConv(xt, wf, c, yt))
+    return CUDNN_STATUS_BAD_PARAM;
+  double a = scale(xt.type, alpha), b = scale(xt.type, beta);
+  fake::Element e = element(xt.type);
+  size_t spatial = xt.dims.size() - 2;
+  int perGroupIn = wf.dims[1], perGroupOut = wf.dims[0] / c.groups;
+  std::vector<int> kernel(wf.dims.begin() + 2, wf.dims.end());
+  std::vector<int> wStrides(wf.dims.size(), 1); // filters are packed NCHW
+  for (size_t i = wf.dims.size() - 1; i > 0; --i)
+    wStrides[i - 1] = wStrides[i] * wf.dims[i];
+  std::vector<double> result(count(yt.dims));
+  int64_t flat = 0;
+  forEach(yt.dims, [&](const std::vector<int> &yi) {
+    int n = yi[0], k = yi[1], group = k / perGroupOut;
+    double sum = 0;
+    std::vector<int> xi(xt.dims.size());
+    xi[0] = n;
+    for (int ci = 0; ci < perGroupIn; ++ci) {
+      xi[1] = group * perGroupIn + ci;
+      forEach(kernel, [&](const std::vector<int> &ki) {
+        for (size_t s = 0; s < spatial; ++s) {
+          int tap = c.mode == CUDNN_CONVOLUTION ? kernel[s] - 1 - ki[s] : ki[s];
+          xi[s + 2] = yi[s + 2] * c.strides[s] - c.pads[s] + tap * c.dilations[s];
+          if (xi[s + 2] < 0 || xi[s + 2] >= xt.dims[s + 2])
+            return;
+        }
+        int64_t wo = int64_t(k) * wStrides[0] + int64_t(ci) * wStrides[1];
+        for (size_t s = 0; s < spatial; ++s)
+          wo += int64_t(ki[s]) * wStrides[s + 2];
+        sum += fake::load(e, x, offset(xt, xi)) * fake::load(e, w, wo);
+      });
+    }
+    double v = a * sum;
+    if (b != 0)
+      v += b * fake::load(e, y, offset(yt, yi));
+    result[flat++] = v;
+  });
+  flat = 0;
+  forEach(yt.dims, [&](const std::vector<int> &yi) { fake::store(e, y, offset(yt, yi), result[flat++]); });
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t aDesc,
+                             const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
+  if (!handle || !alpha || !beta || !aDesc || !A || !cDesc || !C)
+    return CUDNN_STATUS_BAD_PARAM;
+  const Tensor &at = *as<Tensor>(aDesc), &ct = *as<Tensor>(cDesc);
+  if (at.dims.size() != ct.dims.size() || at.type != ct.type)
+    return CUDNN_STATUS_BAD_PARAM;
+  for (size_t d = 0; d < at.dims.size(); ++d)
+    if (at.dims[d] != 1 && at.dims[d] != ct.dims[d])
+      return CUDNN_STATUS_BAD_PARAM;
+  fake::Element e = element(ct.type);
+  double a = scale(ct.type, alpha), b = scale(ct.type, beta);
+  forEach(ct.dims, [&](const std::vector<int> &ci) {
+    std::vector<int> ai(ci);
+    for (size_t d = 0; d < ai.size(); ++d)
+      if (at.dims[d] == 1)
+        ai[d] = 0;
+    int64_t co = offset(ct, ci);
+    fake::store(e, C, co, a * fake::load(e, A, offset(at, ai)) + b * fake::load(e, C, co));
+  });
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *d) {
+  return create<cudnnActivationDescriptor_t, Activation>(d);
+}
+cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t d) {
+  delete as<Activation>(d);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d, cudnnActivationMode_t mode,
+                                           cudnnNanPropagation_t, double) {
+  if (!d)
+    return CUDNN_STATUS_BAD_PARAM;
+  if (mode != CUDNN_ACTIVATION_RELU)
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  as<Activation>(d)->mode = mode;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescriptor_t act,
+                                     const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x,
+                                     const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  if (!handle || !act || !alpha || !beta || !xDesc || !x || !yDesc || !y)
+    return CUDNN_STATUS_BAD_PARAM;
+  const Tensor &xt = *as<Tensor>(xDesc), &yt = *as<Tensor>(yDesc);
+  if (xt.dims != yt.dims || xt.type != yt.type)
+    return CUDNN_STATUS_BAD_PARAM;
+  fake::Element e = element(xt.type);
+  double a = scale(xt.type, alpha), b = scale(xt.type, beta);
+  forEach(xt.dims, [&](const std::vector<int> &i) {
+    double v = fake::load(e, x, offset(xt, i));
+    double r = std::isnan(v) ? v : std::max(v, 0.0);
+    int64_t yo = offset(yt, i);
+    fake::store(e, y, yo, a * r + (b != 0 ? b * fake::load(e, y, yo) : 0.0));
+  });
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *d) {
+  return create<cudnnPoolingDescriptor_t, Pool>(d);
+}
+cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t d) {
+  delete as<Pool>(d);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t d, const cudnnPoolingMode_t mode,
+                                          const cudnnNanPropagation_t, int nbDims, const int window[],
+                                          const int pads[], const int strides[]) {
+  if (!d || nbDims < 1 || nbDims > 6 || !window || !pads || !strides)
+    return CUDNN_STATUS_BAD_PARAM;
+  if (mode != CUDNN_POOLING_MAX && mode != CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING &&
+      mode != CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING)
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  for (int i = 0; i < nbDims; ++i)
+    if (window[i] < 1 || pads[i] < 0 || strides[i] < 1)
+      return CUDNN_STATUS_BAD_PARAM;
+  Pool *p = as<Pool>(d);
+  p->mode = mode;
+  p->window.assign(window, window + nbDims);
+  p->pads.assign(pads, pads + nbDims);
+  p->strides.assign(strides, strides + nbDims);
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t pDesc,
+                                  const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x,
+                                  const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  if (!handle || !pDesc || !alpha || !beta || !xDesc || !x || !yDesc || !y)
+    return CUDNN_STATUS_BAD_PARAM;
+  const Pool &p = *as<Pool>(pDesc);
+  const Tensor &xt = *as<Tensor>(xDesc), &yt = *as<Tensor>(yDesc);
+  size_t spatial = p.window.size();
+  if (xt.dims.size() != spatial + 2 || yt.dims.size() != xt.dims.size() || xt.type != yt.type ||
+      yt.dims[0] != xt.dims[0] || yt.dims[1] != xt.dims[1])
+    return CUDNN_STATUS_BAD_PARAM;
+  for (size_t s = 0; s < spatial; ++s) {
+    int64_t extent = int64_t(xt.dims[s + 2]) + 2 * p.pads[s] - p.window[s];
+    if (extent < 0 || 1 + extent / p.strides[s] != yt.dims[s + 2])
+      return CUDNN_STATUS_BAD_PARAM;
+  }
+  fake::Element e = element(xt.type);
+  double a = scale(xt.type, alpha), b = scale(xt.type, beta);
+  forEach(yt.dims, [&](const std::vector<int> &yi) {
+    std::vector<int> xi(yi);
+    double best = -std::numeric_limits<double>::infinity(), sum = 0;
+    bool nan = false;
+    int64_t inside = 0;
+    forEach(p.window, [&](const std::vector<int> &wi) {
+      for (size_t s = 0; s < spatial; ++s) {
+        xi[s + 2] = yi[s + 2] * p.strides[s] - p.pads[s] + wi[s];
+        if (xi[s + 2] < 0 || xi[s + 2] >= xt.dims[s + 2])
+          return;
+      }
+      double v = fake::load(e, x, offset(xt, xi));
+      nan = nan || std::isnan(v);
+      best = std::max(best, v);
+      sum += v;
+      ++inside;
+    });
+    double r = p.mode == CUDNN_POOLING_MAX ? (nan ? std::nan("") : best)
+               : p.mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                   ? sum / double(count(p.window))
+                   : sum / double(std::max<int64_t>(inside, 1));
+    int64_t yo = offset(yt, yi);
+    fake::store(e, y, yo, a * r + (b != 0 ? b * fake::load(e, y, yo) : 0.0));
+  });
+  return CUDNN_STATUS_SUCCESS;
+}

@@ -1,0 +1,56 @@
+//===- FakeElements.h - element loads and stores for the library doubles --===//
+//
+// The cuBLASLt and cuDNN doubles compute in double and read and write their
+// operands as the libraries' data types say: fp32, fp64, fp16 and bf16
+// (rounded to nearest even, as the real libraries store them).
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TEST_FAKE_ELEMENTS_H
+#define KILN_TEST_FAKE_ELEMENTS_H
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace fake {
+
+enum class Element { f32, f64, f16, bf16, unknown };
+
+inline double load(Element t, const void *base, int64_t index) {
+  switch (t) {
+  case Element::f32: return static_cast<const float *>(base)[index];
+  case Element::f64: return static_cast<const double *>(base)[index];
+  case Element::f16: return static_cast<double>(static_cast<const _Float16 *>(base)[index]);
+  case Element::bf16: {
+    uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t *>(base)[index]) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return f;
+  }
+  default: return 0;
+  }
+}
+
+inline void store(Element t, void *base, int64_t index, double v) {
+  switch (t) {
+  case Element::f32: static_cast<float *>(base)[index] = static_cast<float>(v); break;
+  case Element::f64: static_cast<double *>(base)[index] = v; break;
+  case Element::f16: static_cast<_Float16 *>(base)[index] = static_cast<_Float16>(v); break;
+  case Element::bf16: {
+    float f = static_cast<float>(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof(bits));
+    if (std::isnan(f))
+      bits = 0x7fc00000u;
+    else
+      bits += 0x7fffu + ((bits >> 16) & 1); // round to nearest even
+    static_cast<uint16_t *>(base)[index] = static_cast<uint16_t>(bits >> 16);
+    break;
+  }
+  default: break;
+  }
+}
+
+} // namespace fake
+
+#endif // KILN_TEST_FAKE_ELEMENTS_H
