@@ -230,19 +230,30 @@ std::string CudaExecutor::description() const {
   return text;
 }
 
+namespace {
+/// A library call's element type and result dims: false (run the step on the
+/// host) when its operands' dtypes differ or the result's dims are not known
+/// before it runs.
+bool libraryOperands(ExecutionContext &context, const StepInfo &step, ref::DType &dtype,
+                     ref::Shape &result) {
+  const Plan &plan = context.model().plan();
+  const artifact::ValueInfo &out = plan.values[step.outputs[0]];
+  dtype = out.dtype;
+  for (int v : step.inputs)
+    if (plan.values[v].dtype != dtype)
+      return false;
+  return artifact::evaluateShapeInto(out, context.symbols, result);
+}
+} // namespace
+
 absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context, size_t s,
                                                       const StepInfo &step) const {
   const HostStep &host = context.model().hostStep(s);
   if ((!host.conv && !host.pool) || !dnn_)
     return nullptr;
-  const Plan &plan = context.model().plan();
   int out = step.outputs[0];
   DnnCall call;
-  call.dtype = plan.values[out].dtype;
-  for (int v : step.inputs)
-    if (plan.values[v].dtype != call.dtype)
-      return nullptr;
-  if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, call.result))
+  if (!libraryOperands(context, step, call.dtype, call.result))
     return nullptr;
   const Slot &x = context.values[step.inputs[0]];
   call.x = x.shape;
@@ -283,14 +294,9 @@ absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context
     return runDnnStep(context, s, step);
   if (!host.matmul || !matmul_)
     return nullptr;
-  const Plan &plan = context.model().plan();
   int out = step.outputs[0];
   MatmulCall call;
-  call.dtype = plan.values[out].dtype;
-  for (int v : step.inputs)
-    if (plan.values[v].dtype != call.dtype)
-      return nullptr;
-  if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, call.result))
+  if (!libraryOperands(context, step, call.dtype, call.result))
     return nullptr;
   const Slot &a = context.values[step.inputs[0]], &b = context.values[step.inputs[1]];
   call.a = a.shape;

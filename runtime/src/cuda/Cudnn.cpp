@@ -179,6 +179,14 @@ std::optional<PoolPlan> planPool(const ref::PoolParams &params, const DnnCall &c
   return p;
 }
 
+/// alpha = 1 and beta = 0 in the type cuDNN reads them as.
+struct Scales {
+  float one32 = 1, zero32 = 0;
+  double one64 = 1, zero64 = 0;
+  const void *one(bool wide) const { return wide ? static_cast<const void *>(&one64) : &one32; }
+  const void *zero(bool wide) const { return wide ? static_cast<const void *>(&zero64) : &zero32; }
+};
+
 /// Descriptors freed at the end of a call.
 struct DnnDescriptors {
   const Cudnn &dnn;
@@ -201,6 +209,20 @@ struct DnnDescriptors {
   }
   absl::Status check(const char *call, cudnnStatus_t s) const {
     return s == CUDNN_STATUS_SUCCESS ? absl::OkStatus() : absl::InternalError(dnn.describe(call, s));
+  }
+  /// The descriptors of a call's input x and result y.
+  absl::Status inputOutput(cudnnDataType_t type, const std::vector<int> &xDims,
+                           const std::vector<int> &yDims, cudnnTensorDescriptor_t &x,
+                           cudnnTensorDescriptor_t &y) {
+    absl::StatusOr<cudnnTensorDescriptor_t> xd = tensor(type, xDims);
+    if (!xd.ok())
+      return xd.status();
+    absl::StatusOr<cudnnTensorDescriptor_t> yd = tensor(type, yDims);
+    if (!yd.ok())
+      return yd.status();
+    x = *xd;
+    y = *yd;
+    return absl::OkStatus();
   }
   absl::StatusOr<cudnnTensorDescriptor_t> tensor(cudnnDataType_t type, const std::vector<int> &dims) {
     cudnnTensorDescriptor_t t = nullptr;
@@ -256,12 +278,9 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
   DnnTypes types = *dnnTypes(call.dtype);
   const Cudnn &dnn = *dnn_;
   DnnDescriptors d{dnn};
-  absl::StatusOr<cudnnTensorDescriptor_t> x = d.tensor(types.data, plan->x);
-  if (!x.ok())
-    return x.status();
-  absl::StatusOr<cudnnTensorDescriptor_t> y = d.tensor(types.data, plan->y);
-  if (!y.ok())
-    return y.status();
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, x, y); !s.ok())
+    return s;
   int nb = static_cast<int>(plan->x.size());
   for (absl::Status s :
        {d.check("cudnnCreateFilterDescriptor", dnn.cudnnCreateFilterDescriptor(&d.filter)),
@@ -297,10 +316,8 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
       if (!s.ok())
         return s;
 
-  float one32 = 1, zero32 = 0;
-  double one64 = 1, zero64 = 0;
-  const void *one = types.wideScale ? static_cast<const void *>(&one64) : &one32;
-  const void *zero = types.wideScale ? static_cast<const void *>(&zero64) : &zero32;
+  Scales scales;
+  const void *one = scales.one(types.wideScale), *zero = scales.zero(types.wideScale);
   std::string key = absl::StrCat(static_cast<int>(call.dtype), "|", absl::StrJoin(plan->x, ","), "|",
                                  absl::StrJoin(plan->w, ","), "|", absl::StrJoin(plan->pads, ","),
                                  "|", absl::StrJoin(plan->strides, ","), "|",
@@ -314,7 +331,7 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
     int returned = 0;
     if (absl::Status s = d.check("cudnnGetConvolutionForwardAlgorithm_v7",
                                  dnn.cudnnGetConvolutionForwardAlgorithm_v7(
-                                     handle_, *x, d.filter, d.conv, *y, 8, &returned, perf));
+                                     handle_, x, d.filter, d.conv, y, 8, &returned, perf));
         !s.ok())
       return s;
     int chosen = -1;
@@ -330,22 +347,22 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
   auto pointer = [](uintptr_t a) { return reinterpret_cast<void *>(a); };
   if (absl::Status s = d.check("cudnnConvolutionForward",
                                dnn.cudnnConvolutionForward(
-                                   handle_, one, *x, pointer(call.xAddress), d.filter,
+                                   handle_, one, x, pointer(call.xAddress), d.filter,
                                    pointer(call.wAddress), d.conv, found->second,
-                                   pointer(workspace), workspaceBytes, zero, *y,
+                                   pointer(workspace), workspaceBytes, zero, y,
                                    pointer(call.resultAddress)));
       !s.ok())
     return s;
   if (params.hasBias)
     if (absl::Status s = d.check("cudnnAddTensor",
                                  dnn.cudnnAddTensor(handle_, one, bias, pointer(call.biasAddress),
-                                                    one, *y, pointer(call.resultAddress)));
+                                                    one, y, pointer(call.resultAddress)));
         !s.ok())
       return s;
   if (params.relu)
     return d.check("cudnnActivationForward",
-                   dnn.cudnnActivationForward(handle_, d.activation, one, *y,
-                                              pointer(call.resultAddress), zero, *y,
+                   dnn.cudnnActivationForward(handle_, d.activation, one, y,
+                                              pointer(call.resultAddress), zero, y,
                                               pointer(call.resultAddress)));
   return absl::OkStatus();
 }
@@ -358,12 +375,9 @@ absl::Status DnnRunner::pool(const ref::PoolParams &params, const DnnCall &call,
   DnnTypes types = *dnnTypes(call.dtype);
   const Cudnn &dnn = *dnn_;
   DnnDescriptors d{dnn};
-  absl::StatusOr<cudnnTensorDescriptor_t> x = d.tensor(types.data, plan->x);
-  if (!x.ok())
-    return x.status();
-  absl::StatusOr<cudnnTensorDescriptor_t> y = d.tensor(types.data, plan->y);
-  if (!y.ok())
-    return y.status();
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, x, y); !s.ok())
+    return s;
   int spatial = static_cast<int>(plan->window.size());
   for (absl::Status s :
        {d.check("cudnnCreatePoolingDescriptor", dnn.cudnnCreatePoolingDescriptor(&d.pool)),
@@ -373,16 +387,14 @@ absl::Status DnnRunner::pool(const ref::PoolParams &params, const DnnCall &call,
                                                 plan->strides.data()))})
     if (!s.ok())
       return s;
-  float one32 = 1, zero32 = 0;
-  double one64 = 1, zero64 = 0;
-  const void *one = types.wideScale ? static_cast<const void *>(&one64) : &one32;
-  const void *zero = types.wideScale ? static_cast<const void *>(&zero64) : &zero32;
+  Scales scales;
+  const void *one = scales.one(types.wideScale), *zero = scales.zero(types.wideScale);
   absl::MutexLock lock(&mutex_);
   if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
     return s;
   return d.check("cudnnPoolingForward",
-                 dnn.cudnnPoolingForward(handle_, d.pool, one, *x,
-                                         reinterpret_cast<const void *>(call.xAddress), zero, *y,
+                 dnn.cudnnPoolingForward(handle_, d.pool, one, x,
+                                         reinterpret_cast<const void *>(call.xAddress), zero, y,
                                          reinterpret_cast<void *>(call.resultAddress)));
 }
 
