@@ -339,9 +339,12 @@ absl::StatusOr<HostStep> Decoder::decode() {
     ref::ConvParams p = convParams(t.strides(), t.dilations(), t.pads(), t.group());
     p.outputPadding = longs(t.output_padding());
     bool bias = t.has_bias();
-    return simple(bias ? 3 : 2, [p, bias](const Inputs &in) {
+    absl::StatusOr<HostStep> decoded = simple(bias ? 3 : 2, [p, bias](const Inputs &in) {
       return ref::convTranspose(*in[0], *in[1], bias ? in[2] : nullptr, p);
     });
+    if (decoded.ok())
+      decoded->convTranspose = ConvStepParams{p, bias, false};
+    return decoded;
   }
   case fb::StepOp::Pool: {
     const fb::Pool &t = *table.op_as_Pool();

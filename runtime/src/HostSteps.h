@@ -44,8 +44,8 @@ struct HostStep {
   HostStepFn run;
   /// Set for MatMul steps.
   std::optional<MatMulParams> matmul;
-  /// Set for Conv steps and Pool steps: what a cuDNN call reads.
-  std::optional<ConvStepParams> conv;
+  /// Set for Conv, ConvTranspose and Pool steps: what a cuDNN call reads.
+  std::optional<ConvStepParams> conv, convTranspose;
   std::optional<ref::PoolParams> pool;
 };
 

@@ -39,14 +39,14 @@ def matmul_case(a_shape, b_shape, dtype="float32"):
     return [helper.make_node("MatMul", ["a", "b"], ["y"])], {"a": a_shape, "b": b_shape}, dtype
 
 
-def conv_case(x_shape, w_shape, dtype="float32", bias=True, relu=False, **attrs):
+def conv_case(x_shape, w_shape, dtype="float32", bias=True, relu=False, op="Conv", **attrs):
     names = ["x", "w", "b"] if bias else ["x", "w"]
-    nodes = [helper.make_node("Conv", names, ["c" if relu else "y"], **attrs)]
+    nodes = [helper.make_node(op, names, ["c" if relu else "y"], **attrs)]
     if relu:
         nodes.append(helper.make_node("Relu", ["c"], ["y"]))
     shapes = {"x": x_shape, "w": w_shape}
-    if bias:
-        shapes["b"] = [w_shape[0]]
+    if bias:  # one per output channel: w's dim 0 for Conv, dim 1 times the groups for ConvTranspose
+        shapes["b"] = [w_shape[0] if op == "Conv" else w_shape[1] * attrs.get("group", 1)]
     return nodes, shapes, dtype
 
 
@@ -83,6 +83,10 @@ CASES = {
     "conv-asymmetric-pads": conv_case([1, 2, 5, 5], [3, 2, 3, 3], pads=[0, 1, 1, 2]),
     "conv-fp16": conv_case([1, 4, 6, 6], [4, 4, 3, 3], "float16", pads=[1, 1, 1, 1]),
     "conv-fp64": conv_case([1, 2, 5, 5], [3, 2, 3, 3], "float64"),
+    "convtranspose": conv_case([1, 4, 3, 3], [4, 3, 3, 3], op="ConvTranspose", group=2, strides=[2, 2],
+                               pads=[1, 1, 1, 1], output_padding=[1, 1]),
+    "convtranspose1d": conv_case([2, 3, 5], [3, 2, 4], op="ConvTranspose", bias=False, strides=[3], dilations=[2]),
+    "convtranspose-asymmetric-pads": conv_case([1, 2, 3, 3], [2, 2, 3, 3], op="ConvTranspose", pads=[0, 1, 1, 0]),
     "maxpool": pool_case("MaxPool", [2, 3, 7, 7], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
     "avgpool-include-pad": pool_case("AveragePool", [1, 2, 6, 6], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
                                      count_include_pad=1),
@@ -131,7 +135,7 @@ for name, (nodes, shapes, dtype) in CASES.items():
             os.path.join(folder, "reference"))
     profile = run("kiln-run", artifact, *args, "--backend", "cuda", "--output-dir", os.path.join(folder, "cuda"),
                   "--profile", "--trace", os.path.join(folder, "trace.json"))
-    match = re.search(r"^(?:MatMul|Conv|Pool)\s+(\S+)", profile, re.M)
+    match = re.search(r"^(?:MatMul|Conv|ConvTranspose|Pool)\s+(\S+)", profile, re.M)
     kind = match.group(1) if match else "none"
     got = numpy_helper.to_array(load_tensor(os.path.join(folder, "cuda", "output_0.pb"))).astype(np.float64)
     want = numpy_helper.to_array(load_tensor(os.path.join(folder, "reference", "output_0.pb"))).astype(np.float64)

@@ -182,7 +182,8 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   }
   bool hasDnn = false;
   for (const StepInfo &step : plan.steps)
-    hasDnn = hasDnn || step.op == schema::StepOp::Conv || step.op == schema::StepOp::Pool;
+    hasDnn = hasDnn || step.op == schema::StepOp::Conv || step.op == schema::StepOp::ConvTranspose ||
+             step.op == schema::StepOp::Pool;
   if (hasDnn) {
     absl::StatusOr<std::unique_ptr<DnnRunner>> runner = DnnRunner::create();
     if (runner.ok())
@@ -249,7 +250,7 @@ bool libraryOperands(ExecutionContext &context, const StepInfo &step, ref::DType
 absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context, size_t s,
                                                       const StepInfo &step) const {
   const HostStep &host = context.model().hostStep(s);
-  if ((!host.conv && !host.pool) || !dnn_)
+  if ((!host.conv && !host.convTranspose && !host.pool) || !dnn_)
     return nullptr;
   int out = step.outputs[0];
   DnnCall call;
@@ -258,13 +259,14 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
   const Slot &x = context.values[step.inputs[0]];
   call.x = x.shape;
   call.xAddress = x.address;
-  if (host.conv) {
+  if (const std::optional<ConvStepParams> &conv = host.conv ? host.conv : host.convTranspose) {
     const Slot &w = context.values[step.inputs[1]];
     call.w = w.shape;
     call.wAddress = w.address;
-    if (host.conv->hasBias)
+    if (conv->hasBias)
       call.biasAddress = context.values[step.inputs[2]].address;
-    if (!DnnRunner::supportsConv(*host.conv, call))
+    if (host.conv ? !DnnRunner::supportsConv(*conv, call)
+                  : !DnnRunner::supportsConvTranspose(*conv, call))
       return nullptr;
   } else if (!DnnRunner::supportsPool(*host.pool, call)) {
     return nullptr;
@@ -280,17 +282,19 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
   }
   if (absl::Status st = state.ensure(state.workspace, MatmulRunner::kWorkspaceBytes); !st.ok())
     return st;
-  if (absl::Status st = dnn_->conv(*host.conv, call, state.stream, state.workspace.first,
-                                   state.workspace.second);
-      !st.ok())
-    return st;
+  absl::Status ran = host.conv ? dnn_->conv(*host.conv, call, state.stream, state.workspace.first,
+                                             state.workspace.second)
+                               : dnn_->convTranspose(*host.convTranspose, call, state.stream,
+                                                     state.workspace.first, state.workspace.second);
+  if (!ran.ok())
+    return ran;
   return "cudnn";
 }
 
 absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context, size_t s,
                                                        const StepInfo &step) const {
   const HostStep &host = context.model().hostStep(s);
-  if (host.conv || host.pool)
+  if (host.conv || host.convTranspose || host.pool)
     return runDnnStep(context, s, step);
   if (!host.matmul || !matmul_)
     return nullptr;

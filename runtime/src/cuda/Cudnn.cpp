@@ -210,6 +210,32 @@ struct DnnDescriptors {
   absl::Status check(const char *call, cudnnStatus_t s) const {
     return s == CUDNN_STATUS_SUCCESS ? absl::OkStatus() : absl::InternalError(dnn.describe(call, s));
   }
+  /// The filter and convolution descriptors of `plan`.
+  absl::Status convolution(const DnnTypes &types, const ConvPlan &plan) {
+    int nb = static_cast<int>(plan.x.size());
+    for (absl::Status s :
+         {check("cudnnCreateFilterDescriptor", dnn.cudnnCreateFilterDescriptor(&filter)),
+          check("cudnnSetFilterNdDescriptor",
+                dnn.cudnnSetFilterNdDescriptor(filter, types.data, CUDNN_TENSOR_NCHW, nb,
+                                               plan.w.data())),
+          check("cudnnCreateConvolutionDescriptor", dnn.cudnnCreateConvolutionDescriptor(&conv)),
+          // ONNX Conv is a cross-correlation (the filter is not flipped).
+          check("cudnnSetConvolutionNdDescriptor",
+                dnn.cudnnSetConvolutionNdDescriptor(conv, nb - 2, plan.pads.data(),
+                                                    plan.strides.data(), plan.dilations.data(),
+                                                    CUDNN_CROSS_CORRELATION, types.compute)),
+          check("cudnnSetConvolutionGroupCount", dnn.cudnnSetConvolutionGroupCount(conv, plan.groups)),
+          check("cudnnSetConvolutionMathType", dnn.cudnnSetConvolutionMathType(conv, types.math))})
+      if (!s.ok())
+        return s;
+    return absl::OkStatus();
+  }
+  /// A [1, C, 1, ...] descriptor for a bias over the channels of `dims`.
+  absl::StatusOr<cudnnTensorDescriptor_t> channels(cudnnDataType_t type, const std::vector<int> &dims) {
+    std::vector<int> biasDims(dims.size(), 1);
+    biasDims[1] = dims[1];
+    return tensor(type, biasDims);
+  }
   /// The descriptors of a call's input x and result y.
   absl::Status inputOutput(cudnnDataType_t type, const std::vector<int> &xDims,
                            const std::vector<int> &yDims, cudnnTensorDescriptor_t &x,
@@ -266,6 +292,87 @@ bool DnnRunner::supportsConv(const ConvStepParams &params, const DnnCall &call) 
   return planConv(params, call).has_value();
 }
 
+namespace {
+/// A ConvTranspose as the conv whose data gradient it is: that conv reads the
+/// ConvTranspose's result (as its x) and makes its input (as its y).
+std::optional<ConvPlan> planConvTranspose(const ConvStepParams &params, const DnnCall &call) {
+  DnnCall forward = call;
+  forward.x = call.result;
+  forward.result = call.x;
+  return planConv(params, forward);
+}
+} // namespace
+
+bool DnnRunner::supportsConvTranspose(const ConvStepParams &params, const DnnCall &call) {
+  return planConvTranspose(params, call).has_value();
+}
+
+absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCall &call,
+                                      CUstream stream, uintptr_t workspace,
+                                      size_t workspaceBytes) const {
+  std::optional<ConvPlan> plan = planConvTranspose(params, call);
+  if (!plan)
+    return absl::InternalError("the conv transpose does not map onto cuDNN");
+  DnnTypes types = *dnnTypes(call.dtype);
+  const Cudnn &dnn = *dnn_;
+  DnnDescriptors d{dnn};
+  // dx: the ConvTranspose's result (the forward conv's x); dy: its input.
+  cudnnTensorDescriptor_t dx = nullptr, dy = nullptr;
+  if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, dx, dy); !s.ok())
+    return s;
+  if (absl::Status s = d.convolution(types, *plan); !s.ok())
+    return s;
+  cudnnTensorDescriptor_t bias = nullptr;
+  if (params.hasBias) {
+    absl::StatusOr<cudnnTensorDescriptor_t> b = d.channels(types.data, plan->x);
+    if (!b.ok())
+      return b.status();
+    bias = *b;
+  }
+  Scales scales;
+  const void *one = scales.one(types.wideScale), *zero = scales.zero(types.wideScale);
+  std::string key = absl::StrCat(static_cast<int>(call.dtype), "|", absl::StrJoin(plan->x, ","), "|",
+                                 absl::StrJoin(plan->w, ","), "|", absl::StrJoin(plan->pads, ","),
+                                 "|", absl::StrJoin(plan->strides, ","), "|",
+                                 absl::StrJoin(plan->dilations, ","), "|", plan->groups);
+  absl::MutexLock lock(&mutex_);
+  if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
+    return s;
+  auto found = backwardAlgorithms_.find(key);
+  if (found == backwardAlgorithms_.end()) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[8];
+    int returned = 0;
+    if (absl::Status s = d.check("cudnnGetConvolutionBackwardDataAlgorithm_v7",
+                                 dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                                     handle_, d.filter, dy, d.conv, dx, 8, &returned, perf));
+        !s.ok())
+      return s;
+    int chosen = -1;
+    for (int i = 0; i < returned && chosen < 0; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= workspaceBytes)
+        chosen = i;
+    if (chosen < 0)
+      return absl::UnimplementedError(
+          absl::StrCat("cuDNN has no algorithm for this conv transpose within ", workspaceBytes,
+                       " bytes of workspace (", key, ")"));
+    found = backwardAlgorithms_.emplace(key, perf[chosen].algo).first;
+  }
+  auto pointer = [](uintptr_t a) { return reinterpret_cast<void *>(a); };
+  if (absl::Status s = d.check("cudnnConvolutionBackwardData",
+                               dnn.cudnnConvolutionBackwardData(
+                                   handle_, one, d.filter, pointer(call.wAddress), dy,
+                                   pointer(call.xAddress), d.conv, found->second,
+                                   pointer(workspace), workspaceBytes, zero, dx,
+                                   pointer(call.resultAddress)));
+      !s.ok())
+    return s;
+  if (params.hasBias)
+    return d.check("cudnnAddTensor",
+                   dnn.cudnnAddTensor(handle_, one, bias, pointer(call.biasAddress), one, dx,
+                                      pointer(call.resultAddress)));
+  return absl::OkStatus();
+}
+
 bool DnnRunner::supportsPool(const ref::PoolParams &params, const DnnCall &call) {
   return planPool(params, call).has_value();
 }
@@ -281,28 +388,11 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, x, y); !s.ok())
     return s;
-  int nb = static_cast<int>(plan->x.size());
-  for (absl::Status s :
-       {d.check("cudnnCreateFilterDescriptor", dnn.cudnnCreateFilterDescriptor(&d.filter)),
-        d.check("cudnnSetFilterNdDescriptor",
-                dnn.cudnnSetFilterNdDescriptor(d.filter, types.data, CUDNN_TENSOR_NCHW, nb,
-                                               plan->w.data())),
-        d.check("cudnnCreateConvolutionDescriptor", dnn.cudnnCreateConvolutionDescriptor(&d.conv)),
-        // ONNX Conv is a cross-correlation (the filter is not flipped).
-        d.check("cudnnSetConvolutionNdDescriptor",
-                dnn.cudnnSetConvolutionNdDescriptor(d.conv, nb - 2, plan->pads.data(),
-                                                    plan->strides.data(), plan->dilations.data(),
-                                                    CUDNN_CROSS_CORRELATION, types.compute)),
-        d.check("cudnnSetConvolutionGroupCount",
-                dnn.cudnnSetConvolutionGroupCount(d.conv, plan->groups)),
-        d.check("cudnnSetConvolutionMathType", dnn.cudnnSetConvolutionMathType(d.conv, types.math))})
-    if (!s.ok())
-      return s;
-  std::vector<int> biasDims(plan->y.size(), 1);
-  biasDims[1] = plan->y[1];
+  if (absl::Status s = d.convolution(types, *plan); !s.ok())
+    return s;
   cudnnTensorDescriptor_t bias = nullptr;
   if (params.hasBias) {
-    absl::StatusOr<cudnnTensorDescriptor_t> b = d.tensor(types.data, biasDims);
+    absl::StatusOr<cudnnTensorDescriptor_t> b = d.channels(types.data, plan->y);
     if (!b.ok())
       return b.status();
     bias = *b;

@@ -1,6 +1,6 @@
 //===- Cudnn.h - cuDNN, loaded at run time, for conv and pool steps -*- C++ -*-===//
 //
-// Conv and pool steps on the CUDA backend run in cuDNN 9, opened with dlopen
+// Conv, ConvTranspose and pool steps on the CUDA backend run in cuDNN 9, opened with dlopen
 // (libcudnn.so.9) through a symbol table (CudnnSymbols.inc) like the driver
 // and cuBLASLt: without it they run on the host and the backend says why.
 //
@@ -8,7 +8,8 @@
 // cuDNN 9 still ships (marked deprecated) and whose semantics are few and
 // documented call by call, so the double CI runs against can implement them
 // exactly. Conv + bias + ReLU is three calls (ConvolutionForward, AddTensor,
-// ActivationForward in place). The graph (backend) API, which fuses them into
+// ActivationForward in place); a ConvTranspose is ConvolutionBackwardData
+// (then AddTensor). The graph (backend) API, which fuses them into
 // one kernel and is where NVIDIA develops, is the next step; the runner's
 // interface (supports/run per step) does not change with it.
 //
@@ -68,11 +69,16 @@ public:
   static absl::StatusOr<std::unique_ptr<DnnRunner>> create();
 
   static bool supportsConv(const ConvStepParams &params, const DnnCall &call);
+  /// ConvTranspose is the data gradient of the conv that maps its result to
+  /// its input (cudnnConvolutionBackwardData), with the same filter.
+  static bool supportsConvTranspose(const ConvStepParams &params, const DnnCall &call);
   static bool supportsPool(const ref::PoolParams &params, const DnnCall &call);
 
   /// Queue the call on `stream` (the handle is bound to it for the call).
   absl::Status conv(const ConvStepParams &params, const DnnCall &call, CUstream stream,
                     uintptr_t workspace, size_t workspaceBytes) const;
+  absl::Status convTranspose(const ConvStepParams &params, const DnnCall &call, CUstream stream,
+                             uintptr_t workspace, size_t workspaceBytes) const;
   absl::Status pool(const ref::PoolParams &params, const DnnCall &call, CUstream stream) const;
 
 private:
@@ -81,8 +87,11 @@ private:
   /// cuDNN handles carry a stream: one call at a time per handle.
   mutable absl::Mutex mutex_;
   cudnnHandle_t handle_ ABSL_GUARDED_BY(mutex_) = nullptr;
-  /// The algorithm per convolution problem.
+  /// The algorithm per convolution problem (forward, and backward data for
+  /// ConvTranspose).
   mutable absl::flat_hash_map<std::string, cudnnConvolutionFwdAlgo_t> algorithms_
+      ABSL_GUARDED_BY(mutex_);
+  mutable absl::flat_hash_map<std::string, cudnnConvolutionBwdDataAlgo_t> backwardAlgorithms_
       ABSL_GUARDED_BY(mutex_);
 };
 

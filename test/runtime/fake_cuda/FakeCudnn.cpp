@@ -12,6 +12,8 @@
 //   count and mode (CUDNN_CROSS_CORRELATION; CUDNN_CONVOLUTION flips the
 //   filter); y's dims must be 1 + (in + 2 pad - dilation (k - 1) - 1) / stride,
 //   C = filter C * groups, K divisible by groups, else CUDNN_STATUS_BAD_PARAM;
+// - cudnnConvolutionBackwardData: dx = alpha * the data gradient of that conv
+//   (x = dx, y = dy) applied to dy + beta * dx (what ConvTranspose computes);
 // - cudnnAddTensor: C = alpha * A + beta * C, A broadcast along its dims of 1;
 // - cudnnActivationForward: RELU (y = alpha * max(x, 0) + beta * y; x may be y);
 // - cudnnPoolingForward: MAX (padding never wins), AVERAGE counting the
@@ -417,6 +419,80 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
                    : sum / double(std::max<int64_t>(inside, 1));
     int64_t yo = offset(yt, yi);
     fake::store(e, y, yo, a * r + (b != 0 ? b * fake::load(e, y, yo) : 0.0));
+  });
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle, const cudnnFilterDescriptor_t w,
+                                                          const cudnnTensorDescriptor_t dy,
+                                                          const cudnnConvolutionDescriptor_t c,
+                                                          const cudnnTensorDescriptor_t dx, int requested,
+                                                          int *returned, cudnnConvolutionBwdDataAlgoPerf_t *perf) {
+  if (!handle || !w || !dy || !c || !dx || requested < 1 || !returned || !perf)
+    return CUDNN_STATUS_BAD_PARAM;
+  // The forward conv these are the gradient of: dx is its x, dy its y.
+  if (!validConv(*as<Tensor>(dx), *as<Filter>(w), *as<Conv>(c), *as<Tensor>(dy)))
+    return CUDNN_STATUS_BAD_PARAM;
+  std::memset(perf, 0, sizeof(*perf));
+  perf[0].algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  perf[0].status = CUDNN_STATUS_SUCCESS;
+  *returned = 1;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// dx = alpha * (the gradient of conv(dx) with respect to dx, applied to dy)
+// + beta * dx: every dy element spreads over the inputs its window read.
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
+                                           const cudnnFilterDescriptor_t wDesc, const void *w,
+                                           const cudnnTensorDescriptor_t dyDesc, const void *dy,
+                                           const cudnnConvolutionDescriptor_t cDesc,
+                                           cudnnConvolutionBwdDataAlgo_t, void *, size_t, const void *beta,
+                                           const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  if (!handle || !alpha || !beta || !wDesc || !w || !dyDesc || !dy || !cDesc || !dxDesc || !dx)
+    return CUDNN_STATUS_BAD_PARAM;
+  const Tensor &xt = *as<Tensor>(dxDesc), &yt = *as<Tensor>(dyDesc);
+  const Filter &wf = *as<Filter>(wDesc);
+  const Conv &c = *as<Conv>(cDesc);
+  if (!validConv(xt, wf, c, yt))
+    return CUDNN_STATUS_BAD_PARAM;
+  fake::Element e = element(xt.type);
+  double a = scale(xt.type, alpha), b = scale(xt.type, beta);
+  size_t spatial = xt.dims.size() - 2;
+  int perGroupIn = wf.dims[1], perGroupOut = wf.dims[0] / c.groups;
+  std::vector<int> kernel(wf.dims.begin() + 2, wf.dims.end());
+  std::vector<int> wStrides(wf.dims.size(), 1), xPacked(xt.dims.size(), 1);
+  for (size_t i = wf.dims.size() - 1; i > 0; --i)
+    wStrides[i - 1] = wStrides[i] * wf.dims[i];
+  for (size_t i = xt.dims.size() - 1; i > 0; --i)
+    xPacked[i - 1] = xPacked[i] * xt.dims[i];
+  std::vector<double> grad(count(xt.dims), 0.0);
+  forEach(yt.dims, [&](const std::vector<int> &yi) {
+    int n = yi[0], k = yi[1], group = k / perGroupOut;
+    double g = fake::load(e, dy, offset(yt, yi));
+    std::vector<int> xi(xt.dims.size());
+    xi[0] = n;
+    for (int ci = 0; ci < perGroupIn; ++ci) {
+      xi[1] = group * perGroupIn + ci;
+      forEach(kernel, [&](const std::vector<int> &ki) {
+        for (size_t s = 0; s < spatial; ++s) {
+          int tap = c.mode == CUDNN_CONVOLUTION ? kernel[s] - 1 - ki[s] : ki[s];
+          xi[s + 2] = yi[s + 2] * c.strides[s] - c.pads[s] + tap * c.dilations[s];
+          if (xi[s + 2] < 0 || xi[s + 2] >= xt.dims[s + 2])
+            return;
+        }
+        int64_t wo = int64_t(k) * wStrides[0] + int64_t(ci) * wStrides[1], xo = 0;
+        for (size_t s = 0; s < spatial; ++s)
+          wo += int64_t(ki[s]) * wStrides[s + 2];
+        for (size_t d = 0; d < xi.size(); ++d)
+          xo += int64_t(xi[d]) * xPacked[d];
+        grad[xo] += g * fake::load(e, w, wo);
+      });
+    }
+  });
+  int64_t flat = 0;
+  forEach(xt.dims, [&](const std::vector<int> &xi) {
+    int64_t xo = offset(xt, xi);
+    fake::store(e, dx, xo, a * grad[flat++] + (b != 0 ? b * fake::load(e, dx, xo) : 0.0));
   });
   return CUDNN_STATUS_SUCCESS;
 }
