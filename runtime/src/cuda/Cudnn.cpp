@@ -230,6 +230,17 @@ struct DnnDescriptors {
         return s;
     return absl::OkStatus();
   }
+  /// `plan`'s filter and convolution, and with `hasBias` the descriptor of a
+  /// bias over the channels of `result` (else null).
+  absl::StatusOr<cudnnTensorDescriptor_t> convolutionAndBias(const DnnTypes &types,
+                                                             const ConvPlan &plan, bool hasBias,
+                                                             const std::vector<int> &result) {
+    if (absl::Status s = convolution(types, plan); !s.ok())
+      return s;
+    if (!hasBias)
+      return static_cast<cudnnTensorDescriptor_t>(nullptr);
+    return channels(types.data, result);
+  }
   /// A [1, C, 1, ...] descriptor for a bias over the channels of `dims`.
   absl::StatusOr<cudnnTensorDescriptor_t> channels(cudnnDataType_t type, const std::vector<int> &dims) {
     std::vector<int> biasDims(dims.size(), 1);
@@ -293,6 +304,28 @@ bool DnnRunner::supportsConv(const ConvStepParams &params, const DnnCall &call) 
 }
 
 namespace {
+/// What the algorithm caches key a convolution problem by.
+std::string convKey(ref::DType dtype, const ConvPlan &plan) {
+  return absl::StrCat(static_cast<int>(dtype), "|", absl::StrJoin(plan.x, ","), "|",
+                      absl::StrJoin(plan.w, ","), "|", absl::StrJoin(plan.pads, ","), "|",
+                      absl::StrJoin(plan.strides, ","), "|", absl::StrJoin(plan.dilations, ","),
+                      "|", plan.groups);
+}
+
+/// The first of the heuristic's `returned` results (forward or backward-data
+/// perf structs) that succeeded and fits the workspace.
+template <typename Perf>
+absl::StatusOr<decltype(Perf::algo)> firstFitting(const Perf *perf, int returned,
+                                                  size_t workspaceBytes, const char *what,
+                                                  const std::string &key) {
+  for (int i = 0; i < returned; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= workspaceBytes)
+      return perf[i].algo;
+  return absl::UnimplementedError(absl::StrCat("cuDNN has no algorithm for this ", what,
+                                               " within ", workspaceBytes,
+                                               " bytes of workspace (", key, ")"));
+}
+
 /// A ConvTranspose as the conv whose data gradient it is: that conv reads the
 /// ConvTranspose's result (as its x) and makes its input (as its y).
 std::optional<ConvPlan> planConvTranspose(const ConvStepParams &params, const DnnCall &call) {
@@ -320,21 +353,13 @@ absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCal
   cudnnTensorDescriptor_t dx = nullptr, dy = nullptr;
   if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, dx, dy); !s.ok())
     return s;
-  if (absl::Status s = d.convolution(types, *plan); !s.ok())
-    return s;
-  cudnnTensorDescriptor_t bias = nullptr;
-  if (params.hasBias) {
-    absl::StatusOr<cudnnTensorDescriptor_t> b = d.channels(types.data, plan->x);
-    if (!b.ok())
-      return b.status();
-    bias = *b;
-  }
+  absl::StatusOr<cudnnTensorDescriptor_t> bias =
+      d.convolutionAndBias(types, *plan, params.hasBias, plan->x);
+  if (!bias.ok())
+    return bias.status();
   Scales scales;
   const void *one = scales.one(types.wideScale), *zero = scales.zero(types.wideScale);
-  std::string key = absl::StrCat(static_cast<int>(call.dtype), "|", absl::StrJoin(plan->x, ","), "|",
-                                 absl::StrJoin(plan->w, ","), "|", absl::StrJoin(plan->pads, ","),
-                                 "|", absl::StrJoin(plan->strides, ","), "|",
-                                 absl::StrJoin(plan->dilations, ","), "|", plan->groups);
+  std::string key = convKey(call.dtype, *plan);
   absl::MutexLock lock(&mutex_);
   if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
     return s;
@@ -347,15 +372,11 @@ absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCal
                                      handle_, d.filter, dy, d.conv, dx, 8, &returned, perf));
         !s.ok())
       return s;
-    int chosen = -1;
-    for (int i = 0; i < returned && chosen < 0; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= workspaceBytes)
-        chosen = i;
-    if (chosen < 0)
-      return absl::UnimplementedError(
-          absl::StrCat("cuDNN has no algorithm for this conv transpose within ", workspaceBytes,
-                       " bytes of workspace (", key, ")"));
-    found = backwardAlgorithms_.emplace(key, perf[chosen].algo).first;
+    absl::StatusOr<cudnnConvolutionBwdDataAlgo_t> chosen =
+        firstFitting(perf, returned, workspaceBytes, "conv transpose", key);
+    if (!chosen.ok())
+      return chosen.status();
+    found = backwardAlgorithms_.emplace(key, *chosen).first;
   }
   auto pointer = [](uintptr_t a) { return reinterpret_cast<void *>(a); };
   if (absl::Status s = d.check("cudnnConvolutionBackwardData",
@@ -368,7 +389,7 @@ absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCal
     return s;
   if (params.hasBias)
     return d.check("cudnnAddTensor",
-                   dnn.cudnnAddTensor(handle_, one, bias, pointer(call.biasAddress), one, dx,
+                   dnn.cudnnAddTensor(handle_, one, *bias, pointer(call.biasAddress), one, dx,
                                       pointer(call.resultAddress)));
   return absl::OkStatus();
 }
@@ -388,15 +409,10 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, x, y); !s.ok())
     return s;
-  if (absl::Status s = d.convolution(types, *plan); !s.ok())
-    return s;
-  cudnnTensorDescriptor_t bias = nullptr;
-  if (params.hasBias) {
-    absl::StatusOr<cudnnTensorDescriptor_t> b = d.channels(types.data, plan->y);
-    if (!b.ok())
-      return b.status();
-    bias = *b;
-  }
+  absl::StatusOr<cudnnTensorDescriptor_t> bias =
+      d.convolutionAndBias(types, *plan, params.hasBias, plan->y);
+  if (!bias.ok())
+    return bias.status();
   if (params.relu)
     for (absl::Status s :
          {d.check("cudnnCreateActivationDescriptor", dnn.cudnnCreateActivationDescriptor(&d.activation)),
@@ -408,10 +424,7 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
 
   Scales scales;
   const void *one = scales.one(types.wideScale), *zero = scales.zero(types.wideScale);
-  std::string key = absl::StrCat(static_cast<int>(call.dtype), "|", absl::StrJoin(plan->x, ","), "|",
-                                 absl::StrJoin(plan->w, ","), "|", absl::StrJoin(plan->pads, ","),
-                                 "|", absl::StrJoin(plan->strides, ","), "|",
-                                 absl::StrJoin(plan->dilations, ","), "|", plan->groups);
+  std::string key = convKey(call.dtype, *plan);
   absl::MutexLock lock(&mutex_);
   if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
     return s;
@@ -424,15 +437,11 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
                                      handle_, x, d.filter, d.conv, y, 8, &returned, perf));
         !s.ok())
       return s;
-    int chosen = -1;
-    for (int i = 0; i < returned && chosen < 0; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= workspaceBytes)
-        chosen = i;
-    if (chosen < 0)
-      return absl::UnimplementedError(
-          absl::StrCat("cuDNN has no algorithm for this conv within ", workspaceBytes,
-                       " bytes of workspace (", key, ")"));
-    found = algorithms_.emplace(key, perf[chosen].algo).first;
+    absl::StatusOr<cudnnConvolutionFwdAlgo_t> chosen =
+        firstFitting(perf, returned, workspaceBytes, "conv", key);
+    if (!chosen.ok())
+      return chosen.status();
+    found = algorithms_.emplace(key, *chosen).first;
   }
   auto pointer = [](uintptr_t a) { return reinterpret_cast<void *>(a); };
   if (absl::Status s = d.check("cudnnConvolutionForward",
@@ -445,7 +454,7 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
     return s;
   if (params.hasBias)
     if (absl::Status s = d.check("cudnnAddTensor",
-                                 dnn.cudnnAddTensor(handle_, one, bias, pointer(call.biasAddress),
+                                 dnn.cudnnAddTensor(handle_, one, *bias, pointer(call.biasAddress),
                                                     one, y, pointer(call.resultAddress)));
         !s.ok())
       return s;

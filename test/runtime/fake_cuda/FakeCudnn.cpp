@@ -123,6 +123,61 @@ bool validConv(const Tensor &x, const Filter &w, const Conv &c, const Tensor &y)
   return true;
 }
 
+/// Row-major strides of packed `dims`.
+std::vector<int64_t> packed(const std::vector<int> &dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i > 0; --i)
+    strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+/// Calls fn(yi, yFlat, xi, xFlat, wFlat) for every product the conv of x by w
+/// into y (valid descriptors) takes: y's and x's multi-indices and packed
+/// row-major positions, and the weight's offset in the packed NCHW filter.
+template <typename Fn>
+void forEachTap(const Tensor &xt, const Filter &wf, const Conv &c, const Tensor &yt, Fn fn) {
+  size_t spatial = xt.dims.size() - 2;
+  int perGroupIn = wf.dims[1], perGroupOut = wf.dims[0] / c.groups;
+  std::vector<int> kernel(wf.dims.begin() + 2, wf.dims.end());
+  std::vector<int64_t> wStrides = packed(wf.dims), xPacked = packed(xt.dims);
+  int64_t yFlat = 0;
+  forEach(yt.dims, [&](const std::vector<int> &yi) {
+    int k = yi[1], group = k / perGroupOut;
+    std::vector<int> xi(xt.dims.size());
+    xi[0] = yi[0];
+    for (int ci = 0; ci < perGroupIn; ++ci) {
+      xi[1] = group * perGroupIn + ci;
+      forEach(kernel, [&](const std::vector<int> &ki) {
+        for (size_t s = 0; s < spatial; ++s) {
+          int tap = c.mode == CUDNN_CONVOLUTION ? kernel[s] - 1 - ki[s] : ki[s];
+          xi[s + 2] = yi[s + 2] * c.strides[s] - c.pads[s] + tap * c.dilations[s];
+          if (xi[s + 2] < 0 || xi[s + 2] >= xt.dims[s + 2])
+            return;
+        }
+        int64_t wo = k * wStrides[0] + ci * wStrides[1], xFlat = 0;
+        for (size_t s = 0; s < spatial; ++s)
+          wo += ki[s] * wStrides[s + 2];
+        for (size_t d = 0; d < xi.size(); ++d)
+          xFlat += xi[d] * xPacked[d];
+        fn(yi, yFlat, xi, xFlat, wo);
+      });
+    }
+    ++yFlat;
+  });
+}
+
+/// Stores alpha * acc + beta * (the old value) into every element of `t` at
+/// `base`, `acc` in row-major order; beta = 0 does not read the old value.
+void storeScaled(const Tensor &t, void *base, const std::vector<double> &acc, double alpha,
+                 double beta) {
+  fake::Element e = element(t.type);
+  int64_t flat = 0;
+  forEach(t.dims, [&](const std::vector<int> &i) {
+    int64_t o = offset(t, i);
+    fake::store(e, base, o, alpha * acc[flat++] + (beta != 0 ? beta * fake::load(e, base, o) : 0.0));
+  });
+}
+
 } // namespace
 
 const char *cudnnGetErrorString(cudnnStatus_t status) {
@@ -255,43 +310,12 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
   const Conv &c = *as<Conv>(cDesc);
   if (!validConv(xt, wf, c, yt))
     return CUDNN_STATUS_BAD_PARAM;
-  double a = scale(xt.type, alpha), b = scale(xt.type, beta);
   fake::Element e = element(xt.type);
-  size_t spatial = xt.dims.size() - 2;
-  int perGroupIn = wf.dims[1], perGroupOut = wf.dims[0] / c.groups;
-  std::vector<int> kernel(wf.dims.begin() + 2, wf.dims.end());
-  std::vector<int> wStrides(wf.dims.size(), 1); // filters are packed NCHW
-  for (size_t i = wf.dims.size() - 1; i > 0; --i)
-    wStrides[i - 1] = wStrides[i] * wf.dims[i];
-  std::vector<double> result(count(yt.dims));
-  int64_t flat = 0;
-  forEach(yt.dims, [&](const std::vector<int> &yi) {
-    int n = yi[0], k = yi[1], group = k / perGroupOut;
-    double sum = 0;
-    std::vector<int> xi(xt.dims.size());
-    xi[0] = n;
-    for (int ci = 0; ci < perGroupIn; ++ci) {
-      xi[1] = group * perGroupIn + ci;
-      forEach(kernel, [&](const std::vector<int> &ki) {
-        for (size_t s = 0; s < spatial; ++s) {
-          int tap = c.mode == CUDNN_CONVOLUTION ? kernel[s] - 1 - ki[s] : ki[s];
-          xi[s + 2] = yi[s + 2] * c.strides[s] - c.pads[s] + tap * c.dilations[s];
-          if (xi[s + 2] < 0 || xi[s + 2] >= xt.dims[s + 2])
-            return;
-        }
-        int64_t wo = int64_t(k) * wStrides[0] + int64_t(ci) * wStrides[1];
-        for (size_t s = 0; s < spatial; ++s)
-          wo += int64_t(ki[s]) * wStrides[s + 2];
-        sum += fake::load(e, x, offset(xt, xi)) * fake::load(e, w, wo);
-      });
-    }
-    double v = a * sum;
-    if (b != 0)
-      v += b * fake::load(e, y, offset(yt, yi));
-    result[flat++] = v;
-  });
-  flat = 0;
-  forEach(yt.dims, [&](const std::vector<int> &yi) { fake::store(e, y, offset(yt, yi), result[flat++]); });
+  std::vector<double> sums(count(yt.dims), 0.0);
+  forEachTap(xt, wf, c, yt, [&](const std::vector<int> &, int64_t yFlat, const std::vector<int> &xi, int64_t,
+                                int64_t wo) { sums[yFlat] += fake::load(e, x, offset(xt, xi)) * fake::load(e, w, wo); });
+  // All of y is computed before it is stored: beta reads the old y.
+  storeScaled(yt, y, sums, scale(xt.type, alpha), scale(xt.type, beta));
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -456,43 +480,9 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
   if (!validConv(xt, wf, c, yt))
     return CUDNN_STATUS_BAD_PARAM;
   fake::Element e = element(xt.type);
-  double a = scale(xt.type, alpha), b = scale(xt.type, beta);
-  size_t spatial = xt.dims.size() - 2;
-  int perGroupIn = wf.dims[1], perGroupOut = wf.dims[0] / c.groups;
-  std::vector<int> kernel(wf.dims.begin() + 2, wf.dims.end());
-  std::vector<int> wStrides(wf.dims.size(), 1), xPacked(xt.dims.size(), 1);
-  for (size_t i = wf.dims.size() - 1; i > 0; --i)
-    wStrides[i - 1] = wStrides[i] * wf.dims[i];
-  for (size_t i = xt.dims.size() - 1; i > 0; --i)
-    xPacked[i - 1] = xPacked[i] * xt.dims[i];
   std::vector<double> grad(count(xt.dims), 0.0);
-  forEach(yt.dims, [&](const std::vector<int> &yi) {
-    int n = yi[0], k = yi[1], group = k / perGroupOut;
-    double g = fake::load(e, dy, offset(yt, yi));
-    std::vector<int> xi(xt.dims.size());
-    xi[0] = n;
-    for (int ci = 0; ci < perGroupIn; ++ci) {
-      xi[1] = group * perGroupIn + ci;
-      forEach(kernel, [&](const std::vector<int> &ki) {
-        for (size_t s = 0; s < spatial; ++s) {
-          int tap = c.mode == CUDNN_CONVOLUTION ? kernel[s] - 1 - ki[s] : ki[s];
-          xi[s + 2] = yi[s + 2] * c.strides[s] - c.pads[s] + tap * c.dilations[s];
-          if (xi[s + 2] < 0 || xi[s + 2] >= xt.dims[s + 2])
-            return;
-        }
-        int64_t wo = int64_t(k) * wStrides[0] + int64_t(ci) * wStrides[1], xo = 0;
-        for (size_t s = 0; s < spatial; ++s)
-          wo += int64_t(ki[s]) * wStrides[s + 2];
-        for (size_t d = 0; d < xi.size(); ++d)
-          xo += int64_t(xi[d]) * xPacked[d];
-        grad[xo] += g * fake::load(e, w, wo);
-      });
-    }
-  });
-  int64_t flat = 0;
-  forEach(xt.dims, [&](const std::vector<int> &xi) {
-    int64_t xo = offset(xt, xi);
-    fake::store(e, dx, xo, a * grad[flat++] + (b != 0 ? b * fake::load(e, dx, xo) : 0.0));
-  });
+  forEachTap(xt, wf, c, yt, [&](const std::vector<int> &yi, int64_t, const std::vector<int> &, int64_t xFlat,
+                                int64_t wo) { grad[xFlat] += fake::load(e, dy, offset(yt, yi)) * fake::load(e, w, wo); });
+  storeScaled(xt, dx, grad, scale(xt.type, alpha), scale(xt.type, beta));
   return CUDNN_STATUS_SUCCESS;
 }
