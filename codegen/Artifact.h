@@ -48,6 +48,10 @@ struct ArtifactOptions {
   /// -DKILN_SYM_<name>=<value> into a variant the runtime picks by the bound
   /// symbols.
   std::vector<std::vector<std::pair<std::string, int64_t>>> variants;
+  /// kiln-lower-precision's mode (kiln-compile --precision): fp32, tf32, fp16
+  /// or bf16, for compileToArtifact's kernel pipeline (buildArtifact reads the
+  /// mode the pass recorded on the function).
+  std::string precision = "fp32";
   /// Recorded in the artifact: the model's file name.
   std::string source;
   /// When set, the weights go to CompiledArtifact::weights instead of the

@@ -168,6 +168,11 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
     return EncodedStep{type, table.Union()};
   };
   auto longs = [&](ArrayRef<int64_t> v) { return b.CreateVector(v.data(), v.size()); };
+  // kiln-lower-precision marks the function; only tf32 lets libraries round
+  // fp32 operands (fp16/bf16 steps have narrow operand types already).
+  auto mode = op->getParentOp() ? op->getParentOp()->getAttrOfType<StringAttr>("kiln.precision")
+                                : StringAttr();
+  bool allowTf32 = mode && mode.getValue() == "tf32";
 
 #define KILN_UNARY_OP(Op, Fn, RefFn)                                                               \
   if (isa<Op>(op))                                                                                 \
@@ -182,20 +187,21 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
         return step(fb::StepOp::MatMul,
                     fb::CreateMatMul(b, m.getTransposeLhs(), m.getTransposeRhs(),
                                      /*alpha=*/1.0, static_cast<bool>(m.getBias()),
-                                     activation(m.getActivation())));
+                                     activation(m.getActivation()), allowTf32));
       })
       .Case([&](ConvOp c) {
         return step(fb::StepOp::Conv,
                     fb::CreateConv(b, longs(c.getStrides()), longs(c.getDilations()),
                                    longs(c.getPads()), static_cast<int64_t>(c.getGroup()),
-                                   static_cast<bool>(c.getBias()), activation(c.getActivation())));
+                                   static_cast<bool>(c.getBias()), activation(c.getActivation()),
+                                   allowTf32));
       })
       .Case([&](ConvTransposeOp c) {
         return step(fb::StepOp::ConvTranspose,
                     fb::CreateConvTranspose(b, longs(c.getStrides()), longs(c.getDilations()),
                                             longs(c.getPads()), longs(c.getOutputPadding()),
                                             static_cast<int64_t>(c.getGroup()),
-                                            static_cast<bool>(c.getBias())));
+                                            static_cast<bool>(c.getBias()), allowTf32));
       })
       .Case([&](PoolOp p) {
         return step(fb::StepOp::Pool,

@@ -9,6 +9,11 @@
 
 #include <cstring>
 
+namespace {
+/// Constants at least this large are written as resource blobs (the importer's threshold).
+constexpr size_t kResourceBlobBytes = 64 * 1024;
+} // namespace
+
 using namespace mlir;
 
 namespace kiln {
@@ -49,12 +54,37 @@ std::optional<std::vector<double>> readFloats(Value v) {
 }
 
 Value makeConstant(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<double> values) {
+  Type element = type.getElementType();
   DenseElementsAttr attr;
-  if (type.getElementType().isF64()) {
+  if (element.isF64()) {
     attr = DenseElementsAttr::get(type, values);
-  } else {
+  } else if (element.isF32()) {
     std::vector<float> narrow(values.begin(), values.end());
     attr = DenseElementsAttr::get(type, ArrayRef<float>(narrow));
+  } else {
+    // f16/bf16: each value rounded to nearest even, stored as its 16 bits.
+    const llvm::fltSemantics &semantics = cast<FloatType>(element).getFloatSemantics();
+    std::vector<uint16_t> bits(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      APFloat f(values[i]);
+      bool lost;
+      f.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+      bits[i] = static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+    }
+    ArrayRef<char> raw(reinterpret_cast<const char *>(bits.data()), bits.size() * 2);
+    // Large weights stay resource blobs, as the importer makes them, so the
+    // context does not hash and unique their bytes; a splat stays a splat.
+    bool splat = llvm::all_of(bits, [&](uint16_t v) { return v == bits.front(); });
+    if (splat && !bits.empty())
+      raw = raw.take_front(2);
+    else if (raw.size() >= kResourceBlobBytes)
+      return ConstantOp::create(b, loc,
+                                cast<ElementsAttr>(DenseResourceElementsAttr::get(
+                                    type, "narrowed",
+                                    HeapAsmResourceBlob::allocateAndCopyWithAlign(
+                                        raw, alignof(uint64_t)))))
+          .getResult();
+    attr = DenseElementsAttr::getFromRawBuffer(type, raw);
   }
   return ConstantOp::create(b, loc, cast<ElementsAttr>(attr)).getResult();
 }

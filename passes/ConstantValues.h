@@ -20,7 +20,8 @@ namespace kiln {
 /// shape (dense, or a resource blob), as doubles in row-major order.
 std::optional<std::vector<double>> readFloats(mlir::Value v);
 
-/// A kiln.constant of `type` (f32 or f64) holding `values`.
+/// A kiln.constant of `type` (f32, f64, f16 or bf16; narrow types rounded to
+/// nearest even) holding `values`.
 mlir::Value makeConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
                          llvm::ArrayRef<double> values);
 

@@ -50,12 +50,17 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
       *this, "max-tensor-bytes",
       llvm::cl::desc("The largest static tensor allowed, in bytes (kiln-check-tensor-sizes)"),
       llvm::cl::init(uint64_t(1) << 36)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32 (default), tf32, fp16 or bf16 (kiln-lower-precision)"),
+      llvm::cl::init("fp32")};
 };
 
 /// From the graph to kernels: guard the shape functions' assumptions, absorb library epilogues, split long reductions,
 /// form kernels. What every tool runs after the graph pipeline (or after a
 /// user's own --pipeline in kiln-compile).
-void buildKernelPipeline(mlir::OpPassManager &pm);
+/// `precision` is kiln-lower-precision's mode: fp32, tf32, fp16 or bf16.
+void buildKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef precision = "fp32");
 
 /// The full pipeline from an imported model to kernel regions ready for
 /// codegen: the size check, the graph pipeline (unless `optimize` is off) and

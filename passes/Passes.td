@@ -145,6 +145,32 @@ def AbsorbEpiloguesPass : Pass<"kiln-absorb-epilogues", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def LowerPrecisionPass : Pass<"kiln-lower-precision", "::mlir::func::FuncOp"> {
+  let summary = "Stores weights and activations in fp16/bf16, or allows TF32 (--precision)";
+  let description = [{
+    `precision=fp16|bf16`: every fp32 constant whose users all run narrow is
+    rewritten in the narrow type (rounded to nearest even), fp32 inputs are
+    cast once at entry and outputs cast back before the return, and the ops
+    that take float data and give the same type (elementwise ops, matmul,
+    conv, conv transpose, pool, softmax, log-softmax, layer norm, data
+    movement) get narrow operands and results. Everything else keeps fp32
+    (reductions and cumulative sums, whose results grow with the row; ranges
+    and resize, whose float operands are positions and scales; region ops):
+    narrow operands are cast back first. A cast to f32 casts to the narrow
+    type instead. Generated kernels still compute in fp32 registers and
+    library steps accumulate in fp32. `precision=tf32` changes no type;
+    like the narrow modes it records `kiln.precision` on the function, which
+    lets matmul and conv steps round fp32 operands to TF32. `fp32` (the
+    default) does nothing. Runs after the passes that rewrite weights in
+    fp32/f64 (batch norm folding, sibling-matmul merging).
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "fp32, tf32, fp16 or bf16">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def SplitReductionsPass : Pass<"kiln-split-reductions", "::mlir::func::FuncOp"> {
   let summary = "Splits long trailing reductions to few results into two";
   let description = [{

@@ -22,7 +22,7 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
   pm.addNestedPass<func::FuncOp>(createInferShapesPass(inferOptions));
 }
 
-void buildKernelPipeline(OpPassManager &pm) {
+void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   // Guards first, while every op that assumed something is still a graph op.
   func.addPass(createMaterializeGuardsPass());
@@ -30,6 +30,10 @@ void buildKernelPipeline(OpPassManager &pm) {
   func.addPass(createAbsorbMatmulTransposesPass());
   func.addPass(createAbsorbEpiloguesPass());
   func.addPass(createMergeSiblingMatmulsPass());
+  // After the weight rewrites above, which read and write fp32/f64 constants.
+  LowerPrecisionPassOptions lower;
+  lower.precision = precision.str();
+  func.addPass(createLowerPrecisionPass(lower));
   func.addPass(createSplitReductionsPass());
   func.addPass(createFormKernelsPass());
 }
@@ -46,7 +50,7 @@ void buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptions &optio
     buildGraphPipeline(pm, graph);
     pm.addPass(createCheckTensorSizesPass(sizes));
   }
-  buildKernelPipeline(pm);
+  buildKernelPipeline(pm, options.precision);
 }
 
 void registerKilnPipelines() {
@@ -58,7 +62,7 @@ void registerKilnPipelines() {
       "kiln-compile-pipeline",
       "kiln's whole compile pipeline: the graph pipeline, batch norms folded into "
       "convs, matmul transposes and epilogues absorbed, sibling matmuls merged, split "
-      "reductions and kernel formation (what kiln-compile runs before codegen)",
+      "reductions, the precision mode and kernel formation (what kiln-compile runs before codegen)",
       buildCompilePipeline);
 }
 

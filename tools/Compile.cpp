@@ -20,7 +20,7 @@ compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
   };
   Clock::time_point start = Clock::now();
   mlir::PassManager pm(module.getContext());
-  buildKernelPipeline(pm);
+  buildKernelPipeline(pm, options.precision);
   if (failed(pm.run(module)))
     return mlir::failure();
   double fusionMs = ms(start);

@@ -112,6 +112,13 @@ static cl::opt<std::string> buckets(
              "A..B/STEP (batch=1,8,32;seq=128..512/64); one variant per combination, the "
              "generic code for every other shape"),
     cl::value_desc("spec"), cl::cat(category));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("fp32 (default: IEEE everywhere), tf32 (matmuls and convs may round fp32 "
+             "operands to TF32), fp16 or bf16 (weights and activations stored narrow; "
+             "kernels compute, and libraries accumulate, in fp32; reductions keep fp32 "
+             "results); inputs and outputs keep their types. Tolerances: docs/precision.md"),
+    cl::init("fp32"), cl::value_desc("mode"), cl::cat(category));
 static cl::list<std::string> dynamicRanges(
     "dynamic",
     cl::desc("SYM=MIN..MAX: the range of a symbol; calls outside it fail with a guard, and "
@@ -260,6 +267,9 @@ int main(int argc, char **argv) {
     graphviz = *dot;
   }
 
+  if (precision != "fp32" && precision != "tf32" && precision != "fp16" && precision != "bf16")
+    return fail("--precision '" + precision + "' is not one of fp32, tf32, fp16, bf16");
+
   kiln::ArtifactOptions options;
   options.cubinArchs.clear();
   if (archs != "none")
@@ -272,6 +282,7 @@ int main(int argc, char **argv) {
   options.hostLibrary = !noHost;
   options.cacheDir = cacheDir;
   options.jobs = jobs;
+  options.precision = precision;
   options.source = sys::path::filename(modelPath).str();
   SmallString<256> weightsPath(outputPath);
   sys::path::replace_extension(weightsPath, ".weights");

@@ -102,6 +102,12 @@ static cl::opt<bool> exportHost("export-host",
 static cl::opt<int> cudaArch("sm",
                              cl::desc("With --backend cuda: the device's SM version (default 90)"),
                              cl::init(90), cl::cat(category));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("With --backend host|cuda: compile in this precision mode (fp32, tf32, fp16, "
+             "bf16; kiln-compile --precision) and widen every case's float tolerances by "
+             "the mode's (docs/precision.md)"),
+    cl::init("fp32"), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only failures and the summary"),
                            cl::cat(category));
 
@@ -279,9 +285,11 @@ Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
               func.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name").str());
     }
     mlir::PassManager pm(&context);
-    if (compiles())
-      kiln::buildCompilePipeline(pm, kiln::CompilePipelineOptions());
-    else
+    if (compiles()) {
+      kiln::CompilePipelineOptions options;
+      options.precision = precision;
+      kiln::buildCompilePipeline(pm, options);
+    } else
       kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
     if (failed(pm.run(*set.module)))
       return {"fail", "graph pipeline: " + errors.first("failed")};
@@ -470,6 +478,15 @@ int main(int argc, char **argv) {
     errs() << "kiln-conformance: error: --artifact runs with --backend host\n";
     return 1;
   }
+  if (kiln::ref::precisionTolerance(precision) < 0) {
+    errs() << "kiln-conformance: error: --precision '" << precision
+           << "' is not one of fp32, tf32, fp16, bf16\n";
+    return 1;
+  }
+  if (precision != "fp32" && !compiles()) {
+    errs() << "kiln-conformance: error: --precision applies to --backend host or cuda\n";
+    return 2;
+  }
   if (mode != "static" && mode != "dynamic") {
     errs() << "kiln-conformance: error: mode '" << mode << "' is not static or dynamic\n";
     return 1;
@@ -510,6 +527,11 @@ int main(int argc, char **argv) {
   };
   for (size_t c = 0; c < cases.size(); ++c) {
     infos.push_back(describeCase(cases[c]));
+    // A precision mode stores values narrow: each float comparison allows
+    // the mode's error as well as the case's own.
+    double widen = kiln::ref::precisionTolerance(precision);
+    infos.back().rtol = std::max(infos.back().rtol, widen);
+    infos.back().atol = std::max(infos.back().atol, widen);
     Errors errors{diagnostics, diagnostics.all().size()};
     outcomes[c] = prepareCase(context, errors, cases[c], infos[c], prepared[c], kernels);
     if (!compiles())

@@ -311,6 +311,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
     p.transposeB = t.transpose_b();
     p.alpha = t.alpha();
     p.hasBias = t.has_bias();
+    p.allowTf32 = t.allow_tf32();
     absl::StatusOr<bool> r = isRelu(t.activation());
     if (!r.ok())
       return r.status();
@@ -331,7 +332,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
       return kiln::rt::relu(ref::conv(*in[0], *in[1], bias ? in[2] : nullptr, p), relu);
     });
     if (decoded.ok())
-      decoded->conv = ConvStepParams{p, bias, *r};
+      decoded->conv = ConvStepParams{p, bias, *r, t.allow_tf32()};
     return decoded;
   }
   case fb::StepOp::ConvTranspose: {
@@ -343,7 +344,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
       return ref::convTranspose(*in[0], *in[1], bias ? in[2] : nullptr, p);
     });
     if (decoded.ok())
-      decoded->convTranspose = ConvStepParams{p, bias, false};
+      decoded->convTranspose = ConvStepParams{p, bias, false, t.allow_tf32()};
     return decoded;
   }
   case fb::StepOp::Pool: {

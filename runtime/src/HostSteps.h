@@ -31,6 +31,8 @@ struct MatMulParams {
   double alpha = 1.0;
   bool hasBias = false;
   bool relu = false;
+  /// fp32 operands may be rounded to TF32 (--precision tf32).
+  bool allowTf32 = false;
 };
 
 /// A Conv table, decoded.
@@ -38,6 +40,7 @@ struct ConvStepParams {
   ref::ConvParams conv;
   bool hasBias = false;
   bool relu = false;
+  bool allowTf32 = false;
 };
 
 struct HostStep {

@@ -41,4 +41,14 @@ std::string compareTensors(const Tensor &got, const Tensor &want, double rtol, d
   return "";
 }
 
+double precisionTolerance(const std::string &mode) {
+  if (mode == "fp32")
+    return 0;
+  if (mode == "tf32" || mode == "fp16")
+    return 5e-3;
+  if (mode == "bf16")
+    return 4e-2;
+  return -1;
+}
+
 } // namespace kiln::ref

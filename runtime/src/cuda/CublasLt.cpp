@@ -51,11 +51,13 @@ struct LtTypes {
   cudaDataType_t scale;
 };
 
-std::optional<LtTypes> ltTypes(ref::DType dtype) {
+std::optional<LtTypes> ltTypes(ref::DType dtype, bool allowTf32) {
   switch (dtype) {
-  // fp32 is IEEE (CUBLAS_COMPUTE_32F, never TF32 unless a precision mode asks);
-  // fp16 and bf16 accumulate in fp32.
-  case ref::DType::f32: return LtTypes{CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+  // fp32 is IEEE (CUBLAS_COMPUTE_32F) unless the artifact was compiled with
+  // --precision tf32; fp16 and bf16 accumulate in fp32.
+  case ref::DType::f32:
+    return LtTypes{CUDA_R_32F, allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                   CUDA_R_32F};
   case ref::DType::f16: return LtTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
   case ref::DType::bf16: return LtTypes{CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
   case ref::DType::f64: return LtTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
@@ -199,12 +201,12 @@ absl::StatusOr<std::unique_ptr<MatmulRunner>> MatmulRunner::create() {
 }
 
 bool MatmulRunner::supports(const MatMulParams &params, const MatmulCall &call) {
-  return ltTypes(call.dtype).has_value() && plan(params, call).has_value();
+  return ltTypes(call.dtype, params.allowTf32).has_value() && plan(params, call).has_value();
 }
 
 absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &call, CUstream stream,
                                uintptr_t workspace, size_t workspaceBytes) const {
-  std::optional<LtTypes> types = ltTypes(call.dtype);
+  std::optional<LtTypes> types = ltTypes(call.dtype, params.allowTf32);
   std::optional<Problem> problem = plan(params, call);
   if (!types || !problem)
     return absl::InternalError("the matmul does not map onto cuBLASLt");
@@ -270,7 +272,7 @@ absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &cal
     if (!s.ok())
       return s;
 
-  std::string key = absl::StrCat(static_cast<int>(call.dtype), ",", p.m, ",", p.n, ",", p.k, ",",
+  std::string key = absl::StrCat(static_cast<int>(call.dtype), params.allowTf32 ? "tf32," : ",", p.m, ",", p.n, ",", p.k, ",",
                                  p.batch, ",", p.ltAStride, ",", p.ltBStride, ",", opA, ",", opB,
                                  ",", epilogue, ",", p.bias == Problem::Bias::Matrix);
   cublasLtMatmulAlgo_t algorithm;

@@ -47,10 +47,13 @@ struct DnnTypes {
   bool wideScale; ///< alpha/beta are doubles (f64 data), else floats
 };
 
-std::optional<DnnTypes> dnnTypes(ref::DType dtype) {
+std::optional<DnnTypes> dnnTypes(ref::DType dtype, bool allowTf32 = false) {
   switch (dtype) {
-  // fp32 stays IEEE: FMA math only, no TF32 tensor ops.
-  case ref::DType::f32: return DnnTypes{CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH, false};
+  // fp32 stays IEEE (FMA math only) unless the artifact was compiled with
+  // --precision tf32: tensor-op math on fp32 data is TF32.
+  case ref::DType::f32:
+    return DnnTypes{CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+                    allowTf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH, false};
   case ref::DType::f16: return DnnTypes{CUDNN_DATA_HALF, CUDNN_DATA_FLOAT, CUDNN_TENSOR_OP_MATH, false};
   case ref::DType::bf16:
     return DnnTypes{CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT, CUDNN_TENSOR_OP_MATH, false};
@@ -305,8 +308,8 @@ bool DnnRunner::supportsConv(const ConvStepParams &params, const DnnCall &call) 
 
 namespace {
 /// What the algorithm caches key a convolution problem by.
-std::string convKey(ref::DType dtype, const ConvPlan &plan) {
-  return absl::StrCat(static_cast<int>(dtype), "|", absl::StrJoin(plan.x, ","), "|",
+std::string convKey(ref::DType dtype, bool allowTf32, const ConvPlan &plan) {
+  return absl::StrCat(static_cast<int>(dtype), allowTf32 ? "tf32|" : "|", absl::StrJoin(plan.x, ","), "|",
                       absl::StrJoin(plan.w, ","), "|", absl::StrJoin(plan.pads, ","), "|",
                       absl::StrJoin(plan.strides, ","), "|", absl::StrJoin(plan.dilations, ","),
                       "|", plan.groups);
@@ -346,7 +349,7 @@ absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCal
   std::optional<ConvPlan> plan = planConvTranspose(params, call);
   if (!plan)
     return absl::InternalError("the conv transpose does not map onto cuDNN");
-  DnnTypes types = *dnnTypes(call.dtype);
+  DnnTypes types = *dnnTypes(call.dtype, params.allowTf32);
   const Cudnn &dnn = *dnn_;
   DnnDescriptors d{dnn};
   // dx: the ConvTranspose's result (the forward conv's x); dy: its input.
@@ -359,7 +362,7 @@ absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCal
     return bias.status();
   Scales scales;
   const void *one = scales.one(types.wideScale), *zero = scales.zero(types.wideScale);
-  std::string key = convKey(call.dtype, *plan);
+  std::string key = convKey(call.dtype, params.allowTf32, *plan);
   absl::MutexLock lock(&mutex_);
   if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
     return s;
@@ -403,7 +406,7 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
   std::optional<ConvPlan> plan = planConv(params, call);
   if (!plan)
     return absl::InternalError("the conv does not map onto cuDNN");
-  DnnTypes types = *dnnTypes(call.dtype);
+  DnnTypes types = *dnnTypes(call.dtype, params.allowTf32);
   const Cudnn &dnn = *dnn_;
   DnnDescriptors d{dnn};
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
@@ -424,7 +427,7 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
 
   Scales scales;
   const void *one = scales.one(types.wideScale), *zero = scales.zero(types.wideScale);
-  std::string key = convKey(call.dtype, *plan);
+  std::string key = convKey(call.dtype, params.allowTf32, *plan);
   absl::MutexLock lock(&mutex_);
   if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
     return s;

@@ -16,7 +16,8 @@
 // - epilogues DEFAULT, RELU, BIAS and RELU_BIAS; the bias is a vector of m
 //   (D's rows) elements of D's type, offset per batch by
 //   CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE;
-// - types: data 32F, 16F or 16BF with CUBLAS_COMPUTE_32F and a 32F scale, or
+// - types: data 32F, 16F or 16BF with CUBLAS_COMPUTE_32F and a 32F scale,
+//   data 32F with CUBLAS_COMPUTE_32F_FAST_TF32 (A and B rounded to TF32), or
 //   data 64F with CUBLAS_COMPUTE_64F and a 64F scale; all four matrices of one
 //   data type; anything else CUBLAS_STATUS_NOT_SUPPORTED, as are attributes
 //   this double does not implement.
@@ -102,6 +103,9 @@ Shape validate(const Desc &op, const Layout &a, const Layout &b, const Layout &c
   Shape s;
   bool single = op.compute == CUBLAS_COMPUTE_32F && op.scale == CUDA_R_32F &&
                 (d.type == CUDA_R_32F || d.type == CUDA_R_16F || d.type == CUDA_R_16BF);
+  // TF32 tensor ops take fp32 data only.
+  single = single || (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32 && op.scale == CUDA_R_32F &&
+                      d.type == CUDA_R_32F);
   bool wide = op.compute == CUBLAS_COMPUTE_64F && op.scale == CUDA_R_64F && d.type == CUDA_R_64F;
   if ((!single && !wide) || a.type != d.type || b.type != d.type || c.type != d.type) {
     s.status = CUBLAS_STATUS_NOT_SUPPORTED;
@@ -292,6 +296,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDe
   bool relu = op.epilogue == CUBLASLT_EPILOGUE_RELU || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
   if (bias && !op.bias)
     return CUBLAS_STATUS_INVALID_VALUE;
+  // With CUBLAS_COMPUTE_32F_FAST_TF32, A and B are rounded to TF32 as tensor
+  // cores read them (C and the bias are not); sums stay wide.
+  bool tf32 = op.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   // D may be C: each batch's result is computed whole before it is stored.
   std::vector<double> result(s.m * s.n);
   for (int32_t batch = 0; batch < d.batch; ++batch) {
@@ -302,7 +309,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDe
         for (uint64_t l = 0; l < s.k; ++l) {
           int64_t ai = op.transa == CUBLAS_OP_N ? i + l * a.ld : l + i * a.ld;
           int64_t bi = op.transb == CUBLAS_OP_N ? l + j * b.ld : j + l * b.ld;
-          sum += load(a.type, A, aOff + ai) * load(b.type, B, bOff + bi);
+          sum += fake::loadOperand(element(a.type), A, aOff + ai, tf32) *
+                 fake::loadOperand(element(b.type), B, bOff + bi, tf32);
         }
         double v = alphaValue * sum;
         if (betaValue != 0)

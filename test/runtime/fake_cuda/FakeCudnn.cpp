@@ -19,7 +19,10 @@
 // - cudnnPoolingForward: MAX (padding never wins), AVERAGE counting the
 //   padding (divide by the window) or not, y's dims by the floor formula;
 // - data types FLOAT, DOUBLE, HALF and BFLOAT16 (one per call); alpha and beta
-//   are doubles for DOUBLE data, floats otherwise.
+//   are doubles for DOUBLE data, floats otherwise;
+// - math types: unless a conv descriptor says CUDNN_FMA_MATH, FLOAT operands
+//   of its products (x and w, or dy and w) are rounded to TF32 first, as
+//   tensor cores may read them on a real GPU; with FMA math they are exact.
 // Anything else is CUDNN_STATUS_NOT_SUPPORTED. Sums are taken in double.
 //
 //===----------------------------------------------------------------------===//
@@ -47,7 +50,12 @@ struct Conv {
   std::vector<int> pads, strides, dilations;
   cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   int groups = 1;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
+
+/// Whether a conv's fp32 operands go through TF32 tensor ops: cuDNN may use
+/// them unless the math type is CUDNN_FMA_MATH, so the double always does.
+bool roundsToTf32(const Conv &c) { return c.math != CUDNN_FMA_MATH; }
 struct Activation {
   cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
 };
@@ -274,10 +282,11 @@ cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int 
 cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t math) {
   if (!d)
     return CUDNN_STATUS_BAD_PARAM;
-  return math == CUDNN_DEFAULT_MATH || math == CUDNN_TENSOR_OP_MATH || math == CUDNN_FMA_MATH ||
-                 math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-             ? CUDNN_STATUS_SUCCESS
-             : CUDNN_STATUS_BAD_PARAM;
+  if (math != CUDNN_DEFAULT_MATH && math != CUDNN_TENSOR_OP_MATH && math != CUDNN_FMA_MATH &&
+      math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+    return CUDNN_STATUS_BAD_PARAM;
+  as<Conv>(d)->math = math;
+  return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t x,
@@ -311,9 +320,12 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
   if (!validConv(xt, wf, c, yt))
     return CUDNN_STATUS_BAD_PARAM;
   fake::Element e = element(xt.type);
+  bool tf32 = roundsToTf32(c);
   std::vector<double> sums(count(yt.dims), 0.0);
   forEachTap(xt, wf, c, yt, [&](const std::vector<int> &, int64_t yFlat, const std::vector<int> &xi, int64_t,
-                                int64_t wo) { sums[yFlat] += fake::load(e, x, offset(xt, xi)) * fake::load(e, w, wo); });
+                                int64_t wo) {
+    sums[yFlat] += fake::loadOperand(e, x, offset(xt, xi), tf32) * fake::loadOperand(e, w, wo, tf32);
+  });
   // All of y is computed before it is stored: beta reads the old y.
   storeScaled(yt, y, sums, scale(xt.type, alpha), scale(xt.type, beta));
   return CUDNN_STATUS_SUCCESS;
@@ -480,9 +492,12 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
   if (!validConv(xt, wf, c, yt))
     return CUDNN_STATUS_BAD_PARAM;
   fake::Element e = element(xt.type);
+  bool tf32 = roundsToTf32(c);
   std::vector<double> grad(count(xt.dims), 0.0);
   forEachTap(xt, wf, c, yt, [&](const std::vector<int> &yi, int64_t, const std::vector<int> &, int64_t xFlat,
-                                int64_t wo) { grad[xFlat] += fake::load(e, dy, offset(yt, yi)) * fake::load(e, w, wo); });
+                                int64_t wo) {
+    grad[xFlat] += fake::loadOperand(e, dy, offset(yt, yi), tf32) * fake::loadOperand(e, w, wo, tf32);
+  });
   storeScaled(xt, dx, grad, scale(xt.type, alpha), scale(xt.type, beta));
   return CUDNN_STATUS_SUCCESS;
 }

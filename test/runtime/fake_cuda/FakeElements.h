@@ -51,6 +51,27 @@ inline void store(Element t, void *base, int64_t index, double v) {
   }
 }
 
+/// `v` (an fp32 value) as a TF32 tensor core reads it: the mantissa rounded to
+/// 10 bits, nearest even; the exponent range stays fp32's.
+inline double roundToTf32(double v) {
+  float f = static_cast<float>(v);
+  if (!std::isfinite(f))
+    return f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  bits += 0xfffu + ((bits >> 13) & 1);
+  bits &= ~0x1fffu;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+/// Loads an fp32 operand of a product, rounded to TF32 when `tf32` (the
+/// library was allowed TF32 tensor ops); other types as stored.
+inline double loadOperand(Element t, const void *base, int64_t index, bool tf32) {
+  double v = load(t, base, index);
+  return tf32 && t == Element::f32 ? roundToTf32(v) : v;
+}
+
 } // namespace fake
 
 #endif // KILN_TEST_FAKE_ELEMENTS_H

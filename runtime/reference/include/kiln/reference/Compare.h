@@ -21,6 +21,13 @@ namespace kiln::ref {
 std::string compareTensors(const Tensor &got, const Tensor &want, double rtol, double atol,
                            const std::string &what);
 
+/// The tolerance a precision mode (kiln-compile --precision) adds to every
+/// float comparison, as both atol and rtol: 0 for fp32; about ten units of
+/// roundoff of the type values are stored or multiplied in for the others
+/// (tf32 and fp16 keep 10 mantissa bits, u = 2^-11: 5e-3; bf16 keeps 7,
+/// u = 2^-8: 4e-2). docs/precision.md says why; -1 for an unknown mode.
+double precisionTolerance(const std::string &mode);
+
 } // namespace kiln::ref
 
 #endif // KILN_REFERENCE_COMPARE_H

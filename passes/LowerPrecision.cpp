@@ -1,0 +1,255 @@
+//===- LowerPrecision.cpp - fp16/bf16/tf32 precision modes ------------------===//
+//
+// `kiln-compile --precision fp16|bf16` stores weights and activations in the
+// narrow type while every generated kernel still computes in fp32 registers
+// (codegen loads f16/bf16 into `float`), matmuls and convs accumulate in fp32
+// (cuBLASLt/cuDNN compute type), and the ops whose results need the range or
+// the bits of fp32 (reductions, cumulative sums, ranges, ...) keep fp32
+// results. The model's inputs and outputs keep their types: casts at the
+// boundary fuse into the first and last kernels. `tf32` changes no type: it
+// marks the function so matmul and conv steps may round their operands to TF32
+// on tensor cores.
+//===----------------------------------------------------------------------===//
+
+#include "passes/ConstantValues.h"
+#include "passes/Passes.h"
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_LOWERPRECISIONPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+bool isF32Tensor(Type t) {
+  auto ranked = dyn_cast<RankedTensorType>(t);
+  return ranked && ranked.getElementType().isF32();
+}
+
+RankedTensorType withElement(Type t, Type element) {
+  return cast<RankedTensorType>(t).clone(element);
+}
+
+/// Ops that take their float operands as data and give results of the same
+/// float type, so they may run in the narrow type: everything elementwise but
+/// cast/bitcast (handled apart), the library ops (fp32 accumulation inside),
+/// the normalizations (fp32 in registers, only the stored result narrow) and
+/// data movement. What is not listed keeps fp32 (reductions and cumulative
+/// sums, whose results grow with the row; ranges and resize, whose float
+/// operands are positions and scales; region ops and the rest): its narrow
+/// operands are cast back first.
+bool runsNarrow(Operation *op) {
+  if (isa<CastOp, BitcastOp>(op))
+    return false;
+  if (op->hasTrait<OpTrait::Elementwise>())
+    return true;
+  return isa<MatmulOp, ConvOp, ConvTransposeOp, PoolOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp,
+             ReshapeOp, TransposeOp, BroadcastToOp, ConcatOp, SliceOp, GatherOp, PadOp,
+             GatherElementsOp, ScatterElementsOp, GatherNDOp, ScatterNDOp, CompressOp, TopKOp>(
+      op);
+}
+
+class PrecisionLowering {
+public:
+  PrecisionLowering(func::FuncOp func, Type narrow) : func(func), narrow(narrow) {}
+
+  void run() {
+    Block &body = func.getBody().front();
+    OpBuilder b(func.getContext());
+    b.setInsertionPointToStart(&body);
+    // Inputs: one cast each, which fuses into the kernels reading them.
+    for (BlockArgument arg : body.getArguments()) {
+      if (!isF32Tensor(arg.getType()) || arg.use_empty())
+        continue;
+      Value cast = castTo(b, arg.getLoc(), arg, narrow);
+      arg.replaceAllUsesExcept(cast, cast.getDefiningOp());
+    }
+    SmallVector<Operation *> ops;
+    for (Operation &op : body)
+      ops.push_back(&op);
+    findValuesCastToIntegers(ops);
+    for (Operation *op : ops) {
+      if (auto constant = dyn_cast<ConstantOp>(op))
+        narrowConstant(constant);
+      else if (auto cast = dyn_cast<CastOp>(op))
+        narrowCast(cast);
+      else if (mayRunNarrow(op) && takesFloatData(op))
+        narrowOp(op);
+      else
+        widenOperands(op);
+    }
+    // Casts whose every reader took the fp32 value instead.
+    for (auto [cast, original] : narrowedFrom)
+      if (cast.use_empty())
+        cast.getDefiningOp()->erase();
+  }
+
+private:
+  bool mayRunNarrow(Operation *op) {
+    return runsNarrow(op) && op->getNumRegions() == 0 && !keepWide.contains(op);
+  }
+
+  /// A float converted to an integer (or a float8) is exact only if every op
+  /// before it computed in fp32: one narrow rounding moves a quantized value
+  /// by a step (QuantizeLinear's `round(x / scale) + zero_point`), and
+  /// rounding twice is not rounding once. So the ops whose results reach such
+  /// a cast through narrow-capable ops keep fp32, back to the graph's inputs
+  /// and weights.
+  void findValuesCastToIntegers(ArrayRef<Operation *> ops) {
+    SmallVector<Operation *> work;
+    auto reach = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (def && isF32Tensor(v.getType()) && (runsNarrow(def) || isa<CastOp>(def)) &&
+          keepWide.insert(def).second)
+        work.push_back(def);
+    };
+    for (Operation *op : ops) {
+      auto cast = dyn_cast<CastOp>(op);
+      if (!cast || !isF32Tensor(cast.getInput().getType()))
+        continue;
+      // Any conversion that rounds again (integers, float8, the other 16-bit
+      // float); not one to bool, f64 or the narrow type itself.
+      Type to = cast.getTo();
+      if (!to.isInteger(1) && !to.isF32() && !to.isF64() && to != narrow)
+        reach(cast.getInput());
+    }
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      for (Value operand : op->getOperands())
+        reach(operand);
+    }
+  }
+
+  Value castTo(OpBuilder &b, Location loc, Value v, Type element) {
+    Value r = CastOp::create(b, loc, withElement(v.getType(), element), v, element).getResult();
+    if (element == narrow) {
+      narrowed.insert(r);
+      narrowedFrom[r] = v;
+    }
+    return r;
+  }
+
+  /// True when some operand is fp32 or narrowed data.
+  bool takesFloatData(Operation *op) {
+    return llvm::any_of(op->getOperands(),
+                        [&](Value v) { return isF32Tensor(v.getType()) || narrowed.contains(v); });
+  }
+
+  /// A constant goes narrow in place (the artifact stores half the bytes)
+  /// when every user runs narrow; otherwise users narrow it with a cast.
+  void narrowConstant(ConstantOp constant) {
+    Value value = constant.getResult();
+    if (!isF32Tensor(value.getType()) || value.use_empty())
+      return;
+    bool allNarrow = llvm::all_of(value.getUsers(), [&](Operation *user) {
+      return mayRunNarrow(user) || (isa<CastOp>(user) && !keepWide.contains(user));
+    });
+    if (!allNarrow)
+      return;
+    std::optional<std::vector<double>> values = readFloats(value);
+    if (!values)
+      return;
+    OpBuilder b(constant);
+    Value replacement = makeConstant(b, constant.getLoc(), withElement(value.getType(), narrow),
+                                     *values);
+    value.replaceAllUsesWith(replacement);
+    constant.erase();
+    narrowed.insert(replacement);
+  }
+
+  /// A cast to fp32 casts to the narrow type instead (one conversion, not two).
+  void narrowCast(CastOp cast) {
+    if (keepWide.contains(cast)) {
+      widenOperands(cast);
+      return;
+    }
+    if (!cast.getTo().isF32())
+      return;
+    cast.setTo(narrow);
+    cast.getResult().setType(withElement(cast.getType(), narrow));
+    narrowed.insert(cast.getResult());
+  }
+
+  void narrowOp(Operation *op) {
+    OpBuilder b(op);
+    for (OpOperand &operand : op->getOpOperands())
+      if (isF32Tensor(operand.get().getType()))
+        operand.set(castTo(b, op->getLoc(), operand.get(), narrow));
+    for (Value result : op->getResults()) {
+      if (!isF32Tensor(result.getType()))
+        continue;
+      result.setType(withElement(result.getType(), narrow));
+      narrowed.insert(result);
+    }
+  }
+
+  /// `op` keeps fp32: narrowed values it reads, as operands or inside its
+  /// regions, are cast back to fp32 before it.
+  void widenOperands(Operation *op) {
+    OpBuilder b(op);
+    llvm::DenseMap<Value, Value> widened;
+    auto wide = [&](Value v) {
+      // A value this pass narrowed with a cast is still there in fp32: read it
+      // instead of rounding twice (a graph input that NMS reads as it is).
+      if (auto original = narrowedFrom.find(v); original != narrowedFrom.end())
+        return original->second;
+      auto [it, inserted] = widened.try_emplace(v, Value());
+      if (inserted)
+        it->second = castTo(b, op->getLoc(), v, b.getF32Type());
+      return it->second;
+    };
+    for (OpOperand &operand : op->getOpOperands())
+      if (narrowed.contains(operand.get()))
+        operand.set(wide(operand.get()));
+    op->walk([&](Operation *inner) {
+      if (inner == op)
+        return;
+      for (OpOperand &operand : inner->getOpOperands())
+        if (narrowed.contains(operand.get()))
+          operand.set(wide(operand.get()));
+    });
+  }
+
+  func::FuncOp func;
+  Type narrow;
+  llvm::DenseSet<Value> narrowed; ///< values that were fp32 and are narrow now
+  llvm::DenseSet<Operation *> keepWide; ///< ops feeding float-to-integer casts
+  /// Casts this pass inserted to narrow an fp32 value, to that value.
+  llvm::DenseMap<Value, Value> narrowedFrom;
+};
+
+struct LowerPrecisionPass : public impl::LowerPrecisionPassBase<LowerPrecisionPass> {
+  using LowerPrecisionPassBase::LowerPrecisionPassBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    Builder b(&getContext());
+    Type narrow;
+    if (precision == "fp16")
+      narrow = b.getF16Type();
+    else if (precision == "bf16")
+      narrow = b.getBF16Type();
+    else if (precision != "fp32" && precision != "tf32") {
+      func.emitError() << "unknown precision '" << precision
+                       << "' (expected fp32, tf32, fp16 or bf16)";
+      return signalPassFailure();
+    }
+    if (precision != "fp32")
+      func->setAttr("kiln.precision", b.getStringAttr(precision));
+    if (narrow && !func.getBody().empty())
+      PrecisionLowering(func, narrow).run();
+  }
+};
+
+} // namespace
+} // namespace kiln

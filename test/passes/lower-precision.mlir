@@ -1,0 +1,95 @@
+// --kiln-lower-precision: fp16/bf16 storage with fp32 where it matters; tf32
+// marks the function only. (The numbers: onnx.conformance.*.static.{fp16,bf16,
+// tf32} and test/run/precision.test against the float64 reference.)
+// RUN: kiln-opt %s -split-input-file --kiln-lower-precision=precision=fp16 | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-lower-precision=precision=bf16 | FileCheck %s --check-prefix=BF16
+// RUN: kiln-opt %s -split-input-file --kiln-lower-precision=precision=tf32 | FileCheck %s --check-prefix=TF32
+// RUN: kiln-opt %s -split-input-file --kiln-lower-precision | FileCheck %s --check-prefix=FP32
+
+// A layer: the input is cast once, weights are narrow constants, the matmul,
+// its bias and the layer norm run narrow, the reduction keeps fp32 (its input
+// cast back), and the outputs are cast back to the function's types.
+// CHECK-LABEL: func.func @layer
+// CHECK-SAME: kiln.precision = "fp16"
+// CHECK: %[[X:.*]] = kiln.cast %arg0 to f16 : (tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf16
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense<{{.*}}> : tensor<4x8xf16>
+// CHECK-DAG: %[[B:.*]] = kiln.constant dense<{{.*}}> : tensor<8xf16>
+// CHECK: %[[M:.*]] = kiln.matmul %[[X]], %[[W]], %[[B]] : ({{.*}}xf16{{.*}}, tensor<4x8xf16>, tensor<8xf16>) -> tensor<?x8xf16
+// CHECK: %[[N:.*]] = kiln.layer_norm %[[M]], {{.*}} -> tensor<?x8xf16
+// CHECK: %[[WIDE:.*]] = kiln.cast %[[N]] to f32 : (tensor<?x8xf16, {{.*}}) -> tensor<?x8xf32
+// CHECK: %[[S:.*]] = kiln.reduce %[[WIDE]] {{.*}} -> tensor<?x1xf32
+// CHECK: %[[OUT:.*]] = kiln.cast %[[N]] to f32
+// CHECK: return %[[OUT]], %[[S]] : tensor<?x8xf32, #kiln.dims<[n, 8]>>, tensor<?x1xf32, #kiln.dims<[n, 1]>>
+// BF16-LABEL: func.func @layer
+// BF16: kiln.cast %arg0 to bf16
+// BF16: kiln.matmul {{.*}} -> tensor<?x8xbf16
+// TF32-LABEL: func.func @layer
+// TF32-SAME: kiln.precision = "tf32"
+// TF32-NOT: kiln.cast
+// TF32: kiln.matmul {{.*}} -> tensor<?x8xf32
+// TF32-NOT: kiln.cast
+// TF32: return
+// FP32-LABEL: func.func @layer(
+// FP32-NOT: kiln.precision
+// FP32-NOT: kiln.cast
+// FP32: return
+func.func @layer(%x: tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> (tensor<?x8xf32, #kiln.dims<[n, 8]>>, tensor<?x1xf32, #kiln.dims<[n, 1]>>) {
+  %w = kiln.constant dense<0.5> : tensor<4x8xf32>
+  %b = kiln.constant dense<0.25> : tensor<8xf32>
+  %g = kiln.constant dense<1.0> : tensor<8xf32>
+  %m = kiln.matmul %x, %w, %b : (tensor<?x4xf32, #kiln.dims<[n, 4]>>, tensor<4x8xf32>, tensor<8xf32>) -> tensor<?x8xf32, #kiln.dims<[n, 8]>>
+  %n = kiln.layer_norm %m, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<?x8xf32, #kiln.dims<[n, 8]>>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8xf32, #kiln.dims<[n, 8]>>
+  %s = kiln.reduce %n {kind = #kiln<reduce sum>, axes = array<i64: 1>} : (tensor<?x8xf32, #kiln.dims<[n, 8]>>) -> tensor<?x1xf32, #kiln.dims<[n, 1]>>
+  return %n, %s : tensor<?x8xf32, #kiln.dims<[n, 8]>>, tensor<?x1xf32, #kiln.dims<[n, 1]>>
+}
+
+// -----
+
+// QuantizeLinear's chain (divide, round, add the zero point, clip, cast to an
+// integer) keeps fp32 back to its inputs: a narrow rounding would move the
+// quantized value by a step. The input is read as it is, never cast down and
+// back up, and the constant it divides by stays fp32.
+// CHECK-LABEL: func.func @quantize
+// CHECK-NOT: f16
+// CHECK: kiln.div %arg0, %{{.*}} : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+// CHECK: kiln.round {{.*}} -> tensor<8xf32>
+// CHECK: kiln.cast {{.*}} to i8 : (tensor<8xf32>) -> tensor<8xi8>
+func.func @quantize(%x: tensor<8xf32>) -> tensor<8xi8> {
+  %scale = kiln.constant dense<0.1> : tensor<f32>
+  %q = kiln.div %x, %scale : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %r = kiln.round %q : (tensor<8xf32>) -> tensor<8xf32>
+  %i = kiln.cast %r to i8 : (tensor<8xf32>) -> tensor<8xi8>
+  return %i : tensor<8xi8>
+}
+
+// -----
+
+// A cast from an integer to f32 casts to f16 directly; an op that keeps fp32
+// (a range: its operands are positions) reads narrow values through a cast
+// back, and a compare of narrow values gives i1 as before.
+// CHECK-LABEL: func.func @boundaries
+// CHECK: %[[C:.*]] = kiln.cast %arg0 to f16 : (tensor<4xi64>) -> tensor<4xf16>
+// CHECK: %[[E:.*]] = kiln.exp %[[C]] : (tensor<4xf16>) -> tensor<4xf16>
+// CHECK: kiln.compare {{.*}}%[[E]]{{.*}} -> tensor<4xi1>
+// CHECK: kiln.range {{.*}} : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<?xf32
+func.func @boundaries(%i: tensor<4xi64>, %start: tensor<f32>) -> (tensor<4xi1>, tensor<?xf32, #kiln.dims<[r]>>) {
+  %f = kiln.cast %i to f32 : (tensor<4xi64>) -> tensor<4xf32>
+  %e = kiln.exp %f : (tensor<4xf32>) -> tensor<4xf32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %gt = kiln.compare %e, %one {direction = #kiln<compare gt>} : (tensor<4xf32>, tensor<f32>) -> tensor<4xi1>
+  %lim = kiln.constant dense<10.0> : tensor<f32>
+  %r = kiln.range %start, %lim, %one : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<?xf32, #kiln.dims<[r]>>
+  return %gt, %r : tensor<4xi1>, tensor<?xf32, #kiln.dims<[r]>>
+}
+
+// -----
+
+// A large splat weight stays a splat (large non-splat weights become resource
+// blobs in half the bytes: test/run/precision.test's model has one).
+// CHECK-LABEL: func.func @large_weight
+// CHECK: kiln.constant dense<1.250000e-01> : tensor<128x256xf16>
+func.func @large_weight(%x: tensor<2x128xf32>) -> tensor<2x256xf32> {
+  %w = kiln.constant dense<0.125> : tensor<128x256xf32>
+  %m = kiln.matmul %x, %w : (tensor<2x128xf32>, tensor<128x256xf32>) -> tensor<2x256xf32>
+  return %m : tensor<2x256xf32>
+}
