@@ -39,6 +39,14 @@ prepare() {
       --arch "sm_$sm" --cache-dir "$build/kernel-cache" --report "$bundle/models/$m.json"
   done
 
+  echo "== precision modes: the torch models in tf32, fp16 and bf16 (docs/precision.md)"
+  for m in mlp cnn encoder; do
+    for p in tf32 fp16 bf16; do
+      "$build/bin/kiln-compile" "$root/test/models/$m.onnx" -o "$bundle/models/$m-$p.kiln" \
+        --arch "sm_$sm" --no-host --precision "$p" --cache-dir "$build/kernel-cache"
+    done
+  done
+
   echo "== shape-bucket variants: the encoder with cubins specialized for (2, 5) and (2, 8)"
   "$build/bin/kiln-compile" "$root/test/models/encoder.onnx" -o "$bundle/models/encoder-buckets.kiln" \
     --arch "sm_$sm" --buckets "batch=2;seq=5,8" --cache-dir "$build/kernel-cache"
@@ -117,6 +125,18 @@ PY
   PATH="$bundle/bin:$PATH" python3 "$root/test/run/check_library_steps.py" "$bundle/library-steps" --run-only \
     | tee "$out/library-steps.txt" || true
   "$bundle/bin/kiln-bench-load" --mb 436 | tee "$out/load.txt" || true
+
+  echo "== precision modes on the device: each against torch within the mode's tolerance"
+  for m in mlp cnn encoder; do
+    for p in tf32 fp16 bf16; do
+      tol=5e-3; [ "$p" = bf16 ] && tol=4e-2
+      "$bundle/bin/kiln-run" "$bundle/models/$m-$p.kiln" --input "x=$bundle/models/$m-data/input_0.pb" \
+        --output-dir "$out/$m-$p-out" --bench 200 --warmup 20 > "$out/kiln-run-$m-$p.txt" 2>&1 || true
+      printf '%s %s: ' "$m" "$p" | tee -a "$out/precision.txt"
+      python3 "$root/test/run/compare_outputs.py" "$out/$m-$p-out/output_0.pb" "$bundle/models/$m-data/output_0.pb" \
+        --atol "$tol" --rtol "$tol" 2>&1 | tee -a "$out/precision.txt" || true
+    done
+  done
 
   echo "== variants on the device: the specialized cubins against torch and the reference"
   "$bundle/bin/kiln-run" "$bundle/models/encoder-buckets.kiln" --input "x=$bundle/models/encoder-data/input_0.pb" \
