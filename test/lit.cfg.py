@@ -19,12 +19,12 @@ config.substitutions.append(("%python", config.python_executable))
 config.environment["KILN_CACHE_DIR"] = os.path.join(config.kiln_obj_root, "kernel-cache")
 
 # %fake-cuda runs a command on the fake CUDA driver (test/runtime/fake_cuda), which
-# executes launches through the kernels' host launchers.
+# executes launches through the kernels' host launchers, and the cuBLASLt/cuDNN
+# doubles beside it: through scripts/with-fake-cuda.sh, as users run it.
 config.substitutions.append((
     "%fake-cuda",
-    "env LD_LIBRARY_PATH=%s KILN_FAKE_CUDA_KERNELS=%s" % (
-        os.path.join(config.kiln_obj_root, "test", "fake-cuda"),
-        os.path.join(config.kiln_obj_root, "kernel-cache"))))
+    "env KILN_BUILD=%s %s" % (config.kiln_obj_root,
+                              os.path.join(config.kiln_src_root, "scripts", "with-fake-cuda.sh"))))
 
 # %kiln_tools_dir: where kiln's tools are (a test copies one elsewhere).
 config.substitutions.append(("%kiln_tools_dir", config.kiln_tools_dir))
