@@ -89,4 +89,10 @@ Value makeConstant(OpBuilder &b, Location loc, RankedTensorType type, ArrayRef<d
   return ConstantOp::create(b, loc, cast<ElementsAttr>(attr)).getResult();
 }
 
+Value i64Vector(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())}, b.getI64Type());
+  return ConstantOp::create(b, loc, cast<ElementsAttr>(DenseIntElementsAttr::get(type, values)))
+      .getResult();
+}
+
 } // namespace kiln

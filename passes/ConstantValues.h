@@ -25,6 +25,9 @@ std::optional<std::vector<double>> readFloats(mlir::Value v);
 mlir::Value makeConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
                          llvm::ArrayRef<double> values);
 
+/// A 1-D i64 kiln.constant (the shape operands of slice, pad, reshape).
+mlir::Value i64Vector(mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> values);
+
 } // namespace kiln
 
 #endif // KILN_PASSES_CONSTANTVALUES_H

@@ -35,8 +35,49 @@ bool isKnownShapeOperand(Value v) {
   return isa_and_nonnull<ConstantOp, SymbolicConstantOp>(v.getDefiningOp());
 }
 
+/// Whether cuDNN's pooling computes `pool` for every shape its type allows,
+/// so it stays a library step (runtime/src/cuda/Cudnn.cpp's planPool checks the
+/// same at run time): max or average, 1 to 3 spatial dims, no dilation,
+/// symmetric pads smaller than the window, float types cuDNN has, and the floor
+/// formula's dims (ceil_mode only where static dims show it adds no window).
+/// Every other pool is a generated kernel.
+bool poolRunsInCudnn(PoolOp pool) {
+  auto input = cast<RankedTensorType>(pool.getInput().getType());
+  int64_t spatial = input.getRank() - 2;
+  Type element = input.getElementType();
+  if (spatial < 1 || spatial > 3 || pool.getKind() == PoolKind::lp ||
+      !(element.isF32() || element.isF16() || element.isBF16() || element.isF64()))
+    return false;
+  ArrayRef<int64_t> kernel = pool.getKernelShape(), pads = pool.getPads(),
+                    strides = pool.getStrides(), dilations = pool.getDilations();
+  if (static_cast<int64_t>(kernel.size()) != spatial ||
+      llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
+    return false;
+  SymShape in = getSymShape(input), out = getSymShape(pool.getType());
+  for (int64_t d = 0; d < spatial; ++d) {
+    int64_t pad = pads.empty() ? 0 : pads[d];
+    if (!pads.empty() && pads[d] != pads[d + spatial])
+      return false;
+    if (pad >= kernel[d])
+      return false;
+    if (!pool.getCeilMode())
+      continue;
+    std::optional<int64_t> i = getConstantDimValue(in[2 + d]), o = getConstantDimValue(out[2 + d]);
+    int64_t stride = strides.empty() ? 1 : strides[d];
+    if (!i || !o || 1 + (*i + 2 * pad - kernel[d]) / stride != *o)
+      return false;
+  }
+  return true;
+}
+
 /// Ops codegen can compute element by element from their operands' elements.
 bool isInlinable(Operation *op) {
+  if (auto pool = dyn_cast<PoolOp>(op))
+    return !poolRunsInCudnn(pool);
+  // cuBLASLt multiplies floats; an integer matmul (MatMulInteger) is a
+  // generated dot product per element.
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    return isa<IntegerType>(matmul.getType().getElementType());
   if (op->hasTrait<OpTrait::Elementwise>() ||
       isa<CompareOp, SelectOp, CastOp, TransposeOp, ConcatOp, GatherOp, GatherElementsOp>(op))
     return true;

@@ -61,12 +61,6 @@ std::optional<Candidate> candidate(MatmulOp m) {
   return c;
 }
 
-Value i64Vector(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())}, b.getI64Type());
-  return ConstantOp::create(b, loc, cast<ElementsAttr>(DenseIntElementsAttr::get(type, values)))
-      .getResult();
-}
-
 /// Replaces `group` (same left operand, flags, activation and weight rows) by
 /// one matmul and a slice per member; false (nothing changed) when the slices'
 /// types would not be the members' result types.

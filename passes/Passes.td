@@ -118,6 +118,18 @@ def AbsorbMatmulTransposesPass : Pass<"kiln-absorb-matmul-transposes", "::mlir::
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def SymmetricConvPadsPass : Pass<"kiln-symmetric-conv-pads", "::mlir::func::FuncOp"> {
+  let summary = "Splits asymmetric conv pads into a symmetric library call and a pad or slice";
+  let description = [{
+    cuDNN pads each spatial dim by one amount at both ends. A `kiln.conv` whose
+    pads differ at the two ends keeps the smaller of each pair and reads its
+    input through a zero `kiln.pad` of the rest (a generated kernel); a
+    `kiln.conv_transpose`, whose pads crop its result, keeps the smaller pads
+    and a `kiln.slice` crops the rest. Symmetric convs are left alone.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def MergeSiblingMatmulsPass : Pass<"kiln-merge-sibling-matmuls", "::mlir::func::FuncOp"> {
   let summary = "Merges matmuls of one input by constant weights (Q, K, V) into one";
   let description = [{

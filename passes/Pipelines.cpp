@@ -29,6 +29,7 @@ void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision) {
   func.addPass(createFoldConvAffinePass());
   func.addPass(createAbsorbMatmulTransposesPass());
   func.addPass(createAbsorbEpiloguesPass());
+  func.addPass(createSymmetricConvPadsPass());
   func.addPass(createMergeSiblingMatmulsPass());
   // After the weight rewrites above, which read and write fp32/f64 constants.
   LowerPrecisionPassOptions lower;
@@ -61,7 +62,7 @@ void registerKilnPipelines() {
   PassPipelineRegistration<CompilePipelineOptions>(
       "kiln-compile-pipeline",
       "kiln's whole compile pipeline: the graph pipeline, batch norms folded into "
-      "convs, matmul transposes and epilogues absorbed, sibling matmuls merged, split "
+      "convs, matmul transposes and epilogues absorbed, asymmetric conv pads split, sibling matmuls merged, split "
       "reductions, the precision mode and kernel formation (what kiln-compile runs before codegen)",
       buildCompilePipeline);
 }

@@ -108,6 +108,12 @@ static cl::opt<std::string> precision(
              "bf16; kiln-compile --precision) and widen every case's float tolerances by "
              "the mode's (docs/precision.md)"),
     cl::init("fp32"), cl::cat(category));
+static cl::opt<int> maxHostLibrarySteps(
+    "max-host-library-steps",
+    cl::desc("With --backend cuda: fail the run when more library steps (MatMul, Conv, "
+             "ConvTranspose, Pool) than this ran on the host instead of cuBLASLt/cuDNN "
+             "(default: no limit)"),
+    cl::init(-1), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only failures and the summary"),
                            cl::cat(category));
 
@@ -211,6 +217,9 @@ struct Outcome {
   std::string status; // pass, fail, skip
   std::string reason;
   std::vector<std::string> boundInputs;
+  /// --backend cuda: library steps (MatMul, Conv, ConvTranspose, Pool) that
+  /// ran on the host instead of cuBLASLt/cuDNN, by name, one per step run.
+  std::vector<std::string> hostLibrarySteps;
 };
 
 /// One data set of a case, imported and optimized (and, for the host backend,
@@ -318,7 +327,8 @@ const std::map<std::string, std::shared_ptr<const kiln::nvrtc::NvrtcResult>> *cu
 /// on `inputs`.
 mlir::FailureOr<std::vector<kiln::ref::Tensor>>
 runThroughArtifact(mlir::func::FuncOp func, const kiln::HostKernels *host,
-                   std::vector<kiln::ref::Tensor> &inputs, std::string &error) {
+                   std::vector<kiln::ref::Tensor> &inputs, std::string &error,
+                   std::vector<std::string> &hostLibrarySteps) {
   kiln::ArtifactOptions options;
   options.cubinArchs.clear();
   options.hostKernels = host;
@@ -341,7 +351,22 @@ runThroughArtifact(mlir::func::FuncOp func, const kiln::HostKernels *host,
   if (kiln_model_load_memory(artifact->bytes.data(), artifact->bytes.size(), runOn, &model) !=
       KILN_OK)
     return fail();
-  absl::StatusOr<std::vector<kiln::ref::Tensor>> results = kiln::runLoadedModel(model, inputs);
+  kiln_profile_t *profile = nullptr;
+  if (kiln_profile_create(&profile) != KILN_OK)
+    return fail();
+  absl::StatusOr<std::vector<kiln::ref::Tensor>> results =
+      kiln::runLoadedModel(model, inputs, profile);
+  // Which library steps the profile says ran on the host: on CUDA each one is
+  // a round trip that cuBLASLt or cuDNN should have taken.
+  for (size_t i = 0, n = kiln_profile_num_events(profile); i < n; ++i) {
+    const char *name = nullptr, *kind = nullptr;
+    double start = 0, duration = 0;
+    if (kiln_profile_event(profile, i, &name, &kind, &start, &duration) == KILN_OK &&
+        StringRef(kind) == "host" &&
+        llvm::is_contained({"MatMul", "Conv", "ConvTranspose", "Pool"}, StringRef(name)))
+      hostLibrarySteps.push_back(name);
+  }
+  kiln_profile_destroy(profile);
   if (!results.ok()) {
     error = std::string(results.status().message());
     kiln_model_destroy(model);
@@ -390,6 +415,7 @@ Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &i
                     PreparedCase &prepared, const kiln::HostKernels *host) {
   if (backend == "import")
     return {"pass", ""};
+  std::vector<std::string> hostLibrarySteps;
   size_t sets = prepared.sets.size();
   for (PreparedSet &set : prepared.sets) {
     mlir::func::FuncOp func = kiln::entryFunction(*set.module);
@@ -408,7 +434,7 @@ Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &i
     mlir::FailureOr<std::vector<kiln::ref::Tensor>> outputs = mlir::failure();
     if (viaArtifact || backend == "cuda") {
       std::string error;
-      outputs = runThroughArtifact(func, host, inputs, error);
+      outputs = runThroughArtifact(func, host, inputs, error, hostLibrarySteps);
       if (failed(outputs))
         return {"fail", "artifact: " + (error.empty() ? errors.first("compile failed") : error)};
     } else {
@@ -432,10 +458,10 @@ Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &i
         what = sys::path::filename(set.dir).str() + " " + what;
       std::string diff = kiln::ref::compareTensors((*outputs)[k], *want, info.rtol, info.atol, what);
       if (!diff.empty())
-        return {"fail", diff};
+        return {"fail", diff, {}, hostLibrarySteps};
     }
   }
-  return {"pass", ""};
+  return {"pass", "", {}, hostLibrarySteps};
 }
 
 void collectCases(StringRef path, std::vector<std::string> &cases) {
@@ -570,6 +596,7 @@ int main(int argc, char **argv) {
   json::Array results;
   std::set<std::string> passed;
   int pass = 0, fail = 0, skip = 0;
+  size_t hostLibrarySteps = 0, casesWithHostLibrarySteps = 0;
   for (size_t c = 0; c < cases.size(); ++c) {
     std::string name = sys::path::filename(cases[c]).str();
     const CaseInfo &info = infos[c];
@@ -587,16 +614,25 @@ int main(int argc, char **argv) {
       ++fail;
       outs() << "FAIL " << name << ": " << outcome.reason << "\n";
     }
-    json::Array ops, bound;
+    if (!outcome.hostLibrarySteps.empty()) {
+      hostLibrarySteps += outcome.hostLibrarySteps.size();
+      ++casesWithHostLibrarySteps;
+      outs() << "HOST-LIBRARY-STEPS " << name << ": " << join(outcome.hostLibrarySteps, ", ")
+             << "\n";
+    }
+    json::Array ops, bound, hostSteps;
     for (const std::string &op : info.ops)
       ops.push_back(op);
+    for (const std::string &step : outcome.hostLibrarySteps)
+      hostSteps.push_back(step);
     for (const std::string &b : outcome.boundInputs)
       bound.push_back(b);
     results.push_back(json::Object{{"name", name},
                                    {"status", outcome.status},
                                    {"reason", outcome.reason},
                                    {"ops", std::move(ops)},
-                                   {"bound_inputs", std::move(bound)}});
+                                   {"bound_inputs", std::move(bound)},
+                                   {"host_library_steps", std::move(hostSteps)}});
   }
 
   if (!jsonPath.empty()) {
@@ -644,6 +680,15 @@ int main(int argc, char **argv) {
           outs() << "IMPROVEMENT " << c << " now passes; record it with --update\n";
           status = 1;
         }
+    }
+  }
+  if (backend == "cuda") {
+    outs() << "library steps on the host: " << hostLibrarySteps << " in "
+           << casesWithHostLibrarySteps << " cases\n";
+    if (maxHostLibrarySteps >= 0 && hostLibrarySteps > static_cast<size_t>(maxHostLibrarySteps)) {
+      outs() << "TOO MANY HOST LIBRARY STEPS: " << hostLibrarySteps << " (at most "
+             << maxHostLibrarySteps << ")\n";
+      status = 1;
     }
   }
   outs() << pass << " passed, " << fail << " failed, " << skip << " skipped\n";

@@ -335,3 +335,54 @@ func.func @deep_chain(%x: tensor<8xf32>) -> tensor<8xf32> {
   %v199 = kiln.exp %v198 : (tensor<8xf32>) -> tensor<8xf32>
   return %v199 : tensor<8xf32>
 }
+
+// -----
+
+// Pools cuDNN takes (max/average, no dilation, symmetric pads) stay library
+// steps; a dilated max pool, an Lp pool and an average pool with asymmetric
+// pads are generated kernels (reading the ReLU, which the library pool needs
+// materialized).
+// CHECK-LABEL: func.func @pools
+// CHECK: %[[R:.*]] = kiln.kernel "pointwise"(%arg0)
+// CHECK: kiln.pool %[[R]] {{{.*}}kind = #kiln<pool max>, pads = array<i64: 1, 1, 1, 1>
+// CHECK: kiln.kernel "pointwise"(%[[R]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.pool {{.*}}dilations = array<i64: 2, 2>
+// CHECK: kiln.kernel "pointwise"(%[[R]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.pool {{.*}}kind = #kiln<pool lp>
+// CHECK: kiln.kernel "pointwise"(%[[R]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.pool {{.*}}kind = #kiln<pool avg>, pads = array<i64: 0, 0, 1, 1>
+func.func @pools(%x: tensor<1x2x8x8xf32>) -> (tensor<1x2x8x8xf32>, tensor<1x2x6x6xf32>, tensor<1x2x7x7xf32>, tensor<1x2x8x8xf32>) {
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %r = kiln.max %x, %zero : (tensor<1x2x8x8xf32>, tensor<f32>) -> tensor<1x2x8x8xf32>
+  %p = kiln.pool %r {kind = #kiln<pool max>, kernel_shape = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %d = kiln.pool %r {kind = #kiln<pool max>, kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 2>} : (tensor<1x2x8x8xf32>) -> tensor<1x2x6x6xf32>
+  %l = kiln.pool %r {kind = #kiln<pool lp>, kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, p = 3 : i64} : (tensor<1x2x8x8xf32>) -> tensor<1x2x7x7xf32>
+  %a = kiln.pool %r {kind = #kiln<pool avg>, kernel_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  return %p, %d, %l, %a : tensor<1x2x8x8xf32>, tensor<1x2x6x6xf32>, tensor<1x2x7x7xf32>, tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// A generated pool fuses with what only it reads (the ReLU before it) and
+// what reads it (the scale after), one kernel; a ceil_mode max pool whose
+// static dims show cuDNN's floor gives the same result stays in cuDNN.
+// CHECK-LABEL: func.func @pool_fusion
+// CHECK: kiln.kernel "pointwise"(%arg0)
+// CHECK-NEXT: ^bb0
+// CHECK: kiln.max
+// CHECK-NEXT: kiln.pool {{.*}}ceil_mode = true{{.*}}dilations = array<i64: 2, 2>
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.pool %arg0 {ceil_mode = true
+func.func @pool_fusion(%x: tensor<1x2x8x8xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %r = kiln.max %x, %zero : (tensor<1x2x8x8xf32>, tensor<f32>) -> tensor<1x2x8x8xf32>
+  %d = kiln.pool %r {kind = #kiln<pool max>, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 2>, ceil_mode = true} : (tensor<1x2x8x8xf32>) -> tensor<1x2x4x4xf32>
+  %s = kiln.mul %d, %two : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %c = kiln.pool %x {kind = #kiln<pool max>, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = true} : (tensor<1x2x8x8xf32>) -> tensor<1x2x4x4xf32>
+  return %s, %c : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}

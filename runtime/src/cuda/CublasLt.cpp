@@ -84,6 +84,11 @@ struct Problem {
   cublasOperation_t ltAOp = CUBLAS_OP_N, ltBOp = CUBLAS_OP_N;
   int64_t ltAStride = 0, ltBStride = 0; ///< 0: broadcast over the batch
   enum class Bias { None, Vector, Matrix } bias = Bias::None;
+  /// Leading batch dims that broadcast partially (a [2, 1] batch against
+  /// [1, 3]) are a loop of calls around the strided batch, each at an offset
+  /// (in elements) per outer dim: 0 where that operand broadcasts.
+  ref::Shape outer;
+  std::vector<int64_t> aOuterStrides, bOuterStrides, dOuterStrides;
 };
 
 /// The batch dims of an operand (all but the last two; none for a vector),
@@ -114,8 +119,10 @@ std::optional<Problem> plan(const MatMulParams &params, const MatmulCall &call) 
   p.n = m;
   p.k = ka;
 
-  // Batches: each operand's batch dims either equal the result's or are all 1
-  // (a stride of 0). Partial broadcasting ([2, 1] against [1, 3]) stays on the host.
+  // Batches: in cuBLASLt's strided batch each operand's batch dims either
+  // equal the result's or are all 1 (a stride of 0). Where leading dims
+  // broadcast partially ([2, 1] against [1, 3]), the fewest leading dims that
+  // make the rest fit become a loop of calls (no copies either way).
   size_t batchRank = std::max(batchDims(a, 0).size(), batchDims(b, 0).size());
   ref::Shape aBatch = batchDims(a, batchRank), bBatch = batchDims(b, batchRank);
   ref::Shape outBatch(batchRank);
@@ -124,32 +131,45 @@ std::optional<Problem> plan(const MatMulParams &params, const MatmulCall &call) 
       return std::nullopt;
     outBatch[i] = std::max(aBatch[i], bBatch[i]);
   }
-  p.batch = product(outBatch, 0, outBatch.size());
+  auto fitsFrom = [&](const ref::Shape &batch, size_t from) {
+    return std::equal(batch.begin() + from, batch.end(), outBatch.begin() + from) ||
+           product(batch, from, batch.size()) == 1;
+  };
+  size_t split = 0;
+  while (!(fitsFrom(aBatch, split) && fitsFrom(bBatch, split)))
+    ++split; // ends by batchRank at the latest: empty suffixes fit
+  p.batch = product(outBatch, split, outBatch.size());
   if (p.batch > std::numeric_limits<int32_t>::max())
     return std::nullopt;
-  auto stride = [&](const ref::Shape &batch, int64_t matrix) -> std::optional<int64_t> {
-    if (batch == outBatch)
-      return matrix;
-    if (product(batch, 0, batch.size()) == 1)
-      return 0;
-    return std::nullopt;
+  auto stride = [&](const ref::Shape &batch, int64_t matrix) -> int64_t {
+    return product(batch, split, batch.size()) == 1 ? 0 : matrix;
   };
-  std::optional<int64_t> aStride = stride(aBatch, m * ka), bStride = stride(bBatch, kb * n);
-  if (!aStride || !bStride)
-    return std::nullopt;
+  int64_t aStride = stride(aBatch, m * ka), bStride = stride(bBatch, kb * n);
+  // Element strides of the outer dims: an operand's own batch layout, 0 where
+  // it broadcasts; the result's are its dense layout.
+  auto outerStrides = [&](const ref::Shape &batch, int64_t matrix) {
+    std::vector<int64_t> strides(split);
+    for (size_t i = 0; i < split; ++i)
+      strides[i] = batch[i] == 1 ? 0 : product(batch, i + 1, batch.size()) * matrix;
+    return strides;
+  };
+  p.outer.assign(outBatch.begin(), outBatch.begin() + split);
+  p.aOuterStrides = outerStrides(aBatch, m * ka);
+  p.bOuterStrides = outerStrides(bBatch, kb * n);
+  p.dOuterStrides = outerStrides(outBatch, m * n);
 
   // cuBLASLt's A is kiln's b: stored [K, N] row-major is column-major N x K.
   p.ltAOp = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   p.ltARows = static_cast<uint64_t>(transB ? kb : n);
   p.ltACols = static_cast<uint64_t>(transB ? n : kb);
   p.ltALd = static_cast<int64_t>(p.ltARows);
-  p.ltAStride = *bStride;
+  p.ltAStride = bStride;
   // cuBLASLt's B is kiln's a: stored [M, K] row-major is column-major K x M.
   p.ltBOp = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   p.ltBRows = static_cast<uint64_t>(transA ? m : ka);
   p.ltBCols = static_cast<uint64_t>(transA ? ka : m);
   p.ltBLd = static_cast<int64_t>(p.ltBRows);
-  p.ltBStride = *aStride;
+  p.ltBStride = aStride;
 
   if (params.hasBias) {
     const ref::Shape &bias = call.bias;
@@ -198,6 +218,31 @@ absl::StatusOr<std::unique_ptr<MatmulRunner>> MatmulRunner::create() {
   if (cublasStatus_t s = (*lt)->cublasLtCreate(&runner->handle_); s != CUBLAS_STATUS_SUCCESS)
     return absl::UnavailableError((*lt)->describe("cublasLtCreate", s));
   return runner;
+}
+
+std::optional<ref::Shape> MatmulRunner::resultShape(const MatMulParams &params, const ref::Shape &a,
+                                                    const ref::Shape &b) {
+  if (a.empty() || b.empty())
+    return std::nullopt;
+  bool aVector = a.size() == 1, bVector = b.size() == 1;
+  bool transA = params.transposeA && !aVector, transB = params.transposeB && !bVector;
+  int64_t m = aVector ? 1 : (transA ? a[a.size() - 1] : a[a.size() - 2]);
+  int64_t ka = aVector ? a[0] : (transA ? a[a.size() - 2] : a[a.size() - 1]);
+  int64_t kb = bVector ? b[0] : (transB ? b[b.size() - 1] : b[b.size() - 2]);
+  int64_t n = bVector ? 1 : (transB ? b[b.size() - 2] : b[b.size() - 1]);
+  if (ka != kb)
+    return std::nullopt;
+  size_t batchRank = std::max(batchDims(a, 0).size(), batchDims(b, 0).size());
+  absl::StatusOr<ref::Shape> batch =
+      ref::broadcastShapes(batchDims(a, batchRank), batchDims(b, batchRank));
+  if (!batch.ok())
+    return std::nullopt;
+  ref::Shape result = *batch;
+  if (!aVector)
+    result.push_back(m);
+  if (!bVector)
+    result.push_back(n);
+  return result;
 }
 
 bool MatmulRunner::supports(const MatMulParams &params, const MatmulCall &call) {
@@ -319,15 +364,40 @@ absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &cal
   bool wide = types->scale == CUDA_R_64F;
   const void *alpha = wide ? static_cast<const void *>(&alpha64) : &alpha32;
   const void *beta = wide ? static_cast<const void *>(&beta64) : &beta32;
-  // C is the bias for a full-size bias (beta = 1), else D itself (beta = 0).
-  const void *c = reinterpret_cast<const void *>(p.bias == Problem::Bias::Matrix ? call.biasAddress
-                                                                                 : call.resultAddress);
-  return check("cublasLtMatmul",
-               lt.cublasLtMatmul(handle_, desc.op, alpha, reinterpret_cast<const void *>(call.bAddress),
-                                 desc.a, reinterpret_cast<const void *>(call.aAddress), desc.b, beta,
-                                 c, desc.c, reinterpret_cast<void *>(call.resultAddress), desc.d,
-                                 &algorithm, reinterpret_cast<void *>(workspace), workspaceBytes,
-                                 stream));
+  // One call per index of the outer (partially broadcast) batch dims, if any.
+  size_t element = ref::info(call.dtype).bytes;
+  int64_t calls = product(p.outer, 0, p.outer.size());
+  std::vector<int64_t> index(p.outer.size(), 0);
+  for (int64_t call_ = 0; call_ < calls; ++call_) {
+    int64_t aOffset = 0, bOffset = 0, dOffset = 0;
+    for (size_t i = 0; i < index.size(); ++i) {
+      aOffset += index[i] * p.aOuterStrides[i];
+      bOffset += index[i] * p.bOuterStrides[i];
+      dOffset += index[i] * p.dOuterStrides[i];
+    }
+    uintptr_t aAddress = call.aAddress + static_cast<uintptr_t>(aOffset) * element;
+    uintptr_t bAddress = call.bAddress + static_cast<uintptr_t>(bOffset) * element;
+    uintptr_t dAddress = call.resultAddress + static_cast<uintptr_t>(dOffset) * element;
+    // C is the bias for a full-size bias (beta = 1), else D itself (beta = 0).
+    uintptr_t cAddress = p.bias == Problem::Bias::Matrix
+                             ? call.biasAddress + static_cast<uintptr_t>(dOffset) * element
+                             : dAddress;
+    if (absl::Status s = check(
+            "cublasLtMatmul",
+            lt.cublasLtMatmul(handle_, desc.op, alpha, reinterpret_cast<const void *>(bAddress),
+                              desc.a, reinterpret_cast<const void *>(aAddress), desc.b, beta,
+                              reinterpret_cast<const void *>(cAddress), desc.c,
+                              reinterpret_cast<void *>(dAddress), desc.d, &algorithm,
+                              reinterpret_cast<void *>(workspace), workspaceBytes, stream));
+        !s.ok())
+      return s;
+    for (size_t i = index.size(); i-- > 0;) {
+      if (++index[i] < p.outer[i])
+        break;
+      index[i] = 0;
+    }
+  }
+  return absl::OkStatus();
 }
 
 } // namespace kiln::rt

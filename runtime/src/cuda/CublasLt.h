@@ -71,6 +71,12 @@ public:
   /// otherwise the step runs on the host.
   static bool supports(const MatMulParams &params, const MatmulCall &call);
 
+  /// The dims of `a` (op) `b` as numpy's matmul gives them (batch dims
+  /// broadcast, vectors promoted and their dim dropped), for a result whose
+  /// plan leaves a dim unknown until run time; nullopt when they do not match.
+  static std::optional<ref::Shape> resultShape(const MatMulParams &params, const ref::Shape &a,
+                                               const ref::Shape &b);
+
   /// Queues the matmul on `stream`, with `workspace` (`workspaceBytes`) for
   /// the algorithm.
   absl::Status run(const MatMulParams &params, const MatmulCall &call, CUstream stream,

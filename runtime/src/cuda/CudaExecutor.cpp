@@ -232,19 +232,17 @@ std::string CudaExecutor::description() const {
 }
 
 namespace {
-/// A library call's element type and result dims: false (run the step on the
-/// host) when its operands' dtypes differ or the result's dims are not known
-/// before it runs.
-bool libraryOperands(ExecutionContext &context, const StepInfo &step, ref::DType &dtype,
-                     ref::Shape &result) {
+/// A library call's element type: false (run the step on the host) when its
+/// operands' dtypes differ.
+bool libraryDtype(ExecutionContext &context, const StepInfo &step, ref::DType &dtype) {
   const Plan &plan = context.model().plan();
-  const artifact::ValueInfo &out = plan.values[step.outputs[0]];
-  dtype = out.dtype;
+  dtype = plan.values[step.outputs[0]].dtype;
   for (int v : step.inputs)
     if (plan.values[v].dtype != dtype)
       return false;
-  return artifact::evaluateShapeInto(out, context.symbols, result);
+  return true;
 }
+
 } // namespace
 
 absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context, size_t s,
@@ -254,14 +252,27 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
     return nullptr;
   int out = step.outputs[0];
   DnnCall call;
-  if (!libraryOperands(context, step, call.dtype, call.result))
+  if (!libraryDtype(context, step, call.dtype))
     return nullptr;
   const Slot &x = context.values[step.inputs[0]];
   call.x = x.shape;
   call.xAddress = x.address;
-  if (const std::optional<ConvStepParams> &conv = host.conv ? host.conv : host.convTranspose) {
+  const std::optional<ConvStepParams> &convParams = host.conv ? host.conv : host.convTranspose;
+  if (convParams)
+    call.w = context.values[step.inputs[1]].shape;
+  // A dim the plan could not name (a `?` of a dynamic import) follows from the
+  // operands' dims, known by now.
+  if (!artifact::evaluateShapeInto(context.model().plan().values[out], context.symbols,
+                                   call.result)) {
+    std::optional<ref::Shape> derived =
+        convParams ? DnnRunner::convResultShape(*convParams, !host.conv, call.x, call.w)
+                   : DnnRunner::poolResultShape(*host.pool, call.x);
+    if (!derived)
+      return nullptr;
+    call.result = *derived;
+  }
+  if (const std::optional<ConvStepParams> &conv = convParams) {
     const Slot &w = context.values[step.inputs[1]];
-    call.w = w.shape;
     call.wAddress = w.address;
     if (conv->hasBias)
       call.biasAddress = context.values[step.inputs[2]].address;
@@ -300,11 +311,20 @@ absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context
     return nullptr;
   int out = step.outputs[0];
   MatmulCall call;
-  if (!libraryOperands(context, step, call.dtype, call.result))
+  if (!libraryDtype(context, step, call.dtype))
     return nullptr;
   const Slot &a = context.values[step.inputs[0]], &b = context.values[step.inputs[1]];
   call.a = a.shape;
   call.b = b.shape;
+  // A dim the plan could not name (a `?` of a dynamic import) follows from the
+  // operands' dims, known by now.
+  if (!artifact::evaluateShapeInto(context.model().plan().values[out], context.symbols,
+                                   call.result)) {
+    std::optional<ref::Shape> derived = MatmulRunner::resultShape(*host.matmul, a.shape, b.shape);
+    if (!derived)
+      return nullptr;
+    call.result = *derived;
+  }
   call.aAddress = a.address;
   call.bAddress = b.address;
   if (host.matmul->hasBias) {
@@ -494,8 +514,13 @@ absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Sh
     slot.address = static_cast<uintptr_t>(state.arena.first) + static_cast<uintptr_t>(offset);
     return absl::OkStatus();
   }
-  absl::StatusOr<std::pair<CUdeviceptr, size_t>> buffer = pool_->take(std::max(
-      bytesOf(context.model().plan().values[v].dtype, shape), artifact::kSlotAlignment));
+  // Sized at run time (by the data, or from operands' dims): within the run's
+  // tensor limit before anything is allocated.
+  ref::DType dtype = context.model().plan().values[v].dtype;
+  if (absl::Status s = ref::checkedByteSize(dtype, shape, ref::maxTensorBytes()).status(); !s.ok())
+    return s;
+  absl::StatusOr<std::pair<CUdeviceptr, size_t>> buffer =
+      pool_->take(std::max(bytesOf(dtype, shape), artifact::kSlotAlignment));
   if (!buffer.ok())
     return buffer.status();
   state.dynamic.push_back(*buffer);

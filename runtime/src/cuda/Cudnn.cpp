@@ -397,6 +397,53 @@ absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCal
   return absl::OkStatus();
 }
 
+namespace {
+int64_t valueOr(const std::vector<int64_t> &v, size_t i, int64_t otherwise) {
+  return i < v.size() ? v[i] : otherwise;
+}
+} // namespace
+
+std::optional<ref::Shape> DnnRunner::convResultShape(const ConvStepParams &params, bool transpose,
+                                                     const ref::Shape &x, const ref::Shape &w) {
+  if (x.size() < 3 || w.size() != x.size())
+    return std::nullopt;
+  const ref::ConvParams &p = params.conv;
+  size_t spatial = x.size() - 2;
+  ref::Shape result = {x[0], transpose ? w[1] * p.group : w[0]};
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t stride = valueOr(p.strides, d, 1), dilation = valueOr(p.dilations, d, 1);
+    int64_t pads = valueOr(p.pads, d, 0) + valueOr(p.pads, d + spatial, 0);
+    int64_t extent = dilation * (w[2 + d] - 1) + 1;
+    int64_t out = transpose ? stride * (x[2 + d] - 1) + valueOr(p.outputPadding, d, 0) + extent - pads
+                            : x[2 + d] + pads - extent;
+    if (out < 0 || stride <= 0)
+      return std::nullopt;
+    result.push_back(transpose ? out : out / stride + 1);
+  }
+  return result;
+}
+
+std::optional<ref::Shape> DnnRunner::poolResultShape(const ref::PoolParams &params,
+                                                     const ref::Shape &x) {
+  if (x.size() < 3 || params.kernel.size() != x.size() - 2)
+    return std::nullopt;
+  size_t spatial = x.size() - 2;
+  ref::Shape result = {x[0], x[1]};
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t stride = valueOr(params.strides, d, 1), begin = valueOr(params.pads, d, 0);
+    int64_t extent = valueOr(params.dilations, d, 1) * (params.kernel[d] - 1) + 1;
+    int64_t span = x[2 + d] + begin + valueOr(params.pads, d + spatial, 0) - extent;
+    if (span < 0 || stride <= 0)
+      return std::nullopt;
+    int64_t out = (params.ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+    // ceil_mode drops a last window that would start inside the end padding.
+    if (params.ceilMode && (out - 1) * stride >= x[2 + d] + begin)
+      --out;
+    result.push_back(out);
+  }
+  return result;
+}
+
 bool DnnRunner::supportsPool(const ref::PoolParams &params, const DnnCall &call) {
   return planPool(params, call).has_value();
 }

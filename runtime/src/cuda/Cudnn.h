@@ -74,6 +74,15 @@ public:
   static bool supportsConvTranspose(const ConvStepParams &params, const DnnCall &call);
   static bool supportsPool(const ref::PoolParams &params, const DnnCall &call);
 
+  /// The result dims of a conv (or conv transpose) of `x` by `w`, or of a pool
+  /// of `x`, by ONNX's formulas as the reference kernels apply them: for a
+  /// result whose plan leaves a dim unknown until run time. nullopt when the
+  /// dims do not fit (the host step then reports why).
+  static std::optional<ref::Shape> convResultShape(const ConvStepParams &params, bool transpose,
+                                                   const ref::Shape &x, const ref::Shape &w);
+  static std::optional<ref::Shape> poolResultShape(const ref::PoolParams &params,
+                                                   const ref::Shape &x);
+
   /// Queue the call on `stream` (the handle is bound to it for the call).
   absl::Status conv(const ConvStepParams &params, const DnnCall &call, CUstream stream,
                     uintptr_t workspace, size_t workspaceBytes) const;
