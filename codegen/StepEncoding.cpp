@@ -194,7 +194,7 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                     fb::CreateConv(b, longs(c.getStrides()), longs(c.getDilations()),
                                    longs(c.getPads()), static_cast<int64_t>(c.getGroup()),
                                    static_cast<bool>(c.getBias()), activation(c.getActivation()),
-                                   allowTf32));
+                                   allowTf32, static_cast<bool>(c.getResidual())));
       })
       .Case([&](ConvTransposeOp c) {
         return step(fb::StepOp::ConvTranspose,

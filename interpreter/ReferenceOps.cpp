@@ -280,7 +280,11 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
       .Case([&](ConvOp c) {
         ref::ConvParams p = convParams(c.getStrides(), c.getDilations(), c.getPads(),
                                        static_cast<int64_t>(c.getGroup()));
-        return one(withActivation(ref::conv(*in[0], *in[1], optional(2), p), c.getActivation()));
+        const ref::Tensor *bias = c.getBias() ? in[2] : nullptr;
+        absl::StatusOr<ref::Tensor> r = ref::conv(*in[0], *in[1], bias, p);
+        if (r.ok() && c.getResidual())
+          r = ref::binary(ref::BinaryFn::add, *r, *in[bias ? 3 : 2]);
+        return one(withActivation(std::move(r), c.getActivation()));
       })
       .Case([&](ConvTransposeOp c) {
         ref::ConvParams p = convParams(c.getStrides(), c.getDilations(), c.getPads(),

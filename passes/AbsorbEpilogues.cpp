@@ -41,9 +41,44 @@ bool isReluOf(Operation *op, Value v) {
   return (m.getLhs() == v && isSplat(m.getRhs(), 0)) || (m.getRhs() == v && isSplat(m.getLhs(), 0));
 }
 
+/// A ResNet block's tail, `relu(conv(x) + bias + z)` with `z` of the conv
+/// result's type: the conv (with a bias, as every conv is once its batch norm
+/// is folded) takes `z` as its residual and the ReLU, cuDNN's fused
+/// conv-bias-activation. The conv and the add must each have one user.
+bool absorbResidualRelu(ConvOp conv) {
+  Value result = conv.getResult();
+  if (!conv.getBias() || conv.getResidual() || conv.getActivation() != Activation::none ||
+      !result.hasOneUse())
+    return false;
+  auto add = dyn_cast<AddOp>(*result.getUsers().begin());
+  if (!add || add.getType() != result.getType() || !add.getResult().hasOneUse())
+    return false;
+  Value residual = add.getLhs() == result ? add.getRhs() : add.getLhs();
+  Operation *relu = *add.getResult().getUsers().begin();
+  if (residual == result || residual.getType() != result.getType() ||
+      !isReluOf(relu, add.getResult()))
+    return false;
+  OpBuilder b(relu);
+  SmallVector<NamedAttribute> attributes;
+  for (NamedAttribute a : conv->getAttrs())
+    if (a.getName() != "operandSegmentSizes" && a.getName() != "activation")
+      attributes.push_back(a);
+  attributes.push_back(b.getNamedAttr("activation", ActivationAttr::get(b.getContext(), Activation::relu)));
+  attributes.push_back(b.getNamedAttr("operandSegmentSizes", b.getDenseI32ArrayAttr({1, 1, 1, 1})));
+  auto fused = ConvOp::create(b, conv.getLoc(), result.getType(),
+                              ValueRange{conv.getInput(), conv.getFilter(), conv.getBias(), residual},
+                              attributes);
+  relu->getResult(0).replaceAllUsesWith(fused.getResult());
+  relu->erase();
+  add.erase();
+  conv.erase();
+  return true;
+}
+
 /// The epilogues cuBLASLt and cuDNN fuse into the library op: a matmul takes
 /// `+ bias` (a vector over its last dim, on float types) and then a ReLU; a conv
-/// takes a ReLU after its bias. The op must be the only user of the value.
+/// takes a residual add and a ReLU, or a ReLU, after its bias. The op must be
+/// the only user of the value.
 void absorbEpilogues(func::FuncOp func) {
   SmallVector<Operation *> ops;
   func.walk([&](Operation *op) {
@@ -75,6 +110,8 @@ void absorbEpilogues(func::FuncOp func) {
         }
       }
     }
+    if (auto conv = dyn_cast<ConvOp>(op); conv && absorbResidualRelu(conv))
+      continue;
     if (!result.hasOneUse() || !isReluOf(*result.getUsers().begin(), result))
       continue;
     Operation *relu = *result.getUsers().begin();

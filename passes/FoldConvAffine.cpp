@@ -116,10 +116,7 @@ bool foldNext(ConvOp conv) {
   conv->setOperand(1, makeConstant(b, conv.getLoc(), filterType, *filter));
   Value newBias = makeConstant(b, conv.getLoc(),
                                RankedTensorType::get({channels}, resultType.getElementType()), bias);
-  if (oldBias)
-    conv->setOperand(2, newBias);
-  else
-    conv->insertOperands(2, {newBias});
+  conv.getBiasMutable().assign(newBias); // keeps the operand segment sizes right
   user->getResult(0).replaceAllUsesWith(result);
   user->erase();
   llvm::SmallPtrSet<Operation *, 3> unused;

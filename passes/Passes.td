@@ -149,7 +149,9 @@ def AbsorbEpiloguesPass : Pass<"kiln-absorb-epilogues", "::mlir::func::FuncOp"> 
   let description = [{
     A matmul whose only user adds a bias vector over its last dim takes that bias
     as its `bias` operand, and then a following ReLU as its `activation`; a conv
-    takes a following ReLU. Only float types, only when the library op is the
+    takes a following ReLU, or, when it has a bias, a residual add of a tensor
+    of its result's type followed by a ReLU (its `residual` operand: cuDNN's
+    fused conv-bias-activation). Only float types, only when the library op is the
     value's one user (the unfused value is not needed elsewhere). Runs before
     `--kiln-form-kernels`, which would otherwise give those ops kernels of their
     own.

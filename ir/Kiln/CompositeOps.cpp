@@ -165,6 +165,17 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   for (auto [i, d] : llvm::enumerate(out))
     if (auto c = getConstantDimValue(d); c && *c < 0)
       return emitShapeError(location, name, "the window is larger than the padded input");
+  // The residual is added element for element: the result's dims exactly.
+  if (Value residual = adaptor.getResidual()) {
+    if (failed(checkSameElement(location, name, adaptor.getInput(), residual, "residual")))
+      return failure();
+    SymShape r = getSymShape(tensorType(residual));
+    if (r.size() != out.size())
+      return emitShapeError(location, name, "the residual must have the result's rank");
+    for (size_t i = 0; i < out.size(); ++i)
+      if (failed(unifyDims(location, name, r[i], out[i], "residual dim and result dim")))
+        return failure();
+  }
   inferred.push_back(makeTensorType(out, input.getElementType()));
   return success();
 }

@@ -35,25 +35,32 @@ def Kiln_MatmulOp : Kiln_Op<"matmul"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
-def Kiln_ConvOp : Kiln_Op<"conv"> {
+def Kiln_ConvOp : Kiln_Op<"conv", [AttrSizedOperandSegments]> {
   let summary = "N-d grouped convolution, channels first";
   let description = [{
     `input` is `[N, C, D1..Dk]`, `filter` is `[M, C / group, K1..Kk]`, the optional
     `bias` is `[M]`. `strides` and `dilations` have k entries, `pads` has 2k
-    (`[begin..., end...]`); `activation` (from the fusion pass, cuDNN's fused
-    conv-bias-activation) applies last. Output dim i is
+    (`[begin..., end...]`). The optional `residual` (from the epilogue pass: a
+    ResNet block's skip connection) has the result's shape and is added after
+    the bias; `activation` (cuDNN's fused conv-bias-activation) applies last:
+    `activation(conv(input, filter) + bias + residual)`. Output dim i is
     `(D_i + pb_i + pe_i - dilation_i * (K_i - 1) - 1) floordiv stride_i + 1`.
 
     ```mlir
     %y = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64} : (tensor<?x3x32x32xf32, #kiln.dims<[n, 3, 32, 32]>>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<?x16x32x32xf32, #kiln.dims<[n, 16, 32, 32]>>
+    %z = kiln.conv %y, %w2, %b2 residual(%y) {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, activation = #kiln<activation relu>} : (...) -> ...
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$filter,
-                       Optional<Kiln_FloatTensor>:$bias,
+                       Optional<Kiln_FloatTensor>:$bias, Optional<Kiln_FloatTensor>:$residual,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
                        DenseI64ArrayAttr:$pads, DefaultValuedAttr<I64Attr, "1">:$group,
                        DefaultValuedAttr<Kiln_ActivationAttr, "::kiln::Activation::none">:$activation);
   let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter (`,` $bias^)? (`residual` `(` $residual^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
 }
 
 def Kiln_ConvTransposeOp : Kiln_Op<"conv_transpose"> {

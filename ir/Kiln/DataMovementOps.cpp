@@ -3,6 +3,7 @@
 #include "ir/Kiln/Folding.h"
 #include "ir/Kiln/KilnDialect.h"
 
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -155,33 +156,11 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
-/// Transposes of weights (Gemm's transB, a Linear's weight) are folded far above
-/// kMaxFoldElements: the copy happens once at compile time instead of as a kernel
-/// on every run. Above this (64 MiB of f32) the kernel stays.
-constexpr int64_t kMaxTransposeFoldElements = 1 << 24;
-
-OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
-  ArrayRef<int64_t> perm = getPermutation();
-  bool identity = true;
-  for (auto [i, p] : llvm::enumerate(perm))
-    identity &= (int64_t)i == p;
-  if (identity)
-    return getInput().getType() == getType() ? getInput() : Value();
-
-  auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput());
-  auto inType = dyn_cast<RankedTensorType>(getInput().getType());
-  auto outType = dyn_cast<RankedTensorType>(getType());
-  if (!dense || !inType || !outType || !inType.hasStaticShape() || !outType.hasStaticShape() ||
-      outType.getNumElements() > kMaxTransposeFoldElements ||
-      !outType.getElementType().isIntOrFloat())
-    return {};
-  if (dense.isSplat())
-    return DenseElementsAttr::get(outType, dense.getSplatValue<Attribute>());
-  unsigned bits = outType.getElementType().getIntOrFloatBitWidth();
-  if (bits % 8 != 0) // i1 and sub-byte types are bit-packed
-    return {};
-  size_t bytes = bits / 8;
-  ArrayRef<char> raw = dense.getRawData();
+/// The elements of a `type` tensor stored row-major in `raw` (`bytes` each),
+/// permuted by `perm`, row-major in the result's order.
+static std::vector<char> transposeBytes(ArrayRef<char> raw, RankedTensorType inType,
+                                        RankedTensorType outType, ArrayRef<int64_t> perm,
+                                        size_t bytes) {
   int64_t rank = inType.getRank(), count = outType.getNumElements();
   SmallVector<int64_t> inStrides(rank, 1);
   for (int64_t d = rank - 2; d >= 0; --d)
@@ -201,7 +180,44 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
       index[d] = 0;
     }
   }
-  return DenseElementsAttr::getFromRawBuffer(outType, out);
+  return out;
+}
+
+/// Transposes of constants fold at any size (Gemm's transB, a Linear's weight,
+/// stored as a resource blob when large): the copy happens once at compile time
+/// instead of as a kernel on every run. A large result stays a resource blob,
+/// so the context does not hash and unique its bytes.
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  ArrayRef<int64_t> perm = getPermutation();
+  bool identity = true;
+  for (auto [i, p] : llvm::enumerate(perm))
+    identity &= (int64_t)i == p;
+  if (identity)
+    return getInput().getType() == getType() ? getInput() : Value();
+
+  auto inType = dyn_cast<RankedTensorType>(getInput().getType());
+  auto outType = dyn_cast<RankedTensorType>(getType());
+  if (!adaptor.getInput() || !inType || !outType || !inType.hasStaticShape() ||
+      !outType.hasStaticShape() || !outType.getElementType().isIntOrFloat())
+    return {};
+  unsigned bits = outType.getElementType().getIntOrFloatBitWidth();
+  auto dense = dyn_cast<DenseElementsAttr>(adaptor.getInput());
+  if (dense && dense.isSplat())
+    return DenseElementsAttr::get(outType, dense.getSplatValue<Attribute>());
+  if (bits % 8 != 0) // i1 and sub-byte types are bit-packed
+    return {};
+  size_t bytes = bits / 8;
+  if (dense)
+    return DenseElementsAttr::getFromRawBuffer(
+        outType, transposeBytes(dense.getRawData(), inType, outType, perm, bytes));
+  auto resource = dyn_cast<DenseResourceElementsAttr>(adaptor.getInput());
+  AsmResourceBlob *blob = resource ? resource.getRawHandle().getBlob() : nullptr;
+  if (!blob || blob->getData().size() != static_cast<size_t>(inType.getNumElements()) * bytes)
+    return {};
+  std::vector<char> out = transposeBytes(blob->getData(), inType, outType, perm, bytes);
+  return DenseResourceElementsAttr::get(
+      outType, "transposed",
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(ArrayRef<char>(out), alignof(uint64_t)));
 }
 
 //===----------------------------------------------------------------------===//

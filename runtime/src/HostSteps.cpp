@@ -327,12 +327,21 @@ absl::StatusOr<HostStep> Decoder::decode() {
     absl::StatusOr<bool> r = isRelu(t.activation());
     if (!r.ok())
       return r.status();
-    bool bias = t.has_bias();
-    absl::StatusOr<HostStep> decoded = simple(bias ? 3 : 2, [p, bias, relu = *r](const Inputs &in) {
-      return kiln::rt::relu(ref::conv(*in[0], *in[1], bias ? in[2] : nullptr, p), relu);
-    });
+    bool bias = t.has_bias(), residual = t.has_residual();
+    size_t count = 2 + (bias ? 1 : 0) + (residual ? 1 : 0);
+    absl::StatusOr<HostStep> decoded =
+        simple(count, [p, bias, residual, relu = *r](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+          absl::StatusOr<ref::Tensor> y = ref::conv(*in[0], *in[1], bias ? in[2] : nullptr, p);
+          if (y.ok() && residual) {
+            const ref::Tensor &z = *in[bias ? 3 : 2];
+            if (z.shape() != y->shape())
+              return absl::InvalidArgumentError("the residual's dims are not the conv result's");
+            y = ref::binary(ref::BinaryFn::add, *y, z);
+          }
+          return kiln::rt::relu(std::move(y), relu);
+        });
     if (decoded.ok())
-      decoded->conv = ConvStepParams{p, bias, *r, t.allow_tf32()};
+      decoded->conv = ConvStepParams{p, bias, *r, t.allow_tf32(), residual};
     return decoded;
   }
   case fb::StepOp::ConvTranspose: {

@@ -41,6 +41,8 @@ struct ConvStepParams {
   bool hasBias = false;
   bool relu = false;
   bool allowTf32 = false;
+  /// Conv only: an input after the bias added before the ReLU.
+  bool hasResidual = false;
 };
 
 struct HostStep {

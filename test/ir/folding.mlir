@@ -156,3 +156,26 @@ func.func @fold_transpose_of_constant() -> (tensor<3x2xf32>, tensor<2x2x2xi8>, t
   %v = kiln.transpose %s {permutation = array<i64: 1, 0>} : (tensor<2x4xi64>) -> tensor<4x2xi64>
   return %t, %u, %v : tensor<3x2xf32>, tensor<2x2x2xi8>, tensor<4x2xi64>
 }
+
+// -----
+
+// A weight stored as a resource blob (the importer makes one of every
+// initializer of 64 KiB or more) folds too, at any size, into a new blob.
+// CHECK-LABEL: func @fold_transpose_of_resource
+// CHECK: %[[T:.*]] = kiln.constant dense_resource<transposed> : tensor<3x2xf32>
+// CHECK-NOT: kiln.transpose
+// CHECK: return %[[T]]
+// CHECK: transposed: "0x{{[0-9]+}}0000000000803F00008040000000400000A040000040400000C040"
+func.func @fold_transpose_of_resource() -> tensor<3x2xf32> {
+  %w = kiln.constant dense_resource<weight> : tensor<2x3xf32>
+  %t = kiln.transpose %w {permutation = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %t : tensor<3x2xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      weight: "0x040000000000803f0000004000004040000080400000a0400000c040"
+    }
+  }
+#-}

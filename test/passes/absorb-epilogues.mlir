@@ -35,3 +35,38 @@ func.func @no_epilogue(%a: tensor<4x8xf32>, %w: tensor<8x8xf32>, %res: tensor<4x
   %im = kiln.matmul %i, %iw : (tensor<4x8xi32>, tensor<8x8xi32>) -> tensor<4x8xi32>
   return %s, %im : tensor<4x8xf32>, tensor<4x8xi32>
 }
+
+// -----
+
+// A ResNet block's tail, relu(conv + bias + z): the conv takes z as its
+// residual and the ReLU (one cudnnConvolutionBiasActivationForward).
+// CHECK-LABEL: func.func @conv_residual_relu
+// CHECK: %[[C:.*]] = kiln.conv %arg0, %arg1, %arg2 residual(%arg3) {activation = #kiln<activation relu>
+// CHECK-NOT: kiln.add
+// CHECK-NOT: kiln.max
+// CHECK: return %[[C]]
+func.func @conv_residual_relu(%x: tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>>, %w: tensor<4x4x3x3xf32>, %b: tensor<4xf32>, %z: tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>>) -> tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>> {
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %c = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>} : (tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>>, tensor<4x4x3x3xf32>, tensor<4xf32>) -> tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>>
+  %s = kiln.add %z, %c : (tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>>, tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>>) -> tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>>
+  %r = kiln.max %s, %zero : (tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>>, tensor<f32>) -> tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>>
+  return %r : tensor<?x4x6x6xf32, #kiln.dims<[n, 4, 6, 6]>>
+}
+
+// -----
+
+// No residual without a bias (cuDNN's fused call needs one), or when the
+// sum has another user.
+// CHECK-LABEL: func.func @no_residual
+// CHECK-NOT: residual(
+// CHECK: return
+func.func @no_residual(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %b: tensor<4xf32>, %z: tensor<1x4x6x6xf32>) -> (tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>) {
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %c = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %s = kiln.add %c, %z : (tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %r = kiln.max %s, %zero : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %c2 = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>, tensor<4xf32>) -> tensor<1x4x6x6xf32>
+  %s2 = kiln.add %c2, %z : (tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %r2 = kiln.max %s2, %zero : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  return %r, %r2, %s2 : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
+}

@@ -61,6 +61,14 @@ def gemm_case(a_shape, b_shape, c_shape, relu=False, **attrs):
     return nodes, {"a": a_shape, "b": b_shape, "c": c_shape}, "float32"
 
 
+def conv_residual_case():
+    """A ResNet block's tail: relu(conv(x) + b + z), one fused cuDNN call."""
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "z"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    return nodes, {"x": [2, 3, 6, 6], "w": [4, 3, 3, 3], "b": [4], "z": [2, 4, 6, 6]}, "float32"
+
+
 CASES = {
     "batched": matmul_case([2, 3, 4], [2, 4, 5]),
     "b-broadcast": matmul_case([2, 3, 4], [4, 5]),
@@ -77,6 +85,7 @@ CASES = {
     "fp64": matmul_case([2, 3, 4], [2, 4, 5], "float64"),
     "conv2d": conv_case([2, 4, 9, 8], [6, 2, 3, 3], group=2, strides=[2, 1], dilations=[1, 2], pads=[1, 2, 1, 2]),
     "conv-relu": conv_case([1, 3, 6, 6], [4, 3, 3, 3], relu=True, pads=[1, 1, 1, 1]),
+    "conv-residual-relu": conv_residual_case(),
     "conv-depthwise": conv_case([1, 4, 7, 7], [4, 1, 3, 3], bias=False, group=4, pads=[1, 1, 1, 1]),
     "conv1d": conv_case([2, 3, 10], [5, 3, 3], strides=[2], pads=[1, 1]),
     "conv3d": conv_case([1, 2, 4, 5, 6], [3, 2, 2, 3, 3], pads=[0, 1, 1, 0, 1, 1]),

@@ -155,10 +155,14 @@ LogicalResult convertConv(NodeImporter &n) {
   SmallVector<Value> operands = {*x, *w};
   if (Value b = n.input(2))
     operands.push_back(b);
+  int32_t hasBias = operands.size() == 3 ? 1 : 0;
   auto r = n.create<ConvOp>(operands, {arrayAttr(n, "strides", window->strides),
                                        arrayAttr(n, "dilations", window->dilations),
                                        arrayAttr(n, "pads", window->pads),
-                                       n.named("group", n.builder().getI64IntegerAttr(*group))});
+                                       n.named("group", n.builder().getI64IntegerAttr(*group)),
+                                       n.named("operandSegmentSizes",
+                                               n.builder().getDenseI32ArrayAttr(
+                                                   {1, 1, hasBias, 0}))});
   return failed(r) ? failure() : n.setResults({*r});
 }
 

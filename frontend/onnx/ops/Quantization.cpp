@@ -314,7 +314,9 @@ LogicalResult convertConvInteger(NodeImporter &n) {
   auto conv = n.create<ConvOp>({*xc, *wc}, {n.named("strides", b.getDenseI64ArrayAttr(*strides)),
                                             n.named("dilations", b.getDenseI64ArrayAttr(*dilations)),
                                             n.named("pads", b.getDenseI64ArrayAttr(*pads)),
-                                            n.named("group", b.getI64IntegerAttr(*group))});
+                                            n.named("group", b.getI64IntegerAttr(*group)),
+                                            n.named("operandSegmentSizes",
+                                                    b.getDenseI32ArrayAttr({1, 1, 0, 0}))});
   auto r = failed(conv) ? conv : castTo(n, *conv, n.builder().getI32Type());
   return failed(r) ? failure() : n.setResults({*r});
 }

@@ -276,6 +276,12 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
     call.wAddress = w.address;
     if (conv->hasBias)
       call.biasAddress = context.values[step.inputs[2]].address;
+    if (conv->hasResidual) {
+      const Slot &residual = context.values[step.inputs[conv->hasBias ? 3 : 2]];
+      if (residual.shape != call.result)
+        return nullptr; // the host step reports the mismatch
+      call.residualAddress = residual.address;
+    }
     if (host.conv ? !DnnRunner::supportsConv(*conv, call)
                   : !DnnRunner::supportsConvTranspose(*conv, call))
       return nullptr;

@@ -494,6 +494,17 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
     found = algorithms_.emplace(key, *chosen).first;
   }
   auto pointer = [](uintptr_t a) { return reinterpret_cast<void *>(a); };
+  // With a bias and a ReLU, one fused call: relu(conv + residual + bias),
+  // the residual z weighted 1 (or y itself weighted 0 when there is none).
+  if (params.hasBias && params.relu) {
+    uintptr_t z = params.hasResidual ? call.residualAddress : call.resultAddress;
+    return d.check("cudnnConvolutionBiasActivationForward",
+                   dnn.cudnnConvolutionBiasActivationForward(
+                       handle_, one, x, pointer(call.xAddress), d.filter, pointer(call.wAddress),
+                       d.conv, found->second, pointer(workspace), workspaceBytes,
+                       params.hasResidual ? one : zero, y, pointer(z), *bias,
+                       pointer(call.biasAddress), d.activation, y, pointer(call.resultAddress)));
+  }
   if (absl::Status s = d.check("cudnnConvolutionForward",
                                dnn.cudnnConvolutionForward(
                                    handle_, one, x, pointer(call.xAddress), d.filter,
@@ -505,6 +516,12 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
   if (params.hasBias)
     if (absl::Status s = d.check("cudnnAddTensor",
                                  dnn.cudnnAddTensor(handle_, one, *bias, pointer(call.biasAddress),
+                                                    one, y, pointer(call.resultAddress)));
+        !s.ok())
+      return s;
+  if (params.hasResidual)
+    if (absl::Status s = d.check("cudnnAddTensor",
+                                 dnn.cudnnAddTensor(handle_, one, y, pointer(call.residualAddress),
                                                     one, y, pointer(call.resultAddress)));
         !s.ok())
       return s;

@@ -60,6 +60,8 @@ struct DnnCall {
   ref::DType dtype = ref::DType::f32;
   ref::Shape x, w, result;
   uintptr_t xAddress = 0, wAddress = 0, biasAddress = 0, resultAddress = 0;
+  /// A conv's residual (ConvStepParams::hasResidual), of the result's dims.
+  uintptr_t residualAddress = 0;
 };
 
 /// Runs Conv and Pool steps in cuDNN for one executor. Thread-safe.

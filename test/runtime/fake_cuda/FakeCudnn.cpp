@@ -12,6 +12,9 @@
 //   count and mode (CUDNN_CROSS_CORRELATION; CUDNN_CONVOLUTION flips the
 //   filter); y's dims must be 1 + (in + 2 pad - dilation (k - 1) - 1) / stride,
 //   C = filter C * groups, K divisible by groups, else CUDNN_STATUS_BAD_PARAM;
+// - cudnnConvolutionBiasActivationForward: y = relu(alpha1 * conv(x, w) +
+//   alpha2 * z + bias), the bias [1, K, 1...], z of y's dims (and may be y);
+//   IDENTITY activation refused;
 // - cudnnConvolutionBackwardData: dx = alpha * the data gradient of that conv
 //   (x = dx, y = dy) applied to dy + beta * dx (what ConvTranspose computes);
 // - cudnnAddTensor: C = alpha * A + beta * C, A broadcast along its dims of 1;
@@ -456,6 +459,56 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
     int64_t yo = offset(yt, yi);
     fake::store(e, y, yo, a * r + (b != 0 ? b * fake::load(e, y, yo) : 0.0));
   });
+  return CUDNN_STATUS_SUCCESS;
+}
+
+/// y = relu(alpha1 * conv(x, w) + alpha2 * z + bias), cuDNN's fused
+/// conv-bias-activation: the activation must be RELU (IDENTITY needs the
+/// IMPLICIT_PRECOMP_GEMM algorithm, which this double never offers, so it is
+/// refused), the bias one value per output channel ([1, K, 1...]), z of y's
+/// dims and type. z may be y: all of it is read before y is stored.
+cudnnStatus_t cudnnConvolutionBiasActivationForward(
+    cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t cDesc,
+    cudnnConvolutionFwdAlgo_t algo, void *, size_t, const void *alpha2,
+    const cudnnTensorDescriptor_t zDesc, const void *z, const cudnnTensorDescriptor_t biasDesc,
+    const void *bias, const cudnnActivationDescriptor_t act, const cudnnTensorDescriptor_t yDesc,
+    void *y) {
+  if (!handle || !alpha1 || !alpha2 || !xDesc || !x || !wDesc || !w || !cDesc || !zDesc || !z ||
+      !biasDesc || !bias || !act || !yDesc || !y)
+    return CUDNN_STATUS_BAD_PARAM;
+  const Tensor &xt = *as<Tensor>(xDesc), &yt = *as<Tensor>(yDesc), &zt = *as<Tensor>(zDesc),
+               &bt = *as<Tensor>(biasDesc);
+  const Filter &wf = *as<Filter>(wDesc);
+  const Conv &c = *as<Conv>(cDesc);
+  if (!validConv(xt, wf, c, yt) || zt.dims != yt.dims || zt.type != yt.type)
+    return CUDNN_STATUS_BAD_PARAM;
+  if (as<Activation>(act)->mode != CUDNN_ACTIVATION_RELU)
+    return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ? CUDNN_STATUS_NOT_SUPPORTED
+                                                                   : CUDNN_STATUS_BAD_PARAM;
+  if (bt.dims.size() != yt.dims.size() || bt.dims[1] != yt.dims[1] || bt.type != yt.type)
+    return CUDNN_STATUS_BAD_PARAM;
+  for (size_t d = 0; d < bt.dims.size(); ++d)
+    if (d != 1 && bt.dims[d] != 1)
+      return CUDNN_STATUS_BAD_PARAM;
+  fake::Element e = element(xt.type);
+  bool tf32 = roundsToTf32(c);
+  std::vector<double> sums(count(yt.dims), 0.0);
+  forEachTap(xt, wf, c, yt, [&](const std::vector<int> &, int64_t yFlat, const std::vector<int> &xi, int64_t,
+                                int64_t wo) {
+    sums[yFlat] += fake::loadOperand(e, x, offset(xt, xi), tf32) * fake::loadOperand(e, w, wo, tf32);
+  });
+  double a1 = scale(xt.type, alpha1), a2 = scale(xt.type, alpha2);
+  int64_t flat = 0;
+  forEach(yt.dims, [&](const std::vector<int> &i) {
+    std::vector<int> channel(i.size(), 0);
+    channel[1] = i[1];
+    double v = a1 * sums[flat] + (a2 != 0 ? a2 * fake::load(e, z, offset(zt, i)) : 0.0) +
+               fake::load(e, bias, offset(bt, channel));
+    sums[flat++] = std::isnan(v) ? v : std::max(v, 0.0);
+  });
+  flat = 0;
+  forEach(yt.dims, [&](const std::vector<int> &i) { fake::store(e, y, offset(yt, i), sums[flat++]); });
   return CUDNN_STATUS_SUCCESS;
 }
 
