@@ -100,19 +100,34 @@ ref::Shape batchDims(const ref::Shape &shape, size_t rank) {
   return dims;
 }
 
-std::optional<Problem> plan(const MatMulParams &params, const MatmulCall &call) {
-  const ref::Shape &a = call.a, &b = call.b;
+/// The matrix dims of `a` (op) `b`: vectors are promoted as numpy does (a:
+/// [1, K], b: [K, 1]) and their op is the identity, as on the host.
+struct MatrixDims {
+  bool aVector, bVector, transA, transB;
+  int64_t m, ka, kb, n;
+};
+
+std::optional<MatrixDims> matrixDims(const MatMulParams &params, const ref::Shape &a,
+                                     const ref::Shape &b) {
   if (a.empty() || b.empty())
     return std::nullopt;
+  MatrixDims d;
+  d.aVector = a.size() == 1, d.bVector = b.size() == 1;
+  d.transA = params.transposeA && !d.aVector, d.transB = params.transposeB && !d.bVector;
+  d.m = d.aVector ? 1 : (d.transA ? a[a.size() - 1] : a[a.size() - 2]);
+  d.ka = d.aVector ? a[0] : (d.transA ? a[a.size() - 2] : a[a.size() - 1]);
+  d.kb = d.bVector ? b[0] : (d.transB ? b[b.size() - 1] : b[b.size() - 2]);
+  d.n = d.bVector ? 1 : (d.transB ? b[b.size() - 2] : b[b.size() - 1]);
+  return d;
+}
+
+std::optional<Problem> plan(const MatMulParams &params, const MatmulCall &call) {
+  const ref::Shape &a = call.a, &b = call.b;
+  std::optional<MatrixDims> dims = matrixDims(params, a, b);
+  if (!dims)
+    return std::nullopt;
   Problem p;
-  // Vectors are promoted as numpy does (a: [1, K], b: [K, 1]); their op is
-  // the identity, as on the host.
-  bool aVector = a.size() == 1, bVector = b.size() == 1;
-  bool transA = params.transposeA && !aVector, transB = params.transposeB && !bVector;
-  int64_t m = aVector ? 1 : (transA ? a[a.size() - 1] : a[a.size() - 2]);
-  int64_t ka = aVector ? a[0] : (transA ? a[a.size() - 2] : a[a.size() - 1]);
-  int64_t kb = bVector ? b[0] : (transB ? b[b.size() - 1] : b[b.size() - 2]);
-  int64_t n = bVector ? 1 : (transB ? b[b.size() - 2] : b[b.size() - 1]);
+  auto [aVector, bVector, transA, transB, m, ka, kb, n] = *dims;
   if (ka != kb || ka <= 0)
     return std::nullopt; // K = 0 is a result of zeros (or the bias): the host does it
   p.m = n; // cuBLASLt's m is kiln's N (see Problem)
@@ -222,16 +237,10 @@ absl::StatusOr<std::unique_ptr<MatmulRunner>> MatmulRunner::create() {
 
 std::optional<ref::Shape> MatmulRunner::resultShape(const MatMulParams &params, const ref::Shape &a,
                                                     const ref::Shape &b) {
-  if (a.empty() || b.empty())
+  std::optional<MatrixDims> dims = matrixDims(params, a, b);
+  if (!dims || dims->ka != dims->kb)
     return std::nullopt;
-  bool aVector = a.size() == 1, bVector = b.size() == 1;
-  bool transA = params.transposeA && !aVector, transB = params.transposeB && !bVector;
-  int64_t m = aVector ? 1 : (transA ? a[a.size() - 1] : a[a.size() - 2]);
-  int64_t ka = aVector ? a[0] : (transA ? a[a.size() - 2] : a[a.size() - 1]);
-  int64_t kb = bVector ? b[0] : (transB ? b[b.size() - 1] : b[b.size() - 2]);
-  int64_t n = bVector ? 1 : (transB ? b[b.size() - 2] : b[b.size() - 1]);
-  if (ka != kb)
-    return std::nullopt;
+  auto [aVector, bVector, transA, transB, m, ka, kb, n] = *dims;
   size_t batchRank = std::max(batchDims(a, 0).size(), batchDims(b, 0).size());
   absl::StatusOr<ref::Shape> batch =
       ref::broadcastShapes(batchDims(a, batchRank), batchDims(b, batchRank));

@@ -309,6 +309,20 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
   return CUDNN_STATUS_SUCCESS;
 }
 
+/// conv(x, w) at every position of y, summed in double (fp32 operands rounded
+/// to TF32 unless the descriptor asks for FMA math).
+std::vector<double> convolve(const Tensor &xt, const void *x, const Filter &wf, const void *w,
+                             const Conv &c, const Tensor &yt) {
+  fake::Element e = element(xt.type);
+  bool tf32 = roundsToTf32(c);
+  std::vector<double> sums(count(yt.dims), 0.0);
+  forEachTap(xt, wf, c, yt, [&](const std::vector<int> &, int64_t yFlat, const std::vector<int> &xi, int64_t,
+                                int64_t wo) {
+    sums[yFlat] += fake::loadOperand(e, x, offset(xt, xi), tf32) * fake::loadOperand(e, w, wo, tf32);
+  });
+  return sums;
+}
+
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
                                       const cudnnTensorDescriptor_t xDesc, const void *x,
                                       const cudnnFilterDescriptor_t wDesc, const void *w,
@@ -322,13 +336,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
   const Conv &c = *as<Conv>(cDesc);
   if (!validConv(xt, wf, c, yt))
     return CUDNN_STATUS_BAD_PARAM;
-  fake::Element e = element(xt.type);
-  bool tf32 = roundsToTf32(c);
-  std::vector<double> sums(count(yt.dims), 0.0);
-  forEachTap(xt, wf, c, yt, [&](const std::vector<int> &, int64_t yFlat, const std::vector<int> &xi, int64_t,
-                                int64_t wo) {
-    sums[yFlat] += fake::loadOperand(e, x, offset(xt, xi), tf32) * fake::loadOperand(e, w, wo, tf32);
-  });
+  std::vector<double> sums = convolve(xt, x, wf, w, c, yt);
   // All of y is computed before it is stored: beta reads the old y.
   storeScaled(yt, y, sums, scale(xt.type, alpha), scale(xt.type, beta));
   return CUDNN_STATUS_SUCCESS;
@@ -492,12 +500,7 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     if (d != 1 && bt.dims[d] != 1)
       return CUDNN_STATUS_BAD_PARAM;
   fake::Element e = element(xt.type);
-  bool tf32 = roundsToTf32(c);
-  std::vector<double> sums(count(yt.dims), 0.0);
-  forEachTap(xt, wf, c, yt, [&](const std::vector<int> &, int64_t yFlat, const std::vector<int> &xi, int64_t,
-                                int64_t wo) {
-    sums[yFlat] += fake::loadOperand(e, x, offset(xt, xi), tf32) * fake::loadOperand(e, w, wo, tf32);
-  });
+  std::vector<double> sums = convolve(xt, x, wf, w, c, yt);
   double a1 = scale(xt.type, alpha1), a2 = scale(xt.type, alpha2);
   int64_t flat = 0;
   forEach(yt.dims, [&](const std::vector<int> &i) {
