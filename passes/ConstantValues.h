@@ -25,6 +25,9 @@ std::optional<std::vector<double>> readFloats(mlir::Value v);
 mlir::Value makeConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
                          llvm::ArrayRef<double> values);
 
+/// A slice end past any dim (kiln.slice clamps it): "to the end".
+constexpr int64_t kSliceToEnd = int64_t(1) << 62;
+
 /// A 1-D i64 kiln.constant (the shape operands of slice, pad, reshape).
 mlir::Value i64Vector(mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> values);
 

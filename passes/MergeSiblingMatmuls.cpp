@@ -31,9 +31,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// Past any dim: a slice end that means "to the end" (as the slice op reads it).
-constexpr int64_t kToEnd = int64_t(1) << 62;
-
 /// A matmul that can join a group: 2-D constant f32/f64 right operand, not
 /// transposed (its columns are concatenated), at the function's top level.
 struct Candidate {
@@ -113,7 +110,7 @@ bool merge(ArrayRef<Candidate> group) {
   offset = 0;
   bool typesMatch = true;
   for (const Candidate &c : group) {
-    SmallVector<int64_t> starts(rank, 0), ends(rank, kToEnd), steps(rank, 1);
+    SmallVector<int64_t> starts(rank, 0), ends(rank, kSliceToEnd), steps(rank, 1);
     starts.back() = offset;
     ends.back() = offset + c.cols;
     offset += c.cols;

@@ -26,9 +26,6 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// Slice ends past any dim (clamped), as kiln.slice reads them.
-constexpr int64_t kToEnd = int64_t(1) << 62;
-
 /// Per spatial dim: the pad both ends share and what is left at each end.
 struct PadSplit {
   SmallVector<int64_t> shared, extraBegin, extraEnd;
@@ -105,7 +102,7 @@ bool splitConvTransposePads(ConvTransposeOp conv) {
   Location loc = conv.getLoc();
   auto symmetric =
       ConvTransposeOp::create(b, loc, ValueRange(conv->getOperands()), withSymmetricPads(conv, split));
-  SmallVector<int64_t> starts(rank, 0), ends(rank, kToEnd), steps(rank, 1);
+  SmallVector<int64_t> starts(rank, 0), ends(rank, kSliceToEnd), steps(rank, 1);
   for (int64_t d = 0; d < spatial; ++d) {
     starts[2 + d] = split.extraBegin[d];
     if (split.extraEnd[d] > 0)

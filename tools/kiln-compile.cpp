@@ -18,6 +18,7 @@
 #include "tools/Buckets.h"
 #include "tools/PlanGraph.h"
 #include "tools/Compile.h"
+#include "kiln/reference/Compare.h"
 #include "tools/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
 #include "tools/LoadModel.h"
@@ -267,7 +268,7 @@ int main(int argc, char **argv) {
     graphviz = *dot;
   }
 
-  if (precision != "fp32" && precision != "tf32" && precision != "fp16" && precision != "bf16")
+  if (kiln::ref::precisionTolerance(precision) < 0) // the modes are that table's
     return fail("--precision '" + precision + "' is not one of fp32, tf32, fp16, bf16");
 
   kiln::ArtifactOptions options;

@@ -243,6 +243,21 @@ bool libraryDtype(ExecutionContext &context, const StepInfo &step, ref::DType &d
   return true;
 }
 
+/// A library step's result dims: the plan's at this call's symbol values, or,
+/// where the plan leaves a dim unknown (a `?` of a dynamic import), what
+/// `derive` computes from the operands' dims, known by now. False (run the
+/// step on the host, which reports why) when neither gives them.
+template <typename Derive>
+bool libraryResultDims(ExecutionContext &context, int out, ref::Shape &result, Derive derive) {
+  if (artifact::evaluateShapeInto(context.model().plan().values[out], context.symbols, result))
+    return true;
+  std::optional<ref::Shape> derived = derive();
+  if (!derived)
+    return false;
+  result = std::move(*derived);
+  return true;
+}
+
 } // namespace
 
 absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context, size_t s,
@@ -260,17 +275,11 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
   const std::optional<ConvStepParams> &convParams = host.conv ? host.conv : host.convTranspose;
   if (convParams)
     call.w = context.values[step.inputs[1]].shape;
-  // A dim the plan could not name (a `?` of a dynamic import) follows from the
-  // operands' dims, known by now.
-  if (!artifact::evaluateShapeInto(context.model().plan().values[out], context.symbols,
-                                   call.result)) {
-    std::optional<ref::Shape> derived =
-        convParams ? DnnRunner::convResultShape(*convParams, !host.conv, call.x, call.w)
-                   : DnnRunner::poolResultShape(*host.pool, call.x);
-    if (!derived)
-      return nullptr;
-    call.result = *derived;
-  }
+  if (!libraryResultDims(context, out, call.result, [&] {
+        return convParams ? DnnRunner::convResultShape(*convParams, !host.conv, call.x, call.w)
+                          : DnnRunner::poolResultShape(*host.pool, call.x);
+      }))
+    return nullptr;
   if (const std::optional<ConvStepParams> &conv = convParams) {
     const Slot &w = context.values[step.inputs[1]];
     call.wAddress = w.address;
@@ -322,15 +331,9 @@ absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context
   const Slot &a = context.values[step.inputs[0]], &b = context.values[step.inputs[1]];
   call.a = a.shape;
   call.b = b.shape;
-  // A dim the plan could not name (a `?` of a dynamic import) follows from the
-  // operands' dims, known by now.
-  if (!artifact::evaluateShapeInto(context.model().plan().values[out], context.symbols,
-                                   call.result)) {
-    std::optional<ref::Shape> derived = MatmulRunner::resultShape(*host.matmul, a.shape, b.shape);
-    if (!derived)
-      return nullptr;
-    call.result = *derived;
-  }
+  if (!libraryResultDims(context, out, call.result,
+                         [&] { return MatmulRunner::resultShape(*host.matmul, a.shape, b.shape); }))
+    return nullptr;
   call.aAddress = a.address;
   call.bAddress = b.address;
   if (host.matmul->hasBias) {
