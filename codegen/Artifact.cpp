@@ -263,8 +263,11 @@ LogicalResult Writer::addStep(Operation *op) {
             {"step", fb::EnumNameStepOp(encoded.type)},
             {"result", type},
             {"why", why.empty() ? "it was not fused into a kernel" : why},
-            {"cost", "on CUDA a host round trip per call: its inputs are copied to the host "
-                     "and its results back, with a stream synchronization"}});
+            {"cost", isa<ReshapeOp>(op)
+                         ? "on CUDA a stream synchronization per call to read its shape "
+                           "operand; the data is copied on the device"
+                         : "on CUDA a host round trip per call: its inputs are copied to the "
+                           "host and its results back, with a stream synchronization"}});
       }
     }
   }

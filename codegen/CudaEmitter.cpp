@@ -21,7 +21,8 @@ namespace kiln {
 
 namespace {
 
-/// The device library's name of a float8 type ("f8e4m3fn"), or "".
+/// The device library's name of a float8 or float4 type ("f8e4m3fn",
+/// "f4e2m1fn"): stored as a byte, computed in float. "" for other types.
 std::string float8Name(Type t) {
   if (isa<Float8E4M3FNType>(t))
     return "f8e4m3fn";
@@ -31,7 +32,19 @@ std::string float8Name(Type t) {
     return "f8e5m2";
   if (isa<Float8E5M2FNUZType>(t))
     return "f8e5m2fnuz";
+  if (isa<Float4E2M1FNType>(t))
+    return "f4e2m1fn";
   return "";
+}
+
+/// The device library's name of a 2- or 4-bit integer type ("i4", "u2"):
+/// stored one element per byte (the low bits, as the runtime holds them),
+/// computed in int8_t/uint8_t. "" for other types.
+std::string subByteIntegerName(Type t) {
+  auto i = dyn_cast<IntegerType>(t);
+  if (!i || (i.getWidth() != 2 && i.getWidth() != 4))
+    return "";
+  return (i.isUnsigned() ? "u" : "i") + std::to_string(i.getWidth());
 }
 
 /// The C type a value of `t` is computed in.
@@ -43,6 +56,8 @@ std::string computeType(Type t) {
   auto i = cast<IntegerType>(t);
   if (i.getWidth() == 1)
     return "bool";
+  if (!subByteIntegerName(t).empty())
+    return i.isUnsigned() ? "uint8_t" : "int8_t";
   return (i.isUnsigned() ? "uint" : "int") + std::to_string(i.getWidth()) + "_t";
 }
 
@@ -54,6 +69,8 @@ std::string storageType(Type t) {
     return "kiln_bf16";
   if (std::string f8 = float8Name(t); !f8.empty())
     return "kiln_" + f8;
+  if (std::string small = subByteIntegerName(t); !small.empty())
+    return "kiln_" + small;
   return computeType(t);
 }
 
@@ -138,6 +155,11 @@ private:
   FailureOr<std::string> element(Value v, ArrayRef<std::string> index);
   FailureOr<std::string> poolElement(PoolOp pool, ArrayRef<std::string> index);
   FailureOr<std::string> matmulElement(MatmulOp matmul, ArrayRef<std::string> index);
+  FailureOr<std::string> resizeElement(ResizeOp resize, ArrayRef<std::string> index);
+  FailureOr<std::string> gatherNdElement(GatherNDOp gather, ArrayRef<std::string> index);
+  FailureOr<std::string> scatterElementsElement(ScatterElementsOp scatter,
+                                                ArrayRef<std::string> index);
+  FailureOr<std::string> scatterNdElement(ScatterNDOp scatter, ArrayRef<std::string> index);
   FailureOr<std::string> elementOfOp(Operation *op, Value v, ArrayRef<std::string> index);
   /// `operand`'s index for element `index` of `result`, numpy-broadcast.
   std::vector<std::string> broadcastIndex(Value operand, Value result,
@@ -155,15 +177,20 @@ private:
          size + ");");
     return kk;
   }
-  /// `data`'s element at `index`, or 0 when its dim `n` along the gathered axis
-  /// is empty (any index is out of range then, and there is nothing to read).
-  FailureOr<std::string> gatheredElement(Value data, ArrayRef<std::string> index, DimExpr n,
-                                         const std::string &ct) {
-    if (std::optional<int64_t> size = getConstantDimValue(n); size && *size > 0)
+  /// `data`'s element at `index`, or 0 when one of its `gathered` dims (those
+  /// the indices pick along) is empty (any index is out of range then, and
+  /// there is nothing to read).
+  FailureOr<std::string> gatheredElement(Value data, ArrayRef<std::string> index,
+                                         ArrayRef<DimExpr> gathered, const std::string &ct) {
+    std::string nonEmpty;
+    for (DimExpr n : gathered)
+      if (std::optional<int64_t> size = getConstantDimValue(n); !size || *size <= 0)
+        nonEmpty += (nonEmpty.empty() ? "" : " && ") + dim(n) + " > 0";
+    if (nonEmpty.empty())
       return element(data, index);
     std::string result = temp();
     line(ct + " " + result + " = " + ct + "();");
-    openBlock("if (" + dim(n) + " > 0) {");
+    openBlock("if (" + nonEmpty + ") {");
     FailureOr<std::string> e = element(data, index);
     if (failed(e))
       return failure();
@@ -175,7 +202,11 @@ private:
   }
   std::string bind(Value v, const std::string &expr) {
     std::string name = temp();
-    line("const " + computeType(elementOf(v)) + " " + name + " = " + expr + ";");
+    Type t = elementOf(v);
+    // A 2- or 4-bit integer wraps to its width wherever it is computed (the
+    // int8_t it is computed in would not), as storing and reloading it does.
+    std::string value = subByteIntegerName(t).empty() ? expr : "kiln_load(" + store(t, expr) + ")";
+    line("const " + computeType(t) + " " + name + " = " + value + ";");
     return name;
   }
   std::string memoKey(Value v, ArrayRef<std::string> index) {
@@ -206,6 +237,8 @@ private:
     // A stored float8 keeps inf and NaN (saturation is a cast's choice).
     if (std::string f8 = float8Name(t); !f8.empty())
       return "kiln_to_" + f8 + "(" + v + ", false)";
+    if (std::string small = subByteIntegerName(t); !small.empty())
+      return "kiln_to_" + small + "((" + computeType(t) + ")(" + v + "))";
     return "(" + computeType(t) + ")(" + v + ")";
   }
 
@@ -214,6 +247,7 @@ private:
   LogicalResult emitTiledTranspose(TransposeOp root);
   LogicalResult emitReduction(ReduceOp root);
   LogicalResult emitArgReduction(ArgReduceOp root);
+  LogicalResult emitCumulative(CumulativeOp root);
   LogicalResult emitRow(Operation *root);
 
   KernelOp kernel;
@@ -502,6 +536,317 @@ FailureOr<std::string> KernelEmitter::matmulElement(MatmulOp matmul, ArrayRef<st
   return acc;
 }
 
+/// A double literal of `v` (an attribute's float, widened as the reference does).
+std::string doubleLiteral(double v) {
+  std::string s;
+  llvm::raw_string_ostream(s) << "((double)" << llvm::format("%.17g", v) << ")";
+  return s;
+}
+
+/// One output element of a resize, as the reference computes it
+/// (runtime/reference/src/DataMovement.cpp): per dim, the source coordinate of
+/// the output coordinate, then the taps of the interpolation (one for nearest,
+/// two for linear, four for cubic, more where antialiasing stretches the filter
+/// on a downsampled dim), weights normalized where exclude_outside or
+/// antialiasing asks; the sum over the tensor product of every dim's taps, in
+/// double. A dim that keeps its size at scale 1 reads its own position (every
+/// mode but tf_crop_and_resize maps it onto itself with weight 1).
+FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<std::string> index) {
+  Value input = resize.getInput(), result = resize.getResult();
+  Type t = elementOf(result);
+  std::string ct = computeType(t);
+  SymShape inDims = getSymShape(input.getType()), outDims = getSymShape(result.getType());
+  std::vector<std::string> inShape = dims(input), outShape = dims(result);
+  size_t rank = index.size();
+  ArrayRef<float> scales = resize.getScales(), roi = resize.getRoi();
+  CoordinateMode coordinates = resize.getCoordinateMode();
+  ResizeMode mode = resize.getMode();
+  bool crop = coordinates == CoordinateMode::tf_crop_and_resize;
+  bool exclude = resize.getExcludeOutside();
+  double cubicA = resize.getCubicCoeffA().convertToDouble();
+  // Per dim: the input position (identity and nearest dims) or the tap loop's
+  // variables (linear and cubic dims).
+  struct Taps {
+    std::string position; // set: one tap of weight 1 at this position
+    std::string x, floor, first, last, scale, count, norm;
+  };
+  std::vector<Taps> taps(rank);
+  std::string outside = "false";
+  auto weightAt = [&](const Taps &tp, const std::string &k) {
+    std::string s = "((double)" + k + " - (" + tp.x + " - " + tp.floor + ")) * " + tp.scale;
+    return mode == ResizeMode::linear ? "kiln_max<double>(0.0, 1.0 - kiln_abs(" + s + "))"
+                                      : "kiln_cubic_weight(" + s + ", " + doubleLiteral(cubicA) + ")";
+  };
+  for (size_t d = 0; d < rank; ++d) {
+    Taps &tp = taps[d];
+    bool unitScale = scales.empty() || scales[d] == 1.0f;
+    if (!crop && inDims[d] == outDims[d] && unitScale) {
+      tp.position = index[d];
+      continue;
+    }
+    std::string in = "(double)" + inShape[d], out = "(double)" + outShape[d];
+    std::string scale = temp("scale"), x = temp("x"), o = "(double)" + index[d];
+    line("const double " + scale + " = " +
+         (scales.empty() ? "(" + out + " / " + in + ")" : doubleLiteral(scales[d])) + ";");
+    std::string coordinate;
+    switch (coordinates) {
+    case CoordinateMode::half_pixel:
+      coordinate = "(" + o + " + 0.5) / " + scale + " - 0.5";
+      break;
+    case CoordinateMode::half_pixel_symmetric:
+      coordinate = "(" + in + " / 2.0) * (1.0 - " + out + " / (" + scale + " * " + in + ")) + (" +
+                   o + " + 0.5) / " + scale + " - 0.5";
+      break;
+    case CoordinateMode::pytorch_half_pixel:
+      coordinate = outShape[d] + " > 1 ? (" + o + " + 0.5) / " + scale + " - 0.5 : 0.0";
+      break;
+    case CoordinateMode::align_corners:
+      coordinate = "(" + scale + " * " + in + " == 1.0 ? 0.0 : " + o + " * (" + in + " - 1.0) / (" +
+                   scale + " * " + in + " - 1.0))";
+      break;
+    case CoordinateMode::asymmetric:
+      coordinate = o + " / " + scale;
+      break;
+    case CoordinateMode::tf_crop_and_resize: {
+      if (roi.size() != 2 * rank)
+        return unsupported(resize, "needs a roi of 2 * rank for tf_crop_and_resize");
+      std::string start = doubleLiteral(roi[d]), end = doubleLiteral(roi[d + rank]);
+      coordinate = outShape[d] + " > 1 ? " + start + " * (" + in + " - 1.0) + " + o + " * (" + end +
+                   " - " + start + ") * (" + in + " - 1.0) / (" + out + " - 1.0) : 0.5 * (" +
+                   start + " + " + end + ") * (" + in + " - 1.0)";
+      break;
+    }
+    }
+    line("const double " + x + " = " + coordinate + ";");
+    if (crop)
+      outside += " || " + x + " < 0.0 || " + x + " > " + in + " - 1.0";
+    if (mode == ResizeMode::nearest) {
+      tp.position = temp("p");
+      line("const int64_t " + tp.position + " = kiln_clamp_index((int64_t)kiln_resize_nearest(" + x +
+           ", " + std::to_string(static_cast<int>(resize.getNearestMode())) + "), " + inShape[d] +
+           ");");
+      continue;
+    }
+    // Antialiasing stretches the filter by 1/scale when downsampling and
+    // normalizes its weights (ONNX Resize-18).
+    tp.x = x;
+    tp.floor = temp("f");
+    tp.first = temp("first");
+    tp.last = temp("last");
+    tp.scale = temp("fs");
+    line("const double " + tp.floor + " = kiln_floor(" + x + ");");
+    std::string stretch = resize.getAntialias() ? "(" + scale + " < 1.0)" : "false";
+    std::string reach = mode == ResizeMode::linear ? "1.0" : "2.0";
+    std::string unstretched = mode == ResizeMode::linear ? "(int64_t)0" : "(int64_t)-1";
+    line("const int64_t " + tp.first + " = " + stretch + " ? (int64_t)(kiln_floor(-" + reach + " / " +
+         scale + ") + 1.0) : " + unstretched + ";");
+    line("const int64_t " + tp.last + " = 1 - " + tp.first + ";");
+    line("const double " + tp.scale + " = " + stretch + " ? " + scale + " : 1.0;");
+    tp.norm = "1.0";
+    tp.count = "1";
+    if (exclude || resize.getAntialias()) {
+      std::string total = temp("total"), k = temp("k"), at = temp("at");
+      tp.count = temp("count");
+      tp.norm = temp("norm");
+      line("double " + total + " = 0.0;");
+      line("int64_t " + tp.count + " = 0;");
+      openBlock("for (int64_t " + k + " = " + tp.first + "; " + k + " <= " + tp.last + "; ++" + k +
+                ") {");
+      line("const int64_t " + at + " = (int64_t)" + tp.floor + " + " + k + ";");
+      if (exclude)
+        line("if (" + at + " < 0 || " + at + " >= " + inShape[d] + ") continue;");
+      line(total + " += " + weightAt(tp, k) + ";");
+      line("++" + tp.count + ";");
+      closeBlock();
+      std::string normalize = exclude ? "true" : stretch;
+      line("const double " + tp.norm + " = " + normalize + " && " + total + " != 0.0 ? " + total +
+           " : 1.0;");
+    }
+  }
+  std::string value = temp();
+  line(ct + " " + value + " = (" + ct + ")" + doubleLiteral(resize.getExtrapolationValue().convertToDouble()) +
+       ";");
+  openBlock("if (!(" + outside + ")) {");
+  std::string sum = temp("sum");
+  line("double " + sum + " = 0.0;");
+  std::vector<std::string> position(rank), weights;
+  unsigned loops = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    Taps &tp = taps[d];
+    if (!tp.position.empty()) {
+      position[d] = tp.position;
+      continue;
+    }
+    std::string k = temp("k"), w = temp("w"), at = temp("at");
+    openBlock("for (int64_t " + k + " = " + tp.first + "; " + k + " <= " + tp.last + "; ++" + k +
+              ") {");
+    ++loops;
+    line("double " + w + " = " + weightAt(tp, k) + ";");
+    line("int64_t " + at + " = (int64_t)" + tp.floor + " + " + k + ";");
+    if (exclude) {
+      // No tap inside the input: the reference's single tap at the floor.
+      line("if (" + tp.count + " == 0) { if (" + k + " != " + tp.first + ") continue; " + w +
+           " = 1.0; " + at + " = kiln_clamp_index((int64_t)" + tp.floor + ", " + inShape[d] +
+           "); } else if (" + at + " < 0 || " + at + " >= " + inShape[d] + ") continue;");
+    }
+    line(at + " = kiln_clamp_index(" + at + ", " + inShape[d] + ");");
+    if (tp.norm != "1.0")
+      line(w + " /= " + tp.norm + ";");
+    position[d] = at;
+    weights.push_back(w);
+  }
+  FailureOr<std::string> v = element(input, position);
+  if (failed(v))
+    return failure();
+  std::string weight = "1.0";
+  for (const std::string &w : weights)
+    weight += " * " + w;
+  line(sum + " += " + weight + " * (double)" + *v + ";");
+  for (unsigned i = 0; i < loops; ++i)
+    closeBlock();
+  line(value + " = (" + ct + ")" + sum + ";");
+  closeBlock();
+  return value;
+}
+
+/// One element of a gather_nd: the index tuple at the result's leading
+/// position picks data's dims batch_dims..batch_dims+q; the rest of the index
+/// walks the slice it names.
+FailureOr<std::string> KernelEmitter::gatherNdElement(GatherNDOp gather, ArrayRef<std::string> index) {
+  Value data = gather.getData(), indices = gather.getIndices();
+  std::string ct = computeType(elementOf(gather.getResult()));
+  SymShape dataDims = getSymShape(data.getType());
+  SymShape indexDims = getSymShape(indices.getType());
+  std::optional<int64_t> q = getConstantDimValue(indexDims.back());
+  if (!q)
+    return unsupported(gather, "needs index tuples of a known length");
+  size_t batch = static_cast<size_t>(gather.getBatchDims());
+  size_t leading = indexDims.size() - 1;
+  std::vector<std::string> in(index.begin(), index.begin() + batch);
+  std::vector<std::string> tuple(index.begin(), index.begin() + leading);
+  tuple.push_back("");
+  for (int64_t j = 0; j < *q; ++j) {
+    tuple.back() = std::to_string(j);
+    FailureOr<std::string> k = element(indices, tuple);
+    if (failed(k))
+      return failure();
+    in.push_back(gatherPosition(*k, dataDims[batch + j]));
+  }
+  in.insert(in.end(), index.begin() + leading, index.end());
+  return gatheredElement(data, in, ArrayRef<DimExpr>(dataDims).slice(batch, *q), ct);
+}
+
+/// `current` combined with an update by a scatter's reduction, as the
+/// reference does (integers wrapping; max/min as std::max/std::min).
+std::string scatterCombine(ScatterReduction reduction, const std::string &ct, bool isF,
+                           const std::string &current, const std::string &update) {
+  const std::string &a = current, &b = update;
+  switch (reduction) {
+  case ScatterReduction::none:
+    return b;
+  case ScatterReduction::add:
+    return isF ? "(" + a + " + " + b + ")" : "(" + ct + ")((uint64_t)" + a + " + (uint64_t)" + b + ")";
+  case ScatterReduction::mul:
+    return isF ? "(" + a + " * " + b + ")" : "(" + ct + ")((uint64_t)" + a + " * (uint64_t)" + b + ")";
+  case ScatterReduction::max:
+    return "(" + a + " < " + b + " ? " + b + " : " + a + ")";
+  case ScatterReduction::min:
+    return "(" + b + " < " + a + " ? " + b + " : " + a + ")";
+  }
+  return b;
+}
+
+/// One element of a scatter_elements, gathered instead of scattered: the
+/// element of data, combined in order with every update along the axis whose
+/// index names this position (the last one wins for `none`, as in the
+/// reference's sequential loop). An output element reads the indices of its
+/// line along the axis: updates.shape[axis] reads, fine for the short update
+/// axes exported models scatter along.
+FailureOr<std::string> KernelEmitter::scatterElementsElement(ScatterElementsOp scatter,
+                                                             ArrayRef<std::string> index) {
+  Value result = scatter.getResult();
+  Type t = elementOf(result);
+  std::string ct = computeType(t);
+  int64_t rank = index.size();
+  int64_t axis = static_cast<int64_t>(scatter.getAxis());
+  axis = axis < 0 ? axis + rank : axis;
+  FailureOr<std::string> initial = element(scatter.getData(), index);
+  if (failed(initial))
+    return failure();
+  std::string acc = temp("acc"), u = temp("u");
+  line(ct + " " + acc + " = " + *initial + ";");
+  std::vector<std::string> updateShape = dims(scatter.getUpdates());
+  SymShape dataDims = getSymShape(scatter.getData().getType());
+  SymShape updateDims = getSymShape(scatter.getUpdates().getType());
+  // Positions past the updates' extent along another dim receive nothing.
+  std::string covered = "true";
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && updateDims[d] != dataDims[d])
+      covered += " && " + index[d] + " < " + updateShape[d];
+  openBlock("if (" + covered + ") {");
+  openBlock("for (int64_t " + u + " = 0; " + u + " < " + updateShape[axis] + "; ++" + u + ") {");
+  std::vector<std::string> at(index.begin(), index.end());
+  at[axis] = u;
+  FailureOr<std::string> k = element(scatter.getIndices(), at);
+  if (failed(k))
+    return failure();
+  std::string kk = gatherPosition(*k, dataDims[axis]);
+  openBlock("if (" + kk + " == " + index[axis] + ") {");
+  FailureOr<std::string> update = element(scatter.getUpdates(), at);
+  if (failed(update))
+    return failure();
+  line(acc + " = " + scatterCombine(scatter.getReduction(), ct, isFloatType(t), acc, *update) + ";");
+  closeBlock();
+  closeBlock();
+  closeBlock();
+  return acc;
+}
+
+/// One element of a scatter_nd, gathered: the element of data combined in order
+/// with the update slice of every index tuple that names this element's
+/// leading q dims. Each element reads every tuple (tuples x q index reads).
+FailureOr<std::string> KernelEmitter::scatterNdElement(ScatterNDOp scatter,
+                                                       ArrayRef<std::string> index) {
+  Value result = scatter.getResult(), indices = scatter.getIndices();
+  Type t = elementOf(result);
+  std::string ct = computeType(t);
+  SymShape dataDims = getSymShape(scatter.getData().getType());
+  SymShape indexDims = getSymShape(indices.getType());
+  std::optional<int64_t> q = getConstantDimValue(indexDims.back());
+  if (!q)
+    return unsupported(scatter, "needs index tuples of a known length");
+  FailureOr<std::string> initial = element(scatter.getData(), index);
+  if (failed(initial))
+    return failure();
+  std::string acc = temp("acc"), tupleVar = temp("tuple"), matches = temp("match");
+  line(ct + " " + acc + " = " + *initial + ";");
+  std::vector<std::string> indexShape = dims(indices);
+  std::vector<std::string> leadingShape(indexShape.begin(), indexShape.end() - 1);
+  openBlock("for (int64_t " + tupleVar + " = 0; " + tupleVar + " < " + product(leadingShape) + "; ++" +
+            tupleVar + ") {");
+  std::vector<std::string> tuple = unravel(tupleVar, leadingShape);
+  tuple.push_back("");
+  line("bool " + matches + " = true;");
+  for (int64_t j = 0; j < *q; ++j) {
+    tuple.back() = std::to_string(j);
+    FailureOr<std::string> k = element(indices, tuple);
+    if (failed(k))
+      return failure();
+    std::string kk = gatherPosition(*k, dataDims[j]);
+    line(matches + " = " + matches + " && " + kk + " == " + index[j] + ";");
+  }
+  openBlock("if (" + matches + ") {");
+  std::vector<std::string> at(tuple.begin(), tuple.end() - 1);
+  at.insert(at.end(), index.begin() + *q, index.end());
+  FailureOr<std::string> update = element(scatter.getUpdates(), at);
+  if (failed(update))
+    return failure();
+  line(acc + " = " + scatterCombine(scatter.getReduction(), ct, isFloatType(t), acc, *update) + ";");
+  closeBlock();
+  closeBlock();
+  return acc;
+}
+
 FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
                                                   ArrayRef<std::string> index) {
   Type t = elementOf(v);
@@ -728,6 +1073,14 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     return poolElement(p, index);
   if (auto m = dyn_cast<MatmulOp>(op))
     return matmulElement(m, index);
+  if (auto r = dyn_cast<ResizeOp>(op))
+    return resizeElement(r, index);
+  if (auto g = dyn_cast<GatherNDOp>(op))
+    return gatherNdElement(g, index);
+  if (auto sc = dyn_cast<ScatterElementsOp>(op))
+    return scatterElementsElement(sc, index);
+  if (auto sc = dyn_cast<ScatterNDOp>(op))
+    return scatterNdElement(sc, index);
   if (auto p = dyn_cast<PadOp>(op)) {
     std::optional<SymShape> pads = getKnownElements(p.getPads());
     if (!pads)
@@ -1059,6 +1412,57 @@ LogicalResult KernelEmitter::emitArgReduction(ArgReduceOp root) {
   return success();
 }
 
+LogicalResult KernelEmitter::emitCumulative(CumulativeOp root) {
+  // One thread per line along the axis, walking it in order (reversed with
+  // `reverse`): neighbouring threads take neighbouring inner positions, so
+  // each step's reads and writes are coalesced across a warp. Floats
+  // accumulate in double as the reference does; integers wrap through uint64.
+  Value input = root.getInput(), result = root.getResult();
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  int64_t axis = static_cast<int64_t>(root.getAxis());
+  axis = axis < 0 ? axis + rank : axis;
+  std::vector<std::string> shape = dims(input);
+  std::vector<std::string> lineShape;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      lineShape.push_back(shape[d]);
+  SymShape symShape = getSymShape(input.getType());
+  SmallVector<DimExpr> lineDims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      lineDims.push_back(symShape[d]);
+  workItems = productOf(lineDims);
+  Type t = elementOf(result);
+  bool isF = isFloatType(t);
+  bool sum = root.getKind() == CumulativeKind::sum;
+  std::string acc = isF ? "double" : "uint64_t";
+  line("const int64_t lines = " + product(lineShape) + ";");
+  line("const int64_t N = " + shape[axis] + ";");
+  openBlock("for (int64_t o = kiln_thread_index(); o < lines; o += kiln_thread_count()) {");
+  std::vector<std::string> lineIndex = unravel("o", lineShape);
+  line(acc + " acc = " + (sum ? "0" : "1") + ";");
+  openBlock("for (int64_t step = 0; step < N; ++step) {");
+  line(std::string("const int64_t k = ") + (root.getReverse() ? "N - 1 - step" : "step") + ";");
+  std::vector<std::string> index(lineIndex.begin(), lineIndex.begin() + axis);
+  index.push_back("k");
+  index.insert(index.end(), lineIndex.begin() + axis, lineIndex.end());
+  std::string at = "0";
+  for (int64_t d = 0; d < rank; ++d)
+    at = d == 0 ? index[0] : "(" + at + " * " + shape[d] + " + " + index[d] + ")";
+  FailureOr<std::string> x = element(input, index);
+  if (failed(x))
+    return failure();
+  std::string stored = store(t, isF ? "acc" : "(" + computeType(t) + ")acc");
+  if (root.getExclusive())
+    line("out[" + at + "] = " + stored + ";");
+  line(std::string("acc = ") + (sum ? "acc + " : "acc * ") + "(" + acc + ")" + *x + ";");
+  if (!root.getExclusive())
+    line("out[" + at + "] = " + stored + ";");
+  closeBlock();
+  closeBlock();
+  return success();
+}
+
 LogicalResult KernelEmitter::emitRow(Operation *root) {
   blockPerItem = true;
   Value x = root->getOperand(0), result = root->getResult(0);
@@ -1233,9 +1637,11 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
       ok = emitReduction(reduce);
     else if (auto arg = dyn_cast_or_null<ArgReduceOp>(rootOp))
       ok = emitArgReduction(arg);
+    else if (auto cumulative = dyn_cast_or_null<CumulativeOp>(rootOp))
+      ok = emitCumulative(cumulative);
     else
-      return emitError(kernel.getLoc())
-             << "codegen: a reduction kernel must yield a kiln.reduce or kiln.arg_reduce";
+      return emitError(kernel.getLoc()) << "codegen: a reduction kernel must yield a kiln.reduce, "
+                                           "kiln.arg_reduce or kiln.cumulative";
   } else if (schedule == "row") {
     if (!isa_and_nonnull<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(rootOp))
       return emitError(kernel.getLoc())

@@ -132,6 +132,7 @@ fb::Activation activation(Activation a) {
   switch (a) {
   case Activation::none: return fb::Activation::None;
   case Activation::relu: return fb::Activation::Relu;
+  case Activation::gelu_tanh: return fb::Activation::GeluTanh;
   }
   llvm_unreachable("activation");
 }

@@ -136,6 +136,10 @@ absl::StatusOr<ref::Tensor> withActivation(absl::StatusOr<ref::Tensor> r, Activa
     if (!r.ok())
       return r;
     return ref::binary(ref::BinaryFn::max, *r, ref::Tensor(r->dtype(), {}));
+  case Activation::gelu_tanh:
+    if (!r.ok())
+      return r;
+    return ref::geluTanh(*r);
   }
   llvm_unreachable("activation");
 }

@@ -12,6 +12,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <cmath>
+#include <optional>
+
 namespace kiln {
 #define GEN_PASS_DEF_ABSORBEPILOGUESPASS
 #include "passes/Passes.h.inc"
@@ -31,6 +34,124 @@ bool isSplat(Value v, double value) {
   if (isa<FloatType>(dense.getElementType()))
     return dense.getSplatValue<APFloat>().convertToDouble() == value;
   return false;
+}
+
+/// True for a float splat constant within a relative 1e-6 of `value`
+/// (exporters write sqrt(2/pi) and 0.044715 rounded to the model's type).
+bool isSplatNear(Value v, double value) {
+  auto c = dyn_cast_or_null<ConstantOp>(v.getDefiningOp());
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
+  if (!dense || !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
+    return false;
+  double got = dense.getSplatValue<APFloat>().convertToDouble();
+  return std::fabs(got - value) <= 1e-6 * std::fabs(value);
+}
+
+/// The ops of one GELU (tanh form) over a matmul's result, found by
+/// matchGeluTanh: they go once the matmul applies the epilogue itself.
+struct GeluMatch {
+  Operation *root = nullptr;
+  llvm::SmallPtrSet<Operation *, 16> ops;
+};
+
+/// The factors of the product tree at `v`: operands of kiln.mul ops, looking
+/// through a mul whose one user is the mul above (the tree goes as a whole).
+/// The muls are added to `ops`.
+void productFactors(Value v, SmallVectorImpl<Value> &factors, GeluMatch &match) {
+  auto mul = dyn_cast_or_null<MulOp>(v.getDefiningOp());
+  if (!mul) {
+    factors.push_back(v);
+    return;
+  }
+  match.ops.insert(mul);
+  for (Value operand : {mul.getLhs(), mul.getRhs()}) {
+    auto inner = dyn_cast_or_null<MulOp>(operand.getDefiningOp());
+    if (inner && inner.getResult().hasOneUse())
+      productFactors(operand, factors, match);
+    else
+      factors.push_back(operand);
+  }
+}
+
+/// Removes from `factors` one that `pred` accepts; false when none does.
+template <typename Pred> bool takeFactor(SmallVectorImpl<Value> &factors, Pred pred) {
+  for (auto it = factors.begin(); it != factors.end(); ++it)
+    if (pred(*it)) {
+      factors.erase(it);
+      return true;
+    }
+  return false;
+}
+
+/// `x * x * x` or `pow(x, 3)` as a product's remaining factors.
+bool isCubeOf(SmallVectorImpl<Value> &factors, Value x, GeluMatch &match) {
+  if (factors.size() == 3)
+    return llvm::all_of(factors, [&](Value f) { return f == x; });
+  if (factors.size() != 1)
+    return false;
+  auto pow = dyn_cast_or_null<PowOp>(factors[0].getDefiningOp());
+  if (!pow || pow.getLhs() != x || !isSplatNear(pow.getRhs(), 3.0) || !pow.getResult().hasOneUse())
+    return false;
+  match.ops.insert(pow);
+  return true;
+}
+
+/// GELU's tanh approximation of `x`, as exporters and kiln's Gelu import
+/// write it: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), the
+/// products in any grouping and order, x^3 as x*x*x or pow(x, 3). Every
+/// intermediate has one user and every user of `x` is in the chain, so the
+/// chain can go.
+std::optional<GeluMatch> matchGeluTanh(Value x) {
+  for (Operation *user : x.getUsers()) {
+    // The root is the outermost product: a mul whose factors are x, 0.5 and
+    // 1 + tanh(...). Try each mul above x's users.
+    for (Operation *candidate = user; isa_and_nonnull<MulOp>(candidate);
+         candidate = candidate->getResult(0).hasOneUse()
+                         ? *candidate->getResult(0).getUsers().begin()
+                         : nullptr) {
+      GeluMatch match;
+      match.root = candidate;
+      SmallVector<Value> outer;
+      productFactors(candidate->getResult(0), outer, match);
+      Value onePlusTanh;
+      if (outer.size() != 3 || !takeFactor(outer, [&](Value f) { return f == x; }) ||
+          !takeFactor(outer, [](Value f) { return isSplatNear(f, 0.5); }))
+        continue;
+      onePlusTanh = outer[0];
+      auto add = dyn_cast_or_null<AddOp>(onePlusTanh.getDefiningOp());
+      if (!add || !add.getResult().hasOneUse())
+        continue;
+      Value tanhValue = isSplatNear(add.getLhs(), 1.0) ? add.getRhs() : add.getLhs();
+      auto tanh = dyn_cast_or_null<TanhOp>(tanhValue.getDefiningOp());
+      if (!tanh || !tanh.getResult().hasOneUse() ||
+          !(isSplatNear(add.getLhs(), 1.0) || isSplatNear(add.getRhs(), 1.0)))
+        continue;
+      match.ops.insert(add);
+      match.ops.insert(tanh);
+      if (!tanh.getInput().hasOneUse())
+        continue;
+      SmallVector<Value> scaled;
+      productFactors(tanh.getInput(), scaled, match);
+      if (scaled.size() != 2 ||
+          !takeFactor(scaled, [](Value f) { return isSplatNear(f, std::sqrt(2.0 / M_PI)); }))
+        continue;
+      auto sum = dyn_cast_or_null<AddOp>(scaled[0].getDefiningOp());
+      if (!sum || !sum.getResult().hasOneUse() || (sum.getLhs() != x && sum.getRhs() != x))
+        continue;
+      match.ops.insert(sum);
+      Value cubic = sum.getLhs() == x ? sum.getRhs() : sum.getLhs();
+      if (!cubic.hasOneUse())
+        continue;
+      SmallVector<Value> cube;
+      productFactors(cubic, cube, match);
+      if (!takeFactor(cube, [](Value f) { return isSplatNear(f, 0.044715); }) ||
+          !isCubeOf(cube, x, match))
+        continue;
+      if (llvm::all_of(x.getUsers(), [&](Operation *u) { return match.ops.contains(u); }))
+        return match;
+    }
+  }
+  return std::nullopt;
 }
 
 /// The other operand when `op` is `max(v, 0)` or `max(0, v)`.
@@ -76,7 +197,8 @@ bool absorbResidualRelu(ConvOp conv) {
 }
 
 /// The epilogues cuBLASLt and cuDNN fuse into the library op: a matmul takes
-/// `+ bias` (a vector over its last dim, on float types) and then a ReLU; a conv
+/// `+ bias` (a vector over its last dim, on float types) and then a ReLU or a
+/// tanh-form GELU; a conv
 /// takes a residual add and a ReLU, or a ReLU, after its bias. The op must be
 /// the only user of the value.
 void absorbEpilogues(func::FuncOp func) {
@@ -112,6 +234,20 @@ void absorbEpilogues(func::FuncOp func) {
     }
     if (auto conv = dyn_cast<ConvOp>(op); conv && absorbResidualRelu(conv))
       continue;
+    // cuBLASLt's GELU epilogue is the tanh approximation: only that form is
+    // absorbed. The exact (erf) GELU stays a generated kernel after the matmul.
+    if (auto matmul = dyn_cast<MatmulOp>(op);
+        matmul && matmul.getActivation() == Activation::none) {
+      if (std::optional<GeluMatch> gelu = matchGeluTanh(result)) {
+        matmul.setActivation(Activation::gelu_tanh);
+        gelu->root->getResult(0).replaceAllUsesWith(result);
+        SmallVector<Operation *> dead(gelu->ops.begin(), gelu->ops.end());
+        llvm::sort(dead, [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
+        for (Operation *d : dead)
+          d->erase();
+        continue;
+      }
+    }
     if (!result.hasOneUse() || !isReluOf(*result.getUsers().begin(), result))
       continue;
     Operation *relu = *result.getUsers().begin();

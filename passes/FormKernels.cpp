@@ -88,12 +88,17 @@ bool isInlinable(Operation *op) {
            isa_and_nonnull<ConstantOp>(slice.getSteps().getDefiningOp());
   if (auto pad = dyn_cast<PadOp>(op))
     return isa_and_nonnull<ConstantOp>(pad.getPads().getDefiningOp());
-  return false;
+  if (auto resize = dyn_cast<ResizeOp>(op))
+    return isKnownShapeOperand(resize.getSize());
+  // A gather_nd reads its index tuple (whose length the verifier keeps
+  // static); a scatter runs as a gather: each result element looks for the
+  // updates that land on it (CudaEmitter's scatter elements).
+  return isa<GatherNDOp, ScatterNDOp, ScatterElementsOp>(op);
 }
 
 /// Ops that root a kernel but are never inlined into a consumer.
 std::optional<StringRef> reductionSchedule(Operation *op) {
-  if (isa<ReduceOp, ArgReduceOp>(op))
+  if (isa<ReduceOp, ArgReduceOp, CumulativeOp>(op))
     return StringRef("reduction");
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op))
     return StringRef("row");
@@ -102,7 +107,7 @@ std::optional<StringRef> reductionSchedule(Operation *op) {
 
 /// The operands a kernel reads as data (shape operands are compile-time values).
 SmallVector<Value> dataOperands(Operation *op) {
-  if (isa<BroadcastToOp, ReshapeOp, SliceOp>(op))
+  if (isa<BroadcastToOp, ReshapeOp, SliceOp, ResizeOp>(op))
     return {op->getOperand(0)};
   if (auto pad = dyn_cast<PadOp>(op))
     return {pad.getInput(), pad.getValue()};
@@ -115,7 +120,7 @@ std::string whyNotKernel(Operation *op) {
   if (isa<NonZeroOp, CompressOp, UniqueOp, NonMaxSuppressionOp>(op))
     return "its result size depends on the data";
   if (!isInlinable(op) && !reductionSchedule(op)) {
-    if (isa<BroadcastToOp, ReshapeOp, SliceOp, PadOp>(op))
+    if (isa<BroadcastToOp, ReshapeOp, SliceOp, PadOp, ResizeOp>(op))
       return "its shape operands (sizes, starts, pads) are computed at run time";
     return "it has no CUDA C lowering";
   }

@@ -12,11 +12,13 @@ namespace kiln {
 inline bool isKernelElementType(mlir::Type t) {
   if (t.isF16() || t.isBF16() || t.isF32() || t.isF64() ||
       mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E4M3FNUZType, mlir::Float8E5M2Type,
-                mlir::Float8E5M2FNUZType>(t))
+                mlir::Float8E5M2FNUZType, mlir::Float4E2M1FNType>(t))
     return true;
+  // 2- and 4-bit integers are held one per byte, as the runtime stores them.
   auto i = mlir::dyn_cast<mlir::IntegerType>(t);
-  return i && (i.getWidth() == 1 || i.getWidth() == 8 || i.getWidth() == 16 ||
-               i.getWidth() == 32 || i.getWidth() == 64);
+  return i && (i.getWidth() == 1 || i.getWidth() == 2 || i.getWidth() == 4 ||
+               i.getWidth() == 8 || i.getWidth() == 16 || i.getWidth() == 32 ||
+               i.getWidth() == 64);
 }
 
 } // namespace kiln

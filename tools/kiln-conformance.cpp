@@ -220,6 +220,9 @@ struct Outcome {
   /// --backend cuda: library steps (MatMul, Conv, ConvTranspose, Pool) that
   /// ran on the host instead of cuBLASLt/cuDNN, by name, one per step run.
   std::vector<std::string> hostLibrarySteps;
+  /// --backend cuda: every other step that ran on the host (graph breaks:
+  /// a round trip through host memory each), by name, one per step run.
+  std::vector<std::string> hostGraphBreaks;
 };
 
 /// One data set of a case, imported and optimized (and, for the host backend,
@@ -328,7 +331,8 @@ const std::map<std::string, std::shared_ptr<const kiln::nvrtc::NvrtcResult>> *cu
 mlir::FailureOr<std::vector<kiln::ref::Tensor>>
 runThroughArtifact(mlir::func::FuncOp func, const kiln::HostKernels *host,
                    std::vector<kiln::ref::Tensor> &inputs, std::string &error,
-                   std::vector<std::string> &hostLibrarySteps) {
+                   std::vector<std::string> &hostLibrarySteps,
+                   std::vector<std::string> &hostGraphBreaks) {
   kiln::ArtifactOptions options;
   options.cubinArchs.clear();
   options.hostKernels = host;
@@ -361,10 +365,13 @@ runThroughArtifact(mlir::func::FuncOp func, const kiln::HostKernels *host,
   for (size_t i = 0, n = kiln_profile_num_events(profile); i < n; ++i) {
     const char *name = nullptr, *kind = nullptr;
     double start = 0, duration = 0;
-    if (kiln_profile_event(profile, i, &name, &kind, &start, &duration) == KILN_OK &&
-        StringRef(kind) == "host" &&
-        llvm::is_contained({"MatMul", "Conv", "ConvTranspose", "Pool"}, StringRef(name)))
+    if (kiln_profile_event(profile, i, &name, &kind, &start, &duration) != KILN_OK ||
+        StringRef(kind) != "host")
+      continue;
+    if (llvm::is_contained({"MatMul", "Conv", "ConvTranspose", "Pool"}, StringRef(name)))
       hostLibrarySteps.push_back(name);
+    else
+      hostGraphBreaks.push_back(name);
   }
   kiln_profile_destroy(profile);
   if (!results.ok()) {
@@ -415,7 +422,7 @@ Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &i
                     PreparedCase &prepared, const kiln::HostKernels *host) {
   if (backend == "import")
     return {"pass", ""};
-  std::vector<std::string> hostLibrarySteps;
+  std::vector<std::string> hostLibrarySteps, hostGraphBreaks;
   size_t sets = prepared.sets.size();
   for (PreparedSet &set : prepared.sets) {
     mlir::func::FuncOp func = kiln::entryFunction(*set.module);
@@ -434,7 +441,7 @@ Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &i
     mlir::FailureOr<std::vector<kiln::ref::Tensor>> outputs = mlir::failure();
     if (viaArtifact || backend == "cuda") {
       std::string error;
-      outputs = runThroughArtifact(func, host, inputs, error, hostLibrarySteps);
+      outputs = runThroughArtifact(func, host, inputs, error, hostLibrarySteps, hostGraphBreaks);
       if (failed(outputs))
         return {"fail", "artifact: " + (error.empty() ? errors.first("compile failed") : error)};
     } else {
@@ -458,10 +465,10 @@ Outcome runPrepared(mlir::MLIRContext &context, Errors errors, const CaseInfo &i
         what = sys::path::filename(set.dir).str() + " " + what;
       std::string diff = kiln::ref::compareTensors((*outputs)[k], *want, info.rtol, info.atol, what);
       if (!diff.empty())
-        return {"fail", diff, {}, hostLibrarySteps};
+        return {"fail", diff, {}, hostLibrarySteps, hostGraphBreaks};
     }
   }
-  return {"pass", "", {}, hostLibrarySteps};
+  return {"pass", "", {}, hostLibrarySteps, hostGraphBreaks};
 }
 
 void collectCases(StringRef path, std::vector<std::string> &cases) {
@@ -597,6 +604,7 @@ int main(int argc, char **argv) {
   std::set<std::string> passed;
   int pass = 0, fail = 0, skip = 0;
   size_t hostLibrarySteps = 0, casesWithHostLibrarySteps = 0;
+  std::map<std::string, size_t> graphBreaksByStep; // of passing cases only
   for (size_t c = 0; c < cases.size(); ++c) {
     std::string name = sys::path::filename(cases[c]).str();
     const CaseInfo &info = infos[c];
@@ -614,17 +622,22 @@ int main(int argc, char **argv) {
       ++fail;
       outs() << "FAIL " << name << ": " << outcome.reason << "\n";
     }
+    if (outcome.status == "pass")
+      for (const std::string &step : outcome.hostGraphBreaks)
+        ++graphBreaksByStep[step];
     if (!outcome.hostLibrarySteps.empty()) {
       hostLibrarySteps += outcome.hostLibrarySteps.size();
       ++casesWithHostLibrarySteps;
       outs() << "HOST-LIBRARY-STEPS " << name << ": " << join(outcome.hostLibrarySteps, ", ")
              << "\n";
     }
-    json::Array ops, bound, hostSteps;
+    json::Array ops, bound, hostSteps, graphBreaks;
     for (const std::string &op : info.ops)
       ops.push_back(op);
     for (const std::string &step : outcome.hostLibrarySteps)
       hostSteps.push_back(step);
+    for (const std::string &step : outcome.hostGraphBreaks)
+      graphBreaks.push_back(step);
     for (const std::string &b : outcome.boundInputs)
       bound.push_back(b);
     results.push_back(json::Object{{"name", name},
@@ -632,7 +645,8 @@ int main(int argc, char **argv) {
                                    {"reason", outcome.reason},
                                    {"ops", std::move(ops)},
                                    {"bound_inputs", std::move(bound)},
-                                   {"host_library_steps", std::move(hostSteps)}});
+                                   {"host_library_steps", std::move(hostSteps)},
+                                   {"host_graph_breaks", std::move(graphBreaks)}});
   }
 
   if (!jsonPath.empty()) {
@@ -685,6 +699,17 @@ int main(int argc, char **argv) {
   if (backend == "cuda") {
     outs() << "library steps on the host: " << hostLibrarySteps << " in "
            << casesWithHostLibrarySteps << " cases\n";
+    // What still round-trips through the host, by step: the work list of
+    // device implementations (graph breaks in passing cases, so a failing
+    // case's partial run does not count).
+    size_t breaks = 0;
+    std::string byStep;
+    for (const auto &[step, count] : graphBreaksByStep) {
+      breaks += count;
+      byStep += (byStep.empty() ? "" : ", ") + step + " " + std::to_string(count);
+    }
+    outs() << "graph breaks on the host: " << breaks << (byStep.empty() ? "" : " (" + byStep + ")")
+           << "\n";
     if (maxHostLibrarySteps >= 0 && hostLibrarySteps > static_cast<size_t>(maxHostLibrarySteps)) {
       outs() << "TOO MANY HOST LIBRARY STEPS: " << hostLibrarySteps << " (at most "
              << maxHostLibrarySteps << ")\n";

@@ -139,6 +139,9 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   if (failed(checkConvLike(location, name, adaptor.getInput(), adaptor.getFilter(), group,
                            adaptor.getStrides(), adaptor.getDilations(), adaptor.getPads())))
     return failure();
+  // cuDNN's fused conv-bias-activation has no GELU: that is a matmul epilogue.
+  if (adaptor.getActivation() == Activation::gelu_tanh)
+    return emitShapeError(location, name, "activation is none or relu (gelu_tanh is a matmul epilogue)");
   size_t k = input.getRank() - 2;
   SymShape x = getSymShape(input), w = getSymShape(filter);
   // Channels: C == filter[1] * group, and M divisible by group.

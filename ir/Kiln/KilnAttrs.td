@@ -140,8 +140,9 @@ def Kiln_GridPadding : I32EnumAttr<"GridPadding", "what grid_sample reads outsid
 }
 def Kiln_GridPaddingAttr : EnumAttr<Kiln_Dialect, Kiln_GridPadding, "grid_padding">;
 
+// gelu_tanh is GELU's tanh approximation (cuBLASLt's GELU epilogue; matmul only).
 def Kiln_Activation : I32EnumAttr<"Activation", "an activation a library op applies last", [
-    I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"relu", 1>]> {
+    I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"relu", 1>, I32EnumAttrCase<"gelu_tanh", 2>]> {
   let cppNamespace = "::kiln";
   let genSpecializedAttr = 0;
 }

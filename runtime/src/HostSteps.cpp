@@ -180,12 +180,23 @@ absl::StatusOr<ref::GridPadding> gridPadding(fb::GridPadding p) {
   return badEnum("grid padding", static_cast<int>(p));
 }
 
-absl::StatusOr<bool> isRelu(fb::Activation a) {
+absl::StatusOr<Epilogue> epilogue(fb::Activation a) {
   switch (a) {
-  case fb::Activation::None: return false;
-  case fb::Activation::Relu: return true;
+  case fb::Activation::None: return Epilogue::none;
+  case fb::Activation::Relu: return Epilogue::relu;
+  case fb::Activation::GeluTanh: return Epilogue::geluTanh;
   }
   return badEnum("activation", static_cast<int>(a));
+}
+
+/// A conv's activation: none or ReLU (cuDNN's forms).
+absl::StatusOr<bool> isRelu(fb::Activation a) {
+  absl::StatusOr<Epilogue> e = epilogue(a);
+  if (!e.ok())
+    return e.status();
+  if (*e == Epilogue::geluTanh)
+    return absl::InvalidArgumentError("a conv's activation is none or ReLU, not GELU");
+  return *e == Epilogue::relu;
 }
 
 absl::StatusOr<ref::DType> dtype(fb::DType t) {
@@ -255,7 +266,9 @@ absl::StatusOr<ref::Tensor> matmul(const MatMulParams &p, const Inputs &in) {
   }
   if (r.ok() && p.hasBias)
     r = ref::binary(ref::BinaryFn::add, *r, *in[2]);
-  return relu(std::move(r), p.relu);
+  if (r.ok() && p.activation == Epilogue::geluTanh)
+    return ref::geluTanh(*r);
+  return relu(std::move(r), p.activation == Epilogue::relu);
 }
 
 ref::ConvParams convParams(const flatbuffers::Vector<int64_t> *strides,
@@ -312,10 +325,10 @@ absl::StatusOr<HostStep> Decoder::decode() {
     p.alpha = t.alpha();
     p.hasBias = t.has_bias();
     p.allowTf32 = t.allow_tf32();
-    absl::StatusOr<bool> r = isRelu(t.activation());
-    if (!r.ok())
-      return r.status();
-    p.relu = *r;
+    absl::StatusOr<Epilogue> e = epilogue(t.activation());
+    if (!e.ok())
+      return e.status();
+    p.activation = *e;
     size_t count = p.hasBias ? 3 : 2;
     if (absl::Status s = operands(count, count); !s.ok())
       return s;
@@ -413,9 +426,13 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::Range:
     return simple(3, [](const Inputs &in) { return ref::range(*in[0], *in[1], *in[2]); });
-  case fb::StepOp::Reshape:
-    return simple(
+  case fb::StepOp::Reshape: {
+    absl::StatusOr<HostStep> decoded = simple(
         2, [](const Inputs &in) { return ref::reshape(*in[0], ref::integerValues(*in[1])); });
+    if (decoded.ok())
+      decoded->reshape = true;
+    return decoded;
+  }
   case fb::StepOp::Transpose: {
     std::vector<int64_t> perm = longs(table.op_as_Transpose()->permutation());
     return simple(1, [perm](const Inputs &in) -> absl::StatusOr<ref::Tensor> {

@@ -25,12 +25,15 @@ namespace kiln::rt {
 using HostResults = absl::StatusOr<std::vector<ref::Tensor>>;
 using HostStepFn = std::function<HostResults(const std::vector<const ref::Tensor *> &inputs)>;
 
+/// What a library op applies to its result last.
+enum class Epilogue { none, relu, geluTanh };
+
 /// A MatMul table, decoded.
 struct MatMulParams {
   bool transposeA = false, transposeB = false;
   double alpha = 1.0;
   bool hasBias = false;
-  bool relu = false;
+  Epilogue activation = Epilogue::none;
   /// fp32 operands may be rounded to TF32 (--precision tf32).
   bool allowTf32 = false;
 };
@@ -52,6 +55,9 @@ struct HostStep {
   /// Set for Conv, ConvTranspose and Pool steps: what a cuDNN call reads.
   std::optional<ConvStepParams> conv, convTranspose;
   std::optional<ref::PoolParams> pool;
+  /// A Reshape step: a device backend reads only its shape operand (the
+  /// result's dims depend on those values) and copies the data on the device.
+  bool reshape = false;
 };
 
 /// Decodes step number `index`, `step` (a StepKind::Host step); an error names

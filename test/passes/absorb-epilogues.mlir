@@ -70,3 +70,106 @@ func.func @no_residual(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x3x3xf32>, %b: ten
   %r2 = kiln.max %s2, %zero : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
   return %r, %r2, %s2 : tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>, tensor<1x4x6x6xf32>
 }
+
+// -----
+
+// GELU's tanh form after a matmul and its bias (as kiln imports ONNX
+// Gelu(approximate=tanh)) is cuBLASLt's GELU_BIAS epilogue: the chain goes.
+// CHECK-LABEL: func.func @gelu_tanh
+// CHECK: %[[M:.*]] = kiln.matmul %arg0, %arg1, %arg2 {activation = #kiln<activation gelu_tanh>}
+// CHECK-NOT: kiln.tanh
+// CHECK: return %[[M]]
+func.func @gelu_tanh(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %k = kiln.constant dense<0.0447149985> : tensor<f32>
+  %c = kiln.constant dense<0.797884583> : tensor<f32>
+  %m = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %y = kiln.add %m, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %h = kiln.mul %y, %half : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %sq = kiln.mul %y, %y : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %cube = kiln.mul %sq, %y : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %kc = kiln.mul %cube, %k : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %s = kiln.add %y, %kc : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %in = kiln.mul %s, %c : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %t = kiln.tanh %in : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %a = kiln.add %one, %t : (tensor<f32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = kiln.mul %h, %a : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// -----
+
+// HuggingFace's NewGELU as torch exports it: 0.5 * x * (1 + tanh(c * (x +
+// 0.044715 * pow(x, 3)))), the products grouped the other way, no bias.
+// CHECK-LABEL: func.func @hf_new_gelu
+// CHECK: %[[M:.*]] = kiln.matmul %arg0, %arg1 {activation = #kiln<activation gelu_tanh>}
+// CHECK-NOT: kiln.pow
+// CHECK: return %[[M]]
+func.func @hf_new_gelu(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %three = kiln.constant dense<3.0> : tensor<f32>
+  %k = kiln.constant dense<0.044715> : tensor<f32>
+  %c = kiln.constant dense<0.7978845608> : tensor<f32>
+  %m = kiln.matmul %x, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %p = kiln.pow %m, %three : (tensor<2x4x8xf32>, tensor<f32>) -> tensor<2x4x8xf32>
+  %kp = kiln.mul %k, %p : (tensor<f32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %s = kiln.add %m, %kp : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %in = kiln.mul %c, %s : (tensor<f32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %t = kiln.tanh %in : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %a = kiln.add %t, %one : (tensor<2x4x8xf32>, tensor<f32>) -> tensor<2x4x8xf32>
+  %hx = kiln.mul %half, %m : (tensor<f32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %r = kiln.mul %hx, %a : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %r : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Not absorbed: the exact (erf) GELU, whose tanh approximation would be off by
+// up to ~1e-3; a tanh GELU whose input is also read elsewhere; a tanh GELU
+// with a wrong coefficient.
+// CHECK-LABEL: func.func @not_gelu_tanh
+// CHECK: kiln.matmul %arg0, %arg1 :
+// CHECK: kiln.erf
+// CHECK: %[[M2:.*]] = kiln.matmul %arg0, %arg1 :
+// CHECK: kiln.tanh
+// CHECK: %[[M3:.*]] = kiln.matmul %arg0, %arg1 :
+// CHECK: kiln.tanh
+func.func @not_gelu_tanh(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) {
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %rsqrt2 = kiln.constant dense<0.707106769> : tensor<f32>
+  %k = kiln.constant dense<0.044715> : tensor<f32>
+  %c = kiln.constant dense<0.7978845608> : tensor<f32>
+  %wrong = kiln.constant dense<0.8> : tensor<f32>
+  %m = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %h = kiln.mul %m, %half : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %e = kiln.mul %m, %rsqrt2 : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %erf = kiln.erf %e : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %a = kiln.add %erf, %one : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %r = kiln.mul %h, %a : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+
+  %m2 = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %h2 = kiln.mul %m2, %half : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %sq2 = kiln.mul %m2, %m2 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %cube2 = kiln.mul %sq2, %m2 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %kc2 = kiln.mul %cube2, %k : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %s2 = kiln.add %m2, %kc2 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %in2 = kiln.mul %s2, %c : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %t2 = kiln.tanh %in2 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %a2 = kiln.add %t2, %one : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %r2 = kiln.mul %h2, %a2 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+
+  %m3 = kiln.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %h3 = kiln.mul %m3, %half : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %sq3 = kiln.mul %m3, %m3 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %cube3 = kiln.mul %sq3, %m3 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %kc3 = kiln.mul %cube3, %k : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %s3 = kiln.add %m3, %kc3 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %in3 = kiln.mul %s3, %wrong : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %t3 = kiln.tanh %in3 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %a3 = kiln.add %t3, %one : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %r3 = kiln.mul %h3, %a3 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %r, %r2, %m2, %r3 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+}

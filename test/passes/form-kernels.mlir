@@ -94,16 +94,16 @@ func.func @data_movement(%x: tensor<2x4xf32>) -> tensor<4x2xf32> {
 
 // -----
 
-// Element types codegen lacks (float4) and dims nothing is known about stay
-// outside kernels.
+// Element types codegen lacks (float8 E8M0, a scale type) and dims nothing is
+// known about stay outside kernels.
 // CHECK-LABEL: func.func @not_fusible
 // CHECK-NOT: kiln.kernel
 // CHECK: kiln.cast
 // CHECK: kiln.exp
-func.func @not_fusible(%x: tensor<4xf32>, %y: tensor<?xf32>) -> (tensor<4xf4E2M1FN>, tensor<?xf32>) {
-  %c = kiln.cast %x to f4E2M1FN : (tensor<4xf32>) -> tensor<4xf4E2M1FN>
+func.func @not_fusible(%x: tensor<4xf32>, %y: tensor<?xf32>) -> (tensor<4xf8E8M0FNU>, tensor<?xf32>) {
+  %c = kiln.cast %x to f8E8M0FNU : (tensor<4xf32>) -> tensor<4xf8E8M0FNU>
   %e = kiln.exp %y : (tensor<?xf32>) -> tensor<?xf32>
-  return %c, %e : tensor<4xf4E2M1FN>, tensor<?xf32>
+  return %c, %e : tensor<4xf8E8M0FNU>, tensor<?xf32>
 }
 
 // -----
@@ -385,4 +385,43 @@ func.func @pool_fusion(%x: tensor<1x2x8x8xf32>) -> (tensor<1x2x4x4xf32>, tensor<
   %s = kiln.mul %d, %two : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
   %c = kiln.pool %x {kind = #kiln<pool max>, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = true} : (tensor<1x2x8x8xf32>) -> tensor<1x2x4x4xf32>
   return %s, %c : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Ops that ran on the host between kernels are kernels now: a resize fuses
+// with the scale after it; a scatter_elements and a gather_nd with index tuples
+// of a known length are pointwise (each result element finds its updates or
+// reads its tuple); a cumulative roots a reduction kernel (one thread per line)
+// with its producer inside.
+// CHECK-LABEL: func.func @former_graph_breaks
+// CHECK: kiln.kernel "pointwise"(%arg0)
+// CHECK-NEXT: ^bb0
+// CHECK: kiln.resize
+// CHECK-NEXT: kiln.mul
+// CHECK-NEXT: kiln.yield
+// CHECK: kiln.kernel "reduction"(%arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.exp
+// CHECK-NEXT: kiln.cumulative
+// CHECK: kiln.kernel "pointwise"(%arg1, %arg2, %arg3)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.scatter_elements
+// CHECK: kiln.kernel "pointwise"(%arg4, %arg5)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.gather_nd
+func.func @former_graph_breaks(%x: tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>, %seq: tensor<?x8xf32, #kiln.dims<[b, 8]>>,
+                               %idx: tensor<?x2xi64, #kiln.dims<[b, 2]>>, %upd: tensor<?x2xf32, #kiln.dims<[b, 2]>>,
+                               %cache: tensor<?x6x4xf32, #kiln.dims<[b, 6, 4]>>, %pick: tensor<?x3x1xi64, #kiln.dims<[b, 3, 1]>>)
+    -> (tensor<1x3x?x?xf32, #kiln.dims<[1, 3, 2 * h, 2 * w]>>, tensor<?x8xf32, #kiln.dims<[b, 8]>>, tensor<?x8xf32, #kiln.dims<[b, 8]>>,
+        tensor<?x3x4xf32, #kiln.dims<[b, 3, 4]>>) {
+  %size = kiln.symbolic_constant [1, 3, 2 * h, 2 * w] : tensor<4xi64>
+  %two = kiln.constant dense<2.0> : tensor<f32>
+  %r = kiln.resize %x, %size {mode = #kiln<resize_mode linear>, coordinate_mode = #kiln<coordinate_mode half_pixel>, nearest_mode = #kiln<nearest_mode round_prefer_floor>, scales = array<f32: 1.0, 1.0, 2.0, 2.0>, roi = array<f32>} : (tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>, tensor<4xi64>) -> tensor<1x3x?x?xf32, #kiln.dims<[1, 3, 2 * h, 2 * w]>>
+  %s = kiln.mul %r, %two : (tensor<1x3x?x?xf32, #kiln.dims<[1, 3, 2 * h, 2 * w]>>, tensor<f32>) -> tensor<1x3x?x?xf32, #kiln.dims<[1, 3, 2 * h, 2 * w]>>
+  %e = kiln.exp %seq : (tensor<?x8xf32, #kiln.dims<[b, 8]>>) -> tensor<?x8xf32, #kiln.dims<[b, 8]>>
+  %c = kiln.cumulative %e {kind = #kiln<cumulative sum>, axis = 1 : i64} : (tensor<?x8xf32, #kiln.dims<[b, 8]>>) -> tensor<?x8xf32, #kiln.dims<[b, 8]>>
+  %sc = kiln.scatter_elements %seq, %idx, %upd {axis = 1 : i64, reduction = #kiln<scatter add>} : (tensor<?x8xf32, #kiln.dims<[b, 8]>>, tensor<?x2xi64, #kiln.dims<[b, 2]>>, tensor<?x2xf32, #kiln.dims<[b, 2]>>) -> tensor<?x8xf32, #kiln.dims<[b, 8]>>
+  %g = kiln.gather_nd %cache, %pick {batch_dims = 1 : i64} : (tensor<?x6x4xf32, #kiln.dims<[b, 6, 4]>>, tensor<?x3x1xi64, #kiln.dims<[b, 3, 1]>>) -> tensor<?x3x4xf32, #kiln.dims<[b, 3, 4]>>
+  return %s, %c, %sc, %g : tensor<1x3x?x?xf32, #kiln.dims<[1, 3, 2 * h, 2 * w]>>, tensor<?x8xf32, #kiln.dims<[b, 8]>>, tensor<?x8xf32, #kiln.dims<[b, 8]>>, tensor<?x3x4xf32, #kiln.dims<[b, 3, 4]>>
 }

@@ -9,9 +9,9 @@ groups, dilations, pads, pool modes and dtypes the libraries' mappings
 distinguish), compiles each for sm_90 with kiln-compile, runs it with kiln-run
 --profile (on the fake driver and its library doubles in CI: run under
 %fake-cuda) and with --backend reference, and prints per case
-`NAME: KIND max abs diff D (tolerance T)` with KIND the profile's kind of the
+`NAME: KIND max abs diff D (tolerance T), K kernels` with KIND the profile's kind of the
 case's library step (`cublasLt`, `cudnn`, `kernel` when a generated kernel computes it, or
-`host` for what kiln keeps on the host) and a last line `N cases OK` when every output is within its
+`host` for what kiln keeps on the host) and K the generated kernels the case ran, and a last line `N cases OK` when every output is within its
 dtype's tolerance: fp32 1e-4, fp64 1e-9, fp16 and bf16 (fp32 accumulation,
 rounded once) 1e-2 relative to the output's largest magnitude.
 
@@ -61,6 +61,29 @@ def gemm_case(a_shape, b_shape, c_shape, relu=False, **attrs):
     return nodes, {"a": a_shape, "b": b_shape, "c": c_shape}, "float32"
 
 
+def gelu_case(approximate):
+    """A transformer FFN's first half: x @ w + b, then GELU written out as
+    exporters write it (the tanh form as HuggingFace's NewGELU, the exact form
+    with Erf). cuBLASLt's GELU_BIAS epilogue takes the tanh form; the erf form
+    stays a generated kernel after the matmul."""
+    def const(name, value):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, np.float32)))
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["x"]),
+             const("half", 0.5), const("one", 1.0), helper.make_node("Mul", ["x", "half"], ["hx"])]
+    if approximate == "tanh":
+        nodes += [const("three", 3.0), const("k", 0.044715), const("c", np.sqrt(2 / np.pi)),
+                  helper.make_node("Pow", ["x", "three"], ["cube"]),
+                  helper.make_node("Mul", ["k", "cube"], ["kc"]),
+                  helper.make_node("Add", ["x", "kc"], ["s"]),
+                  helper.make_node("Mul", ["c", "s"], ["inner"]),
+                  helper.make_node("Tanh", ["inner"], ["t"])]
+    else:
+        nodes += [const("r", np.sqrt(0.5)), helper.make_node("Mul", ["x", "r"], ["xr"]),
+                  helper.make_node("Erf", ["xr"], ["t"])]
+    nodes += [helper.make_node("Add", ["one", "t"], ["p"]), helper.make_node("Mul", ["hx", "p"], ["y"])]
+    return nodes, {"a": [2, 3, 8], "w": [8, 16], "b": [16]}, "float32"
+
+
 def conv_residual_case():
     """A ResNet block's tail: relu(conv(x) + b + z), one fused cuDNN call."""
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
@@ -80,6 +103,8 @@ CASES = {
     "gemm-transposes": gemm_case([4, 3], [5, 4], [5], transA=1, transB=1, alpha=0.5),
     "gemm-matrix-bias": gemm_case([3, 4], [4, 5], [3, 5]),
     "gemm-bias-relu": gemm_case([3, 4], [4, 5], [5], relu=True),
+    "matmul-bias-gelu-tanh": gelu_case("tanh"),
+    "matmul-bias-gelu-erf": gelu_case("none"),
     "fp16": matmul_case([2, 3, 8], [8, 5], "float16"),
     "bf16": matmul_case([2, 3, 8], [8, 5], "bfloat16"),
     "fp64": matmul_case([2, 3, 4], [2, 4, 5], "float64"),
@@ -158,7 +183,8 @@ for name, (nodes, shapes, dtype) in CASES.items():
         sys.exit(f"{name}: shape {got.shape}, the reference's {want.shape}")
     diff = float(np.max(np.abs(got - want))) if got.size else 0.0
     tolerance = TOLERANCE[dtype] * (max(1.0, float(np.max(np.abs(want)))) if dtype in ("float16", "bfloat16") else 1)
-    print(f"{name}: {kind} max abs diff {diff:.3g} (tolerance {tolerance:.3g})")
+    kernels = len(re.findall(r"^kiln_\w+\s+kernel", profile, re.M))
+    print(f"{name}: {kind} max abs diff {diff:.3g} (tolerance {tolerance:.3g}), {kernels} kernels")
     if diff <= tolerance:
         ok += 1
 print(f"{ok} cases OK" if ok == len(CASES) else f"{len(CASES) - ok} of {len(CASES)} cases out of tolerance")

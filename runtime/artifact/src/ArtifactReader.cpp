@@ -713,10 +713,15 @@ bool sealArtifact(uint8_t *data, size_t size) {
 }
 
 bool matchesPlan(const ref::Tensor &got, const ValueInfo &info, const Bindings &symbols) {
-  if (got.dtype() != info.dtype || got.rank() != static_cast<int64_t>(info.shape.size()))
+  return matchesPlan(got.dtype(), got.shape(), info, symbols);
+}
+
+bool matchesPlan(ref::DType dtype, const ref::Shape &shape, const ValueInfo &info,
+                 const Bindings &symbols) {
+  if (dtype != info.dtype || shape.size() != info.shape.size())
     return false;
   for (size_t d = 0; d < info.shape.size(); ++d)
-    if (std::optional<int64_t> want = info.shape[d].evaluate(symbols); want && *want != got.dim(d))
+    if (std::optional<int64_t> want = info.shape[d].evaluate(symbols); want && *want != shape[d])
       return false;
   return true;
 }

@@ -43,7 +43,15 @@ std::vector<int64_t> integerValues(const Tensor &t) {
 }
 
 absl::StatusOr<Tensor> reshape(const Tensor &x, std::vector<int64_t> shape) {
-  int64_t known = 1, unknownAt = -1;
+  absl::StatusOr<Shape> result = reshapeResult(x.shape(), std::move(shape), x.describe());
+  if (!result.ok())
+    return result.status();
+  return x.reshaped(std::move(*result));
+}
+
+absl::StatusOr<Shape> reshapeResult(const Shape &inputShape, std::vector<int64_t> shape,
+                                    const std::string &what) {
+  int64_t known = 1, unknownAt = -1, count = numElements(inputShape);
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1 && unknownAt < 0)
       unknownAt = static_cast<int64_t>(d);
@@ -52,11 +60,11 @@ absl::StatusOr<Tensor> reshape(const Tensor &x, std::vector<int64_t> shape) {
                                         "] is not a shape");
   }
   if (unknownAt >= 0)
-    shape[unknownAt] = known ? x.numel() / known : 0;
-  if (numElements(shape) != x.numel())
-    return absl::InvalidArgumentError("reshape of " + x.describe() + " to [" +
-                                      shapeToString(shape) + "] changes the element count");
-  return x.reshaped(shape);
+    shape[unknownAt] = known ? count / known : 0;
+  if (numElements(shape) != count)
+    return absl::InvalidArgumentError("reshape of " + what + " to [" + shapeToString(shape) +
+                                      "] changes the element count");
+  return shape;
 }
 
 absl::StatusOr<Tensor> broadcastTo(const Tensor &x, const Shape &target) {

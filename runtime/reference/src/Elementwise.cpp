@@ -72,6 +72,16 @@ int64_t unaryInt(UnaryFn fn, int64_t x, bool isUnsignedType) {
 }
 } // namespace
 
+Tensor geluTanh(const Tensor &x) {
+  Tensor out(x.dtype(), x.shape());
+  const double c = std::sqrt(2.0 / M_PI);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double v = x.getF(i);
+    out.setF(i, 0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v))));
+  }
+  return out;
+}
+
 Tensor unary(UnaryFn fn, const Tensor &x) {
   bool predicate = fn == UnaryFn::is_nan || fn == UnaryFn::is_inf;
   Tensor out(predicate ? DType::boolean : x.dtype(), x.shape());

@@ -310,11 +310,14 @@ absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &cal
                  lt.cublasLtMatmulDescSetAttribute(desc.op, which, value, size));
   };
   int32_t opA = p.ltAOp, opB = p.ltBOp;
-  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  if (p.bias == Problem::Bias::Vector)
-    epilogue = params.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-  else if (params.relu)
-    epilogue = CUBLASLT_EPILOGUE_RELU;
+  // A vector bias rides in the epilogue (BIAS, RELU_BIAS, GELU_BIAS); a
+  // full-shape one came in as C, added before the activation either way.
+  bool vectorBias = p.bias == Problem::Bias::Vector;
+  uint32_t epilogue = vectorBias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  if (params.activation == Epilogue::relu)
+    epilogue = vectorBias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  else if (params.activation == Epilogue::geluTanh)
+    epilogue = vectorBias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
   const void *biasPointer = reinterpret_cast<const void *>(call.biasAddress);
   for (absl::Status s :
        {attribute(CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA)),

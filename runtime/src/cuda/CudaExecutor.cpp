@@ -322,6 +322,8 @@ absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context
   const HostStep &host = context.model().hostStep(s);
   if (host.conv || host.convTranspose || host.pool)
     return runDnnStep(context, s, step);
+  if (host.reshape)
+    return runReshape(context, step);
   if (!host.matmul || !matmul_)
     return nullptr;
   int out = step.outputs[0];
@@ -354,6 +356,39 @@ absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context
       !st.ok())
     return st;
   return "cublasLt";
+}
+
+absl::StatusOr<const char *> CudaExecutor::runReshape(ExecutionContext &context,
+                                                      const StepInfo &step) const {
+  // The result's dims are the shape operand's values: that small tensor comes
+  // to the host (the one synchronization a size that depends on data needs);
+  // the data never leaves the device. A copy rather than an alias: the memory
+  // plan may reuse the input's buffer once the input is dead.
+  const Plan &plan = context.model().plan();
+  int in = step.inputs[0], out = step.outputs[0];
+  absl::StatusOr<ref::Tensor> target = hostValue(context, step.inputs[1]);
+  if (!target.ok())
+    return target.status();
+  ref::DType dtype = plan.values[in].dtype;
+  const ref::Shape inputShape = context.values[in].shape;
+  absl::StatusOr<ref::Shape> shape = ref::reshapeResult(
+      inputShape, ref::integerValues(*target),
+      absl::StrCat(ref::info(dtype).name, "[", ref::shapeToString(inputShape), "]"));
+  if (!shape.ok())
+    return shape.status();
+  if (!artifact::matchesPlan(dtype, *shape, plan.values[out], context.symbols))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "its result is ", ref::info(dtype).name, "[", ref::shapeToString(*shape),
+        "] but the plan says ", artifact::describeValue(plan.values[out], plan.symbols)));
+  if (absl::Status st = place(context, out, *shape); !st.ok())
+    return st;
+  if (size_t bytes = bytesOf(dtype, *shape))
+    if (CUresult r = driver_->cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(context.values[out].address),
+                                                static_cast<CUdeviceptr>(context.values[in].address),
+                                                bytes, stateOf(context).stream);
+        r != CUDA_SUCCESS)
+      return absl::InternalError(driver_->describe("cuMemcpyDtoDAsync", r));
+  return "copy";
 }
 
 absl::StatusOr<void *> CudaExecutor::allocateDevice(size_t bytes) const {

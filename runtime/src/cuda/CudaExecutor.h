@@ -65,6 +65,9 @@ private:
   /// Conv and pool steps in cuDNN (runOnDevice's half for them).
   absl::StatusOr<const char *> runDnnStep(ExecutionContext &context, size_t s,
                                           const StepInfo &step) const;
+  /// A reshape to a shape computed at run time: only the shape comes to the
+  /// host; the data is copied on the device ("copy").
+  absl::StatusOr<const char *> runReshape(ExecutionContext &context, const StepInfo &step) const;
   /// Runs `copy` (a driver copy on the legacy default stream) in the model's
   /// context and waits for it; `call` names it in errors.
   absl::Status copySynchronously(const char *call, absl::FunctionRef<CUresult()> copy) const;

@@ -13,7 +13,8 @@
 //   C and D m x n; CUBLASLT_MATMUL_DESC_TRANSA/TRANSB transpose the stored
 //   matrices; every layout's batch count must be D's, each batch offset by its
 //   CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET (0 repeats the matrix);
-// - epilogues DEFAULT, RELU, BIAS and RELU_BIAS; the bias is a vector of m
+// - epilogues DEFAULT, RELU, BIAS, RELU_BIAS, GELU and GELU_BIAS (GELU as
+//   cuBLASLt documents it, the tanh approximation); the bias is a vector of m
 //   (D's rows) elements of D's type, offset per batch by
 //   CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE;
 // - types: data 32F, 16F or 16BF with CUBLAS_COMPUTE_32F and a 32F scale,
@@ -118,7 +119,8 @@ Shape validate(const Desc &op, const Layout &a, const Layout &b, const Layout &c
   bool ops = (op.transa == CUBLAS_OP_N || op.transa == CUBLAS_OP_T) &&
              (op.transb == CUBLAS_OP_N || op.transb == CUBLAS_OP_T);
   bool epilogue = op.epilogue == CUBLASLT_EPILOGUE_DEFAULT || op.epilogue == CUBLASLT_EPILOGUE_RELU ||
-                  op.epilogue == CUBLASLT_EPILOGUE_BIAS || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+                  op.epilogue == CUBLASLT_EPILOGUE_BIAS || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ||
+                  op.epilogue == CUBLASLT_EPILOGUE_GELU || op.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
   if (!shapes || !batches || !ops || d.rows == 0 || d.cols == 0 || ak == 0) {
     s.status = CUBLAS_STATUS_INVALID_VALUE;
     return s;
@@ -292,8 +294,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDe
   double betaValue = wide ? *static_cast<const double *>(beta) : *static_cast<const float *>(beta);
   if (betaValue != 0 && !C)
     return CUBLAS_STATUS_INVALID_VALUE;
-  bool bias = op.epilogue == CUBLASLT_EPILOGUE_BIAS || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  bool bias = op.epilogue == CUBLASLT_EPILOGUE_BIAS || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ||
+              op.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
   bool relu = op.epilogue == CUBLASLT_EPILOGUE_RELU || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  bool gelu = op.epilogue == CUBLASLT_EPILOGUE_GELU || op.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
   if (bias && !op.bias)
     return CUBLAS_STATUS_INVALID_VALUE;
   // With CUBLAS_COMPUTE_32F_FAST_TF32, A and B are rounded to TF32 as tensor
@@ -319,6 +323,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDe
           v += load(d.type, op.bias, batch * op.biasStride + static_cast<int64_t>(i));
         if (relu && v < 0)
           v = 0;
+        if (gelu)
+          v = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
         result[i + j * s.m] = v;
       }
     for (uint64_t j = 0; j < s.n; ++j)

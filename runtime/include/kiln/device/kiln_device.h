@@ -292,7 +292,8 @@ template <typename T, typename F> KILN_DEVICE T kiln_f2i(F x) {
 
 //===--- float8: stored as bytes, computed in float -------------------------===//
 // kind 0: IEEE-like (inf and NaN at the all-ones exponent; E5M2); 1: "fn" (no inf,
-// NaN is all ones; E4M3FN); 2: "fnuz" (no inf, no -0, 0x80 is NaN).
+// NaN is all ones; E4M3FN); 2: "fnuz" (no inf, no -0, 0x80 is NaN); 3: finite only
+// (FLOAT4E2M1: NaN stores as -0, anything too large as the largest value).
 
 KILN_DEVICE float kiln_ldexp(float x, int e) {
 #ifdef __CUDACC_RTC__
@@ -333,7 +334,7 @@ KILN_DEVICE uint32_t kiln_f8_encode(float v, int E, int M, int bias, int kind, f
                  : kind == 0 ? ((expAllOnes << M) | (1u << (M - 1)))
                              : ((expAllOnes << M) | ((1u << M) - 1));
   if (v != v)
-    return nan;
+    return kind == 3 ? signBit : nan;
   uint32_t sign = (kiln_bits_f32(v) >> 31) ? signBit : 0u;
   float a = kiln_fabs(v);
   const int emin = 1 - bias;
@@ -359,7 +360,7 @@ KILN_DEVICE uint32_t kiln_f8_encode(float v, int E, int M, int bias, int kind, f
     overflow = rounded > maxFinite;
   }
   if (overflow) {
-    if (saturate)
+    if (saturate || kind == 3)
       return magnitude(maxFinite);
     return kind == 0 ? (sign | (expAllOnes << M)) : nan;
   }
@@ -380,7 +381,29 @@ KILN_F8_TYPE(f8e4m3fn, 4, 3, 7, 1, 448.0f)
 KILN_F8_TYPE(f8e4m3fnuz, 4, 3, 8, 2, 240.0f)
 KILN_F8_TYPE(f8e5m2, 5, 2, 15, 0, 57344.0f)
 KILN_F8_TYPE(f8e5m2fnuz, 5, 2, 16, 2, 57344.0f)
+KILN_F8_TYPE(f4e2m1fn, 2, 1, 1, 3, 6.0f)
 #undef KILN_F8_TYPE
+
+//===--- 2- and 4-bit integers: one per byte, the low bits ------------------===//
+
+#define KILN_SUBBYTE_INT(name, T, width)                                                  \
+  struct kiln_##name {                                                                    \
+    uint8_t bits;                                                                         \
+  };                                                                                      \
+  KILN_DEVICE T kiln_load(kiln_##name v) {                                                \
+    return T(-1) < T(0) ? T(static_cast<int8_t>(v.bits << (8 - width)) >> (8 - width))     \
+                        : T(v.bits & ((1u << width) - 1));                                \
+  }                                                                                       \
+  KILN_DEVICE kiln_##name kiln_to_##name(T v) {                                           \
+    kiln_##name r;                                                                        \
+    r.bits = static_cast<uint8_t>(static_cast<uint8_t>(v) & ((1u << width) - 1));          \
+    return r;                                                                             \
+  }
+KILN_SUBBYTE_INT(i4, int8_t, 4)
+KILN_SUBBYTE_INT(u4, uint8_t, 4)
+KILN_SUBBYTE_INT(i2, int8_t, 2)
+KILN_SUBBYTE_INT(u2, uint8_t, 2)
+#undef KILN_SUBBYTE_INT
 
 //===--- vector access ------------------------------------------------------===//
 
@@ -408,6 +431,27 @@ KILN_DEVICE int64_t kiln_slice_start(int64_t start, int64_t step, int64_t n) {
   if (step > 0)
     return start < 0 ? 0 : (start > n ? n : start);
   return start < -1 ? -1 : (start > n - 1 ? n - 1 : start);
+}
+// ONNX Resize's cubic convolution weight at distance s (coefficient a).
+KILN_DEVICE double kiln_cubic_weight(double s, double a) {
+  s = s < 0 ? -s : s;
+  if (s <= 1)
+    return ((a + 2) * s - (a + 3)) * s * s + 1;
+  if (s < 2)
+    return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
+  return 0;
+}
+// ONNX Resize's nearest position of coordinate x: `mode` 0 round_prefer_floor,
+// 1 round_prefer_ceil, 2 floor, 3 ceil (the first two round other fractions to
+// the nearest integer, where rint and round agree).
+KILN_DEVICE double kiln_resize_nearest(double x, int mode) {
+  double f = kiln_floor(x);
+  switch (mode) {
+  case 0: return x - f == 0.5 ? f : kiln_round(x);
+  case 1: return x - f == 0.5 ? kiln_ceil(x) : kiln_round(x);
+  case 2: return f;
+  default: return kiln_ceil(x);
+  }
 }
 // Reflection without repeating the edge (ONNX Pad "reflect").
 KILN_DEVICE int64_t kiln_reflect_index(int64_t k, int64_t n) {

@@ -196,6 +196,9 @@ bool evaluateShapeInto(const ValueInfo &value, const Bindings &symbols, ref::Sha
 /// Whether a computed result has the dtype and the dims (where known) the plan
 /// says; the executors check every host-computed result with it.
 bool matchesPlan(const ref::Tensor &got, const ValueInfo &info, const Bindings &symbols);
+/// The same for a result known by its dtype and dims (one not on the host).
+bool matchesPlan(ref::DType dtype, const ref::Shape &shape, const ValueInfo &info,
+                 const Bindings &symbols);
 
 /// "f32[batch, 16]": a value's type as messages spell it.
 std::string describeValue(const ValueInfo &value, const std::vector<std::string> &symbols);

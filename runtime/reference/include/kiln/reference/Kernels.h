@@ -34,6 +34,9 @@ enum class CompareFn { eq, ne, lt, le, gt, ge };
 absl::StatusOr<Shape> broadcastShapes(const Shape &a, const Shape &b);
 
 Tensor unary(UnaryFn fn, const Tensor &x);
+/// GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+/// in double (cuBLASLt's GELU epilogue; a float tensor).
+Tensor geluTanh(const Tensor &x);
 absl::StatusOr<Tensor> binary(BinaryFn fn, const Tensor &a, const Tensor &b);
 absl::StatusOr<Tensor> compare(CompareFn fn, const Tensor &a, const Tensor &b);
 absl::StatusOr<Tensor> select(const Tensor &condition, const Tensor &onTrue,
@@ -53,6 +56,10 @@ std::vector<int64_t> integerValues(const Tensor &t);
 /// `x` with the dims in `shape`, one of which may be -1 (inferred), as ONNX
 /// Reshape without `allowzero`; an error when the element count differs.
 absl::StatusOr<Tensor> reshape(const Tensor &x, std::vector<int64_t> shape);
+/// reshape's result dims for an input of `inputShape` (`what` names the input
+/// in errors, as "f32[2, 3]"): -1 takes the remaining count.
+absl::StatusOr<Shape> reshapeResult(const Shape &inputShape, std::vector<int64_t> shape,
+                                    const std::string &what);
 Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation);
 /// `x` with its last two dims swapped (a matmul's transposed operand); a
 /// vector or scalar is returned as it is.
