@@ -249,10 +249,15 @@ LogicalResult Writer::addStep(Operation *op) {
       // and graph breaks, which the host runs between generated kernels.
       std::string type;
       llvm::raw_string_ostream(type) << op->getResult(0).getType();
-      libraryReport.push_back(llvm::json::Object{
-          {"op", op->getName().getStringRef().str()},
-          {"step", fb::EnumNameStepOp(encoded.type)},
-          {"result", type}});
+      llvm::json::Object entry{{"op", op->getName().getStringRef().str()},
+                               {"step", fb::EnumNameStepOp(encoded.type)},
+                               {"result", type}};
+      // The layout kiln-select-conv-layout chose (the node names which conv).
+      if (auto conv = dyn_cast<ConvOp>(op)) {
+        entry["node"] = nodeNameOf(op->getLoc());
+        entry["layout"] = conv.getChannelsLast() ? "NHWC" : "NCHW";
+      }
+      libraryReport.push_back(std::move(entry));
       if (!isa<MatmulOp, ConvOp, ConvTransposeOp, PoolOp>(op)) {
         // Neither a generated kernel nor a GPU library call: --explain and
         // --strict name it, with why and what it costs.

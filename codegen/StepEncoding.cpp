@@ -195,7 +195,8 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                     fb::CreateConv(b, longs(c.getStrides()), longs(c.getDilations()),
                                    longs(c.getPads()), static_cast<int64_t>(c.getGroup()),
                                    static_cast<bool>(c.getBias()), activation(c.getActivation()),
-                                   allowTf32, static_cast<bool>(c.getResidual())));
+                                   allowTf32, static_cast<bool>(c.getResidual()),
+                                   c.getChannelsLast()));
       })
       .Case([&](ConvTransposeOp c) {
         return step(fb::StepOp::ConvTranspose,

@@ -284,6 +284,7 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
       .Case([&](ConvOp c) {
         ref::ConvParams p = convParams(c.getStrides(), c.getDilations(), c.getPads(),
                                        static_cast<int64_t>(c.getGroup()));
+        p.channelsLast = c.getChannelsLast();
         const ref::Tensor *bias = c.getBias() ? in[2] : nullptr;
         absl::StatusOr<ref::Tensor> r = ref::conv(*in[0], *in[1], bias, p);
         if (r.ok() && c.getResidual())

@@ -130,6 +130,24 @@ def SymmetricConvPadsPass : Pass<"kiln-symmetric-conv-pads", "::mlir::func::Func
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def SelectConvLayoutPass : Pass<"kiln-select-conv-layout", "::mlir::func::FuncOp"> {
+  let summary = "Picks NCHW or NHWC per convolution (cuDNN's tensor-core layout for fp16/bf16)";
+  let description = [{
+    The cost rule (docs/precision.md, layouts): a 2-D `kiln.conv` on f16 or bf16
+    data with one group and input and output channels both static multiples of
+    8 runs channels last (`channels_last`: NHWC activations, KRSC filter), where
+    cuDNN's tensor-core kernels read it without transposing; every other conv
+    (fp32/f64, where NCHW kernels are as fast; grouped and depthwise convs;
+    channel counts tensor cores would pad) stays NCHW. A chosen conv reads its
+    input (and residual) through a transpose to NHWC and its result goes back
+    through a transpose to NCHW; a constant filter is transposed at compile time.
+    Transposes that meet (an NHWC conv feeding another) compose away; the
+    others are generated kernels or fuse into the pointwise kernels next to
+    them. `kiln-compile --report` shows each conv's layout.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def MergeSiblingMatmulsPass : Pass<"kiln-merge-sibling-matmuls", "::mlir::func::FuncOp"> {
   let summary = "Merges matmuls of one input by constant weights (Q, K, V) into one";
   let description = [{

@@ -35,6 +35,8 @@ void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision) {
   LowerPrecisionPassOptions lower;
   lower.precision = precision.str();
   func.addPass(createLowerPrecisionPass(lower));
+  // After the precision mode: the layout rule reads the element type.
+  func.addPass(createSelectConvLayoutPass());
   func.addPass(createSplitReductionsPass());
   func.addPass(createFormKernelsPass());
 }
@@ -63,7 +65,7 @@ void registerKilnPipelines() {
       "kiln-compile-pipeline",
       "kiln's whole compile pipeline: the graph pipeline, batch norms folded into "
       "convs, matmul transposes and epilogues absorbed, asymmetric conv pads split, sibling matmuls merged, split "
-      "reductions, the precision mode and kernel formation (what kiln-compile runs before codegen)",
+      "reductions, the precision mode, conv layouts and kernel formation (what kiln-compile runs before codegen)",
       buildCompilePipeline);
 }
 

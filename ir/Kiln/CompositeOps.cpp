@@ -144,6 +144,12 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
     return emitShapeError(location, name, "activation is none or relu (gelu_tanh is a matmul epilogue)");
   size_t k = input.getRank() - 2;
   SymShape x = getSymShape(input), w = getSymShape(filter);
+  // Channels last: the same rules on channels-first views, the result moved back.
+  bool channelsLast = adaptor.getChannelsLast();
+  if (channelsLast) {
+    std::rotate(x.begin() + 1, x.end() - 1, x.end());
+    std::rotate(w.begin() + 1, w.end() - 1, w.end());
+  }
   // Channels: C == filter[1] * group, and M divisible by group.
   DimExpr channels = mulDims(w[1], getConstantDim(context, group));
   if (failed(unifyDims(location, name, x[1], channels, "input channels and filter dim 1 * group")))
@@ -168,6 +174,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   for (auto [i, d] : llvm::enumerate(out))
     if (auto c = getConstantDimValue(d); c && *c < 0)
       return emitShapeError(location, name, "the window is larger than the padded input");
+  if (channelsLast)
+    std::rotate(out.begin() + 1, out.begin() + 2, out.end());
   // The residual is added element for element: the result's dims exactly.
   if (Value residual = adaptor.getResidual()) {
     if (failed(checkSameElement(location, name, adaptor.getInput(), residual, "residual")))

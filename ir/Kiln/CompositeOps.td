@@ -45,6 +45,9 @@ def Kiln_ConvOp : Kiln_Op<"conv", [AttrSizedOperandSegments]> {
     the bias; `activation` (cuDNN's fused conv-bias-activation) applies last:
     `activation(conv(input, filter) + bias + residual)`. Output dim i is
     `(D_i + pb_i + pe_i - dilation_i * (K_i - 1) - 1) floordiv stride_i + 1`.
+    With `channels_last` (kiln-select-conv-layout: cuDNN's NHWC), `input`,
+    `residual` and the result are `[N, D1..Dk, C]` and `filter` is
+    `[M, K1..Kk, C / group]`.
 
     ```mlir
     %y = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64} : (tensor<?x3x32x32xf32, #kiln.dims<[n, 3, 32, 32]>>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<?x16x32x32xf32, #kiln.dims<[n, 16, 32, 32]>>
@@ -55,7 +58,8 @@ def Kiln_ConvOp : Kiln_Op<"conv", [AttrSizedOperandSegments]> {
                        Optional<Kiln_FloatTensor>:$bias, Optional<Kiln_FloatTensor>:$residual,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
                        DenseI64ArrayAttr:$pads, DefaultValuedAttr<I64Attr, "1">:$group,
-                       DefaultValuedAttr<Kiln_ActivationAttr, "::kiln::Activation::none">:$activation);
+                       DefaultValuedAttr<Kiln_ActivationAttr, "::kiln::Activation::none">:$activation,
+                       DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $filter (`,` $bias^)? (`residual` `(` $residual^ `)`)? attr-dict `:`

@@ -337,6 +337,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
   case fb::StepOp::Conv: {
     const fb::Conv &t = *table.op_as_Conv();
     ref::ConvParams p = convParams(t.strides(), t.dilations(), t.pads(), t.group());
+    p.channelsLast = t.channels_last();
     absl::StatusOr<bool> r = isRelu(t.activation());
     if (!r.ok())
       return r.status();

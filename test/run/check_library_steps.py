@@ -116,6 +116,9 @@ CASES = {
     "conv3d": conv_case([1, 2, 4, 5, 6], [3, 2, 2, 3, 3], pads=[0, 1, 1, 0, 1, 1]),
     "conv-asymmetric-pads": conv_case([1, 2, 5, 5], [3, 2, 3, 3], pads=[0, 1, 1, 2]),
     "conv-fp16": conv_case([1, 4, 6, 6], [4, 4, 3, 3], "float16", pads=[1, 1, 1, 1]),
+    # Channels multiples of 8 in fp16: NHWC activations and a KRSC filter
+    # (three transpose kernels here: x and w, inputs of the model, and y).
+    "conv-nhwc-fp16": conv_case([2, 8, 6, 5], [16, 8, 3, 3], "float16", relu=True, pads=[1, 1, 1, 1]),
     "conv-fp64": conv_case([1, 2, 5, 5], [3, 2, 3, 3], "float64"),
     "convtranspose": conv_case([1, 4, 3, 3], [4, 3, 3, 3], op="ConvTranspose", group=2, strides=[2, 2],
                                pads=[1, 1, 1, 1], output_padding=[1, 1]),

@@ -124,6 +124,24 @@ absl::Status checkWindow(const char *op, const Tensor &x, const std::vector<int6
 
 absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias,
                             const ConvParams &p) {
+  if (p.channelsLast) {
+    // The same conv on channels-first views, its result moved back.
+    if (x.rank() < 3 || w.rank() != x.rank())
+      return absl::InvalidArgumentError(absl::StrCat("conv: input ", x.describe(), " and filter ",
+                                                     w.describe(), " are not channels-last operands"));
+    std::vector<int64_t> toFirst = {0, x.rank() - 1}, toLast = {0};
+    for (int64_t d = 1; d + 1 < x.rank(); ++d)
+      toFirst.push_back(d);
+    for (int64_t d = 2; d < x.rank(); ++d)
+      toLast.push_back(d);
+    toLast.push_back(1);
+    ConvParams first = p;
+    first.channelsLast = false;
+    absl::StatusOr<Tensor> y = conv(transpose(x, toFirst), transpose(w, toFirst), bias, first);
+    if (!y.ok())
+      return y.status();
+    return transpose(*y, toLast);
+  }
   if (absl::Status s = checkWindow("conv", x, p.strides, p.dilations, p.pads); !s.ok())
     return s;
   if (p.group < 1 || p.group > (int64_t(1) << 20) || w.rank() != x.rank() ||

@@ -83,6 +83,30 @@ std::vector<int> packedStrides(const std::vector<int> &dims) {
   return strides;
 }
 
+/// The strides of channels-first dims [N, C, D1..Dk] stored channels last
+/// ([N, D1..Dk, C], cuDNN's NHWC): C innermost, then the spatial dims.
+std::vector<int> channelsLastStrides(const std::vector<int> &dims) {
+  std::vector<int> strides(dims.size(), 1);
+  int step = dims[1];
+  for (size_t i = dims.size() - 1; i >= 2; --i) {
+    strides[i] = step;
+    step *= dims[i];
+  }
+  strides[0] = step;
+  return strides;
+}
+
+/// [N, D1..Dk, C] -> [N, C, D1..Dk] (`toFirst`), or back.
+ref::Shape rotateChannels(ref::Shape dims, bool toFirst) {
+  if (dims.size() >= 3) {
+    if (toFirst)
+      std::rotate(dims.begin() + 1, dims.end() - 1, dims.end());
+    else
+      std::rotate(dims.begin() + 1, dims.begin() + 2, dims.end());
+  }
+  return dims;
+}
+
 /// Per spatial dim of a `spatial`-d op, widened to cuDNN's 2-D for a 1-D op
 /// with `pad1d` for the added dim; nullopt when pads are asymmetric.
 std::optional<std::vector<int>> symmetricPads(const std::vector<int64_t> &pads, size_t spatial) {
@@ -112,9 +136,13 @@ std::optional<std::vector<int>> perSpatial(const std::vector<int64_t> &values, s
   return out;
 }
 
+/// A conv's cuDNN problem. Dims are channels first ([N, C, spatial...]) as
+/// cuDNN's descriptors take them; `channelsLast` says the buffers are NHWC
+/// (tensors with NHWC strides, the filter in CUDNN_TENSOR_NHWC format).
 struct ConvPlan {
   std::vector<int> x, w, y, pads, strides, dilations;
   int groups = 1;
+  bool channelsLast = false;
 };
 
 std::optional<ConvPlan> planConv(const ConvStepParams &params, const DnnCall &call) {
@@ -123,14 +151,20 @@ std::optional<ConvPlan> planConv(const ConvStepParams &params, const DnnCall &ca
       call.result.size() != call.x.size() || !dnnTypes(call.dtype))
     return std::nullopt;
   ConvPlan p;
-  auto x = dnnDims(call.x), w = dnnDims(call.w), y = dnnDims(call.result);
+  p.channelsLast = params.conv.channelsLast;
+  auto channelsFirst = [&](const ref::Shape &dims) {
+    return p.channelsLast ? rotateChannels(dims, /*toFirst=*/true) : dims;
+  };
+  auto x = dnnDims(channelsFirst(call.x)), w = dnnDims(channelsFirst(call.w)),
+       y = dnnDims(channelsFirst(call.result));
   auto pads = symmetricPads(params.conv.pads, spatial);
   auto strides = perSpatial(params.conv.strides, spatial, 1);
   auto dilations = perSpatial(params.conv.dilations, spatial, 1);
   if (!x || !w || !y || !pads || !strides || !dilations || params.conv.group < 1 ||
       params.conv.group > std::numeric_limits<int>::max())
     return std::nullopt;
-  p.x = *x, p.w = *w, p.y = *y, p.pads = *pads, p.strides = *strides, p.dilations = *dilations;
+  p.x = std::move(*x), p.w = std::move(*w), p.y = std::move(*y);
+  p.pads = *pads, p.strides = *strides, p.dilations = *dilations;
   p.groups = static_cast<int>(params.conv.group);
   // cuDNN's output dims: 1 + (in + 2 pad - dilation (k - 1) - 1) / stride. The
   // plan's must be those (they are for symmetric pads).
@@ -198,6 +232,8 @@ struct DnnDescriptors {
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnActivationDescriptor_t activation = nullptr;
   cudnnPoolingDescriptor_t pool = nullptr;
+  /// Tensors of this call are stored channels last (a channels_last conv).
+  bool channelsLast = false;
   ~DnnDescriptors() {
     for (cudnnTensorDescriptor_t t : tensors)
       dnn.cudnnDestroyTensorDescriptor(t);
@@ -219,8 +255,9 @@ struct DnnDescriptors {
     for (absl::Status s :
          {check("cudnnCreateFilterDescriptor", dnn.cudnnCreateFilterDescriptor(&filter)),
           check("cudnnSetFilterNdDescriptor",
-                dnn.cudnnSetFilterNdDescriptor(filter, types.data, CUDNN_TENSOR_NCHW, nb,
-                                               plan.w.data())),
+                dnn.cudnnSetFilterNdDescriptor(
+                    filter, types.data, plan.channelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                    nb, plan.w.data())),
           check("cudnnCreateConvolutionDescriptor", dnn.cudnnCreateConvolutionDescriptor(&conv)),
           // ONNX Conv is a cross-correlation (the filter is not flipped).
           check("cudnnSetConvolutionNdDescriptor",
@@ -270,7 +307,7 @@ struct DnnDescriptors {
         !s.ok())
       return s;
     tensors.push_back(t);
-    std::vector<int> strides = packedStrides(dims);
+    std::vector<int> strides = channelsLast ? channelsLastStrides(dims) : packedStrides(dims);
     if (absl::Status s = check("cudnnSetTensorNdDescriptor",
                                dnn.cudnnSetTensorNdDescriptor(t, type, static_cast<int>(dims.size()),
                                                               dims.data(), strides.data()));
@@ -312,7 +349,7 @@ std::string convKey(ref::DType dtype, bool allowTf32, const ConvPlan &plan) {
   return absl::StrCat(static_cast<int>(dtype), allowTf32 ? "tf32|" : "|", absl::StrJoin(plan.x, ","), "|",
                       absl::StrJoin(plan.w, ","), "|", absl::StrJoin(plan.pads, ","), "|",
                       absl::StrJoin(plan.strides, ","), "|", absl::StrJoin(plan.dilations, ","),
-                      "|", plan.groups);
+                      "|", plan.groups, plan.channelsLast ? "|nhwc" : "");
 }
 
 /// The first of the heuristic's `returned` results (forward or backward-data
@@ -404,9 +441,17 @@ int64_t valueOr(const std::vector<int64_t> &v, size_t i, int64_t otherwise) {
 } // namespace
 
 std::optional<ref::Shape> DnnRunner::convResultShape(const ConvStepParams &params, bool transpose,
-                                                     const ref::Shape &x, const ref::Shape &w) {
-  if (x.size() < 3 || w.size() != x.size())
+                                                     const ref::Shape &xIn, const ref::Shape &wIn) {
+  if (xIn.size() < 3 || wIn.size() != xIn.size())
     return std::nullopt;
+  if (params.conv.channelsLast && !transpose) {
+    ConvStepParams first = params;
+    first.conv.channelsLast = false;
+    std::optional<ref::Shape> y =
+        convResultShape(first, false, rotateChannels(xIn, true), rotateChannels(wIn, true));
+    return y ? std::optional<ref::Shape>(rotateChannels(*y, false)) : std::nullopt;
+  }
+  const ref::Shape &x = xIn, &w = wIn;
   const ref::ConvParams &p = params.conv;
   size_t spatial = x.size() - 2;
   ref::Shape result = {x[0], transpose ? w[1] * p.group : w[0]};
@@ -456,6 +501,7 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
   DnnTypes types = *dnnTypes(call.dtype, params.allowTf32);
   const Cudnn &dnn = *dnn_;
   DnnDescriptors d{dnn};
+  d.channelsLast = plan->channelsLast;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, x, y); !s.ok())
     return s;

@@ -5,8 +5,9 @@
 // implementing what cuDNN documents for them, so a wrong descriptor fails the
 // fake-CUDA runs:
 //
-// - tensors: N-d descriptors with explicit strides (3 to 8 dims); filters:
-//   N-d, NCHW format only ([K, C / groups, spatial...]);
+// - tensors: N-d descriptors with explicit strides (3 to 8 dims; NHWC data is
+//   NCHW dims with NHWC strides); filters: N-d dims [K, C / groups, spatial...]
+//   stored in CUDNN_TENSOR_NCHW order or CUDNN_TENSOR_NHWC ([K, spatial..., C]);
 // - cudnnConvolutionForward: y = alpha * conv(x, w) + beta * y, with the conv
 //   descriptor's pads (symmetric, per spatial dim), strides, dilations, group
 //   count and mode (CUDNN_CROSS_CORRELATION; CUDNN_CONVOLUTION flips the
@@ -48,6 +49,7 @@ struct Tensor {
 struct Filter {
   cudnnDataType_t type = CUDNN_DATA_FLOAT;
   std::vector<int> dims;
+  cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW;
 };
 struct Conv {
   std::vector<int> pads, strides, dilations;
@@ -142,15 +144,30 @@ std::vector<int64_t> packed(const std::vector<int> &dims) {
   return strides;
 }
 
+/// The element strides of a filter's dims [K, C, spatial...] in its format:
+/// packed NCHW, or NHWC (C innermost, then the spatial dims, K outermost).
+std::vector<int64_t> filterStrides(const Filter &w) {
+  if (w.format == CUDNN_TENSOR_NCHW)
+    return packed(w.dims);
+  std::vector<int64_t> strides(w.dims.size(), 1);
+  int64_t step = w.dims[1];
+  for (size_t i = w.dims.size() - 1; i >= 2; --i) {
+    strides[i] = step;
+    step *= w.dims[i];
+  }
+  strides[0] = step;
+  return strides;
+}
+
 /// Calls fn(yi, yFlat, xi, xFlat, wFlat) for every product the conv of x by w
 /// into y (valid descriptors) takes: y's and x's multi-indices and packed
-/// row-major positions, and the weight's offset in the packed NCHW filter.
+/// row-major positions, and the weight's offset in the filter (its format's).
 template <typename Fn>
 void forEachTap(const Tensor &xt, const Filter &wf, const Conv &c, const Tensor &yt, Fn fn) {
   size_t spatial = xt.dims.size() - 2;
   int perGroupIn = wf.dims[1], perGroupOut = wf.dims[0] / c.groups;
   std::vector<int> kernel(wf.dims.begin() + 2, wf.dims.end());
-  std::vector<int64_t> wStrides = packed(wf.dims), xPacked = packed(xt.dims);
+  std::vector<int64_t> wStrides = filterStrides(wf), xPacked = packed(xt.dims);
   int64_t yFlat = 0;
   forEach(yt.dims, [&](const std::vector<int> &yi) {
     int k = yi[1], group = k / perGroupOut;
@@ -243,13 +260,15 @@ cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t d, cudnnDataTyp
                                          cudnnTensorFormat_t format, int nbDims, const int dims[]) {
   if (!d || nbDims < 3 || nbDims > 8 || !dims)
     return CUDNN_STATUS_BAD_PARAM;
-  if (format != CUDNN_TENSOR_NCHW || element(type) == fake::Element::unknown)
+  if ((format != CUDNN_TENSOR_NCHW && format != CUDNN_TENSOR_NHWC) ||
+      element(type) == fake::Element::unknown)
     return CUDNN_STATUS_NOT_SUPPORTED;
   for (int i = 0; i < nbDims; ++i)
     if (dims[i] < 1)
       return CUDNN_STATUS_BAD_PARAM;
   as<Filter>(d)->type = type;
   as<Filter>(d)->dims.assign(dims, dims + nbDims);
+  as<Filter>(d)->format = format;
   return CUDNN_STATUS_SUCCESS;
 }
 

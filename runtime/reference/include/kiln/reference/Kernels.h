@@ -128,6 +128,9 @@ absl::StatusOr<Tensor> matmul(const Tensor &a, const Tensor &b);
 struct ConvParams {
   std::vector<int64_t> strides, dilations, pads, outputPadding;
   int64_t group = 1;
+  /// conv only: x, the result are [N, D1..Dk, C] and w is [M, K1..Kk, C / group]
+  /// (NHWC / KRSC) instead of channels first.
+  bool channelsLast = false;
 };
 absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias,
                             const ConvParams &p);
