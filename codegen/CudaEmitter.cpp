@@ -157,6 +157,8 @@ private:
   FailureOr<std::string> matmulElement(MatmulOp matmul, ArrayRef<std::string> index);
   FailureOr<std::string> resizeElement(ResizeOp resize, ArrayRef<std::string> index);
   FailureOr<std::string> gatherNdElement(GatherNDOp gather, ArrayRef<std::string> index);
+  FailureOr<std::string> gridSampleElement(GridSampleOp sample, ArrayRef<std::string> index);
+  FailureOr<std::string> roiAlignElement(RoiAlignOp roi, ArrayRef<std::string> index);
   FailureOr<std::string> scatterElementsElement(ScatterElementsOp scatter,
                                                 ArrayRef<std::string> index);
   FailureOr<std::string> scatterNdElement(ScatterNDOp scatter, ArrayRef<std::string> index);
@@ -709,6 +711,207 @@ FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<st
   return value;
 }
 
+/// One element of a grid_sample, as the reference computes it
+/// (runtime/reference/src/Special.cpp): per spatial dim, the grid's coordinate
+/// (innermost dim first along the grid's last axis) unnormalized by
+/// align_corners, rounded for nearest, brought inside by the padding mode, and
+/// its taps (one, two, or four with Keys' a = -0.75); a tap outside the input
+/// reads zero (zeros padding) or the clamped or reflected pixel. Sums in
+/// double over the taps' tensor product, skipping zero weights and zero pixels.
+FailureOr<std::string> KernelEmitter::gridSampleElement(GridSampleOp sample,
+                                                        ArrayRef<std::string> index) {
+  Value input = sample.getInput(), grid = sample.getGrid();
+  std::string ct = computeType(elementOf(sample.getResult()));
+  std::vector<std::string> inShape = dims(input);
+  size_t r = inShape.size() - 2;
+  bool align = sample.getAlignCorners();
+  ResizeMode mode = sample.getMode();
+  GridPadding padding = sample.getPadding();
+  int taps = mode == ResizeMode::nearest ? 1 : mode == ResizeMode::linear ? 2 : 4;
+  // The grid's position of this output point: [b, spatial..., coordinate].
+  std::vector<std::string> at = {index[0]};
+  at.insert(at.end(), index.begin() + 2, index.end());
+  at.push_back("");
+  std::vector<std::string> first(r), fraction(r), lo(r), hi(r);
+  for (size_t d = 0; d < r; ++d) {
+    at.back() = std::to_string(r - 1 - d);
+    FailureOr<std::string> g = element(grid, at);
+    if (failed(g))
+      return failure();
+    std::string size = "(double)" + inShape[2 + d], v = temp("v");
+    lo[d] = align ? "0.0" : "-0.5";
+    hi[d] = align ? "(" + size + " - 1.0)" : "(" + size + " - 0.5)";
+    line("double " + v + " = " +
+         (align ? "((double)" + *g + " + 1.0) / 2.0 * (" + size + " - 1.0)"
+                : "(((double)" + *g + " + 1.0) * " + size + " - 1.0) / 2.0") + ";");
+    if (mode == ResizeMode::nearest)
+      line(v + " = kiln_round(" + v + ");");
+    if (padding == GridPadding::border)
+      line("if (" + v + " < " + lo[d] + " || " + v + " > " + hi[d] + ") " + v + " = kiln_max<double>(0.0, kiln_min<double>(" + v + ", " + size + " - 1.0));");
+    else if (padding == GridPadding::reflection)
+      line("if (" + v + " < " + lo[d] + " || " + v + " > " + hi[d] + ") " + v +
+           " = kiln_reflect_coordinate(" + v + ", " + lo[d] + ", " + hi[d] + ");");
+    first[d] = temp("f");
+    fraction[d] = temp("t");
+    if (mode == ResizeMode::nearest) {
+      line("const int64_t " + first[d] + " = (int64_t)" + v + ";");
+      line("const double " + fraction[d] + " = 0.0;");
+    } else {
+      line("const double " + fraction[d] + " = " + v + " - kiln_floor(" + v + ");");
+      line("const int64_t " + first[d] + " = (int64_t)kiln_floor(" + v + ")" +
+           (mode == ResizeMode::cubic ? " - 1" : "") + ";");
+    }
+  }
+  std::string sum = temp("sum");
+  line("double " + sum + " = 0.0;");
+  std::vector<std::string> position = {index[0], index[1]}, weights;
+  for (size_t d = 0; d < r; ++d) {
+    std::string k = temp("k"), w = temp("w"), p = temp("p"), size = inShape[2 + d];
+    openBlock("for (int64_t " + k + " = 0; " + k + " < " + std::to_string(taps) + "; ++" + k + ") {");
+    switch (mode) {
+    case ResizeMode::nearest:
+      line("const double " + w + " = 1.0;");
+      break;
+    case ResizeMode::linear:
+      line("const double " + w + " = " + k + " == 0 ? 1.0 - " + fraction[d] + " : " + fraction[d] + ";");
+      break;
+    case ResizeMode::cubic:
+      line("const double " + w + " = kiln_cubic_weight(" + k + " == 0 ? " + fraction[d] + " + 1.0 : " +
+           k + " == 1 ? " + fraction[d] + " : " + k + " == 2 ? 1.0 - " + fraction[d] + " : 2.0 - " +
+           fraction[d] + ", -0.75);");
+      break;
+    }
+    line("int64_t " + p + " = " + first[d] + " + " + k + ";");
+    // Outside the input: zero, or the clamped or reflected pixel.
+    switch (padding) {
+    case GridPadding::zeros:
+      line("if (" + p + " < 0 || " + p + " >= " + size + ") continue;");
+      break;
+    case GridPadding::border:
+      line(p + " = kiln_clamp_index(" + p + ", " + size + ");");
+      break;
+    case GridPadding::reflection:
+      line("if (" + p + " < 0 || " + p + " >= " + size + ") " + p +
+           " = kiln_clamp_index((int64_t)kiln_reflect_coordinate((double)" + p + ", " + lo[d] + ", " +
+           hi[d] + "), " + size + ");");
+      break;
+    }
+    position.push_back(p);
+    weights.push_back(w);
+  }
+  std::string weight = "1.0";
+  for (const std::string &w : weights)
+    weight += " * " + w;
+  std::string wAll = temp("w");
+  line("const double " + wAll + " = " + weight + ";");
+  openBlock("if (" + wAll + " != 0.0) {");
+  FailureOr<std::string> x = element(input, position);
+  if (failed(x))
+    return failure();
+  line(sum + " += " + wAll + " * (double)" + *x + ";");
+  closeBlock();
+  for (size_t d = 0; d < r; ++d)
+    closeBlock();
+  return bind(sample.getResult(), "(" + ct + ")" + sum);
+}
+
+/// One element of a roi_align, as the reference computes it: the region's
+/// bin [ph, pw] of channel ch in the image its batch index names (out of range
+/// is the call's error, the nearest image read meanwhile), sampled on a
+/// gridH x gridW grid (sampling_ratio, or ceil(roi size / bins)) by bilinear
+/// interpolation, averaged or maxed; in double.
+FailureOr<std::string> KernelEmitter::roiAlignElement(RoiAlignOp roi, ArrayRef<std::string> index) {
+  Value input = roi.getInput();
+  std::string ct = computeType(elementOf(roi.getResult()));
+  std::vector<std::string> inShape = dims(input);
+  std::string height = inShape[2], width = inShape[3];
+  std::string oh = std::to_string(roi.getOutputHeight()), ow = std::to_string(roi.getOutputWidth());
+  FailureOr<std::string> batchValue = element(roi.getBatchIndices(), {index[0]});
+  if (failed(batchValue))
+    return failure();
+  // No counting from the end here: a negative batch index is out of range.
+  std::string batch = temp("b"), images = inShape[0];
+  line("int64_t " + batch + " = (int64_t)" + *batchValue + ";");
+  checkData(batch + " < 0 || " + batch + " >= " + images, "KILN_ERROR_INDEX_OUT_OF_RANGE");
+  line(batch + " = kiln_clamp_index(" + batch + ", " + images + ");");
+  std::vector<std::string> corner(4);
+  for (int k = 0; k < 4; ++k) {
+    FailureOr<std::string> c = element(roi.getRois(), {index[0], std::to_string(k)});
+    if (failed(c))
+      return failure();
+    corner[k] = *c;
+  }
+  std::string scale = doubleLiteral(roi.getSpatialScale().convertToDouble());
+  std::string offset = roi.getHalfPixel() ? "0.5" : "0.0";
+  std::string sw = temp("sw"), sh = temp("sh"), rw = temp("rw"), rh = temp("rh"), bh = temp("bh"),
+              bw = temp("bw"), gh = temp("gh"), gw = temp("gw"), acc = temp("acc"), first = temp("first");
+  line("const double " + sw + " = (double)" + corner[0] + " * " + scale + " - " + offset + ";");
+  line("const double " + sh + " = (double)" + corner[1] + " * " + scale + " - " + offset + ";");
+  line("double " + rw + " = (double)" + corner[2] + " * " + scale + " - " + offset + " - " + sw + ";");
+  line("double " + rh + " = (double)" + corner[3] + " * " + scale + " - " + offset + " - " + sh + ";");
+  if (!roi.getHalfPixel()) {
+    line(rw + " = kiln_max<double>(" + rw + ", 1.0);");
+    line(rh + " = kiln_max<double>(" + rh + ", 1.0);");
+  }
+  line("const double " + bh + " = " + rh + " / " + oh + ".0, " + bw + " = " + rw + " / " + ow + ".0;");
+  int64_t ratio = roi.getSamplingRatio();
+  line("const int64_t " + gh + " = " +
+       (ratio > 0 ? std::to_string(ratio) : "(int64_t)kiln_ceil(" + rh + " / " + oh + ".0)") + ";");
+  line("const int64_t " + gw + " = " +
+       (ratio > 0 ? std::to_string(ratio) : "(int64_t)kiln_ceil(" + rw + " / " + ow + ".0)") + ";");
+  bool max = roi.getMode() == PoolKind::max;
+  line("double " + acc + " = 0.0;");
+  line("bool " + first + " = true;");
+  std::string iy = temp("iy"), ix = temp("ix"), yy = temp("yy"), xx = temp("xx");
+  openBlock("for (int64_t " + iy + " = 0; " + iy + " < " + gh + "; ++" + iy + ") {");
+  openBlock("for (int64_t " + ix + " = 0; " + ix + " < " + gw + "; ++" + ix + ") {");
+  line("double " + yy + " = " + sh + " + (double)" + index[2] + " * " + bh + " + ((double)" + iy +
+       " + 0.5) * " + bh + " / (double)" + gh + ";");
+  line("double " + xx + " = " + sw + " + (double)" + index[3] + " * " + bw + " + ((double)" + ix +
+       " + 0.5) * " + bw + " / (double)" + gw + ";");
+  // Four taps and weights; all zero when the point is off the image.
+  std::string w = temp("w"), y0 = temp("y0"), x0 = temp("x0"), y1 = temp("y1"), x1 = temp("x1");
+  line("double " + w + "[4] = {0.0, 0.0, 0.0, 0.0};");
+  line("int64_t " + y0 + " = 0, " + x0 + " = 0, " + y1 + " = 0, " + x1 + " = 0;");
+  openBlock("if (!(" + yy + " < -1.0 || " + yy + " > (double)" + height + " || " + xx + " < -1.0 || " +
+            xx + " > (double)" + width + ")) {");
+  line(yy + " = kiln_max<double>(" + yy + ", 0.0);");
+  line(xx + " = kiln_max<double>(" + xx + ", 0.0);");
+  line(y0 + " = (int64_t)" + yy + ";");
+  line(x0 + " = (int64_t)" + xx + ";");
+  line("if (" + y0 + " >= " + height + " - 1) { " + y0 + " = " + y1 + " = " + height + " - 1; " + yy +
+       " = (double)" + y0 + "; } else { " + y1 + " = " + y0 + " + 1; }");
+  line("if (" + x0 + " >= " + width + " - 1) { " + x0 + " = " + x1 + " = " + width + " - 1; " + xx +
+       " = (double)" + x0 + "; } else { " + x1 + " = " + x0 + " + 1; }");
+  line("const double ly = " + yy + " - (double)" + y0 + ", lx = " + xx + " - (double)" + x0 +
+       ", hy = 1.0 - ly, hx = 1.0 - lx;");
+  line(w + "[0] = hy * hx; " + w + "[1] = hy * lx; " + w + "[2] = ly * hx; " + w + "[3] = ly * lx;");
+  closeBlock();
+  std::vector<std::string> taps;
+  for (auto [py, px] : {std::pair{y0, x0}, {y0, x1}, {y1, x0}, {y1, x1}}) {
+    FailureOr<std::string> v = element(input, {batch, index[1], py, px});
+    if (failed(v))
+      return failure();
+    taps.push_back(*v);
+  }
+  if (!max) {
+    for (int k = 0; k < 4; ++k)
+      line(acc + " += " + w + "[" + std::to_string(k) + "] * (double)" + taps[k] + ";");
+  } else {
+    std::string v = temp("v");
+    line("double " + v + " = " + w + "[0] * (double)" + taps[0] + ";");
+    for (int k = 1; k < 4; ++k)
+      line(v + " = kiln_max_plain(" + v + ", " + w + "[" + std::to_string(k) + "] * (double)" + taps[k] + ");");
+    line(acc + " = " + first + " ? " + v + " : kiln_max_plain(" + acc + ", " + v + ");");
+    line(first + " = false;");
+  }
+  closeBlock();
+  closeBlock();
+  if (!max)
+    line(acc + " /= (double)(" + gh + " * " + gw + " > 1 ? " + gh + " * " + gw + " : 1);");
+  return bind(roi.getResult(), "(" + ct + ")" + acc);
+}
+
 /// One element of a gather_nd: the index tuple at the result's leading
 /// position picks data's dims batch_dims..batch_dims+q; the rest of the index
 /// walks the slice it names.
@@ -1077,6 +1280,10 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     return resizeElement(r, index);
   if (auto g = dyn_cast<GatherNDOp>(op))
     return gatherNdElement(g, index);
+  if (auto g = dyn_cast<GridSampleOp>(op))
+    return gridSampleElement(g, index);
+  if (auto r = dyn_cast<RoiAlignOp>(op))
+    return roiAlignElement(r, index);
   if (auto sc = dyn_cast<ScatterElementsOp>(op))
     return scatterElementsElement(sc, index);
   if (auto sc = dyn_cast<ScatterNDOp>(op))

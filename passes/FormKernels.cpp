@@ -90,6 +90,11 @@ bool isInlinable(Operation *op) {
     return isa_and_nonnull<ConstantOp>(pad.getPads().getDefiningOp());
   if (auto resize = dyn_cast<ResizeOp>(op))
     return isKnownShapeOperand(resize.getSize());
+  // Sampled in double and rounded once, as the reference: float data only.
+  if (auto sample = dyn_cast<GridSampleOp>(op))
+    return isa<FloatType>(sample.getType().getElementType());
+  if (isa<RoiAlignOp>(op))
+    return true;
   // A gather_nd reads its index tuple (whose length the verifier keeps
   // static); a scatter runs as a gather: each result element looks for the
   // updates that land on it (CudaEmitter's scatter elements).

@@ -1,6 +1,6 @@
 """Writes OUT/device_ops.onnx: the ops that ran as graph breaks on CUDA until
 they got generated kernels (Resize, CumSum, ScatterElements, ScatterND,
-GatherND), over dynamic dims, with their indices as run-time inputs; and two
+GatherND, GridSample), over dynamic dims, with their indices as run-time inputs; and two
 input sets (OUT/small/*.npy, OUT/large/*.npy) of different sizes, plus
 OUT/bad_index.npy, a ScatterElements index past its axis."""
 import os
@@ -38,6 +38,9 @@ nodes = [
                      reduction="add"),
     helper.make_node("ScatterND", ["cache", "slots", "rows"], ["cache_out"]),
     helper.make_node("GatherND", ["cache", "pick"], ["picked"], batch_dims=1),
+    # A spatial transformer's sampling: bilinear, reflection at the borders.
+    helper.make_node("GridSample", ["x", "grid"], ["sampled"], mode="linear",
+                     padding_mode="reflection"),
 ]
 f32, i64 = TensorProto.FLOAT, TensorProto.INT64
 inputs = [
@@ -50,17 +53,19 @@ inputs = [
     helper.make_tensor_value_info("slots", i64, ["k", 2]),
     helper.make_tensor_value_info("rows", f32, ["k", 4]),
     helper.make_tensor_value_info("pick", i64, ["b", "p", 1]),
+    helper.make_tensor_value_info("grid", f32, ["n", "gh", "gw", 2]),
 ]
 outputs = [helper.make_tensor_value_info(name, t, None)
            for name, t in [("bilinear", f32), ("cubic", f32), ("nearest", f32), ("positions", i64),
-                           ("rcumsum", f32), ("scattered", f32), ("cache_out", f32), ("picked", f32)]]
+                           ("rcumsum", f32), ("scattered", f32), ("cache_out", f32), ("picked", f32),
+                           ("sampled", f32)]]
 graph = helper.make_graph(nodes, "device_ops", inputs, outputs, inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
 
 onnx.save(model, os.path.join(out, "device_ops.onnx"))
 
 
-def write_set(folder, n, h, w, b, s, u, t, k, p):
+def write_set(folder, n, h, w, b, s, u, t, k, p, gh, gw):
     os.makedirs(folder, exist_ok=True)
     slots = np.stack([rng.integers(0, b, k), rng.permutation(t)[:k]], axis=1)
     data = {
@@ -74,11 +79,13 @@ def write_set(folder, n, h, w, b, s, u, t, k, p):
         "slots": slots.astype(np.int64),
         "rows": rng.standard_normal((k, 4)).astype(np.float32),
         "pick": rng.integers(-t, t, (b, p, 1)).astype(np.int64),
+        # Some points off the image, where the reflection applies.
+        "grid": rng.uniform(-1.3, 1.3, (n, gh, gw, 2)).astype(np.float32),
     }
     for name, value in data.items():
         np.save(os.path.join(folder, name + ".npy"), value)
 
 
-write_set(os.path.join(out, "small"), n=1, h=4, w=6, b=2, s=5, u=3, t=6, k=3, p=2)
-write_set(os.path.join(out, "large"), n=2, h=9, w=7, b=3, s=33, u=40, t=17, k=9, p=5)
+write_set(os.path.join(out, "small"), n=1, h=4, w=6, b=2, s=5, u=3, t=6, k=3, p=2, gh=3, gw=2)
+write_set(os.path.join(out, "large"), n=2, h=9, w=7, b=3, s=33, u=40, t=17, k=9, p=5, gh=5, gw=8)
 np.save(os.path.join(out, "bad_index.npy"), np.array([[0, 5, 1], [1, 2, 3]], np.int64))

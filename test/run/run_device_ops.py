@@ -15,7 +15,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-NAMES = ["x", "mask", "seq", "seq_idx", "seq_upd", "cache", "slots", "rows", "pick"]
+NAMES = ["x", "mask", "seq", "seq_idx", "seq_upd", "cache", "slots", "rows", "pick", "grid"]
+OUTPUTS = 9
 
 
 def main():
@@ -58,7 +59,7 @@ def main():
                 print("cuda: steps ran on the host:\n" + "\n".join(host_steps))
                 return 1
         outputs[backend] = [numpy_helper.to_array(onnx.load_tensor(os.path.join(out, f"output_{i}.pb")))
-                            for i in range(8)]
+                            for i in range(OUTPUTS)]
     if a.set == "bad":
         return 1 if refused == len(runs) else 0
     worst = 0.0

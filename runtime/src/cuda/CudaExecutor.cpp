@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <cstring>
+#include <deque>
 
 namespace kiln::rt {
 namespace {
@@ -80,16 +81,22 @@ public:
     return absl::OkStatus();
   }
 
+  /// After the stream has finished (or been abandoned): the call's
+  /// data-dependent buffers go back to the pool, its uploads' host copies go.
   void releaseDynamic() {
     for (auto [p, size] : dynamic)
       executor.pool_->give(p, size);
     dynamic.clear();
+    uploads.clear();
   }
 
   const CudaExecutor &executor;
   std::pair<CUdeviceptr, size_t> arena = {0, 0}; ///< address, bytes
   std::vector<std::pair<CUdeviceptr, size_t>> staging;
   std::vector<std::pair<CUdeviceptr, size_t>> dynamic;
+  /// Host results of this call's host steps, queued for copying to the device:
+  /// kept until the call's last synchronization, so no step waits for its copy.
+  std::deque<ref::Tensor> uploads; // a deque: queued copies read from stable addresses
   /// One int32 per step where kernels report data errors, and the zeros that
   /// reset them (copied at the start of each call, on the call's stream).
   std::pair<CUdeviceptr, size_t> errorWords = {0, 0};
@@ -630,13 +637,15 @@ absl::Status CudaExecutor::store(ExecutionContext &context, int v, ref::Tensor r
     return s;
   if (!result.byteSize())
     return absl::OkStatus();
+  // The host copy lives until the call's end (CudaState::uploads), so the
+  // stream runs on: the next steps queue behind the copy without a wait here.
+  CudaState &state = stateOf(context);
+  state.uploads.push_back(std::move(result));
+  const ref::Tensor &queued = state.uploads.back();
   if (CUresult r = cu.cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(context.values[v].address),
-                                        result.bytes(), result.byteSize(), stream);
+                                        queued.bytes(), queued.byteSize(), stream);
       r != CUDA_SUCCESS)
     return absl::InternalError(cu.describe("cuMemcpyHtoDAsync", r));
-  // The host tensor dies with this step: the copy must finish first.
-  if (CUresult r = cu.cuStreamSynchronize(stream); r != CUDA_SUCCESS)
-    return absl::InternalError(cu.describe("cuStreamSynchronize", r));
   return absl::OkStatus();
 }
 

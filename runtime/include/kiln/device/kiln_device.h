@@ -215,6 +215,10 @@ template <typename T> KILN_DEVICE T kiln_min(T a, T b) {
   return kiln_isnan(a) || kiln_isnan(b) ? (a != a ? a : b) : (b < a ? b : a);
 }
 
+// std::max's rule (the first argument unless the second is larger): what the
+// reference's max-mode RoiAlign does with NaN.
+template <typename T> KILN_DEVICE T kiln_max_plain(T a, T b) { return a < b ? b : a; }
+
 // Float mod with the sign of the divisor (Python %).
 template <typename T> KILN_DEVICE T kiln_fmod_floor(T a, T b) {
   T r = kiln_fmod(a, b);
@@ -452,6 +456,26 @@ KILN_DEVICE double kiln_resize_nearest(double x, int mode) {
   case 2: return f;
   default: return kiln_ceil(x);
   }
+}
+// x reflected into [lo, hi] by bouncing off the borders (GridSample's
+// reflection padding).
+KILN_DEVICE double kiln_reflect_coordinate(double x, double lo, double hi) {
+  double range = hi - lo;
+  if (range <= 0)
+    return lo;
+  if (x < lo) {
+    double dx = lo - x;
+    int64_t n = static_cast<int64_t>(dx / range);
+    double r = dx - n * range;
+    return n % 2 == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    double dx = x - hi;
+    int64_t n = static_cast<int64_t>(dx / range);
+    double r = dx - n * range;
+    return n % 2 == 0 ? hi - r : lo + r;
+  }
+  return x;
 }
 // Reflection without repeating the edge (ONNX Pad "reflect").
 KILN_DEVICE int64_t kiln_reflect_index(int64_t k, int64_t n) {
