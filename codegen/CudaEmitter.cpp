@@ -250,6 +250,7 @@ private:
   LogicalResult emitReduction(ReduceOp root);
   LogicalResult emitArgReduction(ArgReduceOp root);
   LogicalResult emitCumulative(CumulativeOp root);
+  LogicalResult emitTopK(TopKOp root);
   LogicalResult emitRow(Operation *root);
 
   KernelOp kernel;
@@ -1670,6 +1671,64 @@ LogicalResult KernelEmitter::emitCumulative(CumulativeOp root) {
   return success();
 }
 
+LogicalResult KernelEmitter::emitTopK(TopKOp root) {
+  // A top_k's indices (its values are a gather of them): a block per line
+  // along the axis; each thread takes elements of the line and counts the
+  // elements that come before each (larger, or smaller with largest = false;
+  // NaN as the largest; ties by position): an element whose count is below k
+  // is written at that place. Sorted as the reference sorts; O(n) reads per
+  // element, n^2 per line, from the cache: for the candidate counts detection
+  // heads and classifiers rank, not a vocabulary-sized axis.
+  blockPerItem = true;
+  Value input = root.getInput(), result = root.getIndices();
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  int64_t axis = static_cast<int64_t>(root.getAxis());
+  axis = axis < 0 ? axis + rank : axis;
+  std::vector<std::string> shape = dims(input), outShape = dims(result);
+  std::vector<std::string> lineShape;
+  SymShape symShape = getSymShape(input.getType());
+  SmallVector<DimExpr> lineDims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) {
+      lineShape.push_back(shape[d]);
+      lineDims.push_back(symShape[d]);
+    }
+  workItems = productOf(lineDims);
+  std::string ct = computeType(elementOf(input));
+  line("const int64_t lines = " + product(lineShape) + ";");
+  line("const int64_t N = " + shape[axis] + ", K = " + outShape[axis] + ";");
+  // k beyond the axis is the call's error, as in the reference.
+  checkData("K > N && kiln_thread_index() == 0", "KILN_ERROR_INDEX_OUT_OF_RANGE");
+  openBlock("for (int64_t o = blockIdx.x; o < lines; o += gridDim.x) {");
+  std::vector<std::string> lineIndex = unravel("o", lineShape);
+  auto at = [&](const std::string &k) {
+    std::vector<std::string> index(lineIndex.begin(), lineIndex.begin() + axis);
+    index.push_back(k);
+    index.insert(index.end(), lineIndex.begin() + axis, lineIndex.end());
+    return index;
+  };
+  openBlock("for (int64_t e = threadIdx.x; e < N; e += blockDim.x) {");
+  FailureOr<std::string> mine = element(input, at("e"));
+  if (failed(mine))
+    return failure();
+  line("int64_t before = 0;");
+  openBlock("for (int64_t l = 0; l < N; ++l) {");
+  FailureOr<std::string> other = element(input, at("l"));
+  if (failed(other))
+    return failure();
+  line("before += kiln_topk_before<" + ct + ">(" + *other + ", l, " + *mine + ", e, " +
+       (root.getLargest() ? "true" : "false") + ") ? 1 : 0;");
+  closeBlock();
+  std::vector<std::string> outIndex = at("before");
+  std::string position = "0";
+  for (int64_t d = 0; d < rank; ++d)
+    position = d == 0 ? outIndex[0] : "(" + position + " * " + outShape[d] + " + " + outIndex[d] + ")";
+  line("if (before < K) out[" + position + "] = (int64_t)e;");
+  closeBlock();
+  closeBlock();
+  return success();
+}
+
 LogicalResult KernelEmitter::emitRow(Operation *root) {
   blockPerItem = true;
   Value x = root->getOperand(0), result = root->getResult(0);
@@ -1846,9 +1905,11 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
       ok = emitArgReduction(arg);
     else if (auto cumulative = dyn_cast_or_null<CumulativeOp>(rootOp))
       ok = emitCumulative(cumulative);
+    else if (auto topK = dyn_cast_or_null<TopKOp>(rootOp); topK && root == topK.getIndices())
+      ok = emitTopK(topK);
     else
       return emitError(kernel.getLoc()) << "codegen: a reduction kernel must yield a kiln.reduce, "
-                                           "kiln.arg_reduce or kiln.cumulative";
+                                           "kiln.arg_reduce, kiln.cumulative or kiln.top_k's indices";
   } else if (schedule == "row") {
     if (!isa_and_nonnull<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(rootOp))
       return emitError(kernel.getLoc())

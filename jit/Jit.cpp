@@ -230,7 +230,9 @@ absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
   if (!data || !size)
     return absl::InvalidArgumentError("the model is empty");
   std::string key = hex(llvm::xxh3_64bits(llvm::StringRef(
-      absl::StrCat("kiln-jit model\n", KILN_VERSION, "\n",
+      // The format version too: a disk cache written by an older build is
+      // recompiled rather than refused at load.
+      absl::StrCat("kiln-jit model\n", KILN_VERSION, "\nformat ", artifact::kFormatVersion, "\n",
                    cubinArchs_.empty() ? "host" : absl::StrJoin(cubinArchs_, ","), "\n",
                    llvm::StringRef(name).ends_with(".mlir") ? "mlir" : "onnx", "\n",
                    absl::string_view(static_cast<const char *>(data), size)))));

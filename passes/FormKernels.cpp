@@ -103,15 +103,25 @@ bool isInlinable(Operation *op) {
 
 /// Ops that root a kernel but are never inlined into a consumer.
 std::optional<StringRef> reductionSchedule(Operation *op) {
-  if (isa<ReduceOp, ArgReduceOp, CumulativeOp>(op))
+  if (isa<ReduceOp, ArgReduceOp, CumulativeOp, TopKOp>(op))
     return StringRef("reduction");
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op))
     return StringRef("row");
   return std::nullopt;
 }
 
+/// The result a kernel computes for `op`: a top_k's indices (its values are a
+/// gather of them, FormKernelsPass::gatherTopKValues), else its one result.
+Value kernelResult(Operation *op) {
+  if (auto topK = dyn_cast<TopKOp>(op))
+    return topK.getIndices();
+  return op->getResult(0);
+}
+
 /// The operands a kernel reads as data (shape operands are compile-time values).
 SmallVector<Value> dataOperands(Operation *op) {
+  if (auto topK = dyn_cast<TopKOp>(op))
+    return {topK.getInput()};
   if (isa<BroadcastToOp, ReshapeOp, SliceOp, ResizeOp>(op))
     return {op->getOperand(0)};
   if (auto pad = dyn_cast<PadOp>(op))
@@ -129,13 +139,19 @@ std::string whyNotKernel(Operation *op) {
       return "its shape operands (sizes, starts, pads) are computed at run time";
     return "it has no CUDA C lowering";
   }
-  if (op->getNumResults() != 1)
+  if (auto topK = dyn_cast<TopKOp>(op)) {
+    if (!isKnownShapeOperand(topK.getK()))
+      return "its k is computed at run time";
+    if (!topK.getValues().use_empty())
+      return "its values are read directly (kiln-form-kernels gathers them by the indices)";
+  } else if (op->getNumResults() != 1) {
     return "it has several results";
+  }
   // The result and the data operands (shape operands are read at codegen time)
   // need a known element type and no dim that nothing is known about: codegen
   // needs every size, as a number or an expression of symbols.
   SmallVector<Value> values = dataOperands(op);
-  values.insert(values.begin(), op->getResult(0));
+  values.insert(values.begin(), kernelResult(op));
   for (Value v : values) {
     auto spelled = [&] {
       std::string type;
@@ -171,6 +187,7 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     if (func.getBody().empty())
       return;
     Block &block = func.getBody().front();
+    gatherTopKValues(block);
     DenseMap<Operation *, unsigned> groupOf;
     SmallVector<SmallVector<Operation *>> groups;
     SmallVector<Operation *> ops;
@@ -184,6 +201,10 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
       groupOf[root] = g;
       DenseMap<Operation *, unsigned> depth = {{root, 0}};
       SmallVector<Operation *> worklist = {root};
+      // A top_k kernel reads its input O(n) times per element: producers
+      // would be recomputed as often, so its input is materialized.
+      if (isa<TopKOp>(root))
+        worklist.clear();
       while (!worklist.empty()) {
         Operation *cur = worklist.pop_back_val();
         for (Value operand : dataOperands(cur)) {
@@ -211,6 +232,24 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     for (Operation &op : llvm::make_early_inc_range(block))
       if (auto constant = dyn_cast<ConstantOp>(op))
         fillLargeSplat(constant);
+  }
+
+  /// A top_k with a known k becomes a kernel computing its indices; its values
+  /// are read through a gather_elements of them (a pointwise kernel that fuses
+  /// with its readers).
+  void gatherTopKValues(Block &block) {
+    SmallVector<TopKOp> topKs;
+    for (Operation &op : block)
+      if (auto topK = dyn_cast<TopKOp>(op))
+        if (isKnownShapeOperand(topK.getK()) && !topK.getValues().use_empty())
+          topKs.push_back(topK);
+    for (TopKOp topK : topKs) {
+      OpBuilder builder(topK->getContext());
+      builder.setInsertionPointAfter(topK);
+      auto gathered = GatherElementsOp::create(builder, topK.getLoc(), topK.getValues().getType(),
+                                               topK.getInput(), topK.getIndices(), topK.getAxis());
+      topK.getValues().replaceAllUsesWith(gathered.getResult());
+    }
   }
 
   /// A splat constant of at least this many bytes that a library op, a graph
@@ -276,7 +315,8 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     SmallVector<Type> inputTypes;
     for (Value v : inputs)
       inputTypes.push_back(v.getType());
-    auto kernel = KernelOp::create(builder, root->getLoc(), root->getResultTypes(),
+    Value result = kernelResult(root);
+    auto kernel = KernelOp::create(builder, root->getLoc(), TypeRange{result.getType()},
                                    builder.getStringAttr(schedule), inputs.getArrayRef());
     Block *body = builder.createBlock(&kernel.getBody());
     IRMapping mapping;
@@ -287,8 +327,8 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
       builder.clone(*c, mapping);
     for (Operation *op : ordered)
       builder.clone(*op, mapping);
-    YieldOp::create(builder, root->getLoc(), ValueRange{mapping.lookup(root->getResult(0))});
-    root->getResult(0).replaceAllUsesWith(kernel.getResult(0));
+    YieldOp::create(builder, root->getLoc(), ValueRange{mapping.lookup(result)});
+    result.replaceAllUsesWith(kernel.getResult(0));
     for (Operation *op : llvm::reverse(ordered))
       op->erase();
   }

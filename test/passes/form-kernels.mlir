@@ -425,3 +425,28 @@ func.func @former_graph_breaks(%x: tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>
   %g = kiln.gather_nd %cache, %pick {batch_dims = 1 : i64} : (tensor<?x6x4xf32, #kiln.dims<[b, 6, 4]>>, tensor<?x3x1xi64, #kiln.dims<[b, 3, 1]>>) -> tensor<?x3x4xf32, #kiln.dims<[b, 3, 4]>>
   return %s, %c, %sc, %g : tensor<1x3x?x?xf32, #kiln.dims<[1, 3, 2 * h, 2 * w]>>, tensor<?x8xf32, #kiln.dims<[b, 8]>>, tensor<?x8xf32, #kiln.dims<[b, 8]>>, tensor<?x3x4xf32, #kiln.dims<[b, 3, 4]>>
 }
+
+// -----
+
+// A top_k with a constant k: a reduction kernel computes its indices (its
+// input materialized, not fused: each element is read once per element of its
+// line) and its values are a gather of them, fused with what reads them.
+// CHECK-LABEL: func.func @top_k
+// CHECK: %[[E:.*]] = kiln.kernel "pointwise"(%arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.exp
+// CHECK: %[[I:.*]] = kiln.kernel "reduction"(%[[E]])
+// CHECK: %{{.*}}, %[[AT:.*]] = kiln.top_k
+// CHECK-NEXT: kiln.yield %[[AT]]
+// CHECK: %[[V:.*]] = kiln.kernel "pointwise"(%[[E]], %[[I]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.gather_elements
+// CHECK-NEXT: kiln.neg
+// CHECK: return %[[V]], %[[I]]
+func.func @top_k(%x: tensor<?x50xf32, #kiln.dims<[n, 50]>>) -> (tensor<?x5xf32, #kiln.dims<[n, 5]>>, tensor<?x5xi64, #kiln.dims<[n, 5]>>) {
+  %k = kiln.constant dense<5> : tensor<1xi64>
+  %e = kiln.exp %x : (tensor<?x50xf32, #kiln.dims<[n, 50]>>) -> tensor<?x50xf32, #kiln.dims<[n, 50]>>
+  %v, %i = kiln.top_k %e, %k {axis = 1 : i64} : (tensor<?x50xf32, #kiln.dims<[n, 50]>>, tensor<1xi64>) -> (tensor<?x5xf32, #kiln.dims<[n, 5]>>, tensor<?x5xi64, #kiln.dims<[n, 5]>>)
+  %m = kiln.neg %v : (tensor<?x5xf32, #kiln.dims<[n, 5]>>) -> tensor<?x5xf32, #kiln.dims<[n, 5]>>
+  return %m, %i : tensor<?x5xf32, #kiln.dims<[n, 5]>>, tensor<?x5xi64, #kiln.dims<[n, 5]>>
+}

@@ -1,6 +1,6 @@
 """Writes OUT/device_ops.onnx: the ops that ran as graph breaks on CUDA until
 they got generated kernels (Resize, CumSum, ScatterElements, ScatterND,
-GatherND, GridSample), over dynamic dims, with their indices as run-time inputs; and two
+GatherND, GridSample, TopK), over dynamic dims, with their indices as run-time inputs; and two
 input sets (OUT/small/*.npy, OUT/large/*.npy) of different sizes, plus
 OUT/bad_index.npy, a ScatterElements index past its axis."""
 import os
@@ -17,6 +17,7 @@ inits = [
     numpy_helper.from_array(np.array([3, 2], np.int64), "small_hw"),
     numpy_helper.from_array(np.array(1, np.int64), "axis1"),
     numpy_helper.from_array(np.array([], np.float32), "no_roi"),
+    numpy_helper.from_array(np.array([3], np.int64), "three"),
 ]
 nodes = [
     # Bilinear 2x upsampling (torch's align_corners=False), cubic with
@@ -41,6 +42,10 @@ nodes = [
     # A spatial transformer's sampling: bilinear, reflection at the borders.
     helper.make_node("GridSample", ["x", "grid"], ["sampled"], mode="linear",
                      padding_mode="reflection"),
+    # The 3 best of each row of scores with ties and a NaN (the largest, as
+    # the reference orders them); the 3 smallest along the batch.
+    helper.make_node("TopK", ["scores", "three"], ["top", "top_at"], axis=1),
+    helper.make_node("TopK", ["scores", "three"], ["low", "low_at"], axis=0, largest=0),
 ]
 f32, i64 = TensorProto.FLOAT, TensorProto.INT64
 inputs = [
@@ -54,15 +59,24 @@ inputs = [
     helper.make_tensor_value_info("rows", f32, ["k", 4]),
     helper.make_tensor_value_info("pick", i64, ["b", "p", 1]),
     helper.make_tensor_value_info("grid", f32, ["n", "gh", "gw", 2]),
+    helper.make_tensor_value_info("scores", f32, ["r", "c"]),
 ]
 outputs = [helper.make_tensor_value_info(name, t, None)
            for name, t in [("bilinear", f32), ("cubic", f32), ("nearest", f32), ("positions", i64),
                            ("rcumsum", f32), ("scattered", f32), ("cache_out", f32), ("picked", f32),
-                           ("sampled", f32)]]
+                           ("sampled", f32), ("top", f32), ("top_at", i64), ("low", f32),
+                           ("low_at", i64)]]
 graph = helper.make_graph(nodes, "device_ops", inputs, outputs, inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
 
 onnx.save(model, os.path.join(out, "device_ops.onnx"))
+
+
+def scores(rows, cols):
+    """Few distinct values (ties) and one NaN."""
+    values = rng.integers(0, 4, (rows, cols)).astype(np.float32)
+    values[rows // 2, cols // 2] = np.nan
+    return values
 
 
 def write_set(folder, n, h, w, b, s, u, t, k, p, gh, gw):
@@ -81,6 +95,7 @@ def write_set(folder, n, h, w, b, s, u, t, k, p, gh, gw):
         "pick": rng.integers(-t, t, (b, p, 1)).astype(np.int64),
         # Some points off the image, where the reflection applies.
         "grid": rng.uniform(-1.3, 1.3, (n, gh, gw, 2)).astype(np.float32),
+        "scores": scores(gh + 3, gw + 4),
     }
     for name, value in data.items():
         np.save(os.path.join(folder, name + ".npy"), value)

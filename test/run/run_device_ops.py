@@ -15,8 +15,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-NAMES = ["x", "mask", "seq", "seq_idx", "seq_upd", "cache", "slots", "rows", "pick", "grid"]
-OUTPUTS = 9
+NAMES = ["x", "mask", "seq", "seq_idx", "seq_upd", "cache", "slots", "rows", "pick", "grid", "scores"]
+OUTPUTS = 13
 
 
 def main():
@@ -68,7 +68,10 @@ def main():
             if got.dtype != want.dtype or got.shape != want.shape:
                 print(f"{backend} output {i}: {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}")
                 return 1
-            diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)), initial=0))
+            if not np.array_equal(np.isnan(got), np.isnan(want)):
+                print(f"{backend} output {i}: NaN where the reference has none, or the other way")
+                return 1
+            diff = float(np.nanmax(np.abs(got.astype(np.float64) - want.astype(np.float64)), initial=0))
             if diff > 1e-5:
                 print(f"{backend} output {i}: off by {diff:.3g} (atol 1e-5)")
                 return 1

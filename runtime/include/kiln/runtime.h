@@ -259,8 +259,10 @@ KILN_API kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_t
                                          size_t *out_unplanned_bytes);
 
 /* Per-step timings, filled by runs given this profile. kind is what ran the
- * step: "kernel" (a generated kernel), "cublasLt", "cudnn", "host" (the
- * reference kernels; a host round trip on CUDA) or "shape" (a shape step);
+ * step: "kernel" (a generated kernel), "cublasLt", "cudnn", "copy" (a
+ * reshape to a run-time shape on CUDA: the shape read back, the data copied on
+ * the device), "host" (the reference kernels; a host round trip on CUDA) or
+ * "shape" (a shape step);
  * times are microseconds from the profile's creation.
  * Each run also records one event of kind "variant" (duration 0) named by the
  * variant it ran (as kiln_context_variant). */

@@ -219,6 +219,17 @@ template <typename T> KILN_DEVICE T kiln_min(T a, T b) {
 // reference's max-mode RoiAlign does with NaN.
 template <typename T> KILN_DEVICE T kiln_max_plain(T a, T b) { return a < b ? b : a; }
 
+// Whether element a (at position ia) comes before b (at ib) in top_k's order:
+// larger first (smaller with largest = false), NaN as the largest, ties by
+// position (the reference's stable sort).
+template <typename T> KILN_DEVICE bool kiln_topk_before(T a, int64_t ia, T b, int64_t ib, bool largest) {
+  bool na = kiln_isnan(a), nb = kiln_isnan(b);
+  int cmp = na || nb ? (na == nb ? 0 : (na ? 1 : -1)) : (a < b ? -1 : (a > b ? 1 : 0));
+  if (cmp == 0)
+    return ia < ib;
+  return largest ? cmp > 0 : cmp < 0;
+}
+
 // Float mod with the sign of the divisor (Python %).
 template <typename T> KILN_DEVICE T kiln_fmod_floor(T a, T b) {
   T r = kiln_fmod(a, b);

@@ -20,7 +20,9 @@ namespace kiln::artifact {
 /// 4: predicates over the symbols (Model.predicates) that every call checks; a
 /// runtime that ignored them would compute with sizes the code does not fit;
 /// variants (kernels specialized for symbol values).
-constexpr uint32_t kFormatVersion = 4;
+/// 5: Conv.channels_last (NHWC convs) and the GeluTanh activation: a runtime
+/// that ignored them would compute channels-first or skip the GELU.
+constexpr uint32_t kFormatVersion = 5;
 
 /// The most symbols one variant fixes (the runtime's dispatch key is that wide).
 constexpr int kMaxVariantSymbols = 8;
