@@ -159,6 +159,8 @@ private:
   FailureOr<std::string> gatherNdElement(GatherNDOp gather, ArrayRef<std::string> index);
   FailureOr<std::string> gridSampleElement(GridSampleOp sample, ArrayRef<std::string> index);
   FailureOr<std::string> roiAlignElement(RoiAlignOp roi, ArrayRef<std::string> index);
+  FailureOr<std::string> col2ImElement(Col2ImOp op, ArrayRef<std::string> index);
+  FailureOr<std::string> detElement(DetOp op, ArrayRef<std::string> index);
   FailureOr<std::string> scatterElementsElement(ScatterElementsOp scatter,
                                                 ArrayRef<std::string> index);
   FailureOr<std::string> scatterNdElement(ScatterNDOp scatter, ArrayRef<std::string> index);
@@ -913,6 +915,91 @@ FailureOr<std::string> KernelEmitter::roiAlignElement(RoiAlignOp roi, ArrayRef<s
   return bind(roi.getResult(), "(" + ct + ")" + acc);
 }
 
+/// One element of a col2im, gathered: the image pixel sums, in block-element
+/// order as the reference adds them, the column entry of every block element
+/// whose sliding position lands on it (at most one position per element).
+FailureOr<std::string> KernelEmitter::col2ImElement(Col2ImOp op, ArrayRef<std::string> index) {
+  ArrayRef<int64_t> image = op.getImageShape(), block = op.getBlockShape(), strides = op.getStrides(),
+                    dilations = op.getDilations(), pads = op.getPads();
+  size_t k = image.size();
+  int64_t blockSize = 1;
+  for (int64_t b : block)
+    blockSize *= b;
+  std::vector<int64_t> counts(k);
+  for (size_t d = 0; d < k; ++d)
+    counts[d] = (image[d] + pads[d] + pads[d + k] - (dilations[d] * (block[d] - 1) + 1)) / strides[d] + 1;
+  std::string ct = computeType(elementOf(op.getResult()));
+  std::string sum = temp("sum"), e = temp("e");
+  line("double " + sum + " = 0.0;");
+  openBlock("for (int64_t " + e + " = 0; " + e + " < " + std::to_string(blockSize) + "; ++" + e + ") {");
+  std::vector<std::string> blockShape, blockIndex;
+  for (int64_t b : block)
+    blockShape.push_back(int64Literal(b));
+  blockIndex = unravel(e, blockShape);
+  std::string position = "0", inside = "true";
+  for (size_t d = 0; d < k; ++d) {
+    std::string shifted = temp("s"), pos = temp("pos");
+    line("const int64_t " + shifted + " = " + index[2 + d] + " + " + int64Literal(pads[d]) + " - " +
+         blockIndex[d] + " * " + int64Literal(dilations[d]) + ";");
+    line("const int64_t " + pos + " = " + shifted + " / " + int64Literal(strides[d]) + ";");
+    inside += " && " + shifted + " >= 0 && " + shifted + " % " + int64Literal(strides[d]) + " == 0 && " +
+              pos + " < " + int64Literal(counts[d]);
+    position = d == 0 ? pos : "(" + position + " * " + int64Literal(counts[d]) + " + " + pos + ")";
+  }
+  openBlock("if (" + inside + ") {");
+  FailureOr<std::string> v = element(
+      op.getInput(), {index[0], "(" + index[1] + " * " + int64Literal(blockSize) + " + " + e + ")", position});
+  if (failed(v))
+    return failure();
+  line(sum + " += (double)" + *v + ";");
+  closeBlock();
+  closeBlock();
+  return bind(op.getResult(), "(" + ct + ")" + sum);
+}
+
+/// The most rows a det kernel eliminates in a thread's own array.
+constexpr int64_t kMaxDetRows = 16;
+
+/// One determinant, as the reference computes it: the matrix into a local
+/// array, Gaussian elimination with partial pivoting in double, the product of
+/// the pivots (negated per swap; 0 at a zero pivot).
+FailureOr<std::string> KernelEmitter::detElement(DetOp op, ArrayRef<std::string> index) {
+  SymShape shape = getSymShape(op.getInput().getType());
+  std::optional<int64_t> m = getConstantDimValue(shape.back());
+  if (!m || *m > kMaxDetRows)
+    return unsupported(op, "needs a known matrix size of at most 16");
+  std::string ct = computeType(elementOf(op.getResult()));
+  std::string a = temp("a"), d = temp("det"), M = std::to_string(*m);
+  line("double " + a + "[" + std::to_string(std::max<int64_t>(*m * *m, 1)) + "];");
+  std::string i = temp("i"), j = temp("j");
+  openBlock("for (int64_t " + i + " = 0; " + i + " < " + M + "; ++" + i + ") {");
+  openBlock("for (int64_t " + j + " = 0; " + j + " < " + M + "; ++" + j + ") {");
+  std::vector<std::string> at(index.begin(), index.end());
+  at.push_back(i);
+  at.push_back(j);
+  FailureOr<std::string> v = element(op.getInput(), at);
+  if (failed(v))
+    return failure();
+  line(a + "[" + i + " * " + M + " + " + j + "] = (double)" + *v + ";");
+  closeBlock();
+  closeBlock();
+  line("double " + d + " = 1.0;");
+  openBlock("for (int64_t col = 0; col < " + M + "; ++col) {");
+  line("int64_t pivot = col;");
+  line("for (int64_t r = col + 1; r < " + M + "; ++r) if (kiln_abs(" + a + "[r * " + M + " + col]) > kiln_abs(" + a +
+       "[pivot * " + M + " + col])) pivot = r;");
+  line("if (" + a + "[pivot * " + M + " + col] == 0.0) { " + d + " = 0.0; break; }");
+  line("if (pivot != col) { for (int64_t c = 0; c < " + M + "; ++c) { const double t = " + a + "[col * " + M +
+       " + c]; " + a + "[col * " + M + " + c] = " + a + "[pivot * " + M + " + c]; " + a + "[pivot * " + M +
+       " + c] = t; } " + d + " = -" + d + "; }");
+  line(d + " *= " + a + "[col * " + M + " + col];");
+  line("for (int64_t r = col + 1; r < " + M + "; ++r) { const double f = " + a + "[r * " + M + " + col] / " + a +
+       "[col * " + M + " + col]; for (int64_t c = col; c < " + M + "; ++c) " + a + "[r * " + M + " + c] -= f * " +
+       a + "[col * " + M + " + c]; }");
+  closeBlock();
+  return bind(op.getResult(), "(" + ct + ")" + d);
+}
+
 /// One element of a gather_nd: the index tuple at the result's leading
 /// position picks data's dims batch_dims..batch_dims+q; the rest of the index
 /// walks the slice it names.
@@ -1273,22 +1360,20 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     line("}");
     return result;
   }
-  if (auto p = dyn_cast<PoolOp>(op))
-    return poolElement(p, index);
-  if (auto m = dyn_cast<MatmulOp>(op))
-    return matmulElement(m, index);
-  if (auto r = dyn_cast<ResizeOp>(op))
-    return resizeElement(r, index);
-  if (auto g = dyn_cast<GatherNDOp>(op))
-    return gatherNdElement(g, index);
-  if (auto g = dyn_cast<GridSampleOp>(op))
-    return gridSampleElement(g, index);
-  if (auto r = dyn_cast<RoiAlignOp>(op))
-    return roiAlignElement(r, index);
-  if (auto sc = dyn_cast<ScatterElementsOp>(op))
-    return scatterElementsElement(sc, index);
-  if (auto sc = dyn_cast<ScatterNDOp>(op))
-    return scatterNdElement(sc, index);
+  // Ops whose element is a loop or a search of their own (KernelEmitter::*Element).
+  if (isa<PoolOp, MatmulOp, ResizeOp, GatherNDOp, GridSampleOp, RoiAlignOp, ScatterElementsOp,
+          ScatterNDOp, Col2ImOp, DetOp>(op))
+    return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
+        .Case([&](PoolOp o) { return poolElement(o, index); })
+        .Case([&](MatmulOp o) { return matmulElement(o, index); })
+        .Case([&](ResizeOp o) { return resizeElement(o, index); })
+        .Case([&](GatherNDOp o) { return gatherNdElement(o, index); })
+        .Case([&](GridSampleOp o) { return gridSampleElement(o, index); })
+        .Case([&](RoiAlignOp o) { return roiAlignElement(o, index); })
+        .Case([&](ScatterElementsOp o) { return scatterElementsElement(o, index); })
+        .Case([&](ScatterNDOp o) { return scatterNdElement(o, index); })
+        .Case([&](Col2ImOp o) { return col2ImElement(o, index); })
+        .Case([&](DetOp o) { return detElement(o, index); });
   if (auto p = dyn_cast<PadOp>(op)) {
     std::optional<SymShape> pads = getKnownElements(p.getPads());
     if (!pads)

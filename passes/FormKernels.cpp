@@ -95,6 +95,16 @@ bool isInlinable(Operation *op) {
     return isa<FloatType>(sample.getType().getElementType());
   if (isa<RoiAlignOp>(op))
     return true;
+  // Summed in double, as the reference: float data.
+  if (auto col2im = dyn_cast<Col2ImOp>(op))
+    return isa<FloatType>(col2im.getType().getElementType());
+  // Eliminated in a thread's own array: a known matrix of at most 16 rows
+  // (CudaEmitter's kMaxDetRows).
+  if (auto det = dyn_cast<DetOp>(op)) {
+    std::optional<int64_t> m =
+        getConstantDimValue(getSymShape(det.getInput().getType()).back());
+    return m && *m <= 16;
+  }
   // A gather_nd reads its index tuple (whose length the verifier keeps
   // static); a scatter runs as a gather: each result element looks for the
   // updates that land on it (CudaEmitter's scatter elements).
@@ -137,6 +147,8 @@ std::string whyNotKernel(Operation *op) {
   if (!isInlinable(op) && !reductionSchedule(op)) {
     if (isa<BroadcastToOp, ReshapeOp, SliceOp, PadOp, ResizeOp>(op))
       return "its shape operands (sizes, starts, pads) are computed at run time";
+    if (isa<DetOp>(op))
+      return "its matrices are of unknown size or larger than 16x16";
     return "it has no CUDA C lowering";
   }
   if (auto topK = dyn_cast<TopKOp>(op)) {

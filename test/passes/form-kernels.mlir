@@ -450,3 +450,23 @@ func.func @top_k(%x: tensor<?x50xf32, #kiln.dims<[n, 50]>>) -> (tensor<?x5xf32, 
   %m = kiln.neg %v : (tensor<?x5xf32, #kiln.dims<[n, 5]>>) -> tensor<?x5xf32, #kiln.dims<[n, 5]>>
   return %m, %i : tensor<?x5xf32, #kiln.dims<[n, 5]>>, tensor<?x5xi64, #kiln.dims<[n, 5]>>
 }
+
+// -----
+
+// A det of small known matrices is a kernel (elimination in a thread's own
+// array), one of matrices over 16 rows stays out; a col2im is a kernel.
+// CHECK-LABEL: func.func @det_col2im
+// CHECK: kiln.kernel "pointwise"(%arg0)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.det
+// CHECK: kiln.det %arg1
+// CHECK: kiln.kernel "pointwise"(%arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.col2im
+func.func @det_col2im(%a: tensor<?x3x3xf32, #kiln.dims<[n, 3, 3]>>, %b: tensor<2x20x20xf32>, %c: tensor<1x4x9xf32>)
+    -> (tensor<?xf32, #kiln.dims<[n]>>, tensor<2xf32>, tensor<1x1x4x4xf32>) {
+  %d = kiln.det %a : (tensor<?x3x3xf32, #kiln.dims<[n, 3, 3]>>) -> tensor<?xf32, #kiln.dims<[n]>>
+  %e = kiln.det %b : (tensor<2x20x20xf32>) -> tensor<2xf32>
+  %i = kiln.col2im %c {image_shape = array<i64: 4, 4>, block_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>} : (tensor<1x4x9xf32>) -> tensor<1x1x4x4xf32>
+  return %d, %e, %i : tensor<?xf32, #kiln.dims<[n]>>, tensor<2xf32>, tensor<1x1x4x4xf32>
+}
