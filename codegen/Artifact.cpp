@@ -252,10 +252,12 @@ LogicalResult Writer::addStep(Operation *op) {
       llvm::json::Object entry{{"op", op->getName().getStringRef().str()},
                                {"step", fb::EnumNameStepOp(encoded.type)},
                                {"result", type}};
-      // The layout kiln-select-conv-layout chose (the node names which conv).
-      if (auto conv = dyn_cast<ConvOp>(op)) {
+      // The layout kiln-select-conv-layout chose (the node names which op).
+      if (isa<ConvOp, PoolOp>(op)) {
+        bool channelsLast = isa<ConvOp>(op) ? cast<ConvOp>(op).getChannelsLast()
+                                            : cast<PoolOp>(op).getChannelsLast();
         entry["node"] = nodeNameOf(op->getLoc());
-        entry["layout"] = conv.getChannelsLast() ? "NHWC" : "NCHW";
+        entry["layout"] = channelsLast ? "NHWC" : "NCHW";
       }
       libraryReport.push_back(std::move(entry));
       if (!isa<MatmulOp, ConvOp, ConvTransposeOp, PoolOp>(op)) {

@@ -210,7 +210,7 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                     fb::CreatePool(b, poolKind(p.getKind()), longs(p.getKernelShape()),
                                    longs(p.getStrides()), longs(p.getPads()),
                                    longs(p.getDilations()), p.getCeilMode(), p.getCountIncludePad(),
-                                   static_cast<int64_t>(p.getP())));
+                                   static_cast<int64_t>(p.getP()), p.getChannelsLast()));
       })
       .Case([&](CompareOp c) {
         return step(fb::StepOp::Compare, fb::CreateCompare(b, direction(c.getDirection())));

@@ -307,6 +307,7 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
         params.ceilMode = p.getCeilMode();
         params.countIncludePad = p.getCountIncludePad();
         params.p = static_cast<int64_t>(p.getP());
+        params.channelsLast = p.getChannelsLast();
         return one(ref::pool(*in[0], params));
       })
       .Case([&](SoftmaxOp s) {

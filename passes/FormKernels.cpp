@@ -19,29 +19,14 @@ using namespace mlir;
 
 namespace kiln {
 
-namespace {
-
-/// A 0-d or splat constant: copied into each kernel as a literal.
-bool isSplatConstant(Operation *op) {
-  auto c = dyn_cast_or_null<ConstantOp>(op);
-  if (!c)
-    return false;
-  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-  return dense && dense.isSplat() && isKernelElementType(dense.getElementType());
-}
-
-/// True when every element of `v` is a constant (or symbolic constant) integer.
-bool isKnownShapeOperand(Value v) {
-  return isa_and_nonnull<ConstantOp, SymbolicConstantOp>(v.getDefiningOp());
-}
-
 /// Whether cuDNN's pooling computes `pool` for every shape its type allows,
 /// so it stays a library step (runtime/src/cuda/Cudnn.cpp's planPool checks the
 /// same at run time): max or average, 1 to 3 spatial dims, no dilation,
 /// symmetric pads smaller than the window, float types cuDNN has, and the floor
 /// formula's dims (ceil_mode only where static dims show it adds no window).
 /// Every other pool is a generated kernel.
-bool poolRunsInCudnn(PoolOp pool) {
+bool poolRunsInCudnn(Operation *op) {
+  auto pool = cast<PoolOp>(op);
   auto input = cast<RankedTensorType>(pool.getInput().getType());
   int64_t spatial = input.getRank() - 2;
   Type element = input.getElementType();
@@ -54,6 +39,10 @@ bool poolRunsInCudnn(PoolOp pool) {
       llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
     return false;
   SymShape in = getSymShape(input), out = getSymShape(pool.getType());
+  if (pool.getChannelsLast()) {
+    std::rotate(in.begin() + 1, in.end() - 1, in.end());
+    std::rotate(out.begin() + 1, out.end() - 1, out.end());
+  }
   for (int64_t d = 0; d < spatial; ++d) {
     int64_t pad = pads.empty() ? 0 : pads[d];
     if (!pads.empty() && pads[d] != pads[d + spatial])
@@ -70,10 +59,27 @@ bool poolRunsInCudnn(PoolOp pool) {
   return true;
 }
 
+namespace {
+
+/// A 0-d or splat constant: copied into each kernel as a literal.
+bool isSplatConstant(Operation *op) {
+  auto c = dyn_cast_or_null<ConstantOp>(op);
+  if (!c)
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  return dense && dense.isSplat() && isKernelElementType(dense.getElementType());
+}
+
+/// True when every element of `v` is a constant (or symbolic constant) integer.
+bool isKnownShapeOperand(Value v) {
+  return isa_and_nonnull<ConstantOp, SymbolicConstantOp>(v.getDefiningOp());
+}
+
 /// Ops codegen can compute element by element from their operands' elements.
 bool isInlinable(Operation *op) {
+  // A channels-last pool (kiln-select-conv-layout) is always cuDNN's.
   if (auto pool = dyn_cast<PoolOp>(op))
-    return !poolRunsInCudnn(pool);
+    return !pool.getChannelsLast() && !poolRunsInCudnn(pool);
   // cuBLASLt multiplies floats; an integer matmul (MatMulInteger) is a
   // generated dot product per element.
   if (auto matmul = dyn_cast<MatmulOp>(op))

@@ -27,6 +27,10 @@ llvm::LogicalResult checkTensorSizes(mlir::Operation *root, uint64_t maxBytes);
 /// can compute it. kiln-compile --explain reports it per graph break.
 std::string whyNotKernel(mlir::Operation *op);
 
+/// Whether cuDNN's pooling computes the kiln.pool `pool` for every shape its
+/// type allows (kiln-form-kernels makes the others generated kernels).
+bool poolRunsInCudnn(mlir::Operation *pool);
+
 /// Options of the default graph pipeline.
 struct GraphPipelineOptions : public mlir::PassPipelineOptions<GraphPipelineOptions> {
   Option<bool> bindArgSymbols{*this, "bind-arg-symbols",

@@ -143,7 +143,9 @@ def SelectConvLayoutPass : Pass<"kiln-select-conv-layout", "::mlir::func::FuncOp
     through a transpose to NCHW; a constant filter is transposed at compile time.
     Transposes that meet (an NHWC conv feeding another) compose away; the
     others are generated kernels or fuse into the pointwise kernels next to
-    them. `kiln-compile --report` shows each conv's layout.
+    them. A 2-D pool cuDNN runs whose input comes from an NHWC conv pools the
+    NHWC tensor (`channels_last`), so conv-pool-conv keeps NHWC throughout.
+    `kiln-compile --report` shows each conv's layout.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -57,16 +57,51 @@ Value permuted(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> permutatio
   return b.createOrFold<TransposeOp>(loc, v, b.getDenseI64ArrayAttr(composed));
 }
 
+constexpr int64_t kToLast[] = {0, 2, 3, 1}, kToFirst[] = {0, 3, 1, 2};
+
+/// A 2-D pool cuDNN runs whose input is an NHWC value moved back to NCHW (an
+/// NHWC conv's result): it pools the NHWC value instead, so the transposes
+/// around it compose away with the convs'.
+bool poolsChannelsLast(PoolOp pool) {
+  auto t = pool.getInput().getDefiningOp<TransposeOp>();
+  return t && !pool.getChannelsLast() && llvm::equal(t.getPermutation(), kToFirst) &&
+         poolRunsInCudnn(pool);
+}
+
+/// `op` with `operands` and channels_last set (its result type inferred from
+/// them), the result moved back to NCHW.
+template <typename OpTy> Value channelsLastCopy(OpBuilder &b, OpTy op, ValueRange operands) {
+  SmallVector<NamedAttribute> attributes;
+  for (NamedAttribute a : op->getAttrs())
+    if (a.getName() != "channels_last")
+      attributes.push_back(a);
+  attributes.push_back(b.getNamedAttr("channels_last", b.getBoolAttr(true)));
+  auto nhwc = OpTy::create(b, op.getLoc(), operands, attributes);
+  return TransposeOp::create(b, op.getLoc(), nhwc.getResult(), b.getDenseI64ArrayAttr(kToFirst));
+}
+
 void selectLayouts(func::FuncOp func) {
-  static constexpr int64_t kToLast[] = {0, 2, 3, 1}, kToFirst[] = {0, 3, 1, 2};
-  SmallVector<ConvOp> convs;
-  func.walk([&](ConvOp conv) {
-    if (wantsChannelsLast(conv))
-      convs.push_back(conv);
+  SmallVector<Operation *> candidates;
+  func.walk([&](Operation *op) {
+    if (isa<ConvOp, PoolOp>(op))
+      candidates.push_back(op);
   });
   // In order: a conv's producer is rewritten first, so its NCHW transpose is
-  // there for this conv's NHWC transpose to compose with.
-  for (ConvOp conv : convs) {
+  // there for this conv's NHWC transpose to compose with (and a pool's test
+  // sees it).
+  for (Operation *op : candidates) {
+    if (auto pool = dyn_cast<PoolOp>(op)) {
+      if (!poolsChannelsLast(pool))
+        continue;
+      OpBuilder b(pool);
+      Value x = permuted(b, pool.getLoc(), pool.getInput(), kToLast);
+      pool.getResult().replaceAllUsesWith(channelsLastCopy(b, pool, {x}));
+      pool.erase();
+      continue;
+    }
+    auto conv = cast<ConvOp>(op);
+    if (!wantsChannelsLast(conv))
+      continue;
     OpBuilder b(conv);
     Location loc = conv.getLoc();
     SmallVector<Value> operands = {permuted(b, loc, conv.getInput(), kToLast),
@@ -75,13 +110,7 @@ void selectLayouts(func::FuncOp func) {
       operands.push_back(bias);
     if (Value residual = conv.getResidual())
       operands.push_back(permuted(b, loc, residual, kToLast));
-    SmallVector<NamedAttribute> attributes;
-    for (NamedAttribute a : conv->getAttrs())
-      if (a.getName() != "channels_last")
-        attributes.push_back(a);
-    attributes.push_back(b.getNamedAttr("channels_last", b.getBoolAttr(true)));
-    auto nhwc = ConvOp::create(b, loc, operands, attributes);
-    Value back = TransposeOp::create(b, loc, nhwc.getResult(), b.getDenseI64ArrayAttr(kToFirst));
+    Value back = channelsLastCopy(b, conv, operands);
     conv.getResult().replaceAllUsesWith(back);
     conv.erase();
   }

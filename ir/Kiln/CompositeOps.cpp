@@ -255,6 +255,10 @@ LogicalResult PoolOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   if (adaptor.getKind() == PoolKind::lp && int64_t(adaptor.getP()) < 1)
     return emitShapeError(location, name, "p must be >= 1");
   SymShape x = getSymShape(input);
+  // Channels last (kiln-select-conv-layout): the window runs over dims 1..k.
+  bool channelsLast = adaptor.getChannelsLast();
+  if (channelsLast)
+    std::rotate(x.begin() + 1, x.end() - 1, x.end());
   SymShape out{x[0], x[1]};
   for (size_t i = 0; i < k; ++i) {
     DimExpr d = windowOutputDim(x[i + 2], getConstantDim(context, adaptor.getKernelShape()[i]),
@@ -267,6 +271,8 @@ LogicalResult PoolOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
                                 Twine(i));
     out.push_back(d);
   }
+  if (channelsLast)
+    std::rotate(out.begin() + 1, out.begin() + 2, out.end());
   inferred.push_back(makeTensorType(out, input.getElementType()));
   return success();
 }

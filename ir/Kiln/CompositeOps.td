@@ -104,7 +104,8 @@ def Kiln_PoolOp : Kiln_Op<"pool"> {
                        DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
                        DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
                        DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
-                       DefaultValuedAttr<I64Attr, "2">:$p);
+                       DefaultValuedAttr<I64Attr, "2">:$p,
+                       DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Kiln_FloatTensor:$result);
 }
 

@@ -384,6 +384,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
     p.ceilMode = t.ceil_mode();
     p.countIncludePad = t.count_include_pad();
     p.p = t.p();
+    p.channelsLast = t.channels_last();
     absl::StatusOr<HostStep> decoded = simple(1, [p](const Inputs &in) { return ref::pool(*in[0], p); });
     if (decoded.ok())
       decoded->pool = p;

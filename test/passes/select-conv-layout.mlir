@@ -53,3 +53,29 @@ func.func @stays_nchw(%x32: tensor<1x8x6x6xf32>, %w32: tensor<8x8x3x3xf32>, %rgb
   %d = kiln.conv %x1, %w1 {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>} : (tensor<1x8x10xf16>, tensor<8x8x3xf16>) -> tensor<1x8x8xf16>
   return %a, %b, %c, %d : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf16>, tensor<1x16x4x4xf16>, tensor<1x8x8xf16>
 }
+
+// -----
+
+// A pool cuDNN runs between two NHWC convs pools the NHWC tensor: no
+// transpose is left between the convs. A pool whose input is NCHW data (the
+// function's argument) stays NCHW.
+// CHECK-LABEL: func.func @conv_pool_conv
+// CHECK: %[[X:.*]] = kiln.transpose %arg0 {permutation = array<i64: 0, 2, 3, 1>}
+// CHECK: %[[C1:.*]] = kiln.conv %[[X]], {{.*}}channels_last = true
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[P:.*]] = kiln.pool %[[C1]] {channels_last = true{{.*}}} : (tensor<1x8x8x16xf16>) -> tensor<1x4x4x16xf16>
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[C2:.*]] = kiln.conv %[[P]], {{.*}}channels_last = true
+// CHECK: kiln.transpose %[[C2]] {permutation = array<i64: 0, 3, 1, 2>}
+// CHECK: kiln.pool %arg0 {
+// CHECK-NOT: channels_last
+// CHECK: return
+func.func @conv_pool_conv(%x: tensor<1x8x8x8xf16>) -> (tensor<1x8x4x4xf16>, tensor<1x8x4x4xf16>) {
+  %w1 = kiln.constant dense<0.5> : tensor<16x8x3x3xf16>
+  %w2 = kiln.constant dense<0.25> : tensor<8x16x1x1xf16>
+  %c1 = kiln.conv %x, %w1 {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x8x8x8xf16>, tensor<16x8x3x3xf16>) -> tensor<1x16x8x8xf16>
+  %p = kiln.pool %c1 {kind = #kiln<pool max>, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x16x8x8xf16>) -> tensor<1x16x4x4xf16>
+  %c2 = kiln.conv %p, %w2 {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>} : (tensor<1x16x4x4xf16>, tensor<8x16x1x1xf16>) -> tensor<1x8x4x4xf16>
+  %q = kiln.pool %x {kind = #kiln<pool avg>, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x8x8x8xf16>) -> tensor<1x8x4x4xf16>
+  return %c2, %q : tensor<1x8x4x4xf16>, tensor<1x8x4x4xf16>
+}

@@ -84,6 +84,17 @@ def gelu_case(approximate):
     return nodes, {"a": [2, 3, 8], "w": [8, 16], "b": [16]}, "float32"
 
 
+def conv_pool_conv_case():
+    """fp16 conv -> ReLU -> max pool -> conv, channels multiples of 8: both
+    convs and the pool run NHWC in cuDNN with no transpose between them (the
+    kernels: x, w1 and w2 to NHWC, the result back)."""
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w2"], ["y"])]
+    return nodes, {"x": [2, 8, 6, 6], "w1": [16, 8, 3, 3], "b1": [16], "w2": [8, 16, 1, 1]}, "float16"
+
+
 def conv_residual_case():
     """A ResNet block's tail: relu(conv(x) + b + z), one fused cuDNN call."""
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
@@ -119,6 +130,7 @@ CASES = {
     # Channels multiples of 8 in fp16: NHWC activations and a KRSC filter
     # (three transpose kernels here: x and w, inputs of the model, and y).
     "conv-nhwc-fp16": conv_case([2, 8, 6, 5], [16, 8, 3, 3], "float16", relu=True, pads=[1, 1, 1, 1]),
+    "conv-pool-conv-nhwc-fp16": conv_pool_conv_case(),
     "conv-fp64": conv_case([1, 2, 5, 5], [3, 2, 3, 3], "float64"),
     "convtranspose": conv_case([1, 4, 3, 3], [4, 3, 3, 3], op="ConvTranspose", group=2, strides=[2, 2],
                                pads=[1, 1, 1, 1], output_padding=[1, 1]),

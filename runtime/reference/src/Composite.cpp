@@ -122,6 +122,24 @@ absl::Status checkWindow(const char *op, const Tensor &x, const std::vector<int6
 }
 } // namespace
 
+namespace {
+/// The permutation from [N, D1..Dk, C] to [N, C, D1..Dk] for a tensor of `rank`.
+std::vector<int64_t> channelsFirstOrder(int64_t rank) {
+  std::vector<int64_t> order = {0, rank - 1};
+  for (int64_t d = 1; d + 1 < rank; ++d)
+    order.push_back(d);
+  return order;
+}
+/// Its inverse: [N, C, D1..Dk] to [N, D1..Dk, C].
+std::vector<int64_t> channelsLastOrder(int64_t rank) {
+  std::vector<int64_t> order = {0};
+  for (int64_t d = 2; d < rank; ++d)
+    order.push_back(d);
+  order.push_back(1);
+  return order;
+}
+} // namespace
+
 absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias,
                             const ConvParams &p) {
   if (p.channelsLast) {
@@ -129,18 +147,14 @@ absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias
     if (x.rank() < 3 || w.rank() != x.rank())
       return absl::InvalidArgumentError(absl::StrCat("conv: input ", x.describe(), " and filter ",
                                                      w.describe(), " are not channels-last operands"));
-    std::vector<int64_t> toFirst = {0, x.rank() - 1}, toLast = {0};
-    for (int64_t d = 1; d + 1 < x.rank(); ++d)
-      toFirst.push_back(d);
-    for (int64_t d = 2; d < x.rank(); ++d)
-      toLast.push_back(d);
-    toLast.push_back(1);
     ConvParams first = p;
     first.channelsLast = false;
-    absl::StatusOr<Tensor> y = conv(transpose(x, toFirst), transpose(w, toFirst), bias, first);
+    absl::StatusOr<Tensor> y =
+        conv(transpose(x, channelsFirstOrder(x.rank())), transpose(w, channelsFirstOrder(x.rank())),
+             bias, first);
     if (!y.ok())
       return y.status();
-    return transpose(*y, toLast);
+    return transpose(*y, channelsLastOrder(x.rank()));
   }
   if (absl::Status s = checkWindow("conv", x, p.strides, p.dilations, p.pads); !s.ok())
     return s;
@@ -251,6 +265,16 @@ absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Ten
 }
 
 absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p) {
+  if (p.channelsLast) {
+    if (x.rank() < 3)
+      return absl::InvalidArgumentError("pool: input " + x.describe() + " is not channels last");
+    PoolParams first = p;
+    first.channelsLast = false;
+    absl::StatusOr<Tensor> y = pool(transpose(x, channelsFirstOrder(x.rank())), first);
+    if (!y.ok())
+      return y.status();
+    return transpose(*y, channelsLastOrder(x.rank()));
+  }
   if (absl::Status s = checkWindow("pool", x, p.strides, p.dilations, p.pads, &p.kernel); !s.ok())
     return s;
   int64_t k = x.rank() - 2;

@@ -179,9 +179,11 @@ std::optional<ConvPlan> planConv(const ConvStepParams &params, const DnnCall &ca
   return p;
 }
 
+/// A pool's cuDNN problem, dims channels first as ConvPlan's.
 struct PoolPlan {
   std::vector<int> x, y, window, pads, strides;
   cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
+  bool channelsLast = false;
 };
 
 std::optional<PoolPlan> planPool(const ref::PoolParams &params, const DnnCall &call) {
@@ -193,7 +195,9 @@ std::optional<PoolPlan> planPool(const ref::PoolParams &params, const DnnCall &c
     if (d != 1)
       return std::nullopt;
   PoolPlan p;
-  auto x = dnnDims(call.x), y = dnnDims(call.result);
+  p.channelsLast = params.channelsLast;
+  auto x = dnnDims(p.channelsLast ? rotateChannels(call.x, /*toFirst=*/true) : call.x),
+       y = dnnDims(p.channelsLast ? rotateChannels(call.result, /*toFirst=*/true) : call.result);
   auto window = perSpatial(params.kernel, spatial, 1);
   auto pads = symmetricPads(params.pads, spatial);
   auto strides = perSpatial(params.strides, spatial, 1);
@@ -469,9 +473,16 @@ std::optional<ref::Shape> DnnRunner::convResultShape(const ConvStepParams &param
 }
 
 std::optional<ref::Shape> DnnRunner::poolResultShape(const ref::PoolParams &params,
-                                                     const ref::Shape &x) {
-  if (x.size() < 3 || params.kernel.size() != x.size() - 2)
+                                                     const ref::Shape &xIn) {
+  if (xIn.size() < 3 || params.kernel.size() != xIn.size() - 2)
     return std::nullopt;
+  if (params.channelsLast) {
+    ref::PoolParams first = params;
+    first.channelsLast = false;
+    std::optional<ref::Shape> y = poolResultShape(first, rotateChannels(xIn, /*toFirst=*/true));
+    return y ? std::optional<ref::Shape>(rotateChannels(*y, /*toFirst=*/false)) : std::nullopt;
+  }
+  const ref::Shape &x = xIn;
   size_t spatial = x.size() - 2;
   ref::Shape result = {x[0], x[1]};
   for (size_t d = 0; d < spatial; ++d) {
@@ -587,6 +598,7 @@ absl::Status DnnRunner::pool(const ref::PoolParams &params, const DnnCall &call,
   DnnTypes types = *dnnTypes(call.dtype);
   const Cudnn &dnn = *dnn_;
   DnnDescriptors d{dnn};
+  d.channelsLast = plan->channelsLast;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, x, y); !s.ok())
     return s;

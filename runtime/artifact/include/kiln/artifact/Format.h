@@ -20,7 +20,7 @@ namespace kiln::artifact {
 /// 4: predicates over the symbols (Model.predicates) that every call checks; a
 /// runtime that ignored them would compute with sizes the code does not fit;
 /// variants (kernels specialized for symbol values).
-/// 5: Conv.channels_last (NHWC convs) and the GeluTanh activation: a runtime
+/// 5: Conv/Pool.channels_last (NHWC) and the GeluTanh activation: a runtime
 /// that ignored them would compute channels-first or skip the GELU.
 constexpr uint32_t kFormatVersion = 5;
 

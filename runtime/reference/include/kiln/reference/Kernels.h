@@ -143,6 +143,8 @@ struct PoolParams {
   bool ceilMode = false;
   bool countIncludePad = false;
   int64_t p = 2;
+  /// x and the result are [N, D1..Dk, C] (NHWC) instead of channels first.
+  bool channelsLast = false;
 };
 absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p);
 Tensor softmax(const Tensor &x, int64_t axis, bool logarithm);
