@@ -76,6 +76,9 @@ std::string storageType(Type t) {
 
 bool isFloatType(Type t) { return isa<FloatType>(t); }
 
+/// An op's axis attribute counted from the front (ONNX lets it count back).
+int64_t normalizedAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
 Type elementOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
 
 std::string int64Literal(int64_t v) {
@@ -593,17 +596,17 @@ FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<st
     std::string scale = temp("scale"), x = temp("x"), o = "(double)" + index[d];
     line("const double " + scale + " = " +
          (scales.empty() ? "(" + out + " / " + in + ")" : doubleLiteral(scales[d])) + ";");
-    std::string coordinate;
+    std::string coordinate, halfPixel = "(" + o + " + 0.5) / " + scale + " - 0.5";
     switch (coordinates) {
     case CoordinateMode::half_pixel:
-      coordinate = "(" + o + " + 0.5) / " + scale + " - 0.5";
+      coordinate = halfPixel;
       break;
     case CoordinateMode::half_pixel_symmetric:
-      coordinate = "(" + in + " / 2.0) * (1.0 - " + out + " / (" + scale + " * " + in + ")) + (" +
-                   o + " + 0.5) / " + scale + " - 0.5";
+      coordinate = "(" + in + " / 2.0) * (1.0 - " + out + " / (" + scale + " * " + in + ")) + " +
+                   halfPixel;
       break;
     case CoordinateMode::pytorch_half_pixel:
-      coordinate = outShape[d] + " > 1 ? (" + o + " + 0.5) / " + scale + " - 0.5 : 0.0";
+      coordinate = outShape[d] + " > 1 ? " + halfPixel + " : 0.0";
       break;
     case CoordinateMode::align_corners:
       coordinate = "(" + scale + " * " + in + " == 1.0 ? 0.0 : " + o + " * (" + in + " - 1.0) / (" +
@@ -1059,8 +1062,7 @@ FailureOr<std::string> KernelEmitter::scatterElementsElement(ScatterElementsOp s
   Type t = elementOf(result);
   std::string ct = computeType(t);
   int64_t rank = index.size();
-  int64_t axis = static_cast<int64_t>(scatter.getAxis());
-  axis = axis < 0 ? axis + rank : axis;
+  int64_t axis = normalizedAxis(static_cast<int64_t>(scatter.getAxis()), rank);
   FailureOr<std::string> initial = element(scatter.getData(), index);
   if (failed(initial))
     return failure();
@@ -1326,8 +1328,7 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
   }
   if (auto c = dyn_cast<ConcatOp>(op)) {
     int64_t rank = index.size();
-    int64_t axis = static_cast<int64_t>(c.getAxis());
-    axis = axis < 0 ? axis + rank : axis;
+    int64_t axis = normalizedAxis(static_cast<int64_t>(c.getAxis()), rank);
     std::string result = temp();
     line(ct + " " + result + ";");
     // Each input's end offset is a variable of its own, defined from the
@@ -1415,8 +1416,7 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
   }
   if (auto g = dyn_cast<GatherOp>(op)) {
     int64_t rank = cast<RankedTensorType>(g.getData().getType()).getRank();
-    int64_t axis = static_cast<int64_t>(g.getAxis());
-    axis = axis < 0 ? axis + rank : axis;
+    int64_t axis = normalizedAxis(static_cast<int64_t>(g.getAxis()), rank);
     int64_t ri = cast<RankedTensorType>(g.getIndices().getType()).getRank();
     std::vector<std::string> at(index.begin() + axis, index.begin() + axis + ri);
     FailureOr<std::string> k = element(g.getIndices(), at);
@@ -1431,8 +1431,7 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
   }
   if (auto g = dyn_cast<GatherElementsOp>(op)) {
     int64_t rank = index.size();
-    int64_t axis = static_cast<int64_t>(g.getAxis());
-    axis = axis < 0 ? axis + rank : axis;
+    int64_t axis = normalizedAxis(static_cast<int64_t>(g.getAxis()), rank);
     FailureOr<std::string> k = element(g.getIndices(), index);
     if (failed(k))
       return failure();
@@ -1656,8 +1655,7 @@ LogicalResult KernelEmitter::emitArgReduction(ArgReduceOp root) {
   // first (or, with select_last_index, the last) position, and the first NaN wins.
   Value input = root.getInput(), result = root.getResult();
   int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
-  int64_t axis = static_cast<int64_t>(root.getAxis());
-  axis = axis < 0 ? axis + rank : axis;
+  int64_t axis = normalizedAxis(static_cast<int64_t>(root.getAxis()), rank);
   std::vector<std::string> inShape = dims(input), outShape = dims(result);
   Type t = elementOf(input);
   std::string ct = computeType(t);
@@ -1712,8 +1710,7 @@ LogicalResult KernelEmitter::emitCumulative(CumulativeOp root) {
   // accumulate in double as the reference does; integers wrap through uint64.
   Value input = root.getInput(), result = root.getResult();
   int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
-  int64_t axis = static_cast<int64_t>(root.getAxis());
-  axis = axis < 0 ? axis + rank : axis;
+  int64_t axis = normalizedAxis(static_cast<int64_t>(root.getAxis()), rank);
   std::vector<std::string> shape = dims(input);
   std::vector<std::string> lineShape;
   for (int64_t d = 0; d < rank; ++d)
@@ -1767,8 +1764,7 @@ LogicalResult KernelEmitter::emitTopK(TopKOp root) {
   blockPerItem = true;
   Value input = root.getInput(), result = root.getIndices();
   int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
-  int64_t axis = static_cast<int64_t>(root.getAxis());
-  axis = axis < 0 ? axis + rank : axis;
+  int64_t axis = normalizedAxis(static_cast<int64_t>(root.getAxis()), rank);
   std::vector<std::string> shape = dims(input), outShape = dims(result);
   std::vector<std::string> lineShape;
   SymShape symShape = getSymShape(input.getType());
