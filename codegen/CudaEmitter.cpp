@@ -1282,6 +1282,18 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
       return unsupported(op, "is not a splat (it should be a kernel operand)");
     return scalarLiteral(t, dense.getSplatValue<Attribute>());
   }
+  if (auto range = dyn_cast<RangeOp>(op)) {
+    // As the reference: floats in double, integers wrapping.
+    FailureOr<std::string> start = element(range.getStart(), {});
+    FailureOr<std::string> delta = failed(start) ? start : element(range.getDelta(), {});
+    if (failed(delta))
+      return failure();
+    if (isF)
+      return bind(v, "(" + ct + ")((double)" + *start + " + (double)" + index[0] + " * (double)" +
+                         *delta + ")");
+    return bind(v, "(" + ct + ")((uint64_t)" + *start + " + (uint64_t)" + index[0] +
+                       " * (uint64_t)" + *delta + ")");
+  }
   if (auto sc = dyn_cast<SymbolicConstantOp>(op)) {
     // A shape vector in a kernel (Tile's repeats times the input's dims, say):
     // element k is its k-th dim expression, symbols read as kernel parameters.

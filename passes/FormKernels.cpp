@@ -99,7 +99,9 @@ bool isInlinable(Operation *op) {
   // Sampled in double and rounded once, as the reference: float data only.
   if (auto sample = dyn_cast<GridSampleOp>(op))
     return isa<FloatType>(sample.getType().getElementType());
-  if (isa<RoiAlignOp>(op))
+  // A range whose length the shape function knows (constants, or symbols:
+  // arange(seq) in exported models): element i is start + i * delta.
+  if (isa<RoiAlignOp, RangeOp>(op))
     return true;
   // Summed in double, as the reference: float data.
   if (auto col2im = dyn_cast<Col2ImOp>(op))

@@ -470,3 +470,25 @@ func.func @det_col2im(%a: tensor<?x3x3xf32, #kiln.dims<[n, 3, 3]>>, %b: tensor<2
   %i = kiln.col2im %c {image_shape = array<i64: 4, 4>, block_shape = array<i64: 2, 2>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>} : (tensor<1x4x9xf32>) -> tensor<1x1x4x4xf32>
   return %d, %e, %i : tensor<?xf32, #kiln.dims<[n]>>, tensor<2xf32>, tensor<1x1x4x4xf32>
 }
+
+// -----
+
+// A range whose length is known (here a symbol: arange(seq) as exported
+// models build position ids) is a kernel, fused with what reads it; one whose
+// limit is data stays out (its length depends on the data).
+// CHECK-LABEL: func.func @ranges
+// CHECK: kiln.kernel "pointwise"(%arg0)
+// CHECK-NEXT: ^bb0
+// CHECK: kiln.symbolic_constant
+// CHECK: kiln.range
+// CHECK-NEXT: kiln.add
+// CHECK: kiln.range %{{.*}}, %arg1, %{{.*}} : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+func.func @ranges(%x: tensor<?xi64, #kiln.dims<[seq]>>, %limit: tensor<i64>) -> (tensor<?xi64, #kiln.dims<[seq]>>, tensor<?xi64>) {
+  %zero = kiln.constant dense<0> : tensor<i64>
+  %one = kiln.constant dense<1> : tensor<i64>
+  %n = kiln.symbolic_constant [seq] : tensor<i64>
+  %r = kiln.range %zero, %n, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64, #kiln.dims<[seq]>>
+  %s = kiln.add %r, %x : (tensor<?xi64, #kiln.dims<[seq]>>, tensor<?xi64, #kiln.dims<[seq]>>) -> tensor<?xi64, #kiln.dims<[seq]>>
+  %d = kiln.range %zero, %limit, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return %s, %d : tensor<?xi64, #kiln.dims<[seq]>>, tensor<?xi64>
+}
