@@ -3,6 +3,7 @@
 #include "codegen/CudaEmitter.h"
 
 #include "ir/Kiln/KilnDialect.h"
+#include "passes/KernelTypes.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -167,6 +168,9 @@ private:
   FailureOr<std::string> scatterElementsElement(ScatterElementsOp scatter,
                                                 ArrayRef<std::string> index);
   FailureOr<std::string> scatterNdElement(ScatterNDOp scatter, ArrayRef<std::string> index);
+  /// Emits `acc = acc <reduction> updates[at]` (scatters' gathered form).
+  LogicalResult combineUpdate(Value updates, ArrayRef<std::string> at, ScatterReduction reduction,
+                              Type t, const std::string &acc);
   FailureOr<std::string> elementOfOp(Operation *op, Value v, ArrayRef<std::string> index);
   /// `operand`'s index for element `index` of `result`, numpy-broadcast.
   std::vector<std::string> broadcastIndex(Value operand, Value result,
@@ -960,9 +964,6 @@ FailureOr<std::string> KernelEmitter::col2ImElement(Col2ImOp op, ArrayRef<std::s
   return bind(op.getResult(), "(" + ct + ")" + sum);
 }
 
-/// The most rows a det kernel eliminates in a thread's own array.
-constexpr int64_t kMaxDetRows = 16;
-
 /// One determinant, as the reference computes it: the matrix into a local
 /// array, Gaussian elimination with partial pivoting in double, the product of
 /// the pivots (negated per swap; 0 at a zero pivot).
@@ -1050,6 +1051,16 @@ std::string scatterCombine(ScatterReduction reduction, const std::string &ct, bo
   return b;
 }
 
+LogicalResult KernelEmitter::combineUpdate(Value updates, ArrayRef<std::string> at,
+                                          ScatterReduction reduction, Type t,
+                                          const std::string &acc) {
+  FailureOr<std::string> update = element(updates, at);
+  if (failed(update))
+    return failure();
+  line(acc + " = " + scatterCombine(reduction, computeType(t), isFloatType(t), acc, *update) + ";");
+  return success();
+}
+
 /// One element of a scatter_elements, gathered instead of scattered: the
 /// element of data, combined in order with every update along the axis whose
 /// index names this position (the last one wins for `none`, as in the
@@ -1085,10 +1096,8 @@ FailureOr<std::string> KernelEmitter::scatterElementsElement(ScatterElementsOp s
     return failure();
   std::string kk = gatherPosition(*k, dataDims[axis]);
   openBlock("if (" + kk + " == " + index[axis] + ") {");
-  FailureOr<std::string> update = element(scatter.getUpdates(), at);
-  if (failed(update))
+  if (failed(combineUpdate(scatter.getUpdates(), at, scatter.getReduction(), t, acc)))
     return failure();
-  line(acc + " = " + scatterCombine(scatter.getReduction(), ct, isFloatType(t), acc, *update) + ";");
   closeBlock();
   closeBlock();
   closeBlock();
@@ -1131,10 +1140,8 @@ FailureOr<std::string> KernelEmitter::scatterNdElement(ScatterNDOp scatter,
   openBlock("if (" + matches + ") {");
   std::vector<std::string> at(tuple.begin(), tuple.end() - 1);
   at.insert(at.end(), index.begin() + *q, index.end());
-  FailureOr<std::string> update = element(scatter.getUpdates(), at);
-  if (failed(update))
+  if (failed(combineUpdate(scatter.getUpdates(), at, scatter.getReduction(), t, acc)))
     return failure();
-  line(acc + " = " + scatterCombine(scatter.getReduction(), ct, isFloatType(t), acc, *update) + ";");
   closeBlock();
   closeBlock();
   return acc;

@@ -111,7 +111,7 @@ bool isInlinable(Operation *op) {
   if (auto det = dyn_cast<DetOp>(op)) {
     std::optional<int64_t> m =
         getConstantDimValue(getSymShape(det.getInput().getType()).back());
-    return m && *m <= 16;
+    return m && *m <= kMaxDetRows;
   }
   // A gather_nd reads its index tuple (whose length the verifier keeps
   // static); a scatter runs as a gather: each result element looks for the

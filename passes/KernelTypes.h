@@ -9,6 +9,10 @@ namespace kiln {
 
 /// Element types the generated kernels compute with (fusion and the rewrites
 /// that feed it ask the same question).
+/// The most rows a det kernel eliminates in a thread's own array: a larger or
+/// unknown matrix stays a graph break (kiln-form-kernels, CudaEmitter).
+constexpr int64_t kMaxDetRows = 16;
+
 inline bool isKernelElementType(mlir::Type t) {
   if (t.isF16() || t.isBF16() || t.isF32() || t.isF64() ||
       mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E4M3FNUZType, mlir::Float8E5M2Type,
