@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -72,6 +73,8 @@ private:
   std::vector<uint8_t> weightBlob;
   std::vector<flatbuffers::Offset<fb::Weight>> weights;
   std::vector<flatbuffers::Offset<fb::Step>> steps;
+  /// Where addStep puts steps: `steps`, or the body being written.
+  std::vector<flatbuffers::Offset<fb::Step>> *currentSteps = &steps;
   std::vector<GeneratedKernel> kernels;
   std::vector<std::vector<fb::DType>> kernelSignatures; ///< per kernel, result first
   std::vector<std::vector<flatbuffers::Offset<fb::BufferShape>>> kernelShapes; ///< likewise
@@ -155,6 +158,13 @@ private:
 
   LogicalResult addConstant(ConstantOp c);
   LogicalResult addStep(Operation *op);
+  /// A constant, a cast (an alias) or a step, at the top level or in a body.
+  LogicalResult addOp(Operation &op);
+  /// The step table of a kiln.if, kiln.loop or kiln.scan, its bodies written.
+  FailureOr<EncodedStep> encodeControl(Operation *op);
+  /// A region's block as a Body: its arguments the parameters, its ops the
+  /// steps, its yield the results.
+  FailureOr<flatbuffers::Offset<fb::Body>> addBody(Region &region);
   /// Cubins of kernels[kernelIds[i]] for every requested arch, compiled with
   /// `defines` (a variant's), into cubins[i].
   LogicalResult compileCubins(const std::vector<size_t> &kernelIds,
@@ -187,11 +197,42 @@ LogicalResult Writer::addStep(Operation *op) {
   if (failed(inputs))
     return failure();
   // Host steps may have several results (top_k, unique); the others have one.
-  if (op->getNumResults() != 1 && !isHostStepOp(op))
+  if (op->getNumResults() != 1 && !isHostStepOp(op) && !isa<IfOp, LoopOp, ScanOp>(op))
     return op->emitOpError() << "has " << op->getNumResults()
                              << " results; artifact steps of its kind have one";
   EncodedStep encoded;
-  if (auto k = dyn_cast<KernelOp>(op)) {
+  if (isa<IfOp, LoopOp, ScanOp>(op)) {
+    // The host drives control flow: --explain and --strict name it with the
+    // synchronizations it costs, before the steps of its bodies.
+    std::string type;
+    llvm::raw_string_ostream(type) << op->getResult(0).getType();
+    std::string why, cost;
+    if (isa<IfOp>(op)) {
+      why = "control flow: which branch runs depends on the data";
+      cost = "on CUDA a stream synchronization per call to read the condition; the branch's "
+             "steps run on the device";
+    } else if (isa<LoopOp>(op)) {
+      why = "control flow: the host runs the body once per iteration";
+      cost = "on CUDA a stream synchronization per call to read the trip count and condition, "
+             "and one per iteration when the body computes its condition; the body's steps run "
+             "on the device";
+    } else {
+      why = "control flow: the host runs the body once per scanned slice";
+      cost = "a launch of each body step per slice, no synchronization; slices along the first "
+             "dim are views, others copies";
+    }
+    graphBreaks.push_back(llvm::json::Object{
+        {"op", op->getName().getStringRef().str()},
+        {"node", nodeNameOf(op->getLoc())},
+        {"step", isa<IfOp>(op) ? "If" : isa<LoopOp>(op) ? "Loop" : "Scan"},
+        {"result", type},
+        {"why", why},
+        {"cost", cost}});
+    FailureOr<EncodedStep> e = encodeControl(op);
+    if (failed(e))
+      return failure();
+    encoded = *e;
+  } else if (auto k = dyn_cast<KernelOp>(op)) {
     FailureOr<GeneratedKernel> g = emitKernel(k);
     if (failed(g))
       return failure();
@@ -285,9 +326,102 @@ LogicalResult Writer::addStep(Operation *op) {
       return failure();
     outs.push_back(*out);
   }
-  steps.push_back(fb::CreateStep(builder, encoded.type, encoded.table,
-                                 builder.CreateVector(*inputs), builder.CreateVector(outs)));
+  currentSteps->push_back(fb::CreateStep(builder, encoded.type, encoded.table,
+                                         builder.CreateVector(*inputs), builder.CreateVector(outs)));
   return success();
+}
+
+LogicalResult Writer::addOp(Operation &op) {
+  if (auto c = dyn_cast<ConstantOp>(op))
+    return addConstant(c);
+  if (auto cast = dyn_cast<tensor::CastOp>(op)) {
+    // A cast only restates a type: the result is the operand's value.
+    auto it = valueIds.find(cast.getSource());
+    if (it == valueIds.end())
+      return op.emitOpError() << "reads a value the plan does not hold";
+    valueIds[cast.getResult()] = it->second;
+    return success();
+  }
+  return addStep(&op);
+}
+
+FailureOr<flatbuffers::Offset<fb::Body>> Writer::addBody(Region &region) {
+  Block &block = region.front();
+  std::vector<int> parameters, results;
+  for (BlockArgument arg : block.getArguments()) {
+    FailureOr<int> id = addValue(arg, fb::ValueKind::Intermediate, "");
+    if (failed(id))
+      return failure();
+    parameters.push_back(*id);
+  }
+  std::vector<flatbuffers::Offset<fb::Step>> bodySteps;
+  std::vector<flatbuffers::Offset<fb::Step>> *outer = currentSteps;
+  currentSteps = &bodySteps;
+  llvm::scope_exit restore([&] { currentSteps = outer; });
+  for (Operation &op : block) {
+    if (auto yield = dyn_cast<YieldOp>(op)) {
+      FailureOr<std::vector<int>> ids = this->ids(yield.getOperands(), &op);
+      if (failed(ids))
+        return failure();
+      results = *ids;
+    } else if (isa<GuardOp>(op)) {
+      return op.emitOpError() << "inside control flow: guards are checked once per call, at "
+                                 "the top level";
+    } else if (failed(addOp(op))) {
+      return failure();
+    }
+  }
+  return fb::CreateBody(builder, builder.CreateVector(parameters),
+                        builder.CreateVector(bodySteps), builder.CreateVector(results));
+}
+
+FailureOr<EncodedStep> Writer::encodeControl(Operation *op) {
+  if (auto ifOp = dyn_cast<IfOp>(op)) {
+    FailureOr<flatbuffers::Offset<fb::Body>> thenBody = addBody(ifOp.getThenRegion());
+    if (failed(thenBody))
+      return failure();
+    FailureOr<flatbuffers::Offset<fb::Body>> elseBody = addBody(ifOp.getElseRegion());
+    if (failed(elseBody))
+      return failure();
+    return EncodedStep{fb::StepOp::If, fb::CreateIf(builder, *thenBody, *elseBody).Union()};
+  }
+  if (auto loop = dyn_cast<LoopOp>(op)) {
+    FailureOr<flatbuffers::Offset<fb::Body>> body = addBody(loop.getBody());
+    if (failed(body))
+      return failure();
+    return EncodedStep{fb::StepOp::Loop, fb::CreateLoop(builder, *body).Union()};
+  }
+  auto scan = cast<ScanOp>(op);
+  int64_t scanned = scan.getNumScanInputs();
+  int64_t states = static_cast<int64_t>(scan.getInputs().size()) - scanned;
+  // Axes as the runtime takes them: non-negative, against the scanned input's
+  // rank and the stacked output's.
+  std::vector<int64_t> inputAxes, outputAxes;
+  std::vector<uint8_t> inputReverse, outputReverse;
+  for (int64_t j = 0; j < scanned; ++j) {
+    int64_t rank = cast<RankedTensorType>(scan.getInputs()[states + j].getType()).getRank();
+    int64_t axis = j < (int64_t)scan.getScanInputAxes().size() ? scan.getScanInputAxes()[j] : 0;
+    inputAxes.push_back(axis < 0 ? axis + rank : axis);
+    inputReverse.push_back(j < (int64_t)scan.getScanInputDirections().size() &&
+                           scan.getScanInputDirections()[j] == 1);
+  }
+  for (int64_t k = 0; k + states < (int64_t)op->getNumResults(); ++k) {
+    int64_t rank = cast<RankedTensorType>(op->getResult(states + k).getType()).getRank();
+    int64_t axis = k < (int64_t)scan.getScanOutputAxes().size() ? scan.getScanOutputAxes()[k] : 0;
+    outputAxes.push_back(axis < 0 ? axis + rank : axis);
+    outputReverse.push_back(k < (int64_t)scan.getScanOutputDirections().size() &&
+                            scan.getScanOutputDirections()[k] == 1);
+  }
+  FailureOr<flatbuffers::Offset<fb::Body>> body = addBody(scan.getBody());
+  if (failed(body))
+    return failure();
+  return EncodedStep{
+      fb::StepOp::Scan,
+      fb::CreateScan(builder, *body, scanned, builder.CreateVector(inputAxes),
+                     builder.CreateVector(inputReverse),
+                     builder.CreateVector(outputAxes),
+                     builder.CreateVector(outputReverse))
+          .Union()};
 }
 
 LogicalResult
@@ -558,21 +692,12 @@ FailureOr<CompiledArtifact> Writer::build() {
                                                builder.CreateString(g.getReason().str())));
       guardReport.push_back(
           llvm::json::Object{{"guard", g.describe()}, {"reason", g.getReason().str()}});
-    } else if (auto c = dyn_cast<ConstantOp>(op)) {
-      if (failed(addConstant(c)))
-        return failure();
-    } else if (auto cast = dyn_cast<tensor::CastOp>(op)) {
-      // A cast only restates a type: the result is the operand's value.
-      auto it = valueIds.find(cast.getSource());
-      if (it == valueIds.end())
-        return op.emitOpError() << "reads a value the plan does not hold";
-      valueIds[cast.getResult()] = it->second;
     } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       FailureOr<std::vector<int>> ids = this->ids(ret.getOperands(), &op);
       if (failed(ids))
         return failure();
       outputs = *ids;
-    } else if (failed(addStep(&op))) {
+    } else if (failed(addOp(op))) {
       return failure();
     }
   }

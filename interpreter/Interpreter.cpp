@@ -217,8 +217,18 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
         return failure();
     return success();
   }
+  // A condition or trip count holds one value (ONNX); the runtime checks the same.
+  auto oneValue = [&](Value v, StringRef what) -> FailureOr<int64_t> {
+    const ref::Tensor &t = get(v);
+    if (t.numel() != 1)
+      return opError(op) << what << " is " << t.describe() << "; it must hold one value";
+    return t.getI(0);
+  };
   if (auto ifOp = dyn_cast<IfOp>(op)) {
-    Region &region = get(ifOp.getCondition()).getI(0) ? ifOp.getThenRegion() : ifOp.getElseRegion();
+    FailureOr<int64_t> condition = oneValue(ifOp.getCondition(), "its condition");
+    if (failed(condition))
+      return failure();
+    Region &region = *condition ? ifOp.getThenRegion() : ifOp.getElseRegion();
     if (failed(runBlock(region.front(), yielded)))
       return failure();
     for (unsigned i = 0; i < op->getNumResults(); ++i)
@@ -228,8 +238,12 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
   }
   if (auto loop = dyn_cast<LoopOp>(op)) {
     Block &body = loop.getBody().front();
-    int64_t maxTrips = get(loop.getMaxTripCount()).getI(0);
-    bool condition = get(loop.getCondition()).getI(0) != 0;
+    FailureOr<int64_t> trips = oneValue(loop.getMaxTripCount(), "its trip count");
+    FailureOr<int64_t> initial = oneValue(loop.getCondition(), "its condition");
+    if (failed(trips) || failed(initial))
+      return failure();
+    int64_t maxTrips = *trips;
+    bool condition = *initial != 0;
     std::vector<ref::Tensor> carried;
     for (Value v : loop.getInitial())
       carried.push_back(get(v));
@@ -252,6 +266,9 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
         values[body.getArgument(2 + k)] = carried[k];
       if (failed(runBlock(body, yielded)))
         return failure();
+      if (yielded[0].numel() != 1)
+        return opError(op) << "the body's condition is " << yielded[0].describe()
+                           << "; it must hold one value";
       condition = yielded[0].getI(0) != 0;
       for (size_t k = 0; k < numCarried; ++k)
         carried[k] = yielded[1 + k];
@@ -271,10 +288,12 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
       Value result = op->getResult(numCarried + k);
       auto type = cast<RankedTensorType>(result.getType());
       if (scans[k].empty()) {
-        // No iteration: an empty stack whose slice dims come from the type.
+        // No iteration: an empty stack whose slice dims come from the type
+        // (symbols bound by the inputs; 0 where nothing says).
         ref::Shape shape = {0};
+        SymShape dims = getSymShape(type);
         for (int64_t d = 1; d < type.getRank(); ++d)
-          shape.push_back(type.isDynamicDim(d) ? 0 : type.getDimSize(d));
+          shape.push_back(dims[d] ? evaluate(dims[d]).value_or(0) : 0);
         if (failed(define(op, numCarried + k, ref::Tensor(*toRefType(type.getElementType()), shape))))
           return failure();
         continue;
@@ -349,8 +368,9 @@ LogicalResult Interpreter::runRegionOp(Operation *op) {
     bool reverse = k < outDirs.size() && outDirs[k] == 1;
     if (outs[k].empty()) {
       ref::Shape shape;
+      SymShape dims = getSymShape(type);
       for (int64_t d = 0; d < type.getRank(); ++d)
-        shape.push_back(d == axis || type.isDynamicDim(d) ? 0 : type.getDimSize(d));
+        shape.push_back(d == axis || !dims[d] ? 0 : evaluate(dims[d]).value_or(0));
       if (failed(define(op, numStates + k, ref::Tensor(*toRefType(type.getElementType()), shape))))
         return failure();
       continue;

@@ -4,10 +4,12 @@
 #include "passes/KernelTypes.h"
 
 #include "ir/Kiln/KilnDialect.h"
+#include "ir/Kiln/ShapeInference.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln {
@@ -206,7 +208,76 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     func::FuncOp func = getOperation();
     if (func.getBody().empty())
       return;
-    Block &block = func.getBody().front();
+    // The bodies of control flow form kernels of their own (innermost first);
+    // a kernel never spans two blocks.
+    SmallVector<Block *> nested;
+    func.walk([&](Operation *op) {
+      if (isa<IfOp, LoopOp, ScanOp>(op))
+        for (Region &region : op->getRegions())
+          for (Block &block : region)
+            nested.push_back(&block);
+    });
+    // Symbols the inputs bind: a body's value whose dims use any other symbol
+    // (one its own shapes introduced) has no value at run time, so it stays
+    // off the kernels (the host step sizes it from the data).
+    llvm::DenseSet<AffineExpr> bound;
+    for (Type t : func.getArgumentTypes())
+      for (DimExpr d : getSymShape(t))
+        if (d && d.getKind() == AffineExprKind::SymbolId)
+          bound.insert(d);
+    for (Block *block : nested)
+      formKernels(*block, &bound);
+    formKernels(func.getBody().front(), nullptr);
+  }
+
+  /// Whether every dim of `op`'s operands and results uses only `bound` symbols.
+  static bool usesOnlyBoundSymbols(Operation *op, const llvm::DenseSet<AffineExpr> &bound) {
+    bool ok = true;
+    for (Type t : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+      for (DimExpr d : getSymShape(t))
+        if (d)
+          d.walk([&](AffineExpr e) {
+            if (e.getKind() == AffineExprKind::SymbolId && !bound.count(e))
+              ok = false;
+          });
+    return ok;
+  }
+
+  /// Whether `op`'s shape function takes a fact on trust (matmul dims equal,
+  /// a broadcast dim 1 or equal) that the symbols do not prove. At the top
+  /// level kiln-materialize-guards makes such facts guards every call checks;
+  /// in a body they may hold only when the body runs (a branch taken for some
+  /// shapes), so an op relying on one stays a host step, which checks its
+  /// operands when it runs.
+  static bool reliesOnUnprovenFacts(Operation *op) {
+    auto infer = dyn_cast<InferTypeOpInterface>(op);
+    if (!infer)
+      return false;
+    std::vector<ShapeAssumption> assumptions;
+    SmallVector<Type> inferred;
+    {
+      ShapeAssumptionScope scope(assumptions);
+      if (failed(infer.inferReturnTypes(op->getContext(), std::nullopt, op->getOperands(),
+                                        op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+                                        op->getRegions(), inferred)))
+        return true;
+    }
+    for (const ShapeAssumption &a : assumptions)
+      if (a.lhs && a.rhs && decideShapeAssumption(a.kind, a.lhs, a.rhs) != std::optional<bool>(true))
+        return true;
+    for (auto [declared, type] : llvm::zip(op->getResultTypes(), inferred))
+      if (declared != type)
+        return true;
+    return false;
+  }
+
+  /// Fuses the ops of `block` into kernels; in a body (`bound` set) only ops
+  /// whose dims use the symbols in `bound` and that rely on no unproven fact.
+  void formKernels(Block &block, const llvm::DenseSet<AffineExpr> *bound) {
+    auto isCandidate = [&](Operation *op) {
+      return isKernelOp(op) &&
+             (!bound || (usesOnlyBoundSymbols(op, *bound) && !reliesOnUnprovenFacts(op)));
+    };
     gatherTopKValues(block);
     DenseMap<Operation *, unsigned> groupOf;
     SmallVector<SmallVector<Operation *>> groups;
@@ -214,7 +285,7 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     for (Operation &op : block)
       ops.push_back(&op);
     for (Operation *root : llvm::reverse(ops)) {
-      if (groupOf.count(root) || !isKernelOp(root))
+      if (groupOf.count(root) || !isCandidate(root))
         continue;
       unsigned g = groups.size();
       groups.push_back({root});
@@ -230,7 +301,7 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
         for (Value operand : dataOperands(cur)) {
           Operation *producer = operand.getDefiningOp();
           if (!producer || producer->getBlock() != &block || groupOf.count(producer) ||
-              !isKernelOp(producer) || !isInlinable(producer))
+              !isCandidate(producer) || !isInlinable(producer))
             continue;
           if (depth[cur] + 1 > kMaxFusedDepth)
             continue; // a kernel of its own: see kMaxFusedDepth

@@ -84,8 +84,9 @@ struct MaterializeGuardsPass : impl::MaterializeGuardsPassBase<MaterializeGuards
         guard.erase();
         return WalkResult::skip();
       }
-      // Bodies of control flow bind symbols of their own that the runtime's
-      // binding of the inputs does not know; they are not guarded yet.
+      // A fact a body relies on may hold only when the body runs (a branch
+      // taken for some shapes): no guard checked on every call may state it.
+      // kiln-form-kernels keeps such body ops off the kernels instead.
       if (isa<IfOp, LoopOp, ScanOp>(op))
         return WalkResult::skip();
       if (auto cast = dyn_cast<tensor::CastOp>(op)) {

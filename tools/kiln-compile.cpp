@@ -417,7 +417,14 @@ int main(int argc, char **argv) {
                  << " (" << g.getAsObject()->getString("reason").value_or("") << ")\n";
       const llvm::json::Array *kernels = artifact->report.getArray("kernels");
       const llvm::json::Array *library = artifact->report.getArray("library_calls");
-      size_t libraryCalls = (library ? library->size() : 0) - count;
+      // library_calls lists every host-kind step; the GPU library's are these.
+      size_t libraryCalls = 0;
+      if (library)
+        for (const llvm::json::Value &l : *library) {
+          llvm::StringRef op = l.getAsObject()->getString("op").value_or("");
+          libraryCalls += op == "kiln.matmul" || op == "kiln.conv" ||
+                          op == "kiln.conv_transpose" || op == "kiln.pool";
+        }
       outs() << modelPath << ": " << (kernels ? kernels->size() : 0) << " generated kernels, "
              << libraryCalls << " library calls, " << count << " graph breaks, "
              << (guards ? guards->size() : 0) << " guards\n";

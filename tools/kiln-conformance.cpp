@@ -256,6 +256,20 @@ bool isHostStep(mlir::Operation *op) {
          kiln::isHostStepOp(op);
 }
 
+/// The first op at or under `op` that a plan cannot hold (null when none):
+/// control flow is a step whose bodies' ops must be steps too.
+mlir::Operation *firstNonStep(mlir::Operation *op) {
+  if (!isa<kiln::IfOp, kiln::LoopOp, kiln::ScanOp>(op))
+    return isHostStep(op) ? nullptr : op;
+  for (mlir::Region &region : op->getRegions())
+    for (mlir::Block &block : region)
+      for (mlir::Operation &inner : block)
+        if (!isa<kiln::YieldOp>(inner))
+          if (mlir::Operation *bad = firstNonStep(&inner))
+            return bad;
+  return nullptr;
+}
+
 Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
                     const CaseInfo &info, PreparedCase &prepared,
                     std::vector<kiln::GeneratedKernel> &kernels) {
@@ -307,8 +321,8 @@ Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
       return {"fail", "graph pipeline: " + errors.first("failed")};
     if (compiles()) {
       for (mlir::Operation &op : func.getBody().front())
-        if (!isHostStep(&op))
-          return {"fail", "'" + op.getName().getStringRef().str() +
+        if (mlir::Operation *bad = firstNonStep(&op))
+          return {"fail", "'" + bad->getName().getStringRef().str() +
                               "' runs neither as a kernel nor on the host in a plan yet"};
       mlir::FailureOr<std::vector<kiln::GeneratedKernel>> generated =
           kiln::emitKernels(*set.module);
@@ -368,7 +382,11 @@ runThroughArtifact(mlir::func::FuncOp func, const kiln::HostKernels *host,
     if (kiln_profile_event(profile, i, &name, &kind, &start, &duration) != KILN_OK ||
         StringRef(kind) != "host")
       continue;
-    if (llvm::is_contained({"MatMul", "Conv", "ConvTranspose", "Pool"}, StringRef(name)))
+    // A step inside control flow is named "If/MatMul": its own name is last.
+    StringRef step = StringRef(name).rsplit('/').second;
+    if (step.empty())
+      step = name;
+    if (llvm::is_contained({"MatMul", "Conv", "ConvTranspose", "Pool"}, step))
       hostLibrarySteps.push_back(name);
     else
       hostGraphBreaks.push_back(name);

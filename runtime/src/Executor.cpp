@@ -6,7 +6,12 @@
 
 #include "kiln/artifact/HostLaunch.h"
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+
+#include <cstring>
+#include <functional>
 
 namespace kiln::rt {
 
@@ -16,8 +21,9 @@ ExecutionContext::ExecutionContext(const Model &model) : model_(model) {
   values.resize(plan.values.size());
   stepKinds.assign(plan.steps.size(), "host");
   size_t maxArgs = 1;
-  for (const artifact::StepInfo &step : plan.steps)
+  artifact::forEachStep(plan, [&](const artifact::StepInfo &step) {
     maxArgs = std::max(maxArgs, step.inputs.size() + 1);
+  });
   size_t maxSymbols = 0;
   for (const artifact::KernelInfo &k : plan.kernels)
     maxSymbols = std::max(maxSymbols, k.symbols.size());
@@ -63,29 +69,33 @@ int64_t Executor::prepareLaunch(ExecutionContext &context, const StepInfo &step)
   for (int64_t &s : context.symbolArgs)
     context.args.push_back(&s);
   if (plan.kernels[step.kernel].reportsErrors) {
-    size_t index = static_cast<size_t>(&step - plan.steps.data());
-    context.errorWordArg = errorWords(context) + index * sizeof(int32_t);
+    context.errorWordArg = errorWords(context) + step.index * sizeof(int32_t);
     context.args.push_back(&context.errorWordArg);
   }
   return work;
 }
 
-absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &request) const {
+absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &request,
+                                const std::vector<StepInfo> &steps, bool topLevel) const {
   const Model &model = context.model();
   const Plan &plan = model.plan();
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const StepInfo &step = plan.steps[s];
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const StepInfo &step = steps[s];
     auto fail = [&](absl::string_view message) {
-      return absl::InvalidArgumentError(absl::StrCat("step ", s, " (", step.label, "): ", message));
+      return absl::InvalidArgumentError(
+          absl::StrCat("step ", step.index, " (", step.label, "): ", message));
     };
-    if (request.profile)
+    // Profiles time the top level; a control step's time includes its bodies'.
+    bool timed = topLevel && request.profile;
+    if (timed)
       mark(context, request, 2 * s + 1);
     int out = step.outputs[0];
     // Shape steps compute a small tensor from bound symbols ("shape"); host
     // steps run on the reference kernels unless the backend runs them.
-    context.stepKinds[s] = step.kind == artifact::StepKind::Kernel ? "kernel"
-                           : step.kind == artifact::StepKind::Host ? "host"
-                                                                   : "shape";
+    const char *kind = step.kind == artifact::StepKind::Kernel    ? "kernel"
+                       : step.kind == artifact::StepKind::Host    ? "host"
+                       : step.kind == artifact::StepKind::Control ? "control"
+                                                                  : "shape";
     switch (step.kind) {
     case artifact::StepKind::Kernel: {
       if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
@@ -97,11 +107,11 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
       break;
     }
     case artifact::StepKind::Host: {
-      absl::StatusOr<const char *> onDevice = runOnDevice(context, s, step);
+      absl::StatusOr<const char *> onDevice = runOnDevice(context, step.index, step);
       if (!onDevice.ok())
         return fail(onDevice.status().message());
       if (*onDevice) {
-        context.stepKinds[s] = *onDevice;
+        kind = *onDevice;
         break;
       }
       std::vector<ref::Tensor> inputs;
@@ -115,7 +125,7 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
       std::vector<const ref::Tensor *> pointers;
       for (const ref::Tensor &t : inputs)
         pointers.push_back(&t);
-      HostResults results = model.hostStep(s).run(pointers);
+      HostResults results = model.hostStep(step.index).run(pointers);
       if (!results.ok())
         return fail(results.status().message());
       if (results->size() != step.outputs.size())
@@ -153,10 +163,398 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
         return fail(st.message());
       break;
     }
+    case artifact::StepKind::Control: {
+      absl::Status st = step.op == schema::StepOp::If     ? runIf(context, request, step)
+                        : step.op == schema::StepOp::Loop ? runLoop(context, request, step)
+                                                          : runScan(context, request, step);
+      if (!st.ok()) {
+        // An error inside a body already names its step.
+        if (absl::StartsWith(st.message(), "step "))
+          return st;
+        return fail(st.message());
+      }
+      break;
     }
-    if (request.profile)
+    }
+    if (topLevel)
+      context.stepKinds[s] = kind;
+    else if (request.profile)
+      context.nestedStepKinds[step.index] = kind;
+    if (timed)
       mark(context, request, 2 * s + 2);
   }
+  return absl::OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Control flow
+//===----------------------------------------------------------------------===//
+
+absl::StatusOr<int64_t> Executor::readScalar(ExecutionContext &context, int v,
+                                             absl::string_view what) const {
+  const artifact::ValueInfo &info = context.model().plan().values[v];
+  // Constants are read where the artifact holds them: no device round trip.
+  absl::StatusOr<ref::Tensor> t =
+      info.kind == artifact::ValueKind::Weight
+          ? ref::Tensor::view(info.dtype, context.values[v].shape,
+                              const_cast<uint8_t *>(info.weightData))
+          : hostValue(context, v);
+  if (!t.ok())
+    return t.status();
+  if (t->numel() != 1)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is ", t->describe(), "; it must hold one value"));
+  return t->getI(0);
+}
+
+absl::Status Executor::copyValue(ExecutionContext &context, int to, int from,
+                                 absl::string_view what) const {
+  if (to == from)
+    return absl::OkStatus();
+  const Plan &plan = context.model().plan();
+  ref::DType dtype = plan.values[from].dtype;
+  ref::Shape shape = context.values[from].shape;
+  if (!artifact::matchesPlan(dtype, shape, plan.values[to], context.symbols))
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is ", ref::info(dtype).name, "[", ref::shapeToString(shape),
+        "] but the plan says ", artifact::describeValue(plan.values[to], plan.symbols)));
+  if (absl::Status st = place(context, to, shape); !st.ok())
+    return st;
+  size_t bytes = static_cast<size_t>(ref::numElements(shape)) * ref::info(dtype).bytes;
+  if (!bytes)
+    return absl::OkStatus();
+  return copyBytes(context, context.values[to].address, context.values[from].address, bytes);
+}
+
+absl::Status Executor::updateCarried(ExecutionContext &context, const artifact::BodyInfo &body,
+                                     size_t firstParameter, size_t firstResult, size_t count,
+                                     absl::string_view what) const {
+  // A result that is itself a parameter (a value passed through to another
+  // position) is read before any parameter is overwritten.
+  std::vector<std::pair<int, ref::Tensor>> staged;
+  for (size_t k = 0; k < count; ++k) {
+    int to = body.parameters[firstParameter + k], from = body.results[firstResult + k];
+    if (to == from || !absl::c_linear_search(body.parameters, from))
+      continue;
+    absl::StatusOr<ref::Tensor> value = hostValue(context, from);
+    if (!value.ok())
+      return value.status();
+    ref::Tensor copy(value->dtype(), value->shape());
+    if (copy.byteSize())
+      std::memcpy(copy.bytes(), value->bytes(), copy.byteSize());
+    staged.emplace_back(to, std::move(copy));
+  }
+  const Plan &plan = context.model().plan();
+  for (size_t k = 0; k < count; ++k) {
+    int to = body.parameters[firstParameter + k], from = body.results[firstResult + k];
+    if (absl::c_linear_search(body.parameters, from))
+      continue;
+    if (absl::Status st = copyValue(context, to, from, absl::StrCat(what, " ", k)); !st.ok())
+      return st;
+  }
+  for (auto &[to, value] : staged) {
+    if (!artifact::matchesPlan(value, plan.values[to], context.symbols))
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " is ", value.describe(), " but the plan says ",
+                       artifact::describeValue(plan.values[to], plan.symbols)));
+    if (absl::Status st = store(context, to, std::move(value)); !st.ok())
+      return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::runIf(ExecutionContext &context, const RunRequest &request,
+                             const StepInfo &step) const {
+  absl::StatusOr<int64_t> condition = readScalar(context, step.inputs[0], "its condition");
+  if (!condition.ok())
+    return condition.status();
+  const artifact::BodyInfo &branch = step.bodies[*condition ? 0 : 1];
+  if (absl::Status st = runSteps(context, request, branch.steps, false); !st.ok())
+    return st;
+  for (size_t k = 0; k < step.outputs.size(); ++k)
+    if (absl::Status st = copyValue(context, step.outputs[k], branch.results[k],
+                                    absl::StrCat(*condition ? "the then" : "the else",
+                                                 " branch's result ", k));
+        !st.ok())
+      return st;
+  return absl::OkStatus();
+}
+
+namespace {
+/// Where slice `position` of a stack of `count` slices along `axis` lies:
+/// `rows` runs of `rowBytes` contiguous bytes, run r of the slice at
+/// r * rowBytes and of the stack at (r * count + position) * rowBytes.
+struct StackLayout {
+  int64_t rows = 1;
+  size_t rowBytes = 0;
+};
+StackLayout stackLayout(const ref::Shape &slice, int64_t axis, ref::DType dtype) {
+  StackLayout layout;
+  layout.rowBytes = ref::info(dtype).bytes;
+  for (int64_t d = 0; d < axis; ++d)
+    layout.rows *= slice[d];
+  for (int64_t d = axis; d < static_cast<int64_t>(slice.size()); ++d)
+    layout.rowBytes *= static_cast<size_t>(slice[d]);
+  return layout;
+}
+} // namespace
+
+absl::Status Executor::stackSlice(ExecutionContext &context, int stack, int slice, int64_t axis,
+                                  int64_t position, int64_t count, bool first,
+                                  absl::string_view what) const {
+  const Plan &plan = context.model().plan();
+  ref::DType dtype = plan.values[slice].dtype;
+  ref::Shape sliceShape = context.values[slice].shape;
+  if (axis > static_cast<int64_t>(sliceShape.size()))
+    return absl::InvalidArgumentError(absl::StrCat(what, " is ", ref::info(dtype).name, "[",
+                                                   ref::shapeToString(sliceShape),
+                                                   "], which has no axis ", axis));
+  ref::Shape stacked = sliceShape;
+  stacked.insert(stacked.begin() + axis, count);
+  if (!first && context.values[stack].shape != stacked)
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is ", ref::info(dtype).name, "[", ref::shapeToString(sliceShape),
+        "], unlike the slices before it (stacked as [",
+        ref::shapeToString(context.values[stack].shape), "])"));
+  if (first) {
+    // The first slice places the stack; every later one must have its dims.
+    if (!artifact::matchesPlan(dtype, stacked, plan.values[stack], context.symbols))
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, "s stack to ", ref::info(dtype).name, "[", ref::shapeToString(stacked),
+          "] but the plan says ", artifact::describeValue(plan.values[stack], plan.symbols)));
+    if (absl::Status st = ref::checkedByteSize(dtype, stacked, ref::maxTensorBytes()).status();
+        !st.ok())
+      return absl::Status(st.code(), absl::StrCat(what, "s: ", st.message()));
+    if (absl::Status st = place(context, stack, stacked); !st.ok())
+      return st;
+  }
+  StackLayout layout = stackLayout(sliceShape, axis, dtype);
+  if (!layout.rowBytes)
+    return absl::OkStatus();
+  uintptr_t to = context.values[stack].address, from = context.values[slice].address;
+  for (int64_t r = 0; r < layout.rows; ++r)
+    if (absl::Status st = copyBytes(context, to + (r * count + position) * layout.rowBytes,
+                                    from + r * layout.rowBytes, layout.rowBytes);
+        !st.ok())
+      return st;
+  return absl::OkStatus();
+}
+
+absl::Status Executor::placeEmptyStack(ExecutionContext &context, int stack, int64_t axis) const {
+  // No iteration ran: the stack has no slices; dims the plan cannot say are 0.
+  const artifact::ValueInfo &info = context.model().plan().values[stack];
+  ref::Shape shape;
+  for (size_t d = 0; d < info.shape.size(); ++d) {
+    std::optional<int64_t> known = info.shape[d].evaluate(context.symbols);
+    shape.push_back(static_cast<int64_t>(d) == axis ? 0 : known.value_or(0));
+  }
+  return place(context, stack, shape);
+}
+
+absl::Status Executor::runLoop(ExecutionContext &context, const RunRequest &request,
+                               const StepInfo &step) const {
+  const artifact::BodyInfo &body = step.bodies[0];
+  size_t carried = step.inputs.size() - 2;
+  size_t scans = step.outputs.size() - carried;
+  absl::StatusOr<int64_t> maxTrips = readScalar(context, step.inputs[0], "its trip count");
+  if (!maxTrips.ok())
+    return maxTrips.status();
+  absl::StatusOr<int64_t> initial = readScalar(context, step.inputs[1], "its condition");
+  if (!initial.ok())
+    return initial.status();
+  bool condition = *initial != 0;
+  for (size_t k = 0; k < carried; ++k)
+    if (absl::Status st = copyValue(context, body.parameters[2 + k], step.inputs[2 + k],
+                                    absl::StrCat("initial carried value ", k));
+        !st.ok())
+      return st;
+  // The condition the body yields is read back each iteration only when it is
+  // data: a constant is read once, the condition parameter passed through
+  // stays true. Then the trip count is known up front and scan slices are
+  // stacked in place; otherwise they are gathered and stacked at the end.
+  int conditionResult = body.results[0];
+  const artifact::ValueInfo &conditionInfo = context.model().plan().values[conditionResult];
+  bool constantCondition = conditionInfo.kind == artifact::ValueKind::Weight;
+  bool passedThrough = conditionResult == body.parameters[1];
+  bool conditionIsData = !constantCondition && !passedThrough;
+  bool stayTrue = true;
+  if (constantCondition) {
+    absl::StatusOr<int64_t> c = readScalar(context, conditionResult, "the body's condition");
+    if (!c.ok())
+      return c.status();
+    stayTrue = *c != 0;
+  }
+  int64_t knownTrips = !conditionIsData && condition ? std::max<int64_t>(*maxTrips, 0) : 0;
+  if (!conditionIsData && condition && !stayTrue)
+    knownTrips = std::min<int64_t>(knownTrips, 1);
+  std::vector<std::vector<ref::Tensor>> gathered(conditionIsData ? scans : 0);
+  ref::Tensor iteration(ref::DType::i64, {}), isTrue(ref::DType::boolean, {});
+  isTrue.setI(0, 1);
+  int64_t i = 0;
+  for (; i < *maxTrips && condition; ++i) {
+    iteration.setI(0, i);
+    if (absl::Status st = store(context, body.parameters[0], iteration); !st.ok())
+      return st;
+    if (absl::Status st = store(context, body.parameters[1], isTrue); !st.ok())
+      return st;
+    if (absl::Status st = runSteps(context, request, body.steps, false); !st.ok())
+      return st;
+    for (size_t k = 0; k < scans; ++k) {
+      int slice = body.results[1 + carried + k];
+      std::string what = absl::StrCat("scan output ", k, "'s slice");
+      if (!conditionIsData) {
+        if (absl::Status st = stackSlice(context, step.outputs[carried + k], slice, 0, i,
+                                         knownTrips, i == 0, what);
+            !st.ok())
+          return st;
+        continue;
+      }
+      absl::StatusOr<ref::Tensor> value = hostValue(context, slice);
+      if (!value.ok())
+        return value.status();
+      ref::Tensor copy(value->dtype(), value->shape());
+      if (copy.byteSize())
+        std::memcpy(copy.bytes(), value->bytes(), copy.byteSize());
+      gathered[k].push_back(std::move(copy));
+    }
+    if (absl::Status st = updateCarried(context, body, 2, 1, carried, "carried value");
+        !st.ok())
+      return st;
+    if (conditionIsData) {
+      absl::StatusOr<int64_t> c = readScalar(context, conditionResult, "the body's condition");
+      if (!c.ok())
+        return c.status();
+      condition = *c != 0;
+    } else {
+      condition = stayTrue;
+    }
+  }
+  for (size_t k = 0; k < carried; ++k)
+    if (absl::Status st = copyValue(context, step.outputs[k], body.parameters[2 + k],
+                                    absl::StrCat("carried value ", k));
+        !st.ok())
+      return st;
+  for (size_t k = 0; k < scans; ++k) {
+    int out = step.outputs[carried + k];
+    if (i == 0) {
+      if (absl::Status st = placeEmptyStack(context, out, 0); !st.ok())
+        return st;
+      continue;
+    }
+    if (!conditionIsData)
+      continue;
+    std::vector<ref::Tensor> expanded;
+    std::vector<const ref::Tensor *> parts;
+    for (const ref::Tensor &t : gathered[k]) {
+      ref::Shape shape = t.shape();
+      shape.insert(shape.begin(), 1);
+      expanded.push_back(t.reshaped(shape));
+    }
+    for (const ref::Tensor &t : expanded)
+      parts.push_back(&t);
+    absl::StatusOr<ref::Tensor> stacked = ref::concat(parts, 0);
+    if (!stacked.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("scan output ", k, ": ", stacked.status().message()));
+    const Plan &plan = context.model().plan();
+    if (!artifact::matchesPlan(*stacked, plan.values[out], context.symbols))
+      return absl::InvalidArgumentError(
+          absl::StrCat("scan output ", k, " is ", stacked->describe(), " but the plan says ",
+                       artifact::describeValue(plan.values[out], plan.symbols)));
+    if (absl::Status st = store(context, out, std::move(*stacked)); !st.ok())
+      return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &request,
+                               const StepInfo &step) const {
+  const Plan &plan = context.model().plan();
+  const schema::Scan *table = step.table->op_as_Scan();
+  const artifact::BodyInfo &body = step.bodies[0];
+  size_t scanned = static_cast<size_t>(table->num_scan_inputs());
+  size_t states = step.inputs.size() - scanned;
+  size_t scanOutputs = step.outputs.size() - states;
+  auto entry = [](const auto *list, size_t i, auto otherwise) {
+    return list && i < list->size() ? list->Get(i) : otherwise;
+  };
+  int64_t length = -1;
+  std::vector<int64_t> axes(scanned);
+  for (size_t j = 0; j < scanned; ++j) {
+    const ref::Shape &shape = context.values[step.inputs[states + j]].shape;
+    axes[j] = entry(table->input_axes(), j, int64_t{0});
+    if (axes[j] < 0 || axes[j] >= static_cast<int64_t>(shape.size()))
+      return absl::InvalidArgumentError(absl::StrCat("scanned input ", j, " has rank ",
+                                                     shape.size(), " and no axis ", axes[j]));
+    if (length >= 0 && shape[axes[j]] != length)
+      return absl::InvalidArgumentError(absl::StrCat("scanned input ", j, " has ",
+                                                     shape[axes[j]], " slices, input 0 has ",
+                                                     length));
+    length = shape[axes[j]];
+  }
+  for (size_t k = 0; k < states; ++k)
+    if (absl::Status st = copyValue(context, body.parameters[k], step.inputs[k],
+                                    absl::StrCat("initial state ", k));
+        !st.ok())
+      return st;
+  for (int64_t t = 0; t < length; ++t) {
+    for (size_t j = 0; j < scanned; ++j) {
+      int x = step.inputs[states + j], slice = body.parameters[states + j];
+      bool reverse = entry(table->input_reverse(), j, false);
+      int64_t at = reverse ? length - 1 - t : t;
+      ref::DType dtype = plan.values[x].dtype;
+      ref::Shape sliceShape = context.values[x].shape;
+      sliceShape.erase(sliceShape.begin() + axes[j]);
+      if (!artifact::matchesPlan(dtype, sliceShape, plan.values[slice], context.symbols))
+        return absl::InvalidArgumentError(absl::StrCat(
+            "scanned input ", j, "'s slice is ", ref::info(dtype).name, "[",
+            ref::shapeToString(sliceShape), "] but the plan says ",
+            artifact::describeValue(plan.values[slice], plan.symbols)));
+      StackLayout layout = stackLayout(sliceShape, axes[j], dtype);
+      uintptr_t source = context.values[x].address;
+      if (layout.rows == 1) {
+        // One contiguous run: the slice is a view of the input, no copy.
+        Slot &view = context.values[slice];
+        view.shape = sliceShape;
+        view.address = source + at * layout.rowBytes;
+        continue;
+      }
+      if (absl::Status st = place(context, slice, sliceShape); !st.ok())
+        return st;
+      if (layout.rowBytes)
+        for (int64_t r = 0; r < layout.rows; ++r)
+          if (absl::Status st = copyBytes(context, context.values[slice].address + r * layout.rowBytes,
+                                          source + (r * length + at) * layout.rowBytes,
+                                          layout.rowBytes);
+              !st.ok())
+            return st;
+    }
+    if (absl::Status st = runSteps(context, request, body.steps, false); !st.ok())
+      return st;
+    for (size_t k = 0; k < scanOutputs; ++k) {
+      bool reverse = entry(table->output_reverse(), k, false);
+      if (absl::Status st = stackSlice(context, step.outputs[states + k],
+                                       body.results[states + k],
+                                       entry(table->output_axes(), k, int64_t{0}),
+                                       reverse ? length - 1 - t : t, length, t == 0,
+                                       absl::StrCat("scan output ", k, "'s slice"));
+          !st.ok())
+        return st;
+    }
+    if (absl::Status st = updateCarried(context, body, 0, 0, states, "state"); !st.ok())
+      return st;
+  }
+  for (size_t k = 0; k < states; ++k)
+    if (absl::Status st = copyValue(context, step.outputs[k], body.parameters[k],
+                                    absl::StrCat("state ", k));
+        !st.ok())
+      return st;
+  if (length <= 0)
+    for (size_t k = 0; k < scanOutputs; ++k)
+      if (absl::Status st = placeEmptyStack(context, step.outputs[states + k],
+                                            entry(table->output_axes(), k, int64_t{0}));
+          !st.ok())
+        return st;
   return absl::OkStatus();
 }
 
@@ -187,9 +585,11 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
     abandon(context, request);
     return s;
   }
-  if (request.profile)
+  if (request.profile) {
     mark(context, request, 0);
-  if (absl::Status s = runSteps(context, request); !s.ok()) {
+    context.nestedStepKinds.assign(plan.stepCount, nullptr);
+  }
+  if (absl::Status s = runSteps(context, request, plan.steps, true); !s.ok()) {
     abandon(context, request);
     return s;
   }
@@ -201,10 +601,10 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
     // as the reference would.
     if (absl::Status s = readErrorWords(context, context.errorCodes); !s.ok())
       return s;
-    for (size_t s = 0; s < plan.steps.size(); ++s)
+    for (size_t s = 0; s < plan.stepCount; ++s)
       if (int32_t code = context.errorCodes[s])
-        return absl::InvalidArgumentError(
-            absl::StrCat("step ", s, " (", plan.steps[s].label, "): ", artifact::kernelErrorText(code)));
+        return absl::InvalidArgumentError(absl::StrCat("step ", s, " (", context.model().stepLabel(s),
+                                                       "): ", artifact::kernelErrorText(code)));
   }
   if (!request.profile)
     return absl::OkStatus();
@@ -218,6 +618,18 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
       return !start.ok() ? start.status() : duration.status();
     const StepInfo &step = plan.steps[s];
     timed.push_back({step.label, context.stepKinds[s], originUs + *start, *duration});
+    // The steps a control step's bodies ran: once each, with what ran them,
+    // and no time of their own (the control step's includes theirs).
+    std::function<void(const std::vector<StepInfo> &)> nested = [&](const std::vector<StepInfo> &steps) {
+      for (const StepInfo &inner : steps) {
+        if (const char *kind = context.nestedStepKinds[inner.index])
+          timed.push_back({absl::StrCat(step.label, "/", inner.label), kind, originUs + *start, 0});
+        for (const artifact::BodyInfo &body : inner.bodies)
+          nested(body.steps);
+      }
+    };
+    for (const artifact::BodyInfo &body : step.bodies)
+      nested(body.steps);
   }
   absl::MutexLock lock(&request.profile->mutex);
   request.profile->events.insert(request.profile->events.end(), timed.begin(), timed.end());

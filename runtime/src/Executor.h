@@ -113,6 +113,9 @@ public:
   /// What ran each step of the last run, for profiles: "kernel", "cublasLt",
   /// "host" (a host step on the reference kernels), "shape" (a shape step).
   std::vector<const char *> stepKinds;
+  /// For profiles: what ran each nested step (StepInfo::index) in the last
+  /// run, null for those that did not run.
+  std::vector<const char *> nestedStepKinds;
 
 private:
   const Model &model_;
@@ -215,8 +218,44 @@ protected:
   /// by it.
   int64_t workItems(ExecutionContext &context, const StepInfo &step) const;
 
+  /// Copies `bytes` from `from` to `to` (both the backend's addresses: host
+  /// memory, or device memory queued on the run's stream); control flow moves
+  /// loop-carried values and scan slices with it.
+  virtual absl::Status copyBytes(ExecutionContext &context, uintptr_t to, uintptr_t from,
+                                 size_t bytes) const = 0;
+
 private:
-  absl::Status runSteps(ExecutionContext &context, const RunRequest &request) const;
+  /// Runs `steps` in order (the plan's, or a body's: profiles time only the
+  /// top level).
+  absl::Status runSteps(ExecutionContext &context, const RunRequest &request,
+                        const std::vector<StepInfo> &steps, bool topLevel) const;
+  // Control steps (docs/runtime.md, "Control flow"). Their errors name no step:
+  // runSteps adds the control step's.
+  absl::Status runIf(ExecutionContext &context, const RunRequest &request,
+                     const StepInfo &step) const;
+  absl::Status runLoop(ExecutionContext &context, const RunRequest &request,
+                       const StepInfo &step) const;
+  absl::Status runScan(ExecutionContext &context, const RunRequest &request,
+                       const StepInfo &step) const;
+  /// The one value of a condition or trip count (a device round trip unless
+  /// it is a constant).
+  absl::StatusOr<int64_t> readScalar(ExecutionContext &context, int v,
+                                     absl::string_view what) const;
+  /// Value `to` becomes a copy of value `from`, whose dims must fit `to`'s plan.
+  absl::Status copyValue(ExecutionContext &context, int to, int from,
+                         absl::string_view what) const;
+  /// Parameters [firstParameter, +count) of `body` take results
+  /// [firstResult, +count): a loop's carried values, a scan's states.
+  absl::Status updateCarried(ExecutionContext &context, const artifact::BodyInfo &body,
+                             size_t firstParameter, size_t firstResult, size_t count,
+                             absl::string_view what) const;
+  /// Copies value `slice` into value `stack` as slice `position` of `count`
+  /// along `axis`; the `first` slice copied places the stack.
+  absl::Status stackSlice(ExecutionContext &context, int stack, int slice, int64_t axis,
+                          int64_t position, int64_t count, bool first,
+                          absl::string_view what) const;
+  /// Places a stack of no slices.
+  absl::Status placeEmptyStack(ExecutionContext &context, int stack, int64_t axis) const;
 };
 
 } // namespace kiln::rt

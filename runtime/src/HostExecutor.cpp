@@ -133,7 +133,7 @@ absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &re
   if (request.profile)
     state.marks.resize(2 * plan.steps.size() + 1);
   if (context.model().reportsErrors())
-    state.errorWords.assign(plan.steps.size(), 0);
+    state.errorWords.assign(plan.stepCount, 0);
   return absl::OkStatus();
 }
 
@@ -214,6 +214,12 @@ void HostExecutor::abandon(ExecutionContext &context, const RunRequest &) const 
   // Data-dependent results are the only per-call memory; let them go.
   for (Slot &slot : context.values)
     slot.owned = ref::Tensor();
+}
+
+absl::Status HostExecutor::copyBytes(ExecutionContext &, uintptr_t to, uintptr_t from,
+                                     size_t bytes) const {
+  std::memmove(reinterpret_cast<void *>(to), reinterpret_cast<const void *>(from), bytes);
+  return absl::OkStatus();
 }
 
 void HostExecutor::mark(ExecutionContext &context, const RunRequest &, size_t index) const {

@@ -40,6 +40,8 @@ protected:
   absl::Status readErrorWords(ExecutionContext &context,
                               std::vector<int32_t> &words) const override;
   void mark(ExecutionContext &context, const RunRequest &request, size_t index) const override;
+  absl::Status copyBytes(ExecutionContext &context, uintptr_t to, uintptr_t from,
+                         size_t bytes) const override;
   absl::StatusOr<double> elapsedUs(ExecutionContext &context, size_t from,
                                    size_t to) const override;
 

@@ -202,18 +202,25 @@ absl::Status Model::prepare(Backend requested) {
   if (!plan.ok())
     return plan.status();
   plan_ = std::move(*plan);
-  hostSteps_.resize(plan_.steps.size());
-  for (size_t s = 0; s < plan_.steps.size(); ++s) {
-    if (plan_.steps[s].kind == artifact::StepKind::Kernel &&
-        plan_.kernels[plan_.steps[s].kernel].reportsErrors)
+  // Host steps decoded once, indexed as StepInfo::index numbers every level.
+  hostSteps_.resize(plan_.stepCount);
+  stepLabels_.resize(plan_.stepCount);
+  absl::Status decoded = absl::OkStatus();
+  artifact::forEachStep(plan_, [&](const artifact::StepInfo &info) {
+    stepLabels_[info.index] = info.label;
+    if (info.kind == artifact::StepKind::Kernel && plan_.kernels[info.kernel].reportsErrors)
       reportsErrors_ = true;
-    if (plan_.steps[s].kind != artifact::StepKind::Host)
-      continue;
-    absl::StatusOr<HostStep> step = decodeHostStep(plan_.steps[s], s);
-    if (!step.ok())
-      return step.status();
-    hostSteps_[s] = std::move(*step);
-  }
+    if (info.kind != artifact::StepKind::Host || !decoded.ok())
+      return;
+    absl::StatusOr<HostStep> step = decodeHostStep(info, info.index);
+    if (!step.ok()) {
+      decoded = step.status();
+      return;
+    }
+    hostSteps_[info.index] = std::move(*step);
+  });
+  if (!decoded.ok())
+    return decoded;
 
   // The artifact's variants: the first dispatch table (the executors load
   // their code below).

@@ -45,7 +45,10 @@ public:
   /// (no CUDA driver: ...)".
   const std::string &backendDescription() const { return description_; }
   /// Step `index`'s decoded host function (StepKind::Host steps only).
+  /// Step `index` (StepInfo::index: nested steps too) decoded for the host.
   const HostStep &hostStep(size_t index) const { return hostSteps_[index]; }
+  /// What errors call step `index` (StepInfo::index).
+  const std::string &stepLabel(size_t index) const { return stepLabels_[index]; }
   /// Whether a kernel of the plan reports data errors (runs then read the
   /// steps' error words).
   bool reportsErrors() const { return reportsErrors_; }
@@ -118,6 +121,7 @@ private:
 
   Plan plan_;
   std::vector<HostStep> hostSteps_; ///< per step; empty functions for other kinds
+  std::vector<std::string> stepLabels_; ///< per step, every level
   bool reportsErrors_ = false;
   std::unique_ptr<Executor> executor_;
   std::string description_;

@@ -3,6 +3,8 @@
 // The recurrences unroll over a static sequence length: the input projection of
 // every step is one matmul up front, then each step is a matmul with the recurrent
 // weights and a few pointwise ops, which the fusion pass later groups per step.
+// Over a dynamic (or very long) sequence the same step is the body of a
+// kiln.scan over the projection, which the runtime iterates.
 // Per-batch sequence_lens mask the steps past each sequence's end (its state is
 // held and its outputs are zero), which also makes the reverse direction start at
 // each sequence's own last step.
@@ -178,12 +180,10 @@ LogicalResult convertRecurrence(NodeImporter &n, const RecurrenceSpec &spec) {
     if (NodeImporter::typeOf(v).getRank() != 3)
       return n.error("W and R must be 3-D ([directions, gates * hidden, ...])");
   int64_t seqAxis = *layout == 0 ? 0 : 1;
-  if (xType.isDynamicDim(seqAxis))
-    return n.unsupported("a recurrence over a dynamic sequence length (kiln unrolls it)");
-  int64_t steps = xType.getDimSize(seqAxis);
-  if (steps > kMaxUnrolledSteps)
-    return n.unsupported("a recurrence of " + Twine(steps) + " steps (kiln unrolls up to " +
-                         Twine(kMaxUnrolledSteps) + ")");
+  // A static length up to kMaxUnrolledSteps unrolls (each step's ops fuse
+  // across steps); any other length becomes a kiln.scan the host iterates.
+  bool dynamicSteps = xType.isDynamicDim(seqAxis) || xType.getDimSize(seqAxis) > kMaxUnrolledSteps;
+  int64_t steps = dynamicSteps ? 0 : xType.getDimSize(seqAxis);
   int64_t h = *hidden, g = spec.gates;
   MLIRContext *ctx = n.context();
   DimExpr hDim = getConstantDim(ctx, h);
@@ -225,7 +225,6 @@ LogicalResult convertRecurrence(NodeImporter &n, const RecurrenceSpec &spec) {
     Value state = initialH ? directionRow(c, initialH, d) : zeroState;
     Value cell = initialC ? directionRow(c, initialC, d) : zeroState;
     bool reverse = *direction == "reverse" || d == 1;
-    SmallVector<Value> stepOutputs(steps);
     auto clipped = [&](Value v) {
       return clip ? c.bin(kMin, c.bin(kMax, v, c.k(v, -*clip)), c.k(v, *clip)) : v;
     };
@@ -234,9 +233,13 @@ LogicalResult convertRecurrence(NodeImporter &n, const RecurrenceSpec &spec) {
       int64_t axis = v ? NodeImporter::typeOf(v).getRank() - 1 : 0;
       return c.slice(v, axis, k * h, (k + 1) * h);
     };
-    for (int64_t i = 0; i < steps; ++i) {
-      int64_t t = reverse ? steps - 1 - i : i;
-      Value xt = c.reshape(c.slice(projected, 0, t, t + 1), {batch, getConstantDim(ctx, g * h)});
+    // One step of the recurrence: the projected input `xt` [batch, gates *
+    // hidden] and the state in, the step's output and the new state out; `t`
+    // is the step's time index (0-d i64) where sequence_lens masks.
+    struct StepResult {
+      Value output, state, cell;
+    };
+    auto cellStep = [&](Value xt, Value state, Value cell, Value t) -> StepResult {
       Value hr = c.matmul(state, rT);
       Value newState, newCell;
       switch (spec.kind) {
@@ -294,16 +297,97 @@ LogicalResult convertRecurrence(NodeImporter &n, const RecurrenceSpec &spec) {
       }
       Value output = newState;
       if (mask) {
-        Value live = c.cmp(CompareDirection::lt, n.constI64({t}, /*scalar=*/true), mask);
+        Value live = c.cmp(CompareDirection::lt, t, mask);
         output = c.sel(live, newState, c.k(newState, 0));
         newState = c.sel(live, newState, state);
         if (newCell)
           newCell = c.sel(live, newCell, cell);
       }
-      state = newState;
-      if (newCell)
-        cell = newCell;
-      stepOutputs[t] = c.reshape(output, {getConstantDim(ctx, 1), getConstantDim(ctx, 1), batch, hDim});
+      return {output, newState, newCell};
+    };
+    if (dynamicSteps) {
+      // A scan over the time-major projection (backwards for the reverse
+      // direction): one step per slice, the state carried, the outputs
+      // stacked in time order. The host runs it; the step's ops are kernels
+      // and its matmul a library call.
+      bool lstm = spec.kind == CellKind::lstm;
+      // The carried state has the step's type, [batch, hidden]: initial
+      // states with dims of their own are broadcast to it (their dims are
+      // guarded to agree).
+      auto asStateType = [&](Value v) {
+        if (!v || getSymShape(v.getType()) == SmallVector<DimExpr>{batch, hDim})
+          return v;
+        return c(n.create<BroadcastToOp>({v, shapeConstant(n, {batch, hDim})}));
+      };
+      state = asStateType(state);
+      if (lstm)
+        cell = asStateType(cell);
+      SmallVector<Value> operands = {state};
+      if (lstm)
+        operands.push_back(cell);
+      operands.push_back(projected);
+      Value times = mask ? c.iota(xs, 0, 0, 1) : Value();
+      if (mask)
+        operands.push_back(times);
+      if (!c.ok)
+        return failure();
+      int64_t states = lstm ? 2 : 1, scanned = mask ? 2 : 1;
+      DimExpr seq = getSymShape(xs.getType())[0];
+      Type stateType = state.getType();
+      Type stackedType = makeTensorType({seq, batch, hDim}, NodeImporter::typeOf(state).getElementType());
+      SmallVector<Type> results(states, stateType);
+      results.push_back(stackedType);
+      OpBuilder &b = n.builder();
+      SmallVector<int64_t> directions(scanned, reverse ? 1 : 0);
+      OperationState opState(n.loc(), ScanOp::getOperationName());
+      opState.addOperands(operands);
+      opState.addAttribute("num_scan_inputs", b.getI64IntegerAttr(scanned));
+      opState.addAttribute("scan_input_axes", b.getDenseI64ArrayAttr(SmallVector<int64_t>(scanned, 0)));
+      opState.addAttribute("scan_input_directions", b.getDenseI64ArrayAttr(directions));
+      opState.addAttribute("scan_output_axes", b.getDenseI64ArrayAttr({0}));
+      opState.addAttribute("scan_output_directions", b.getDenseI64ArrayAttr({reverse ? 1 : 0}));
+      opState.addTypes(results);
+      Region *region = opState.addRegion();
+      Block *body = new Block();
+      region->push_back(body);
+      Value bodyState = body->addArgument(stateType, n.loc());
+      Value bodyCell = lstm ? body->addArgument(stateType, n.loc()) : Value();
+      SmallVector<DimExpr> xtDims = getSymShape(projected.getType());
+      xtDims.erase(xtDims.begin());
+      Value xt = body->addArgument(makeTensorType(xtDims, NodeImporter::typeOf(projected).getElementType()),
+                                   n.loc());
+      Value t = mask ? body->addArgument(RankedTensorType::get({}, b.getI64Type()), n.loc()) : Value();
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(body);
+        StepResult r = cellStep(xt, bodyState, bodyCell, t);
+        if (!c.ok || !r.output || !r.state)
+          return failure();
+        SmallVector<Value> yields = {r.state};
+        if (lstm)
+          yields.push_back(r.cell);
+        yields.push_back(r.output);
+        YieldOp::create(b, n.loc(), yields);
+      }
+      Operation *scan = b.create(opState);
+      state = scan->getResult(0);
+      if (lstm)
+        cell = scan->getResult(1);
+      outputsPerDirection.push_back(
+          c.reshape(scan->getResult(states), {seq, getConstantDim(ctx, 1), batch, hDim}));
+      finalH.push_back(c.reshape(state, {getConstantDim(ctx, 1), batch, hDim}));
+      finalC.push_back(c.reshape(cell, {getConstantDim(ctx, 1), batch, hDim}));
+      continue;
+    }
+    SmallVector<Value> stepOutputs(steps);
+    for (int64_t i = 0; i < steps; ++i) {
+      int64_t t = reverse ? steps - 1 - i : i;
+      Value xt = c.reshape(c.slice(projected, 0, t, t + 1), {batch, getConstantDim(ctx, g * h)});
+      StepResult r = cellStep(xt, state, cell, mask ? n.constI64({t}, /*scalar=*/true) : Value());
+      state = r.state;
+      if (r.cell)
+        cell = r.cell;
+      stepOutputs[t] = c.reshape(r.output, {getConstantDim(ctx, 1), getConstantDim(ctx, 1), batch, hDim});
       if (!c.ok)
         return failure();
     }

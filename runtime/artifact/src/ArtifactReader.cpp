@@ -135,6 +135,21 @@ private:
   absl::Status readValues();
   absl::Status readKernels();
   absl::Status readSteps();
+  /// Reads `list` into `steps` (nested `depth` bodies deep), checking every
+  /// value it reads is in scope and every value it defines is new.
+  absl::Status readStepList(const flatbuffers::Vector<flatbuffers::Offset<fb::Step>> *list,
+                            std::vector<StepInfo> &steps, const std::string &prefix, int depth);
+  absl::Status readControl(const fb::Step *s, StepInfo &step, const std::string &where, int depth);
+  absl::Status readBody(const fb::Body *table, BodyInfo &body, size_t parameters, size_t results,
+                        const std::string &where, int depth);
+  absl::Status defineValue(int v, const std::string &where);
+  absl::Status readValuesUsed(const std::vector<int> &values, const std::string &where);
+
+  /// Per value: whether a step may read it (Visible), or not yet / any more.
+  enum class Scope : uint8_t { Undefined, Visible, Ended };
+  std::vector<Scope> defined;
+  /// Values defined inside the bodies being read, innermost last.
+  std::vector<int> scoped;
   absl::Status readGuards();
   absl::Status readPredicates();
   absl::Status readVariants();
@@ -330,25 +345,157 @@ absl::Status Reader::readKernels() {
 }
 
 absl::Status Reader::readSteps() {
-  // Every value is defined once, before its first use.
+  // Every value is defined once, before its first use; a value a body defines
+  // goes out of scope when its control step ends.
   // Inputs are defined only when the input list names them (a caller passes
   // their bytes), weights only when they have bytes.
-  std::vector<bool> defined(plan.values.size(), false);
+  defined.assign(plan.values.size(), Scope::Undefined);
   for (size_t v = 0; v < plan.values.size(); ++v)
-    defined[v] = plan.values[v].kind == ValueKind::Weight && plan.values[v].weightData;
+    if (plan.values[v].kind == ValueKind::Weight && plan.values[v].weightData)
+      defined[v] = Scope::Visible;
   for (int v : plan.inputs)
-    defined[v] = true;
-  auto outputsDefined = [&]() -> absl::Status {
-    for (int v : plan.outputs)
-      if (!defined[v])
-        return corrupt(absl::StrCat("output value ", v, " is never defined"));
+    defined[v] = Scope::Visible;
+  if (model.steps())
+    if (absl::Status st = readStepList(model.steps(), plan.steps, "step ", 0); !st.ok())
+      return st;
+  for (int v : plan.outputs)
+    if (defined[v] != Scope::Visible)
+      return corrupt(absl::StrCat("output value ", v, " is never defined"));
+  // Numbers: the top level first, then the bodies depth first.
+  size_t next = 0;
+  for (StepInfo &step : plan.steps)
+    step.index = static_cast<int>(next++);
+  std::function<void(std::vector<StepInfo> &)> number = [&](std::vector<StepInfo> &steps) {
+    for (StepInfo &step : steps)
+      for (BodyInfo &body : step.bodies) {
+        for (StepInfo &inner : body.steps)
+          inner.index = static_cast<int>(next++);
+        number(body.steps);
+      }
+  };
+  number(plan.steps);
+  plan.stepCount = next;
+  return absl::OkStatus();
+}
+
+absl::Status Reader::defineValue(int v, const std::string &where) {
+  if (defined[v] != Scope::Undefined)
+    return corrupt(absl::StrCat(where, " defines value ", v, " a second time"));
+  defined[v] = Scope::Visible;
+  return absl::OkStatus();
+}
+
+absl::Status Reader::readValuesUsed(const std::vector<int> &values, const std::string &where) {
+  for (int v : values)
+    if (defined[v] != Scope::Visible)
+      return corrupt(absl::StrCat(where, " reads value ", v,
+                                  defined[v] == Scope::Undefined
+                                      ? " before it is defined"
+                                      : ", which a body defined and its step has ended"));
+  return absl::OkStatus();
+}
+
+absl::Status Reader::readBody(const fb::Body *table, BodyInfo &body, size_t parameters,
+                              size_t results, const std::string &where, int depth) {
+  if (!table)
+    return corrupt(absl::StrCat(where, " has no body"));
+  absl::StatusOr<std::vector<int>> params = valueList(table->parameters(), where);
+  absl::StatusOr<std::vector<int>> res = valueList(table->results(), where);
+  if (!params.ok())
+    return params.status();
+  if (!res.ok())
+    return res.status();
+  body.parameters = std::move(*params);
+  body.results = std::move(*res);
+  if (body.parameters.size() != parameters || body.results.size() != results)
+    return corrupt(absl::StrCat(where, " has ", body.parameters.size(), " parameters and ",
+                                body.results.size(), " results; its step needs ", parameters,
+                                " and ", results));
+  std::vector<int> definedHere;
+  for (int v : body.parameters) {
+    if (plan.values[v].kind != ValueKind::Intermediate)
+      return corrupt(absl::StrCat(where, ": parameter value ", v, " is not an intermediate"));
+    if (absl::Status st = defineValue(v, where); !st.ok())
+      return st;
+    definedHere.push_back(v);
+  }
+  size_t before = scoped.size();
+  if (table->steps())
+    if (absl::Status st = readStepList(table->steps(), body.steps, where + " step ", depth + 1);
+        !st.ok())
+      return st;
+  if (absl::Status st = readValuesUsed(body.results, where + " (its results)"); !st.ok())
+    return st;
+  // What the body defined goes out of scope with it.
+  for (int v : definedHere)
+    defined[v] = Scope::Ended;
+  for (size_t i = before; i < scoped.size(); ++i)
+    defined[scoped[i]] = Scope::Ended;
+  scoped.resize(before);
+  return absl::OkStatus();
+}
+
+absl::Status Reader::readControl(const fb::Step *s, StepInfo &step, const std::string &where,
+                                 int depth) {
+  step.kind = StepKind::Control;
+  size_t in = step.inputs.size(), out = step.outputs.size();
+  auto tooFew = [&](size_t need) -> absl::Status {
+    if (in < need)
+      return corrupt(absl::StrCat(where, ": ", step.label, " takes at least ", need, " inputs"));
     return absl::OkStatus();
   };
-  if (!model.steps())
-    return outputsDefined();
-  for (const fb::Step *s : *model.steps()) {
+  switch (step.op) {
+  case fb::StepOp::If: {
+    if (in != 1)
+      return corrupt(absl::StrCat(where, ": If takes one input, its condition"));
+    const fb::If *table = s->op_as_If();
+    step.bodies.resize(2);
+    for (int b = 0; b < 2; ++b)
+      if (absl::Status st = readBody(b == 0 ? table->then_branch() : table->else_branch(),
+                                     step.bodies[b], 0, out,
+                                     absl::StrCat(where, b == 0 ? " then" : " else"), depth);
+          !st.ok())
+        return st;
+    return absl::OkStatus();
+  }
+  case fb::StepOp::Loop: {
+    if (absl::Status st = tooFew(2); !st.ok())
+      return st;
+    size_t carried = in - 2;
+    if (out < carried)
+      return corrupt(absl::StrCat(where, ": Loop has fewer outputs than carried values"));
+    step.bodies.resize(1);
+    return readBody(s->op_as_Loop()->body(), step.bodies[0], 2 + carried, 1 + out,
+                    where + " body", depth);
+  }
+  case fb::StepOp::Scan: {
+    const fb::Scan *table = s->op_as_Scan();
+    int64_t scanned = table->num_scan_inputs();
+    if (scanned < 1 || static_cast<size_t>(scanned) > in)
+      return corrupt(absl::StrCat(where, ": Scan has ", in, " inputs and ", scanned,
+                                  " scanned ones"));
+    size_t states = in - static_cast<size_t>(scanned);
+    if (out < states)
+      return corrupt(absl::StrCat(where, ": Scan has fewer outputs than states"));
+    step.bodies.resize(1);
+    return readBody(table->body(), step.bodies[0], in, out, where + " body", depth);
+  }
+  default:
+    return corrupt(absl::StrCat(where, ": not a control step"));
+  }
+}
+
+absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<fb::Step>> *list,
+                                  std::vector<StepInfo> &steps, const std::string &prefix,
+                                  int depth) {
+  // FlatBuffers' verifier bounds nesting too; this keeps the recursion here
+  // well inside any stack.
+  constexpr int kMaxBodyDepth = 16;
+  if (depth > kMaxBodyDepth)
+    return corrupt(absl::StrCat("control flow nests deeper than ", kMaxBodyDepth, " levels"));
+  for (const fb::Step *s : *list) {
     StepInfo step;
-    std::string where = absl::StrCat("step ", plan.steps.size());
+    std::string where = absl::StrCat(prefix, steps.size());
     step.op = s->op_type();
     step.table = s;
     if (step.op == fb::StepOp::NONE || step.op > fb::StepOp::MAX || !s->op())
@@ -363,14 +510,8 @@ absl::Status Reader::readSteps() {
       return outputs.status();
     step.inputs = std::move(*inputs);
     step.outputs = std::move(*outputs);
-    for (int v : step.inputs)
-      if (!defined[v])
-        return corrupt(absl::StrCat(where, " reads value ", v, " before it is defined"));
-    for (int v : step.outputs) {
-      if (defined[v])
-        return corrupt(absl::StrCat(where, " defines value ", v, " a second time"));
-      defined[v] = true;
-    }
+    if (absl::Status st = readValuesUsed(step.inputs, where); !st.ok())
+      return st;
     if (step.outputs.empty())
       return corrupt(absl::StrCat(where, " has no outputs"));
     step.label = fb::EnumNameStepOp(step.op);
@@ -421,15 +562,28 @@ absl::Status Reader::readSteps() {
       if (step.inputs.size() != 1 || step.outputs.size() != 1)
         return corrupt(absl::StrCat(where, ": shape_of takes one input, one output"));
       break;
+    case fb::StepOp::If:
+    case fb::StepOp::Loop:
+    case fb::StepOp::Scan:
+      // The bodies run before the step's outputs exist.
+      if (absl::Status st = readControl(s, step, where, depth); !st.ok())
+        return st;
+      break;
     default:
       // Library ops and graph breaks: the runtime checks each table's operands
       // when it decodes it (runtime/src/HostSteps.cpp).
       step.kind = StepKind::Host;
       break;
     }
-    plan.steps.push_back(std::move(step));
+    for (int v : step.outputs) {
+      if (absl::Status st = defineValue(v, where); !st.ok())
+        return st;
+      if (depth > 0)
+        scoped.push_back(v);
+    }
+    steps.push_back(std::move(step));
   }
-  return outputsDefined();
+  return absl::OkStatus();
 }
 
 absl::Status Reader::readGuards() {
@@ -519,6 +673,17 @@ absl::StatusOr<Plan> Reader::read() {
 }
 
 } // namespace
+
+void forEachStep(const Plan &plan, const std::function<void(const StepInfo &)> &visit) {
+  std::function<void(const std::vector<StepInfo> &)> walk = [&](const std::vector<StepInfo> &steps) {
+    for (const StepInfo &step : steps) {
+      visit(step);
+      for (const BodyInfo &body : step.bodies)
+        walk(body.steps);
+    }
+  };
+  walk(plan.steps);
+}
 
 std::optional<int64_t> Dim::evaluate(const Bindings &symbols) const {
   if (ops.empty())

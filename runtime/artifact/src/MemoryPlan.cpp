@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace kiln::artifact {
 
@@ -23,11 +24,43 @@ absl::StatusOr<MemoryPlan> planMemory(const Plan &plan, const Bindings &symbols,
   out.offsets.assign(n, -1);
   out.bytes.assign(n, 0);
   std::vector<int64_t> first(n, -1), last(n, -1);
+  // A control step's bodies run while the step does: every value they read,
+  // define or pass (parameters, results) is live for the whole step, so values
+  // of a body never share bytes with each other or with what the step reads
+  // and writes (a loop's iterations reuse them instead).
+  std::function<void(const std::vector<StepInfo> &, int64_t)> nested =
+      [&](const std::vector<StepInfo> &steps, int64_t s) {
+        auto touch = [&](int v) {
+          if (first[v] < 0)
+            first[v] = s;
+          last[v] = std::max(last[v], s);
+        };
+        for (const StepInfo &step : steps) {
+          for (int v : step.inputs)
+            touch(v);
+          for (int v : step.outputs)
+            touch(v);
+          for (const BodyInfo &body : step.bodies) {
+            for (int v : body.parameters)
+              touch(v);
+            for (int v : body.results)
+              touch(v);
+            nested(body.steps, s);
+          }
+        }
+      };
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     for (int v : plan.steps[s].inputs)
       last[v] = static_cast<int64_t>(s);
     for (int v : plan.steps[s].outputs)
       first[v] = last[v] = static_cast<int64_t>(s);
+    for (const BodyInfo &body : plan.steps[s].bodies) {
+      for (int v : body.parameters)
+        first[v] = last[v] = static_cast<int64_t>(s);
+      for (int v : body.results)
+        last[v] = std::max(last[v], static_cast<int64_t>(s));
+      nested(body.steps, static_cast<int64_t>(s));
+    }
   }
   for (int v : plan.outputs)
     last[v] = static_cast<int64_t>(plan.steps.size());

@@ -87,6 +87,7 @@ public:
     for (auto [p, size] : dynamic)
       executor.pool_->give(p, size);
     dynamic.clear();
+    valueBuffers.clear();
     uploads.clear();
   }
 
@@ -94,6 +95,8 @@ public:
   std::pair<CUdeviceptr, size_t> arena = {0, 0}; ///< address, bytes
   std::vector<std::pair<CUdeviceptr, size_t>> staging;
   std::vector<std::pair<CUdeviceptr, size_t>> dynamic;
+  /// Per value: the buffer of `dynamic` it was last placed in this call.
+  std::vector<std::pair<CUdeviceptr, size_t>> valueBuffers;
   /// Host results of this call's host steps, queued for copying to the device:
   /// kept until the call's last synchronization, so no step waits for its copy.
   std::deque<ref::Tensor> uploads; // a deque: queued copies read from stable addresses
@@ -177,9 +180,12 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   ex->sm_ = sm;
   // Matmul steps run in cuBLASLt where it loads; without it they run on the
   // host as before, and the description says why.
-  bool hasMatmul = false;
-  for (const StepInfo &step : plan.steps)
+  bool hasMatmul = false, hasDnn = false;
+  artifact::forEachStep(plan, [&](const StepInfo &step) {
     hasMatmul = hasMatmul || step.op == schema::StepOp::MatMul;
+    hasDnn = hasDnn || step.op == schema::StepOp::Conv ||
+             step.op == schema::StepOp::ConvTranspose || step.op == schema::StepOp::Pool;
+  });
   if (hasMatmul) {
     absl::StatusOr<std::unique_ptr<MatmulRunner>> runner = MatmulRunner::create();
     if (runner.ok())
@@ -187,10 +193,6 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
     else
       ex->matmulUnavailable_ = std::string(runner.status().message());
   }
-  bool hasDnn = false;
-  for (const StepInfo &step : plan.steps)
-    hasDnn = hasDnn || step.op == schema::StepOp::Conv || step.op == schema::StepOp::ConvTranspose ||
-             step.op == schema::StepOp::Pool;
   if (hasDnn) {
     absl::StatusOr<std::unique_ptr<DnnRunner>> runner = DnnRunner::create();
     if (runner.ok())
@@ -537,10 +539,10 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
         return absl::InternalError(cu.describe("cuMemcpyHtoDAsync", r));
   }
   if (context.model().reportsErrors()) {
-    size_t bytes = plan.steps.size() * sizeof(int32_t);
+    size_t bytes = plan.stepCount * sizeof(int32_t);
     if (absl::Status s = state.ensure(state.errorWords, bytes); !s.ok())
       return s;
-    state.errorZeros.assign(plan.steps.size(), 0);
+    state.errorZeros.assign(plan.stepCount, 0);
     if (CUresult r = cu.cuMemcpyHtoDAsync(state.errorWords.first, state.errorZeros.data(), bytes,
                                           state.stream);
         r != CUDA_SUCCESS)
@@ -570,11 +572,22 @@ absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Sh
   ref::DType dtype = context.model().plan().values[v].dtype;
   if (absl::Status s = ref::checkedByteSize(dtype, shape, ref::maxTensorBytes()).status(); !s.ok())
     return s;
-  absl::StatusOr<std::pair<CUdeviceptr, size_t>> buffer =
-      pool_->take(std::max(bytesOf(dtype, shape), artifact::kSlotAlignment));
+  // A value placed again in the same call (a loop body's, each iteration)
+  // reuses its buffer when it fits: its previous contents are dead by then,
+  // and the stream orders the reuse after their last reader.
+  size_t bytes = std::max(bytesOf(dtype, shape), artifact::kSlotAlignment);
+  if (state.valueBuffers.size() <= static_cast<size_t>(v))
+    state.valueBuffers.resize(context.values.size(), {0, 0});
+  std::pair<CUdeviceptr, size_t> &current = state.valueBuffers[v];
+  if (current.first && current.second >= bytes) {
+    slot.address = static_cast<uintptr_t>(current.first);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::pair<CUdeviceptr, size_t>> buffer = pool_->take(bytes);
   if (!buffer.ok())
     return buffer.status();
   state.dynamic.push_back(*buffer);
+  current = *buffer;
   slot.address = static_cast<uintptr_t>(buffer->first);
   return absl::OkStatus();
 }
@@ -602,7 +615,7 @@ absl::Status CudaExecutor::readErrorWords(ExecutionContext &context,
                                           std::vector<int32_t> &words) const {
   const CudaDriver &cu = *driver_;
   CudaState &state = stateOf(context);
-  words.assign(context.model().plan().steps.size(), 0);
+  words.assign(context.model().plan().stepCount, 0);
   if (words.empty())
     return absl::OkStatus();
   ContextScope scope(driver_, context_);
@@ -627,6 +640,9 @@ absl::StatusOr<ref::Tensor> CudaExecutor::hostValue(ExecutionContext &context, i
       return absl::InternalError(cu.describe("cuMemcpyDtoHAsync", r));
   if (CUresult r = cu.cuStreamSynchronize(stream); r != CUDA_SUCCESS)
     return absl::InternalError(cu.describe("cuStreamSynchronize", r));
+  // Every queued upload has completed: their host copies can go (a loop that
+  // reads its condition each iteration keeps no more than one iteration's).
+  stateOf(context).uploads.clear();
   return t;
 }
 
@@ -693,6 +709,16 @@ void CudaExecutor::abandon(ExecutionContext &context, const RunRequest &) const 
     driver_->cuStreamSynchronize(state.stream);
   state.releaseDynamic();
   state.scope.reset();
+}
+
+absl::Status CudaExecutor::copyBytes(ExecutionContext &context, uintptr_t to, uintptr_t from,
+                                     size_t bytes) const {
+  if (CUresult r = driver_->cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(to),
+                                              static_cast<CUdeviceptr>(from), bytes,
+                                              stateOf(context).stream);
+      r != CUDA_SUCCESS)
+    return absl::InternalError(driver_->describe("cuMemcpyDtoDAsync", r));
+  return absl::OkStatus();
 }
 
 void CudaExecutor::mark(ExecutionContext &context, const RunRequest &, size_t index) const {

@@ -62,8 +62,16 @@ struct ValueInfo {
 
 /// What the executors do with a step: launch a generated kernel, run a typed
 /// host step (library ops and graph breaks: the runtime decides where each runs),
-/// or compute a shape.
-enum class StepKind : uint8_t { Kernel, Host, SymbolicConstant, ShapeOf };
+/// compute a shape, or run nested bodies (If, Loop, Scan).
+enum class StepKind : uint8_t { Kernel, Host, SymbolicConstant, ShapeOf, Control };
+
+struct StepInfo;
+
+/// A plan nested in a control-flow step (the schema's Body).
+struct BodyInfo {
+  std::vector<int> parameters, results;
+  std::vector<StepInfo> steps;
+};
 
 struct StepInfo {
   StepKind kind = StepKind::Kernel;
@@ -76,6 +84,13 @@ struct StepInfo {
   /// What profiles and errors call the step: the kernel's name, or the step
   /// table's ("MatMul", "TopK").
   std::string label;
+  /// The step's number among all steps of the plan, nested ones included: the
+  /// top-level steps are 0..steps.size()-1 in order, then each control step's
+  /// bodies' steps depth first. Error words and decoded host steps are indexed
+  /// by it.
+  int index = 0;
+  /// Control steps: If [then, else]; Loop and Scan [body].
+  std::vector<BodyInfo> bodies;
 };
 
 struct CubinInfo {
@@ -144,6 +159,8 @@ struct Plan {
   std::vector<GuardInfo> guards;
   std::vector<PredicateInfo> predicates;
   std::vector<StepInfo> steps;
+  /// Steps of every level (StepInfo::index numbers them).
+  size_t stepCount = 0;
   std::vector<KernelInfo> kernels;
   std::vector<HostLibraryInfo> hostLibraries;
   std::vector<VariantInfo> variants;
@@ -151,6 +168,10 @@ struct Plan {
   /// Model.checksum: what variant packs name the artifact by.
   uint64_t checksum = 0;
 };
+
+/// Calls `visit` on every step of `plan`, nested ones included, in index order
+/// within each level (a control step before its bodies' steps).
+void forEachStep(const Plan &plan, const std::function<void(const StepInfo &)> &visit);
 
 /// A variant pack (kiln_variants.fbs) read and checked against the plan it was
 /// compiled for; its blobs stay in the caller's buffer.

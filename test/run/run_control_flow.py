@@ -1,0 +1,67 @@
+"""run_control_flow.py DIR NAME --fake-cuda "CMD": runs DIR/NAME.kiln (compiled
+from make_control_flow_models.py's DIR/NAME.onnx) on every data set in DIR/NAME/
+on the float64 reference (the ONNX model), in host emulation and on the CUDA
+backend over the fake driver, and compares each output with numpy's (want_K.npy)
+within 1e-5 (float32 arithmetic in the same order; the reference computes in
+float64). Prints "OK NAME set S" per data set; exits 1 at the first mismatch."""
+import argparse
+import glob
+import os
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("dir")
+    p.add_argument("name")
+    p.add_argument("--fake-cuda", required=True)
+    a = p.parse_args()
+    sets = sorted(glob.glob(os.path.join(a.dir, a.name, "*")))
+    artifact = os.path.join(a.dir, a.name + ".kiln")
+    for folder in sets:
+        inputs = []
+        for path in sorted(glob.glob(os.path.join(folder, "in_*.npy"))):
+            inputs += ["--input", f"{os.path.basename(path)[3:-4]}={path}"]
+        wants = [np.load(w) for w in sorted(glob.glob(os.path.join(folder, "want_*.npy")))]
+        runs = {
+            "reference": ["kiln-run", os.path.join(a.dir, a.name + ".onnx"), "--backend", "reference"],
+            "host": ["kiln-run", artifact, "--backend", "host"],
+            "cuda": shlex.split(a.fake_cuda) + ["kiln-run", artifact, "--backend", "cuda",
+                                                "--profile", "--trace",
+                                                os.path.join(folder, "trace.json")],
+        }
+        for backend, command in runs.items():
+            out = os.path.join(folder, "out-" + backend)
+            r = subprocess.run(command + inputs + ["--output-dir", out], capture_output=True,
+                               text=True, timeout=300)
+            if r.returncode != 0:
+                print(f"{backend}: exit {r.returncode}: {r.stderr.strip()}")
+                return 1
+            if backend == "cuda":
+                host_steps = [l for l in r.stdout.splitlines() if " host " in l]
+                if host_steps:
+                    print("cuda: steps ran on the host:\n" + "\n".join(host_steps))
+                    return 1
+            for k, want in enumerate(wants):
+                got = numpy_helper.to_array(onnx.load_tensor(os.path.join(out, f"output_{k}.pb")))
+                if got.dtype != want.dtype or got.shape != want.shape:
+                    print(f"{a.name} set {os.path.basename(folder)} {backend} output {k}: "
+                          f"{got.dtype}{list(got.shape)}, numpy {want.dtype}{list(want.shape)}")
+                    return 1
+                diff = float(np.max(np.abs(got.astype(np.float64) - want), initial=0))
+                if diff > 1e-5:
+                    print(f"{a.name} set {os.path.basename(folder)} {backend} output {k}: "
+                          f"off by {diff:.3g}")
+                    return 1
+        print(f"OK {a.name} set {os.path.basename(folder)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
