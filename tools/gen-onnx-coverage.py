@@ -56,6 +56,58 @@ def reasons_table(w, results):
         w(f"| {n} | {key.replace('|', '/')} | {example[key]} |")
 
 
+# Why a case that passes in static mode fails in dynamic mode, by its reason
+# (a regex over reason_key's text): what about a symbolic dim stops it.
+GAP_EXPLANATIONS = [
+    (r"max_output_boxes_per_class must hold exactly one value|values must hold \[off_value",
+     "a one-element input made symbolic: its length decides what the op computes, so it "
+     "must be static (exporters never make it dynamic)"),
+    (r"reshape target whose length|starts of unknown length|of static length|"
+     r"repeats must have one entry per input dim",
+     "the length of a shape operand is the result's rank: kiln's tensors are ranked, so "
+     "it must be known when compiling (TensorRT's shape tensors likewise need build-time "
+     "lengths)"),
+    (r"indices must have a static last dim",
+     "the index tuple's length decides the result's rank"),
+    (r"DFT.*last dim must be",
+     "the last dim (1: real, 2: complex) decides what the transform computes"),
+    (r"keep_aspect_ratio_policy on a dynamic dim",
+     "the one scale for all axes depends on the dims per call; the Resize step takes "
+     "compile-time scales"),
+    (r"SAME padding with stride|output_shape or SAME padding|output_shape with dynamic",
+     "pads computed from dims with ceil-division and max: not computed at run time yet"),
+    (r"num_groups must divide a static channel count",
+     "groups split the channel dim at compile time"),
+    (r"axis N is out of range for rank N",
+     "a per-axis scale whose one element became a symbolic dim"),
+]
+
+
+def explain_gap(key):
+    for pattern, why in GAP_EXPLANATIONS:
+        if re.search(pattern, key):
+            return why
+    return "not yet explained"
+
+
+def gap_table(w, static, dynamic):
+    """The cases passing in static mode and failing in dynamic mode, by op and reason."""
+    w("| op | cases | reason | why a symbolic dim stops it | example |")
+    w("| --- | ---: | --- | --- | --- |")
+    groups = collections.Counter()
+    example = {}
+    for name, case in sorted(dynamic.items()):
+        if case["status"] == "pass" or static.get(name, {}).get("status") != "pass":
+            continue
+        key = reason_key(case["reason"])
+        op = re.search(r"\(([A-Za-z]+)\)", key)
+        op = op.group(1) if op else ", ".join(sorted(set(case["ops"])))
+        groups[(op, key)] += 1
+        example.setdefault((op, key), name)
+    for (op, key), n in sorted(groups.items(), key=lambda kv: (-kv[1], kv[0])):
+        w(f"| {op} | {n} | {key.replace('|', '/')} | {explain_gap(key)} | {example[(op, key)]} |")
+
+
 def main(paths, onnx_version):
     imp_s, imp_d, ref_s, ref_d, host_s, host_d = (load(p) for p in paths)
     total = len(imp_s)
@@ -121,6 +173,17 @@ def main(paths, onnx_version):
     w("")
     reasons_table(w, {n: c for n, c in ref_d.items()
                       if ref_s.get(n, {}).get("status") == "pass"})
+    w("")
+    w("## The static/dynamic gap on the host backend, by op")
+    w("")
+    w("Every case that passes in static mode and fails in dynamic mode (where every input")
+    w("dim, including the length of an input that decides a rank, becomes a symbol), with")
+    w("what stops it. Most are dims that fix a result's rank or an op's form, which")
+    w("exporters never make dynamic; the dims they do (batch, sequence, head counts, image")
+    w("sizes) are handled, except image sizes under SAME padding with a stride above 1 and")
+    w("explicit output shapes (the pool, conv and conv-transpose rows).")
+    w("")
+    gap_table(w, host_s, host_d)
     w("")
     w("## Why cases that pass on the reference backend fail on the host backend (static)")
     w("")

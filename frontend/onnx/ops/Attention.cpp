@@ -28,14 +28,14 @@ Value splitHeads(NodeImporter &n, Chain &s, Value x, int64_t heads) {
   return s.ok ? s.transpose(split, {0, 2, 1, 3}) : Value();
 }
 
-/// [B, Hk, S, D] -> [B, Hk * reps, S, D], each head repeated `reps` times in place.
-Value repeatHeads(NodeImporter &n, Chain &s, Value x, int64_t reps) {
-  if (reps == 1)
-    return x;
+/// [B, Hk, S, D] -> [B, Hk * reps, S, D], each head repeated `reps` times in
+/// place; `reps` is a one-element i64 shape vector (a constant, or the head
+/// counts' quotient computed from the dims, which folds to a symbolic dim).
+Value repeatHeads(NodeImporter &n, Chain &s, Value x, Value reps) {
   Value unit = s(insertUnitDims(n, x, {2}));
   SmallVector<Value> wide;
   for (int64_t i = 0; i < 5 && s.ok; ++i)
-    wide.push_back(i == 2 ? n.constI64({reps}) : s(dimPiece(n, unit, i)));
+    wide.push_back(i == 2 ? reps : s(dimPiece(n, unit, i)));
   Value wideShape = s.ok ? s(concatPieces(n, wide)) : Value();
   Value spread = s.ok ? s(n.create<BroadcastToOp>({unit, wideShape})) : Value();
   SmallVector<Value> merged;
@@ -89,10 +89,23 @@ LogicalResult convertAttention(NodeImporter &n) {
   SymShape qDims = getSymShape(q.getType()), kDims = getSymShape(presentKey.getType());
   auto qHeads = getConstantDimValue(qDims[1]), kHeads = getConstantDimValue(kDims[1]);
   auto headSize = getConstantDimValue(qDims[3]);
-  if (!qHeads || !kHeads || *kHeads == 0 || *qHeads % *kHeads != 0)
-    return n.unsupported("head counts that are not static, or Q heads not a multiple of KV heads");
-  Value keys = repeatHeads(n, s, presentKey, *qHeads / *kHeads);
-  Value values = repeatHeads(n, s, presentValue, *qHeads / *kHeads);
+  if (qHeads && kHeads && (*kHeads == 0 || *qHeads % *kHeads != 0))
+    return n.error("Q has " + Twine(*qHeads) + " heads, not a multiple of the " +
+                   Twine(*kHeads) + " KV heads");
+  if (!qDims[1] || !kDims[1])
+    return n.unsupported("head counts nothing is known about");
+  Value keys = presentKey, values = presentValue;
+  if (qDims[1] != kDims[1]) {
+    // Grouped-query attention: each KV head serves Hq / Hkv query heads. With
+    // symbolic head counts the quotient is a dim too; the reshape that merges
+    // the repeated heads is guarded to keep the element count, so head counts
+    // that do not divide fail the call.
+    Value reps = qHeads && kHeads
+                     ? n.constI64({*qHeads / *kHeads})
+                     : s.bin("kiln.div", s(dimPiece(n, q, 1)), s(dimPiece(n, presentKey, 1)));
+    keys = repeatHeads(n, s, presentKey, reps);
+    values = repeatHeads(n, s, presentValue, reps);
+  }
   Value root; // sqrt(scale): Q * root @ (K^T * root), as ONNX's reference scales both
   if (n.hasAttr("scale")) {
     auto sc = n.floatAttr("scale");
@@ -125,19 +138,35 @@ LogicalResult convertAttention(NodeImporter &n) {
   auto addBias = [&](Value b) { bias = bias ? s.bin("kiln.add", bias, b) : b; };
   if (Value mask = n.input(3)) {
     SymShape m = getSymShape(mask.getType());
-    if (m.empty() || m.back() != kDims[2]) {
-      auto have = m.empty() ? std::nullopt : getConstantDimValue(m.back());
+    if (m.empty())
+      return n.error("the attention mask must have at least one dim");
+    if (m.back() != kDims[2]) {
+      auto have = getConstantDimValue(m.back());
       auto want = getConstantDimValue(kDims[2]);
-      if (!have || !want || *have > *want)
-        return n.unsupported("an attention mask shorter than the keys by an unknown amount");
-      // Pad the mask's last dim to the key length with "masked out".
+      if (have && want && *have > *want)
+        return n.error("the attention mask covers " + Twine(*have) + " keys; there are " +
+                       Twine(*want));
+      // Pad the mask's last dim to the key length with "masked out"; with
+      // symbolic lengths the pad is their difference (a mask longer than the
+      // keys is a negative pad, which the pad refuses at run time).
       int64_t r = m.size();
-      SmallVector<int64_t> pads(2 * r, 0);
-      pads[2 * r - 1] = *want - *have;
       Value fill = elementTypeOf(mask).isInteger(1) ? n.constScalar(elementTypeOf(mask), 0)
                                                      : n.constScalar(elementTypeOf(mask), -INFINITY);
-      mask = s(n.create<PadOp>({mask, n.constI64(pads), fill},
-                               {n.named("mode", PadModeAttr::get(n.context(), PadMode::constant))}));
+      Value pads;
+      if (have && want) {
+        SmallVector<int64_t> amounts(2 * r, 0);
+        amounts[2 * r - 1] = *want - *have;
+        pads = n.constI64(amounts);
+      } else {
+        Value extra = s.bin("kiln.sub", s(dimPiece(n, presentKey, 2)), s(dimPiece(n, mask, r - 1)));
+        pads = s.ok ? s(concatPieces(n, {n.constI64(SmallVector<int64_t>(2 * r - 1, 0)), extra}))
+                    : Value();
+      }
+      mask = s.ok ? s(n.create<PadOp>({mask, pads, fill},
+                                      {n.named("mode", PadModeAttr::get(n.context(), PadMode::constant))}))
+                  : Value();
+      if (!s.ok)
+        return failure();
     }
     if (s.ok && elementTypeOf(mask).isInteger(1))
       mask = s(select(n, mask, zero, negInf));
@@ -192,14 +221,15 @@ LogicalResult convertAttention(NodeImporter &n) {
 
 
 namespace {
-/// x[..., start:end:step] on the last axis of a rank-4 tensor.
-Value lastAxisSlice(NodeImporter &n, Chain &s, Value x, int64_t start, int64_t end,
-                    int64_t step) {
-  if (!s.ok)
+/// x[..., start:end:step] on the last axis of a rank-4 tensor; `start` and
+/// `end` are one-element i64 vectors (constants, or pieces of dims).
+Value lastAxisSlice(NodeImporter &n, Chain &s, Value x, Value start, Value end, int64_t step) {
+  if (!s.ok || !start || !end)
     return {};
-  return s(n.create<SliceOp>({x, n.constI64({0, 0, 0, start}),
-                              n.constI64({INT64_MAX, INT64_MAX, INT64_MAX, end}),
-                              n.constI64({1, 1, 1, step})}));
+  Value starts = s(concatPieces(n, {n.constI64({0, 0, 0}), start}));
+  Value ends = s.ok ? s(concatPieces(n, {n.constI64({INT64_MAX, INT64_MAX, INT64_MAX}), end}))
+                    : Value();
+  return s.ok ? s(n.create<SliceOp>({x, starts, ends, n.constI64({1, 1, 1, step})})) : Value();
 }
 } // namespace
 
@@ -227,13 +257,22 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
   }
   if (!s.ok)
     return failure();
+  // The rotated width: rotary_embedding_dim, else the head size; with a
+  // dynamic head size and no attribute, twice the caches' last dim (they
+  // hold one angle per rotated pair), so the bounds below are dims.
   auto headSize = getConstantDimValue(getSymShape(x.getType())[3]);
-  if (!headSize)
-    return n.unsupported("a dynamic head size");
-  int64_t rot = *rotaryDim ? *rotaryDim : *headSize;
-  if (rot % 2 != 0 || rot > *headSize)
+  std::optional<int64_t> rot = *rotaryDim ? std::optional<int64_t>(*rotaryDim) : headSize;
+  if (rot && (*rot % 2 != 0 || (headSize && *rot > *headSize)))
     return n.error("rotary_embedding_dim must be even and at most the head size");
-  int64_t half = rot / 2;
+  Value halfPiece, rotPiece;
+  if (rot) {
+    halfPiece = n.constI64({*rot / 2});
+    rotPiece = n.constI64({*rot});
+  } else {
+    int64_t cacheRank = NodeImporter::typeOf(*cosCache).getRank();
+    halfPiece = s(dimPiece(n, *cosCache, cacheRank - 1));
+    rotPiece = s.bin("kiln.add", halfPiece, halfPiece);
+  }
   Value cosv = *cosCache, sinv = *sinCache;
   if (Value ids = n.input(3)) {
     auto gather = [&](Value cache) {
@@ -244,8 +283,11 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
   }
   cosv = s.ok ? s(insertUnitDims(n, cosv, {2})) : Value();
   sinv = s.ok ? s(insertUnitDims(n, sinv, {2})) : Value();
-  Value x1 = *interleaved ? lastAxisSlice(n, s, x, 0, rot, 2) : lastAxisSlice(n, s, x, 0, half, 1);
-  Value x2 = *interleaved ? lastAxisSlice(n, s, x, 1, rot, 2) : lastAxisSlice(n, s, x, half, rot, 1);
+  Value zero = n.constI64({0}), one = n.constI64({1});
+  Value x1 = *interleaved ? lastAxisSlice(n, s, x, zero, rotPiece, 2)
+                          : lastAxisSlice(n, s, x, zero, halfPiece, 1);
+  Value x2 = *interleaved ? lastAxisSlice(n, s, x, one, rotPiece, 2)
+                          : lastAxisSlice(n, s, x, halfPiece, rotPiece, 1);
   Value real = s.ok ? s.bin("kiln.sub", s.bin("kiln.mul", cosv, x1), s.bin("kiln.mul", sinv, x2))
                     : Value();
   Value imag = s.ok ? s.bin("kiln.add", s.bin("kiln.mul", sinv, x1), s.bin("kiln.mul", cosv, x2))
@@ -259,15 +301,17 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
   if (*interleaved) {
     Value pairs = concatLast({s(insertUnitDims(n, real, {4})), s(insertUnitDims(n, imag, {4}))});
     Value shape = s.ok ? s(concatPieces(n, {s(dimPiece(n, x, 0)), s(dimPiece(n, x, 1)),
-                                            s(dimPiece(n, x, 2)), n.constI64({rot})}))
+                                            s(dimPiece(n, x, 2)), rotPiece}))
                        : Value();
     rotated = s.ok ? s(n.create<ReshapeOp>({pairs, shape})) : Value();
   } else {
     rotated = concatLast({real, imag});
   }
   Value out = rotated;
-  if (s.ok && rot < *headSize)
-    out = concatLast({rotated, lastAxisSlice(n, s, x, rot, *headSize, 1)});
+  // The dims past the rotated ones pass through (none when all rotate; with a
+  // dynamic head size the slice may be empty).
+  if (s.ok && !(rot && headSize && *rot == *headSize))
+    out = concatLast({rotated, lastAxisSlice(n, s, x, rotPiece, n.constI64({INT64_MAX}), 1)});
   if (!s.ok)
     return failure();
   if (rank == 4) {

@@ -282,11 +282,34 @@ LogicalResult convertResize(NodeImporter &n) {
       else if (scale == std::floor(scale))
         out[a] = mulDims(dims[a], getConstantDim(ctx, (int64_t)scale));
       else
-        return n.unsupported("a fractional scale on a dynamic dim");
+        out[a] = DimExpr(); // floor(d * scale): computed from the dim at run time
     }
   }
+  // A size no dim expression states (a fractional scale of a symbolic dim) is
+  // computed from the input's dim as the static case does, floor(d * scale)
+  // in double; the result dim is unknown until run time.
+  Value size;
+  if (llvm::is_contained(out, DimExpr())) {
+    Chain c(n);
+    SmallVector<Value> pieces;
+    Type f64 = n.builder().getF64Type();
+    for (int64_t a = 0; a < rank && c.ok; ++a) {
+      if (out[a]) {
+        pieces.push_back(shapeConstant(n, {out[a]}));
+        continue;
+      }
+      Value d = c(castTo(n, c(dimPiece(n, *x, a)), f64));
+      Value scaled = c.bin("kiln.mul", d, n.constScalar(f64, double(scales[a])));
+      pieces.push_back(c(castTo(n, c.un("kiln.floor", scaled), n.builder().getI64Type())));
+    }
+    size = c.ok ? c(concatPieces(n, pieces)) : Value();
+    if (!c.ok)
+      return failure();
+  } else {
+    size = shapeConstant(n, out);
+  }
   auto r = n.create<ResizeOp>(
-      {*x, shapeConstant(n, out)},
+      {*x, size},
       {n.named("mode", ResizeModeAttr::get(ctx, *mode)),
        n.named("coordinate_mode", CoordinateModeAttr::get(ctx, *ctm)),
        n.named("nearest_mode", NearestModeAttr::get(ctx, *nearest)),

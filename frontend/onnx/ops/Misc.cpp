@@ -240,22 +240,63 @@ LogicalResult convertCenterCropPad(NodeImporter &n) {
     return failure();
   if (target->size() != axes->size())
     return n.error("shape must have one entry per axis");
+  for (int64_t want : *target)
+    if (want < 0)
+      return n.error("shape entries must be non-negative");
+  bool anyDynamic = llvm::any_of(*axes, [&](int64_t a) { return !getConstantDimValue(dims[a]); });
+  if (anyDynamic) {
+    // Whether a dynamic dim is cropped or padded is known only at run time:
+    // crop by max(d - want, 0) and pad by max(want - d, 0), both split as the
+    // static case splits them, computed from the dims (the result's dims are
+    // then known only at run time too).
+    Chain c(n);
+    Value zero = n.constI64({0}), two = n.constI64({2});
+    SmallVector<Value> starts, ends, padBegin, padEnd;
+    for (int64_t a = 0; a < rank && c.ok; ++a) {
+      auto at = llvm::find(*axes, a);
+      if (at == axes->end()) {
+        starts.push_back(zero);
+        ends.push_back(n.constI64({INT64_MAX}));
+        padBegin.push_back(zero);
+        padEnd.push_back(zero);
+        continue;
+      }
+      Value want = n.constI64({(*target)[at - axes->begin()]});
+      Value d = c(dimPiece(n, *x, a));
+      Value excess = c.bin("kiln.max", c.bin("kiln.sub", d, want), zero);
+      Value shortfall = c.bin("kiln.max", c.bin("kiln.sub", want, d), zero);
+      Value start = c.bin("kiln.div", excess, two);
+      starts.push_back(start);
+      ends.push_back(c.bin("kiln.add", start, c.bin("kiln.min", d, want)));
+      Value before = c.bin("kiln.div", shortfall, two);
+      padBegin.push_back(before);
+      padEnd.push_back(c.bin("kiln.sub", shortfall, before));
+    }
+    SmallVector<Value> pads(padBegin);
+    pads.append(padEnd);
+    Value cropped = c.ok ? c(n.create<SliceOp>({*x, c(concatPieces(n, starts)),
+                                                c(concatPieces(n, ends)),
+                                                n.constI64(SmallVector<int64_t>(rank, 1))}))
+                         : Value();
+    Value padded = c.ok ? c(n.create<PadOp>({cropped, c(concatPieces(n, pads)),
+                                             scalarLike(n, cropped, 0)},
+                                            {n.named("mode", PadModeAttr::get(n.context(),
+                                                                              PadMode::constant))}))
+                        : Value();
+    return c.done({padded});
+  }
   SmallVector<int64_t> starts(rank, 0), ends(rank, INT64_MAX), pads(2 * rank, 0);
   bool crop = false, pad = false;
   for (auto [i, a] : llvm::enumerate(*axes)) {
-    auto d = getConstantDimValue(dims[a]);
-    if (!d)
-      return n.unsupported("CenterCropPad on a dynamic dim");
+    int64_t d = *getConstantDimValue(dims[a]);
     int64_t want = (*target)[i];
-    if (want < 0)
-      return n.error("shape entries must be non-negative");
-    if (want < *d) {
-      starts[a] = (*d - want) / 2;
+    if (want < d) {
+      starts[a] = (d - want) / 2;
       ends[a] = starts[a] + want;
       crop = true;
-    } else if (want > *d) {
-      pads[a] = (want - *d) / 2;
-      pads[a + rank] = want - *d - pads[a];
+    } else if (want > d) {
+      pads[a] = (want - d) / 2;
+      pads[a + rank] = want - d - pads[a];
       pad = true;
     }
   }

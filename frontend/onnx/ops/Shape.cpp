@@ -362,7 +362,19 @@ LogicalResult convertSplit(NodeImporter &n) {
     return n.error("has no outputs");
   SmallVector<DimExpr> sizes;
   std::optional<SmallVector<int64_t>> explicitSizes;
-  if (n.version() >= 13 && n.input(1)) {
+  MLIRContext *ctx = n.context();
+  // Sizes computed from dims (a model splitting off the rotated half of a
+  // dynamic head) fold to a symbolic shape vector: its dims are the sizes.
+  auto symbolic = n.version() >= 13 && n.input(1)
+                      ? n.input(1).getDefiningOp<SymbolicConstantOp>()
+                      : SymbolicConstantOp();
+  if (symbolic) {
+    ArrayRef<DimExpr> dims = symbolic.getValue().getDims();
+    if ((int64_t)dims.size() != outputs)
+      return n.error("split has " + Twine(dims.size()) + " sizes for " + Twine(outputs) +
+                     " outputs");
+    sizes.assign(dims.begin(), dims.end());
+  } else if (n.version() >= 13 && n.input(1)) {
     auto s = n.constantInts(1, "split");
     if (failed(s))
       return failure();
@@ -373,8 +385,9 @@ LogicalResult convertSplit(NodeImporter &n) {
       return failure();
     explicitSizes = *s;
   }
-  MLIRContext *ctx = n.context();
-  if (explicitSizes) {
+  if (!sizes.empty()) {
+    // Symbolic sizes: the pieces must cover the dim, which a guard checks.
+  } else if (explicitSizes) {
     if ((int64_t)explicitSizes->size() != outputs)
       return n.error("split has " + Twine(explicitSizes->size()) + " sizes for " +
                      Twine(outputs) + " outputs");

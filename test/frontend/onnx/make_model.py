@@ -355,7 +355,35 @@ def control_flow():
     )
 
 
-MODELS = {f.__name__: f for f in [
+def lstm_dynamic():
+    """An LSTM over a sequence of symbolic length with sequence_lens."""
+    rng = np.random.default_rng(1)
+    f32 = TensorProto.FLOAT
+    return model(
+        [helper.make_node("LSTM", ["x", "w", "r", "", "lens"], ["y", "y_h"], hidden_size=4)],
+        [helper.make_tensor_value_info("x", f32, ["seq", "batch", 3]),
+         helper.make_tensor_value_info("lens", TensorProto.INT32, ["batch"])],
+        [helper.make_tensor_value_info("y", f32, ["seq", 1, "batch", 4]),
+         helper.make_tensor_value_info("y_h", f32, [1, "batch", 4])],
+        [const("w", rng.standard_normal((1, 16, 3)).astype(np.float32)),
+         const("r", rng.standard_normal((1, 16, 4)).astype(np.float32))],
+    )
+
+
+def attention_symbolic_heads():
+    """Grouped-query Attention over 4-D inputs whose head counts are symbols."""
+    f32 = TensorProto.FLOAT
+    return model(
+        [helper.make_node("Attention", ["q", "k", "v"], ["o"])],
+        [helper.make_tensor_value_info("q", f32, ["b", "hq", "s", 8]),
+         helper.make_tensor_value_info("k", f32, ["b", "hkv", "t", 8]),
+         helper.make_tensor_value_info("v", f32, ["b", "hkv", "t", 8])],
+        [helper.make_tensor_value_info("o", f32, ["b", "hq", "s", 8])],
+        opset=[helper.make_opsetid("", 23)],
+    )
+
+
+MODELS = {f.__name__: f for f in [lstm_dynamic, attention_symbolic_heads,
     mlp, encoder, reshape_zero, unnamed_dims, bad_dim_param, unsupported_op, unknown_op,
     old_opset, old_opset_unchanged, future_opset, einsum_attention, einsum_bad, affine_grid, maxunpool_small_output, duplicate_name, dangling_input, cycle, wrong_attr_type, negative_dim,
     bad_initializer, shape_mismatch, range_vector, control_flow,
