@@ -305,6 +305,8 @@ LogicalResult Writer::addStep(Operation *op) {
         // Neither a generated kernel nor a GPU library call: --explain and
         // --strict name it, with why and what it costs.
         std::string why = whyNotKernel(op);
+        if (why.empty() && op->hasAttr(kBindsDimsAttr))
+          why = "its result size depends on the data";
         graphBreaks.push_back(llvm::json::Object{
             {"op", op->getName().getStringRef().str()},
             {"node", nodeNameOf(op->getLoc())},
@@ -326,8 +328,21 @@ LogicalResult Writer::addStep(Operation *op) {
       return failure();
     outs.push_back(*out);
   }
+  // Sizes this step's data decides, named for the steps after it.
+  std::vector<fb::DimBinding> binds;
+  if (auto attr = op->getAttrOfType<ArrayAttr>(kBindsDimsAttr)) {
+    if (currentSteps != &steps)
+      return op->emitOpError() << "binds symbols inside control flow";
+    for (Attribute a : attr) {
+      auto entry = cast<ArrayAttr>(a);
+      binds.emplace_back(static_cast<int>(cast<IntegerAttr>(entry[0]).getInt()),
+                         static_cast<int>(cast<IntegerAttr>(entry[1]).getInt()),
+                         symbolId(cast<StringAttr>(entry[2]).getValue().str()));
+    }
+  }
   currentSteps->push_back(fb::CreateStep(builder, encoded.type, encoded.table,
-                                         builder.CreateVector(*inputs), builder.CreateVector(outs)));
+                                         builder.CreateVector(*inputs), builder.CreateVector(outs),
+                                         binds.empty() ? 0 : builder.CreateVectorOfStructs(binds)));
   return success();
 }
 

@@ -220,14 +220,29 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     // Symbols the inputs bind: a body's value whose dims use any other symbol
     // (one its own shapes introduced) has no value at run time, so it stays
     // off the kernels (the host step sizes it from the data).
-    llvm::DenseSet<AffineExpr> bound;
+    llvm::DenseSet<AffineExpr> inputBound;
     for (Type t : func.getArgumentTypes())
       for (DimExpr d : getSymShape(t))
         if (d && d.getKind() == AffineExprKind::SymbolId)
-          bound.insert(d);
+          inputBound.insert(d);
+    // And the symbols steps bind as they run (kiln-name-unknown-dims).
+    llvm::DenseSet<AffineExpr> bound = inputBound;
+    for (Operation &op : func.getBody().front())
+      if (auto binds = op.getAttrOfType<ArrayAttr>(kBindsDimsAttr))
+        for (Attribute b : binds)
+          bound.insert(getSymbolDim(&getContext(),
+                                    cast<StringAttr>(cast<ArrayAttr>(b)[2]).getValue()));
     for (Block *block : nested)
-      formKernels(*block, &bound);
-    formKernels(func.getBody().front(), nullptr);
+      formKernels(*block, [&](Operation *op) {
+        return usesOnlyBoundSymbols(op, bound) && !reliesOnUnprovenFacts(op);
+      });
+    // At the top level, facts over the inputs' symbols are guards; facts over
+    // symbols steps bind are checked by no one before the op runs.
+    formKernels(func.getBody().front(), [&](Operation *op) {
+      return !op->hasAttr(kBindsDimsAttr) &&
+             (usesOnlyBoundSymbols(op, inputBound) ||
+              (usesOnlyBoundSymbols(op, bound) && !reliesOnUnprovenFacts(op)));
+    });
   }
 
   /// Whether every dim of `op`'s operands and results uses only `bound` symbols.
@@ -271,13 +286,10 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     return false;
   }
 
-  /// Fuses the ops of `block` into kernels; in a body (`bound` set) only ops
-  /// whose dims use the symbols in `bound` and that rely on no unproven fact.
-  void formKernels(Block &block, const llvm::DenseSet<AffineExpr> *bound) {
-    auto isCandidate = [&](Operation *op) {
-      return isKernelOp(op) &&
-             (!bound || (usesOnlyBoundSymbols(op, *bound) && !reliesOnUnprovenFacts(op)));
-    };
+  /// Fuses the ops of `block` into kernels: ops a kernel can compute that
+  /// `allowed` accepts (their sizes are known when they run).
+  void formKernels(Block &block, llvm::function_ref<bool(Operation *)> allowed) {
+    auto isCandidate = [&](Operation *op) { return isKernelOp(op) && allowed(op); };
     gatherTopKValues(block);
     DenseMap<Operation *, unsigned> groupOf;
     SmallVector<SmallVector<Operation *>> groups;

@@ -27,6 +27,11 @@ llvm::LogicalResult checkTensorSizes(mlir::Operation *root, uint64_t maxBytes);
 /// can compute it. kiln-compile --explain reports it per graph break.
 std::string whyNotKernel(mlir::Operation *op);
 
+/// The attribute kiln-name-unknown-dims puts on an op whose data decides some
+/// of its result dims: `[[result, dim, "symbol"], ...]`, the symbols it binds
+/// when it runs (the artifact writer makes them Step.binds).
+inline constexpr llvm::StringLiteral kBindsDimsAttr = "kiln.binds_dims";
+
 /// Whether cuDNN's pooling computes the kiln.pool `pool` for every shape its
 /// type allows (kiln-form-kernels makes the others generated kernels).
 bool poolRunsInCudnn(mlir::Operation *pool);

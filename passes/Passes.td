@@ -91,6 +91,26 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def NameUnknownDimsPass : Pass<"kiln-name-unknown-dims", "::mlir::func::FuncOp"> {
+  let summary = "Names each data-dependent dim with a symbol its step binds at run time";
+  let description = [{
+    A dim no symbol expression states (`?`: a NonZero's count, a slice whose
+    bounds are data, a size computed from data) keeps every op after it off the
+    kernels, which need their sizes as parameters. This pass walks the
+    function's top level in order, re-infers each op's types from its (already
+    named) operands, and gives every dim still unknown a fresh symbol,
+    recording on the op `kiln.binds_dims = [[result, dim, "symbol"], ...]`. The
+    op stays a host step (kiln-form-kernels leaves it alone); the runtime binds
+    the symbol from the result the step computed (artifact Step.binds), and the
+    ops after it compute with that symbol as with any other. Facts the later
+    ops' shape functions assume about such symbols are not guards (nothing
+    binds them before the call starts): an op relying on one stays a host step.
+    Bodies of control flow are left as they are (a body's step would bind its
+    symbol once per iteration).
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def FoldConvAffinePass : Pass<"kiln-fold-conv-affine", "::mlir::func::FuncOp"> {
   let summary = "Folds per-channel constant arithmetic after a conv (batch norm) into its weights";
   let description = [{

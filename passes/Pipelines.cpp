@@ -38,6 +38,8 @@ void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision) {
   // After the precision mode: the layout rule reads the element type.
   func.addPass(createSelectConvLayoutPass());
   func.addPass(createSplitReductionsPass());
+  // Data-dependent sizes named, so the ops after them can be kernels.
+  func.addPass(createNameUnknownDimsPass());
   func.addPass(createFormKernelsPass());
 }
 

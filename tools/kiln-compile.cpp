@@ -495,7 +495,18 @@ int main(int argc, char **argv) {
       return fail("the artifact does not read back: " + std::string(plan.status().message()));
     kiln::artifact::Bindings symbols;
     llvm::json::Object bound;
-    for (const std::string &s : plan->symbols) {
+    // Symbols steps bind from their results (data-dependent sizes) have no
+    // value until the call runs: the runtime plans those values then too.
+    std::set<int> runBound;
+    for (const kiln::artifact::StepInfo &step : plan->steps)
+      for (const kiln::artifact::StepInfo::Binding &b : step.binds)
+        runBound.insert(b.symbol);
+    for (size_t i = 0; i < plan->symbols.size(); ++i) {
+      const std::string &s = plan->symbols[i];
+      if (runBound.count(static_cast<int>(i))) {
+        symbols.push_back(std::nullopt);
+        continue;
+      }
       auto it = binding.find(s);
       int64_t v = it == binding.end() ? 1 : it->second;
       symbols.push_back(v);

@@ -176,6 +176,14 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
       break;
     }
     }
+    // Sizes only the data decided, named for the steps after this one.
+    for (const StepInfo::Binding &b : step.binds) {
+      const ref::Shape &shape = context.values[step.outputs[b.output]].shape;
+      if (static_cast<size_t>(b.dim) >= shape.size())
+        return fail(absl::StrCat("its result ", b.output, " has rank ", shape.size(),
+                                 "; the plan binds a symbol to its dim ", b.dim));
+      context.symbols[b.symbol] = shape[b.dim];
+    }
     if (topLevel)
       context.stepKinds[s] = kind;
     else if (request.profile)

@@ -514,6 +514,23 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
       return st;
     if (step.outputs.empty())
       return corrupt(absl::StrCat(where, " has no outputs"));
+    if (s->binds()) {
+      if (depth > 0)
+        return corrupt(absl::StrCat(where, " binds symbols inside a body"));
+      for (const fb::DimBinding *b : *s->binds()) {
+        if (b->output() < 0 || b->output() >= static_cast<int>(step.outputs.size()) ||
+            b->symbol() < 0 || b->symbol() >= static_cast<int>(plan.symbols.size()))
+          return corrupt(absl::StrCat(where, " binds a symbol to an output it does not have"));
+        const ValueInfo &value = plan.values[step.outputs[b->output()]];
+        // The value's dim must be exactly that symbol: what later steps
+        // evaluate it to is what the step computed.
+        if (b->dim() < 0 || b->dim() >= static_cast<int>(value.shape.size()) ||
+            value.shape[b->dim()].soleSymbol() != std::optional<int64_t>(b->symbol()))
+          return corrupt(absl::StrCat(where, " binds symbol ", b->symbol(), " to dim ", b->dim(),
+                                      " of a value whose dim is not that symbol"));
+        step.binds.push_back({b->output(), b->dim(), b->symbol()});
+      }
+    }
     step.label = fb::EnumNameStepOp(step.op);
     switch (step.op) {
     case fb::StepOp::KernelLaunch:

@@ -22,7 +22,10 @@ namespace kiln::artifact {
 /// variants (kernels specialized for symbol values).
 /// 5: Conv/Pool.channels_last (NHWC) and the GeluTanh activation: a runtime
 /// that ignored them would compute channels-first or skip the GELU.
-constexpr uint32_t kFormatVersion = 5;
+/// 6: symbols bound by steps (Step.binds: a data-dependent size named for the
+/// kernels after it) and control steps (If, Loop, Scan); a runtime that
+/// ignored the bindings would launch those kernels with a size of 0.
+constexpr uint32_t kFormatVersion = 6;
 
 /// The most symbols one variant fixes (the runtime's dispatch key is that wide).
 constexpr int kMaxVariantSymbols = 8;

@@ -91,6 +91,12 @@ struct StepInfo {
   int index = 0;
   /// Control steps: If [then, else]; Loop and Scan [body].
   std::vector<BodyInfo> bodies;
+  /// Symbols the step binds when it completes (schema DimBinding): dim `dim`
+  /// of output `output` is symbol `symbol`'s value from then on.
+  struct Binding {
+    int output = 0, dim = 0, symbol = 0;
+  };
+  std::vector<Binding> binds;
 };
 
 struct CubinInfo {

@@ -1,0 +1,160 @@
+//===- NameUnknownDims.cpp - data-dependent dims as run-time symbols ------===//
+//
+// See Passes.td (kiln-name-unknown-dims). The symbols it makes are bound by the
+// step that computes them (the artifact's Step.binds), so the memory plan sizes
+// those values at run time and kernels take them as symbol parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <set>
+
+namespace kiln {
+#define GEN_PASS_DEF_NAMEUNKNOWNDIMSPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// What `inferred` knows per dim, else what `current` says.
+RankedTensorType refined(RankedTensorType current, Type inferred) {
+  auto i = dyn_cast<RankedTensorType>(inferred);
+  if (!i || i.getRank() != current.getRank())
+    return current;
+  SymShape dims = getSymShape(current), known = getSymShape(i);
+  bool changed = false;
+  for (auto [d, k] : llvm::zip(dims, known))
+    if (!d && k) {
+      d = k;
+      changed = true;
+    }
+  return changed ? makeTensorType(dims, current.getElementType()) : current;
+}
+
+struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.getBody().empty())
+      return;
+    MLIRContext *ctx = &getContext();
+    Block &block = func.getBody().front();
+    // Names are numbered in op order, the same on every run of the pass (a
+    // fresh-name counter would differ between two compiles in one context,
+    // and with it the kernels' sources and cache keys); names the function's
+    // inputs use are skipped.
+    std::set<std::string> taken;
+    for (Type t : func.getArgumentTypes())
+      for (DimExpr d : getSymShape(t))
+        if (d)
+          d.walk([&](AffineExpr e) {
+            if (e.getKind() == AffineExprKind::SymbolId)
+              taken.insert(dimToString(e));
+          });
+    // An input dim with no symbol (a model compiled without the graph
+    // pipeline) is known when the call starts: a symbol the input binds, named
+    // as kiln-infer-shapes names them.
+    SmallVector<Type> inputs(func.getArgumentTypes());
+    for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type || !llvm::is_contained(getSymShape(type), DimExpr()))
+        continue;
+      SymShape dims = getSymShape(type);
+      for (auto [j, d] : llvm::enumerate(dims)) {
+        if (d)
+          continue;
+        std::string name = "arg" + std::to_string(i) + "_d" + std::to_string(j);
+        while (taken.count(name))
+          name += "_";
+        taken.insert(name);
+        d = getSymbolDim(ctx, name);
+      }
+      arg.setType(makeTensorType(dims, type.getElementType()));
+      inputs[i] = arg.getType();
+    }
+    unsigned next = 0;
+    auto nextName = [&]() {
+      std::string name;
+      do
+        name = "run" + std::to_string(next++);
+      while (taken.count(name));
+      return name;
+    };
+    OpBuilder builder(ctx);
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (op.getNumResults() == 0 || isa<ConstantOp, tensor::CastOp>(op) ||
+          !isa<KilnDialect>(op.getDialect()))
+        continue;
+      // Shape computations over named dims fold where they stand (a shape_of
+      // of a NonZero's result, and the gathers and concats of it a Squeeze
+      // exports as), so the reshape after them has a known shape.
+      if (op.getNumRegions() == 0 && !op.hasAttr(kBindsDimsAttr)) {
+        builder.setInsertionPoint(&op);
+        SmallVector<Value> folded;
+        if (succeeded(builder.tryFold(&op, folded)) && !folded.empty()) {
+          bool sameTypes = llvm::all_of(llvm::zip(op.getResults(), folded), [](auto pair) {
+            return std::get<0>(pair).getType() == std::get<1>(pair).getType();
+          });
+          if (sameTypes) {
+            op.replaceAllUsesWith(folded);
+            op.erase();
+            continue;
+          }
+        }
+      }
+      // Operands named above may let the shape function say more now.
+      if (auto infer = dyn_cast<InferTypeOpInterface>(&op)) {
+        SmallVector<Type> inferred;
+        if (succeeded(infer.inferReturnTypes(ctx, std::nullopt, op.getOperands(),
+                                             op.getRawDictionaryAttrs(),
+                                             op.getPropertiesStorage(), op.getRegions(),
+                                             inferred)))
+          for (auto [result, type] : llvm::zip(op.getResults(), inferred))
+            if (auto current = dyn_cast<RankedTensorType>(result.getType()))
+              if (RankedTensorType r = refined(current, type); r && r != current)
+                result.setType(r);
+      }
+      // Control flow's results must stay as general as its bodies' (the
+      // verifier relates them): their unknown dims stay unknown.
+      if (op.getNumRegions() != 0)
+        continue;
+      // What is still unknown is decided by this op's data: a symbol it binds.
+      SmallVector<Attribute> binds;
+      for (OpResult result : op.getResults()) {
+        auto type = dyn_cast<RankedTensorType>(result.getType());
+        if (!type)
+          continue;
+        SymShape dims = getSymShape(type);
+        bool named = false;
+        for (auto [d, dim] : llvm::enumerate(dims)) {
+          if (dim)
+            continue;
+          dim = getSymbolDim(ctx, nextName());
+          named = true;
+          Builder b(ctx);
+          binds.push_back(b.getArrayAttr({b.getI64IntegerAttr(result.getResultNumber()),
+                                          b.getI64IntegerAttr(d),
+                                          b.getStringAttr(dimToString(dim))}));
+        }
+        if (named)
+          result.setType(makeTensorType(dims, type.getElementType()));
+      }
+      if (!binds.empty())
+        op.setAttr(kBindsDimsAttr, ArrayAttr::get(ctx, binds));
+    }
+    // The function returns what its return op now returns.
+    auto ret = cast<func::ReturnOp>(block.getTerminator());
+    func.setFunctionType(FunctionType::get(ctx, inputs, ret.getOperandTypes()));
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,40 @@
+// --kiln-name-unknown-dims: a dim only the data decides gets a symbol its op
+// binds at run time (kiln.binds_dims), the ops after it compute with the
+// symbol, and kiln-form-kernels makes them kernels; the op itself stays a host
+// step. Names are numbered in op order and skip the inputs' symbols.
+// RUN: kiln-opt %s -split-input-file --kiln-name-unknown-dims | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-name-unknown-dims --kiln-form-kernels | FileCheck %s --check-prefix=KERNELS
+
+// CHECK-LABEL: func.func @non_zero_then_pointwise
+// CHECK: kiln.non_zero %arg0 {kiln.binds_dims = {{\[}}[0, 1, "run1"]]} : (tensor<?xf32, #kiln.dims<[run0]>>) -> tensor<1x?xi64, #kiln.dims<[1, run1]>>
+// CHECK: kiln.mul {{.*}} -> tensor<1x?xi64, #kiln.dims<[1, run1]>>
+// CHECK: return {{.*}} : tensor<1x?xi64, #kiln.dims<[1, run1]>>
+// KERNELS-LABEL: func.func @non_zero_then_pointwise
+// KERNELS: kiln.non_zero
+// KERNELS: kiln.kernel "pointwise"
+// KERNELS:   kiln.mul
+func.func @non_zero_then_pointwise(%x: tensor<?xf32, #kiln.dims<[run0]>>) -> tensor<1x?xi64> {
+  %i = kiln.non_zero %x : (tensor<?xf32, #kiln.dims<[run0]>>) -> tensor<1x?xi64>
+  %two = kiln.constant dense<2> : tensor<i64>
+  %d = kiln.mul %i, %two : (tensor<1x?xi64>, tensor<i64>) -> tensor<1x?xi64>
+  return %d : tensor<1x?xi64>
+}
+
+// -----
+
+// Two counts from two ops are two symbols: adding them relies on their being
+// equal (or one being 1), which no guard checked before the call, so the add
+// stays a host step (it checks its operands when it runs).
+// CHECK-LABEL: func.func @two_counts
+// CHECK: kiln.non_zero %arg0 {kiln.binds_dims = {{\[}}[0, 1, "run0"]]}
+// CHECK: kiln.non_zero %arg1 {kiln.binds_dims = {{\[}}[0, 1, "run1"]]}
+// KERNELS-LABEL: func.func @two_counts
+// KERNELS-NOT: kiln.kernel
+// KERNELS: kiln.add
+// KERNELS-NOT: kiln.kernel
+func.func @two_counts(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<1x?xi64> {
+  %i = kiln.non_zero %x : (tensor<4xf32>) -> tensor<1x?xi64>
+  %j = kiln.non_zero %y : (tensor<4xf32>) -> tensor<1x?xi64>
+  %s = kiln.add %i, %j : (tensor<1x?xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
+  return %s : tensor<1x?xi64>
+}
