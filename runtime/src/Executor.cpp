@@ -215,6 +215,17 @@ absl::StatusOr<int64_t> Executor::readScalar(ExecutionContext &context, int v,
   return t->getI(0);
 }
 
+absl::StatusOr<ref::Tensor> Executor::hostCopy(ExecutionContext &context, int v) const {
+  // hostValue may be a view of memory a later step rewrites: own the bytes.
+  absl::StatusOr<ref::Tensor> value = hostValue(context, v);
+  if (!value.ok())
+    return value.status();
+  ref::Tensor copy(value->dtype(), value->shape());
+  if (copy.byteSize())
+    std::memcpy(copy.bytes(), value->bytes(), copy.byteSize());
+  return copy;
+}
+
 absl::Status Executor::copyValue(ExecutionContext &context, int to, int from,
                                  absl::string_view what) const {
   if (to == from)
@@ -244,13 +255,10 @@ absl::Status Executor::updateCarried(ExecutionContext &context, const artifact::
     int to = body.parameters[firstParameter + k], from = body.results[firstResult + k];
     if (to == from || !absl::c_linear_search(body.parameters, from))
       continue;
-    absl::StatusOr<ref::Tensor> value = hostValue(context, from);
-    if (!value.ok())
-      return value.status();
-    ref::Tensor copy(value->dtype(), value->shape());
-    if (copy.byteSize())
-      std::memcpy(copy.bytes(), value->bytes(), copy.byteSize());
-    staged.emplace_back(to, std::move(copy));
+    absl::StatusOr<ref::Tensor> copy = hostCopy(context, from);
+    if (!copy.ok())
+      return copy.status();
+    staged.emplace_back(to, std::move(*copy));
   }
   const Plan &plan = context.model().plan();
   for (size_t k = 0; k < count; ++k) {
@@ -417,13 +425,10 @@ absl::Status Executor::runLoop(ExecutionContext &context, const RunRequest &requ
           return st;
         continue;
       }
-      absl::StatusOr<ref::Tensor> value = hostValue(context, slice);
-      if (!value.ok())
-        return value.status();
-      ref::Tensor copy(value->dtype(), value->shape());
-      if (copy.byteSize())
-        std::memcpy(copy.bytes(), value->bytes(), copy.byteSize());
-      gathered[k].push_back(std::move(copy));
+      absl::StatusOr<ref::Tensor> copy = hostCopy(context, slice);
+      if (!copy.ok())
+        return copy.status();
+      gathered[k].push_back(std::move(*copy));
     }
     if (absl::Status st = updateCarried(context, body, 2, 1, carried, "carried value");
         !st.ok())

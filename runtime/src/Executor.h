@@ -241,6 +241,8 @@ private:
   /// it is a constant).
   absl::StatusOr<int64_t> readScalar(ExecutionContext &context, int v,
                                      absl::string_view what) const;
+  /// Value `v` on the host in a tensor that owns its bytes.
+  absl::StatusOr<ref::Tensor> hostCopy(ExecutionContext &context, int v) const;
   /// Value `to` becomes a copy of value `from`, whose dims must fit `to`'s plan.
   absl::Status copyValue(ExecutionContext &context, int to, int from,
                          absl::string_view what) const;
