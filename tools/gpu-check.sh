@@ -39,6 +39,13 @@ prepare() {
       --arch "sm_$sm" --cache-dir "$build/kernel-cache" --report "$bundle/models/$m.json"
   done
 
+  echo "== control flow: torch's data-dependent if, dynamic for loop and LSTM (docs/runtime.md)"
+  for m in data_if dynamic_loop lstm; do
+    mkdir -p "$bundle/models/$m-data" && cp "$root/test/models/$m/"*.pb "$bundle/models/$m-data/"
+    "$build/bin/kiln-compile" "$root/test/models/$m.onnx" -o "$bundle/models/$m.kiln" \
+      --arch "sm_$sm" --cache-dir "$build/kernel-cache"
+  done
+
   echo "== precision modes: the torch models in tf32, fp16 and bf16 (docs/precision.md)"
   for m in mlp cnn encoder; do
     for p in tf32 fp16 bf16; do
@@ -119,6 +126,20 @@ PY
       --trace "$out/$m-trace.json" > "$out/kiln-run-$m.txt" 2>&1 || true
     head -3 "$out/kiln-run-$m.txt"
     grep -E "^(MatMul|Conv|Pool) " "$out/kiln-run-$m.txt" || true   # cublasLt, or host and why (line 1)
+  done
+
+  echo "== control flow on the device: both data sets of each model against torch, and the profile"
+  for m in data_if dynamic_loop lstm; do
+    for s in 0 1; do
+      "$bundle/bin/kiln-run" "$bundle/models/$m.kiln" --input "x=$bundle/models/$m-data/input_${s}_0.pb" \
+        --output-dir "$out/$m-$s-out" --bench 100 --warmup 10 --profile \
+        --trace "$out/$m-$s-trace.json" > "$out/kiln-run-$m-$s.txt" 2>&1 || true
+      for got in "$out/$m-$s-out"/output_*.pb; do
+        k=$(basename "$got" .pb); k=${k#output_}
+        python3 "$root/test/run/compare_outputs.py" "$got" "$bundle/models/$m-data/output_${s}_$k.pb" \
+          --atol 1e-4 | sed "s/^/$m set $s output $k: /" | tee -a "$out/control-flow.txt" || true
+      done
+    done
   done
 
   echo "== matmuls in the real cuBLASLt, convs and pools in the real cuDNN, against float64"
