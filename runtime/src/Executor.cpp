@@ -321,7 +321,7 @@ absl::Status Executor::stackSlice(ExecutionContext &context, int stack, int slic
   const Plan &plan = context.model().plan();
   ref::DType dtype = plan.values[slice].dtype;
   ref::Shape sliceShape = context.values[slice].shape;
-  if (axis > static_cast<int64_t>(sliceShape.size()))
+  if (axis < 0 || axis > static_cast<int64_t>(sliceShape.size()))
     return absl::InvalidArgumentError(absl::StrCat(what, " is ", ref::info(dtype).name, "[",
                                                    ref::shapeToString(sliceShape),
                                                    "], which has no axis ", axis));
@@ -483,19 +483,19 @@ absl::Status Executor::runLoop(ExecutionContext &context, const RunRequest &requ
 absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &request,
                                const StepInfo &step) const {
   const Plan &plan = context.model().plan();
-  const schema::Scan *table = step.table->op_as_Scan();
+  const StepInfo::ScanInfo &table = step.scan;
   const artifact::BodyInfo &body = step.bodies[0];
-  size_t scanned = static_cast<size_t>(table->num_scan_inputs());
+  size_t scanned = static_cast<size_t>(table.numScanInputs);
   size_t states = step.inputs.size() - scanned;
   size_t scanOutputs = step.outputs.size() - states;
-  auto entry = [](const auto *list, size_t i, auto otherwise) {
-    return list && i < list->size() ? list->Get(i) : otherwise;
+  auto entry = [](const auto &list, size_t i, auto otherwise) {
+    return i < list.size() ? static_cast<decltype(otherwise)>(list[i]) : otherwise;
   };
   int64_t length = -1;
   std::vector<int64_t> axes(scanned);
   for (size_t j = 0; j < scanned; ++j) {
     const ref::Shape &shape = context.values[step.inputs[states + j]].shape;
-    axes[j] = entry(table->input_axes(), j, int64_t{0});
+    axes[j] = entry(table.inputAxes, j, int64_t{0});
     if (axes[j] < 0 || axes[j] >= static_cast<int64_t>(shape.size()))
       return absl::InvalidArgumentError(absl::StrCat("scanned input ", j, " has rank ",
                                                      shape.size(), " and no axis ", axes[j]));
@@ -513,7 +513,7 @@ absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &requ
   for (int64_t t = 0; t < length; ++t) {
     for (size_t j = 0; j < scanned; ++j) {
       int x = step.inputs[states + j], slice = body.parameters[states + j];
-      bool reverse = entry(table->input_reverse(), j, false);
+      bool reverse = entry(table.inputReverse, j, false);
       int64_t at = reverse ? length - 1 - t : t;
       ref::DType dtype = plan.values[x].dtype;
       ref::Shape sliceShape = context.values[x].shape;
@@ -545,10 +545,10 @@ absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &requ
     if (absl::Status st = runSteps(context, request, body.steps, false); !st.ok())
       return st;
     for (size_t k = 0; k < scanOutputs; ++k) {
-      bool reverse = entry(table->output_reverse(), k, false);
+      bool reverse = entry(table.outputReverse, k, false);
       if (absl::Status st = stackSlice(context, step.outputs[states + k],
                                        body.results[states + k],
-                                       entry(table->output_axes(), k, int64_t{0}),
+                                       entry(table.outputAxes, k, int64_t{0}),
                                        reverse ? length - 1 - t : t, length, t == 0,
                                        absl::StrCat("scan output ", k, "'s slice"));
           !st.ok())
@@ -565,7 +565,7 @@ absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &requ
   if (length <= 0)
     for (size_t k = 0; k < scanOutputs; ++k)
       if (absl::Status st = placeEmptyStack(context, step.outputs[states + k],
-                                            entry(table->output_axes(), k, int64_t{0}));
+                                            entry(table.outputAxes, k, int64_t{0}));
           !st.ok())
         return st;
   return absl::OkStatus();

@@ -155,7 +155,12 @@ absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Sh
     slot.address = reinterpret_cast<uintptr_t>(stateOf(context).arena + offset);
     return absl::OkStatus();
   }
-  slot.owned = ref::Tensor(context.model().plan().values[v].dtype, shape);
+  // Sized at run time (by the data, or by symbols steps bind): within the
+  // run's tensor limit before anything is allocated.
+  absl::StatusOr<ref::Tensor> owned = ref::Tensor::zeros(context.model().plan().values[v].dtype, shape);
+  if (!owned.ok())
+    return owned.status();
+  slot.owned = std::move(*owned);
   slot.address = reinterpret_cast<uintptr_t>(slot.owned.bytes());
   return absl::OkStatus();
 }

@@ -183,5 +183,16 @@ TEST(ReferenceComposite, SoftmaxOfInfinities) {
 TEST(ReferenceSpecial, DeterminantWithPivoting) {
   Tensor m(DType::f64, {2, 2});
   m.setF(0, 0), m.setF(1, 1), m.setF(2, 1), m.setF(3, 0); // needs a row swap
-  EXPECT_EQ(det(m).getF(0), -1);
+  absl::StatusOr<Tensor> d = det(m);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->getF(0), -1);
+}
+
+TEST(ReferenceSpecial, DeterminantOfANonSquareInputIsAnError) {
+  // A corrupt artifact can hand the Det step any shape: an error, no read past
+  // the input.
+  absl::StatusOr<Tensor> d = det(Tensor(DType::f32, {2, 3}));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), "det: the input f32[2, 3] is not a stack of square matrices");
+  EXPECT_FALSE(det(Tensor(DType::f32, {4})).ok());
 }

@@ -4,7 +4,7 @@
 size_*.onnx take their sizes (shapes, repeats, pads, starts, range bounds) as
 int64 graph inputs, so the run-time-size fuzzer can feed them any values; the
 others are small compiled-model shapes (pointwise, reductions, gathers, library
-steps) for the artifact fuzzer to edit.
+steps, control flow, a size a step binds) for the artifact fuzzer to edit.
 """
 import os
 import sys
@@ -65,6 +65,32 @@ save("edit_conv", [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 
                    helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
      [f32("x", ["n", 2, 6, 6])], [f32("y", ["n", 3, 3, 3])],
      [const("w", rng.standard_normal((3, 2, 3, 3), dtype=np.float32)), const("b", rng.standard_normal((3,), dtype=np.float32))])
+
+# Control steps (If, Loop, Scan: bodies, parameters, results) and a step that
+# binds a symbol (NonZero's count) for the kernels after it.
+then_g = helper.make_graph([helper.make_node("Abs", ["x"], ["ta"])], "then", [], [f32("ta", ["n", 4])])
+else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["ea"])], "else", [], [f32("ea", ["n", 4])])
+loop_g = helper.make_graph(
+    [helper.make_node("Mul", ["acc_in", "x"], ["acc_out"]), helper.make_node("Identity", ["acc_out"], ["slice"])],
+    "loop", [i64("it", []), helper.make_tensor_value_info("c_in", T.BOOL, []), f32("acc_in", ["n", 4])],
+    [helper.make_tensor_value_info("c_in", T.BOOL, []), f32("acc_out", ["n", 4]), f32("slice", ["n", 4])])
+scan_g = helper.make_graph(
+    [helper.make_node("Add", ["s_in", "row"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["each"])],
+    "scan", [f32("s_in", [4]), f32("row", [4])], [f32("s_out", [4]), f32("each", [4])])
+save("edit_control",
+     [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+      helper.make_node("Greater", ["total", "zero"], ["cond"]),
+      helper.make_node("If", ["cond"], ["branch"], then_branch=then_g, else_branch=else_g),
+      helper.make_node("Loop", ["trips", "yes", "x"], ["looped", "steps"], body=loop_g),
+      helper.make_node("Scan", ["s0", "x"], ["summed", "sums"], body=scan_g, num_scan_inputs=1),
+      helper.make_node("Greater", ["x", "zero"], ["positive"]),
+      helper.make_node("NonZero", ["positive"], ["where"]),
+      helper.make_node("Mul", ["where", "two"], ["doubled"])],
+     [f32("x", ["n", 4])],
+     [f32("branch", ["n", 4]), f32("looped", ["n", 4]), f32("steps", [3, "n", 4]), f32("summed", [4]),
+      f32("sums", ["n", 4]), i64("doubled", [2, "k"])],
+     [const("zero", np.array(0.0, np.float32)), const("trips", np.array(3, np.int64)),
+      const("yes", np.array(True)), const("s0", np.zeros(4, np.float32)), const("two", np.array(2, np.int64))])
 
 # Tensor-file seeds: .npy of several dtypes and ranks, and TensorProtos.
 np.save(os.path.join(out, "seed_f32.npy"), rng.standard_normal((2, 3), dtype=np.float32))

@@ -200,15 +200,21 @@ bool runChecked(kiln_model_t *model, const std::vector<kiln_tensor_t> &inputs,
                 uint64_t maxTensorBytes, int &succeeded) {
   size_t n = 0;
   kiln_model_num_outputs(model, &n);
-  std::vector<kiln_tensor_t> outputs(n);
-  std::memset(outputs.data(), 0, n * sizeof(kiln_tensor_t));
+  std::vector<kiln_tensor_t> outputs(n); // value-initialized: zeros
   std::vector<std::vector<uint8_t>> buffers(n);
   kiln_run_options_t options = KILN_RUN_OPTIONS_INIT;
   options.max_tensor_bytes = maxTensorBytes;
-  if (kiln_model_output_shapes(model, inputs.data(), inputs.size(), outputs.data(), n) == KILN_OK)
-    for (size_t i = 0; i < n; ++i)
-      if (outputs[i].size_bytes > maxTensorBytes)
-        return true; // the caller would refuse to allocate it: a clean end
+  // When the sizes are not all known before running (one depends on the
+  // data), the ones it filled in before failing are not to be trusted either:
+  // start from empty buffers and let the run say what it needs.
+  bool known =
+      kiln_model_output_shapes(model, inputs.data(), inputs.size(), outputs.data(), n) == KILN_OK;
+  for (size_t i = 0; i < n; ++i) {
+    if (!known)
+      outputs[i].size_bytes = 0;
+    else if (outputs[i].size_bytes > maxTensorBytes)
+      return true; // the caller would refuse to allocate it: a clean end
+  }
   for (int attempt = 0; attempt < 3; ++attempt) {
     for (size_t i = 0; i < n; ++i) {
       buffers[i].assign(std::max<size_t>(outputs[i].size_bytes, 1), 0);
@@ -219,8 +225,11 @@ bool runChecked(kiln_model_t *model, const std::vector<kiln_tensor_t> &inputs,
         kiln_model_run(model, inputs.data(), inputs.size(), outputs.data(), n, &options);
     if (s == KILN_OUT_OF_RANGE) {
       bool grow = false;
-      for (size_t i = 0; i < n; ++i)
+      for (size_t i = 0; i < n; ++i) {
+        if (outputs[i].size_bytes > maxTensorBytes)
+          return true; // a caller would not allocate that much: a clean end
         grow = grow || outputs[i].size_bytes > buffers[i].size();
+      }
       if (grow && attempt < 2)
         continue;
     }

@@ -471,6 +471,17 @@ absl::Status Reader::readControl(const fb::Step *s, StepInfo &step, const std::s
   case fb::StepOp::Scan: {
     const fb::Scan *table = s->op_as_Scan();
     int64_t scanned = table->num_scan_inputs();
+    auto copied = [](const auto *v, auto &out) {
+      using T = typename std::decay_t<decltype(out)>::value_type;
+      out.resize(v ? v->size() : 0);
+      if (!out.empty())
+        std::memcpy(out.data(), v->Data(), out.size() * sizeof(T));
+    };
+    step.scan.numScanInputs = scanned;
+    copied(table->input_axes(), step.scan.inputAxes);
+    copied(table->output_axes(), step.scan.outputAxes);
+    copied(table->input_reverse(), step.scan.inputReverse);
+    copied(table->output_reverse(), step.scan.outputReverse);
     if (scanned < 1 || static_cast<size_t>(scanned) > in)
       return corrupt(absl::StrCat(where, ": Scan has ", in, " inputs and ", scanned,
                                   " scanned ones"));

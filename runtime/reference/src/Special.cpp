@@ -323,7 +323,10 @@ std::vector<Tensor> unique(const Tensor &x, std::optional<int64_t> axis, bool so
   return {std::move(*values), positions, inverse, counts};
 }
 
-Tensor det(const Tensor &x) {
+absl::StatusOr<Tensor> det(const Tensor &x) {
+  if (x.rank() < 2 || x.dim(x.rank() - 1) != x.dim(x.rank() - 2))
+    return absl::InvalidArgumentError("det: the input " + x.describe() +
+                                      " is not a stack of square matrices");
   int64_t m = x.dim(x.rank() - 1);
   Shape shape(x.shape().begin(), x.shape().end() - 2);
   Tensor out(x.dtype(), shape);
@@ -360,7 +363,19 @@ Tensor det(const Tensor &x) {
 
 absl::StatusOr<Tensor> col2im(const Tensor &x, const Col2ImParams &p) {
   size_t k = p.imageShape.size();
+  // The IR verified these; a damaged artifact may not have: check before
+  // indexing anything by them.
+  if (x.rank() != 3 || p.blockShape.size() != k || p.strides.size() != k ||
+      p.dilations.size() != k || p.pads.size() != 2 * k)
+    return absl::InvalidArgumentError("col2im: the input " + x.describe() +
+                                      " or the block parameters do not fit the image's rank");
+  for (size_t d = 0; d < k; ++d)
+    if (p.imageShape[d] < 0 || p.blockShape[d] < 1 || p.strides[d] < 1 || p.dilations[d] < 1 ||
+        p.pads[d] < 0 || p.pads[d + k] < 0)
+      return absl::InvalidArgumentError("col2im: a block, stride, dilation or pad is out of range");
   int64_t blockSize = numElements(p.blockShape);
+  if (x.dim(1) % blockSize != 0)
+    return absl::InvalidArgumentError("col2im: the input's dim 1 is not a multiple of the block size");
   int64_t n = x.dim(0), c = x.dim(1) / blockSize, positions = x.dim(2);
   std::vector<int64_t> counts(k);
   for (size_t d = 0; d < k; ++d)

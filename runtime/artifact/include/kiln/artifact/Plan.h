@@ -91,6 +91,15 @@ struct StepInfo {
   int index = 0;
   /// Control steps: If [then, else]; Loop and Scan [body].
   std::vector<BodyInfo> bodies;
+  /// Scan steps: the schema table's fields, copied out at load (a damaged
+  /// artifact may misalign its 8-byte elements). Entries past a list's end
+  /// mean axis 0, forward.
+  struct ScanInfo {
+    int64_t numScanInputs = 0;
+    std::vector<int64_t> inputAxes, outputAxes;
+    std::vector<uint8_t> inputReverse, outputReverse;
+  };
+  ScanInfo scan;
   /// Symbols the step binds when it completes (schema DimBinding): dim `dim`
   /// of output `output` is symbol `symbol`'s value from then on.
   struct Binding {

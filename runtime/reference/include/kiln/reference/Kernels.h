@@ -170,7 +170,9 @@ absl::StatusOr<Tensor> nonMaxSuppression(const Tensor &boxes, const Tensor &scor
                                          bool centerPointBox);
 /// values, indices, inverse_indices, counts.
 std::vector<Tensor> unique(const Tensor &x, std::optional<int64_t> axis, bool sorted);
-Tensor det(const Tensor &x);
+/// Determinants of the square matrices in x's last two dims; an error for any
+/// other shape.
+absl::StatusOr<Tensor> det(const Tensor &x);
 struct Col2ImParams {
   std::vector<int64_t> imageShape, blockShape, strides, dilations, pads;
 };
