@@ -4,6 +4,7 @@
 
 #include "kiln/reference/Tensor.h"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -111,6 +112,27 @@ std::string planToDot(const artifact::Plan &plan, const llvm::json::Object &repo
       label += escape(step.label) + "\\nshape step";
       attributes = "shape=note, style=filled, fillcolor=\"#f2f2f2\"";
       break;
+    case artifact::StepKind::Control: {
+      // The host drives it; what its bodies run, counted by kind.
+      size_t kernels = 0, library = 0, breaks = 0;
+      std::function<void(const std::vector<artifact::StepInfo> &)> count =
+          [&](const std::vector<artifact::StepInfo> &steps) {
+            for (const artifact::StepInfo &inner : steps) {
+              kernels += inner.kind == artifact::StepKind::Kernel;
+              library += inner.kind == artifact::StepKind::Host && isLibraryStep(inner.op);
+              breaks += inner.kind == artifact::StepKind::Host && !isLibraryStep(inner.op);
+              for (const artifact::BodyInfo &body : inner.bodies)
+                count(body.steps);
+            }
+          };
+      for (const artifact::BodyInfo &body : step.bodies)
+        count(body.steps);
+      label += escape(step.label) + "\\ncontrol flow (host-driven)\\nbodies: " +
+               std::to_string(kernels) + " kernels, " + std::to_string(library) +
+               " library calls, " + std::to_string(breaks) + " graph breaks";
+      attributes = "shape=hexagon, style=\"filled,bold\", color=\"#c0392b\", fillcolor=\"#fdf2d0\"";
+      break;
+    }
     }
     dot << "  " << id << " [" << attributes << ", label=\"" << label << "\"];\n";
     for (int v : step.inputs) {
