@@ -716,7 +716,10 @@ absl::StatusOr<HostStep> Decoder::decode() {
   case fb::StepOp::NONE:
   case fb::StepOp::KernelLaunch:
   case fb::StepOp::SymbolicConstant:
-  case fb::StepOp::ShapeOf: break;
+  case fb::StepOp::ShapeOf:
+  case fb::StepOp::If:
+  case fb::StepOp::Loop:
+  case fb::StepOp::Scan: break;
   }
   return absl::InternalError(absl::StrCat(step.label, " is not a host step"));
 }
