@@ -440,6 +440,12 @@ absl::Status Executor::runLoop(ExecutionContext &context, const RunRequest &requ
       condition = *c != 0;
     } else {
       condition = stayTrue;
+      // Nothing read back: each iteration's number is still held for its
+      // upload. One wait every kSettleIterations bounds that memory.
+      constexpr int64_t kSettleIterations = 1024;
+      if ((i + 1) % kSettleIterations == 0)
+        if (absl::Status st = settle(context); !st.ok())
+          return st;
     }
   }
   for (size_t k = 0; k < carried; ++k)

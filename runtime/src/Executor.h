@@ -218,6 +218,10 @@ protected:
   /// by it.
   int64_t workItems(ExecutionContext &context, const StepInfo &step) const;
 
+  /// Waits until the work queued so far has run, so what it reads from the
+  /// host (uploads of host results, a loop's iteration numbers) can be let go.
+  /// A loop that never reads back calls it now and then to bound that memory.
+  virtual absl::Status settle(ExecutionContext &context) const { return absl::OkStatus(); }
   /// Copies `bytes` from `from` to `to` (both the backend's addresses: host
   /// memory, or device memory queued on the run's stream); control flow moves
   /// loop-carried values and scan slices with it.

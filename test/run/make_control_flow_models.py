@@ -13,6 +13,8 @@ and OUT_DIR/NAME/S/want_K.npy (output K).
     swap_loop   a Loop with a constant condition whose body swaps its two
                 carried values (a result that is another parameter) and stacks
                 their sum in place
+    long_loop   a Loop of 3000 iterations that never reads back (a constant
+                condition), its slices stacked in place
     scan_axes   a Scan over axis 1 of its input, backwards, stacking its outputs
                 along axis 1 in reverse and along axis 0 forwards (slices that
                 are copies, not views)
@@ -133,6 +135,43 @@ def swap_loop(out):
                  [a, b, np.stack(sums)])
 
 
+def long_loop(out):
+    # s <- s * 0.5 + x, 3000 times with a constant condition: no read-back at
+    # all, so the CUDA backend settles its uploads every 1024 iterations.
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s_in", "half"], ["halved"]),
+         helper.make_node("Add", ["halved", "x"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["slice"])],
+        "body",
+        [helper.make_tensor_value_info("i", T.INT64, []),
+         helper.make_tensor_value_info("cond_in", T.BOOL, []),
+         helper.make_tensor_value_info("s_in", T.FLOAT, [3])],
+        [helper.make_tensor_value_info("cond_in", T.BOOL, []),
+         helper.make_tensor_value_info("s_out", T.FLOAT, [3]),
+         helper.make_tensor_value_info("slice", T.FLOAT, [3])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["m", "go", "s0"], ["s_final", "steps"], body=body)],
+        "long_loop",
+        [helper.make_tensor_value_info("m", T.INT64, []),
+         helper.make_tensor_value_info("go", T.BOOL, []),
+         helper.make_tensor_value_info("s0", T.FLOAT, [3]),
+         helper.make_tensor_value_info("x", T.FLOAT, [3])],
+        [helper.make_tensor_value_info("s_final", T.FLOAT, [3]),
+         helper.make_tensor_value_info("steps", T.FLOAT, [None, 3])])
+    save_model(out, "long_loop", graph)
+    m = 3000
+    s0 = np.array([4.0, -1.0, 0.5], np.float32)
+    x = np.array([1.0, 2.0, -3.0], np.float32)
+    cur, stacked = s0.copy(), []
+    for _ in range(m):
+        cur = (cur * np.float32(0.5) + x).astype(np.float32)
+        stacked.append(cur.copy())
+    save_set(out, "long_loop", 0,
+             {"m": np.array(m, np.int64), "go": np.array(True), "s0": s0, "x": x},
+             [cur, np.stack(stacked)])
+
+
 def scan_axes(out):
     body = helper.make_graph(
         [helper.make_node("Add", ["acc_in", "xt"], ["acc_out"]),
@@ -192,6 +231,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     while_loop(out)
     swap_loop(out)
+    long_loop(out)
     scan_axes(out)
     bad_if(out)
 

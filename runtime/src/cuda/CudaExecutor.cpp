@@ -711,6 +711,14 @@ void CudaExecutor::abandon(ExecutionContext &context, const RunRequest &) const 
   state.scope.reset();
 }
 
+absl::Status CudaExecutor::settle(ExecutionContext &context) const {
+  CudaState &state = stateOf(context);
+  if (CUresult r = driver_->cuStreamSynchronize(state.stream); r != CUDA_SUCCESS)
+    return absl::InternalError(driver_->describe("cuStreamSynchronize", r));
+  state.uploads.clear();
+  return absl::OkStatus();
+}
+
 absl::Status CudaExecutor::copyBytes(ExecutionContext &context, uintptr_t to, uintptr_t from,
                                      size_t bytes) const {
   if (CUresult r = driver_->cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(to),

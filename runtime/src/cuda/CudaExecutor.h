@@ -59,6 +59,7 @@ protected:
   void mark(ExecutionContext &context, const RunRequest &request, size_t index) const override;
   absl::Status copyBytes(ExecutionContext &context, uintptr_t to, uintptr_t from,
                          size_t bytes) const override;
+  absl::Status settle(ExecutionContext &context) const override;
   absl::StatusOr<double> elapsedUs(ExecutionContext &context, size_t from,
                                    size_t to) const override;
 
