@@ -133,11 +133,11 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
                                  step.outputs.size()));
       for (size_t k = 0; k < results->size(); ++k) {
         int v = step.outputs[k];
-        const artifact::ValueInfo &info = plan.values[v];
         ref::Tensor &got = (*results)[k];
-        if (!artifact::matchesPlan(got, info, context.symbols))
-          return fail(absl::StrCat("its result ", k, " is ", got.describe(), " but the plan says ",
-                                   artifact::describeValue(info, plan.symbols)));
+        // (The message is built only when it fails: this runs for every result.)
+        if (!artifact::matchesPlan(got, plan.values[v], context.symbols))
+          return fail(fitsPlan(context, v, got.dtype(), got.shape(), absl::StrCat("its result ", k))
+                          .message());
         // Results made by Tensor::zeros were checked as they were allocated;
         // this also covers views and reshapes of inputs.
         if (absl::StatusOr<uint64_t> bytes =
@@ -215,6 +215,28 @@ absl::StatusOr<int64_t> Executor::readScalar(ExecutionContext &context, int v,
   return t->getI(0);
 }
 
+absl::Status Executor::fitsPlan(ExecutionContext &context, int v, ref::DType dtype,
+                               const ref::Shape &shape, absl::string_view what) const {
+  const Plan &plan = context.model().plan();
+  if (artifact::matchesPlan(dtype, shape, plan.values[v], context.symbols))
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " is ", ref::info(dtype).name, "[", ref::shapeToString(shape), "] but the plan says ",
+      artifact::describeValue(plan.values[v], plan.symbols)));
+}
+
+absl::Status Executor::copyRuns(ExecutionContext &context, uintptr_t to, size_t toStride,
+                                uintptr_t from, size_t fromStride, int64_t runs,
+                                size_t runBytes) const {
+  if (!runBytes)
+    return absl::OkStatus();
+  for (int64_t r = 0; r < runs; ++r)
+    if (absl::Status st = copyBytes(context, to + r * toStride, from + r * fromStride, runBytes);
+        !st.ok())
+      return st;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ref::Tensor> Executor::hostCopy(ExecutionContext &context, int v) const {
   // hostValue may be a view of memory a later step rewrites: own the bytes.
   absl::StatusOr<ref::Tensor> value = hostValue(context, v);
@@ -233,10 +255,8 @@ absl::Status Executor::copyValue(ExecutionContext &context, int to, int from,
   const Plan &plan = context.model().plan();
   ref::DType dtype = plan.values[from].dtype;
   ref::Shape shape = context.values[from].shape;
-  if (!artifact::matchesPlan(dtype, shape, plan.values[to], context.symbols))
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " is ", ref::info(dtype).name, "[", ref::shapeToString(shape),
-        "] but the plan says ", artifact::describeValue(plan.values[to], plan.symbols)));
+  if (absl::Status st = fitsPlan(context, to, dtype, shape, what); !st.ok())
+    return st;
   if (absl::Status st = place(context, to, shape); !st.ok())
     return st;
   size_t bytes = static_cast<size_t>(ref::numElements(shape)) * ref::info(dtype).bytes;
@@ -260,7 +280,6 @@ absl::Status Executor::updateCarried(ExecutionContext &context, const artifact::
       return copy.status();
     staged.emplace_back(to, std::move(*copy));
   }
-  const Plan &plan = context.model().plan();
   for (size_t k = 0; k < count; ++k) {
     int to = body.parameters[firstParameter + k], from = body.results[firstResult + k];
     if (absl::c_linear_search(body.parameters, from))
@@ -269,10 +288,8 @@ absl::Status Executor::updateCarried(ExecutionContext &context, const artifact::
       return st;
   }
   for (auto &[to, value] : staged) {
-    if (!artifact::matchesPlan(value, plan.values[to], context.symbols))
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " is ", value.describe(), " but the plan says ",
-                       artifact::describeValue(plan.values[to], plan.symbols)));
+    if (absl::Status st = fitsPlan(context, to, value.dtype(), value.shape(), what); !st.ok())
+      return st;
     if (absl::Status st = store(context, to, std::move(value)); !st.ok())
       return st;
   }
@@ -334,10 +351,9 @@ absl::Status Executor::stackSlice(ExecutionContext &context, int stack, int slic
         ref::shapeToString(context.values[stack].shape), "])"));
   if (first) {
     // The first slice places the stack; every later one must have its dims.
-    if (!artifact::matchesPlan(dtype, stacked, plan.values[stack], context.symbols))
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, "s stack to ", ref::info(dtype).name, "[", ref::shapeToString(stacked),
-          "] but the plan says ", artifact::describeValue(plan.values[stack], plan.symbols)));
+    if (absl::Status st = fitsPlan(context, stack, dtype, stacked, absl::StrCat(what, "s' stack"));
+        !st.ok())
+      return st;
     if (absl::Status st = ref::checkedByteSize(dtype, stacked, ref::maxTensorBytes()).status();
         !st.ok())
       return absl::Status(st.code(), absl::StrCat(what, "s: ", st.message()));
@@ -345,15 +361,9 @@ absl::Status Executor::stackSlice(ExecutionContext &context, int stack, int slic
       return st;
   }
   StackLayout layout = stackLayout(sliceShape, axis, dtype);
-  if (!layout.rowBytes)
-    return absl::OkStatus();
-  uintptr_t to = context.values[stack].address, from = context.values[slice].address;
-  for (int64_t r = 0; r < layout.rows; ++r)
-    if (absl::Status st = copyBytes(context, to + (r * count + position) * layout.rowBytes,
-                                    from + r * layout.rowBytes, layout.rowBytes);
-        !st.ok())
-      return st;
-  return absl::OkStatus();
+  return copyRuns(context, context.values[stack].address + position * layout.rowBytes,
+                  count * layout.rowBytes, context.values[slice].address, layout.rowBytes,
+                  layout.rows, layout.rowBytes);
 }
 
 absl::Status Executor::placeEmptyStack(ExecutionContext &context, int stack, int64_t axis) const {
@@ -475,11 +485,10 @@ absl::Status Executor::runLoop(ExecutionContext &context, const RunRequest &requ
     if (!stacked.ok())
       return absl::InvalidArgumentError(
           absl::StrCat("scan output ", k, ": ", stacked.status().message()));
-    const Plan &plan = context.model().plan();
-    if (!artifact::matchesPlan(*stacked, plan.values[out], context.symbols))
-      return absl::InvalidArgumentError(
-          absl::StrCat("scan output ", k, " is ", stacked->describe(), " but the plan says ",
-                       artifact::describeValue(plan.values[out], plan.symbols)));
+    if (absl::Status st = fitsPlan(context, out, stacked->dtype(), stacked->shape(),
+                                   absl::StrCat("scan output ", k));
+        !st.ok())
+      return st;
     if (absl::Status st = store(context, out, std::move(*stacked)); !st.ok())
       return st;
   }
@@ -511,6 +520,20 @@ absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &requ
                                                      length));
     length = shape[axes[j]];
   }
+  // Each scanned input's slice: its dims and layout are the same every
+  // iteration, checked against the plan once.
+  std::vector<ref::Shape> sliceShapes(scanned);
+  std::vector<StackLayout> layouts(scanned);
+  for (size_t j = 0; j < scanned; ++j) {
+    int x = step.inputs[states + j];
+    sliceShapes[j] = context.values[x].shape;
+    sliceShapes[j].erase(sliceShapes[j].begin() + axes[j]);
+    if (absl::Status st = fitsPlan(context, body.parameters[states + j], plan.values[x].dtype,
+                                   sliceShapes[j], absl::StrCat("scanned input ", j, "'s slice"));
+        !st.ok())
+      return st;
+    layouts[j] = stackLayout(sliceShapes[j], axes[j], plan.values[x].dtype);
+  }
   for (size_t k = 0; k < states; ++k)
     if (absl::Status st = copyValue(context, body.parameters[k], step.inputs[k],
                                     absl::StrCat("initial state ", k));
@@ -518,35 +541,24 @@ absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &requ
       return st;
   for (int64_t t = 0; t < length; ++t) {
     for (size_t j = 0; j < scanned; ++j) {
-      int x = step.inputs[states + j], slice = body.parameters[states + j];
-      bool reverse = entry(table.inputReverse, j, false);
-      int64_t at = reverse ? length - 1 - t : t;
-      ref::DType dtype = plan.values[x].dtype;
-      ref::Shape sliceShape = context.values[x].shape;
-      sliceShape.erase(sliceShape.begin() + axes[j]);
-      if (!artifact::matchesPlan(dtype, sliceShape, plan.values[slice], context.symbols))
-        return absl::InvalidArgumentError(absl::StrCat(
-            "scanned input ", j, "'s slice is ", ref::info(dtype).name, "[",
-            ref::shapeToString(sliceShape), "] but the plan says ",
-            artifact::describeValue(plan.values[slice], plan.symbols)));
-      StackLayout layout = stackLayout(sliceShape, axes[j], dtype);
-      uintptr_t source = context.values[x].address;
+      int slice = body.parameters[states + j];
+      int64_t at = entry(table.inputReverse, j, false) ? length - 1 - t : t;
+      const StackLayout &layout = layouts[j];
+      uintptr_t source = context.values[step.inputs[states + j]].address + at * layout.rowBytes;
       if (layout.rows == 1) {
         // One contiguous run: the slice is a view of the input, no copy.
         Slot &view = context.values[slice];
-        view.shape = sliceShape;
-        view.address = source + at * layout.rowBytes;
+        view.shape = sliceShapes[j];
+        view.address = source;
         continue;
       }
-      if (absl::Status st = place(context, slice, sliceShape); !st.ok())
+      if (absl::Status st = place(context, slice, sliceShapes[j]); !st.ok())
         return st;
-      if (layout.rowBytes)
-        for (int64_t r = 0; r < layout.rows; ++r)
-          if (absl::Status st = copyBytes(context, context.values[slice].address + r * layout.rowBytes,
-                                          source + (r * length + at) * layout.rowBytes,
-                                          layout.rowBytes);
-              !st.ok())
-            return st;
+      if (absl::Status st = copyRuns(context, context.values[slice].address, layout.rowBytes,
+                                     source, length * layout.rowBytes, layout.rows,
+                                     layout.rowBytes);
+          !st.ok())
+        return st;
     }
     if (absl::Status st = runSteps(context, request, body.steps, false); !st.ok())
       return st;

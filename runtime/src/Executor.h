@@ -228,6 +228,11 @@ protected:
   virtual absl::Status copyBytes(ExecutionContext &context, uintptr_t to, uintptr_t from,
                                  size_t bytes) const = 0;
 
+  /// OK when `dtype` and `shape` fit value `v`'s plan (dims where known), else
+  /// "WHAT is f32[2, 3] but the plan says f32[batch, 4]".
+  absl::Status fitsPlan(ExecutionContext &context, int v, ref::DType dtype,
+                        const ref::Shape &shape, absl::string_view what) const;
+
 private:
   /// Runs `steps` in order (the plan's, or a body's: profiles time only the
   /// top level).
@@ -245,6 +250,10 @@ private:
   /// it is a constant).
   absl::StatusOr<int64_t> readScalar(ExecutionContext &context, int v,
                                      absl::string_view what) const;
+  /// Copies `runs` runs of `runBytes`, run r from `from + r * fromStride` to
+  /// `to + r * toStride` (a slice into or out of a stack along some axis).
+  absl::Status copyRuns(ExecutionContext &context, uintptr_t to, size_t toStride, uintptr_t from,
+                        size_t fromStride, int64_t runs, size_t runBytes) const;
   /// Value `v` on the host in a tensor that owns its bytes.
   absl::StatusOr<ref::Tensor> hostCopy(ExecutionContext &context, int v) const;
   /// Value `to` becomes a copy of value `from`, whose dims must fit `to`'s plan.

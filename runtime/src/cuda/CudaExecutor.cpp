@@ -385,10 +385,8 @@ absl::StatusOr<const char *> CudaExecutor::runReshape(ExecutionContext &context,
       absl::StrCat(ref::info(dtype).name, "[", ref::shapeToString(inputShape), "]"));
   if (!shape.ok())
     return shape.status();
-  if (!artifact::matchesPlan(dtype, *shape, plan.values[out], context.symbols))
-    return absl::InvalidArgumentError(absl::StrCat(
-        "its result is ", ref::info(dtype).name, "[", ref::shapeToString(*shape),
-        "] but the plan says ", artifact::describeValue(plan.values[out], plan.symbols)));
+  if (absl::Status st = fitsPlan(context, out, dtype, *shape, "its result"); !st.ok())
+    return st;
   if (absl::Status st = place(context, out, *shape); !st.ok())
     return st;
   if (size_t bytes = bytesOf(dtype, *shape))
