@@ -44,6 +44,8 @@ std::optional<fb::Schedule> scheduleOf(llvm::StringRef name) {
     return fb::Schedule::Reduction;
   if (name == "row")
     return fb::Schedule::Row;
+  if (name == "compaction")
+    return fb::Schedule::Compaction;
   return std::nullopt;
 }
 
@@ -80,6 +82,8 @@ private:
   std::vector<std::vector<flatbuffers::Offset<fb::BufferShape>>> kernelShapes; ///< likewise
   std::map<std::string, int> kernelIds;
   llvm::json::Array kernelReport, libraryReport, graphBreaks, variantReport;
+  /// ReadSizes steps: sizes the device computed, read back alone.
+  llvm::json::Array sizeReads;
   std::set<std::string> boundSymbols; ///< symbols an input dim binds
 
   int symbolId(const std::string &name) {
@@ -196,8 +200,9 @@ LogicalResult Writer::addStep(Operation *op) {
   FailureOr<std::vector<int>> inputs = ids(op->getOperands(), op);
   if (failed(inputs))
     return failure();
-  // Host steps may have several results (top_k, unique); the others have one.
-  if (op->getNumResults() != 1 && !isHostStepOp(op) && !isa<IfOp, LoopOp, ScanOp>(op))
+  // Host steps may have several results (top_k, unique), a size read none;
+  // the others have one.
+  if (op->getNumResults() != 1 && !isHostStepOp(op) && !isa<IfOp, LoopOp, ScanOp, ReadSizesOp>(op))
     return op->emitOpError() << "has " << op->getNumResults()
                              << " results; artifact steps of its kind have one";
   EncodedStep encoded;
@@ -274,6 +279,34 @@ LogicalResult Writer::addStep(Operation *op) {
                                                 {"symbols", std::move(syms)}});
     }
     encoded = {fb::StepOp::KernelLaunch, fb::CreateKernelLaunch(builder, it->second).Union()};
+  } else if (auto read = dyn_cast<ReadSizesOp>(op)) {
+    if (currentSteps != &steps)
+      return op->emitOpError() << "reads sizes inside control flow";
+    std::vector<int> symbols;
+    llvm::json::Array names;
+    for (Attribute s : read.getSymbols()) {
+      symbols.push_back(symbolId(cast<StringAttr>(s).getValue().str()));
+      names.push_back(cast<StringAttr>(s).getValue().str());
+    }
+    // Not a graph break (nothing runs on the host), but a synchronization:
+    // --explain lists it with what it waits for.
+    bool readsK = op->hasAttr(kSizesForAttr) &&
+                  op->getAttrOfType<StringAttr>(kSizesForAttr).getValue() == "kiln.top_k";
+    std::string why = readsK ? "its k is computed at run time: k alone is read, and the top_k "
+                               "runs as a kernel sized by it"
+                             : "its result size depends on the data: the device counts, only the "
+                               "count is read, and the op runs as kernels";
+    sizeReads.push_back(llvm::json::Object{
+        {"op", op->hasAttr(kSizesForAttr)
+                   ? op->getAttrOfType<StringAttr>(kSizesForAttr).getValue().str()
+                   : std::string("kiln.read_sizes")},
+        {"node", nodeNameOf(op->getLoc())},
+        {"symbols", std::move(names)},
+        {"why", why},
+        {"cost", "on CUDA a stream synchronization per call to read " +
+                     std::to_string(8 * symbols.size()) + " bytes"}});
+    encoded = {fb::StepOp::ReadSizes,
+               fb::CreateReadSizes(builder, builder.CreateVector(symbols)).Union()};
   } else if (auto s = dyn_cast<SymbolicConstantOp>(op)) {
     std::vector<flatbuffers::Offset<fb::Dim>> dims;
     for (DimExpr d : s.getValue().getDims())
@@ -783,6 +816,7 @@ FailureOr<CompiledArtifact> Writer::build() {
   result.report["kernels"] = std::move(kernelReport);
   result.report["library_calls"] = std::move(libraryReport);
   result.report["graph_breaks"] = std::move(graphBreaks);
+  result.report["size_reads"] = std::move(sizeReads);
   result.report["guards"] = std::move(guardReport);
   result.report["variants"] = std::move(variantReport);
   result.report["steps"] = static_cast<int64_t>(steps.size());

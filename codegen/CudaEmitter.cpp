@@ -261,6 +261,16 @@ private:
   LogicalResult emitCumulative(CumulativeOp root);
   LogicalResult emitTopK(TopKOp root);
   LogicalResult emitRow(Operation *root);
+  LogicalResult emitCountNonZero(CountNonZeroOp root);
+  LogicalResult emitCompactNonZero(CompactNonZeroOp root);
+  /// Opens the loop over the chunks of `input`'s row-major order (a block
+  /// each): declares n, chunks, chunk, c, begin and end.
+  void openChunkLoop(Value input, int64_t chunks);
+  /// Whether the element named `v` (of `input`'s element type) is non-zero.
+  std::string nonZero(Value input, const std::string &v) {
+    std::string ct = computeType(elementOf(input));
+    return "(" + v + " != (" + ct + ")0)";
+  }
 
   KernelOp kernel;
   KilnDialect *kiln;
@@ -1829,6 +1839,81 @@ LogicalResult KernelEmitter::emitTopK(TopKOp root) {
   return success();
 }
 
+void KernelEmitter::openChunkLoop(Value input, int64_t chunks) {
+  blockPerItem = true;
+  workItems = getAffineConstantExpr(chunks, kernel.getContext());
+  line("const int64_t n = " + product(dims(input)) + ";");
+  line("const int64_t chunks = " + int64Literal(chunks) + ", chunk = (n + chunks - 1) / chunks;");
+  openBlock("for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {");
+  line("const int64_t begin = c * chunk, end = begin + chunk < n ? begin + chunk : n;");
+}
+
+LogicalResult KernelEmitter::emitCountNonZero(CountNonZeroOp root) {
+  // A block per chunk: its threads stride the chunk and the block sums.
+  Value input = root.getInput();
+  line("__shared__ int64_t scratch[KILN_MAX_BLOCK];");
+  openChunkLoop(input, static_cast<int64_t>(root.getChunks()));
+  line("int64_t mine = 0;");
+  openBlock("for (int64_t e = begin + threadIdx.x; e < end; e += blockDim.x) {");
+  FailureOr<std::string> v = element(input, unravel("e", dims(input)));
+  if (failed(v))
+    return failure();
+  line("mine += " + nonZero(input, *v) + " ? 1 : 0;");
+  closeBlock();
+  line("const int64_t total = kiln_block_reduce(mine, [](int64_t a, int64_t b) { return a + b; }, "
+       "scratch);");
+  line("if (threadIdx.x == 0) out[c] = total;");
+  closeBlock();
+  return success();
+}
+
+LogicalResult KernelEmitter::emitCompactNonZero(CompactNonZeroOp root) {
+  // A block per chunk (the chunks count_non_zero counted): the block sums the
+  // counts before its chunk (where its indices start), then walks the chunk a
+  // tile of blockDim elements at a time, a block-wide prefix sum of the
+  // non-zero flags placing each hit after the ones before it, in order.
+  Value input = root.getInput(), counts = root.getChunkCounts();
+  auto countsType = cast<RankedTensorType>(counts.getType());
+  if (countsType.isDynamicDim(0))
+    return unsupported(root, "needs chunk counts of a known length");
+  std::vector<std::string> shape = dims(input);
+  line("__shared__ int64_t scratch[KILN_MAX_BLOCK];");
+  line("const int64_t N = " + dim(getSymShape(root.getType())[1]) + ";");
+  openChunkLoop(input, countsType.getDimSize(0));
+  line("int64_t before = 0;");
+  openBlock("for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {");
+  FailureOr<std::string> count = element(counts, {"j"});
+  if (failed(count))
+    return failure();
+  line("before += " + *count + ";");
+  closeBlock();
+  line("int64_t offset = kiln_block_reduce(before, [](int64_t a, int64_t b) { return a + b; }, "
+       "scratch);");
+  openBlock("for (int64_t tile = begin; tile < end; tile += blockDim.x) {");
+  line("const int64_t e = tile + threadIdx.x;");
+  line("bool hit = false;");
+  openBlock("if (e < end) {");
+  FailureOr<std::string> v = element(input, unravel("e", shape));
+  if (failed(v))
+    return failure();
+  line("hit = " + nonZero(input, *v) + ";");
+  closeBlock();
+  line("int64_t hits = 0;");
+  line("const int64_t rank = kiln_block_exclusive_scan(hit ? 1 : 0, scratch, &hits);");
+  // Counted by the same test, so the position is inside the result; checked
+  // all the same, so a disagreement can never write past it.
+  openBlock("if (hit && offset + rank < N) {");
+  std::vector<std::string> index = unravel("e", shape);
+  for (size_t d = 0; d < index.size(); ++d)
+    line("out[" + int64Literal(static_cast<int64_t>(d)) + " * N + offset + rank] = " + index[d] +
+         ";");
+  closeBlock();
+  line("offset += hits;");
+  closeBlock();
+  closeBlock();
+  return success();
+}
+
 LogicalResult KernelEmitter::emitRow(Operation *root) {
   blockPerItem = true;
   Value x = root->getOperand(0), result = root->getResult(0);
@@ -2007,9 +2092,18 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
       ok = emitCumulative(cumulative);
     else if (auto topK = dyn_cast_or_null<TopKOp>(rootOp); topK && root == topK.getIndices())
       ok = emitTopK(topK);
+    else if (auto count = dyn_cast_or_null<CountNonZeroOp>(rootOp))
+      ok = emitCountNonZero(count);
     else
       return emitError(kernel.getLoc()) << "codegen: a reduction kernel must yield a kiln.reduce, "
-                                           "kiln.arg_reduce, kiln.cumulative or kiln.top_k's indices";
+                                           "kiln.arg_reduce, kiln.cumulative, kiln.top_k's indices "
+                                           "or kiln.count_non_zero";
+  } else if (schedule == "compaction") {
+    auto compact = dyn_cast_or_null<CompactNonZeroOp>(rootOp);
+    if (!compact)
+      return emitError(kernel.getLoc())
+             << "codegen: a compaction kernel must yield a kiln.compact_non_zero";
+    ok = emitCompactNonZero(compact);
   } else if (schedule == "row") {
     if (!isa_and_nonnull<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(rootOp))
       return emitError(kernel.getLoc())
@@ -2055,20 +2149,26 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   // Host emulation: the launcher runs blocks as iterations (OpenMP across them,
   // unless there is one block: a team per tiny kernel costs more than the
   // kernel); `args` holds a pointer to each parameter, as cuLaunchKernel takes them.
-  os << "#ifndef __CUDACC_RTC__\nextern \"C\" void " << g.name
-     << "_host(void **args, int64_t grid) {\n"
-     << "#pragma omp parallel for schedule(static) if(grid > 1)\n"
-     << "  for (int64_t b = 0; b < grid; ++b) {\n"
-     << "    blockIdx.x = b;\n    gridDim.x = grid;\n    " << g.name << "(*("
-     << storageType(elementOf(root)) << " **)args[0]";
+  // (KILN_HOST_BLOCK_THREADS, a test mode of kiln_device.h: threads per
+  // block, blocks in order.)
+  std::string call = g.name + "(*(" + storageType(elementOf(root)) + " **)args[0]";
   unsigned next = 1;
   for (BlockArgument arg : kernel.getBody().front().getArguments())
-    os << ", *(const " << storageType(elementOf(arg)) << " **)args[" << next++ << "]";
+    call += ", *(const " + storageType(elementOf(arg)) + " **)args[" + std::to_string(next++) + "]";
   for (size_t s = 0; s < symbols.size(); ++s)
-    os << ", *(int64_t *)args[" << next++ << "]";
+    call += ", *(int64_t *)args[" + std::to_string(next++) + "]";
   if (reportsErrors)
-    os << ", *(int32_t **)args[" << next++ << "]";
-  os << ");\n  }\n}\n#endif\n";
+    call += ", *(int32_t **)args[" + std::to_string(next++) + "]";
+  call += ")";
+  os << "#ifndef __CUDACC_RTC__\nextern \"C\" void " << g.name
+     << "_host(void **args, int64_t grid) {\n"
+     << "#ifdef KILN_HOST_BLOCK_THREADS\n"
+     << "  kiln_run_blocks(grid, [&] { " << call << "; });\n"
+     << "#else\n"
+     << "#pragma omp parallel for schedule(static) if(grid > 1)\n"
+     << "  for (int64_t b = 0; b < grid; ++b) {\n"
+     << "    blockIdx.x = b;\n    gridDim.x = grid;\n    " << call << ";\n  }\n"
+     << "#endif\n}\n#endif\n";
   g.source = src;
   return g;
 }

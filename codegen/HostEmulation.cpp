@@ -9,6 +9,7 @@
 #include "ir/Kiln/KilnDialect.h"
 
 #include "absl/strings/str_cat.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -57,8 +58,20 @@ absl::StatusOr<Compiler> findCompiler(const std::string &cacheDir) {
     return include.status();
   // The include folder's name is the device library's content hash, so the
   // flags (part of the cache key) change when the library does.
-  return Compiler{*path,
-                  {"-std=c++17", "-O1", "-fPIC", "-shared", "-fopenmp", "-w", "-I" + *include}};
+  Compiler compiler{
+      *path, {"-std=c++17", "-O1", "-fPIC", "-shared", "-fopenmp", "-w", "-I" + *include}};
+  // A test mode: N threads per block (kiln_device.h says what it checks).
+  if (std::optional<std::string> threads = llvm::sys::Process::GetEnv("KILN_HOST_BLOCK_THREADS")) {
+    int n = 0;
+    if (!llvm::to_integer(*threads, n, 10) || n < 1 || n > 256 || n % 32 == 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("KILN_HOST_BLOCK_THREADS='", *threads,
+                       "': threads per block in host emulation must be 1 to 256 and not a "
+                       "multiple of 32 (warp shuffles are not emulated)"));
+    compiler.flags.push_back("-pthread");
+    compiler.flags.push_back("-DKILN_HOST_BLOCK_THREADS=" + std::to_string(n));
+  }
+  return compiler;
 }
 } // namespace
 

@@ -439,6 +439,23 @@ LogicalResult Interpreter::runOp(Operation *op) {
         return one(std::move(t));
       })
       .Case<tensor::CastOp>([&](auto) { return one(get(op->getOperand(0))); })
+      .Case<ReadSizesOp>([&](ReadSizesOp r) -> LogicalResult {
+        // Binds as the runtime's step does; a symbol a value bound already
+        // must agree.
+        const ref::Tensor &sizes = get(r.getSizes());
+        for (auto [i, name] : llvm::enumerate(r.getSymbols().getAsValueRange<StringAttr>())) {
+          int64_t v = sizes.getI(static_cast<int64_t>(i));
+          if (v < 0)
+            return opError(op) << "size " << v << " for " << name << " is negative";
+          unsigned position =
+              cast<AffineSymbolExpr>(getSymbolDim(op->getContext(), name)).getPosition();
+          if (auto it = symbols.find(position); it != symbols.end() && it->second != v)
+            return opError(op) << "size " << v << " for " << name << " disagrees with its value "
+                               << it->second;
+          symbols[position] = v;
+        }
+        return success();
+      })
       .Case<GuardOp>([&](GuardOp g) -> LogicalResult {
         // The interpreter computes with the real sizes either way; it checks
         // guards so that it refuses exactly the inputs compiled code refuses.

@@ -224,6 +224,12 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
         return one(ref::scatterND(*in[0], *in[1], *in[2], scatterReduction(s.getReduction())));
       })
       .Case([&](NonZeroOp) { return one(ref::nonZero(*in[0])); })
+      .Case([&](CountNonZeroOp c) {
+        return one(ref::countNonZeroChunks(*in[0], static_cast<int64_t>(c.getChunks())));
+      })
+      // The count it is sized by was read from the chunk counts; the result's
+      // dims are checked against it where the interpreter defines the value.
+      .Case([&](CompactNonZeroOp) { return one(ref::nonZero(*in[0])); })
       .Case([&](CompressOp c) {
         std::optional<int64_t> axis;
         if (std::optional<uint64_t> a = c.getAxis())

@@ -127,6 +127,11 @@ std::optional<StringRef> reductionSchedule(Operation *op) {
     return StringRef("reduction");
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op))
     return StringRef("row");
+  // A block per chunk of the input (kiln-sizes-on-device's non_zero).
+  if (isa<CountNonZeroOp>(op))
+    return StringRef("reduction");
+  if (isa<CompactNonZeroOp>(op))
+    return StringRef("compaction");
   return std::nullopt;
 }
 
@@ -144,6 +149,8 @@ SmallVector<Value> dataOperands(Operation *op) {
     return {topK.getInput()};
   if (isa<BroadcastToOp, ReshapeOp, SliceOp, ResizeOp>(op))
     return {op->getOperand(0)};
+  if (auto compact = dyn_cast<CompactNonZeroOp>(op))
+    return {compact.getInput(), compact.getChunkCounts()};
   if (auto pad = dyn_cast<PadOp>(op))
     return {pad.getInput(), pad.getValue()};
   return SmallVector<Value>(op->getOperands());
@@ -227,11 +234,16 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
           inputBound.insert(d);
     // And the symbols steps bind as they run (kiln-name-unknown-dims).
     llvm::DenseSet<AffineExpr> bound = inputBound;
-    for (Operation &op : func.getBody().front())
+    for (Operation &op : func.getBody().front()) {
       if (auto binds = op.getAttrOfType<ArrayAttr>(kBindsDimsAttr))
         for (Attribute b : binds)
           bound.insert(getSymbolDim(&getContext(),
                                     cast<StringAttr>(cast<ArrayAttr>(b)[2]).getValue()));
+      // Sizes read back from the device (kiln-sizes-on-device).
+      if (auto read = dyn_cast<ReadSizesOp>(op))
+        for (Attribute s : read.getSymbols())
+          bound.insert(getSymbolDim(&getContext(), cast<StringAttr>(s).getValue()));
+    }
     for (Block *block : nested)
       formKernels(*block, [&](Operation *op) {
         return usesOnlyBoundSymbols(op, bound) && !reliesOnUnprovenFacts(op);
@@ -332,9 +344,13 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     }
     for (SmallVector<Operation *> &group : groups)
       outline(group);
-    for (Operation &op : llvm::make_early_inc_range(block))
+    for (Operation &op : llvm::make_early_inc_range(block)) {
       if (auto constant = dyn_cast<ConstantOp>(op))
         fillLargeSplat(constant);
+      // A size only kernels read now (they hold copies): no step of its own.
+      else if (isa<SymbolicConstantOp>(op) && op.use_empty())
+        op.erase();
+    }
   }
 
   /// A top_k with a known k becomes a kernel computing its indices; its values

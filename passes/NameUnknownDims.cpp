@@ -128,6 +128,11 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
         continue;
       // What is still unknown is decided by this op's data: a symbol it binds.
       SmallVector<Attribute> binds;
+      // A top_k's values and indices are both sized by its k, a unique's
+      // results by the distinct count: one symbol for every dim the data
+      // decides, so the ops after them can combine the results.
+      bool oneSize = isa<TopKOp, UniqueOp>(op);
+      DimExpr shared;
       for (OpResult result : op.getResults()) {
         auto type = dyn_cast<RankedTensorType>(result.getType());
         if (!type)
@@ -137,7 +142,9 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
         for (auto [d, dim] : llvm::enumerate(dims)) {
           if (dim)
             continue;
-          dim = getSymbolDim(ctx, nextName());
+          dim = oneSize && shared ? shared : getSymbolDim(ctx, nextName());
+          if (oneSize)
+            shared = dim;
           named = true;
           Builder b(ctx);
           binds.push_back(b.getArrayAttr({b.getI64IntegerAttr(result.getResultNumber()),

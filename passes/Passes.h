@@ -32,6 +32,10 @@ std::string whyNotKernel(mlir::Operation *op);
 /// when it runs (the artifact writer makes them Step.binds).
 inline constexpr llvm::StringLiteral kBindsDimsAttr = "kiln.binds_dims";
 
+/// The attribute kiln-sizes-on-device puts on a kiln.read_sizes: the name of
+/// the op whose size it reads ("kiln.non_zero"), for reports.
+inline constexpr llvm::StringLiteral kSizesForAttr = "kiln.sizes_for";
+
 /// Whether cuDNN's pooling computes the kiln.pool `pool` for every shape its
 /// type allows (kiln-form-kernels makes the others generated kernels).
 bool poolRunsInCudnn(mlir::Operation *pool);

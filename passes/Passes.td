@@ -111,6 +111,43 @@ def NameUnknownDimsPass : Pass<"kiln-name-unknown-dims", "::mlir::func::FuncOp">
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def SizesOnDevicePass : Pass<"kiln-sizes-on-device", "::mlir::func::FuncOp"> {
+  let summary = "Computes data-dependent sizes on the device and reads back only the size";
+  let description = [{
+    Runs after `--kiln-name-unknown-dims`. An op whose result size only the
+    data decides would run on the host (on CUDA: its inputs copied down, its
+    results up). Where the computation fits generated kernels, this pass
+    computes the size on the device and reads back only it:
+
+    - `kiln.non_zero %x` becomes `kiln.count_non_zero` (non-zeros per chunk of
+      the row-major order), a `kiln.reduce` sum of the counts,
+      `kiln.read_sizes` binding the count's symbol to that sum, and
+      `kiln.compact_non_zero` (each chunk's indices after the chunks before
+      it), sized by the symbol;
+    - `kiln.compress %x, %condition` becomes that non_zero of the condition,
+      flattened, and a `kiln.gather` of `%x` (flattened without an axis) by it;
+      the reference refuses a condition longer than the axis, so where the
+      symbols do not prove it no longer that is a `kiln.guard` (over the
+      inputs' symbols; otherwise the op stays a host step);
+    - `kiln.unique` without an axis becomes compares of every element with
+      every other fused into reductions (first occurrences, ranks: the
+      inverse indices), the distinct count read back, then per-output
+      reductions (first positions, counts) and a gather (O(n^2) work, as the
+      top_k kernel's);
+    - `kiln.top_k` whose `k` is computed at run time gets
+      `kiln.read_sizes %k` binding the symbol both results are sized by, and
+      reads `k` as that symbol from then on.
+
+    The symbols are those kiln-name-unknown-dims named (the ops' own
+    `kiln.binds_dims` goes away: the read binds them first), so every op after
+    is unchanged; kiln-form-kernels then makes the new ops kernels. Inputs of
+    an element type kernels do not handle, or with dims nothing names, stay
+    host steps. Bodies of control flow are left alone (a body's step would
+    bind its symbol once per iteration).
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def FoldConvAffinePass : Pass<"kiln-fold-conv-affine", "::mlir::func::FuncOp"> {
   let summary = "Folds per-channel constant arithmetic after a conv (batch norm) into its weights";
   let description = [{

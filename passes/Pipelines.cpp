@@ -40,6 +40,8 @@ void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision) {
   func.addPass(createSplitReductionsPass());
   // Data-dependent sizes named, so the ops after them can be kernels.
   func.addPass(createNameUnknownDimsPass());
+  // Sizes the device can compute read back alone, so their ops are kernels.
+  func.addPass(createSizesOnDevicePass());
   func.addPass(createFormKernelsPass());
 }
 

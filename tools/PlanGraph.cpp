@@ -34,6 +34,7 @@ const char *scheduleColour(schema::Schedule s) {
   case schema::Schedule::Pointwise: return "#cfe8ff";
   case schema::Schedule::Reduction: return "#d8f5d0";
   case schema::Schedule::Row: return "#fde7c8";
+  case schema::Schedule::Compaction: return "#eadcf8";
   }
   return "#eeeeee";
 }
@@ -62,9 +63,10 @@ std::string planToDot(const artifact::Plan &plan, const llvm::json::Object &repo
       std::string ops;
       if (const llvm::json::Array *list = o.getArray("ops"))
         for (const llvm::json::Value &op : *list) {
-          // Constants are splat copies inside the kernel, not work: left out.
+          // Constants are splat copies inside the kernel, symbolic constants
+          // sizes: not work, left out.
           std::string name = op.getAsString().value_or("").str();
-          if (name != "kiln.constant")
+          if (name != "kiln.constant" && name != "kiln.symbolic_constant")
             ops += (ops.empty() ? "" : "\\n") + escape(name);
         }
       fused[o.getString("name").value_or("").str()] = ops;
@@ -112,6 +114,16 @@ std::string planToDot(const artifact::Plan &plan, const llvm::json::Object &repo
       label += escape(step.label) + "\\nshape step";
       attributes = "shape=note, style=filled, fillcolor=\"#f2f2f2\"";
       break;
+    case artifact::StepKind::ReadSizes: {
+      // A size the device computed, read back alone: a synchronization, no
+      // host compute. It feeds the kernels it sizes through the symbols.
+      std::string names;
+      for (int symbol : step.readSymbols)
+        names += (names.empty() ? "" : ", ") + plan.symbols[symbol];
+      label += "size read: binds " + escape(names) + "\\nstream sync on CUDA";
+      attributes = "shape=note, style=\"filled,bold\", color=\"#d35400\", fillcolor=\"#fdebd0\"";
+      break;
+    }
     case artifact::StepKind::Control: {
       // The host drives it; what its bodies run, counted by kind.
       size_t kernels = 0, library = 0, breaks = 0;

@@ -409,6 +409,21 @@ int main(int argc, char **argv) {
       if (breaks)
         for (const llvm::json::Value &b : *breaks)
           line(b, /*asError=*/false);
+      // Size reads: no host compute (--strict accepts them), but each is a
+      // synchronization on CUDA, so they are listed as well.
+      const llvm::json::Array *reads = artifact->report.getArray("size_reads");
+      if (reads)
+        for (const llvm::json::Value &r : *reads) {
+          const llvm::json::Object &o = *r.getAsObject();
+          std::string node = o.getString("node").value_or("").str(), symbols;
+          if (const llvm::json::Array *list = o.getArray("symbols"))
+            for (const llvm::json::Value &s : *list)
+              symbols += (symbols.empty() ? "" : ", ") + s.getAsString().value_or("").str();
+          outs() << modelPath << (node.empty() ? "" : ": at '" + node + "'")
+                 << ": size read: " << o.getString("op").value_or("") << " (binds " << symbols
+                 << "): " << o.getString("why").value_or("") << "; "
+                 << o.getString("cost").value_or("") << "\n";
+        }
       // Guards: what every call checks beyond the inputs' own dims.
       const llvm::json::Array *guards = artifact->report.getArray("guards");
       if (guards)
@@ -427,7 +442,8 @@ int main(int argc, char **argv) {
         }
       outs() << modelPath << ": " << (kernels ? kernels->size() : 0) << " generated kernels, "
              << libraryCalls << " library calls, " << count << " graph breaks, "
-             << (guards ? guards->size() : 0) << " guards\n";
+             << (reads ? reads->size() : 0) << " size reads, " << (guards ? guards->size() : 0)
+             << " guards\n";
     }
   }
 
@@ -495,12 +511,15 @@ int main(int argc, char **argv) {
       return fail("the artifact does not read back: " + std::string(plan.status().message()));
     kiln::artifact::Bindings symbols;
     llvm::json::Object bound;
-    // Symbols steps bind from their results (data-dependent sizes) have no
-    // value until the call runs: the runtime plans those values then too.
+    // Symbols steps bind from their results or read from the device
+    // (data-dependent sizes) have no value until the call runs: the runtime
+    // plans those values then too.
     std::set<int> runBound;
-    for (const kiln::artifact::StepInfo &step : plan->steps)
+    for (const kiln::artifact::StepInfo &step : plan->steps) {
       for (const kiln::artifact::StepInfo::Binding &b : step.binds)
         runBound.insert(b.symbol);
+      runBound.insert(step.readSymbols.begin(), step.readSymbols.end());
+    }
     for (size_t i = 0; i < plan->symbols.size(); ++i) {
       const std::string &s = plan->symbols[i];
       if (runBound.count(static_cast<int>(i))) {

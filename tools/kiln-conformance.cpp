@@ -249,10 +249,10 @@ struct Errors {
 /// Ops the compiled backends run outside generated kernels: shape computations,
 /// the library ops (cuBLASLt/cuDNN on a GPU, the reference kernels in host
 /// emulation) and graph breaks (any other op the reference kernels run, on the
-/// host between kernels). Control flow is not in plans yet.
+/// host between kernels), and the reads of sizes the device computed.
 bool isHostStep(mlir::Operation *op) {
   return isa<kiln::ConstantOp, kiln::SymbolicConstantOp, kiln::ShapeOfOp, kiln::KernelOp, kiln::GuardOp,
-             mlir::func::ReturnOp, mlir::tensor::CastOp>(op) ||
+             kiln::ReadSizesOp, mlir::func::ReturnOp, mlir::tensor::CastOp>(op) ||
          kiln::isHostStepOp(op);
 }
 

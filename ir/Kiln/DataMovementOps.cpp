@@ -638,6 +638,39 @@ LogicalResult NonZeroOp::inferReturnTypes(MLIRContext *context, std::optional<Lo
   return success();
 }
 
+LogicalResult CountNonZeroOp::inferReturnTypes(MLIRContext *context,
+                                               std::optional<Location> location, Adaptor adaptor,
+                                               InferredTypes &inferred) {
+  int64_t chunks = static_cast<int64_t>(adaptor.getChunks());
+  if (chunks < 1)
+    return emitShapeError(location, getOperationName(),
+                          "chunks must be at least 1 (got " + Twine(chunks) + ")");
+  inferred.push_back(
+      makeTensorType({getConstantDim(context, chunks)}, IntegerType::get(context, 64)));
+  return success();
+}
+
+LogicalResult CompactNonZeroOp::inferReturnTypes(MLIRContext *context,
+                                                 std::optional<Location> location,
+                                                 Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  auto input = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto counts = cast<RankedTensorType>(adaptor.getChunkCounts().getType());
+  if (counts.getRank() != 1)
+    return emitShapeError(location, name, "chunk_counts must be a vector");
+  auto countType = cast<RankedTensorType>(adaptor.getCount().getType());
+  if (countType.isDynamicDim(0) || countType.getDimSize(0) != 1)
+    return emitShapeError(location, name, "count must be a 1-element tensor");
+  DimExpr count;
+  if (std::optional<SymShape> known = getKnownElements(adaptor.getCount()))
+    count = (*known)[0];
+  if (std::optional<int64_t> c = getConstantDimValue(count); c && *c < 0)
+    return emitShapeError(location, name, "count is negative (" + Twine(*c) + ")");
+  inferred.push_back(makeTensorType({getConstantDim(context, input.getRank()), count},
+                                    IntegerType::get(context, 64)));
+  return success();
+}
+
 LogicalResult CompressOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                            Adaptor adaptor, InferredTypes &inferred) {
   auto input = cast<RankedTensorType>(adaptor.getInput().getType());

@@ -203,6 +203,42 @@ def Kiln_NonZeroOp : Kiln_Op<"non_zero"> {
   let results = (outs RankedTensorOf<[I64]>:$result);
 }
 
+def Kiln_CountNonZeroOp : Kiln_Op<"count_non_zero"> {
+  let summary = "the number of non-zero elements in each chunk of a tensor's row-major order";
+  let description = [{
+    The input's elements in row-major order are cut into `chunks` runs of
+    `ceildiv(n, chunks)` elements (the last ones shorter or empty); element c of
+    the result counts the non-zero elements of run c. The first half of a
+    non_zero on the device (`--kiln-sizes-on-device`): their sum is the count
+    read back, and `kiln.compact_non_zero` places each run's indices after the
+    runs before it.
+
+    ```mlir
+    %c = kiln.count_non_zero %x {chunks = 4 : i64} : (tensor<3x4xf32>) -> tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$chunks);
+  let results = (outs RankedTensorOf<[I64]>:$counts);
+}
+
+def Kiln_CompactNonZeroOp : Kiln_Op<"compact_non_zero"> {
+  let summary = "kiln.non_zero's result, placed by per-chunk counts and sized by a known count";
+  let description = [{
+    The same `[rank, count]` result as `kiln.non_zero %input`, computed with
+    the per-chunk counts `kiln.count_non_zero` made (`chunk_counts`, whose
+    length is the chunk count) and sized by `count`, a 1-element shape operand
+    (a symbol a `kiln.read_sizes` bound to the counts' sum), so it can be a
+    kernel: each chunk writes its indices after those of the chunks before it.
+
+    ```mlir
+    %i = kiln.compact_non_zero %x, %c, %n : (tensor<3x4xf32>, tensor<4xi64>, tensor<1xi64>) -> tensor<2x?xi64, #kiln.dims<[2, run0]>>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, RankedTensorOf<[I64]>:$chunk_counts,
+                       Kiln_ShapeTensor:$count);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+}
+
 def Kiln_CompressOp : Kiln_Op<"compress"> {
   let summary = "keeps the slices along an axis where a condition holds (ONNX Compress)";
   let description = [{

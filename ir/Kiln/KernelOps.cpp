@@ -8,9 +8,10 @@ namespace kiln {
 
 LogicalResult KernelOp::verify() {
   StringRef schedule = getSchedule();
-  if (schedule != "pointwise" && schedule != "reduction" && schedule != "row")
+  if (schedule != "pointwise" && schedule != "reduction" && schedule != "row" &&
+      schedule != "compaction")
     return emitOpError() << "schedule '" << schedule
-                         << "' is not pointwise, reduction or row";
+                         << "' is not pointwise, reduction, row or compaction";
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
     return emitOpError() << "the body takes " << body.getNumArguments()

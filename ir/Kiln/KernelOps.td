@@ -20,8 +20,9 @@ def Kiln_KernelOp : Op<Kiln_Dialect, "kernel", [IsolatedFromAbove, RecursiveMemo
     yields the results. `schedule` names how the kernel iterates (`pointwise`:
     one thread per result element; `reduction`: one result element per block or
     thread, looping over what it reduces; `row`: one block per row of a
-    softmax/log_softmax/layer_norm) and is decided by the fusion pass from the
-    region's root op.
+    softmax/log_softmax/layer_norm; `compaction`: one block per chunk of the
+    input, writing the chunk's selected elements after the chunks before it)
+    and is decided by the fusion pass from the region's root op.
 
     ```mlir
     %y = kiln.kernel "pointwise" (%x, %b) : (tensor<?x768xf32, #kiln.dims<[n, 768]>>, tensor<768xf32>) -> tensor<?x768xf32, #kiln.dims<[n, 768]>> {

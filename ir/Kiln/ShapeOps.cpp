@@ -50,6 +50,20 @@ LogicalResult GuardOp::verify() {
   return success();
 }
 
+LogicalResult ReadSizesOp::verify() {
+  auto type = cast<RankedTensorType>(getSizes().getType());
+  if (type.getRank() > 1 || !type.hasStaticShape())
+    return emitOpError("sizes must be a 0-d or 1-D tensor of static size, got ") << type;
+  int64_t count = type.getNumElements();
+  if (count != static_cast<int64_t>(getSymbols().size()))
+    return emitOpError("names ") << getSymbols().size() << " symbols for " << count
+                                 << " sizes";
+  for (Attribute a : getSymbols())
+    if (cast<StringAttr>(a).getValue().empty())
+      return emitOpError("names an empty symbol");
+  return success();
+}
+
 std::string GuardOp::describe() {
   std::string lhs = dimToString(getLhs()), rhs = dimToString(getRhs());
   switch (getKind()) {

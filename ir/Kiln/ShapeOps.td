@@ -76,6 +76,28 @@ def Kiln_GuardOp : Op<Kiln_Dialect, "guard", [MemoryEffects<[MemWrite]>]> {
   }];
 }
 
+// Not a Kiln_Op: it has no result to infer, and it must stay where it is (the
+// ops after it are sized by the symbols it binds).
+def Kiln_ReadSizesOp : Op<Kiln_Dialect, "read_sizes", [MemoryEffects<[MemWrite]>]> {
+  let summary = "binds symbols to the values of a small i64 tensor computed at run time";
+  let description = [{
+    Element i of `sizes` becomes the value of symbol `symbols[i]` for the ops
+    after it: a size the data decides (a non-zero count, a top_k's k) that the
+    device computed, read back alone so the op that needs it can be a kernel
+    sized by the symbol. The runtime reads the few bytes (on CUDA, a stream
+    synchronization), refuses a negative value naming the step, and binds.
+    `--kiln-sizes-on-device` creates them. The memory effect keeps the op
+    alive: it has no result for anything to use.
+
+    ```mlir
+    kiln.read_sizes %count ["run0"] : tensor<1xi64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I64]>:$sizes, StrArrayAttr:$symbols);
+  let assemblyFormat = "$sizes $symbols attr-dict `:` type($sizes)";
+  let hasVerifier = 1;
+}
+
 def Kiln_ShapeOfOp : Kiln_Op<"shape_of"> {
   let summary = "the shape of a tensor as a 1-D i64 tensor";
   let description = [{

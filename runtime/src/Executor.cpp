@@ -89,13 +89,16 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
     bool timed = topLevel && request.profile;
     if (timed)
       mark(context, request, 2 * s + 1);
-    int out = step.outputs[0];
+    // (A size read has no output.)
+    int out = step.outputs.empty() ? -1 : step.outputs[0];
     // Shape steps compute a small tensor from bound symbols ("shape"); host
-    // steps run on the reference kernels unless the backend runs them.
-    const char *kind = step.kind == artifact::StepKind::Kernel    ? "kernel"
-                       : step.kind == artifact::StepKind::Host    ? "host"
-                       : step.kind == artifact::StepKind::Control ? "control"
-                                                                  : "shape";
+    // steps run on the reference kernels unless the backend runs them; a size
+    // read waits for the device to read a few bytes ("sync").
+    const char *kind = step.kind == artifact::StepKind::Kernel      ? "kernel"
+                       : step.kind == artifact::StepKind::Host      ? "host"
+                       : step.kind == artifact::StepKind::Control   ? "control"
+                       : step.kind == artifact::StepKind::ReadSizes ? "sync"
+                                                                    : "shape";
     switch (step.kind) {
     case artifact::StepKind::Kernel: {
       if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
@@ -161,6 +164,20 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
         return fail(t.status().message());
       if (absl::Status st = store(context, out, std::move(*t)); !st.ok())
         return fail(st.message());
+      break;
+    }
+    case artifact::StepKind::ReadSizes: {
+      absl::StatusOr<ref::Tensor> sizes = hostValue(context, step.inputs[0]);
+      if (!sizes.ok())
+        return fail(sizes.status().message());
+      for (size_t i = 0; i < step.readSymbols.size(); ++i) {
+        int64_t value = sizes->getI(static_cast<int64_t>(i));
+        int symbol = step.readSymbols[i];
+        if (value < 0)
+          return fail(absl::StrCat("size ", value, " for ", plan.symbols[symbol],
+                                   " is negative"));
+        context.symbols[symbol] = value;
+      }
       break;
     }
     case artifact::StepKind::Control: {

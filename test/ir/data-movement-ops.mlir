@@ -68,6 +68,16 @@ func.func @nd_indexing(%data: tensor<4x5x6xf32>, %idx: tensor<?x2xi64, #kiln.dim
 func.func @data_dependent(%x: tensor<3x4xf32>, %c: tensor<3xi1>) {
   // CHECK: kiln.non_zero %{{.*}} : (tensor<3x4xf32>) -> tensor<2x?xi64>
   %i = kiln.non_zero %x : (tensor<3x4xf32>) -> tensor<2x?xi64>
+  // The same on the device: counts per chunk, then indices placed by them and
+  // sized by a count (a symbol a read bound).
+  // CHECK: kiln.count_non_zero %{{.*}} {chunks = 4 : i64} : (tensor<3x4xf32>) -> tensor<4xi64>
+  %counts = kiln.count_non_zero %x {chunks = 4 : i64} : (tensor<3x4xf32>) -> tensor<4xi64>
+  // CHECK: kiln.read_sizes %{{.*}} ["m"] : tensor<1xi64>
+  %total = kiln.reduce %counts {axes = array<i64: 0>, kind = #kiln<reduce sum>} : (tensor<4xi64>) -> tensor<1xi64>
+  kiln.read_sizes %total ["m"] : tensor<1xi64>
+  %m = kiln.symbolic_constant [m] : tensor<1xi64>
+  // CHECK: kiln.compact_non_zero %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x4xf32>, tensor<4xi64>, tensor<1xi64>) -> tensor<2x?xi64, #kiln.dims<[2, m]>>
+  %j = kiln.compact_non_zero %x, %counts, %m : (tensor<3x4xf32>, tensor<4xi64>, tensor<1xi64>) -> tensor<2x?xi64, #kiln.dims<[2, m]>>
   // CHECK: kiln.compress %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<?x4xf32>
   %k = kiln.compress %x, %c {axis = 0 : i64} : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<?x4xf32>
   // CHECK: kiln.compress %{{.*}}, %{{.*}} : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<?xf32>

@@ -351,3 +351,36 @@ func.func @compress_axis(%x: tensor<3x4xf32>, %c: tensor<3xi1>) {
   %r = kiln.compress %x, %c {axis = 2 : i64} : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<?x4xf32>
   return
 }
+
+// -----
+
+func.func @count_non_zero_chunks(%x: tensor<3x4xf32>) {
+  // expected-error @+1 {{'kiln.count_non_zero' op chunks must be at least 1 (got 0)}}
+  %c = kiln.count_non_zero %x {chunks = 0 : i64} : (tensor<3x4xf32>) -> tensor<0xi64>
+  return
+}
+
+// -----
+
+func.func @compact_non_zero_counts(%x: tensor<3x4xf32>, %c: tensor<2x2xi64>, %n: tensor<1xi64>) {
+  // expected-error @+1 {{'kiln.compact_non_zero' op chunk_counts must be a vector}}
+  %i = kiln.compact_non_zero %x, %c, %n : (tensor<3x4xf32>, tensor<2x2xi64>, tensor<1xi64>) -> tensor<2x?xi64>
+  return
+}
+
+// -----
+
+func.func @compact_non_zero_count(%x: tensor<3x4xf32>, %c: tensor<4xi64>, %n: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.compact_non_zero' op count must be a 1-element tensor}}
+  %i = kiln.compact_non_zero %x, %c, %n : (tensor<3x4xf32>, tensor<4xi64>, tensor<2xi64>) -> tensor<2x?xi64>
+  return
+}
+
+// -----
+
+func.func @compact_non_zero_negative(%x: tensor<3x4xf32>, %c: tensor<4xi64>) {
+  %n = kiln.constant dense<[-1]> : tensor<1xi64>
+  // expected-error @+1 {{'kiln.compact_non_zero' op count is negative (-1)}}
+  %i = kiln.compact_non_zero %x, %c, %n : (tensor<3x4xf32>, tensor<4xi64>, tensor<1xi64>) -> tensor<2x?xi64>
+  return
+}

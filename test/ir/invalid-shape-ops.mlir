@@ -64,3 +64,27 @@ func.func @range_zero_float_delta(%a: tensor<f32>, %b: tensor<f32>) {
   %r = kiln.range %a, %b, %zero : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<?xf32>
   return
 }
+
+// -----
+
+func.func @read_sizes_count(%s: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.read_sizes' op names 1 symbols for 2 sizes}}
+  kiln.read_sizes %s ["run0"] : tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @read_sizes_dynamic(%s: tensor<?xi64>) {
+  // expected-error @+1 {{'kiln.read_sizes' op sizes must be a 0-d or 1-D tensor of static size, got 'tensor<?xi64>'}}
+  kiln.read_sizes %s ["run0"] : tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @read_sizes_empty_name(%s: tensor<1xi64>) {
+  // expected-error @+1 {{'kiln.read_sizes' op names an empty symbol}}
+  kiln.read_sizes %s [""] : tensor<1xi64>
+  return
+}

@@ -38,3 +38,15 @@ func.func @two_counts(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<1x?xi64> {
   %s = kiln.add %i, %j : (tensor<1x?xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
   return %s : tensor<1x?xi64>
 }
+
+// -----
+
+// A top_k's values and indices are both sized by its k: the dim they share is
+// one symbol (so the ops after them may combine the two).
+// CHECK-LABEL: func.func @top_k_shares
+// CHECK: kiln.top_k %arg0, %arg1 {axis = -1 : i64, kiln.binds_dims = {{\[}}[0, 1, "run0"], [1, 1, "run0"]]}
+// CHECK-SAME: -> (tensor<3x?xf32, #kiln.dims<[3, run0]>>, tensor<3x?xi64, #kiln.dims<[3, run0]>>)
+func.func @top_k_shares(%x: tensor<3x10xf32>, %k: tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>) {
+  %v, %i = kiln.top_k %x, %k {axis = -1 : i64} : (tensor<3x10xf32>, tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>)
+  return %v, %i : tensor<3x?xf32>, tensor<3x?xi64>
+}

@@ -9,6 +9,19 @@ outputs (the layout run_numpy_cases.py reads).
                    NonZero have a dim only its result decides, which the step
                    binds at run time so they run as generated kernels;
                    data sets with 3 of 6 positive, all 9, and none of 4
+    nonzero_2d     NonZero of a [n, 70] float input (NaN counts, -0.0 does
+                   not): 21000 elements cut into 1024 chunks on the device, a
+                   sparse set, all zero, all non-zero, and 1 row
+    nonzero_int    NonZero of an int32 [2, 3, 4] input (a static size: one chunk)
+    topk_k         TopK of a [n, 10] input along the last axis with k an input
+                   (k = 3, 0 and 10); both outputs
+    compress_rows  Compress of a [5, 3] input by a 4-element condition along
+                   axis 0 (some rows, none, all four)
+    compress_guard Compress of an [n, 3] input by an [m] condition without an
+                   axis: m <= 3n is a guard every call checks
+    unique_sorted  Unique of an [n] float input, all four outputs, sorted
+                   (-0.0 and 0.0 are one value; an empty input)
+    unique_first   the same in first-occurrence order (sorted=0), of int64
 """
 import os
 import sys
@@ -51,10 +64,134 @@ def nonzero_chain(out):
         np.save(os.path.join(folder, "want_0.npy"), y)
 
 
+def save(out, name, nodes, inputs, outputs, sets, initializers=()):
+    """The model NAME.onnx and its data sets NAME/S/in_*.npy, want_*.npy;
+    `sets` is a list of (inputs dict, outputs list)."""
+    graph = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out, name + ".onnx"))
+    for s, (ins, wants) in enumerate(sets):
+        folder = os.path.join(out, name, str(s))
+        os.makedirs(folder, exist_ok=True)
+        for k, v in ins.items():
+            np.save(os.path.join(folder, f"in_{k}.npy"), v)
+        for k, v in enumerate(wants):
+            np.save(os.path.join(folder, f"want_{k}.npy"), v)
+
+
+def nonzero_2d(out):
+    rng = np.random.default_rng(7)
+    sparse = rng.standard_normal((300, 70)).astype(np.float32)
+    sparse[sparse < 1.0] = 0
+    sparse[5, 3] = np.nan
+    sparse[7, 9] = -0.0
+    dense = np.ones((300, 70), np.float32)
+    sets = [sparse, np.zeros((300, 70), np.float32), dense, sparse[:1]]
+    save(out, "nonzero_2d", [helper.make_node("NonZero", ["x"], ["where"])],
+         [helper.make_tensor_value_info("x", T.FLOAT, ["n", 70])],
+         [helper.make_tensor_value_info("where", T.INT64, [2, "k"])],
+         [({"x": x}, [np.array(np.nonzero(x), np.int64)]) for x in sets])
+
+
+def nonzero_int(out):
+    x = np.array([[[0, 1, 0, 2], [3, 0, 0, 0], [0, 0, -4, 5]],
+                  [[0, 0, 0, 0], [6, 0, 7, 0], [0, 8, 0, 0]]], np.int32)
+    save(out, "nonzero_int", [helper.make_node("NonZero", ["x"], ["where"])],
+         [helper.make_tensor_value_info("x", T.INT32, [2, 3, 4])],
+         [helper.make_tensor_value_info("where", T.INT64, [3, "k"])],
+         [({"x": x}, [np.array(np.nonzero(x), np.int64)])])
+
+
+def topk_k(out):
+    rng = np.random.default_rng(3)
+    x = rng.permutation(60).reshape(6, 10).astype(np.float32)
+    sets = []
+    for k in (3, 0, 10):
+        idx = np.argsort(-x, axis=1, kind="stable")[:, :k]
+        sets.append(({"x": x, "k": np.array([k], np.int64)},
+                     [np.take_along_axis(x, idx, 1), idx.astype(np.int64)]))
+    save(out, "topk_k", [helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=-1)],
+         [helper.make_tensor_value_info("x", T.FLOAT, ["n", 10]),
+          helper.make_tensor_value_info("k", T.INT64, [1])],
+         [helper.make_tensor_value_info("values", T.FLOAT, ["n", "k"]),
+          helper.make_tensor_value_info("indices", T.INT64, ["n", "k"])], sets)
+
+
+def compress_rows(out):
+    x = np.arange(15, dtype=np.float32).reshape(5, 3)
+    sets = []
+    for c in ([True, False, True, False], [False] * 4, [True] * 4):
+        cond = np.array(c)
+        sets.append(({"x": x, "c": cond}, [np.compress(cond, x, axis=0)]))
+    save(out, "compress_rows", [helper.make_node("Compress", ["x", "c"], ["y"], axis=0)],
+         [helper.make_tensor_value_info("x", T.FLOAT, [5, 3]),
+          helper.make_tensor_value_info("c", T.BOOL, [4])],
+         [helper.make_tensor_value_info("y", T.FLOAT, ["k", 3])], sets)
+
+
+def compress_guard(out):
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    sets = []
+    for c in ([True, False, True, True, False], [False] * 12, [True] * 12):
+        cond = np.array(c)
+        sets.append(({"x": x, "c": cond}, [np.compress(cond, x)]))
+    save(out, "compress_guard", [helper.make_node("Compress", ["x", "c"], ["y"])],
+         [helper.make_tensor_value_info("x", T.FLOAT, ["n", 3]),
+          helper.make_tensor_value_info("c", T.BOOL, ["m"])],
+         [helper.make_tensor_value_info("y", T.FLOAT, ["k"])], sets)
+
+
+def unique_outputs(x, sorted_):
+    """values, indices, inverse, counts as ONNX Unique (no axis) defines them."""
+    flat = x.reshape(-1)
+    values, indices, inverse, counts = np.unique(flat, return_index=True, return_inverse=True,
+                                                 return_counts=True)
+    if not sorted_:
+        order = np.argsort(indices, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        values, indices, counts = values[order], indices[order], counts[order]
+        inverse = rank[inverse]
+    return [values.astype(x.dtype), indices.astype(np.int64), inverse.reshape(-1).astype(np.int64),
+            counts.astype(np.int64)]
+
+
+def unique_model(out, name, dtype, elem, sorted_, sets):
+    save(out, name,
+         [helper.make_node("Unique", ["x"], ["y", "indices", "inverse", "counts"],
+                           sorted=int(sorted_))],
+         [helper.make_tensor_value_info("x", elem, ["n"])],
+         [helper.make_tensor_value_info("y", elem, ["u"]),
+          helper.make_tensor_value_info("indices", T.INT64, ["u"]),
+          helper.make_tensor_value_info("inverse", T.INT64, ["n"]),
+          helper.make_tensor_value_info("counts", T.INT64, ["u"])],
+         [({"x": x}, unique_outputs(x, sorted_)) for x in sets])
+
+
+def unique_sorted(out):
+    unique_model(out, "unique_sorted", np.float32, T.FLOAT, True,
+                 [np.array([2, 1, 1, 3, 4, 3, -0.0, 0.0], np.float32),
+                  np.arange(5, dtype=np.float32)[::-1].copy(),
+                  np.zeros(0, np.float32)])
+
+
+def unique_first(out):
+    unique_model(out, "unique_first", np.int64, T.INT64, False,
+                 [np.array([7, 3, 7, 7, -1, 3, 9], np.int64), np.array([5], np.int64)])
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     nonzero_chain(out)
+    nonzero_2d(out)
+    nonzero_int(out)
+    topk_k(out)
+    compress_rows(out)
+    compress_guard(out)
+    unique_sorted(out)
+    unique_first(out)
 
 
 if __name__ == "__main__":

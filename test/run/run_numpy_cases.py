@@ -4,8 +4,10 @@ write them) on every data set DIR/NAME/S/ (inputs in_<name>.npy) on the float64
 reference (the ONNX model), in host emulation and on the CUDA backend over the
 fake driver, and compares each output with numpy's (want_K.npy) within 1e-5
 (float32 arithmetic in the same order; the reference computes in float64). The
-CUDA profile must have no host step except those --host-steps names. Prints "OK
-NAME set S" per data set; exits 1 at the first mismatch."""
+CUDA profile must have no host step except those --host-steps names.
+--backends picks some of the three, --artifact another artifact of the model
+(compiled another way). Prints "OK NAME set S" per data set; exits 1 at the
+first mismatch."""
 import argparse
 import glob
 import os
@@ -25,9 +27,12 @@ def main():
     p.add_argument("--fake-cuda", required=True)
     p.add_argument("--host-steps", default="",
                    help="comma-separated step names allowed to run on the host on CUDA")
+    p.add_argument("--backends", default="reference,host,cuda")
+    p.add_argument("--artifact", help="the artifact to run (default DIR/NAME.kiln)")
     a = p.parse_args()
     sets = sorted(glob.glob(os.path.join(a.dir, a.name, "*")))
-    artifact = os.path.join(a.dir, a.name + ".kiln")
+    artifact = a.artifact or os.path.join(a.dir, a.name + ".kiln")
+    backends = a.backends.split(",")
     for folder in sets:
         inputs = []
         for path in sorted(glob.glob(os.path.join(folder, "in_*.npy"))):
@@ -41,6 +46,8 @@ def main():
                                                 os.path.join(folder, "trace.json")],
         }
         for backend, command in runs.items():
+            if backend not in backends:
+                continue
             out = os.path.join(folder, "out-" + backend)
             r = subprocess.run(command + inputs + ["--output-dir", out], capture_output=True,
                                text=True, timeout=300)

@@ -282,7 +282,7 @@ TEST(Artifact, DamagedArtifactsAreErrors) {
       {{0, 0, 7}, KILN_INVALID_ARGUMENT, "value 0: symbol 7 is not in the table"},
       // An artifact of another format version names both versions.
       {{0, 0, 0, 1}, KILN_FAILED_PRECONDITION,
-       "artifact format version 1, but this runtime reads version 6"},
+       "artifact format version 1, but this runtime reads version 7"},
       {{0, 0, 0, 9}, KILN_FAILED_PRECONDITION, "artifact format version 9"},
       // A typed step whose operands do not fit its table, or an enum value the
       // schema does not define, is refused at load, not at run time.
@@ -315,6 +315,77 @@ TEST(Artifact, DamagedArtifactsAreErrors) {
     kiln_model_t *model = nullptr;
     EXPECT_NE(load(bytes.substr(0, n), &model), KILN_OK) << n;
     EXPECT_EQ(model, nullptr);
+  }
+}
+
+/// k: i64[1] -> ReadSizes(k) binds symbol 0 ("m"), then c = [m, 2] (a shape
+/// step that needs the bound value). `readSymbol` is the symbol the read
+/// binds, `readOutput` gives the read an output it must not have.
+std::string buildReadSizesArtifact(int readSymbol = 0, bool readOutput = false) {
+  flatbuffers::FlatBufferBuilder b;
+  auto dim = [&](std::vector<fb::ExprOp> ops) { return fb::CreateDim(b, b.CreateVectorOfStructs(ops)); };
+  auto sym = [&](int64_t s) { return dim({fb::ExprOp(fb::ExprKind::Symbol, s)}); };
+  auto lit = [&](int64_t v) { return dim({fb::ExprOp(fb::ExprKind::Constant, v)}); };
+  std::vector<flatbuffers::Offset<fb::Value>> values = {
+      fb::CreateValue(b, b.CreateString("k"), fb::DType::i64, b.CreateVector(std::vector{lit(1)}),
+                      fb::ValueKind::Input),
+      fb::CreateValue(b, b.CreateString("c"), fb::DType::i64, b.CreateVector(std::vector{lit(2)}),
+                      fb::ValueKind::Intermediate),
+  };
+  auto read = fb::CreateReadSizes(b, b.CreateVector(std::vector<int>{readSymbol}));
+  auto constant = fb::CreateSymbolicConstant(
+      b, b.CreateVector(std::vector<flatbuffers::Offset<fb::Dim>>{sym(0), lit(2)}));
+  std::vector<flatbuffers::Offset<fb::Step>> steps = {
+      fb::CreateStep(b, fb::StepOp::ReadSizes, read.Union(), b.CreateVector(std::vector<int>{0}),
+                     b.CreateVector(readOutput ? std::vector<int>{1} : std::vector<int>{})),
+      fb::CreateStep(b, fb::StepOp::SymbolicConstant, constant.Union(),
+                     b.CreateVector(std::vector<int>{}), b.CreateVector(std::vector<int>{1})),
+  };
+  std::vector<flatbuffers::Offset<flatbuffers::String>> symbols = {b.CreateString("m")};
+  b.ForceDefaults(true);
+  auto model = fb::CreateModel(b, kiln::artifact::kFormatVersion, b.CreateString("test"),
+                               b.CreateString("test"), b.CreateVector(symbols),
+                               b.CreateVector(values), b.CreateVector(std::vector<int>{0}),
+                               b.CreateVector(std::vector<int>{1}), 0, b.CreateVector(steps));
+  fb::FinishModelBuffer(b, model);
+  std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+  kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
+  return bytes;
+}
+
+TEST(Artifact, ReadSizesBindsSymbolsForTheStepsAfter) {
+  std::string bytes = buildReadSizesArtifact();
+  kiln::Model model;
+  ASSERT_TRUE(kiln::Model::loadMemory(bytes.data(), bytes.size(), &model, KILN_BACKEND_HOST).ok())
+      << kiln_last_error();
+  auto run = [&](int64_t k, std::vector<kiln::HostTensor> *outputs) {
+    std::vector<kiln::HostTensor> inputs = {kiln::HostTensor(KILN_I64, {1})};
+    inputs[0].as<int64_t>()[0] = k;
+    return model.run(inputs, outputs);
+  };
+  std::vector<kiln::HostTensor> outputs;
+  kiln::Status s = run(5, &outputs);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(outputs[0].as<int64_t>()[0], 5);
+  EXPECT_EQ(outputs[0].as<int64_t>()[1], 2);
+  // Each call binds afresh.
+  s = run(0, &outputs);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(outputs[0].as<int64_t>()[0], 0);
+  // A negative size is the call's error, naming the step and the symbol.
+  s = run(-2, &outputs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find("step 0 (ReadSizes): size -2 for m is negative"),
+            std::string::npos)
+      << s.message();
+  // A read of a symbol the table lacks, or with an output, is refused at load.
+  for (auto [bad, message] :
+       {std::pair{buildReadSizesArtifact(3), "step 0: symbol 3 is not in the table"},
+        std::pair{buildReadSizesArtifact(0, true), "step 0: a size read has no outputs"}}) {
+    kiln_model_t *damaged = nullptr;
+    EXPECT_EQ(load(bad, &damaged), KILN_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kiln_last_error()).find(message), std::string::npos)
+        << kiln_last_error();
   }
 }
 

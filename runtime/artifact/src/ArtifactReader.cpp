@@ -523,8 +523,10 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
     step.outputs = std::move(*outputs);
     if (absl::Status st = readValuesUsed(step.inputs, where); !st.ok())
       return st;
-    if (step.outputs.empty())
-      return corrupt(absl::StrCat(where, " has no outputs"));
+    // A size read has no outputs (it binds symbols); every other step has.
+    if (step.outputs.empty() != (step.op == fb::StepOp::ReadSizes))
+      return corrupt(absl::StrCat(where, step.outputs.empty() ? " has no outputs"
+                                                              : ": a size read has no outputs"));
     if (s->binds()) {
       if (depth > 0)
         return corrupt(absl::StrCat(where, " binds symbols inside a body"));
@@ -590,6 +592,28 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
       if (step.inputs.size() != 1 || step.outputs.size() != 1)
         return corrupt(absl::StrCat(where, ": shape_of takes one input, one output"));
       break;
+    case fb::StepOp::ReadSizes: {
+      step.kind = StepKind::ReadSizes;
+      // Bindings made in a body would change once per iteration under the
+      // steps outside it; the compiler only reads sizes at the top level.
+      if (depth > 0)
+        return corrupt(absl::StrCat(where, " reads sizes inside a body"));
+      const fb::ReadSizes *read = s->op_as_ReadSizes();
+      if (step.inputs.size() != 1 || !read->symbols())
+        return corrupt(absl::StrCat(where, ": read_sizes takes one input and names its symbols"));
+      const ValueInfo &sizes = plan.values[step.inputs[0]];
+      std::optional<ref::Shape> shape = evaluateShape(sizes, {});
+      if (sizes.dtype != ref::DType::i64 || !shape || shape->size() > 1 ||
+          ref::numElements(*shape) != static_cast<int64_t>(read->symbols()->size()))
+        return corrupt(absl::StrCat(where, ": read_sizes needs an i64 tensor of ",
+                                    read->symbols()->size(), " elements, one per symbol"));
+      for (int symbol : *read->symbols()) {
+        if (symbol < 0 || symbol >= static_cast<int>(plan.symbols.size()))
+          return corrupt(absl::StrCat(where, ": symbol ", symbol, " is not in the table"));
+        step.readSymbols.push_back(symbol);
+      }
+      break;
+    }
     case fb::StepOp::If:
     case fb::StepOp::Loop:
     case fb::StepOp::Scan:

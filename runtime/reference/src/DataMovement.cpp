@@ -396,11 +396,27 @@ absl::StatusOr<Tensor> scatterND(const Tensor &data, const Tensor &indices,
   return out;
 }
 
+namespace {
+/// Whether element i of `x` is non-zero (NaN is).
+bool nonZeroAt(const Tensor &x, int64_t i) {
+  return isFloat(x.dtype()) ? x.getF(i) != 0 : x.getI(i) != 0;
+}
+} // namespace
+
+Tensor countNonZeroChunks(const Tensor &x, int64_t chunks) {
+  chunks = std::max<int64_t>(chunks, 1);
+  int64_t n = x.numel(), chunk = (n + chunks - 1) / chunks;
+  Tensor out(DType::i64, {chunks});
+  for (int64_t i = 0; i < n; ++i)
+    if (nonZeroAt(x, i))
+      out.setI(i / chunk, out.getI(i / chunk) + 1);
+  return out;
+}
+
 Tensor nonZero(const Tensor &x) {
   std::vector<int64_t> hits;
-  bool isF = isFloat(x.dtype());
   for (int64_t i = 0; i < x.numel(); ++i)
-    if (isF ? x.getF(i) != 0 : x.getI(i) != 0)
+    if (nonZeroAt(x, i))
       hits.push_back(i);
   int64_t count = static_cast<int64_t>(hits.size());
   Tensor out(DType::i64, {x.rank(), count});

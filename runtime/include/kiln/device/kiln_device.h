@@ -31,14 +31,54 @@ typedef unsigned long long uint64_t;
 #define KILN_DEVICE static inline
 #define KILN_RESTRICT __restrict
 #define __global__
-#define __shared__ static thread_local
 struct kiln_dim3 {
   int64_t x;
 };
+#ifdef KILN_HOST_BLOCK_THREADS
+// A test mode (HostEmulation: KILN_HOST_BLOCK_THREADS=N in the environment of
+// the compile): N host threads per block, __syncthreads a barrier across them,
+// __shared__ one copy the block's threads share, blocks one after another. It
+// runs the code paths a GPU's blocks take, which one thread per block never
+// does. Warp shuffles are not emulated: N must not be a multiple of 32 (the
+// kernels take their warp paths only then).
+#if KILN_HOST_BLOCK_THREADS % 32 == 0 || KILN_HOST_BLOCK_THREADS > 256
+#error "KILN_HOST_BLOCK_THREADS must be at most 256 and not a multiple of 32"
+#endif
+#include <pthread.h>
+#include <thread>
+#include <vector>
+#define __shared__ static
+static thread_local kiln_dim3 blockIdx = {0}, gridDim = {1}, threadIdx = {0};
+static const kiln_dim3 blockDim = {KILN_HOST_BLOCK_THREADS};
+static pthread_barrier_t kiln_block_barrier;
+static inline void __syncthreads() { pthread_barrier_wait(&kiln_block_barrier); }
+// Runs `body` as `grid` blocks of KILN_HOST_BLOCK_THREADS threads, in order:
+// the same threads run every block, meeting at a barrier before the next one
+// reuses the __shared__ arrays.
+template <typename F> static void kiln_run_blocks(int64_t grid, F body) {
+  pthread_barrier_init(&kiln_block_barrier, nullptr, KILN_HOST_BLOCK_THREADS);
+  std::vector<std::thread> threads;
+  for (int64_t t = 0; t < KILN_HOST_BLOCK_THREADS; ++t)
+    threads.emplace_back([&, t] {
+      threadIdx.x = t;
+      gridDim.x = grid;
+      for (int64_t b = 0; b < grid; ++b) {
+        blockIdx.x = b;
+        body();
+        __syncthreads();
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  pthread_barrier_destroy(&kiln_block_barrier);
+}
+#else
+#define __shared__ static thread_local
 // The block this host thread runs; set by the launcher before each call.
 static thread_local kiln_dim3 blockIdx = {0}, gridDim = {1};
 static const kiln_dim3 threadIdx = {0}, blockDim = {1};
 static inline void __syncthreads() {}
+#endif
 #endif
 
 struct kiln_f16 {
@@ -526,6 +566,27 @@ template <typename T, typename F> KILN_DEVICE T kiln_block_reduce(T v, F f, T *s
   T r = scratch[0];
   __syncthreads();
   return r;
+}
+
+// The sum of the `v`s of the threads before this one in the block (an
+// exclusive prefix sum, in thread order), and the block's total in `*total`;
+// `scratch` holds blockDim.x values. Correct for any block size, 1 included.
+KILN_DEVICE int64_t kiln_block_exclusive_scan(int64_t v, int64_t *scratch, int64_t *total) {
+  unsigned t = threadIdx.x, n = blockDim.x;
+  scratch[t] = v;
+  __syncthreads();
+  // Hillis-Steele: after the round of stride s each slot sums the 2s slots
+  // ending at it.
+  for (unsigned s = 1; s < n; s *= 2) {
+    int64_t add = t >= s ? scratch[t - s] : 0;
+    __syncthreads();
+    scratch[t] += add;
+    __syncthreads();
+  }
+  int64_t inclusive = scratch[t];
+  *total = scratch[n - 1];
+  __syncthreads();
+  return inclusive - v;
 }
 
 // Combines `v` across the 32 lanes of a warp (every lane gets the result). On the

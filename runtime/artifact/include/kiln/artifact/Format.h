@@ -25,7 +25,9 @@ namespace kiln::artifact {
 /// 6: symbols bound by steps (Step.binds: a data-dependent size named for the
 /// kernels after it) and control steps (If, Loop, Scan); a runtime that
 /// ignored the bindings would launch those kernels with a size of 0.
-constexpr uint32_t kFormatVersion = 6;
+/// 7: ReadSizes steps (a size the device computed, bound before the kernels
+/// it sizes) and the Compaction schedule.
+constexpr uint32_t kFormatVersion = 7;
 
 /// The most symbols one variant fixes (the runtime's dispatch key is that wide).
 constexpr int kMaxVariantSymbols = 8;

@@ -63,7 +63,7 @@ struct ValueInfo {
 /// What the executors do with a step: launch a generated kernel, run a typed
 /// host step (library ops and graph breaks: the runtime decides where each runs),
 /// compute a shape, or run nested bodies (If, Loop, Scan).
-enum class StepKind : uint8_t { Kernel, Host, SymbolicConstant, ShapeOf, Control };
+enum class StepKind : uint8_t { Kernel, Host, SymbolicConstant, ShapeOf, Control, ReadSizes };
 
 struct StepInfo;
 
@@ -106,6 +106,9 @@ struct StepInfo {
     int output = 0, dim = 0, symbol = 0;
   };
   std::vector<Binding> binds;
+  /// ReadSizes steps: element i of the input is symbol readSymbols[i]'s value
+  /// from then on.
+  std::vector<int> readSymbols;
 };
 
 struct CubinInfo {

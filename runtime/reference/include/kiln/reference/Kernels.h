@@ -85,6 +85,9 @@ absl::StatusOr<Tensor> gatherND(const Tensor &data, const Tensor &indices, int64
 absl::StatusOr<Tensor> scatterND(const Tensor &data, const Tensor &indices,
                                  const Tensor &updates, ScatterReduction reduction);
 Tensor nonZero(const Tensor &x);
+/// The non-zero count of each of `chunks` runs of ceil(numel / chunks)
+/// elements of x's row-major order (the last ones shorter or empty).
+Tensor countNonZeroChunks(const Tensor &x, int64_t chunks);
 absl::StatusOr<Tensor> compress(const Tensor &x, const Tensor &condition,
                                 std::optional<int64_t> axis);
 

@@ -1,0 +1,173 @@
+// --kiln-sizes-on-device: sizes only the data decides, computed on the device
+// and read back alone (kiln.read_sizes), so the ops that needed them are
+// kernels. Runs after --kiln-name-unknown-dims and reuses its symbols.
+// RUN: kiln-opt %s -split-input-file --kiln-name-unknown-dims --kiln-sizes-on-device | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-name-unknown-dims --kiln-sizes-on-device --kiln-form-kernels | FileCheck %s --check-prefix=KERNELS
+
+// non_zero: counts per chunk (a static size of 12 is one chunk), their sum,
+// the sum read as the count's symbol, then the compaction sized by it; the
+// op's own binding goes.
+// CHECK-LABEL: func.func @non_zero
+// CHECK: %[[COUNTS:.*]] = kiln.count_non_zero %arg0 {chunks = 1 : i64} : (tensor<3x4xf32>) -> tensor<1xi64>
+// CHECK: %[[TOTAL:.*]] = kiln.reduce %[[COUNTS]] {axes = array<i64: 0>, kind = #kiln<reduce sum>} : (tensor<1xi64>) -> tensor<1xi64>
+// CHECK: kiln.read_sizes %[[TOTAL]] ["run0"] {kiln.sizes_for = "kiln.non_zero"} : tensor<1xi64>
+// CHECK: %[[N:.*]] = kiln.symbolic_constant [run0] : tensor<1xi64>
+// CHECK: %[[I:.*]] = kiln.compact_non_zero %arg0, %[[COUNTS]], %[[N]] : {{.*}} -> tensor<2x?xi64, #kiln.dims<[2, run0]>>
+// CHECK-NOT: kiln.binds_dims
+// CHECK: kiln.mul %[[I]]
+// KERNELS-LABEL: func.func @non_zero
+// KERNELS: kiln.kernel "reduction"
+// KERNELS-NEXT: ^bb0
+// KERNELS-NEXT: kiln.count_non_zero
+// KERNELS: kiln.kernel "reduction"
+// KERNELS: kiln.reduce
+// KERNELS: kiln.read_sizes
+// KERNELS: kiln.kernel "compaction"
+// KERNELS: kiln.compact_non_zero
+// KERNELS: kiln.kernel "pointwise"
+// KERNELS: kiln.mul
+func.func @non_zero(%x: tensor<3x4xf32>) -> tensor<2x?xi64> {
+  %i = kiln.non_zero %x : (tensor<3x4xf32>) -> tensor<2x?xi64>
+  %two = kiln.constant dense<2> : tensor<i64>
+  %d = kiln.mul %i, %two : (tensor<2x?xi64>, tensor<i64>) -> tensor<2x?xi64>
+  return %d : tensor<2x?xi64>
+}
+
+// -----
+
+// A size of symbols is cut into the most chunks (1024); a large static one
+// into chunks of at least 4096 elements.
+// CHECK-LABEL: func.func @chunks
+// CHECK: kiln.count_non_zero %arg0 {chunks = 1024 : i64}
+// CHECK: kiln.count_non_zero %arg1 {chunks = 25 : i64}
+func.func @chunks(%x: tensor<?x8xi32, #kiln.dims<[n, 8]>>, %y: tensor<100000xi1>) -> (tensor<2x?xi64>, tensor<1x?xi64>) {
+  %i = kiln.non_zero %x : (tensor<?x8xi32, #kiln.dims<[n, 8]>>) -> tensor<2x?xi64>
+  %j = kiln.non_zero %y : (tensor<100000xi1>) -> tensor<1x?xi64>
+  return %i, %j : tensor<2x?xi64>, tensor<1x?xi64>
+}
+
+// -----
+
+// top_k whose k is data: k is read as the symbol both results share, and the
+// top_k reads k as that symbol from then on (a kernel, its values a gather).
+// CHECK-LABEL: func.func @top_k
+// CHECK: kiln.read_sizes %arg1 ["run0"] {kiln.sizes_for = "kiln.top_k"} : tensor<1xi64>
+// CHECK: %[[K:.*]] = kiln.symbolic_constant [run0] : tensor<1xi64>
+// CHECK: kiln.top_k %arg0, %[[K]] {axis = -1 : i64} : {{.*}} -> (tensor<3x?xf32, #kiln.dims<[3, run0]>>, tensor<3x?xi64, #kiln.dims<[3, run0]>>)
+// CHECK-NOT: kiln.binds_dims
+// KERNELS-LABEL: func.func @top_k
+// KERNELS: kiln.read_sizes
+// KERNELS: kiln.kernel "reduction"
+// KERNELS: kiln.top_k
+// KERNELS: kiln.kernel "pointwise"
+// KERNELS: kiln.gather_elements
+func.func @top_k(%x: tensor<3x10xf32>, %k: tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>) {
+  %v, %i = kiln.top_k %x, %k {axis = -1 : i64} : (tensor<3x10xf32>, tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>)
+  return %v, %i : tensor<3x?xf32>, tensor<3x?xi64>
+}
+
+// -----
+
+// A top_k whose result type fixes k (the model said 2) has no size to read:
+// it stays a host step, which checks k.
+// CHECK-LABEL: func.func @top_k_fixed
+// CHECK-NOT: kiln.read_sizes
+// KERNELS-LABEL: func.func @top_k_fixed
+// KERNELS-NOT: kiln.kernel
+func.func @top_k_fixed(%x: tensor<3x10xf32>, %k: tensor<1xi64>) -> tensor<3x2xi64> {
+  %v, %i = kiln.top_k %x, %k {axis = -1 : i64} : (tensor<3x10xf32>, tensor<1xi64>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  return %i : tensor<3x2xi64>
+}
+
+// -----
+
+// compress along an axis: the condition's non_zero, flattened, and a gather.
+// CHECK-LABEL: func.func @compress
+// CHECK: kiln.count_non_zero %arg1
+// CHECK: kiln.read_sizes {{.*}} ["run0"] {kiln.sizes_for = "kiln.compress"}
+// CHECK: %[[ROWS:.*]] = kiln.compact_non_zero %arg1, {{.*}} -> tensor<1x?xi64, #kiln.dims<[1, run0]>>
+// CHECK: %[[IDX:.*]] = kiln.reshape %[[ROWS]], {{.*}} -> tensor<?xi64, #kiln.dims<[run0]>>
+// CHECK: kiln.gather %arg0, %[[IDX]] {axis = 1 : i64} : {{.*}} -> tensor<2x?xf32, #kiln.dims<[2, run0]>>
+// CHECK-NOT: kiln.compress
+// KERNELS-LABEL: func.func @compress
+// KERNELS: kiln.kernel "compaction"
+// KERNELS: kiln.kernel "pointwise"
+// KERNELS: kiln.gather
+func.func @compress(%x: tensor<2x5xf32>, %c: tensor<5xi1>) -> tensor<2x?xf32> {
+  %r = kiln.compress %x, %c {axis = 1 : i64} : (tensor<2x5xf32>, tensor<5xi1>) -> tensor<2x?xf32>
+  return %r : tensor<2x?xf32>
+}
+
+// -----
+
+// Without an axis the input is flattened first. The reference refuses a
+// condition longer than what it selects from (a gather would not): where the
+// symbols do not prove it (m against 3n, both the inputs'), a guard every
+// call checks; where a condition is certainly longer, a host step (which
+// reports it).
+// CHECK-LABEL: func.func @compress_flat
+// CHECK: kiln.reshape %arg0, {{.*}} -> tensor<12xf32>
+// CHECK: kiln.gather
+// CHECK-LABEL: func.func @compress_unproven
+// CHECK-NEXT: kiln.guard <less_equal> [m, 3 * n], "kiln.compress: the condition must be no longer than what it selects along"
+// CHECK: kiln.gather
+// CHECK-LABEL: func.func @compress_too_long
+// CHECK: kiln.compress %arg0, %arg1 {axis = 0 : i64, kiln.binds_dims = {{\[}}[0, 0, "run0"]]}
+func.func @compress_flat(%x: tensor<4x3xf32>, %c: tensor<7xi1>) -> tensor<?xf32> {
+  %r = kiln.compress %x, %c : (tensor<4x3xf32>, tensor<7xi1>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @compress_unproven(%x: tensor<?x3xf32, #kiln.dims<[n, 3]>>, %c: tensor<?xi1, #kiln.dims<[m]>>) -> tensor<?xf32> {
+  %r = kiln.compress %x, %c : (tensor<?x3xf32, #kiln.dims<[n, 3]>>, tensor<?xi1, #kiln.dims<[m]>>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+func.func @compress_too_long(%x: tensor<2x3xf32>, %c: tensor<5xi1>) -> tensor<?x3xf32> {
+  %r = kiln.compress %x, %c {axis = 0 : i64} : (tensor<2x3xf32>, tensor<5xi1>) -> tensor<?x3xf32>
+  return %r : tensor<?x3xf32>
+}
+
+// -----
+
+// unique without an axis: per-element compares with every other element,
+// fused into reductions (first occurrences, ranks), the distinct count read
+// back, then per-output reductions (first positions, counts) and a gather.
+// CHECK-LABEL: func.func @unique
+// CHECK: kiln.read_sizes {{.*}} ["run0"] {kiln.sizes_for = "kiln.unique"}
+// CHECK: kiln.gather {{.*}} -> tensor<?xf32, #kiln.dims<[run0]>>
+// CHECK-NOT: kiln.unique %
+// KERNELS-LABEL: func.func @unique
+// KERNELS: kiln.kernel "reduction"{{.*}}-> tensor<6xi1>
+// KERNELS: kiln.compare {{.*}} -> tensor<6x6xi1>
+// KERNELS: kiln.reduce {{.*}}kind = #kiln<reduce any>
+// KERNELS: kiln.read_sizes
+// KERNELS-NOT: kiln.unique %
+// KERNELS-LABEL: func.func @unique_axis
+// KERNELS: kiln.unique %arg0 {axis = 0
+// Along an axis it stays a host step.
+// CHECK-LABEL: func.func @unique_axis
+// CHECK: kiln.unique %arg0 {axis = 0 : i64, kiln.binds_dims
+func.func @unique(%x: tensor<2x3xf32>) -> (tensor<?xf32>, tensor<?xi64>, tensor<6xi64>, tensor<?xi64>) {
+  %y, %i, %inv, %c = kiln.unique %x {sorted = false} : (tensor<2x3xf32>) -> (tensor<?xf32>, tensor<?xi64>, tensor<6xi64>, tensor<?xi64>)
+  return %y, %i, %inv, %c : tensor<?xf32>, tensor<?xi64>, tensor<6xi64>, tensor<?xi64>
+}
+func.func @unique_axis(%x: tensor<2x3xf32>) -> tensor<?x3xf32> {
+  %y, %i, %inv, %c = kiln.unique %x {axis = 0 : i64} : (tensor<2x3xf32>) -> (tensor<?x3xf32>, tensor<?xi64>, tensor<2xi64>, tensor<?xi64>)
+  return %y : tensor<?x3xf32>
+}
+
+// -----
+
+// Control flow's bodies are left alone.
+// CHECK-LABEL: func.func @in_body
+// CHECK: kiln.if
+// CHECK: kiln.non_zero
+func.func @in_body(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<1x?xi64> {
+  %r = kiln.if %c : tensor<i1> -> tensor<1x?xi64> {
+    %i = kiln.non_zero %x : (tensor<4xf32>) -> tensor<1x?xi64>
+    kiln.yield %i : tensor<1x?xi64>
+  } else {
+    %j = kiln.non_zero %x : (tensor<4xf32>) -> tensor<1x?xi64>
+    kiln.yield %j : tensor<1x?xi64>
+  }
+  return %r : tensor<1x?xi64>
+}
