@@ -263,6 +263,12 @@ private:
   LogicalResult emitRow(Operation *root);
   LogicalResult emitCountNonZero(CountNonZeroOp root);
   LogicalResult emitCompactNonZero(CompactNonZeroOp root);
+  LogicalResult emitNmsSelect(NmsSelectOp root);
+  /// The element of a one-element operand (any rank).
+  FailureOr<std::string> onlyElement(Value v) {
+    std::vector<std::string> index(cast<RankedTensorType>(v.getType()).getRank(), "0");
+    return element(v, index);
+  }
   /// Opens the loop over the chunks of `input`'s row-major order (a block
   /// each): declares n, chunks, chunk, c, begin and end.
   void openChunkLoop(Value input, int64_t chunks);
@@ -1914,6 +1920,83 @@ LogicalResult KernelEmitter::emitCompactNonZero(CompactNonZeroOp root) {
   return success();
 }
 
+LogicalResult KernelEmitter::emitNmsSelect(NmsSelectOp root) {
+  // A block per (batch, class) row. The greedy loop runs in order, every
+  // thread keeping the same count: the candidate of the next rank is found
+  // across the block (each thread looks at its boxes), and the overlap with
+  // each box taken so far is tested across the block; thread 0 appends. The
+  // row's taken boxes are the result's own row, read back as the list.
+  blockPerItem = true;
+  Value boxes = root.getBoxes(), scores = root.getScores(), rank = root.getRank();
+  std::vector<std::string> shape = dims(scores);
+  SymShape scoreDims = getSymShape(scores.getType());
+  workItems = productOf({scoreDims[0], scoreDims[1]});
+  line("__shared__ int64_t scratch[KILN_MAX_BLOCK];");
+  line("const int64_t classes = " + shape[1] + ", S = " + shape[2] + ";");
+  line("const int64_t rows = " + shape[0] + " * classes;");
+  FailureOr<std::string> maxOut = onlyElement(root.getMaxOutputBoxesPerClass());
+  FailureOr<std::string> iou = failed(maxOut) ? maxOut : onlyElement(root.getIouThreshold());
+  if (failed(iou))
+    return failure();
+  line("const int64_t max_out = (int64_t)" + *maxOut + ";");
+  line("const double iou_threshold = (double)" + *iou + ";");
+  if (Value t = root.getScoreThreshold()) {
+    FailureOr<std::string> v = onlyElement(t);
+    if (failed(v))
+      return failure();
+    line("const double score_threshold = (double)" + *v + ";");
+  }
+  std::string center = root.getCenterPointBox() ? "true" : "false";
+  auto max = std::string("[](int64_t a, int64_t b) { return a < b ? b : a; }");
+  openBlock("for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
+  line("const int64_t b = row / classes, k = row % classes;");
+  line("for (int64_t j = threadIdx.x; j < S; j += blockDim.x) out[row * S + j] = -1;");
+  line("int64_t taken = 0;");
+  openBlock("for (int64_t r = 0; r < S && taken < max_out; ++r) {");
+  line("int64_t mine = -1;");
+  openBlock("for (int64_t i = threadIdx.x; i < S; i += blockDim.x) {");
+  FailureOr<std::string> score = element(scores, {"b", "k", "i"});
+  FailureOr<std::string> position = failed(score) ? score : element(rank, {"b", "k", "i"});
+  if (failed(position))
+    return failure();
+  line(root.getScoreThreshold() ? "const bool candidate = (double)" + *score + " > score_threshold;"
+                                : std::string("const bool candidate = true;"));
+  line("if (candidate && " + *position + " == r) mine = i;");
+  closeBlock();
+  line("const int64_t next = kiln_block_reduce(mine, " + max + ", scratch);");
+  line("if (next < 0) break;");
+  auto corners = [&](const std::string &i) -> FailureOr<std::vector<std::string>> {
+    std::vector<std::string> c;
+    for (const char *d : {"0", "1", "2", "3"}) {
+      FailureOr<std::string> e = element(boxes, {"b", i, d});
+      if (failed(e))
+        return failure();
+      c.push_back("(double)" + *e);
+    }
+    return c;
+  };
+  FailureOr<std::vector<std::string>> a = corners("next");
+  if (failed(a))
+    return failure();
+  line("int64_t overlaps = 0;");
+  openBlock("for (int64_t t = threadIdx.x; t < taken; t += blockDim.x) {");
+  line("const int64_t other = out[row * S + t];");
+  FailureOr<std::vector<std::string>> o = corners("other");
+  if (failed(o))
+    return failure();
+  line("if (kiln_box_iou(" + (*a)[0] + ", " + (*a)[1] + ", " + (*a)[2] + ", " + (*a)[3] + ", " +
+       (*o)[0] + ", " + (*o)[1] + ", " + (*o)[2] + ", " + (*o)[3] + ", " + center +
+       ") > iou_threshold) overlaps = 1;");
+  closeBlock();
+  line("if (kiln_block_reduce(overlaps, " + max + ", scratch) == 0) {");
+  line("  if (threadIdx.x == 0) out[row * S + taken] = next;");
+  line("  ++taken;");
+  line("}");
+  closeBlock();
+  closeBlock();
+  return success();
+}
+
 LogicalResult KernelEmitter::emitRow(Operation *root) {
   blockPerItem = true;
   Value x = root->getOperand(0), result = root->getResult(0);
@@ -2099,11 +2182,13 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
                                            "kiln.arg_reduce, kiln.cumulative, kiln.top_k's indices "
                                            "or kiln.count_non_zero";
   } else if (schedule == "compaction") {
-    auto compact = dyn_cast_or_null<CompactNonZeroOp>(rootOp);
-    if (!compact)
-      return emitError(kernel.getLoc())
-             << "codegen: a compaction kernel must yield a kiln.compact_non_zero";
-    ok = emitCompactNonZero(compact);
+    if (auto compact = dyn_cast_or_null<CompactNonZeroOp>(rootOp))
+      ok = emitCompactNonZero(compact);
+    else if (auto select = dyn_cast_or_null<NmsSelectOp>(rootOp))
+      ok = emitNmsSelect(select);
+    else
+      return emitError(kernel.getLoc()) << "codegen: a compaction kernel must yield a "
+                                           "kiln.compact_non_zero or kiln.nms_select";
   } else if (schedule == "row") {
     if (!isa_and_nonnull<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(rootOp))
       return emitError(kernel.getLoc())

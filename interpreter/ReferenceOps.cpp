@@ -350,6 +350,17 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
         return one(ref::nonMaxSuppression(*in[0], *in[1], in[2]->getI(0), in[3]->getF(0),
                                           scoreThreshold, n.getCenterPointBox()));
       })
+      // The rank operand (in[2]) is the order the reference sorts by itself.
+      .Case([&](NmsSelectOp n) -> Results {
+        for (size_t i = 3; i < in.size(); ++i)
+          if (in[i]->numel() != 1)
+            return absl::InvalidArgumentError("scalar operands must hold one value");
+        std::optional<double> scoreThreshold;
+        if (n.getScoreThreshold())
+          scoreThreshold = in[5]->getF(0);
+        return one(ref::nmsSelect(*in[0], *in[1], in[3]->getI(0), in[4]->getF(0),
+                                  scoreThreshold, n.getCenterPointBox()));
+      })
       .Case([&](UniqueOp u) -> Results {
         std::optional<int64_t> axis;
         if (std::optional<uint64_t> a = u.getAxis())

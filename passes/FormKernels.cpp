@@ -130,7 +130,7 @@ std::optional<StringRef> reductionSchedule(Operation *op) {
   // A block per chunk of the input (kiln-sizes-on-device's non_zero).
   if (isa<CountNonZeroOp>(op))
     return StringRef("reduction");
-  if (isa<CompactNonZeroOp>(op))
+  if (isa<CompactNonZeroOp, NmsSelectOp>(op))
     return StringRef("compaction");
   return std::nullopt;
 }
@@ -316,9 +316,10 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
       groupOf[root] = g;
       DenseMap<Operation *, unsigned> depth = {{root, 0}};
       SmallVector<Operation *> worklist = {root};
-      // A top_k kernel reads its input O(n) times per element: producers
-      // would be recomputed as often, so its input is materialized.
-      if (isa<TopKOp>(root))
+      // A top_k kernel reads its input O(n) times per element (an
+      // nms_select its boxes and scores per step of its loop): producers
+      // would be recomputed as often, so its inputs are materialized.
+      if (isa<TopKOp, NmsSelectOp>(root))
         worklist.clear();
       while (!worklist.empty()) {
         Operation *cur = worklist.pop_back_val();

@@ -201,45 +201,65 @@ Value inferred(OpBuilder &b, Location loc, ValueRange operands,
 ///   values     = gather(x, indices)
 ///
 /// Equal as the reference's ordered map sees it (neither less: 0.0 and -0.0).
+/// Builds graph ops at one place, each with the types its shape function infers.
+struct GraphBuilder {
+  OpBuilder &b;
+  Location loc;
+  MLIRContext *ctx = b.getContext();
+
+  Value reshape(Value v, ArrayRef<DimExpr> dims) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return ReshapeOp::create(b, loc, makeTensorType(dims, type.getElementType()), v,
+                             dimsValue(b, loc, dims));
+  }
+  /// A 0-d i64 tensor holding `d`.
+  Value scalar(DimExpr d) {
+    return SymbolicConstantOp::create(b, loc, RankedTensorType::get({}, b.getI64Type()),
+                                      DimsAttr::getCanonical(ctx, {d}));
+  }
+  Value scalar(int64_t v) { return scalar(getConstantDim(ctx, v)); }
+  /// 0, 1, ..., length - 1.
+  Value iota(DimExpr length) {
+    return inferred<RangeOp>(b, loc, {scalar(0), scalar(length), scalar(1)});
+  }
+  Value compare(CompareDirection d, Value l, Value r) {
+    return inferred<CompareOp>(b, loc, {l, r},
+                               {b.getNamedAttr("direction", CompareDirectionAttr::get(ctx, d))});
+  }
+  Value reduce(ReduceKind kind, Value v, int64_t axis, bool keep = false) {
+    return inferred<ReduceOp>(b, loc, {v},
+                              {b.getNamedAttr("kind", ReduceKindAttr::get(ctx, kind)),
+                               b.getNamedAttr("axes", b.getDenseI64ArrayAttr({axis})),
+                               b.getNamedAttr("keep_dims", b.getBoolAttr(keep))});
+  }
+  Value toI64(Value v) {
+    return inferred<CastOp>(b, loc, {v}, {b.getNamedAttr("to", TypeAttr::get(b.getI64Type()))});
+  }
+  Value both(Value l, Value r) { return inferred<AndOp>(b, loc, {l, r}); }
+  Value either(Value l, Value r) { return inferred<OrOp>(b, loc, {l, r}); }
+  Value select(Value c, Value t, Value f) { return inferred<SelectOp>(b, loc, {c, t, f}); }
+};
+
 void rewriteUnique(UniqueOp unique, StringRef symbol) {
   OpBuilder b(unique);
   MLIRContext *ctx = b.getContext();
   Location loc = unique.getLoc();
-  Type i64 = b.getI64Type();
+  GraphBuilder g{b, loc};
   auto input = cast<RankedTensorType>(unique.getInput().getType());
   DimExpr n = getAffineConstantExpr(1, ctx);
   for (DimExpr d : getSymShape(input))
     n = n * d;
   n = canonicalizeDim(n);
   DimExpr u = getSymbolDim(ctx, symbol), one = getConstantDim(ctx, 1);
-  auto reshape = [&](Value v, ArrayRef<DimExpr> dims) -> Value {
-    auto type = cast<RankedTensorType>(v.getType());
-    return ReshapeOp::create(b, loc, makeTensorType(dims, type.getElementType()), v,
-                             dimsValue(b, loc, dims));
-  };
-  auto scalar = [&](DimExpr d) {
-    return SymbolicConstantOp::create(b, loc, RankedTensorType::get({}, i64),
-                                      DimsAttr::getCanonical(ctx, {d}));
-  };
-  auto iota = [&](DimExpr length) {
-    return inferred<RangeOp>(b, loc,
-                             {scalar(getConstantDim(ctx, 0)), scalar(length),
-                              scalar(getConstantDim(ctx, 1))});
-  };
-  auto compare = [&](CompareDirection d, Value l, Value r) {
-    return inferred<CompareOp>(b, loc, {l, r},
-                               {b.getNamedAttr("direction", CompareDirectionAttr::get(ctx, d))});
-  };
+  auto reshape = [&](Value v, ArrayRef<DimExpr> dims) { return g.reshape(v, dims); };
+  auto compare = [&](CompareDirection d, Value l, Value r) { return g.compare(d, l, r); };
   auto reduce = [&](ReduceKind kind, Value v, int64_t axis, bool keep = false) {
-    return inferred<ReduceOp>(b, loc, {v},
-                              {b.getNamedAttr("kind", ReduceKindAttr::get(ctx, kind)),
-                               b.getNamedAttr("axes", b.getDenseI64ArrayAttr({axis})),
-                               b.getNamedAttr("keep_dims", b.getBoolAttr(keep))});
+    return g.reduce(kind, v, axis, keep);
   };
-  auto toI64 = [&](Value v) {
-    return inferred<CastOp>(b, loc, {v}, {b.getNamedAttr("to", TypeAttr::get(i64))});
-  };
-  auto both = [&](Value l, Value r) { return inferred<AndOp>(b, loc, {l, r}); };
+  auto toI64 = [&](Value v) { return g.toI64(v); };
+  auto both = [&](Value l, Value r) { return g.both(l, r); };
+  auto iota = [&](DimExpr length) { return g.iota(length); };
+  auto scalar = [&](DimExpr d) { return g.scalar(d); };
 
   Value flat = input.getRank() == 1 ? unique.getInput() : reshape(unique.getInput(), {n});
   Value column = reshape(flat, {n, one}), row = reshape(flat, {one, n});
@@ -259,7 +279,7 @@ void rewriteUnique(UniqueOp unique, StringRef symbol) {
   } else {
     Value firstOccurrence = reduce(
         ReduceKind::min,
-        inferred<SelectOp>(b, loc, {equal(), positionRow, scalar(n)}), 1);
+        g.select(equal(), positionRow, scalar(n)), 1);
     rank = reduce(ReduceKind::sum,
                   toI64(both(firstRow, compare(CompareDirection::lt, positionRow,
                                                reshape(firstOccurrence, {n, one})))),
@@ -271,9 +291,8 @@ void rewriteUnique(UniqueOp unique, StringRef symbol) {
   // ranked[r, k]: element k has rank r.
   Value rankRow = reshape(rank, {one, n}), outputColumn = reshape(iota(u), {u, one});
   auto ranked = [&] { return compare(CompareDirection::eq, rankRow, outputColumn); };
-  Value zero = scalar(getConstantDim(ctx, 0));
-  Value indices = reduce(ReduceKind::sum,
-                         inferred<SelectOp>(b, loc, {both(ranked(), firstRow), positionRow, zero}), 1);
+  Value indices =
+      reduce(ReduceKind::sum, g.select(both(ranked(), firstRow), positionRow, g.scalar(0)), 1);
   Value counts = reduce(ReduceKind::sum, toI64(ranked()), 1);
   Value values = GatherOp::create(b, loc, unique.getValues().getType(), flat, indices,
                                   b.getI64IntegerAttr(0));
@@ -282,6 +301,56 @@ void rewriteUnique(UniqueOp unique, StringRef symbol) {
   unique.getInverseIndices().replaceAllUsesWith(rank);
   unique.getCounts().replaceAllUsesWith(counts);
   unique.erase();
+}
+
+/// non_max_suppression -> each box's rank in its row's descending score order
+/// (compares of every box with every other, fused into a sum), the greedy
+/// selection per (batch, class) row as a kernel (kiln.nms_select), then the
+/// taken entries listed by the non_zero of the taken mask on the device (the
+/// count read back) with their box indices gathered: [batch, class, box] per
+/// selection, in the reference's order.
+void rewriteNonMaxSuppression(NonMaxSuppressionOp nms, StringRef symbol) {
+  OpBuilder b(nms);
+  MLIRContext *ctx = b.getContext();
+  Location loc = nms.getLoc();
+  GraphBuilder g{b, loc};
+  SymShape dims = getSymShape(nms.getScores().getType());
+  DimExpr batches = dims[0], classes = dims[1], count = dims[2], one = getConstantDim(ctx, 1);
+  Value scores = nms.getScores();
+  // [B, K, S, S]: box j (last dim) comes before box i (the one before).
+  Value mine = g.reshape(scores, {batches, classes, count, one});
+  Value theirs = g.reshape(scores, {batches, classes, one, count});
+  Value positions = g.iota(count);
+  Value myPosition = g.reshape(positions, {count, one});
+  Value theirPosition = g.reshape(positions, {one, count});
+  Value before = g.either(
+      g.compare(CompareDirection::gt, theirs, mine),
+      g.both(g.compare(CompareDirection::eq, theirs, mine),
+             g.compare(CompareDirection::lt, theirPosition, myPosition)));
+  if (Value threshold = nms.getScoreThreshold())
+    before = g.both(before, g.compare(CompareDirection::gt, theirs, threshold));
+  Value rank = g.reduce(ReduceKind::sum, g.toI64(before), 3);
+  auto selectType = makeTensorType(dims, b.getI64Type());
+  Value selected = NmsSelectOp::create(b, loc, selectType, nms.getBoxes(), scores, rank,
+                                       nms.getMaxOutputBoxesPerClass(), nms.getIouThreshold(),
+                                       nms.getScoreThreshold(), nms.getCenterPointBox());
+  Value taken = g.compare(CompareDirection::ge, selected, g.scalar(0));
+  // [3, n]: (batch, class, order) of each taken entry, in row-major order.
+  Value where = nonZeroOnDevice(b, loc, taken, symbol, nms);
+  DimExpr n = getSymbolDim(ctx, symbol);
+  Value rows = inferred<TransposeOp>(b, loc, {where},
+                                     {b.getNamedAttr("permutation", b.getDenseI64ArrayAttr({1, 0}))});
+  Value box = inferred<GatherNDOp>(b, loc, {selected, rows});
+  Value batchClass = GatherOp::create(
+      b, loc, makeTensorType({n, getConstantDim(ctx, 2)}, b.getI64Type()), rows,
+      ConstantOp::create(b, loc, DenseIntElementsAttr::get(
+                                     RankedTensorType::get({2}, b.getI64Type()), {0L, 1L})),
+      b.getI64IntegerAttr(1));
+  Value listed = ConcatOp::create(b, loc, nms.getType(),
+                                  ValueRange{batchClass, g.reshape(box, {n, one})},
+                                  b.getI64IntegerAttr(1));
+  nms.getResult().replaceAllUsesWith(listed);
+  nms.erase();
 }
 
 /// top_k(x, k) with k computed at run time -> k read back as the symbol both
@@ -325,6 +394,9 @@ struct SizesOnDevicePass : impl::SizesOnDevicePassBase<SizesOnDevicePass> {
       else if (auto unique = dyn_cast<UniqueOp>(op);
                unique && !unique.getAxis() && kernelsCanRead(unique.getInput()))
         rewriteUnique(unique, *symbol);
+      else if (auto nms = dyn_cast<NonMaxSuppressionOp>(op);
+               nms && kernelsCanRead(nms.getBoxes()) && kernelsCanRead(nms.getScores()))
+        rewriteNonMaxSuppression(nms, *symbol);
       else if (auto topK = dyn_cast<TopKOp>(op);
                topK && kernelsCanRead(topK.getInput()) &&
                cast<RankedTensorType>(topK.getK().getType()).hasStaticShape())

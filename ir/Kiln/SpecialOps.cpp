@@ -116,6 +116,35 @@ LogicalResult NonMaxSuppressionOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+LogicalResult NmsSelectOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> location, Adaptor adaptor,
+                                            InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType boxes = tensorType(adaptor.getBoxes()),
+                   scores = tensorType(adaptor.getScores()), rank = tensorType(adaptor.getRank());
+  if (boxes.getRank() != 3 || (!boxes.isDynamicDim(2) && boxes.getDimSize(2) != 4))
+    return emitShapeError(location, name, "boxes must be [batch, boxes, 4]");
+  if (scores.getRank() != 3)
+    return emitShapeError(location, name, "scores must be [batch, classes, boxes]");
+  if (rank.getRank() != 3)
+    return emitShapeError(location, name, "rank must be [batch, classes, boxes]");
+  SymShape b = getSymShape(boxes), s = getSymShape(scores), r = getSymShape(rank);
+  if (failed(unifyDims(location, name, b[0], s[0], "batch dim of scores")) ||
+      failed(unifyDims(location, name, b[1], s[2], "box count of scores")))
+    return failure();
+  for (int d = 0; d < 3; ++d)
+    if (failed(unifyDims(location, name, s[d], r[d], "dim of rank")))
+      return failure();
+  if (failed(checkScalarLike(location, name, adaptor.getMaxOutputBoxesPerClass(),
+                             "max_output_boxes_per_class")) ||
+      failed(checkScalarLike(location, name, adaptor.getIouThreshold(), "iou_threshold")) ||
+      (adaptor.getScoreThreshold() &&
+       failed(checkScalarLike(location, name, adaptor.getScoreThreshold(), "score_threshold"))))
+    return failure();
+  inferred.push_back(makeTensorType(s, IntegerType::get(context, 64)));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // unique
 //===----------------------------------------------------------------------===//

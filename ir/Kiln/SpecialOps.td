@@ -55,6 +55,32 @@ def Kiln_RoiAlignOp : Kiln_Op<"roi_align"> {
   let results = (outs Kiln_FloatTensor:$result);
 }
 
+def Kiln_NmsSelectOp : Kiln_Op<"nms_select"> {
+  let summary = "per batch and class, the boxes non_max_suppression keeps, in selection order";
+  let description = [{
+    The selection of `kiln.non_max_suppression` (same operands and meaning),
+    before it is listed: `[B, K, S]`, where row `[b, k]` holds the box indices
+    taken for batch b and class k in the order they were taken, then -1.
+    `rank` (`[B, K, S]` i64) is each box's position in its row's descending
+    score order among the boxes above the score threshold (ties by box index);
+    boxes at or below the threshold are never taken whatever their rank.
+    `--kiln-sizes-on-device` computes the ranks with compares and sums, this op
+    as a kernel (a block per row, the greedy loop in order, the overlap tests
+    across the block's threads), and lists the non-negative entries.
+
+    ```mlir
+    %k = kiln.nms_select %boxes, %scores, %rank, %max, %iou : (tensor<1x6x4xf32>, tensor<1x1x6xf32>, tensor<1x1x6xi64>, tensor<1xi64>, tensor<1xf32>) -> tensor<1x1x6xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$boxes, Kiln_FloatTensor:$scores,
+                       RankedTensorOf<[I64]>:$rank,
+                       Kiln_ShapeTensor:$max_output_boxes_per_class,
+                       Kiln_FloatTensor:$iou_threshold,
+                       Optional<Kiln_FloatTensor>:$score_threshold,
+                       DefaultValuedAttr<BoolAttr, "false">:$center_point_box);
+  let results = (outs RankedTensorOf<[I64]>:$selected);
+}
+
 def Kiln_NonMaxSuppressionOp : Kiln_Op<"non_max_suppression"> {
   let summary = "greedy box selection by score and overlap (ONNX NonMaxSuppression)";
   let description = [{

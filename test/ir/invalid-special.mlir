@@ -262,3 +262,11 @@ func.func @col2im_absurd(%x: tensor<1x5x5xf32>) {
   %y = kiln.col2im %x {image_shape = array<i64: 2000000000, 2000000000>, block_shape = array<i64: 1000000000, 1000000000>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>} : (tensor<1x5x5xf32>) -> tensor<1x1x5x5xf32>
   return
 }
+
+// -----
+
+func.func @nms_select_rank(%boxes: tensor<2x6x4xf32>, %scores: tensor<2x3x6xf32>, %rank: tensor<2x6xi64>, %max: tensor<1xi64>, %iou: tensor<f32>) {
+  // expected-error @+1 {{'kiln.nms_select' op rank must be [batch, classes, boxes]}}
+  %k = kiln.nms_select %boxes, %scores, %rank, %max, %iou : (tensor<2x6x4xf32>, tensor<2x3x6xf32>, tensor<2x6xi64>, tensor<1xi64>, tensor<f32>) -> tensor<2x3x6xi64>
+  return
+}

@@ -21,6 +21,10 @@ func.func @roi_align(%x: tensor<1x4x10x10xf32>, %rois: tensor<?x4xf32, #kiln.dim
 func.func @non_max_suppression(%boxes: tensor<2x6x4xf32>, %scores: tensor<2x3x6xf32>, %max: tensor<1xi64>, %iou: tensor<f32>, %score: tensor<1xf32>) {
   // CHECK: kiln.non_max_suppression {{.*}} -> tensor<?x3xi64>
   %s = kiln.non_max_suppression %boxes, %scores, %max, %iou, %score {center_point_box = true} : (tensor<2x6x4xf32>, tensor<2x3x6xf32>, tensor<1xi64>, tensor<f32>, tensor<1xf32>) -> tensor<?x3xi64>
+  // Its selection before listing (kiln-sizes-on-device): a row per batch and class.
+  %rank = kiln.constant dense<0> : tensor<2x3x6xi64>
+  // CHECK: kiln.nms_select {{.*}} -> tensor<2x3x6xi64>
+  %k = kiln.nms_select %boxes, %scores, %rank, %max, %iou, %score : (tensor<2x6x4xf32>, tensor<2x3x6xf32>, tensor<2x3x6xi64>, tensor<1xi64>, tensor<f32>, tensor<1xf32>) -> tensor<2x3x6xi64>
   // CHECK: kiln.non_max_suppression %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : {{.*}} -> tensor<?x3xi64>
   %t = kiln.non_max_suppression %boxes, %scores, %max, %iou : (tensor<2x6x4xf32>, tensor<2x3x6xf32>, tensor<1xi64>, tensor<f32>) -> tensor<?x3xi64>
   return

@@ -157,6 +157,28 @@ func.func @unique_axis(%x: tensor<2x3xf32>) -> tensor<?x3xf32> {
 
 // -----
 
+// non_max_suppression: score ranks (compares and a sum), the greedy
+// selection per batch and class row (a compaction kernel), and the taken
+// entries listed through non_zero's path.
+// CHECK-LABEL: func.func @nms
+// CHECK: %[[RANK:.*]] = kiln.reduce {{.*}} : (tensor<1x2x5x5xi64>) -> tensor<1x2x5xi64>
+// CHECK: %[[SEL:.*]] = kiln.nms_select %arg0, %arg1, %[[RANK]], {{.*}} -> tensor<1x2x5xi64>
+// CHECK: kiln.read_sizes {{.*}} ["run0"] {kiln.sizes_for = "kiln.non_max_suppression"}
+// CHECK: kiln.gather_nd %[[SEL]]
+// CHECK: kiln.concat {{.*}} -> tensor<?x3xi64, #kiln.dims<[run0, 3]>>
+// KERNELS-LABEL: func.func @nms
+// KERNELS: kiln.kernel "compaction"
+// KERNELS-NEXT: ^bb0
+// KERNELS: kiln.nms_select
+func.func @nms(%boxes: tensor<1x5x4xf32>, %scores: tensor<1x2x5xf32>) -> tensor<?x3xi64> {
+  %max = kiln.constant dense<3> : tensor<1xi64>
+  %iou = kiln.constant dense<0.5> : tensor<1xf32>
+  %s = kiln.non_max_suppression %boxes, %scores, %max, %iou : (tensor<1x5x4xf32>, tensor<1x2x5xf32>, tensor<1xi64>, tensor<1xf32>) -> tensor<?x3xi64>
+  return %s : tensor<?x3xi64>
+}
+
+// -----
+
 // Control flow's bodies are left alone.
 // CHECK-LABEL: func.func @in_body
 // CHECK: kiln.if

@@ -22,6 +22,10 @@ outputs (the layout run_numpy_cases.py reads).
     unique_sorted  Unique of an [n] float input, all four outputs, sorted
                    (-0.0 and 0.0 are one value; an empty input)
     unique_first   the same in first-occurrence order (sorted=0), of int64
+    nms            NonMaxSuppression of [2, n, 4] boxes (40, with equal scores
+                   and overlapping clusters) and [2, 3, n] scores, a score
+                   threshold, at most 5 per class; the same boxes as centers
+                   (nms_center, no threshold, at most 100)
 """
 import os
 import sys
@@ -181,6 +185,73 @@ def unique_first(out):
                  [np.array([7, 3, 7, 7, -1, 3, 9], np.int64), np.array([5], np.int64)])
 
 
+def nms_reference(boxes, scores, max_out, iou_threshold, score_threshold, center):
+    """ONNX NonMaxSuppression in numpy/python, as its reference implementation."""
+    def corners(b):
+        if center:
+            xc, yc, w, h = (float(v) for v in b)
+            return yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2
+        a, bb, c, d = (float(v) for v in b)
+        return min(a, c), min(bb, d), max(a, c), max(bb, d)
+
+    def iou(p, q):
+        h = max(0.0, min(p[2], q[2]) - max(p[0], q[0]))
+        w = max(0.0, min(p[3], q[3]) - max(p[1], q[1]))
+        inter = h * w
+        union = (p[2] - p[0]) * (p[3] - p[1]) + (q[2] - q[0]) * (q[3] - q[1]) - inter
+        return 0.0 if union <= 0 else inter / union
+
+    selected = []
+    for b in range(scores.shape[0]):
+        for c in range(scores.shape[1]):
+            s = scores[b, c].astype(np.float64)
+            candidates = [i for i in range(len(s))
+                          if score_threshold is None or s[i] > score_threshold]
+            candidates.sort(key=lambda i: -s[i])  # stable: ties by index
+            kept = []
+            for i in candidates:
+                if len(kept) >= max_out:
+                    break
+                if all(iou(corners(boxes[b, i]), corners(boxes[b, k])) <= iou_threshold
+                       for k in kept):
+                    kept.append(i)
+                    selected.append([b, c, i])
+    return np.array(selected, np.int64).reshape(-1, 3)
+
+
+def nms(out, name, center, max_out, score_threshold):
+    rng = np.random.default_rng(11)
+    n = 40
+    centers = rng.uniform(0, 10, (2, 8, 2)).repeat(5, axis=1)  # 8 clusters of 5
+    sizes = rng.uniform(1, 3, (2, n, 2))
+    jitter = rng.uniform(-0.5, 0.5, (2, n, 2))
+    if center:
+        boxes = np.concatenate([centers + jitter, sizes], axis=2)
+    else:
+        lo = centers + jitter - sizes / 2
+        boxes = np.concatenate([lo, lo + sizes], axis=2)
+        boxes[:, ::7] = boxes[:, ::7][:, :, [2, 3, 0, 1]]  # corners in either order
+    boxes = boxes.astype(np.float32)
+    scores = rng.uniform(0, 1, (2, 3, n)).astype(np.float32)
+    scores[:, :, 5:9] = 0.5  # equal scores: box order decides
+    inputs = ["boxes", "scores", "max", "iou"] + (["threshold"] if score_threshold is not None else [])
+    initializers = [numpy_helper.from_array(np.array([max_out], np.int64), "max"),
+                    numpy_helper.from_array(np.array([0.4], np.float32), "iou")]
+    if score_threshold is not None:
+        initializers.append(
+            numpy_helper.from_array(np.array([score_threshold], np.float32), "threshold"))
+    want = nms_reference(boxes, scores, max_out, np.float64(np.float32(0.4)),
+                         None if score_threshold is None
+                         else np.float64(np.float32(score_threshold)), center)
+    save(out, name,
+         [helper.make_node("NonMaxSuppression", inputs, ["selected"],
+                           center_point_box=int(center))],
+         [helper.make_tensor_value_info("boxes", T.FLOAT, [2, "n", 4]),
+          helper.make_tensor_value_info("scores", T.FLOAT, [2, 3, "n"])],
+         [helper.make_tensor_value_info("selected", T.INT64, ["k", 3])],
+         [({"boxes": boxes, "scores": scores}, [want])], initializers)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -192,6 +263,8 @@ def main():
     compress_guard(out)
     unique_sorted(out)
     unique_first(out)
+    nms(out, "nms", False, 5, 0.3)
+    nms(out, "nms_center", True, 100, None)
 
 
 if __name__ == "__main__":

@@ -213,10 +213,13 @@ absl::StatusOr<Tensor> roiAlign(const Tensor &x, const Tensor &rois, const Tenso
   return y;
 }
 
-absl::StatusOr<Tensor> nonMaxSuppression(const Tensor &boxes, const Tensor &scores,
-                                         int64_t maxOutputPerClass, double iouThreshold,
-                                         std::optional<double> scoreThreshold,
-                                         bool centerPointBox) {
+namespace {
+/// Per batch and class (row b * classes + c), the box indices
+/// non_max_suppression takes, in the order it takes them.
+std::vector<std::vector<int64_t>> nmsSelections(const Tensor &boxes, const Tensor &scores,
+                                                int64_t maxOutputPerClass, double iouThreshold,
+                                                std::optional<double> scoreThreshold,
+                                                bool centerPointBox) {
   int64_t batches = boxes.dim(0), count = boxes.dim(1), classes = scores.dim(1);
   struct Box {
     double y1, x1, y2, x2;
@@ -236,7 +239,7 @@ absl::StatusOr<Tensor> nonMaxSuppression(const Tensor &boxes, const Tensor &scor
     double uni = areaA + areaB - inter;
     return uni <= 0 ? 0.0 : inter / uni;
   };
-  std::vector<int64_t> selected;
+  std::vector<std::vector<int64_t>> rows(batches * classes);
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t c = 0; c < classes; ++c) {
       std::vector<int64_t> candidates;
@@ -250,7 +253,7 @@ absl::StatusOr<Tensor> nonMaxSuppression(const Tensor &boxes, const Tensor &scor
         return scores.getF((b * classes + c) * count + i) >
                scores.getF((b * classes + c) * count + j);
       });
-      std::vector<int64_t> kept;
+      std::vector<int64_t> &kept = rows[b * classes + c];
       for (int64_t i : candidates) {
         if (static_cast<int64_t>(kept.size()) >= maxOutputPerClass)
           break;
@@ -261,17 +264,47 @@ absl::StatusOr<Tensor> nonMaxSuppression(const Tensor &boxes, const Tensor &scor
             suppressed = true;
             break;
           }
-        if (!suppressed) {
+        if (!suppressed)
           kept.push_back(i);
-          selected.insert(selected.end(), {b, c, i});
-        }
       }
     }
+  return rows;
+}
+} // namespace
+
+absl::StatusOr<Tensor> nonMaxSuppression(const Tensor &boxes, const Tensor &scores,
+                                         int64_t maxOutputPerClass, double iouThreshold,
+                                         std::optional<double> scoreThreshold,
+                                         bool centerPointBox) {
+  int64_t classes = scores.dim(1);
+  std::vector<std::vector<int64_t>> rows = nmsSelections(
+      boxes, scores, maxOutputPerClass, iouThreshold, scoreThreshold, centerPointBox);
+  std::vector<int64_t> selected;
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int64_t i : rows[r])
+      selected.insert(selected.end(), {static_cast<int64_t>(r) / classes,
+                                       static_cast<int64_t>(r) % classes, i});
   int64_t n = static_cast<int64_t>(selected.size()) / 3;
   Tensor out;
   KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(DType::i64, Shape{n, 3}));
   for (int64_t i = 0; i < 3 * n; ++i)
     out.setI(i, selected[i]);
+  return out;
+}
+
+absl::StatusOr<Tensor> nmsSelect(const Tensor &boxes, const Tensor &scores,
+                                 int64_t maxOutputPerClass, double iouThreshold,
+                                 std::optional<double> scoreThreshold, bool centerPointBox) {
+  std::vector<std::vector<int64_t>> rows = nmsSelections(
+      boxes, scores, maxOutputPerClass, iouThreshold, scoreThreshold, centerPointBox);
+  int64_t count = boxes.dim(1);
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(
+      out, Tensor::zeros(DType::i64, Shape{scores.dim(0), scores.dim(1), count}));
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int64_t k = 0; k < count; ++k)
+      out.setI(static_cast<int64_t>(r) * count + k,
+               k < static_cast<int64_t>(rows[r].size()) ? rows[r][k] : -1);
   return out;
 }
 

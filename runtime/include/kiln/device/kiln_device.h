@@ -568,6 +568,33 @@ template <typename T, typename F> KILN_DEVICE T kiln_block_reduce(T v, F f, T *s
   return r;
 }
 
+// The overlap (intersection over union) of two boxes as non_max_suppression
+// measures it, in double as the reference: corners y1, x1, y2, x2 in either
+// order, or x_center, y_center, width, height with `center`.
+KILN_DEVICE double kiln_box_iou(double a0, double a1, double a2, double a3, double b0, double b1,
+                                double b2, double b3, bool center) {
+  double ay1, ax1, ay2, ax2, by1, bx1, by2, bx2;
+  if (center) {
+    ay1 = a1 - a3 / 2, ax1 = a0 - a2 / 2, ay2 = a1 + a3 / 2, ax2 = a0 + a2 / 2;
+    by1 = b1 - b3 / 2, bx1 = b0 - b2 / 2, by2 = b1 + b3 / 2, bx2 = b0 + b2 / 2;
+  } else {
+    // As std::min and std::max pick (the reference's): the first on ties.
+    ay1 = a2 < a0 ? a2 : a0, ax1 = a3 < a1 ? a3 : a1;
+    ay2 = a0 < a2 ? a2 : a0, ax2 = a1 < a3 ? a3 : a1;
+    by1 = b2 < b0 ? b2 : b0, bx1 = b3 < b1 ? b3 : b1;
+    by2 = b0 < b2 ? b2 : b0, bx2 = b1 < b3 ? b3 : b1;
+  }
+  double top = ay1 < by1 ? by1 : ay1, bottom = by2 < ay2 ? by2 : ay2;
+  double left = ax1 < bx1 ? bx1 : ax1, right = bx2 < ax2 ? bx2 : ax2;
+  double h = bottom - top, w = right - left;
+  h = 0.0 < h ? h : 0.0;
+  w = 0.0 < w ? w : 0.0;
+  double inter = h * w;
+  double areaA = (ay2 - ay1) * (ax2 - ax1), areaB = (by2 - by1) * (bx2 - bx1);
+  double uni = areaA + areaB - inter;
+  return uni <= 0 ? 0.0 : inter / uni;
+}
+
 // The sum of the `v`s of the threads before this one in the block (an
 // exclusive prefix sum, in thread order), and the block's total in `*total`;
 // `scratch` holds blockDim.x values. Correct for any block size, 1 included.

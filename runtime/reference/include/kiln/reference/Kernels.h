@@ -171,6 +171,11 @@ absl::StatusOr<Tensor> nonMaxSuppression(const Tensor &boxes, const Tensor &scor
                                          int64_t maxOutputPerClass, double iouThreshold,
                                          std::optional<double> scoreThreshold,
                                          bool centerPointBox);
+/// non_max_suppression's selections before they are listed: [batch, classes,
+/// boxes], row [b, c] the box indices taken in the order taken, then -1.
+absl::StatusOr<Tensor> nmsSelect(const Tensor &boxes, const Tensor &scores,
+                                 int64_t maxOutputPerClass, double iouThreshold,
+                                 std::optional<double> scoreThreshold, bool centerPointBox);
 /// values, indices, inverse_indices, counts.
 std::vector<Tensor> unique(const Tensor &x, std::optional<int64_t> axis, bool sorted);
 /// Determinants of the square matrices in x's last two dims; an error for any
