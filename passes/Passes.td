@@ -129,11 +129,14 @@ def SizesOnDevicePass : Pass<"kiln-sizes-on-device", "::mlir::func::FuncOp"> {
       the reference refuses a condition longer than the axis, so where the
       symbols do not prove it no longer that is a `kiln.guard` (over the
       inputs' symbols; otherwise the op stays a host step);
-    - `kiln.unique` without an axis becomes compares of every element with
-      every other fused into reductions (first occurrences, ranks: the
+    - `kiln.unique` becomes compares of every element (slice, along an axis)
+      with every other fused into reductions (first occurrences, ranks: the
       inverse indices), the distinct count read back, then per-output
       reductions (first positions, counts) and a gather (O(n^2) work, as the
       top_k kernel's);
+    - `kiln.non_max_suppression` becomes score ranks (compares and a sum),
+      `kiln.nms_select` (the greedy selection per batch and class row, a
+      kernel) and the non_zero of its taken entries, listed with a gather;
     - `kiln.top_k` whose `k` is computed at run time gets
       `kiln.read_sizes %k` binding the symbol both results are sized by, and
       reads `k` as that symbol from then on.

@@ -14,6 +14,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <functional>
+
 namespace kiln {
 #define GEN_PASS_DEF_SIZESONDEVICEPASS
 #include "passes/Passes.h.inc"
@@ -188,19 +190,6 @@ Value inferred(OpBuilder &b, Location loc, ValueRange operands,
   return op->getResult(0);
 }
 
-/// unique(x) without an axis: everything a kernel computes per element by
-/// comparing it with every other (n^2 work in all, none of it materialized:
-/// the [n, n] compares fuse into their reductions), as the top_k kernel does;
-/// for the class and candidate counts models ask Unique about, not vocabularies:
-///
-///   first[k]   = no j < k with x[j] == x[k]
-///   rank[k]    = sorted: #{j first, x[j] < x[k]}; else #{j first, j < f[k]}
-///                (f[k] the first occurrence of x[k]) -- inverse_indices
-///   u          = #{first}, read back as the count's symbol
-///   indices[r] = the first occurrence j of rank r;  counts[r] = #{k: rank[k] == r}
-///   values     = gather(x, indices)
-///
-/// Equal as the reference's ordered map sees it (neither less: 0.0 and -0.0).
 /// Builds graph ops at one place, each with the types its shape function infers.
 struct GraphBuilder {
   OpBuilder &b;
@@ -240,62 +229,121 @@ struct GraphBuilder {
   Value select(Value c, Value t, Value f) { return inferred<SelectOp>(b, loc, {c, t, f}); }
 };
 
+/// unique(x): everything computed per element (per slice along the axis) by
+/// comparing it with every other, in reductions (n^2 work in all), as the
+/// top_k kernel does: for the class and candidate counts models ask Unique
+/// about, not vocabularies.
+///
+///   first[k]   = no j < k with key(j) == key(k)
+///   rank[k]    = sorted: #{j first, key(j) < key(k)}; else #{j first, j < f[k]}
+///                (f[k] the first occurrence of key(k)) -- inverse_indices
+///   u          = #{first}, read back as the count's symbol
+///   indices[r] = the first occurrence j of rank r;  counts[r] = #{k: rank[k] == r}
+///   values     = gather(x, indices, axis)
+///
+/// A key is an element, or with an axis the slice at that position (compared
+/// in row-major order of the other dims, lexicographically). Equal and less as
+/// the reference's ordered map of keys sees them (0.0 and -0.0 are one).
 void rewriteUnique(UniqueOp unique, StringRef symbol) {
   OpBuilder b(unique);
   MLIRContext *ctx = b.getContext();
   Location loc = unique.getLoc();
   GraphBuilder g{b, loc};
   auto input = cast<RankedTensorType>(unique.getInput().getType());
-  DimExpr n = getAffineConstantExpr(1, ctx);
-  for (DimExpr d : getSymShape(input))
-    n = n * d;
-  n = canonicalizeDim(n);
-  DimExpr u = getSymbolDim(ctx, symbol), one = getConstantDim(ctx, 1);
-  auto reshape = [&](Value v, ArrayRef<DimExpr> dims) { return g.reshape(v, dims); };
-  auto compare = [&](CompareDirection d, Value l, Value r) { return g.compare(d, l, r); };
-  auto reduce = [&](ReduceKind kind, Value v, int64_t axis, bool keep = false) {
-    return g.reduce(kind, v, axis, keep);
+  SymShape dims = getSymShape(input);
+  DimExpr one = getConstantDim(ctx, 1), u = getSymbolDim(ctx, symbol);
+  auto productOf = [&](ArrayRef<DimExpr> factors) {
+    DimExpr p = one;
+    for (DimExpr d : factors)
+      p = p * d;
+    return canonicalizeDim(p);
   };
-  auto toI64 = [&](Value v) { return g.toI64(v); };
-  auto both = [&](Value l, Value r) { return g.both(l, r); };
-  auto iota = [&](DimExpr length) { return g.iota(length); };
-  auto scalar = [&](DimExpr d) { return g.scalar(d); };
-
-  Value flat = input.getRank() == 1 ? unique.getInput() : reshape(unique.getInput(), {n});
-  Value column = reshape(flat, {n, one}), row = reshape(flat, {one, n});
-  Value positions = iota(n);
-  Value positionColumn = reshape(positions, {n, one}), positionRow = reshape(positions, {one, n});
-  // The [n, n] and [u, n] compares are built once per reduction that reads
-  // them: each then fuses into its reduction's kernel (a shared one would be
-  // materialized, n^2 bytes). equal[k, j]: x[k] == x[j]; before[k, j]: j < k.
-  auto equal = [&] { return compare(CompareDirection::eq, column, row); };
-  Value before = compare(CompareDirection::lt, positionRow, positionColumn);
-  Value first = inferred<NotOp>(b, loc, {reduce(ReduceKind::any, both(equal(), before), 1)});
-  Value firstRow = reshape(first, {one, n});
+  Value positions, positionColumn, positionRow;
+  // equal() and less() give [n, n] tensors: [k, j] compares key(j) with
+  // key(k). Without an axis they are fresh compares each time (each fuses
+  // into the reduction that reads it: nothing of n^2 size is stored); with
+  // one they are computed once, reducing over the slices.
+  std::function<Value()> equal, less;
+  Value data; // what the values gather from, along `axis`
+  int64_t axis = 0;
+  DimExpr n;
+  if (std::optional<int64_t> a = unique.getAxis()) {
+    axis = *a < 0 ? *a + input.getRank() : *a;
+    n = dims[axis];
+    SmallVector<int64_t> perm = {axis};
+    SmallVector<DimExpr> rest;
+    for (int64_t d = 0; d < input.getRank(); ++d)
+      if (d != axis) {
+        perm.push_back(d);
+        rest.push_back(dims[d]);
+      }
+    DimExpr m = productOf(rest);
+    Value moved = inferred<TransposeOp>(
+        b, loc, {unique.getInput()}, {b.getNamedAttr("permutation", b.getDenseI64ArrayAttr(perm))});
+    Value keys = g.reshape(moved, {n, m});
+    Value mine = g.reshape(keys, {n, one, m}), theirs = g.reshape(keys, {one, n, m});
+    Value same = g.reduce(ReduceKind::all, g.compare(CompareDirection::eq, theirs, mine), 2);
+    // The first position the keys differ at (m when they do not), and the
+    // two keys' elements there.
+    Value at = g.reshape(g.iota(m), {one, one, m});
+    Value differ = g.reduce(
+        ReduceKind::min,
+        g.select(g.compare(CompareDirection::ne, theirs, mine), at, g.scalar(m)), 2);
+    Value inside = g.compare(CompareDirection::lt, differ, g.scalar(m));
+    Value clamped = g.select(inside, differ, g.scalar(0));
+    auto elementAt = [&](Value which) {
+      Value pairs = inferred<ConcatOp>(
+          b, loc, {g.reshape(which, {n, n, one}), g.reshape(clamped, {n, n, one})},
+          {b.getNamedAttr("axis", b.getI64IntegerAttr(2))});
+      return inferred<GatherNDOp>(b, loc, {keys, pairs});
+    };
+    Value square = dimsValue(b, loc, {n, n});
+    positions = g.iota(n);
+    positionColumn = g.reshape(positions, {n, one});
+    positionRow = g.reshape(positions, {one, n});
+    Value theirIndex = inferred<BroadcastToOp>(b, loc, {positionRow, square});
+    Value myIndex = inferred<BroadcastToOp>(b, loc, {positionColumn, square});
+    Value before = g.both(inside, g.compare(CompareDirection::lt, elementAt(theirIndex),
+                                            elementAt(myIndex)));
+    equal = [same] { return same; };
+    less = [before] { return before; };
+    data = unique.getInput();
+  } else {
+    n = productOf(dims);
+    data = input.getRank() == 1 ? unique.getInput() : g.reshape(unique.getInput(), {n});
+    Value column = g.reshape(data, {n, one}), row = g.reshape(data, {one, n});
+    positions = g.iota(n);
+    positionColumn = g.reshape(positions, {n, one});
+    positionRow = g.reshape(positions, {one, n});
+    equal = [&g, column, row] { return g.compare(CompareDirection::eq, column, row); };
+    less = [&g, column, row] { return g.compare(CompareDirection::lt, row, column); };
+  }
+  // before[k, j]: j < k.
+  Value before = g.compare(CompareDirection::lt, positionRow, positionColumn);
+  Value first = inferred<NotOp>(b, loc, {g.reduce(ReduceKind::any, g.both(equal(), before), 1)});
+  Value firstRow = g.reshape(first, {one, n});
   Value rank;
   if (unique.getSorted()) {
-    rank = reduce(ReduceKind::sum,
-                  toI64(both(firstRow, compare(CompareDirection::lt, row, column))), 1);
+    rank = g.reduce(ReduceKind::sum, g.toI64(g.both(firstRow, less())), 1);
   } else {
-    Value firstOccurrence = reduce(
-        ReduceKind::min,
-        g.select(equal(), positionRow, scalar(n)), 1);
-    rank = reduce(ReduceKind::sum,
-                  toI64(both(firstRow, compare(CompareDirection::lt, positionRow,
-                                               reshape(firstOccurrence, {n, one})))),
-                  1);
+    Value firstOccurrence =
+        g.reduce(ReduceKind::min, g.select(equal(), positionRow, g.scalar(n)), 1);
+    rank = g.reduce(ReduceKind::sum,
+                    g.toI64(g.both(firstRow, g.compare(CompareDirection::lt, positionRow,
+                                                       g.reshape(firstOccurrence, {n, one})))),
+                    1);
   }
-  Value count = reduce(ReduceKind::sum, toI64(first), 0, /*keep=*/true);
+  Value count = g.reduce(ReduceKind::sum, g.toI64(first), 0, /*keep=*/true);
   auto read = ReadSizesOp::create(b, loc, count, b.getStrArrayAttr({symbol}));
   read->setAttr(kSizesForAttr, b.getStringAttr(unique->getName().getStringRef()));
-  // ranked[r, k]: element k has rank r.
-  Value rankRow = reshape(rank, {one, n}), outputColumn = reshape(iota(u), {u, one});
-  auto ranked = [&] { return compare(CompareDirection::eq, rankRow, outputColumn); };
-  Value indices =
-      reduce(ReduceKind::sum, g.select(both(ranked(), firstRow), positionRow, g.scalar(0)), 1);
-  Value counts = reduce(ReduceKind::sum, toI64(ranked()), 1);
-  Value values = GatherOp::create(b, loc, unique.getValues().getType(), flat, indices,
-                                  b.getI64IntegerAttr(0));
+  // ranked[r, k]: key k has rank r (fresh per reduction, as above).
+  Value rankRow = g.reshape(rank, {one, n}), outputColumn = g.reshape(g.iota(u), {u, one});
+  auto ranked = [&] { return g.compare(CompareDirection::eq, rankRow, outputColumn); };
+  Value indices = g.reduce(ReduceKind::sum,
+                           g.select(g.both(ranked(), firstRow), positionRow, g.scalar(0)), 1);
+  Value counts = g.reduce(ReduceKind::sum, g.toI64(ranked()), 1);
+  Value values = GatherOp::create(b, loc, unique.getValues().getType(), data, indices,
+                                  b.getI64IntegerAttr(axis));
   unique.getValues().replaceAllUsesWith(values);
   unique.getIndices().replaceAllUsesWith(indices);
   unique.getInverseIndices().replaceAllUsesWith(rank);
@@ -391,8 +439,7 @@ struct SizesOnDevicePass : impl::SizesOnDevicePassBase<SizesOnDevicePass> {
                compress && kernelsCanRead(compress.getInput()) &&
                kernelsCanRead(compress.getCondition()))
         rewriteCompress(compress, *symbol, inputBound);
-      else if (auto unique = dyn_cast<UniqueOp>(op);
-               unique && !unique.getAxis() && kernelsCanRead(unique.getInput()))
+      else if (auto unique = dyn_cast<UniqueOp>(op); unique && kernelsCanRead(unique.getInput()))
         rewriteUnique(unique, *symbol);
       else if (auto nms = dyn_cast<NonMaxSuppressionOp>(op);
                nms && kernelsCanRead(nms.getBoxes()) && kernelsCanRead(nms.getScores()))

@@ -141,18 +141,21 @@ func.func @compress_too_long(%x: tensor<2x3xf32>, %c: tensor<5xi1>) -> tensor<?x
 // KERNELS: kiln.reduce {{.*}}kind = #kiln<reduce any>
 // KERNELS: kiln.read_sizes
 // KERNELS-NOT: kiln.unique %
-// KERNELS-LABEL: func.func @unique_axis
-// KERNELS: kiln.unique %arg0 {axis = 0
-// Along an axis it stays a host step.
+// Along an axis the keys are the slices: equal where every element is,
+// ordered by the first element they differ at (computed once, [n, n]).
 // CHECK-LABEL: func.func @unique_axis
-// CHECK: kiln.unique %arg0 {axis = 0 : i64, kiln.binds_dims
+// CHECK: kiln.transpose %arg0 {permutation = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+// CHECK: kiln.reduce {{.*}}kind = #kiln<reduce all>{{.*}} : (tensor<3x3x2xi1>) -> tensor<3x3xi1>
+// CHECK: kiln.gather_nd
+// CHECK: kiln.read_sizes {{.*}} ["run0"] {kiln.sizes_for = "kiln.unique"}
+// CHECK: kiln.gather %arg0, {{.*}} {axis = 1 : i64} : {{.*}} -> tensor<2x?xf32, #kiln.dims<[2, run0]>>
 func.func @unique(%x: tensor<2x3xf32>) -> (tensor<?xf32>, tensor<?xi64>, tensor<6xi64>, tensor<?xi64>) {
   %y, %i, %inv, %c = kiln.unique %x {sorted = false} : (tensor<2x3xf32>) -> (tensor<?xf32>, tensor<?xi64>, tensor<6xi64>, tensor<?xi64>)
   return %y, %i, %inv, %c : tensor<?xf32>, tensor<?xi64>, tensor<6xi64>, tensor<?xi64>
 }
-func.func @unique_axis(%x: tensor<2x3xf32>) -> tensor<?x3xf32> {
-  %y, %i, %inv, %c = kiln.unique %x {axis = 0 : i64} : (tensor<2x3xf32>) -> (tensor<?x3xf32>, tensor<?xi64>, tensor<2xi64>, tensor<?xi64>)
-  return %y : tensor<?x3xf32>
+func.func @unique_axis(%x: tensor<2x3xf32>) -> tensor<2x?xf32> {
+  %y, %i, %inv, %c = kiln.unique %x {axis = -1 : i64} : (tensor<2x3xf32>) -> (tensor<2x?xf32>, tensor<?xi64>, tensor<3xi64>, tensor<?xi64>)
+  return %y : tensor<2x?xf32>
 }
 
 // -----

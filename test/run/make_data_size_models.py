@@ -22,6 +22,8 @@ outputs (the layout run_numpy_cases.py reads).
     unique_sorted  Unique of an [n] float input, all four outputs, sorted
                    (-0.0 and 0.0 are one value; an empty input)
     unique_first   the same in first-occurrence order (sorted=0), of int64
+    unique_rows    Unique of [n, 3] rows (axis 0, sorted: rows differing first
+                   in the middle or last column, repeats, -0.0 against 0.0)
     nms            NonMaxSuppression of [2, n, 4] boxes (40, with equal scores
                    and overlapping clusters) and [2, 3, n] scores, a score
                    threshold, at most 5 per class; the same boxes as centers
@@ -185,6 +187,23 @@ def unique_first(out):
                  [np.array([7, 3, 7, 7, -1, 3, 9], np.int64), np.array([5], np.int64)])
 
 
+def unique_rows(out):
+    x = np.array([[1, 2, 3], [1, 2, 2], [0, 5, 1], [1, 2, 3], [1, 0, 9], [0, 5, 1],
+                  [-0.0, 5, 1]], np.float32)
+    values, indices, inverse, counts = np.unique(x, axis=0, return_index=True,
+                                                 return_inverse=True, return_counts=True)
+    want = [values, indices.astype(np.int64), inverse.reshape(-1).astype(np.int64),
+            counts.astype(np.int64)]
+    save(out, "unique_rows",
+         [helper.make_node("Unique", ["x"], ["y", "indices", "inverse", "counts"], axis=0)],
+         [helper.make_tensor_value_info("x", T.FLOAT, ["n", 3])],
+         [helper.make_tensor_value_info("y", T.FLOAT, ["u", 3]),
+          helper.make_tensor_value_info("indices", T.INT64, ["u"]),
+          helper.make_tensor_value_info("inverse", T.INT64, ["n"]),
+          helper.make_tensor_value_info("counts", T.INT64, ["u"])],
+         [({"x": x}, want)])
+
+
 def nms_reference(boxes, scores, max_out, iou_threshold, score_threshold, center):
     """ONNX NonMaxSuppression in numpy/python, as its reference implementation."""
     def corners(b):
@@ -263,6 +282,7 @@ def main():
     compress_guard(out)
     unique_sorted(out)
     unique_first(out)
+    unique_rows(out)
     nms(out, "nms", False, 5, 0.3)
     nms(out, "nms_center", True, 100, None)
 
