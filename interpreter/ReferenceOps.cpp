@@ -24,6 +24,23 @@ namespace {
 using Results = absl::StatusOr<std::vector<ref::Tensor>>;
 using Inputs = ArrayRef<const ref::Tensor *>;
 
+/// non_max_suppression's one-element operands, from in[first] on: the most
+/// boxes per class, the overlap threshold and, when given, the score threshold.
+struct NmsScalars {
+  int64_t maxOutput = 0;
+  double iouThreshold = 0;
+  std::optional<double> scoreThreshold;
+};
+absl::StatusOr<NmsScalars> nmsScalars(Inputs in, size_t first, bool hasScoreThreshold) {
+  for (size_t i = first; i < in.size(); ++i)
+    if (in[i]->numel() != 1)
+      return absl::InvalidArgumentError("scalar operands must hold one value");
+  NmsScalars s{in[first]->getI(0), in[first + 1]->getF(0), std::nullopt};
+  if (hasScoreThreshold)
+    s.scoreThreshold = in[first + 2]->getF(0);
+  return s;
+}
+
 // ODS enums onto the reference kernels' enums, value by value.
 
 ref::CompareFn compareFn(CompareDirection d) {
@@ -341,25 +358,19 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
         return one(ref::roiAlign(*in[0], *in[1], *in[2], p));
       })
       .Case([&](NonMaxSuppressionOp n) -> Results {
-        for (size_t i = 2; i < in.size(); ++i)
-          if (in[i]->numel() != 1)
-            return absl::InvalidArgumentError("scalar operands must hold one value");
-        std::optional<double> scoreThreshold;
-        if (n.getScoreThreshold())
-          scoreThreshold = in[4]->getF(0);
-        return one(ref::nonMaxSuppression(*in[0], *in[1], in[2]->getI(0), in[3]->getF(0),
-                                          scoreThreshold, n.getCenterPointBox()));
+        absl::StatusOr<NmsScalars> s = nmsScalars(in, 2, static_cast<bool>(n.getScoreThreshold()));
+        if (!s.ok())
+          return s.status();
+        return one(ref::nonMaxSuppression(*in[0], *in[1], s->maxOutput, s->iouThreshold,
+                                          s->scoreThreshold, n.getCenterPointBox()));
       })
       // The rank operand (in[2]) is the order the reference sorts by itself.
       .Case([&](NmsSelectOp n) -> Results {
-        for (size_t i = 3; i < in.size(); ++i)
-          if (in[i]->numel() != 1)
-            return absl::InvalidArgumentError("scalar operands must hold one value");
-        std::optional<double> scoreThreshold;
-        if (n.getScoreThreshold())
-          scoreThreshold = in[5]->getF(0);
-        return one(ref::nmsSelect(*in[0], *in[1], in[3]->getI(0), in[4]->getF(0),
-                                  scoreThreshold, n.getCenterPointBox()));
+        absl::StatusOr<NmsScalars> s = nmsScalars(in, 3, static_cast<bool>(n.getScoreThreshold()));
+        if (!s.ok())
+          return s.status();
+        return one(ref::nmsSelect(*in[0], *in[1], s->maxOutput, s->iouThreshold,
+                                  s->scoreThreshold, n.getCenterPointBox()));
       })
       .Case([&](UniqueOp u) -> Results {
         std::optional<int64_t> axis;

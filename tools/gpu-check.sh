@@ -46,6 +46,13 @@ prepare() {
       --arch "sm_$sm" --cache-dir "$build/kernel-cache"
   done
 
+  echo "== sizes the data decides, computed on the device (docs/runtime.md, Sizes the data decides)"
+  python3 "$root/test/run/make_data_size_models.py" "$bundle/data-size"
+  for onnx_model in "$bundle/data-size"/*.onnx; do
+    "$build/bin/kiln-compile" "$onnx_model" -o "${onnx_model%.onnx}.kiln" \
+      --arch "sm_$sm" --cache-dir "$build/kernel-cache"
+  done
+
   echo "== precision modes: the torch models in tf32, fp16 and bf16 (docs/precision.md)"
   for m in mlp cnn encoder; do
     for p in tf32 fp16 bf16; do
@@ -140,6 +147,14 @@ PY
           --atol 1e-4 | sed "s/^/$m set $s output $k: /" | tee -a "$out/control-flow.txt" || true
       done
     done
+  done
+
+  echo "== NonZero, Compress, Unique, NonMaxSuppression and TopK on the device: 256-thread blocks"
+  echo "   (block-wide prefix sums and the NMS loop as a GPU runs them), no host step, against numpy"
+  for onnx_model in "$bundle/data-size"/*.onnx; do
+    name=$(basename "$onnx_model" .onnx)
+    PATH="$bundle/bin:$PATH" python3 "$root/test/run/run_numpy_cases.py" "$bundle/data-size" "$name" \
+      --fake-cuda "" --backends cuda | tee -a "$out/data-size.txt" || true
   done
 
   echo "== matmuls in the real cuBLASLt, convs and pools in the real cuDNN, against float64"

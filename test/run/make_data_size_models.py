@@ -37,6 +37,9 @@ import onnx
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
+# The same layout as the control-flow models (run_numpy_cases.py reads both).
+from make_control_flow_models import save_model, save_set
+
 
 def nonzero_chain(out):
     nodes = [
@@ -73,17 +76,9 @@ def nonzero_chain(out):
 def save(out, name, nodes, inputs, outputs, sets, initializers=()):
     """The model NAME.onnx and its data sets NAME/S/in_*.npy, want_*.npy;
     `sets` is a list of (inputs dict, outputs list)."""
-    graph = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.checker.check_model(model)
-    onnx.save(model, os.path.join(out, name + ".onnx"))
+    save_model(out, name, helper.make_graph(nodes, name, inputs, outputs, list(initializers)))
     for s, (ins, wants) in enumerate(sets):
-        folder = os.path.join(out, name, str(s))
-        os.makedirs(folder, exist_ok=True)
-        for k, v in ins.items():
-            np.save(os.path.join(folder, f"in_{k}.npy"), v)
-        for k, v in enumerate(wants):
-            np.save(os.path.join(folder, f"want_{k}.npy"), v)
+        save_set(out, name, s, ins, wants)
 
 
 def nonzero_2d(out):
