@@ -49,6 +49,13 @@ save("size_range", [helper.make_node("Range", ["a", "b", "c"], ["y"])], [i64("a"
      [i64("y", None)])
 save("size_fill", [helper.make_node("ConstantOfShape", ["s"], ["y"], value=helper.make_tensor("v", T.FLOAT, [1], [2.0]))],
      [i64("s", [3])], any_out)
+# Sizes read back from the device (ReadSizes steps): a TopK's k, and the most
+# boxes NonMaxSuppression keeps per class.
+save("size_topk", [helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=-1)], [f32("x", ["n", 6]), i64("k", [1])],
+     [f32("v", None), i64("i", None)])
+save("size_nms", [helper.make_node("NonMaxSuppression", ["b", "s", "m", "iou"], ["y"])],
+     [f32("b", [1, "n", 4]), f32("s", [1, 2, "n"]), i64("m", [1])], [i64("y", None)],
+     [const("iou", np.array([0.5], np.float32))])
 
 rng = np.random.default_rng(0)
 save("edit_pointwise", [helper.make_node("Mul", ["x", "w"], ["m"]), helper.make_node("Sigmoid", ["m"], ["y"])],
@@ -91,6 +98,12 @@ save("edit_control",
       f32("sums", ["n", 4]), i64("doubled", [2, "k"])],
      [const("zero", np.array(0.0, np.float32)), const("trips", np.array(3, np.int64)),
       const("yes", np.array(True)), const("s0", np.zeros(4, np.float32)), const("two", np.array(2, np.int64))])
+
+# Unique (rows) and NonZero on the device: compaction and selection kernels,
+# counts read back.
+save("edit_unique", [helper.make_node("Unique", ["x"], ["u", "i", "inv", "c"], axis=0),
+                     helper.make_node("NonZero", ["x"], ["nz"])],
+     [f32("x", ["n", 3])], [f32("u", None), i64("i", None), i64("inv", None), i64("c", None), i64("nz", None)])
 
 # Tensor-file seeds: .npy of several dtypes and ranks, and TensorProtos.
 np.save(os.path.join(out, "seed_f32.npy"), rng.standard_normal((2, 3), dtype=np.float32))

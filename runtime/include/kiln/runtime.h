@@ -261,8 +261,10 @@ KILN_API kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_t
 /* Per-step timings, filled by runs given this profile. kind is what ran the
  * step: "kernel" (a generated kernel), "cublasLt", "cudnn", "copy" (a
  * reshape to a run-time shape on CUDA: the shape read back, the data copied on
- * the device), "host" (the reference kernels; a host round trip on CUDA) or
- * "shape" (a shape step);
+ * the device), "host" (the reference kernels; a host round trip on CUDA),
+ * "shape" (a shape step), "sync" (a size the device computed, read back
+ * alone) or "control" (If, Loop, Scan; the steps of their bodies follow as
+ * "Loop/NAME", with no time of their own);
  * times are microseconds from the profile's creation.
  * Each run also records one event of kind "variant" (duration 0) named by the
  * variant it ran (as kiln_context_variant). */
