@@ -290,16 +290,14 @@ LogicalResult Writer::addStep(Operation *op) {
     }
     // Not a graph break (nothing runs on the host), but a synchronization:
     // --explain lists it with what it waits for.
-    bool readsK = op->hasAttr(kSizesForAttr) &&
-                  op->getAttrOfType<StringAttr>(kSizesForAttr).getValue() == "kiln.top_k";
-    std::string why = readsK ? "its k is computed at run time: k alone is read, and the top_k "
+    auto sizesFor = op->getAttrOfType<StringAttr>(kSizesForAttr);
+    std::string forOp = sizesFor ? sizesFor.getValue().str() : "kiln.read_sizes";
+    std::string why = forOp == "kiln.top_k" ? "its k is computed at run time: k alone is read, and the top_k "
                                "runs as a kernel sized by it"
                              : "its result size depends on the data: the device counts, only the "
                                "count is read, and the op runs as kernels";
     sizeReads.push_back(llvm::json::Object{
-        {"op", op->hasAttr(kSizesForAttr)
-                   ? op->getAttrOfType<StringAttr>(kSizesForAttr).getValue().str()
-                   : std::string("kiln.read_sizes")},
+        {"op", forOp},
         {"node", nodeNameOf(op->getLoc())},
         {"symbols", std::move(names)},
         {"why", why},

@@ -1845,6 +1845,10 @@ LogicalResult KernelEmitter::emitTopK(TopKOp root) {
   return success();
 }
 
+/// The combining functions the block reductions of int64 counts take.
+constexpr const char *kSumI64 = "[](int64_t a, int64_t b) { return a + b; }";
+constexpr const char *kMaxI64 = "[](int64_t a, int64_t b) { return a < b ? b : a; }";
+
 void KernelEmitter::openChunkLoop(Value input, int64_t chunks) {
   blockPerItem = true;
   workItems = getAffineConstantExpr(chunks, kernel.getContext());
@@ -1866,8 +1870,7 @@ LogicalResult KernelEmitter::emitCountNonZero(CountNonZeroOp root) {
     return failure();
   line("mine += " + nonZero(input, *v) + " ? 1 : 0;");
   closeBlock();
-  line("const int64_t total = kiln_block_reduce(mine, [](int64_t a, int64_t b) { return a + b; }, "
-       "scratch);");
+  line("const int64_t total = kiln_block_reduce(mine, " + std::string(kSumI64) + ", scratch);");
   line("if (threadIdx.x == 0) out[c] = total;");
   closeBlock();
   return success();
@@ -1893,8 +1896,7 @@ LogicalResult KernelEmitter::emitCompactNonZero(CompactNonZeroOp root) {
     return failure();
   line("before += " + *count + ";");
   closeBlock();
-  line("int64_t offset = kiln_block_reduce(before, [](int64_t a, int64_t b) { return a + b; }, "
-       "scratch);");
+  line("int64_t offset = kiln_block_reduce(before, " + std::string(kSumI64) + ", scratch);");
   openBlock("for (int64_t tile = begin; tile < end; tile += blockDim.x) {");
   line("const int64_t e = tile + threadIdx.x;");
   line("bool hit = false;");
@@ -1947,7 +1949,7 @@ LogicalResult KernelEmitter::emitNmsSelect(NmsSelectOp root) {
     line("const double score_threshold = (double)" + *v + ";");
   }
   std::string center = root.getCenterPointBox() ? "true" : "false";
-  auto max = std::string("[](int64_t a, int64_t b) { return a < b ? b : a; }");
+  const std::string max = kMaxI64;
   openBlock("for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
   line("const int64_t b = row / classes, k = row % classes;");
   line("for (int64_t j = threadIdx.x; j < S; j += blockDim.x) out[row * S + j] = -1;");

@@ -29,6 +29,13 @@ namespace kiln {
 using namespace mlir;
 
 namespace kiln {
+
+std::string describeOp(Operation *op) {
+  std::string name = op->getName().getStringRef().str();
+  std::string node = nodeNameOf(op->getLoc());
+  return node.empty() ? name : name + " at '" + node + "'";
+}
+
 namespace {
 
 struct FoundGuard {
@@ -43,13 +50,6 @@ unsigned exprCost(DimExpr d) {
   unsigned n = 0;
   d.walk([&](AffineExpr) { ++n; });
   return n;
-}
-
-/// "kiln.reshape at 'Reshape_3'", or the op name alone.
-std::string describeOp(Operation *op) {
-  std::string name = op->getName().getStringRef().str();
-  std::string node = nodeNameOf(op->getLoc());
-  return node.empty() ? name : name + " at '" + node + "'";
 }
 
 struct MaterializeGuardsPass : impl::MaterializeGuardsPassBase<MaterializeGuardsPass> {

@@ -27,6 +27,10 @@ llvm::LogicalResult checkTensorSizes(mlir::Operation *root, uint64_t maxBytes);
 /// can compute it. kiln-compile --explain reports it per graph break.
 std::string whyNotKernel(mlir::Operation *op);
 
+/// "kiln.reshape at 'Reshape_3'", or the op name alone: how guard reasons name
+/// the op that relied on a fact.
+std::string describeOp(mlir::Operation *op);
+
 /// The attribute kiln-name-unknown-dims puts on an op whose data decides some
 /// of its result dims: `[[result, dim, "symbol"], ...]`, the symbols it binds
 /// when it runs (the artifact writer makes them Step.binds).

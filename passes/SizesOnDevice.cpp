@@ -65,108 +65,6 @@ Value symbolValue(OpBuilder &b, Location loc, StringRef symbol) {
   return dimsValue(b, loc, {getSymbolDim(b.getContext(), symbol)});
 }
 
-/// The non_zero of `input` on the device, its count bound to `symbol` (for
-/// the report, the read names `forOp`): the count per chunk (a kernel), their
-/// sum (a reduction kernel), the sum read back, then the indices placed by a
-/// compaction kernel sized by the symbol.
-Value nonZeroOnDevice(OpBuilder &b, Location loc, Value input, StringRef symbol,
-                      Operation *forOp) {
-  MLIRContext *ctx = b.getContext();
-  DimExpr n = getAffineConstantExpr(1, ctx);
-  for (DimExpr d : getSymShape(input.getType()))
-    n = n * d;
-  int64_t chunks = kMaxNonZeroChunks;
-  if (std::optional<int64_t> size = getConstantDimValue(canonicalizeDim(n)))
-    chunks = std::clamp<int64_t>((*size + kMinNonZeroChunkElements - 1) / kMinNonZeroChunkElements,
-                                 1, kMaxNonZeroChunks);
-  Type i64 = b.getI64Type();
-  auto counts = CountNonZeroOp::create(b, loc, makeTensorType({getConstantDim(ctx, chunks)}, i64),
-                                       input, b.getI64IntegerAttr(chunks));
-  auto total = ReduceOp::create(b, loc, makeTensorType({getConstantDim(ctx, 1)}, i64), counts,
-                                ReduceKind::sum, b.getDenseI64ArrayAttr({0}), true);
-  auto read = ReadSizesOp::create(b, loc, total, b.getStrArrayAttr({symbol}));
-  read->setAttr(kSizesForAttr, b.getStringAttr(forOp->getName().getStringRef()));
-  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
-  Type type = makeTensorType({getConstantDim(ctx, rank), getSymbolDim(ctx, symbol)}, i64);
-  return CompactNonZeroOp::create(b, loc, type, input, counts, symbolValue(b, loc, symbol));
-}
-
-void rewriteNonZero(NonZeroOp nonZero, StringRef symbol) {
-  OpBuilder b(nonZero);
-  Value indices = nonZeroOnDevice(b, nonZero.getLoc(), nonZero.getInput(), symbol, nonZero);
-  nonZero.getResult().replaceAllUsesWith(indices);
-  nonZero.erase();
-}
-
-/// compress(x, condition, axis) -> the condition's non_zero on the device (its
-/// count is the kept count's symbol), flattened, and a gather of x (flattened
-/// when there is no axis) by it: kernels throughout. The reference refuses a
-/// condition longer than the axis, even when what is past the axis is false (a
-/// gather would not): where the symbols do not prove it no longer, that is a
-/// guard every call checks (over the inputs' symbols, `inputBound`), else the
-/// op stays a host step.
-bool rewriteCompress(CompressOp compress, StringRef symbol,
-                     const llvm::DenseSet<AffineExpr> &inputBound) {
-  auto type = cast<RankedTensorType>(compress.getInput().getType());
-  SymShape dims = getSymShape(type);
-  MLIRContext *ctx = compress.getContext();
-  int64_t axis = 0;
-  DimExpr length = getAffineConstantExpr(1, ctx);
-  if (std::optional<uint64_t> a = compress.getAxis()) {
-    axis = static_cast<int64_t>(*a);
-    if (axis < 0)
-      axis += type.getRank();
-    if (axis < 0 || axis >= type.getRank())
-      return false;
-    length = dims[axis];
-  } else {
-    for (DimExpr d : dims)
-      length = length * d;
-    length = canonicalizeDim(length);
-  }
-  DimExpr conditionLength = getSymShape(compress.getCondition().getType())[0];
-  std::optional<bool> fits =
-      decideShapeAssumption(ShapeAssumption::Kind::LessEqual, conditionLength, length);
-  if (fits == std::optional<bool>(false))
-    return false;
-  if (!fits) {
-    auto inputSymbolsOnly = [&](DimExpr d) {
-      bool ok = true;
-      d.walk([&](AffineExpr e) {
-        ok &= e.getKind() != AffineExprKind::SymbolId || inputBound.count(e);
-      });
-      return ok;
-    };
-    if (!inputSymbolsOnly(conditionLength) || !inputSymbolsOnly(length))
-      return false;
-    // Guards go first, as kiln-materialize-guards places them.
-    Block *block = compress->getBlock();
-    OpBuilder guards = OpBuilder::atBlockBegin(block);
-    std::string node = nodeNameOf(compress.getLoc());
-    GuardOp::create(guards, compress.getLoc(), GuardKind::less_equal,
-                    DimsAttr::getCanonical(ctx, {conditionLength, length}),
-                    guards.getStringAttr(
-                        "kiln.compress" + (node.empty() ? "" : " at '" + node + "'") +
-                        ": the condition must be no longer than what it selects along"));
-  }
-  OpBuilder b(compress);
-  Location loc = compress.getLoc();
-  Type i64 = b.getI64Type();
-  DimExpr kept = getSymbolDim(ctx, symbol);
-  Value rows = nonZeroOnDevice(b, loc, compress.getCondition(), symbol, compress);
-  Value indices =
-      ReshapeOp::create(b, loc, makeTensorType({kept}, i64), rows, symbolValue(b, loc, symbol));
-  Value data = compress.getInput();
-  if (!compress.getAxis())
-    data = ReshapeOp::create(b, loc, makeTensorType({length}, type.getElementType()), data,
-                             dimsValue(b, loc, {length}));
-  Value gathered = GatherOp::create(b, loc, compress.getType(), data, indices,
-                                    b.getI64IntegerAttr(axis));
-  compress.getResult().replaceAllUsesWith(gathered);
-  compress.erase();
-  return true;
-}
-
 /// Builds op `OpT` over `operands` with the result types its shape function
 /// infers (the ops below are all well-typed by construction).
 template <typename OpT>
@@ -175,12 +73,12 @@ Value inferred(OpBuilder &b, Location loc, ValueRange operands,
   OperationState state(loc, OpT::getOperationName());
   state.addOperands(operands);
   state.addAttributes(attrs);
-  SmallVector<Type> types;
   // The op's Properties are filled from the attributes when it is created;
   // infer from a created op, as the importer does.
   state.addTypes(NoneType::get(b.getContext()));
   Operation *op = b.create(state);
   auto infer = cast<InferTypeOpInterface>(op);
+  SmallVector<Type> types;
   LogicalResult ok = infer.inferReturnTypes(b.getContext(), loc, op->getOperands(),
                                             op->getRawDictionaryAttrs(),
                                             op->getPropertiesStorage(), op->getRegions(), types);
@@ -229,6 +127,112 @@ struct GraphBuilder {
   Value select(Value c, Value t, Value f) { return inferred<SelectOp>(b, loc, {c, t, f}); }
 };
 
+/// The product of `dims`, canonical.
+DimExpr productOf(MLIRContext *ctx, ArrayRef<DimExpr> dims) {
+  DimExpr p = getAffineConstantExpr(1, ctx);
+  for (DimExpr d : dims)
+    p = p * d;
+  return canonicalizeDim(p);
+}
+
+/// Binds `symbol` to the one element of `sizes` when the step runs; the report
+/// names `forOp` as the op whose size it is.
+void readSize(OpBuilder &b, Location loc, Value sizes, StringRef symbol, Operation *forOp) {
+  auto read = ReadSizesOp::create(b, loc, sizes, b.getStrArrayAttr({symbol}));
+  read->setAttr(kSizesForAttr, b.getStringAttr(forOp->getName().getStringRef()));
+}
+
+/// The non_zero of `input` on the device, its count bound to `symbol` (for
+/// the report, the read names `forOp`): the count per chunk (a kernel), their
+/// sum (a reduction kernel), the sum read back, then the indices placed by a
+/// compaction kernel sized by the symbol.
+Value nonZeroOnDevice(OpBuilder &b, Location loc, Value input, StringRef symbol,
+                      Operation *forOp) {
+  MLIRContext *ctx = b.getContext();
+  int64_t chunks = kMaxNonZeroChunks;
+  if (std::optional<int64_t> size =
+          getConstantDimValue(productOf(ctx, getSymShape(input.getType()))))
+    chunks = std::clamp<int64_t>((*size + kMinNonZeroChunkElements - 1) / kMinNonZeroChunkElements,
+                                 1, kMaxNonZeroChunks);
+  Type i64 = b.getI64Type();
+  auto counts = CountNonZeroOp::create(b, loc, makeTensorType({getConstantDim(ctx, chunks)}, i64),
+                                       input, b.getI64IntegerAttr(chunks));
+  auto total = ReduceOp::create(b, loc, makeTensorType({getConstantDim(ctx, 1)}, i64), counts,
+                                ReduceKind::sum, b.getDenseI64ArrayAttr({0}), true);
+  readSize(b, loc, total, symbol, forOp);
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  Type type = makeTensorType({getConstantDim(ctx, rank), getSymbolDim(ctx, symbol)}, i64);
+  return CompactNonZeroOp::create(b, loc, type, input, counts, symbolValue(b, loc, symbol));
+}
+
+void rewriteNonZero(NonZeroOp nonZero, StringRef symbol) {
+  OpBuilder b(nonZero);
+  Value indices = nonZeroOnDevice(b, nonZero.getLoc(), nonZero.getInput(), symbol, nonZero);
+  nonZero.getResult().replaceAllUsesWith(indices);
+  nonZero.erase();
+}
+
+/// compress(x, condition, axis) -> the condition's non_zero on the device (its
+/// count is the kept count's symbol), flattened, and a gather of x (flattened
+/// when there is no axis) by it: kernels throughout. The reference refuses a
+/// condition longer than the axis, even when what is past the axis is false (a
+/// gather would not): where the symbols do not prove it no longer, that is a
+/// guard every call checks (over the inputs' symbols, `inputBound`), else the
+/// op stays a host step.
+bool rewriteCompress(CompressOp compress, StringRef symbol,
+                     const llvm::DenseSet<AffineExpr> &inputBound) {
+  auto type = cast<RankedTensorType>(compress.getInput().getType());
+  SymShape dims = getSymShape(type);
+  MLIRContext *ctx = compress.getContext();
+  int64_t axis = 0;
+  DimExpr length = productOf(ctx, dims);
+  if (std::optional<uint64_t> a = compress.getAxis()) {
+    axis = static_cast<int64_t>(*a);
+    if (axis < 0)
+      axis += type.getRank();
+    if (axis < 0 || axis >= type.getRank())
+      return false;
+    length = dims[axis];
+  }
+  DimExpr conditionLength = getSymShape(compress.getCondition().getType())[0];
+  std::optional<bool> fits =
+      decideShapeAssumption(ShapeAssumption::Kind::LessEqual, conditionLength, length);
+  if (fits == std::optional<bool>(false))
+    return false;
+  if (!fits) {
+    auto inputSymbolsOnly = [&](DimExpr d) {
+      bool ok = true;
+      d.walk([&](AffineExpr e) {
+        ok &= e.getKind() != AffineExprKind::SymbolId || inputBound.count(e);
+      });
+      return ok;
+    };
+    if (!inputSymbolsOnly(conditionLength) || !inputSymbolsOnly(length))
+      return false;
+    // Guards go first, as kiln-materialize-guards places them.
+    Block *block = compress->getBlock();
+    OpBuilder guards = OpBuilder::atBlockBegin(block);
+    GuardOp::create(guards, compress.getLoc(), GuardKind::less_equal,
+                    DimsAttr::getCanonical(ctx, {conditionLength, length}),
+                    guards.getStringAttr(describeOp(compress) +
+                                         ": the condition must be no longer than what it "
+                                         "selects along"));
+  }
+  OpBuilder b(compress);
+  Location loc = compress.getLoc();
+  GraphBuilder g{b, loc};
+  Value rows = nonZeroOnDevice(b, loc, compress.getCondition(), symbol, compress);
+  Value indices = g.reshape(rows, {getSymbolDim(ctx, symbol)});
+  Value data = compress.getInput();
+  if (!compress.getAxis())
+    data = g.reshape(data, {length});
+  Value gathered = GatherOp::create(b, loc, compress.getType(), data, indices,
+                                    b.getI64IntegerAttr(axis));
+  compress.getResult().replaceAllUsesWith(gathered);
+  compress.erase();
+  return true;
+}
+
 /// unique(x): everything computed per element (per slice along the axis) by
 /// comparing it with every other, in reductions (n^2 work in all), as the
 /// top_k kernel does: for the class and candidate counts models ask Unique
@@ -252,24 +256,20 @@ void rewriteUnique(UniqueOp unique, StringRef symbol) {
   auto input = cast<RankedTensorType>(unique.getInput().getType());
   SymShape dims = getSymShape(input);
   DimExpr one = getConstantDim(ctx, 1), u = getSymbolDim(ctx, symbol);
-  auto productOf = [&](ArrayRef<DimExpr> factors) {
-    DimExpr p = one;
-    for (DimExpr d : factors)
-      p = p * d;
-    return canonicalizeDim(p);
-  };
-  Value positions, positionColumn, positionRow;
+  std::optional<int64_t> axisAttr = unique.getAxis();
+  int64_t axis = !axisAttr ? 0 : *axisAttr < 0 ? *axisAttr + input.getRank() : *axisAttr;
+  // The number of keys, and each key's position as a column and a row.
+  DimExpr n = axisAttr ? dims[axis] : productOf(ctx, dims);
+  Value positions = g.iota(n);
+  Value positionColumn = g.reshape(positions, {n, one});
+  Value positionRow = g.reshape(positions, {one, n});
   // equal() and less() give [n, n] tensors: [k, j] compares key(j) with
   // key(k). Without an axis they are fresh compares each time (each fuses
   // into the reduction that reads it: nothing of n^2 size is stored); with
   // one they are computed once, reducing over the slices.
   std::function<Value()> equal, less;
   Value data; // what the values gather from, along `axis`
-  int64_t axis = 0;
-  DimExpr n;
-  if (std::optional<int64_t> a = unique.getAxis()) {
-    axis = *a < 0 ? *a + input.getRank() : *a;
-    n = dims[axis];
+  if (axisAttr) {
     SmallVector<int64_t> perm = {axis};
     SmallVector<DimExpr> rest;
     for (int64_t d = 0; d < input.getRank(); ++d)
@@ -277,7 +277,7 @@ void rewriteUnique(UniqueOp unique, StringRef symbol) {
         perm.push_back(d);
         rest.push_back(dims[d]);
       }
-    DimExpr m = productOf(rest);
+    DimExpr m = productOf(ctx, rest);
     Value moved = inferred<TransposeOp>(
         b, loc, {unique.getInput()}, {b.getNamedAttr("permutation", b.getDenseI64ArrayAttr(perm))});
     Value keys = g.reshape(moved, {n, m});
@@ -298,9 +298,6 @@ void rewriteUnique(UniqueOp unique, StringRef symbol) {
       return inferred<GatherNDOp>(b, loc, {keys, pairs});
     };
     Value square = dimsValue(b, loc, {n, n});
-    positions = g.iota(n);
-    positionColumn = g.reshape(positions, {n, one});
-    positionRow = g.reshape(positions, {one, n});
     Value theirIndex = inferred<BroadcastToOp>(b, loc, {positionRow, square});
     Value myIndex = inferred<BroadcastToOp>(b, loc, {positionColumn, square});
     Value before = g.both(inside, g.compare(CompareDirection::lt, elementAt(theirIndex),
@@ -309,12 +306,8 @@ void rewriteUnique(UniqueOp unique, StringRef symbol) {
     less = [before] { return before; };
     data = unique.getInput();
   } else {
-    n = productOf(dims);
     data = input.getRank() == 1 ? unique.getInput() : g.reshape(unique.getInput(), {n});
     Value column = g.reshape(data, {n, one}), row = g.reshape(data, {one, n});
-    positions = g.iota(n);
-    positionColumn = g.reshape(positions, {n, one});
-    positionRow = g.reshape(positions, {one, n});
     equal = [&g, column, row] { return g.compare(CompareDirection::eq, column, row); };
     less = [&g, column, row] { return g.compare(CompareDirection::lt, row, column); };
   }
@@ -334,8 +327,7 @@ void rewriteUnique(UniqueOp unique, StringRef symbol) {
                     1);
   }
   Value count = g.reduce(ReduceKind::sum, g.toI64(first), 0, /*keep=*/true);
-  auto read = ReadSizesOp::create(b, loc, count, b.getStrArrayAttr({symbol}));
-  read->setAttr(kSizesForAttr, b.getStringAttr(unique->getName().getStringRef()));
+  readSize(b, loc, count, symbol, unique);
   // ranked[r, k]: key k has rank r (fresh per reduction, as above).
   Value rankRow = g.reshape(rank, {one, n}), outputColumn = g.reshape(g.iota(u), {u, one});
   auto ranked = [&] { return g.compare(CompareDirection::eq, rankRow, outputColumn); };
@@ -406,8 +398,7 @@ void rewriteNonMaxSuppression(NonMaxSuppressionOp nms, StringRef symbol) {
 void rewriteTopK(TopKOp topK, StringRef symbol) {
   OpBuilder b(topK);
   Location loc = topK.getLoc();
-  auto read = ReadSizesOp::create(b, loc, topK.getK(), b.getStrArrayAttr({symbol}));
-  read->setAttr(kSizesForAttr, b.getStringAttr(topK->getName().getStringRef()));
+  readSize(b, loc, topK.getK(), symbol, topK);
   topK.getKMutable().assign(symbolValue(b, loc, symbol));
   topK->removeAttr(kBindsDimsAttr);
 }
