@@ -108,6 +108,9 @@ public:
   ~Jit();
 
   absl::Status start();
+  /// Drops queued specializations and waits for the running ones, after which
+  /// no thread of this JIT runs (idempotent; the destructor and exit call it).
+  void stopBackground();
   absl::StatusOr<kiln_model_t *> compile(const void *data, size_t size, const std::string &name);
   void waitIdle();
   kiln_jit_stats_t stats() const {
@@ -169,6 +172,52 @@ private:
 };
 
 namespace {
+/// The JITs alive in the process, so that exit can stop their threads.
+///
+/// Servers and the Python package keep their JIT for the life of the process
+/// and never destroy it. Left alone, a background compile would go on running
+/// while exit() tears the process down: after glibc's _dl_fini has run a
+/// library's destructors it marks the library uninitialized, and a worker's
+/// dlopen of a new kernel library then runs libgomp's constructors a second
+/// time (an assertion in goacc_register aborts the process), besides touching
+/// statics already destroyed. A handler registered with atexit when the first
+/// JIT starts runs before _dl_fini (that one was registered first, and
+/// handlers run last-in first-out) and stops every live JIT: queued
+/// specializations are dropped, running ones finish and install.
+class LiveJits;
+LiveJits &liveJits();
+
+class LiveJits {
+public:
+  void add(Jit *jit) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jits_.insert(jit);
+    std::call_once(registered_, [] { std::atexit([] { liveJits().stopAll(); }); });
+  }
+  void remove(Jit *jit) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jits_.erase(jit);
+  }
+  void stopAll() {
+    // Under the lock: a JIT destroyed on another thread meanwhile waits in
+    // remove() and cannot join its threads twice.
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Jit *jit : jits_)
+      jit->stopBackground();
+  }
+
+private:
+  std::mutex mutex_;
+  std::set<Jit *> jits_;
+  std::once_flag registered_;
+};
+
+LiveJits &liveJits() {
+  // Never destroyed: the exit handler may run after static destructors.
+  static LiveJits *jits = new LiveJits();
+  return *jits;
+}
+
 void onVariantMiss(void *user, const int64_t *values, size_t count) {
   auto *entry = static_cast<ModelEntry *>(user);
   entry->jit->requestVariant(entry, values, count);
@@ -186,10 +235,11 @@ absl::Status Jit::start() {
   int n = options_.background_threads > 0 ? options_.background_threads : 2;
   for (int i = 0; i < n; ++i)
     threads_.emplace_back([this] { work(); });
+  liveJits().add(this);
   return absl::OkStatus();
 }
 
-Jit::~Jit() {
+void Jit::stopBackground() {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -197,7 +247,15 @@ Jit::~Jit() {
     changed_.notify_all();
   }
   for (std::thread &t : threads_)
-    t.join();
+    // Not itself: a worker that calls exit (LLVM's fatal errors do) would wait forever.
+    if (t.joinable() && t.get_id() != std::this_thread::get_id())
+      t.join();
+}
+
+Jit::~Jit() {
+  // Out of the registry first: once this returns, exit cannot reach this JIT.
+  liveJits().remove(this);
+  stopBackground();
   for (auto &[key, entry] : models_)
     kiln_model_destroy(entry->model);
 }

@@ -13,10 +13,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -125,6 +129,62 @@ TEST(Jit, BadModelsAndArgumentsAreErrors) {
   tiny.struct_size = 1;
   kiln_jit_t *raw = nullptr;
   EXPECT_EQ(kiln_jit_create(&tiny, &raw), KILN_INVALID_ARGUMENT);
+}
+
+/// What the death test's child does: a JIT that is never destroyed, one
+/// specialization queued, exit while it compiles.
+[[noreturn]] void queueASpecializationThenExit(const std::string &cache) {
+  // Host kernels compile through a compiler that first waits 2 s, so that the
+  // specialization is still compiling at exit however fast the machine (or
+  // ccache) is.
+  std::string slowCompiler = cache + "/slow-c++";
+  if (FILE *f = std::fopen(slowCompiler.c_str(), "w")) {
+    std::fputs("#!/bin/sh\nsleep 2\nexec c++ \"$@\"\n", f);
+    std::fclose(f);
+  }
+  if (chmod(slowCompiler.c_str(), 0755) != 0 || setenv("CXX", slowCompiler.c_str(), 1) != 0)
+    std::_Exit(2);
+  kiln_jit_options_t options;
+  kiln_jit_options_init(&options);
+  options.cache_dir = cache.c_str();
+  options.backend = KILN_BACKEND_HOST;
+  auto *jit = new kiln::Jit(); // kept to the end, as a server keeps it
+  kiln::Model model;
+  if (!kiln::Jit::create(&options, jit).ok() ||
+      !jit->compileFile(KILN_TEST_MODELS "/encoder.onnx", &model).ok())
+    std::_Exit(3);
+  kiln::Context context;
+  std::vector<kiln::HostTensor> inputs = {randomInput(1, 3)};
+  std::vector<kiln::HostTensor> outputs;
+  if (!kiln::Context::create(model, &context).ok() || !context.run(inputs, &outputs).ok())
+    std::_Exit(4);
+  // A worker takes the job at once; its compile then takes over 2 s.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::exit(0);
+}
+
+// A server or the Python package keeps its JIT until the process ends and
+// never destroys it. Exit while a specialization compiles must let that compile
+// finish (its pack reaches the disk cache) and end with status 0: a worker left
+// running into glibc's library finalization aborted the process (libgomp
+// initialized twice by the kernel library it loaded).
+TEST(JitDeathTest, ExitLetsTheRunningCompileFinish) {
+  // Forked at this point (not re-executed), so the child uses this folder.
+  GTEST_FLAG_SET(death_test_style, "fast");
+  FreshCacheDir folder;
+  const std::string &cache = folder.path;
+  ASSERT_FALSE(cache.empty());
+  EXPECT_EXIT(queueASpecializationThenExit(cache),
+      ::testing::ExitedWithCode(0), "");
+  int packs = 0;
+  std::string files;
+  for (const auto &file : std::filesystem::directory_iterator(cache)) {
+    files += " " + file.path().filename().string();
+    packs += file.path().filename().string().rfind("variant-", 0) == 0 &&
+             file.path().extension() == ".kvar";
+  }
+  EXPECT_EQ(packs, 1) << "the running specialization did not finish before exit; the cache holds"
+                      << files;
 }
 
 } // namespace

@@ -61,7 +61,10 @@ KILN_API void kiln_jit_options_init(kiln_jit_options_t *options);
 
 /* options may be NULL (the defaults). */
 KILN_API kiln_status_t kiln_jit_create(const kiln_jit_options_t *options, kiln_jit_t **out_jit);
-/* Waits for background work, then destroys the JIT and every model it made. */
+/* Waits for background work, then destroys the JIT and every model it made.
+ * A JIT kept until the process ends needs no call: at exit (exit() or a return
+ * from main) its queued specializations are dropped and the running ones
+ * finish before the process's libraries are finalized. */
 KILN_API void kiln_jit_destroy(kiln_jit_t *jit);
 
 /* Compiles (or finds in a cache) the model in the file at `path` (.onnx or
