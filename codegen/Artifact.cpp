@@ -46,6 +46,8 @@ std::optional<fb::Schedule> scheduleOf(llvm::StringRef name) {
     return fb::Schedule::Row;
   if (name == "compaction")
     return fb::Schedule::Compaction;
+  if (name == "attention")
+    return fb::Schedule::Attention;
   return std::nullopt;
 }
 

@@ -132,7 +132,39 @@ std::optional<StringRef> reductionSchedule(Operation *op) {
     return StringRef("reduction");
   if (isa<CompactNonZeroOp, NmsSelectOp>(op))
     return StringRef("compaction");
+  // A block per tile of query rows, the scores on chip (kiln-fuse-attention).
+  if (isa<AttentionOp>(op))
+    return StringRef("attention");
   return std::nullopt;
+}
+
+/// The attention whose result `op` only permutes, keeping the feature dim
+/// last, and then perhaps reshapes (the head merge after attention: [b, h, s,
+/// d] -> [b, s, h, d] -> [b, s, h * d]): the attention kernel writes its result
+/// in that order (a reshape keeps the row-major order), so the head merge runs
+/// no kernel of its own. Fills `chain` with the ops between (root first).
+AttentionOp permutedAttention(Operation *op, SmallVectorImpl<Operation *> *chain = nullptr) {
+  SmallVector<Operation *> ops;
+  while (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    if (!isKnownShapeOperand(reshape.getShape()))
+      return {};
+    ops.push_back(op);
+    op = reshape.getInput().getDefiningOp();
+    if (!op || !op->hasOneUse())
+      return {};
+  }
+  auto transpose = dyn_cast_or_null<TransposeOp>(op);
+  if (!transpose)
+    return {};
+  ops.push_back(op);
+  auto attention = transpose.getInput().getDefiningOp<AttentionOp>();
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  if (!attention || !attention->hasOneUse() || attention->getBlock() != op->getBlock() ||
+      perm.empty() || perm.back() != static_cast<int64_t>(perm.size()) - 1)
+    return {};
+  if (chain)
+    chain->assign(ops.begin(), ops.end());
+  return attention;
 }
 
 /// The result a kernel computes for `op`: a top_k's indices (its values are a
@@ -321,6 +353,21 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
       // would be recomputed as often, so its inputs are materialized.
       if (isa<TopKOp, NmsSelectOp>(root))
         worklist.clear();
+      // The head merge after attention: the attention kernel writes in its
+      // order, and the attention's producers fuse into its loads.
+      SmallVector<Operation *> merge;
+      if (AttentionOp attention = permutedAttention(root, &merge);
+          attention && isCandidate(attention) && llvm::all_of(merge, isCandidate)) {
+        for (Operation *op : llvm::drop_begin(merge)) {
+          groupOf[op] = g;
+          depth[op] = 0;
+          groups[g].push_back(op);
+        }
+        groupOf[attention] = g;
+        depth[attention] = 1;
+        groups[g].push_back(attention);
+        worklist = {attention};
+      }
       while (!worklist.empty()) {
         Operation *cur = worklist.pop_back_val();
         for (Value operand : dataOperands(cur)) {
@@ -431,7 +478,11 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
         inputs.insert(operand);
       }
     OpBuilder builder(root);
-    StringRef schedule = reductionSchedule(root).value_or("pointwise");
+    // A head merge whose attention joined the group writes as the attention does.
+    AttentionOp merged = permutedAttention(root);
+    StringRef schedule = merged && members.count(merged)
+                             ? StringRef("attention")
+                             : reductionSchedule(root).value_or("pointwise");
     SmallVector<Type> inputTypes;
     for (Value v : inputs)
       inputTypes.push_back(v.getType());

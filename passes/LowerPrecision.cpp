@@ -43,8 +43,8 @@ RankedTensorType withElement(Type t, Type element) {
 /// Ops that take their float operands as data and give results of the same
 /// float type, so they may run in the narrow type: everything elementwise but
 /// cast/bitcast (handled apart), the library ops (fp32 accumulation inside),
-/// the normalizations (fp32 in registers, only the stored result narrow) and
-/// data movement. What is not listed keeps fp32 (reductions and cumulative
+/// the normalizations and attention (fp32 in registers, only the stored result
+/// narrow) and data movement. What is not listed keeps fp32 (reductions and cumulative
 /// sums, whose results grow with the row; ranges and resize, whose float
 /// operands are positions and scales; region ops and the rest): its narrow
 /// operands are cast back first.
@@ -54,6 +54,7 @@ bool runsNarrow(Operation *op) {
   if (op->hasTrait<OpTrait::Elementwise>())
     return true;
   return isa<MatmulOp, ConvOp, ConvTransposeOp, PoolOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp,
+             AttentionOp,
              ReshapeOp, TransposeOp, BroadcastToOp, ConcatOp, SliceOp, GatherOp, PadOp,
              GatherElementsOp, ScatterElementsOp, GatherNDOp, ScatterNDOp, CompressOp, TopKOp>(
       op);

@@ -165,6 +165,24 @@ def FoldConvAffinePass : Pass<"kiln-fold-conv-affine", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseAttentionPass : Pass<"kiln-fuse-attention", "::mlir::func::FuncOp"> {
+  let summary = "Forms kiln.attention from the matmul/scale/mask/softmax/matmul chain";
+  let description = [{
+    `matmul(softmax(matmul(q, kT) * scale + mask), v)`, with the scale a
+    division or multiplication by a one-element constant (or none), the mask
+    an optional addend of the scores' shape or one that broadcasts to it, the
+    softmax over the last dim, plain matmuls (no bias, activation or
+    transposed left operand) and every intermediate read only by the chain,
+    becomes `kiln.attention(q, k, v, mask) {scale}`. `k` is `kT` transposed
+    back, folded into the transpose that made `kT` (or `kT`'s input when the
+    scores matmul reads it transposed). q, kT and v must share their leading
+    dims (no broadcasting matmul) and have static feature dims of at most
+    256, what the attention kernel's tiles hold. Runs before
+    `--kiln-absorb-matmul-transposes` and the precision mode.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def AbsorbMatmulTransposesPass : Pass<"kiln-absorb-matmul-transposes", "::mlir::func::FuncOp"> {
   let summary = "Turns transposes of matmul operands into the matmul's layout flags";
   let description = [{

@@ -27,6 +27,8 @@ void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision) {
   // Guards first, while every op that assumed something is still a graph op.
   func.addPass(createMaterializeGuardsPass());
   func.addPass(createFoldConvAffinePass());
+  // Before the transposes are absorbed and the precision mode: the chain as exported.
+  func.addPass(createFuseAttentionPass());
   func.addPass(createAbsorbMatmulTransposesPass());
   func.addPass(createAbsorbEpiloguesPass());
   func.addPass(createSymmetricConvPadsPass());
@@ -68,7 +70,7 @@ void registerKilnPipelines() {
   PassPipelineRegistration<CompilePipelineOptions>(
       "kiln-compile-pipeline",
       "kiln's whole compile pipeline: the graph pipeline, batch norms folded into "
-      "convs, matmul transposes and epilogues absorbed, asymmetric conv pads split, sibling matmuls merged, split "
+      "convs, attention fused, matmul transposes and epilogues absorbed, asymmetric conv pads split, sibling matmuls merged, split "
       "reductions, the precision mode, conv layouts and kernel formation (what kiln-compile runs before codegen)",
       buildCompilePipeline);
 }

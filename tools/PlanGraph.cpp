@@ -35,6 +35,7 @@ const char *scheduleColour(schema::Schedule s) {
   case schema::Schedule::Reduction: return "#d8f5d0";
   case schema::Schedule::Row: return "#fde7c8";
   case schema::Schedule::Compaction: return "#eadcf8";
+  case schema::Schedule::Attention: return "#f8d7e0";
   }
   return "#eeeeee";
 }

@@ -308,4 +308,51 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType query = tensorType(adaptor.getQuery());
+  int64_t rank = query.getRank();
+  if (rank < 2 || tensorType(adaptor.getKey()).getRank() != rank ||
+      tensorType(adaptor.getValue()).getRank() != rank)
+    return emitShapeError(location, name,
+                          "query, key and value must have one rank >= 2 ([.., rows, features])");
+  if (failed(checkSameElement(location, name, adaptor.getQuery(), adaptor.getKey(), "key")) ||
+      failed(checkSameElement(location, name, adaptor.getQuery(), adaptor.getValue(), "value")) ||
+      (adaptor.getMask() &&
+       failed(checkSameElement(location, name, adaptor.getQuery(), adaptor.getMask(), "mask"))))
+    return failure();
+  SymShape q = getSymShape(query), k = getSymShape(adaptor.getKey().getType()),
+           v = getSymShape(adaptor.getValue().getType());
+  SymShape result(q.begin(), q.end() - 1);
+  for (int64_t d = 0; d + 2 < rank; ++d) {
+    FailureOr<DimExpr> withKey = unifyDims(location, name, q[d], k[d], "leading dim of key");
+    if (failed(withKey))
+      return failure();
+    FailureOr<DimExpr> withValue = unifyDims(location, name, *withKey, v[d], "leading dim of value");
+    if (failed(withValue))
+      return failure();
+    result[d] = *withValue;
+  }
+  FailureOr<DimExpr> keys = unifyDims(location, name, k[rank - 2], v[rank - 2], "key count of value");
+  if (failed(keys) ||
+      failed(unifyDims(location, name, q[rank - 1], k[rank - 1], "feature dim of key")))
+    return failure();
+  if (Value mask = adaptor.getMask()) {
+    SymShape scores(result.begin(), result.end());
+    scores.push_back(*keys);
+    SymShape m = getSymShape(mask.getType());
+    if (m.size() > scores.size())
+      return emitShapeError(location, name, "mask has more dims than the scores");
+    FailureOr<SymShape> b = broadcastShapes(location, name, {scores, m});
+    if (failed(b))
+      return failure();
+    if (b->size() != scores.size())
+      return emitShapeError(location, name, "mask must broadcast to the scores");
+  }
+  result.push_back(v[rank - 1]);
+  inferred.push_back(makeTensorType(result, query.getElementType()));
+  return success();
+}
+
 } // namespace kiln

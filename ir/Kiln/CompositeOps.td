@@ -153,4 +153,27 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm"> {
   let results = (outs Kiln_FloatTensor:$result);
 }
 
+def Kiln_AttentionOp : Kiln_Op<"attention"> {
+  let summary = "scaled dot-product attention: softmax(query key^T * scale + mask) value";
+  let description = [{
+    `query` is `[P.., Sq, D]`, `key` `[P.., Sk, D]` (keys as rows, not
+    transposed), `value` `[P.., Sk, Dv]`, with the same leading dims `P` (batch,
+    heads); the optional `mask` is added to the scores and broadcasts to
+    `[P.., Sq, Sk]` (a causal or padding mask: 0 where a key is seen, -inf
+    where not). Per query row, the softmax over the keys (the maximum
+    subtracted first, as `kiln.softmax`) weighs the rows of `value`; the
+    result is `[P.., Sq, Dv]`. `--kiln-fuse-attention` forms it from the
+    matmul/scale/mask/softmax/matmul chain exporters write; it runs as one
+    kernel that never writes the scores.
+
+    ```mlir
+    %o = kiln.attention %q, %k, %v {scale = 0.125 : f64} : (tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>, tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>, tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>) -> tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
+                       Kiln_FloatTensor:$value, Optional<Kiln_FloatTensor>:$mask,
+                       F64Attr:$scale);
+  let results = (outs Kiln_FloatTensor:$result);
+}
+
 #endif // KILN_COMPOSITE_OPS_TD

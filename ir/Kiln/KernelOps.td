@@ -21,7 +21,8 @@ def Kiln_KernelOp : Op<Kiln_Dialect, "kernel", [IsolatedFromAbove, RecursiveMemo
     one thread per result element; `reduction`: one result element per block or
     thread, looping over what it reduces; `row`: one block per row of a
     softmax/log_softmax/layer_norm; `compaction`: one block per chunk of the
-    input, writing the chunk's selected elements after the chunks before it)
+    input, writing the chunk's selected elements after the chunks before it;
+    `attention`: one block per tile of query rows of a `kiln.attention`)
     and is decided by the fusion pass from the region's root op.
 
     ```mlir

@@ -45,3 +45,12 @@ func.func @conv_transpose(%x: tensor<1x4x?x8xf32, #kiln.dims<[1, 4, h, 8]>>, %w:
   %y = kiln.conv_transpose %x, %w {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, output_padding = array<i64: 0, 0>} : (tensor<1x4x?x8xf32, #kiln.dims<[1, 4, h, 8]>>, tensor<4x2x3x3xf32>) -> tensor<1x2x?x17xf32, #kiln.dims<[1, 2, 2 * h + 1, 17]>>
   return
 }
+
+// CHECK-LABEL: func @attention
+func.func @attention(%q: tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>, %k: tensor<?x12x?x64xf32, #kiln.dims<[b, 12, t, 64]>>, %v: tensor<?x12x?x32xf32, #kiln.dims<[b, 12, t, 32]>>, %mask: tensor<?x1x1x?xf32, #kiln.dims<[b, 1, 1, t]>>) {
+  // CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64} : {{.*}} -> tensor<?x12x?x32xf32, #kiln.dims<[b, 12, s, 32]>>
+  %o = kiln.attention %q, %k, %v {scale = 0.125 : f64} : (tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>, tensor<?x12x?x64xf32, #kiln.dims<[b, 12, t, 64]>>, tensor<?x12x?x32xf32, #kiln.dims<[b, 12, t, 32]>>) -> tensor<?x12x?x32xf32, #kiln.dims<[b, 12, s, 32]>>
+  // CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.000000e+00 : f64} : {{.*}} -> tensor<?x12x?x32xf32, #kiln.dims<[b, 12, s, 32]>>
+  %m = kiln.attention %q, %k, %v, %mask {scale = 1.0 : f64} : (tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>, tensor<?x12x?x64xf32, #kiln.dims<[b, 12, t, 64]>>, tensor<?x12x?x32xf32, #kiln.dims<[b, 12, t, 32]>>, tensor<?x1x1x?xf32, #kiln.dims<[b, 1, 1, t]>>) -> tensor<?x12x?x32xf32, #kiln.dims<[b, 12, s, 32]>>
+  return
+}

@@ -311,3 +311,59 @@ func.func @vector_flag(%a: tensor<4xf32>, %b: tensor<4x5xf32>) -> tensor<5xf32> 
   %m = kiln.matmul %a, %b {transpose_lhs = true} : (tensor<4xf32>, tensor<4x5xf32>) -> tensor<5xf32>
   return %m : tensor<5xf32>
 }
+
+// -----
+
+func.func @attention_rank(%q: tensor<2x4x8xf32>, %k: tensor<2x3x4x8xf32>, %v: tensor<2x3x4x8xf32>) {
+  // expected-error @+1 {{'kiln.attention' op query, key and value must have one rank >= 2 ([.., rows, features])}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x8xf32>, tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_element(%q: tensor<4x8xf32>, %k: tensor<4x8xf16>, %v: tensor<4x8xf32>) {
+  // expected-error @+1 {{'kiln.attention' op key must have the input's element type}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<4x8xf32>, tensor<4x8xf16>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<2x4x5x8xf32>, %k: tensor<2x3x5x8xf32>, %v: tensor<2x3x5x8xf32>) {
+  // expected-error @+1 {{leading dim of key}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x5x8xf32>, tensor<2x3x5x8xf32>, tensor<2x3x5x8xf32>) -> tensor<2x4x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_keys(%q: tensor<5x8xf32>, %k: tensor<6x8xf32>, %v: tensor<7x8xf32>) {
+  // expected-error @+1 {{key count of value}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<5x8xf32>, tensor<6x8xf32>, tensor<7x8xf32>) -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_features(%q: tensor<5x8xf32>, %k: tensor<6x4xf32>, %v: tensor<6x8xf32>) {
+  // expected-error @+1 {{feature dim of key}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<5x8xf32>, tensor<6x4xf32>, tensor<6x8xf32>) -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_rank(%q: tensor<5x8xf32>, %k: tensor<6x8xf32>, %v: tensor<6x8xf32>, %m: tensor<1x5x6xf32>) {
+  // expected-error @+1 {{'kiln.attention' op mask has more dims than the scores}}
+  %o = kiln.attention %q, %k, %v, %m {scale = 1.0 : f64} : (tensor<5x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>, tensor<1x5x6xf32>) -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_shape(%q: tensor<5x8xf32>, %k: tensor<6x8xf32>, %v: tensor<6x8xf32>, %m: tensor<5x7xf32>) {
+  // expected-error @+1 {{'kiln.attention' op operands are not broadcast-compatible: dim 1 (from the right: 1) is 6 in one and 7 in another}}
+  %o = kiln.attention %q, %k, %v, %m {scale = 1.0 : f64} : (tensor<5x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>, tensor<5x7xf32>) -> tensor<5x8xf32>
+  return
+}

@@ -2,7 +2,7 @@
 // RUN: kiln-opt %s -split-input-file -verify-diagnostics -allow-unregistered-dialect
 
 func.func @schedule(%x: tensor<4xf32>) {
-  // expected-error @+1 {{'kiln.kernel' op schedule 'tiled' is not pointwise, reduction, row or compaction}}
+  // expected-error @+1 {{'kiln.kernel' op schedule 'tiled' is not pointwise, reduction, row, compaction or attention}}
   %r = kiln.kernel "tiled"(%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):
     kiln.yield %a : tensor<4xf32>

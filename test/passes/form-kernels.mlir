@@ -492,3 +492,43 @@ func.func @ranges(%x: tensor<?xi64, #kiln.dims<[seq]>>, %limit: tensor<i64>) -> 
   %d = kiln.range %zero, %limit, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
   return %s, %d : tensor<?xi64, #kiln.dims<[seq]>>, tensor<?xi64>
 }
+
+// -----
+
+// Attention roots a kernel of its own schedule; the head split feeding it (a
+// transpose of each of q, k, v) fuses into its loads, and the head merge after
+// it (a transpose keeping the feature dim last) is the order it writes in: one
+// kernel for the whole block.
+// CHECK-LABEL: func.func @attention_with_head_split_and_merge
+// CHECK: %[[K:.*]] = kiln.kernel "attention"(%arg0, %arg1, %arg2) : (tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>) -> tensor<2x5x4x8xf32> {
+// CHECK-COUNT-3: kiln.transpose
+// CHECK: kiln.attention
+// CHECK: %[[M:.*]] = kiln.transpose
+// CHECK: kiln.yield %[[M]]
+// CHECK-NOT: kiln.kernel
+// CHECK: return %[[K]]
+func.func @attention_with_head_split_and_merge(%q: tensor<2x5x4x8xf32>, %k: tensor<2x5x4x8xf32>, %v: tensor<2x5x4x8xf32>) -> tensor<2x5x4x8xf32> {
+  %qh = kiln.transpose %q {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x5x4x8xf32>) -> tensor<2x4x5x8xf32>
+  %kh = kiln.transpose %k {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x5x4x8xf32>) -> tensor<2x4x5x8xf32>
+  %vh = kiln.transpose %v {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x5x4x8xf32>) -> tensor<2x4x5x8xf32>
+  %o = kiln.attention %qh, %kh, %vh {scale = 0.35 : f64} : (tensor<2x4x5x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x8xf32>) -> tensor<2x4x5x8xf32>
+  %m = kiln.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x5x8xf32>) -> tensor<2x5x4x8xf32>
+  return %m : tensor<2x5x4x8xf32>
+}
+
+// -----
+
+// A transpose that moves the feature dim, or an attention read by others too,
+// stays a kernel of its own.
+// CHECK-LABEL: func.func @attention_merge_kept_apart
+// CHECK: kiln.kernel "attention"
+// CHECK: kiln.kernel "pointwise"
+// CHECK: kiln.kernel "attention"
+// CHECK: kiln.kernel "pointwise"
+func.func @attention_merge_kept_apart(%q: tensor<4x5x8xf32>, %k: tensor<4x5x8xf32>, %v: tensor<4x5x8xf32>) -> (tensor<4x8x5xf32>, tensor<5x4x8xf32>, tensor<4x5x8xf32>) {
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<4x5x8xf32>, tensor<4x5x8xf32>, tensor<4x5x8xf32>) -> tensor<4x5x8xf32>
+  %t = kiln.transpose %o {permutation = array<i64: 0, 2, 1>} : (tensor<4x5x8xf32>) -> tensor<4x8x5xf32>
+  %o2 = kiln.attention %k, %q, %v {scale = 1.0 : f64} : (tensor<4x5x8xf32>, tensor<4x5x8xf32>, tensor<4x5x8xf32>) -> tensor<4x5x8xf32>
+  %t2 = kiln.transpose %o2 {permutation = array<i64: 1, 0, 2>} : (tensor<4x5x8xf32>) -> tensor<5x4x8xf32>
+  return %t, %t2, %o2 : tensor<4x8x5xf32>, tensor<5x4x8xf32>, tensor<4x5x8xf32>
+}

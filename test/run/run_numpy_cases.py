@@ -3,7 +3,8 @@ from DIR/NAME.onnx, as make_control_flow_models.py and make_data_size_models.py
 write them) on every data set DIR/NAME/S/ (inputs in_<name>.npy) on the float64
 reference (the ONNX model), in host emulation and on the CUDA backend over the
 fake driver, and compares each output with numpy's (want_K.npy) within 1e-5
-(float32 arithmetic in the same order; the reference computes in float64). The
+(float32 arithmetic in the same order; the reference computes in float64; --atol
+sets another bound for narrower types), NaN where numpy has NaN. The
 CUDA profile must have no host step except those --host-steps names.
 --backends picks some of the three, --artifact another artifact of the model
 (compiled another way). Prints "OK NAME set S" per data set; exits 1 at the
@@ -29,6 +30,8 @@ def main():
                    help="comma-separated step names allowed to run on the host on CUDA")
     p.add_argument("--backends", default="reference,host,cuda")
     p.add_argument("--artifact", help="the artifact to run (default DIR/NAME.kiln)")
+    p.add_argument("--atol", type=float, default=1e-5,
+                   help="the largest absolute difference from numpy (float16 outputs need more)")
     a = p.parse_args()
     sets = sorted(glob.glob(os.path.join(a.dir, a.name, "*")))
     artifact = a.artifact or os.path.join(a.dir, a.name + ".kiln")
@@ -67,8 +70,15 @@ def main():
                     print(f"{a.name} set {os.path.basename(folder)} {backend} output {k}: "
                           f"{got.dtype}{list(got.shape)}, numpy {want.dtype}{list(want.shape)}")
                     return 1
-                diff = float(np.max(np.abs(got.astype(np.float64) - want), initial=0))
-                if diff > 1e-5:
+                got64, want64 = got.astype(np.float64), want.astype(np.float64)
+                if not np.array_equal(np.isnan(got64), np.isnan(want64)):
+                    print(f"{a.name} set {os.path.basename(folder)} {backend} output {k}: "
+                          f"NaN at {int(np.sum(np.isnan(got64)))} places, numpy at "
+                          f"{int(np.sum(np.isnan(want64)))}")
+                    return 1
+                finite = ~np.isnan(want64)
+                diff = float(np.max(np.abs(got64[finite] - want64[finite]), initial=0))
+                if diff > a.atol:
                     print(f"{a.name} set {os.path.basename(folder)} {backend} output {k}: "
                           f"off by {diff:.3g}")
                     return 1

@@ -26,7 +26,8 @@ namespace kiln::artifact {
 /// kernels after it) and control steps (If, Loop, Scan); a runtime that
 /// ignored the bindings would launch those kernels with a size of 0.
 /// 7: ReadSizes steps (a size the device computed, bound before the kernels
-/// it sizes) and the Compaction schedule.
+/// it sizes) and the Compaction schedule (the Attention schedule came later,
+/// at the end of its enum: compatible growth, an older reader refuses it).
 constexpr uint32_t kFormatVersion = 7;
 
 /// The most symbols one variant fixes (the runtime's dispatch key is that wide).

@@ -1,0 +1,224 @@
+//===- FuseAttention.cpp - scaled dot-product attention as one op ---------===//
+//
+// Exporters write attention as five ops per layer: the scores matmul
+// `q @ k^T`, a scale (a division by sqrt(d), or a multiplication), an optional
+// additive mask, a softmax over the keys and the matmul by the values. Run as
+// they are, the [.., Sq, Sk] scores go to memory three times (the matmul writes
+// them, the softmax reads and writes them) and the values matmul reads them
+// again. `kiln.attention` computes the same thing as one kernel that keeps the
+// scores of a tile of queries on chip (CudaEmitter's attention schedule).
+//
+// The chain is matched from the softmax: HuggingFace's reshape/permute form,
+// torch's nn.MultiheadAttention export (the scale on q before the matmul: it
+// stays a producer the kernel reads through) and ONNX Attention as kiln's
+// importer expands it all end in it. The transposes that make k^T are folded
+// into one transpose of the keys, which the kernel reads through as index
+// math, so the head split runs no kernel either.
+//===----------------------------------------------------------------------===//
+
+#include "passes/ConstantValues.h"
+#include "passes/Passes.h"
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_FUSEATTENTIONPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The largest feature dims (of the queries and keys, and of the values) the
+/// attention kernel keeps a tile of in shared memory (CudaEmitter sizes its
+/// tiles by them).
+constexpr int64_t kMaxHeadDim = 256;
+
+bool hasOneUse(Value v) { return v.hasOneUse(); }
+
+/// `v`'s defining op when it is an `OpT` whose result only the chain reads.
+template <typename OpT> OpT singleUseDef(Value v) {
+  auto op = v.getDefiningOp<OpT>();
+  return op && hasOneUse(op->getResult(0)) ? op : OpT();
+}
+
+/// The value of a constant with one element (any shape of ones), else none.
+/// Any float type: an fp16 model's scale is an fp16 constant.
+std::optional<double> scalarConstant(Value v) {
+  if (auto c = v.getDefiningOp<ConstantOp>())
+    if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+        dense && dense.getNumElements() == 1 && isa<FloatType>(dense.getElementType())) {
+      APFloat f = *dense.getValues<APFloat>().begin();
+      bool lost = false;
+      f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      return f.convertToDouble();
+    }
+  std::optional<std::vector<double>> values = readFloats(v);
+  if (!values || values->size() != 1)
+    return std::nullopt;
+  return values->front();
+}
+
+/// A plain matmul: no layout flag on the left, no bias, no activation.
+bool isPlainMatmul(MatmulOp m) {
+  return m && !m.getTransposeLhs() && !m.getBias() &&
+         m.getActivation() == Activation::none;
+}
+
+/// The leading (batch, head) dims of `a` and `b` are the same dims: the matmul
+/// does not broadcast them (kiln.attention's operands share them).
+bool sameLeadingDims(Value a, Value b) {
+  SymShape x = getSymShape(a.getType()), y = getSymShape(b.getType());
+  if (x.size() != y.size())
+    return false;
+  for (size_t d = 0; d + 2 < x.size(); ++d)
+    if (x[d] != y[d])
+      return false;
+  return true;
+}
+
+/// The keys as rows ([.., Sk, D]) for a scores matmul whose right operand is
+/// `rhs`: itself when the matmul reads it transposed, else a transpose of it
+/// swapping its last two dims, folded into the transpose that made it.
+Value keysAsRows(OpBuilder &b, Location loc, Value rhs, bool readTransposed) {
+  if (readTransposed)
+    return rhs;
+  int64_t rank = cast<RankedTensorType>(rhs.getType()).getRank();
+  SmallVector<int64_t> swap;
+  for (int64_t d = 0; d < rank; ++d)
+    swap.push_back(d);
+  std::swap(swap[rank - 1], swap[rank - 2]);
+  Value input = rhs;
+  SmallVector<int64_t> perm = swap;
+  if (auto t = rhs.getDefiningOp<TransposeOp>()) {
+    // result dim i of the new transpose is dim perm[swap[i]] of t's input.
+    ArrayRef<int64_t> inner = t.getPermutation();
+    for (int64_t d = 0; d < rank; ++d)
+      perm[d] = inner[swap[d]];
+    input = t.getInput();
+  }
+  bool identity = true;
+  for (int64_t d = 0; d < rank; ++d)
+    identity = identity && perm[d] == d;
+  if (identity)
+    return input;
+  return TransposeOp::create(b, loc, input, b.getDenseI64ArrayAttr(perm));
+}
+
+/// What the chain ending in `softmax` is made of, when it is attention.
+struct Chain {
+  MatmulOp scores, weighted;
+  Value mask;
+  double scale = 1.0;
+  SmallVector<Operation *> dead; ///< replaced, in the order to erase them
+};
+
+std::optional<Chain> matchAttention(SoftmaxOp softmax) {
+  Chain c;
+  auto probs = cast<RankedTensorType>(softmax.getType());
+  int64_t rank = probs.getRank();
+  int64_t axis = softmax.getAxis();
+  if (rank < 2 || (axis != -1 && axis != rank - 1) || !hasOneUse(softmax.getResult()))
+    return std::nullopt;
+  c.weighted = dyn_cast<MatmulOp>(*softmax->getUsers().begin());
+  if (!isPlainMatmul(c.weighted) || c.weighted.getLhs() != softmax.getResult() ||
+      c.weighted.getTransposeRhs())
+    return std::nullopt;
+  c.dead = {c.weighted, softmax};
+  Value x = softmax.getInput();
+  // An additive mask: the side that leads to the scores matmul is the scores.
+  auto leadsToScores = [](Value v) {
+    if (auto div = v.getDefiningOp<DivOp>())
+      v = div.getLhs();
+    else if (auto mul = v.getDefiningOp<MulOp>())
+      v = scalarConstant(mul.getLhs()) ? mul.getRhs() : mul.getLhs();
+    return static_cast<bool>(v.getDefiningOp<MatmulOp>());
+  };
+  if (auto add = singleUseDef<AddOp>(x)) {
+    Value scoresSide = leadsToScores(add.getLhs()) ? add.getLhs() : add.getRhs();
+    Value maskSide = scoresSide == add.getLhs() ? add.getRhs() : add.getLhs();
+    // The mask may not widen the scores (the add's result is the scores' shape).
+    if (!leadsToScores(scoresSide) || scoresSide.getType() != add.getType())
+      return std::nullopt;
+    c.mask = maskSide;
+    c.dead.push_back(add);
+    x = scoresSide;
+  }
+  if (auto div = singleUseDef<DivOp>(x)) {
+    std::optional<double> by = scalarConstant(div.getRhs());
+    if (!by || *by == 0 || div.getLhs().getType() != div.getType())
+      return std::nullopt;
+    c.scale = 1.0 / *by;
+    c.dead.push_back(div);
+    x = div.getLhs();
+  } else if (auto mul = singleUseDef<MulOp>(x)) {
+    std::optional<double> lhs = scalarConstant(mul.getLhs()), rhs = scalarConstant(mul.getRhs());
+    Value other = rhs ? mul.getLhs() : mul.getRhs();
+    if ((!lhs && !rhs) || other.getType() != mul.getType())
+      return std::nullopt;
+    c.scale = rhs ? *rhs : *lhs;
+    c.dead.push_back(mul);
+    x = other;
+  }
+  c.scores = singleUseDef<MatmulOp>(x);
+  if (!isPlainMatmul(c.scores))
+    return std::nullopt;
+  c.dead.push_back(c.scores);
+  // One rank and the same leading dims for q, k^T and v; feature dims the
+  // kernel's tiles hold; one float type.
+  Value q = c.scores.getLhs(), kt = c.scores.getRhs(), v = c.weighted.getRhs();
+  auto qType = cast<RankedTensorType>(q.getType());
+  auto vType = cast<RankedTensorType>(v.getType());
+  if (qType.getRank() != rank || cast<RankedTensorType>(kt.getType()).getRank() != rank ||
+      vType.getRank() != rank || !sameLeadingDims(q, kt) || !sameLeadingDims(q, v))
+    return std::nullopt;
+  int64_t d = qType.getDimSize(rank - 1), dv = vType.getDimSize(rank - 1);
+  if (ShapedType::isDynamic(d) || ShapedType::isDynamic(dv) || d < 1 || dv < 1 ||
+      d > kMaxHeadDim || dv > kMaxHeadDim)
+    return std::nullopt;
+  if (!isa<FloatType>(qType.getElementType()) ||
+      (c.mask && cast<RankedTensorType>(c.mask.getType()).getElementType() !=
+                     qType.getElementType()))
+    return std::nullopt;
+  return c;
+}
+
+struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass> {
+  void runOnOperation() override {
+    SmallVector<SoftmaxOp> softmaxes;
+    getOperation().walk([&](SoftmaxOp s) { softmaxes.push_back(s); });
+    for (SoftmaxOp softmax : softmaxes) {
+      std::optional<Chain> chain = matchAttention(softmax);
+      if (!chain)
+        continue;
+      OpBuilder b(chain->weighted);
+      Location loc = chain->weighted.getLoc();
+      Value k = keysAsRows(b, loc, chain->scores.getRhs(), chain->scores.getTransposeRhs());
+      Value kt = chain->scores.getRhs();
+      auto attention = AttentionOp::create(b, loc, chain->scores.getLhs(), k,
+                                           chain->weighted.getRhs(), chain->mask,
+                                           b.getF64FloatAttr(chain->scale));
+      if (attention.getType() != chain->weighted.getType()) {
+        // Symbolic dims the chain knew and the op's inference does not: keep
+        // the chain rather than change a type its users rely on.
+        attention->erase();
+        if (k != kt && k.use_empty())
+          k.getDefiningOp()->erase();
+        continue;
+      }
+      chain->weighted.getResult().replaceAllUsesWith(attention.getResult());
+      for (Operation *op : chain->dead)
+        op->erase();
+      // The transpose that made k^T, now read by nothing.
+      if (auto t = kt.getDefiningOp<TransposeOp>(); t && t->use_empty())
+        t->erase();
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Writes ONNX models of scaled dot-product attention as exporters spell it
+(matmul, scale, mask, softmax, matmul), with inputs and numpy's outputs (the
+layout run_numpy_cases.py reads). kiln-fuse-attention makes each one kernel.
+
+    make_attention_models.py OUT_DIR
+
+    attn_padding  q, k, v [b, 3, s, 64] and an additive padding mask
+                  [b, 1, 1, s] (0 or -inf), the scale a Div by sqrt(64) on the
+                  scores, k transposed by a Transpose: s = 150 and 37 (several
+                  tiles of queries and keys, a partial last tile), keys masked
+                  at the end of some rows, and a batch whose every key is masked
+                  (softmax of all -inf: NaN, as the unfused graph)
+    attn_causal   q, k [1, 4, 70, 32], v [1, 4, 70, 16] (values narrower than
+                  keys), a Mul by 1/sqrt(32) with the constant on the left, a
+                  constant causal mask [70, 70] (-inf above the diagonal)
+    attn_wide     feature dims of 256 (the widest the kernel takes: its tiles
+                  shrink to 8 rows), no mask, the scale a Div
+    attn_f16      attn_padding in float16 (inputs, mask and output), s = 45
+"""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+
+from make_control_flow_models import save_model, save_set
+
+
+def attention(q, k, v, mask, scale):
+    """numpy in float64: softmax(q k^T * scale + mask) v, NaN where every key is masked."""
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    s = np.einsum("...id,...jd->...ij", q, k) * scale
+    if mask is not None:
+        s = s + mask.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        m = np.max(s, axis=-1, keepdims=True)
+        m = np.where(np.isinf(m), 0.0, m)
+        e = np.exp(s - m)
+        p = e / np.sum(e, axis=-1, keepdims=True)
+    return np.einsum("...ij,...jd->...id", p, v)
+
+
+def chain(dtype, scale_node, mask):
+    """The exported chain: Transpose k, MatMul, the scale, [Add mask], Softmax, MatMul."""
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["scores"]), scale_node]
+    last = "scaled"
+    if mask:
+        nodes.append(helper.make_node("Add", ["scaled", "mask"], ["masked"]))
+        last = "masked"
+    nodes += [helper.make_node("Softmax", [last], ["probs"], axis=-1),
+              helper.make_node("MatMul", ["probs", "v"], ["y"])]
+    return nodes
+
+
+def padding(out, name="attn_padding", dtype=np.float32, lengths=(150, 37)):
+    onnx_type = T.FLOAT if dtype == np.float32 else T.FLOAT16
+    d = 64
+    nodes = chain(dtype, helper.make_node("Div", ["scores", "root_d"], ["scaled"]), True)
+    qkv = [helper.make_tensor_value_info(n, onnx_type, ["b", 3, "s", d]) for n in "qkv"]
+    graph = helper.make_graph(
+        nodes, name, qkv + [helper.make_tensor_value_info("mask", onnx_type, ["b", 1, 1, "s"])],
+        [helper.make_tensor_value_info("y", onnx_type, ["b", 3, "s", d])],
+        [numpy_helper.from_array(np.array(np.sqrt(d), dtype), "root_d")])
+    save_model(out, name, graph)
+    rng = np.random.default_rng(7)
+    for n, s in enumerate(lengths):
+        b = 3
+        q, k, v = (rng.standard_normal((b, 3, s, d)).astype(dtype) for _ in range(3))
+        mask = np.zeros((b, 1, 1, s), dtype)
+        mask[0, :, :, s - s // 3:] = -np.inf  # the last third of the keys padding
+        mask[1, :, :, :] = -np.inf            # nothing to attend to: NaN rows
+        scale = 1.0 / float(np.array(np.sqrt(d), dtype))
+        want = attention(q, k, v, mask, scale).astype(dtype)
+        save_set(out, name, n, {"q": q, "k": k, "v": v, "mask": mask}, [want])
+
+
+def causal(out):
+    s, d, dv = 70, 32, 16
+    scale = np.float32(1.0 / np.sqrt(d))
+    nodes = chain(np.float32, helper.make_node("Mul", ["inv_root_d", "scores"], ["scaled"]), True)
+    mask = np.triu(np.full((s, s), -np.inf, np.float32), k=1)
+    graph = helper.make_graph(
+        nodes, "attn_causal",
+        [helper.make_tensor_value_info("q", T.FLOAT, [1, 4, s, d]),
+         helper.make_tensor_value_info("k", T.FLOAT, [1, 4, s, d]),
+         helper.make_tensor_value_info("v", T.FLOAT, [1, 4, s, dv])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [1, 4, s, dv])],
+        [numpy_helper.from_array(np.array(scale), "inv_root_d"),
+         numpy_helper.from_array(mask, "mask")])
+    save_model(out, "attn_causal", graph)
+    rng = np.random.default_rng(11)
+    q, k = (rng.standard_normal((1, 4, s, d)).astype(np.float32) for _ in range(2))
+    v = rng.standard_normal((1, 4, s, dv)).astype(np.float32)
+    save_set(out, "attn_causal", 0, {"q": q, "k": k, "v": v},
+             [attention(q, k, v, mask, float(scale)).astype(np.float32)])
+
+
+def wide(out):
+    s, d = 20, 256
+    nodes = chain(np.float32, helper.make_node("Div", ["scores", "root_d"], ["scaled"]), False)
+    qkv = [helper.make_tensor_value_info(n, T.FLOAT, [2, 2, s, d]) for n in "qkv"]
+    graph = helper.make_graph(
+        nodes, "attn_wide", qkv, [helper.make_tensor_value_info("y", T.FLOAT, [2, 2, s, d])],
+        [numpy_helper.from_array(np.array(16.0, np.float32), "root_d")])
+    save_model(out, "attn_wide", graph)
+    rng = np.random.default_rng(13)
+    q, k, v = (rng.standard_normal((2, 2, s, d)).astype(np.float32) for _ in range(3))
+    save_set(out, "attn_wide", 0, {"q": q, "k": k, "v": v},
+             [attention(q, k, v, None, 1 / 16).astype(np.float32)])
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    padding(out)
+    causal(out)
+    wide(out)
+    padding(out, "attn_f16", np.float16, (45,))
+
+
+if __name__ == "__main__":
+    main()
