@@ -770,7 +770,8 @@ FailureOr<CompiledArtifact> Writer::build() {
         builder.CreateVector(cubins[k]),
         builder.CreateVector(kernelSignatures[k]), builder.CreateVector(kernelShapes[k]),
         kernels[k].reportsErrors,
-        kernels[k].workItems ? dim(kernels[k].workItems) : flatbuffers::Offset<fb::Dim>()));
+        kernels[k].workItems ? dim(kernels[k].workItems) : flatbuffers::Offset<fb::Dim>(),
+        kernels[k].flops ? dim(kernels[k].flops) : flatbuffers::Offset<fb::Dim>()));
   }
   std::vector<flatbuffers::Offset<fb::HostLibrary>> hostLibs;
   if (failed(hostLibraries(allKernels, {}, -1, hostLibs)))

@@ -298,6 +298,9 @@ private:
   /// The launch's work items (GeneratedKernel::workItems); null: the result's
   /// elements.
   DimExpr workItems;
+  /// Floating-point operations per launch (GeneratedKernel::flops); null: a
+  /// few per element.
+  DimExpr flops;
   DimExpr productOf(ArrayRef<DimExpr> dims) {
     DimExpr p = getAffineConstantExpr(1, kernel.getContext());
     for (DimExpr d : dims)
@@ -2041,6 +2044,9 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
     SymShape qd = getSymShape(q.getType());
     workItems = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(2)) *
                                 qd[rank - 2].ceilDiv(tile));
+    // A multiply and an add per feature, for the scores and for the output.
+    flops = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(1)) *
+                            getSymShape(k.getType())[rank - 2] * (2 * (d + dv)));
   }
   std::string ninf = "(" + acc + ")kiln_f32_bits(0xff800000u)";
   // ks rows are padded by one: threads of a warp read different keys at one
@@ -2424,6 +2430,7 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   }
   g.reportsErrors = reportsErrors;
   g.workItems = workItems;
+  g.flops = flops;
   if (reportsErrors)
     params += ", int32_t *kiln_error";
   uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + schedule.str() + "\n" + body));

@@ -42,6 +42,10 @@ struct GeneratedKernel {
   /// sizes its grid by (blocks = items for block-per-item kernels, items / block
   /// threads otherwise). Null: one item per result element.
   mlir::AffineExpr workItems;
+  /// Floating-point operations per launch as a dim expression, where the
+  /// kernel's arithmetic outgrows the bytes it moves (attention); null: a few
+  /// per element, memory bound (the roofline in kiln-compile --report).
+  mlir::AffineExpr flops;
 };
 
 /// Emits `kernel`; a diagnostic naming the op codegen cannot handle otherwise.

@@ -10,6 +10,12 @@
 #include <sstream>
 
 namespace kiln {
+
+bool isLibraryStep(schema::StepOp op) {
+  return op == schema::StepOp::MatMul || op == schema::StepOp::Conv ||
+         op == schema::StepOp::ConvTranspose || op == schema::StepOp::Pool;
+}
+
 namespace {
 
 /// A DOT string literal's body.
@@ -23,11 +29,6 @@ std::string escape(const std::string &s) {
   return out;
 }
 
-/// Library steps: where cuBLASLt and cuDNN run on a GPU.
-bool isLibraryStep(schema::StepOp op) {
-  return op == schema::StepOp::MatMul || op == schema::StepOp::Conv ||
-         op == schema::StepOp::ConvTranspose || op == schema::StepOp::Pool;
-}
 
 const char *scheduleColour(schema::Schedule s) {
   switch (s) {

@@ -20,6 +20,9 @@
 
 namespace kiln {
 
+/// Library steps: where cuBLASLt and cuDNN run on a GPU.
+bool isLibraryStep(schema::StepOp op);
+
 /// The DOT text of `plan`; `report` is the artifact writer's (kernels and the
 /// ops they fuse), `symbols` the values sizes are shown for.
 std::string planToDot(const artifact::Plan &plan, const llvm::json::Object &report,

@@ -17,6 +17,7 @@
 #include "tools/Version.h"
 #include "tools/Buckets.h"
 #include "tools/PlanGraph.h"
+#include "tools/Roofline.h"
 #include "tools/Compile.h"
 #include "kiln/reference/Compare.h"
 #include "tools/InitAll.h"
@@ -553,6 +554,8 @@ int main(int argc, char **argv) {
           {"block_per_item", k.blockPerItem}};
     }
     report["launch_work"] = std::move(launchWork);
+    // Bytes, operations and predicted times per step under the same symbols.
+    report["roofline"] = kiln::rooflineReport(*plan, symbols);
     if (!graphPath.empty()) {
       std::string dotText = kiln::planToDot(*plan, report, symbols);
       std::string dotFile = graphExt == ".dot" ? graphPath.getValue() : graphPath + ".dot.tmp";

@@ -316,6 +316,12 @@ absl::Status Reader::readKernels() {
           return corrupt(absl::StrCat(where, ": unknown dtype in its signature"));
         info.bufferDtypes.push_back(static_cast<ref::DType>(t));
       }
+      if (k->flops()) {
+        absl::StatusOr<Dim> flops = dim(k->flops(), where);
+        if (!flops.ok())
+          return flops.status();
+        info.flops = std::move(*flops);
+      }
       if (k->work_items()) {
         absl::StatusOr<Dim> items = dim(k->work_items(), where);
         if (!items.ok())

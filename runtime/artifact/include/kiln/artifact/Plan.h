@@ -131,6 +131,8 @@ struct KernelInfo {
   bool reportsErrors = false;
   /// What a launch sizes its grid by; unknown (no ops): the result's elements.
   Dim workItems;
+  /// Floating-point operations per launch (Kernel.flops); unknown: memory bound.
+  Dim flops;
 };
 
 struct HostLibraryInfo {
