@@ -53,6 +53,13 @@ prepare() {
       --arch "sm_$sm" --cache-dir "$build/kernel-cache"
   done
 
+  echo "== attention as one kernel (kiln-fuse-attention): padding and causal masks, d = 256, fp16"
+  python3 "$root/test/run/make_attention_models.py" "$bundle/attention"
+  for onnx_model in "$bundle/attention"/*.onnx; do
+    "$build/bin/kiln-compile" "$onnx_model" -o "${onnx_model%.onnx}.kiln" \
+      --arch "sm_$sm" --no-host --cache-dir "$build/kernel-cache"
+  done
+
   echo "== precision modes: the torch models in tf32, fp16 and bf16 (docs/precision.md)"
   for m in mlp cnn encoder; do
     for p in tf32 fp16 bf16; do
@@ -155,6 +162,14 @@ PY
     name=$(basename "$onnx_model" .onnx)
     PATH="$bundle/bin:$PATH" python3 "$root/test/run/run_numpy_cases.py" "$bundle/data-size" "$name" \
       --fake-cuda "" --backends cuda | tee -a "$out/data-size.txt" || true
+  done
+
+  echo "== attention kernels on the device (256-thread blocks, shared-memory tiles), against numpy"
+  for onnx_model in "$bundle/attention"/*.onnx; do
+    name=$(basename "$onnx_model" .onnx)
+    atol=1e-5; [ "$name" = attn_f16 ] && atol=2e-3   # fp16 storage (test/run/attention-kernels.test)
+    PATH="$bundle/bin:$PATH" python3 "$root/test/run/run_numpy_cases.py" "$bundle/attention" "$name" \
+      --fake-cuda "" --backends cuda --atol "$atol" | tee -a "$out/attention.txt" || true
   done
 
   echo "== matmuls in the real cuBLASLt, convs and pools in the real cuDNN, against float64"
