@@ -174,6 +174,11 @@ private:
   FailureOr<std::string> elementOfOp(Operation *op, Value v, ArrayRef<std::string> index);
   /// `operand`'s index for element `index` of `result`, numpy-broadcast.
   std::vector<std::string> broadcastIndex(Value operand, Value result,
+                                          ArrayRef<std::string> index) {
+    return broadcastIndex(operand, getSymShape(result.getType()), index);
+  }
+  /// The same for a result of dims `rd` that no value holds (attention's scores).
+  std::vector<std::string> broadcastIndex(Value operand, const SymShape &rd,
                                           ArrayRef<std::string> index);
   /// A position read from an index tensor along a dim of size `n`: negative counts
   /// from the end; out of range is reported (KILN_ERROR_INDEX_OUT_OF_RANGE) and
@@ -383,9 +388,9 @@ std::vector<std::string> KernelEmitter::unravel(const std::string &linear,
   return index;
 }
 
-std::vector<std::string> KernelEmitter::broadcastIndex(Value operand, Value result,
+std::vector<std::string> KernelEmitter::broadcastIndex(Value operand, const SymShape &rd,
                                                        ArrayRef<std::string> index) {
-  SymShape od = getSymShape(operand.getType()), rd = getSymShape(result.getType());
+  SymShape od = getSymShape(operand.getType());
   size_t offset = rd.size() - od.size();
   std::vector<std::string> out;
   for (size_t j = 0; j < od.size(); ++j) {
@@ -2078,65 +2083,53 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
     closeBlock();
     return r;
   };
-  // Loads element (row, col) of `x` into `dst` where `inside` holds, else 0.
+  // Loads element (row, col) of `x` into `dst` (the loops stop at the tile's
+  // last row and key, so every element they reach exists).
   auto load = [&](Value x, const std::string &dst, const std::string &row,
-                  const std::string &col, const std::string &inside) -> LogicalResult {
-    line(dst + " = (" + acc + ")0;");
-    openBlock("if (" + inside + ") {");
+                  const std::string &col) -> LogicalResult {
     FailureOr<std::string> e = element(x, at(row, col));
     if (failed(e))
       return failure();
     line(dst + " = (" + acc + ")" + *e + ";");
-    closeBlock();
     return success();
   };
   // The tile of queries, and the accumulators of its rows.
   if (failed(tileLoop("nr * " + D, [&] {
         line("const int64_t r = t / " + D + ", c = t % " + D + ", i = i0 + r;");
-        return load(q, "qs[t]", "i", "c", "i < Sq");
+        return load(q, "qs[t]", "i", "c");
       })))
     return failure();
-  line("for (int64_t t = threadIdx.x; t < " + BR + " * " + DV +
-       "; t += blockDim.x) os[t] = (" + acc + ")0;");
-  line("for (int64_t t = threadIdx.x; t < " + BR + "; t += blockDim.x) { ms[t] = " + ninf +
+  line("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) os[t] = (" + acc +
+       ")0;");
+  line("for (int64_t t = threadIdx.x; t < nr; t += blockDim.x) { ms[t] = " + ninf +
        "; ls[t] = (" + acc + ")0; }");
   line("__syncthreads();");
   openBlock("for (int64_t j0 = 0; j0 < Sk; j0 += " + BC + ") {");
   line("const int64_t nc = kiln_min<int64_t>(" + BC + ", Sk - j0);");
   if (failed(tileLoop("nc * " + D, [&] {
         line("const int64_t r = t / " + D + ", c = t % " + D + ", j = j0 + r;");
-        return load(k, "ks[r * " + KS + " + c]", "j", "c", "j < Sk");
+        return load(k, "ks[r * " + KS + " + c]", "j", "c");
       })) ||
       failed(tileLoop("nc * " + DV, [&] {
         line("const int64_t r = t / " + DV + ", c = t % " + DV + ", j = j0 + r;");
-        return load(v, "vs[t]", "j", "c", "j < Sk");
+        return load(v, "vs[t]", "j", "c");
       })))
     return failure();
   line("__syncthreads();");
-  // The tile's scores; -inf past the last query or key.
-  std::string scale;
-  {
-    llvm::raw_string_ostream os(scale);
-    os << llvm::format("%.17g", root.getScale().convertToDouble());
-  }
+  // The tile's scores; -inf past the last key.
+  std::string scale = scalarLiteral(t, root.getScaleAttr());
+  SymShape scoresDims = getSymShape(root.getType());
+  scoresDims.back() = getSymShape(k.getType())[rank - 2];
   if (failed(tileLoop("nr * " + BC, [&]() -> LogicalResult {
         line("const int64_t r = t / " + BC + ", c = t % " + BC + ", i = i0 + r, j = j0 + c;");
         line(acc + " s = " + ninf + ";");
-        openBlock("if (i < Sq && j < Sk) {");
+        openBlock("if (j < Sk) {");
         line(acc + " dot = (" + acc + ")0;");
         line("for (int64_t f = 0; f < " + D + "; ++f) dot += qs[r * " + D + " + f] * ks[c * " + KS +
              " + f];");
-        line("s = dot * (" + acc + ")" + scale + ";");
+        line("s = dot * " + scale + ";");
         if (mask) {
-          // The mask's index: right-aligned to the scores, 0 where it broadcasts.
-          SymShape md = getSymShape(mask.getType());
-          std::vector<std::string> full = at("i", "j"), index;
-          size_t offset = full.size() - md.size();
-          for (size_t m = 0; m < md.size(); ++m) {
-            std::optional<int64_t> c = getConstantDimValue(md[m]);
-            index.push_back(c && *c == 1 ? std::string("0") : full[offset + m]);
-          }
-          FailureOr<std::string> e = element(mask, index);
+          FailureOr<std::string> e = element(mask, broadcastIndex(mask, scoresDims, at("i", "j")));
           if (failed(e))
             return failure();
           line("s += (" + acc + ")" + *e + ";");
@@ -2185,11 +2178,9 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
     std::vector<std::string> attShape = lead;
     attShape.push_back(qShape[rank - 2]);
     attShape.push_back(DV);
-    offset = "0";
-    for (int64_t d = 0; d < rank; ++d)
-      offset = d == 0 ? index[outputPerm[0]]
-                      : "(" + offset + ") * " + attShape[outputPerm[d]] + " + " +
-                            index[outputPerm[d]];
+    offset = index[outputPerm[0]];
+    for (int64_t dim = 1; dim < rank; ++dim)
+      offset = "(" + offset + ") * " + attShape[outputPerm[dim]] + " + " + index[outputPerm[dim]];
   }
   line("out[" + offset + "] = " + store(t, "os[t] / ls[r]") + ";");
   closeBlock();

@@ -343,12 +343,9 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
         return one(ref::layerNorm(*in[0], *in[1], optional(2), static_cast<int64_t>(l.getAxis()),
                                   l.getEpsilon().convertToFloat()));
       })
-      .Case([&](AttentionOp a) -> Results {
-        absl::StatusOr<ref::Tensor> r =
-            ref::attention(*in[0], *in[1], *in[2], optional(3), a.getScale().convertToDouble());
-        if (!r.ok())
-          return r.status();
-        return one(std::move(*r));
+      .Case([&](AttentionOp a) {
+        return one(
+            ref::attention(*in[0], *in[1], *in[2], optional(3), a.getScale().convertToDouble()));
       })
       .Case([&](GridSampleOp g) {
         return one(ref::gridSample(*in[0], *in[1], resizeMode(g.getMode()),

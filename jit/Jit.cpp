@@ -184,15 +184,17 @@ namespace {
 /// JIT starts runs before _dl_fini (that one was registered first, and
 /// handlers run last-in first-out) and stops every live JIT: queued
 /// specializations are dropped, running ones finish and install.
-class LiveJits;
-LiveJits &liveJits();
-
 class LiveJits {
 public:
+  static LiveJits &instance() {
+    // Never destroyed: the exit handler may run after static destructors.
+    static LiveJits *jits = new LiveJits();
+    return *jits;
+  }
   void add(Jit *jit) {
     std::lock_guard<std::mutex> lock(mutex_);
     jits_.insert(jit);
-    std::call_once(registered_, [] { std::atexit([] { liveJits().stopAll(); }); });
+    std::call_once(registered_, [] { std::atexit([] { instance().stopAll(); }); });
   }
   void remove(Jit *jit) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -212,12 +214,6 @@ private:
   std::once_flag registered_;
 };
 
-LiveJits &liveJits() {
-  // Never destroyed: the exit handler may run after static destructors.
-  static LiveJits *jits = new LiveJits();
-  return *jits;
-}
-
 void onVariantMiss(void *user, const int64_t *values, size_t count) {
   auto *entry = static_cast<ModelEntry *>(user);
   entry->jit->requestVariant(entry, values, count);
@@ -235,7 +231,7 @@ absl::Status Jit::start() {
   int n = options_.background_threads > 0 ? options_.background_threads : 2;
   for (int i = 0; i < n; ++i)
     threads_.emplace_back([this] { work(); });
-  liveJits().add(this);
+  LiveJits::instance().add(this);
   return absl::OkStatus();
 }
 
@@ -254,7 +250,7 @@ void Jit::stopBackground() {
 
 Jit::~Jit() {
   // Out of the registry first: once this returns, exit cannot reach this JIT.
-  liveJits().remove(this);
+  LiveJits::instance().remove(this);
   stopBackground();
   for (auto &[key, entry] : models_)
     kiln_model_destroy(entry->model);

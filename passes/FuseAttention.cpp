@@ -38,12 +38,10 @@ namespace {
 /// tiles by them).
 constexpr int64_t kMaxHeadDim = 256;
 
-bool hasOneUse(Value v) { return v.hasOneUse(); }
-
 /// `v`'s defining op when it is an `OpT` whose result only the chain reads.
 template <typename OpT> OpT singleUseDef(Value v) {
   auto op = v.getDefiningOp<OpT>();
-  return op && hasOneUse(op->getResult(0)) ? op : OpT();
+  return op && op->getResult(0).hasOneUse() ? op : OpT();
 }
 
 /// The value of a constant with one element (any shape of ones), else none.
@@ -83,7 +81,8 @@ bool sameLeadingDims(Value a, Value b) {
 
 /// The keys as rows ([.., Sk, D]) for a scores matmul whose right operand is
 /// `rhs`: itself when the matmul reads it transposed, else a transpose of it
-/// swapping its last two dims, folded into the transpose that made it.
+/// swapping its last two dims, composed with the transpose that made it (the
+/// transpose's folder drops an identity).
 Value keysAsRows(OpBuilder &b, Location loc, Value rhs, bool readTransposed) {
   if (readTransposed)
     return rhs;
@@ -101,12 +100,7 @@ Value keysAsRows(OpBuilder &b, Location loc, Value rhs, bool readTransposed) {
       perm[d] = inner[swap[d]];
     input = t.getInput();
   }
-  bool identity = true;
-  for (int64_t d = 0; d < rank; ++d)
-    identity = identity && perm[d] == d;
-  if (identity)
-    return input;
-  return TransposeOp::create(b, loc, input, b.getDenseI64ArrayAttr(perm));
+  return b.createOrFold<TransposeOp>(loc, input, b.getDenseI64ArrayAttr(perm));
 }
 
 /// What the chain ending in `softmax` is made of, when it is attention.
@@ -122,7 +116,7 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
   auto probs = cast<RankedTensorType>(softmax.getType());
   int64_t rank = probs.getRank();
   int64_t axis = softmax.getAxis();
-  if (rank < 2 || (axis != -1 && axis != rank - 1) || !hasOneUse(softmax.getResult()))
+  if (rank < 2 || (axis != -1 && axis != rank - 1) || !softmax.getResult().hasOneUse())
     return std::nullopt;
   c.weighted = dyn_cast<MatmulOp>(*softmax->getUsers().begin());
   if (!isPlainMatmul(c.weighted) || c.weighted.getLhs() != softmax.getResult() ||

@@ -27,23 +27,10 @@ std::optional<int64_t> valueBytes(const artifact::Plan &plan, int v,
   std::optional<ref::Shape> shape = artifact::evaluateShape(plan.values[v], symbols);
   if (!shape)
     return std::nullopt;
-  int64_t n = ref::info(plan.values[v].dtype).bytes;
-  for (int64_t d : *shape)
-    n *= d;
-  return n;
+  return ref::numElements(*shape) * ref::info(plan.values[v].dtype).bytes;
 }
 
-std::optional<ref::Shape> shapeOf(const artifact::Plan &plan, int v,
-                                  const artifact::Bindings &symbols) {
-  return artifact::evaluateShape(plan.values[v], symbols);
-}
-
-int64_t elements(const ref::Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
+double elements(const ref::Shape &s) { return static_cast<double>(ref::numElements(s)); }
 
 /// A library step's operations and the rate its unit reaches, where known.
 struct Work {
@@ -56,9 +43,9 @@ Work libraryWork(const artifact::Plan &plan, const artifact::StepInfo &step,
   Work w;
   if (step.inputs.size() < 2 || step.outputs.empty())
     return w;
-  std::optional<ref::Shape> a = shapeOf(plan, step.inputs[0], symbols),
-                            b = shapeOf(plan, step.inputs[1], symbols),
-                            out = shapeOf(plan, step.outputs[0], symbols);
+  std::optional<ref::Shape> a = artifact::evaluateShape(plan.values[step.inputs[0]], symbols),
+                            b = artifact::evaluateShape(plan.values[step.inputs[1]], symbols),
+                            out = artifact::evaluateShape(plan.values[step.outputs[0]], symbols);
   if (!a || !b || !out || a->empty() || b->empty())
     return w;
   ref::DType type = plan.values[step.inputs[0]].dtype;
@@ -70,23 +57,22 @@ Work libraryWork(const artifact::Plan &plan, const artifact::StepInfo &step,
     int64_t k = a->size() == 1 ? (*a)[0]
                 : t && t->transpose_a() ? (*a)[a->size() - 2]
                                         : a->back();
-    w.flops = 2.0 * static_cast<double>(elements(*out)) * static_cast<double>(k);
+    w.flops = 2.0 * elements(*out) * static_cast<double>(k);
     w.flopsPerUs = half ? kHalfFlopsPerUs
                    : t && t->allow_tf32() ? kTf32FlopsPerUs
                                           : kFp32FlopsPerUs;
   } else if (step.op == schema::StepOp::Conv || step.op == schema::StepOp::ConvTranspose) {
     // Each output element of a conv (each input element of a transposed one)
-    // meets one filter slice: filter elements / output channels of them.
-    int64_t m = (*b)[0];
-    if (m <= 0)
+    // meets the filter elements of one of its first dim's entries (a conv's
+    // output channels, a transposed conv's input channels).
+    bool conv = step.op == schema::StepOp::Conv;
+    double firstDim = static_cast<double>((*b)[0]);
+    if (firstDim <= 0)
       return w;
-    const ref::Shape &visits = step.op == schema::StepOp::Conv ? *out : *a;
-    bool allowTf32 = step.op == schema::StepOp::Conv
-                         ? step.table->op_as_Conv() && step.table->op_as_Conv()->allow_tf32()
-                         : step.table->op_as_ConvTranspose() &&
-                               step.table->op_as_ConvTranspose()->allow_tf32();
-    int64_t perVisit = step.op == schema::StepOp::Conv ? elements(*b) / m : elements(*b) / (*a)[1];
-    w.flops = 2.0 * static_cast<double>(elements(visits)) * static_cast<double>(perVisit);
+    bool allowTf32 = conv ? step.table->op_as_Conv() && step.table->op_as_Conv()->allow_tf32()
+                          : step.table->op_as_ConvTranspose() &&
+                                step.table->op_as_ConvTranspose()->allow_tf32();
+    w.flops = 2.0 * elements(conv ? *out : *a) * (elements(*b) / firstDim);
     w.flopsPerUs = half ? kHalfFlopsPerUs : allowTf32 ? kTf32FlopsPerUs : kFp32FlopsPerUs;
   }
   return w;
@@ -152,7 +138,10 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
       entry["bound"] = computeUs > memoryUs ? "compute" : "memory";
       entry["predicted_us"] = us;
       total += us;
-      (kind == "kernel" ? kernelBytes : libraryBytes) += static_cast<double>(*bytes);
+      if (kind == "kernel")
+        kernelBytes += static_cast<double>(*bytes);
+      else if (kind == "library")
+        libraryBytes += static_cast<double>(*bytes);
     }
     steps.push_back(std::move(entry));
   }

@@ -17,6 +17,32 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$root/gpu-bundle
 sm=${KILN_GPU_SM:-90}
 
+# numpy_models MAKER DIR BUILD [FLAG...]: writes MAKER's models with their
+# data sets (run_numpy_cases.py's layout) to DIR and compiles each for sm_$sm.
+numpy_models() {
+  local maker=$1 dir=$2 build=$3
+  shift 3
+  python3 "$root/test/run/$maker" "$dir"
+  for onnx_model in "$dir"/*.onnx; do
+    "$build/bin/kiln-compile" "$onnx_model" -o "${onnx_model%.onnx}.kiln" \
+      --arch "sm_$sm" --cache-dir "$build/kernel-cache" "$@"
+  done
+}
+
+# run_numpy_models DIR OUT_FILE [ATOL_FOR_MODEL...]: each of DIR's models on
+# the CUDA backend against numpy (atol per model as NAME=ATOL, else 1e-5).
+run_numpy_models() {
+  local dir=$1 results=$2
+  shift 2
+  for onnx_model in "$dir"/*.onnx; do
+    local name spec atol=1e-5
+    name=$(basename "$onnx_model" .onnx)
+    for spec in "$@"; do [ "${spec%%=*}" = "$name" ] && atol=${spec#*=}; done
+    PATH="$bundle/bin:$PATH" python3 "$root/test/run/run_numpy_cases.py" "$dir" "$name" \
+      --fake-cuda "" --backends cuda --atol "$atol" | tee -a "$results" || true
+  done
+}
+
 prepare() {
   local build
   build=$(cd "${1:-$root/build}" && pwd)
@@ -47,18 +73,10 @@ prepare() {
   done
 
   echo "== sizes the data decides, computed on the device (docs/runtime.md, Sizes the data decides)"
-  python3 "$root/test/run/make_data_size_models.py" "$bundle/data-size"
-  for onnx_model in "$bundle/data-size"/*.onnx; do
-    "$build/bin/kiln-compile" "$onnx_model" -o "${onnx_model%.onnx}.kiln" \
-      --arch "sm_$sm" --cache-dir "$build/kernel-cache"
-  done
+  numpy_models make_data_size_models.py "$bundle/data-size" "$build"
 
   echo "== attention as one kernel (kiln-fuse-attention): padding and causal masks, d = 256, fp16"
-  python3 "$root/test/run/make_attention_models.py" "$bundle/attention"
-  for onnx_model in "$bundle/attention"/*.onnx; do
-    "$build/bin/kiln-compile" "$onnx_model" -o "${onnx_model%.onnx}.kiln" \
-      --arch "sm_$sm" --no-host --cache-dir "$build/kernel-cache"
-  done
+  numpy_models make_attention_models.py "$bundle/attention" "$build" --no-host
 
   echo "== precision modes: the torch models in tf32, fp16 and bf16 (docs/precision.md)"
   for m in mlp cnn encoder; do
@@ -168,19 +186,11 @@ PY
 
   echo "== NonZero, Compress, Unique, NonMaxSuppression and TopK on the device: 256-thread blocks"
   echo "   (block-wide prefix sums and the NMS loop as a GPU runs them), no host step, against numpy"
-  for onnx_model in "$bundle/data-size"/*.onnx; do
-    name=$(basename "$onnx_model" .onnx)
-    PATH="$bundle/bin:$PATH" python3 "$root/test/run/run_numpy_cases.py" "$bundle/data-size" "$name" \
-      --fake-cuda "" --backends cuda | tee -a "$out/data-size.txt" || true
-  done
+  run_numpy_models "$bundle/data-size" "$out/data-size.txt"
 
   echo "== attention kernels on the device (256-thread blocks, shared-memory tiles), against numpy"
-  for onnx_model in "$bundle/attention"/*.onnx; do
-    name=$(basename "$onnx_model" .onnx)
-    atol=1e-5; [ "$name" = attn_f16 ] && atol=2e-3   # fp16 storage (test/run/attention-kernels.test)
-    PATH="$bundle/bin:$PATH" python3 "$root/test/run/run_numpy_cases.py" "$bundle/attention" "$name" \
-      --fake-cuda "" --backends cuda --atol "$atol" | tee -a "$out/attention.txt" || true
-  done
+  # fp16 storage: 2e-3, as test/run/attention-kernels.test says why.
+  run_numpy_models "$bundle/attention" "$out/attention.txt" attn_f16=2e-3
 
   echo "== matmuls in the real cuBLASLt, convs and pools in the real cuDNN, against float64"
   PATH="$bundle/bin:$PATH" python3 "$root/test/run/check_library_steps.py" "$bundle/library-steps" --run-only \

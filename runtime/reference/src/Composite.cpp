@@ -371,74 +371,25 @@ Tensor softmax(const Tensor &x, int64_t axis, bool logarithm) {
 
 absl::StatusOr<Tensor> attention(const Tensor &q, const Tensor &k, const Tensor &v,
                                  const Tensor *mask, double scale) {
-  int64_t rank = q.rank();
-  if (rank < 2 || k.rank() != rank || v.rank() != rank)
+  if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank())
     return absl::InvalidArgumentError(absl::StrCat("attention: q ", q.describe(), ", k ",
                                                    k.describe(), " and v ", v.describe(),
                                                    " must be of one rank, at least 2"));
-  int64_t sq = q.dim(rank - 2), d = q.dim(rank - 1), sk = k.dim(rank - 2), dv = v.dim(rank - 1);
-  bool fits = k.dim(rank - 1) == d && v.dim(rank - 2) == sk;
-  for (int64_t i = 0; i + 2 < rank; ++i)
-    fits = fits && k.dim(i) == q.dim(i) && v.dim(i) == q.dim(i);
-  if (!fits)
-    return absl::InvalidArgumentError(absl::StrCat("attention: q ", q.describe(), ", k ",
-                                                   k.describe(), " and v ", v.describe(),
-                                                   " do not fit together"));
-  Shape scoresShape(q.shape().begin(), q.shape().end() - 1);
-  scoresShape.push_back(sk);
-  std::vector<int64_t> maskStrides;
-  if (mask) {
-    bool broadcasts = mask->rank() <= rank;
-    for (int64_t i = 0; broadcasts && i < mask->rank(); ++i) {
-      int64_t m = mask->dim(mask->rank() - 1 - i), s = scoresShape[rank - 1 - i];
-      broadcasts = m == 1 || m == s;
-    }
-    if (!broadcasts)
-      return absl::InvalidArgumentError(absl::StrCat("attention: the mask ", mask->describe(),
-                                                     " does not broadcast to the scores"));
-    maskStrides = detail::broadcastStrides(mask->shape(), rank);
-  }
-  Shape resultShape(q.shape().begin(), q.shape().end() - 1);
-  resultShape.push_back(dv);
-  absl::StatusOr<Tensor> result = Tensor::zeros(q.dtype(), resultShape);
+  // The chain kiln-fuse-attention replaced, in double, rounded once at the end.
+  auto wide = [](const Tensor &t) { return castTensor(t, DType::f64); };
+  absl::StatusOr<Tensor> scores = matmul(wide(q), transposeLastTwo(wide(k)));
+  Tensor factor(DType::f64, {});
+  factor.setF(0, scale);
+  if (scores.ok())
+    scores = binary(BinaryFn::mul, *scores, factor);
+  if (scores.ok() && mask)
+    scores = binary(BinaryFn::add, *scores, wide(*mask));
+  if (!scores.ok())
+    return absl::InvalidArgumentError(absl::StrCat("attention: ", scores.status().message()));
+  absl::StatusOr<Tensor> result = matmul(softmax(*scores, -1, false), wide(v));
   if (!result.ok())
     return result.status();
-  int64_t prefix = 1;
-  for (int64_t i = 0; i + 2 < rank; ++i)
-    prefix *= q.dim(i);
-  std::vector<double> scores(sk);
-  std::vector<int64_t> index;
-  for (int64_t p = 0; p < prefix; ++p)
-    for (int64_t i = 0; i < sq; ++i) {
-      double mx = -INFINITY;
-      for (int64_t j = 0; j < sk; ++j) {
-        double dot = 0;
-        for (int64_t c = 0; c < d; ++c)
-          dot += q.getF((p * sq + i) * d + c) * k.getF((p * sk + j) * d + c);
-        double s = dot * scale;
-        if (mask) {
-          detail::unravel((p * sq + i) * sk + j, scoresShape, index);
-          int64_t at = 0;
-          for (int64_t a = 0; a < rank; ++a)
-            at += index[a] * maskStrides[a];
-          s += mask->getF(at);
-        }
-        scores[j] = s;
-        mx = std::max(mx, s);
-      }
-      if (std::isinf(mx))
-        mx = 0;
-      double sum = 0;
-      for (int64_t j = 0; j < sk; ++j)
-        sum += std::exp(scores[j] - mx);
-      for (int64_t e = 0; e < dv; ++e) {
-        double acc = 0;
-        for (int64_t j = 0; j < sk; ++j)
-          acc += std::exp(scores[j] - mx) / sum * v.getF((p * sk + j) * dv + e);
-        result->setF((p * sq + i) * dv + e, acc);
-      }
-    }
-  return result;
+  return castTensor(*result, q.dtype(), /*saturate=*/false);
 }
 
 absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Tensor *bias,
