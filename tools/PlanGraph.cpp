@@ -11,11 +11,6 @@
 
 namespace kiln {
 
-bool isLibraryStep(schema::StepOp op) {
-  return op == schema::StepOp::MatMul || op == schema::StepOp::Conv ||
-         op == schema::StepOp::ConvTranspose || op == schema::StepOp::Pool;
-}
-
 namespace {
 
 /// A DOT string literal's body.

@@ -13,6 +13,7 @@
 #define KILN_TOOLS_PLANGRAPH_H
 
 #include "kiln/artifact/Plan.h"
+#include "kiln/artifact/StepWork.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -20,8 +21,7 @@
 
 namespace kiln {
 
-/// Library steps: where cuBLASLt and cuDNN run on a GPU.
-bool isLibraryStep(schema::StepOp op);
+using artifact::isLibraryStep;
 
 /// The DOT text of `plan`; `report` is the artifact writer's (kernels and the
 /// ops they fuse), `symbols` the values sizes are shown for.

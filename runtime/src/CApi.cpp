@@ -36,6 +36,19 @@ struct kiln_context_t {
 
 namespace {
 using kiln::rt::Model;
+
+/// Runs `read` on event `index` of `profile` under its lock; out of range is
+/// an error naming how many events there are.
+template <typename Read>
+absl::Status withProfileEvent(const kiln_profile_t *profile, size_t index, Read read) {
+  auto &p = const_cast<kiln_profile_t *>(profile)->profile;
+  absl::MutexLock lock(&p.mutex);
+  if (index >= p.events.size())
+    return absl::OutOfRangeError(
+        absl::StrCat("the profile has ", p.events.size(), " events, not ", index + 1));
+  read(p.events[index]);
+  return absl::OkStatus();
+}
 thread_local std::string lastError;
 
 kiln_status_t toC(const absl::Status &status) {
@@ -562,17 +575,22 @@ kiln_status_t kiln_profile_event(const kiln_profile_t *profile, size_t index,
                                  double *out_start_us, double *out_duration_us) {
   if (!profile || !out_name || !out_kind || !out_start_us || !out_duration_us)
     return toC(nullArgument("kiln_profile_event", !profile ? "profile" : "an out_ parameter"));
-  auto &p = const_cast<kiln_profile_t *>(profile)->profile;
-  absl::MutexLock lock(&p.mutex);
-  if (index >= p.events.size())
-    return toC(absl::OutOfRangeError(
-        absl::StrCat("the profile has ", p.events.size(), " events, not ", index + 1)));
-  const kiln::rt::ProfileEvent &e = p.events[index];
-  *out_name = e.name.c_str();
-  *out_kind = e.kind.c_str();
-  *out_start_us = e.startUs;
-  *out_duration_us = e.durationUs;
-  return toC(absl::OkStatus());
+  return toC(withProfileEvent(profile, index, [&](const kiln::rt::ProfileEvent &e) {
+    *out_name = e.name.c_str();
+    *out_kind = e.kind.c_str();
+    *out_start_us = e.startUs;
+    *out_duration_us = e.durationUs;
+  }));
+}
+
+kiln_status_t kiln_profile_event_work(const kiln_profile_t *profile, size_t index,
+                                      int64_t *out_bytes, double *out_flops) {
+  if (!profile || !out_bytes || !out_flops)
+    return toC(nullArgument("kiln_profile_event_work", !profile ? "profile" : "an out_ parameter"));
+  return toC(withProfileEvent(profile, index, [&](const kiln::rt::ProfileEvent &e) {
+    *out_bytes = e.bytes;
+    *out_flops = e.flops;
+  }));
 }
 
 } // extern "C"

@@ -5,10 +5,13 @@
 #include "Model.h"
 
 #include "kiln/artifact/HostLaunch.h"
+#include "kiln/artifact/StepWork.h"
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+
+#include <nvtx3/nvToolsExt.h>
 
 #include <cstring>
 #include <functional>
@@ -85,6 +88,20 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
       return absl::InvalidArgumentError(
           absl::StrCat("step ", step.index, " (", step.label, "): ", message));
     };
+    // Nsight Systems shows each top-level step as an NVTX range named as the
+    // profile names it (NVTX 3 is header-only: without a tool attached, a
+    // range costs a check of a function pointer).
+    struct NvtxRange {
+      bool on;
+      NvtxRange(bool on, const std::string &name) : on(on) {
+        if (on)
+          nvtxRangePushA(name.c_str());
+      }
+      ~NvtxRange() {
+        if (on)
+          nvtxRangePop();
+      }
+    } nvtx(topLevel, step.label);
     // Profiles time the top level; a control step's time includes its bodies'.
     bool timed = topLevel && request.profile;
     if (timed)
@@ -665,7 +682,9 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
     if (!start.ok() || !duration.ok())
       return !start.ok() ? start.status() : duration.status();
     const StepInfo &step = plan.steps[s];
-    timed.push_back({step.label, context.stepKinds[s], originUs + *start, *duration});
+    artifact::StepWork work = artifact::stepWork(plan, step, context.symbols);
+    timed.push_back({step.label, context.stepKinds[s], originUs + *start, *duration,
+                     work.bytes ? *work.bytes : -1, work.flops ? *work.flops : -1.0});
     // The steps a control step's bodies ran: once each, with what ran them,
     // and no time of their own (the control step's includes theirs).
     std::function<void(const std::vector<StepInfo> &)> nested = [&](const std::vector<StepInfo> &steps) {

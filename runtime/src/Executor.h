@@ -37,6 +37,9 @@ class Model;
 struct ProfileEvent {
   std::string name, kind;
   double startUs = 0, durationUs = 0;
+  /// artifact::stepWork at the run's sizes; -1 unknown.
+  int64_t bytes = -1;
+  double flops = -1;
 };
 
 struct Profile {

@@ -234,6 +234,8 @@ int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
     std::string kind;
     double total = 0;
     int calls = 0;
+    /// Over the calls whose work is known (kiln_profile_event_work).
+    double bytes = 0, bytesUs = 0, flops = 0, flopsUs = 0;
   };
   std::map<std::string, Row> rows;
   std::map<std::string, int> variants; ///< runs per variant
@@ -255,10 +257,34 @@ int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
     row.kind = kind;
     row.total += duration;
     ++row.calls;
+    int64_t bytes = -1;
+    double flops = -1;
+    if (kiln_profile_event_work(prof, i, &bytes, &flops) == KILN_OK) {
+      if (bytes >= 0) {
+        row.bytes += static_cast<double>(bytes);
+        row.bytesUs += duration;
+      }
+      if (flops >= 0) {
+        row.flops += flops;
+        row.flopsUs += duration;
+      }
+    }
     char times[128];
     std::snprintf(times, sizeof(times), "\"ts\":%.3f,\"dur\":%.3f", start, duration);
+    // What the step had to move and compute, for the trace viewer's details.
+    std::string args;
+    char number[64];
+    if (bytes >= 0) {
+      std::snprintf(number, sizeof(number), "\"bytes\":%lld", static_cast<long long>(bytes));
+      args += number;
+    }
+    if (flops >= 0) {
+      std::snprintf(number, sizeof(number), "\"flops\":%.17g", flops);
+      args += (args.empty() ? "" : ",") + std::string(number);
+    }
     events += std::string(events.empty() ? "" : ",\n") + "{\"name\":" + jsonString(name) +
-              ",\"cat\":" + jsonString(kind) + ",\"ph\":\"X\"," + times + ",\"pid\":1,\"tid\":1}";
+              ",\"cat\":" + jsonString(kind) + ",\"ph\":\"X\"," + times + ",\"pid\":1,\"tid\":1" +
+              (args.empty() ? "" : ",\"args\":{" + args + "}") + "}";
   }
   std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
   std::sort(sorted.begin(), sorted.end(),
@@ -266,11 +292,20 @@ int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
   double all = 0;
   for (auto &[name, row] : sorted)
     all += row.total;
-  std::printf("%-40s %-8s %8s %12s %12s %7s\n", "step", "kind", "calls", "total ms", "mean us",
-              "share");
-  for (auto &[name, row] : sorted)
-    std::printf("%-40s %-8s %8d %12.3f %12.1f %6.1f%%\n", name.c_str(), row.kind.c_str(), row.calls,
-                row.total / 1000.0, row.total / row.calls, all > 0 ? 100.0 * row.total / all : 0.0);
+  // Achieved rates: the bytes each step had to move and the operations it had
+  // to do (the roofline's counts, at the run's sizes) over its measured time.
+  std::printf("%-40s %-8s %8s %12s %12s %7s %9s %9s\n", "step", "kind", "calls", "total ms",
+              "mean us", "share", "GB/s", "TFLOP/s");
+  for (auto &[name, row] : sorted) {
+    char gbs[32] = "-", tflops[32] = "-";
+    if (row.bytesUs > 0 && row.bytes > 0)
+      std::snprintf(gbs, sizeof(gbs), "%.3g", row.bytes / row.bytesUs / 1e3);
+    if (row.flopsUs > 0 && row.flops > 0)
+      std::snprintf(tflops, sizeof(tflops), "%.3g", row.flops / row.flopsUs / 1e6);
+    std::printf("%-40s %-8s %8d %12.3f %12.1f %6.1f%% %9s %9s\n", name.c_str(), row.kind.c_str(),
+                row.calls, row.total / 1000.0, row.total / row.calls,
+                all > 0 ? 100.0 * row.total / all : 0.0, gbs, tflops);
+  }
   std::printf("%zu steps over %d run(s); trace: %s\n", sorted.size(), runs, tracePath.c_str());
   for (const auto &[name, count] : variants)
     std::printf("variant: %s (%d run(s))\n", name.c_str(), count);

@@ -274,6 +274,15 @@ KILN_API size_t kiln_profile_num_events(const kiln_profile_t *profile);
 KILN_API kiln_status_t kiln_profile_event(const kiln_profile_t *profile, size_t index,
                                           const char **out_name, const char **out_kind,
                                           double *out_start_us, double *out_duration_us);
+/* What event `index`'s step had to move and compute, at the sizes of its run:
+ * the bytes of its inputs read once and its results written once, and its
+ * floating-point operations (matmuls 2 M N K, convolutions, kernels that state
+ * theirs such as attention); -1 where not known (an operation count for most
+ * kernels: a few per element; nested steps and variant events). Divided by
+ * the event's duration: the achieved GB/s and TFLOP/s (kiln-run --profile);
+ * the same counts as kiln-compile --report's roofline. */
+KILN_API kiln_status_t kiln_profile_event_work(const kiln_profile_t *profile, size_t index,
+                                               int64_t *out_bytes, double *out_flops);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,46 @@
+//===- StepWork.h - what a plan step must move and compute ------*- C++ -*-===//
+//
+// The bytes a top-level step must move (its inputs read once, its results
+// written once) and the floating-point operations it must do, under bound
+// symbols. The compiler's roofline (tools/Roofline.cpp) turns them into
+// predicted times; the runtime's profiles into achieved GB/s and TFLOP/s
+// beside measured times (kiln-run --profile). One count, so the two agree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_ARTIFACT_STEPWORK_H
+#define KILN_ARTIFACT_STEPWORK_H
+
+#include "kiln/artifact/Plan.h"
+
+#include <optional>
+
+namespace kiln::artifact {
+
+/// The unit whose peak bounds a step's operations.
+enum class FlopUnit {
+  Fp32,    ///< CUDA cores (generated kernels, fp32 matmuls and convs)
+  Tf32,    ///< tensor cores on TF32 operands (--precision tf32)
+  Half,    ///< tensor cores on fp16/bf16 operands
+};
+
+struct StepWork {
+  /// Null when a size depends on a symbol not bound.
+  std::optional<int64_t> bytes;
+  /// Matmuls 2 M N K, convolutions 2 per output element per filter element of
+  /// one output channel, kernels what they state (Kernel.flops); null for
+  /// everything else (a few operations per element: memory bound).
+  std::optional<double> flops;
+  FlopUnit unit = FlopUnit::Fp32;
+};
+
+/// `step`'s work under `symbols`. Shape steps move nothing (bytes 0).
+StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbols);
+
+/// The library steps: matmuls, convolutions and pools (cuBLASLt, cuDNN) on
+/// the CUDA backend.
+bool isLibraryStep(schema::StepOp op);
+
+} // namespace kiln::artifact
+
+#endif // KILN_ARTIFACT_STEPWORK_H

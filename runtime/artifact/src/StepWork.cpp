@@ -1,0 +1,82 @@
+//===- StepWork.cpp - what a plan step must move and compute --------------===//
+
+#include "kiln/artifact/StepWork.h"
+
+#include "kiln/reference/Tensor.h"
+
+namespace kiln::artifact {
+namespace {
+
+double elements(const ref::Shape &s) { return static_cast<double>(ref::numElements(s)); }
+
+/// A library step's operations and the unit they run on.
+void libraryFlops(const Plan &plan, const StepInfo &step, const Bindings &symbols, StepWork &w) {
+  if (step.inputs.size() < 2 || step.outputs.empty())
+    return;
+  std::optional<ref::Shape> a = evaluateShape(plan.values[step.inputs[0]], symbols),
+                            b = evaluateShape(plan.values[step.inputs[1]], symbols),
+                            out = evaluateShape(plan.values[step.outputs[0]], symbols);
+  if (!a || !b || !out || a->empty() || b->empty())
+    return;
+  ref::DType type = plan.values[step.inputs[0]].dtype;
+  bool half = type == ref::DType::f16 || type == ref::DType::bf16;
+  if (step.op == schema::StepOp::MatMul) {
+    const schema::MatMul *t = step.table->op_as_MatMul();
+    // C = A B: K is A's last dim (its second last when A is read transposed);
+    // a vector A has K elements.
+    int64_t k = a->size() == 1 ? (*a)[0]
+                : t && t->transpose_a() ? (*a)[a->size() - 2]
+                                        : a->back();
+    w.flops = 2.0 * elements(*out) * static_cast<double>(k);
+    w.unit = half ? FlopUnit::Half : t && t->allow_tf32() ? FlopUnit::Tf32 : FlopUnit::Fp32;
+  } else if (step.op == schema::StepOp::Conv || step.op == schema::StepOp::ConvTranspose) {
+    // Each output element of a conv (each input element of a transposed one)
+    // meets the filter elements of one of its first dim's entries (a conv's
+    // output channels, a transposed conv's input channels).
+    bool conv = step.op == schema::StepOp::Conv;
+    double firstDim = static_cast<double>((*b)[0]);
+    if (firstDim <= 0)
+      return;
+    bool allowTf32 = conv ? step.table->op_as_Conv() && step.table->op_as_Conv()->allow_tf32()
+                          : step.table->op_as_ConvTranspose() &&
+                                step.table->op_as_ConvTranspose()->allow_tf32();
+    w.flops = 2.0 * elements(conv ? *out : *a) * (elements(*b) / firstDim);
+    w.unit = half ? FlopUnit::Half : allowTf32 ? FlopUnit::Tf32 : FlopUnit::Fp32;
+  }
+}
+
+} // namespace
+
+bool isLibraryStep(schema::StepOp op) {
+  return op == schema::StepOp::MatMul || op == schema::StepOp::Conv ||
+         op == schema::StepOp::ConvTranspose || op == schema::StepOp::Pool;
+}
+
+StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbols) {
+  StepWork w;
+  if (step.kind == StepKind::SymbolicConstant || step.kind == StepKind::ShapeOf) {
+    w.bytes = 0; // computed on the host from sizes
+    return w;
+  }
+  w.bytes = 0;
+  for (const std::vector<int> *values : {&step.inputs, &step.outputs})
+    for (int v : *values) {
+      std::optional<ref::Shape> shape = evaluateShape(plan.values[v], symbols);
+      if (!shape) {
+        w.bytes = std::nullopt;
+        break;
+      }
+      *w.bytes += ref::numElements(*shape) * ref::info(plan.values[v].dtype).bytes;
+    }
+  if (step.kind == StepKind::Kernel) {
+    const KernelInfo &k = plan.kernels[step.kernel];
+    if (k.flops.known())
+      if (std::optional<int64_t> f = k.flops.evaluate(symbols))
+        w.flops = static_cast<double>(*f);
+  } else if (step.kind == StepKind::Host && isLibraryStep(step.op)) {
+    libraryFlops(plan, step, symbols, w);
+  }
+  return w;
+}
+
+} // namespace kiln::artifact
