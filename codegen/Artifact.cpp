@@ -276,6 +276,11 @@ LogicalResult Writer::addStep(Operation *op) {
       kernelReport.push_back(llvm::json::Object{{"name", g->name},
                                                 {"schedule", g->schedule},
                                                 {"work_items", items},
+                                                {"vector_width", g->vectorWidth},
+                                                {"result_bytes", g->resultBytes},
+                                                {"divides_data", g->dividesData},
+                                                {"per_thread_matrix", g->perThreadMatrix},
+                                                {"double_taps", g->doubleTaps},
                                                 {"ops", std::move(ops)},
                                                 {"inputs", static_cast<int64_t>(inputs->size())},
                                                 {"symbols", std::move(syms)}});
@@ -540,6 +545,16 @@ Writer::compileCubins(const std::vector<size_t> &kernelIds, const std::vector<st
       return func.emitError() << "NVRTC failed on " << kernels[kernelIds[job.kernel]].name << " for sm_"
                               << job.sm << ": " << std::string(job.result.status().message());
     const std::string &bin = job.result->cubin;
+    if (!options.cubinDumpDir.empty() && defines.empty()) {
+      llvm::SmallString<256> path(options.cubinDumpDir);
+      llvm::sys::path::append(path, kernels[kernelIds[job.kernel]].name + ".sm_" +
+                                        std::to_string(job.sm) + ".cubin");
+      std::error_code ec;
+      llvm::raw_fd_ostream os(path, ec);
+      if (ec)
+        return func.emitError() << "cannot write " << path << ": " << ec.message();
+      os << bin;
+    }
     cubins[job.kernel].push_back(fb::CreateCubin(
         builder, job.sm,
         builder.CreateVector(reinterpret_cast<const uint8_t *>(bin.data()), bin.size()),

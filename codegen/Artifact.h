@@ -42,6 +42,10 @@ struct ArtifactOptions {
   /// (kiln-conformance --backend cuda compiles all cases' kernels in batches).
   const std::map<std::string, std::shared_ptr<const nvrtc::NvrtcResult>> *prebuiltCubins = nullptr;
   std::string cacheDir;
+  /// When set, each kernel's cubins (the generic code, not variants) are also
+  /// written here as <kernel>.sm_<N>.cubin, for tools that read SASS
+  /// (kiln-compile --dump-cubins, tools/sass-lint.py).
+  std::string cubinDumpDir;
   int jobs = 2;
   /// Shape buckets (kiln-compile --buckets): each fixes some symbols to values,
   /// and every kernel taking one is compiled again with

@@ -9,11 +9,13 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
 #include <cmath>
 #include <map>
+#include <array>
 #include <set>
 
 using namespace mlir;
@@ -126,6 +128,36 @@ private:
     body += "\n";
   }
   std::string temp(StringRef prefix = "t") { return (prefix + Twine(nextTemp++)).str(); }
+  /// Lines the kernel runs first, before any loop: the fast divisors.
+  std::string prologue;
+  std::map<std::string, std::string> divisors;
+  /// A kiln_divisor (kiln_device.h) for the dim `size`, built once in the
+  /// prologue, when `size` depends on symbols only and is not a literal (the
+  /// compiler turns a divide by a constant into a multiply itself); nullopt
+  /// otherwise. Divides by it must have non-negative dividends (indices).
+  std::optional<std::string> divisorFor(const std::string &size) {
+    static const llvm::Regex symbolic("^([][()*+/ ,0-9-]|LL|KILN_SYM_[A-Za-z0-9_]+|kiln_dim[0-9]+|"
+                                      "int64_t|kiln_floordiv|kiln_ceildiv|kiln_floormod)+$");
+    if ((size.find("KILN_SYM_") == std::string::npos && size.find("kiln_dim") == std::string::npos) ||
+        !symbolic.match(size))
+      return std::nullopt;
+    auto [it, inserted] = divisors.try_emplace(size, "");
+    if (inserted) {
+      it->second = "fd" + std::to_string(divisors.size() - 1);
+      prologue += "  const kiln_divisor " + it->second + "(" + size + ");\n";
+    }
+    return it->second;
+  }
+  /// `n / size` for a non-negative `n`: through a kiln_divisor when `size`
+  /// is known only at run time.
+  std::string quotient(const std::string &n, const std::string &size) {
+    if (std::optional<std::string> fd = divisorFor(size))
+      return *fd + ".div(" + n + ")";
+    return "(" + n + " / " + size + ")";
+  }
+  /// Sizes that divide symbols (a reshape's inferred dim: total / known), as
+  /// constants of the prologue: computed once, not per element.
+  std::map<std::string, std::string> hoistedDims;
   LogicalResult unsupported(Operation *op, const Twine &why) {
     // Ops the folders made (constants, symbolic constants) may have no location
     // of their own: the kernel's (its root op's node) says where then.
@@ -136,7 +168,10 @@ private:
   }
 
   //===--- sizes ------------------------------------------------------------===//
+  /// A dim as C: a literal, KILN_SYM_<name>, or an expression of them (one
+  /// that divides symbols is computed once in the prologue, as kiln_dim<N>).
   std::string dim(DimExpr d);
+  std::string dimText(DimExpr d);
   std::vector<std::string> dims(Value v) {
     std::vector<std::string> r;
     for (DimExpr d : getSymShape(v.getType()))
@@ -153,6 +188,18 @@ private:
   }
   /// Declares index variables for the row-major position `linear` in `shape`.
   std::vector<std::string> unravel(const std::string &linear, ArrayRef<std::string> shape);
+  /// The row-major position of `index` in `shape`.
+  std::string linearize(ArrayRef<std::string> index, ArrayRef<std::string> shape);
+  /// Linear positions unravel() has declared, by indices and dims
+  /// (positionKey): index variables are unique names, so a key only matches
+  /// where its variables are in scope.
+  std::map<std::string, std::string> unraveled;
+  static std::string positionKey(ArrayRef<std::string> index, ArrayRef<std::string> shape) {
+    std::string key;
+    for (size_t d = 0; d < index.size(); ++d)
+      key += index[d] + "@" + shape[d] + ";";
+    return key;
+  }
 
   //===--- elements ---------------------------------------------------------===//
   /// The name (or literal) of `v`'s element at `index`, emitting what computes it.
@@ -306,6 +353,18 @@ private:
   /// Floating-point operations per launch (GeneratedKernel::flops); null: a
   /// few per element.
   DimExpr flops;
+  /// GeneratedKernel::vectorWidth.
+  int vectorWidth = 0;
+  /// GeneratedKernel::dividesData.
+  bool dividesData = false;
+  /// GeneratedKernel::perThreadMatrix.
+  bool perThreadMatrix = false;
+  /// GeneratedKernel::doubleTaps.
+  bool doubleTaps = false;
+  /// Held to the registers of 50% occupancy (KILN_HALF_OCCUPANCY): row
+  /// kernels, whose per-thread state (a few running values) fits in 64
+  /// registers even in double, where ptxas would otherwise take a few more.
+  bool halfOccupancy = false;
   DimExpr productOf(ArrayRef<DimExpr> dims) {
     DimExpr p = getAffineConstantExpr(1, kernel.getContext());
     for (DimExpr d : dims)
@@ -344,6 +403,20 @@ bool isIdentityPointwise(KernelOp kernel, Value root) {
 }
 
 std::string KernelEmitter::dim(DimExpr d) {
+  std::string text = dimText(d);
+  if (text.find("KILN_SYM_") == std::string::npos ||
+      (text.find("kiln_floordiv(") == std::string::npos && text.find("kiln_ceildiv(") == std::string::npos &&
+       text.find("kiln_floormod(") == std::string::npos))
+    return text;
+  auto [it, inserted] = hoistedDims.try_emplace(text, "");
+  if (inserted) {
+    it->second = "kiln_dim" + std::to_string(hoistedDims.size() - 1);
+    prologue += "  const int64_t " + it->second + " = " + text + ";\n";
+  }
+  return it->second;
+}
+
+std::string KernelEmitter::dimText(DimExpr d) {
   if (auto c = getConstantDimValue(d))
     return int64Literal(*c);
   if (auto s = dyn_cast<AffineSymbolExpr>(d)) {
@@ -374,19 +447,119 @@ std::vector<std::string> KernelEmitter::unravel(const std::string &linear,
   std::vector<std::string> index(shape.size());
   if (shape.empty())
     return index;
+  // Each step's quotient is a const of its own: it is the linear position of
+  // the dims before it, which linearize() reuses instead of multiplying the
+  // indices back together.
   std::string rest = temp("r");
-  line("int64_t " + rest + " = " + linear + ";");
+  line("const int64_t " + rest + " = " + linear + ";");
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     index[d] = temp("i");
     if (d == 0) {
       line("const int64_t " + index[d] + " = " + rest + ";");
-    } else {
-      line("const int64_t " + index[d] + " = " + rest + " % " + shape[d] + ";");
-      line(rest + " /= " + shape[d] + ";");
+      break;
     }
+    std::string q = temp("q");
+    if (std::optional<std::string> fd = divisorFor(shape[d])) {
+      line("const int64_t " + q + " = " + *fd + ".div(" + rest + ");");
+      line("const int64_t " + index[d] + " = " + rest + " - " + q + " * " + shape[d] + ";");
+    } else {
+      line("const int64_t " + q + " = " + rest + " / " + shape[d] + ";");
+      line("const int64_t " + index[d] + " = " + rest + " % " + shape[d] + ";");
+    }
+    unraveled[positionKey(ArrayRef<std::string>(index).take_front(d), shape.take_front(d))] = q;
+    rest = q;
   }
+  unraveled[positionKey(index, shape)] = "(" + linear + ")";
   return index;
 }
+
+std::string KernelEmitter::linearize(ArrayRef<std::string> index, ArrayRef<std::string> shape) {
+  if (shape.empty())
+    return "((int64_t)0)";
+  // The longest leading part that an unravel produced starts from its linear
+  // position: unravel-then-linearize of the same dims is no arithmetic at all.
+  size_t known = 0;
+  std::string linear;
+  for (size_t k = shape.size(); k >= 1 && known == 0; --k)
+    if (auto it = unraveled.find(positionKey(index.take_front(k), shape.take_front(k)));
+        it != unraveled.end()) {
+      known = k;
+      linear = it->second;
+    }
+  if (known == 0) {
+    known = 1;
+    linear = index[0];
+  }
+  for (size_t d = known; d < shape.size(); ++d)
+    linear = "(" + linear + " * " + shape[d] + " + " + index[d] + ")";
+  return linear;
+}
+
+namespace {
+/// A product of dims as a constant times a multiset of other factors (symbols
+/// and expressions that are not products), to compare products of dims.
+struct DimFactors {
+  int64_t constant = 1;
+  std::multiset<const void *> atoms;
+  void multiply(DimExpr d) {
+    if (auto c = getConstantDimValue(d)) {
+      constant *= *c;
+      return;
+    }
+    if (d.getKind() == AffineExprKind::Mul) {
+      auto bin = cast<AffineBinaryOpExpr>(d);
+      multiply(bin.getLHS());
+      multiply(bin.getRHS());
+      return;
+    }
+    atoms.insert(d.getAsOpaquePointer());
+  }
+  bool operator==(const DimFactors &o) const { return constant == o.constant && atoms == o.atoms; }
+  /// This product divides `o` (o is a multiple of it).
+  bool divides(const DimFactors &o) const {
+    if (constant <= 0 || o.constant <= 0 || o.constant % constant != 0)
+      return false;
+    return std::includes(o.atoms.begin(), o.atoms.end(), atoms.begin(), atoms.end());
+  }
+};
+
+/// Runs of consecutive dims of a reshape's result and input with equal
+/// products ([B, S, 12, 64] and [B, S, 768]: (B)(B), (S)(S), (12 64)(768)),
+/// as [resultBegin, resultEnd, inputBegin, inputEnd); nullopt when the dims do
+/// not split so (or a dim is 0).
+std::optional<std::vector<std::array<size_t, 4>>> reshapeGroups(const SymShape &out,
+                                                                 const SymShape &in) {
+  std::vector<std::array<size_t, 4>> groups;
+  size_t i = 0, j = 0;
+  while (i < out.size() && j < in.size()) {
+    size_t i0 = i, j0 = j;
+    DimFactors a, b;
+    a.multiply(out[i++]);
+    b.multiply(in[j++]);
+    while (!(a == b)) {
+      if (a.divides(b) && i < out.size())
+        a.multiply(out[i++]);
+      else if (b.divides(a) && j < in.size())
+        b.multiply(in[j++]);
+      else
+        return std::nullopt;
+    }
+    groups.push_back({i0, i, j0, j});
+  }
+  // Dims left on one side must be 1s: they join the last group.
+  for (size_t k = i; k < out.size(); ++k)
+    if (getConstantDimValue(out[k]) != std::optional<int64_t>(1))
+      return std::nullopt;
+  for (size_t k = j; k < in.size(); ++k)
+    if (getConstantDimValue(in[k]) != std::optional<int64_t>(1))
+      return std::nullopt;
+  if (groups.empty())
+    return std::nullopt;
+  groups.back()[1] = out.size();
+  groups.back()[3] = in.size();
+  return groups;
+}
+} // namespace
 
 std::vector<std::string> KernelEmitter::broadcastIndex(Value operand, const SymShape &rd,
                                                        ArrayRef<std::string> index) {
@@ -425,9 +598,7 @@ FailureOr<std::string> KernelEmitter::element(Value v, ArrayRef<std::string> ind
   std::string name;
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     std::vector<std::string> shape = dims(v);
-    std::string offset = "0";
-    for (size_t d = 0; d < shape.size(); ++d)
-      offset = d == 0 ? index[0] : "(" + offset + " * " + shape[d] + " + " + index[d] + ")";
+    std::string offset = linearize(index, shape);
     if (auto vec = vectorInputs.find(arg.getArgNumber()); vec != vectorInputs.end())
       name = bind(v, "kiln_load(" + vec->second + ".x[" + std::to_string(lane) + "])");
     else
@@ -734,6 +905,12 @@ FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<st
     position[d] = at;
     weights.push_back(w);
   }
+  // The taps' positions and weights are doubles, as the reference computes
+  // them: 70 to 90 registers with two interpolated dims, which leave room for
+  // 25-38% of an SM's threads (tools/sass-lint.py reports it, not as a
+  // violation); held to 64, ptxas spills.
+  if (loops > 0)
+    doubleTaps = true;
   FailureOr<std::string> v = element(input, position);
   if (failed(v))
     return failure();
@@ -757,6 +934,9 @@ FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<st
 /// double over the taps' tensor product, skipping zero weights and zero pixels.
 FailureOr<std::string> KernelEmitter::gridSampleElement(GridSampleOp sample,
                                                         ArrayRef<std::string> index) {
+  // Taps in double, as Resize's (GeneratedKernel::doubleTaps).
+  if (sample.getMode() != ResizeMode::nearest)
+    doubleTaps = true;
   Value input = sample.getInput(), grid = sample.getGrid();
   std::string ct = computeType(elementOf(sample.getResult()));
   std::vector<std::string> inShape = dims(input);
@@ -994,6 +1174,14 @@ FailureOr<std::string> KernelEmitter::col2ImElement(Col2ImOp op, ArrayRef<std::s
 /// One determinant, as the reference computes it: the matrix into a local
 /// array, Gaussian elimination with partial pivoting in double, the product of
 /// the pivots (negated per swap; 0 at a zero pivot).
+/// The longest row (elements, fp32) a row kernel keeps in registers between
+/// its passes: 16 values a thread at 128 threads.
+constexpr int64_t kMaxCachedRow = 2048;
+
+/// Det matrices up to this size live in registers (16 doubles); larger ones in
+/// local memory.
+constexpr int64_t kMaxRegisterDetRows = 4;
+
 FailureOr<std::string> KernelEmitter::detElement(DetOp op, ArrayRef<std::string> index) {
   SymShape shape = getSymShape(op.getInput().getType());
   std::optional<int64_t> m = getConstantDimValue(shape.back());
@@ -1003,8 +1191,9 @@ FailureOr<std::string> KernelEmitter::detElement(DetOp op, ArrayRef<std::string>
   std::string a = temp("a"), d = temp("det"), M = std::to_string(*m);
   line("double " + a + "[" + std::to_string(std::max<int64_t>(*m * *m, 1)) + "];");
   std::string i = temp("i"), j = temp("j");
-  openBlock("for (int64_t " + i + " = 0; " + i + " < " + M + "; ++" + i + ") {");
-  openBlock("for (int64_t " + j + " = 0; " + j + " < " + M + "; ++" + j + ") {");
+  std::string fillUnroll = *m <= kMaxRegisterDetRows ? "KILN_UNROLL " : "";
+  openBlock(fillUnroll + "for (int64_t " + i + " = 0; " + i + " < " + M + "; ++" + i + ") {");
+  openBlock(fillUnroll + "for (int64_t " + j + " = 0; " + j + " < " + M + "; ++" + j + ") {");
   std::vector<std::string> at(index.begin(), index.end());
   at.push_back(i);
   at.push_back(j);
@@ -1014,19 +1203,28 @@ FailureOr<std::string> KernelEmitter::detElement(DetOp op, ArrayRef<std::string>
   line(a + "[" + i + " * " + M + " + " + j + "] = (double)" + *v + ";");
   closeBlock();
   closeBlock();
+  // Gaussian elimination with partial pivoting, written so that every index
+  // is a loop counter: the pivot row is swapped in by a test per row, not by
+  // indexing with it. Up to 4x4 the loops unroll and the matrix lives in
+  // registers; larger matrices need it in local memory (perThreadMatrix).
+  if (*m > kMaxRegisterDetRows)
+    perThreadMatrix = true;
+  std::string unroll = *m <= kMaxRegisterDetRows ? "KILN_UNROLL " : "";
   line("double " + d + " = 1.0;");
-  openBlock("for (int64_t col = 0; col < " + M + "; ++col) {");
+  openBlock(unroll + "for (int64_t col = 0; col < " + M + "; ++col) {");
   line("int64_t pivot = col;");
-  line("for (int64_t r = col + 1; r < " + M + "; ++r) if (kiln_abs(" + a + "[r * " + M + " + col]) > kiln_abs(" + a +
-       "[pivot * " + M + " + col])) pivot = r;");
-  line("if (" + a + "[pivot * " + M + " + col] == 0.0) { " + d + " = 0.0; break; }");
-  line("if (pivot != col) { for (int64_t c = 0; c < " + M + "; ++c) { const double t = " + a + "[col * " + M +
-       " + c]; " + a + "[col * " + M + " + c] = " + a + "[pivot * " + M + " + c]; " + a + "[pivot * " + M +
-       " + c] = t; } " + d + " = -" + d + "; }");
+  line("double best = kiln_abs(" + a + "[col * " + M + " + col]);");
+  line(unroll + "for (int64_t r = col + 1; r < " + M + "; ++r) if (kiln_abs(" + a + "[r * " + M +
+       " + col]) > best) { best = kiln_abs(" + a + "[r * " + M + " + col]); pivot = r; }");
+  line("if (best == 0.0) { " + d + " = 0.0; break; }");
+  line("if (pivot != col) { " + d + " = -" + d + "; " + unroll + "for (int64_t r = col + 1; r < " + M +
+       "; ++r) if (r == pivot) { " + unroll + "for (int64_t c = 0; c < " + M + "; ++c) { const double t = " +
+       a + "[col * " + M + " + c]; " + a + "[col * " + M + " + c] = " + a + "[r * " + M + " + c]; " + a +
+       "[r * " + M + " + c] = t; } } }");
   line(d + " *= " + a + "[col * " + M + " + col];");
-  line("for (int64_t r = col + 1; r < " + M + "; ++r) { const double f = " + a + "[r * " + M + " + col] / " + a +
-       "[col * " + M + " + col]; for (int64_t c = col; c < " + M + "; ++c) " + a + "[r * " + M + " + c] -= f * " +
-       a + "[col * " + M + " + c]; }");
+  line(unroll + "for (int64_t r = col + 1; r < " + M + "; ++r) { const double f = " + a + "[r * " + M +
+       " + col] / " + a + "[col * " + M + " + col]; " + unroll + "for (int64_t c = col; c < " + M + "; ++c) " +
+       a + "[r * " + M + " + c] -= f * " + a + "[col * " + M + " + c]; }");
   closeBlock();
   return bind(op.getResult(), "(" + ct + ")" + d);
 }
@@ -1263,6 +1461,7 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     std::string x = *a, y = *b;
     // An integer divisor that is a nonzero constant needs no check.
     auto checkDivisor = [&] {
+      dividesData = true;
       DenseElementsAttr divisor;
       if (matchPattern(op->getOperand(1), m_Constant(&divisor)) && divisor.isSplat() &&
           !divisor.getSplatValue<APInt>().isZero())
@@ -1350,12 +1549,26 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
   }
   if (auto r = dyn_cast<ReshapeOp>(op)) {
     std::vector<std::string> outShape = dims(v), inShape = dims(r.getInput());
-    std::string linear = "0";
-    for (size_t d = 0; d < outShape.size(); ++d)
-      linear = d == 0 ? index[0] : "(" + linear + " * " + outShape[d] + " + " + index[d] + ")";
-    std::string l = temp("l");
-    line("const int64_t " + l + " = " + linear + ";");
-    return element(r.getInput(), unravel(l, inShape));
+    // Dims the reshape keeps, splits or merges map group by group: a split
+    // dim's index is its parts' linear position, a merged one's indices come
+    // from dividing by the parts only (no divide for a head split).
+    std::vector<std::array<size_t, 4>> groups = {{0, outShape.size(), 0, inShape.size()}};
+    if (auto found = reshapeGroups(getSymShape(v.getType()), getSymShape(r.getInput().getType())))
+      groups = std::move(*found);
+    std::vector<std::string> in;
+    ArrayRef<std::string> outIndex(index), outDims(outShape), inDims(inShape);
+    for (auto [ob, oe, ib, ie] : groups) {
+      std::string linear = linearize(outIndex.slice(ob, oe - ob), outDims.slice(ob, oe - ob));
+      if (ie - ib == 1) {
+        in.push_back(linear);
+        continue;
+      }
+      std::string l = temp("l");
+      line("const int64_t " + l + " = " + linear + ";");
+      for (std::string &i : unravel(l, inDims.slice(ib, ie - ib)))
+        in.push_back(std::move(i));
+    }
+    return element(r.getInput(), in);
   }
   if (auto s = dyn_cast<SliceOp>(op)) {
     std::optional<SymShape> starts = getKnownElements(s.getStarts());
@@ -1524,8 +1737,11 @@ LogicalResult KernelEmitter::emitTiledTranspose(TransposeOp root) {
     workItems = canonicalizeDim(productOf(ArrayRef<DimExpr>(d).drop_back(2)) *
                                 d[r - 2].ceilDiv(32) * d[r - 1].ceilDiv(32));
   }
+  std::string tilesR = "((" + shape[r - 2] + " + 31) / 32)", tilesC = "((" + shape[r - 1] + " + 31) / 32)";
   line("for (int64_t t = blockIdx.x; t < batch * tilesR * tilesC; t += gridDim.x) {");
-  line("  const int64_t b = t / (tilesR * tilesC), tr = (t / tilesC) % tilesR, tc = t % tilesC;");
+  line("  const int64_t b = " + quotient("t", "(" + tilesR + " * " + tilesC + ")") + ";");
+  line("  const int64_t rc = t - b * tilesR * tilesC;");
+  line("  const int64_t tr = " + quotient("rc", tilesC) + ", tc = rc - tr * tilesC;");
   line("  for (int64_t e = threadIdx.x; e < 32 * 32; e += blockDim.x) {");
   line("    const int64_t i = e / 32, j = e % 32, row = tr * 32 + i, col = tc * 32 + j;");
   line("    if (row < R && col < C) tile[i][j] = in0[(b * R + row) * C + col];");
@@ -1549,21 +1765,30 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
   Block &body = kernel.getBody().front();
   std::string outType = storageType(elementOf(root));
   // 128-bit vector loads and stores when every input is read at the result's
-  // position; whether the size divides and the buffers are aligned is checked at
-  // run time, with the scalar loop as the fallback.
-  if (isIdentityPointwise(kernel, root)) {
-    int width = 16 / static_cast<int>(std::max<unsigned>(
-                         1, (elementOf(root).getIntOrFloatBitWidth() + 7) / 8));
-    if (elementOf(root).isInteger(1))
-      width = 16;
+  // position: whole vectors first, then the scalar loop takes the elements
+  // after the last whole vector (all of them when a buffer is not aligned,
+  // which is checked at run time). Not for a result known to hold less than
+  // one vector, where the vector loop would never run.
+  std::string scalarStart = "0";
+  std::optional<int64_t> staticElements =
+      getConstantDimValue(productOf(getSymShape(root.getType())));
+  // The narrowest buffer moves 16 bytes per access; wider ones several 16-byte
+  // accesses (a cast from f16 to f32 loads 8 halves, stores 2 x 4 floats).
+  unsigned narrowest = (elementOf(root).getIntOrFloatBitWidth() + 7) / 8;
+  for (BlockArgument arg : body.getArguments())
+    narrowest = std::min(narrowest, (elementOf(arg).getIntOrFloatBitWidth() + 7) / 8);
+  int width = 16 / static_cast<int>(std::max(1u, narrowest));
+  if (isIdentityPointwise(kernel, root) && (!staticElements || *staticElements >= width)) {
     std::string W = std::to_string(width);
+    vectorWidth = width;
     // Sized for the vector path (W elements per thread); the scalar fallback
     // strides over the same grid.
     workItems = canonicalizeDim(productOf(getSymShape(root.getType())).ceilDiv(width));
-    std::string aligned = "n % " + W + " == 0 && kiln_aligned(out, sizeof(" + outType + ") * " + W + ")";
+    std::string aligned = "kiln_aligned(out, sizeof(" + outType + ") * " + W + ")";
     for (BlockArgument arg : body.getArguments())
       aligned += " && kiln_aligned(in" + std::to_string(arg.getArgNumber()) + ", sizeof(" +
                  storageType(elementOf(arg)) + ") * " + W + ")";
+    line("int64_t vectorized = 0; // elements the vector loop covers");
     line("if (" + aligned + ") {");
     ++indent;
     line("for (int64_t vi = kiln_thread_index(); vi < n / " + W + "; vi += kiln_thread_count()) {");
@@ -1590,11 +1815,13 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
     line("*reinterpret_cast<kiln_vec<" + outType + ", " + W + "> *>(out + vi * " + W + ") = result;");
     --indent;
     line("}");
-    line("return;");
+    line("vectorized = n / " + W + " * " + W + ";");
     --indent;
     line("}");
+    scalarStart = "vectorized";
   }
-  openBlock("for (int64_t i = kiln_thread_index(); i < n; i += kiln_thread_count()) {");
+  openBlock("for (int64_t i = " + (scalarStart == "0" ? "" : scalarStart + " + ") +
+            "kiln_thread_index(); i < n; i += kiln_thread_count()) {");
   std::vector<std::string> index = unravel("i", shape);
   FailureOr<std::string> v = element(root, index);
   if (failed(v))
@@ -2066,7 +2293,8 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   line("const int64_t Sq = " + qShape[rank - 2] + ", Sk = " + kShape[rank - 2] + ";");
   line("const int64_t qTiles = (Sq + " + BR + " - 1) / " + BR + ";");
   openBlock("for (int64_t item = blockIdx.x; item < P * qTiles; item += gridDim.x) {");
-  line("const int64_t p = item / qTiles, i0 = (item % qTiles) * " + BR + ";");
+  line("const int64_t p = " + quotient("item", "((" + qShape[rank - 2] + " + " + BR + " - 1) / " + BR + ")") +
+       ", i0 = (item - p * qTiles) * " + BR + ";");
   // The rows of this tile (the last one may be partial): loops stop there.
   line("const int64_t nr = kiln_min<int64_t>(" + BR + ", Sq - i0);");
   std::vector<std::string> prefix = unravel("p", lead);
@@ -2190,6 +2418,7 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
 }
 
 LogicalResult KernelEmitter::emitRow(Operation *root) {
+  halfOccupancy = true;
   blockPerItem = true;
   Value x = root->getOperand(0), result = root->getResult(0);
   Type t = elementOf(result);
@@ -2224,17 +2453,30 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   line("const int64_t L = " + product(rowShape) + ";");
   line("const int64_t inner = " + product(innerShape) + ";");
   // Short rows take a warp each (lanes stride the row, shuffles reduce); longer
-  // ones a block each (a shared-memory tree). Host emulation has one thread per
-  // block, so it always takes the block path.
-  auto rowLoop = [&](bool warp) -> LogicalResult {
+  // ones a block each (warp shuffles and one shared-memory step). A row of a
+  // known length up to kMaxCachedRow (half that in double) is read once: each
+  // thread keeps its K = ceil(L / 128) elements in registers (rowCache) for
+  // the passes after the first, when the block has the threads for it
+  // (blockDim * K >= L: the runtime's 256 always; host emulation's threaded
+  // test mode from 128 up); otherwise every pass reads the row again. Host
+  // emulation with one thread per block always takes the uncached block path.
+  std::optional<int64_t> staticRow = getConstantDimValue(
+      productOf(ArrayRef<DimExpr>(getSymShape(x.getType())).slice(axis, layerNorm ? rank - axis : 1)));
+  int64_t cacheLimit = kMaxCachedRow / (t.isF64() ? 2 : 1);
+  int64_t cached = staticRow && *staticRow > 32 && *staticRow <= cacheLimit ? (*staticRow + 127) / 128 : 0;
+  auto rowLoop = [&](bool warp, int64_t cache) -> LogicalResult {
     auto reduce = [&](const std::string &v, const std::string &fn) {
       return warp ? "kiln_warp_reduce(" + v + ", " + fn + ")"
                   : "kiln_block_reduce(" + v + ", " + fn + ", scratch)";
     };
     openBlock(warp ? "for (int64_t row = blockIdx.x * warps + threadIdx.x / 32; row < rows; row += gridDim.x * warps) {"
                    : "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
-    std::vector<std::string> outerIndex = unravel("row / inner", outerShape);
-    std::vector<std::string> innerIndex = unravel("row % inner", innerShape);
+    // The row's position before and after the reduced axis.
+    std::string rowOuter = temp("ro"), rowInner = temp("ri");
+    line("const int64_t " + rowOuter + " = " + quotient("row", product(innerShape)) + ";");
+    line("const int64_t " + rowInner + " = row - " + rowOuter + " * inner;");
+    std::vector<std::string> outerIndex = unravel(rowOuter, outerShape);
+    std::vector<std::string> innerIndex = unravel(rowInner, innerShape);
     // The element at position j of the row, and its flat offset in the result.
     auto rowIndex = [&](const std::string &j) {
       std::vector<std::string> index = outerIndex;
@@ -2245,14 +2487,37 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
     };
     std::string maxFn = "[](" + acc + " a, " + acc + " b) { return kiln_max<" + acc + ">(a, b); }";
     std::string sumFn = "[](" + acc + " a, " + acc + " b) { return a + b; }";
+    if (cache)
+      line(acc + " rowCache[" + std::to_string(cache) + "];");
+    int pass = 0;
     auto loop = [&](const std::function<LogicalResult(const std::vector<std::string> &)> &f) {
-      openBlock(warp ? "for (int64_t j = lane; j < L; j += 32) {"
-                     : "for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {");
-      LogicalResult r = f(rowIndex("j"));
+      if (!cache) {
+        openBlock(warp ? "for (int64_t j = lane; j < L; j += 32) {"
+                       : "for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {");
+        LogicalResult r = f(rowIndex("j"));
+        closeBlock();
+        return r;
+      }
+      // The first pass loads the thread's elements into rowCache; later
+      // passes read them from there (x's element at this pass's index is
+      // rowCache[k]).
+      openBlock("KILN_UNROLL for (int64_t k = 0; k < " + std::to_string(cache) + "; ++k) {");
+      line("const int64_t j = threadIdx.x + k * blockDim.x;");
+      openBlock("if (j < L) {");
+      std::vector<std::string> index = rowIndex("j");
+      if (pass++ == 0) {
+        FailureOr<std::string> v = element(x, index);
+        if (failed(v))
+          return failure();
+        line("rowCache[k] = " + *v + ";");
+      }
+      memo.back()[memoKey(x, index)] = "rowCache[k]";
+      LogicalResult r = f(index);
+      closeBlock();
       closeBlock();
       return r;
     };
-    std::string flat = "((row / inner) * L + j) * inner + row % inner";
+    std::string flat = "(" + rowOuter + " * L + j) * inner + " + rowInner;
     if (!layerNorm) {
       bool logarithm = isa<LogSoftmaxOp>(root);
       line(acc + " mx = (" + acc + ")kiln_f32_bits(0xff800000u);");
@@ -2340,12 +2605,21 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   line("if (L <= 32 && blockDim.x % 32 == 0) {");
   ++indent;
   line("const int64_t lane = threadIdx.x % 32, warps = blockDim.x / 32;");
-  if (failed(rowLoop(true)))
+  if (failed(rowLoop(true, 0)))
     return failure();
   line("return;");
   --indent;
   line("}");
-  return rowLoop(false);
+  if (cached) {
+    line("if (blockDim.x * " + std::to_string(cached) + " >= L) {");
+    ++indent;
+    if (failed(rowLoop(false, cached)))
+      return failure();
+    line("return;");
+    --indent;
+    line("}");
+  }
+  return rowLoop(false, 0);
 }
 
 FailureOr<GeneratedKernel> KernelEmitter::run() {
@@ -2422,9 +2696,16 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.reportsErrors = reportsErrors;
   g.workItems = workItems;
   g.flops = flops;
+  g.vectorWidth = vectorWidth;
+  g.resultBytes = static_cast<int>(std::max<unsigned>(1, (elementOf(root).getIntOrFloatBitWidth() + 7) / 8));
+  g.dividesData = dividesData;
+  g.perThreadMatrix = perThreadMatrix;
+  g.doubleTaps = doubleTaps;
   if (reportsErrors)
     params += ", int32_t *kiln_error";
-  uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + schedule.str() + "\n" + body));
+  body = prologue + body;
+  uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + schedule.str() + "\n" + body +
+                                              (halfOccupancy ? "\nKILN_HALF_OCCUPANCY" : "")));
   std::string hex;
   llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(hash, 16);
   g.name = "kiln_" + g.schedule + "_" + hex;
@@ -2435,7 +2716,9 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   for (const std::string &s : symbols)
     os << "#ifndef KILN_SYM_" << s << "\n#define KILN_SYM_" << s << " sym_" << s
        << "\n#define KILN_UNDEF_SYM_" << s << "\n#endif\n";
-  os << "extern \"C\" __global__ void " << g.name << "(" << params << ") {\n" << body << "}\n";
+  os << "extern \"C\" __global__ void " << (halfOccupancy ? "KILN_HALF_OCCUPANCY " : "") << g.name
+     << "(" << params << ") {\n"
+     << body << "}\n";
   for (const std::string &s : symbols)
     os << "#ifdef KILN_UNDEF_SYM_" << s << "\n#undef KILN_SYM_" << s << "\n#undef KILN_UNDEF_SYM_"
        << s << "\n#endif\n";

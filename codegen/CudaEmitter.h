@@ -46,6 +46,25 @@ struct GeneratedKernel {
   /// kernel's arithmetic outgrows the bytes it moves (attention); null: a few
   /// per element, memory bound (the roofline in kiln-compile --report).
   mlir::AffineExpr flops;
+  /// Elements per 128-bit load and store of a pointwise kernel whose inputs
+  /// are all read at the result's position (its vector path); 0 otherwise.
+  int vectorWidth = 0;
+  /// Bytes of one result element as stored (tools/sass-lint.py counts
+  /// elements per loop trip from the stores).
+  int resultBytes = 0;
+  /// The model divides integers (Div, Mod, Rem on integer data): a divide
+  /// per element that no index simplification removes (tools/sass-lint.py
+  /// allows it).
+  bool dividesData = false;
+  /// The kernel keeps a matrix per thread that is too large for registers
+  /// (Det over more than 4x4): local memory by design (tools/sass-lint.py
+  /// allows it).
+  bool perThreadMatrix = false;
+  /// The kernel interpolates (Resize's and GridSample's linear and cubic
+  /// modes) with tap positions and weights in double, as the reference does:
+  /// more registers than 50% occupancy allows (tools/sass-lint.py reports it
+  /// apart).
+  bool doubleTaps = false;
 };
 
 /// Emits `kernel`; a diagnostic naming the op codegen cannot handle otherwise.

@@ -7,6 +7,8 @@
 #include "kiln/nvrtc/Nvrtc.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -46,8 +48,30 @@ void onThreads(size_t batches, int jobs, const std::function<void(size_t)> &work
 
 } // namespace
 
-bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
+bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs,
+                    const std::string &cubinDir) {
   std::vector<const GeneratedKernel *> all = distinctKernels(kernels);
+  if (!cubinDir.empty()) {
+    // A fresh folder: cubins of an earlier run with more batches would linger.
+    llvm::sys::fs::remove_directories(cubinDir);
+    llvm::sys::fs::create_directories(cubinDir);
+    llvm::json::Array manifest;
+    for (const GeneratedKernel *k : all)
+      manifest.push_back(llvm::json::Object{{"name", k->name},
+                                            {"schedule", k->schedule},
+                                            {"vector_width", k->vectorWidth},
+                                            {"result_bytes", k->resultBytes},
+                                            {"divides_data", k->dividesData},
+                                            {"per_thread_matrix", k->perThreadMatrix},
+                                            {"double_taps", k->doubleTaps}});
+    std::error_code ec;
+    llvm::raw_fd_ostream os(cubinDir + "/kernels.json", ec);
+    if (ec) {
+      llvm::errs() << "error: cannot write " << cubinDir << "/kernels.json: " << ec.message() << "\n";
+      return false;
+    }
+    os << llvm::json::Object{{"kernels", std::move(manifest)}};
+  }
   // Batches compile on separate threads (NVRTC programs are independent).
   const size_t chunk = 100;
   struct Result {
@@ -80,6 +104,18 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs) {
         result.messages += "error: " + std::string(r.status().message()) + "\n";
         result.ok = false;
         continue;
+      }
+      if (!cubinDir.empty() && sm == 90 && !fastMath) {
+        std::error_code ec;
+        llvm::raw_fd_ostream os(cubinDir + "/kernels-" + std::to_string(b) + ".sm_90.cubin", ec);
+        if (ec) {
+          result.messages += "error: cannot write a cubin to " + cubinDir + ": " + ec.message() + "\n";
+          result.ok = false;
+        } else {
+          os << r->cubin;
+          // The source beside it, to read a violation's kernel.
+          llvm::raw_fd_ostream(cubinDir + "/kernels-" + std::to_string(b) + ".cu", ec) << tu;
+        }
       }
       // ptxas reports per function: "Compiling entry function 'NAME' ..." and then
       // "N bytes spill stores, M bytes spill loads".

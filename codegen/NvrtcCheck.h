@@ -18,7 +18,12 @@
 
 namespace kiln {
 
-bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs = 2);
+/// With `cubinDir`, also writes each batch's sm_90 cubin there
+/// (kernels-<b>.sm_90.cubin) and `kernels.json`: per kernel its name,
+/// schedule, vector width and whether it divides data, what tools/sass-lint.py
+/// reads beside the SASS.
+bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs = 2,
+                    const std::string &cubinDir = "");
 
 /// Compiles `kernels` for sm_<sm> in translation units of up to 100 kernels on
 /// `jobs` threads; each kernel maps to the cubin and PTX of its unit (a module

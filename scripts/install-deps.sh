@@ -25,6 +25,11 @@ APT_PACKAGES=(
 PIP_PACKAGES=(
   "numpy==2.2.6"
   "onnx==1.22.0"
+  # cuobjdump and the nvdisasm it runs, for tools/sass-lint.py: the SASS of
+  # every generated kernel is linted without a GPU (the CUDA toolkit here ships
+  # ptxas but neither of them).
+  "nvidia-cuda-cuobjdump==13.5.37"
+  "nvidia-cuda-nvdisasm==13.5.37"
 )
 
 missing=()

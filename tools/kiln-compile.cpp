@@ -62,6 +62,11 @@ static cl::opt<std::string> pipeline(
 static cl::opt<std::string> dumpDir("dump-ir",
                                     cl::desc("Write the IR after each stage to DIR"),
                                     cl::value_desc("dir"), cl::cat(category));
+static cl::opt<std::string> dumpCubins(
+    "dump-cubins",
+    cl::desc("Also write each kernel's cubins to DIR as <kernel>.sm_<N>.cubin (for SASS "
+             "tools: tools/sass-lint.py)"),
+    cl::value_desc("dir"), cl::cat(category));
 static cl::opt<std::string> reportPath(
     "report",
     cl::desc("Write a JSON report: kernels, library calls, fusion groups, memory plan, "
@@ -284,6 +289,11 @@ int main(int argc, char **argv) {
   options.hostLibrary = !noHost;
   options.cacheDir = cacheDir;
   options.jobs = jobs;
+  if (!dumpCubins.empty()) {
+    if (std::error_code ec = sys::fs::create_directories(dumpCubins))
+      return fail("--dump-cubins " + dumpCubins + ": " + ec.message());
+    options.cubinDumpDir = dumpCubins;
+  }
   options.precision = precision;
   options.source = sys::path::filename(modelPath).str();
   SmallString<256> weightsPath(outputPath);
@@ -543,14 +553,26 @@ int main(int argc, char **argv) {
         {"sum_of_buffers_bytes", static_cast<int64_t>(memory.sumBytes)},
         {"planned_values", static_cast<int64_t>(memory.plannedValues)},
         {"values_sized_at_run_time", static_cast<int64_t>(memory.dynamicValues)}};
-    // Each kernel's work items under the same symbols, as launches size grids
-    // (null: the result's elements).
+    // Each kernel's work items under the same symbols, as launches size grids:
+    // what the schedule states, else the result's elements (`stated` says
+    // which); null where a symbol is only known at run time.
     llvm::json::Object launchWork;
     for (const kiln::artifact::KernelInfo &k : plan->kernels) {
-      std::optional<int64_t> items =
-          k.workItems.known() ? k.workItems.evaluate(symbols) : std::nullopt;
+      std::optional<int64_t> items;
+      if (k.workItems.known()) {
+        items = k.workItems.evaluate(symbols);
+      } else if (!k.bufferShapes.empty()) {
+        items = 1;
+        for (const kiln::artifact::Dim &d : k.bufferShapes[0]) {
+          std::optional<int64_t> v = d.evaluate(symbols);
+          items = v ? std::optional<int64_t>(*items * *v) : std::nullopt;
+          if (!items)
+            break;
+        }
+      }
       launchWork[k.name] = llvm::json::Object{
           {"work_items", items ? llvm::json::Value(*items) : llvm::json::Value(nullptr)},
+          {"stated", k.workItems.known()},
           {"block_per_item", k.blockPerItem}};
     }
     report["launch_work"] = std::move(launchWork);

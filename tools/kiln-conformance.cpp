@@ -82,6 +82,11 @@ static cl::opt<bool> nvrtc(
              "and sm_90 (cubin and PTX), and fail on errors or on a pointwise kernel that "
              "spills registers"),
     cl::cat(category));
+static cl::opt<std::string> cubinDir(
+    "cubin-dir",
+    cl::desc("With --nvrtc: also write the sm_90 cubins and a kernels.json manifest to DIR "
+             "(what tools/sass-lint.py checks)"),
+    cl::value_desc("dir"), cl::cat(category));
 static cl::opt<bool> viaArtifact(
     "artifact",
     cl::desc("With --backend host: run each case as the runtime does, through an artifact "
@@ -597,7 +602,7 @@ int main(int argc, char **argv) {
     }
     if (!quiet)
       outs() << "built " << kernels.size() << " kernels for host emulation\n";
-    if (nvrtc && !kiln::checkWithNvrtc(kernels, jobs))
+    if (nvrtc && !kiln::checkWithNvrtc(kernels, jobs, cubinDir))
       nvrtcFailed = true;
     for (size_t c = 0; c < cases.size(); ++c)
       run(c, host->get());

@@ -29,15 +29,17 @@ func.func @f32_bias_tanh(%x: tensor<?x8xf32, #kiln.dims<[n, 8]>>, %b: tensor<8xf
 
 // f16 and bf16 load as float, compute in float and round once on the store. Every
 // input is read at the result's position, so they move in 128-bit vectors when
-// the size divides and the buffers are aligned (checked at run time), else in the
-// scalar loop.
+// the buffers are aligned (checked at run time); the scalar loop takes what is
+// left after the last whole vector (everything when a buffer is not aligned).
 // CHECK-LABEL: pointwise kernel
 // CHECK: (kiln_f16 *KILN_RESTRICT out, const kiln_bf16 *KILN_RESTRICT in0, const kiln_f16 *KILN_RESTRICT in1)
-// CHECK: if (n % 8 == 0 && kiln_aligned(out, sizeof(kiln_f16) * 8) && kiln_aligned(in0, sizeof(kiln_bf16) * 8)
+// CHECK: int64_t vectorized = 0;
+// CHECK: if (kiln_aligned(out, sizeof(kiln_f16) * 8) && kiln_aligned(in0, sizeof(kiln_bf16) * 8)
 // CHECK: const kiln_vec<kiln_bf16, 8> {{v[0-9]+}} = *reinterpret_cast<const kiln_vec<kiln_bf16, 8> *>(in0 + vi * 8);
 // CHECK: result.x[7] = kiln_to_f16(
 // CHECK: *reinterpret_cast<kiln_vec<kiln_f16, 8> *>(out + vi * 8) = result;
-// CHECK: return;
+// CHECK: vectorized = n / 8 * 8;
+// CHECK: for (int64_t i = vectorized + kiln_thread_index(); i < n; i += kiln_thread_count())
 // CHECK: const float {{t[0-9]+}} = kiln_load(in0[
 // CHECK: kiln_load(kiln_to_f16(
 // CHECK: out[i] = kiln_to_f16(

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks a fake-driver launch log against a compile report made with the same
 symbol values (--bind): no launch's grid exceeds what its kernel's work needs
-(the report's launch_work: a block per item for block-per-item schedules, else
-items over the block's threads; at most 65535 blocks).
+(the report's launch_work: the work items its schedule states, else its
+result's elements; a block per item for block-per-item schedules, else items
+over the block's threads; at most 65535 blocks). Every launch is checked.
 
     check_launch_geometry.py REPORT.json LAUNCHES.log
 """
@@ -19,7 +20,8 @@ for line in open(sys.argv[2]):
         continue
     items = work[name]["work_items"]
     if items is None:
-        continue  # one item per result element: not stated, not checked
+        failures.append(f"{name}: the report has no work items at the bound symbols")
+        continue
     per_block = 1 if work[name]["block_per_item"] else block
     need = min(max(1, -(-items // per_block)), 65535)
     checked += 1

@@ -4,7 +4,8 @@ write them) on every data set DIR/NAME/S/ (inputs in_<name>.npy) on the float64
 reference (the ONNX model), in host emulation and on the CUDA backend over the
 fake driver, and compares each output with numpy's (want_K.npy) within 1e-5
 (float32 arithmetic in the same order; the reference computes in float64; --atol
-sets another bound for narrower types), NaN where numpy has NaN. The
+sets another bound for narrower types, --rtol adds one relative to numpy's
+value), NaN where numpy has NaN. The
 CUDA profile must have no host step except those --host-steps names.
 --backends picks some of the three, --artifact another artifact of the model
 (compiled another way). Prints "OK NAME set S" per data set; exits 1 at the
@@ -32,6 +33,8 @@ def main():
     p.add_argument("--artifact", help="the artifact to run (default DIR/NAME.kiln)")
     p.add_argument("--atol", type=float, default=1e-5,
                    help="the largest absolute difference from numpy (float16 outputs need more)")
+    p.add_argument("--rtol", type=float, default=0.0,
+                   help="plus this times numpy's magnitude (outputs of any size, like tan's)")
     a = p.parse_args()
     sets = sorted(glob.glob(os.path.join(a.dir, a.name, "*")))
     artifact = a.artifact or os.path.join(a.dir, a.name + ".kiln")
@@ -77,10 +80,11 @@ def main():
                           f"{int(np.sum(np.isnan(want64)))}")
                     return 1
                 finite = ~np.isnan(want64)
-                diff = float(np.max(np.abs(got64[finite] - want64[finite]), initial=0))
-                if diff > a.atol:
+                excess = np.abs(got64[finite] - want64[finite]) - a.rtol * np.abs(want64[finite])
+                if float(np.max(excess, initial=0)) > a.atol:
+                    worst = int(np.argmax(excess))
                     print(f"{a.name} set {os.path.basename(folder)} {backend} output {k}: "
-                          f"off by {diff:.3g}")
+                          f"{got64[finite][worst]!r} where numpy has {want64[finite][worst]!r}")
                     return 1
         print(f"OK {a.name} set {os.path.basename(folder)}")
     return 0

@@ -46,8 +46,10 @@ compileFor(const std::string &source, const std::string &name, const std::string
     return absl::InternalError(
         absl::StrCat(name, ": nvrtcCreateProgram failed: ", nvrtcGetErrorString(r)));
   ProgramPtr program(raw);
+  // --device-int128: kiln_device.h's kiln_divisor computes its multiplier with
+  // one 128-bit divide, once per kernel (the host compiler has __int128 anyway).
   std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17",
-                                      "-default-device"};
+                                      "-default-device", "--device-int128"};
   options.insert(options.end(), extra.begin(), extra.end());
   std::vector<const char *> argv;
   for (const std::string &o : options)

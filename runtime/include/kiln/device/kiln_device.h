@@ -205,9 +205,6 @@ KILN_MATH1(kiln_log, logf, log)
 KILN_MATH1(kiln_sqrt, sqrtf, sqrt)
 KILN_MATH1(kiln_tanh, tanhf, tanh)
 KILN_MATH1(kiln_erf, erff, erf)
-KILN_MATH1(kiln_sin, sinf, sin)
-KILN_MATH1(kiln_cos, cosf, cos)
-KILN_MATH1(kiln_tan, tanf, tan)
 KILN_MATH1(kiln_asin, asinf, asin)
 KILN_MATH1(kiln_acos, acosf, acos)
 KILN_MATH1(kiln_atan, atanf, atan)
@@ -221,6 +218,112 @@ KILN_MATH1(kiln_ceil, ceilf, ceil)
 KILN_MATH1(kiln_round, rintf, nearbyint)
 KILN_MATH1(kiln_fabs, fabsf, fabs)
 #undef KILN_MATH1
+
+//===--- float sine, cosine and tangent -------------------------------------===//
+// libm's sinf/cosf/tanf reduce an argument past 105615 through a small array
+// that the compiler leaves in a kernel's local memory whenever it does not
+// unroll it away (tools/sass-lint.py's local rule). kiln's own reduce by pi/2
+// in registers: below 2^23 Cody-Waite with pi/2 in three parts (k * P1 and
+// k * P2 exact), above it Payne-Hanek on 96 bits of 2/pi's expansion in
+// 128-bit integers (the bits before the window only add multiples of 4; the
+// ones after it, less than 2^-70). The reduced argument, in [-pi/4, pi/4],
+// goes through Taylor polynomials in double (error below 1e-11, far under
+// half a float ulp) and is rounded once. Host emulation runs the same code,
+// so the reference checks it (test/run/data-semantics.test).
+
+// Word i (most significant first) of 2/pi's binary fraction after 64 zero
+// bits: a switch, so the words are immediates, never a table in memory.
+KILN_DEVICE uint32_t kiln_two_over_pi_word(int i) {
+  switch (i) {
+  case 2: return 0xA2F9836Eu;
+  case 3: return 0x4E441529u;
+  case 4: return 0xFC2757D1u;
+  case 5: return 0xF534DDC0u;
+  case 6: return 0xDB629599u;
+  case 7: return 0x3C439041u;
+  case 8: return 0xFE5163ABu;
+  case 9: return 0xDEBBC561u;
+  case 10: return 0xB7246E3Au;
+  case 11: return 0x424DD2E0u;
+  default: return 0u;
+  }
+}
+
+// |x| - q pi/2 for the quadrant q (mod 4) that leaves it in [-pi/4, pi/4];
+// x finite.
+KILN_DEVICE double kiln_reduce_half_pi(float x, int &quadrant) {
+  const double d = kiln_fabs(static_cast<double>(x));
+  if (d < 8388608.0) {
+    const double k = kiln_round(d * 0.63661977236758134308);
+    quadrant = static_cast<int>(static_cast<int64_t>(k) & 3);
+    return ((d - k * 1.5707963276654482) - k * -8.705515692000731e-10) - k * -3.50343439808993e-19;
+  }
+  // |x| = m 2^e with e >= 0: x 2/pi mod 4 is m times the 96 bits of 2/pi
+  // from bit e - 2 of its fraction on (bit e + 62 of the padded expansion),
+  // scaled by 2^-94.
+  const uint32_t bits = kiln_bits_f32(x) & 0x7fffffffu;
+  const int e = static_cast<int>(bits >> 23) - 150;
+  const uint64_t m = (bits & 0x7fffffu) | 0x800000u;
+  const int start = e + 62, word = start >> 5, shift = start & 31;
+  unsigned __int128 window = 0;
+  for (int w = 0; w < 4; ++w)
+    window = (window << 32) | kiln_two_over_pi_word(word + w);
+  window = (window << shift) >> 32;
+  const unsigned __int128 product = static_cast<unsigned __int128>(m) * window;
+  quadrant = static_cast<int>(static_cast<uint64_t>(product >> 94) & 3u);
+  const unsigned __int128 fractionBits = product & ((static_cast<unsigned __int128>(1) << 94) - 1u);
+  double fraction = static_cast<double>(static_cast<uint64_t>(fractionBits >> 30)) * 5.421010862427522e-20;
+  if (fraction >= 0.5) {
+    fraction -= 1.0;
+    quadrant = (quadrant + 1) & 3;
+  }
+  return fraction * 1.5707963267948966;
+}
+KILN_DEVICE double kiln_sin_poly(double r) {
+  const double r2 = r * r;
+  return r + r * r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 +
+                        r2 * (-1.0 / 39916800 + r2 * (1.0 / 6227020800.0))))));
+}
+KILN_DEVICE double kiln_cos_poly(double r) {
+  const double r2 = r * r;
+  return 1.0 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40320 +
+                   r2 * (-1.0 / 3628800 + r2 * (1.0 / 479001600.0))))));
+}
+// kind 0: sine, 1: cosine, 2: tangent.
+KILN_DEVICE float kiln_trig(float x, int kind) {
+  if (!(kiln_fabs(x) <= 3.40282347e38f))
+    return x - x; // NaN for NaN and the infinities
+  int q = 0;
+  const double r = kiln_reduce_half_pi(x, q);
+  const double s = kiln_sin_poly(r), c = kiln_cos_poly(r);
+  const double sign = x < 0 ? -1.0 : 1.0;
+  double v;
+  if (kind == 0)
+    v = sign * (q == 0 ? s : q == 1 ? c : q == 2 ? -s : -c);
+  else if (kind == 1)
+    v = q == 0 ? c : q == 1 ? -s : q == 2 ? -c : s;
+  else
+    v = sign * ((q & 1) ? -c / s : s / c);
+  return static_cast<float>(v);
+}
+#if defined(__CUDACC_RTC__) && defined(KILN_FAST_MATH)
+KILN_DEVICE float kiln_sin(float x) { return __sinf(x); }
+KILN_DEVICE float kiln_cos(float x) { return __cosf(x); }
+KILN_DEVICE float kiln_tan(float x) { return __tanf(x); }
+#else
+KILN_DEVICE float kiln_sin(float x) { return kiln_trig(x, 0); }
+KILN_DEVICE float kiln_cos(float x) { return kiln_trig(x, 1); }
+KILN_DEVICE float kiln_tan(float x) { return kiln_trig(x, 2); }
+#endif
+#ifdef __CUDACC_RTC__
+KILN_DEVICE double kiln_sin(double x) { return sin(x); }
+KILN_DEVICE double kiln_cos(double x) { return cos(x); }
+KILN_DEVICE double kiln_tan(double x) { return tan(x); }
+#else
+KILN_DEVICE double kiln_sin(double x) { return std::sin(x); }
+KILN_DEVICE double kiln_cos(double x) { return std::cos(x); }
+KILN_DEVICE double kiln_tan(double x) { return std::tan(x); }
+#endif
 #ifdef KILN_FAST_MATH
 #undef expf
 #undef logf
@@ -483,6 +586,49 @@ KILN_DEVICE int64_t kiln_floordiv(int64_t a, int64_t b) {
 }
 KILN_DEVICE int64_t kiln_ceildiv(int64_t a, int64_t b) { return -kiln_floordiv(-a, b); }
 KILN_DEVICE int64_t kiln_floormod(int64_t a, int64_t b) { return a - kiln_floordiv(a, b) * b; }
+// Division of a non-negative index by a dim known only at run time, without a
+// divide per element: the kernel builds one kiln_divisor per such dim before its
+// loops (the one 128-bit divide is there), and each divide in the loops is a
+// 64-bit multiply-high, an add and a shift (Granlund & Montgomery, "Division by
+// invariant integers using multiplication", figure 4.1): for 1 <= d < 2^63,
+// l = ceil(log2 d) and m = floor(2^64 (2^l - d) / d) + 1 < 2^64,
+// floor(n / d) = (mulhi(m, n) + n) >> l for every 0 <= n < 2^63 (the sum
+// cannot overflow there, which lets it skip the figure's halving step; d = 1
+// gives m = 1, l = 0). Two words a divisor, no branch. Indices are never
+// negative; a dim of 0 (a loop over no elements never divides) divides as 1.
+// A divisor the compiler knows (a variant's KILN_SYM_*) folds.
+KILN_DEVICE uint64_t kiln_umulhi64(uint64_t a, uint64_t b) {
+#ifdef __CUDACC_RTC__
+  return __umul64hi(a, b);
+#else
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64);
+#endif
+}
+KILN_DEVICE uint32_t kiln_clz64(uint64_t v) {
+#ifdef __CUDACC_RTC__
+  return static_cast<uint32_t>(__clzll(static_cast<long long>(v)));
+#else
+  return v ? static_cast<uint32_t>(__builtin_clzll(v)) : 64u;
+#endif
+}
+struct kiln_divisor {
+  uint64_t m;
+  uint32_t l;
+#ifdef __CUDACC_RTC__
+  __device__ __forceinline__
+#endif
+  explicit kiln_divisor(int64_t divisor) {
+    const uint64_t d = divisor > 1 ? static_cast<uint64_t>(divisor) : 1u;
+    l = d > 1 ? 64u - kiln_clz64(d - 1) : 0u;
+    m = static_cast<uint64_t>(((static_cast<unsigned __int128>((uint64_t(1) << l) - d) << 64) / d) + 1u);
+  }
+#ifdef __CUDACC_RTC__
+  __device__ __forceinline__
+#endif
+  int64_t div(int64_t n) const {
+    return static_cast<int64_t>((kiln_umulhi64(m, static_cast<uint64_t>(n)) + static_cast<uint64_t>(n)) >> l);
+  }
+};
 KILN_DEVICE int64_t kiln_clamp_index(int64_t i, int64_t n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
 // ONNX Slice's first position along a dim of size n.
 KILN_DEVICE int64_t kiln_slice_start(int64_t start, int64_t step, int64_t n) {
@@ -556,15 +702,70 @@ KILN_DEVICE int64_t kiln_thread_count() { return gridDim.x * blockDim.x; }
 
 // The largest block the generated kernels are launched with.
 #define KILN_MAX_BLOCK 256
+// Loops whose bounds are constants unroll on the device (their arrays then
+// live in registers); the host compiler decides alone.
+// KILN_HALF_OCCUPANCY holds a kernel to the registers that let half an SM's
+// 2048 threads run at KILN_MAX_BLOCK threads per block (64 per thread).
+#ifdef __CUDACC_RTC__
+#define KILN_UNROLL _Pragma("unroll")
+#define KILN_HALF_OCCUPANCY __launch_bounds__(KILN_MAX_BLOCK, 1024 / KILN_MAX_BLOCK)
+#else
+#define KILN_UNROLL
+#define KILN_HALF_OCCUPANCY
+#endif
 
 // Combines every thread's `v` with `f` (associative); `scratch` holds blockDim.x
 // values. Correct for any block size, 1 included.
+// A warp's lanes exchange values of any type up to 8 bytes (bool, integers,
+// float, double) as the bits of a 64-bit word.
+template <typename T> KILN_DEVICE T kiln_shfl_xor(T v, int offset) {
+#ifdef __CUDACC_RTC__
+  static_assert(sizeof(T) <= 8, "kiln_shfl_xor moves at most 8 bytes");
+  unsigned long long bits = 0;
+  memcpy(&bits, &v, sizeof(T));
+  bits = __shfl_xor_sync(0xffffffffu, bits, offset);
+  T r;
+  memcpy(&r, &bits, sizeof(T));
+  return r;
+#else
+  (void)offset;
+  return v;
+#endif
+}
+// Every lane of a full warp gets the reduction of the warp's values (a
+// butterfly of shuffles). Host emulation runs one thread per warp: a no-op.
+template <typename T, typename F> KILN_DEVICE T kiln_warp_reduce(T v, F f) {
+#ifdef __CUDACC_RTC__
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = f(v, kiln_shfl_xor(v, offset));
+#endif
+  return v;
+}
+// Every thread of the block gets the reduction of the block's values. On a
+// device with whole warps: shuffles within each warp, one shared-memory
+// slot per warp, one barrier, and each thread combines the warps' partials
+// (broadcast reads). Otherwise (host emulation's threaded blocks, a block
+// size that is not whole warps) a tree over shared memory whose strides are
+// powers of two, tested with a mask: no integer divide.
 template <typename T, typename F> KILN_DEVICE T kiln_block_reduce(T v, F f, T *scratch) {
   unsigned t = threadIdx.x, n = blockDim.x;
+#ifdef __CUDACC_RTC__
+  if ((n & 31u) == 0) {
+    v = kiln_warp_reduce(v, f);
+    if ((t & 31u) == 0)
+      scratch[t >> 5] = v;
+    __syncthreads();
+    T r = scratch[0];
+    for (unsigned w = 1; w < (n >> 5); ++w)
+      r = f(r, scratch[w]);
+    __syncthreads();
+    return r;
+  }
+#endif
   scratch[t] = v;
   __syncthreads();
   for (unsigned s = 1; s < n; s *= 2) {
-    if (t % (2 * s) == 0 && t + s < n)
+    if ((t & (2 * s - 1)) == 0 && t + s < n)
       scratch[t] = f(scratch[t], scratch[t + s]);
     __syncthreads();
   }
@@ -619,16 +820,6 @@ KILN_DEVICE int64_t kiln_block_exclusive_scan(int64_t v, int64_t *scratch, int64
   *total = scratch[n - 1];
   __syncthreads();
   return inclusive - v;
-}
-
-// Combines `v` across the 32 lanes of a warp (every lane gets the result). On the
-// host a warp is one thread.
-template <typename T, typename F> KILN_DEVICE T kiln_warp_reduce(T v, F f) {
-#ifdef __CUDACC_RTC__
-  for (int offset = 16; offset > 0; offset /= 2)
-    v = f(v, __shfl_xor_sync(0xffffffffu, v, offset));
-#endif
-  return v;
 }
 
 #endif // KILN_DEVICE_H
