@@ -78,6 +78,17 @@ prepare() {
   echo "== attention as one kernel (kiln-fuse-attention): padding and causal masks, d = 256, fp16"
   numpy_models make_attention_models.py "$bundle/attention" "$build" --no-host
 
+  echo "== row kernels around their paths (a warp per row, rows kept in registers up to 2048, re-read beyond)"
+  numpy_models make_row_models.py "$bundle/rows" "$build" --no-host
+
+  echo "== a BERT-base encoder layer (fp16 weights: the carry limit) at batch 8, seq 128, with its roofline"
+  python3 "$root/bench/make_bert_encoder.py" "$bundle/models/bert.onnx" --layers 1
+  "$build/bin/kiln-compile" "$bundle/models/bert.onnx" -o "$bundle/models/bert.kiln" --arch "sm_$sm" \
+    --no-host --precision fp16 --bind batch=8,seq=128 --report "$bundle/models/bert.json" \
+    --cache-dir "$build/kernel-cache"
+  rm "$bundle/models/bert.onnx"
+  python3 -c "import numpy as np; r = np.random.default_rng(5); np.save('$bundle/models/bert-x.npy', r.standard_normal((8, 128, 768), dtype=np.float32)); m = np.zeros((8, 1, 1, 128), np.float32); m[1, ..., 100:] = -1e4; np.save('$bundle/models/bert-mask.npy', m)"
+
   echo "== precision modes: the torch models in tf32, fp16 and bf16 (docs/precision.md)"
   for m in mlp cnn encoder; do
     for p in tf32 fp16 bf16; do
@@ -191,6 +202,17 @@ PY
   echo "== attention kernels on the device (256-thread blocks, shared-memory tiles), against numpy"
   # fp16 storage: 2e-3, as test/run/attention-kernels.test says why.
   run_numpy_models "$bundle/attention" "$out/attention.txt" attn_f16=2e-3
+
+  echo "== row kernels on the device (256-thread blocks: the register path), against numpy"
+  run_numpy_models "$bundle/rows" "$out/rows.txt"
+
+  echo "== the BERT layer: measured step times and achieved GB/s, TFLOP/s beside the roofline's predictions"
+  "$bundle/bin/kiln-run" "$bundle/models/bert.kiln" --input "x=$bundle/models/bert-x.npy" \
+    --input "mask=$bundle/models/bert-mask.npy" --bench 100 --warmup 10 --profile \
+    --trace "$out/bert-trace.json" > "$out/bert-profile.txt" 2>&1 || true
+  python3 -c "import json, sys; [print(f\"{s['name']:40} {s.get('bound', ''):8} predicted {s.get('predicted_us') or 0:9.2f} us\") for s in json.load(open(sys.argv[1]))['roofline']['steps'] if s['kind'] != 'shape']" \
+    "$bundle/models/bert.json" >> "$out/bert-profile.txt" 2>&1 || true
+  cat "$out/bert-profile.txt"
 
   echo "== matmuls in the real cuBLASLt, convs and pools in the real cuDNN, against float64"
   PATH="$bundle/bin:$PATH" python3 "$root/test/run/check_library_steps.py" "$bundle/library-steps" --run-only \
