@@ -1171,9 +1171,6 @@ FailureOr<std::string> KernelEmitter::col2ImElement(Col2ImOp op, ArrayRef<std::s
   return bind(op.getResult(), "(" + ct + ")" + sum);
 }
 
-/// One determinant, as the reference computes it: the matrix into a local
-/// array, Gaussian elimination with partial pivoting in double, the product of
-/// the pivots (negated per swap; 0 at a zero pivot).
 /// The longest row (elements, fp32) a row kernel keeps in registers between
 /// its passes: 16 values a thread at 128 threads.
 constexpr int64_t kMaxCachedRow = 2048;
@@ -1182,6 +1179,9 @@ constexpr int64_t kMaxCachedRow = 2048;
 /// local memory.
 constexpr int64_t kMaxRegisterDetRows = 4;
 
+/// One determinant, as the reference computes it: the matrix into an array,
+/// Gaussian elimination with partial pivoting in double, the product of the
+/// pivots (negated per swap; 0 at a zero pivot).
 FailureOr<std::string> KernelEmitter::detElement(DetOp op, ArrayRef<std::string> index) {
   SymShape shape = getSymShape(op.getInput().getType());
   std::optional<int64_t> m = getConstantDimValue(shape.back());
