@@ -273,17 +273,14 @@ LogicalResult Writer::addStep(Operation *op) {
         items.clear();
         llvm::raw_string_ostream(items) << DimsAttr::getCanonical(k.getContext(), {g->workItems});
       }
-      kernelReport.push_back(llvm::json::Object{{"name", g->name},
-                                                {"schedule", g->schedule},
-                                                {"work_items", items},
-                                                {"vector_width", g->vectorWidth},
-                                                {"result_bytes", g->resultBytes},
-                                                {"divides_data", g->dividesData},
-                                                {"per_thread_matrix", g->perThreadMatrix},
-                                                {"double_taps", g->doubleTaps},
-                                                {"ops", std::move(ops)},
-                                                {"inputs", static_cast<int64_t>(inputs->size())},
-                                                {"symbols", std::move(syms)}});
+      llvm::json::Object entry{{"name", g->name},
+                               {"schedule", g->schedule},
+                               {"work_items", items},
+                               {"ops", std::move(ops)},
+                               {"inputs", static_cast<int64_t>(inputs->size())},
+                               {"symbols", std::move(syms)}};
+      addLintFacts(entry, *g);
+      kernelReport.push_back(std::move(entry));
     }
     encoded = {fb::StepOp::KernelLaunch, fb::CreateKernelLaunch(builder, it->second).Union()};
   } else if (auto read = dyn_cast<ReadSizesOp>(op)) {

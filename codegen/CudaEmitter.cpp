@@ -79,6 +79,9 @@ std::string storageType(Type t) {
 
 bool isFloatType(Type t) { return isa<FloatType>(t); }
 
+/// Bytes of one element of `t` as a buffer stores it (bool: 1).
+unsigned storageBytes(Type t) { return std::max(1u, (t.getIntOrFloatBitWidth() + 7) / 8); }
+
 /// An op's axis attribute counted from the front (ONNX lets it count back).
 int64_t normalizedAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
@@ -404,9 +407,9 @@ bool isIdentityPointwise(KernelOp kernel, Value root) {
 
 std::string KernelEmitter::dim(DimExpr d) {
   std::string text = dimText(d);
-  if (text.find("KILN_SYM_") == std::string::npos ||
-      (text.find("kiln_floordiv(") == std::string::npos && text.find("kiln_ceildiv(") == std::string::npos &&
-       text.find("kiln_floormod(") == std::string::npos))
+  bool divides = d.getKind() == AffineExprKind::FloorDiv || d.getKind() == AffineExprKind::CeilDiv ||
+                 d.getKind() == AffineExprKind::Mod;
+  if (!divides || getConstantDimValue(d))
     return text;
   auto [it, inserted] = hoistedDims.try_emplace(text, "");
   if (inserted) {
@@ -459,13 +462,8 @@ std::vector<std::string> KernelEmitter::unravel(const std::string &linear,
       break;
     }
     std::string q = temp("q");
-    if (std::optional<std::string> fd = divisorFor(shape[d])) {
-      line("const int64_t " + q + " = " + *fd + ".div(" + rest + ");");
-      line("const int64_t " + index[d] + " = " + rest + " - " + q + " * " + shape[d] + ";");
-    } else {
-      line("const int64_t " + q + " = " + rest + " / " + shape[d] + ";");
-      line("const int64_t " + index[d] + " = " + rest + " % " + shape[d] + ";");
-    }
+    line("const int64_t " + q + " = " + quotient(rest, shape[d]) + ";");
+    line("const int64_t " + index[d] + " = " + rest + " - " + q + " * " + shape[d] + ";");
     unraveled[positionKey(ArrayRef<std::string>(index).take_front(d), shape.take_front(d))] = q;
     rest = q;
   }
@@ -1190,10 +1188,13 @@ FailureOr<std::string> KernelEmitter::detElement(DetOp op, ArrayRef<std::string>
   std::string ct = computeType(elementOf(op.getResult()));
   std::string a = temp("a"), d = temp("det"), M = std::to_string(*m);
   line("double " + a + "[" + std::to_string(std::max<int64_t>(*m * *m, 1)) + "];");
+  // Up to 4x4 every loop unrolls, so every index is a constant and the
+  // matrix lives in registers; larger matrices need it in local memory.
+  perThreadMatrix = *m > kMaxRegisterDetRows;
+  std::string unroll = perThreadMatrix ? "" : "KILN_UNROLL ";
   std::string i = temp("i"), j = temp("j");
-  std::string fillUnroll = *m <= kMaxRegisterDetRows ? "KILN_UNROLL " : "";
-  openBlock(fillUnroll + "for (int64_t " + i + " = 0; " + i + " < " + M + "; ++" + i + ") {");
-  openBlock(fillUnroll + "for (int64_t " + j + " = 0; " + j + " < " + M + "; ++" + j + ") {");
+  openBlock(unroll + "for (int64_t " + i + " = 0; " + i + " < " + M + "; ++" + i + ") {");
+  openBlock(unroll + "for (int64_t " + j + " = 0; " + j + " < " + M + "; ++" + j + ") {");
   std::vector<std::string> at(index.begin(), index.end());
   at.push_back(i);
   at.push_back(j);
@@ -1205,11 +1206,7 @@ FailureOr<std::string> KernelEmitter::detElement(DetOp op, ArrayRef<std::string>
   closeBlock();
   // Gaussian elimination with partial pivoting, written so that every index
   // is a loop counter: the pivot row is swapped in by a test per row, not by
-  // indexing with it. Up to 4x4 the loops unroll and the matrix lives in
-  // registers; larger matrices need it in local memory (perThreadMatrix).
-  if (*m > kMaxRegisterDetRows)
-    perThreadMatrix = true;
-  std::string unroll = *m <= kMaxRegisterDetRows ? "KILN_UNROLL " : "";
+  // indexing with it.
   line("double " + d + " = 1.0;");
   openBlock(unroll + "for (int64_t col = 0; col < " + M + "; ++col) {");
   line("int64_t pivot = col;");
@@ -1774,10 +1771,10 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
       getConstantDimValue(productOf(getSymShape(root.getType())));
   // The narrowest buffer moves 16 bytes per access; wider ones several 16-byte
   // accesses (a cast from f16 to f32 loads 8 halves, stores 2 x 4 floats).
-  unsigned narrowest = (elementOf(root).getIntOrFloatBitWidth() + 7) / 8;
+  unsigned narrowest = storageBytes(elementOf(root));
   for (BlockArgument arg : body.getArguments())
-    narrowest = std::min(narrowest, (elementOf(arg).getIntOrFloatBitWidth() + 7) / 8);
-  int width = 16 / static_cast<int>(std::max(1u, narrowest));
+    narrowest = std::min(narrowest, storageBytes(elementOf(arg)));
+  int width = 16 / static_cast<int>(narrowest);
   if (isIdentityPointwise(kernel, root) && (!staticElements || *staticElements >= width)) {
     std::string W = std::to_string(width);
     vectorWidth = width;
@@ -2406,9 +2403,12 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
     std::vector<std::string> attShape = lead;
     attShape.push_back(qShape[rank - 2]);
     attShape.push_back(DV);
-    offset = index[outputPerm[0]];
-    for (int64_t dim = 1; dim < rank; ++dim)
-      offset = "(" + offset + ") * " + attShape[outputPerm[dim]] + " + " + index[outputPerm[dim]];
+    std::vector<std::string> permutedIndex, permutedShape;
+    for (int64_t d : outputPerm) {
+      permutedIndex.push_back(index[d]);
+      permutedShape.push_back(attShape[d]);
+    }
+    offset = linearize(permutedIndex, permutedShape);
   }
   line("out[" + offset + "] = " + store(t, "os[t] / ls[r]") + ";");
   closeBlock();
@@ -2697,15 +2697,15 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.workItems = workItems;
   g.flops = flops;
   g.vectorWidth = vectorWidth;
-  g.resultBytes = static_cast<int>(std::max<unsigned>(1, (elementOf(root).getIntOrFloatBitWidth() + 7) / 8));
+  g.resultBytes = static_cast<int>(storageBytes(elementOf(root)));
   g.dividesData = dividesData;
   g.perThreadMatrix = perThreadMatrix;
   g.doubleTaps = doubleTaps;
   if (reportsErrors)
     params += ", int32_t *kiln_error";
   body = prologue + body;
-  uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + schedule.str() + "\n" + body +
-                                              (halfOccupancy ? "\nKILN_HALF_OCCUPANCY" : "")));
+  // (KILN_HALF_OCCUPANCY follows from the schedule: row kernels have it.)
+  uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + schedule.str() + "\n" + body));
   std::string hex;
   llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(hash, 16);
   g.name = "kiln_" + g.schedule + "_" + hex;
@@ -2752,6 +2752,14 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
 } // namespace
 
 FailureOr<GeneratedKernel> emitKernel(KernelOp kernel) { return KernelEmitter(kernel).run(); }
+
+void addLintFacts(llvm::json::Object &o, const GeneratedKernel &kernel) {
+  o["vector_width"] = kernel.vectorWidth;
+  o["result_bytes"] = kernel.resultBytes;
+  o["divides_data"] = kernel.dividesData;
+  o["per_thread_matrix"] = kernel.perThreadMatrix;
+  o["double_taps"] = kernel.doubleTaps;
+}
 
 FailureOr<std::vector<GeneratedKernel>> emitKernels(ModuleOp module) {
   std::vector<GeneratedKernel> kernels;

@@ -16,6 +16,8 @@
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <string>
 #include <vector>
 
@@ -66,6 +68,12 @@ struct GeneratedKernel {
   /// apart).
   bool doubleTaps = false;
 };
+
+/// Adds what tools/sass-lint.py reads about `kernel` beside its SASS to `o`
+/// (vector_width, result_bytes, divides_data, per_thread_matrix,
+/// double_taps): kiln-compile --report's kernels and kiln-conformance
+/// --cubin-dir's manifest.
+void addLintFacts(llvm::json::Object &o, const GeneratedKernel &kernel);
 
 /// Emits `kernel`; a diagnostic naming the op codegen cannot handle otherwise.
 mlir::FailureOr<GeneratedKernel> emitKernel(KernelOp kernel);

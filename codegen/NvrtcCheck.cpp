@@ -56,14 +56,11 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs,
     llvm::sys::fs::remove_directories(cubinDir);
     llvm::sys::fs::create_directories(cubinDir);
     llvm::json::Array manifest;
-    for (const GeneratedKernel *k : all)
-      manifest.push_back(llvm::json::Object{{"name", k->name},
-                                            {"schedule", k->schedule},
-                                            {"vector_width", k->vectorWidth},
-                                            {"result_bytes", k->resultBytes},
-                                            {"divides_data", k->dividesData},
-                                            {"per_thread_matrix", k->perThreadMatrix},
-                                            {"double_taps", k->doubleTaps}});
+    for (const GeneratedKernel *k : all) {
+      llvm::json::Object entry{{"name", k->name}, {"schedule", k->schedule}};
+      addLintFacts(entry, *k);
+      manifest.push_back(std::move(entry));
+    }
     std::error_code ec;
     llvm::raw_fd_ostream os(cubinDir + "/kernels.json", ec);
     if (ec) {

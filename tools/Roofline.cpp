@@ -59,7 +59,7 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
       continue;
     }
     artifact::StepWork work = artifact::stepWork(plan, step, symbols);
-    std::optional<int64_t> bytes = work.bytes;
+    const std::optional<int64_t> &bytes = work.bytes;
     if (kind == "kernel") {
       const artifact::KernelInfo &k = plan.kernels[step.kernel];
       // As the kernels list spells it ("attention").
@@ -67,18 +67,10 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
       if (!schedule.empty())
         schedule[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(schedule[0])));
       entry["schedule"] = schedule;
-      // The elements its loops stream over (the largest of its buffers), for
-      // a per-element instruction count to scale (tools/sass-lint.py
-      // --roofline).
-      std::optional<int64_t> streamed = 0;
-      for (const std::vector<int> *values : {&step.inputs, &step.outputs})
-        for (int v : *values) {
-          std::optional<ref::Shape> shape = artifact::evaluateShape(plan.values[v], symbols);
-          streamed = shape && streamed ? std::optional<int64_t>(std::max(*streamed, ref::numElements(*shape)))
-                                       : std::nullopt;
-        }
+      // What its loops stream over, for a per-element instruction count to
+      // scale (tools/sass-lint.py --roofline).
       entry["kernel"] = k.name;
-      entry["elements"] = streamed ? llvm::json::Value(*streamed) : llvm::json::Value(nullptr);
+      entry["elements"] = work.elements ? llvm::json::Value(*work.elements) : llvm::json::Value(nullptr);
     }
     entry["bytes"] = bytes ? llvm::json::Value(*bytes) : llvm::json::Value(nullptr);
     entry["flops"] = work.flops ? llvm::json::Value(*work.flops) : llvm::json::Value(nullptr);

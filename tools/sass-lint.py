@@ -116,8 +116,8 @@ def parse_resources(text):
 
 def loop_addresses(code):
     """Addresses of the instructions on a cycle of the function's control flow
-    (strongly connected components of its basic blocks, Tarjan's algorithm),
-    plus the routines those instructions call."""
+    (strongly connected components of its instruction graph, Tarjan's
+    algorithm), plus the routines those instructions call."""
     if not code:
         return set()
     index_of = {addr: i for i, (addr, _, _, _) in enumerate(code)}

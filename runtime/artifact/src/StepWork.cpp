@@ -4,6 +4,8 @@
 
 #include "kiln/reference/Tensor.h"
 
+#include <algorithm>
+
 namespace kiln::artifact {
 namespace {
 
@@ -55,19 +57,26 @@ bool isLibraryStep(schema::StepOp op) {
 StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbols) {
   StepWork w;
   if (step.kind == StepKind::SymbolicConstant || step.kind == StepKind::ShapeOf) {
-    w.bytes = 0; // computed on the host from sizes
+    w.bytes = w.elements = 0; // computed on the host from sizes
     return w;
   }
-  w.bytes = 0;
+  int64_t bytes = 0, largest = 0;
+  bool known = true;
   for (const std::vector<int> *values : {&step.inputs, &step.outputs})
     for (int v : *values) {
       std::optional<ref::Shape> shape = evaluateShape(plan.values[v], symbols);
       if (!shape) {
-        w.bytes = std::nullopt;
-        break;
+        known = false;
+        continue;
       }
-      *w.bytes += ref::numElements(*shape) * ref::info(plan.values[v].dtype).bytes;
+      int64_t n = ref::numElements(*shape);
+      bytes += n * ref::info(plan.values[v].dtype).bytes;
+      largest = std::max(largest, n);
     }
+  if (known) {
+    w.bytes = bytes;
+    w.elements = largest;
+  }
   if (step.kind == StepKind::Kernel) {
     const KernelInfo &k = plan.kernels[step.kernel];
     if (k.flops.known())

@@ -229,7 +229,7 @@ KILN_MATH1(kiln_fabs, fabsf, fabs)
 // ones after it, less than 2^-70). The reduced argument, in [-pi/4, pi/4],
 // goes through Taylor polynomials in double (error below 1e-11, far under
 // half a float ulp) and is rounded once. Host emulation runs the same code,
-// so the reference checks it (test/run/data-semantics.test).
+// so the reference checks it (test/run/trig-kernels.test).
 
 // Word i (most significant first) of 2/pi's binary fraction after 64 zero
 // bits: a switch, so the words are immediates, never a table in memory.
@@ -714,8 +714,6 @@ KILN_DEVICE int64_t kiln_thread_count() { return gridDim.x * blockDim.x; }
 #define KILN_HALF_OCCUPANCY
 #endif
 
-// Combines every thread's `v` with `f` (associative); `scratch` holds blockDim.x
-// values. Correct for any block size, 1 included.
 // A warp's lanes exchange values of any type up to 8 bytes (bool, integers,
 // float, double) as the bits of a 64-bit word.
 template <typename T> KILN_DEVICE T kiln_shfl_xor(T v, int offset) {
@@ -741,8 +739,9 @@ template <typename T, typename F> KILN_DEVICE T kiln_warp_reduce(T v, F f) {
 #endif
   return v;
 }
-// Every thread of the block gets the reduction of the block's values. On a
-// device with whole warps: shuffles within each warp, one shared-memory
+// Combines every thread's `v` with `f` (associative); `scratch` holds blockDim.x
+// values. Correct for any block size, 1 included, and every thread of the
+// block gets the result. On a device with whole warps: shuffles within each warp, one shared-memory
 // slot per warp, one barrier, and each thread combines the warps' partials
 // (broadcast reads). Otherwise (host emulation's threaded blocks, a block
 // size that is not whole warps) a tree over shared memory whose strides are

@@ -27,6 +27,9 @@ enum class FlopUnit {
 struct StepWork {
   /// Null when a size depends on a symbol not bound.
   std::optional<int64_t> bytes;
+  /// The elements of its largest buffer: what a kernel's loops stream over
+  /// (a per-element instruction count scales by it); null as `bytes`.
+  std::optional<int64_t> elements;
   /// Matmuls 2 M N K, convolutions 2 per output element per filter element of
   /// one output channel, kernels what they state (Kernel.flops); null for
   /// everything else (a few operations per element: memory bound).
