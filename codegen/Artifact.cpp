@@ -185,6 +185,17 @@ private:
   buildVariants(std::vector<flatbuffers::Offset<fb::HostLibrary>> &hostLibs);
 };
 
+/// A top-level reshape outside any kernel whose result dims the plan can
+/// evaluate from the symbols: a View step, its input's bytes under new dims
+/// (kiln-form-kernels leaves a reshape with nothing fused into it for this).
+static bool isViewReshape(Operation *op) {
+  auto reshape = dyn_cast<ReshapeOp>(op);
+  if (!reshape || !isa<func::FuncOp>(op->getParentOp()) ||
+      !isa_and_nonnull<ConstantOp, SymbolicConstantOp>(reshape.getShape().getDefiningOp()))
+    return false;
+  return llvm::all_of(getSymShape(reshape.getType()), [](DimExpr d) { return bool(d); });
+}
+
 LogicalResult Writer::addConstant(ConstantOp c) {
   FailureOr<ref::Tensor> t = tensorFromElements(c.getValue(), c.getLoc());
   if (failed(t))
@@ -199,7 +210,9 @@ LogicalResult Writer::addConstant(ConstantOp c) {
 }
 
 LogicalResult Writer::addStep(Operation *op) {
-  FailureOr<std::vector<int>> inputs = ids(op->getOperands(), op);
+  bool view = isViewReshape(op);
+  FailureOr<std::vector<int>> inputs =
+      ids(view ? ValueRange(op->getOperand(0)) : op->getOperands(), op);
   if (failed(inputs))
     return failure();
   // Host steps may have several results (top_k, unique), a size read none;
@@ -309,6 +322,8 @@ LogicalResult Writer::addStep(Operation *op) {
                      std::to_string(8 * symbols.size()) + " bytes"}});
     encoded = {fb::StepOp::ReadSizes,
                fb::CreateReadSizes(builder, builder.CreateVector(symbols)).Union()};
+  } else if (view) {
+    encoded = {fb::StepOp::View, fb::CreateView(builder).Union()};
   } else if (auto s = dyn_cast<SymbolicConstantOp>(op)) {
     std::vector<flatbuffers::Offset<fb::Dim>> dims;
     for (DimExpr d : s.getValue().getDims())
@@ -382,6 +397,13 @@ LogicalResult Writer::addStep(Operation *op) {
 }
 
 LogicalResult Writer::addOp(Operation &op) {
+  // A shape operand only views read: the view's dims are its value's, so the
+  // operand is neither a weight nor a step.
+  if (isa<ConstantOp, SymbolicConstantOp>(op) && !op.use_empty() &&
+      llvm::all_of(op.getUses(), [](OpOperand &use) {
+        return isViewReshape(use.getOwner()) && use.getOperandNumber() == 1;
+      }))
+    return success();
   if (auto c = dyn_cast<ConstantOp>(op))
     return addConstant(c);
   if (auto cast = dyn_cast<tensor::CastOp>(op)) {

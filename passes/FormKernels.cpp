@@ -277,12 +277,12 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
           bound.insert(getSymbolDim(&getContext(), cast<StringAttr>(s).getValue()));
     }
     for (Block *block : nested)
-      formKernels(*block, [&](Operation *op) {
+      formKernels(*block, /*topLevel=*/false, [&](Operation *op) {
         return usesOnlyBoundSymbols(op, bound) && !reliesOnUnprovenFacts(op);
       });
     // At the top level, facts over the inputs' symbols are guards; facts over
     // symbols steps bind are checked by no one before the op runs.
-    formKernels(func.getBody().front(), [&](Operation *op) {
+    formKernels(func.getBody().front(), /*topLevel=*/true, [&](Operation *op) {
       return !op->hasAttr(kBindsDimsAttr) &&
              (usesOnlyBoundSymbols(op, inputBound) ||
               (usesOnlyBoundSymbols(op, bound) && !reliesOnUnprovenFacts(op)));
@@ -332,7 +332,16 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
 
   /// Fuses the ops of `block` into kernels: ops a kernel can compute that
   /// `allowed` accepts (their sizes are known when they run).
-  void formKernels(Block &block, llvm::function_ref<bool(Operation *)> allowed) {
+  /// A reshape with nothing fused into it moves no data: at the top level the
+  /// artifact makes it a View step (its input's bytes under new dims), not a
+  /// copy kernel. In a body it stays a kernel: a view there could alias a loop
+  /// parameter that the body's results are copied into.
+  static bool isLoneReshape(ArrayRef<Operation *> group) {
+    auto reshape = group.size() == 1 ? dyn_cast<ReshapeOp>(group.front()) : ReshapeOp();
+    return reshape && isKnownShapeOperand(reshape.getShape());
+  }
+
+  void formKernels(Block &block, bool topLevel, llvm::function_ref<bool(Operation *)> allowed) {
     auto isCandidate = [&](Operation *op) { return isKernelOp(op) && allowed(op); };
     gatherTopKValues(block);
     DenseMap<Operation *, unsigned> groupOf;
@@ -391,7 +400,8 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
       }
     }
     for (SmallVector<Operation *> &group : groups)
-      outline(group);
+      if (!(topLevel && isLoneReshape(group)))
+        outline(group);
     for (Operation &op : llvm::make_early_inc_range(block)) {
       if (auto constant = dyn_cast<ConstantOp>(op))
         fillLargeSplat(constant);

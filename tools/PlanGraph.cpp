@@ -106,6 +106,10 @@ std::string planToDot(const artifact::Plan &plan, const llvm::json::Object &repo
         attributes = "shape=box, style=\"filled,bold\", color=\"#c0392b\", fillcolor=\"#fbdcd8\"";
       }
       break;
+    case artifact::StepKind::View:
+      label += "view\\nthe input's bytes under new dims";
+      attributes = "shape=note, style=filled, fillcolor=\"#f2f2f2\"";
+      break;
     case artifact::StepKind::SymbolicConstant:
     case artifact::StepKind::ShapeOf:
       label += escape(step.label) + "\\nshape step";

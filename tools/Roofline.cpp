@@ -49,10 +49,12 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
     case artifact::StepKind::ShapeOf: kind = "shape"; break;
     case artifact::StepKind::Control: kind = "control"; break;
     case artifact::StepKind::ReadSizes: kind = "sync"; break;
+    case artifact::StepKind::View: kind = "view"; break;
     }
     llvm::json::Object entry{{"name", step.label}, {"kind", kind}};
-    if (kind == "shape") {
-      // Computed on the host from sizes: no device time.
+    if (kind == "shape" || kind == "view") {
+      // Computed on the host from sizes, or a reshape that renames its
+      // input's bytes: no device time.
       entry["bytes"] = 0;
       entry["predicted_us"] = 0.0;
       steps.push_back(std::move(entry));

@@ -552,7 +552,8 @@ int main(int argc, char **argv) {
         {"arena_bytes", static_cast<int64_t>(memory.peakBytes)},
         {"sum_of_buffers_bytes", static_cast<int64_t>(memory.sumBytes)},
         {"planned_values", static_cast<int64_t>(memory.plannedValues)},
-        {"values_sized_at_run_time", static_cast<int64_t>(memory.dynamicValues)}};
+        {"values_sized_at_run_time", static_cast<int64_t>(memory.dynamicValues)},
+        {"views", static_cast<int64_t>(memory.viewValues)}};
     // Each kernel's work items under the same symbols, as launches size grids:
     // what the schedule states, else the result's elements (`stated` says
     // which); null where a symbol is only known at run time.

@@ -110,7 +110,8 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
     int out = step.outputs.empty() ? -1 : step.outputs[0];
     // Shape steps compute a small tensor from bound symbols ("shape"); host
     // steps run on the reference kernels unless the backend runs them; a size
-    // read waits for the device to read a few bytes ("sync").
+    // read waits for the device to read a few bytes ("sync"); a view moves
+    // nothing ("view").
     const char *kind = step.kind == artifact::StepKind::Kernel      ? "kernel"
                        : step.kind == artifact::StepKind::Host      ? "host"
                        : step.kind == artifact::StepKind::Control   ? "control"
@@ -195,6 +196,21 @@ absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &req
                                    " is negative"));
         context.symbols[symbol] = value;
       }
+      break;
+    }
+    case artifact::StepKind::View: {
+      // The input's bytes under the result's dims: nothing moves, on any backend.
+      int in = step.inputs[0];
+      if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
+        return fail("the view's dims are unknown when it runs");
+      int64_t have = ref::numElements(context.values[in].shape);
+      if (ref::numElements(context.scratchShape) != have)
+        return fail(absl::StrCat("a view of ", have, " elements as [",
+                                 ref::shapeToString(context.scratchShape), "]"));
+      Slot &view = context.values[out];
+      view.shape.assign(context.scratchShape.begin(), context.scratchShape.end());
+      view.address = context.values[in].address;
+      kind = "view";
       break;
     }
     case artifact::StepKind::Control: {

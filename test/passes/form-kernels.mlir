@@ -532,3 +532,37 @@ func.func @attention_merge_kept_apart(%q: tensor<4x5x8xf32>, %k: tensor<4x5x8xf3
   %t2 = kiln.transpose %o2 {permutation = array<i64: 1, 0, 2>} : (tensor<4x5x8xf32>) -> tensor<5x4x8xf32>
   return %t, %t2, %o2 : tensor<4x8x5xf32>, tensor<5x4x8xf32>, tensor<4x5x8xf32>
 }
+
+// -----
+
+// A reshape with nothing to fuse into it (between two matmuls, the flatten
+// before a classifier) moves no data: at the top level it stays outside any
+// kernel, and the artifact makes it a View step (test/run/views.test). In a
+// body it is a copy kernel: a view could alias a loop parameter the body's
+// results are copied into.
+// CHECK-LABEL: func.func @lone_reshape
+// CHECK: %[[A:.*]] = kiln.matmul
+// CHECK-NOT: kiln.kernel
+// CHECK: %[[R:.*]] = kiln.reshape %[[A]]
+// CHECK: kiln.matmul %[[R]]
+// CHECK: kiln.if
+// CHECK: kiln.matmul
+// CHECK: kiln.kernel "pointwise"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kiln.symbolic_constant [3 * n, 4]
+// CHECK-NEXT: kiln.reshape
+func.func @lone_reshape(%x: tensor<?x3x8xf32, #kiln.dims<[n, 3, 8]>>, %w: tensor<8x8xf32>, %v: tensor<8x4xf32>, %c: tensor<i1>) -> (tensor<?x4xf32, #kiln.dims<[3 * n, 4]>>, tensor<?x4xf32, #kiln.dims<[3 * n, 4]>>) {
+  %a = kiln.matmul %x, %w : (tensor<?x3x8xf32, #kiln.dims<[n, 3, 8]>>, tensor<8x8xf32>) -> tensor<?x3x8xf32, #kiln.dims<[n, 3, 8]>>
+  %s = kiln.symbolic_constant [3 * n, 8] : tensor<2xi64>
+  %r = kiln.reshape %a, %s : (tensor<?x3x8xf32, #kiln.dims<[n, 3, 8]>>, tensor<2xi64>) -> tensor<?x8xf32, #kiln.dims<[3 * n, 8]>>
+  %m = kiln.matmul %r, %v : (tensor<?x8xf32, #kiln.dims<[3 * n, 8]>>, tensor<8x4xf32>) -> tensor<?x4xf32, #kiln.dims<[3 * n, 4]>>
+  %f = kiln.if %c : tensor<i1> -> tensor<?x4xf32, #kiln.dims<[3 * n, 4]>> {
+    %t = kiln.matmul %x, %v : (tensor<?x3x8xf32, #kiln.dims<[n, 3, 8]>>, tensor<8x4xf32>) -> tensor<?x3x4xf32, #kiln.dims<[n, 3, 4]>>
+    %q = kiln.symbolic_constant [3 * n, 4] : tensor<2xi64>
+    %o = kiln.reshape %t, %q : (tensor<?x3x4xf32, #kiln.dims<[n, 3, 4]>>, tensor<2xi64>) -> tensor<?x4xf32, #kiln.dims<[3 * n, 4]>>
+    kiln.yield %o : tensor<?x4xf32, #kiln.dims<[3 * n, 4]>>
+  } else {
+    kiln.yield %m : tensor<?x4xf32, #kiln.dims<[3 * n, 4]>>
+  }
+  return %m, %f : tensor<?x4xf32, #kiln.dims<[3 * n, 4]>>, tensor<?x4xf32, #kiln.dims<[3 * n, 4]>>
+}

@@ -389,6 +389,115 @@ TEST(Artifact, ReadSizesBindsSymbolsForTheStepsAfter) {
   }
 }
 
+/// How buildViewArtifact's view is wrong, if at all.
+enum class ViewDamage { None, ElementCount, Dtype, InBody };
+
+/// x: f32[n, 6] -> y = view(x) as f32[2n, 3] (the output). ElementCount makes
+/// y f32[n, 4] (a run's error, not a load's: the counts are symbolic);
+/// Dtype makes y i32; InBody puts the view in the then-branch of an If on a
+/// constant condition.
+std::string buildViewArtifact(ViewDamage damage = ViewDamage::None) {
+  flatbuffers::FlatBufferBuilder b;
+  auto dim = [&](std::vector<fb::ExprOp> ops) { return fb::CreateDim(b, b.CreateVectorOfStructs(ops)); };
+  auto sym = [&](int64_t s) { return dim({fb::ExprOp(fb::ExprKind::Symbol, s)}); };
+  auto lit = [&](int64_t v) { return dim({fb::ExprOp(fb::ExprKind::Constant, v)}); };
+  auto twice = [&](int64_t s) {
+    return dim({fb::ExprOp(fb::ExprKind::Symbol, s), fb::ExprOp(fb::ExprKind::Constant, 2),
+                fb::ExprOp(fb::ExprKind::Mul, 0)});
+  };
+  std::vector<flatbuffers::Offset<fb::Dim>> viewShape =
+      damage == ViewDamage::ElementCount ? std::vector{sym(0), lit(4)} : std::vector{twice(0), lit(3)};
+  std::vector<flatbuffers::Offset<fb::Value>> values = {
+      fb::CreateValue(b, b.CreateString("x"), fb::DType::f32,
+                      b.CreateVector(std::vector{sym(0), lit(6)}), fb::ValueKind::Input),
+      fb::CreateValue(b, b.CreateString("y"),
+                      damage == ViewDamage::Dtype ? fb::DType::i32 : fb::DType::f32,
+                      b.CreateVector(viewShape), fb::ValueKind::Intermediate),
+      fb::CreateValue(b, b.CreateString("c"), fb::DType::boolean, b.CreateVector(std::vector{lit(1)}),
+                      fb::ValueKind::Weight, 0),
+  };
+  auto view = [&] {
+    return fb::CreateStep(b, fb::StepOp::View, fb::CreateView(b).Union(),
+                          b.CreateVector(std::vector<int>{0}), b.CreateVector(std::vector<int>{1}));
+  };
+  std::vector<flatbuffers::Offset<fb::Step>> steps;
+  if (damage == ViewDamage::InBody) {
+    auto then = fb::CreateBody(b, b.CreateVector(std::vector<int>{}),
+                               b.CreateVector(std::vector{view()}), b.CreateVector(std::vector<int>{1}));
+    auto otherwise = fb::CreateBody(b, b.CreateVector(std::vector<int>{}),
+                                    b.CreateVector(std::vector<flatbuffers::Offset<fb::Step>>{}),
+                                    b.CreateVector(std::vector<int>{0}));
+    steps.push_back(fb::CreateStep(b, fb::StepOp::If, fb::CreateIf(b, then, otherwise).Union(),
+                                   b.CreateVector(std::vector<int>{2}),
+                                   b.CreateVector(std::vector<int>{1})));
+  } else {
+    steps.push_back(view());
+  }
+  std::vector<flatbuffers::Offset<fb::Guard>> guards = {fb::CreateGuard(b, 0, 0, sym(0), true),
+                                                        fb::CreateGuard(b, 0, 1, lit(6), false)};
+  std::vector<flatbuffers::Offset<fb::Weight>> weights = {fb::CreateWeight(b, 0, 1)};
+  std::vector<uint8_t> blob = {1};
+  std::vector<flatbuffers::Offset<flatbuffers::String>> symbols = {b.CreateString("n")};
+  b.ForceVectorAlignment(blob.size(), 1, 64);
+  auto data = b.CreateVector(blob);
+  b.ForceDefaults(true);
+  auto model = fb::CreateModel(b, kiln::artifact::kFormatVersion, b.CreateString("test"),
+                               b.CreateString("test"), b.CreateVector(symbols),
+                               b.CreateVector(values), b.CreateVector(std::vector<int>{0}),
+                               b.CreateVector(std::vector<int>{1}), b.CreateVector(guards),
+                               b.CreateVector(steps), 0, 0, 0, b.CreateVector(weights), data);
+  fb::FinishModelBuffer(b, model);
+  std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+  kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
+  return bytes;
+}
+
+TEST(Artifact, ViewsNameTheirInputsBytesUnderNewDims) {
+  std::string bytes = buildViewArtifact();
+  kiln::Model model;
+  ASSERT_TRUE(kiln::Model::loadMemory(bytes.data(), bytes.size(), &model, KILN_BACKEND_HOST).ok())
+      << kiln_last_error();
+  std::vector<kiln::HostTensor> inputs = {kiln::HostTensor(KILN_F32, {2, 6})};
+  for (int i = 0; i < 12; ++i)
+    inputs[0].as<float>()[i] = static_cast<float>(i);
+  std::vector<kiln::HostTensor> outputs;
+  kiln::Status s = model.run(inputs, &outputs);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(outputs[0].dims, (std::vector<int64_t>{4, 3}));
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(outputs[0].as<float>()[i], static_cast<float>(i));
+  // The view takes no bytes of the plan.
+  auto plan = kiln::artifact::readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),
+                                           bytes.size());
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  absl::StatusOr<kiln::artifact::MemoryPlan> memory = kiln::artifact::planMemory(*plan, {2});
+  ASSERT_TRUE(memory.ok()) << memory.status().message();
+  EXPECT_EQ(memory->viewValues, 1u);
+  EXPECT_EQ(memory->plannedValues, 0u);
+  EXPECT_EQ(memory->offsets[1], -1);
+
+  // Dims that do not hold the input's elements are the call's error.
+  std::string miscounted = buildViewArtifact(ViewDamage::ElementCount);
+  kiln::Model bad;
+  ASSERT_TRUE(kiln::Model::loadMemory(miscounted.data(), miscounted.size(), &bad,
+                                      KILN_BACKEND_HOST).ok())
+      << kiln_last_error();
+  s = bad.run(inputs, &outputs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find("step 0 (View): a view of 12 elements as [2, 4]"),
+            std::string::npos)
+      << s.message();
+  // Another element type, or a view in a body, is refused at load.
+  for (auto [damage, message] :
+       {std::pair{ViewDamage::Dtype, "step 0: a view of f32 as i32"},
+        std::pair{ViewDamage::InBody, "step 0 then step 0 is a view inside a body"}}) {
+    kiln_model_t *damaged = nullptr;
+    EXPECT_EQ(load(buildViewArtifact(damage), &damaged), KILN_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kiln_last_error()).find(message), std::string::npos)
+        << kiln_last_error();
+  }
+}
+
 TEST(Artifact, NullArgumentsAreErrors) {
   kiln_model_t *model = nullptr;
   EXPECT_EQ(kiln_model_load_file(nullptr, KILN_BACKEND_HOST, &model), KILN_INVALID_ARGUMENT);
@@ -437,6 +546,47 @@ TEST(MemoryPlan, ValuesWithDisjointLifetimesShareBytes) {
   EXPECT_EQ(m.peakBytes, 2u * 4096);
   EXPECT_EQ(m.offsets[1], m.offsets[3]);
   EXPECT_EQ(m.largestBytes, 4096u);
+}
+
+TEST(MemoryPlan, AViewKeepsItsInputsBytesLive) {
+  // 0 (input) -> 1; view 1 -> 2; 0 -> 3; 3 -> 4; (2, 4) -> 5 (the output).
+  // Without the view, 1 dies at step 1 and 3 or 4 would take its bytes; the
+  // view reads them until step 4.
+  kiln::artifact::Plan plan;
+  for (int v = 0; v < 6; ++v) {
+    kiln::artifact::ValueInfo info;
+    info.dtype = kiln::ref::DType::f32;
+    info.shape = {kiln::artifact::Dim{{{kiln::artifact::Dim::Op::Constant, 1024}}}};
+    info.kind = v == 0 ? kiln::artifact::ValueKind::Input : kiln::artifact::ValueKind::Intermediate;
+    plan.values.push_back(info);
+  }
+  plan.inputs = {0};
+  plan.outputs = {5};
+  auto step = [&](std::vector<int> in, int out, kiln::artifact::StepKind kind) {
+    kiln::artifact::StepInfo s;
+    s.kind = kind;
+    s.inputs = std::move(in);
+    s.outputs = {out};
+    plan.steps.push_back(s);
+  };
+  step({0}, 1, kiln::artifact::StepKind::Kernel);
+  step({1}, 2, kiln::artifact::StepKind::View);
+  step({0}, 3, kiln::artifact::StepKind::Kernel);
+  step({3}, 4, kiln::artifact::StepKind::Kernel);
+  step({2, 4}, 5, kiln::artifact::StepKind::Kernel);
+  absl::StatusOr<kiln::artifact::MemoryPlan> planned = kiln::artifact::planMemory(plan, {});
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  const kiln::artifact::MemoryPlan &m = *planned;
+  EXPECT_EQ(m.viewValues, 1u);
+  EXPECT_EQ(m.plannedValues, 4u);
+  EXPECT_EQ(m.offsets[2], -1);
+  // 1 is live through step 4, beside 3 (steps 2-3), 4 (steps 3-4) and 5
+  // (written at step 4); 3 is last read at step 3, so 5 takes its bytes.
+  EXPECT_NE(m.offsets[1], m.offsets[3]);
+  EXPECT_NE(m.offsets[1], m.offsets[4]);
+  EXPECT_NE(m.offsets[1], m.offsets[5]);
+  EXPECT_EQ(m.offsets[3], m.offsets[5]);
+  EXPECT_EQ(m.peakBytes, 3u * 4096);
 }
 
 TEST(MemoryPlan, SizesThatOverflowOrExceedTheLimitAreErrors) {

@@ -620,6 +620,20 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
       }
       break;
     }
+    case fb::StepOp::View: {
+      step.kind = StepKind::View;
+      // A body's results are copied into its parameters each iteration: an
+      // alias there could be overwritten while it is read.
+      if (depth > 0)
+        return corrupt(absl::StrCat(where, " is a view inside a body"));
+      if (step.inputs.size() != 1 || step.outputs.size() != 1)
+        return corrupt(absl::StrCat(where, ": a view takes one input, one output"));
+      const ValueInfo &in = plan.values[step.inputs[0]], &out = plan.values[step.outputs[0]];
+      if (in.dtype != out.dtype)
+        return corrupt(absl::StrCat(where, ": a view of ", dtypeName(in.dtype), " as ",
+                                    dtypeName(out.dtype)));
+      break;
+    }
     case fb::StepOp::If:
     case fb::StepOp::Loop:
     case fb::StepOp::Scan:

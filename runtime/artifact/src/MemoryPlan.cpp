@@ -64,11 +64,24 @@ absl::StatusOr<MemoryPlan> planMemory(const Plan &plan, const Bindings &symbols,
   }
   for (int v : plan.outputs)
     last[v] = static_cast<int64_t>(plan.steps.size());
+  // A view's bytes are its input's: the input stays live as long as the view
+  // does, and the view takes no bytes of its own. Later views first, so a view
+  // of a view passes its range down the chain.
+  std::vector<bool> isView(n, false);
+  for (size_t s = plan.steps.size(); s-- > 0;) {
+    const StepInfo &step = plan.steps[s];
+    if (step.kind != StepKind::View)
+      continue;
+    int in = step.inputs[0], view = step.outputs[0];
+    last[in] = std::max(last[in], last[view]);
+    isView[view] = true;
+    ++out.viewValues;
+  }
 
   std::vector<int> placed;
   for (size_t v = 0; v < n; ++v) {
     const ValueInfo &value = plan.values[v];
-    if (value.kind != ValueKind::Intermediate || first[v] < 0)
+    if (value.kind != ValueKind::Intermediate || first[v] < 0 || isView[v])
       continue;
     std::optional<ref::Shape> shape = evaluateShape(value, symbols);
     if (!shape) {

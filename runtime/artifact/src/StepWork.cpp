@@ -56,8 +56,10 @@ bool isLibraryStep(schema::StepOp op) {
 
 StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbols) {
   StepWork w;
-  if (step.kind == StepKind::SymbolicConstant || step.kind == StepKind::ShapeOf) {
-    w.bytes = w.elements = 0; // computed on the host from sizes
+  if (step.kind == StepKind::SymbolicConstant || step.kind == StepKind::ShapeOf ||
+      step.kind == StepKind::View) {
+    // Computed on the host from sizes, or (a view) the input's bytes renamed.
+    w.bytes = w.elements = 0;
     return w;
   }
   int64_t bytes = 0, largest = 0;

@@ -263,7 +263,8 @@ KILN_API kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_t
  * reshape to a run-time shape on CUDA: the shape read back, the data copied on
  * the device), "host" (the reference kernels; a host round trip on CUDA),
  * "shape" (a shape step), "sync" (a size the device computed, read back
- * alone) or "control" (If, Loop, Scan; the steps of their bodies follow as
+ * alone), "view" (a reshape that names its input's bytes: no time) or
+ * "control" (If, Loop, Scan; the steps of their bodies follow as
  * "Loop/NAME", with no time of their own);
  * times are microseconds from the profile's creation.
  * Each run also records one event of kind "variant" (duration 0) named by the

@@ -17,14 +17,15 @@
 namespace kiln::artifact {
 
 struct MemoryPlan {
-  /// Per value: its arena offset, or -1 (inputs, weights, and intermediates whose
-  /// size is only known when they are computed: those get their own allocation).
+  /// Per value: its arena offset, or -1 (inputs, weights, views, which are
+  /// their input's bytes, and intermediates whose size is only known when they
+  /// are computed: those get their own allocation).
   std::vector<int64_t> offsets;
   /// Per value: its size in bytes when known (0 otherwise).
   std::vector<size_t> bytes;
   size_t peakBytes = 0; ///< the arena's size
   size_t sumBytes = 0;  ///< every planned intermediate in its own buffer
-  size_t plannedValues = 0, dynamicValues = 0;
+  size_t plannedValues = 0, dynamicValues = 0, viewValues = 0;
   /// The largest planned value (its index, -1 when none) and its bytes: runs
   /// compare it with their size limit.
   int largestValue = -1;

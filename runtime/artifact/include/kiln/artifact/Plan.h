@@ -62,8 +62,9 @@ struct ValueInfo {
 
 /// What the executors do with a step: launch a generated kernel, run a typed
 /// host step (library ops and graph breaks: the runtime decides where each runs),
-/// compute a shape, or run nested bodies (If, Loop, Scan).
-enum class StepKind : uint8_t { Kernel, Host, SymbolicConstant, ShapeOf, Control, ReadSizes };
+/// compute a shape, run nested bodies (If, Loop, Scan), read sizes back, or
+/// name an input's bytes under other dims (View).
+enum class StepKind : uint8_t { Kernel, Host, SymbolicConstant, ShapeOf, Control, ReadSizes, View };
 
 struct StepInfo;
 
