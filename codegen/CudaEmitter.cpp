@@ -2744,7 +2744,10 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
      << "#pragma omp parallel for schedule(static) if(grid > 1)\n"
      << "  for (int64_t b = 0; b < grid; ++b) {\n"
      << "    blockIdx.x = b;\n    gridDim.x = grid;\n    " << call << ";\n  }\n"
-     << "#endif\n}\n#endif\n";
+     << "#endif\n}\n"
+     // How many parameters the launcher reads: a capturing driver (the fake
+     // CUDA driver's graphs) copies their values as the launch is recorded.
+     << "extern \"C\" const int " << g.name << "_host_argc = " << next << ";\n#endif\n";
   g.source = src;
   return g;
 }

@@ -181,6 +181,18 @@ PY
     grep -E "^(MatMul|Conv|Pool) " "$out/kiln-run-$m.txt" || true   # cublasLt, or host and why (line 1)
   done
 
+  echo "== CUDA graphs: latency with graphs (the default; the runs above) and without, and the"
+  echo "   replayed outputs against torch (docs/runtime.md, CUDA graphs)"
+  for m in mlp cnn encoder; do
+    KILN_CUDA_GRAPHS=0 "$bundle/bin/kiln-run" "$bundle/models/$m.so" --input "x=$bundle/models/$m-data/input_0.pb" \
+      --bench 200 --warmup 20 > "$out/kiln-run-$m-nographs.txt" 2>&1 || true
+    "$bundle/bin/kiln-run" "$bundle/models/$m.so" --input "x=$bundle/models/$m-data/input_0.pb" \
+      --output-dir "$out/$m-graphs-out" --bench 200 --warmup 20 > "$out/kiln-run-$m-graphs.txt" 2>&1 || true
+    { printf '%s graphs: ' "$m"; grep latency "$out/kiln-run-$m-graphs.txt" || echo; printf '%s no graphs: ' "$m"; grep latency "$out/kiln-run-$m-nographs.txt" || echo;
+      printf '%s replayed output: ' "$m"; python3 "$root/test/run/compare_outputs.py" "$out/$m-graphs-out/output_0.pb" \
+        "$bundle/models/$m-data/output_0.pb" --atol 1e-4 2>&1; } | tee -a "$out/graphs.txt" || true
+  done
+
   echo "== control flow on the device: both data sets of each model against torch, and the profile"
   for m in data_if dynamic_loop lstm; do
     for s in 0 1; do

@@ -231,6 +231,18 @@ protected:
   virtual absl::Status copyBytes(ExecutionContext &context, uintptr_t to, uintptr_t from,
                                  size_t bytes) const = 0;
 
+  /// Runs top-level step `s` and perhaps those after it in one go; returns
+  /// the step to go on from (`s` when it ran nothing: the loop runs step
+  /// `s`). Not called for profiled runs. CudaExecutor replays stretches of
+  /// device steps as CUDA graphs.
+  virtual absl::StatusOr<size_t> runSegment(ExecutionContext &context, const RunRequest &request,
+                                            size_t s) const {
+    return s;
+  }
+  /// Runs step `s` of `steps` (the plan's when `topLevel`, else a body's).
+  absl::Status runStep(ExecutionContext &context, const RunRequest &request,
+                       const std::vector<StepInfo> &steps, size_t s, bool topLevel) const;
+
   /// OK when `dtype` and `shape` fit value `v`'s plan (dims where known), else
   /// "WHAT is f32[2, 3] but the plan says f32[batch, 4]".
   absl::Status fitsPlan(ExecutionContext &context, int v, ref::DType dtype,

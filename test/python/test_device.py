@@ -101,3 +101,49 @@ def test_device_errors_are_one_line(models):
         model.to_device(x_device)
     with pytest.raises(kiln.KilnError, match=r"input 'x' dim 2 is 3 but the model expects 16"):
         model.run({"x": model.to_device(np.zeros((2, 5, 3), np.float32))})
+
+
+def test_cuda_graphs_replay_new_inputs_and_recapture_new_shapes(models, tmp_path):
+    # The encoder's steps (matmuls in cuBLASLt, attention, norms) are one
+    # segment: the first call at a shape runs step by step, the second is
+    # captured into a CUDA graph and launched, later calls replay it. Each
+    # call's inputs are new, so a replay reading anything stale (an input
+    # staged elsewhere, a captured argument) gives wrong numbers.
+    log = tmp_path / "graphs.log"
+    os.environ["KILN_FAKE_CUDA_GRAPH_LOG"] = str(log)
+    try:
+        # Loaded afresh: no context of it has run yet.
+        model, host = kiln.load(models["paths"]["encoder"], backend="cuda"), models["host"]
+        rng = np.random.default_rng(3)
+        for shape in ((2, 5, 16), (1, 3, 16), (2, 5, 16)):
+            for _ in range(4):
+                x = rng.standard_normal(shape).astype(np.float32)
+                np.testing.assert_allclose(model(x=x)["y"], host(x=x)["y"], atol=1e-5, rtol=1e-5)
+        graphs = log.read_text().split("\n") if log.exists() else []
+        # Device inputs in buffers of their own: another signature (unless a
+        # buffer comes back at a freed one's address), its own graph.
+        for _ in range(3):
+            x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+            y = model.to_host(model.run({"x": model.to_device(x)})["y"])
+            np.testing.assert_allclose(y, host(x=x)["y"], atol=1e-5, rtol=1e-5)
+    finally:
+        del os.environ["KILN_FAKE_CUDA_GRAPH_LOG"]
+    if os.environ.get("KILN_FAKE_CUDA_KERNELS"):
+        # Per shape: call 1 step by step, call 2 captured and launched, 3 and
+        # 4 replayed; the first shape's graph is kept for its third round.
+        kinds = [line.split()[0] for line in graphs if line]
+        assert kinds.count("capture") == 2 and kinds.count("replay") == 3 + 3 + 4, graphs
+
+
+def test_cuda_graphs_off(models, tmp_path):
+    log = tmp_path / "graphs.log"
+    os.environ["KILN_CUDA_GRAPHS"] = "0"
+    os.environ["KILN_FAKE_CUDA_GRAPH_LOG"] = str(log)
+    try:
+        model = kiln.load(models["paths"]["encoder"], backend="cuda")
+        x = tensor(os.path.join(MODELS, "encoder", "input_0.pb"))
+        for _ in range(3):
+            np.testing.assert_allclose(model(x=x)["y"], models["host"](x=x)["y"], atol=1e-5, rtol=1e-5)
+    finally:
+        del os.environ["KILN_CUDA_GRAPHS"], os.environ["KILN_FAKE_CUDA_GRAPH_LOG"]
+    assert not log.exists()

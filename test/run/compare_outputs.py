@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Compares TensorProto files: compare_outputs.py GOT.pb WANT.pb --atol A --rtol R.
+"""Compares tensor files (TensorProto .pb or numpy .npy):
+compare_outputs.py GOT WANT --atol A --rtol R.
 
 Prints the largest absolute difference; exits 1 when a value is off by more than
 atol + rtol * |want|, or when dtypes or shapes differ."""
@@ -11,6 +12,10 @@ import onnx
 from onnx import numpy_helper
 
 
+def load(path):
+    return np.load(path) if path.endswith(".npy") else numpy_helper.to_array(onnx.load_tensor(path))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("got")
@@ -18,8 +23,7 @@ def main():
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--rtol", type=float, default=0.0)
     a = p.parse_args()
-    got = numpy_helper.to_array(onnx.load_tensor(a.got))
-    want = numpy_helper.to_array(onnx.load_tensor(a.want))
+    got, want = load(a.got), load(a.want)
     if got.dtype != want.dtype or got.shape != want.shape:
         print(f"MISMATCH {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)}")
         return 1

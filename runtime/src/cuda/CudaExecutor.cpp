@@ -3,6 +3,7 @@
 #include "cuda/CudaExecutor.h"
 
 #include "Model.h"
+#include "kiln/artifact/StepWork.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -38,7 +39,37 @@ size_t bytesOf(ref::DType dtype, const ref::Shape &shape) {
   return static_cast<size_t>(ref::numElements(shape)) * ref::info(dtype).bytes;
 }
 
+/// The graphs one context keeps per segment (one per signature: shapes,
+/// variants, input buffers), the oldest dropped first; likewise the
+/// signatures whose capture failed.
+constexpr size_t kGraphsPerSegment = 8;
+
+/// What a step that would leave the device says while a segment is being
+/// dry-run or captured: the segment then runs step by step.
+constexpr absl::string_view kLeavesDevice = "the step runs on the host";
+
 } // namespace
+
+/// How a context runs the steps of a segment (CudaExecutor::runSegment).
+enum class SegmentMode {
+  Off,     ///< outside segments: launches run, nothing is recorded
+  Dry,     ///< bookkeeping only (values placed, arguments built), no device work
+  Collect, ///< device work queued and its signature recorded
+  Capture, ///< likewise, into a graph: a step that would leave the device stops it
+};
+
+/// A context's graphs of one segment, and the signature of the last run
+/// that did not replay one (a second run with the same signature captures).
+struct SegmentGraphs {
+  struct Graph {
+    std::vector<uint64_t> signature;
+    CUgraphExec exec = nullptr;
+  };
+  std::vector<Graph> graphs;
+  std::vector<uint64_t> lastSignature;
+  /// Signatures whose capture failed: they run step by step from then on.
+  std::vector<std::vector<uint64_t>> refused;
+};
 
 /// A context's device buffers: an arena and a staging buffer per input, each
 /// grown to the largest call seen and kept; data-dependent results of the
@@ -62,6 +93,11 @@ public:
       cu.cuMemFree(workspace.first);
     for (CUevent e : events)
       cu.cuEventDestroy(e);
+    for (SegmentGraphs &segment : segments)
+      for (SegmentGraphs::Graph &g : segment.graphs)
+        cu.cuGraphExecDestroy(g.exec);
+    if (ownStream)
+      cu.cuStreamDestroy(ownStream);
   }
 
   /// `buffer` grown to hold `bytes`.
@@ -107,8 +143,27 @@ public:
   std::pair<CUdeviceptr, size_t> workspace = {0, 0};
   std::vector<int32_t> errorZeros;
   std::vector<CUevent> events;
+  /// The call's stream: the caller's, or `ownStream` (made at the context's
+  /// first call that gives none: the legacy stream cannot be captured; it
+  /// is a blocking stream, ordered with the legacy stream as callers expect).
   CUstream stream = nullptr;
+  CUstream ownStream = nullptr;
   std::unique_ptr<ContextScope> scope;
+  /// CUDA graphs: per executor segment; the mode of the steps running now
+  /// and the signature they have recorded (every value the device work of
+  /// the segment takes: kernels, grids, addresses, sizes).
+  std::vector<SegmentGraphs> segments;
+  SegmentMode mode = SegmentMode::Off;
+  std::vector<uint64_t> signature;
+  /// Set when a step of a dry run or capture would have run on the host.
+  bool leftDevice = false;
+
+  void sign(uint64_t v) { signature.push_back(v); }
+  void sign(const ref::Shape &shape) {
+    signature.push_back(shape.size());
+    for (int64_t d : shape)
+      signature.push_back(static_cast<uint64_t>(d));
+  }
 };
 
 namespace {
@@ -199,6 +254,30 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
       ex->dnn_ = std::move(*runner);
     else
       ex->dnnUnavailable_ = std::string(runner.status().message());
+  }
+  // Stretches of device steps (kernels, library calls, views) that a context
+  // may replay as one CUDA graph: at least two launches, or no gain.
+  // KILN_CUDA_GRAPHS=0 turns graphs off.
+  const char *graphs = std::getenv("KILN_CUDA_GRAPHS");
+  if (!graphs || std::string(graphs) != "0") {
+    ex->segmentAt_.assign(plan.steps.size(), -1);
+    for (size_t first = 0; first < plan.steps.size();) {
+      size_t end = first, launches = 0;
+      for (; end < plan.steps.size(); ++end) {
+        const StepInfo &step = plan.steps[end];
+        bool device = step.kind == artifact::StepKind::Kernel ||
+                      step.kind == artifact::StepKind::View ||
+                      (step.kind == artifact::StepKind::Host && artifact::isLibraryStep(step.op));
+        if (!device || !step.binds.empty())
+          break;
+        launches += step.kind != artifact::StepKind::View;
+      }
+      if (launches >= 2) {
+        ex->segmentAt_[first] = static_cast<int>(ex->segments_.size());
+        ex->segments_.push_back({first, end});
+      }
+      first = std::max(end, first + 1);
+    }
   }
   // The generic kernels, then each variant's own.
   artifact::VariantInfo none;
@@ -310,13 +389,28 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
     return st;
   call.resultAddress = context.values[out].address;
   CudaState &state = stateOf(context);
+  if (!host.pool)
+    if (absl::Status st = state.ensure(state.workspace, MatmulRunner::kWorkspaceBytes); !st.ok())
+      return st;
+  if (state.mode != SegmentMode::Off) {
+    // What the call takes (the step's parameters are fixed by `s`).
+    state.sign(s);
+    state.sign(static_cast<uint64_t>(call.dtype));
+    state.sign(call.x);
+    state.sign(call.w);
+    state.sign(call.result);
+    for (uintptr_t p : {call.xAddress, call.wAddress, call.biasAddress, call.residualAddress,
+                        call.resultAddress})
+      state.sign(p);
+    state.sign(host.pool ? 0 : state.workspace.first);
+    if (state.mode == SegmentMode::Dry)
+      return "cudnn";
+  }
   if (host.pool) {
     if (absl::Status st = dnn_->pool(*host.pool, call, state.stream); !st.ok())
       return st;
     return "cudnn";
   }
-  if (absl::Status st = state.ensure(state.workspace, MatmulRunner::kWorkspaceBytes); !st.ok())
-    return st;
   absl::Status ran = host.conv ? dnn_->conv(*host.conv, call, state.stream, state.workspace.first,
                                              state.workspace.second)
                                : dnn_->convTranspose(*host.convTranspose, call, state.stream,
@@ -328,6 +422,19 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
 
 absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context, size_t s,
                                                        const StepInfo &step) const {
+  absl::StatusOr<const char *> ran = runLibraryStep(context, s, step);
+  // Inside a segment a step that falls back to the host would read device
+  // values back mid-capture: the segment runs step by step instead.
+  SegmentMode mode = stateOf(context).mode;
+  if (ran.ok() && !*ran && (mode == SegmentMode::Dry || mode == SegmentMode::Capture)) {
+    stateOf(context).leftDevice = true;
+    return absl::AbortedError(kLeavesDevice);
+  }
+  return ran;
+}
+
+absl::StatusOr<const char *> CudaExecutor::runLibraryStep(ExecutionContext &context, size_t s,
+                                                          const StepInfo &step) const {
   const HostStep &host = context.model().hostStep(s);
   if (host.conv || host.convTranspose || host.pool)
     return runDnnStep(context, s, step);
@@ -360,6 +467,19 @@ absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context
   CudaState &state = stateOf(context);
   if (absl::Status st = state.ensure(state.workspace, MatmulRunner::kWorkspaceBytes); !st.ok())
     return st;
+  if (state.mode != SegmentMode::Off) {
+    state.sign(s);
+    state.sign(static_cast<uint64_t>(call.dtype));
+    state.sign(call.a);
+    state.sign(call.b);
+    state.sign(call.bias);
+    state.sign(call.result);
+    for (uintptr_t p : {call.aAddress, call.bAddress, call.biasAddress, call.resultAddress})
+      state.sign(p);
+    state.sign(state.workspace.first);
+    if (state.mode == SegmentMode::Dry)
+      return "cublasLt";
+  }
   if (absl::Status st = matmul_->run(*host.matmul, call, state.stream, state.workspace.first,
                                      state.workspace.second);
       !st.ok())
@@ -396,6 +516,85 @@ absl::StatusOr<const char *> CudaExecutor::runReshape(ExecutionContext &context,
         r != CUDA_SUCCESS)
       return absl::InternalError(driver_->describe("cuMemcpyDtoDAsync", r));
   return "copy";
+}
+
+absl::StatusOr<size_t> CudaExecutor::runSegment(ExecutionContext &context,
+                                                 const RunRequest &request, size_t s) const {
+  if (segmentAt_.empty() || segmentAt_[s] < 0)
+    return s;
+  const CudaDriver &cu = *driver_;
+  CudaState &state = stateOf(context);
+  // A caller capturing its own stream gets our steps in its graph as they are.
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (cu.cuStreamIsCapturing(state.stream, &capturing) != CUDA_SUCCESS ||
+      capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+    return s;
+  const std::vector<StepInfo> &steps = context.model().plan().steps;
+  auto [first, end] = segments_[segmentAt_[s]];
+  SegmentGraphs &graphs = state.segments[segmentAt_[s]];
+  auto runAll = [&](SegmentMode mode) {
+    state.mode = mode;
+    state.signature.clear();
+    state.leftDevice = false;
+    for (size_t i = first; i < end; ++i)
+      if (absl::Status st = runStep(context, request, steps, i, /*topLevel=*/true); !st.ok()) {
+        state.mode = SegmentMode::Off;
+        return st;
+      }
+    state.mode = SegmentMode::Off;
+    return absl::OkStatus();
+  };
+  auto launchGraph = [&](CUgraphExec exec) -> absl::StatusOr<size_t> {
+    if (CUresult r = cu.cuGraphLaunch(exec, state.stream); r != CUDA_SUCCESS)
+      return absl::InternalError(cu.describe("cuGraphLaunch", r));
+    return end;
+  };
+
+  // Every value placed and every argument built, nothing run: the signature
+  // says whether a graph already holds exactly this work.
+  if (absl::Status st = runAll(SegmentMode::Dry); !st.ok())
+    return state.leftDevice ? absl::StatusOr<size_t>(s) : st;
+  std::vector<uint64_t> signature = std::move(state.signature);
+  for (const SegmentGraphs::Graph &g : graphs.graphs)
+    if (g.signature == signature)
+      return launchGraph(g.exec);
+
+  // Seen once before (the warm-up: libraries initialized, buffers sized):
+  // capture this run's work into a graph and launch it. Anything the
+  // capture refuses (an allocation, a synchronization) leaves it to run
+  // step by step, now and for this signature from then on.
+  if (signature == graphs.lastSignature &&
+      std::find(graphs.refused.begin(), graphs.refused.end(), signature) == graphs.refused.end()) {
+    if (cu.cuStreamBeginCapture(state.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) ==
+        CUDA_SUCCESS) {
+      absl::Status recorded = runAll(SegmentMode::Capture);
+      CUgraph graph = nullptr;
+      CUresult ended = cu.cuStreamEndCapture(state.stream, &graph);
+      CUgraphExec exec = nullptr;
+      bool made = recorded.ok() && ended == CUDA_SUCCESS && graph &&
+                  cu.cuGraphInstantiate(&exec, graph, 0) == CUDA_SUCCESS;
+      if (graph)
+        cu.cuGraphDestroy(graph);
+      if (made && state.signature == signature) {
+        if (graphs.graphs.size() == kGraphsPerSegment) {
+          cu.cuGraphExecDestroy(graphs.graphs.front().exec);
+          graphs.graphs.erase(graphs.graphs.begin());
+        }
+        graphs.graphs.push_back({std::move(signature), exec});
+        return launchGraph(exec);
+      }
+      if (exec)
+        cu.cuGraphExecDestroy(exec);
+    }
+    // The recorded work never ran: the steps run below.
+    if (graphs.refused.size() == kGraphsPerSegment)
+      graphs.refused.erase(graphs.refused.begin());
+    graphs.refused.push_back(signature);
+  }
+  if (absl::Status st = runAll(SegmentMode::Collect); !st.ok())
+    return st;
+  graphs.lastSignature = std::move(state.signature);
+  return end;
 }
 
 absl::StatusOr<void *> CudaExecutor::allocateDevice(size_t bytes) const {
@@ -513,10 +712,18 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
         context.values[v].address = static_cast<uintptr_t>(weights_[v]);
   }
   CudaState &state = stateOf(context);
-  state.stream = static_cast<CUstream>(request.stream);
   state.scope = std::make_unique<ContextScope>(driver_, context_);
   if (!state.scope->ok)
     return absl::UnavailableError("cannot make the CUDA context current on this thread");
+  state.stream = static_cast<CUstream>(request.stream);
+  if (!state.stream) {
+    if (!state.ownStream)
+      if (CUresult r = cu.cuStreamCreate(&state.ownStream, CU_STREAM_DEFAULT); r != CUDA_SUCCESS)
+        return absl::InternalError(cu.describe("cuStreamCreate", r));
+    state.stream = state.ownStream;
+  }
+  state.segments.resize(segments_.size());
+  state.mode = SegmentMode::Off;
   if (absl::Status s = state.ensure(state.arena, context.memory->peakBytes); !s.ok())
     return s;
   for (size_t i = 0; i < request.inputs.size(); ++i) {
@@ -599,8 +806,22 @@ absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &ste
                        ? items
                        : (items + kBlockThreads - 1) / kBlockThreads;
   unsigned grid = static_cast<unsigned>(std::min(std::max<int64_t>(blocks, 1), kMaxBlocks));
-  CUresult r = cu.cuLaunchKernel(functions_.at(context.variant)[step.kernel], grid, 1, 1, kBlockThreads, 1, 1, 0,
-                                 stateOf(context).stream, context.args.data(), nullptr);
+  CUfunction function = functions_.at(context.variant)[step.kernel];
+  CudaState &state = stateOf(context);
+  if (state.mode != SegmentMode::Off) {
+    // What a graph's kernel node keeps: the code, the grid, every argument.
+    state.sign(reinterpret_cast<uint64_t>(function));
+    state.sign(grid);
+    for (uintptr_t p : context.pointers)
+      state.sign(p);
+    for (int64_t v : context.symbolArgs)
+      state.sign(static_cast<uint64_t>(v));
+    state.sign(plan.kernels[step.kernel].reportsErrors ? context.errorWordArg : 0);
+    if (state.mode == SegmentMode::Dry)
+      return absl::OkStatus();
+  }
+  CUresult r = cu.cuLaunchKernel(function, grid, 1, 1, kBlockThreads, 1, 1, 0, state.stream,
+                                 context.args.data(), nullptr);
   return r == CUDA_SUCCESS ? absl::OkStatus()
                            : absl::InternalError(cu.describe("cuLaunchKernel", r));
 }

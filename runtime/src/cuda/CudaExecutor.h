@@ -62,9 +62,17 @@ protected:
   absl::Status settle(ExecutionContext &context) const override;
   absl::StatusOr<double> elapsedUs(ExecutionContext &context, size_t from,
                                    size_t to) const override;
+  /// CUDA graphs: a segment's first run at a signature runs step by step, the
+  /// second is captured into a graph, later ones replay it (docs/runtime.md,
+  /// "CUDA graphs").
+  absl::StatusOr<size_t> runSegment(ExecutionContext &context, const RunRequest &request,
+                                    size_t s) const override;
 
 private:
   CudaExecutor() = default;
+  /// Matmul, conv and pool steps in cuBLASLt/cuDNN; nullptr for the host.
+  absl::StatusOr<const char *> runLibraryStep(ExecutionContext &context, size_t s,
+                                              const StepInfo &step) const;
   /// Conv and pool steps in cuDNN (runOnDevice's half for them).
   absl::StatusOr<const char *> runDnnStep(ExecutionContext &context, size_t s,
                                           const StepInfo &step) const;
@@ -94,6 +102,11 @@ private:
   /// `dnnUnavailable_` says.
   std::unique_ptr<DnnRunner> dnn_;
   std::string dnnUnavailable_;
+  /// Top-level stretches [first, end) of device steps a context may replay
+  /// as one graph, and per top-level step the segment it starts (-1 none);
+  /// empty when KILN_CUDA_GRAPHS=0.
+  std::vector<std::pair<size_t, size_t>> segments_;
+  std::vector<int> segmentAt_;
 
   friend class CudaState;
 };

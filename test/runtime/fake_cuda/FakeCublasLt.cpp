@@ -273,19 +273,20 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDesc, const void *alpha,
-                              const void *A, cublasLtMatrixLayout_t aDesc, const void *B,
-                              cublasLtMatrixLayout_t bDesc, const void *beta, const void *C,
-                              cublasLtMatrixLayout_t cDesc, void *Dout, cublasLtMatrixLayout_t dDesc,
-                              const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSize,
-                              cudaStream_t) {
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDesc,
+                              const void *alpha, const void *A, cublasLtMatrixLayout_t aDesc,
+                              const void *B, cublasLtMatrixLayout_t bDesc, const void *beta,
+                              const void *C, cublasLtMatrixLayout_t cDesc, void *Dout,
+                              cublasLtMatrixLayout_t dDesc, const cublasLtMatmulAlgo_t *algo,
+                              void *workspace, size_t workspaceSize, cudaStream_t stream) {
   if (!handle || !opDesc || !alpha || !beta || !A || !B || !Dout || !aDesc || !bDesc || !cDesc ||
       !dDesc || !algo || algo->data[0] != 0x6b696c6eu)
     return CUBLAS_STATUS_INVALID_VALUE;
   (void)workspace;
   (void)workspaceSize;
-  const Desc &op = *D(opDesc);
-  const Layout &a = *L(aDesc), &b = *L(bDesc), &c = *L(cDesc), &d = *L(dDesc);
+  // Copies: a captured call runs after its descriptors may be gone.
+  const Desc op = *D(opDesc);
+  const Layout a = *L(aDesc), b = *L(bDesc), c = *L(cDesc), d = *L(dDesc);
   Shape s = validate(op, a, b, c, d);
   if (s.status != CUBLAS_STATUS_SUCCESS)
     return s.status;
@@ -303,33 +304,36 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDe
   // With CUBLAS_COMPUTE_32F_FAST_TF32, A and B are rounded to TF32 as tensor
   // cores read them (C and the bias are not); sums stay wide.
   bool tf32 = op.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
-  // D may be C: each batch's result is computed whole before it is stored.
-  std::vector<double> result(s.m * s.n);
-  for (int32_t batch = 0; batch < d.batch; ++batch) {
-    int64_t aOff = batch * a.stride, bOff = batch * b.stride, cOff = batch * c.stride, dOff = batch * d.stride;
-    for (uint64_t j = 0; j < s.n; ++j)
-      for (uint64_t i = 0; i < s.m; ++i) {
-        double sum = 0;
-        for (uint64_t l = 0; l < s.k; ++l) {
-          int64_t ai = op.transa == CUBLAS_OP_N ? i + l * a.ld : l + i * a.ld;
-          int64_t bi = op.transb == CUBLAS_OP_N ? l + j * b.ld : j + l * b.ld;
-          sum += fake::loadOperand(element(a.type), A, aOff + ai, tf32) *
-                 fake::loadOperand(element(b.type), B, bOff + bi, tf32);
+  fake::submit(stream, [=] {
+    // D may be C: each batch's result is computed whole before it is stored.
+    std::vector<double> result(s.m * s.n);
+    for (int32_t batch = 0; batch < d.batch; ++batch) {
+      int64_t aOff = batch * a.stride, bOff = batch * b.stride, cOff = batch * c.stride,
+              dOff = batch * d.stride;
+      for (uint64_t j = 0; j < s.n; ++j)
+        for (uint64_t i = 0; i < s.m; ++i) {
+          double sum = 0;
+          for (uint64_t l = 0; l < s.k; ++l) {
+            int64_t ai = op.transa == CUBLAS_OP_N ? i + l * a.ld : l + i * a.ld;
+            int64_t bi = op.transb == CUBLAS_OP_N ? l + j * b.ld : j + l * b.ld;
+            sum += fake::loadOperand(element(a.type), A, aOff + ai, tf32) *
+                   fake::loadOperand(element(b.type), B, bOff + bi, tf32);
+          }
+          double v = alphaValue * sum;
+          if (betaValue != 0)
+            v += betaValue * load(c.type, C, cOff + static_cast<int64_t>(i + j * c.ld));
+          if (bias)
+            v += load(d.type, op.bias, batch * op.biasStride + static_cast<int64_t>(i));
+          if (relu && v < 0)
+            v = 0;
+          if (gelu)
+            v = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+          result[i + j * s.m] = v;
         }
-        double v = alphaValue * sum;
-        if (betaValue != 0)
-          v += betaValue * load(c.type, C, cOff + static_cast<int64_t>(i + j * c.ld));
-        if (bias)
-          v += load(d.type, op.bias, batch * op.biasStride + static_cast<int64_t>(i));
-        if (relu && v < 0)
-          v = 0;
-        if (gelu)
-          v = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
-        result[i + j * s.m] = v;
-      }
-    for (uint64_t j = 0; j < s.n; ++j)
-      for (uint64_t i = 0; i < s.m; ++i)
-        store(d.type, Dout, dOff + static_cast<int64_t>(i + j * d.ld), result[i + j * s.m]);
-  }
+      for (uint64_t j = 0; j < s.n; ++j)
+        for (uint64_t i = 0; i < s.m; ++i)
+          store(d.type, Dout, dOff + static_cast<int64_t>(i + j * d.ld), result[i + j * s.m]);
+    }
+  });
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -68,7 +68,9 @@ struct Pool {
   cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
   std::vector<int> window, pads, strides;
 };
-struct Context {};
+struct Context {
+  void *stream = nullptr; ///< cudnnSetStream's: where calls run (fake::submit)
+};
 
 template <typename T, typename D> T *as(D d) { return reinterpret_cast<T *>(d); }
 template <typename D, typename T> cudnnStatus_t create(D *out) {
@@ -222,9 +224,16 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
   delete as<Context>(handle);
   return CUDNN_STATUS_SUCCESS;
 }
-cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t) {
-  return handle ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
+cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
+  if (!handle)
+    return CUDNN_STATUS_BAD_PARAM;
+  as<Context>(handle)->stream = stream;
+  return CUDNN_STATUS_SUCCESS;
 }
+
+/// Where `handle`'s calls run. Calls copy their descriptors (a captured call
+/// runs after they may be gone) and read alpha and beta at the call.
+void *streamOf(cudnnHandle_t handle) { return as<Context>(handle)->stream; }
 
 cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *d) {
   return create<cudnnTensorDescriptor_t, Tensor>(d);
@@ -350,14 +359,17 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
                                       void *y) {
   if (!handle || !alpha || !beta || !xDesc || !x || !wDesc || !w || !cDesc || !yDesc || !y)
     return CUDNN_STATUS_BAD_PARAM;
-  const Tensor &xt = *as<Tensor>(xDesc), &yt = *as<Tensor>(yDesc);
-  const Filter &wf = *as<Filter>(wDesc);
-  const Conv &c = *as<Conv>(cDesc);
+  const Tensor xt = *as<Tensor>(xDesc), yt = *as<Tensor>(yDesc);
+  const Filter wf = *as<Filter>(wDesc);
+  const Conv c = *as<Conv>(cDesc);
   if (!validConv(xt, wf, c, yt))
     return CUDNN_STATUS_BAD_PARAM;
-  std::vector<double> sums = convolve(xt, x, wf, w, c, yt);
-  // All of y is computed before it is stored: beta reads the old y.
-  storeScaled(yt, y, sums, scale(xt.type, alpha), scale(xt.type, beta));
+  double a = scale(xt.type, alpha), b = scale(xt.type, beta);
+  fake::submit(streamOf(handle), [=] {
+    std::vector<double> sums = convolve(xt, x, wf, w, c, yt);
+    // All of y is computed before it is stored: beta reads the old y.
+    storeScaled(yt, y, sums, a, b);
+  });
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -365,7 +377,7 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, const cudn
                              const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
   if (!handle || !alpha || !beta || !aDesc || !A || !cDesc || !C)
     return CUDNN_STATUS_BAD_PARAM;
-  const Tensor &at = *as<Tensor>(aDesc), &ct = *as<Tensor>(cDesc);
+  const Tensor at = *as<Tensor>(aDesc), ct = *as<Tensor>(cDesc);
   if (at.dims.size() != ct.dims.size() || at.type != ct.type)
     return CUDNN_STATUS_BAD_PARAM;
   for (size_t d = 0; d < at.dims.size(); ++d)
@@ -373,13 +385,15 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, const cudn
       return CUDNN_STATUS_BAD_PARAM;
   fake::Element e = element(ct.type);
   double a = scale(ct.type, alpha), b = scale(ct.type, beta);
-  forEach(ct.dims, [&](const std::vector<int> &ci) {
-    std::vector<int> ai(ci);
-    for (size_t d = 0; d < ai.size(); ++d)
-      if (at.dims[d] == 1)
-        ai[d] = 0;
-    int64_t co = offset(ct, ci);
-    fake::store(e, C, co, a * fake::load(e, A, offset(at, ai)) + b * fake::load(e, C, co));
+  fake::submit(streamOf(handle), [=] {
+    forEach(ct.dims, [&](const std::vector<int> &ci) {
+      std::vector<int> ai(ci);
+      for (size_t d = 0; d < ai.size(); ++d)
+        if (at.dims[d] == 1)
+          ai[d] = 0;
+      int64_t co = offset(ct, ci);
+      fake::store(e, C, co, a * fake::load(e, A, offset(at, ai)) + b * fake::load(e, C, co));
+    });
   });
   return CUDNN_STATUS_SUCCESS;
 }
@@ -405,16 +419,18 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescri
                                      const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
   if (!handle || !act || !alpha || !beta || !xDesc || !x || !yDesc || !y)
     return CUDNN_STATUS_BAD_PARAM;
-  const Tensor &xt = *as<Tensor>(xDesc), &yt = *as<Tensor>(yDesc);
+  const Tensor xt = *as<Tensor>(xDesc), yt = *as<Tensor>(yDesc);
   if (xt.dims != yt.dims || xt.type != yt.type)
     return CUDNN_STATUS_BAD_PARAM;
   fake::Element e = element(xt.type);
   double a = scale(xt.type, alpha), b = scale(xt.type, beta);
-  forEach(xt.dims, [&](const std::vector<int> &i) {
-    double v = fake::load(e, x, offset(xt, i));
-    double r = std::isnan(v) ? v : std::max(v, 0.0);
-    int64_t yo = offset(yt, i);
-    fake::store(e, y, yo, a * r + (b != 0 ? b * fake::load(e, y, yo) : 0.0));
+  fake::submit(streamOf(handle), [=] {
+    forEach(xt.dims, [&](const std::vector<int> &i) {
+      double v = fake::load(e, x, offset(xt, i));
+      double r = std::isnan(v) ? v : std::max(v, 0.0);
+      int64_t yo = offset(yt, i);
+      fake::store(e, y, yo, a * r + (b != 0 ? b * fake::load(e, y, yo) : 0.0));
+    });
   });
   return CUDNN_STATUS_SUCCESS;
 }
@@ -449,8 +465,8 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
                                   const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
   if (!handle || !pDesc || !alpha || !beta || !xDesc || !x || !yDesc || !y)
     return CUDNN_STATUS_BAD_PARAM;
-  const Pool &p = *as<Pool>(pDesc);
-  const Tensor &xt = *as<Tensor>(xDesc), &yt = *as<Tensor>(yDesc);
+  const Pool p = *as<Pool>(pDesc);
+  const Tensor xt = *as<Tensor>(xDesc), yt = *as<Tensor>(yDesc);
   size_t spatial = p.window.size();
   if (xt.dims.size() != spatial + 2 || yt.dims.size() != xt.dims.size() || xt.type != yt.type ||
       yt.dims[0] != xt.dims[0] || yt.dims[1] != xt.dims[1])
@@ -462,29 +478,31 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
   }
   fake::Element e = element(xt.type);
   double a = scale(xt.type, alpha), b = scale(xt.type, beta);
-  forEach(yt.dims, [&](const std::vector<int> &yi) {
-    std::vector<int> xi(yi);
-    double best = -std::numeric_limits<double>::infinity(), sum = 0;
-    bool nan = false;
-    int64_t inside = 0;
-    forEach(p.window, [&](const std::vector<int> &wi) {
-      for (size_t s = 0; s < spatial; ++s) {
-        xi[s + 2] = yi[s + 2] * p.strides[s] - p.pads[s] + wi[s];
-        if (xi[s + 2] < 0 || xi[s + 2] >= xt.dims[s + 2])
-          return;
-      }
-      double v = fake::load(e, x, offset(xt, xi));
-      nan = nan || std::isnan(v);
-      best = std::max(best, v);
-      sum += v;
-      ++inside;
+  fake::submit(streamOf(handle), [=] {
+    forEach(yt.dims, [&](const std::vector<int> &yi) {
+      std::vector<int> xi(yi);
+      double best = -std::numeric_limits<double>::infinity(), sum = 0;
+      bool nan = false;
+      int64_t inside = 0;
+      forEach(p.window, [&](const std::vector<int> &wi) {
+        for (size_t s = 0; s < spatial; ++s) {
+          xi[s + 2] = yi[s + 2] * p.strides[s] - p.pads[s] + wi[s];
+          if (xi[s + 2] < 0 || xi[s + 2] >= xt.dims[s + 2])
+            return;
+        }
+        double v = fake::load(e, x, offset(xt, xi));
+        nan = nan || std::isnan(v);
+        best = std::max(best, v);
+        sum += v;
+        ++inside;
+      });
+      double r = p.mode == CUDNN_POOLING_MAX ? (nan ? std::nan("") : best)
+                 : p.mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                     ? sum / double(count(p.window))
+                     : sum / double(std::max<int64_t>(inside, 1));
+      int64_t yo = offset(yt, yi);
+      fake::store(e, y, yo, a * r + (b != 0 ? b * fake::load(e, y, yo) : 0.0));
     });
-    double r = p.mode == CUDNN_POOLING_MAX ? (nan ? std::nan("") : best)
-               : p.mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                   ? sum / double(count(p.window))
-                   : sum / double(std::max<int64_t>(inside, 1));
-    int64_t yo = offset(yt, yi);
-    fake::store(e, y, yo, a * r + (b != 0 ? b * fake::load(e, y, yo) : 0.0));
   });
   return CUDNN_STATUS_SUCCESS;
 }
@@ -504,10 +522,10 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
   if (!handle || !alpha1 || !alpha2 || !xDesc || !x || !wDesc || !w || !cDesc || !zDesc || !z ||
       !biasDesc || !bias || !act || !yDesc || !y)
     return CUDNN_STATUS_BAD_PARAM;
-  const Tensor &xt = *as<Tensor>(xDesc), &yt = *as<Tensor>(yDesc), &zt = *as<Tensor>(zDesc),
-               &bt = *as<Tensor>(biasDesc);
-  const Filter &wf = *as<Filter>(wDesc);
-  const Conv &c = *as<Conv>(cDesc);
+  const Tensor xt = *as<Tensor>(xDesc), yt = *as<Tensor>(yDesc), zt = *as<Tensor>(zDesc),
+               bt = *as<Tensor>(biasDesc);
+  const Filter wf = *as<Filter>(wDesc);
+  const Conv c = *as<Conv>(cDesc);
   if (!validConv(xt, wf, c, yt) || zt.dims != yt.dims || zt.type != yt.type)
     return CUDNN_STATUS_BAD_PARAM;
   if (as<Activation>(act)->mode != CUDNN_ACTIVATION_RELU)
@@ -519,18 +537,21 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     if (d != 1 && bt.dims[d] != 1)
       return CUDNN_STATUS_BAD_PARAM;
   fake::Element e = element(xt.type);
-  std::vector<double> sums = convolve(xt, x, wf, w, c, yt);
   double a1 = scale(xt.type, alpha1), a2 = scale(xt.type, alpha2);
-  int64_t flat = 0;
-  forEach(yt.dims, [&](const std::vector<int> &i) {
-    std::vector<int> channel(i.size(), 0);
-    channel[1] = i[1];
-    double v = a1 * sums[flat] + (a2 != 0 ? a2 * fake::load(e, z, offset(zt, i)) : 0.0) +
-               fake::load(e, bias, offset(bt, channel));
-    sums[flat++] = std::isnan(v) ? v : std::max(v, 0.0);
+  fake::submit(streamOf(handle), [=] {
+    std::vector<double> sums = convolve(xt, x, wf, w, c, yt);
+    int64_t flat = 0;
+    forEach(yt.dims, [&](const std::vector<int> &i) {
+      std::vector<int> channel(i.size(), 0);
+      channel[1] = i[1];
+      double v = a1 * sums[flat] + (a2 != 0 ? a2 * fake::load(e, z, offset(zt, i)) : 0.0) +
+                 fake::load(e, bias, offset(bt, channel));
+      sums[flat++] = std::isnan(v) ? v : std::max(v, 0.0);
+    });
+    flat = 0;
+    forEach(yt.dims,
+            [&](const std::vector<int> &i) { fake::store(e, y, offset(yt, i), sums[flat++]); });
   });
-  flat = 0;
-  forEach(yt.dims, [&](const std::vector<int> &i) { fake::store(e, y, offset(yt, i), sums[flat++]); });
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -561,18 +582,23 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
                                            const cudnnTensorDescriptor_t dxDesc, void *dx) {
   if (!handle || !alpha || !beta || !wDesc || !w || !dyDesc || !dy || !cDesc || !dxDesc || !dx)
     return CUDNN_STATUS_BAD_PARAM;
-  const Tensor &xt = *as<Tensor>(dxDesc), &yt = *as<Tensor>(dyDesc);
-  const Filter &wf = *as<Filter>(wDesc);
-  const Conv &c = *as<Conv>(cDesc);
+  const Tensor xt = *as<Tensor>(dxDesc), yt = *as<Tensor>(dyDesc);
+  const Filter wf = *as<Filter>(wDesc);
+  const Conv c = *as<Conv>(cDesc);
   if (!validConv(xt, wf, c, yt))
     return CUDNN_STATUS_BAD_PARAM;
   fake::Element e = element(xt.type);
   bool tf32 = roundsToTf32(c);
-  std::vector<double> grad(count(xt.dims), 0.0);
-  forEachTap(xt, wf, c, yt, [&](const std::vector<int> &yi, int64_t, const std::vector<int> &, int64_t xFlat,
-                                int64_t wo) {
-    grad[xFlat] += fake::loadOperand(e, dy, offset(yt, yi), tf32) * fake::loadOperand(e, w, wo, tf32);
+  double a = scale(xt.type, alpha), b = scale(xt.type, beta);
+  fake::submit(streamOf(handle), [=] {
+    std::vector<double> grad(count(xt.dims), 0.0);
+    forEachTap(xt, wf, c, yt,
+               [&](const std::vector<int> &yi, int64_t, const std::vector<int> &, int64_t xFlat,
+                   int64_t wo) {
+                 grad[xFlat] += fake::loadOperand(e, dy, offset(yt, yi), tf32) *
+                                fake::loadOperand(e, w, wo, tf32);
+               });
+    storeScaled(xt, dx, grad, a, b);
   });
-  storeScaled(xt, dx, grad, scale(xt.type, alpha), scale(xt.type, beta));
   return CUDNN_STATUS_SUCCESS;
 }

@@ -2,7 +2,9 @@
 //
 // The cuBLASLt and cuDNN doubles compute in double and read and write their
 // operands as the libraries' data types say: fp32, fp64, fp16 and bf16
-// (rounded to nearest even, as the real libraries store them).
+// (rounded to nearest even, as the real libraries store them). Their work goes
+// to the fake driver's stream through `submit`: run now, or recorded into a
+// graph while the stream captures.
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_TEST_FAKE_ELEMENTS_H
@@ -11,8 +13,30 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <dlfcn.h>
+#include <functional>
 
 namespace fake {
+
+/// Runs `work` on `stream` as the fake driver (libcuda.so.1, already loaded
+/// by the runtime) says: now, or when the graph a capture of the stream
+/// recorded it into is launched. Without that driver, now. The work must own
+/// copies of what it reads from the call's descriptors: a graph outlives them.
+inline void submit(void *stream, std::function<void()> work) {
+  using Submit = int (*)(void *, void (*)(void *), void (*)(void *), void *);
+  static Submit driverSubmit = [] {
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return driver ? reinterpret_cast<Submit>(dlsym(driver, "kiln_fake_cuda_submit")) : nullptr;
+  }();
+  if (!driverSubmit) {
+    work();
+    return;
+  }
+  driverSubmit(
+      stream, [](void *p) { (*static_cast<std::function<void()> *>(p))(); },
+      [](void *p) { delete static_cast<std::function<void()> *>(p); },
+      new std::function<void()>(std::move(work)));
+}
 
 enum class Element { f32, f64, f16, bf16, unknown };
 
