@@ -356,8 +356,8 @@ private:
   /// Floating-point operations per launch (GeneratedKernel::flops); null: a
   /// few per element.
   DimExpr flops;
-  /// GeneratedKernel::vectorWidth.
-  int vectorWidth = 0;
+  /// GeneratedKernel::vectorWidth and vectorLoads.
+  int vectorWidth = 0, vectorLoads = 0;
   /// GeneratedKernel::dividesData.
   bool dividesData = false;
   /// GeneratedKernel::perThreadMatrix.
@@ -382,8 +382,55 @@ private:
   bool blockPerItem = false;
   /// While emitting a vectorized lane: input number -> its loaded vector's name.
   std::map<unsigned, std::string> vectorInputs;
+  /// The vector path of a pointwise kernel whose inputs broadcast: how each
+  /// input is read (PointwiseRead), its width, and what lane 0 loaded (a
+  /// vector's or a scalar's name) for the later lanes of the same vector.
+  std::map<unsigned, int> broadcastReads;
+  std::map<unsigned, std::string> laneZeroReads;
+  int broadcastWidth = 0;
   int lane = 0;
 };
+
+/// How the vector path of a pointwise kernel reads an input: at the result's
+/// own position (one vector at the result's offset), along the result's
+/// innermost dim with other dims broadcast (a bias: one vector at the
+/// input's own offset of the vector's first element), or broadcast along the
+/// innermost dim (one scalar for the whole vector).
+enum PointwiseRead { kReadSame, kReadContiguous, kReadBroadcast };
+
+/// Whether a pointwise kernel whose inputs broadcast (numpy rules: elementwise
+/// ops, compare, select, cast, broadcast_to, splat constants) can take the
+/// vector path: the result's innermost dim is known, and every input's
+/// innermost dim (which trailing alignment maps onto the result's) is either
+/// that dim or 1. Returns each input's PointwiseRead, or nothing.
+std::optional<std::map<unsigned, int>> broadcastPointwiseReads(KernelOp kernel, Value root) {
+  Block &body = kernel.getBody().front();
+  for (Operation &op : body.without_terminator())
+    if (!isa<ConstantOp, SymbolicConstantOp, CompareOp, SelectOp, CastOp, BroadcastToOp>(op) &&
+        !op.hasTrait<OpTrait::Elementwise>())
+      return std::nullopt;
+  SymShape rootShape = getSymShape(root.getType());
+  if (rootShape.empty())
+    return std::nullopt;
+  std::optional<int64_t> inner = getConstantDimValue(rootShape.back());
+  if (!inner)
+    return std::nullopt;
+  std::map<unsigned, int> reads;
+  for (BlockArgument arg : body.getArguments()) {
+    SymShape shape = getSymShape(arg.getType());
+    std::optional<int64_t> last =
+        shape.empty() ? std::optional<int64_t>(1) : getConstantDimValue(shape.back());
+    if (shape == rootShape)
+      reads[arg.getArgNumber()] = kReadSame;
+    else if (last == inner && *inner != 1)
+      reads[arg.getArgNumber()] = kReadContiguous;
+    else if (last == 1)
+      reads[arg.getArgNumber()] = kReadBroadcast;
+    else
+      return std::nullopt;
+  }
+  return reads;
+}
 
 /// True when every element of the kernel reads every input at the result's own
 /// position (elementwise ops on operands of the result's shape, splat constants):
@@ -597,10 +644,33 @@ FailureOr<std::string> KernelEmitter::element(Value v, ArrayRef<std::string> ind
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     std::vector<std::string> shape = dims(v);
     std::string offset = linearize(index, shape);
-    if (auto vec = vectorInputs.find(arg.getArgNumber()); vec != vectorInputs.end())
+    unsigned n = arg.getArgNumber();
+    std::string in = "in" + std::to_string(n);
+    auto read = broadcastReads.find(n);
+    if (auto vec = vectorInputs.find(n); vec != vectorInputs.end()) {
       name = bind(v, "kiln_load(" + vec->second + ".x[" + std::to_string(lane) + "])");
-    else
-      name = bind(v, "kiln_load(in" + std::to_string(arg.getArgNumber()) + "[" + offset + "])");
+    } else if (read != broadcastReads.end()) {
+      // Lane 0 reads for the whole vector: its element is the vector's first
+      // (innermost position a multiple of the width, so the input's offset
+      // is one too); the later lanes are the next positions along the
+      // innermost dim, or the same element where the input broadcasts there.
+      std::string &first = laneZeroReads[n];
+      if (lane == 0) {
+        if (read->second == kReadContiguous) {
+          std::string t = storageType(elementOf(v)), W = std::to_string(broadcastWidth);
+          first = temp("v");
+          line("const kiln_vec<" + t + ", " + W + "> " + first + " = *reinterpret_cast<const kiln_vec<" +
+               t + ", " + W + "> *>(" + in + " + " + offset + ");");
+        } else {
+          first = bind(v, "kiln_load(" + in + "[" + offset + "])");
+        }
+      }
+      name = read->second == kReadContiguous
+                 ? bind(v, "kiln_load(" + first + ".x[" + std::to_string(lane) + "])")
+                 : first;
+    } else {
+      name = bind(v, "kiln_load(" + in + "[" + offset + "])");
+    }
   } else {
     FailureOr<std::string> r = elementOfOp(v.getDefiningOp(), v, index);
     if (failed(r))
@@ -1775,7 +1845,23 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
   for (BlockArgument arg : body.getArguments())
     narrowest = std::min(narrowest, storageBytes(elementOf(arg)));
   int width = 16 / static_cast<int>(narrowest);
-  if (isIdentityPointwise(kernel, root) && (!staticElements || *staticElements >= width)) {
+  // Inputs that broadcast (a bias, a per-channel scale, a mask) take the
+  // vector path too when every vector stays inside one innermost row: the
+  // innermost dim a multiple of the width. Inputs read one scalar per vector
+  // do not count towards the width.
+  std::optional<std::map<unsigned, int>> reads;
+  if (!isIdentityPointwise(kernel, root))
+    if ((reads = broadcastPointwiseReads(kernel, root))) {
+      narrowest = storageBytes(elementOf(root));
+      for (BlockArgument arg : body.getArguments())
+        if ((*reads)[arg.getArgNumber()] != kReadBroadcast)
+          narrowest = std::min(narrowest, storageBytes(elementOf(arg)));
+      width = 16 / static_cast<int>(narrowest);
+      if (*getConstantDimValue(getSymShape(root.getType()).back()) % width != 0)
+        reads.reset();
+    }
+  if ((isIdentityPointwise(kernel, root) || reads) &&
+      (!staticElements || *staticElements >= width)) {
     std::string W = std::to_string(width);
     vectorWidth = width;
     // Sized for the vector path (W elements per thread); the scalar fallback
@@ -1783,19 +1869,28 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
     workItems = canonicalizeDim(productOf(getSymShape(root.getType())).ceilDiv(width));
     std::string aligned = "kiln_aligned(out, sizeof(" + outType + ") * " + W + ")";
     for (BlockArgument arg : body.getArguments())
-      aligned += " && kiln_aligned(in" + std::to_string(arg.getArgNumber()) + ", sizeof(" +
-                 storageType(elementOf(arg)) + ") * " + W + ")";
+      if (!reads || (*reads)[arg.getArgNumber()] != kReadBroadcast)
+        aligned += " && kiln_aligned(in" + std::to_string(arg.getArgNumber()) + ", sizeof(" +
+                   storageType(elementOf(arg)) + ") * " + W + ")";
     line("int64_t vectorized = 0; // elements the vector loop covers");
     line("if (" + aligned + ") {");
     ++indent;
     line("for (int64_t vi = kiln_thread_index(); vi < n / " + W + "; vi += kiln_thread_count()) {");
     ++indent;
     for (BlockArgument arg : body.getArguments()) {
+      if (reads && (*reads)[arg.getArgNumber()] != kReadSame) {
+        broadcastReads[arg.getArgNumber()] = (*reads)[arg.getArgNumber()];
+        vectorLoads += (*reads)[arg.getArgNumber()] == kReadContiguous;
+        continue;
+      }
       std::string t = storageType(elementOf(arg)), name = temp("v");
       line("const kiln_vec<" + t + ", " + W + "> " + name + " = *reinterpret_cast<const kiln_vec<" +
            t + ", " + W + "> *>(in" + std::to_string(arg.getArgNumber()) + " + vi * " + W + ");");
       vectorInputs[arg.getArgNumber()] = name;
+      ++vectorLoads;
     }
+    broadcastWidth = width;
+    laneZeroReads.clear();
     line("kiln_vec<" + outType + ", " + W + "> result;");
     for (lane = 0; lane < width; ++lane) {
       pushScope();
@@ -1808,6 +1903,8 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
       popScope();
     }
     vectorInputs.clear();
+    broadcastReads.clear();
+    laneZeroReads.clear();
     lane = 0;
     line("*reinterpret_cast<kiln_vec<" + outType + ", " + W + "> *>(out + vi * " + W + ") = result;");
     --indent;
@@ -2697,6 +2794,7 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.workItems = workItems;
   g.flops = flops;
   g.vectorWidth = vectorWidth;
+  g.vectorLoads = vectorLoads;
   g.resultBytes = static_cast<int>(storageBytes(elementOf(root)));
   g.dividesData = dividesData;
   g.perThreadMatrix = perThreadMatrix;
@@ -2758,6 +2856,7 @@ FailureOr<GeneratedKernel> emitKernel(KernelOp kernel) { return KernelEmitter(ke
 
 void addLintFacts(llvm::json::Object &o, const GeneratedKernel &kernel) {
   o["vector_width"] = kernel.vectorWidth;
+  o["vector_loads"] = kernel.vectorLoads;
   o["result_bytes"] = kernel.resultBytes;
   o["divides_data"] = kernel.dividesData;
   o["per_thread_matrix"] = kernel.perThreadMatrix;

@@ -48,9 +48,13 @@ struct GeneratedKernel {
   /// kernel's arithmetic outgrows the bytes it moves (attention); null: a few
   /// per element, memory bound (the roofline in kiln-compile --report).
   mlir::AffineExpr flops;
-  /// Elements per 128-bit load and store of a pointwise kernel whose inputs
-  /// are all read at the result's position (its vector path); 0 otherwise.
+  /// Elements per 128-bit store of a pointwise kernel's vector path (inputs
+  /// read at the result's position, or broadcast along outer dims or along
+  /// the innermost one); 0 when it has none.
   int vectorWidth = 0;
+  /// Inputs that path loads 128 bits at a time (those broadcast along the
+  /// innermost dim are one scalar per vector).
+  int vectorLoads = 0;
   /// Bytes of one result element as stored (tools/sass-lint.py counts
   /// elements per loop trip from the stores).
   int resultBytes = 0;

@@ -25,9 +25,10 @@ A kernel's manifest can say why a finding is expected (EXEMPTIONS: a model
 that divides integers, a Det matrix too large for registers, Resize's and
 GridSample's taps in double); those are counted and printed apart, not as
 violations.
-  vector     a pointwise kernel with a vector path (vector_width > 0: every
-             input read at the result's position) stores with STG.E.128 and,
-             when it has loads, loads with LDG.E.128.
+  vector     a pointwise kernel with a vector path (vector_width > 0) stores
+             with STG.E.128 and, when the path loads inputs as vectors
+             (vector_loads > 0; inputs broadcast along the innermost dim are a
+             scalar per vector), loads with LDG.E.128.
 
 Exit status 1 when any kernel breaks a rule, 2 when the tools or inputs are
 missing. --json writes per kernel: registers, shared bytes, occupancy, SASS
@@ -281,8 +282,8 @@ def lint_kernel(info, code, res):
         ops = [op for _, _, op, _ in code]
         if not any(op.startswith("STG") and ".128" in op for op in ops):
             problems.append("vector: no 128-bit store (STG.E.128) on the vector path")
-        if any(op.startswith("LDG") for op in ops) and not any(
-                op.startswith("LDG") and ".128" in op for op in ops):
+        loads = info.get("vector_loads", 1 if any(op.startswith("LDG") for op in ops) else 0)
+        if loads > 0 and not any(op.startswith("LDG") and ".128" in op for op in ops):
             problems.append("vector: no 128-bit load (LDG.E.128) on the vector path")
     exempt = [p for p in problems
               if p.split(":")[0] in EXEMPTIONS and info.get(EXEMPTIONS[p.split(":")[0]][0])]
