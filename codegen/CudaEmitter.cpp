@@ -1769,62 +1769,77 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
   return unsupported(op, "has no CUDA C lowering yet");
 }
 
-/// A transpose of a kernel input that swaps its two innermost dims (leading dims in
-/// place): the tiled schedule applies.
-bool isInnerTranspose(Value root) {
+/// A transpose of a kernel input that moves the input's innermost dim (the
+/// result's innermost is another input dim): the tiled schedule applies.
+bool isTiledTranspose(Value root) {
   auto t = dyn_cast_or_null<TransposeOp>(root.getDefiningOp());
   if (!t || !isa<BlockArgument>(t.getInput()))
     return false;
   ArrayRef<int64_t> perm = t.getPermutation();
   int64_t r = perm.size();
-  if (r < 2 || perm[r - 1] != r - 2 || perm[r - 2] != r - 1)
-    return false;
-  for (int64_t d = 0; d + 2 < r; ++d)
-    if (perm[d] != d)
-      return false;
-  return true;
+  return r >= 2 && perm[r - 1] != r - 1;
 }
 
 LogicalResult KernelEmitter::emitTiledTranspose(TransposeOp root) {
   // 32x32 tiles through shared memory (one column of padding against bank
-  // conflicts): reads walk the input's rows and writes the output's, so both are
-  // coalesced. A block per tile; any block size.
+  // conflicts) over two input dims: `a`, which becomes the result's innermost,
+  // and the input's innermost. Reads walk the input's innermost dim and
+  // writes the result's, so both are coalesced; every other dim is a batch
+  // of tiles (NCHW -> NHWC tiles C against W for each n, h; a head split's
+  // [B, S, H, D] -> [B, H, D, S] tiles S against D). A block per tile; any
+  // block size.
   blockPerItem = true;
   Value input = root.getInput();
-  std::vector<std::string> shape = dims(input);
-  size_t r = shape.size();
+  std::vector<std::string> shape = dims(input), outShape = dims(root.getResult());
+  ArrayRef<int64_t> perm = root.getPermutation();
+  size_t r = shape.size(), a = static_cast<size_t>(perm[r - 1]), c = r - 1;
   std::string T = storageType(elementOf(input));
-  std::vector<std::string> lead(shape.begin(), shape.end() - 2);
+  std::vector<std::string> batchShape;
+  SymShape d = getSymShape(input.getType());
+  SmallVector<DimExpr> batchDims;
+  for (size_t k = 0; k < r; ++k)
+    if (k != a && k != c) {
+      batchShape.push_back(shape[k]);
+      batchDims.push_back(d[k]);
+    }
+  workItems = canonicalizeDim(productOf(batchDims) * d[a].ceilDiv(32) * d[c].ceilDiv(32));
   line("__shared__ " + T + " tile[32][33];");
-  line("const int64_t batch = " + product(lead) + ";");
-  line("const int64_t R = " + shape[r - 2] + ", C = " + shape[r - 1] + ";");
-  line("const int64_t tilesR = (R + 31) / 32, tilesC = (C + 31) / 32;");
-  {
-    SymShape d = getSymShape(input.getType());
-    workItems = canonicalizeDim(productOf(ArrayRef<DimExpr>(d).drop_back(2)) *
-                                d[r - 2].ceilDiv(32) * d[r - 1].ceilDiv(32));
-  }
-  std::string tilesR = "((" + shape[r - 2] + " + 31) / 32)", tilesC = "((" + shape[r - 1] + " + 31) / 32)";
-  line("for (int64_t t = blockIdx.x; t < batch * tilesR * tilesC; t += gridDim.x) {");
-  line("  const int64_t b = " + quotient("t", "(" + tilesR + " * " + tilesC + ")") + ";");
-  line("  const int64_t rc = t - b * tilesR * tilesC;");
-  line("  const int64_t tr = " + quotient("rc", tilesC) + ", tc = rc - tr * tilesC;");
-  line("  for (int64_t e = threadIdx.x; e < 32 * 32; e += blockDim.x) {");
-  line("    const int64_t i = e / 32, j = e % 32, row = tr * 32 + i, col = tc * 32 + j;");
-  line("    if (row < R && col < C) tile[i][j] = in0[(b * R + row) * C + col];");
-  line("  }");
-  line("  __syncthreads();");
-  line("  for (int64_t e = threadIdx.x; e < 32 * 32; e += blockDim.x) {");
-  line("    const int64_t i = e / 32, j = e % 32, col = tc * 32 + i, row = tr * 32 + j;");
-  line("    if (row < R && col < C) out[(b * C + col) * R + row] = tile[j][i];");
-  line("  }");
-  line("  __syncthreads();");
-  line("}");
+  line("const int64_t batch = " + product(batchShape) + ";");
+  line("const int64_t A = " + shape[a] + ", C = " + shape[c] + ";");
+  line("const int64_t tilesA = (A + 31) / 32, tilesC = (C + 31) / 32;");
+  std::string tilesA = "((" + shape[a] + " + 31) / 32)", tilesC = "((" + shape[c] + " + 31) / 32)";
+  openBlock("for (int64_t t = blockIdx.x; t < batch * tilesA * tilesC; t += gridDim.x) {");
+  line("const int64_t b = " + quotient("t", "(" + tilesA + " * " + tilesC + ")") + ";");
+  line("const int64_t ac = t - b * tilesA * tilesC;");
+  line("const int64_t ta = " + quotient("ac", tilesC) + ", tc = ac - ta * tilesC;");
+  // The tile's batch coordinates, then the input index of (row, col).
+  std::vector<std::string> batchIndex = unravel("b", batchShape);
+  auto inputIndex = [&](const std::string &row, const std::string &col) {
+    std::vector<std::string> index;
+    for (size_t k = 0, next = 0; k < r; ++k)
+      index.push_back(k == a ? row : k == c ? col : batchIndex[next++]);
+    return index;
+  };
+  openBlock("for (int64_t e = threadIdx.x; e < 32 * 32; e += blockDim.x) {");
+  line("const int64_t i = e / 32, j = e % 32, row = ta * 32 + i, col = tc * 32 + j;");
+  line("if (row < A && col < C) tile[i][j] = in0[" + linearize(inputIndex("row", "col"), shape) +
+       "];");
+  closeBlock();
+  line("__syncthreads();");
+  openBlock("for (int64_t e = threadIdx.x; e < 32 * 32; e += blockDim.x) {");
+  line("const int64_t i = e / 32, j = e % 32, col = tc * 32 + i, row = ta * 32 + j;");
+  std::vector<std::string> in = inputIndex("row", "col"), outIndex;
+  for (size_t k = 0; k < r; ++k)
+    outIndex.push_back(in[perm[k]]);
+  line("if (row < A && col < C) out[" + linearize(outIndex, outShape) + "] = tile[j][i];");
+  closeBlock();
+  line("__syncthreads();");
+  closeBlock();
   return success();
 }
 
 LogicalResult KernelEmitter::emitPointwise(Value root) {
-  if (isInnerTranspose(root) &&
+  if (isTiledTranspose(root) &&
       cast<BlockArgument>(cast<TransposeOp>(root.getDefiningOp()).getInput()).getArgNumber() == 0)
     return emitTiledTranspose(cast<TransposeOp>(root.getDefiningOp()));
   std::vector<std::string> shape = dims(root);
