@@ -1243,6 +1243,15 @@ FailureOr<std::string> KernelEmitter::col2ImElement(Col2ImOp op, ArrayRef<std::s
 /// its passes: 16 values a thread at 128 threads.
 constexpr int64_t kMaxCachedRow = 2048;
 
+/// Threads per block of the runtime's launches (runtime/src/cuda: 256):
+/// schedules that give each warp its own item state their work in blocks
+/// of that many threads.
+constexpr int64_t kBlockThreads = 256;
+
+/// The most reduced elements a trailing reduction gives one warp (8 a lane)
+/// rather than a block.
+constexpr int64_t kMaxWarpReduction = 256;
+
 /// Det matrices up to this size live in registers (16 doubles); larger ones in
 /// local memory.
 constexpr int64_t kMaxRegisterDetRows = 4;
@@ -1998,38 +2007,70 @@ LogicalResult KernelEmitter::emitReduction(ReduceOp root) {
   std::string combineFn = "[](" + acc + " a, " + acc + " b) { return (" + acc + ")(" + combine + "); }";
   line("const int64_t items = " + product(outShape) + ";");
   line("const int64_t R = " + product(reducedShape) + ";");
-  if (blockPerItem)
-    line("__shared__ " + acc + " scratch[KILN_MAX_BLOCK];");
-  openBlock(blockPerItem ? "for (int64_t o = blockIdx.x; o < items; o += gridDim.x) {"
-                         : "for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count()) {");
-  std::vector<std::string> outIndex = unravel("o", outShape);
-  line(acc + " acc = " + identity + ";");
-  openBlock(blockPerItem ? "for (int64_t rr = threadIdx.x; rr < R; rr += blockDim.x) {"
-                         : "for (int64_t rr = 0; rr < R; ++rr) {");
-  std::vector<std::string> redIndex = unravel("rr", reducedShape), inIndex;
-  size_t nextOut = 0, nextRed = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (reduced[d]) {
-      inIndex.push_back(redIndex[nextRed++]);
-      if (root.getKeepDims())
-        ++nextOut;
-    } else {
-      inIndex.push_back(outIndex[nextOut++]);
+  // One output's reduction: `outer` walks the outputs, `inner` the reduced
+  // elements (each thread's share), `combineAll` joins the threads' partials
+  // and `storeIf` picks the thread that writes.
+  auto reduceOutputs = [&](const std::string &outer, const std::string &inner,
+                           const std::string &combineAll, const std::string &storeIf) {
+    openBlock(outer);
+    std::vector<std::string> outIndex = unravel("o", outShape);
+    line(acc + " acc = " + identity + ";");
+    openBlock(inner);
+    std::vector<std::string> redIndex = unravel("rr", reducedShape), inIndex;
+    size_t nextOut = 0, nextRed = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (reduced[d]) {
+        inIndex.push_back(redIndex[nextRed++]);
+        if (root.getKeepDims())
+          ++nextOut;
+      } else {
+        inIndex.push_back(outIndex[nextOut++]);
+      }
     }
+    FailureOr<std::string> x = element(input, inIndex);
+    if (failed(x))
+      return failure();
+    line("acc = (" + combineFn + ")(acc, (" + acc + ")" + *x + ");");
+    closeBlock();
+    if (!combineAll.empty())
+      line("acc = " + combineAll + ";");
+    std::string final = "acc";
+    if (kind == ReduceKind::mean)
+      final = isF ? "acc / (" + acc + ")R" : "(R == 0 ? (" + acc + ")0 : (" + acc + ")(acc / R))";
+    line(storeIf + "out[o] = " + store(t, final) + ";");
+    closeBlock();
+    return success();
+  };
+  if (!blockPerItem)
+    return reduceOutputs("for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count()) {",
+                         "for (int64_t rr = 0; rr < R; ++rr) {", "", "");
+  // Trailing axes: a warp per output where the reduced elements are few
+  // (a global average pool's 49: a block's 256 threads would mostly idle),
+  // eight outputs to a block of the runtime's 256 threads; else a block per
+  // output. Blocks that are not whole warps (host emulation's one thread)
+  // take the block path, correct for any grid.
+  std::optional<int64_t> staticR =
+      getConstantDimValue(productOf(ArrayRef<DimExpr>(getSymShape(input.getType())).take_back(
+          static_cast<size_t>(std::count(reduced.begin(), reduced.end(), true)))));
+  line("__shared__ " + acc + " scratch[KILN_MAX_BLOCK];");
+  if (staticR && *staticR <= kMaxWarpReduction) {
+    SymShape out = getSymShape(result.getType());
+    workItems = canonicalizeDim(productOf(out).ceilDiv(kBlockThreads / 32));
+    line("if (blockDim.x % 32 == 0) {");
+    ++indent;
+    line("const int64_t lane = threadIdx.x % 32, warps = blockDim.x / 32;");
+    if (failed(reduceOutputs(
+            "for (int64_t o = blockIdx.x * warps + threadIdx.x / 32; o < items; o += gridDim.x * warps) {",
+            "for (int64_t rr = lane; rr < R; rr += 32) {", "kiln_warp_reduce(acc, " + combineFn + ")",
+            "if (lane == 0) ")))
+      return failure();
+    line("return;");
+    --indent;
+    line("}");
   }
-  FailureOr<std::string> x = element(input, inIndex);
-  if (failed(x))
-    return failure();
-  line("acc = (" + combineFn + ")(acc, (" + acc + ")" + *x + ");");
-  closeBlock();
-  if (blockPerItem)
-    line("acc = kiln_block_reduce(acc, " + combineFn + ", scratch);");
-  std::string final = "acc";
-  if (kind == ReduceKind::mean)
-    final = isF ? "acc / (" + acc + ")R" : "(R == 0 ? (" + acc + ")0 : (" + acc + ")(acc / R))";
-  line(std::string(blockPerItem ? "if (threadIdx.x == 0) " : "") + "out[o] = " + store(t, final) + ";");
-  closeBlock();
-  return success();
+  return reduceOutputs("for (int64_t o = blockIdx.x; o < items; o += gridDim.x) {",
+                       "for (int64_t rr = threadIdx.x; rr < R; rr += blockDim.x) {",
+                       "kiln_block_reduce(acc, " + combineFn + ", scratch)", "if (threadIdx.x == 0) ");
 }
 
 LogicalResult KernelEmitter::emitArgReduction(ArgReduceOp root) {
@@ -2555,12 +2596,16 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   line("__shared__ " + acc + " scratch[KILN_MAX_BLOCK];");
   line("const int64_t rows = " + product(outerShape) + " * " + product(innerShape) + ";");
   {
-    // A block per row (or per few short rows): the rows, not the elements.
+    // A block per row, or for rows known to take the warp path (at most 32
+    // elements) a block per eight rows: the rows, not the elements.
     SymShape d = getSymShape(x.getType());
     SymShape rowDims(d.begin(), d.begin() + axis);
     if (!layerNorm)
       rowDims.append(d.begin() + axis + 1, d.end());
-    workItems = productOf(rowDims);
+    std::optional<int64_t> length = getConstantDimValue(
+        productOf(ArrayRef<DimExpr>(d).slice(axis, layerNorm ? rank - axis : 1)));
+    workItems = length && *length <= 32 ? canonicalizeDim(productOf(rowDims).ceilDiv(kBlockThreads / 32))
+                                        : productOf(rowDims);
   }
   line("const int64_t L = " + product(rowShape) + ";");
   line("const int64_t inner = " + product(innerShape) + ";");

@@ -63,11 +63,10 @@ absl::StatusOr<Compiler> findCompiler(const std::string &cacheDir) {
   // A test mode: N threads per block (kiln_device.h says what it checks).
   if (std::optional<std::string> threads = llvm::sys::Process::GetEnv("KILN_HOST_BLOCK_THREADS")) {
     int n = 0;
-    if (!llvm::to_integer(*threads, n, 10) || n < 1 || n > 256 || n % 32 == 0)
+    if (!llvm::to_integer(*threads, n, 10) || n < 1 || n > 256)
       return absl::InvalidArgumentError(
           absl::StrCat("KILN_HOST_BLOCK_THREADS='", *threads,
-                       "': threads per block in host emulation must be 1 to 256 and not a "
-                       "multiple of 32 (warp shuffles are not emulated)"));
+                       "': threads per block in host emulation must be 1 to 256"));
     compiler.flags.push_back("-pthread");
     compiler.flags.push_back("-DKILN_HOST_BLOCK_THREADS=" + std::to_string(n));
   }

@@ -8,15 +8,17 @@
 
 // CHECK: #include "kiln/device/kiln_device.h"
 
-// Pointwise, f32, a symbolic size as a parameter with a -D override, broadcasting
-// (so no vector path: the bias is not read at the result's position).
+// Pointwise, f32, a symbolic size as a parameter with a -D override,
+// broadcasting: the bias [8] is read along the innermost dim, so the vector
+// path reads it as a vector at its own offset of each vector's first element
+// (test/run/broadcast-kernels.test); the scalar loop takes the rest.
 // CHECK-LABEL: pointwise kernel
 // CHECK: #ifndef KILN_SYM_n
 // CHECK-NEXT: #define KILN_SYM_n sym_n
 // CHECK: extern "C" __global__ void kiln_pointwise_{{[0-9a-f]+}}(float *KILN_RESTRICT out, const float *KILN_RESTRICT in0, const float *KILN_RESTRICT in1, int64_t sym_n)
 // CHECK: const int64_t n = (KILN_SYM_n * (8LL));
-// CHECK-NOT: kiln_vec
-// CHECK: for (int64_t i = kiln_thread_index(); i < n; i += kiln_thread_count())
+// CHECK: *reinterpret_cast<const kiln_vec<float, 4> *>(in1 + {{i[0-9]+}});
+// CHECK: for (int64_t i = vectorized + kiln_thread_index(); i < n; i += kiln_thread_count())
 // CHECK: kiln_load(in1[{{i[0-9]+}}])
 // CHECK: kiln_tanh(
 // CHECK: out[i] = (float)(
@@ -177,12 +179,14 @@ func.func @to_float8(%x: tensor<8xf32>) -> tensor<8xf8E4M3FN> {
   return %c : tensor<8xf8E4M3FN>
 }
 
-// A transpose of the two innermost dims goes through 32x32 shared-memory tiles.
+// A transpose of the two innermost dims goes through 32x32 shared-memory
+// tiles (test/run/transpose-kernels.test: any permutation that moves the
+// innermost dim).
 // CHECK-LABEL: pointwise kernel
 // CHECK: __shared__ float tile[32][33];
-// CHECK: if (row < R && col < C) tile[i][j] = in0[(b * R + row) * C + col];
+// CHECK: if (row < A && col < C) tile[i][j] = in0[(((b) * (64LL) + row) * (48LL) + col)];
 // CHECK: __syncthreads();
-// CHECK: if (row < R && col < C) out[(b * C + col) * R + row] = tile[j][i];
+// CHECK: if (row < A && col < C) out[(((b) * (48LL) + col) * (64LL) + row)] = tile[j][i];
 func.func @transpose_inner(%x: tensor<?x64x48xf32, #kiln.dims<[b, 64, 48]>>) -> tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>> {
   %t = kiln.transpose %x {permutation = array<i64: 0, 2, 1>} : (tensor<?x64x48xf32, #kiln.dims<[b, 64, 48]>>) -> tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>>
   return %t : tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>>

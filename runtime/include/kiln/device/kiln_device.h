@@ -39,11 +39,15 @@ struct kiln_dim3 {
 // the compile): N host threads per block, __syncthreads a barrier across them,
 // __shared__ one copy the block's threads share, blocks one after another. It
 // runs the code paths a GPU's blocks take, which one thread per block never
-// does. Warp shuffles are not emulated: N must not be a multiple of 32 (the
-// kernels take their warp paths only then).
-#if KILN_HOST_BLOCK_THREADS % 32 == 0 || KILN_HOST_BLOCK_THREADS > 256
-#error "KILN_HOST_BLOCK_THREADS must be at most 256 and not a multiple of 32"
+// does. With N a multiple of 32 the block is whole warps and the kernels take
+// their warp paths: a shuffle is a store to the lane's slot, a barrier of the
+// warp's 32 threads, a load of the partner's slot and another barrier (every
+// lane of a warp shuffles together, as __shfl_xor_sync with a full mask
+// requires on a GPU).
+#if KILN_HOST_BLOCK_THREADS < 1 || KILN_HOST_BLOCK_THREADS > 256
+#error "KILN_HOST_BLOCK_THREADS must be 1 to 256"
 #endif
+#define KILN_HOST_WARPS (KILN_HOST_BLOCK_THREADS % 32 == 0)
 #include <pthread.h>
 #include <thread>
 #include <vector>
@@ -52,11 +56,18 @@ static thread_local kiln_dim3 blockIdx = {0}, gridDim = {1}, threadIdx = {0};
 static const kiln_dim3 blockDim = {KILN_HOST_BLOCK_THREADS};
 static pthread_barrier_t kiln_block_barrier;
 static inline void __syncthreads() { pthread_barrier_wait(&kiln_block_barrier); }
+// Warp emulation (whole warps only): each lane's shuffled word, and a barrier
+// per warp.
+static uint64_t kiln_warp_words[KILN_HOST_BLOCK_THREADS];
+static pthread_barrier_t kiln_warp_barriers[(KILN_HOST_BLOCK_THREADS + 31) / 32];
 // Runs `body` as `grid` blocks of KILN_HOST_BLOCK_THREADS threads, in order:
 // the same threads run every block, meeting at a barrier before the next one
 // reuses the __shared__ arrays.
 template <typename F> static void kiln_run_blocks(int64_t grid, F body) {
   pthread_barrier_init(&kiln_block_barrier, nullptr, KILN_HOST_BLOCK_THREADS);
+  if (KILN_HOST_WARPS)
+    for (pthread_barrier_t &b : kiln_warp_barriers)
+      pthread_barrier_init(&b, nullptr, 32);
   std::vector<std::thread> threads;
   for (int64_t t = 0; t < KILN_HOST_BLOCK_THREADS; ++t)
     threads.emplace_back([&, t] {
@@ -71,6 +82,9 @@ template <typename F> static void kiln_run_blocks(int64_t grid, F body) {
   for (std::thread &thread : threads)
     thread.join();
   pthread_barrier_destroy(&kiln_block_barrier);
+  if (KILN_HOST_WARPS)
+    for (pthread_barrier_t &b : kiln_warp_barriers)
+      pthread_barrier_destroy(&b);
 }
 #else
 // One thread per block: a block is one call, so its shared arrays are the
@@ -725,15 +739,30 @@ template <typename T> KILN_DEVICE T kiln_shfl_xor(T v, int offset) {
   T r;
   memcpy(&r, &bits, sizeof(T));
   return r;
+#elif defined(KILN_HOST_BLOCK_THREADS)
+  if (!KILN_HOST_WARPS)
+    return v;
+  static_assert(sizeof(T) <= 8, "kiln_shfl_xor moves at most 8 bytes");
+  unsigned t = static_cast<unsigned>(threadIdx.x);
+  pthread_barrier_t *warp = &kiln_warp_barriers[t / 32];
+  uint64_t bits = 0;
+  memcpy(&bits, &v, sizeof(T));
+  kiln_warp_words[t] = bits;
+  pthread_barrier_wait(warp);
+  bits = kiln_warp_words[t ^ static_cast<unsigned>(offset)];
+  pthread_barrier_wait(warp);
+  T r;
+  memcpy(&r, &bits, sizeof(T));
+  return r;
 #else
   (void)offset;
   return v;
 #endif
 }
 // Every lane of a full warp gets the reduction of the warp's values (a
-// butterfly of shuffles). Host emulation runs one thread per warp: a no-op.
+// butterfly of shuffles). Host emulation with one thread per block: a no-op.
 template <typename T, typename F> KILN_DEVICE T kiln_warp_reduce(T v, F f) {
-#ifdef __CUDACC_RTC__
+#if defined(__CUDACC_RTC__) || defined(KILN_HOST_BLOCK_THREADS)
   for (int offset = 16; offset > 0; offset /= 2)
     v = f(v, kiln_shfl_xor(v, offset));
 #endif
@@ -748,7 +777,7 @@ template <typename T, typename F> KILN_DEVICE T kiln_warp_reduce(T v, F f) {
 // powers of two, tested with a mask: no integer divide.
 template <typename T, typename F> KILN_DEVICE T kiln_block_reduce(T v, F f, T *scratch) {
   unsigned t = threadIdx.x, n = blockDim.x;
-#ifdef __CUDACC_RTC__
+#if defined(__CUDACC_RTC__) || defined(KILN_HOST_BLOCK_THREADS)
   if ((n & 31u) == 0) {
     v = kiln_warp_reduce(v, f);
     if ((t & 31u) == 0)
