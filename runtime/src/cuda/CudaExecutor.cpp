@@ -164,6 +164,18 @@ public:
     for (int64_t d : shape)
       signature.push_back(static_cast<uint64_t>(d));
   }
+  /// A library call's part of the signature: its step (which fixes its
+  /// parameters), element type, operand dims, addresses and workspace.
+  void signCall(size_t step, ref::DType dtype, std::initializer_list<const ref::Shape *> shapes,
+                std::initializer_list<uintptr_t> addresses, CUdeviceptr workspaceAddress) {
+    sign(step);
+    sign(static_cast<uint64_t>(dtype));
+    for (const ref::Shape *shape : shapes)
+      sign(*shape);
+    for (uintptr_t address : addresses)
+      sign(address);
+    sign(workspaceAddress);
+  }
 };
 
 namespace {
@@ -393,16 +405,10 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
     if (absl::Status st = state.ensure(state.workspace, MatmulRunner::kWorkspaceBytes); !st.ok())
       return st;
   if (state.mode != SegmentMode::Off) {
-    // What the call takes (the step's parameters are fixed by `s`).
-    state.sign(s);
-    state.sign(static_cast<uint64_t>(call.dtype));
-    state.sign(call.x);
-    state.sign(call.w);
-    state.sign(call.result);
-    for (uintptr_t p : {call.xAddress, call.wAddress, call.biasAddress, call.residualAddress,
-                        call.resultAddress})
-      state.sign(p);
-    state.sign(host.pool ? 0 : state.workspace.first);
+    state.signCall(s, call.dtype, {&call.x, &call.w, &call.result},
+                   {call.xAddress, call.wAddress, call.biasAddress, call.residualAddress,
+                    call.resultAddress},
+                   host.pool ? 0 : state.workspace.first);
     if (state.mode == SegmentMode::Dry)
       return "cudnn";
   }
@@ -468,15 +474,9 @@ absl::StatusOr<const char *> CudaExecutor::runLibraryStep(ExecutionContext &cont
   if (absl::Status st = state.ensure(state.workspace, MatmulRunner::kWorkspaceBytes); !st.ok())
     return st;
   if (state.mode != SegmentMode::Off) {
-    state.sign(s);
-    state.sign(static_cast<uint64_t>(call.dtype));
-    state.sign(call.a);
-    state.sign(call.b);
-    state.sign(call.bias);
-    state.sign(call.result);
-    for (uintptr_t p : {call.aAddress, call.bAddress, call.biasAddress, call.resultAddress})
-      state.sign(p);
-    state.sign(state.workspace.first);
+    state.signCall(s, call.dtype, {&call.a, &call.b, &call.bias, &call.result},
+                   {call.aAddress, call.bAddress, call.biasAddress, call.resultAddress},
+                   state.workspace.first);
     if (state.mode == SegmentMode::Dry)
       return "cublasLt";
   }
