@@ -14,6 +14,11 @@ count is known only at run time).
     red_long   ReduceSum over the last axis of x [n, 3, 1000] (a block each)
     red_dyn    ReduceSum over the last axis of x [3, n] (a count known only
                at run time: a block each)
+    red_column ReduceSum over axis 0 of x [8192, 8], keepdims (a column
+               reduction to 8 results, split into 512 chunks of 16 rows by
+               kiln-split-reductions)
+    red_columns ReduceMax over [0, 1] of x [64, 128, n, 2] (several leading
+               axes; n is a symbol, so this one is not split)
 Data sets at n = 1 and n = 5 (more outputs than one block's eight warps).
 """
 import os
@@ -31,6 +36,8 @@ MODELS = {
     "red_max": ("ReduceMax", ["n", 9, 33], [2], 0, T.INT32),
     "red_long": ("ReduceSum", ["n", 3, 1000], [2], 0, T.FLOAT),
     "red_dyn": ("ReduceSum", [3, "n"], [1], 0, T.FLOAT),
+    "red_column": ("ReduceSum", [8192, 8], [0], 1, T.FLOAT),
+    "red_columns": ("ReduceMax", [64, 128, "n", 2], [0, 1], 0, T.FLOAT),
 }
 
 
