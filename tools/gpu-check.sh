@@ -81,6 +81,12 @@ prepare() {
   echo "== row kernels around their paths (a warp per row, rows kept in registers up to 2048, re-read beyond)"
   numpy_models make_row_models.py "$bundle/rows" "$build" --no-host
 
+  echo "== broadcast vector paths, tiled transposes, warp-per-output and split column reductions, views"
+  numpy_models make_broadcast_models.py "$bundle/broadcast" "$build" --no-host
+  numpy_models make_transpose_models.py "$bundle/transpose" "$build" --no-host
+  numpy_models make_reduce_models.py "$bundle/reduce" "$build" --no-host
+  numpy_models make_view_models.py "$bundle/views" "$build" --no-host
+
   echo "== a BERT-base encoder layer (fp16 weights: the carry limit) at batch 8, seq 128, with its roofline"
   python3 "$root/bench/make_bert_encoder.py" "$bundle/models/bert.onnx" --layers 1
   "$build/bin/kiln-compile" "$bundle/models/bert.onnx" -o "$bundle/models/bert.kiln" --arch "sm_$sm" \
@@ -217,6 +223,12 @@ PY
 
   echo "== row kernels on the device (256-thread blocks: the register path), against numpy"
   run_numpy_models "$bundle/rows" "$out/rows.txt"
+
+  echo "== broadcast vectors, tiled transposes, reductions (warps of real shuffles), views, against numpy"
+  run_numpy_models "$bundle/broadcast" "$out/broadcast.txt" bcast_f16=1e-3
+  run_numpy_models "$bundle/transpose" "$out/transpose.txt"
+  run_numpy_models "$bundle/reduce" "$out/reduce.txt" red_pool=1e-4 red_sum=1e-4 red_long=1e-4 red_dyn=1e-4 red_column=1e-4 red_columns=1e-4
+  run_numpy_models "$bundle/views" "$out/views.txt"
 
   echo "== the BERT layer: measured step times and achieved GB/s, TFLOP/s beside the roofline's predictions"
   "$bundle/bin/kiln-run" "$bundle/models/bert.kiln" --input "x=$bundle/models/bert-x.npy" \
