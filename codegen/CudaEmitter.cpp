@@ -1252,6 +1252,10 @@ constexpr int64_t kBlockThreads = 256;
 /// rather than a block.
 constexpr int64_t kMaxWarpReduction = 256;
 
+/// The longest row of a known length a row kernel gives one warp, the row in
+/// registers (8 values a lane), rather than a block.
+constexpr int64_t kMaxWarpRow = 256;
+
 /// Det matrices up to this size live in registers (16 doubles); larger ones in
 /// local memory.
 constexpr int64_t kMaxRegisterDetRows = 4;
@@ -2596,22 +2600,25 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   line("__shared__ " + acc + " scratch[KILN_MAX_BLOCK];");
   line("const int64_t rows = " + product(outerShape) + " * " + product(innerShape) + ";");
   {
-    // A block per row, or for rows known to take the warp path (at most 32
-    // elements) a block per eight rows: the rows, not the elements.
+    // A block per row, or for rows known to take the warp path (at most
+    // kMaxWarpRow elements) a block per eight rows: the rows, not the elements.
     SymShape d = getSymShape(x.getType());
     SymShape rowDims(d.begin(), d.begin() + axis);
     if (!layerNorm)
       rowDims.append(d.begin() + axis + 1, d.end());
     std::optional<int64_t> length = getConstantDimValue(
         productOf(ArrayRef<DimExpr>(d).slice(axis, layerNorm ? rank - axis : 1)));
-    workItems = length && *length <= 32 ? canonicalizeDim(productOf(rowDims).ceilDiv(kBlockThreads / 32))
-                                        : productOf(rowDims);
+    workItems = length && *length <= kMaxWarpRow
+                    ? canonicalizeDim(productOf(rowDims).ceilDiv(kBlockThreads / 32))
+                    : productOf(rowDims);
   }
   line("const int64_t L = " + product(rowShape) + ";");
   line("const int64_t inner = " + product(innerShape) + ";");
-  // Short rows take a warp each (lanes stride the row, shuffles reduce); longer
-  // ones a block each (warp shuffles and one shared-memory step). A row of a
-  // known length up to kMaxCachedRow (half that in double) is read once: each
+  // Short rows take a warp each (lanes stride the row, shuffles reduce; rows
+  // of a known length up to kMaxWarpRow kept in registers, ceil(L / 32) values
+  // a lane); longer ones a block each (warp shuffles and one shared-memory
+  // step). A row of a known length up to kMaxCachedRow (half that in double)
+  // is read once: each
   // thread keeps its K = ceil(L / 128) elements in registers (rowCache) for
   // the passes after the first, when the block has the threads for it
   // (blockDim * K >= L: the runtime's 256 always; host emulation's threaded
@@ -2620,7 +2627,7 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   std::optional<int64_t> staticRow = getConstantDimValue(
       productOf(ArrayRef<DimExpr>(getSymShape(x.getType())).slice(axis, layerNorm ? rank - axis : 1)));
   int64_t cacheLimit = kMaxCachedRow / (t.isF64() ? 2 : 1);
-  int64_t cached = staticRow && *staticRow > 32 && *staticRow <= cacheLimit ? (*staticRow + 127) / 128 : 0;
+  int64_t cached = staticRow && *staticRow > kMaxWarpRow && *staticRow <= cacheLimit ? (*staticRow + 127) / 128 : 0;
   auto rowLoop = [&](bool warp, int64_t cache) -> LogicalResult {
     auto reduce = [&](const std::string &v, const std::string &fn) {
       return warp ? "kiln_warp_reduce(" + v + ", " + fn + ")"
@@ -2659,7 +2666,7 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
       // passes read them from there (x's element at this pass's index is
       // rowCache[k]).
       openBlock("KILN_UNROLL for (int64_t k = 0; k < " + std::to_string(cache) + "; ++k) {");
-      line("const int64_t j = threadIdx.x + k * blockDim.x;");
+      line(warp ? "const int64_t j = lane + k * 32;" : "const int64_t j = threadIdx.x + k * blockDim.x;");
       openBlock("if (j < L) {");
       std::vector<std::string> index = rowIndex("j");
       if (pass++ == 0) {
@@ -2759,10 +2766,14 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
     return success();
 
   };
-  line("if (L <= 32 && blockDim.x % 32 == 0) {");
+  // A row of a known length up to kMaxWarpRow takes a warp with the row in
+  // registers (ceil(L / 32) values a lane); of a length known at run time, a
+  // warp when it holds at most 32.
+  bool warpRow = staticRow && *staticRow <= kMaxWarpRow;
+  line(warpRow ? "if (blockDim.x % 32 == 0) {" : "if (L <= 32 && blockDim.x % 32 == 0) {");
   ++indent;
   line("const int64_t lane = threadIdx.x % 32, warps = blockDim.x / 32;");
-  if (failed(rowLoop(true, 0)))
+  if (failed(rowLoop(true, warpRow ? (*staticRow + 31) / 32 : 0)))
     return failure();
   line("return;");
   --indent;

@@ -130,11 +130,14 @@ func.func @column_max(%x: tensor<32x16xf32>) -> tensor<1x16xf32> {
 }
 
 // softmax and layer_norm: a warp per row when rows are short (shuffle
-// reductions), else a block per row (shared-memory tree), each pass over the row.
+// reductions; a row of a known length up to 256 kept in registers, 4 values
+// a lane for 128), else a block per row (shared-memory tree), each pass over
+// the row.
 // CHECK-LABEL: row kernel
-// CHECK: if (L <= 32 && blockDim.x % 32 == 0) {
+// CHECK: if (blockDim.x % 32 == 0) {
 // CHECK: for (int64_t row = blockIdx.x * warps + threadIdx.x / 32; row < rows; row += gridDim.x * warps)
-// CHECK: for (int64_t j = lane; j < L; j += 32)
+// CHECK: float rowCache[4];
+// CHECK: const int64_t j = lane + k * 32;
 // CHECK: mx = kiln_warp_reduce(mx,
 // CHECK: return;
 // CHECK: for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)

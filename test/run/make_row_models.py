@@ -7,7 +7,7 @@ every pass beyond.
 
     make_row_models.py OUT_DIR
 
-    rows_softmax_L  x [4, 7, L] for L = 20, 40, 300, 768, 1500 and 2100 (a model
+    rows_softmax_L  x [4, 7, L] for L = 20, 40, 256, 300, 768, 1500 and 2100 (a model
                     each: a row's length is static), softmax over the last
                     axis, with a row of -inf and a row of large values
     rows_logsoftmax x [6, 300]: log_softmax
@@ -38,7 +38,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(11)
-    for length in (20, 40, 300, 768, 1500, 2100):
+    for length in (20, 40, 256, 300, 768, 1500, 2100):
         name = f"rows_softmax_{length}"
         x = helper.make_tensor_value_info("x", T.FLOAT, [4, 7, length])
         y = helper.make_tensor_value_info("y", T.FLOAT, [4, 7, length])
