@@ -13,6 +13,9 @@ read.
            e = reshape(d, [-1, 16]); y = r @ w2 + e; flat = reshape(y,
            [-1, 128]) (a view that is an output beside its input). Data
            sets at batch 1 and 3.
+    views_runtime  the same two matmul chains reshaped to a shape the model
+           takes as an input ([4 batch, 32]) and added: reshapes whose shape
+           is read at run time, their results their inputs' bytes.
 """
 import os
 import sys
@@ -48,6 +51,23 @@ def main():
     ]
     inits = [numpy_helper.from_array(v, k) for k, v in {**w, **shapes}.items()]
     save_model(out, "views", helper.make_graph(nodes, "views", [x, z], [y, flat], inits))
+    # The same with a shape the model takes as an input: a Reshape host step
+    # (its shape read back) whose result is its input's bytes on every
+    # backend, kept live the same way.
+    shape_in = helper.make_tensor_value_info("shape", T.INT64, [2])
+    runtime_nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["a"]),
+        helper.make_node("Reshape", ["a", "shape"], ["r"]),
+        helper.make_node("MatMul", ["z", "w3"], ["b"]),
+        helper.make_node("Tanh", ["b"], ["c"]),
+        helper.make_node("MatMul", ["c", "w4"], ["d"]),
+        helper.make_node("Reshape", ["d", "shape"], ["e"]),
+        helper.make_node("Add", ["r", "e"], ["y"]),
+    ]
+    save_model(out, "views_runtime", helper.make_graph(
+        runtime_nodes, "views_runtime", [x, z, shape_in],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["rows", "cols"])],
+        [numpy_helper.from_array(v, k) for k, v in w.items()]))
     w64 = {k: v.astype(np.float64) for k, v in w.items()}
     for s, batch in enumerate((1, 3)):
         data = rng.standard_normal((batch, 8, 16)).astype(np.float32)
@@ -57,6 +77,9 @@ def main():
         want_y = a.reshape(-1, 16) @ w64["w2"] + d.reshape(-1, 16)
         save_set(out, "views", s, {"x": data, "z": other},
                  [want_y.astype(np.float32), want_y.reshape(-1, 128).astype(np.float32)])
+        shape = np.array([batch * 4, 32], np.int64)
+        save_set(out, "views_runtime", s, {"x": data, "z": other, "shape": shape},
+                 [(a.reshape(shape) + d.reshape(shape)).astype(np.float32)])
 
 
 if __name__ == "__main__":

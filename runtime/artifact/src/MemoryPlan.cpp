@@ -66,11 +66,12 @@ absl::StatusOr<MemoryPlan> planMemory(const Plan &plan, const Bindings &symbols,
     last[v] = static_cast<int64_t>(plan.steps.size());
   // A view's bytes are its input's: the input stays live as long as the view
   // does, and the view takes no bytes of its own. Later views first, so a view
-  // of a view passes its range down the chain.
+  // of a view passes its range down the chain. A top-level reshape to a shape
+  // computed at run time is one too (the executors alias its input).
   std::vector<bool> isView(n, false);
   for (size_t s = plan.steps.size(); s-- > 0;) {
     const StepInfo &step = plan.steps[s];
-    if (step.kind != StepKind::View)
+    if (!isViewStep(step))
       continue;
     int in = step.inputs[0], view = step.outputs[0];
     last[in] = std::max(last[in], last[view]);

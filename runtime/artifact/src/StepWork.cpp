@@ -1,6 +1,7 @@
 //===- StepWork.cpp - what a plan step must move and compute --------------===//
 
 #include "kiln/artifact/StepWork.h"
+#include "kiln/artifact/MemoryPlan.h"
 
 #include "kiln/reference/Tensor.h"
 
@@ -57,7 +58,7 @@ bool isLibraryStep(schema::StepOp op) {
 StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbols) {
   StepWork w;
   if (step.kind == StepKind::SymbolicConstant || step.kind == StepKind::ShapeOf ||
-      step.kind == StepKind::View) {
+      isViewStep(step)) {
     // Computed on the host from sizes, or (a view) the input's bytes renamed.
     w.bytes = w.elements = 0;
     return w;

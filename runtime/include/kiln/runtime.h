@@ -260,10 +260,11 @@ KILN_API kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_t
 
 /* Per-step timings, filled by runs given this profile. kind is what ran the
  * step: "kernel" (a generated kernel), "cublasLt", "cudnn", "copy" (a
- * reshape to a run-time shape on CUDA: the shape read back, the data copied on
- * the device), "host" (the reference kernels; a host round trip on CUDA),
+ * reshape to a run-time shape inside a loop or branch on CUDA: the shape read
+ * back, the data copied on the device), "host" (the reference kernels; a host round trip on CUDA),
  * "shape" (a shape step), "sync" (a size the device computed, read back
- * alone), "view" (a reshape that names its input's bytes: no time) or
+ * alone), "view" (a reshape that names its input's bytes, at the top level
+ * also one to a run-time shape after its shape is read back) or
  * "control" (If, Loop, Scan; the steps of their bodies follow as
  * "Loop/NAME", with no time of their own);
  * times are microseconds from the profile's creation.

@@ -491,8 +491,10 @@ absl::StatusOr<const char *> CudaExecutor::runReshape(ExecutionContext &context,
                                                       const StepInfo &step) const {
   // The result's dims are the shape operand's values: that small tensor comes
   // to the host (the one synchronization a size that depends on data needs);
-  // the data never leaves the device. A copy rather than an alias: the memory
-  // plan may reuse the input's buffer once the input is dead.
+  // the data never leaves the device. At the top level the result is the
+  // input's bytes (the memory plan keeps them live while it is read, as for
+  // a View); in a body a copy, since a body's results are copied into its
+  // parameters, which an alias could overlap.
   const Plan &plan = context.model().plan();
   int in = step.inputs[0], out = step.outputs[0];
   absl::StatusOr<ref::Tensor> target = hostValue(context, step.inputs[1]);
@@ -507,6 +509,12 @@ absl::StatusOr<const char *> CudaExecutor::runReshape(ExecutionContext &context,
     return shape.status();
   if (absl::Status st = fitsPlan(context, out, dtype, *shape, "its result"); !st.ok())
     return st;
+  if (static_cast<size_t>(step.index) < plan.steps.size()) {
+    Slot &view = context.values[out];
+    view.shape = *shape;
+    view.address = context.values[in].address;
+    return "view";
+  }
   if (absl::Status st = place(context, out, *shape); !st.ok())
     return st;
   if (size_t bytes = bytesOf(dtype, *shape))

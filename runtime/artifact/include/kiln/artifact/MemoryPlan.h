@@ -32,6 +32,16 @@ struct MemoryPlan {
   size_t largestBytes = 0;
 };
 
+/// Whether top-level step `step` makes its output a view of its first input
+/// (the same bytes under other dims): a View step, or a Reshape host step (a
+/// shape computed at run time). The memory plan gives the output no bytes and
+/// keeps the input live while the output is read.
+inline bool isViewStep(const StepInfo &step) {
+  return step.kind == StepKind::View ||
+         (step.kind == StepKind::Host && step.op == schema::StepOp::Reshape &&
+          !step.inputs.empty() && !step.outputs.empty());
+}
+
 /// The plan of `plan`'s intermediates under `symbols`, or an error naming the
 /// first value whose size has a negative dim, overflows, or exceeds
 /// `maxTensorBytes`.
