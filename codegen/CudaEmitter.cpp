@@ -380,6 +380,9 @@ private:
   std::set<std::string> symbols;
   std::vector<std::map<std::string, std::string>> memo;
   bool blockPerItem = false;
+  /// Rewrites `body` to 32-bit index arithmetic where that is exact (see the
+  /// definition); true when it did.
+  bool narrowIndices(StringRef schedule, Value root);
   /// While emitting a vectorized lane: input number -> its loaded vector's name.
   std::map<unsigned, std::string> vectorInputs;
   /// The vector path of a pointwise kernel whose inputs broadcast: how each
@@ -2790,6 +2793,79 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   return rowLoop(false, 0);
 }
 
+/// The most elements a buffer of a kernel with 32-bit indices may hold: a
+/// grid-stride loop steps past the end by at most one stride (65535 blocks
+/// of 256 threads, under 2^25) before it stops, and that must still fit.
+constexpr int64_t kMaxIndex32Elements = (int64_t{1} << 31) - (int64_t{1} << 25);
+
+/// 32-bit index arithmetic for a pointwise kernel whose every size is a
+/// constant that fits (no symbols: the plan proves it at compile time; a
+/// kernel with symbols keeps 64 bits, correct at any size), whose ops move
+/// elements by position only (no index read from data: elementwise ops,
+/// compare, select, cast, broadcast, reshape, transpose, slice, concat, pad,
+/// constants) and whose data has no 64-bit integers. Then every `int64_t`
+/// the kernel body declares or casts to is an index or a size, and every
+/// literal with an LL suffix one of their constants; both become 32-bit
+/// (IMAD instead of IMAD.WIDE pairs, 32-bit magic-number divides). Data
+/// arithmetic through `uint64_t` (integer wraparound) is left as it is.
+bool KernelEmitter::narrowIndices(StringRef schedule, Value root) {
+  if (schedule != "pointwise" || !symbols.empty() || !hoistedDims.empty() || !divisors.empty())
+    return false;
+  bool ok = true;
+  auto fits = [&](Type t) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    if (!tensor)
+      return true;
+    Type e = tensor.getElementType();
+    if (e.isInteger(64) || e.isIndex())
+      return false;
+    std::optional<int64_t> n = getConstantDimValue(productOf(getSymShape(t)));
+    return n && *n <= kMaxIndex32Elements;
+  };
+  kernel.getBody().walk([&](Operation *op) {
+    if (!isa<YieldOp, ConstantOp, SymbolicConstantOp, CompareOp, SelectOp, CastOp, BroadcastToOp,
+             ReshapeOp, TransposeOp, SliceOp, ConcatOp, PadOp>(op) &&
+        !op->hasTrait<OpTrait::Elementwise>())
+      ok = false;
+    // Shape operands (i64 constants) are compile-time values, not data; an
+    // i64 data constant shows in the result of the op that reads it.
+    for (Value v : isa<ConstantOp, SymbolicConstantOp>(op) ? ValueRange() : op->getResults())
+      ok = ok && fits(v.getType());
+  });
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    ok = ok && fits(arg.getType());
+  if (!ok)
+    return false;
+  // Every LL literal must fit 32 bits.
+  static const llvm::Regex literal("\\((-?[0-9]+)LL\\)");
+  std::string rewritten, rest = body;
+  SmallVector<StringRef, 2> m;
+  while (literal.match(rest, &m)) {
+    int64_t v = 0;
+    if (m[1].getAsInteger(10, v) || v < INT32_MIN || v > INT32_MAX)
+      return false;
+    size_t at = m[0].data() - rest.data();
+    rewritten += rest.substr(0, at) + "(" + m[1].str() + ")";
+    rest = rest.substr(at + m[0].size());
+  }
+  rewritten += rest;
+  // Whole-word int64_t (not uint64_t) becomes int32_t.
+  std::string out;
+  for (size_t i = 0; i < rewritten.size();) {
+    if (rewritten.compare(i, 7, "int64_t") == 0 &&
+        (i == 0 || !(std::isalnum(static_cast<unsigned char>(rewritten[i - 1])) || rewritten[i - 1] == '_')) &&
+        (i + 7 >= rewritten.size() ||
+         !(std::isalnum(static_cast<unsigned char>(rewritten[i + 7])) || rewritten[i + 7] == '_'))) {
+      out += "int32_t";
+      i += 7;
+    } else {
+      out += rewritten[i++];
+    }
+  }
+  body = std::move(out);
+  return true;
+}
+
 FailureOr<GeneratedKernel> KernelEmitter::run() {
   auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
   if (yield.getValues().size() != 1)
@@ -2873,6 +2949,7 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   if (reportsErrors)
     params += ", int32_t *kiln_error";
   body = prologue + body;
+  g.index32 = narrowIndices(schedule, root);
   // (KILN_HALF_OCCUPANCY follows from the schedule: row kernels have it.)
   uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + schedule.str() + "\n" + body));
   std::string hex;
@@ -2928,6 +3005,7 @@ FailureOr<GeneratedKernel> emitKernel(KernelOp kernel) { return KernelEmitter(ke
 void addLintFacts(llvm::json::Object &o, const GeneratedKernel &kernel) {
   o["vector_width"] = kernel.vectorWidth;
   o["vector_loads"] = kernel.vectorLoads;
+  o["index32"] = kernel.index32;
   o["result_bytes"] = kernel.resultBytes;
   o["divides_data"] = kernel.dividesData;
   o["per_thread_matrix"] = kernel.perThreadMatrix;

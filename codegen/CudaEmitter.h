@@ -55,6 +55,9 @@ struct GeneratedKernel {
   /// Inputs that path loads 128 bits at a time (those broadcast along the
   /// innermost dim are one scalar per vector).
   int vectorLoads = 0;
+  /// Its index arithmetic is 32-bit (a pointwise kernel of constant sizes
+  /// that fit, moving elements by position only); 64-bit otherwise.
+  bool index32 = false;
   /// Bytes of one result element as stored (tools/sass-lint.py counts
   /// elements per loop trip from the stores).
   int resultBytes = 0;

@@ -33,15 +33,17 @@ func.func @f32_bias_tanh(%x: tensor<?x8xf32, #kiln.dims<[n, 8]>>, %b: tensor<8xf
 // input is read at the result's position, so they move in 128-bit vectors when
 // the buffers are aligned (checked at run time); the scalar loop takes what is
 // left after the last whole vector (everything when a buffer is not aligned).
+// Constant sizes that fit and ops that move elements by position: 32-bit
+// indices (test/run/index32.test).
 // CHECK-LABEL: pointwise kernel
 // CHECK: (kiln_f16 *KILN_RESTRICT out, const kiln_bf16 *KILN_RESTRICT in0, const kiln_f16 *KILN_RESTRICT in1)
-// CHECK: int64_t vectorized = 0;
+// CHECK: int32_t vectorized = 0;
 // CHECK: if (kiln_aligned(out, sizeof(kiln_f16) * 8) && kiln_aligned(in0, sizeof(kiln_bf16) * 8)
 // CHECK: const kiln_vec<kiln_bf16, 8> {{v[0-9]+}} = *reinterpret_cast<const kiln_vec<kiln_bf16, 8> *>(in0 + vi * 8);
 // CHECK: result.x[7] = kiln_to_f16(
 // CHECK: *reinterpret_cast<kiln_vec<kiln_f16, 8> *>(out + vi * 8) = result;
 // CHECK: vectorized = n / 8 * 8;
-// CHECK: for (int64_t i = vectorized + kiln_thread_index(); i < n; i += kiln_thread_count())
+// CHECK: for (int32_t i = vectorized + kiln_thread_index(); i < n; i += kiln_thread_count())
 // CHECK: const float {{t[0-9]+}} = kiln_load(in0[
 // CHECK: kiln_load(kiln_to_f16(
 // CHECK: out[i] = kiln_to_f16(
@@ -79,7 +81,7 @@ func.func @f64_select(%a: tensor<3xf64>, %b: tensor<3xf64>) -> tensor<3xf64> {
 }
 
 // Data movement: transpose, slice (ONNX clamping at run time), concat, pad and
-// gather as index maps.
+// gather as index maps (64-bit: the gather reads its indices from data).
 // CHECK-LABEL: pointwise kernel
 // CHECK: kiln_clamp_index(
 // CHECK: const int64_t [[END:end[0-9]+]] = ((int64_t)0) + (2LL);
