@@ -38,13 +38,19 @@ def main():
     z = helper.make_tensor_value_info("z", T.FLOAT, ["batch", 8, 16])
     y = helper.make_tensor_value_info("y", T.FLOAT, ["rows", 16])
     flat = helper.make_tensor_value_info("flat", T.FLOAT, ["batch", 128])
-    nodes = [
-        helper.make_node("MatMul", ["x", "w1"], ["a"]),
-        helper.make_node("Reshape", ["a", "rows"], ["r"]),
-        helper.make_node("MatMul", ["z", "w3"], ["b"]),
-        helper.make_node("Tanh", ["b"], ["c"]),
-        helper.make_node("MatMul", ["c", "w4"], ["d"]),
-        helper.make_node("Reshape", ["d", "rows"], ["e"]),
+    def chains(shape):
+        """a = x @ w1 and d = tanh(z @ w3) @ w4, each reshaped by `shape`
+        (to r and e): r is read after b, c and d exist."""
+        return [
+            helper.make_node("MatMul", ["x", "w1"], ["a"]),
+            helper.make_node("Reshape", ["a", shape], ["r"]),
+            helper.make_node("MatMul", ["z", "w3"], ["b"]),
+            helper.make_node("Tanh", ["b"], ["c"]),
+            helper.make_node("MatMul", ["c", "w4"], ["d"]),
+            helper.make_node("Reshape", ["d", shape], ["e"]),
+        ]
+
+    nodes = chains("rows") + [
         helper.make_node("MatMul", ["r", "w2"], ["f"]),
         helper.make_node("Add", ["f", "e"], ["y"]),
         helper.make_node("Reshape", ["y", "flat_shape"], ["flat"]),
@@ -55,15 +61,7 @@ def main():
     # (its shape read back) whose result is its input's bytes on every
     # backend, kept live the same way.
     shape_in = helper.make_tensor_value_info("shape", T.INT64, [2])
-    runtime_nodes = [
-        helper.make_node("MatMul", ["x", "w1"], ["a"]),
-        helper.make_node("Reshape", ["a", "shape"], ["r"]),
-        helper.make_node("MatMul", ["z", "w3"], ["b"]),
-        helper.make_node("Tanh", ["b"], ["c"]),
-        helper.make_node("MatMul", ["c", "w4"], ["d"]),
-        helper.make_node("Reshape", ["d", "shape"], ["e"]),
-        helper.make_node("Add", ["r", "e"], ["y"]),
-    ]
+    runtime_nodes = chains("shape") + [helper.make_node("Add", ["r", "e"], ["y"])]
     save_model(out, "views_runtime", helper.make_graph(
         runtime_nodes, "views_runtime", [x, z, shape_in],
         [helper.make_tensor_value_info("y", T.FLOAT, ["rows", "cols"])],
