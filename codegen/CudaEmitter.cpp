@@ -1880,8 +1880,9 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
   // vector path too when every vector stays inside one innermost row: the
   // innermost dim a multiple of the width. Inputs read one scalar per vector
   // do not count towards the width.
+  bool identity = isIdentityPointwise(kernel, root);
   std::optional<std::map<unsigned, int>> reads;
-  if (!isIdentityPointwise(kernel, root))
+  if (!identity)
     if ((reads = broadcastPointwiseReads(kernel, root))) {
       narrowest = storageBytes(elementOf(root));
       for (BlockArgument arg : body.getArguments())
@@ -1891,7 +1892,7 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
       if (*getConstantDimValue(getSymShape(root.getType()).back()) % width != 0)
         reads.reset();
     }
-  if ((isIdentityPointwise(kernel, root) || reads) &&
+  if ((identity || reads) &&
       (!staticElements || *staticElements >= width)) {
     std::string W = std::to_string(width);
     vectorWidth = width;

@@ -103,165 +103,163 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
                                const std::vector<StepInfo> &steps, size_t s, bool topLevel) const {
   const Model &model = context.model();
   const Plan &plan = model.plan();
-  {
-    const StepInfo &step = steps[s];
-    auto fail = [&](absl::string_view message) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("step ", step.index, " (", step.label, "): ", message));
-    };
-    // Nsight Systems shows each top-level step as an NVTX range named as the
-    // profile names it (NVTX 3 is header-only: without a tool attached, a
-    // range costs a check of a function pointer).
-    struct NvtxRange {
-      bool on;
-      NvtxRange(bool on, const std::string &name) : on(on) {
-        if (on)
-          nvtxRangePushA(name.c_str());
-      }
-      ~NvtxRange() {
-        if (on)
-          nvtxRangePop();
-      }
-    } nvtx(topLevel, step.label);
-    // Profiles time the top level; a control step's time includes its bodies'.
-    bool timed = topLevel && request.profile;
-    if (timed)
-      mark(context, request, 2 * s + 1);
-    // (A size read has no output.)
-    int out = step.outputs.empty() ? -1 : step.outputs[0];
-    // Shape steps compute a small tensor from bound symbols ("shape"); host
-    // steps run on the reference kernels unless the backend runs them; a size
-    // read waits for the device to read a few bytes ("sync"); a view moves
-    // nothing ("view").
-    const char *kind = step.kind == artifact::StepKind::Kernel      ? "kernel"
-                       : step.kind == artifact::StepKind::Host      ? "host"
-                       : step.kind == artifact::StepKind::Control   ? "control"
-                       : step.kind == artifact::StepKind::ReadSizes ? "sync"
-                                                                    : "shape";
-    switch (step.kind) {
-    case artifact::StepKind::Kernel: {
-      if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
-        return fail("the kernel's result size is unknown before it runs");
-      if (absl::Status st = place(context, out, context.scratchShape); !st.ok())
-        return fail(st.message());
-      if (absl::Status st = launch(context, step); !st.ok())
-        return fail(st.message());
+  const StepInfo &step = steps[s];
+  auto fail = [&](absl::string_view message) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step ", step.index, " (", step.label, "): ", message));
+  };
+  // Nsight Systems shows each top-level step as an NVTX range named as the
+  // profile names it (NVTX 3 is header-only: without a tool attached, a
+  // range costs a check of a function pointer).
+  struct NvtxRange {
+    bool on;
+    NvtxRange(bool on, const std::string &name) : on(on) {
+      if (on)
+        nvtxRangePushA(name.c_str());
+    }
+    ~NvtxRange() {
+      if (on)
+        nvtxRangePop();
+    }
+  } nvtx(topLevel, step.label);
+  // Profiles time the top level; a control step's time includes its bodies'.
+  bool timed = topLevel && request.profile;
+  if (timed)
+    mark(context, request, 2 * s + 1);
+  // (A size read has no output.)
+  int out = step.outputs.empty() ? -1 : step.outputs[0];
+  // Shape steps compute a small tensor from bound symbols ("shape"); host
+  // steps run on the reference kernels unless the backend runs them; a size
+  // read waits for the device to read a few bytes ("sync"); a view moves
+  // nothing ("view").
+  const char *kind = step.kind == artifact::StepKind::Kernel      ? "kernel"
+                     : step.kind == artifact::StepKind::Host      ? "host"
+                     : step.kind == artifact::StepKind::Control   ? "control"
+                     : step.kind == artifact::StepKind::ReadSizes ? "sync"
+                                                                  : "shape";
+  switch (step.kind) {
+  case artifact::StepKind::Kernel: {
+    if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
+      return fail("the kernel's result size is unknown before it runs");
+    if (absl::Status st = place(context, out, context.scratchShape); !st.ok())
+      return fail(st.message());
+    if (absl::Status st = launch(context, step); !st.ok())
+      return fail(st.message());
+    break;
+  }
+  case artifact::StepKind::Host: {
+    absl::StatusOr<const char *> onDevice = runOnDevice(context, step.index, step);
+    if (!onDevice.ok())
+      return fail(onDevice.status().message());
+    if (*onDevice) {
+      kind = *onDevice;
       break;
     }
-    case artifact::StepKind::Host: {
-      absl::StatusOr<const char *> onDevice = runOnDevice(context, step.index, step);
-      if (!onDevice.ok())
-        return fail(onDevice.status().message());
-      if (*onDevice) {
-        kind = *onDevice;
-        break;
-      }
-      std::vector<ref::Tensor> inputs;
-      inputs.reserve(step.inputs.size());
-      for (int v : step.inputs) {
-        absl::StatusOr<ref::Tensor> t = hostValue(context, v);
-        if (!t.ok())
-          return fail(t.status().message());
-        inputs.push_back(std::move(*t));
-      }
-      std::vector<const ref::Tensor *> pointers;
-      for (const ref::Tensor &t : inputs)
-        pointers.push_back(&t);
-      HostResults results = model.hostStep(step.index).run(pointers);
-      if (!results.ok())
-        return fail(results.status().message());
-      if (results->size() != step.outputs.size())
-        return fail(absl::StrCat("it gave ", results->size(), " results, the plan has ",
-                                 step.outputs.size()));
-      for (size_t k = 0; k < results->size(); ++k) {
-        int v = step.outputs[k];
-        ref::Tensor &got = (*results)[k];
-        // (The message is built only when it fails: this runs for every result.)
-        if (!artifact::matchesPlan(got, plan.values[v], context.symbols))
-          return fail(fitsPlan(context, v, got.dtype(), got.shape(), absl::StrCat("its result ", k))
-                          .message());
-        // Results made by Tensor::zeros were checked as they were allocated;
-        // this also covers views and reshapes of inputs.
-        if (absl::StatusOr<uint64_t> bytes =
-                ref::checkedByteSize(got.dtype(), got.shape(), request.maxTensorBytes);
-            !bytes.ok())
-          return fail(absl::StrCat("its result ", k, ": ", bytes.status().message()));
-        if (absl::Status st = store(context, v, std::move(got)); !st.ok())
-          return fail(st.message());
-      }
-      break;
-    }
-    case artifact::StepKind::SymbolicConstant:
-    case artifact::StepKind::ShapeOf: {
-      static const ref::Shape kNoShape;
-      const ref::Shape &inputShape = step.kind == artifact::StepKind::ShapeOf
-                                         ? context.values[step.inputs[0]].shape
-                                         : kNoShape;
-      absl::StatusOr<ref::Tensor> t =
-          artifact::evaluateShapeStep(plan, step, context.symbols, inputShape);
+    std::vector<ref::Tensor> inputs;
+    inputs.reserve(step.inputs.size());
+    for (int v : step.inputs) {
+      absl::StatusOr<ref::Tensor> t = hostValue(context, v);
       if (!t.ok())
         return fail(t.status().message());
-      if (absl::Status st = store(context, out, std::move(*t)); !st.ok())
+      inputs.push_back(std::move(*t));
+    }
+    std::vector<const ref::Tensor *> pointers;
+    for (const ref::Tensor &t : inputs)
+      pointers.push_back(&t);
+    HostResults results = model.hostStep(step.index).run(pointers);
+    if (!results.ok())
+      return fail(results.status().message());
+    if (results->size() != step.outputs.size())
+      return fail(absl::StrCat("it gave ", results->size(), " results, the plan has ",
+                               step.outputs.size()));
+    for (size_t k = 0; k < results->size(); ++k) {
+      int v = step.outputs[k];
+      ref::Tensor &got = (*results)[k];
+      // (The message is built only when it fails: this runs for every result.)
+      if (!artifact::matchesPlan(got, plan.values[v], context.symbols))
+        return fail(fitsPlan(context, v, got.dtype(), got.shape(), absl::StrCat("its result ", k))
+                        .message());
+      // Results made by Tensor::zeros were checked as they were allocated;
+      // this also covers views and reshapes of inputs.
+      if (absl::StatusOr<uint64_t> bytes =
+              ref::checkedByteSize(got.dtype(), got.shape(), request.maxTensorBytes);
+          !bytes.ok())
+        return fail(absl::StrCat("its result ", k, ": ", bytes.status().message()));
+      if (absl::Status st = store(context, v, std::move(got)); !st.ok())
         return fail(st.message());
-      break;
     }
-    case artifact::StepKind::ReadSizes: {
-      absl::StatusOr<ref::Tensor> sizes = hostValue(context, step.inputs[0]);
-      if (!sizes.ok())
-        return fail(sizes.status().message());
-      for (size_t i = 0; i < step.readSymbols.size(); ++i) {
-        int64_t value = sizes->getI(static_cast<int64_t>(i));
-        int symbol = step.readSymbols[i];
-        if (value < 0)
-          return fail(absl::StrCat("size ", value, " for ", plan.symbols[symbol],
-                                   " is negative"));
-        context.symbols[symbol] = value;
-      }
-      break;
-    }
-    case artifact::StepKind::View: {
-      // The input's bytes under the result's dims: nothing moves, on any backend.
-      int in = step.inputs[0];
-      if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
-        return fail("the view's dims are unknown when it runs");
-      int64_t have = ref::numElements(context.values[in].shape);
-      if (ref::numElements(context.scratchShape) != have)
-        return fail(absl::StrCat("a view of ", have, " elements as [",
-                                 ref::shapeToString(context.scratchShape), "]"));
-      Slot &view = context.values[out];
-      view.shape.assign(context.scratchShape.begin(), context.scratchShape.end());
-      view.address = context.values[in].address;
-      kind = "view";
-      break;
-    }
-    case artifact::StepKind::Control: {
-      absl::Status st = step.op == schema::StepOp::If     ? runIf(context, request, step)
-                        : step.op == schema::StepOp::Loop ? runLoop(context, request, step)
-                                                          : runScan(context, request, step);
-      if (!st.ok()) {
-        // An error inside a body already names its step.
-        if (absl::StartsWith(st.message(), "step "))
-          return st;
-        return fail(st.message());
-      }
-      break;
-    }
-    }
-    // Sizes only the data decided, named for the steps after this one.
-    for (const StepInfo::Binding &b : step.binds) {
-      const ref::Shape &shape = context.values[step.outputs[b.output]].shape;
-      if (static_cast<size_t>(b.dim) >= shape.size())
-        return fail(absl::StrCat("its result ", b.output, " has rank ", shape.size(),
-                                 "; the plan binds a symbol to its dim ", b.dim));
-      context.symbols[b.symbol] = shape[b.dim];
-    }
-    if (topLevel)
-      context.stepKinds[s] = kind;
-    else if (request.profile)
-      context.nestedStepKinds[step.index] = kind;
-    if (timed)
-      mark(context, request, 2 * s + 2);
+    break;
   }
+  case artifact::StepKind::SymbolicConstant:
+  case artifact::StepKind::ShapeOf: {
+    static const ref::Shape kNoShape;
+    const ref::Shape &inputShape = step.kind == artifact::StepKind::ShapeOf
+                                       ? context.values[step.inputs[0]].shape
+                                       : kNoShape;
+    absl::StatusOr<ref::Tensor> t =
+        artifact::evaluateShapeStep(plan, step, context.symbols, inputShape);
+    if (!t.ok())
+      return fail(t.status().message());
+    if (absl::Status st = store(context, out, std::move(*t)); !st.ok())
+      return fail(st.message());
+    break;
+  }
+  case artifact::StepKind::ReadSizes: {
+    absl::StatusOr<ref::Tensor> sizes = hostValue(context, step.inputs[0]);
+    if (!sizes.ok())
+      return fail(sizes.status().message());
+    for (size_t i = 0; i < step.readSymbols.size(); ++i) {
+      int64_t value = sizes->getI(static_cast<int64_t>(i));
+      int symbol = step.readSymbols[i];
+      if (value < 0)
+        return fail(absl::StrCat("size ", value, " for ", plan.symbols[symbol],
+                                 " is negative"));
+      context.symbols[symbol] = value;
+    }
+    break;
+  }
+  case artifact::StepKind::View: {
+    // The input's bytes under the result's dims: nothing moves, on any backend.
+    int in = step.inputs[0];
+    if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
+      return fail("the view's dims are unknown when it runs");
+    int64_t have = ref::numElements(context.values[in].shape);
+    if (ref::numElements(context.scratchShape) != have)
+      return fail(absl::StrCat("a view of ", have, " elements as [",
+                               ref::shapeToString(context.scratchShape), "]"));
+    Slot &view = context.values[out];
+    view.shape.assign(context.scratchShape.begin(), context.scratchShape.end());
+    view.address = context.values[in].address;
+    kind = "view";
+    break;
+  }
+  case artifact::StepKind::Control: {
+    absl::Status st = step.op == schema::StepOp::If     ? runIf(context, request, step)
+                      : step.op == schema::StepOp::Loop ? runLoop(context, request, step)
+                                                        : runScan(context, request, step);
+    if (!st.ok()) {
+      // An error inside a body already names its step.
+      if (absl::StartsWith(st.message(), "step "))
+        return st;
+      return fail(st.message());
+    }
+    break;
+  }
+  }
+  // Sizes only the data decided, named for the steps after this one.
+  for (const StepInfo::Binding &b : step.binds) {
+    const ref::Shape &shape = context.values[step.outputs[b.output]].shape;
+    if (static_cast<size_t>(b.dim) >= shape.size())
+      return fail(absl::StrCat("its result ", b.output, " has rank ", shape.size(),
+                               "; the plan binds a symbol to its dim ", b.dim));
+    context.symbols[b.symbol] = shape[b.dim];
+  }
+  if (topLevel)
+    context.stepKinds[s] = kind;
+  else if (request.profile)
+    context.nestedStepKinds[step.index] = kind;
+  if (timed)
+    mark(context, request, 2 * s + 2);
   return absl::OkStatus();
 }
 
