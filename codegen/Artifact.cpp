@@ -172,10 +172,12 @@ private:
   /// steps, its yield the results.
   FailureOr<flatbuffers::Offset<fb::Body>> addBody(Region &region);
   /// Cubins of kernels[kernelIds[i]] for every requested arch, compiled with
-  /// `defines` (a variant's), into cubins[i].
+  /// `defines` (those of the variant `variantName`, none for the generic
+  /// kernels), into cubins[i].
   LogicalResult compileCubins(const std::vector<size_t> &kernelIds,
                               const std::vector<std::string> &defines,
-                              std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins);
+                              std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins,
+                              const std::string &variantName = "");
   /// Host libraries of kernels[kernelIds], built with `defines`, for `variant`.
   LogicalResult hostLibraries(const std::vector<size_t> &kernelIds,
                               const std::vector<std::string> &defines, int variant,
@@ -498,7 +500,8 @@ FailureOr<EncodedStep> Writer::encodeControl(Operation *op) {
 
 LogicalResult
 Writer::compileCubins(const std::vector<size_t> &kernelIds, const std::vector<std::string> &defines,
-                      std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins) {
+                      std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins,
+                      const std::string &variantName) {
   struct Job {
     size_t kernel; ///< index into kernelIds
     int sm;
@@ -564,8 +567,14 @@ Writer::compileCubins(const std::vector<size_t> &kernelIds, const std::vector<st
       return func.emitError() << "NVRTC failed on " << kernels[kernelIds[job.kernel]].name << " for sm_"
                               << job.sm << ": " << std::string(job.result.status().message());
     const std::string &bin = job.result->cubin;
-    if (!options.cubinDumpDir.empty() && defines.empty()) {
+    if (!options.cubinDumpDir.empty()) {
+      // A variant's cubins go to variants/<its name>/ below the dump.
       llvm::SmallString<256> path(options.cubinDumpDir);
+      if (!variantName.empty()) {
+        llvm::sys::path::append(path, "variants", variantName);
+        if (std::error_code ec = llvm::sys::fs::create_directories(path))
+          return func.emitError() << "cannot create " << path << ": " << ec.message();
+      }
       llvm::sys::path::append(path, kernels[kernelIds[job.kernel]].name + ".sm_" +
                                         std::to_string(job.sm) + ".cubin");
       std::error_code ec;
@@ -668,24 +677,39 @@ Writer::buildVariants(std::vector<flatbuffers::Offset<fb::HostLibrary>> &hostLib
       fixedNames.insert(symbols[id]);
       name += (name.empty() ? "" : ",") + symbols[id] + "=" + std::to_string(value);
     }
-    // Only kernels that take a fixed symbol have anything to specialize.
-    std::vector<size_t> specialized;
+    // Only kernels that take a fixed symbol have anything to specialize;
+    // those whose sizes all become constants that fit take their 32-bit body
+    // (KILN_INDEX32), compiled apart with that define.
+    std::map<std::string, int64_t> fixedValues;
+    for (auto [id, value] : fixed)
+      fixedValues[symbols[id]] = value;
+    std::vector<size_t> specialized, narrowed;
     for (size_t k = 0; k < kernels.size(); ++k)
       if (llvm::any_of(kernels[k].symbols, [&](const std::string &s) { return fixedNames.count(s); }))
-        specialized.push_back(k);
-    std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> cubins;
-    if (failed(compileCubins(specialized, defines, cubins)) ||
-        failed(hostLibraries(specialized, defines, static_cast<int>(out.size()), hostLibs)))
+        (index32Fits(kernels[k], fixedValues) ? narrowed : specialized).push_back(k);
+    std::vector<std::string> narrowDefines = defines;
+    narrowDefines.push_back("-DKILN_INDEX32");
+    std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> cubins, narrowCubins;
+    int variant = static_cast<int>(out.size());
+    if (failed(compileCubins(specialized, defines, cubins, name)) ||
+        failed(hostLibraries(specialized, defines, variant, hostLibs)) ||
+        failed(compileCubins(narrowed, narrowDefines, narrowCubins, name)) ||
+        failed(hostLibraries(narrowed, narrowDefines, variant, hostLibs)))
       return failure();
     std::vector<flatbuffers::Offset<fb::VariantKernel>> variantKernels;
     for (size_t i = 0; i < specialized.size(); ++i)
       variantKernels.push_back(fb::CreateVariantKernel(builder, static_cast<int>(specialized[i]),
                                                        builder.CreateVector(cubins[i])));
+    for (size_t i = 0; i < narrowed.size(); ++i)
+      variantKernels.push_back(fb::CreateVariantKernel(builder, static_cast<int>(narrowed[i]),
+                                                       builder.CreateVector(narrowCubins[i])));
     out.push_back(fb::CreateVariant(builder, builder.CreateString(name), builder.CreateVector(ids),
                                     builder.CreateVector(values),
                                     builder.CreateVector(variantKernels)));
     report.push_back(llvm::json::Object{{"name", name},
-                                        {"specialized_kernels", static_cast<int64_t>(specialized.size())}});
+                                        {"specialized_kernels",
+                                         static_cast<int64_t>(specialized.size() + narrowed.size())},
+                                        {"index32_kernels", static_cast<int64_t>(narrowed.size())}});
   }
   variantReport = std::move(report);
   return out;

@@ -380,9 +380,10 @@ private:
   std::set<std::string> symbols;
   std::vector<std::map<std::string, std::string>> memo;
   bool blockPerItem = false;
-  /// Rewrites `body` to 32-bit index arithmetic where that is exact (see the
-  /// definition); true when it did.
-  bool narrowIndices(StringRef schedule, Value root);
+  /// Whether 32-bit index arithmetic is exact for this kernel once its sizes
+  /// fit (see the definition); the sizes that are not constants go to
+  /// `symbolicSizes`, for a shape-bucket variant to check.
+  bool index32Candidate(StringRef schedule, SmallVectorImpl<DimExpr> &symbolicSizes);
   /// While emitting a vectorized lane: input number -> its loaded vector's name.
   std::map<unsigned, std::string> vectorInputs;
   /// The vector path of a pointwise kernel whose inputs broadcast: how each
@@ -2799,18 +2800,20 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
 /// of 256 threads, under 2^25) before it stops, and that must still fit.
 constexpr int64_t kMaxIndex32Elements = (int64_t{1} << 31) - (int64_t{1} << 25);
 
-/// 32-bit index arithmetic for a pointwise kernel whose every size is a
-/// constant that fits (no symbols: the plan proves it at compile time; a
-/// kernel with symbols keeps 64 bits, correct at any size), whose ops move
-/// elements by position only (no index read from data: elementwise ops,
-/// compare, select, cast, broadcast, reshape, transpose, slice, concat, pad,
-/// constants) and whose data has no 64-bit integers. Then every `int64_t`
-/// the kernel body declares or casts to is an index or a size, and every
-/// literal with an LL suffix one of their constants; both become 32-bit
-/// (IMAD instead of IMAD.WIDE pairs, 32-bit magic-number divides). Data
-/// arithmetic through `uint64_t` (integer wraparound) is left as it is.
-bool KernelEmitter::narrowIndices(StringRef schedule, Value root) {
-  if (schedule != "pointwise" || !symbols.empty() || !hoistedDims.empty() || !divisors.empty())
+/// 32-bit index arithmetic for a pointwise kernel whose ops move elements by
+/// position only (no index read from data: elementwise ops, compare, select,
+/// cast, broadcast, reshape, transpose, slice, concat, pad, constants), whose
+/// data has no 64-bit integers and whose every buffer holds at most
+/// kMaxIndex32Elements. Then every `int64_t` the kernel body declares or
+/// casts to is an index or a size, and every literal with an LL suffix one of
+/// their constants; both become 32-bit (IMAD instead of IMAD.WIDE pairs,
+/// 32-bit magic-number divides). Data arithmetic through `uint64_t` (integer
+/// wraparound) is left as it is. Sizes that are constants are checked here;
+/// those with symbols go to `symbolicSizes`: such a kernel keeps 64 bits, and
+/// a shape-bucket variant that fixes its symbols takes the 32-bit body when
+/// they fit there (index32Fits).
+bool KernelEmitter::index32Candidate(StringRef schedule, SmallVectorImpl<DimExpr> &symbolicSizes) {
+  if (schedule != "pointwise")
     return false;
   bool ok = true;
   auto fits = [&](Type t) {
@@ -2820,8 +2823,14 @@ bool KernelEmitter::narrowIndices(StringRef schedule, Value root) {
     Type e = tensor.getElementType();
     if (e.isInteger(64) || e.isIndex())
       return false;
-    std::optional<int64_t> n = getConstantDimValue(productOf(getSymShape(t)));
-    return n && *n <= kMaxIndex32Elements;
+    DimExpr n = productOf(getSymShape(t));
+    if (!n)
+      return false;
+    if (std::optional<int64_t> c = getConstantDimValue(n))
+      return *c <= kMaxIndex32Elements;
+    if (!llvm::is_contained(symbolicSizes, n))
+      symbolicSizes.push_back(n);
+    return true;
   };
   kernel.getBody().walk([&](Operation *op) {
     if (!isa<YieldOp, ConstantOp, SymbolicConstantOp, CompareOp, SelectOp, CastOp, BroadcastToOp,
@@ -2835,36 +2844,46 @@ bool KernelEmitter::narrowIndices(StringRef schedule, Value root) {
   });
   for (BlockArgument arg : kernel.getBody().front().getArguments())
     ok = ok && fits(arg.getType());
-  if (!ok)
-    return false;
-  // Every LL literal must fit 32 bits.
+  // Symbols that no size shows (a slice's start, say) could hold anything.
+  return ok && (symbols.empty() || !symbolicSizes.empty());
+}
+
+/// `text` with 32-bit index arithmetic (index32Candidate says when that is
+/// exact): whole-word `int64_t` (not `uint64_t`) becomes `int32_t`, LL
+/// literals plain ones, and run-time divisors plain divides (a variant's
+/// sizes are constants the compiler divides by itself). Nullopt when a
+/// literal does not fit 32 bits.
+static std::optional<std::string> narrowIndexText(const std::string &text) {
   static const llvm::Regex literal("\\((-?[0-9]+)LL\\)");
-  std::string rewritten, rest = body;
+  std::string rewritten, rest = text;
   SmallVector<StringRef, 2> m;
   while (literal.match(rest, &m)) {
     int64_t v = 0;
     if (m[1].getAsInteger(10, v) || v < INT32_MIN || v > INT32_MAX)
-      return false;
+      return std::nullopt;
     size_t at = m[0].data() - rest.data();
     rewritten += rest.substr(0, at) + "(" + m[1].str() + ")";
     rest = rest.substr(at + m[0].size());
   }
   rewritten += rest;
-  // Whole-word int64_t (not uint64_t) becomes int32_t.
+  auto isWordChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  auto wordAt = [&](size_t i, StringRef word) {
+    return rewritten.compare(i, word.size(), word.str()) == 0 && (i == 0 || !isWordChar(rewritten[i - 1])) &&
+           (i + word.size() >= rewritten.size() || !isWordChar(rewritten[i + word.size()]));
+  };
   std::string out;
   for (size_t i = 0; i < rewritten.size();) {
-    if (rewritten.compare(i, 7, "int64_t") == 0 &&
-        (i == 0 || !(std::isalnum(static_cast<unsigned char>(rewritten[i - 1])) || rewritten[i - 1] == '_')) &&
-        (i + 7 >= rewritten.size() ||
-         !(std::isalnum(static_cast<unsigned char>(rewritten[i + 7])) || rewritten[i + 7] == '_'))) {
+    if (wordAt(i, "int64_t")) {
       out += "int32_t";
       i += 7;
+    } else if (wordAt(i, "kiln_divisor")) {
+      out += "kiln_divisor32";
+      i += 12;
     } else {
       out += rewritten[i++];
     }
   }
-  body = std::move(out);
-  return true;
+  return out;
 }
 
 FailureOr<GeneratedKernel> KernelEmitter::run() {
@@ -2950,7 +2969,18 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   if (reportsErrors)
     params += ", int32_t *kiln_error";
   body = prologue + body;
-  g.index32 = narrowIndices(schedule, root);
+  SmallVector<DimExpr> symbolicSizes;
+  if (index32Candidate(schedule, symbolicSizes))
+    if (std::optional<std::string> narrow = narrowIndexText(body)) {
+      if (symbols.empty()) {
+        body = std::move(*narrow);
+        g.index32 = true;
+      } else {
+        // Both bodies; a variant whose sizes fit defines KILN_INDEX32.
+        body = "#ifdef KILN_INDEX32\n" + *narrow + "#else\n" + body + "#endif\n";
+        g.index32Sizes.assign(symbolicSizes.begin(), symbolicSizes.end());
+      }
+    }
   // (KILN_HALF_OCCUPANCY follows from the schedule: row kernels have it.)
   uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + schedule.str() + "\n" + body));
   std::string hex;
@@ -3002,6 +3032,28 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
 } // namespace
 
 FailureOr<GeneratedKernel> emitKernel(KernelOp kernel) { return KernelEmitter(kernel).run(); }
+
+bool index32Fits(const GeneratedKernel &kernel, const std::map<std::string, int64_t> &symbolValues) {
+  if (kernel.index32Sizes.empty())
+    return false;
+  std::map<unsigned, int64_t> byPosition;
+  for (const std::string &name : kernel.symbols) {
+    auto it = symbolValues.find(name);
+    if (it == symbolValues.end() || it->second < 0 || it->second > kMaxIndex32Elements)
+      return false;
+    byPosition[cast<AffineSymbolExpr>(getSymbolDim(kernel.index32Sizes[0].getContext(), name))
+                   .getPosition()] = it->second;
+  }
+  for (DimExpr size : kernel.index32Sizes) {
+    std::optional<int64_t> n = evaluateDim(size, [&](unsigned position) -> std::optional<int64_t> {
+      auto it = byPosition.find(position);
+      return it == byPosition.end() ? std::nullopt : std::optional<int64_t>(it->second);
+    });
+    if (!n || *n > kMaxIndex32Elements)
+      return false;
+  }
+  return true;
+}
 
 void addLintFacts(llvm::json::Object &o, const GeneratedKernel &kernel) {
   o["vector_width"] = kernel.vectorWidth;

@@ -18,6 +18,7 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ struct GeneratedKernel {
   /// Its index arithmetic is 32-bit (a pointwise kernel of constant sizes
   /// that fit, moving elements by position only); 64-bit otherwise.
   bool index32 = false;
+  /// A pointwise kernel with symbols that 32-bit indices would suit once its
+  /// sizes are known: the element counts of its buffers that have symbols.
+  /// Its source holds the 32-bit body under `#ifdef KILN_INDEX32`, which a
+  /// shape-bucket variant defines where index32Fits. Empty otherwise.
+  std::vector<mlir::AffineExpr> index32Sizes;
   /// Bytes of one result element as stored (tools/sass-lint.py counts
   /// elements per loop trip from the stores).
   int resultBytes = 0;
@@ -81,6 +87,11 @@ struct GeneratedKernel {
 /// double_taps): kiln-compile --report's kernels and kiln-conformance
 /// --cubin-dir's manifest.
 void addLintFacts(llvm::json::Object &o, const GeneratedKernel &kernel);
+
+/// Whether `kernel`'s 32-bit body (GeneratedKernel::index32Sizes) is exact
+/// with its symbols fixed to `symbolValues` (a shape-bucket variant's): each
+/// of them fixed, and each size and symbol at most 2^31 - 2^25.
+bool index32Fits(const GeneratedKernel &kernel, const std::map<std::string, int64_t> &symbolValues);
 
 /// Emits `kernel`; a diagnostic naming the op codegen cannot handle otherwise.
 mlir::FailureOr<GeneratedKernel> emitKernel(KernelOp kernel);

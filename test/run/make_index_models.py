@@ -6,7 +6,9 @@ and numpy's outputs for run_numpy_cases.py.
 
     idx_heads      a BERT head split x [8, 128, 768] -> [8, 12, 128, 64], times 2:
                    constant sizes that fit, so 32-bit indices
-    idx_heads_dyn  the same with a symbolic batch: 64-bit indices
+    idx_heads_dyn  the same with a symbolic batch: 64-bit indices, and 32-bit
+                   in a shape-bucket variant that fixes the batch (set 0 has
+                   batch 8, set 1 batch 3)
     idx_i64        x + y on int64 data [4, 6]: 64-bit (the data is)
     idx_concat     concat of a slice of x [3, 10] and a pad of y [3, 2] along
                    axis 1, then a transpose: the ops that move elements by
@@ -35,8 +37,10 @@ def main():
             [helper.make_tensor_value_info("y", T.FLOAT, [batch, 12, 128, 64])],
             [numpy_helper.from_array(np.array([-1, 128, 12, 64], np.int64), "s"),
              numpy_helper.from_array(np.array(2.0, np.float32), "two")]))
-        x = rng.standard_normal((8, 128, 768)).astype(np.float32)
-        save_set(out, name, 0, {"x": x}, [x.reshape(8, 128, 12, 64).transpose(0, 2, 1, 3) * 2])
+        for number, n in enumerate((8, 3) if name == "idx_heads_dyn" else (8,)):
+            x = rng.standard_normal((n, 128, 768)).astype(np.float32)
+            save_set(out, name, number, {"x": x},
+                     [x.reshape(n, 128, 12, 64).transpose(0, 2, 1, 3) * 2])
 
     save_model(out, "idx_i64", helper.make_graph(
         [helper.make_node("Add", ["x", "y"], ["z"])], "idx_i64",

@@ -643,6 +643,20 @@ struct kiln_divisor {
     return static_cast<int64_t>((kiln_umulhi64(m, static_cast<uint64_t>(n)) + static_cast<uint64_t>(n)) >> l);
   }
 };
+// A divisor in a shape-bucket variant's 32-bit body (GeneratedKernel's
+// index32Sizes): the variant's sizes are constants, so a plain divide is the
+// compiler's own 32-bit multiply-high. A dim of 0 divides as 1, as above.
+struct kiln_divisor32 {
+  int32_t d;
+#ifdef __CUDACC_RTC__
+  __device__ __forceinline__
+#endif
+  explicit kiln_divisor32(int64_t divisor) : d(divisor > 1 ? static_cast<int32_t>(divisor) : 1) {}
+#ifdef __CUDACC_RTC__
+  __device__ __forceinline__
+#endif
+  int32_t div(int32_t n) const { return n / d; }
+};
 KILN_DEVICE int64_t kiln_clamp_index(int64_t i, int64_t n) { return i < 0 ? 0 : (i >= n ? n - 1 : i); }
 // ONNX Slice's first position along a dim of size n.
 KILN_DEVICE int64_t kiln_slice_start(int64_t start, int64_t step, int64_t n) {
