@@ -1260,6 +1260,11 @@ constexpr int64_t kMaxWarpReduction = 256;
 /// registers (8 values a lane), rather than a block.
 constexpr int64_t kMaxWarpRow = 256;
 
+/// The most values of a row one thread of the vector row path keeps in
+/// registers (half that in double): its threads a row are the fewest (32,
+/// 64, 128 or 256) that hold the row in that many a thread.
+constexpr int64_t kMaxRowValuesPerThread = 16;
+
 /// Det matrices up to this size live in registers (16 doubles); larger ones in
 /// local memory.
 constexpr int64_t kMaxRegisterDetRows = 4;
@@ -2604,18 +2609,60 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   }
   line("__shared__ " + acc + " scratch[KILN_MAX_BLOCK];");
   line("const int64_t rows = " + product(outerShape) + " * " + product(innerShape) + ";");
+  std::optional<int64_t> staticRow = getConstantDimValue(
+      productOf(ArrayRef<DimExpr>(getSymShape(x.getType())).slice(axis, layerNorm ? rank - axis : 1)));
+  // The vector path: a row of a known length that lies contiguous in memory
+  // (layer norm's trailing dims; softmax along the last axis), whose kernel
+  // reads its inputs along the row's innermost dim or broadcast there
+  // (elementwise producers of x, layer norm's scale and bias), moves in
+  // 128-bit vectors of `rowWidth` elements: `rowThreads` threads a row (a
+  // warp, or a group of whole warps reducing through one shared-memory
+  // step), each keeping its `rowVectors` vectors in registers between the
+  // passes, and kBlockThreads / rowThreads rows a block.
+  int rowWidth = 0, rowThreads = 0, rowVectors = 0;
+  std::map<unsigned, int> rowReads;
   {
-    // A block per row, or for rows known to take the warp path (at most
-    // kMaxWarpRow elements) a block per eight rows: the rows, not the elements.
     SymShape d = getSymShape(x.getType());
+    bool contiguous = layerNorm || getConstantDimValue(productOf(ArrayRef<DimExpr>(d).drop_front(axis + 1))) == 1;
+    std::optional<int64_t> innermost = d.empty() ? std::nullopt : getConstantDimValue(d.back());
+    bool simple = staticRow && contiguous && innermost && *innermost > 1;
+    for (Operation &op : kernel.getBody().front().without_terminator())
+      if (&op != root && !isa<ConstantOp, SymbolicConstantOp, CompareOp, SelectOp, CastOp, BroadcastToOp>(op) &&
+          !op.hasTrait<OpTrait::Elementwise>())
+        simple = false;
+    unsigned narrowest = storageBytes(t);
+    for (BlockArgument arg : kernel.getBody().front().getArguments()) {
+      if (!simple)
+        break;
+      SymShape shape = getSymShape(arg.getType());
+      std::optional<int64_t> last = shape.empty() ? std::optional<int64_t>(1) : getConstantDimValue(shape.back());
+      if (last == innermost) {
+        rowReads[arg.getArgNumber()] = kReadContiguous;
+        narrowest = std::min(narrowest, storageBytes(elementOf(arg)));
+      } else if (last == 1) {
+        rowReads[arg.getArgNumber()] = kReadBroadcast;
+      } else {
+        simple = false;
+      }
+    }
+    int width = 16 / static_cast<int>(narrowest);
+    if (simple && *innermost % width == 0 && *staticRow >= 32 * width) {
+      int64_t vectors = *staticRow / width;
+      for (int threads = 32; threads <= kBlockThreads && !rowThreads; threads *= 2)
+        if ((vectors + threads - 1) / threads * width <= kMaxRowValuesPerThread / (t.isF64() ? 2 : 1)) {
+          rowThreads = threads;
+          rowVectors = static_cast<int>((vectors + threads - 1) / threads);
+          rowWidth = width;
+        }
+    }
+    // A block per row, or for rows known to take the warp path (at most
+    // kMaxWarpRow elements) a block per eight rows, or for the vector path
+    // kBlockThreads / rowThreads: the rows, not the elements.
     SymShape rowDims(d.begin(), d.begin() + axis);
     if (!layerNorm)
       rowDims.append(d.begin() + axis + 1, d.end());
-    std::optional<int64_t> length = getConstantDimValue(
-        productOf(ArrayRef<DimExpr>(d).slice(axis, layerNorm ? rank - axis : 1)));
-    workItems = length && *length <= kMaxWarpRow
-                    ? canonicalizeDim(productOf(rowDims).ceilDiv(kBlockThreads / 32))
-                    : productOf(rowDims);
+    int64_t rowsPerBlock = rowThreads ? kBlockThreads / rowThreads : staticRow && *staticRow <= kMaxWarpRow ? kBlockThreads / 32 : 1;
+    workItems = canonicalizeDim(productOf(rowDims).ceilDiv(rowsPerBlock));
   }
   line("const int64_t L = " + product(rowShape) + ";");
   line("const int64_t inner = " + product(innerShape) + ";");
@@ -2629,17 +2676,27 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   // (blockDim * K >= L: the runtime's 256 always; host emulation's threaded
   // test mode from 128 up); otherwise every pass reads the row again. Host
   // emulation with one thread per block always takes the uncached block path.
-  std::optional<int64_t> staticRow = getConstantDimValue(
-      productOf(ArrayRef<DimExpr>(getSymShape(x.getType())).slice(axis, layerNorm ? rank - axis : 1)));
   int64_t cacheLimit = kMaxCachedRow / (t.isF64() ? 2 : 1);
   int64_t cached = staticRow && *staticRow > kMaxWarpRow && *staticRow <= cacheLimit ? (*staticRow + 127) / 128 : 0;
-  auto rowLoop = [&](bool warp, int64_t cache) -> LogicalResult {
+  // `vectorThreads`: the vector path, that many threads a row (rowVectors
+  // vectors of rowWidth each in rowCache), otherwise 0.
+  auto rowLoop = [&](bool warp, int64_t cache, int vectorThreads = 0) -> LogicalResult {
     auto reduce = [&](const std::string &v, const std::string &fn) {
-      return warp ? "kiln_warp_reduce(" + v + ", " + fn + ")"
-                  : "kiln_block_reduce(" + v + ", " + fn + ", scratch)";
+      if (vectorThreads > 32)
+        return "kiln_group_reduce<" + std::to_string(vectorThreads / 32) + ">(" + v + ", " + fn + ", scratch)";
+      return warp || vectorThreads ? "kiln_warp_reduce(" + v + ", " + fn + ")"
+                                   : "kiln_block_reduce(" + v + ", " + fn + ", scratch)";
     };
-    openBlock(warp ? "for (int64_t row = blockIdx.x * warps + threadIdx.x / 32; row < rows; row += gridDim.x * warps) {"
-                   : "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
+    if (vectorThreads) {
+      // Every thread of the block runs the same trips (the group reduction's
+      // barriers): a group past the last row computes nothing it stores.
+      openBlock("for (int64_t base = blockIdx.x * groups; base < rows; base += gridDim.x * groups) {");
+      line("const int64_t row = base + group;");
+      line("const bool live = row < rows;");
+    } else {
+      openBlock(warp ? "for (int64_t row = blockIdx.x * warps + threadIdx.x / 32; row < rows; row += gridDim.x * warps) {"
+                     : "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
+    }
     // The row's position before and after the reduced axis.
     std::string rowOuter = temp("ro"), rowInner = temp("ri");
     line("const int64_t " + rowOuter + " = " + quotient("row", product(innerShape)) + ";");
@@ -2659,7 +2716,37 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
     if (cache)
       line(acc + " rowCache[" + std::to_string(cache) + "];");
     int pass = 0;
+    std::string W = std::to_string(rowWidth), vectorType = "kiln_vec<" + storageType(t) + ", " + W + ">";
     auto loop = [&](const std::function<LogicalResult(const std::vector<std::string> &)> &f) {
+      if (vectorThreads) {
+        // Each thread's vectors: x's elements computed lane by lane from
+        // vectors of its inputs (element() reads them through
+        // broadcastReads), kept in rowCache by the first pass.
+        bool first = pass++ == 0;
+        openBlock("KILN_UNROLL for (int64_t k = 0; k < " + std::to_string(rowVectors) + "; ++k) {");
+        line("const int64_t vj = part + k * " + std::to_string(vectorThreads) + ";");
+        openBlock("if (live && vj < " + std::to_string(*staticRow / rowWidth) + ") {");
+        for (lane = 0; lane < rowWidth; ++lane) {
+          pushScope();
+          std::vector<std::string> index = rowIndex("(vj * " + W + " + " + std::to_string(lane) + ")");
+          std::string slot = "rowCache[k * " + W + " + " + std::to_string(lane) + "]";
+          if (first) {
+            FailureOr<std::string> v = element(x, index);
+            if (failed(v))
+              return failure();
+            line(slot + " = " + *v + ";");
+          }
+          memo.back()[memoKey(x, index)] = slot;
+          LogicalResult r = f(index);
+          popScope();
+          if (failed(r))
+            return failure();
+        }
+        lane = 0;
+        closeBlock();
+        closeBlock();
+        return success();
+      }
       if (!cache) {
         openBlock(warp ? "for (int64_t j = lane; j < L; j += 32) {"
                        : "for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {");
@@ -2687,6 +2774,19 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
       return r;
     };
     std::string flat = "(" + rowOuter + " * L + j) * inner + " + rowInner;
+    // A result element at `offset` (the vector path: lane by lane into one
+    // vector, stored at the last lane).
+    auto storeResult = [&](const std::string &offset, const std::string &y) {
+      if (!vectorThreads) {
+        line("out[" + offset + "] = " + store(t, y) + ";");
+        return;
+      }
+      if (lane == 0)
+        line(vectorType + " rowOut;");
+      line("rowOut.x[" + std::to_string(lane) + "] = " + store(t, y) + ";");
+      if (lane == rowWidth - 1)
+        line("*reinterpret_cast<" + vectorType + " *>(out + row * L + vj * " + W + ") = rowOut;");
+    };
     if (!layerNorm) {
       bool logarithm = isa<LogSoftmaxOp>(root);
       line(acc + " mx = (" + acc + ")kiln_f32_bits(0xff800000u);");
@@ -2716,7 +2816,7 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
               return failure();
             std::string y = logarithm ? "(" + *v + " - mx) - kiln_log(sum)"
                                       : "kiln_exp(" + *v + " - mx) / sum";
-            line("out[" + flat + "] = " + store(t, y) + ";");
+            storeResult(flat, y);
             return success();
           })))
         return failure();
@@ -2763,7 +2863,7 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
               return failure();
             y += " + " + *b;
           }
-          line("out[(row * L) + j] = " + store(t, y) + ";");
+          storeResult("(row * L) + j", y);
           return success();
         })))
       return failure();
@@ -2774,6 +2874,32 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   // A row of a known length up to kMaxWarpRow takes a warp with the row in
   // registers (ceil(L / 32) values a lane); of a length known at run time, a
   // warp when it holds at most 32.
+  if (rowThreads) {
+    std::string T = std::to_string(rowThreads), aligned;
+    for (auto [n, read] : rowReads)
+      if (read == kReadContiguous)
+        aligned += " && kiln_aligned(in" + std::to_string(n) + ", sizeof(" +
+                   storageType(elementOf(kernel.getBody().front().getArgument(n))) + ") * " +
+                   std::to_string(rowWidth) + ")";
+    line("if (blockDim.x % " + T + " == 0 && kiln_aligned(out, sizeof(" + storageType(t) + ") * " +
+         std::to_string(rowWidth) + ")" + aligned + ") {");
+    ++indent;
+    line("const int64_t part = threadIdx.x % " + T + ", group = threadIdx.x / " + T +
+         ", groups = blockDim.x / " + T + ";");
+    broadcastReads = rowReads;
+    broadcastWidth = rowWidth;
+    laneZeroReads.clear();
+    LogicalResult r = rowLoop(false, int64_t{rowVectors} * rowWidth, rowThreads);
+    broadcastReads.clear();
+    laneZeroReads.clear();
+    if (failed(r))
+      return failure();
+    vectorWidth = rowWidth;
+    vectorLoads = static_cast<int>(llvm::count_if(rowReads, [](auto &r) { return r.second == kReadContiguous; }));
+    line("return;");
+    --indent;
+    line("}");
+  }
   bool warpRow = staticRow && *staticRow <= kMaxWarpRow;
   line(warpRow ? "if (blockDim.x % 32 == 0) {" : "if (L <= 32 && blockDim.x % 32 == 0) {");
   ++indent;

@@ -25,7 +25,7 @@ A kernel's manifest can say why a finding is expected (EXEMPTIONS: a model
 that divides integers, a Det matrix too large for registers, Resize's and
 GridSample's taps in double); those are counted and printed apart, not as
 violations.
-  vector     a pointwise kernel with a vector path (vector_width > 0) stores
+  vector     a pointwise or row kernel with a vector path (vector_width > 0) stores
              with STG.E.128 and, when the path loads inputs as vectors
              (vector_loads > 0; inputs broadcast along the innermost dim are a
              scalar per vector), loads with LDG.E.128.
@@ -278,7 +278,7 @@ def lint_kernel(info, code, res):
                    if a in loop and op.startswith("I2F") and ".RP" in op]
         if divides:
             problems.append(f"divide: integer-divide sequence inside a loop at {', '.join(divides[:3])}")
-    if schedule == "pointwise" and info.get("vector_width", 0) > 0:
+    if schedule in ("pointwise", "row") and info.get("vector_width", 0) > 0:
         ops = [op for _, _, op, _ in code]
         if not any(op.startswith("STG") and ".128" in op for op in ops):
             problems.append("vector: no 128-bit store (STG.E.128) on the vector path")

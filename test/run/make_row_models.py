@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """Writes row models (softmax, log_softmax, layer norm) with inputs and numpy's
 outputs for run_numpy_cases.py, at row lengths around the row kernel's paths
-(codegen/CudaEmitter.cpp emitRow): a warp per row up to 32, rows kept in
-registers between passes up to 2048 (1024 in double), rows read again by
-every pass beyond.
+(codegen/CudaEmitter.cpp emitRow): a warp per row up to 32 (256 when the
+length is known), rows of a known length that are whole 128-bit vectors in
+128-bit vectors (32 to 256 threads a row, 16 values a thread at most: up to
+4096 floats), rows kept in registers between passes up to 2048 (1024 in
+double), rows read again by every pass beyond.
 
     make_row_models.py OUT_DIR
 
-    rows_softmax_L  x [4, 7, L] for L = 20, 40, 256, 300, 768, 1500 and 2100 (a model
-                    each: a row's length is static), softmax over the last
-                    axis, with a row of -inf and a row of large values
+    rows_softmax_L  x [4, 7, L] for L = 20, 40, 256, 300, 768, 1500, 2102 and
+                    4096 (a model each: a row's length is static), softmax
+                    over the last axis, with a row of -inf and a row of large
+                    values
+    rows_masked     softmax((x + mask) * f) for x [2, 3, 8, 256], a mask
+                    [2, 1, 1, 256] (read along the row) and a factor
+                    [2, 3, 8, 1] (one per row): the inputs of the vector path
+    rows_half       x [4, 7, 768] float16 softmax (8 halves a vector)
     rows_logsoftmax x [6, 300]: log_softmax
     rows_layernorm  x [3, 5, 768] + residual, LayerNormalization with scale
                     and bias (BERT's width)
@@ -38,7 +45,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(11)
-    for length in (20, 40, 256, 300, 768, 1500, 2100):
+    for length in (20, 40, 256, 300, 768, 1500, 2102, 4096):
         name = f"rows_softmax_{length}"
         x = helper.make_tensor_value_info("x", T.FLOAT, [4, 7, length])
         y = helper.make_tensor_value_info("y", T.FLOAT, [4, 7, length])
@@ -75,6 +82,29 @@ def main():
     var = ((s64 - mean) ** 2).mean(axis=-1, keepdims=True)
     want = (s64 - mean) / np.sqrt(var + 1e-5) * gamma + beta
     save_set(out, "rows_layernorm", 0, {"x": a, "r": b}, [want.astype(np.float32)])
+
+    shape = [2, 3, 8, 256]
+    save_model(out, "rows_masked", helper.make_graph(
+        [helper.make_node("Add", ["x", "mask"], ["s"]),
+         helper.make_node("Mul", ["s", "f"], ["m"]),
+         helper.make_node("Softmax", ["m"], ["y"], axis=-1)], "rows_masked",
+        [helper.make_tensor_value_info("x", T.FLOAT, shape),
+         helper.make_tensor_value_info("mask", T.FLOAT, [2, 1, 1, 256]),
+         helper.make_tensor_value_info("f", T.FLOAT, [2, 3, 8, 1])],
+        [helper.make_tensor_value_info("y", T.FLOAT, shape)]))
+    data = rng.standard_normal(shape).astype(np.float32)
+    mask = np.where(rng.random((2, 1, 1, 256)) < 0.3, -1e4, 0).astype(np.float32)
+    f = rng.uniform(0.5, 2, (2, 3, 8, 1)).astype(np.float32)
+    m = (data + mask) * f
+    save_set(out, "rows_masked", 0, {"x": data, "mask": mask, "f": f},
+             [softmax(m).astype(np.float32)])
+
+    x = helper.make_tensor_value_info("x", T.FLOAT16, [4, 7, 768])
+    y = helper.make_tensor_value_info("y", T.FLOAT16, [4, 7, 768])
+    save_model(out, "rows_half", helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["y"], axis=-1)], "rows_half", [x], [y]))
+    data = (rng.standard_normal((4, 7, 768)) * 3).astype(np.float16)
+    save_set(out, "rows_half", 0, {"x": data}, [softmax(data).astype(np.float16)])
 
     x = helper.make_tensor_value_info("x", T.DOUBLE, [5, 1000])
     y = helper.make_tensor_value_info("y", T.DOUBLE, [5, 1000])

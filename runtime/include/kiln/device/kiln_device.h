@@ -816,6 +816,27 @@ template <typename T, typename F> KILN_DEVICE T kiln_block_reduce(T v, F f, T *s
   return r;
 }
 
+// Combines `v` over each group of G whole warps (G a power of two that divides
+// the block's warps; a row kernel's vector path gives each row a group):
+// shuffles within each warp, one shared-memory slot per warp, one barrier,
+// and each thread combines its group's partials. Every thread of the block
+// calls it, the same number of times (its two barriers); `scratch` holds
+// blockDim.x / 32 values. Needs whole warps (a device, or host emulation's
+// threaded blocks).
+template <int G, typename T, typename F> KILN_DEVICE T kiln_group_reduce(T v, F f, T *scratch) {
+  const unsigned warp = threadIdx.x >> 5;
+  v = kiln_warp_reduce(v, f);
+  if ((threadIdx.x & 31u) == 0)
+    scratch[warp] = v;
+  __syncthreads();
+  const unsigned first = warp & ~static_cast<unsigned>(G - 1);
+  T r = scratch[first];
+  for (unsigned w = 1; w < static_cast<unsigned>(G); ++w)
+    r = f(r, scratch[first + w]);
+  __syncthreads();
+  return r;
+}
+
 // The overlap (intersection over union) of two boxes as non_max_suppression
 // measures it, in double as the reference: corners y1, x1, y2, x2 in either
 // order, or x_center, y_center, width, height with `center`.
