@@ -822,6 +822,9 @@ FailureOr<CompiledArtifact> Writer::build() {
     std::vector<int> syms;
     for (const std::string &s : kernels[k].symbols)
       syms.push_back(symbolId(s));
+    std::vector<flatbuffers::Offset<fb::Dim>> index32Sizes;
+    for (DimExpr size : kernels[k].index32Sizes)
+      index32Sizes.push_back(dim(size));
     kernelTable.push_back(fb::CreateKernel(
         builder, builder.CreateString(kernels[k].name), builder.CreateString(kernels[k].source),
         *schedule, builder.CreateVector(syms), kernels[k].blockPerItem,
@@ -829,7 +832,9 @@ FailureOr<CompiledArtifact> Writer::build() {
         builder.CreateVector(kernelSignatures[k]), builder.CreateVector(kernelShapes[k]),
         kernels[k].reportsErrors,
         kernels[k].workItems ? dim(kernels[k].workItems) : flatbuffers::Offset<fb::Dim>(),
-        kernels[k].flops ? dim(kernels[k].flops) : flatbuffers::Offset<fb::Dim>()));
+        kernels[k].flops ? dim(kernels[k].flops) : flatbuffers::Offset<fb::Dim>(),
+        index32Sizes.empty() ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Dim>>>()
+                             : builder.CreateVector(index32Sizes)));
   }
   std::vector<flatbuffers::Offset<fb::HostLibrary>> hostLibs;
   if (failed(hostLibraries(allKernels, {}, -1, hostLibs)))

@@ -4,6 +4,7 @@
 
 #include "ir/Kiln/KilnDialect.h"
 #include "passes/KernelTypes.h"
+#include "kiln/artifact/Format.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -2921,10 +2922,9 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   return rowLoop(false, 0);
 }
 
-/// The most elements a buffer of a kernel with 32-bit indices may hold: a
-/// grid-stride loop steps past the end by at most one stride (65535 blocks
-/// of 256 threads, under 2^25) before it stops, and that must still fit.
-constexpr int64_t kMaxIndex32Elements = (int64_t{1} << 31) - (int64_t{1} << 25);
+/// The most elements a buffer of a kernel with 32-bit indices may hold
+/// (Format.h says why).
+constexpr int64_t kMaxIndex32Elements = artifact::kMaxIndex32Elements;
 
 /// 32-bit index arithmetic for a pointwise kernel whose ops move elements by
 /// position only (no index read from data: elementwise ops, compare, select,

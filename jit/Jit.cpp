@@ -521,8 +521,13 @@ absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::compilePack(const Job &
     ids.push_back(static_cast<int>(i));
     absl::StrAppend(&name, name.empty() ? "" : ",", plan.symbols[i], "=", job.values[i]);
   }
-  std::vector<GeneratedKernel> kernels;
-  std::vector<int> kernelIds;
+  // Kernels whose sizes all fit at these values take their 32-bit body
+  // (KILN_INDEX32, Kernel.index32_sizes).
+  std::vector<std::string> narrowDefines = defines;
+  narrowDefines.push_back("-DKILN_INDEX32");
+  artifact::Bindings bindings(job.values.begin(), job.values.end());
+  std::vector<GeneratedKernel> kernels, narrowKernels;
+  std::vector<int> kernelIds, narrowIds;
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     if (plan.kernels[k].symbols.empty())
       continue;
@@ -531,19 +536,27 @@ absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::compilePack(const Job &
     g.source = plan.kernels[k].source;
     for (int s : plan.kernels[k].symbols)
       g.symbols.push_back(plan.symbols[s]);
-    kernels.push_back(std::move(g));
-    kernelIds.push_back(static_cast<int>(k));
+    bool narrow = artifact::index32Fits(plan.kernels[k], bindings);
+    (narrow ? narrowKernels : kernels).push_back(std::move(g));
+    (narrow ? narrowIds : kernelIds).push_back(static_cast<int>(k));
   }
+  // Compiled as two groups (the define differs); a pack lists them in turn.
+  size_t wide = kernels.size();
+  kernels.insert(kernels.end(), narrowKernels.begin(), narrowKernels.end());
+  kernelIds.insert(kernelIds.end(), narrowIds.begin(), narrowIds.end());
+  auto definesFor = [&](size_t i) -> const std::vector<std::string> & {
+    return i < wide ? defines : narrowDefines;
+  };
   flatbuffers::FlatBufferBuilder b;
   std::vector<flatbuffers::Offset<fb::VariantKernel>> variantKernels;
   std::vector<flatbuffers::Offset<fb::HostLibrary>> libraries;
   if (job.entry->sm) {
     nvrtc::NvrtcOptions options;
     options.smVersion = job.entry->sm;
-    options.extraOptions = defines;
     // The device library the artifact was compiled with.
     options.headers = {{"kiln/device/kiln_device.h", plan.deviceLibrary}};
     for (size_t i = 0; i < kernels.size(); ++i) {
+      options.extraOptions = definesFor(i);
       absl::StatusOr<nvrtc::NvrtcResult> r = nvrtc::compileWithNvrtc(
           kernelTranslationUnit({kernels[i]}), kernels[i].name + ".cu", options);
       if (!r.ok())
@@ -557,9 +570,13 @@ absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::compilePack(const Job &
   } else {
     for (int k : kernelIds)
       variantKernels.push_back(fb::CreateVariantKernel(b, k));
-    if (!kernels.empty()) {
-      absl::StatusOr<std::unique_ptr<HostKernels>> host =
-          HostKernels::build(kernels, disk_.folder() + "/kernels", /*chunkSize=*/100, 1, defines);
+    for (bool narrow : {false, true}) {
+      std::vector<GeneratedKernel> group(kernels.begin() + (narrow ? wide : 0),
+                                         narrow ? kernels.end() : kernels.begin() + wide);
+      if (group.empty())
+        continue;
+      absl::StatusOr<std::unique_ptr<HostKernels>> host = HostKernels::build(
+          group, disk_.folder() + "/kernels", /*chunkSize=*/100, 1, narrow ? narrowDefines : defines);
       if (!host.ok())
         return host.status();
       for (const HostKernels::Library &lib : (*host)->libraries()) {

@@ -508,6 +508,31 @@ TEST(Artifact, NullArgumentsAreErrors) {
   kiln_model_destroy(nullptr);
 }
 
+// A specialization takes a kernel's 32-bit body only when every symbol of
+// the kernel is fixed and every size with symbols fits (Kernel.index32_sizes).
+TEST(Artifact, Index32FitsNeedsEverySymbolAndSizeInRange) {
+  using Op = kiln::artifact::Dim::Op;
+  kiln::artifact::KernelInfo kernel;
+  kernel.symbols = {0, 1};
+  // batch * seq * 768 elements.
+  kernel.index32Sizes = {kiln::artifact::Dim{
+      {{Op::Symbol, 0}, {Op::Symbol, 1}, {Op::Mul, 0}, {Op::Constant, 768}, {Op::Mul, 0}}}};
+  EXPECT_TRUE(kiln::artifact::index32Fits(kernel, {8, 128}));
+  EXPECT_FALSE(kiln::artifact::index32Fits(kernel, {8, std::nullopt})) << "seq unbound";
+  EXPECT_FALSE(kiln::artifact::index32Fits(kernel, {4096, 4096})) << "12.9e9 elements";
+  // The largest count that fits, and one more.
+  int64_t limit = kiln::artifact::kMaxIndex32Elements;
+  EXPECT_TRUE(kiln::artifact::index32Fits(kernel, {limit / 768, 1}));
+  EXPECT_FALSE(kiln::artifact::index32Fits(kernel, {limit / 768 + 1, 1}));
+  // A symbol no size shows is still bounded.
+  kernel.symbols = {0, 1, 2};
+  EXPECT_FALSE(kiln::artifact::index32Fits(kernel, {8, 128, int64_t{1} << 40}));
+  EXPECT_TRUE(kiln::artifact::index32Fits(kernel, {8, 128, 3}));
+  // Without the 32-bit body, never.
+  kernel.index32Sizes.clear();
+  EXPECT_FALSE(kiln::artifact::index32Fits(kernel, {8, 128, 3}));
+}
+
 TEST(MemoryPlan, ValuesWithDisjointLifetimesShareBytes) {
   std::string bytes = buildArtifact();
   auto plan = kiln::artifact::readArtifact(reinterpret_cast<const uint8_t *>(bytes.data()),

@@ -328,6 +328,13 @@ absl::Status Reader::readKernels() {
           return items.status();
         info.workItems = std::move(*items);
       }
+      if (k->index32_sizes())
+        for (const fb::Dim *d : *k->index32_sizes()) {
+          absl::StatusOr<Dim> size = dim(d, where);
+          if (!size.ok())
+            return size.status();
+          info.index32Sizes.push_back(std::move(*size));
+        }
       if (!k->buffer_shapes() || k->buffer_shapes()->size() != info.bufferDtypes.size())
         return corrupt(absl::StrCat(where, " has no dims for each of its buffers"));
       for (const fb::BufferShape *b : *k->buffer_shapes()) {
@@ -755,6 +762,21 @@ void forEachStep(const Plan &plan, const std::function<void(const StepInfo &)> &
     }
   };
   walk(plan.steps);
+}
+
+bool index32Fits(const KernelInfo &kernel, const Bindings &symbols) {
+  if (kernel.index32Sizes.empty())
+    return false;
+  for (int s : kernel.symbols)
+    if (s < 0 || static_cast<size_t>(s) >= symbols.size() || !symbols[s] || *symbols[s] < 0 ||
+        *symbols[s] > kMaxIndex32Elements)
+      return false;
+  for (const Dim &size : kernel.index32Sizes) {
+    std::optional<int64_t> n = size.evaluate(symbols);
+    if (!n || *n < 0 || *n > kMaxIndex32Elements)
+      return false;
+  }
+  return true;
 }
 
 std::optional<int64_t> Dim::evaluate(const Bindings &symbols) const {

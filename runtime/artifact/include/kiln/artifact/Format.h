@@ -33,6 +33,12 @@ constexpr uint32_t kFormatVersion = 7;
 /// The most symbols one variant fixes (the runtime's dispatch key is that wide).
 constexpr int kMaxVariantSymbols = 8;
 
+/// The most elements a buffer of a kernel with 32-bit indices may hold (and
+/// the largest symbol value such a kernel may be specialized for): a
+/// grid-stride loop steps past the end by at most one stride (65535 blocks of
+/// 256 threads, under 2^25) before it stops, and that must still fit.
+constexpr int64_t kMaxIndex32Elements = (int64_t{1} << 31) - (int64_t{1} << 25);
+
 /// Alignment of weights inside the artifact (a mapped file is used in place).
 constexpr size_t kWeightAlignment = 64;
 

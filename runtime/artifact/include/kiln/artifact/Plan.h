@@ -134,7 +134,16 @@ struct KernelInfo {
   Dim workItems;
   /// Floating-point operations per launch (Kernel.flops); unknown: memory bound.
   Dim flops;
+  /// Kernel.index32_sizes: where a specialization may take the kernel's
+  /// 32-bit body (index32Fits).
+  std::vector<Dim> index32Sizes;
 };
+
+/// Whether a specialization of `kernel` with every symbol bound in `symbols`
+/// may define KILN_INDEX32: the kernel has the 32-bit body, each of its
+/// symbols is bound and each of its index32 sizes evaluates, all at most
+/// kMaxIndex32Elements.
+bool index32Fits(const KernelInfo &kernel, const Bindings &symbols);
 
 struct HostLibraryInfo {
   std::vector<std::string> kernels;
