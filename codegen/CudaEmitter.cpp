@@ -1831,33 +1831,79 @@ LogicalResult KernelEmitter::emitTiledTranspose(TransposeOp root) {
   line("const int64_t A = " + shape[a] + ", C = " + shape[c] + ";");
   line("const int64_t tilesA = (A + 31) / 32, tilesC = (C + 31) / 32;");
   std::string tilesA = "((" + shape[a] + " + 31) / 32)", tilesC = "((" + shape[c] + " + 31) / 32)";
-  openBlock("for (int64_t t = blockIdx.x; t < batch * tilesA * tilesC; t += gridDim.x) {");
-  line("const int64_t b = " + quotient("t", "(" + tilesA + " * " + tilesC + ")") + ";");
-  line("const int64_t ac = t - b * tilesA * tilesC;");
-  line("const int64_t ta = " + quotient("ac", tilesC) + ", tc = ac - ta * tilesC;");
-  // The tile's batch coordinates, then the input index of (row, col).
-  std::vector<std::string> batchIndex = unravel("b", batchShape);
-  auto inputIndex = [&](const std::string &row, const std::string &col) {
-    std::vector<std::string> index;
-    for (size_t k = 0, next = 0; k < r; ++k)
-      index.push_back(k == a ? row : k == c ? col : batchIndex[next++]);
-    return index;
+  // The tiles' loops, moving `width` elements at a time along the input's
+  // innermost dim as it is read and along the result's as it is written.
+  auto tiles = [&](int width) {
+    std::string W = std::to_string(width), perRow = std::to_string(32 / width);
+    std::string vec = "kiln_vec<" + T + ", " + W + ">";
+    openBlock("for (int64_t t = blockIdx.x; t < batch * tilesA * tilesC; t += gridDim.x) {");
+    line("const int64_t b = " + quotient("t", "(" + tilesA + " * " + tilesC + ")") + ";");
+    line("const int64_t ac = t - b * tilesA * tilesC;");
+    line("const int64_t ta = " + quotient("ac", tilesC) + ", tc = ac - ta * tilesC;");
+    // The tile's batch coordinates, then the input index of (row, col).
+    std::vector<std::string> batchIndex = unravel("b", batchShape);
+    auto inputIndex = [&](const std::string &row, const std::string &col) {
+      std::vector<std::string> index;
+      for (size_t k = 0, next = 0; k < r; ++k)
+        index.push_back(k == a ? row : k == c ? col : batchIndex[next++]);
+      return index;
+    };
+    openBlock("for (int64_t e = threadIdx.x; e < 32 * " + perRow + "; e += blockDim.x) {");
+    line("const int64_t i = e / " + perRow + ", j = e % " + perRow + " * " + W +
+         ", row = ta * 32 + i, col = tc * 32 + j;");
+    std::string from = "in0 + " + linearize(inputIndex("row", "col"), shape);
+    if (width == 1) {
+      line("if (row < A && col < C) tile[i][j] = *(" + from + ");");
+    } else {
+      openBlock("if (row < A && col < C) {");
+      line("const " + vec + " v = *reinterpret_cast<const " + vec + " *>(" + from + ");");
+      line("KILN_UNROLL for (int l = 0; l < " + W + "; ++l) tile[i][j + l] = v.x[l];");
+      closeBlock();
+    }
+    closeBlock();
+    line("__syncthreads();");
+    openBlock("for (int64_t e = threadIdx.x; e < 32 * " + perRow + "; e += blockDim.x) {");
+    line("const int64_t i = e / " + perRow + ", j = e % " + perRow + " * " + W +
+         ", col = tc * 32 + i, row = ta * 32 + j;");
+    std::vector<std::string> in = inputIndex("row", "col"), outIndex;
+    for (size_t k = 0; k < r; ++k)
+      outIndex.push_back(in[perm[k]]);
+    std::string to = "out + " + linearize(outIndex, outShape);
+    if (width == 1) {
+      line("if (row < A && col < C) *(" + to + ") = tile[j][i];");
+    } else {
+      openBlock("if (row < A && col < C) {");
+      // kiln_store_vec: a plain vector store of lanes read from shared
+      // memory comes out a lane at a time (the SASS lint's vector rule saw
+      // four STG.E).
+      line(vec + " v;");
+      for (int l = 0; l < width; ++l)
+        line("v.x[" + std::to_string(l) + "] = tile[j + " + std::to_string(l) + "][i];");
+      line("kiln_store_vec(" + to + ", v);");
+      closeBlock();
+    }
+    closeBlock();
+    line("__syncthreads();");
+    closeBlock();
   };
-  openBlock("for (int64_t e = threadIdx.x; e < 32 * 32; e += blockDim.x) {");
-  line("const int64_t i = e / 32, j = e % 32, row = ta * 32 + i, col = tc * 32 + j;");
-  line("if (row < A && col < C) tile[i][j] = in0[" + linearize(inputIndex("row", "col"), shape) +
-       "];");
-  closeBlock();
-  line("__syncthreads();");
-  openBlock("for (int64_t e = threadIdx.x; e < 32 * 32; e += blockDim.x) {");
-  line("const int64_t i = e / 32, j = e % 32, col = tc * 32 + i, row = ta * 32 + j;");
-  std::vector<std::string> in = inputIndex("row", "col"), outIndex;
-  for (size_t k = 0; k < r; ++k)
-    outIndex.push_back(in[perm[k]]);
-  line("if (row < A && col < C) out[" + linearize(outIndex, outShape) + "] = tile[j][i];");
-  closeBlock();
-  line("__syncthreads();");
-  closeBlock();
+  // 128-bit accesses when both tiled dims are known multiples of the width
+  // (a vector never crosses the edge of either dim, and every vector starts
+  // at a multiple of the width: the other strides are multiples of the
+  // innermost dims) and the buffers are aligned (checked at run time). The
+  // padded shared-memory rows keep both directions free of bank conflicts:
+  // a warp's 32 accesses of one lane fall on 32 banks.
+  int width = 16 / static_cast<int>(storageBytes(elementOf(input)));
+  std::optional<int64_t> staticA = getConstantDimValue(d[a]), staticC = getConstantDimValue(d[c]);
+  if (width > 1 && staticA && staticC && *staticA % width == 0 && *staticC % width == 0) {
+    std::string bytes = "sizeof(" + T + ") * " + std::to_string(width);
+    openBlock("if (kiln_aligned(in0, " + bytes + ") && kiln_aligned(out, " + bytes + ")) {");
+    tiles(width);
+    line("return;");
+    closeBlock();
+    vectorWidth = width;
+    vectorLoads = 1;
+  }
+  tiles(1);
   return success();
 }
 

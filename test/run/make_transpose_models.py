@@ -2,7 +2,8 @@
 """Writes transposes that move the innermost dim, with inputs and numpy's
 outputs for run_numpy_cases.py: they run through 32x32 shared-memory tiles
 of the input dim that becomes the result's innermost against the input's
-innermost, every other dim a batch of tiles (codegen/CudaEmitter.cpp
+innermost, every other dim a batch of tiles, in 128-bit vectors when both
+dims are known multiples of the width (codegen/CudaEmitter.cpp
 emitTiledTranspose).
 
     make_transpose_models.py OUT_DIR
@@ -14,6 +15,12 @@ emitTiledTranspose).
     tr_2d        x [n, 70] -> [1, 0]
     tr_rotate    x [3, n, 34] -> [2, 0, 1] (the batch dims in another order)
     tr_f16       x [n, 9, 64] f16 -> [2, 0, 1]
+    tr_vec_nhwc  x [n, 64, 8, 48] -> [0, 2, 3, 1]: both tiled dims whole
+                 128-bit vectors (4 floats), so tiles move in vectors; 48
+                 leaves a partial tile
+    tr_vec_heads x [n, 128, 12, 64] -> [0, 2, 3, 1]: BERT's K transposed
+    tr_vec_f16   x [n, 40, 24] f16 -> [0, 2, 1]: vectors of 8 halves, both
+                 dims leaving partial tiles
 Data sets at n = 1 and n = 3.
 """
 import os
@@ -32,6 +39,9 @@ MODELS = {
     "tr_2d": (["n", 70], [1, 0], T.FLOAT),
     "tr_rotate": ([3, "n", 34], [2, 0, 1], T.FLOAT),
     "tr_f16": (["n", 9, 64], [2, 0, 1], T.FLOAT16),
+    "tr_vec_nhwc": (["n", 64, 8, 48], [0, 2, 3, 1], T.FLOAT),
+    "tr_vec_heads": (["n", 128, 12, 64], [0, 2, 3, 1], T.FLOAT),
+    "tr_vec_f16": (["n", 40, 24], [0, 2, 1], T.FLOAT16),
 }
 
 

@@ -588,6 +588,25 @@ KILN_SUBBYTE_INT(u2, uint8_t, 2)
 template <typename T, int N> struct alignas(sizeof(T) * N) kiln_vec {
   T x[N];
 };
+// Stores `v` at `p` (aligned to the vector) in 128-bit pieces. Lanes read
+// from shared memory and stored to global memory are a copy NVVM recognizes
+// and lowers at the shared side's alignment (4 bytes: a tile row is padded),
+// one store a lane; the store is written out so it stays one.
+template <typename T, int N> KILN_DEVICE void kiln_store_vec(T *p, const kiln_vec<T, N> &v) {
+#ifdef __CUDACC_RTC__
+  static_assert(sizeof(v) % 16 == 0, "kiln_store_vec moves whole 128-bit pieces");
+  const unsigned *w = reinterpret_cast<const unsigned *>(&v);
+  for (int k = 0; k < static_cast<int>(sizeof(v) / 16); ++k)
+    asm volatile("{\n\t.reg .u64 g;\n\tcvta.to.global.u64 g, %0;\n\t"
+                 "st.global.v4.b32 [g], {%1, %2, %3, %4};\n\t}"
+                 :
+                 : "l"(reinterpret_cast<char *>(p) + 16 * k), "r"(w[4 * k]), "r"(w[4 * k + 1]),
+                   "r"(w[4 * k + 2]), "r"(w[4 * k + 3])
+                 : "memory");
+#else
+  *reinterpret_cast<kiln_vec<T, N> *>(p) = v;
+#endif
+}
 KILN_DEVICE bool kiln_aligned(const void *p, uint64_t bytes) {
   return (reinterpret_cast<uint64_t>(p) % bytes) == 0;
 }
