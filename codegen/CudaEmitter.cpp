@@ -2071,12 +2071,9 @@ LogicalResult KernelEmitter::emitReduction(ReduceOp root) {
   // One output's reduction: `outer` walks the outputs, `inner` the reduced
   // elements (each thread's share), `combineAll` joins the threads' partials
   // and `storeIf` picks the thread that writes.
-  auto reduceOutputs = [&](const std::string &outer, const std::string &inner,
-                           const std::string &combineAll, const std::string &storeIf) {
-    openBlock(outer);
-    std::vector<std::string> outIndex = unravel("o", outShape);
-    line(acc + " acc = " + identity + ";");
-    openBlock(inner);
+  // Combines the input element at output position `outIndex` and reduced
+  // position `rr` into `acc`.
+  auto accumulate = [&](const std::vector<std::string> &outIndex) -> LogicalResult {
     std::vector<std::string> redIndex = unravel("rr", reducedShape), inIndex;
     size_t nextOut = 0, nextRed = 0;
     for (int64_t d = 0; d < rank; ++d) {
@@ -2092,19 +2089,67 @@ LogicalResult KernelEmitter::emitReduction(ReduceOp root) {
     if (failed(x))
       return failure();
     line("acc = (" + combineFn + ")(acc, (" + acc + ")" + *x + ");");
+    return success();
+  };
+  std::string final = "acc";
+  if (kind == ReduceKind::mean)
+    final = isF ? "acc / (" + acc + ")R" : "(R == 0 ? (" + acc + ")0 : (" + acc + ")(acc / R))";
+  auto reduceOutputs = [&](const std::string &outer, const std::string &inner,
+                           const std::string &combineAll, const std::string &storeIf) {
+    openBlock(outer);
+    std::vector<std::string> outIndex = unravel("o", outShape);
+    line(acc + " acc = " + identity + ";");
+    openBlock(inner);
+    if (failed(accumulate(outIndex)))
+      return failure();
     closeBlock();
     if (!combineAll.empty())
       line("acc = " + combineAll + ";");
-    std::string final = "acc";
-    if (kind == ReduceKind::mean)
-      final = isF ? "acc / (" + acc + ")R" : "(R == 0 ? (" + acc + ")0 : (" + acc + ")(acc / R))";
     line(storeIf + "out[o] = " + store(t, final) + ";");
     closeBlock();
     return success();
   };
-  if (!blockPerItem)
+  if (!blockPerItem) {
+    // A column reduction (every reduced dim before every kept one: the
+    // outputs lie contiguous in each input row) in 2-D tiles: a block takes
+    // 32 consecutive outputs, a lane each (reads coalesced along the row),
+    // and its warps split the rows, their partials combined through shared
+    // memory; 8x the threads of one per output at the runtime's 256. Other
+    // patterns, and blocks that are not whole warps, take a thread per output.
+    bool leading = !reducedShape.empty() && !outShape.empty();
+    for (int64_t d = 1; d < rank; ++d)
+      if (reduced[d] && !reduced[d - 1])
+        leading = false;
+    if (leading) {
+      blockPerItem = true;
+      workItems = canonicalizeDim(productOf(getSymShape(result.getType())).ceilDiv(32));
+      line("__shared__ " + acc + " scratch[KILN_MAX_BLOCK];");
+      openBlock("if (blockDim.x % 32 == 0) {");
+      line("const int64_t lane = threadIdx.x % 32, slice = threadIdx.x / 32, slices = blockDim.x / 32;");
+      openBlock("for (int64_t base = blockIdx.x * 32; base < items; base += gridDim.x * 32) {");
+      line("const int64_t o = base + lane;");
+      line(acc + " acc = " + identity + ";");
+      openBlock("if (o < items) {");
+      std::vector<std::string> outIndex = unravel("o", outShape);
+      openBlock("for (int64_t rr = slice; rr < R; rr += slices) {");
+      if (failed(accumulate(outIndex)))
+        return failure();
+      closeBlock();
+      closeBlock();
+      line("scratch[threadIdx.x] = acc;");
+      line("__syncthreads();");
+      openBlock("if (slice == 0 && o < items) {");
+      line("for (int64_t s = 1; s < slices; ++s) acc = (" + combineFn + ")(acc, scratch[s * 32 + lane]);");
+      line("out[o] = " + store(t, final) + ";");
+      closeBlock();
+      line("__syncthreads();");
+      closeBlock();
+      line("return;");
+      closeBlock();
+    }
     return reduceOutputs("for (int64_t o = kiln_thread_index(); o < items; o += kiln_thread_count()) {",
                          "for (int64_t rr = 0; rr < R; ++rr) {", "", "");
+  }
   // Trailing axes: a warp per output where the reduced elements are few
   // (a global average pool's 49: a block's 256 threads would mostly idle),
   // eight outputs to a block of the runtime's 256 threads; else a block per

@@ -186,12 +186,20 @@ func.func @to_float8(%x: tensor<8xf32>) -> tensor<8xf8E4M3FN> {
 
 // A transpose of the two innermost dims goes through 32x32 shared-memory
 // tiles (test/run/transpose-kernels.test: any permutation that moves the
-// innermost dim).
+// innermost dim), in vectors of 4 floats (64 and 48 are multiples of 4)
+// when the buffers are aligned, scalars otherwise. Checked in the 64-bit
+// body (the symbol b gives the kernel a 32-bit one for variants first).
 // CHECK-LABEL: pointwise kernel
+// CHECK: #else
 // CHECK: __shared__ float tile[32][33];
-// CHECK: if (row < A && col < C) tile[i][j] = in0[(((b) * (64LL) + row) * (48LL) + col)];
+// CHECK: if (kiln_aligned(in0, sizeof(float) * 4) && kiln_aligned(out, sizeof(float) * 4)) {
+// CHECK: const kiln_vec<float, 4> v = *reinterpret_cast<const kiln_vec<float, 4> *>(in0 + (((b) * (64LL) + row) * (48LL) + col));
 // CHECK: __syncthreads();
-// CHECK: if (row < A && col < C) out[(((b) * (48LL) + col) * (64LL) + row)] = tile[j][i];
+// CHECK: kiln_store_vec(out + (((b) * (48LL) + col) * (64LL) + row), v);
+// CHECK: return;
+// CHECK: if (row < A && col < C) tile[i][j] = *(in0 + (((b) * (64LL) + row) * (48LL) + col));
+// CHECK: __syncthreads();
+// CHECK: if (row < A && col < C) *(out + (((b) * (48LL) + col) * (64LL) + row)) = tile[j][i];
 func.func @transpose_inner(%x: tensor<?x64x48xf32, #kiln.dims<[b, 64, 48]>>) -> tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>> {
   %t = kiln.transpose %x {permutation = array<i64: 0, 2, 1>} : (tensor<?x64x48xf32, #kiln.dims<[b, 64, 48]>>) -> tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>>
   return %t : tensor<?x48x64xf32, #kiln.dims<[b, 48, 64]>>

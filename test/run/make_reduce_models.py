@@ -3,7 +3,8 @@
 run_numpy_cases.py, around the reduction kernel's paths
 (codegen/CudaEmitter.cpp emitReduction): a warp per output up to 256
 reduced elements of a known count, a block per output beyond (or when the
-count is known only at run time).
+count is known only at run time); and column reductions, in 2-D tiles of
+32 outputs whose warps split the rows.
 
     make_reduce_models.py OUT_DIR
 
