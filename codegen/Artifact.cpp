@@ -173,15 +173,18 @@ private:
   FailureOr<flatbuffers::Offset<fb::Body>> addBody(Region &region);
   /// Cubins of kernels[kernelIds[i]] for every requested arch, compiled with
   /// `defines` (those of the variant `variantName`, none for the generic
-  /// kernels), into cubins[i].
+  /// kernels), into cubins[i]; those in `index32` from their 32-bit body.
   LogicalResult compileCubins(const std::vector<size_t> &kernelIds,
                               const std::vector<std::string> &defines,
                               std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins,
-                              const std::string &variantName = "");
-  /// Host libraries of kernels[kernelIds], built with `defines`, for `variant`.
+                              const std::string &variantName = "",
+                              const std::set<size_t> &index32 = {});
+  /// Host libraries of kernels[kernelIds], built with `defines`, for `variant`;
+  /// those in `index32` from their 32-bit body.
   LogicalResult hostLibraries(const std::vector<size_t> &kernelIds,
                               const std::vector<std::string> &defines, int variant,
-                              std::vector<flatbuffers::Offset<fb::HostLibrary>> &out);
+                              std::vector<flatbuffers::Offset<fb::HostLibrary>> &out,
+                              const std::set<size_t> &index32 = {});
   /// The variants of options.variants: their kernels' cubins and host libraries.
   FailureOr<std::vector<flatbuffers::Offset<fb::Variant>>>
   buildVariants(std::vector<flatbuffers::Offset<fb::HostLibrary>> &hostLibs);
@@ -501,7 +504,7 @@ FailureOr<EncodedStep> Writer::encodeControl(Operation *op) {
 LogicalResult
 Writer::compileCubins(const std::vector<size_t> &kernelIds, const std::vector<std::string> &defines,
                       std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> &cubins,
-                      const std::string &variantName) {
+                      const std::string &variantName, const std::set<size_t> &index32) {
   struct Job {
     size_t kernel; ///< index into kernelIds
     int sm;
@@ -518,7 +521,9 @@ Writer::compileCubins(const std::vector<size_t> &kernelIds, const std::vector<st
   if (!jobs.empty())
     llvm::sys::fs::create_directories(cacheDir); // a missing cache only means no reuse
   auto run = [&](Job &job) {
-    const GeneratedKernel &kernel = kernels[kernelIds[job.kernel]];
+    const GeneratedKernel kernel = index32.count(kernelIds[job.kernel])
+                                       ? withIndex32(kernels[kernelIds[job.kernel]])
+                                       : kernels[kernelIds[job.kernel]];
     if (options.prebuiltCubins && defines.empty()) {
       auto it = options.prebuiltCubins->find(kernel.name);
       if (it != options.prebuiltCubins->end()) {
@@ -593,12 +598,13 @@ Writer::compileCubins(const std::vector<size_t> &kernelIds, const std::vector<st
 
 LogicalResult Writer::hostLibraries(const std::vector<size_t> &kernelIds,
                                     const std::vector<std::string> &defines, int variant,
-                                    std::vector<flatbuffers::Offset<fb::HostLibrary>> &out) {
+                                    std::vector<flatbuffers::Offset<fb::HostLibrary>> &out,
+                                    const std::set<size_t> &index32) {
   if (!options.hostLibrary || kernelIds.empty())
     return success();
   std::vector<GeneratedKernel> wantedKernels;
   for (size_t k : kernelIds)
-    wantedKernels.push_back(kernels[k]);
+    wantedKernels.push_back(index32.count(k) ? withIndex32(kernels[k]) : kernels[k]);
   std::unique_ptr<HostKernels> own;
   const HostKernels *host = defines.empty() ? options.hostKernels : nullptr;
   if (!host) {
@@ -679,36 +685,31 @@ Writer::buildVariants(std::vector<flatbuffers::Offset<fb::HostLibrary>> &hostLib
     }
     // Only kernels that take a fixed symbol have anything to specialize;
     // those whose sizes all become constants that fit take their 32-bit body
-    // (KILN_INDEX32), compiled apart with that define.
+    // (withIndex32).
     std::map<std::string, int64_t> fixedValues;
     for (auto [id, value] : fixed)
       fixedValues[symbols[id]] = value;
-    std::vector<size_t> specialized, narrowed;
+    std::vector<size_t> specialized;
+    std::set<size_t> narrowed;
     for (size_t k = 0; k < kernels.size(); ++k)
-      if (llvm::any_of(kernels[k].symbols, [&](const std::string &s) { return fixedNames.count(s); }))
-        (index32Fits(kernels[k], fixedValues) ? narrowed : specialized).push_back(k);
-    std::vector<std::string> narrowDefines = defines;
-    narrowDefines.push_back("-DKILN_INDEX32");
-    std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> cubins, narrowCubins;
-    int variant = static_cast<int>(out.size());
-    if (failed(compileCubins(specialized, defines, cubins, name)) ||
-        failed(hostLibraries(specialized, defines, variant, hostLibs)) ||
-        failed(compileCubins(narrowed, narrowDefines, narrowCubins, name)) ||
-        failed(hostLibraries(narrowed, narrowDefines, variant, hostLibs)))
+      if (llvm::any_of(kernels[k].symbols, [&](const std::string &s) { return fixedNames.count(s); })) {
+        specialized.push_back(k);
+        if (index32Fits(kernels[k], fixedValues))
+          narrowed.insert(k);
+      }
+    std::vector<std::vector<flatbuffers::Offset<fb::Cubin>>> cubins;
+    if (failed(compileCubins(specialized, defines, cubins, name, narrowed)) ||
+        failed(hostLibraries(specialized, defines, static_cast<int>(out.size()), hostLibs, narrowed)))
       return failure();
     std::vector<flatbuffers::Offset<fb::VariantKernel>> variantKernels;
     for (size_t i = 0; i < specialized.size(); ++i)
       variantKernels.push_back(fb::CreateVariantKernel(builder, static_cast<int>(specialized[i]),
                                                        builder.CreateVector(cubins[i])));
-    for (size_t i = 0; i < narrowed.size(); ++i)
-      variantKernels.push_back(fb::CreateVariantKernel(builder, static_cast<int>(narrowed[i]),
-                                                       builder.CreateVector(narrowCubins[i])));
     out.push_back(fb::CreateVariant(builder, builder.CreateString(name), builder.CreateVector(ids),
                                     builder.CreateVector(values),
                                     builder.CreateVector(variantKernels)));
     report.push_back(llvm::json::Object{{"name", name},
-                                        {"specialized_kernels",
-                                         static_cast<int64_t>(specialized.size() + narrowed.size())},
+                                        {"specialized_kernels", static_cast<int64_t>(specialized.size())},
                                         {"index32_kernels", static_cast<int64_t>(narrowed.size())}});
   }
   variantReport = std::move(report);

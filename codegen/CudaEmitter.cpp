@@ -3272,6 +3272,11 @@ bool index32Fits(const GeneratedKernel &kernel, const std::map<std::string, int6
   return true;
 }
 
+GeneratedKernel withIndex32(GeneratedKernel kernel) {
+  kernel.source = "#define KILN_INDEX32\n" + kernel.source + "#undef KILN_INDEX32\n";
+  return kernel;
+}
+
 void addLintFacts(llvm::json::Object &o, const GeneratedKernel &kernel) {
   o["vector_width"] = kernel.vectorWidth;
   o["vector_loads"] = kernel.vectorLoads;

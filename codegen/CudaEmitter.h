@@ -93,6 +93,12 @@ void addLintFacts(llvm::json::Object &o, const GeneratedKernel &kernel);
 /// of them fixed, and each size and symbol at most 2^31 - 2^25.
 bool index32Fits(const GeneratedKernel &kernel, const std::map<std::string, int64_t> &symbolValues);
 
+/// `kernel` as a specialization compiles its 32-bit body (index32Fits):
+/// its source between `#define KILN_INDEX32` and `#undef KILN_INDEX32`, so
+/// that it builds beside other kernels in one translation unit with the same
+/// flags.
+GeneratedKernel withIndex32(GeneratedKernel kernel);
+
 /// Emits `kernel`; a diagnostic naming the op codegen cannot handle otherwise.
 mlir::FailureOr<GeneratedKernel> emitKernel(KernelOp kernel);
 

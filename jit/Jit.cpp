@@ -522,12 +522,10 @@ absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::compilePack(const Job &
     absl::StrAppend(&name, name.empty() ? "" : ",", plan.symbols[i], "=", job.values[i]);
   }
   // Kernels whose sizes all fit at these values take their 32-bit body
-  // (KILN_INDEX32, Kernel.index32_sizes).
-  std::vector<std::string> narrowDefines = defines;
-  narrowDefines.push_back("-DKILN_INDEX32");
+  // (Kernel.index32_sizes, withIndex32).
   artifact::Bindings bindings(job.values.begin(), job.values.end());
-  std::vector<GeneratedKernel> kernels, narrowKernels;
-  std::vector<int> kernelIds, narrowIds;
+  std::vector<GeneratedKernel> kernels;
+  std::vector<int> kernelIds;
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     if (plan.kernels[k].symbols.empty())
       continue;
@@ -536,27 +534,20 @@ absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::compilePack(const Job &
     g.source = plan.kernels[k].source;
     for (int s : plan.kernels[k].symbols)
       g.symbols.push_back(plan.symbols[s]);
-    bool narrow = artifact::index32Fits(plan.kernels[k], bindings);
-    (narrow ? narrowKernels : kernels).push_back(std::move(g));
-    (narrow ? narrowIds : kernelIds).push_back(static_cast<int>(k));
+    kernels.push_back(artifact::index32Fits(plan.kernels[k], bindings) ? withIndex32(std::move(g))
+                                                                       : std::move(g));
+    kernelIds.push_back(static_cast<int>(k));
   }
-  // Compiled as two groups (the define differs); a pack lists them in turn.
-  size_t wide = kernels.size();
-  kernels.insert(kernels.end(), narrowKernels.begin(), narrowKernels.end());
-  kernelIds.insert(kernelIds.end(), narrowIds.begin(), narrowIds.end());
-  auto definesFor = [&](size_t i) -> const std::vector<std::string> & {
-    return i < wide ? defines : narrowDefines;
-  };
   flatbuffers::FlatBufferBuilder b;
   std::vector<flatbuffers::Offset<fb::VariantKernel>> variantKernels;
   std::vector<flatbuffers::Offset<fb::HostLibrary>> libraries;
   if (job.entry->sm) {
     nvrtc::NvrtcOptions options;
     options.smVersion = job.entry->sm;
+    options.extraOptions = defines;
     // The device library the artifact was compiled with.
     options.headers = {{"kiln/device/kiln_device.h", plan.deviceLibrary}};
     for (size_t i = 0; i < kernels.size(); ++i) {
-      options.extraOptions = definesFor(i);
       absl::StatusOr<nvrtc::NvrtcResult> r = nvrtc::compileWithNvrtc(
           kernelTranslationUnit({kernels[i]}), kernels[i].name + ".cu", options);
       if (!r.ok())
@@ -570,13 +561,9 @@ absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::compilePack(const Job &
   } else {
     for (int k : kernelIds)
       variantKernels.push_back(fb::CreateVariantKernel(b, k));
-    for (bool narrow : {false, true}) {
-      std::vector<GeneratedKernel> group(kernels.begin() + (narrow ? wide : 0),
-                                         narrow ? kernels.end() : kernels.begin() + wide);
-      if (group.empty())
-        continue;
-      absl::StatusOr<std::unique_ptr<HostKernels>> host = HostKernels::build(
-          group, disk_.folder() + "/kernels", /*chunkSize=*/100, 1, narrow ? narrowDefines : defines);
+    if (!kernels.empty()) {
+      absl::StatusOr<std::unique_ptr<HostKernels>> host =
+          HostKernels::build(kernels, disk_.folder() + "/kernels", /*chunkSize=*/100, 1, defines);
       if (!host.ok())
         return host.status();
       for (const HostKernels::Library &lib : (*host)->libraries()) {
