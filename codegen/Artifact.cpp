@@ -675,24 +675,21 @@ Writer::buildVariants(std::vector<flatbuffers::Offset<fb::HostLibrary>> &hostLib
     std::vector<int> ids;
     std::vector<int64_t> values;
     std::string name;
-    std::set<std::string> fixedNames;
+    std::map<std::string, int64_t> fixedValues;
     for (auto [id, value] : fixed) {
       defines.push_back("-DKILN_SYM_" + symbols[id] + "=" + std::to_string(value));
       ids.push_back(id);
       values.push_back(value);
-      fixedNames.insert(symbols[id]);
+      fixedValues[symbols[id]] = value;
       name += (name.empty() ? "" : ",") + symbols[id] + "=" + std::to_string(value);
     }
     // Only kernels that take a fixed symbol have anything to specialize;
     // those whose sizes all become constants that fit take their 32-bit body
     // (withIndex32).
-    std::map<std::string, int64_t> fixedValues;
-    for (auto [id, value] : fixed)
-      fixedValues[symbols[id]] = value;
     std::vector<size_t> specialized;
     std::set<size_t> narrowed;
     for (size_t k = 0; k < kernels.size(); ++k)
-      if (llvm::any_of(kernels[k].symbols, [&](const std::string &s) { return fixedNames.count(s); })) {
+      if (llvm::any_of(kernels[k].symbols, [&](const std::string &s) { return fixedValues.count(s); })) {
         specialized.push_back(k);
         if (index32Fits(kernels[k], fixedValues))
           narrowed.insert(k);

@@ -403,37 +403,52 @@ private:
 /// innermost dim (one scalar for the whole vector).
 enum PointwiseRead { kReadSame, kReadContiguous, kReadBroadcast };
 
-/// Whether a pointwise kernel whose inputs broadcast (numpy rules: elementwise
-/// ops, compare, select, cast, broadcast_to, splat constants) can take the
-/// vector path: the result's innermost dim is known, and every input's
-/// innermost dim (which trailing alignment maps onto the result's) is either
-/// that dim or 1. Returns each input's PointwiseRead, or nothing.
-std::optional<std::map<unsigned, int>> broadcastPointwiseReads(KernelOp kernel, Value root) {
+/// How a kernel whose ops broadcast by numpy rules (elementwise ops, compare,
+/// select, cast, broadcast_to, splat constants; and `except`, a row op whose
+/// row runs along the same innermost dim) reads its inputs along the
+/// innermost dim `inner` of what it computes, which trailing alignment maps
+/// every input's innermost dim onto: kReadBroadcast where that dim is 1,
+/// kReadContiguous where it is `inner`. Nothing when another op or an input
+/// of another innermost dim rules vectors out.
+std::optional<std::map<unsigned, int>> innermostReads(KernelOp kernel, int64_t inner,
+                                                      Operation *except = nullptr) {
   Block &body = kernel.getBody().front();
   for (Operation &op : body.without_terminator())
-    if (!isa<ConstantOp, SymbolicConstantOp, CompareOp, SelectOp, CastOp, BroadcastToOp>(op) &&
+    if (&op != except &&
+        !isa<ConstantOp, SymbolicConstantOp, CompareOp, SelectOp, CastOp, BroadcastToOp>(op) &&
         !op.hasTrait<OpTrait::Elementwise>())
       return std::nullopt;
-  SymShape rootShape = getSymShape(root.getType());
-  if (rootShape.empty())
-    return std::nullopt;
-  std::optional<int64_t> inner = getConstantDimValue(rootShape.back());
-  if (!inner)
-    return std::nullopt;
   std::map<unsigned, int> reads;
   for (BlockArgument arg : body.getArguments()) {
     SymShape shape = getSymShape(arg.getType());
     std::optional<int64_t> last =
         shape.empty() ? std::optional<int64_t>(1) : getConstantDimValue(shape.back());
-    if (shape == rootShape)
-      reads[arg.getArgNumber()] = kReadSame;
-    else if (last == inner && *inner != 1)
-      reads[arg.getArgNumber()] = kReadContiguous;
-    else if (last == 1)
+    if (last == 1)
       reads[arg.getArgNumber()] = kReadBroadcast;
+    else if (last == inner)
+      reads[arg.getArgNumber()] = kReadContiguous;
     else
       return std::nullopt;
   }
+  return reads;
+}
+
+/// Whether a pointwise kernel whose inputs broadcast can take the vector
+/// path: the result's innermost dim is known, and every input's innermost
+/// dim is either that dim or 1 (innermostReads); inputs of the result's own
+/// shape are read at its position. Returns each input's PointwiseRead, or
+/// nothing.
+std::optional<std::map<unsigned, int>> broadcastPointwiseReads(KernelOp kernel, Value root) {
+  SymShape rootShape = getSymShape(root.getType());
+  std::optional<int64_t> inner =
+      rootShape.empty() ? std::nullopt : getConstantDimValue(rootShape.back());
+  if (!inner)
+    return std::nullopt;
+  std::optional<std::map<unsigned, int>> reads = innermostReads(kernel, *inner);
+  if (reads)
+    for (BlockArgument arg : kernel.getBody().front().getArguments())
+      if (getSymShape(arg.getType()) == rootShape)
+        (*reads)[arg.getArgNumber()] = kReadSame;
   return reads;
 }
 
@@ -2068,9 +2083,6 @@ LogicalResult KernelEmitter::emitReduction(ReduceOp root) {
   std::string combineFn = "[](" + acc + " a, " + acc + " b) { return (" + acc + ")(" + combine + "); }";
   line("const int64_t items = " + product(outShape) + ";");
   line("const int64_t R = " + product(reducedShape) + ";");
-  // One output's reduction: `outer` walks the outputs, `inner` the reduced
-  // elements (each thread's share), `combineAll` joins the threads' partials
-  // and `storeIf` picks the thread that writes.
   // Combines the input element at output position `outIndex` and reduced
   // position `rr` into `acc`.
   auto accumulate = [&](const std::vector<std::string> &outIndex) -> LogicalResult {
@@ -2094,6 +2106,9 @@ LogicalResult KernelEmitter::emitReduction(ReduceOp root) {
   std::string final = "acc";
   if (kind == ReduceKind::mean)
     final = isF ? "acc / (" + acc + ")R" : "(R == 0 ? (" + acc + ")0 : (" + acc + ")(acc / R))";
+  // One output's reduction: `outer` walks the outputs, `inner` the reduced
+  // elements (each thread's share), `combineAll` joins the threads' partials
+  // and `storeIf` picks the thread that writes.
   auto reduceOutputs = [&](const std::string &outer, const std::string &inner,
                            const std::string &combineAll, const std::string &storeIf) {
     openBlock(outer);
@@ -2717,28 +2732,18 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
     SymShape d = getSymShape(x.getType());
     bool contiguous = layerNorm || getConstantDimValue(productOf(ArrayRef<DimExpr>(d).drop_front(axis + 1))) == 1;
     std::optional<int64_t> innermost = d.empty() ? std::nullopt : getConstantDimValue(d.back());
-    bool simple = staticRow && contiguous && innermost && *innermost > 1;
-    for (Operation &op : kernel.getBody().front().without_terminator())
-      if (&op != root && !isa<ConstantOp, SymbolicConstantOp, CompareOp, SelectOp, CastOp, BroadcastToOp>(op) &&
-          !op.hasTrait<OpTrait::Elementwise>())
-        simple = false;
+    std::optional<std::map<unsigned, int>> reads;
+    if (staticRow && contiguous && innermost && *innermost > 1)
+      reads = innermostReads(kernel, *innermost, root);
     unsigned narrowest = storageBytes(t);
-    for (BlockArgument arg : kernel.getBody().front().getArguments()) {
-      if (!simple)
-        break;
-      SymShape shape = getSymShape(arg.getType());
-      std::optional<int64_t> last = shape.empty() ? std::optional<int64_t>(1) : getConstantDimValue(shape.back());
-      if (last == innermost) {
-        rowReads[arg.getArgNumber()] = kReadContiguous;
-        narrowest = std::min(narrowest, storageBytes(elementOf(arg)));
-      } else if (last == 1) {
-        rowReads[arg.getArgNumber()] = kReadBroadcast;
-      } else {
-        simple = false;
-      }
+    if (reads) {
+      rowReads = *reads;
+      for (auto [n, read] : rowReads)
+        if (read == kReadContiguous)
+          narrowest = std::min(narrowest, storageBytes(elementOf(kernel.getBody().front().getArgument(n))));
     }
     int width = 16 / static_cast<int>(narrowest);
-    if (simple && *innermost % width == 0 && *staticRow >= 32 * width) {
+    if (reads && *innermost % width == 0 && *staticRow >= 32 * width) {
       int64_t vectors = *staticRow / width;
       for (int threads = 32; threads <= kBlockThreads && !rowThreads; threads *= 2)
         if ((vectors + threads - 1) / threads * width <= kMaxRowValuesPerThread / (t.isF64() ? 2 : 1)) {
