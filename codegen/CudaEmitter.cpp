@@ -3,6 +3,7 @@
 #include "codegen/CudaEmitter.h"
 
 #include "ir/Kiln/KilnDialect.h"
+#include "ir/Kiln/OpTables.h"
 #include "passes/KernelTypes.h"
 #include "kiln/artifact/Format.h"
 
@@ -24,6 +25,31 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
+
+/// An op table row's CUDA C (kiln::ops::cudaTemplate) with `$x` (`$a`, `$b`)
+/// replaced by the operands' expressions and `$T` by the compute type. The text
+/// substituted is not scanned again.
+std::string expandCudaTemplate(StringRef tmpl, ArrayRef<std::pair<char, std::string>> operands,
+                               StringRef computeType) {
+  std::string out;
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] != '$' || i + 1 == tmpl.size()) {
+      out += tmpl[i];
+      continue;
+    }
+    char name = tmpl[++i];
+    if (name == 'T') {
+      out += computeType;
+      continue;
+    }
+    auto operand = llvm::find_if(operands, [&](const auto &o) { return o.first == name; });
+    if (operand != operands.end())
+      out += operand->second;
+    else
+      out += {'$', name}; // not a placeholder of this arity: OpTableTest reports it
+  }
+  return out;
+}
 
 /// The device library's name of a float8 or float4 type ("f8e4m3fn",
 /// "f4e2m1fn"): stored as a byte, computed in float. "" for other types.
@@ -1485,18 +1511,6 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
   auto operandElement = [&](unsigned i) {
     return element(op->getOperand(i), broadcastIndex(op->getOperand(i), v, index));
   };
-  // Unary elementwise.
-  static const std::map<std::string, std::string> unaryFns = {
-      {"kiln.abs", "kiln_abs"},     {"kiln.sign", "kiln_sign"},   {"kiln.exp", "kiln_exp"},
-      {"kiln.log", "kiln_log"},     {"kiln.sqrt", "kiln_sqrt"},   {"kiln.rsqrt", "kiln_rsqrt"},
-      {"kiln.tanh", "kiln_tanh"},   {"kiln.sigmoid", "kiln_sigmoid"}, {"kiln.erf", "kiln_erf"},
-      {"kiln.sin", "kiln_sin"},     {"kiln.cos", "kiln_cos"},     {"kiln.tan", "kiln_tan"},
-      {"kiln.asin", "kiln_asin"},   {"kiln.acos", "kiln_acos"},   {"kiln.atan", "kiln_atan"},
-      {"kiln.sinh", "kiln_sinh"},   {"kiln.cosh", "kiln_cosh"},   {"kiln.asinh", "kiln_asinh"},
-      {"kiln.acosh", "kiln_acosh"}, {"kiln.atanh", "kiln_atanh"}, {"kiln.floor", "kiln_floor"},
-      {"kiln.ceil", "kiln_ceil"},   {"kiln.round", "kiln_round"}, {"kiln.is_nan", "kiln_isnan"},
-      {"kiln.is_inf", "kiln_isinf"}};
-  std::string opName = op->getName().getStringRef().str();
   if (auto c = dyn_cast<CompareOp>(op)) {
     FailureOr<std::string> a = operandElement(0), b = failed(a) ? a : operandElement(1);
     if (failed(a) || failed(b))
@@ -1543,76 +1557,26 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
     Type from = elementOf(bc.getInput());
     return bind(v, "kiln_load(kiln_bitcast<" + storageType(t) + ">(" + store(from, *x) + "))");
   }
-  if (op->getNumOperands() == 1 && op->hasTrait<OpTrait::Elementwise>() && !isa<CastOp>(op)) {
+  // Unary and binary elementwise ops: their rows in the op table spell them.
+  if (std::optional<ops::UnaryFn> fn = unaryFnOf(op)) {
     FailureOr<std::string> x = operandElement(0);
     if (failed(x))
       return failure();
-    if (auto fn = unaryFns.find(opName); fn != unaryFns.end())
-      return bind(v, fn->second + "(" + *x + ")");
-    if (isa<NegOp>(op))
-      return bind(v, isF ? "(-" + *x + ")" : "(" + ct + ")(0ULL - (uint64_t)" + *x + ")");
-    if (isa<ReciprocalOp>(op))
-      return bind(v, "((" + ct + ")1 / " + *x + ")");
-    if (isa<NotOp>(op))
-      return bind(v, "(!" + *x + ")");
-    if (isa<BitwiseNotOp>(op))
-      return bind(v, "(" + ct + ")(~" + *x + ")");
-    return unsupported(op, "has no CUDA C expression yet");
+    return bind(v, expandCudaTemplate(ops::cudaTemplate(*fn, isF), {{'x', *x}}, ct));
   }
-  if (op->hasTrait<OpTrait::Elementwise>() && op->getNumOperands() == 2) {
+  if (std::optional<ops::BinaryFn> fn = binaryFnOf(op)) {
     FailureOr<std::string> a = operandElement(0), b = failed(a) ? a : operandElement(1);
     if (failed(a) || failed(b))
       return failure();
-    std::string x = *a, y = *b;
     // An integer divisor that is a nonzero constant needs no check.
-    auto checkDivisor = [&] {
+    if (!isF && ops::intDivides(*fn)) {
       dividesData = true;
       DenseElementsAttr divisor;
-      if (matchPattern(op->getOperand(1), m_Constant(&divisor)) && divisor.isSplat() &&
-          !divisor.getSplatValue<APInt>().isZero())
-        return;
-      checkData(y + " == 0", "KILN_ERROR_DIVISION_BY_ZERO");
-    };
-    auto wrapped = [&](StringRef sym) {
-      return "(" + ct + ")((uint64_t)" + x + " " + sym.str() + " (uint64_t)" + y + ")";
-    };
-    std::string expr =
-        llvm::TypeSwitch<Operation *, std::string>(op)
-            .Case<AddOp>([&](auto) { return isF ? "(" + x + " + " + y + ")" : wrapped("+"); })
-            .Case<SubOp>([&](auto) { return isF ? "(" + x + " - " + y + ")" : wrapped("-"); })
-            .Case<MulOp>([&](auto) { return isF ? "(" + x + " * " + y + ")" : wrapped("*"); })
-            .Case<DivOp>([&](auto) {
-              if (!isF)
-                checkDivisor();
-              return isF ? "(" + x + " / " + y + ")" : "kiln_idiv<" + ct + ">(" + x + ", " + y + ")";
-            })
-            .Case<RemOp>([&](auto) {
-              if (!isF)
-                checkDivisor();
-              return (isF ? "kiln_fmod(" : "kiln_irem<" + ct + ">(") + x + ", " + y + ")";
-            })
-            .Case<ModOp>([&](auto) {
-              if (!isF)
-                checkDivisor();
-              return (isF ? "kiln_fmod_floor(" : "kiln_imod<" + ct + ">(") + x + ", " + y + ")";
-            })
-            .Case<PowOp>([&](auto) {
-              return (isF ? "kiln_pow(" : "kiln_ipow<" + ct + ">(") + x + ", " + y + ")";
-            })
-            .Case<MaxOp>([&](auto) { return "kiln_max<" + ct + ">(" + x + ", " + y + ")"; })
-            .Case<MinOp>([&](auto) { return "kiln_min<" + ct + ">(" + x + ", " + y + ")"; })
-            .Case<AndOp>([&](auto) { return "(" + x + " && " + y + ")"; })
-            .Case<OrOp>([&](auto) { return "(" + x + " || " + y + ")"; })
-            .Case<XorOp>([&](auto) { return "(" + x + " != " + y + ")"; })
-            .Case<BitwiseAndOp>([&](auto) { return "(" + ct + ")(" + x + " & " + y + ")"; })
-            .Case<BitwiseOrOp>([&](auto) { return "(" + ct + ")(" + x + " | " + y + ")"; })
-            .Case<BitwiseXorOp>([&](auto) { return "(" + ct + ")(" + x + " ^ " + y + ")"; })
-            .Case<ShiftLeftOp>([&](auto) { return "kiln_shl<" + ct + ">(" + x + ", " + y + ")"; })
-            .Case<ShiftRightOp>([&](auto) { return "kiln_shr<" + ct + ">(" + x + ", " + y + ")"; })
-            .Default([&](Operation *) { return std::string(); });
-    if (expr.empty())
-      return unsupported(op, "has no CUDA C expression yet");
-    return bind(v, expr);
+      if (!matchPattern(op->getOperand(1), m_Constant(&divisor)) || !divisor.isSplat() ||
+          divisor.getSplatValue<APInt>().isZero())
+        checkData(*b + " == 0", "KILN_ERROR_DIVISION_BY_ZERO");
+    }
+    return bind(v, expandCudaTemplate(ops::cudaTemplate(*fn, isF), {{'a', *a}, {'b', *b}}, ct));
   }
   if (auto constant = dyn_cast<ConstantOp>(op)) {
     auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());

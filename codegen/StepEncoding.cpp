@@ -4,6 +4,7 @@
 
 #include "interpreter/Interpreter.h"
 #include "ir/Kiln/KilnDialect.h"
+#include "ir/Kiln/OpTables.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -152,16 +153,19 @@ FailureOr<fb::DType> dtypeOf(Operation *op, Type type) {
 
 } // namespace
 
+// The casts of encodeStep: the schema's function enums are the op table's.
+#define KILN_UNARY(Fn, Code, ...) static_assert(static_cast<int>(fb::UnaryFn::Fn) == Code);
+#define KILN_BINARY(Fn, Code, ...) static_assert(static_cast<int>(fb::BinaryFn::Fn) == Code);
+#include "kiln/ops/ElementwiseOps.def"
+
 bool isHostStepOp(Operation *op) {
   return isa<MatmulOp, ConvOp, ConvTransposeOp, PoolOp, CompareOp, SelectOp, CastOp, BitcastOp,
              RangeOp, ReshapeOp, TransposeOp, BroadcastToOp, ConcatOp, SliceOp, GatherOp, PadOp,
              GatherElementsOp, ScatterElementsOp, GatherNDOp, ScatterNDOp, NonZeroOp, CompressOp,
              ResizeOp, ReduceOp, ArgReduceOp, CumulativeOp, TopKOp, SoftmaxOp, LogSoftmaxOp,
-             LayerNormOp, GridSampleOp, RoiAlignOp, NonMaxSuppressionOp, UniqueOp, DetOp, Col2ImOp
-#define KILN_UNARY_OP(Op, SchemaFn, RefFn) , Op
-#define KILN_BINARY_OP(Op, SchemaFn, RefFn) , Op
-#include "ir/Kiln/ElementwiseOps.def"
-             >(op);
+             LayerNormOp, GridSampleOp, RoiAlignOp, NonMaxSuppressionOp, UniqueOp, DetOp,
+             Col2ImOp>(op) ||
+         unaryFnOf(op) || binaryFnOf(op);
 }
 
 FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder &b) {
@@ -175,13 +179,11 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                                 : StringAttr();
   bool allowTf32 = mode && mode.getValue() == "tf32";
 
-#define KILN_UNARY_OP(Op, Fn, RefFn)                                                               \
-  if (isa<Op>(op))                                                                                 \
-    return step(fb::StepOp::Unary, fb::CreateUnary(b, fb::UnaryFn::Fn));
-#define KILN_BINARY_OP(Op, Fn, RefFn)                                                              \
-  if (isa<Op>(op))                                                                                 \
-    return step(fb::StepOp::Binary, fb::CreateBinary(b, fb::BinaryFn::Fn));
-#include "ir/Kiln/ElementwiseOps.def"
+  // The schema's function enums are generated from the op table: same numbers.
+  if (std::optional<ops::UnaryFn> fn = unaryFnOf(op))
+    return step(fb::StepOp::Unary, fb::CreateUnary(b, static_cast<fb::UnaryFn>(*fn)));
+  if (std::optional<ops::BinaryFn> fn = binaryFnOf(op))
+    return step(fb::StepOp::Binary, fb::CreateBinary(b, static_cast<fb::BinaryFn>(*fn)));
 
   return llvm::TypeSwitch<Operation *, FailureOr<EncodedStep>>(op)
       .Case([&](MatmulOp m) {

@@ -12,6 +12,7 @@
 
 #include "interpreter/Interpreter.h"
 #include "ir/Kiln/KilnDialect.h"
+#include "ir/Kiln/OpTables.h"
 #include "kiln/reference/Kernels.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -152,7 +153,7 @@ absl::StatusOr<ref::Tensor> withActivation(absl::StatusOr<ref::Tensor> r, Activa
   case Activation::relu:
     if (!r.ok())
       return r;
-    return ref::binary(ref::BinaryFn::max, *r, ref::Tensor(r->dtype(), {}));
+    return ref::binary(ref::BinaryFn::Max, *r, ref::Tensor(r->dtype(), {}));
   case Activation::gelu_tanh:
     if (!r.ok())
       return r;
@@ -183,13 +184,10 @@ ref::ConvParams convParams(ArrayRef<int64_t> strides, ArrayRef<int64_t> dilation
 
 std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation *op, Inputs in) {
   auto optional = [&](size_t i) { return i < in.size() ? in[i] : nullptr; };
-#define KILN_UNARY_OP(Op, SchemaFn, RefFn)                                                         \
-  if (isa<Op>(op))                                                                                 \
-    return one(ref::unary(ref::UnaryFn::RefFn, *in[0]));
-#define KILN_BINARY_OP(Op, SchemaFn, RefFn)                                                        \
-  if (isa<Op>(op))                                                                                 \
-    return one(ref::binary(ref::BinaryFn::RefFn, *in[0], *in[1]));
-#include "ir/Kiln/ElementwiseOps.def"
+  if (std::optional<ops::UnaryFn> fn = unaryFnOf(op))
+    return one(ref::unary(*fn, *in[0]));
+  if (std::optional<ops::BinaryFn> fn = binaryFnOf(op))
+    return one(ref::binary(*fn, *in[0], *in[1]));
 
   return llvm::TypeSwitch<Operation *, std::optional<Results>>(op)
       .Case([&](CompareOp c) {
@@ -301,7 +299,7 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
         absl::StatusOr<ref::Tensor> r = ref::matmul(operand(*in[0], m.getTransposeLhs()),
                                                     operand(*in[1], m.getTransposeRhs()));
         if (r.ok() && m.getBias())
-          r = ref::binary(ref::BinaryFn::add, *r, *in[2]);
+          r = ref::binary(ref::BinaryFn::Add, *r, *in[2]);
         return one(withActivation(std::move(r), m.getActivation()));
       })
       .Case([&](ConvOp c) {
@@ -311,7 +309,7 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runReferenceOp(Operation
         const ref::Tensor *bias = c.getBias() ? in[2] : nullptr;
         absl::StatusOr<ref::Tensor> r = ref::conv(*in[0], *in[1], bias, p);
         if (r.ok() && c.getResidual())
-          r = ref::binary(ref::BinaryFn::add, *r, *in[bias ? 3 : 2]);
+          r = ref::binary(ref::BinaryFn::Add, *r, *in[bias ? 3 : 2]);
         return one(withActivation(std::move(r), c.getActivation()));
       })
       .Case([&](ConvTransposeOp c) {

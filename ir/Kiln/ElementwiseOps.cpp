@@ -1,14 +1,16 @@
 //===- ElementwiseOps.cpp - binary, compare, select and cast --------------===//
 //
-// Unary ops are generated whole from ElementwiseOps.td; the binary ops' shape
-// functions are too. Here are the folders of the binary family and the compare,
-// select and cast ops.
+// Unary ops are generated whole from ElementwiseOps.td and their rows in the op
+// table; the binary ops' shape functions are generated too. Here are the folders
+// of the binary family (constants by the op table, sizes and identities by each
+// op) and the compare, select and cast ops.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/Kiln/Folding.h"
 #include "ir/Kiln/ShapeInference.h"
 #include "ir/Kiln/KilnDialect.h"
+#include "ir/Kiln/OpTables.h"
 
 #include "llvm/ADT/APSInt.h"
 
@@ -19,136 +21,21 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
-using IntResult = std::optional<APInt>;
-
-APInt floorMod(const APInt &a, const APInt &b, bool isUnsigned) {
-  if (isUnsigned)
-    return a.urem(b);
-  APInt r = a.srem(b);
-  if (!r.isZero() && (r.isNegative() != b.isNegative()))
-    r += b;
-  return r;
-}
-
-APInt intPow(APInt base, APInt exp, bool isUnsigned) {
-  APInt result(base.getBitWidth(), 1);
-  if (!isUnsigned && exp.isNegative()) // integer pow with a negative exponent
-    return APInt(base.getBitWidth(), base.isOne() ? 1 : 0);
-  for (uint64_t e = exp.getZExtValue(); e; e >>= 1) {
-    if (e & 1)
-      result *= base;
-    base *= base;
-  }
-  return result;
-}
-
 /// Folds `x op c` to `x` when `c` is a splat identity and nothing broadcasts.
 OpFoldResult foldIdentity(Value x, Attribute c, Type resultType, double identity) {
   if (x.getType() == resultType && isSplatValue(c, identity))
     return x;
   return {};
 }
-} // namespace
 
-OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
-  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
-    return r;
-  if (auto r = foldIdentity(getRhs(), adaptor.getLhs(), getType(), 0))
-    return r;
-  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
-                            {addDims, [](double a, double b) { return a + b; },
-                             [](const APInt &a, const APInt &b, bool) -> IntResult {
-                               return a + b;
-                             }});
+/// Constants fold with the op's row in the op table; `dims` folds sizes.
+template <typename Op>
+OpFoldResult foldByTable(Op op, typename Op::FoldAdaptor adaptor,
+                         llvm::function_ref<DimExpr(DimExpr, DimExpr)> dims = nullptr) {
+  return foldBinaryFn(BinaryFnOf<Op>::value, adaptor.getLhs(), adaptor.getRhs(), op.getType(),
+                      dims);
 }
 
-OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
-  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
-    return r;
-  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
-                            {subDims, [](double a, double b) { return a - b; },
-                             [](const APInt &a, const APInt &b, bool) -> IntResult {
-                               return a - b;
-                             }});
-}
-
-OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
-  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
-    return r;
-  if (auto r = foldIdentity(getRhs(), adaptor.getLhs(), getType(), 1))
-    return r;
-  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
-                            {mulDims, [](double a, double b) { return a * b; },
-                             [](const APInt &a, const APInt &b, bool) -> IntResult {
-                               return a * b;
-                             }});
-}
-
-OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
-  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
-    return r;
-  // Integer division truncates; on sizes (non-negative) that is floordiv.
-  auto dims = [](DimExpr a, DimExpr b) -> DimExpr {
-    auto cb = getConstantDimValue(b);
-    if (!cb || *cb <= 0 || !isProvablyNonNegative(a))
-      return DimExpr();
-    return floorDivDims(a, b);
-  };
-  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
-                            {dims, [](double a, double b) { return a / b; },
-                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
-                               if (b.isZero() || (!isUnsigned && a.isMinSignedValue() &&
-                                                  b.isAllOnes()))
-                                 return std::nullopt;
-                               return isUnsigned ? a.udiv(b) : a.sdiv(b);
-                             }});
-}
-
-OpFoldResult RemOp::fold(FoldAdaptor adaptor) {
-  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
-                            {nullptr, [](double a, double b) { return std::fmod(a, b); },
-                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
-                               if (b.isZero() || (!isUnsigned && b.isAllOnes()))
-                                 return b.isZero() ? std::nullopt
-                                                   : IntResult(APInt(a.getBitWidth(), 0));
-                               return isUnsigned ? a.urem(b) : a.srem(b);
-                             }});
-}
-
-OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
-  auto dims = [](DimExpr a, DimExpr b) -> DimExpr {
-    auto cb = getConstantDimValue(b);
-    return cb && *cb > 0 ? modDims(a, b) : DimExpr();
-  };
-  return foldBinaryConstant(
-      adaptor.getLhs(), adaptor.getRhs(), getType(),
-      {dims,
-       [](double a, double b) {
-         double r = std::fmod(a, b);
-         return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-       },
-       [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
-         if (b.isZero())
-           return std::nullopt;
-         if (!isUnsigned && b.isAllOnes())
-           return APInt(a.getBitWidth(), 0);
-         return floorMod(a, b, isUnsigned);
-       }});
-}
-
-OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
-  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
-    return r;
-  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
-                            {nullptr, [](double a, double b) { return std::pow(a, b); },
-                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
-                               return intPow(a, b, isUnsigned);
-                             }});
-}
-
-namespace {
-double nanMax(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
-double nanMin(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
 /// max/min of sizes: only when one side is known to be the larger.
 DimExpr maxDims(DimExpr a, DimExpr b) {
   if (a == b)
@@ -167,89 +54,95 @@ DimExpr minDims(DimExpr a, DimExpr b) {
 }
 } // namespace
 
-OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
-  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
-                            {maxDims, nanMax,
-                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
-                               return isUnsigned ? llvm::APIntOps::umax(a, b) : llvm::APIntOps::smax(a, b);
-                             }});
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return r;
+  if (auto r = foldIdentity(getRhs(), adaptor.getLhs(), getType(), 0))
+    return r;
+  return foldByTable(*this, adaptor, addDims);
 }
 
-OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
-  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
-                            {minDims, nanMin,
-                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
-                               return isUnsigned ? llvm::APIntOps::umin(a, b) : llvm::APIntOps::smin(a, b);
-                             }});
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
+    return r;
+  return foldByTable(*this, adaptor, subDims);
 }
 
-namespace {
-OpFoldResult foldBitwise(Attribute lhs, Attribute rhs, Type type,
-                         APInt (*fn)(const APInt &, const APInt &)) {
-  return foldBinaryConstant(lhs, rhs, type,
-                            {nullptr, nullptr,
-                             [fn](const APInt &a, const APInt &b, bool) -> IntResult {
-                               return fn(a, b);
-                             }});
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
+    return r;
+  if (auto r = foldIdentity(getRhs(), adaptor.getLhs(), getType(), 1))
+    return r;
+  return foldByTable(*this, adaptor, mulDims);
 }
-APInt andFn(const APInt &a, const APInt &b) { return a & b; }
-APInt orFn(const APInt &a, const APInt &b) { return a | b; }
-APInt xorFn(const APInt &a, const APInt &b) { return a ^ b; }
-} // namespace
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
+    return r;
+  // Integer division truncates; on sizes (non-negative) that is floordiv.
+  auto dims = [](DimExpr a, DimExpr b) -> DimExpr {
+    auto cb = getConstantDimValue(b);
+    if (!cb || *cb <= 0 || !isProvablyNonNegative(a))
+      return DimExpr();
+    return floorDivDims(a, b);
+  };
+  return foldByTable(*this, adaptor, dims);
+}
+
+OpFoldResult RemOp::fold(FoldAdaptor adaptor) { return foldByTable(*this, adaptor); }
+
+OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
+  auto dims = [](DimExpr a, DimExpr b) -> DimExpr {
+    auto cb = getConstantDimValue(b);
+    return cb && *cb > 0 ? modDims(a, b) : DimExpr();
+  };
+  return foldByTable(*this, adaptor, dims);
+}
+
+OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
+  if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
+    return r;
+  return foldByTable(*this, adaptor);
+}
+
+OpFoldResult MaxOp::fold(FoldAdaptor adaptor) { return foldByTable(*this, adaptor, maxDims); }
+OpFoldResult MinOp::fold(FoldAdaptor adaptor) { return foldByTable(*this, adaptor, minDims); }
 
 OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 1))
     return r;
-  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), andFn);
+  return foldByTable(*this, adaptor);
 }
 OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
     return r;
-  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), orFn);
+  return foldByTable(*this, adaptor);
 }
 OpFoldResult XorOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
     return r;
-  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), xorFn);
+  return foldByTable(*this, adaptor);
 }
-OpFoldResult BitwiseAndOp::fold(FoldAdaptor adaptor) {
-  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), andFn);
-}
+OpFoldResult BitwiseAndOp::fold(FoldAdaptor adaptor) { return foldByTable(*this, adaptor); }
 OpFoldResult BitwiseOrOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
     return r;
-  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), orFn);
+  return foldByTable(*this, adaptor);
 }
 OpFoldResult BitwiseXorOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
     return r;
-  return foldBitwise(adaptor.getLhs(), adaptor.getRhs(), getType(), xorFn);
+  return foldByTable(*this, adaptor);
 }
-
 OpFoldResult ShiftLeftOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
     return r;
-  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
-                            {nullptr, nullptr,
-                             [](const APInt &a, const APInt &b, bool) -> IntResult {
-                               if (b.uge(a.getBitWidth()))
-                                 return APInt(a.getBitWidth(), 0);
-                               return a.shl(b);
-                             }});
+  return foldByTable(*this, adaptor);
 }
-
 OpFoldResult ShiftRightOp::fold(FoldAdaptor adaptor) {
   if (auto r = foldIdentity(getLhs(), adaptor.getRhs(), getType(), 0))
     return r;
-  return foldBinaryConstant(adaptor.getLhs(), adaptor.getRhs(), getType(),
-                            {nullptr, nullptr,
-                             [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
-                               unsigned w = a.getBitWidth();
-                               if (b.uge(w))
-                                 return (!isUnsigned && a.isNegative()) ? APInt::getAllOnes(w)
-                                                                        : APInt(w, 0);
-                               return isUnsigned ? a.lshr(b) : a.ashr(b);
-                             }});
+  return foldByTable(*this, adaptor);
 }
 
 //===----------------------------------------------------------------------===//
@@ -347,7 +240,7 @@ OpFoldResult CompareOp::fold(FoldAdaptor adaptor) {
        [&](double a, double b) -> double {
          return decide(a < b ? -1 : (a > b ? 1 : 0), std::isnan(a) || std::isnan(b));
        },
-       [&](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+       [&](const APInt &a, const APInt &b, bool isUnsigned) -> std::optional<APInt> {
          int order = isUnsigned ? (a.ult(b) ? -1 : a.ugt(b) ? 1 : 0)
                                 : (a.slt(b) ? -1 : a.sgt(b) ? 1 : 0);
          return APInt(a.getBitWidth(), decide(order, false) ? 1 : 0);

@@ -21,10 +21,12 @@ def Kiln_ElementwiseTrait : NativeOpTrait<"Elementwise"> {
   let cppNamespace = "::kiln::OpTrait";
 }
 
-// `boolResult` marks predicates (is_nan, is_inf) whose result is i1. `floatFn` and
-// `intFn` are C++ expressions of `x` (and `isUnsigned`) that fold constants.
-class Kiln_UnaryOp<string mnemonic, Type operandType, string formula,
-                   string floatFn, string intFn = "", bit boolResult = 0>
+// Everything but the record itself is the op's row in the op table
+// (runtime/ops/include/kiln/ops/ElementwiseOps.def): the folder and the result type
+// come from there (UnaryFnOf, ir/Kiln/OpTables.h). `boolResult` marks predicates
+// (is_nan, is_inf) for the description; the build checks that it agrees with the
+// row's result.
+class Kiln_UnaryOp<string mnemonic, Type operandType, string formula, bit boolResult = 0>
     : Kiln_Op<mnemonic, [Kiln_ElementwiseTrait]> {
   let summary = "elementwise " # mnemonic;
   let description = "Computes `" # formula # "` for every element; the result has the "
@@ -40,6 +42,9 @@ class Kiln_UnaryOp<string mnemonic, Type operandType, string formula,
   let results = (outs Kiln_Tensor:$result);
   let hasFolder = 1;
   let extraClassDefinition = [{
+    static_assert((::kiln::ops::resultType(::kiln::UnaryFnOf<$cppClass>::value) ==
+                   ::kiln::ops::ResultType::Bool) == }] # !if(boolResult, "true", "false") # [{,
+                  "the op table's Result and ODS's boolResult disagree");
     ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
         std::optional<::mlir::Location> location, Adaptor adaptor,
         ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
@@ -48,48 +53,41 @@ class Kiln_UnaryOp<string mnemonic, Type operandType, string formula,
         inferred);
     }
     ::mlir::OpFoldResult $cppClass::fold(FoldAdaptor adaptor) {
-      return ::kiln::foldUnaryConstant(adaptor.getInput(), getType(), }] #
-        !if(!empty(floatFn), "nullptr", "[](double x) -> double { return " # floatFn # "; }") # ", " #
-        !if(!empty(intFn), "nullptr", "[](const ::llvm::APInt &x, bool isUnsigned) -> ::llvm::APInt { (void)isUnsigned; return " # intFn # "; }") # [{);
+      return ::kiln::foldUnaryFn(::kiln::UnaryFnOf<$cppClass>::value, adaptor.getInput(),
+                                 getType());
     }
   }];
 }
 
-def Kiln_NegOp : Kiln_UnaryOp<"neg", Kiln_Element, "-x", "-x", "-x">;
-def Kiln_AbsOp : Kiln_UnaryOp<"abs", Kiln_Element, "|x|", "std::fabs(x)",
-    "isUnsigned ? x : x.abs()">;
-def Kiln_SignOp : Kiln_UnaryOp<"sign", Kiln_Element, "x > 0 ? 1 : (x < 0 ? -1 : 0)",
-    "::kiln::scalar::sign(x)", "::kiln::scalar::sign(x, isUnsigned)">;
-def Kiln_ExpOp : Kiln_UnaryOp<"exp", Kiln_Float, "e^x", "std::exp(x)">;
-def Kiln_LogOp : Kiln_UnaryOp<"log", Kiln_Float, "ln(x)", "std::log(x)">;
-def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", Kiln_Float, "sqrt(x)", "std::sqrt(x)">;
-def Kiln_RsqrtOp : Kiln_UnaryOp<"rsqrt", Kiln_Float, "1 / sqrt(x)", "1.0 / std::sqrt(x)">;
-def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", Kiln_Float, "1 / x", "1.0 / x">;
-def Kiln_TanhOp : Kiln_UnaryOp<"tanh", Kiln_Float, "tanh(x)", "std::tanh(x)">;
-def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", Kiln_Float, "1 / (1 + e^-x)",
-    "1.0 / (1.0 + std::exp(-x))">;
-def Kiln_ErfOp : Kiln_UnaryOp<"erf", Kiln_Float, "erf(x)", "std::erf(x)">;
-def Kiln_SinOp : Kiln_UnaryOp<"sin", Kiln_Float, "sin(x)", "std::sin(x)">;
-def Kiln_CosOp : Kiln_UnaryOp<"cos", Kiln_Float, "cos(x)", "std::cos(x)">;
-def Kiln_TanOp : Kiln_UnaryOp<"tan", Kiln_Float, "tan(x)", "std::tan(x)">;
-def Kiln_AsinOp : Kiln_UnaryOp<"asin", Kiln_Float, "asin(x)", "std::asin(x)">;
-def Kiln_AcosOp : Kiln_UnaryOp<"acos", Kiln_Float, "acos(x)", "std::acos(x)">;
-def Kiln_AtanOp : Kiln_UnaryOp<"atan", Kiln_Float, "atan(x)", "std::atan(x)">;
-def Kiln_SinhOp : Kiln_UnaryOp<"sinh", Kiln_Float, "sinh(x)", "std::sinh(x)">;
-def Kiln_CoshOp : Kiln_UnaryOp<"cosh", Kiln_Float, "cosh(x)", "std::cosh(x)">;
-def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", Kiln_Float, "asinh(x)", "std::asinh(x)">;
-def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", Kiln_Float, "acosh(x)", "std::acosh(x)">;
-def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", Kiln_Float, "atanh(x)", "std::atanh(x)">;
-def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_Float, "floor(x)", "std::floor(x)">;
-def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_Float, "ceil(x)", "std::ceil(x)">;
-def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_Float, "x rounded to nearest, ties to even",
-    "std::nearbyint(x)">;
-def Kiln_IsNanOp : Kiln_UnaryOp<"is_nan", Kiln_Float, "x != x", "std::isnan(x) ? 1.0 : 0.0",
-    "", /*boolResult=*/1>;
-def Kiln_IsInfOp : Kiln_UnaryOp<"is_inf", Kiln_Float, "x == +inf || x == -inf",
-    "std::isinf(x) ? 1.0 : 0.0", "", /*boolResult=*/1>;
-def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_Bool, "!x", "", "~x">;
-def Kiln_BitwiseNotOp : Kiln_UnaryOp<"bitwise_not", Kiln_Int, "~x", "", "~x">;
+def Kiln_NegOp : Kiln_UnaryOp<"neg", Kiln_Element, "-x">;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", Kiln_Element, "|x|">;
+def Kiln_SignOp : Kiln_UnaryOp<"sign", Kiln_Element, "x > 0 ? 1 : (x < 0 ? -1 : 0)">;
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", Kiln_Float, "e^x">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", Kiln_Float, "ln(x)">;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", Kiln_Float, "sqrt(x)">;
+def Kiln_RsqrtOp : Kiln_UnaryOp<"rsqrt", Kiln_Float, "1 / sqrt(x)">;
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", Kiln_Float, "1 / x">;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", Kiln_Float, "tanh(x)">;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", Kiln_Float, "1 / (1 + e^-x)">;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", Kiln_Float, "erf(x)">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", Kiln_Float, "sin(x)">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", Kiln_Float, "cos(x)">;
+def Kiln_TanOp : Kiln_UnaryOp<"tan", Kiln_Float, "tan(x)">;
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", Kiln_Float, "asin(x)">;
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", Kiln_Float, "acos(x)">;
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", Kiln_Float, "atan(x)">;
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", Kiln_Float, "sinh(x)">;
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", Kiln_Float, "cosh(x)">;
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", Kiln_Float, "asinh(x)">;
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", Kiln_Float, "acosh(x)">;
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", Kiln_Float, "atanh(x)">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_Float, "floor(x)">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_Float, "ceil(x)">;
+def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_Float, "x rounded to nearest, ties to even">;
+def Kiln_IsNanOp : Kiln_UnaryOp<"is_nan", Kiln_Float, "x != x", /*boolResult=*/1>;
+def Kiln_IsInfOp : Kiln_UnaryOp<"is_inf", Kiln_Float, "x == +inf || x == -inf", /*boolResult=*/1>;
+def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_Bool, "!x">;
+def Kiln_BitwiseNotOp : Kiln_UnaryOp<"bitwise_not", Kiln_Int, "~x">;
 
 //===----------------------------------------------------------------------===//
 // Binary

@@ -159,4 +159,47 @@ OpFoldResult foldBinaryConstant(Attribute lhs, Attribute rhs, Type resultType,
   return DenseElementsAttr::get(type, out);
 }
 
+namespace {
+/// An integer constant's element as the op table's functions take it: sign- or
+/// zero-extended to 64 bits.
+int64_t toInt64(const APInt &v, bool isUnsigned) {
+  return isUnsigned ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue();
+}
+/// The 64-bit result wrapped to the element's width.
+APInt fromInt64(int64_t v, unsigned width) { return APInt(64, static_cast<uint64_t>(v)).trunc(width); }
+
+bool widerThan64(Attribute a) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(a);
+  return dense && dense.getElementType().isInteger() &&
+         dense.getElementType().getIntOrFloatBitWidth() > 64;
+}
+} // namespace
+
+OpFoldResult foldUnaryFn(ops::UnaryFn fn, Attribute input, Type resultType) {
+  if (widerThan64(input))
+    return {};
+  return foldUnaryConstant(
+      input, resultType, [fn](double x) { return ops::evalFloat(fn, x); },
+      [fn](const APInt &x, bool isUnsigned) {
+        return fromInt64(ops::evalInt(fn, toInt64(x, isUnsigned), isUnsigned), x.getBitWidth());
+      });
+}
+
+OpFoldResult foldBinaryFn(ops::BinaryFn fn, Attribute lhs, Attribute rhs, Type resultType,
+                          llvm::function_ref<DimExpr(DimExpr, DimExpr)> dims) {
+  if (widerThan64(lhs) || widerThan64(rhs))
+    return {};
+  auto floats = [fn](double a, double b) { return ops::evalFloat(fn, a, b); };
+  auto ints = [fn](const APInt &a, const APInt &b, bool isUnsigned) -> std::optional<APInt> {
+    bool ok = true;
+    unsigned width = a.getBitWidth();
+    int64_t r = ops::evalInt(fn, toInt64(a, isUnsigned), toInt64(b, isUnsigned), isUnsigned,
+                             static_cast<int>(width), ok);
+    if (!ok)
+      return std::nullopt;
+    return fromInt64(r, width);
+  };
+  return foldBinaryConstant(lhs, rhs, resultType, {dims, floats, ints});
+}
+
 } // namespace kiln

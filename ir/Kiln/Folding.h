@@ -11,6 +11,7 @@
 #define KILN_IR_KILN_FOLDING_H
 
 #include "ir/Kiln/SymbolicDims.h"
+#include "kiln/ops/Elementwise.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
@@ -44,18 +45,17 @@ struct BinaryFoldFns {
 mlir::OpFoldResult foldBinaryConstant(mlir::Attribute lhs, mlir::Attribute rhs,
                                       mlir::Type resultType, const BinaryFoldFns &fns);
 
-namespace scalar {
-/// sign(x) keeping NaN and the sign of zero, as the reference interpreter does.
-inline double sign(double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : x); }
-inline llvm::APInt sign(const llvm::APInt &x, bool isUnsigned) {
-  unsigned w = x.getBitWidth();
-  if (x.isZero())
-    return llvm::APInt(w, 0);
-  if (!isUnsigned && x.isNegative())
-    return llvm::APInt::getAllOnes(w);
-  return llvm::APInt(w, 1);
-}
-} // namespace scalar
+/// Folds a unary op of the op table on a dense constant with its row's semantics
+/// (kiln::ops::evalFloat/evalInt, which the reference kernels compute too).
+/// Integers wider than 64 bits are not folded.
+mlir::OpFoldResult foldUnaryFn(ops::UnaryFn fn, mlir::Attribute input, mlir::Type resultType);
+/// Folds a binary op of the op table: dense constants with its row's semantics,
+/// symbolic sizes through `dims` (null: not folded). An integer division by
+/// zero, and integers wider than 64 bits, are not folded.
+mlir::OpFoldResult foldBinaryFn(ops::BinaryFn fn, mlir::Attribute lhs, mlir::Attribute rhs,
+                                mlir::Type resultType,
+                                llvm::function_ref<DimExpr(DimExpr, DimExpr)> dims);
+
 
 /// True when `attr` is a splat constant equal to `value`.
 bool isSplatValue(mlir::Attribute attr, double value);

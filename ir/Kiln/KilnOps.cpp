@@ -7,6 +7,7 @@
 
 #include "ir/Kiln/Folding.h"
 #include "ir/Kiln/KilnDialect.h"
+#include "ir/Kiln/OpTables.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"

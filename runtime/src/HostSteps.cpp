@@ -24,62 +24,24 @@ absl::Status badEnum(const char *what, int value) {
 // Each schema enum onto the reference kernels' enum, value by value: the schema's
 // numbers are the format, the reference's order is nobody's business but its own.
 
+// The function enums are the op table's on both sides (the schema's are generated
+// from its rows), so a function maps by name; a value no row has is corrupt.
 absl::StatusOr<ref::UnaryFn> unaryFn(fb::UnaryFn f) {
-  using U = ref::UnaryFn;
   switch (f) {
-  case fb::UnaryFn::Neg: return U::neg;
-  case fb::UnaryFn::Abs: return U::abs;
-  case fb::UnaryFn::Sign: return U::sign;
-  case fb::UnaryFn::Exp: return U::exp;
-  case fb::UnaryFn::Log: return U::log;
-  case fb::UnaryFn::Sqrt: return U::sqrt;
-  case fb::UnaryFn::Rsqrt: return U::rsqrt;
-  case fb::UnaryFn::Reciprocal: return U::reciprocal;
-  case fb::UnaryFn::Tanh: return U::tanh;
-  case fb::UnaryFn::Sigmoid: return U::sigmoid;
-  case fb::UnaryFn::Erf: return U::erf;
-  case fb::UnaryFn::Sin: return U::sin;
-  case fb::UnaryFn::Cos: return U::cos;
-  case fb::UnaryFn::Tan: return U::tan;
-  case fb::UnaryFn::Asin: return U::asin;
-  case fb::UnaryFn::Acos: return U::acos;
-  case fb::UnaryFn::Atan: return U::atan;
-  case fb::UnaryFn::Sinh: return U::sinh;
-  case fb::UnaryFn::Cosh: return U::cosh;
-  case fb::UnaryFn::Asinh: return U::asinh;
-  case fb::UnaryFn::Acosh: return U::acosh;
-  case fb::UnaryFn::Atanh: return U::atanh;
-  case fb::UnaryFn::Floor: return U::floor;
-  case fb::UnaryFn::Ceil: return U::ceil;
-  case fb::UnaryFn::Round: return U::round;
-  case fb::UnaryFn::IsNan: return U::is_nan;
-  case fb::UnaryFn::IsInf: return U::is_inf;
-  case fb::UnaryFn::LogicalNot: return U::logical_not;
-  case fb::UnaryFn::BitwiseNot: return U::bitwise_not;
+#define KILN_UNARY(Fn, ...)                                                                        \
+  case fb::UnaryFn::Fn:                                                                            \
+    return ref::UnaryFn::Fn;
+#include "kiln/ops/ElementwiseOps.def"
   }
   return badEnum("unary function", static_cast<int>(f));
 }
 
 absl::StatusOr<ref::BinaryFn> binaryFn(fb::BinaryFn f) {
-  using B = ref::BinaryFn;
   switch (f) {
-  case fb::BinaryFn::Add: return B::add;
-  case fb::BinaryFn::Sub: return B::sub;
-  case fb::BinaryFn::Mul: return B::mul;
-  case fb::BinaryFn::Div: return B::div;
-  case fb::BinaryFn::Rem: return B::rem;
-  case fb::BinaryFn::Mod: return B::mod;
-  case fb::BinaryFn::Pow: return B::pow;
-  case fb::BinaryFn::Max: return B::max;
-  case fb::BinaryFn::Min: return B::min;
-  case fb::BinaryFn::LogicalAnd: return B::logical_and;
-  case fb::BinaryFn::LogicalOr: return B::logical_or;
-  case fb::BinaryFn::LogicalXor: return B::logical_xor;
-  case fb::BinaryFn::BitwiseAnd: return B::bitwise_and;
-  case fb::BinaryFn::BitwiseOr: return B::bitwise_or;
-  case fb::BinaryFn::BitwiseXor: return B::bitwise_xor;
-  case fb::BinaryFn::ShiftLeft: return B::shift_left;
-  case fb::BinaryFn::ShiftRight: return B::shift_right;
+#define KILN_BINARY(Fn, ...)                                                                       \
+  case fb::BinaryFn::Fn:                                                                           \
+    return ref::BinaryFn::Fn;
+#include "kiln/ops/ElementwiseOps.def"
   }
   return badEnum("binary function", static_cast<int>(f));
 }
@@ -251,7 +213,7 @@ absl::Status axesFit(const std::vector<int64_t> &axes, int64_t rank) {
 
 absl::StatusOr<ref::Tensor> relu(absl::StatusOr<ref::Tensor> r, bool apply) {
   if (r.ok() && apply)
-    return ref::binary(ref::BinaryFn::max, *r, ref::Tensor(r->dtype(), {}));
+    return ref::binary(ref::BinaryFn::Max, *r, ref::Tensor(r->dtype(), {}));
   return r;
 }
 
@@ -262,10 +224,10 @@ absl::StatusOr<ref::Tensor> matmul(const MatMulParams &p, const Inputs &in) {
   if (r.ok() && p.alpha != 1.0) {
     ref::Tensor alpha(r->dtype(), {});
     alpha.setF(0, p.alpha);
-    r = ref::binary(ref::BinaryFn::mul, *r, alpha);
+    r = ref::binary(ref::BinaryFn::Mul, *r, alpha);
   }
   if (r.ok() && p.hasBias)
-    r = ref::binary(ref::BinaryFn::add, *r, *in[2]);
+    r = ref::binary(ref::BinaryFn::Add, *r, *in[2]);
   if (r.ok() && p.activation == Epilogue::geluTanh)
     return ref::geluTanh(*r);
   return relu(std::move(r), p.activation == Epilogue::relu);
@@ -350,7 +312,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
             const ref::Tensor &z = *in[bias ? 3 : 2];
             if (z.shape() != y->shape())
               return absl::InvalidArgumentError("the residual's dims are not the conv result's");
-            y = ref::binary(ref::BinaryFn::add, *y, z);
+            y = ref::binary(ref::BinaryFn::Add, *y, z);
           }
           return kiln::rt::relu(std::move(y), relu);
         });

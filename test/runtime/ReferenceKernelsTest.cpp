@@ -84,22 +84,22 @@ TEST(ReferenceInt, WrapsAndSignExtends) {
 
 TEST(ReferenceElementwise, IntegerDivisionTruncatesModFollowsDivisor) {
   Tensor a = ivec(DType::i32, {-7, 7, -7}), b = ivec(DType::i32, {2, -2, -2});
-  Tensor div = *binary(BinaryFn::div, a, b), rem = *binary(BinaryFn::rem, a, b),
-         mod = *binary(BinaryFn::mod, a, b);
+  Tensor div = *binary(BinaryFn::Div, a, b), rem = *binary(BinaryFn::Rem, a, b),
+         mod = *binary(BinaryFn::Mod, a, b);
   EXPECT_EQ(div.getI(0), -3);
   EXPECT_EQ(rem.getI(0), -1);
   EXPECT_EQ(mod.getI(0), 1);
   EXPECT_EQ(mod.getI(1), -1);
   EXPECT_EQ(mod.getI(2), -1);
-  EXPECT_FALSE(binary(BinaryFn::div, a, ivec(DType::i32, {0})).ok());
+  EXPECT_FALSE(binary(BinaryFn::Div, a, ivec(DType::i32, {0})).ok());
   Tensor u = ivec(DType::u8, {200}), v = ivec(DType::u8, {3});
-  EXPECT_EQ(binary(BinaryFn::div, u, v)->getI(0), 66); // unsigned, not -56 / 3
-  EXPECT_EQ(binary(BinaryFn::shift_right, ivec(DType::i8, {-128}), ivec(DType::i8, {9}))->getI(0), -1);
+  EXPECT_EQ(binary(BinaryFn::Div, u, v)->getI(0), 66); // unsigned, not -56 / 3
+  EXPECT_EQ(binary(BinaryFn::ShiftRight, ivec(DType::i8, {-128}), ivec(DType::i8, {9}))->getI(0), -1);
 }
 
 TEST(ReferenceElementwise, NanPropagates) {
   Tensor a = vec(DType::f32, {NAN, 1}), b = vec(DType::f32, {1, NAN});
-  Tensor mx = *binary(BinaryFn::max, a, b);
+  Tensor mx = *binary(BinaryFn::Max, a, b);
   EXPECT_TRUE(std::isnan(mx.getF(0)));
   EXPECT_TRUE(std::isnan(mx.getF(1)));
   Tensor ne = *compare(CompareFn::ne, a, a);
@@ -112,10 +112,10 @@ TEST(ReferenceElementwise, Broadcasts) {
   Tensor a(DType::f32, {2, 1}), b(DType::f32, {3});
   a.setF(0, 1), a.setF(1, 2);
   b.setF(0, 10), b.setF(1, 20), b.setF(2, 30);
-  Tensor c = *binary(BinaryFn::add, a, b);
+  Tensor c = *binary(BinaryFn::Add, a, b);
   ASSERT_EQ(c.shape(), (Shape{2, 3}));
   EXPECT_EQ(c.getF(5), 32);
-  EXPECT_FALSE(binary(BinaryFn::add, Tensor(DType::f32, {2}), Tensor(DType::f32, {3})).ok());
+  EXPECT_FALSE(binary(BinaryFn::Add, Tensor(DType::f32, {2}), Tensor(DType::f32, {3})).ok());
 }
 
 TEST(ReferenceDataMovement, SliceClampsAndWalksBackwards) {

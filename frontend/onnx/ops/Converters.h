@@ -14,6 +14,25 @@ namespace kiln::onnx_import {
 #undef ONNX_OP
 #undef ONNX_UNSUPPORTED
 
+/// The converters of ONNX ops that are one kiln op, operand for operand: the op
+/// table's 1:1 rows (OpTable.cpp) and a few converters that pick the op.
+template <typename OpTy>
+mlir::LogicalResult mapUnary(NodeImporter &n) {
+  auto x = n.requiredInput(0);
+  if (mlir::failed(x))
+    return mlir::failure();
+  auto r = n.create<OpTy>({*x});
+  return mlir::failed(r) ? mlir::failure() : n.setResults({*r});
+}
+template <typename OpTy>
+mlir::LogicalResult mapBinary(NodeImporter &n) {
+  auto a = n.requiredInput(0), b = n.requiredInput(1);
+  if (mlir::failed(a) || mlir::failed(b))
+    return mlir::failure();
+  auto r = n.create<OpTy>({*a, *b});
+  return mlir::failed(r) ? mlir::failure() : n.setResults({*r});
+}
+
 /// Small builders that chain: each returns failure after a diagnostic.
 mlir::FailureOr<mlir::Value> binary(NodeImporter &n, llvm::StringRef opName, mlir::Value a,
                                     mlir::Value b);

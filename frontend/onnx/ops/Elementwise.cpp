@@ -15,24 +15,6 @@ using namespace mlir;
 namespace kiln::onnx_import {
 
 namespace {
-template <typename OpTy>
-LogicalResult mapUnary(NodeImporter &n) {
-  auto x = n.requiredInput(0);
-  if (failed(x))
-    return failure();
-  auto r = n.create<OpTy>({*x});
-  return failed(r) ? failure() : n.setResults({*r});
-}
-
-template <typename OpTy>
-LogicalResult mapBinary(NodeImporter &n) {
-  auto a = n.requiredInput(0), b = n.requiredInput(1);
-  if (failed(a) || failed(b))
-    return failure();
-  auto r = n.create<OpTy>({*a, *b});
-  return failed(r) ? failure() : n.setResults({*r});
-}
-
 LogicalResult mapCompare(NodeImporter &n, CompareDirection direction) {
   auto a = n.requiredInput(0), b = n.requiredInput(1);
   if (failed(a) || failed(b))
@@ -64,33 +46,6 @@ constexpr StringLiteral kAdd = "kiln.add", kSub = "kiln.sub", kMul = "kiln.mul",
 FailureOr<Value> x0(NodeImporter &n) { return n.requiredInput(0); }
 } // namespace
 
-LogicalResult convertAbs(NodeImporter &n) { return mapUnary<AbsOp>(n); }
-LogicalResult convertNeg(NodeImporter &n) { return mapUnary<NegOp>(n); }
-LogicalResult convertSign(NodeImporter &n) { return mapUnary<SignOp>(n); }
-LogicalResult convertExp(NodeImporter &n) { return mapUnary<ExpOp>(n); }
-LogicalResult convertLog(NodeImporter &n) { return mapUnary<LogOp>(n); }
-LogicalResult convertSqrt(NodeImporter &n) { return mapUnary<SqrtOp>(n); }
-LogicalResult convertReciprocal(NodeImporter &n) { return mapUnary<ReciprocalOp>(n); }
-LogicalResult convertTanh(NodeImporter &n) { return mapUnary<TanhOp>(n); }
-LogicalResult convertSigmoid(NodeImporter &n) { return mapUnary<SigmoidOp>(n); }
-LogicalResult convertErf(NodeImporter &n) { return mapUnary<ErfOp>(n); }
-LogicalResult convertSin(NodeImporter &n) { return mapUnary<SinOp>(n); }
-LogicalResult convertCos(NodeImporter &n) { return mapUnary<CosOp>(n); }
-LogicalResult convertTan(NodeImporter &n) { return mapUnary<TanOp>(n); }
-LogicalResult convertAsin(NodeImporter &n) { return mapUnary<AsinOp>(n); }
-LogicalResult convertAcos(NodeImporter &n) { return mapUnary<AcosOp>(n); }
-LogicalResult convertAtan(NodeImporter &n) { return mapUnary<AtanOp>(n); }
-LogicalResult convertSinh(NodeImporter &n) { return mapUnary<SinhOp>(n); }
-LogicalResult convertCosh(NodeImporter &n) { return mapUnary<CoshOp>(n); }
-LogicalResult convertAsinh(NodeImporter &n) { return mapUnary<AsinhOp>(n); }
-LogicalResult convertAcosh(NodeImporter &n) { return mapUnary<AcoshOp>(n); }
-LogicalResult convertAtanh(NodeImporter &n) { return mapUnary<AtanhOp>(n); }
-LogicalResult convertFloor(NodeImporter &n) { return mapUnary<FloorOp>(n); }
-LogicalResult convertCeil(NodeImporter &n) { return mapUnary<CeilOp>(n); }
-LogicalResult convertRound(NodeImporter &n) { return mapUnary<RoundOp>(n); }
-LogicalResult convertIsNaN(NodeImporter &n) { return mapUnary<IsNanOp>(n); }
-LogicalResult convertNot(NodeImporter &n) { return mapUnary<NotOp>(n); }
-LogicalResult convertBitwiseNot(NodeImporter &n) { return mapUnary<BitwiseNotOp>(n); }
 
 LogicalResult convertIsInf(NodeImporter &n) {
   auto x = x0(n);
@@ -269,16 +224,6 @@ LogicalResult convertShrink(NodeImporter &n) {
   return c.done(c.sel(below, c.bin(kAdd, *x, c.k(*x, *bias)), inner));
 }
 
-LogicalResult convertAdd(NodeImporter &n) { return mapBinary<AddOp>(n); }
-LogicalResult convertSub(NodeImporter &n) { return mapBinary<SubOp>(n); }
-LogicalResult convertMul(NodeImporter &n) { return mapBinary<MulOp>(n); }
-LogicalResult convertDiv(NodeImporter &n) { return mapBinary<DivOp>(n); }
-LogicalResult convertAnd(NodeImporter &n) { return mapBinary<AndOp>(n); }
-LogicalResult convertOr(NodeImporter &n) { return mapBinary<OrOp>(n); }
-LogicalResult convertXor(NodeImporter &n) { return mapBinary<XorOp>(n); }
-LogicalResult convertBitwiseAnd(NodeImporter &n) { return mapBinary<BitwiseAndOp>(n); }
-LogicalResult convertBitwiseOr(NodeImporter &n) { return mapBinary<BitwiseOrOp>(n); }
-LogicalResult convertBitwiseXor(NodeImporter &n) { return mapBinary<BitwiseXorOp>(n); }
 
 LogicalResult convertPow(NodeImporter &n) {
   auto base = n.requiredInput(0), exponent = n.requiredInput(1);

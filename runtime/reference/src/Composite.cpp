@@ -381,9 +381,9 @@ absl::StatusOr<Tensor> attention(const Tensor &q, const Tensor &k, const Tensor 
   Tensor factor(DType::f64, {});
   factor.setF(0, scale);
   if (scores.ok())
-    scores = binary(BinaryFn::mul, *scores, factor);
+    scores = binary(BinaryFn::Mul, *scores, factor);
   if (scores.ok() && mask)
-    scores = binary(BinaryFn::add, *scores, wide(*mask));
+    scores = binary(BinaryFn::Add, *scores, wide(*mask));
   if (!scores.ok())
     return absl::InvalidArgumentError(absl::StrCat("attention: ", scores.status().message()));
   absl::StatusOr<Tensor> result = matmul(softmax(*scores, -1, false), wide(v));
@@ -416,11 +416,11 @@ absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Ten
       normalized.setF(o * inner + i, (x.getF(o * inner + i) - mean) * inv);
   }
   Tensor scale64 = castTensor(scale, DType::f64);
-  absl::StatusOr<Tensor> y = binary(BinaryFn::mul, normalized, scale64);
+  absl::StatusOr<Tensor> y = binary(BinaryFn::Mul, normalized, scale64);
   if (!y.ok())
     return y.status();
   if (bias) {
-    y = binary(BinaryFn::add, *y, castTensor(*bias, DType::f64));
+    y = binary(BinaryFn::Add, *y, castTensor(*bias, DType::f64));
     if (!y.ok())
       return y.status();
   }

@@ -24,54 +24,6 @@ absl::StatusOr<Shape> broadcastShapes(const Shape &a, const Shape &b) {
   return out;
 }
 
-namespace {
-double unaryFloat(UnaryFn fn, double x) {
-  switch (fn) {
-  case UnaryFn::neg: return -x;
-  case UnaryFn::abs: return std::fabs(x);
-  case UnaryFn::sign: return x > 0 ? 1.0 : (x < 0 ? -1.0 : x);
-  case UnaryFn::exp: return std::exp(x);
-  case UnaryFn::log: return std::log(x);
-  case UnaryFn::sqrt: return std::sqrt(x);
-  case UnaryFn::rsqrt: return 1.0 / std::sqrt(x);
-  case UnaryFn::reciprocal: return 1.0 / x;
-  case UnaryFn::tanh: return std::tanh(x);
-  case UnaryFn::sigmoid: return 1.0 / (1.0 + std::exp(-x));
-  case UnaryFn::erf: return std::erf(x);
-  case UnaryFn::sin: return std::sin(x);
-  case UnaryFn::cos: return std::cos(x);
-  case UnaryFn::tan: return std::tan(x);
-  case UnaryFn::asin: return std::asin(x);
-  case UnaryFn::acos: return std::acos(x);
-  case UnaryFn::atan: return std::atan(x);
-  case UnaryFn::sinh: return std::sinh(x);
-  case UnaryFn::cosh: return std::cosh(x);
-  case UnaryFn::asinh: return std::asinh(x);
-  case UnaryFn::acosh: return std::acosh(x);
-  case UnaryFn::atanh: return std::atanh(x);
-  case UnaryFn::floor: return std::floor(x);
-  case UnaryFn::ceil: return std::ceil(x);
-  case UnaryFn::round: return std::nearbyint(x);
-  case UnaryFn::is_nan: return std::isnan(x) ? 1 : 0;
-  case UnaryFn::is_inf: return std::isinf(x) ? 1 : 0;
-  case UnaryFn::logical_not: return x == 0;
-  case UnaryFn::bitwise_not: return x;
-  }
-  return x;
-}
-
-int64_t unaryInt(UnaryFn fn, int64_t x, bool isUnsignedType) {
-  switch (fn) {
-  case UnaryFn::neg: return static_cast<int64_t>(0 - static_cast<uint64_t>(x));
-  case UnaryFn::abs: return isUnsignedType || x >= 0 ? x : static_cast<int64_t>(0 - static_cast<uint64_t>(x));
-  case UnaryFn::sign: return x == 0 ? 0 : (isUnsignedType || x > 0 ? 1 : -1);
-  case UnaryFn::logical_not: return x == 0;
-  case UnaryFn::bitwise_not: return ~x;
-  default: return x; // float-only functions never reach integers (the IR verified it)
-  }
-}
-} // namespace
-
 Tensor geluTanh(const Tensor &x) {
   Tensor out(x.dtype(), x.shape());
   const double c = std::sqrt(2.0 / M_PI);
@@ -83,16 +35,16 @@ Tensor geluTanh(const Tensor &x) {
 }
 
 Tensor unary(UnaryFn fn, const Tensor &x) {
-  bool predicate = fn == UnaryFn::is_nan || fn == UnaryFn::is_inf;
+  bool predicate = ops::resultType(fn) == ops::ResultType::Bool;
   Tensor out(predicate ? DType::boolean : x.dtype(), x.shape());
   if (isFloat(x.dtype())) {
     for (int64_t i = 0; i < x.numel(); ++i)
-      out.setF(i, unaryFloat(fn, x.getF(i)));
+      out.setF(i, ops::evalFloat(fn, x.getF(i)));
     return out;
   }
   bool isU = isUnsigned(x.dtype());
   for (int64_t i = 0; i < x.numel(); ++i)
-    out.setI(i, unaryInt(fn, x.getI(i), isU));
+    out.setI(i, ops::evalInt(fn, x.getI(i), isU));
   return out;
 }
 
@@ -118,89 +70,6 @@ absl::StatusOr<Shape> forEachBroadcast(const Tensor &a, const Tensor &b, F f) {
   }
   return shape;
 }
-
-double binaryFloat(BinaryFn fn, double a, double b) {
-  switch (fn) {
-  case BinaryFn::add: return a + b;
-  case BinaryFn::sub: return a - b;
-  case BinaryFn::mul: return a * b;
-  case BinaryFn::div: return a / b;
-  case BinaryFn::rem: return std::fmod(a, b);
-  case BinaryFn::mod: {
-    double r = std::fmod(a, b);
-    if (r != 0 && ((r < 0) != (b < 0)))
-      r += b;
-    return r;
-  }
-  case BinaryFn::pow: return std::pow(a, b);
-  case BinaryFn::max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-  case BinaryFn::min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-  default: return 0;
-  }
-}
-
-/// Integer binary op; false on division by zero.
-bool binaryInt(BinaryFn fn, int64_t a, int64_t b, bool isU, int bits, int64_t &out) {
-  uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-  switch (fn) {
-  case BinaryFn::add: out = static_cast<int64_t>(ua + ub); return true;
-  case BinaryFn::sub: out = static_cast<int64_t>(ua - ub); return true;
-  case BinaryFn::mul: out = static_cast<int64_t>(ua * ub); return true;
-  case BinaryFn::div:
-  case BinaryFn::rem:
-  case BinaryFn::mod:
-    if (b == 0)
-      return false;
-    if (isU) {
-      out = static_cast<int64_t>(fn == BinaryFn::div ? ua / ub : ua % ub);
-      return true;
-    }
-    if (a == std::numeric_limits<int64_t>::min() && b == -1) {
-      out = fn == BinaryFn::div ? a : 0;
-      return true;
-    }
-    if (fn == BinaryFn::div) {
-      out = a / b;
-    } else {
-      out = a % b;
-      if (fn == BinaryFn::mod && out != 0 && ((out < 0) != (b < 0)))
-        out += b;
-    }
-    return true;
-  case BinaryFn::pow: {
-    if (!isU && b < 0) {
-      out = a == 1 ? 1 : (a == -1 ? (b % 2 ? -1 : 1) : 0);
-      return true;
-    }
-    uint64_t result = 1, base = ua;
-    for (uint64_t e = ub; e; e >>= 1, base *= base)
-      if (e & 1)
-        result *= base;
-    out = static_cast<int64_t>(result);
-    return true;
-  }
-  case BinaryFn::max: out = isU ? static_cast<int64_t>(std::max(ua, ub)) : std::max(a, b); return true;
-  case BinaryFn::min: out = isU ? static_cast<int64_t>(std::min(ua, ub)) : std::min(a, b); return true;
-  case BinaryFn::logical_and: out = (a != 0) && (b != 0); return true;
-  case BinaryFn::logical_or: out = (a != 0) || (b != 0); return true;
-  case BinaryFn::logical_xor: out = (a != 0) != (b != 0); return true;
-  case BinaryFn::bitwise_and: out = a & b; return true;
-  case BinaryFn::bitwise_or: out = a | b; return true;
-  case BinaryFn::bitwise_xor: out = a ^ b; return true;
-  case BinaryFn::shift_left:
-    out = ub >= static_cast<uint64_t>(bits) ? 0 : static_cast<int64_t>(ua << ub);
-    return true;
-  case BinaryFn::shift_right:
-    if (isU) {
-      uint64_t mask = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
-      out = ub >= static_cast<uint64_t>(bits) ? 0 : static_cast<int64_t>((ua & mask) >> ub);
-    } else {
-      out = ub >= static_cast<uint64_t>(bits) ? (a < 0 ? -1 : 0) : (a >> ub);
-    }
-    return true;
-  }
-  return true;
-}
 } // namespace
 
 absl::StatusOr<Tensor> binary(BinaryFn fn, const Tensor &a, const Tensor &b) {
@@ -211,7 +80,7 @@ absl::StatusOr<Tensor> binary(BinaryFn fn, const Tensor &a, const Tensor &b) {
   KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(a.dtype(), *shape));
   if (isFloat(a.dtype())) {
     auto done = forEachBroadcast(a, b, [&](int64_t i, int64_t ia, int64_t ib) {
-      out.setF(i, binaryFloat(fn, a.getF(ia), b.getF(ib)));
+      out.setF(i, ops::evalFloat(fn, a.getF(ia), b.getF(ib)));
     });
     if (!done.ok())
       return done.status();
@@ -220,10 +89,9 @@ absl::StatusOr<Tensor> binary(BinaryFn fn, const Tensor &a, const Tensor &b) {
   bool isU = isUnsigned(a.dtype()), divByZero = false;
   int bits = info(a.dtype()).bits;
   auto done = forEachBroadcast(a, b, [&](int64_t i, int64_t ia, int64_t ib) {
-    int64_t v = 0;
-    if (!binaryInt(fn, a.getI(ia), b.getI(ib), isU, bits, v))
-      divByZero = true;
-    out.setI(i, v);
+    bool ok = true;
+    out.setI(i, ops::evalInt(fn, a.getI(ia), b.getI(ib), isU, bits, ok));
+    divByZero = divByZero || !ok;
   });
   if (!done.ok())
     return done.status();

@@ -447,7 +447,10 @@ template <typename T> KILN_DEVICE T kiln_ipow(T a, T b) {
   return r;
 }
 template <typename T> KILN_DEVICE T kiln_shl(T a, T b) {
-  return static_cast<uint64_t>(b) >= sizeof(T) * 8 ? T(0) : T(a << b);
+  // A bool (the only T where T(2) == T(1)) is one bit wide: a shift by 1 moves
+  // it out, as the reference computes it; T(a << b) would keep it true.
+  const uint64_t bits = T(2) == T(1) ? 1 : sizeof(T) * 8;
+  return static_cast<uint64_t>(b) >= bits ? T(0) : T(a << b);
 }
 template <typename T> KILN_DEVICE T kiln_shr(T a, T b) {
   if (static_cast<uint64_t>(b) >= sizeof(T) * 8)

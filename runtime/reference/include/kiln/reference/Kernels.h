@@ -11,6 +11,7 @@
 #ifndef KILN_REFERENCE_KERNELS_H
 #define KILN_REFERENCE_KERNELS_H
 
+#include "kiln/ops/Elementwise.h"
 #include "kiln/reference/Tensor.h"
 
 #include <optional>
@@ -19,15 +20,10 @@ namespace kiln::ref {
 
 //===--- Elementwise ------------------------------------------------------===//
 
-enum class UnaryFn {
-  neg, abs, sign, exp, log, sqrt, rsqrt, reciprocal, tanh, sigmoid, erf, sin, cos, tan,
-  asin, acos, atan, sinh, cosh, asinh, acosh, atanh, floor, ceil, round, is_nan, is_inf,
-  logical_not, bitwise_not,
-};
-enum class BinaryFn {
-  add, sub, mul, div, rem, mod, pow, max, min, logical_and, logical_or, logical_xor,
-  bitwise_and, bitwise_or, bitwise_xor, shift_left, shift_right,
-};
+/// The functions of the op table (kiln/ops/ElementwiseOps.def): its rows give the
+/// semantics unary() and binary() compute.
+using UnaryFn = ops::UnaryFn;
+using BinaryFn = ops::BinaryFn;
 enum class CompareFn { eq, ne, lt, le, gt, ge };
 
 /// numpy broadcasting of two shapes, or an error.
