@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <set>
 #include <string>
 
@@ -185,6 +186,8 @@ TEST_F(OpTable, EveryRowRunsOnEveryBackend) {
       cases.push_back({r, t, func});
     }
   }
+  std::cout << "op table: " << rows().size() << " rows, " << cases.size()
+            << " (row, element type) cases\n";
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(src, &context);
   ASSERT_TRUE(module) << src;
 
