@@ -4,6 +4,9 @@ patch_artifact.py IN OUT truncate N      keep the first N bytes
 patch_artifact.py IN OUT version V       set Model.format_version to V
 patch_artifact.py IN OUT identifier XXXX replace the file identifier
 patch_artifact.py IN OUT flip N          flip the low bit of the byte at N% of the file
+patch_artifact.py IN OUT flip-text WORD  flip the low bit of WORD's first byte where it
+                                         first stands: inside a string's characters,
+                                         which only the checksum can tell from intact
 
 Reads just enough FlatBuffers layout (root offset, vtable) to find the version,
 the first field of the Model table (runtime/schema/kiln_artifact.fbs)."""
@@ -23,6 +26,11 @@ def main():
         struct.pack_into("<I", data, root + field, int(arg))
     elif what == "flip":
         data[len(data) * int(arg) // 100] ^= 1
+    elif what == "flip-text":
+        at = data.find(arg.encode())
+        if at < 0:
+            sys.exit(f"'{arg}' is not in {src}")
+        data[at] ^= 1
     elif what == "identifier":
         data[4:8] = arg.encode()[:4].ljust(4, b"_")
     else:
