@@ -30,7 +30,9 @@ class KernelOp;
 struct GeneratedKernel {
   std::string name;     ///< kiln_<schedule>_<hash of the source>
   std::string source;   ///< the kernel's CUDA C, without the device library include
-  std::string schedule; ///< pointwise, reduction or row
+  /// The kernel's schedule by name (kiln::Schedule: pointwise, reduction, row,
+  /// compaction, attention), as reports and kernel names spell it.
+  std::string schedule;
   /// Symbols whose values the kernel takes, in parameter order after the
   /// buffers (output first, then the inputs). `-DKILN_SYM_<name>=<value>`
   /// specializes one.

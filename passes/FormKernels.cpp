@@ -122,19 +122,19 @@ bool isInlinable(Operation *op) {
 }
 
 /// Ops that root a kernel but are never inlined into a consumer.
-std::optional<StringRef> reductionSchedule(Operation *op) {
+std::optional<Schedule> reductionSchedule(Operation *op) {
   if (isa<ReduceOp, ArgReduceOp, CumulativeOp, TopKOp>(op))
-    return StringRef("reduction");
+    return Schedule::reduction;
   if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op))
-    return StringRef("row");
+    return Schedule::row;
   // A block per chunk of the input (kiln-sizes-on-device's non_zero).
   if (isa<CountNonZeroOp>(op))
-    return StringRef("reduction");
+    return Schedule::reduction;
   if (isa<CompactNonZeroOp, NmsSelectOp>(op))
-    return StringRef("compaction");
+    return Schedule::compaction;
   // A block per tile of query rows, the scores on chip (kiln-fuse-attention).
   if (isa<AttentionOp>(op))
-    return StringRef("attention");
+    return Schedule::attention;
   return std::nullopt;
 }
 
@@ -456,7 +456,7 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     OpBuilder builder(constant->getContext());
     builder.setInsertionPointAfter(constant);
     auto kernel = KernelOp::create(builder, constant.getLoc(), TypeRange{type},
-                                   builder.getStringAttr("pointwise"), ValueRange{});
+                                   Schedule::pointwise, ValueRange{});
     builder.createBlock(&kernel.getBody());
     Operation *copy = builder.clone(*constant);
     YieldOp::create(builder, constant.getLoc(), copy->getResults());
@@ -490,15 +490,15 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     OpBuilder builder(root);
     // A head merge whose attention joined the group writes as the attention does.
     AttentionOp merged = permutedAttention(root);
-    StringRef schedule = merged && members.count(merged)
-                             ? StringRef("attention")
-                             : reductionSchedule(root).value_or("pointwise");
+    Schedule schedule = merged && members.count(merged)
+                            ? Schedule::attention
+                            : reductionSchedule(root).value_or(Schedule::pointwise);
     SmallVector<Type> inputTypes;
     for (Value v : inputs)
       inputTypes.push_back(v.getType());
     Value result = kernelResult(root);
     auto kernel = KernelOp::create(builder, root->getLoc(), TypeRange{result.getType()},
-                                   builder.getStringAttr(schedule), inputs.getArrayRef());
+                                   schedule, inputs.getArrayRef());
     Block *body = builder.createBlock(&kernel.getBody());
     IRMapping mapping;
     for (Value v : inputs)

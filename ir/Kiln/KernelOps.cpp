@@ -7,11 +7,6 @@ using namespace mlir;
 namespace kiln {
 
 LogicalResult KernelOp::verify() {
-  StringRef schedule = getSchedule();
-  if (schedule != "pointwise" && schedule != "reduction" && schedule != "row" &&
-      schedule != "compaction" && schedule != "attention")
-    return emitOpError() << "schedule '" << schedule
-                         << "' is not pointwise, reduction, row, compaction or attention";
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
     return emitOpError() << "the body takes " << body.getNumArguments()

@@ -10,7 +10,7 @@
 #ifndef KILN_KERNEL_OPS_TD
 #define KILN_KERNEL_OPS_TD
 
-include "ir/Kiln/KilnBase.td"
+include "ir/Kiln/KilnAttrs.td"
 include "mlir/IR/RegionKindInterface.td"
 
 def Kiln_KernelOp : Op<Kiln_Dialect, "kernel", [IsolatedFromAbove, RecursiveMemoryEffects]> {
@@ -23,7 +23,8 @@ def Kiln_KernelOp : Op<Kiln_Dialect, "kernel", [IsolatedFromAbove, RecursiveMemo
     softmax/log_softmax/layer_norm; `compaction`: one block per chunk of the
     input, writing the chunk's selected elements after the chunks before it;
     `attention`: one block per tile of query rows of a `kiln.attention`)
-    and is decided by the fusion pass from the region's root op.
+    and is decided by the fusion pass from the region's root op. It is a typed
+    enum (`kiln::Schedule`), written as its name in quotes.
 
     ```mlir
     %y = kiln.kernel "pointwise" (%x, %b) : (tensor<?x768xf32, #kiln.dims<[n, 768]>>, tensor<768xf32>) -> tensor<?x768xf32, #kiln.dims<[n, 768]>> {
@@ -34,11 +35,12 @@ def Kiln_KernelOp : Op<Kiln_Dialect, "kernel", [IsolatedFromAbove, RecursiveMemo
     }
     ```
   }];
-  let arguments = (ins StrAttr:$schedule, Variadic<Kiln_Tensor>:$inputs);
+  let arguments = (ins Kiln_ScheduleAttr:$schedule, Variadic<Kiln_Tensor>:$inputs);
   let results = (outs Variadic<Kiln_Tensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $schedule `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+    custom<ScheduleName>($schedule) `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
+    $body
   }];
   let hasVerifier = 1;
 }

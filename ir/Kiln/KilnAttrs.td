@@ -42,6 +42,18 @@ def Kiln_DimsAttr : Kiln_Attr<"Dims", "dims",
   }];
 }
 
+// How a kiln.kernel iterates (KernelOps.td), chosen once by --kiln-form-kernels;
+// codegen has one file per schedule (codegen/Schedule*.cpp). Printed and
+// parsed as its name in quotes: kiln.kernel "pointwise"(...).
+def Kiln_Schedule : I32EnumAttr<"Schedule", "a kernel's iteration schedule", [
+    I32EnumAttrCase<"pointwise", 0>, I32EnumAttrCase<"reduction", 1>,
+    I32EnumAttrCase<"row", 2>, I32EnumAttrCase<"compaction", 3>,
+    I32EnumAttrCase<"attention", 4>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_ScheduleAttr : EnumAttr<Kiln_Dialect, Kiln_Schedule, "schedule">;
+
 def Kiln_CompareDirection : I32EnumAttr<"CompareDirection", "comparison predicate", [
     I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
     I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,

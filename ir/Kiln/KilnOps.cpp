@@ -30,6 +30,24 @@ static void printDimsValue(OpAsmPrinter &printer, Operation *, DimsAttr value) {
   printDimList(printer, value.getDims());
 }
 
+// custom<ScheduleName>: kiln.kernel's schedule, printed as its name in quotes.
+static ParseResult parseScheduleName(OpAsmParser &parser, ScheduleAttr &schedule) {
+  SMLoc loc = parser.getCurrentLocation();
+  std::string name;
+  if (parser.parseString(&name))
+    return failure();
+  std::optional<Schedule> value = symbolizeSchedule(name);
+  if (!value)
+    return parser.emitError(loc) << "'kiln.kernel' op schedule '" << name
+                                 << "' is not pointwise, reduction, row, compaction or attention";
+  schedule = ScheduleAttr::get(parser.getContext(), *value);
+  return success();
+}
+
+static void printScheduleName(OpAsmPrinter &printer, Operation *, ScheduleAttr schedule) {
+  printer << '"' << stringifySchedule(schedule.getValue()) << '"';
+}
+
 #define GET_OP_CLASSES
 #include "ir/Kiln/KilnOps.cpp.inc"
 
