@@ -11,6 +11,41 @@ static std::string doubleLiteral(double v) {
   return s;
 }
 
+/// The input coordinate of output position `o` along one dim of a resize
+/// (ONNX's coordinate_transformation_mode), as a double C expression over the
+/// dim's input and output sizes `in`, `out` (doubles; `outSize` the integer)
+/// and its `scale`, for dim `d` of `rank`; nullopt for tf_crop_and_resize
+/// without a roi of 2 * rank.
+static std::optional<std::string> resizeCoordinate(CoordinateMode coordinates, const std::string &o,
+                                                   const std::string &in, const std::string &out,
+                                                   const std::string &outSize,
+                                                   const std::string &scale, ArrayRef<float> roi,
+                                                   size_t d, size_t rank) {
+  std::string halfPixel = "(" + o + " + 0.5) / " + scale + " - 0.5";
+  switch (coordinates) {
+  case CoordinateMode::half_pixel:
+    return halfPixel;
+  case CoordinateMode::half_pixel_symmetric:
+    return "(" + in + " / 2.0) * (1.0 - " + out + " / (" + scale + " * " + in + ")) + " + halfPixel;
+  case CoordinateMode::pytorch_half_pixel:
+    return outSize + " > 1 ? " + halfPixel + " : 0.0";
+  case CoordinateMode::align_corners:
+    return "(" + scale + " * " + in + " == 1.0 ? 0.0 : " + o + " * (" + in + " - 1.0) / (" + scale +
+           " * " + in + " - 1.0))";
+  case CoordinateMode::asymmetric:
+    return o + " / " + scale;
+  case CoordinateMode::tf_crop_and_resize: {
+    if (roi.size() != 2 * rank)
+      return std::nullopt;
+    std::string start = doubleLiteral(roi[d]), end = doubleLiteral(roi[d + rank]);
+    return outSize + " > 1 ? " + start + " * (" + in + " - 1.0) + " + o + " * (" + end + " - " +
+           start + ") * (" + in + " - 1.0) / (" + out + " - 1.0) : 0.5 * (" + start + " + " + end +
+           ") * (" + in + " - 1.0)";
+  }
+  }
+  return std::nullopt;
+}
+
 /// One output element of a resize, as the reference computes it
 /// (runtime/reference/src/DataMovement.cpp): per dim, the source coordinate of
 /// the output coordinate, then the taps of the interpolation (one for nearest,
@@ -56,36 +91,11 @@ FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<st
     std::string scale = temp("scale"), x = temp("x"), o = "(double)" + index[d];
     line("const double " + scale + " = " +
          (scales.empty() ? "(" + out + " / " + in + ")" : doubleLiteral(scales[d])) + ";");
-    std::string coordinate, halfPixel = "(" + o + " + 0.5) / " + scale + " - 0.5";
-    switch (coordinates) {
-    case CoordinateMode::half_pixel:
-      coordinate = halfPixel;
-      break;
-    case CoordinateMode::half_pixel_symmetric:
-      coordinate = "(" + in + " / 2.0) * (1.0 - " + out + " / (" + scale + " * " + in + ")) + " +
-                   halfPixel;
-      break;
-    case CoordinateMode::pytorch_half_pixel:
-      coordinate = outShape[d] + " > 1 ? " + halfPixel + " : 0.0";
-      break;
-    case CoordinateMode::align_corners:
-      coordinate = "(" + scale + " * " + in + " == 1.0 ? 0.0 : " + o + " * (" + in + " - 1.0) / (" +
-                   scale + " * " + in + " - 1.0))";
-      break;
-    case CoordinateMode::asymmetric:
-      coordinate = o + " / " + scale;
-      break;
-    case CoordinateMode::tf_crop_and_resize: {
-      if (roi.size() != 2 * rank)
-        return unsupported(resize, "needs a roi of 2 * rank for tf_crop_and_resize");
-      std::string start = doubleLiteral(roi[d]), end = doubleLiteral(roi[d + rank]);
-      coordinate = outShape[d] + " > 1 ? " + start + " * (" + in + " - 1.0) + " + o + " * (" + end +
-                   " - " + start + ") * (" + in + " - 1.0) / (" + out + " - 1.0) : 0.5 * (" +
-                   start + " + " + end + ") * (" + in + " - 1.0)";
-      break;
-    }
-    }
-    line("const double " + x + " = " + coordinate + ";");
+    std::optional<std::string> coordinate =
+        resizeCoordinate(coordinates, o, in, out, outShape[d], scale, roi, d, rank);
+    if (!coordinate)
+      return unsupported(resize, "needs a roi of 2 * rank for tf_crop_and_resize");
+    line("const double " + x + " = " + *coordinate + ";");
     if (crop)
       outside += " || " + x + " < 0.0 || " + x + " > " + in + " - 1.0";
     if (mode == ResizeMode::nearest) {

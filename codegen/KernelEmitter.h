@@ -379,6 +379,8 @@ private:
   LogicalResult emitNmsSelect(NmsSelectOp root);
   /// `outputPerm` (empty: none) is a transpose of the result the kernel
   /// writes in (the head merge), keeping the feature dim last.
+  void emitOnlineSoftmaxStep(const std::string &acc, const std::string &ninf,
+                             const std::string &BC, const std::string &DV);
   LogicalResult emitAttention(AttentionOp root, ArrayRef<int64_t> outputPerm);
   /// The element of a one-element operand (any rank).
   FailureOr<std::string> onlyElement(Value v) {

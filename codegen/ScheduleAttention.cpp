@@ -17,6 +17,40 @@ static int64_t attentionTile(int64_t d, int64_t dv, int64_t computeBytes) {
   return tile;
 }
 
+/// One key tile's step of the attention kernel's online softmax, per query
+/// row of the tile: the new maximum over the tile's scores (ps), the scores
+/// turned into weights, the running sum and the output accumulator (os)
+/// rescaled by exp(m_old - m_new) and given the tile's weighted values (vs).
+/// A maximum of -inf (every score so far masked) weighs nothing yet.
+void KernelEmitter::emitOnlineSoftmaxStep(const std::string &acc, const std::string &ninf,
+                                          const std::string &BC, const std::string &DV) {
+  openBlock("for (int64_t r = threadIdx.x; r < nr; r += blockDim.x) {");
+  line(acc + " mx = ms[r];");
+  line("for (int64_t c = 0; c < nc; ++c) mx = kiln_max<" + acc + ">(mx, ps[r * " + BC +
+       " + c]);");
+  line("const bool none = mx == " + ninf + ";");
+  line(acc + " sum = (" + acc + ")0;");
+  openBlock("for (int64_t c = 0; c < nc; ++c) {");
+  line("const " + acc + " w = none ? (" + acc + ")0 : kiln_exp(ps[r * " + BC + " + c] - mx);");
+  line("ps[r * " + BC + " + c] = w;");
+  line("sum += w;");
+  closeBlock();
+  line("const " + acc + " alpha = none ? (" + acc + ")1 : kiln_exp(ms[r] - mx);");
+  line("ls[r] = ls[r] * alpha + sum;");
+  line("ms[r] = mx;");
+  line("as[r] = alpha;");
+  closeBlock();
+  line("__syncthreads();");
+  openBlock("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) {");
+  line("const int64_t r = t / " + DV + ", e = t % " + DV + ";");
+  line(acc + " o = os[t] * as[r];");
+  line("for (int64_t c = 0; c < nc; ++c) o += ps[r * " + BC + " + c] * vs[c * " + DV +
+       " + e];");
+  line("os[t] = o;");
+  closeBlock();
+  line("__syncthreads();");
+}
+
 LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> outputPerm) {
   // A block per tile of BR query rows of one (batch, head): the tile of
   // queries (scaled) stays in shared memory while tiles of BC keys and values
@@ -135,33 +169,7 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
       })))
     return failure();
   line("__syncthreads();");
-  // Per row: the new maximum, the tile's weights, the rescale of what came
-  // before. A maximum of -inf (every score so far masked) weighs nothing yet.
-  openBlock("for (int64_t r = threadIdx.x; r < nr; r += blockDim.x) {");
-  line(acc + " mx = ms[r];");
-  line("for (int64_t c = 0; c < nc; ++c) mx = kiln_max<" + acc + ">(mx, ps[r * " + BC +
-       " + c]);");
-  line("const bool none = mx == " + ninf + ";");
-  line(acc + " sum = (" + acc + ")0;");
-  openBlock("for (int64_t c = 0; c < nc; ++c) {");
-  line("const " + acc + " w = none ? (" + acc + ")0 : kiln_exp(ps[r * " + BC + " + c] - mx);");
-  line("ps[r * " + BC + " + c] = w;");
-  line("sum += w;");
-  closeBlock();
-  line("const " + acc + " alpha = none ? (" + acc + ")1 : kiln_exp(ms[r] - mx);");
-  line("ls[r] = ls[r] * alpha + sum;");
-  line("ms[r] = mx;");
-  line("as[r] = alpha;");
-  closeBlock();
-  line("__syncthreads();");
-  openBlock("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) {");
-  line("const int64_t r = t / " + DV + ", e = t % " + DV + ";");
-  line(acc + " o = os[t] * as[r];");
-  line("for (int64_t c = 0; c < nc; ++c) o += ps[r * " + BC + " + c] * vs[c * " + DV +
-       " + e];");
-  line("os[t] = o;");
-  closeBlock();
-  line("__syncthreads();");
+  emitOnlineSoftmaxStep(acc, ninf, BC, DV);
   closeBlock(); // key tiles
   // A row whose every score was masked has l = 0: 0 / 0, NaN, as kiln.softmax.
   openBlock("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) {");

@@ -25,9 +25,9 @@
 #include "kiln/schema/kiln_variants_generated.h"
 #include "kiln/version.h"
 #include "passes/Passes.h"
-#include "tools/Compile.h"
-#include "tools/InitAll.h"
-#include "tools/LoadModel.h"
+#include "driver/Compile.h"
+#include "driver/InitAll.h"
+#include "driver/LoadModel.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

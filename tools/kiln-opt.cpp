@@ -1,6 +1,6 @@
 //===- kiln-opt.cpp - the pass driver for kiln IR -------------------------===//
 
-#include "tools/InitAll.h"
+#include "driver/InitAll.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 

@@ -12,10 +12,10 @@
 
 #include "TensorFiles.h"
 #include "interpreter/Interpreter.h"
-#include "tools/InitAll.h"
+#include "driver/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
-#include "tools/LoadModel.h"
-#include "tools/TensorIO.h"
+#include "driver/LoadModel.h"
+#include "driver/TensorIO.h"
 #include "tools/Version.h"
 
 #include "mlir/Pass/PassManager.h"

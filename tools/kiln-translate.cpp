@@ -12,7 +12,7 @@
 #include "frontend/onnx/OnnxImporter.h"
 #include "tools/Version.h"
 #include "tools/DiagnosticPrinter.h"
-#include "tools/InitAll.h"
+#include "driver/InitAll.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"

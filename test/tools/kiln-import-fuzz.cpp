@@ -13,7 +13,7 @@
 
 #include "frontend/onnx/OnnxImporter.h"
 #include "tools/DiagnosticPrinter.h"
-#include "tools/InitAll.h"
+#include "driver/InitAll.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"

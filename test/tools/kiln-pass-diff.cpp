@@ -14,9 +14,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "interpreter/Interpreter.h"
-#include "tools/InitAll.h"
+#include "driver/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
-#include "tools/LoadModel.h"
+#include "driver/LoadModel.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"

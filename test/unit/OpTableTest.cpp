@@ -13,7 +13,7 @@
 #include "ir/Kiln/OpTables.h"
 #include "kiln/schema/kiln_artifact_generated.h"
 #include "passes/Passes.h"
-#include "tools/InitAll.h"
+#include "driver/InitAll.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"

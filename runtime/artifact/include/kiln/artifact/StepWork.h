@@ -2,7 +2,7 @@
 //
 // The bytes a top-level step must move (its inputs read once, its results
 // written once) and the floating-point operations it must do, under bound
-// symbols. The compiler's roofline (tools/Roofline.cpp) turns them into
+// symbols. The compiler's roofline (driver/Roofline.cpp) turns them into
 // predicted times; the runtime's profiles into achieved GB/s and TFLOP/s
 // beside measured times (kiln-run --profile). One count, so the two agree.
 //

@@ -1,9 +1,9 @@
 //===- Compile.cpp - a loaded model to an artifact -------------------------===//
 
-#include "tools/Compile.h"
+#include "driver/Compile.h"
 
 #include "passes/Passes.h"
-#include "tools/LoadModel.h"
+#include "driver/LoadModel.h"
 
 #include "mlir/Pass/PassManager.h"
 

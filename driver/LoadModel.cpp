@@ -1,6 +1,6 @@
 //===- LoadModel.cpp - a model file as a kiln module ----------------------===//
 
-#include "tools/LoadModel.h"
+#include "driver/LoadModel.h"
 
 #include "llvm/Support/FileSystem.h"
 

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_INITALL_H
-#define KILN_TOOLS_INITALL_H
+#ifndef KILN_DRIVER_INITALL_H
+#define KILN_DRIVER_INITALL_H
 
 #include "ir/Kiln/KilnDialect.h"
 #include "passes/Passes.h"
@@ -41,4 +41,4 @@ inline void registerAllPasses() {
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_INITALL_H
+#endif // KILN_DRIVER_INITALL_H

@@ -1,6 +1,6 @@
 //===- Buckets.cpp - shape buckets and declared ranges ---------------------===//
 
-#include "tools/Buckets.h"
+#include "driver/Buckets.h"
 
 #include "ir/Kiln/KilnDialect.h"
 

@@ -1,8 +1,8 @@
 //===- Roofline.cpp - predicted step times on an H200 ---------------------===//
 
-#include "tools/Roofline.h"
+#include "driver/Roofline.h"
 
-#include "tools/PlanGraph.h"
+#include "driver/PlanGraph.h"
 
 #include "kiln/artifact/StepWork.h"
 #include "kiln/reference/Tensor.h"

@@ -1,7 +1,7 @@
 //===- LoadModel.h - a model file as a kiln module, for the CLI tools -*- C++ -*-===//
 
-#ifndef KILN_TOOLS_LOADMODEL_H
-#define KILN_TOOLS_LOADMODEL_H
+#ifndef KILN_DRIVER_LOADMODEL_H
+#define KILN_DRIVER_LOADMODEL_H
 
 #include "frontend/onnx/OnnxImporter.h"
 
@@ -26,4 +26,4 @@ mlir::func::FuncOp entryFunction(mlir::ModuleOp module);
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_LOADMODEL_H
+#endif // KILN_DRIVER_LOADMODEL_H

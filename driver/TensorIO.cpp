@@ -1,6 +1,6 @@
 //===- TensorIO.cpp - TensorProto and .npy files as reference tensors -----===//
 
-#include "tools/TensorIO.h"
+#include "driver/TensorIO.h"
 
 #include "TensorFiles.h"
 

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_COMPILE_H
-#define KILN_TOOLS_COMPILE_H
+#ifndef KILN_DRIVER_COMPILE_H
+#define KILN_DRIVER_COMPILE_H
 
 #include "codegen/Artifact.h"
 
@@ -25,4 +25,4 @@ compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_COMPILE_H
+#endif // KILN_DRIVER_COMPILE_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_BUCKETS_H
-#define KILN_TOOLS_BUCKETS_H
+#ifndef KILN_DRIVER_BUCKETS_H
+#define KILN_DRIVER_BUCKETS_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -58,4 +58,4 @@ llvm::LogicalResult addRangeGuards(mlir::ModuleOp module, const std::vector<Symb
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_BUCKETS_H
+#endif // KILN_DRIVER_BUCKETS_H

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_TENSORIO_H
-#define KILN_TOOLS_TENSORIO_H
+#ifndef KILN_DRIVER_TENSORIO_H
+#define KILN_DRIVER_TENSORIO_H
 
 #include "TensorFiles.h"
 #include "kiln/reference/Tensor.h"
@@ -26,4 +26,4 @@ mlir::FailureOr<ref::Tensor> readTensorFile(mlir::MLIRContext &context, llvm::St
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_TENSORIO_H
+#endif // KILN_DRIVER_TENSORIO_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_PLANGRAPH_H
-#define KILN_TOOLS_PLANGRAPH_H
+#ifndef KILN_DRIVER_PLANGRAPH_H
+#define KILN_DRIVER_PLANGRAPH_H
 
 #include "kiln/artifact/Plan.h"
 #include "kiln/artifact/StepWork.h"
@@ -30,4 +30,4 @@ std::string planToDot(const artifact::Plan &plan, const llvm::json::Object &repo
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_PLANGRAPH_H
+#endif // KILN_DRIVER_PLANGRAPH_H

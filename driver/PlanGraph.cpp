@@ -1,6 +1,6 @@
 //===- PlanGraph.cpp - a compiled plan as a Graphviz graph ----------------===//
 
-#include "tools/PlanGraph.h"
+#include "driver/PlanGraph.h"
 
 #include "kiln/reference/Tensor.h"
 

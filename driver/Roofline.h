@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_ROOFLINE_H
-#define KILN_TOOLS_ROOFLINE_H
+#ifndef KILN_DRIVER_ROOFLINE_H
+#define KILN_DRIVER_ROOFLINE_H
 
 #include "kiln/artifact/Plan.h"
 
@@ -24,4 +24,4 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_ROOFLINE_H
+#endif // KILN_DRIVER_ROOFLINE_H
