@@ -30,6 +30,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -373,6 +374,34 @@ private:
   LogicalResult emitArgReduction(ArgReduceOp root);
   LogicalResult emitCumulative(CumulativeOp root);
   LogicalResult emitTopK(TopKOp root);
+  /// What a row kernel's loops need of its plan (ScheduleRow.cpp): the row op,
+  /// its input and result, the accumulator type, the dims before, along and
+  /// after the row, its length when known, and the vector path's width and
+  /// vectors a thread (0 when it has none).
+  struct RowPlan {
+    Operation *root;
+    Value x, result;
+    Type t;
+    std::string acc;
+    std::vector<std::string> outerShape, innerShape, rowShape;
+    std::optional<int64_t> staticRow;
+    int rowWidth = 0, rowVectors = 0;
+    bool layerNorm = false;
+  };
+  /// What one row loop gives its passes: the reduction across a row's threads,
+  /// the loop over the thread's elements of the row, the store of a result
+  /// element, the result's flat offset, and the max and sum combiners.
+  struct RowPasses {
+    std::function<std::string(const std::string &, const std::string &)> reduce;
+    std::function<LogicalResult(
+        const std::function<LogicalResult(const std::vector<std::string> &)> &)>
+        loop;
+    std::function<void(const std::string &, const std::string &)> storeResult;
+    std::string flat, maxFn, sumFn;
+  };
+  LogicalResult emitRowLoop(const RowPlan &plan, bool warp, int64_t cache, int vectorThreads = 0);
+  LogicalResult emitSoftmaxPasses(const RowPlan &plan, const RowPasses &passes);
+  LogicalResult emitLayerNormPasses(const RowPlan &plan, const RowPasses &passes);
   LogicalResult emitRow(Operation *root);
   LogicalResult emitCountNonZero(CountNonZeroOp root);
   LogicalResult emitCompactNonZero(CompactNonZeroOp root);

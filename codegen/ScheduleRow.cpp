@@ -4,6 +4,233 @@
 
 namespace kiln::codegen {
 
+/// One loop over a row kernel's rows and the passes over each row: a warp a
+/// row (`warp`), or a block; with `cache` elements a thread kept in registers
+/// between passes (rowCache); on the vector path (`vectorThreads` threads a
+/// row, rowVectors vectors of rowWidth each in rowCache) when nonzero.
+LogicalResult KernelEmitter::emitRowLoop(const RowPlan &plan, bool warp, int64_t cache,
+                                         int vectorThreads) {
+  Value x = plan.x;
+  Type t = plan.t;
+  const std::string &acc = plan.acc;
+  const std::vector<std::string> &outerShape = plan.outerShape, &innerShape = plan.innerShape,
+                                 &rowShape = plan.rowShape;
+  const std::optional<int64_t> &staticRow = plan.staticRow;
+  const int rowWidth = plan.rowWidth, rowVectors = plan.rowVectors;
+  auto reduce = [&](const std::string &v, const std::string &fn) {
+    if (vectorThreads > 32)
+      return "kiln_group_reduce<" + std::to_string(vectorThreads / 32) + ">(" + v + ", " + fn + ", scratch)";
+    return warp || vectorThreads ? "kiln_warp_reduce(" + v + ", " + fn + ")"
+                                 : "kiln_block_reduce(" + v + ", " + fn + ", scratch)";
+  };
+  if (vectorThreads) {
+    // Every thread of the block runs the same trips (the group reduction's
+    // barriers): a group past the last row computes nothing it stores.
+    openBlock("for (int64_t base = blockIdx.x * groups; base < rows; base += gridDim.x * groups) {");
+    line("const int64_t row = base + group;");
+    line("const bool live = row < rows;");
+  } else {
+    openBlock(warp ? "for (int64_t row = blockIdx.x * warps + threadIdx.x / 32; row < rows; row += gridDim.x * warps) {"
+                   : "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
+  }
+  // The row's position before and after the reduced axis.
+  std::string rowOuter = temp("ro"), rowInner = temp("ri");
+  line("const int64_t " + rowOuter + " = " + quotient("row", product(innerShape)) + ";");
+  line("const int64_t " + rowInner + " = row - " + rowOuter + " * inner;");
+  std::vector<std::string> outerIndex = unravel(rowOuter, outerShape);
+  std::vector<std::string> innerIndex = unravel(rowInner, innerShape);
+  // The element at position j of the row, and its flat offset in the result.
+  auto rowIndex = [&](const std::string &j) {
+    std::vector<std::string> index = outerIndex;
+    std::vector<std::string> within = unravel(j, rowShape);
+    index.insert(index.end(), within.begin(), within.end());
+    index.insert(index.end(), innerIndex.begin(), innerIndex.end());
+    return index;
+  };
+  std::string maxFn = "[](" + acc + " a, " + acc + " b) { return kiln_max<" + acc + ">(a, b); }";
+  std::string sumFn = "[](" + acc + " a, " + acc + " b) { return a + b; }";
+  if (cache)
+    line(acc + " rowCache[" + std::to_string(cache) + "];");
+  int pass = 0;
+  std::string W = std::to_string(rowWidth), vectorType = "kiln_vec<" + storageType(t) + ", " + W + ">";
+  auto loop = [&](const std::function<LogicalResult(const std::vector<std::string> &)> &f) {
+    if (vectorThreads) {
+      // Each thread's vectors: x's elements computed lane by lane from
+      // vectors of its inputs (element() reads them through
+      // broadcastReads), kept in rowCache by the first pass.
+      bool first = pass++ == 0;
+      openBlock("KILN_UNROLL for (int64_t k = 0; k < " + std::to_string(rowVectors) + "; ++k) {");
+      line("const int64_t vj = part + k * " + std::to_string(vectorThreads) + ";");
+      openBlock("if (live && vj < " + std::to_string(*staticRow / rowWidth) + ") {");
+      for (lane = 0; lane < rowWidth; ++lane) {
+        pushScope();
+        std::vector<std::string> index = rowIndex("(vj * " + W + " + " + std::to_string(lane) + ")");
+        std::string slot = "rowCache[k * " + W + " + " + std::to_string(lane) + "]";
+        if (first) {
+          FailureOr<std::string> v = element(x, index);
+          if (failed(v))
+            return failure();
+          line(slot + " = " + *v + ";");
+        }
+        memo.back()[memoKey(x, index)] = slot;
+        LogicalResult r = f(index);
+        popScope();
+        if (failed(r))
+          return failure();
+      }
+      lane = 0;
+      closeBlock();
+      closeBlock();
+      return success();
+    }
+    if (!cache) {
+      openBlock(warp ? "for (int64_t j = lane; j < L; j += 32) {"
+                     : "for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {");
+      LogicalResult r = f(rowIndex("j"));
+      closeBlock();
+      return r;
+    }
+    // The first pass loads the thread's elements into rowCache; later
+    // passes read them from there (x's element at this pass's index is
+    // rowCache[k]).
+    openBlock("KILN_UNROLL for (int64_t k = 0; k < " + std::to_string(cache) + "; ++k) {");
+    line(warp ? "const int64_t j = lane + k * 32;" : "const int64_t j = threadIdx.x + k * blockDim.x;");
+    openBlock("if (j < L) {");
+    std::vector<std::string> index = rowIndex("j");
+    if (pass++ == 0) {
+      FailureOr<std::string> v = element(x, index);
+      if (failed(v))
+        return failure();
+      line("rowCache[k] = " + *v + ";");
+    }
+    memo.back()[memoKey(x, index)] = "rowCache[k]";
+    LogicalResult r = f(index);
+    closeBlock();
+    closeBlock();
+    return r;
+  };
+  std::string flat = "(" + rowOuter + " * L + j) * inner + " + rowInner;
+  // A result element at `offset` (the vector path: lane by lane into one
+  // vector, stored at the last lane).
+  auto storeResult = [&](const std::string &offset, const std::string &y) {
+    if (!vectorThreads) {
+      line("out[" + offset + "] = " + store(t, y) + ";");
+      return;
+    }
+    if (lane == 0)
+      line(vectorType + " rowOut;");
+    line("rowOut.x[" + std::to_string(lane) + "] = " + store(t, y) + ";");
+    if (lane == rowWidth - 1)
+      line("*reinterpret_cast<" + vectorType + " *>(out + row * L + vj * " + W + ") = rowOut;");
+  };
+  RowPasses passes{reduce, loop, storeResult, flat, maxFn, sumFn};
+  if (failed(plan.layerNorm ? emitLayerNormPasses(plan, passes) : emitSoftmaxPasses(plan, passes)))
+    return failure();
+  closeBlock();
+  return success();
+}
+
+/// The passes of a softmax or log_softmax row: its maximum, its sum of
+/// exponentials, then the results.
+LogicalResult KernelEmitter::emitSoftmaxPasses(const RowPlan &plan, const RowPasses &passes) {
+  Value x = plan.x;
+  const std::string &acc = plan.acc;
+  const auto &loop = passes.loop;
+  const auto &reduce = passes.reduce;
+  const auto &storeResult = passes.storeResult;
+  const std::string &flat = passes.flat, &maxFn = passes.maxFn, &sumFn = passes.sumFn;
+  bool logarithm = isa<LogSoftmaxOp>(plan.root);
+  line(acc + " mx = (" + acc + ")kiln_f32_bits(0xff800000u);");
+  if (failed(loop([&](const std::vector<std::string> &index) {
+        FailureOr<std::string> v = element(x, index);
+        if (failed(v))
+          return failure();
+        line("mx = kiln_max<" + acc + ">(mx, " + *v + ");");
+        return success();
+      })))
+    return failure();
+  line("mx = " + reduce("mx", maxFn) + ";");
+  line("if (kiln_isinf(mx)) mx = (" + acc + ")0;");
+  line(acc + " sum = (" + acc + ")0;");
+  if (failed(loop([&](const std::vector<std::string> &index) {
+        FailureOr<std::string> v = element(x, index);
+        if (failed(v))
+          return failure();
+        line("sum += kiln_exp(" + *v + " - mx);");
+        return success();
+      })))
+    return failure();
+  line("sum = " + reduce("sum", sumFn) + ";");
+  if (failed(loop([&](const std::vector<std::string> &index) {
+        FailureOr<std::string> v = element(x, index);
+        if (failed(v))
+          return failure();
+        std::string y = logarithm ? "(" + *v + " - mx) - kiln_log(sum)"
+                                  : "kiln_exp(" + *v + " - mx) / sum";
+        storeResult(flat, y);
+        return success();
+      })))
+    return failure();
+  return success();
+}
+
+/// The passes of a layer_norm row: its mean, its variance, then the
+/// normalized, scaled and shifted results.
+LogicalResult KernelEmitter::emitLayerNormPasses(const RowPlan &plan, const RowPasses &passes) {
+  Value x = plan.x, result = plan.result;
+  Type t = plan.t;
+  const std::string &acc = plan.acc;
+  const auto &loop = passes.loop;
+  const auto &reduce = passes.reduce;
+  const auto &storeResult = passes.storeResult;
+  const std::string &sumFn = passes.sumFn;
+  auto ln = cast<LayerNormOp>(plan.root);
+  line(acc + " mean = (" + acc + ")0;");
+  if (failed(loop([&](const std::vector<std::string> &index) {
+        FailureOr<std::string> v = element(x, index);
+        if (failed(v))
+          return failure();
+        line("mean += " + *v + ";");
+        return success();
+      })))
+    return failure();
+  line("mean = " + reduce("mean", sumFn) + " / (" + acc + ")L;");
+  line(acc + " var = (" + acc + ")0;");
+  if (failed(loop([&](const std::vector<std::string> &index) {
+        FailureOr<std::string> v = element(x, index);
+        if (failed(v))
+          return failure();
+        line("var += (" + *v + " - mean) * (" + *v + " - mean);");
+        return success();
+      })))
+    return failure();
+  line("var = " + reduce("var", sumFn) + " / (" + acc + ")L;");
+  std::string eps = scalarLiteral(t.isF64() ? Type(Float64Type::get(t.getContext()))
+                                            : Type(Float32Type::get(t.getContext())),
+                                  FloatAttr::get(Float64Type::get(t.getContext()),
+                                                 ln.getEpsilon().convertToDouble()));
+  line("const " + acc + " inv = (" + acc + ")1 / kiln_sqrt(var + (" + acc + ")" + eps + ");");
+  if (failed(loop([&](const std::vector<std::string> &index) {
+        FailureOr<std::string> v = element(x, index);
+        FailureOr<std::string> g =
+            failed(v) ? v : element(ln.getScale(), broadcastIndex(ln.getScale(), result, index));
+        if (failed(g))
+          return failure();
+        std::string y = "(" + *v + " - mean) * inv * " + *g;
+        if (ln.getBias()) {
+          FailureOr<std::string> b =
+              element(ln.getBias(), broadcastIndex(ln.getBias(), result, index));
+          if (failed(b))
+            return failure();
+          y += " + " + *b;
+        }
+        storeResult("(row * L) + j", y);
+        return success();
+      })))
+    return failure();
+  return success();
+}
+
 LogicalResult KernelEmitter::emitRow(Operation *root) {
   halfOccupancy = true;
   blockPerItem = true;
@@ -88,199 +315,8 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   // emulation with one thread per block always takes the uncached block path.
   int64_t cacheLimit = kMaxCachedRow / (t.isF64() ? 2 : 1);
   int64_t cached = staticRow && *staticRow > kMaxWarpRow && *staticRow <= cacheLimit ? (*staticRow + 127) / 128 : 0;
-  // `vectorThreads`: the vector path, that many threads a row (rowVectors
-  // vectors of rowWidth each in rowCache), otherwise 0.
-  auto rowLoop = [&](bool warp, int64_t cache, int vectorThreads = 0) -> LogicalResult {
-    auto reduce = [&](const std::string &v, const std::string &fn) {
-      if (vectorThreads > 32)
-        return "kiln_group_reduce<" + std::to_string(vectorThreads / 32) + ">(" + v + ", " + fn + ", scratch)";
-      return warp || vectorThreads ? "kiln_warp_reduce(" + v + ", " + fn + ")"
-                                   : "kiln_block_reduce(" + v + ", " + fn + ", scratch)";
-    };
-    if (vectorThreads) {
-      // Every thread of the block runs the same trips (the group reduction's
-      // barriers): a group past the last row computes nothing it stores.
-      openBlock("for (int64_t base = blockIdx.x * groups; base < rows; base += gridDim.x * groups) {");
-      line("const int64_t row = base + group;");
-      line("const bool live = row < rows;");
-    } else {
-      openBlock(warp ? "for (int64_t row = blockIdx.x * warps + threadIdx.x / 32; row < rows; row += gridDim.x * warps) {"
-                     : "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {");
-    }
-    // The row's position before and after the reduced axis.
-    std::string rowOuter = temp("ro"), rowInner = temp("ri");
-    line("const int64_t " + rowOuter + " = " + quotient("row", product(innerShape)) + ";");
-    line("const int64_t " + rowInner + " = row - " + rowOuter + " * inner;");
-    std::vector<std::string> outerIndex = unravel(rowOuter, outerShape);
-    std::vector<std::string> innerIndex = unravel(rowInner, innerShape);
-    // The element at position j of the row, and its flat offset in the result.
-    auto rowIndex = [&](const std::string &j) {
-      std::vector<std::string> index = outerIndex;
-      std::vector<std::string> within = unravel(j, rowShape);
-      index.insert(index.end(), within.begin(), within.end());
-      index.insert(index.end(), innerIndex.begin(), innerIndex.end());
-      return index;
-    };
-    std::string maxFn = "[](" + acc + " a, " + acc + " b) { return kiln_max<" + acc + ">(a, b); }";
-    std::string sumFn = "[](" + acc + " a, " + acc + " b) { return a + b; }";
-    if (cache)
-      line(acc + " rowCache[" + std::to_string(cache) + "];");
-    int pass = 0;
-    std::string W = std::to_string(rowWidth), vectorType = "kiln_vec<" + storageType(t) + ", " + W + ">";
-    auto loop = [&](const std::function<LogicalResult(const std::vector<std::string> &)> &f) {
-      if (vectorThreads) {
-        // Each thread's vectors: x's elements computed lane by lane from
-        // vectors of its inputs (element() reads them through
-        // broadcastReads), kept in rowCache by the first pass.
-        bool first = pass++ == 0;
-        openBlock("KILN_UNROLL for (int64_t k = 0; k < " + std::to_string(rowVectors) + "; ++k) {");
-        line("const int64_t vj = part + k * " + std::to_string(vectorThreads) + ";");
-        openBlock("if (live && vj < " + std::to_string(*staticRow / rowWidth) + ") {");
-        for (lane = 0; lane < rowWidth; ++lane) {
-          pushScope();
-          std::vector<std::string> index = rowIndex("(vj * " + W + " + " + std::to_string(lane) + ")");
-          std::string slot = "rowCache[k * " + W + " + " + std::to_string(lane) + "]";
-          if (first) {
-            FailureOr<std::string> v = element(x, index);
-            if (failed(v))
-              return failure();
-            line(slot + " = " + *v + ";");
-          }
-          memo.back()[memoKey(x, index)] = slot;
-          LogicalResult r = f(index);
-          popScope();
-          if (failed(r))
-            return failure();
-        }
-        lane = 0;
-        closeBlock();
-        closeBlock();
-        return success();
-      }
-      if (!cache) {
-        openBlock(warp ? "for (int64_t j = lane; j < L; j += 32) {"
-                       : "for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {");
-        LogicalResult r = f(rowIndex("j"));
-        closeBlock();
-        return r;
-      }
-      // The first pass loads the thread's elements into rowCache; later
-      // passes read them from there (x's element at this pass's index is
-      // rowCache[k]).
-      openBlock("KILN_UNROLL for (int64_t k = 0; k < " + std::to_string(cache) + "; ++k) {");
-      line(warp ? "const int64_t j = lane + k * 32;" : "const int64_t j = threadIdx.x + k * blockDim.x;");
-      openBlock("if (j < L) {");
-      std::vector<std::string> index = rowIndex("j");
-      if (pass++ == 0) {
-        FailureOr<std::string> v = element(x, index);
-        if (failed(v))
-          return failure();
-        line("rowCache[k] = " + *v + ";");
-      }
-      memo.back()[memoKey(x, index)] = "rowCache[k]";
-      LogicalResult r = f(index);
-      closeBlock();
-      closeBlock();
-      return r;
-    };
-    std::string flat = "(" + rowOuter + " * L + j) * inner + " + rowInner;
-    // A result element at `offset` (the vector path: lane by lane into one
-    // vector, stored at the last lane).
-    auto storeResult = [&](const std::string &offset, const std::string &y) {
-      if (!vectorThreads) {
-        line("out[" + offset + "] = " + store(t, y) + ";");
-        return;
-      }
-      if (lane == 0)
-        line(vectorType + " rowOut;");
-      line("rowOut.x[" + std::to_string(lane) + "] = " + store(t, y) + ";");
-      if (lane == rowWidth - 1)
-        line("*reinterpret_cast<" + vectorType + " *>(out + row * L + vj * " + W + ") = rowOut;");
-    };
-    if (!layerNorm) {
-      bool logarithm = isa<LogSoftmaxOp>(root);
-      line(acc + " mx = (" + acc + ")kiln_f32_bits(0xff800000u);");
-      if (failed(loop([&](const std::vector<std::string> &index) {
-            FailureOr<std::string> v = element(x, index);
-            if (failed(v))
-              return failure();
-            line("mx = kiln_max<" + acc + ">(mx, " + *v + ");");
-            return success();
-          })))
-        return failure();
-      line("mx = " + reduce("mx", maxFn) + ";");
-      line("if (kiln_isinf(mx)) mx = (" + acc + ")0;");
-      line(acc + " sum = (" + acc + ")0;");
-      if (failed(loop([&](const std::vector<std::string> &index) {
-            FailureOr<std::string> v = element(x, index);
-            if (failed(v))
-              return failure();
-            line("sum += kiln_exp(" + *v + " - mx);");
-            return success();
-          })))
-        return failure();
-      line("sum = " + reduce("sum", sumFn) + ";");
-      if (failed(loop([&](const std::vector<std::string> &index) {
-            FailureOr<std::string> v = element(x, index);
-            if (failed(v))
-              return failure();
-            std::string y = logarithm ? "(" + *v + " - mx) - kiln_log(sum)"
-                                      : "kiln_exp(" + *v + " - mx) / sum";
-            storeResult(flat, y);
-            return success();
-          })))
-        return failure();
-      closeBlock();
-      return success();
-    }
-    auto ln = cast<LayerNormOp>(root);
-    line(acc + " mean = (" + acc + ")0;");
-    if (failed(loop([&](const std::vector<std::string> &index) {
-          FailureOr<std::string> v = element(x, index);
-          if (failed(v))
-            return failure();
-          line("mean += " + *v + ";");
-          return success();
-        })))
-      return failure();
-    line("mean = " + reduce("mean", sumFn) + " / (" + acc + ")L;");
-    line(acc + " var = (" + acc + ")0;");
-    if (failed(loop([&](const std::vector<std::string> &index) {
-          FailureOr<std::string> v = element(x, index);
-          if (failed(v))
-            return failure();
-          line("var += (" + *v + " - mean) * (" + *v + " - mean);");
-          return success();
-        })))
-      return failure();
-    line("var = " + reduce("var", sumFn) + " / (" + acc + ")L;");
-    std::string eps = scalarLiteral(t.isF64() ? Type(Float64Type::get(t.getContext()))
-                                              : Type(Float32Type::get(t.getContext())),
-                                    FloatAttr::get(Float64Type::get(t.getContext()),
-                                                   ln.getEpsilon().convertToDouble()));
-    line("const " + acc + " inv = (" + acc + ")1 / kiln_sqrt(var + (" + acc + ")" + eps + ");");
-    if (failed(loop([&](const std::vector<std::string> &index) {
-          FailureOr<std::string> v = element(x, index);
-          FailureOr<std::string> g =
-              failed(v) ? v : element(ln.getScale(), broadcastIndex(ln.getScale(), result, index));
-          if (failed(g))
-            return failure();
-          std::string y = "(" + *v + " - mean) * inv * " + *g;
-          if (ln.getBias()) {
-            FailureOr<std::string> b =
-                element(ln.getBias(), broadcastIndex(ln.getBias(), result, index));
-            if (failed(b))
-              return failure();
-            y += " + " + *b;
-          }
-          storeResult("(row * L) + j", y);
-          return success();
-        })))
-      return failure();
-    closeBlock();
-    return success();
-
-  };
+  RowPlan plan{root,       x,         result,    t,        acc,     outerShape, innerShape,
+               rowShape,   staticRow, rowWidth,  rowVectors, layerNorm};
   // A row of a known length up to kMaxWarpRow takes a warp with the row in
   // registers (ceil(L / 32) values a lane); of a length known at run time, a
   // warp when it holds at most 32.
@@ -299,7 +335,7 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
     broadcastReads = rowReads;
     broadcastWidth = rowWidth;
     laneZeroReads.clear();
-    LogicalResult r = rowLoop(false, int64_t{rowVectors} * rowWidth, rowThreads);
+    LogicalResult r = emitRowLoop(plan, false, int64_t{rowVectors} * rowWidth, rowThreads);
     broadcastReads.clear();
     laneZeroReads.clear();
     if (failed(r))
@@ -314,7 +350,7 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   line(warpRow ? "if (blockDim.x % 32 == 0) {" : "if (L <= 32 && blockDim.x % 32 == 0) {");
   ++indent;
   line("const int64_t lane = threadIdx.x % 32, warps = blockDim.x / 32;");
-  if (failed(rowLoop(true, warpRow ? (*staticRow + 31) / 32 : 0)))
+  if (failed(emitRowLoop(plan, true, warpRow ? (*staticRow + 31) / 32 : 0)))
     return failure();
   line("return;");
   --indent;
@@ -322,13 +358,13 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   if (cached) {
     line("if (blockDim.x * " + std::to_string(cached) + " >= L) {");
     ++indent;
-    if (failed(rowLoop(false, cached)))
+    if (failed(emitRowLoop(plan, false, cached)))
       return failure();
     line("return;");
     --indent;
     line("}");
   }
-  return rowLoop(false, 0);
+  return emitRowLoop(plan, false, 0);
 }
 
 
