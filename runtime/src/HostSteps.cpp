@@ -21,9 +21,6 @@ absl::Status badEnum(const char *what, int value) {
   return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: ", what, " ", value));
 }
 
-// Each schema enum onto the reference kernels' enum, value by value: the schema's
-// numbers are the format, the reference's order is nobody's business but its own.
-
 // The function enums are the op table's on both sides (the schema's are generated
 // from its rows), so a function maps by name; a value no row has is corrupt.
 absl::StatusOr<ref::UnaryFn> unaryFn(fb::UnaryFn f) {
@@ -45,6 +42,9 @@ absl::StatusOr<ref::BinaryFn> binaryFn(fb::BinaryFn f) {
   }
   return badEnum("binary function", static_cast<int>(f));
 }
+
+// Each schema enum onto the reference kernels' enum, value by value: the schema's
+// numbers are the format, the reference's order is nobody's business but its own.
 
 absl::StatusOr<ref::CompareFn> compareFn(fb::CompareDirection d) {
   switch (d) {

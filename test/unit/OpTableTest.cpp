@@ -42,14 +42,16 @@ struct Row {
   std::string onnx;      ///< "" when the row has no ONNX op
   int64_t onnxVersion;
   int code;
+  bool boolResult; ///< the row's Result is Bool (i1)
 };
 
 std::vector<Row> rows() {
   std::vector<Row> out;
-#define KILN_UNARY(Fn, Code, OpClass, Onnx, OnnxVersion, ...)                                      \
-  out.push_back({#Fn, OpClass::getOperationName().str(), 1, Onnx, OnnxVersion, Code});
+#define KILN_UNARY(Fn, Code, OpClass, Onnx, OnnxVersion, Result, ...)                              \
+  out.push_back({#Fn, OpClass::getOperationName().str(), 1, Onnx, OnnxVersion, Code,               \
+                 ops::ResultType::Result == ops::ResultType::Bool});
 #define KILN_BINARY(Fn, Code, OpClass, Onnx, OnnxVersion, ...)                                     \
-  out.push_back({#Fn, OpClass::getOperationName().str(), 2, Onnx, OnnxVersion, Code});
+  out.push_back({#Fn, OpClass::getOperationName().str(), 2, Onnx, OnnxVersion, Code, false});
 #include "kiln/ops/ElementwiseOps.def"
   return out;
 }
@@ -120,7 +122,7 @@ TEST_F(OpTable, OnnxOpsMapOneToOneWithTheRowsVersion) {
 
 /// The result element type of a row over operands of `type`.
 std::string resultOf(const Row &r, const std::string &type) {
-  return r.fn == "IsNan" || r.fn == "IsInf" ? "i1" : type;
+  return r.boolResult ? "i1" : type;
 }
 
 /// The op of row `r` over `type` in a function `name`, in the generic form.

@@ -27,37 +27,7 @@ enum class BinaryFn : uint8_t {
 #include "kiln/ops/ElementwiseOps.def"
 };
 
-/// Every function, in the table's order.
-inline constexpr UnaryFn kUnaryFns[] = {
-#define KILN_UNARY(Fn, ...) UnaryFn::Fn,
-#include "kiln/ops/ElementwiseOps.def"
-};
-inline constexpr BinaryFn kBinaryFns[] = {
-#define KILN_BINARY(Fn, ...) BinaryFn::Fn,
-#include "kiln/ops/ElementwiseOps.def"
-};
-
 enum class ResultType { Same, Bool };
-
-/// The function's name in the table ("Erf").
-constexpr const char *name(UnaryFn fn) {
-  switch (fn) {
-#define KILN_UNARY(Fn, ...)                                                                        \
-  case UnaryFn::Fn:                                                                                \
-    return #Fn;
-#include "kiln/ops/ElementwiseOps.def"
-  }
-  return "?";
-}
-constexpr const char *name(BinaryFn fn) {
-  switch (fn) {
-#define KILN_BINARY(Fn, ...)                                                                       \
-  case BinaryFn::Fn:                                                                               \
-    return #Fn;
-#include "kiln/ops/ElementwiseOps.def"
-  }
-  return "?";
-}
 
 /// Whether the result is i1 (is_nan, is_inf) or of the operand's type.
 constexpr ResultType resultType(UnaryFn fn) {
@@ -163,7 +133,6 @@ inline double evalFloat(BinaryFn fn, double a, double b) {
 /// integer division by zero.
 inline int64_t evalInt(BinaryFn fn, int64_t a, int64_t b, bool isU, int bits, bool &ok) {
   [[maybe_unused]] uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-  (void)bits;
   switch (fn) {
 #define KILN_BINARY(Fn, Code, Op, Onnx, OnnxVersion, RefFloat, RefInt, ...)                        \
   case BinaryFn::Fn:                                                                               \
