@@ -52,8 +52,11 @@ prepare() {
 
   echo "== runtime and the shared libraries it loads (CUDA's come from the device)"
   cp -L "$build/lib/libkiln_runtime.so" "$bundle/lib/"
-  ldd "$build/lib/libkiln_runtime.so" | awk '/libabsl_/ {print $3}' | xargs -r cp -L -t "$bundle/lib/"
-  cp "$build/bin/kiln-check-artifacts" "$build/bin/kiln-run" "$build/bin/kiln-bench-load" "$bundle/bin/"
+  ldd "$build/lib/libkiln_runtime.so" "$build/bin/kiln-runtime-tests" | awk '/libabsl_/ {print $3}' |
+    sort -u | xargs -r cp -L -t "$bundle/lib/"
+  cp "$build/bin/kiln-check-artifacts" "$build/bin/kiln-run" "$build/bin/kiln-bench-load" \
+     "$build/bin/kiln-runtime-tests" "$bundle/bin/"
+  cp "$build/test/encoder.kiln" "$bundle/models/encoder-tests.kiln"
   # Test inputs of the torch models for kiln-run.
   for m in mlp cnn encoder; do
     mkdir -p "$bundle/models/$m-data" && cp "$root/test/models/$m/"*.pb "$bundle/models/$m-data/"
@@ -239,7 +242,14 @@ PY
     "$bundle/models/bert.json" >> "$out/bert-profile.txt" 2>&1 || true
   cat "$out/bert-profile.txt"
 
-  echo "== matmuls in the real cuBLASLt, convs and pools in the real cuDNN, against float64"
+  echo "== the runtime's CUDA tests: 8 threads on one model, device buffers, graph captures in one"
+  echo "   thread beside model loads and copies in another (1,000 iterations: the legacy-stream rule)"
+  KILN_TEST_ENCODER="$bundle/models/encoder-tests.kiln" timeout 300 "$bundle/bin/kiln-runtime-tests" \
+    --gtest_filter='Threads.*:DeviceBuffers.*' > "$out/runtime-tests.txt" 2>&1 || true
+  grep -E "^\[ +(OK|FAILED|SKIPPED) +\]" "$out/runtime-tests.txt" || tail -5 "$out/runtime-tests.txt"
+
+  echo "== matmuls in the real cuBLASLt (pointers 16-byte aligned in the partial-broadcast cases, the"
+  echo "   heuristic told so; a long K's split-K workspace), convs and pools in the real cuDNN, against float64"
   PATH="$bundle/bin:$PATH" python3 "$root/test/run/check_library_steps.py" "$bundle/library-steps" --run-only \
     | tee "$out/library-steps.txt" || true
   "$bundle/bin/kiln-bench-load" --mb 436 | tee "$out/load.txt" || true

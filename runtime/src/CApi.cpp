@@ -327,6 +327,61 @@ kiln_status_t kiln_model_load_embedded(const void *data, size_t size, kiln_backe
   });
 }
 
+} // extern "C"
+
+namespace {
+/// The backend and device of load options (NULL: the defaults); an error for
+/// options this library cannot read.
+absl::Status loadOptions(const char *function, const kiln_load_options_t *options,
+                         kiln_backend_t &backend, int &device) {
+  backend = KILN_BACKEND_AUTO;
+  device = 0;
+  if (!options)
+    return absl::OkStatus();
+  if (options->struct_size < offsetof(kiln_load_options_t, device) + sizeof(int))
+    return absl::InvalidArgumentError(absl::StrCat(
+        function, ": options->struct_size is ", options->struct_size,
+        "; set it to sizeof(kiln_load_options_t) (KILN_LOAD_OPTIONS_INIT)"));
+  backend = options->backend;
+  device = options->device;
+  if (device < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat(function, ": options->device is ", device, "; device ordinals start at 0"));
+  return absl::OkStatus();
+}
+} // namespace
+
+extern "C" {
+
+kiln_status_t kiln_model_load_file_with(const char *path, const kiln_load_options_t *options,
+                                        kiln_model_t **out_model) {
+  return guarded("kiln_model_load_file_with", [&] {
+    if (!path)
+      return toC(nullArgument("kiln_model_load_file_with", "path"));
+    kiln_backend_t backend;
+    int device;
+    if (absl::Status s = loadOptions("kiln_model_load_file_with", options, backend, device);
+        !s.ok())
+      return toC(s);
+    return load("kiln_model_load_file_with", backend, out_model,
+                [&](kiln::rt::Backend b) { return Model::loadFile(path, b, device); });
+  });
+}
+
+kiln_status_t kiln_model_load_memory_with(const void *data, size_t size,
+                                          const kiln_load_options_t *options,
+                                          kiln_model_t **out_model) {
+  return guarded("kiln_model_load_memory_with", [&] {
+    kiln_backend_t backend;
+    int device;
+    if (absl::Status s = loadOptions("kiln_model_load_memory_with", options, backend, device);
+        !s.ok())
+      return toC(s);
+    return load("kiln_model_load_memory_with", backend, out_model,
+                [&](kiln::rt::Backend b) { return Model::loadMemory(data, size, b, device); });
+  });
+}
+
 void kiln_model_destroy(kiln_model_t *model) {
   try {
     delete model;

@@ -148,6 +148,7 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
     break;
   }
   case artifact::StepKind::Host: {
+    context.hostKind = nullptr;
     absl::StatusOr<const char *> onDevice = runOnDevice(context, step.index, step);
     if (!onDevice.ok())
       return fail(onDevice.status().message());
@@ -155,6 +156,8 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
       kind = *onDevice;
       break;
     }
+    if (context.hostKind)
+      kind = context.hostKind;
     std::vector<ref::Tensor> inputs;
     inputs.reserve(step.inputs.size());
     for (int v : step.inputs) {

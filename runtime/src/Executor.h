@@ -116,6 +116,10 @@ public:
   /// What ran each step of the last run, for profiles: "kernel", "cublasLt",
   /// "host" (a host step on the reference kernels), "shape" (a shape step).
   std::vector<const char *> stepKinds;
+  /// Set by a backend's runOnDevice when it leaves a step to the host for a
+  /// reason the profile should name ("host:cublasLt-refused"); read and
+  /// cleared by the host step.
+  const char *hostKind = nullptr;
   /// For profiles: what ran each nested step (StepInfo::index) in the last
   /// run, null for those that did not run.
   std::vector<const char *> nestedStepKinds;

@@ -96,7 +96,8 @@ absl::StatusOr<std::pair<void *, size_t>> Model::mapFile(const std::string &path
   return std::make_pair(mapping, size);
 }
 
-absl::StatusOr<std::unique_ptr<Model>> Model::loadFile(const std::string &path, Backend backend) {
+absl::StatusOr<std::unique_ptr<Model>> Model::loadFile(const std::string &path, Backend backend,
+                                                       int device) {
   absl::StatusOr<std::pair<int, size_t>> file = openRegularFile(path);
   if (!file.ok())
     return file.status();
@@ -121,7 +122,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::loadFile(const std::string &path, 
     size_t size = 0;
     const void *data = embedded(&size);
     absl::StatusOr<std::unique_ptr<Model>> model =
-        loadWith(data, size, backend, folderOf(path), nullptr);
+        loadWith(data, size, backend, device, folderOf(path), nullptr);
     if (!model.ok())
       return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
     return model;
@@ -131,7 +132,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::loadFile(const std::string &path, 
   if (!mapped.ok())
     return mapped.status();
   absl::StatusOr<std::unique_ptr<Model>> model =
-      loadWith(static_cast<const uint8_t *>(mapped->first), mapped->second, backend,
+      loadWith(static_cast<const uint8_t *>(mapped->first), mapped->second, backend, device,
                folderOf(path), mapped->first);
   if (!model.ok())
     return absl::Status(model.status().code(), absl::StrCat(path, ": ", model.status().message()));
@@ -139,20 +140,20 @@ absl::StatusOr<std::unique_ptr<Model>> Model::loadFile(const std::string &path, 
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::loadWith(const void *data, size_t size,
-                                                       Backend backend, std::string folder,
-                                                       void *mapping) {
+                                                       Backend backend, int device,
+                                                       std::string folder, void *mapping) {
   std::unique_ptr<Model> model(new Model());
   model->mapping_ = mapping;
   model->data_ = static_cast<const uint8_t *>(data);
   model->size_ = size;
   model->folder_ = std::move(folder);
-  if (absl::Status s = model->prepare(backend); !s.ok())
+  if (absl::Status s = model->prepare(backend, device); !s.ok())
     return s;
   return model;
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::loadEmbedded(const void *data, size_t size,
-                                                           Backend backend) {
+                                                           Backend backend, int device) {
   if (!data && size)
     return absl::InvalidArgumentError("artifact data is NULL");
   // The data of a model .so: its weights file, if any, lies beside the .so.
@@ -160,11 +161,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::loadEmbedded(const void *data, siz
   std::string folder;
   if (data && dladdr(data, &info) && info.dli_fname && *info.dli_fname)
     folder = folderOf(info.dli_fname);
-  return loadWith(data, size, backend, folder, nullptr);
+  return loadWith(data, size, backend, device, folder, nullptr);
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::loadMemory(const void *data, size_t size,
-                                                         Backend backend) {
+                                                         Backend backend, int device) {
   if (!data && size)
     return absl::InvalidArgumentError("artifact data is NULL");
   std::unique_ptr<Model> model(new Model());
@@ -179,12 +180,12 @@ absl::StatusOr<std::unique_ptr<Model>> Model::loadMemory(const void *data, size_
   model->copy_ = std::unique_ptr<uint8_t, void (*)(void *)>(static_cast<uint8_t *>(copy), std::free);
   model->data_ = model->copy_.get();
   model->size_ = size;
-  if (absl::Status s = model->prepare(backend); !s.ok())
+  if (absl::Status s = model->prepare(backend, device); !s.ok())
     return s;
   return model;
 }
 
-absl::Status Model::prepare(Backend requested) {
+absl::Status Model::prepare(Backend requested, int device) {
   auto resolveWeights = [&](const std::string &name)
       -> absl::StatusOr<std::pair<const uint8_t *, size_t>> {
     if (folder_.empty())
@@ -240,7 +241,7 @@ absl::Status Model::prepare(Backend requested) {
 
   std::string noCuda;
   if (requested == Backend::Cuda || requested == Backend::Auto) {
-    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::create(plan_);
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::create(plan_, device);
     if (cuda.ok()) {
       executor_ = std::move(*cuda);
       description_ = executor_->description();

@@ -30,13 +30,15 @@ enum class Backend { Auto, Cuda, Host };
 class Model {
 public:
   ~Model();
+  /// `device`: the CUDA device ordinal the CUDA backend (or AUTO's choice of
+  /// it) runs on.
   static absl::StatusOr<std::unique_ptr<Model>> loadFile(const std::string &path,
-                                                         Backend backend);
+                                                         Backend backend, int device = 0);
   /// Bytes used in place; they outlive the model.
   static absl::StatusOr<std::unique_ptr<Model>> loadEmbedded(const void *data, size_t size,
-                                                             Backend backend);
+                                                             Backend backend, int device = 0);
   static absl::StatusOr<std::unique_ptr<Model>> loadMemory(const void *data, size_t size,
-                                                           Backend backend);
+                                                           Backend backend, int device = 0);
 
   const Plan &plan() const { return plan_; }
   const Executor &executor() const { return *executor_; }
@@ -102,10 +104,10 @@ private:
   /// A model over `data` (owned through `mapping` when set) from `folder` (where a
   /// separate weights file is looked for; empty: nowhere).
   static absl::StatusOr<std::unique_ptr<Model>> loadWith(const void *data, size_t size,
-                                                         Backend backend, std::string folder,
-                                                         void *mapping);
+                                                         Backend backend, int device,
+                                                         std::string folder, void *mapping);
   static absl::StatusOr<std::pair<void *, size_t>> mapFile(const std::string &path);
-  absl::Status prepare(Backend requested);
+  absl::Status prepare(Backend requested, int device);
   /// The error for inputs that break predicate `p`.
   absl::Status brokenPredicate(const artifact::PredicateInfo &p,
                                absl::Span<const TensorRef> inputs, const Bindings &symbols) const;

@@ -1,7 +1,8 @@
 //===- kiln-run.cpp - runs, checks and measures a model -------------------===//
 //
 //   kiln-run MODEL --input NAME=FILE ... [--output-dir DIR] [--print]
-//            [--backend auto|cuda|host|reference] [--cache-dir DIR] [--no-optimize]
+//            [--backend auto|cuda|host|reference] [--device N] [--cache-dir DIR]
+//            [--no-optimize]
 //            [--bench N [--warmup K]] [--profile [--trace FILE]] [--version]
 //
 // A runtime-only tool: it links libkiln_runtime and nothing of the compiler
@@ -47,7 +48,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string outputDir, backend = "auto", cacheDir, tracePath = "kiln-trace.json";
   bool print = false, noOptimize = false, profile = false;
-  int bench = 0, warmup = 3;
+  int bench = 0, warmup = 3, device = 0;
   uint64_t maxTensorBytes = KILN_DEFAULT_MAX_TENSOR_BYTES;
 };
 
@@ -61,6 +62,7 @@ const char *const kUsage =
     "  --backend B           auto (CUDA when a device is present, else host emulation; the\n"
     "                        default), cuda, host, or reference (the float64 interpreter,\n"
     "                        .onnx/.mlir only, through kiln-reference)\n"
+    "  --device N            the CUDA device to run on (default 0)\n"
     "  --cache-dir DIR       where compiled kernels are cached ($KILN_CACHE_DIR, ~/.cache/kiln)\n"
     "  --max-tensor-bytes N  the largest tensor a run (and compile) may create (default\n"
     "                        2^36 = 64 GiB); a larger one is an error naming it\n"
@@ -117,6 +119,9 @@ int parse(int argc, char **argv, Options &o) {
     } else if (flag == "--backend") {
       if (!take(o.backend))
         return fail("--backend needs a value");
+    } else if (flag == "--device") {
+      if (!count(o.device))
+        return fail("--device takes a device ordinal (0, 1, ...)");
     } else if (flag == "--cache-dir") {
       if (!take(o.cacheDir))
         return fail("--cache-dir needs a folder");
@@ -404,7 +409,10 @@ int main(int argc, char **argv) {
   }
 
   kiln_model_t *model = nullptr;
-  if (kiln_model_load_file(modelFile.c_str(), backends[o.backend], &model) != KILN_OK) {
+  kiln_load_options_t loadOptions = KILN_LOAD_OPTIONS_INIT;
+  loadOptions.backend = backends[o.backend];
+  loadOptions.device = o.device;
+  if (kiln_model_load_file_with(modelFile.c_str(), &loadOptions, &model) != KILN_OK) {
     std::string message = kiln_last_error();
     // A temporary artifact is nobody's file: name the model instead.
     if (!compiled && message.rfind(modelFile, 0) == 0)

@@ -147,6 +147,9 @@ CASES = {
                                          count_include_pad=1),
     "lppool": pool_case("LpPool", [1, 2, 5, 5], kernel_shape=[2, 2], p=3),
     "matmul-partial-broadcast-3d": matmul_case([3, 1, 2, 3, 4], [1, 2, 1, 4, 5]),
+    # A long K: cuBLASLt's double then picks a split-K algorithm that needs
+    # workspace, which the context must size from the heuristic's answer.
+    "matmul-long-k": matmul_case([4, 512], [512, 8]),
 }
 
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 namespace {
@@ -31,6 +32,35 @@ TEST(CApi, DeviceCountIsAnswerOrCleanError) {
 TEST(CApi, NullOutParameterIsAnError) {
   EXPECT_EQ(kiln_cuda_device_count(nullptr), KILN_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kiln_last_error()).find("out_count"), std::string::npos);
+}
+
+// Load options are checked before anything is read: their size, then the
+// device ordinal; a device the driver lacks is UNAVAILABLE on CUDA, and the
+// host backend has no device to choose.
+TEST(CApi, LoadOptionsAreChecked) {
+  kiln_model_t *model = nullptr;
+  kiln_load_options_t options = KILN_LOAD_OPTIONS_INIT;
+  options.struct_size = sizeof(size_t);
+  EXPECT_EQ(kiln_model_load_file_with("x.kiln", &options, &model), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("struct_size"), std::string::npos)
+      << kiln_last_error();
+  options = KILN_LOAD_OPTIONS_INIT;
+  options.device = -1;
+  EXPECT_EQ(kiln_model_load_file_with("x.kiln", &options, &model), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_last_error()).find("options->device is -1"), std::string::npos)
+      << kiln_last_error();
+  EXPECT_EQ(model, nullptr);
+#ifdef KILN_TEST_POINTWISE
+  options = KILN_LOAD_OPTIONS_INIT;
+  options.backend = KILN_BACKEND_CUDA;
+  options.device = 1000;
+  EXPECT_EQ(kiln_model_load_file_with(KILN_TEST_POINTWISE, &options, &model), KILN_UNAVAILABLE);
+  EXPECT_NE(std::string(kiln_last_error()).find("CUDA"), std::string::npos) << kiln_last_error();
+  options.backend = KILN_BACKEND_HOST;
+  ASSERT_EQ(kiln_model_load_file_with(KILN_TEST_POINTWISE, &options, &model), KILN_OK)
+      << kiln_last_error();
+  kiln_model_destroy(model);
+#endif
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // change allocates nothing once it has seen each shape, and contexts on eight
 // threads, one each, give exactly the results of running one call at a time.
 
+#include "EncoderModel.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime.hpp"
 #include "kiln/version.h"
@@ -41,11 +42,7 @@ constexpr const char *kPointwise = KILN_TEST_POINTWISE;
 #else
 constexpr const char *kPointwise = "";
 #endif
-#ifdef KILN_TEST_ENCODER
-constexpr const char *kEncoder = KILN_TEST_ENCODER;
-#else
-constexpr const char *kEncoder = "";
-#endif
+using kiln::test::kEncoder;
 
 bool available(const char *path) { return *path && std::ifstream(path).good(); }
 

@@ -2,6 +2,7 @@
 // so concurrent runs with different shapes give exactly the results of running
 // them one at a time.
 
+#include "EncoderModel.h"
 #include "kiln/runtime.hpp"
 
 #include <gtest/gtest.h>
@@ -14,21 +15,8 @@
 
 namespace {
 
-#ifdef KILN_TEST_ENCODER
-constexpr const char *kEncoder = KILN_TEST_ENCODER;
-#else
-constexpr const char *kEncoder = "";
-#endif
-
-/// An input of the encoder (x: f32[batch, seq, 16]) filled from `seed`.
-kiln::HostTensor encoderInput(int batch, int seq, unsigned seed) {
-  kiln::HostTensor x(KILN_F32, {batch, seq, 16});
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i < x.numel(); ++i)
-    x.as<float>()[i] = dist(rng);
-  return x;
-}
+using kiln::test::encoderInput;
+using kiln::test::kEncoder;
 
 void runConcurrently(kiln_backend_t backend) {
   if (!*kEncoder || !std::ifstream(kEncoder).good())
@@ -88,7 +76,8 @@ TEST(Threads, EightThreadsShareOneModelOnCuda) { runConcurrently(KILN_BACKEND_CU
 
 // Device buffers in and out (kiln_run_options_t.device_buffers), in memory the
 // runtime allocates and copies (kiln_model_device_alloc and friends, API 1.3):
-// on the fake driver (device pointers are host pointers there) and on a GPU.
+// on the fake driver (whose device memory the host cannot read either) and on
+// a GPU.
 TEST(DeviceBuffers, MatchHostBuffers) {
   if (!*kEncoder)
     GTEST_SKIP() << "built without the encoder artifact";
@@ -117,6 +106,32 @@ TEST(DeviceBuffers, MatchHostBuffers) {
   std::vector<uint8_t> result(yBytes);
   ASSERT_EQ(kiln_model_copy_to_host(model.get(), result.data(), y, yBytes), KILN_OK);
   EXPECT_EQ(result, expected[0].data);
+  // An input that starts 16 bytes into a device buffer (a caller's view into
+  // a larger tensor): its matmuls still run in cuBLASLt, whose heuristic is
+  // told the pointer's real alignment (left at its default it promises 256
+  // bytes, and the algorithm it picks may refuse or fault on this pointer).
+  void *larger = nullptr;
+  ASSERT_EQ(kiln_model_device_alloc(model.get(), xBytes + 16, &larger), KILN_OK);
+  void *offset = static_cast<char *>(larger) + 16;
+  ASSERT_EQ(kiln_model_copy_to_device(model.get(), offset, inputs[0].data.data(), xBytes), KILN_OK);
+  in.data = offset;
+  kiln_profile_t *profile = nullptr;
+  ASSERT_EQ(kiln_profile_create(&profile), KILN_OK);
+  options.profile = profile;
+  ASSERT_EQ(kiln_model_run(model.get(), &in, 1, &out, 1, &options), KILN_OK) << kiln_last_error();
+  options.profile = nullptr;
+  for (size_t i = 0, n = kiln_profile_num_events(profile); i < n; ++i) {
+    const char *name = nullptr, *kind = nullptr;
+    double start = 0, duration = 0;
+    ASSERT_EQ(kiln_profile_event(profile, i, &name, &kind, &start, &duration), KILN_OK);
+    if (std::string(name) == "MatMul")
+      EXPECT_STREQ(kind, "cublasLt");
+  }
+  kiln_profile_destroy(profile);
+  ASSERT_EQ(kiln_model_copy_to_host(model.get(), result.data(), y, yBytes), KILN_OK);
+  EXPECT_EQ(result, expected[0].data);
+  EXPECT_EQ(kiln_model_device_free(model.get(), larger), KILN_OK);
+
   EXPECT_EQ(kiln_model_device_free(model.get(), x), KILN_OK);
   EXPECT_EQ(kiln_model_device_free(model.get(), y), KILN_OK);
 

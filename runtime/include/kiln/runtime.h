@@ -24,7 +24,11 @@
  * after all work already queued on kiln_run_options_t.stream (NULL: the legacy
  * default stream), and the call returns only when the run's work on that stream
  * is complete: outputs are written, inputs may be reused, and nothing of the run
- * is still in flight. Work queued on other streams is not waited for.
+ * is still in flight. Work queued on other streams is not waited for. A run
+ * without a stream runs on a non-blocking stream of its context, after an
+ * event recorded on the legacy stream: kiln never queues work there itself,
+ * so its CUDA graph captures never make the legacy stream unusable to the
+ * rest of the process.
  *
  * Versioning: KILN_API_VERSION_MAJOR changes only when a function or struct field
  * changes meaning or disappears; MINOR when something is added. Structs that
@@ -47,7 +51,7 @@
 #endif
 
 #define KILN_API_VERSION_MAJOR 1
-#define KILN_API_VERSION_MINOR 3
+#define KILN_API_VERSION_MINOR 4
 /* MAJOR * 10000 + MINOR, as kiln_api_version() returns it. */
 #define KILN_API_VERSION (KILN_API_VERSION_MAJOR * 10000 + KILN_API_VERSION_MINOR)
 
@@ -164,6 +168,26 @@ KILN_API kiln_status_t kiln_model_load_memory(const void *data, size_t size,
 KILN_API kiln_status_t kiln_model_load_embedded(const void *data, size_t size,
                                                 kiln_backend_t backend,
                                                 kiln_model_t **out_model);
+/* How to load a model (since 1.4): the backend and, for CUDA, the device.
+ * Start from KILN_LOAD_OPTIONS_INIT; struct_size is sizeof the struct the
+ * caller was built with, so fields added later keep their defaults. */
+typedef struct kiln_load_options_t {
+  size_t struct_size;
+  kiln_backend_t backend;
+  /* The CUDA device ordinal (0 is the first); AUTO falls back to host
+   * emulation, saying why, when that device cannot run the model. */
+  int device;
+} kiln_load_options_t;
+#define KILN_LOAD_OPTIONS_INIT {sizeof(kiln_load_options_t), KILN_BACKEND_AUTO, 0}
+
+/* kiln_model_load_file and kiln_model_load_memory with options (NULL: the
+ * defaults). Since 1.4. */
+KILN_API kiln_status_t kiln_model_load_file_with(const char *path,
+                                                 const kiln_load_options_t *options,
+                                                 kiln_model_t **out_model);
+KILN_API kiln_status_t kiln_model_load_memory_with(const void *data, size_t size,
+                                                   const kiln_load_options_t *options,
+                                                   kiln_model_t **out_model);
 /* Frees the model (NULL is a no-op). Destroy its contexts first; destroying a
  * model twice is undefined, as free() twice is. */
 KILN_API void kiln_model_destroy(kiln_model_t *model);
@@ -245,8 +269,10 @@ KILN_API kiln_status_t kiln_model_set_variant_miss_handler(kiln_model_t *model,
 KILN_API kiln_status_t kiln_model_device_alloc(const kiln_model_t *model, size_t bytes,
                                                void **out_device_ptr);
 KILN_API kiln_status_t kiln_model_device_free(const kiln_model_t *model, void *device_ptr);
-/* Synchronous copies between host memory and the model's device, ordered on
- * the legacy default stream (as runs without a stream). Since 1.3. */
+/* Synchronous copies between host memory and the model's device, ordered
+ * after the legacy default stream's earlier work (as runs without a stream;
+ * the copies themselves go on a non-blocking stream of the model's). Since
+ * 1.3. */
 KILN_API kiln_status_t kiln_model_copy_to_device(const kiln_model_t *model, void *device_dst,
                                                  const void *host_src, size_t bytes);
 KILN_API kiln_status_t kiln_model_copy_to_host(const kiln_model_t *model, void *host_dst,
@@ -262,6 +288,8 @@ KILN_API kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_t
  * step: "kernel" (a generated kernel), "cublasLt", "cudnn", "copy" (a
  * reshape to a run-time shape inside a loop or branch on CUDA: the shape read
  * back, the data copied on the device), "host" (the reference kernels; a host round trip on CUDA),
+ * "host:cublasLt-refused" / "host:cudnn-refused" (the same, because the
+ * library refused the step: no algorithm, or a call it does not support),
  * "shape" (a shape step), "sync" (a size the device computed, read back
  * alone), "view" (a reshape that names its input's bytes, at the top level
  * also one to a run-time shape after its shape is read back) or

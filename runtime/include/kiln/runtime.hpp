@@ -114,6 +114,14 @@ public:
       out->model_.reset(m);
     return s;
   }
+  /// The same with load options (the backend and the CUDA device; API 1.4).
+  static Status load(const std::string &path, Model *out, const kiln_load_options_t &options) {
+    kiln_model_t *m = nullptr;
+    Status s = Status::fromLastCall(kiln_model_load_file_with(path.c_str(), &options, &m));
+    if (s.ok())
+      out->model_.reset(m);
+    return s;
+  }
   static Status loadMemory(const void *data, size_t size, Model *out,
                            kiln_backend_t backend = KILN_BACKEND_AUTO) {
     kiln_model_t *m = nullptr;

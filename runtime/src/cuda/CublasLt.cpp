@@ -7,6 +7,8 @@
 
 #include <dlfcn.h>
 
+#include <array>
+
 #include <limits>
 
 namespace kiln::rt {
@@ -258,38 +260,64 @@ bool MatmulRunner::supports(const MatMulParams &params, const MatmulCall &call) 
   return ltTypes(call.dtype, params.allowTf32).has_value() && plan(params, call).has_value();
 }
 
-absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &call, CUstream stream,
-                               uintptr_t workspace, size_t workspaceBytes) const {
+namespace {
+/// The largest power of two, up to 256, that divides `address`: the alignment
+/// cuBLASLt may assume of a pointer (its preferences' unit).
+uint32_t alignmentOf(uintptr_t address) {
+  uint32_t a = 256;
+  while (a > 1 && address % a != 0)
+    a /= 2;
+  return a;
+}
+} // namespace
+
+/// One call's descriptors, algorithm and scalars: what run() issues, per
+/// index of the outer batch loop.
+struct MatmulRunner::Prepared {
+  explicit Prepared(const CublasLt &lt) : desc{lt} {}
+  Descriptors desc;
+  Problem problem;
+  LtTypes types;
+  cublasLtMatmulAlgo_t algo;
+  size_t workspace = 0;
+  std::string key; ///< the problem's, in algorithms_
+  /// Per outer-loop call: cuBLASLt's A, B, C and D addresses.
+  std::vector<std::array<uintptr_t, 4>> addresses;
+};
+
+absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall &call,
+                                   Prepared &out) const {
   std::optional<LtTypes> types = ltTypes(call.dtype, params.allowTf32);
   std::optional<Problem> problem = plan(params, call);
   if (!types || !problem)
     return absl::InternalError("the matmul does not map onto cuBLASLt");
-  const Problem &p = *problem;
-  if (p.m == 0 || p.n == 0 || p.batch == 0)
-    return absl::OkStatus(); // an empty result
+  out.types = *types;
+  out.problem = *problem;
+  const Problem &p = out.problem;
   const CublasLt &lt = *lt_;
-  Descriptors desc{lt};
+  Descriptors &desc = out.desc;
   auto check = [&](const char *call, cublasStatus_t s) {
     return s == CUBLAS_STATUS_SUCCESS ? absl::OkStatus()
                                       : absl::InternalError(lt.describe(call, s));
   };
   int32_t batch = static_cast<int32_t>(p.batch);
-  auto layout = [&](cublasLtMatrixLayout_t *out, uint64_t rows, uint64_t cols, int64_t ld,
+  auto layout = [&](cublasLtMatrixLayout_t *layoutOut, uint64_t rows, uint64_t cols, int64_t ld,
                     int64_t stride) -> absl::Status {
     if (absl::Status s = check("cublasLtMatrixLayoutCreate",
-                               lt.cublasLtMatrixLayoutCreate(out, types->data, rows, cols, ld));
+                               lt.cublasLtMatrixLayoutCreate(layoutOut, types->data, rows, cols, ld));
         !s.ok())
       return s;
     if (batch == 1)
       return absl::OkStatus();
     if (absl::Status s = check("cublasLtMatrixLayoutSetAttribute",
-                               lt.cublasLtMatrixLayoutSetAttribute(
-                                   *out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+                               lt.cublasLtMatrixLayoutSetAttribute(*layoutOut,
+                                                                   CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                                   &batch, sizeof(batch)));
         !s.ok())
       return s;
     return check("cublasLtMatrixLayoutSetAttribute",
                  lt.cublasLtMatrixLayoutSetAttribute(
-                     *out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+                     *layoutOut, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
   };
   int64_t resultStride = p.m * p.n;
   if (absl::Status s = layout(&desc.a, p.ltARows, p.ltACols, p.ltALd, p.ltAStride); !s.ok())
@@ -329,58 +357,14 @@ absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &cal
     if (!s.ok())
       return s;
 
-  std::string key = absl::StrCat(static_cast<int>(call.dtype), params.allowTf32 ? "tf32," : ",", p.m, ",", p.n, ",", p.k, ",",
-                                 p.batch, ",", p.ltAStride, ",", p.ltBStride, ",", opA, ",", opB,
-                                 ",", epilogue, ",", p.bias == Problem::Bias::Matrix);
-  cublasLtMatmulAlgo_t algorithm;
-  bool cached = false;
-  {
-    absl::MutexLock lock(&mutex_);
-    if (auto it = algorithms_.find(key); it != algorithms_.end()) {
-      algorithm = it->second;
-      cached = true;
-    }
-  }
-  if (!cached) {
-    if (absl::Status s = check("cublasLtMatmulPreferenceCreate",
-                               lt.cublasLtMatmulPreferenceCreate(&desc.preference));
-        !s.ok())
-      return s;
-    uint64_t limit = workspaceBytes;
-    if (absl::Status s = check("cublasLtMatmulPreferenceSetAttribute",
-                               lt.cublasLtMatmulPreferenceSetAttribute(
-                                   desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                   &limit, sizeof(limit)));
-        !s.ok())
-      return s;
-    cublasLtMatmulHeuristicResult_t result = {};
-    int found = 0;
-    if (absl::Status s = check("cublasLtMatmulAlgoGetHeuristic",
-                               lt.cublasLtMatmulAlgoGetHeuristic(handle_, desc.op, desc.a, desc.b,
-                                                                 desc.c, desc.d, desc.preference,
-                                                                 1, &result, &found));
-        !s.ok())
-      return s;
-    if (found == 0 || result.state != CUBLAS_STATUS_SUCCESS)
-      return absl::UnimplementedError(
-          absl::StrCat("cuBLASLt has no algorithm for this matmul (", key, ")"));
-    algorithm = result.algo;
-    absl::MutexLock lock(&mutex_);
-    algorithms_.emplace(key, algorithm);
-  }
-
-  float alpha32 = static_cast<float>(params.alpha), beta32 = 0;
-  double alpha64 = params.alpha, beta64 = 0;
-  if (p.bias == Problem::Bias::Matrix)
-    beta32 = 1, beta64 = 1;
-  bool wide = types->scale == CUDA_R_64F;
-  const void *alpha = wide ? static_cast<const void *>(&alpha64) : &alpha32;
-  const void *beta = wide ? static_cast<const void *>(&beta64) : &beta32;
-  // One call per index of the outer (partially broadcast) batch dims, if any.
+  // Every call's pointers (one per index of the outer, partially broadcast,
+  // batch dims), and the alignment all of them have, per matrix: what the
+  // heuristic is told, so it picks an algorithm every call can take.
   size_t element = ref::info(call.dtype).bytes;
   int64_t calls = product(p.outer, 0, p.outer.size());
   std::vector<int64_t> index(p.outer.size(), 0);
-  for (int64_t call_ = 0; call_ < calls; ++call_) {
+  uint32_t alignment[4] = {256, 256, 256, 256};
+  for (int64_t c = 0; c < calls; ++c) {
     int64_t aOffset = 0, bOffset = 0, dOffset = 0;
     for (size_t i = 0; i < index.size(); ++i) {
       aOffset += index[i] * p.aOuterStrides[i];
@@ -394,20 +378,128 @@ absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &cal
     uintptr_t cAddress = p.bias == Problem::Bias::Matrix
                              ? call.biasAddress + static_cast<uintptr_t>(dOffset) * element
                              : dAddress;
-    if (absl::Status s = check(
-            "cublasLtMatmul",
-            lt.cublasLtMatmul(handle_, desc.op, alpha, reinterpret_cast<const void *>(bAddress),
-                              desc.a, reinterpret_cast<const void *>(aAddress), desc.b, beta,
-                              reinterpret_cast<const void *>(cAddress), desc.c,
-                              reinterpret_cast<void *>(dAddress), desc.d, &algorithm,
-                              reinterpret_cast<void *>(workspace), workspaceBytes, stream));
-        !s.ok())
-      return s;
+    // cuBLASLt's A is kiln's b and its B kiln's a (see Problem).
+    out.addresses.push_back({bAddress, aAddress, cAddress, dAddress});
+    for (int m = 0; m < 4; ++m)
+      alignment[m] = std::min(alignment[m], alignmentOf(out.addresses.back()[m]));
     for (size_t i = index.size(); i-- > 0;) {
       if (++index[i] < p.outer[i])
         break;
       index[i] = 0;
     }
+  }
+
+  std::string key = absl::StrCat(
+      static_cast<int>(call.dtype), params.allowTf32 ? "tf32," : ",", p.m, ",", p.n, ",", p.k, ",",
+      p.batch, ",", p.ltAStride, ",", p.ltBStride, ",", opA, ",", opB, ",", epilogue, ",",
+      p.bias == Problem::Bias::Matrix, ",align ", alignment[0], "/", alignment[1], "/",
+      alignment[2], "/", alignment[3]);
+  out.key = key;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (auto it = algorithms_.find(key); it != algorithms_.end()) {
+      if (!it->second.refused.empty())
+        return absl::UnimplementedError(it->second.refused);
+      out.algo = it->second.algo;
+      out.workspace = it->second.workspace;
+      return absl::OkStatus();
+    }
+  }
+  if (absl::Status s = check("cublasLtMatmulPreferenceCreate",
+                             lt.cublasLtMatmulPreferenceCreate(&desc.preference));
+      !s.ok())
+    return s;
+  uint64_t limit = kWorkspaceBytes;
+  const cublasLtMatmulPreferenceAttributes_t alignments[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  if (absl::Status s = check("cublasLtMatmulPreferenceSetAttribute",
+                             lt.cublasLtMatmulPreferenceSetAttribute(
+                                 desc.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit,
+                                 sizeof(limit)));
+      !s.ok())
+    return s;
+  for (int m = 0; m < 4; ++m)
+    if (absl::Status s = check("cublasLtMatmulPreferenceSetAttribute",
+                               lt.cublasLtMatmulPreferenceSetAttribute(
+                                   desc.preference, alignments[m], &alignment[m],
+                                   sizeof(alignment[m])));
+        !s.ok())
+      return s;
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  cublasStatus_t asked = lt.cublasLtMatmulAlgoGetHeuristic(handle_, desc.op, desc.a, desc.b, desc.c,
+                                                           desc.d, desc.preference, 1, &result,
+                                                           &found);
+  Algorithm answer;
+  if (asked == CUBLAS_STATUS_NOT_SUPPORTED || (asked == CUBLAS_STATUS_SUCCESS &&
+                                               (found == 0 || result.state != CUBLAS_STATUS_SUCCESS)))
+    answer.refused = absl::StrCat("cuBLASLt has no algorithm for this matmul (", key, ")");
+  else if (asked != CUBLAS_STATUS_SUCCESS)
+    return absl::InternalError(lt.describe("cublasLtMatmulAlgoGetHeuristic", asked));
+  answer.algo = result.algo;
+  answer.workspace = result.workspaceSize;
+  {
+    absl::MutexLock lock(&mutex_);
+    algorithms_.emplace(key, answer);
+  }
+  if (!answer.refused.empty())
+    return absl::UnimplementedError(answer.refused);
+  out.algo = answer.algo;
+  out.workspace = answer.workspace;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> MatmulRunner::workspaceFor(const MatMulParams &params,
+                                                  const MatmulCall &call) const {
+  Prepared prepared(*lt_);
+  if (absl::Status s = prepare(params, call, prepared); !s.ok())
+    return s;
+  return prepared.workspace;
+}
+
+absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &call, CUstream stream,
+                               uintptr_t workspace, size_t workspaceBytes) const {
+  {
+    std::optional<Problem> problem = plan(params, call);
+    if (!problem)
+      return absl::InternalError("the matmul does not map onto cuBLASLt");
+    if (problem->m == 0 || problem->n == 0 || problem->batch == 0)
+      return absl::OkStatus(); // an empty result
+  }
+  const CublasLt &lt = *lt_;
+  Prepared prepared(lt);
+  if (absl::Status s = prepare(params, call, prepared); !s.ok())
+    return s;
+  if (prepared.workspace > workspaceBytes)
+    return absl::InternalError(absl::StrCat("the matmul's algorithm needs ", prepared.workspace,
+                                            " bytes of workspace; the context gave ",
+                                            workspaceBytes));
+  float alpha32 = static_cast<float>(params.alpha), beta32 = 0;
+  double alpha64 = params.alpha, beta64 = 0;
+  if (prepared.problem.bias == Problem::Bias::Matrix)
+    beta32 = 1, beta64 = 1;
+  bool wide = prepared.types.scale == CUDA_R_64F;
+  const void *alpha = wide ? static_cast<const void *>(&alpha64) : &alpha32;
+  const void *beta = wide ? static_cast<const void *>(&beta64) : &beta32;
+  const Descriptors &desc = prepared.desc;
+  for (const std::array<uintptr_t, 4> &a : prepared.addresses) {
+    cublasStatus_t s = lt.cublasLtMatmul(
+        handle_, desc.op, alpha, reinterpret_cast<const void *>(a[0]), desc.a,
+        reinterpret_cast<const void *>(a[1]), desc.b, beta, reinterpret_cast<const void *>(a[2]),
+        desc.c, reinterpret_cast<void *>(a[3]), desc.d, &prepared.algo,
+        reinterpret_cast<void *>(workspace), workspaceBytes, stream);
+    // A refusal of the call itself (the algorithm cannot take these
+    // operands): the step runs elsewhere, as for no algorithm at all, and
+    // so does every later call of this problem.
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED) {
+      std::string refused = lt.describe("cublasLtMatmul", s);
+      absl::MutexLock lock(&mutex_);
+      algorithms_[prepared.key].refused = refused;
+      return absl::UnimplementedError(refused);
+    }
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return absl::InternalError(lt.describe("cublasLtMatmul", s));
   }
   return absl::OkStatus();
 }

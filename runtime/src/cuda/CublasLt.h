@@ -12,8 +12,12 @@
 // D^T = op(B)^T op(A)^T with B's buffer as cuBLASLt's A and A's as its B;
 // transposes become layouts (no copy), batches strided batches (stride 0 for
 // a broadcast operand), a bias over the last dim the BIAS epilogue, any other
-// bias a C operand with beta = 1. Algorithms come from the heuristic, cached
-// per shape.
+// bias a C operand with beta = 1. Algorithms come from the heuristic, told
+// how aligned each matrix's pointers really are (cuBLASLt otherwise assumes
+// 256 bytes and may choose an algorithm that faults or refuses on an arena
+// offset), and are cached per shape and alignment. What the library refuses
+// (no algorithm, or a call it does not support) is an UNIMPLEMENTED status the
+// executor answers by running the step on the host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,12 +81,19 @@ public:
   static std::optional<ref::Shape> resultShape(const MatMulParams &params, const ref::Shape &a,
                                                const ref::Shape &b);
 
-  /// Queues the matmul on `stream`, with `workspace` (`workspaceBytes`) for
-  /// the algorithm.
+  /// The workspace the algorithm for `call` needs (its heuristic query, made
+  /// once per problem and kept); UNIMPLEMENTED when cuBLASLt has no algorithm
+  /// for it (the step then runs on the host).
+  absl::StatusOr<size_t> workspaceFor(const MatMulParams &params, const MatmulCall &call) const;
+
+  /// Queues the matmul on `stream`, with `workspace` (`workspaceBytes`, at
+  /// least workspaceFor's) for the algorithm; UNIMPLEMENTED when cuBLASLt
+  /// refuses it (nothing of the step may be trusted: it runs on the host).
   absl::Status run(const MatMulParams &params, const MatmulCall &call, CUstream stream,
                    uintptr_t workspace, size_t workspaceBytes) const;
 
-  /// The workspace each call may use (a context allocates it once).
+  /// The most workspace an algorithm may ask for (the heuristic's limit); a
+  /// context allocates what its calls' algorithms need, up to this.
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 private:
@@ -90,9 +101,18 @@ private:
   const CublasLt *lt_ = nullptr;
   cublasLtHandle_t handle_ = nullptr;
   mutable absl::Mutex mutex_;
-  /// The heuristic's algorithm per problem (its description as a string key).
-  mutable absl::flat_hash_map<std::string, cublasLtMatmulAlgo_t> algorithms_
-      ABSL_GUARDED_BY(mutex_);
+  /// The heuristic's answer per problem (its description, alignments
+  /// included, as a string key): an algorithm and its workspace, or the
+  /// library's refusal.
+  struct Algorithm {
+    cublasLtMatmulAlgo_t algo;
+    size_t workspace = 0;
+    std::string refused; ///< why there is none; empty when there is
+  };
+  mutable absl::flat_hash_map<std::string, Algorithm> algorithms_ ABSL_GUARDED_BY(mutex_);
+  /// The descriptors of one call and its algorithm (run and workspaceFor).
+  struct Prepared;
+  absl::Status prepare(const MatMulParams &params, const MatmulCall &call, Prepared &out) const;
 };
 
 } // namespace kiln::rt

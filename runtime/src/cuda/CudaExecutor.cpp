@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include <atomic>
 #include <cstring>
 #include <deque>
 
@@ -47,6 +48,18 @@ constexpr size_t kGraphsPerSegment = 8;
 /// What a step that would leave the device says while a segment is being
 /// dry-run or captured: the segment then runs step by step.
 constexpr absl::string_view kLeavesDevice = "the step runs on the host";
+
+/// The profile's kind of a library step the library refused (no algorithm,
+/// or a call it does not support), which ran on the host instead.
+constexpr const char *kCublasLtRefused = "host:cublasLt-refused";
+constexpr const char *kCudnnRefused = "host:cudnn-refused";
+
+/// A library step's answer when the library refuses it: the host runs it
+/// (nullptr), and the profile names why.
+absl::StatusOr<const char *> refusedByLibrary(ExecutionContext &context, const char *kind) {
+  context.hostKind = kind;
+  return nullptr;
+}
 
 } // namespace
 
@@ -93,6 +106,8 @@ public:
       cu.cuMemFree(workspace.first);
     for (CUevent e : events)
       cu.cuEventDestroy(e);
+    if (legacyMark)
+      cu.cuEventDestroy(legacyMark);
     for (SegmentGraphs &segment : segments)
       for (SegmentGraphs::Graph &g : segment.graphs)
         cu.cuGraphExecDestroy(g.exec);
@@ -111,8 +126,10 @@ public:
     buffer = {0, 0};
     CUdeviceptr p = 0;
     if (CUresult r = cu.cuMemAlloc(&p, bytes); r != CUDA_SUCCESS)
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "cannot allocate ", bytes, " bytes on the device: ", cu.describe("cuMemAlloc", r)));
+      return isStickyError(r) ? executor.driverError("cuMemAlloc", r)
+                              : absl::ResourceExhaustedError(absl::StrCat(
+                                    "cannot allocate ", bytes,
+                                    " bytes on the device: ", cu.describe("cuMemAlloc", r)));
     buffer = {p, bytes};
     return absl::OkStatus();
   }
@@ -144,10 +161,15 @@ public:
   std::vector<int32_t> errorZeros;
   std::vector<CUevent> events;
   /// The call's stream: the caller's, or `ownStream` (made at the context's
-  /// first call that gives none: the legacy stream cannot be captured; it
-  /// is a blocking stream, ordered with the legacy stream as callers expect).
+  /// first call that gives none: the legacy stream cannot be captured). It
+  /// is non-blocking: a blocking stream's capture would make the legacy
+  /// stream unusable to every other thread of the process (CUDA fails its
+  /// calls with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT); the call waits for the
+  /// legacy stream's earlier work through `legacyMark` instead.
   CUstream stream = nullptr;
   CUstream ownStream = nullptr;
+  /// Marks the legacy stream's work at a call without a stream (begin).
+  CUevent legacyMark = nullptr;
   std::unique_ptr<ContextScope> scope;
   /// CUDA graphs: per executor segment; the mode of the steps running now
   /// and the signature they have recorded (every value the device work of
@@ -184,6 +206,51 @@ CudaState &stateOf(ExecutionContext &context) {
 }
 } // namespace
 
+namespace {
+/// Per device, how many times a load has reset its primary context (one a
+/// sticky error had made unusable).
+std::atomic<uint64_t> &primaryResets(CUdevice device) {
+  static std::atomic<uint64_t> counts[64];
+  return counts[static_cast<size_t>(device) % 64];
+}
+} // namespace
+
+bool isStickyError(CUresult r) {
+  switch (r) {
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+  case CUDA_ERROR_LAUNCH_FAILED:
+  case CUDA_ERROR_LAUNCH_TIMEOUT:
+  case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_MISALIGNED_ADDRESS:
+  case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+  case CUDA_ERROR_INVALID_PC:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR:
+  case CUDA_ERROR_ASSERT:
+  case CUDA_ERROR_ECC_UNCORRECTABLE:
+  case CUDA_ERROR_CONTEXT_IS_DESTROYED: return true;
+  default: return false;
+  }
+}
+
+absl::Status CudaExecutor::driverError(const char *call, CUresult r) const {
+  std::string what = driver_->describe(call, r);
+  if (!isStickyError(r))
+    return absl::InternalError(what);
+  {
+    absl::MutexLock lock(&lostMutex_);
+    if (lost_.empty())
+      lost_ = absl::StrCat(
+          "the CUDA context of this model is lost (", what,
+          "; CUDA keeps such an error for the context's life): load the model again");
+  }
+  return lostStatus();
+}
+
+absl::Status CudaExecutor::lostStatus() const {
+  absl::MutexLock lock(&lostMutex_);
+  return lost_.empty() ? absl::OkStatus() : absl::UnavailableError(lost_);
+}
+
 CudaExecutor::~CudaExecutor() {
   if (!driver_ || !context_)
     return;
@@ -197,11 +264,16 @@ CudaExecutor::~CudaExecutor() {
         driver_->cuMemFree(w);
     for (CUmodule m : modules_)
       driver_->cuModuleUnload(m);
+    if (transfer_)
+      driver_->cuStreamDestroy(transfer_);
   }
-  driver_->cuDevicePrimaryCtxRelease(deviceHandle_);
+  // A context another load reset (after a sticky error) is gone with its
+  // retains: releasing ours would drop the new context's.
+  if (primaryResets(deviceHandle_).load() == resetsAtRetain_)
+    driver_->cuDevicePrimaryCtxRelease(deviceHandle_);
 }
 
-absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &plan) {
+absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &plan, int device) {
   absl::StatusOr<const CudaDriver *> driver = CudaDriver::get();
   if (!driver.ok())
     return driver.status();
@@ -214,7 +286,10 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   auto check = [&](const char *call, CUresult r) {
     return r == CUDA_SUCCESS ? absl::OkStatus() : absl::UnavailableError(cu.describe(call, r));
   };
-  if (absl::Status s = check("cuDeviceGet", cu.cuDeviceGet(&ex->deviceHandle_, 0)); !s.ok())
+  if (device < 0 || device >= *count)
+    return absl::UnavailableError(absl::StrCat("no CUDA device ", device, ": the driver reports ",
+                                               *count, *count == 1 ? " device" : " devices"));
+  if (absl::Status s = check("cuDeviceGet", cu.cuDeviceGet(&ex->deviceHandle_, device)); !s.ok())
     return s;
   int major = 0, minor = 0;
   cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ex->deviceHandle_);
@@ -222,23 +297,56 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
   int sm = major * 10 + minor;
   char name[256] = {0};
   cu.cuDeviceGetName(name, sizeof(name) - 1, ex->deviceHandle_);
-  ex->device_ = absl::StrCat(name, " (sm_", sm, ")");
-  if (absl::Status s = check("cuDevicePrimaryCtxRetain",
-                             cu.cuDevicePrimaryCtxRetain(&ex->context_, ex->deviceHandle_));
-      !s.ok()) {
-    ex->context_ = nullptr;
+  // The ordinal is named where there is a choice of devices.
+  ex->device_ = *count > 1 ? absl::StrCat(name, " (device ", device, ", sm_", sm, ")")
+                           : absl::StrCat(name, " (sm_", sm, ")");
+  auto retain = [&]() -> absl::Status {
+    ex->resetsAtRetain_ = primaryResets(ex->deviceHandle_).load();
+    absl::Status s = check("cuDevicePrimaryCtxRetain",
+                           cu.cuDevicePrimaryCtxRetain(&ex->context_, ex->deviceHandle_));
+    if (!s.ok())
+      ex->context_ = nullptr;
     return s;
+  };
+  if (absl::Status s = retain(); !s.ok())
+    return s;
+  // The stream of the executor's own copies (weights at load, the C API's
+  // copies): non-blocking, so a load never touches the legacy stream, which
+  // another thread's capture would make unusable. Its creation is also the
+  // first call in the primary context: one a sticky error has poisoned (an
+  // earlier model's fault) fails it, and is reset once, so a new load works.
+  CUresult made = CUDA_SUCCESS;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ContextScope scope(&cu, ex->context_);
+    if (!scope.ok)
+      return absl::UnavailableError("cannot make the CUDA context current");
+    made = cu.cuStreamCreate(&ex->transfer_, CU_STREAM_NON_BLOCKING);
+    if (made == CUDA_SUCCESS || !isStickyError(made) || attempt == 1)
+      break;
+    cu.cuDevicePrimaryCtxRelease(ex->deviceHandle_);
+    cu.cuDevicePrimaryCtxReset(ex->deviceHandle_);
+    ++primaryResets(ex->deviceHandle_);
+    if (absl::Status s = retain(); !s.ok())
+      return s;
+  }
+  if (made != CUDA_SUCCESS) {
+    ex->transfer_ = nullptr;
+    return absl::UnavailableError(cu.describe("cuStreamCreate", made));
   }
   ContextScope scope(&cu, ex->context_);
   if (!scope.ok)
     return absl::UnavailableError("cannot make the CUDA context current");
   const CudaDriver *d = &cu; // the process-wide driver outlives every executor
+  const CudaExecutor *owner = ex.get(); // owns the pool, so outlives it
   ex->pool_ = std::make_unique<BufferPool<CUdeviceptr>>(
-      [d](size_t bytes) -> absl::StatusOr<CUdeviceptr> {
+      [d, owner](size_t bytes) -> absl::StatusOr<CUdeviceptr> {
         CUdeviceptr p = 0;
         if (CUresult r = d->cuMemAlloc(&p, bytes); r != CUDA_SUCCESS)
-          return absl::ResourceExhaustedError(absl::StrCat(
-              "cannot allocate ", bytes, " bytes on the device: ", d->describe("cuMemAlloc", r)));
+          return isStickyError(r)
+                     ? owner->driverError("cuMemAlloc", r)
+                     : absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes,
+                                                                 " bytes on the device: ",
+                                                                 d->describe("cuMemAlloc", r)));
         return p;
       },
       [d](CUdeviceptr p) { d->cuMemFree(p); });
@@ -313,12 +421,12 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
           absl::StrCat("cannot place the weights on the device: ", cu.describe("cuMemAlloc", r)));
     ex->weights_[v] = p;
     if (value.weightSize)
-      if (CUresult r = cu.cuMemcpyHtoDAsync(p, value.weightData, value.weightSize, nullptr);
+      if (CUresult r = cu.cuMemcpyHtoDAsync(p, value.weightData, value.weightSize, ex->transfer_);
           r != CUDA_SUCCESS)
-        return absl::InternalError(cu.describe("cuMemcpyHtoD", r));
+        return ex->driverError("cuMemcpyHtoDAsync", r);
   }
-  if (CUresult r = cu.cuStreamSynchronize(nullptr); r != CUDA_SUCCESS)
-    return absl::InternalError(cu.describe("cuStreamSynchronize", r));
+  if (CUresult r = cu.cuStreamSynchronize(ex->transfer_); r != CUDA_SUCCESS)
+    return ex->driverError("cuStreamSynchronize", r);
   return ex;
 }
 
@@ -412,15 +520,16 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
     if (state.mode == SegmentMode::Dry)
       return "cudnn";
   }
-  if (host.pool) {
-    if (absl::Status st = dnn_->pool(*host.pool, call, state.stream); !st.ok())
-      return st;
-    return "cudnn";
-  }
-  absl::Status ran = host.conv ? dnn_->conv(*host.conv, call, state.stream, state.workspace.first,
-                                             state.workspace.second)
-                               : dnn_->convTranspose(*host.convTranspose, call, state.stream,
-                                                     state.workspace.first, state.workspace.second);
+  absl::Status ran =
+      host.pool   ? dnn_->pool(*host.pool, call, state.stream)
+      : host.conv ? dnn_->conv(*host.conv, call, state.stream, state.workspace.first,
+                               state.workspace.second)
+                  : dnn_->convTranspose(*host.convTranspose, call, state.stream,
+                                        state.workspace.first, state.workspace.second);
+  // What cuDNN refuses (no algorithm within the workspace, a call it does
+  // not support) runs on the host, and the profile says so.
+  if (absl::IsUnimplemented(ran))
+    return refusedByLibrary(context, kCudnnRefused);
   if (!ran.ok())
     return ran;
   return "cudnn";
@@ -471,8 +580,17 @@ absl::StatusOr<const char *> CudaExecutor::runLibraryStep(ExecutionContext &cont
     return st;
   call.resultAddress = context.values[out].address;
   CudaState &state = stateOf(context);
-  if (absl::Status st = state.ensure(state.workspace, MatmulRunner::kWorkspaceBytes); !st.ok())
-    return st;
+  // The algorithm (the heuristic's, told the operands' real alignment) and
+  // the workspace it needs, which the context's grows to; a refusal leaves
+  // the step to the host, and the profile says so.
+  absl::StatusOr<size_t> workspace = matmul_->workspaceFor(*host.matmul, call);
+  if (absl::IsUnimplemented(workspace.status()))
+    return refusedByLibrary(context, kCublasLtRefused);
+  if (!workspace.ok())
+    return workspace.status();
+  if (*workspace)
+    if (absl::Status st = state.ensure(state.workspace, *workspace); !st.ok())
+      return st;
   if (state.mode != SegmentMode::Off) {
     state.signCall(s, call.dtype, {&call.a, &call.b, &call.bias, &call.result},
                    {call.aAddress, call.bAddress, call.biasAddress, call.resultAddress},
@@ -483,7 +601,7 @@ absl::StatusOr<const char *> CudaExecutor::runLibraryStep(ExecutionContext &cont
   if (absl::Status st = matmul_->run(*host.matmul, call, state.stream, state.workspace.first,
                                      state.workspace.second);
       !st.ok())
-    return st;
+    return absl::IsUnimplemented(st) ? refusedByLibrary(context, kCublasLtRefused) : st;
   return "cublasLt";
 }
 
@@ -522,7 +640,7 @@ absl::StatusOr<const char *> CudaExecutor::runReshape(ExecutionContext &context,
                                                 static_cast<CUdeviceptr>(context.values[in].address),
                                                 bytes, stateOf(context).stream);
         r != CUDA_SUCCESS)
-      return absl::InternalError(driver_->describe("cuMemcpyDtoDAsync", r));
+      return driverError("cuMemcpyDtoDAsync", r);
   return "copy";
 }
 
@@ -554,7 +672,7 @@ absl::StatusOr<size_t> CudaExecutor::runSegment(ExecutionContext &context,
   };
   auto launchGraph = [&](CUgraphExec exec) -> absl::StatusOr<size_t> {
     if (CUresult r = cu.cuGraphLaunch(exec, state.stream); r != CUDA_SUCCESS)
-      return absl::InternalError(cu.describe("cuGraphLaunch", r));
+      return driverError("cuGraphLaunch", r);
     return end;
   };
 
@@ -625,17 +743,19 @@ absl::Status CudaExecutor::freeDevice(void *address) const {
   return absl::OkStatus();
 }
 
-// Ordered on the legacy default stream, as runs without a stream are, and
-// complete on return.
+// On the executor's own non-blocking stream, after the legacy stream's work,
+// and complete on return.
 absl::Status CudaExecutor::copyToDevice(void *device, const void *host, size_t bytes) const {
   return copySynchronously("cuMemcpyHtoDAsync", [&] {
-    return driver_->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(device), host, bytes, nullptr);
+    return driver_->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(device), host, bytes,
+                                      transfer_);
   });
 }
 
 absl::Status CudaExecutor::copyToHost(void *host, const void *device, size_t bytes) const {
   return copySynchronously("cuMemcpyDtoHAsync", [&] {
-    return driver_->cuMemcpyDtoHAsync(host, reinterpret_cast<CUdeviceptr>(device), bytes, nullptr);
+    return driver_->cuMemcpyDtoHAsync(host, reinterpret_cast<CUdeviceptr>(device), bytes,
+                                      transfer_);
   });
 }
 
@@ -644,10 +764,24 @@ absl::Status CudaExecutor::copySynchronously(const char *call,
   ContextScope scope(driver_, context_);
   if (!scope.ok)
     return absl::InternalError("cannot make the model's CUDA context current");
+  if (absl::Status lost = lostStatus(); !lost.ok())
+    return lost;
+  // Ordered after the legacy stream's work, as the C API promises, without
+  // queueing on it (an event, waited for by the copies' own stream).
+  CUevent mark = nullptr;
+  if (CUresult r = driver_->cuEventCreate(&mark, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS)
+    return driverError("cuEventCreate", r);
+  CUresult marked = driver_->cuEventRecord(mark, nullptr);
+  if (marked == CUDA_SUCCESS)
+    marked = driver_->cuStreamWaitEvent(transfer_, mark, 0);
+  driver_->cuEventDestroy(mark);
+  if (marked != CUDA_SUCCESS)
+    return driverError("cuEventRecord", marked);
   if (CUresult r = copy(); r != CUDA_SUCCESS)
-    return absl::InvalidArgumentError(driver_->describe(call, r));
-  if (CUresult r = driver_->cuStreamSynchronize(nullptr); r != CUDA_SUCCESS)
-    return absl::InternalError(driver_->describe("cuStreamSynchronize", r));
+    return isStickyError(r) ? driverError(call, r)
+                            : absl::InvalidArgumentError(driver_->describe(call, r));
+  if (CUresult r = driver_->cuStreamSynchronize(transfer_); r != CUDA_SUCCESS)
+    return driverError("cuStreamSynchronize", r);
   return absl::OkStatus();
 }
 
@@ -709,6 +843,8 @@ absl::Status CudaExecutor::installVariant(int variant, const artifact::VariantIn
 }
 
 absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &request) const {
+  if (absl::Status lost = lostStatus(); !lost.ok())
+    return lost;
   const CudaDriver &cu = *driver_;
   const Plan &plan = context.model().plan();
   if (!context.state) {
@@ -726,9 +862,22 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
   state.stream = static_cast<CUstream>(request.stream);
   if (!state.stream) {
     if (!state.ownStream)
-      if (CUresult r = cu.cuStreamCreate(&state.ownStream, CU_STREAM_DEFAULT); r != CUDA_SUCCESS)
-        return absl::InternalError(cu.describe("cuStreamCreate", r));
+      if (CUresult r = cu.cuStreamCreate(&state.ownStream, CU_STREAM_NON_BLOCKING);
+          r != CUDA_SUCCESS)
+        return driverError("cuStreamCreate", r);
     state.stream = state.ownStream;
+    // A run without a stream is ordered after the work already on the legacy
+    // stream (the C API's promise), through an event rather than a blocking
+    // stream: the legacy stream itself is used only here, by the caller's
+    // choice.
+    if (!state.legacyMark)
+      if (CUresult r = cu.cuEventCreate(&state.legacyMark, CU_EVENT_DISABLE_TIMING);
+          r != CUDA_SUCCESS)
+        return driverError("cuEventCreate", r);
+    if (CUresult r = cu.cuEventRecord(state.legacyMark, nullptr); r != CUDA_SUCCESS)
+      return driverError("cuEventRecord", r);
+    if (CUresult r = cu.cuStreamWaitEvent(state.stream, state.legacyMark, 0); r != CUDA_SUCCESS)
+      return driverError("cuStreamWaitEvent", r);
   }
   state.segments.resize(segments_.size());
   state.mode = SegmentMode::Off;
@@ -749,7 +898,7 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
     if (bytes)
       if (CUresult r = cu.cuMemcpyHtoDAsync(state.staging[i].first, in.data, bytes, state.stream);
           r != CUDA_SUCCESS)
-        return absl::InternalError(cu.describe("cuMemcpyHtoDAsync", r));
+        return driverError("cuMemcpyHtoDAsync", r);
   }
   if (context.model().reportsErrors()) {
     size_t bytes = plan.stepCount * sizeof(int32_t);
@@ -759,7 +908,7 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
     if (CUresult r = cu.cuMemcpyHtoDAsync(state.errorWords.first, state.errorZeros.data(), bytes,
                                           state.stream);
         r != CUDA_SUCCESS)
-      return absl::InternalError(cu.describe("cuMemcpyHtoDAsync", r));
+      return driverError("cuMemcpyHtoDAsync", r);
   }
   if (request.profile && state.events.size() != 2 * plan.steps.size() + 1) {
     for (CUevent e : state.events)
@@ -831,7 +980,7 @@ absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &ste
   CUresult r = cu.cuLaunchKernel(function, grid, 1, 1, kBlockThreads, 1, 1, 0, state.stream,
                                  context.args.data(), nullptr);
   return r == CUDA_SUCCESS ? absl::OkStatus()
-                           : absl::InternalError(cu.describe("cuLaunchKernel", r));
+                           : driverError("cuLaunchKernel", r);
 }
 
 uintptr_t CudaExecutor::errorWords(ExecutionContext &context) const {
@@ -849,9 +998,9 @@ absl::Status CudaExecutor::readErrorWords(ExecutionContext &context,
   if (CUresult r = cu.cuMemcpyDtoHAsync(words.data(), state.errorWords.first,
                                         words.size() * sizeof(int32_t), state.stream);
       r != CUDA_SUCCESS)
-    return absl::InternalError(cu.describe("cuMemcpyDtoHAsync", r));
+    return driverError("cuMemcpyDtoHAsync", r);
   if (CUresult r = cu.cuStreamSynchronize(state.stream); r != CUDA_SUCCESS)
-    return absl::InternalError(cu.describe("cuStreamSynchronize", r));
+    return driverError("cuStreamSynchronize", r);
   return absl::OkStatus();
 }
 
@@ -864,9 +1013,9 @@ absl::StatusOr<ref::Tensor> CudaExecutor::hostValue(ExecutionContext &context, i
     if (CUresult r = cu.cuMemcpyDtoHAsync(t.bytes(), static_cast<CUdeviceptr>(slot.address),
                                           t.byteSize(), stream);
         r != CUDA_SUCCESS)
-      return absl::InternalError(cu.describe("cuMemcpyDtoHAsync", r));
+      return driverError("cuMemcpyDtoHAsync", r);
   if (CUresult r = cu.cuStreamSynchronize(stream); r != CUDA_SUCCESS)
-    return absl::InternalError(cu.describe("cuStreamSynchronize", r));
+    return driverError("cuStreamSynchronize", r);
   // Every queued upload has completed: their host copies can go (a loop that
   // reads its condition each iteration keeps no more than one iteration's).
   stateOf(context).uploads.clear();
@@ -888,7 +1037,7 @@ absl::Status CudaExecutor::store(ExecutionContext &context, int v, ref::Tensor r
   if (CUresult r = cu.cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(context.values[v].address),
                                         queued.bytes(), queued.byteSize(), stream);
       r != CUDA_SUCCESS)
-    return absl::InternalError(cu.describe("cuMemcpyHtoDAsync", r));
+    return driverError("cuMemcpyHtoDAsync", r);
   return absl::OkStatus();
 }
 
@@ -916,13 +1065,13 @@ absl::Status CudaExecutor::finish(ExecutionContext &context, const RunRequest &r
                                             bytes, state.stream)
                      : cu.cuMemcpyDtoHAsync(*destination, from, bytes, state.stream);
     if (r != CUDA_SUCCESS)
-      status = absl::InternalError(cu.describe("cuMemcpy (output)", r));
+      status = driverError("cuMemcpy (output)", r);
   }
   // The run is complete when this returns: outputs are in place and the
   // context's buffers are free for the next call.
   CUresult r = cu.cuStreamSynchronize(state.stream);
   if (status.ok() && r != CUDA_SUCCESS)
-    status = absl::InternalError(cu.describe("cuStreamSynchronize", r));
+    status = driverError("cuStreamSynchronize", r);
   state.releaseDynamic();
   state.scope.reset();
   return status;
@@ -941,7 +1090,7 @@ void CudaExecutor::abandon(ExecutionContext &context, const RunRequest &) const 
 absl::Status CudaExecutor::settle(ExecutionContext &context) const {
   CudaState &state = stateOf(context);
   if (CUresult r = driver_->cuStreamSynchronize(state.stream); r != CUDA_SUCCESS)
-    return absl::InternalError(driver_->describe("cuStreamSynchronize", r));
+    return driverError("cuStreamSynchronize", r);
   state.uploads.clear();
   return absl::OkStatus();
 }
@@ -952,7 +1101,7 @@ absl::Status CudaExecutor::copyBytes(ExecutionContext &context, uintptr_t to, ui
                                               static_cast<CUdeviceptr>(from), bytes,
                                               stateOf(context).stream);
       r != CUDA_SUCCESS)
-    return absl::InternalError(driver_->describe("cuMemcpyDtoDAsync", r));
+    return driverError("cuMemcpyDtoDAsync", r);
   return absl::OkStatus();
 }
 
@@ -968,7 +1117,7 @@ absl::StatusOr<double> CudaExecutor::elapsedUs(ExecutionContext &context, size_t
   float ms = 0;
   if (CUresult r = driver_->cuEventElapsedTime(&ms, state.events[from], state.events[to]);
       r != CUDA_SUCCESS)
-    return absl::InternalError(driver_->describe("cuEventElapsedTime", r));
+    return driverError("cuEventElapsedTime", r);
   return 1000.0 * ms;
 }
 

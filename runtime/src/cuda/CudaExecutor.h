@@ -1,6 +1,7 @@
 //===- CudaExecutor.h - a plan on a CUDA device -----------------*- C++ -*-===//
 //
-// Runs an artifact's plan on device 0 through the driver API: kernels from the
+// Runs an artifact's plan on a CUDA device (device 0 unless asked) through the
+// driver API: kernels from the
 // artifact's cubin for the device's SM (or its PTX, which the driver JIT-compiles
 // for a newer device), weights uploaded once at load, and per context a device
 // arena placed by the memory plan and staging buffers for host inputs. Host
@@ -19,9 +20,15 @@
 #include "cuda/Cudnn.h"
 #include "cuda/CudaDriver.h"
 
+#include "absl/synchronization/mutex.h"
+
 #include <memory>
 
 namespace kiln::rt {
+
+/// Whether CUDA keeps `r` for the context's life (an asynchronous fault):
+/// every later call in the context fails, until it is reset.
+bool isStickyError(CUresult r);
 
 class CudaExecutor final : public Executor {
 public:
@@ -29,9 +36,10 @@ public:
   CudaExecutor(const CudaExecutor &) = delete;
   CudaExecutor &operator=(const CudaExecutor &) = delete;
 
-  /// Loads `plan`'s kernels and weights on device 0; UNAVAILABLE without a
-  /// device, FAILED_PRECONDITION when the artifact has no code for its SM.
-  static absl::StatusOr<std::unique_ptr<CudaExecutor>> create(const Plan &plan);
+  /// Loads `plan`'s kernels and weights on device `device` (an ordinal);
+  /// UNAVAILABLE without that device, FAILED_PRECONDITION when the artifact
+  /// has no code for its SM.
+  static absl::StatusOr<std::unique_ptr<CudaExecutor>> create(const Plan &plan, int device = 0);
 
   std::string description() const override;
   bool isCuda() const override { return true; }
@@ -82,7 +90,21 @@ private:
   /// Runs `copy` (a driver copy on the legacy default stream) in the model's
   /// context and waits for it; `call` names it in errors.
   absl::Status copySynchronously(const char *call, absl::FunctionRef<CUresult()> copy) const;
+  /// The error a failed driver call returns: UNAVAILABLE, and the executor
+  /// marked lost, for the errors CUDA makes sticky (an illegal address, a
+  /// failed launch: the context cannot be used again); INTERNAL otherwise.
+  absl::Status driverError(const char *call, CUresult r) const;
+  /// UNAVAILABLE, saying why, once the context is lost; OK before.
+  absl::Status lostStatus() const;
+
   const CudaDriver *driver_ = nullptr;
+  /// The executor's own copies' stream (non-blocking; never the legacy one).
+  CUstream transfer_ = nullptr;
+  /// The device's count of kiln's primary-context resets when this executor
+  /// retained it (CudaExecutor.cpp: a reset context is not released).
+  uint64_t resetsAtRetain_ = 0;
+  mutable absl::Mutex lostMutex_;
+  mutable std::string lost_ ABSL_GUARDED_BY(lostMutex_);
   CUdevice deviceHandle_ = 0;
   CUcontext context_ = nullptr;
   std::string device_; ///< "NVIDIA H200 (sm_90)"

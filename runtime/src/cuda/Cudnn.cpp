@@ -250,8 +250,13 @@ struct DnnDescriptors {
     if (pool)
       dnn.cudnnDestroyPoolingDescriptor(pool);
   }
+  /// A refusal (CUDNN_STATUS_NOT_SUPPORTED) is UNIMPLEMENTED: the executor
+  /// then runs the step on the host; any other failure is INTERNAL.
   absl::Status check(const char *call, cudnnStatus_t s) const {
-    return s == CUDNN_STATUS_SUCCESS ? absl::OkStatus() : absl::InternalError(dnn.describe(call, s));
+    if (s == CUDNN_STATUS_SUCCESS)
+      return absl::OkStatus();
+    return s == CUDNN_STATUS_NOT_SUPPORTED ? absl::UnimplementedError(dnn.describe(call, s))
+                                           : absl::InternalError(dnn.describe(call, s));
   }
   /// The filter and convolution descriptors of `plan`.
   absl::Status convolution(const DnnTypes &types, const ConvPlan &plan) {

@@ -1,7 +1,8 @@
 //===- FakeCublasLt.cpp - cuBLASLt's matmul, on the host, for CI ----------===//
 //
-// libcublasLt.so.13 beside the fake driver (libcuda.so.1, whose device memory
-// is host memory): the entry points the runtime resolves
+// libcublasLt.so.13 beside the fake driver (libcuda.so.1: its work on the
+// driver's streams, its operands through fake::hostView): the entry points the
+// runtime resolves
 // (runtime/src/cuda/CublasLtSymbols.inc), implementing what cuBLASLt documents
 // for them, so a wrong argument fails the fake-CUDA runs as it would fail (or
 // compute garbage) on a GPU:
@@ -17,6 +18,15 @@
 //   cuBLASLt documents it, the tanh approximation); the bias is a vector of m
 //   (D's rows) elements of D's type, offset per batch by
 //   CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE;
+// - preferences: the workspace given (CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+//   default 0) and the alignment promised for A, B, C and D
+//   (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES, default 256). The heuristic's
+//   algorithm needs exactly what was promised (as far as the layout's leading
+//   dimension and batch stride allow), and a split-K workspace for a long K
+//   when one was offered; cublasLtMatmul refuses (CUBLAS_STATUS_NOT_SUPPORTED)
+//   a pointer less aligned than its algorithm needs, or less workspace;
+// - injected refusals (KILN_FAKE_CUDA_FAULTS): cublaslt-heuristic:N (the Nth
+//   query finds no algorithm), cublaslt-matmul:N (the Nth matmul refused);
 // - types: data 32F, 16F or 16BF with CUBLAS_COMPUTE_32F and a 32F scale,
 //   data 32F with CUBLAS_COMPUTE_32F_FAST_TF32 (A and B rounded to TF32), or
 //   data 64F with CUBLAS_COMPUTE_64F and a 64F scale; all four matrices of one
@@ -33,6 +43,8 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -57,9 +69,42 @@ struct Desc {
   int64_t biasStride = 0;
 };
 
+/// A matmul preference: the workspace the caller gives (cuBLASLt's default
+/// is none) and the alignment it promises for A, B, C and D (default 256).
 struct Preference {
   uint64_t maxWorkspace = 0;
+  uint32_t alignment[4] = {256, 256, 256, 256};
 };
+
+/// What an algorithm this double chose needs, kept in cublasLtMatmulAlgo_t's
+/// opaque words: the marker, the alignment of A, B, C and D, the workspace.
+constexpr uint64_t kMarker = 0x6b696c6eu; // "kiln"
+struct Needs {
+  uint32_t alignment[4];
+  uint64_t workspace;
+};
+void storeNeeds(cublasLtMatmulAlgo_t &algo, const Needs &needs) {
+  algo.data[0] = kMarker;
+  for (int i = 0; i < 4; ++i)
+    algo.data[1 + i] = needs.alignment[i];
+  algo.data[5] = needs.workspace;
+}
+Needs needsOf(const cublasLtMatmulAlgo_t &algo) {
+  Needs needs;
+  for (int i = 0; i < 4; ++i)
+    needs.alignment[i] = static_cast<uint32_t>(algo.data[1 + i]);
+  needs.workspace = algo.data[5];
+  return needs;
+}
+
+/// The largest power of two (at most 256) dividing `bytes`; 256 for 0.
+uint32_t alignmentOf(uint64_t bytes) {
+  uint32_t a = 256;
+  while (a > 1 && bytes % a != 0)
+    a /= 2;
+  return a;
+}
+
 
 struct Context {};
 
@@ -248,9 +293,14 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
   auto *p = reinterpret_cast<Preference *>(pref);
   if (!p)
     return CUBLAS_STATUS_INVALID_VALUE;
-  if (attr == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES)
-    return setValue(&p->maxWorkspace, buf, size);
-  return CUBLAS_STATUS_NOT_SUPPORTED;
+  switch (attr) {
+  case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: return setValue(&p->maxWorkspace, buf, size);
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES: return setValue(&p->alignment[0], buf, size);
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES: return setValue(&p->alignment[1], buf, size);
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES: return setValue(&p->alignment[2], buf, size);
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: return setValue(&p->alignment[3], buf, size);
+  default: return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t op,
@@ -264,9 +314,35 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   Shape s = validate(*D(op), *L(a), *L(b), *L(c), *L(d));
   if (s.status != CUBLAS_STATUS_SUCCESS)
     return s.status;
+  // An injected refusal: no algorithm for this problem (as for a type or
+  // epilogue combination the library lacks).
+  if (fake::injectedFault("cublaslt-heuristic"))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  const Preference &p = *reinterpret_cast<Preference *>(pref);
+  // The algorithm takes the caller at its word: it needs each matrix as
+  // aligned as the preference promised (256 unless told), as far as the
+  // layout's leading dimension and batch stride allow, no less than an
+  // element. A pointer less aligned than promised is then refused by
+  // cublasLtMatmul, as a real algorithm's vector loads would fault.
+  Needs needs;
+  const Layout *layouts[4] = {L(a), L(b), L(c), L(d)};
+  for (int i = 0; i < 4; ++i) {
+    const Layout &l = *layouts[i];
+    size_t element = elementBytes(l.type);
+    uint32_t layout = alignmentOf(static_cast<uint64_t>(l.ld) * element);
+    if (l.batch > 1 && l.stride != 0)
+      layout = std::min(layout, alignmentOf(static_cast<uint64_t>(l.stride) * element));
+    needs.alignment[i] = std::max<uint32_t>(std::min(p.alignment[i], layout),
+                                            static_cast<uint32_t>(element));
+  }
+  // A long K is split across blocks with partial sums in the workspace
+  // (fp32, four splits) when the preference allows that much; else the
+  // algorithm without a split.
+  uint64_t split = s.m * s.n * 4 * 4;
+  needs.workspace = s.k >= 8 * std::max(s.m, s.n) && split <= p.maxWorkspace ? split : 0;
   std::memset(&results[0], 0, sizeof(results[0]));
-  results[0].algo.data[0] = 0x6b696c6eu; // "kiln": marks an algorithm this double chose
-  results[0].workspaceSize = 0;
+  storeNeeds(results[0].algo, needs);
+  results[0].workspaceSize = needs.workspace;
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
   *returned = 1;
@@ -280,10 +356,19 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDe
                               cublasLtMatrixLayout_t dDesc, const cublasLtMatmulAlgo_t *algo,
                               void *workspace, size_t workspaceSize, cudaStream_t stream) {
   if (!handle || !opDesc || !alpha || !beta || !A || !B || !Dout || !aDesc || !bDesc || !cDesc ||
-      !dDesc || !algo || algo->data[0] != 0x6b696c6eu)
+      !dDesc || !algo || algo->data[0] != kMarker)
     return CUBLAS_STATUS_INVALID_VALUE;
-  (void)workspace;
-  (void)workspaceSize;
+  // What the algorithm needs: its alignments (for C too when beta reads it)
+  // and its workspace.
+  Needs needs = needsOf(*algo);
+  const void *pointers[4] = {A, B, C, Dout};
+  for (int i = 0; i < 4; ++i)
+    if (pointers[i] && reinterpret_cast<uintptr_t>(pointers[i]) % needs.alignment[i] != 0)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (needs.workspace > workspaceSize || (needs.workspace && !workspace))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (fake::injectedFault("cublaslt-matmul"))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   // Copies: a captured call runs after its descriptors may be gone.
   const Desc op = *D(opDesc);
   const Layout a = *L(aDesc), b = *L(bDesc), c = *L(cDesc), d = *L(dDesc);
@@ -304,7 +389,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDe
   // With CUBLAS_COMPUTE_32F_FAST_TF32, A and B are rounded to TF32 as tensor
   // cores read them (C and the bias are not); sums stay wide.
   bool tf32 = op.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  const void *biasPointer = op.bias;
   fake::submit(stream, [=] {
+    const void *hA = fake::hostView(A), *hB = fake::hostView(B), *hC = fake::hostView(C),
+               *hBias = fake::hostView(biasPointer);
+    void *hD = fake::hostView(Dout);
+    if (!hA || !hB || !hD || (C && !hC) || (biasPointer && !hBias))
+      return;
     // D may be C: each batch's result is computed whole before it is stored.
     std::vector<double> result(s.m * s.n);
     for (int32_t batch = 0; batch < d.batch; ++batch) {
@@ -316,14 +407,14 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDe
           for (uint64_t l = 0; l < s.k; ++l) {
             int64_t ai = op.transa == CUBLAS_OP_N ? i + l * a.ld : l + i * a.ld;
             int64_t bi = op.transb == CUBLAS_OP_N ? l + j * b.ld : j + l * b.ld;
-            sum += fake::loadOperand(element(a.type), A, aOff + ai, tf32) *
-                   fake::loadOperand(element(b.type), B, bOff + bi, tf32);
+            sum += fake::loadOperand(element(a.type), hA, aOff + ai, tf32) *
+                   fake::loadOperand(element(b.type), hB, bOff + bi, tf32);
           }
           double v = alphaValue * sum;
           if (betaValue != 0)
-            v += betaValue * load(c.type, C, cOff + static_cast<int64_t>(i + j * c.ld));
+            v += betaValue * load(c.type, hC, cOff + static_cast<int64_t>(i + j * c.ld));
           if (bias)
-            v += load(d.type, op.bias, batch * op.biasStride + static_cast<int64_t>(i));
+            v += load(d.type, hBias, batch * op.biasStride + static_cast<int64_t>(i));
           if (relu && v < 0)
             v = 0;
           if (gelu)
@@ -332,7 +423,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDe
         }
       for (uint64_t j = 0; j < s.n; ++j)
         for (uint64_t i = 0; i < s.m; ++i)
-          store(d.type, Dout, dOff + static_cast<int64_t>(i + j * d.ld), result[i + j * s.m]);
+          store(d.type, hD, dOff + static_cast<int64_t>(i + j * d.ld), result[i + j * s.m]);
     }
   });
   return CUBLAS_STATUS_SUCCESS;

@@ -1,6 +1,7 @@
 //===- FakeCudnn.cpp - cuDNN's conv, bias, ReLU and pooling, on the host ---===//
 //
-// libcudnn.so.9 beside the fake driver (whose device memory is host memory):
+// libcudnn.so.9 beside the fake driver (its work on the driver's streams, its
+// operands' bytes through fake::hostView):
 // the entry points the runtime resolves (runtime/src/cuda/CudnnSymbols.inc),
 // implementing what cuDNN documents for them, so a wrong descriptor fails the
 // fake-CUDA runs:
@@ -366,9 +367,13 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
     return CUDNN_STATUS_BAD_PARAM;
   double a = scale(xt.type, alpha), b = scale(xt.type, beta);
   fake::submit(streamOf(handle), [=] {
-    std::vector<double> sums = convolve(xt, x, wf, w, c, yt);
+    const void *hx = fake::hostView(x), *hw = fake::hostView(w);
+    void *hy = fake::hostView(y);
+    if (!hx || !hw || !hy)
+      return;
+    std::vector<double> sums = convolve(xt, hx, wf, hw, c, yt);
     // All of y is computed before it is stored: beta reads the old y.
-    storeScaled(yt, y, sums, a, b);
+    storeScaled(yt, hy, sums, a, b);
   });
   return CUDNN_STATUS_SUCCESS;
 }
@@ -386,13 +391,17 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, const cudn
   fake::Element e = element(ct.type);
   double a = scale(ct.type, alpha), b = scale(ct.type, beta);
   fake::submit(streamOf(handle), [=] {
+    const void *hA = fake::hostView(A);
+    void *hC = fake::hostView(C);
+    if (!hA || !hC)
+      return;
     forEach(ct.dims, [&](const std::vector<int> &ci) {
       std::vector<int> ai(ci);
       for (size_t d = 0; d < ai.size(); ++d)
         if (at.dims[d] == 1)
           ai[d] = 0;
       int64_t co = offset(ct, ci);
-      fake::store(e, C, co, a * fake::load(e, A, offset(at, ai)) + b * fake::load(e, C, co));
+      fake::store(e, hC, co, a * fake::load(e, hA, offset(at, ai)) + b * fake::load(e, hC, co));
     });
   });
   return CUDNN_STATUS_SUCCESS;
@@ -425,11 +434,15 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescri
   fake::Element e = element(xt.type);
   double a = scale(xt.type, alpha), b = scale(xt.type, beta);
   fake::submit(streamOf(handle), [=] {
+    const void *hx = fake::hostView(x);
+    void *hy = fake::hostView(y);
+    if (!hx || !hy)
+      return;
     forEach(xt.dims, [&](const std::vector<int> &i) {
-      double v = fake::load(e, x, offset(xt, i));
+      double v = fake::load(e, hx, offset(xt, i));
       double r = std::isnan(v) ? v : std::max(v, 0.0);
       int64_t yo = offset(yt, i);
-      fake::store(e, y, yo, a * r + (b != 0 ? b * fake::load(e, y, yo) : 0.0));
+      fake::store(e, hy, yo, a * r + (b != 0 ? b * fake::load(e, hy, yo) : 0.0));
     });
   });
   return CUDNN_STATUS_SUCCESS;
@@ -479,6 +492,10 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
   fake::Element e = element(xt.type);
   double a = scale(xt.type, alpha), b = scale(xt.type, beta);
   fake::submit(streamOf(handle), [=] {
+    const void *hx = fake::hostView(x);
+    void *hy = fake::hostView(y);
+    if (!hx || !hy)
+      return;
     forEach(yt.dims, [&](const std::vector<int> &yi) {
       std::vector<int> xi(yi);
       double best = -std::numeric_limits<double>::infinity(), sum = 0;
@@ -490,7 +507,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
           if (xi[s + 2] < 0 || xi[s + 2] >= xt.dims[s + 2])
             return;
         }
-        double v = fake::load(e, x, offset(xt, xi));
+        double v = fake::load(e, hx, offset(xt, xi));
         nan = nan || std::isnan(v);
         best = std::max(best, v);
         sum += v;
@@ -501,7 +518,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
                      ? sum / double(count(p.window))
                      : sum / double(std::max<int64_t>(inside, 1));
       int64_t yo = offset(yt, yi);
-      fake::store(e, y, yo, a * r + (b != 0 ? b * fake::load(e, y, yo) : 0.0));
+      fake::store(e, hy, yo, a * r + (b != 0 ? b * fake::load(e, hy, yo) : 0.0));
     });
   });
   return CUDNN_STATUS_SUCCESS;
@@ -539,18 +556,23 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
   fake::Element e = element(xt.type);
   double a1 = scale(xt.type, alpha1), a2 = scale(xt.type, alpha2);
   fake::submit(streamOf(handle), [=] {
-    std::vector<double> sums = convolve(xt, x, wf, w, c, yt);
+    const void *hx = fake::hostView(x), *hw = fake::hostView(w), *hz = fake::hostView(z),
+               *hbias = fake::hostView(bias);
+    void *hy = fake::hostView(y);
+    if (!hx || !hw || !hz || !hbias || !hy)
+      return;
+    std::vector<double> sums = convolve(xt, hx, wf, hw, c, yt);
     int64_t flat = 0;
     forEach(yt.dims, [&](const std::vector<int> &i) {
       std::vector<int> channel(i.size(), 0);
       channel[1] = i[1];
-      double v = a1 * sums[flat] + (a2 != 0 ? a2 * fake::load(e, z, offset(zt, i)) : 0.0) +
-                 fake::load(e, bias, offset(bt, channel));
+      double v = a1 * sums[flat] + (a2 != 0 ? a2 * fake::load(e, hz, offset(zt, i)) : 0.0) +
+                 fake::load(e, hbias, offset(bt, channel));
       sums[flat++] = std::isnan(v) ? v : std::max(v, 0.0);
     });
     flat = 0;
     forEach(yt.dims,
-            [&](const std::vector<int> &i) { fake::store(e, y, offset(yt, i), sums[flat++]); });
+            [&](const std::vector<int> &i) { fake::store(e, hy, offset(yt, i), sums[flat++]); });
   });
   return CUDNN_STATUS_SUCCESS;
 }
@@ -591,14 +613,18 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
   bool tf32 = roundsToTf32(c);
   double a = scale(xt.type, alpha), b = scale(xt.type, beta);
   fake::submit(streamOf(handle), [=] {
+    const void *hdy = fake::hostView(dy), *hw = fake::hostView(w);
+    void *hdx = fake::hostView(dx);
+    if (!hdy || !hw || !hdx)
+      return;
     std::vector<double> grad(count(xt.dims), 0.0);
     forEachTap(xt, wf, c, yt,
                [&](const std::vector<int> &yi, int64_t, const std::vector<int> &, int64_t xFlat,
                    int64_t wo) {
-                 grad[xFlat] += fake::loadOperand(e, dy, offset(yt, yi), tf32) *
-                                fake::loadOperand(e, w, wo, tf32);
+                 grad[xFlat] += fake::loadOperand(e, hdy, offset(yt, yi), tf32) *
+                                fake::loadOperand(e, hw, wo, tf32);
                });
-    storeScaled(xt, dx, grad, a, b);
+    storeScaled(xt, hdx, grad, a, b);
   });
   return CUDNN_STATUS_SUCCESS;
 }

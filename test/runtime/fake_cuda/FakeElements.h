@@ -19,10 +19,12 @@
 namespace fake {
 
 /// Runs `work` on `stream` as the fake driver (libcuda.so.1, already loaded
-/// by the runtime) says: now, or when the graph a capture of the stream
-/// recorded it into is launched. Without that driver, now. The work must own
-/// copies of what it reads from the call's descriptors: a graph outlives them.
-inline void submit(void *stream, std::function<void()> work) {
+/// by the runtime) says: in order on the stream's worker, or when the graph a
+/// capture of the stream recorded it into is launched. Without that driver,
+/// now. The work must own copies of what it reads from the call's
+/// descriptors (a graph outlives them), and reaches device memory through
+/// hostView. Returns the driver's CUresult (0: queued).
+inline int submit(void *stream, std::function<void()> work) {
   using Submit = int (*)(void *, void (*)(void *), void (*)(void *), void *);
   static Submit driverSubmit = [] {
     void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -30,12 +32,41 @@ inline void submit(void *stream, std::function<void()> work) {
   }();
   if (!driverSubmit) {
     work();
-    return;
+    return 0;
   }
-  driverSubmit(
+  return driverSubmit(
       stream, [](void *p) { (*static_cast<std::function<void()> *>(p))(); },
       [](void *p) { delete static_cast<std::function<void()> *>(p); },
       new std::function<void()>(std::move(work)));
+}
+
+/// The host bytes behind device address `p`, for the double's work while it
+/// runs on the fake driver's stream: the driver's device memory is not
+/// readable from the host. Null (and an illegal-address fault on the
+/// running context, which the next synchronization reports) when `p` is not
+/// device memory of that context; a null `p` stays null. Without the fake
+/// driver, `p` itself.
+template <typename T> T *hostView(T *p) {
+  using View = void *(*)(const void *, size_t);
+  static View driverView = [] {
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return driver ? reinterpret_cast<View>(dlsym(driver, "kiln_fake_cuda_host_view")) : nullptr;
+  }();
+  if (!p || !driverView)
+    return p;
+  return static_cast<T *>(driverView(p, 0));
+}
+
+/// Fault injection (KILN_FAKE_CUDA_FAULTS, a comma-separated list of
+/// `kind:N`, kept by the fake driver, which documents it): whether this call
+/// is the Nth of `kind`. Without the driver, never.
+inline bool injectedFault(const char *kind) {
+  using Now = int (*)(const char *);
+  static Now driverNow = [] {
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return driver ? reinterpret_cast<Now>(dlsym(driver, "kiln_fake_cuda_fault_now")) : nullptr;
+  }();
+  return driverNow && driverNow(kind) != 0;
 }
 
 enum class Element { f32, f64, f16, bf16, unknown };
