@@ -126,6 +126,9 @@ TEST_F(FakeCuda, RefusedLaunchIsAnErrorAndTheNextRunWorks) {
 }
 
 TEST_F(FakeCuda, StickyFaultLosesTheContextAndALoadRecovers) {
+  // Another model on the same device, loaded before the fault.
+  kiln::Model bystander;
+  ASSERT_TRUE(kiln::Model::load(kEncoder, &bystander, KILN_BACKEND_CUDA).ok());
   // A kernel faults on the device: the launch returned, the error shows at
   // the next synchronization and stays (CUDA's sticky errors).
   setFaults("kernel:1");
@@ -142,6 +145,11 @@ TEST_F(FakeCuda, StickyFaultLosesTheContextAndALoadRecovers) {
   kiln::Status loaded = kiln::Model::load(kEncoder, &again, KILN_BACKEND_CUDA);
   ASSERT_TRUE(loaded.ok()) << loaded.message();
   expectRunMatches(again);
+  // The reset took the bystander's memory too: it says so, and goes without
+  // freeing what is now the new model's.
+  error = failedRun(bystander, inputs);
+  EXPECT_NE(error.find("load the model again"), std::string::npos) << error;
+  bystander = kiln::Model();
   model = kiln::Model();
   expectRunMatches(again);
 }

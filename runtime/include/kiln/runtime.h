@@ -26,9 +26,10 @@
  * is complete: outputs are written, inputs may be reused, and nothing of the run
  * is still in flight. Work queued on other streams is not waited for. A run
  * without a stream runs on a non-blocking stream of its context, after an
- * event recorded on the legacy stream: kiln never queues work there itself,
- * so its CUDA graph captures never make the legacy stream unusable to the
- * rest of the process.
+ * event recorded on the legacy stream (kiln queues no work of its own there
+ * and captures only non-blocking streams, so its CUDA graphs never make the
+ * legacy stream unusable to the rest of the process; while the application
+ * captures a blocking stream of its own, pass a stream).
  *
  * Versioning: KILN_API_VERSION_MAJOR changes only when a function or struct field
  * changes meaning or disappears; MINOR when something is added. Structs that

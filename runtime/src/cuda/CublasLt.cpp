@@ -296,9 +296,13 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
   const Problem &p = out.problem;
   const CublasLt &lt = *lt_;
   Descriptors &desc = out.desc;
+  // A descriptor the library does not support is a refusal too (the step
+  // then runs on the host); any other failure is an error.
   auto check = [&](const char *call, cublasStatus_t s) {
-    return s == CUBLAS_STATUS_SUCCESS ? absl::OkStatus()
-                                      : absl::InternalError(lt.describe(call, s));
+    if (s == CUBLAS_STATUS_SUCCESS)
+      return absl::OkStatus();
+    return s == CUBLAS_STATUS_NOT_SUPPORTED ? absl::UnimplementedError(lt.describe(call, s))
+                                            : absl::InternalError(lt.describe(call, s));
   };
   int32_t batch = static_cast<int32_t>(p.batch);
   auto layout = [&](cublasLtMatrixLayout_t *layoutOut, uint64_t rows, uint64_t cols, int64_t ld,
@@ -452,6 +456,11 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
 
 absl::StatusOr<size_t> MatmulRunner::workspaceFor(const MatMulParams &params,
                                                   const MatmulCall &call) const {
+  std::optional<Problem> problem = plan(params, call);
+  if (!problem)
+    return absl::InternalError("the matmul does not map onto cuBLASLt");
+  if (problem->m == 0 || problem->n == 0 || problem->batch == 0)
+    return 0; // an empty result: no call, no algorithm (run() returns at once)
   Prepared prepared(*lt_);
   if (absl::Status s = prepare(params, call, prepared); !s.ok())
     return s;

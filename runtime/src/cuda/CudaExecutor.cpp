@@ -92,6 +92,8 @@ public:
   CudaState(const CudaExecutor &executor, size_t inputs)
       : executor(executor), staging(inputs, {0, 0}) {}
   ~CudaState() override {
+    if (executor.contextWasReset())
+      return; // its buffers, streams and graphs went with the context
     const CudaDriver &cu = *executor.driver_;
     ContextScope scope(&cu, executor.context_);
     releaseDynamic();
@@ -246,7 +248,18 @@ absl::Status CudaExecutor::driverError(const char *call, CUresult r) const {
   return lostStatus();
 }
 
+bool CudaExecutor::contextWasReset() const {
+  return primaryResets(deviceHandle_).load() != resetsAtRetain_;
+}
+
 absl::Status CudaExecutor::lostStatus() const {
+  // A later load reset the device's primary context (after another model's
+  // sticky error): this executor's memory, modules and streams went with it,
+  // and its addresses may now be another model's.
+  if (contextWasReset())
+    return absl::UnavailableError(
+        "the CUDA context of this model was reset after a device error (another model's "
+        "load recovered from it): load the model again");
   absl::MutexLock lock(&lostMutex_);
   return lost_.empty() ? absl::OkStatus() : absl::UnavailableError(lost_);
 }
@@ -254,6 +267,14 @@ absl::Status CudaExecutor::lostStatus() const {
 CudaExecutor::~CudaExecutor() {
   if (!driver_ || !context_)
     return;
+  // A reset took this executor's memory, modules and streams and its retain
+  // (the same addresses may be another model's now): nothing to free.
+  if (contextWasReset()) {
+    matmul_.reset();
+    dnn_.reset();
+    pool_.release(); // its buffers died with the context; not freed again
+    return;
+  }
   {
     ContextScope scope(driver_, context_);
     matmul_.reset();
@@ -267,10 +288,7 @@ CudaExecutor::~CudaExecutor() {
     if (transfer_)
       driver_->cuStreamDestroy(transfer_);
   }
-  // A context another load reset (after a sticky error) is gone with its
-  // retains: releasing ours would drop the new context's.
-  if (primaryResets(deviceHandle_).load() == resetsAtRetain_)
-    driver_->cuDevicePrimaryCtxRelease(deviceHandle_);
+  driver_->cuDevicePrimaryCtxRelease(deviceHandle_);
 }
 
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &plan, int device) {
@@ -323,9 +341,17 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
     made = cu.cuStreamCreate(&ex->transfer_, CU_STREAM_NON_BLOCKING);
     if (made == CUDA_SUCCESS || !isStickyError(made) || attempt == 1)
       break;
-    cu.cuDevicePrimaryCtxRelease(ex->deviceHandle_);
-    cu.cuDevicePrimaryCtxReset(ex->deviceHandle_);
-    ++primaryResets(ex->deviceHandle_);
+    {
+      // One reset per poisoning: a load that finds another already reset
+      // it only retains the new context.
+      static absl::Mutex resetting(absl::kConstInit);
+      absl::MutexLock lock(&resetting);
+      cu.cuDevicePrimaryCtxRelease(ex->deviceHandle_);
+      if (primaryResets(ex->deviceHandle_).load() == ex->resetsAtRetain_) {
+        cu.cuDevicePrimaryCtxReset(ex->deviceHandle_);
+        ++primaryResets(ex->deviceHandle_);
+      }
+    }
     if (absl::Status s = retain(); !s.ok())
       return s;
   }
@@ -415,10 +441,11 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
       continue;
     CUdeviceptr p = 0;
     size_t bytes = std::max<size_t>(value.weightSize, artifact::kSlotAlignment);
-    if (CUresult r = cu.cuMemAlloc(&p, bytes);
-        r != CUDA_SUCCESS)
-      return absl::ResourceExhaustedError(
-          absl::StrCat("cannot place the weights on the device: ", cu.describe("cuMemAlloc", r)));
+    if (CUresult r = cu.cuMemAlloc(&p, bytes); r != CUDA_SUCCESS)
+      return isStickyError(r) ? ex->driverError("cuMemAlloc", r)
+                              : absl::ResourceExhaustedError(absl::StrCat(
+                                    "cannot place the weights on the device: ",
+                                    cu.describe("cuMemAlloc", r)));
     ex->weights_[v] = p;
     if (value.weightSize)
       if (CUresult r = cu.cuMemcpyHtoDAsync(p, value.weightData, value.weightSize, ex->transfer_);
@@ -727,10 +754,14 @@ absl::StatusOr<void *> CudaExecutor::allocateDevice(size_t bytes) const {
   ContextScope scope(driver_, context_);
   if (!scope.ok)
     return absl::InternalError("cannot make the model's CUDA context current");
+  if (absl::Status lost = lostStatus(); !lost.ok())
+    return lost;
   CUdeviceptr p = 0;
   if (CUresult r = driver_->cuMemAlloc(&p, std::max<size_t>(bytes, 1)); r != CUDA_SUCCESS)
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot allocate ", bytes, " bytes on the device: ", driver_->describe("cuMemAlloc", r)));
+    return isStickyError(r) ? driverError("cuMemAlloc", r)
+                            : absl::ResourceExhaustedError(
+                                  absl::StrCat("cannot allocate ", bytes, " bytes on the device: ",
+                                               driver_->describe("cuMemAlloc", r)));
   return reinterpret_cast<void *>(p);
 }
 
@@ -738,8 +769,11 @@ absl::Status CudaExecutor::freeDevice(void *address) const {
   ContextScope scope(driver_, context_);
   if (!scope.ok)
     return absl::InternalError("cannot make the model's CUDA context current");
+  if (absl::Status lost = lostStatus(); !lost.ok())
+    return lost;
   if (CUresult r = driver_->cuMemFree(reinterpret_cast<CUdeviceptr>(address)); r != CUDA_SUCCESS)
-    return absl::InvalidArgumentError(driver_->describe("cuMemFree", r));
+    return isStickyError(r) ? driverError("cuMemFree", r)
+                            : absl::InvalidArgumentError(driver_->describe("cuMemFree", r));
   return absl::OkStatus();
 }
 
@@ -771,12 +805,15 @@ absl::Status CudaExecutor::copySynchronously(const char *call,
   CUevent mark = nullptr;
   if (CUresult r = driver_->cuEventCreate(&mark, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS)
     return driverError("cuEventCreate", r);
+  const char *marking = "cuEventRecord";
   CUresult marked = driver_->cuEventRecord(mark, nullptr);
-  if (marked == CUDA_SUCCESS)
+  if (marked == CUDA_SUCCESS) {
+    marking = "cuStreamWaitEvent";
     marked = driver_->cuStreamWaitEvent(transfer_, mark, 0);
+  }
   driver_->cuEventDestroy(mark);
   if (marked != CUDA_SUCCESS)
-    return driverError("cuEventRecord", marked);
+    return driverError(marking, marked);
   if (CUresult r = copy(); r != CUDA_SUCCESS)
     return isStickyError(r) ? driverError(call, r)
                             : absl::InvalidArgumentError(driver_->describe(call, r));

@@ -94,8 +94,12 @@ private:
   /// marked lost, for the errors CUDA makes sticky (an illegal address, a
   /// failed launch: the context cannot be used again); INTERNAL otherwise.
   absl::Status driverError(const char *call, CUresult r) const;
-  /// UNAVAILABLE, saying why, once the context is lost; OK before.
+  /// UNAVAILABLE, saying why, once the context is lost (or was reset by a
+  /// later load); OK before.
   absl::Status lostStatus() const;
+  /// Whether a load reset the device's primary context after this executor
+  /// retained it (its resources are gone; CudaExecutor.cpp).
+  bool contextWasReset() const;
 
   const CudaDriver *driver_ = nullptr;
   /// The executor's own copies' stream (non-blocking; never the legacy one).

@@ -110,8 +110,9 @@ struct CUfunc_st {
 struct CUevent_st {
   CUctx_st *context = nullptr;
   bool recorded = false, done = false;
-  /// Destroyed while a record was pending: the record's job frees it.
-  bool destroyed = false;
+  /// Records so far: a record's job completes the event only if it is the
+  /// last one (a second record before the first ran supersedes it).
+  uint64_t records = 0;
   /// The last record's stream and its job there (cuStreamWaitEvent's wait).
   CUstream_st *stream = nullptr;
   uint64_t ticket = 0;
@@ -132,6 +133,7 @@ struct CUstream_st {
   // Capture.
   bool capturing = false, invalidated = false;
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  std::thread::id captureThread;
   std::vector<Node> recorded;
 };
 struct CUgraph_st {
@@ -312,6 +314,9 @@ void workerLoop(CUstream_st *s) {
       work();
       runningIn = nullptr;
     }
+    // What the work owns (a library double's data) goes before the lock is
+    // taken again: its release may call back into the driver.
+    work = Node();
     lock.lock();
     s->jobs.pop_front();
     ++s->completed;
@@ -654,8 +659,9 @@ CUresult cuDevicePrimaryCtxReset(CUdevice device) {
   std::vector<CUctx_st *> &contexts = primaries();
   if (contexts.size() > static_cast<size_t>(device) && contexts[device] &&
       contexts[device]->live) {
-    resetContext(lock, contexts[device]);
-    contexts[device]->retains = 0;
+    CUctx_st *reset = contexts[device];
+    reset->retains = 0; // before the lock is let go: a retain meanwhile makes a new one
+    resetContext(lock, reset);
   }
   return CUDA_SUCCESS;
 }
@@ -819,7 +825,8 @@ CUresult cuStreamDestroy_v2(CUstream stream) {
     }
   lock.unlock();
   stream->worker.join();
-  delete stream;
+  // The structure stays (a destroyed stream is a few bytes): other streams'
+  // jobs and events may still name it in their waits.
   return CUDA_SUCCESS;
 }
 CUresult cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode) {
@@ -834,7 +841,10 @@ CUresult cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode) {
   stream->invalidated = false;
   stream->mode = mode;
   stream->recorded.clear();
-  capturesHere.push_back(stream);
+  stream->captureThread = std::this_thread::get_id();
+  // Relaxed captures forbid nothing, so only the others are listed.
+  if (mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+    capturesHere.push_back(stream);
   if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
     globalCaptures.push_back(stream);
   return CUDA_SUCCESS;
@@ -860,6 +870,10 @@ CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
   std::lock_guard<std::mutex> lock(mutex);
   if (!stream || stream == CU_STREAM_LEGACY || !stream->capturing)
     return CUDA_ERROR_ILLEGAL_STATE;
+  // Only a relaxed capture may end on another thread than began it.
+  if (stream->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+      stream->captureThread != std::this_thread::get_id())
+    return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
   stream->capturing = false;
   forgetCapture(stream);
   std::vector<Node> recorded = std::move(stream->recorded);
@@ -936,17 +950,21 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
   std::lock_guard<std::mutex> lock(mutex);
   CUstream_st *s = resolve(stream);
   bool queued = s && !s->capturing;
-  CUresult r = submitLocked(stream, [event] {
+  // A captured record is a graph node: it completes the event whenever the
+  // graph runs, as the latest record then.
+  uint64_t record = queued ? event->records + 1 : 0;
+  CUresult r = submitLocked(stream, [event, record] {
     double ms = nowMs();
     std::lock_guard<std::mutex> inner(mutex);
+    if (record && record != event->records)
+      return; // superseded by a later record
     event->recorded = true;
     event->ms = ms;
     event->done = true;
     changed.notify_all();
-    if (event->destroyed)
-      delete event;
   });
   if (r == CUDA_SUCCESS && queued) {
+    event->records = record;
     event->recorded = true;
     event->done = false;
     event->stream = s;
@@ -1008,15 +1026,9 @@ CUresult cuGetExportTable(const void **table, const CUuuid *) {
 CUresult cuEventDestroy(CUevent event) {
   if (!event)
     return CUDA_ERROR_INVALID_HANDLE;
-  // CUDA lets an event go while a record of it is pending; it is released
-  // when the record completes (a record a graph holds is not tracked: kiln
-  // destroys its graphs first).
-  std::lock_guard<std::mutex> lock(mutex);
-  if (event->recorded && !event->done && event->context->live &&
-      event->context->sticky == CUDA_SUCCESS)
-    event->destroyed = true;
-  else
-    delete event;
+  // CUDA lets an event go while a record of it is pending (or a graph holds
+  // one). The structure stays, so such a record never writes freed memory;
+  // an event is a few bytes.
   return CUDA_SUCCESS;
 }
 
