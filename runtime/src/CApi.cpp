@@ -349,6 +349,17 @@ absl::Status loadOptions(const char *function, const kiln_load_options_t *option
         absl::StrCat(function, ": options->device is ", device, "; device ordinals start at 0"));
   return absl::OkStatus();
 }
+
+/// load() with options: their backend and device, checked first.
+template <typename Loader>
+kiln_status_t loadWithOptions(const char *function, const kiln_load_options_t *options,
+                              kiln_model_t **out, Loader loader) {
+  kiln_backend_t backend;
+  int device;
+  if (absl::Status s = loadOptions(function, options, backend, device); !s.ok())
+    return toC(s);
+  return load(function, backend, out, [&](kiln::rt::Backend b) { return loader(b, device); });
+}
 } // namespace
 
 extern "C" {
@@ -358,13 +369,10 @@ kiln_status_t kiln_model_load_file_with(const char *path, const kiln_load_option
   return guarded("kiln_model_load_file_with", [&] {
     if (!path)
       return toC(nullArgument("kiln_model_load_file_with", "path"));
-    kiln_backend_t backend;
-    int device;
-    if (absl::Status s = loadOptions("kiln_model_load_file_with", options, backend, device);
-        !s.ok())
-      return toC(s);
-    return load("kiln_model_load_file_with", backend, out_model,
-                [&](kiln::rt::Backend b) { return Model::loadFile(path, b, device); });
+    return loadWithOptions("kiln_model_load_file_with", options, out_model,
+                           [&](kiln::rt::Backend b, int device) {
+                             return Model::loadFile(path, b, device);
+                           });
   });
 }
 
@@ -372,13 +380,10 @@ kiln_status_t kiln_model_load_memory_with(const void *data, size_t size,
                                           const kiln_load_options_t *options,
                                           kiln_model_t **out_model) {
   return guarded("kiln_model_load_memory_with", [&] {
-    kiln_backend_t backend;
-    int device;
-    if (absl::Status s = loadOptions("kiln_model_load_memory_with", options, backend, device);
-        !s.ok())
-      return toC(s);
-    return load("kiln_model_load_memory_with", backend, out_model,
-                [&](kiln::rt::Backend b) { return Model::loadMemory(data, size, b, device); });
+    return loadWithOptions("kiln_model_load_memory_with", options, out_model,
+                           [&](kiln::rt::Backend b, int device) {
+                             return Model::loadMemory(data, size, b, device);
+                           });
   });
 }
 

@@ -454,32 +454,23 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
   return absl::OkStatus();
 }
 
-absl::StatusOr<size_t> MatmulRunner::workspaceFor(const MatMulParams &params,
-                                                  const MatmulCall &call) const {
-  std::optional<Problem> problem = plan(params, call);
-  if (!problem)
-    return absl::InternalError("the matmul does not map onto cuBLASLt");
-  if (problem->m == 0 || problem->n == 0 || problem->batch == 0)
-    return 0; // an empty result: no call, no algorithm (run() returns at once)
-  Prepared prepared(*lt_);
-  if (absl::Status s = prepare(params, call, prepared); !s.ok())
-    return s;
-  return prepared.workspace;
-}
-
 absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &call, CUstream stream,
-                               uintptr_t workspace, size_t workspaceBytes) const {
+                               WorkspaceFn workspaceFor) const {
   {
     std::optional<Problem> problem = plan(params, call);
     if (!problem)
       return absl::InternalError("the matmul does not map onto cuBLASLt");
     if (problem->m == 0 || problem->n == 0 || problem->batch == 0)
-      return absl::OkStatus(); // an empty result
+      return absl::OkStatus(); // an empty result: no call, no algorithm
   }
   const CublasLt &lt = *lt_;
   Prepared prepared(lt);
   if (absl::Status s = prepare(params, call, prepared); !s.ok())
     return s;
+  absl::StatusOr<std::pair<uintptr_t, size_t>> given = workspaceFor(prepared.workspace);
+  if (!given.ok())
+    return given.status();
+  auto [workspace, workspaceBytes] = *given;
   if (prepared.workspace > workspaceBytes)
     return absl::InternalError(absl::StrCat("the matmul's algorithm needs ", prepared.workspace,
                                             " bytes of workspace; the context gave ",

@@ -28,6 +28,7 @@
 #include "kiln/reference/Tensor.h"
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
@@ -81,16 +82,17 @@ public:
   static std::optional<ref::Shape> resultShape(const MatMulParams &params, const ref::Shape &a,
                                                const ref::Shape &b);
 
-  /// The workspace the algorithm for `call` needs (its heuristic query, made
-  /// once per problem and kept); UNIMPLEMENTED when cuBLASLt has no algorithm
-  /// for it (the step then runs on the host).
-  absl::StatusOr<size_t> workspaceFor(const MatMulParams &params, const MatmulCall &call) const;
+  /// The workspace of `bytes` (at least) that a call's algorithm needs: its
+  /// address and size (the context's, grown if need be).
+  using WorkspaceFn =
+      absl::FunctionRef<absl::StatusOr<std::pair<uintptr_t, size_t>>(size_t bytes)>;
 
-  /// Queues the matmul on `stream`, with `workspace` (`workspaceBytes`, at
-  /// least workspaceFor's) for the algorithm; UNIMPLEMENTED when cuBLASLt
-  /// refuses it (nothing of the step may be trusted: it runs on the host).
+  /// Queues the matmul on `stream`: the algorithm from the heuristic (asked
+  /// once per problem and kept), the workspace it needs from `workspaceFor`.
+  /// UNIMPLEMENTED when cuBLASLt refuses the problem or the call (nothing of
+  /// the step may be trusted: it runs on the host).
   absl::Status run(const MatMulParams &params, const MatmulCall &call, CUstream stream,
-                   uintptr_t workspace, size_t workspaceBytes) const;
+                   WorkspaceFn workspaceFor) const;
 
   /// The most workspace an algorithm may ask for (the heuristic's limit); a
   /// context allocates what its calls' algorithms need, up to this.
@@ -110,7 +112,7 @@ private:
     std::string refused; ///< why there is none; empty when there is
   };
   mutable absl::flat_hash_map<std::string, Algorithm> algorithms_ ABSL_GUARDED_BY(mutex_);
-  /// The descriptors of one call and its algorithm (run and workspaceFor).
+  /// The descriptors of one call and its algorithm.
   struct Prepared;
   absl::Status prepare(const MatMulParams &params, const MatmulCall &call, Prepared &out) const;
 };

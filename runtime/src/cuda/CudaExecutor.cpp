@@ -607,17 +607,6 @@ absl::StatusOr<const char *> CudaExecutor::runLibraryStep(ExecutionContext &cont
     return st;
   call.resultAddress = context.values[out].address;
   CudaState &state = stateOf(context);
-  // The algorithm (the heuristic's, told the operands' real alignment) and
-  // the workspace it needs, which the context's grows to; a refusal leaves
-  // the step to the host, and the profile says so.
-  absl::StatusOr<size_t> workspace = matmul_->workspaceFor(*host.matmul, call);
-  if (absl::IsUnimplemented(workspace.status()))
-    return refusedByLibrary(context, kCublasLtRefused);
-  if (!workspace.ok())
-    return workspace.status();
-  if (*workspace)
-    if (absl::Status st = state.ensure(state.workspace, *workspace); !st.ok())
-      return st;
   if (state.mode != SegmentMode::Off) {
     state.signCall(s, call.dtype, {&call.a, &call.b, &call.bias, &call.result},
                    {call.aAddress, call.bAddress, call.biasAddress, call.resultAddress},
@@ -625,10 +614,21 @@ absl::StatusOr<const char *> CudaExecutor::runLibraryStep(ExecutionContext &cont
     if (state.mode == SegmentMode::Dry)
       return "cublasLt";
   }
-  if (absl::Status st = matmul_->run(*host.matmul, call, state.stream, state.workspace.first,
-                                     state.workspace.second);
-      !st.ok())
-    return absl::IsUnimplemented(st) ? refusedByLibrary(context, kCublasLtRefused) : st;
+  // The algorithm (the heuristic's, told the operands' real alignment) and
+  // the workspace it needs, which the context's grows to (a dry run signs the
+  // workspace as it is; one that grows it is not captured that time). A
+  // refusal leaves the step to the host, and the profile says so.
+  absl::Status ran = matmul_->run(
+      *host.matmul, call, state.stream,
+      [&](size_t bytes) -> absl::StatusOr<std::pair<uintptr_t, size_t>> {
+        if (bytes)
+          if (absl::Status st = state.ensure(state.workspace, bytes); !st.ok())
+            return st;
+        return std::make_pair(static_cast<uintptr_t>(state.workspace.first),
+                              state.workspace.second);
+      });
+  if (!ran.ok())
+    return absl::IsUnimplemented(ran) ? refusedByLibrary(context, kCublasLtRefused) : ran;
   return "cublasLt";
 }
 
