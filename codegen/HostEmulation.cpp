@@ -72,6 +72,29 @@ absl::StatusOr<Compiler> findCompiler(const std::string &cacheDir) {
   }
   return compiler;
 }
+
+/// Writes `path` (the compiler, then a flag per line) unless it is there:
+/// aside and renamed, as the sources are.
+absl::Status writeBuildFlags(const std::string &path, const Compiler &compiler) {
+  if (llvm::sys::fs::exists(path))
+    return absl::OkStatus();
+  std::string temporary =
+      absl::StrCat(path, ".tmp", llvm::sys::Process::getProcessId(), "-", ++temporaries);
+  std::error_code ec;
+  {
+    llvm::raw_fd_ostream os(temporary, ec);
+    if (!ec) {
+      os << compiler.path << "\n";
+      for (const std::string &f : compiler.flags)
+        os << f << "\n";
+    }
+  }
+  if (ec || (ec = llvm::sys::fs::rename(temporary, path))) {
+    llvm::sys::fs::remove(temporary);
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
 } // namespace
 
 // The libraries stay loaded for the life of the process: OpenMP's worker threads
@@ -131,6 +154,10 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     job.source = (base + ".cpp").str();
     job.library = (base + ".so").str();
     job.cached = verifyCacheEntry(job.library);
+    // How the library is built, beside it: the fake CUDA driver builds the
+    // same source again at a launch's block size (KILN_HOST_BLOCK_THREADS).
+    if (absl::Status s = writeBuildFlags((base + ".flags").str(), *compiler); !s.ok())
+      return s;
     if (!job.cached) {
       // Written aside and renamed: another process building the same library
       // from this cache must never compile half a file.

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cuda.h>
 #include <dlfcn.h>
 
 #include <atomic>
@@ -239,6 +240,122 @@ TEST(Threads, GraphCapturesBesideLoadsAndCopiesOnCuda) {
     captures += line.rfind("capture ", 0) == 0;
   std::remove(log);
   EXPECT_GE(captures, kIterations / 2 - kShapes) << "graphs captured";
+}
+
+// A launch runs its real block size on the fake: a kernel of the test's own
+// (a block-wide exchange through shared memory across a barrier) gives the
+// answer only 64 threads meeting at the barrier give, and the same kernel
+// with threads that skip the barrier is a sticky launch failure (a GPU hangs
+// or races there), until the context is reset.
+TEST(FakeCudaBlocks, LaunchesRunTheirBlockSizeAndABarrierSkippedIsAFailure) {
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto addKernels = driver ? reinterpret_cast<int (*)(const char *)>(
+                                 dlsym(driver, "kiln_fake_cuda_add_kernels"))
+                           : nullptr;
+  if (!addKernels)
+    GTEST_SKIP() << "not on the fake CUDA driver (scripts/with-fake-cuda.sh)";
+#define KILN_NAME(f) #f
+#define KILN_SYMBOL(f) reinterpret_cast<decltype(&f)>(dlsym(driver, KILN_NAME(f)))
+  auto init = KILN_SYMBOL(cuInit);
+  auto retain = KILN_SYMBOL(cuDevicePrimaryCtxRetain);
+  auto release = KILN_SYMBOL(cuDevicePrimaryCtxRelease);
+  auto reset = KILN_SYMBOL(cuDevicePrimaryCtxReset);
+  auto push = KILN_SYMBOL(cuCtxPushCurrent);
+  auto pop = KILN_SYMBOL(cuCtxPopCurrent);
+  auto loadModule = KILN_SYMBOL(cuModuleLoadData);
+  auto getFunction = KILN_SYMBOL(cuModuleGetFunction);
+  auto alloc = KILN_SYMBOL(cuMemAlloc);
+  auto copyOut = KILN_SYMBOL(cuMemcpyDtoHAsync);
+  auto synchronize = KILN_SYMBOL(cuStreamSynchronize);
+  auto launch = KILN_SYMBOL(cuLaunchKernel);
+#undef KILN_SYMBOL
+#undef KILN_NAME
+  ASSERT_TRUE(init && retain && release && reset && push && pop && loadModule && getFunction &&
+              alloc && copyOut && synchronize && launch);
+
+  // The kernel as kiln's host libraries hold one: the CUDA C, a launcher and
+  // its argument count, built as HostEmulation builds them, with the flags
+  // file the driver builds it again from.
+  char folder[] = "/tmp/kiln-fake-blocks-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  std::string stem = std::string(folder) + "/host-0123456789abcdef";
+  {
+    std::ofstream source(stem + ".cpp");
+    source << R"(#include "kiln/device/kiln_device.h"
+extern "C" __global__ void kiln_test_exchange(int64_t *out, int64_t skipping) {
+  __shared__ int64_t tile[KILN_MAX_BLOCK];
+  if ((int64_t)threadIdx.x < skipping)
+    return;
+  tile[threadIdx.x] = threadIdx.x + 1000 * blockIdx.x;
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
+}
+extern "C" void kiln_test_exchange_host(void **args, int64_t grid) {
+#ifdef KILN_HOST_BLOCK_THREADS
+  kiln_run_blocks(grid, [&] { kiln_test_exchange(*(int64_t **)args[0], *(int64_t *)args[1]); });
+#else
+  for (int64_t b = 0; b < grid; ++b) {
+    blockIdx.x = b;
+    gridDim.x = grid;
+    kiln_test_exchange(*(int64_t **)args[0], *(int64_t *)args[1]);
+  }
+#endif
+}
+extern "C" const int kiln_test_exchange_host_argc = 2;
+)";
+    std::ofstream flags(stem + ".flags");
+    flags << "c++\n-std=c++17\n-O1\n-fPIC\n-shared\n-w\n-I" << KILN_DEVICE_INCLUDE << "\n";
+  }
+  std::string build = "c++ -std=c++17 -O1 -fPIC -shared -w -I" + std::string(KILN_DEVICE_INCLUDE) +
+                      " -o " + stem + ".so " + stem + ".cpp";
+  ASSERT_EQ(std::system(build.c_str()), 0) << build;
+  ASSERT_EQ(addKernels((stem + ".so").c_str()), 0);
+
+  constexpr unsigned kBlock = 64, kGrid = 3;
+  ASSERT_EQ(init(0), CUDA_SUCCESS);
+  CUcontext context = nullptr;
+  ASSERT_EQ(retain(&context, 0), CUDA_SUCCESS);
+  ASSERT_EQ(push(context), CUDA_SUCCESS);
+  CUmodule module = nullptr;
+  CUfunction exchange = nullptr;
+  ASSERT_EQ(loadModule(&module, "cubin"), CUDA_SUCCESS);
+  ASSERT_EQ(getFunction(&exchange, module, "kiln_test_exchange"), CUDA_SUCCESS);
+  auto run = [&](int64_t skipping, std::vector<int64_t> &out) -> CUresult {
+    CUdeviceptr buffer = 0;
+    if (CUresult r = alloc(&buffer, kBlock * kGrid * sizeof(int64_t)); r != CUDA_SUCCESS)
+      return r;
+    void *args[] = {&buffer, &skipping};
+    if (CUresult r = launch(exchange, kGrid, 1, 1, kBlock, 1, 1, 0, nullptr, args, nullptr);
+        r != CUDA_SUCCESS)
+      return r;
+    out.assign(kBlock * kGrid, -1);
+    if (CUresult r = copyOut(out.data(), buffer, out.size() * sizeof(int64_t), nullptr);
+        r != CUDA_SUCCESS)
+      return r;
+    return synchronize(nullptr);
+  };
+  std::vector<int64_t> out;
+  ASSERT_EQ(run(0, out), CUDA_SUCCESS);
+  for (unsigned b = 0; b < kGrid; ++b)
+    for (unsigned t = 0; t < kBlock; ++t)
+      EXPECT_EQ(out[b * kBlock + t], (kBlock - 1 - t) + 1000 * b) << "block " << b << " thread " << t;
+  EXPECT_EQ(run(5, out), CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(run(0, out), CUDA_ERROR_LAUNCH_FAILED) << "a launch failure is sticky";
+  // A block larger than kiln's kernels are built for is refused at the call.
+  void *none[] = {nullptr, nullptr};
+  EXPECT_EQ(launch(exchange, 1, 1, 1, 512, 1, 1, 0, nullptr, none, nullptr), CUDA_ERROR_INVALID_VALUE);
+  CUcontext popped = nullptr;
+  EXPECT_EQ(pop(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(release(0), CUDA_SUCCESS);
+  // A reset context runs it again (the runtime's own models recover the same way).
+  ASSERT_EQ(reset(0), CUDA_SUCCESS);
+  ASSERT_EQ(retain(&context, 0), CUDA_SUCCESS);
+  ASSERT_EQ(push(context), CUDA_SUCCESS);
+  EXPECT_EQ(run(0, out), CUDA_SUCCESS);
+  EXPECT_EQ(out[1], kBlock - 2);
+  EXPECT_EQ(pop(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(release(0), CUDA_SUCCESS);
+  std::system(("rm -rf " + std::string(folder)).c_str());
 }
 
 } // namespace

@@ -33,8 +33,13 @@
 // Kernel launches call the kernel's host-emulation launcher
 // (`<name>_host(args, grid)`, the same cuLaunchKernel-style argument array)
 // from the shared objects of $KILN_FAKE_CUDA_KERNELS (host-*.so, kiln's kernel
-// cache), with every parameter that points into the context's device memory
-// translated to its host bytes at the time the kernel runs. Modules' images
+// cache; looked for again when a kernel is not found, since a process may
+// build them as it runs), with every parameter that points into the context's device memory
+// translated to its host bytes at the time the kernel runs. A launch runs its
+// real block size: its library built again at that size (FakeBlocks.h), whose
+// threads meet at real barriers; a barrier they do not all reach is a sticky
+// CUDA_ERROR_LAUNCH_FAILED, and a block over 256 threads (kiln's kernels are
+// built for at most that) is CUDA_ERROR_INVALID_VALUE. Modules' images
 // (cubins) are accepted unread. Variants' libraries (hostvar-*.so) are not
 // looked in: their code is right only for their shapes.
 //
@@ -50,16 +55,23 @@
 //               (CUDA_ERROR_ILLEGAL_ADDRESS from the next call in its context)
 //     cublaslt-heuristic:N, cublaslt-matmul:N  (FakeCublasLt.cpp says)
 //   KILN_FAKE_CUDA_LAUNCH_LOG   a line per kernel run, "<kernel> <grid> <block>"
+//   KILN_FAKE_CUDA_ONE_THREAD   runs every block as one thread, as the host
+//                               libraries are built (to tell a block-size
+//                               defect from another)
 //   KILN_FAKE_CUDA_GRAPH_LOG    a line per capture ended and graph launched,
 //                               "capture <nodes>" / "replay <nodes>"
 //
 // Tests put its folder first on LD_LIBRARY_PATH (scripts/with-fake-cuda.sh),
 // so the runtime's CUDA executor runs in CI; numbers come from the same
-// generated kernels as host emulation. What it does not model: the block size
-// of a launch (kernels run as host emulation built them, one thread per
-// block), memory bandwidth or timing, pinned host memory.
+// generated kernels as host emulation. What it does not model: blocks running
+// at once (they run one after another, and a block's threads as fibers
+// between barriers: a race that needs two threads running together, rather
+// than a missing barrier, is not seen), memory bandwidth or timing, pinned
+// host memory.
 //
 //===----------------------------------------------------------------------===//
+
+#include "FakeBlocks.h"
 
 #include <cuda.h>
 
@@ -79,6 +91,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,12 +113,16 @@ struct CUctx_st {
 };
 struct CUmod_st {};
 struct CUfunc_st {
-  void (*launch)(void **, int64_t);
+  void (*launch)(void **, int64_t); ///< one thread per block
   std::string name;
   /// Its parameters (8 bytes each, as kiln passes them), from the launcher
   /// library's `<name>_host_argc`; -1 when it has none (such a launch cannot
   /// be run: its parameters cannot be translated).
   int argc = -1;
+  std::string library; ///< the host-*.so it is from
+  /// Its launcher at the block size it was last launched with (FakeBlocks.h).
+  const kiln::fake::BlockLauncher *threaded = nullptr;
+  unsigned threadedBlock = 0;
 };
 struct CUevent_st {
   CUctx_st *context = nullptr;
@@ -437,32 +454,43 @@ double nowMs() {
       .count();
 }
 
-/// Every host-emulation library in $KILN_FAKE_CUDA_KERNELS, opened once.
-const std::vector<void *> &kernelLibraries() {
-  static std::vector<void *> libraries = [] {
-    std::vector<void *> out;
-    const char *dir = std::getenv("KILN_FAKE_CUDA_KERNELS");
-    if (!dir)
-      return out;
-    if (DIR *d = opendir(dir)) {
-      while (dirent *e = readdir(d)) {
-        std::string name = e->d_name;
-        if (name.rfind("host-", 0) == 0 && name.size() > 3 &&
-            name.compare(name.size() - 3, 3, ".so") == 0)
-          if (void *h = dlopen((std::string(dir) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL))
-            out.push_back(h);
-      }
-      closedir(d);
-    }
-    return out;
-  }();
-  return libraries;
+/// A host-emulation library in $KILN_FAKE_CUDA_KERNELS.
+struct KernelLibrary {
+  void *handle;
+  std::string path;
+};
+std::mutex librariesMutex; ///< kernelLibraries() (a test adds to it)
+/// The host-emulation libraries opened so far (callers hold librariesMutex).
+std::vector<KernelLibrary> &kernelLibraries() {
+  static auto *libraries = new std::vector<KernelLibrary>();
+  return *libraries;
+}
+/// Opens the libraries in $KILN_FAKE_CUDA_KERNELS not opened yet (callers
+/// hold librariesMutex): at the first lookup, and again when a kernel is not
+/// found, since a process may build libraries into the cache as it runs.
+void scanKernelLibraries() {
+  static auto *seen = new std::set<std::string>();
+  const char *dir = std::getenv("KILN_FAKE_CUDA_KERNELS");
+  DIR *d = dir ? opendir(dir) : nullptr;
+  if (!d)
+    return;
+  while (dirent *e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.rfind("host-", 0) != 0 || name.size() <= 3 ||
+        name.compare(name.size() - 3, 3, ".so") != 0 || !seen->insert(name).second)
+      continue;
+    std::string path = std::string(dir) + "/" + name;
+    if (void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
+      kernelLibraries().push_back({h, path});
+  }
+  closedir(d);
 }
 
 /// Runs a kernel (on a worker): its parameters that point into its context's
 /// device memory become the host bytes behind them; one that points into
 /// another context's memory, or a fault injected here, is an illegal address.
-void runKernel(CUfunc_st *f, unsigned grid, unsigned block, std::vector<uint64_t> values) {
+void runKernel(CUfunc_st *f, const kiln::fake::BlockLauncher *threaded, unsigned grid,
+               unsigned block, std::vector<uint64_t> values) {
   logLine("KILN_FAKE_CUDA_LAUNCH_LOG",
           f->name + " " + std::to_string(grid) + " " + std::to_string(block));
   if (faults().now("kernel")) {
@@ -487,7 +515,45 @@ void runKernel(CUfunc_st *f, unsigned grid, unsigned block, std::vector<uint64_t
   std::vector<void *> pointers;
   for (uint64_t &v : values)
     pointers.push_back(&v);
-  f->launch(pointers.data(), grid);
+  if (!threaded) {
+    f->launch(pointers.data(), grid);
+    return;
+  }
+  // A barrier its threads do not all reach hangs or races on a GPU; here it
+  // is an unspecified launch failure, sticky as a GPU's would be.
+  std::string wrong = threaded->run(pointers.data(), grid);
+  if (!wrong.empty()) {
+    std::fprintf(stderr, "kiln fake CUDA: kernel %s: a barrier not every thread reaches: %s\n",
+                 f->name.c_str(), wrong.c_str());
+    fault(CUDA_ERROR_LAUNCH_FAILED);
+  }
+}
+
+/// The launcher that runs `f` at `block` threads per block (nullptr: the
+/// library's own, one thread per block). Called outside the lock: a first
+/// launch at a block size builds the library at it.
+CUresult threadedLauncher(CUfunc_st *f, unsigned block, const kiln::fake::BlockLauncher **out) {
+  *out = nullptr;
+  if (block == 1 || std::getenv("KILN_FAKE_CUDA_ONE_THREAD"))
+    return CUDA_SUCCESS;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (f->threaded && f->threadedBlock == block) {
+      *out = f->threaded;
+      return CUDA_SUCCESS;
+    }
+  }
+  std::string error;
+  const kiln::fake::BlockLauncher *launcher = kiln::fake::blockLauncher(f->library, f->name, block, error);
+  if (!launcher) {
+    std::fprintf(stderr, "kiln fake CUDA: kernel %s: %s\n", f->name.c_str(), error.c_str());
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  f->threaded = launcher;
+  f->threadedBlock = block;
+  *out = launcher;
+  return CUDA_SUCCESS;
 }
 
 /// A copy (on a worker): the device side(s) translated when it runs, so a
@@ -692,18 +758,27 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule, const char *name) {
   // hold libraries from before launchers stated their argument count, so
   // one that states it is preferred.
   CUfunc_st *found = nullptr;
-  for (void *library : kernelLibraries())
-    if (void *symbol = dlsym(library, (std::string(name) + "_host").c_str())) {
-      auto *argc = static_cast<const int *>(dlsym(library, (std::string(name) + "_host_argc").c_str()));
-      if (found && !argc)
-        continue;
-      delete found;
-      found = new CUfunc_st{reinterpret_cast<void (*)(void **, int64_t)>(symbol), name};
-      if (argc) {
-        found->argc = *argc;
-        break;
+  std::lock_guard<std::mutex> lock(librariesMutex);
+  static bool scanned = false;
+  for (int attempt = 0; attempt < 2 && !found; ++attempt) {
+    if (!scanned || attempt == 1)
+      scanKernelLibraries();
+    scanned = true;
+    for (const KernelLibrary &library : kernelLibraries())
+      if (void *symbol = dlsym(library.handle, (std::string(name) + "_host").c_str())) {
+        auto *argc = static_cast<const int *>(
+            dlsym(library.handle, (std::string(name) + "_host_argc").c_str()));
+        if (found && !argc)
+          continue;
+        delete found;
+        found = new CUfunc_st{reinterpret_cast<void (*)(void **, int64_t)>(symbol), name};
+        found->library = library.path;
+        if (argc) {
+          found->argc = *argc;
+          break;
+        }
       }
-    }
+  }
   *function = found;
   return found ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
@@ -785,7 +860,8 @@ CUresult cuStreamSynchronize(CUstream stream) {
 CUresult cuLaunchKernel(CUfunction f, unsigned gridX, unsigned gridY, unsigned gridZ,
                         unsigned blockX, unsigned blockY, unsigned blockZ, unsigned,
                         CUstream stream, void **args, void **extra) {
-  if (!f || gridX == 0 || gridY != 1 || gridZ != 1 || blockX == 0 || blockX > 1024 ||
+  // kiln's kernels are built for at most KILN_MAX_BLOCK (256) threads.
+  if (!f || gridX == 0 || gridY != 1 || gridZ != 1 || blockX == 0 || blockX > 256 ||
       blockY != 1 || blockZ != 1 || extra || f->argc < 0 || (f->argc > 0 && !args))
     return CUDA_ERROR_INVALID_VALUE;
   if (faults().now("launch"))
@@ -795,7 +871,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gridX, unsigned gridY, unsigned g
   std::vector<uint64_t> values(static_cast<size_t>(f->argc));
   for (int i = 0; i < f->argc; ++i)
     std::memcpy(&values[i], args[i], sizeof(uint64_t));
-  return submit(stream, [f, gridX, blockX, values] { runKernel(f, gridX, blockX, values); });
+  const kiln::fake::BlockLauncher *threaded = nullptr;
+  if (CUresult r = threadedLauncher(f, blockX, &threaded); r != CUDA_SUCCESS)
+    return r;
+  return submit(stream, [f, threaded, gridX, blockX, values] {
+    runKernel(f, threaded, gridX, blockX, values);
+  });
 }
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags) {
   std::lock_guard<std::mutex> lock(mutex);
@@ -918,6 +999,17 @@ int kiln_fake_cuda_submit(CUstream stream, void (*run)(void *), void (*release)(
                           void *data) {
   std::shared_ptr<void> owned(data, release);
   return submit(stream, [run, owned] { run(owned.get()); });
+}
+/// For a test's own kernels: adds host-emulation library `path` (a
+/// host-<hash>.so, with its .cpp and .flags beside it) to those kernels are
+/// looked up in. 0 when it loaded.
+int kiln_fake_cuda_add_kernels(const char *path) {
+  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return 1;
+  std::lock_guard<std::mutex> lock(librariesMutex);
+  kernelLibraries().insert(kernelLibraries().begin(), {handle, path});
+  return 0;
 }
 /// Fault injection for tests in one process: replaces the list (as
 /// KILN_FAKE_CUDA_FAULTS gives it) and restarts the counts; null clears it.

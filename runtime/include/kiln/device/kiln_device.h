@@ -6,6 +6,7 @@
 //  - host (compiled by the host C++ compiler for host emulation): one thread per
 //    block, blocks in a loop (or OpenMP); __global__/__shared__/__syncthreads map
 //    to plain C++, and every kernel must be correct for any block size, 1 included.
+//    A test mode (KILN_HOST_BLOCK_THREADS) runs blocks of N threads as fibers.
 //
 // Storage types: f16 and bf16 are stored as kiln_f16/kiln_bf16 (16-bit patterns)
 // and computed in float; everything else computes in its own C type.
@@ -35,56 +36,202 @@ struct kiln_dim3 {
   int64_t x;
 };
 #ifdef KILN_HOST_BLOCK_THREADS
-// A test mode (HostEmulation: KILN_HOST_BLOCK_THREADS=N in the environment of
-// the compile): N host threads per block, __syncthreads a barrier across them,
-// __shared__ one copy the block's threads share, blocks one after another. It
-// runs the code paths a GPU's blocks take, which one thread per block never
-// does. With N a multiple of 32 the block is whole warps and the kernels take
-// their warp paths: a shuffle is a store to the lane's slot, a barrier of the
-// warp's 32 threads, a load of the partner's slot and another barrier (every
-// lane of a warp shuffles together, as __shfl_xor_sync with a full mask
-// requires on a GPU).
+// A test mode: N threads per block (KILN_HOST_BLOCK_THREADS=N in the
+// environment of a host-emulation compile, and the fake CUDA driver's build
+// of each library at its launches' block size). A block's threads run as
+// fibers on the launching thread: each runs until it reaches a barrier
+// (__syncthreads, or one of a warp's shuffles), and they all go on when every
+// thread the barrier waits for is there. __shared__ is one copy the block's
+// threads share; blocks run one after another (one at a time per library:
+// the statics are the running block's). Between two barriers the threads run
+// one after another, in ascending order in even blocks and descending in odd
+// ones, so a thread that reads another's write without a barrier between
+// them reads it in one order and not in the other. A barrier that not every
+// thread reaches (one has returned, or waits at another barrier) is a fault,
+// as it is undefined on a GPU (it hangs or races there): the block stops and
+// kiln_host_block_fault says what each thread did. With N a multiple of 32
+// the block is whole warps and the kernels take their warp paths: a shuffle
+// is a store to the lane's slot, a barrier of the warp's 32 lanes, a load of
+// the partner's slot and another barrier (every lane of a warp shuffles
+// together, as __shfl_xor_sync with a full mask requires on a GPU).
 #if KILN_HOST_BLOCK_THREADS < 1 || KILN_HOST_BLOCK_THREADS > 256
 #error "KILN_HOST_BLOCK_THREADS must be 1 to 256"
 #endif
 #define KILN_HOST_WARPS (KILN_HOST_BLOCK_THREADS % 32 == 0)
-#include <pthread.h>
-#include <thread>
-#include <vector>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <sys/mman.h>
+#ifndef __x86_64__
+#include <ucontext.h>
+#endif
 #define __shared__ static
-static thread_local kiln_dim3 blockIdx = {0}, gridDim = {1}, threadIdx = {0};
+static kiln_dim3 blockIdx = {0}, gridDim = {1}, threadIdx = {0};
 static const kiln_dim3 blockDim = {KILN_HOST_BLOCK_THREADS};
-static pthread_barrier_t kiln_block_barrier;
-static inline void __syncthreads() { pthread_barrier_wait(&kiln_block_barrier); }
-// Warp emulation (whole warps only): each lane's shuffled word, and a barrier
-// per warp.
+extern "C" {
+// The last barrier fault of a launch ("" when none). A caller that reads it
+// (the fake CUDA driver) sets kiln_host_block_fault_checked and clears it;
+// unread, a fault is printed and the process aborts: its results are wrong.
+__attribute__((weak, visibility("default"))) char kiln_host_block_fault[256];
+__attribute__((weak, visibility("default"))) int kiln_host_block_fault_checked;
+}
+enum { KILN_FIBER_RUNS, KILN_FIBER_AT_SYNCTHREADS, KILN_FIBER_AT_SHUFFLE, KILN_FIBER_RETURNED };
+// Each fiber's stack, above a guard page (an overflow faults, not corrupts).
+static const size_t kiln_fiber_stack_bytes = 256 << 10, kiln_fiber_guard_bytes = 4096;
+struct kiln_fiber {
+#ifdef __x86_64__
+  void *sp; // its saved stack pointer, the callee-saved registers below it
+#else
+  ucontext_t context;
+#endif
+  int state;
+};
+static kiln_fiber kiln_fibers[KILN_HOST_BLOCK_THREADS];
+static char *kiln_fiber_stacks;
+static int kiln_running;
+static void (*kiln_block_body)(void *);
+static void *kiln_block_closure;
 static uint64_t kiln_warp_words[KILN_HOST_BLOCK_THREADS];
-static pthread_barrier_t kiln_warp_barriers[(KILN_HOST_BLOCK_THREADS + 31) / 32];
-// Runs `body` as `grid` blocks of KILN_HOST_BLOCK_THREADS threads, in order:
-// the same threads run every block, meeting at a barrier before the next one
-// reuses the __shared__ arrays.
+static std::mutex kiln_block_lock;
+#ifdef __x86_64__
+// Saves the callee-saved registers on the current stack and its pointer in
+// *save, then resumes the stack at `load` (the System V ABI's callee-saved
+// set; kernels change neither MXCSR nor the x87 control word).
+extern "C" __attribute__((visibility("hidden"))) void kiln_fiber_swap(void **save, void *load);
+__asm__(".text\n.p2align 4\n.weak kiln_fiber_swap\n.hidden kiln_fiber_swap\n"
+        ".type kiln_fiber_swap,@function\nkiln_fiber_swap:\n"
+        "pushq %rbp\npushq %rbx\npushq %r12\npushq %r13\npushq %r14\npushq %r15\n"
+        "movq %rsp, (%rdi)\nmovq %rsi, %rsp\n"
+        "popq %r15\npopq %r14\npopq %r13\npopq %r12\npopq %rbx\npopq %rbp\nret\n"
+        ".size kiln_fiber_swap, .-kiln_fiber_swap\n");
+static void *kiln_scheduler_sp;
+#else
+static ucontext_t kiln_scheduler_context;
+#endif
+static void kiln_fiber_main() {
+  kiln_block_body(kiln_block_closure);
+  kiln_fibers[kiln_running].state = KILN_FIBER_RETURNED;
+#ifdef __x86_64__
+  kiln_fiber_swap(&kiln_fibers[kiln_running].sp, kiln_scheduler_sp);
+  __builtin_unreachable();
+#endif
+}
+// The running thread stops at a barrier until the scheduler releases it.
+static void kiln_fiber_wait(int state) {
+  kiln_fiber &self = kiln_fibers[kiln_running];
+  self.state = state;
+#ifdef __x86_64__
+  kiln_fiber_swap(&self.sp, kiln_scheduler_sp);
+#else
+  swapcontext(&self.context, &kiln_scheduler_context);
+#endif
+  // Other threads wrote memory (shared arrays, shuffle slots, threadIdx) meanwhile.
+  __asm__ __volatile__("" ::: "memory");
+}
+static inline void __syncthreads() { kiln_fiber_wait(KILN_FIBER_AT_SYNCTHREADS); }
+// Thread t starts at the top of its stack, in kiln_fiber_main.
+static void kiln_fiber_start(int t) {
+  char *top = kiln_fiber_stacks + static_cast<size_t>(t + 1) * (kiln_fiber_stack_bytes + kiln_fiber_guard_bytes);
+  kiln_fiber &f = kiln_fibers[t];
+  f.state = KILN_FIBER_RUNS;
+#ifdef __x86_64__
+  // kiln_fiber_swap's `ret` pops kiln_fiber_main from a 16-byte-aligned slot,
+  // so the function starts with the stack as a call leaves it.
+  void **slot = reinterpret_cast<void **>((reinterpret_cast<uintptr_t>(top) & ~uintptr_t(15)) - 16);
+  slot[1] = nullptr;
+  slot[0] = reinterpret_cast<void *>(&kiln_fiber_main);
+  for (int r = 1; r <= 6; ++r)
+    slot[-r] = nullptr;
+  f.sp = slot - 6;
+#else
+  getcontext(&f.context);
+  f.context.uc_stack.ss_sp = top - kiln_fiber_stack_bytes;
+  f.context.uc_stack.ss_size = kiln_fiber_stack_bytes;
+  f.context.uc_link = &kiln_scheduler_context;
+  makecontext(&f.context, kiln_fiber_main, 0);
+#endif
+}
+static void kiln_fiber_resume(int t) {
+  threadIdx.x = t;
+  kiln_running = t;
+#ifdef __x86_64__
+  kiln_fiber_swap(&kiln_scheduler_sp, kiln_fibers[t].sp);
+#else
+  swapcontext(&kiln_scheduler_context, &kiln_fibers[t].context);
+  if (kiln_fibers[t].state == KILN_FIBER_RUNS) // it returned through uc_link
+    kiln_fibers[t].state = KILN_FIBER_RETURNED;
+#endif
+}
+// Runs block blockIdx.x to its end; false (kiln_host_block_fault set) when
+// its threads do not meet at a barrier.
+static bool kiln_run_block(bool descending) {
+  const int n = KILN_HOST_BLOCK_THREADS;
+  for (int t = 0; t < n; ++t)
+    kiln_fiber_start(t);
+  for (;;) {
+    for (int i = 0; i < n; ++i) {
+      int t = descending ? n - 1 - i : i;
+      if (kiln_fibers[t].state == KILN_FIBER_RUNS)
+        kiln_fiber_resume(t);
+    }
+    int counts[4] = {0, 0, 0, 0};
+    for (int t = 0; t < n; ++t)
+      ++counts[kiln_fibers[t].state];
+    if (counts[KILN_FIBER_RETURNED] == n)
+      return true;
+    bool released = false;
+    if (counts[KILN_FIBER_AT_SYNCTHREADS] == n) {
+      for (int t = 0; t < n; ++t)
+        kiln_fibers[t].state = KILN_FIBER_RUNS;
+      released = true;
+    }
+    for (int w = 0; KILN_HOST_WARPS && w < n / 32; ++w) {
+      bool whole = true;
+      for (int l = 0; l < 32; ++l)
+        whole = whole && kiln_fibers[w * 32 + l].state == KILN_FIBER_AT_SHUFFLE;
+      for (int l = 0; whole && l < 32; ++l)
+        kiln_fibers[w * 32 + l].state = KILN_FIBER_RUNS;
+      released = released || whole;
+    }
+    if (released)
+      continue;
+    std::snprintf(kiln_host_block_fault, sizeof kiln_host_block_fault,
+                  "block %lld of %d threads: %d wait at __syncthreads, %d at a warp shuffle, "
+                  "%d have returned",
+                  static_cast<long long>(blockIdx.x), n, counts[KILN_FIBER_AT_SYNCTHREADS],
+                  counts[KILN_FIBER_AT_SHUFFLE], counts[KILN_FIBER_RETURNED]);
+    if (!kiln_host_block_fault_checked) {
+      std::fprintf(stderr, "kiln_device: a barrier not every thread reaches: %s\n",
+                   kiln_host_block_fault);
+      std::abort();
+    }
+    return false;
+  }
+}
+// Runs `body` as `grid` blocks of KILN_HOST_BLOCK_THREADS threads, in order.
 template <typename F> static void kiln_run_blocks(int64_t grid, F body) {
-  pthread_barrier_init(&kiln_block_barrier, nullptr, KILN_HOST_BLOCK_THREADS);
-  if (KILN_HOST_WARPS)
-    for (pthread_barrier_t &b : kiln_warp_barriers)
-      pthread_barrier_init(&b, nullptr, 32);
-  std::vector<std::thread> threads;
-  for (int64_t t = 0; t < KILN_HOST_BLOCK_THREADS; ++t)
-    threads.emplace_back([&, t] {
-      threadIdx.x = t;
-      gridDim.x = grid;
-      for (int64_t b = 0; b < grid; ++b) {
-        blockIdx.x = b;
-        body();
-        __syncthreads();
-      }
-    });
-  for (std::thread &thread : threads)
-    thread.join();
-  pthread_barrier_destroy(&kiln_block_barrier);
-  if (KILN_HOST_WARPS)
-    for (pthread_barrier_t &b : kiln_warp_barriers)
-      pthread_barrier_destroy(&b);
+  std::lock_guard<std::mutex> lock(kiln_block_lock);
+  if (!kiln_fiber_stacks) {
+    const size_t stride = kiln_fiber_stack_bytes + kiln_fiber_guard_bytes;
+    void *m = mmap(nullptr, stride * KILN_HOST_BLOCK_THREADS + kiln_fiber_guard_bytes,
+                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+      std::fprintf(stderr, "kiln_device: cannot map the stacks of %d threads\n",
+                   KILN_HOST_BLOCK_THREADS);
+      std::abort();
+    }
+    kiln_fiber_stacks = static_cast<char *>(m);
+    for (int t = 0; t < KILN_HOST_BLOCK_THREADS; ++t) // the guard below each stack
+      mprotect(kiln_fiber_stacks + t * stride, kiln_fiber_guard_bytes, PROT_NONE);
+  }
+  kiln_block_body = [](void *closure) { (*static_cast<F *>(closure))(); };
+  kiln_block_closure = &body;
+  gridDim.x = grid;
+  for (int64_t b = 0; b < grid; ++b) {
+    blockIdx.x = b;
+    if (!kiln_run_block(b % 2 == 1))
+      return;
+  }
 }
 #else
 // One thread per block: a block is one call, so its shared arrays are the
@@ -780,13 +927,12 @@ template <typename T> KILN_DEVICE T kiln_shfl_xor(T v, int offset) {
     return v;
   static_assert(sizeof(T) <= 8, "kiln_shfl_xor moves at most 8 bytes");
   unsigned t = static_cast<unsigned>(threadIdx.x);
-  pthread_barrier_t *warp = &kiln_warp_barriers[t / 32];
   uint64_t bits = 0;
   memcpy(&bits, &v, sizeof(T));
   kiln_warp_words[t] = bits;
-  pthread_barrier_wait(warp);
+  kiln_fiber_wait(KILN_FIBER_AT_SHUFFLE);
   bits = kiln_warp_words[t ^ static_cast<unsigned>(offset)];
-  pthread_barrier_wait(warp);
+  kiln_fiber_wait(KILN_FIBER_AT_SHUFFLE);
   T r;
   memcpy(&r, &bits, sizeof(T));
   return r;
