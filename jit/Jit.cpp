@@ -334,8 +334,10 @@ absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
     return finish(plan.status(), nullptr);
   entry->plan = std::move(*plan);
   kiln_model_t *model = nullptr;
-  if (kiln_model_load_memory((*artifact)->data(), (*artifact)->size, options_.backend, &model) !=
-      KILN_OK)
+  kiln_load_options_t load = KILN_LOAD_OPTIONS_INIT;
+  load.backend = options_.backend;
+  load.device = options_.device;
+  if (kiln_model_load_memory_with((*artifact)->data(), (*artifact)->size, &load, &model) != KILN_OK)
     return finish(absl::FailedPreconditionError(absl::StrCat(name, ": ", kiln_last_error())),
                   nullptr);
   entry->model = model;
@@ -655,6 +657,9 @@ kiln_status_t kiln_jit_create(const kiln_jit_options_t *options, kiln_jit_t **ou
         return fail(absl::InvalidArgumentError("kiln_jit_create: options->struct_size is too small"));
       std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
     }
+    if (o.device < 0)
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "kiln_jit_create: options->device is ", o.device, ", not a device ordinal")));
     auto jit = std::make_unique<kiln_jit_t>();
     jit->jit = std::make_unique<kiln::jit::Jit>(o);
     if (absl::Status s = jit->jit->start(); !s.ok())

@@ -12,6 +12,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -133,6 +135,12 @@ public:
     check(kiln_model_backend(model_, &b));
     return b == KILN_BACKEND_CUDA ? "cuda" : "host";
   }
+  /// The CUDA device ordinal it runs on; None in host emulation.
+  std::optional<int> device() const {
+    int32_t d = -1;
+    check(kiln_model_device(model_, &d));
+    return d < 0 ? std::nullopt : std::optional<int>(d);
+  }
   std::string backendDescription() const {
     const char *d = "";
     check(kiln_model_backend_description(model_, &d));
@@ -174,7 +182,7 @@ public:
       if (!nb::try_cast(inputs[key], a))
         throw KilnError(std::string("input '") + info.name +
                         "' is not a C-contiguous array (numpy, or DLPack such as torch)");
-      (onDevice(a, info.name) ? firstDevice : firstHost) = info.name;
+      (onDevice(a, std::string("input '") + info.name + "'") ? firstDevice : firstHost) = info.name;
       if (a.ndim() > KILN_MAX_RANK)
         throw KilnError(std::string("input '") + info.name + "' has rank " +
                         std::to_string(a.ndim()) + "; kiln takes at most " +
@@ -276,18 +284,22 @@ private:
   using AnyArray = nb::ndarray<nb::ro, nb::c_contig>;
 
   /// Whether `a` is in CUDA device memory (true) or host memory (false);
-  /// anything else, or another device than kiln's, is an error naming `what`.
-  static bool onDevice(const AnyArray &a, const std::string &what) {
+  /// anything else, or another device than the model's, is an error naming
+  /// `what`.
+  bool onDevice(const AnyArray &a, const std::string &what) const {
     switch (a.device_type()) {
     case nb::device::cpu::value:
     case nb::device::cuda_host::value:
       return false;
     case nb::device::cuda::value:
-    case nb::device::cuda_managed::value:
-      if (a.device_id() != 0)
+    case nb::device::cuda_managed::value: {
+      std::optional<int> mine = device();
+      if (mine && a.device_id() != *mine)
         throw KilnError(what + " is on cuda:" + std::to_string(a.device_id()) +
-                        "; kiln runs on cuda:0 (set CUDA_VISIBLE_DEVICES to choose the GPU)");
+                        " and the model runs on cuda:" + std::to_string(*mine) +
+                        " (load it with device=" + std::to_string(a.device_id()) + ")");
       return true;
+    }
     default:
       throw KilnError(what + " is on DLPack device type " + std::to_string(a.device_type()) +
                       ", neither the host nor CUDA");
@@ -316,7 +328,8 @@ private:
     auto *buffer = new DeviceBuffer{nb::borrow(self), model_, address};
     nb::capsule owner(buffer, [](void *p) noexcept { delete static_cast<DeviceBuffer *>(p); });
     return nb::cast(nb::ndarray<nb::array_api>(address, shape.size(), shape.data(), owner, nullptr,
-                                               toDlpack(dtype), nb::device::cuda::value, 0));
+                                               toDlpack(dtype), nb::device::cuda::value,
+                                               device().value_or(0)));
   }
 
   /// A run on device inputs: outputs in device memory the model allocates,
@@ -405,25 +418,27 @@ kiln_backend_t parseBackend(const std::string &name) {
   throw KilnError("backend '" + name + "' is not auto, cuda or host");
 }
 
-std::unique_ptr<Model> load(const std::string &path, const std::string &backend) {
+std::unique_ptr<Model> load(const std::string &path, const std::string &backend, int device) {
   kiln_model_t *model = nullptr;
-  kiln_backend_t b = parseBackend(backend);
+  kiln_load_options_t options = KILN_LOAD_OPTIONS_INIT;
+  options.backend = parseBackend(backend);
+  options.device = device;
   kiln_status_t status;
   {
     nb::gil_scoped_release release;
-    status = kiln_model_load_file(path.c_str(), b, &model);
+    status = kiln_model_load_file_with(path.c_str(), &options, &model);
   }
   check(status);
   return std::make_unique<Model>(model, true);
 }
 
 #ifdef KILN_PYTHON_HAS_JIT
-/// One JIT per (cache folder, backend) for the process: models compiled twice
-/// are one handle, variants are shared.
-std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t backend) {
+/// One JIT per (cache folder, backend, device) for the process: models
+/// compiled twice are one handle, variants are shared.
+std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t backend, int device) {
   static std::mutex mutex;
   static std::vector<std::pair<std::string, std::shared_ptr<kiln_jit_t>>> jits;
-  std::string key = cacheDir + "|" + std::to_string(backend);
+  std::string key = cacheDir + "|" + std::to_string(backend) + "|" + std::to_string(device);
   std::lock_guard<std::mutex> lock(mutex);
   for (auto &[k, jit] : jits)
     if (k == key)
@@ -432,6 +447,7 @@ std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t b
   kiln_jit_options_init(&options);
   options.cache_dir = cacheDir.empty() ? nullptr : cacheDir.c_str();
   options.backend = backend;
+  options.device = device;
   kiln_jit_t *raw = nullptr;
   if (kiln_jit_create(&options, &raw) != KILN_OK)
     throw KilnError(kiln_jit_last_error());
@@ -443,8 +459,9 @@ std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t b
 }
 
 std::unique_ptr<Model> compileModel(nb::object model, const std::string &backend,
-                                    const std::string &cacheDir, const std::string &name) {
-  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend));
+                                    const std::string &cacheDir, const std::string &name,
+                                    int device) {
+  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend), device);
   kiln_model_t *handle = nullptr;
   kiln_status_t status;
   if (nb::isinstance<nb::bytes>(model)) {
@@ -483,6 +500,7 @@ NB_MODULE(_kiln, m) {
       .def_prop_ro("outputs", &Model::outputs)
       .def_prop_ro("backend", &Model::backend)
       .def_prop_ro("backend_description", &Model::backendDescription)
+      .def_prop_ro("device", &Model::device)
       .def("run",
            [](nb::handle self, nb::dict inputs, bool dlpack) {
              return nb::cast<Model &>(self).run(self, inputs, dlpack);
@@ -492,10 +510,10 @@ NB_MODULE(_kiln, m) {
            [](nb::handle self, nb::handle array) { return nb::cast<Model &>(self).toDevice(self, array); },
            nb::arg("array"))
       .def("to_host", &Model::toHost, nb::arg("array"));
-  m.def("load", &load, nb::arg("path"), nb::arg("backend") = "auto");
+  m.def("load", &load, nb::arg("path"), nb::arg("backend") = "auto", nb::arg("device") = 0);
 #ifdef KILN_PYTHON_HAS_JIT
   m.def("compile", &compileModel, nb::arg("model"), nb::arg("backend") = "auto",
-        nb::arg("cache_dir") = "", nb::arg("name") = "model.onnx");
+        nb::arg("cache_dir") = "", nb::arg("name") = "model.onnx", nb::arg("device") = 0);
   m.attr("has_jit") = true;
 #else
   m.attr("has_jit") = false;

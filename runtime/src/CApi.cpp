@@ -404,6 +404,13 @@ kiln_status_t kiln_model_backend(const kiln_model_t *model, kiln_backend_t *out_
 }
 
 kiln_status_t kiln_model_backend_description(const kiln_model_t *model,
+kiln_status_t kiln_model_device(const kiln_model_t *model, int32_t *out_device) {
+  if (!model || !out_device)
+    return toC(nullArgument("kiln_model_device", !model ? "model" : "out_device"));
+  *out_device = model->model->device();
+  return toC(absl::OkStatus());
+}
+
                                              const char **out_description) {
   if (!model || !out_description)
     return toC(nullArgument("kiln_model_backend_description", !model ? "model" : "out_description"));

@@ -245,6 +245,7 @@ absl::Status Model::prepare(Backend requested, int device) {
     if (cuda.ok()) {
       executor_ = std::move(*cuda);
       description_ = executor_->description();
+      device_ = device;
       return absl::OkStatus();
     }
     if (requested == Backend::Cuda)

@@ -43,6 +43,8 @@ public:
   const Plan &plan() const { return plan_; }
   const Executor &executor() const { return *executor_; }
   Backend backend() const { return executor_->isCuda() ? Backend::Cuda : Backend::Host; }
+  /// The CUDA device ordinal it runs on; -1 in host emulation.
+  int device() const { return device_; }
   /// Which backend runs and why: "cuda on NVIDIA H200 (sm_90)", or "host emulation
   /// (no CUDA driver: ...)".
   const std::string &backendDescription() const { return description_; }
@@ -126,6 +128,7 @@ private:
   std::vector<std::string> stepLabels_; ///< per step, every level
   bool reportsErrors_ = false;
   std::unique_ptr<Executor> executor_;
+  int device_ = -1;
   std::string description_;
 
   /// Variants grouped by the symbols they fix, groups fixing more first; the

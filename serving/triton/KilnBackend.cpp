@@ -8,8 +8,12 @@
 //   the model. When every input's and output's first dim is one symbol (the
 //   batch), that dim is Triton's batch dim: max_batch_size 0 becomes 8, so the
 //   dynamic batcher works; the other symbolic dims are -1.
-// - Instances: KIND_CPU runs host emulation, KIND_GPU the CUDA backend; each
-//   instance has its own kiln context (arena, plan of the last shapes).
+// - Instances: KIND_CPU runs host emulation, KIND_GPU the CUDA backend on the
+//   instance's GPU (its device id: one model per device, shared by the
+//   instances there); each instance has its own kiln context (arena, plan of
+//   the last shapes). Inputs Triton holds in GPU memory are taken from the
+//   instance's own GPU (copied to the host with the rest; another GPU's are
+//   refused).
 // - Requests of a batch whose inputs agree past the batch dim run as one call
 //   (concatenated along it, each given its rows back); others one by one. A
 //   request kiln refuses (a wrong name, dtype or shape: the guard's message)
@@ -133,39 +137,44 @@ std::string withValue(std::string json, const std::string &key, const std::strin
 
 struct ModelState {
   std::string name, folder, file;
-  std::mutex mutex; ///< loads per backend
-  kiln_model_t *host = nullptr, *cuda = nullptr;
+  std::mutex mutex; ///< loads per backend and device
+  /// Loaded models: host emulation under -1, CUDA under the device ordinal.
+  std::map<int, kiln_model_t *> models;
   bool owned = true; ///< false: the JIT owns them
 #ifdef KILN_TRITON_HAS_JIT
-  kiln_jit_t *jit = nullptr;
+  std::map<int, kiln_jit_t *> jits; ///< keyed as `models`
 #endif
   bool batched = false;
 
   ~ModelState() {
-    if (owned) {
-      if (host)
-        kiln_model_destroy(host);
-      if (cuda)
-        kiln_model_destroy(cuda);
-    }
+    if (owned)
+      for (auto &[where, model] : models)
+        kiln_model_destroy(model);
 #ifdef KILN_TRITON_HAS_JIT
-    if (jit)
+    for (auto &[where, jit] : jits)
       kiln_jit_destroy(jit);
 #endif
   }
 
-  /// The model on `backend` (loaded on first use).
-  TRITONSERVER_Error *get(kiln_backend_t backend, kiln_model_t **out) {
+  /// The model on `backend` (and, for CUDA, device `device`), loaded on
+  /// first use.
+  TRITONSERVER_Error *get(kiln_backend_t backend, int device, kiln_model_t **out) {
     std::lock_guard<std::mutex> lock(mutex);
-    kiln_model_t *&slot = backend == KILN_BACKEND_CUDA ? cuda : host;
+    int where = backend == KILN_BACKEND_CUDA ? device : -1;
+    kiln_model_t *&slot = models[where];
     if (!slot) {
       bool onnx = file.size() > 5 && file.compare(file.size() - 5, 5, ".onnx") == 0;
+      kiln_load_options_t load = KILN_LOAD_OPTIONS_INIT;
+      load.backend = backend;
+      load.device = backend == KILN_BACKEND_CUDA ? device : 0;
       if (onnx) {
 #ifdef KILN_TRITON_HAS_JIT
+        kiln_jit_t *&jit = jits[where];
         if (!jit) {
           kiln_jit_options_t options;
           kiln_jit_options_init(&options);
           options.backend = backend;
+          options.device = load.device;
           if (kiln_jit_create(&options, &jit) != KILN_OK)
             return error(TRITONSERVER_ERROR_INTERNAL, kiln_jit_last_error());
         }
@@ -176,7 +185,7 @@ struct ModelState {
         return error(TRITONSERVER_ERROR_UNSUPPORTED,
                      file + ": this backend was built without libkiln_jit; serve a .kiln or .so");
 #endif
-      } else if (kiln_model_load_file(file.c_str(), backend, &slot) != KILN_OK) {
+      } else if (kiln_model_load_file_with(file.c_str(), &load, &slot) != KILN_OK) {
         return error(TRITONSERVER_ERROR_INVALID_ARG, kiln_last_error());
       }
     }
@@ -188,6 +197,7 @@ struct ModelState {
 struct InstanceState {
   ModelState *model = nullptr;
   kiln_model_t *handle = nullptr;
+  int device = -1; ///< the CUDA device of a KIND_GPU instance; -1 on the host
   kiln::Model borrowed; ///< `handle` for the C++ wrapper (the model state owns it)
   kiln::Context context;
 };
@@ -290,7 +300,7 @@ KILN_TRITON_EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKE
 
   // Read on the host backend: metadata is the same on every backend.
   kiln_model_t *probe = nullptr;
-  if (TRITONSERVER_Error *e = state->get(KILN_BACKEND_HOST, &probe))
+  if (TRITONSERVER_Error *e = state->get(KILN_BACKEND_HOST, 0, &probe))
     return e;
   std::string inputs, outputs;
   describe(probe, state->batched, inputs, outputs);
@@ -351,7 +361,13 @@ TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance *instance) {
   auto state = std::make_unique<InstanceState>();
   state->model = static_cast<ModelState *>(modelState);
   kiln_backend_t backend = kind == TRITONSERVER_INSTANCEGROUPKIND_GPU ? KILN_BACKEND_CUDA : KILN_BACKEND_HOST;
-  if (TRITONSERVER_Error *e = state->model->get(backend, &state->handle))
+  if (backend == KILN_BACKEND_CUDA) {
+    int32_t device = 0;
+    if (TRITONSERVER_Error *e = TRITONBACKEND_ModelInstanceDeviceId(instance, &device))
+      return e;
+    state->device = device;
+  }
+  if (TRITONSERVER_Error *e = state->model->get(backend, state->device, &state->handle))
     return e;
   state->borrowed = kiln::Model::borrow(state->handle);
   if (kiln::Status s = kiln::Context::create(state->borrowed, &state->context); !s.ok())
@@ -380,7 +396,7 @@ struct Pending {
 };
 
 /// Reads the request's inputs by the model's names into host buffers.
-void gatherInputs(kiln_model_t *model, bool batched, Pending &p) {
+void gatherInputs(kiln_model_t *model, int device, bool batched, Pending &p) {
   size_t numInputs = 0;
   kiln_model_num_inputs(model, &numInputs);
   p.in.assign(numInputs, kiln_tensor_t{});
@@ -426,11 +442,26 @@ void gatherInputs(kiln_model_t *model, bool batched, Pending &p) {
       TRITONSERVER_MemoryType memory = TRITONSERVER_MEMORY_CPU;
       int64_t memoryId = 0;
       TRITONBACKEND_InputBuffer(input, b, &data, &size, &memory, &memoryId);
-      if (memory == TRITONSERVER_MEMORY_GPU || at + size > bytes) {
-        p.problem = std::string("input '") + info.name + "' is not in host memory";
+      if (at + size > bytes) {
+        p.problem = std::string("input '") + info.name + "' has more bytes in its buffers than its shape";
         return;
       }
-      std::memcpy(p.gathered[i].data() + at, data, size);
+      if (memory == TRITONSERVER_MEMORY_GPU) {
+        // The instance's own GPU only: kiln's copies are its device's.
+        if (device < 0 || memoryId != device) {
+          p.problem = std::string("input '") + info.name + "' is in the memory of GPU " +
+                      std::to_string(memoryId) + " and this instance runs " +
+                      (device < 0 ? std::string("on the host") : "on GPU " + std::to_string(device));
+          return;
+        }
+        if (size > 0 &&
+            kiln_model_copy_to_host(model, p.gathered[i].data() + at, data, size) != KILN_OK) {
+          p.problem = std::string("input '") + info.name + "': " + kiln_last_error();
+          return;
+        }
+      } else {
+        std::memcpy(p.gathered[i].data() + at, data, size);
+      }
       at += size;
     }
     t.data = p.gathered[i].data();
@@ -494,7 +525,7 @@ bool runTogether(kiln::Context &context, std::vector<Pending *> &group) {
 }
 
 /// Sends `p`'s response (its outputs, or its error) and releases the request.
-void respond(TRITONBACKEND_ModelInstance *instance, kiln_model_t *model, Pending &p) {
+void respond(TRITONBACKEND_ModelInstance *instance, kiln_model_t *model, int device, Pending &p) {
   if (!p.problem.empty()) {
     fail(instance, p.request, nullptr, p.problem, p.start);
     return;
@@ -534,7 +565,13 @@ void respond(TRITONBACKEND_ModelInstance *instance, kiln_model_t *model, Pending
       problem = TRITONSERVER_ErrorMessage(e);
       TRITONSERVER_ErrorDelete(e);
     } else if (memory == TRITONSERVER_MEMORY_GPU) {
-      problem = "Triton gave an output buffer in device memory";
+      // Copied to the instance's own GPU; any other memory is not kiln's.
+      if (device < 0 || memoryId != device)
+        problem = "Triton gave output '" + std::string(info.name) + "' a buffer in the memory of GPU " +
+                  std::to_string(memoryId) + ", not this instance's";
+      else if (!result.data.empty() &&
+               kiln_model_copy_to_device(model, buffer, result.data.data(), result.data.size()) != KILN_OK)
+        problem = std::string("output '") + info.name + "': " + kiln_last_error();
     } else if (!result.data.empty()) {
       std::memcpy(buffer, result.data.data(), result.data.size());
     }
@@ -563,7 +600,7 @@ TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
   for (uint32_t r = 0; r < count; ++r) {
     pending[r].request = requests[r];
     pending[r].start = nowNs();
-    gatherInputs(model, batched, pending[r]);
+    gatherInputs(model, state.device, batched, pending[r]);
   }
   // Dynamic batching: requests whose inputs agree past the batch dim run as
   // one call; any other request (or a group whose combined call fails) alone.
@@ -593,7 +630,7 @@ TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance *instance,
     if (!ran[r] && p.problem.empty())
       runOne(state.context, p);
     batchSize += batched ? static_cast<uint64_t>(p.batch) : 1;
-    respond(instance, model, p);
+    respond(instance, model, state.device, p);
   }
   uint64_t batchEnd = nowNs();
   TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, batchSize ? batchSize : count, batchStart,

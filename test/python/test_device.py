@@ -71,6 +71,44 @@ def test_device_inputs_give_device_outputs_equal_to_host_emulation(models):
     np.testing.assert_array_equal(model(x=x)["y"], y)  # the same kernels and library calls
 
 
+def test_a_model_on_another_device_takes_and_gives_arrays_there(models):
+    # ctest runs this file on a fake driver of two devices
+    # (KILN_FAKE_CUDA_DEVICES=2); a machine of one GPU skips it.
+    path = models["paths"]["encoder"]
+    try:
+        model = kiln.load(path, backend="cuda", device=1)
+    except kiln.KilnError as error:
+        pytest.skip(f"no second CUDA device here: {error}")
+    assert model.device == 1 and models["encoder"].device == 0
+    assert "device 1" in model.backend_description and "device=1" in repr(model)
+    x = tensor(os.path.join(MODELS, "encoder", "input_0.pb"))
+    x_device = model.to_device(x)
+    assert x_device.__dlpack_device__() == (2, 1)  # kDLCUDA, device 1
+    y_device = model.run({"x": x_device})["y"]
+    assert y_device.__dlpack_device__() == (2, 1)
+    np.testing.assert_allclose(model.to_host(y_device), models["host"](x=x)["y"], atol=1e-5, rtol=1e-5)
+    # An array on the other device is refused, naming both, not read.
+    with pytest.raises(kiln.KilnError, match=r"input 'x' is on cuda:0 and the model runs on cuda:1 \(load it with device=0\)"):
+        model.run({"x": models["encoder"].to_device(x)})
+    # The device as torch users spell it.
+    assert kiln.load(path, backend="cuda", device="cuda:1").device == 1
+
+    class TorchLikeDevice:
+        type, index = "cuda", 1
+    assert kiln.load(path, backend="cuda", device=TorchLikeDevice()).device == 1
+
+
+def test_a_device_that_is_not_a_cuda_ordinal_is_refused(models):
+    path = models["paths"]["encoder"]
+    for device, message in ((-1, "not a CUDA device ordinal"), ("cpu", "not a CUDA device"),
+                            ("cuda:x", "is not 'cuda' or 'cuda:N'"), (True, "not a CUDA device ordinal")):
+        with pytest.raises(kiln.KilnError, match=message):
+            kiln.load(path, backend="cuda", device=device)
+    # A device the driver lacks: the driver's word, naming the ordinal.
+    with pytest.raises(kiln.KilnError, match="1000"):
+        kiln.load(path, backend="cuda", device=1000)
+
+
 def test_device_outputs_sized_by_the_data(models):
     model = models["nonzero"]
     x = np.array([[1, -1, 0, 2], [0, 3, -4, 5], [6, 0, 0, -7]], np.float32)

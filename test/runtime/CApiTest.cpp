@@ -59,6 +59,10 @@ TEST(CApi, LoadOptionsAreChecked) {
   options.backend = KILN_BACKEND_HOST;
   ASSERT_EQ(kiln_model_load_file_with(KILN_TEST_POINTWISE, &options, &model), KILN_OK)
       << kiln_last_error();
+  int32_t device = 7;
+  EXPECT_EQ(kiln_model_device(model, &device), KILN_OK);
+  EXPECT_EQ(device, -1) << "host emulation runs on no device";
+  EXPECT_EQ(kiln_model_device(model, nullptr), KILN_INVALID_ARGUMENT);
   kiln_model_destroy(model);
 #endif
 }

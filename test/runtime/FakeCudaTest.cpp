@@ -84,6 +84,7 @@ protected:
 };
 
 TEST_F(FakeCuda, DeviceMemoryIsNotReadableFromTheHost) {
+  EXPECT_EQ(model.device(), 0);
   void *device = nullptr;
   ASSERT_EQ(kiln_model_device_alloc(model.get(), 64, &device), KILN_OK) << kiln_last_error();
   // What a GPU's memory does to a host read: a fault, not the bytes.

@@ -54,6 +54,9 @@ typedef struct kiln_jit_options_t {
   kiln_backend_t backend;
   /* Nonzero: compile variants for new shapes in the background (default 1). */
   int specialize;
+  /* The CUDA device ordinal its models load on (default 0), as
+   * kiln_load_options_t's. */
+  int device;
 } kiln_jit_options_t;
 
 /* Fills `options` with the defaults. */

@@ -14,7 +14,7 @@ kiln.KilnError with kiln's one-line message. The GIL is released while a model
 runs, so threads run models concurrently.
 """
 import os
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, Optional, Union
 
 from . import _kiln
 from ._kiln import KilnError, TensorInfo
@@ -50,6 +50,11 @@ class Model:
         return self._native.backend
 
     @property
+    def device(self) -> Optional[int]:
+        """The CUDA device ordinal it runs on (load's `device`); None in host emulation."""
+        return self._native.device
+
+    @property
     def backend_description(self) -> str:
         return self._native.backend_description
 
@@ -73,26 +78,53 @@ class Model:
         return self.run(inputs)
 
     def __repr__(self) -> str:
-        return f"kiln.Model(inputs={self.inputs}, outputs={self.outputs}, backend={self.backend!r})"
+        where = f", device={self.device}" if self.device is not None else ""
+        return f"kiln.Model(inputs={self.inputs}, outputs={self.outputs}, backend={self.backend!r}{where})"
 
 
-def load(path: Union[str, os.PathLike], backend: str = "auto") -> Model:
-    """Loads a .kiln artifact or a model .so from kiln-compile. backend: auto, cuda or host."""
-    return Model(_kiln.load(os.fspath(path), backend))
+Device = Union[int, str, Any]
+
+
+def _ordinal(device: Device) -> int:
+    """The CUDA device ordinal of `device`: an int, "cuda" or "cuda:N", or a
+    torch.device of type cuda."""
+    if isinstance(device, bool):
+        raise KilnError(f"device {device!r} is not a CUDA device ordinal")
+    if isinstance(device, int):
+        if device < 0:
+            raise KilnError(f"device {device} is not a CUDA device ordinal")
+        return device
+    kind, index = getattr(device, "type", None), getattr(device, "index", None)
+    if kind is None and isinstance(device, str):
+        kind, _, number = device.partition(":")
+        if number and not number.isdigit():
+            raise KilnError(f"device {device!r} is not 'cuda' or 'cuda:N'")
+        index = int(number) if number else None
+    if kind != "cuda":
+        raise KilnError(f"device {device!r} is not a CUDA device (an ordinal, 'cuda:N' or a torch.device)")
+    return 0 if index is None else int(index)
+
+
+def load(path: Union[str, os.PathLike], backend: str = "auto", device: Device = 0) -> Model:
+    """Loads a .kiln artifact or a model .so from kiln-compile. backend: auto, cuda or host;
+    device: the CUDA device it runs on (an ordinal, "cuda:N" or a torch.device)."""
+    return Model(_kiln.load(os.fspath(path), backend, _ordinal(device)))
 
 
 def compile(model: Union[str, os.PathLike, bytes], backend: str = "auto",
-            cache_dir: Union[str, os.PathLike, None] = None, name: Union[str, None] = None) -> Model:
+            cache_dir: Union[str, os.PathLike, None] = None, name: Union[str, None] = None,
+            device: Device = 0) -> Model:
     """Compiles an ONNX (.onnx) or kiln (.mlir) model in-process through libkiln_jit.
 
     `model` is a path or the model's bytes (`name`, ending in .onnx or .mlir, says
     which and names it in messages). Compiled models and the variants compiled
     for new shapes are cached in `cache_dir` (default $KILN_CACHE_DIR/jit or
-    ~/.cache/kiln/jit), shared by processes."""
+    ~/.cache/kiln/jit), shared by processes. `device` as load's."""
     if not has_jit:
         raise KilnError("this kiln package was built against a kiln install without libkiln_jit")
     folder = "" if cache_dir is None else os.fspath(cache_dir)
+    ordinal = _ordinal(device)
     if isinstance(model, (bytes, bytearray, memoryview)):
-        return Model(_kiln.compile(bytes(model), backend, folder, name or "model.onnx"))
+        return Model(_kiln.compile(bytes(model), backend, folder, name or "model.onnx", ordinal))
     path = os.fspath(model)
-    return Model(_kiln.compile(path, backend, folder, name or os.path.basename(path)))
+    return Model(_kiln.compile(path, backend, folder, name or os.path.basename(path), ordinal))

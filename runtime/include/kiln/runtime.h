@@ -52,7 +52,7 @@
 #endif
 
 #define KILN_API_VERSION_MAJOR 1
-#define KILN_API_VERSION_MINOR 4
+#define KILN_API_VERSION_MINOR 5
 /* MAJOR * 10000 + MINOR, as kiln_api_version() returns it. */
 #define KILN_API_VERSION (KILN_API_VERSION_MAJOR * 10000 + KILN_API_VERSION_MINOR)
 
@@ -195,6 +195,9 @@ KILN_API void kiln_model_destroy(kiln_model_t *model);
 
 KILN_API kiln_status_t kiln_model_backend(const kiln_model_t *model,
                                           kiln_backend_t *out_backend);
+/* The CUDA device ordinal the model runs on, or -1 in host emulation.
+ * Since 1.5. */
+KILN_API kiln_status_t kiln_model_device(const kiln_model_t *model, int32_t *out_device);
 /* Which backend runs the model and why, e.g. "cuda on NVIDIA H200 (sm_90)" or
  * "host emulation (no CUDA driver: ...)"; the string lives as long as the model. */
 KILN_API kiln_status_t kiln_model_backend_description(const kiln_model_t *model,

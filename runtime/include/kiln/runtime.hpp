@@ -139,6 +139,12 @@ public:
     kiln_model_backend(model_.get(), &b);
     return b;
   }
+  /// The CUDA device ordinal it runs on; -1 in host emulation.
+  int device() const {
+    int32_t d = -1;
+    kiln_model_device(model_.get(), &d);
+    return d;
+  }
   size_t numInputs() const {
     size_t n = 0;
     kiln_model_num_inputs(model_.get(), &n);
