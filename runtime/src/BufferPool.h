@@ -11,10 +11,10 @@
 #define KILN_RUNTIME_BUFFERPOOL_H
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 
 #include <algorithm>
 #include <functional>
+#include <mutex>
 #include <vector>
 
 namespace kiln::rt {
@@ -37,7 +37,7 @@ public:
   /// A buffer of at least `bytes`, and its actual size.
   absl::StatusOr<std::pair<Handle, size_t>> take(size_t bytes) {
     {
-      absl::MutexLock lock(&mutex);
+      std::lock_guard<std::mutex> lock(mutex);
       auto best = idle.end();
       for (auto it = idle.begin(); it != idle.end(); ++it)
         if (it->second >= bytes && (best == idle.end() || it->second < best->second))
@@ -56,7 +56,7 @@ public:
 
   /// Returns a buffer from take().
   void give(Handle handle, size_t size) {
-    absl::MutexLock lock(&mutex);
+    std::lock_guard<std::mutex> lock(mutex);
     idle.push_back({handle, size});
     if (idle.size() > keep) {
       // Drop the smallest: large arenas are the costly ones to remake.
@@ -71,7 +71,7 @@ private:
   Allocate allocate;
   Release release;
   size_t keep;
-  absl::Mutex mutex;
+  std::mutex mutex;
   std::vector<std::pair<Handle, size_t>> idle;
 };
 

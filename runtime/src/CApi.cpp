@@ -10,8 +10,9 @@
 
 #include <cstddef>
 #include <cstring>
-#include <limits>
 #include <exception>
+#include <limits>
+#include <mutex>
 #include <string>
 
 static_assert(KILN_MAX_RANK == kiln::artifact::kMaxIoRank,
@@ -42,7 +43,7 @@ using kiln::rt::Model;
 template <typename Read>
 absl::Status withProfileEvent(const kiln_profile_t *profile, size_t index, Read read) {
   auto &p = const_cast<kiln_profile_t *>(profile)->profile;
-  absl::MutexLock lock(&p.mutex);
+  std::lock_guard<std::mutex> lock(p.mutex);
   if (index >= p.events.size())
     return absl::OutOfRangeError(
         absl::StrCat("the profile has ", p.events.size(), " events, not ", index + 1));
@@ -403,7 +404,6 @@ kiln_status_t kiln_model_backend(const kiln_model_t *model, kiln_backend_t *out_
   return toC(absl::OkStatus());
 }
 
-kiln_status_t kiln_model_backend_description(const kiln_model_t *model,
 kiln_status_t kiln_model_device(const kiln_model_t *model, int32_t *out_device) {
   if (!model || !out_device)
     return toC(nullArgument("kiln_model_device", !model ? "model" : "out_device"));
@@ -411,6 +411,7 @@ kiln_status_t kiln_model_device(const kiln_model_t *model, int32_t *out_device) 
   return toC(absl::OkStatus());
 }
 
+kiln_status_t kiln_model_backend_description(const kiln_model_t *model,
                                              const char **out_description) {
   if (!model || !out_description)
     return toC(nullArgument("kiln_model_backend_description", !model ? "model" : "out_description"));
@@ -633,7 +634,7 @@ void kiln_profile_destroy(kiln_profile_t *profile) { delete profile; }
 size_t kiln_profile_num_events(const kiln_profile_t *profile) {
   if (!profile)
     return 0;
-  absl::MutexLock lock(&const_cast<kiln_profile_t *>(profile)->profile.mutex);
+  std::lock_guard<std::mutex> lock(const_cast<kiln_profile_t *>(profile)->profile.mutex);
   return profile->profile.events.size();
 }
 

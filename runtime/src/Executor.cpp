@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
+#include <mutex>
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstring>
@@ -114,8 +115,14 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
   struct NvtxRange {
     bool on;
     NvtxRange(bool on, const std::string &name) : on(on) {
-      if (on)
-        nvtxRangePushA(name.c_str());
+      if (!on)
+        return;
+      // NVTX binds its function pointers at the first call, with plain
+      // stores other threads' calls read (ThreadSanitizer saw two runs race
+      // there): bind them once, before any range.
+      static std::once_flag bound;
+      std::call_once(bound, [] { nvtxInitialize(nullptr); });
+      nvtxRangePushA(name.c_str());
     }
     ~NvtxRange() {
       if (on)
@@ -736,7 +743,7 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
     for (const artifact::BodyInfo &body : step.bodies)
       nested(body.steps);
   }
-  absl::MutexLock lock(&request.profile->mutex);
+  std::lock_guard<std::mutex> lock(request.profile->mutex);
   request.profile->events.insert(request.profile->events.end(), timed.begin(), timed.end());
   return absl::OkStatus();
 }

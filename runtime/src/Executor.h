@@ -19,11 +19,11 @@
 #include "kiln/artifact/Plan.h"
 
 #include "absl/functional/function_ref.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 
 namespace kiln::rt {
 
@@ -44,7 +44,7 @@ struct ProfileEvent {
 
 struct Profile {
   std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
-  absl::Mutex mutex;
+  std::mutex mutex;
   std::vector<ProfileEvent> events;
 };
 

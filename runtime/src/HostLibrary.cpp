@@ -5,8 +5,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 
+#include <mutex>
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -18,10 +18,10 @@ absl::StatusOr<void *> loadHostLibrary(const uint8_t *data, size_t size) {
     return absl::InvalidArgumentError("the artifact's host-emulation library is not a shared object");
   // Loaded libraries stay for the life of the process: kernels' OpenMP state and
   // any model still holding a launcher would not survive an unload.
-  static absl::Mutex mutex;
+  static std::mutex mutex;
   static auto *loaded = new absl::flat_hash_map<std::string, void *>();
   std::string key(reinterpret_cast<const char *>(data), size);
-  absl::MutexLock lock(&mutex);
+  std::lock_guard<std::mutex> lock(mutex);
   if (auto it = loaded->find(key); it != loaded->end())
     return it->second;
   int fd = memfd_create("kiln-host-kernels", MFD_CLOEXEC);

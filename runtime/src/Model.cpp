@@ -3,6 +3,7 @@
 #include "Model.h"
 
 #include <limits>
+#include <mutex>
 
 #include "HostExecutor.h"
 #include "cuda/CudaExecutor.h"
@@ -244,8 +245,8 @@ absl::Status Model::prepare(Backend requested, int device) {
     absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::create(plan_, device);
     if (cuda.ok()) {
       executor_ = std::move(*cuda);
-      description_ = executor_->description();
       device_ = device;
+      description_ = executor_->description();
       return absl::OkStatus();
     }
     if (requested == Backend::Cuda)
@@ -403,7 +404,7 @@ const std::string &Model::variantName(int variant) const {
 absl::StatusOr<int> Model::addVariants(const void *pack, size_t size) {
   if (!pack && size)
     return absl::InvalidArgumentError("variant pack data is NULL");
-  absl::MutexLock lock(&installMutex_);
+  std::lock_guard<std::mutex> lock(installMutex_);
   // An aligned copy for the reader; the executors load the code from it (host
   // libraries into memory files, cubins into the driver), so it goes after.
   auto copy = std::unique_ptr<uint64_t[]>(new uint64_t[(size + 7) / 8 + 1]);
@@ -443,7 +444,7 @@ absl::StatusOr<int> Model::addVariants(const void *pack, size_t size) {
 absl::StatusOr<std::shared_ptr<const MemoryPlan>>
 Model::memoryPlan(const Bindings &symbols) const {
   {
-    absl::MutexLock lock(&cacheMutex_);
+    std::lock_guard<std::mutex> lock(cacheMutex_);
     if (auto it = memoryPlans_.find(symbols); it != memoryPlans_.end())
       return it->second;
   }
@@ -452,7 +453,7 @@ Model::memoryPlan(const Bindings &symbols) const {
   if (!planned.ok())
     return planned.status();
   auto plan = std::make_shared<const MemoryPlan>(std::move(*planned));
-  absl::MutexLock lock(&cacheMutex_);
+  std::lock_guard<std::mutex> lock(cacheMutex_);
   // A server sees few distinct shapes; a flood of new ones must not grow this forever.
   if (memoryPlans_.size() >= 256)
     memoryPlans_.clear();
@@ -494,7 +495,7 @@ absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
 
 std::unique_ptr<ExecutionContext> Model::takeContext() const {
   {
-    absl::MutexLock lock(&poolMutex_);
+    std::lock_guard<std::mutex> lock(poolMutex_);
     if (!idleContexts_.empty()) {
       std::unique_ptr<ExecutionContext> context = std::move(idleContexts_.back());
       idleContexts_.pop_back();
@@ -505,7 +506,7 @@ std::unique_ptr<ExecutionContext> Model::takeContext() const {
 }
 
 void Model::giveContext(std::unique_ptr<ExecutionContext> context) const {
-  absl::MutexLock lock(&poolMutex_);
+  std::lock_guard<std::mutex> lock(poolMutex_);
   // As many as threads ran at once, up to a bound: each holds an arena.
   if (idleContexts_.size() < 16)
     idleContexts_.push_back(std::move(context));

@@ -16,12 +16,12 @@
 #include "HostSteps.h"
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 
 #include <array>
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 
 namespace kiln::rt {
 
@@ -155,14 +155,14 @@ private:
   static int chooseIn(const DispatchTable &table, const artifact::VariantInfo &variant);
   std::atomic<const DispatchTable *> dispatch_{nullptr};
   std::string genericName_ = "generic";
-  absl::Mutex installMutex_;
+  std::mutex installMutex_;
   std::vector<std::unique_ptr<const DispatchTable>> tables_;
   VariantMissHandler missHandler_ = nullptr;
   void *missUser_ = nullptr;
 
-  mutable absl::Mutex cacheMutex_;
+  mutable std::mutex cacheMutex_;
   mutable std::map<Bindings, std::shared_ptr<const MemoryPlan>> memoryPlans_;
-  mutable absl::Mutex poolMutex_;
+  mutable std::mutex poolMutex_;
   mutable std::vector<std::unique_ptr<ExecutionContext>> idleContexts_;
 };
 

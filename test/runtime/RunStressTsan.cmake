@@ -1,9 +1,8 @@
-# kiln-stress built with ThreadSanitizer over the JIT's sources: 16 threads on
-# 6 shapes of the torch encoder, a cold cache, variants compiled and installed
-# while the threads run. OpenMP's runtime is not instrumented: host kernels run
-# one thread each here (OMP_NUM_THREADS=1). The runtime library is not
-# instrumented either: stress-tsan.supp says why its interceptor calls are
-# suppressed.
+# kiln-stress built with ThreadSanitizer over the JIT's and the runtime's
+# sources: 16 threads on 6 shapes of the torch encoder, a cold cache, variants
+# compiled and installed while the threads run. OpenMP's runtime is not
+# instrumented: host kernels run one thread each here (OMP_NUM_THREADS=1). The
+# suppressions file names none (stress-tsan.supp).
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 set(ENV{OMP_NUM_THREADS} 1)

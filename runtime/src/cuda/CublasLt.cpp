@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
+#include <mutex>
 #include <dlfcn.h>
 
 #include <array>
@@ -400,7 +401,7 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
       alignment[2], "/", alignment[3]);
   out.key = key;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = algorithms_.find(key); it != algorithms_.end()) {
       if (!it->second.refused.empty())
         return absl::UnimplementedError(it->second.refused);
@@ -444,7 +445,7 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
   answer.algo = result.algo;
   answer.workspace = result.workspaceSize;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     algorithms_.emplace(key, answer);
   }
   if (!answer.refused.empty())
@@ -494,7 +495,7 @@ absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &cal
     // so does every later call of this problem.
     if (s == CUBLAS_STATUS_NOT_SUPPORTED) {
       std::string refused = lt.describe("cublasLtMatmul", s);
-      absl::MutexLock lock(&mutex_);
+      std::lock_guard<std::mutex> lock(mutex_);
       algorithms_[prepared.key].refused = refused;
       return absl::UnimplementedError(refused);
     }

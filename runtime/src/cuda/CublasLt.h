@@ -30,8 +30,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 
+#include <mutex>
 #include <cublasLt.h>
 #include <cuda.h>
 
@@ -102,7 +102,7 @@ private:
   MatmulRunner() = default;
   const CublasLt *lt_ = nullptr;
   cublasLtHandle_t handle_ = nullptr;
-  mutable absl::Mutex mutex_;
+  mutable std::mutex mutex_;
   /// The heuristic's answer per problem (its description, alignments
   /// included, as a string key): an algorithm and its workspace, or the
   /// library's refusal.
@@ -111,7 +111,7 @@ private:
     size_t workspace = 0;
     std::string refused; ///< why there is none; empty when there is
   };
-  mutable absl::flat_hash_map<std::string, Algorithm> algorithms_ ABSL_GUARDED_BY(mutex_);
+  mutable absl::flat_hash_map<std::string, Algorithm> algorithms_; // guarded by mutex_
   /// The descriptors of one call and its algorithm.
   struct Prepared;
   absl::Status prepare(const MatMulParams &params, const MatmulCall &call, Prepared &out) const;

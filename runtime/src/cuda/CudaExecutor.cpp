@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <mutex>
 
 namespace kiln::rt {
 namespace {
@@ -239,7 +240,7 @@ absl::Status CudaExecutor::driverError(const char *call, CUresult r) const {
   if (!isStickyError(r))
     return absl::InternalError(what);
   {
-    absl::MutexLock lock(&lostMutex_);
+    std::lock_guard<std::mutex> lock(lostMutex_);
     if (lost_.empty())
       lost_ = absl::StrCat(
           "the CUDA context of this model is lost (", what,
@@ -260,7 +261,7 @@ absl::Status CudaExecutor::lostStatus() const {
     return absl::UnavailableError(
         "the CUDA context of this model was reset after a device error (another model's "
         "load recovered from it): load the model again");
-  absl::MutexLock lock(&lostMutex_);
+  std::lock_guard<std::mutex> lock(lostMutex_);
   return lost_.empty() ? absl::OkStatus() : absl::UnavailableError(lost_);
 }
 
@@ -344,8 +345,8 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
     {
       // One reset per poisoning: a load that finds another already reset
       // it only retains the new context.
-      static absl::Mutex resetting(absl::kConstInit);
-      absl::MutexLock lock(&resetting);
+      static std::mutex resetting;
+      std::lock_guard<std::mutex> lock(resetting);
       cu.cuDevicePrimaryCtxRelease(ex->deviceHandle_);
       if (primaryResets(ex->deviceHandle_).load() == ex->resetsAtRetain_) {
         cu.cuDevicePrimaryCtxReset(ex->deviceHandle_);

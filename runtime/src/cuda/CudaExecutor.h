@@ -20,9 +20,9 @@
 #include "cuda/Cudnn.h"
 #include "cuda/CudaDriver.h"
 
-#include "absl/synchronization/mutex.h"
 
 #include <memory>
+#include <mutex>
 
 namespace kiln::rt {
 
@@ -107,8 +107,8 @@ private:
   /// The device's count of kiln's primary-context resets when this executor
   /// retained it (CudaExecutor.cpp: a reset context is not released).
   uint64_t resetsAtRetain_ = 0;
-  mutable absl::Mutex lostMutex_;
-  mutable std::string lost_ ABSL_GUARDED_BY(lostMutex_);
+  mutable std::mutex lostMutex_;
+  mutable std::string lost_; // guarded by lostMutex_
   CUdevice deviceHandle_ = 0;
   CUcontext context_ = nullptr;
   std::string device_; ///< "NVIDIA H200 (sm_90)"

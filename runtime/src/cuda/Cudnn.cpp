@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
+#include <mutex>
 #include <dlfcn.h>
 
 #include <limits>
@@ -329,7 +330,7 @@ struct DnnDescriptors {
 } // namespace
 
 DnnRunner::~DnnRunner() {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (handle_)
     dnn_->cudnnDestroy(handle_);
 }
@@ -340,7 +341,7 @@ absl::StatusOr<std::unique_ptr<DnnRunner>> DnnRunner::create() {
     return dnn.status();
   std::unique_ptr<DnnRunner> runner(new DnnRunner());
   runner->dnn_ = *dnn;
-  absl::MutexLock lock(&runner->mutex_);
+  std::lock_guard<std::mutex> lock(runner->mutex_);
   if (cudnnStatus_t s = (*dnn)->cudnnCreate(&runner->handle_); s != CUDNN_STATUS_SUCCESS) {
     runner->handle_ = nullptr;
     return absl::UnavailableError((*dnn)->describe("cudnnCreate", s));
@@ -409,7 +410,7 @@ absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCal
   Scales scales;
   const void *one = scales.one(types.wideScale), *zero = scales.zero(types.wideScale);
   std::string key = convKey(call.dtype, params.allowTf32, *plan);
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
     return s;
   auto found = backwardAlgorithms_.find(key);
@@ -537,7 +538,7 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
   Scales scales;
   const void *one = scales.one(types.wideScale), *zero = scales.zero(types.wideScale);
   std::string key = convKey(call.dtype, params.allowTf32, *plan);
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
     return s;
   auto found = algorithms_.find(key);
@@ -618,7 +619,7 @@ absl::Status DnnRunner::pool(const ref::PoolParams &params, const DnnCall &call,
       return s;
   Scales scales;
   const void *one = scales.one(types.wideScale), *zero = scales.zero(types.wideScale);
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (absl::Status s = d.check("cudnnSetStream", dnn.cudnnSetStream(handle_, stream)); !s.ok())
     return s;
   return d.check("cudnnPoolingForward",

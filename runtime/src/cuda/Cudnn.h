@@ -29,8 +29,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 
+#include <mutex>
 #include <cuda.h>
 #include <cudnn.h>
 
@@ -96,14 +96,14 @@ private:
   DnnRunner() = default;
   const Cudnn *dnn_ = nullptr;
   /// cuDNN handles carry a stream: one call at a time per handle.
-  mutable absl::Mutex mutex_;
-  cudnnHandle_t handle_ ABSL_GUARDED_BY(mutex_) = nullptr;
+  mutable std::mutex mutex_;
+  cudnnHandle_t handle_ = nullptr; // guarded by mutex_
   /// The algorithm per convolution problem (forward, and backward data for
   /// ConvTranspose).
   mutable absl::flat_hash_map<std::string, cudnnConvolutionFwdAlgo_t> algorithms_
-      ABSL_GUARDED_BY(mutex_);
+     ; // guarded by mutex_
   mutable absl::flat_hash_map<std::string, cudnnConvolutionBwdDataAlgo_t> backwardAlgorithms_
-      ABSL_GUARDED_BY(mutex_);
+     ; // guarded by mutex_
 };
 
 } // namespace kiln::rt
