@@ -242,8 +242,9 @@ PY
     "$bundle/models/bert.json" >> "$out/bert-profile.txt" 2>&1 || true
   cat "$out/bert-profile.txt"
 
-  echo "== the runtime's CUDA tests: 8 threads on one model, device buffers, graph captures in one"
-  echo "   thread beside model loads and copies in another (1,000 iterations: the legacy-stream rule)"
+  echo "== the runtime's CUDA tests: 8 threads on one model, device buffers (a misaligned input, an"
+  echo "   allocation the device refuses), graph captures in one thread beside model loads and copies"
+  echo "   in another (1,000 iterations: the legacy-stream rule)"
   KILN_TEST_ENCODER="$bundle/models/encoder-tests.kiln" timeout 300 "$bundle/bin/kiln-runtime-tests" \
     --gtest_filter='Threads.*:DeviceBuffers.*' > "$out/runtime-tests.txt" 2>&1 || true
   grep -E "^\[ +(OK|FAILED|SKIPPED) +\]" "$out/runtime-tests.txt" || tail -5 "$out/runtime-tests.txt"

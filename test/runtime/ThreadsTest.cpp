@@ -135,6 +135,19 @@ TEST(DeviceBuffers, MatchHostBuffers) {
   EXPECT_EQ(kiln_model_device_free(model.get(), x), KILN_OK);
   EXPECT_EQ(kiln_model_device_free(model.get(), y), KILN_OK);
 
+  // More memory than any device has (4 TiB; an H200 has 141 GiB, the fake 80
+  // GiB): the driver's out-of-memory as a one-line error, and the model
+  // runs on after it (tools/gpu-check.sh runs this on a GPU).
+  void *huge = nullptr;
+  EXPECT_EQ(kiln_model_device_alloc(model.get(), size_t(4) << 40, &huge), KILN_RESOURCE_EXHAUSTED);
+  std::string oom = kiln_last_error();
+  EXPECT_NE(oom.find("out of memory"), std::string::npos) << oom;
+  EXPECT_EQ(oom.find('\n'), std::string::npos) << oom;
+  EXPECT_EQ(huge, nullptr);
+  std::vector<kiln::HostTensor> again;
+  ASSERT_TRUE(model.run(inputs, &again).ok());
+  EXPECT_EQ(again[0].data, expected[0].data);
+
   // Host emulation refuses device buffers and device memory by name.
   kiln::Model host;
   ASSERT_TRUE(kiln::Model::load(kEncoder, &host, KILN_BACKEND_HOST).ok());
