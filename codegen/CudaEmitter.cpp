@@ -177,6 +177,10 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.reportsErrors = reportsErrors;
   g.workItems = workItems;
   g.flops = flops;
+  // The primitives by which threads of a block meet, as the schedules and
+  // the device library spell them.
+  for (const char *meet : {"__syncthreads", "__shared__", "kiln_shfl", "kiln_warp_", "kiln_block_"})
+    g.threadsMeet = g.threadsMeet || body.find(meet) != std::string::npos;
   g.vectorWidth = vectorWidth;
   g.vectorLoads = vectorLoads;
   g.resultBytes = static_cast<int>(storageBytes(elementOf(root)));

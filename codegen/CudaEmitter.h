@@ -51,6 +51,12 @@ struct GeneratedKernel {
   /// kernel's arithmetic outgrows the bytes it moves (attention); null: a few
   /// per element, memory bound (the roofline in kiln-compile --report).
   mlir::AffineExpr flops;
+  /// A block's threads meet in it: a barrier, shared memory or a warp
+  /// shuffle (the device library's block and warp reductions among them).
+  /// Only such kernels can go wrong with the block size, so only they run
+  /// at their launch's block size on the fake CUDA driver (HostEmulation.cpp
+  /// writes them apart for it).
+  bool threadsMeet = false;
   /// Elements per 128-bit store of a pointwise kernel's vector path (inputs
   /// read at the result's position, or broadcast along outer dims or along
   /// the innermost one); 0 when it has none.

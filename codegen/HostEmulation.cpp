@@ -73,27 +73,29 @@ absl::StatusOr<Compiler> findCompiler(const std::string &cacheDir) {
   return compiler;
 }
 
-/// Writes `path` (the compiler, then a flag per line) unless it is there:
-/// aside and renamed, as the sources are.
-absl::Status writeBuildFlags(const std::string &path, const Compiler &compiler) {
+/// The compiler, then a flag per line (the fake CUDA driver's .flags).
+std::string buildFlags(const Compiler &compiler) {
+  std::string text = compiler.path + "\n";
+  for (const std::string &f : compiler.flags)
+    text += f + "\n";
+  return text;
+}
+
+/// Writes `text` to `path` unless it is there, aside and renamed as the
+/// sources are; best effort (nothing when it cannot).
+void writeAside(const std::string &path, const std::string &text) {
   if (llvm::sys::fs::exists(path))
-    return absl::OkStatus();
+    return;
   std::string temporary =
       absl::StrCat(path, ".tmp", llvm::sys::Process::getProcessId(), "-", ++temporaries);
   std::error_code ec;
   {
     llvm::raw_fd_ostream os(temporary, ec);
-    if (!ec) {
-      os << compiler.path << "\n";
-      for (const std::string &f : compiler.flags)
-        os << f << "\n";
-    }
+    if (!ec)
+      os << text;
   }
-  if (ec || (ec = llvm::sys::fs::rename(temporary, path))) {
+  if (ec || (ec = llvm::sys::fs::rename(temporary, path)))
     llvm::sys::fs::remove(temporary);
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", ec.message()));
-  }
-  return absl::OkStatus();
 }
 } // namespace
 
@@ -109,6 +111,13 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     cacheDir = defaultCacheDir();
   if (std::error_code ec = llvm::sys::fs::create_directories(cacheDir))
     return absl::InternalError(absl::StrCat("cannot create ", cacheDir, ": ", ec.message()));
+  // Absolute, so the flags (the include folder) mean the same from any
+  // working directory: the fake CUDA driver builds from them again.
+  {
+    llvm::SmallString<256> absolute(cacheDir);
+    if (!llvm::sys::fs::make_absolute(absolute))
+      cacheDir = absolute.str().str();
+  }
   absl::StatusOr<Compiler> compiler = findCompiler(cacheDir);
   if (!compiler.ok())
     return compiler.status();
@@ -154,10 +163,18 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     job.source = (base + ".cpp").str();
     job.library = (base + ".so").str();
     job.cached = verifyCacheEntry(job.library);
-    // How the library is built, beside it: the fake CUDA driver builds the
-    // same source again at a launch's block size (KILN_HOST_BLOCK_THREADS).
-    if (absl::Status s = writeBuildFlags((base + ".flags").str(), *compiler); !s.ok())
-      return s;
+    // How the library is built, and the source of its kernels whose threads
+    // meet, beside it: the fake CUDA driver builds those again at a launch's
+    // block size (KILN_HOST_BLOCK_THREADS); the others run as they are, one
+    // thread per block being right for them. Best effort: a cache built
+    // before may be read-only, and only the fake driver needs the files (it
+    // says so when they are missing).
+    std::vector<GeneratedKernel> meeting;
+    for (const GeneratedKernel &k : chunk)
+      if (k.threadsMeet)
+        meeting.push_back(k);
+    writeAside((base + ".flags").str(), buildFlags(*compiler));
+    writeAside((base + ".threads.cpp").str(), kernelTranslationUnit(meeting));
     if (!job.cached) {
       // Written aside and renamed: another process building the same library
       // from this cache must never compile half a file.

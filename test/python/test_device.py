@@ -104,9 +104,12 @@ def test_a_device_that_is_not_a_cuda_ordinal_is_refused(models):
                             ("cuda:x", "is not 'cuda' or 'cuda:N'"), (True, "not a CUDA device ordinal")):
         with pytest.raises(kiln.KilnError, match=message):
             kiln.load(path, backend="cuda", device=device)
-    # A device the driver lacks: the driver's word, naming the ordinal.
-    with pytest.raises(kiln.KilnError, match="1000"):
-        kiln.load(path, backend="cuda", device=1000)
+    # A device the driver lacks: the driver's word, naming the ordinal, and
+    # under "auto" too (a device asked for by number never falls back).
+    for backend in ("cuda", "auto"):
+        with pytest.raises(kiln.KilnError, match="1000"):
+            kiln.load(path, backend=backend, device=1000)
+    assert kiln.load(path, backend="cuda", device=np.int64(0)).device == 0
 
 
 def test_device_outputs_sized_by_the_data(models):

@@ -276,13 +276,12 @@ TEST(FakeCudaBlocks, LaunchesRunTheirBlockSizeAndABarrierSkippedIsAFailure) {
 
   // The kernel as kiln's host libraries hold one: the CUDA C, a launcher and
   // its argument count, built as HostEmulation builds them, with the flags
-  // file the driver builds it again from.
+  // and the source of its kernels whose threads meet that the driver builds
+  // it again from.
   char folder[] = "/tmp/kiln-fake-blocks-XXXXXX";
   ASSERT_NE(mkdtemp(folder), nullptr);
   std::string stem = std::string(folder) + "/host-0123456789abcdef";
-  {
-    std::ofstream source(stem + ".cpp");
-    source << R"(#include "kiln/device/kiln_device.h"
+  const char *kernelSource = R"(#include "kiln/device/kiln_device.h"
 extern "C" __global__ void kiln_test_exchange(int64_t *out, int64_t skipping) {
   __shared__ int64_t tile[KILN_MAX_BLOCK];
   if ((int64_t)threadIdx.x < skipping)
@@ -304,6 +303,10 @@ extern "C" void kiln_test_exchange_host(void **args, int64_t grid) {
 }
 extern "C" const int kiln_test_exchange_host_argc = 2;
 )";
+  {
+    // The library, and its kernels whose threads meet apart (all of it).
+    std::ofstream(stem + ".cpp") << kernelSource;
+    std::ofstream(stem + ".threads.cpp") << kernelSource;
     std::ofstream flags(stem + ".flags");
     flags << "c++\n-std=c++17\n-O1\n-fPIC\n-shared\n-w\n-I" << KILN_DEVICE_INCLUDE << "\n";
   }

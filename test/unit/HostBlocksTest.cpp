@@ -64,9 +64,8 @@ TEST(HostBlocks, SharedMemoryIsTheBlocksAcrossABarrier) {
       EXPECT_EQ(out[b * kThreads + t], (kThreads - 1 - t) * 10 + b);
 }
 
-// The same exchange without its barrier: the even block runs the threads in
-// ascending order, the odd one descending, so one of them reads slots not yet
-// written in this block.
+// The same exchange without its barrier: the two blocks run the threads in
+// opposite orders, so one of them reads slots not yet written in this block.
 TEST(HostBlocks, AMissingBarrierGivesAWrongAnswerInOneOrder) {
   std::vector<int64_t> out(2 * kThreads);
   EXPECT_EQ(runBlocks(2, [&] {

@@ -13,6 +13,7 @@ torch.from_dlpack takes them as they are; model.to_host copies one to numpy). Er
 kiln.KilnError with kiln's one-line message. The GIL is released while a model
 runs, so threads run models concurrently.
 """
+import numbers
 import os
 from typing import Any, Dict, List, Optional, Union
 
@@ -87,17 +88,18 @@ Device = Union[int, str, Any]
 
 def _ordinal(device: Device) -> int:
     """The CUDA device ordinal of `device`: an int, "cuda" or "cuda:N", or a
-    torch.device of type cuda."""
+    torch.device of type cuda ("cuda" without an index is device 0, not
+    torch's current device)."""
     if isinstance(device, bool):
         raise KilnError(f"device {device!r} is not a CUDA device ordinal")
-    if isinstance(device, int):
+    if isinstance(device, numbers.Integral):  # int, numpy integers
         if device < 0:
             raise KilnError(f"device {device} is not a CUDA device ordinal")
-        return device
+        return int(device)
     kind, index = getattr(device, "type", None), getattr(device, "index", None)
     if kind is None and isinstance(device, str):
         kind, _, number = device.partition(":")
-        if number and not number.isdigit():
+        if number and not (number.isascii() and number.isdigit()):
             raise KilnError(f"device {device!r} is not 'cuda' or 'cuda:N'")
         index = int(number) if number else None
     if kind != "cuda":
@@ -105,10 +107,18 @@ def _ordinal(device: Device) -> int:
     return 0 if index is None else int(index)
 
 
+def _backend_for(backend: str, ordinal: int) -> str:
+    """"auto" on a device other than the first is "cuda": a device asked for by
+    number runs there or fails, rather than falling back to host emulation."""
+    return "cuda" if backend == "auto" and ordinal != 0 else backend
+
+
 def load(path: Union[str, os.PathLike], backend: str = "auto", device: Device = 0) -> Model:
     """Loads a .kiln artifact or a model .so from kiln-compile. backend: auto, cuda or host;
-    device: the CUDA device it runs on (an ordinal, "cuda:N" or a torch.device)."""
-    return Model(_kiln.load(os.fspath(path), backend, _ordinal(device)))
+    device: the CUDA device it runs on (an ordinal, "cuda:N" or a torch.device; another
+    than the first makes "auto" mean "cuda")."""
+    ordinal = _ordinal(device)
+    return Model(_kiln.load(os.fspath(path), _backend_for(backend, ordinal), ordinal))
 
 
 def compile(model: Union[str, os.PathLike, bytes], backend: str = "auto",
@@ -124,6 +134,7 @@ def compile(model: Union[str, os.PathLike, bytes], backend: str = "auto",
         raise KilnError("this kiln package was built against a kiln install without libkiln_jit")
     folder = "" if cache_dir is None else os.fspath(cache_dir)
     ordinal = _ordinal(device)
+    backend = _backend_for(backend, ordinal)
     if isinstance(model, (bytes, bytearray, memoryview)):
         return Model(_kiln.compile(bytes(model), backend, folder, name or "model.onnx", ordinal))
     path = os.fspath(model)

@@ -97,13 +97,12 @@ private:
   const Cudnn *dnn_ = nullptr;
   /// cuDNN handles carry a stream: one call at a time per handle.
   mutable std::mutex mutex_;
-  cudnnHandle_t handle_ = nullptr; // guarded by mutex_
+  // Guarded by mutex_:
+  cudnnHandle_t handle_ = nullptr;
   /// The algorithm per convolution problem (forward, and backward data for
   /// ConvTranspose).
-  mutable absl::flat_hash_map<std::string, cudnnConvolutionFwdAlgo_t> algorithms_
-     ; // guarded by mutex_
-  mutable absl::flat_hash_map<std::string, cudnnConvolutionBwdDataAlgo_t> backwardAlgorithms_
-     ; // guarded by mutex_
+  mutable absl::flat_hash_map<std::string, cudnnConvolutionFwdAlgo_t> algorithms_;
+  mutable absl::flat_hash_map<std::string, cudnnConvolutionBwdDataAlgo_t> backwardAlgorithms_;
 };
 
 } // namespace kiln::rt

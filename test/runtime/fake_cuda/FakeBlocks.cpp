@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +30,7 @@ namespace {
 
 /// One library at one block size: its handle, or why it could not be built.
 struct Built {
+  std::string source; ///< the text of its kernels whose threads meet
   void *handle = nullptr;
   char *fault = nullptr;
   std::mutex launches;
@@ -75,6 +78,17 @@ void build(const std::string &library, unsigned block, Built &out) {
   std::string stem = library.substr(0, library.size() - so.size());
   std::string hash = name.substr(5, name.size() - 5 - so.size());
   std::string target = folder + "/fakeblock" + std::to_string(block) + "-" + hash + so;
+  {
+    std::ifstream threads(stem + ".threads.cpp");
+    if (!threads) {
+      out.error = library + " has no .threads.cpp beside it to build at " +
+                  std::to_string(block) + " threads per block (a cache from an older kiln: compile again)";
+      return;
+    }
+    out.source.assign(std::istreambuf_iterator<char>(threads), std::istreambuf_iterator<char>());
+  }
+  if (out.source.find("_host(") == std::string::npos)
+    return; // none of its kernels' threads meet: nothing to build
   if (!exists(target)) {
     std::ifstream flags(stem + ".flags");
     std::vector<std::string> argv;
@@ -82,20 +96,28 @@ void build(const std::string &library, unsigned block, Built &out) {
       // The threads are this build's own.
       if (!line.empty() && line.rfind("-DKILN_HOST_BLOCK_THREADS=", 0) != 0 && line != "-pthread")
         argv.push_back(line);
-    if (argv.empty() || !exists(stem + ".cpp")) {
-      out.error = library + " has no " + (argv.empty() ? ".flags" : ".cpp") +
-                  " beside it to build at " + std::to_string(block) +
+    if (argv.empty()) {
+      out.error = library + " has no .flags beside it to build at " + std::to_string(block) +
                   " threads per block (a cache from an older kiln: compile again)";
       return;
     }
-    std::string temporary = target + ".tmp" + std::to_string(getpid());
+    // Unique to this build: processes in other PID namespaces may share the cache.
+    static unsigned builds = 0;
+    std::string temporary = target + ".tmp" + std::to_string(getpid()) + "-" +
+                            std::to_string(reinterpret_cast<uintptr_t>(&out)) + "-" +
+                            std::to_string(++builds) + "-" + std::to_string(time(nullptr));
     argv.insert(argv.end(), {"-pthread", "-DKILN_HOST_BLOCK_THREADS=" + std::to_string(block), "-o",
-                             temporary, stem + ".cpp"});
+                             temporary, stem + ".threads.cpp"});
     int status = runCompiler(argv);
-    if (status != 0 || rename(temporary.c_str(), target.c_str()) != 0) {
+    if (status != 0) {
       unlink(temporary.c_str());
-      out.error = "cannot build " + stem + ".cpp at " + std::to_string(block) +
+      out.error = "cannot build " + stem + ".threads.cpp at " + std::to_string(block) +
                   " threads per block (" + argv[0] + " exit " + std::to_string(status) + ")";
+      return;
+    }
+    if (rename(temporary.c_str(), target.c_str()) != 0) {
+      unlink(temporary.c_str());
+      out.error = "cannot rename the build of " + stem + ".threads.cpp to " + target;
       return;
     }
   }
@@ -135,6 +157,9 @@ const BlockLauncher *blockLauncher(const std::string &library, const std::string
     error = built.error;
     return nullptr;
   }
+  // A kernel of the library whose threads never meet: its own launcher.
+  if (built.source.find("void " + kernel + "_host(") == std::string::npos)
+    return nullptr;
   std::unique_ptr<BlockLauncher> &launcher = built.kernels[kernel];
   if (!launcher) {
     auto launch = reinterpret_cast<BlockLauncher::Launch>(

@@ -1,12 +1,16 @@
 //===- FakeBlocks.h - the fake driver's kernels at a launch's block size --===//
 //
 // kiln's host-emulation libraries (host-<hash>.so in the kernel cache) run one
-// thread per block. A launch of 256 threads per block runs instead the same
+// thread per block. A launch of 256 threads per block of a kernel whose
+// threads meet (a barrier, shared memory, a warp shuffle) runs instead its
 // source built again with KILN_HOST_BLOCK_THREADS=256 (kiln_device.h's fibers:
-// real barriers, shared memory and warp shuffles), from the compiler and flags
-// the library was built with (host-<hash>.flags beside it). The build is kept
-// in the cache as fakeblock<N>-<hash>.so, so a suite builds each library once
-// per block size.
+// real barriers, shared memory and warp shuffles): kiln-compile writes those
+// kernels of each library apart (host-<hash>.threads.cpp) with the compiler
+// and flags it used (host-<hash>.flags). The build is kept in the cache as
+// fakeblock<N>-<hash>.so, so a suite builds each library once per block size.
+// A kernel whose threads never meet computes the same at any block size and
+// runs as the library has it (building every kernel twice would double the
+// host compiles of every fake-CUDA suite).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +38,10 @@ private:
 };
 
 /// Kernel `kernel` of host-emulation library `library` (a host-*.so path) at
-/// `block` threads per block, built on first use; nullptr with `error` set
-/// when it cannot be built. Safe from any thread; returns quickly once built.
+/// `block` threads per block, built on first use; nullptr with `error` empty
+/// when its threads never meet (the library's own launcher is right), with
+/// `error` set when it cannot be built. Safe from any thread; returns quickly
+/// once built.
 const BlockLauncher *blockLauncher(const std::string &library, const std::string &kernel,
                                    unsigned block, std::string &error);
 

@@ -35,11 +35,13 @@
 // from the shared objects of $KILN_FAKE_CUDA_KERNELS (host-*.so, kiln's kernel
 // cache; looked for again when a kernel is not found, since a process may
 // build them as it runs), with every parameter that points into the context's device memory
-// translated to its host bytes at the time the kernel runs. A launch runs its
-// real block size: its library built again at that size (FakeBlocks.h), whose
-// threads meet at real barriers; a barrier they do not all reach is a sticky
-// CUDA_ERROR_LAUNCH_FAILED, and a block over 256 threads (kiln's kernels are
-// built for at most that) is CUDA_ERROR_INVALID_VALUE. Modules' images
+// translated to its host bytes at the time the kernel runs. A kernel whose
+// threads meet (a barrier, shared memory, a warp shuffle) runs at its launch's
+// real block size: its source built again at that size (FakeBlocks.h), its
+// threads meeting at real barriers; a barrier they do not all reach is a
+// sticky CUDA_ERROR_LAUNCH_FAILED. Other kernels compute the same at any block
+// size and run as host emulation built them. A block over 256 threads (kiln's
+// kernels are built for at most that) is CUDA_ERROR_INVALID_VALUE. Modules' images
 // (cubins) are accepted unread. Variants' libraries (hostvar-*.so) are not
 // looked in: their code is right only for their shapes.
 //
@@ -76,8 +78,10 @@
 #include <cuda.h>
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -120,9 +124,10 @@ struct CUfunc_st {
   /// be run: its parameters cannot be translated).
   int argc = -1;
   std::string library; ///< the host-*.so it is from
-  /// Its launcher at the block size it was last launched with (FakeBlocks.h).
+  /// Its launcher at the block size it was last launched with (FakeBlocks.h;
+  /// null: its threads never meet, and its own launcher is right).
   const kiln::fake::BlockLauncher *threaded = nullptr;
-  unsigned threadedBlock = 0;
+  unsigned threadedBlock = 0; ///< 0: not looked up yet
 };
 struct CUevent_st {
   CUctx_st *context = nullptr;
@@ -460,7 +465,9 @@ struct KernelLibrary {
   std::string path;
 };
 std::mutex librariesMutex; ///< kernelLibraries() (a test adds to it)
-/// The host-emulation libraries opened so far (callers hold librariesMutex).
+/// The host-emulation libraries opened so far, oldest first (callers hold
+/// librariesMutex). A cache that outlived a change of the device library
+/// holds the same kernel in an older library too: lookups take the newest.
 std::vector<KernelLibrary> &kernelLibraries() {
   static auto *libraries = new std::vector<KernelLibrary>();
   return *libraries;
@@ -474,16 +481,24 @@ void scanKernelLibraries() {
   DIR *d = dir ? opendir(dir) : nullptr;
   if (!d)
     return;
+  std::vector<std::pair<int64_t, std::string>> found; // (modified, path)
   while (dirent *e = readdir(d)) {
     std::string name = e->d_name;
     if (name.rfind("host-", 0) != 0 || name.size() <= 3 ||
         name.compare(name.size() - 3, 3, ".so") != 0 || !seen->insert(name).second)
       continue;
     std::string path = std::string(dir) + "/" + name;
-    if (void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
-      kernelLibraries().push_back({h, path});
+    struct stat st;
+    int64_t modified = stat(path.c_str(), &st) == 0
+                           ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec
+                           : 0;
+    found.emplace_back(modified, path);
   }
   closedir(d);
+  std::sort(found.begin(), found.end());
+  for (const auto &[modified, path] : found)
+    if (void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
+      kernelLibraries().push_back({h, path});
 }
 
 /// Runs a kernel (on a worker): its parameters that point into its context's
@@ -530,22 +545,23 @@ void runKernel(CUfunc_st *f, const kiln::fake::BlockLauncher *threaded, unsigned
 }
 
 /// The launcher that runs `f` at `block` threads per block (nullptr: the
-/// library's own, one thread per block). Called outside the lock: a first
-/// launch at a block size builds the library at it.
+/// library's own, one thread per block, for a block of one or a kernel whose
+/// threads never meet). Called outside the lock: a first launch at a block
+/// size builds the library's meeting kernels at it.
 CUresult threadedLauncher(CUfunc_st *f, unsigned block, const kiln::fake::BlockLauncher **out) {
   *out = nullptr;
   if (block == 1 || std::getenv("KILN_FAKE_CUDA_ONE_THREAD"))
     return CUDA_SUCCESS;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (f->threaded && f->threadedBlock == block) {
+    if (f->threadedBlock == block) {
       *out = f->threaded;
       return CUDA_SUCCESS;
     }
   }
   std::string error;
   const kiln::fake::BlockLauncher *launcher = kiln::fake::blockLauncher(f->library, f->name, block, error);
-  if (!launcher) {
+  if (!launcher && !error.empty()) {
     std::fprintf(stderr, "kiln fake CUDA: kernel %s: %s\n", f->name.c_str(), error.c_str());
     return CUDA_ERROR_INVALID_IMAGE;
   }
@@ -764,8 +780,10 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule, const char *name) {
     if (!scanned || attempt == 1)
       scanKernelLibraries();
     scanned = true;
-    for (const KernelLibrary &library : kernelLibraries())
-      if (void *symbol = dlsym(library.handle, (std::string(name) + "_host").c_str())) {
+    const std::vector<KernelLibrary> &libraries = kernelLibraries();
+    for (auto it = libraries.rbegin(); it != libraries.rend(); ++it)
+      if (const KernelLibrary &library = *it;
+          void *symbol = dlsym(library.handle, (std::string(name) + "_host").c_str())) {
         auto *argc = static_cast<const int *>(
             dlsym(library.handle, (std::string(name) + "_host_argc").c_str()));
         if (found && !argc)
@@ -1008,7 +1026,7 @@ int kiln_fake_cuda_add_kernels(const char *path) {
   if (!handle)
     return 1;
   std::lock_guard<std::mutex> lock(librariesMutex);
-  kernelLibraries().insert(kernelLibraries().begin(), {handle, path});
+  kernelLibraries().push_back({handle, path}); // the newest: looked in first
   return 0;
 }
 /// Fault injection for tests in one process: replaces the list (as

@@ -44,12 +44,15 @@ struct kiln_dim3 {
 // thread the barrier waits for is there. __shared__ is one copy the block's
 // threads share; blocks run one after another (one at a time per library:
 // the statics are the running block's). Between two barriers the threads run
-// one after another, in ascending order in even blocks and descending in odd
-// ones, so a thread that reads another's write without a barrier between
-// them reads it in one order and not in the other. A barrier that not every
-// thread reaches (one has returned, or waits at another barrier) is a fault,
-// as it is undefined on a GPU (it hangs or races there): the block stops and
-// kiln_host_block_fault says what each thread did. With N a multiple of 32
+// one after another, in ascending order and descending in turn (the order
+// flips every block and every launch), so a thread that reads another's write
+// without a barrier between them reads it in one order and, in the other, the
+// value before it (which an earlier block or launch may have left right: the
+// shared arrays are not cleared). A barrier that not every thread reaches
+// (one has returned, or waits at a barrier of the other kind) is a fault, as
+// it is undefined on a GPU (it hangs or races there): the block stops and
+// kiln_host_block_fault says what each thread did. Barriers are matched by
+// kind, not by place: threads at two different __syncthreads go on together. With N a multiple of 32
 // the block is whole warps and the kernels take their warp paths: a shuffle
 // is a store to the lane's slot, a barrier of the warp's 32 lanes, a load of
 // the partner's slot and another barrier (every lane of a warp shuffles
@@ -76,8 +79,9 @@ __attribute__((weak, visibility("default"))) char kiln_host_block_fault[256];
 __attribute__((weak, visibility("default"))) int kiln_host_block_fault_checked;
 }
 enum { KILN_FIBER_RUNS, KILN_FIBER_AT_SYNCTHREADS, KILN_FIBER_AT_SHUFFLE, KILN_FIBER_RETURNED };
-// Each fiber's stack, above a guard page (an overflow faults, not corrupts).
-static const size_t kiln_fiber_stack_bytes = 256 << 10, kiln_fiber_guard_bytes = 4096;
+// Each fiber's stack, above a guard of at least a page (an overflow faults,
+// not corrupts): 64 KiB covers the largest pages Linux hosts use.
+static const size_t kiln_fiber_stack_bytes = 256 << 10, kiln_fiber_guard_bytes = 64 << 10;
 struct kiln_fiber {
 #ifdef __x86_64__
   void *sp; // its saved stack pointer, the callee-saved registers below it
@@ -222,14 +226,21 @@ template <typename F> static void kiln_run_blocks(int64_t grid, F body) {
     }
     kiln_fiber_stacks = static_cast<char *>(m);
     for (int t = 0; t < KILN_HOST_BLOCK_THREADS; ++t) // the guard below each stack
-      mprotect(kiln_fiber_stacks + t * stride, kiln_fiber_guard_bytes, PROT_NONE);
+      if (mprotect(kiln_fiber_stacks + t * stride, kiln_fiber_guard_bytes, PROT_NONE) != 0) {
+        std::fprintf(stderr, "kiln_device: cannot protect the guard of thread %d's stack\n", t);
+        std::abort();
+      }
   }
   kiln_block_body = [](void *closure) { (*static_cast<F *>(closure))(); };
   kiln_block_closure = &body;
   gridDim.x = grid;
+  // The order flips every block, and every launch (so a grid of one block
+  // runs both ways over a suite's launches).
+  static unsigned launches = 0;
+  ++launches;
   for (int64_t b = 0; b < grid; ++b) {
     blockIdx.x = b;
-    if (!kiln_run_block(b % 2 == 1))
+    if (!kiln_run_block((b + launches) % 2 == 1))
       return;
   }
 }
