@@ -823,6 +823,9 @@ FailureOr<CompiledArtifact> Writer::build() {
     std::vector<flatbuffers::Offset<fb::Dim>> index32Sizes;
     for (DimExpr size : kernels[k].index32Sizes)
       index32Sizes.push_back(dim(size));
+    std::vector<flatbuffers::Offset<fb::BoundedRead>> boundedReads;
+    for (const auto &[input, elements] : kernels[k].boundedReads)
+      boundedReads.push_back(fb::CreateBoundedRead(builder, input, dim(elements)));
     kernelTable.push_back(fb::CreateKernel(
         builder, builder.CreateString(kernels[k].name), builder.CreateString(kernels[k].source),
         *schedule, builder.CreateVector(syms), kernels[k].blockPerItem,
@@ -832,7 +835,11 @@ FailureOr<CompiledArtifact> Writer::build() {
         kernels[k].workItems ? dim(kernels[k].workItems) : flatbuffers::Offset<fb::Dim>(),
         kernels[k].flops ? dim(kernels[k].flops) : flatbuffers::Offset<fb::Dim>(),
         index32Sizes.empty() ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Dim>>>()
-                             : builder.CreateVector(index32Sizes)));
+                             : builder.CreateVector(index32Sizes),
+        boundedReads.empty()
+            ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::BoundedRead>>>()
+            : builder.CreateVector(boundedReads),
+        kernels[k].l2Bytes ? dim(kernels[k].l2Bytes) : flatbuffers::Offset<fb::Dim>()));
   }
   std::vector<flatbuffers::Offset<fb::HostLibrary>> hostLibs;
   if (failed(hostLibraries(allKernels, {}, -1, hostLibs)))

@@ -103,6 +103,33 @@ static std::optional<std::string> narrowIndexText(const std::string &text) {
   return out;
 }
 
+/// The inputs of `kernel` read only as the data of gathers, slices and pads,
+/// each of whose result elements reads at most one input element: input
+/// number to the sum of those ops' result elements (at most what a launch
+/// reads of it; StepWork takes the smaller of that and the input's size).
+static std::vector<std::pair<int, DimExpr>> boundedReads(KernelOp kernel) {
+  std::vector<std::pair<int, DimExpr>> out;
+  for (BlockArgument arg : kernel.getBody().front().getArguments()) {
+    DimExpr reads;
+    bool bounded = !arg.use_empty();
+    for (OpOperand &use : arg.getUses()) {
+      Operation *op = use.getOwner();
+      bool oneReadPerElement = use.getOperandNumber() == 0 &&
+                               isa<GatherOp, GatherElementsOp, GatherNDOp, SliceOp, PadOp>(op);
+      if (!oneReadPerElement) {
+        bounded = false;
+        break;
+      }
+      SymShape shape = getSymShape(op->getResult(0).getType());
+      DimExpr n = productOfDims(kernel.getContext(), shape);
+      reads = reads ? reads + n : n;
+    }
+    if (bounded)
+      out.emplace_back(static_cast<int>(arg.getArgNumber()), canonicalizeDim(reads));
+  }
+  return out;
+}
+
 FailureOr<GeneratedKernel> KernelEmitter::run() {
   auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
   if (yield.getValues().size() != 1)
@@ -177,6 +204,8 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.reportsErrors = reportsErrors;
   g.workItems = workItems;
   g.flops = flops;
+  g.l2Bytes = l2Bytes;
+  g.boundedReads = boundedReads(kernel);
   // The primitives by which threads of a block meet, as the schedules and
   // the device library spell them.
   for (const char *meet : {"__syncthreads", "__shared__", "kiln_shfl", "kiln_warp_", "kiln_block_"})

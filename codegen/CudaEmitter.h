@@ -57,6 +57,12 @@ struct GeneratedKernel {
   /// at their launch's block size on the fake CUDA driver (HostEmulation.cpp
   /// writes them apart for it).
   bool threadsMeet = false;
+  /// Inputs read only in part (Kernel.bounded_reads): input number to the
+  /// most elements a launch reads of it.
+  std::vector<std::pair<int, mlir::AffineExpr>> boundedReads;
+  /// Bytes a launch reads through L2 where more than its buffers (attention's
+  /// K/V passes, Kernel.l2_bytes); null otherwise.
+  mlir::AffineExpr l2Bytes;
   /// Elements per 128-bit store of a pointwise kernel's vector path (inputs
   /// read at the result's position, or broadcast along outer dims or along
   /// the innermost one); 0 when it has none.

@@ -445,6 +445,9 @@ private:
   /// Floating-point operations per launch (GeneratedKernel::flops); null: a
   /// few per element.
   DimExpr flops;
+  /// Bytes a launch reads through L2 (GeneratedKernel::l2Bytes); null: its
+  /// buffers once.
+  DimExpr l2Bytes;
   /// GeneratedKernel::vectorWidth and vectorLoads.
   int vectorWidth = 0, vectorLoads = 0;
   /// GeneratedKernel::dividesData.

@@ -78,8 +78,21 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
     workItems = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(2)) *
                                 qd[rank - 2].ceilDiv(tile));
     // A multiply and an add per feature, for the scores and for the output.
-    flops = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(1)) *
-                            getSymShape(k.getType())[rank - 2] * (2 * (d + dv)));
+    DimExpr sk = getSymShape(k.getType())[rank - 2];
+    flops = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(1)) * sk * (2 * (d + dv)));
+    // Through L2: the queries and the output once, but each (batch, head)'s
+    // keys and values once per tile of queries, and each query row's mask
+    // row. From DRAM the blocks of one (batch, head) run side by side and
+    // share those passes in L2 (docs/performance.md), so the step's bytes
+    // stay its buffers once.
+    DimExpr heads = productOf(ArrayRef<DimExpr>(qd).drop_back(2)), sq = qd[rank - 2];
+    auto bytesOf = [&](Value v) { return static_cast<int64_t>(storageBytes(elementOf(v))); };
+    DimExpr passes = heads * sq.ceilDiv(tile) * sk * (d * bytesOf(k) + dv * bytesOf(v));
+    DimExpr once = heads * sq * (d * bytesOf(q) + dv * bytesOf(root.getResult()));
+    l2Bytes = passes + once;
+    if (mask)
+      l2Bytes = l2Bytes + heads * sq * sk * bytesOf(mask);
+    l2Bytes = canonicalizeDim(l2Bytes);
   }
   std::string ninf = "(" + acc + ")kiln_f32_bits(0xff800000u)";
   // ks rows are padded by one: threads of a warp read different keys at one

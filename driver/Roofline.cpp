@@ -18,6 +18,10 @@ namespace {
 // Peaks: dense, without sparsity. A launch: the stream's cost per kernel or
 // library call without CUDA graphs.
 constexpr double kBandwidthBytesPerUs = 4.3e6; // 4.3 TB/s
+// L2 reads: an assumption until a GPU measures it (docs/performance.md): a
+// microbenchmark of the PCIe H100 (114 SMs) read about 5.5 TB/s from L2;
+// the SXM part's 132 SMs at higher clocks, about 7.
+constexpr double kL2BytesPerUs = 7e6;          // 7 TB/s
 constexpr double kFp32FlopsPerUs = 67e6;       // CUDA cores, fp32 FMA
 constexpr double kTf32FlopsPerUs = 495e6;      // tensor cores
 constexpr double kHalfFlopsPerUs = 989e6;      // tensor cores, fp16/bf16 in
@@ -75,6 +79,8 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
       entry["elements"] = work.elements ? llvm::json::Value(*work.elements) : llvm::json::Value(nullptr);
     }
     entry["bytes"] = bytes ? llvm::json::Value(*bytes) : llvm::json::Value(nullptr);
+    if (work.l2Bytes)
+      entry["l2_bytes"] = *work.l2Bytes;
     entry["flops"] = work.flops ? llvm::json::Value(*work.flops) : llvm::json::Value(nullptr);
     // Host steps (graph breaks) and nested plans have no device model; a
     // read of sizes is a synchronization, its time the launches before it.
@@ -83,9 +89,12 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
       ++unpredicted;
     } else {
       double memoryUs = static_cast<double>(*bytes) / kBandwidthBytesPerUs;
+      double l2Us = work.l2Bytes ? static_cast<double>(*work.l2Bytes) / kL2BytesPerUs : 0.0;
       double computeUs = work.flops ? *work.flops / peakFlopsPerUs(work.unit) : 0.0;
-      double us = kLaunchUs + std::max(memoryUs, computeUs);
-      entry["bound"] = computeUs > memoryUs ? "compute" : "memory";
+      double us = kLaunchUs + std::max({memoryUs, l2Us, computeUs});
+      entry["bound"] = computeUs > std::max(memoryUs, l2Us) ? "compute"
+                       : l2Us > memoryUs                    ? "l2"
+                                                            : "memory";
       entry["predicted_us"] = us;
       total += us;
       if (kind == "kernel")
@@ -96,7 +105,8 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
     steps.push_back(std::move(entry));
   }
   return llvm::json::Object{
-      {"device", "H200 (model: 4.3 TB/s; 67 TFLOP/s fp32, 495 tf32, 989 fp16/bf16; 2 us a launch)"},
+      {"device", "H200 (model: 4.3 TB/s from memory, 7 from L2; 67 TFLOP/s fp32, 495 tf32, 989 "
+                 "fp16/bf16; 2 us a launch)"},
       {"steps", std::move(steps)},
       {"predicted_us", total},
       {"kernel_bytes", kernelBytes},

@@ -335,6 +335,22 @@ absl::Status Reader::readKernels() {
             return size.status();
           info.index32Sizes.push_back(std::move(*size));
         }
+      if (k->bounded_reads())
+        for (const fb::BoundedRead *r : *k->bounded_reads()) {
+          if (!r->elements() || r->input() < 0 ||
+              static_cast<size_t>(r->input()) + 1 >= info.bufferDtypes.size())
+            return corrupt(absl::StrCat(where, " bounds the reads of an input it lacks"));
+          absl::StatusOr<Dim> elements = dim(r->elements(), where);
+          if (!elements.ok())
+            return elements.status();
+          info.boundedReads.emplace_back(r->input(), std::move(*elements));
+        }
+      if (k->l2_bytes()) {
+        absl::StatusOr<Dim> bytes = dim(k->l2_bytes(), where);
+        if (!bytes.ok())
+          return bytes.status();
+        info.l2Bytes = std::move(*bytes);
+      }
       if (!k->buffer_shapes() || k->buffer_shapes()->size() != info.bufferDtypes.size())
         return corrupt(absl::StrCat(where, " has no dims for each of its buffers"));
       for (const fb::BufferShape *b : *k->buffer_shapes()) {

@@ -63,28 +63,40 @@ StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbol
     w.bytes = w.elements = 0;
     return w;
   }
+  const KernelInfo *kernel = step.kind == StepKind::Kernel ? &plan.kernels[step.kernel] : nullptr;
   int64_t bytes = 0, largest = 0;
   bool known = true;
   for (const std::vector<int> *values : {&step.inputs, &step.outputs})
-    for (int v : *values) {
+    for (size_t i = 0; i < values->size(); ++i) {
+      int v = (*values)[i];
       std::optional<ref::Shape> shape = evaluateShape(plan.values[v], symbols);
       if (!shape) {
         known = false;
         continue;
       }
       int64_t n = ref::numElements(*shape);
-      bytes += n * ref::info(plan.values[v].dtype).bytes;
       largest = std::max(largest, n);
+      // An input the kernel reads only in part (gathered rows, a slice):
+      // what it reads, when that is less.
+      if (kernel && values == &step.inputs)
+        for (const auto &[input, elements] : kernel->boundedReads)
+          if (static_cast<size_t>(input) == i)
+            if (std::optional<int64_t> reads = elements.evaluate(symbols))
+              n = std::min(n, *reads);
+      bytes += n * ref::info(plan.values[v].dtype).bytes;
     }
   if (known) {
     w.bytes = bytes;
     w.elements = largest;
   }
-  if (step.kind == StepKind::Kernel) {
-    const KernelInfo &k = plan.kernels[step.kernel];
+  if (kernel) {
+    const KernelInfo &k = *kernel;
     if (k.flops.known())
       if (std::optional<int64_t> f = k.flops.evaluate(symbols))
         w.flops = static_cast<double>(*f);
+    if (k.l2Bytes.known())
+      if (std::optional<int64_t> l2 = k.l2Bytes.evaluate(symbols))
+        w.l2Bytes = *l2;
   } else if (step.kind == StepKind::Host && isLibraryStep(step.op)) {
     libraryFlops(plan, step, symbols, w);
   }

@@ -137,6 +137,11 @@ struct KernelInfo {
   /// Kernel.index32_sizes: where a specialization may take the kernel's
   /// 32-bit body (index32Fits).
   std::vector<Dim> index32Sizes;
+  /// Kernel.bounded_reads: (input number, the most elements a launch reads
+  /// of it) for the inputs it reads only in part.
+  std::vector<std::pair<int, Dim>> boundedReads;
+  /// Kernel.l2_bytes: bytes a launch reads through L2; unknown: its buffers.
+  Dim l2Bytes;
 };
 
 /// Whether a specialization of `kernel` with every symbol bound in `symbols`

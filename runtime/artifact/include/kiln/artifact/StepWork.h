@@ -1,8 +1,10 @@
 //===- StepWork.h - what a plan step must move and compute ------*- C++ -*-===//
 //
-// The bytes a top-level step must move (its inputs read once, its results
-// written once) and the floating-point operations it must do, under bound
-// symbols. The compiler's roofline (driver/Roofline.cpp) turns them into
+// The bytes a top-level step must move (its inputs read once, or for a kernel
+// that reads one only in part, such as the rows a gather picks, what it reads;
+// its results written once), the bytes it reads through L2 where it reads
+// more than that (attention's passes over K and V), and the floating-point
+// operations it must do, under bound symbols. The compiler's roofline (driver/Roofline.cpp) turns them into
 // predicted times; the runtime's profiles into achieved GB/s and TFLOP/s
 // beside measured times (kiln-run --profile). One count, so the two agree.
 //
@@ -35,6 +37,9 @@ struct StepWork {
   /// everything else (a few operations per element: memory bound).
   std::optional<double> flops;
   FlopUnit unit = FlopUnit::Fp32;
+  /// Bytes read through L2 where more than `bytes` (Kernel.l2_bytes: an
+  /// attention kernel's K and V once per tile of queries); null otherwise.
+  std::optional<int64_t> l2Bytes;
 };
 
 /// `step`'s work under `symbols`. Shape steps move nothing (bytes 0).
