@@ -150,6 +150,11 @@ CASES = {
     # A long K: cuBLASLt's double then picks a split-K algorithm that needs
     # workspace, which the context must size from the heuristic's answer.
     "matmul-long-k": matmul_case([4, 512], [512, 8]),
+    # A conv whose fastest algorithm (in cuDNN's double: an index per filter
+    # tap per output position) needs 72 x 512 x 512 x 4 = 75.5 MB of
+    # workspace, more than the 32 MiB a context starts from: the context
+    # grows to it rather than taking the slower algorithm.
+    "conv-large-workspace": conv_case([1, 8, 512, 512], [8, 8, 3, 3], bias=False, pads=[1, 1, 1, 1]),
 }
 
 

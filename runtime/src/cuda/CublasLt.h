@@ -25,16 +25,17 @@
 #define KILN_RUNTIME_CUDA_CUBLASLT_H
 
 #include "HostSteps.h"
+#include "cuda/Workspace.h"
 #include "kiln/reference/Tensor.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 
-#include <mutex>
 #include <cublasLt.h>
 #include <cuda.h>
 
+#include <mutex>
 #include <string>
 
 namespace kiln::rt {
@@ -82,10 +83,7 @@ public:
   static std::optional<ref::Shape> resultShape(const MatMulParams &params, const ref::Shape &a,
                                                const ref::Shape &b);
 
-  /// The workspace of `bytes` (at least) that a call's algorithm needs: its
-  /// address and size (the context's, grown if need be).
-  using WorkspaceFn =
-      absl::FunctionRef<absl::StatusOr<std::pair<uintptr_t, size_t>>(size_t bytes)>;
+  using WorkspaceFn = rt::WorkspaceFn;
 
   /// Queues the matmul on `stream`: the algorithm from the heuristic (asked
   /// once per problem and kept), the workspace it needs from `workspaceFor`.

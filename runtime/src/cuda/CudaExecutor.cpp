@@ -119,6 +119,14 @@ public:
   }
 
   /// `buffer` grown to hold `bytes`.
+  /// The library workspace grown to `bytes` (a call's algorithm's need):
+  /// its address and size (WorkspaceFn).
+  absl::StatusOr<std::pair<uintptr_t, size_t>> workspaceOf(size_t bytes) {
+    if (bytes)
+      if (absl::Status st = ensure(workspace, bytes); !st.ok())
+        return st;
+    return std::make_pair(static_cast<uintptr_t>(workspace.first), workspace.second);
+  }
   absl::Status ensure(std::pair<CUdeviceptr, size_t> &buffer, size_t bytes) {
     bytes = std::max(bytes, artifact::kSlotAlignment);
     if (buffer.second >= bytes)
@@ -537,9 +545,6 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
     return st;
   call.resultAddress = context.values[out].address;
   CudaState &state = stateOf(context);
-  if (!host.pool)
-    if (absl::Status st = state.ensure(state.workspace, MatmulRunner::kWorkspaceBytes); !st.ok())
-      return st;
   if (state.mode != SegmentMode::Off) {
     state.signCall(s, call.dtype, {&call.x, &call.w, &call.result},
                    {call.xAddress, call.wAddress, call.biasAddress, call.residualAddress,
@@ -548,12 +553,14 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
     if (state.mode == SegmentMode::Dry)
       return "cudnn";
   }
+  // A convolution's workspace is what its algorithm needs (the fastest
+  // within DnnRunner::kMaxWorkspaceBytes), the context's grown to it, as a
+  // matmul's is.
+  auto workspaceFor = [&](size_t bytes) { return state.workspaceOf(bytes); };
   absl::Status ran =
       host.pool   ? dnn_->pool(*host.pool, call, state.stream)
-      : host.conv ? dnn_->conv(*host.conv, call, state.stream, state.workspace.first,
-                               state.workspace.second)
-                  : dnn_->convTranspose(*host.convTranspose, call, state.stream,
-                                        state.workspace.first, state.workspace.second);
+      : host.conv ? dnn_->conv(*host.conv, call, state.stream, workspaceFor)
+                  : dnn_->convTranspose(*host.convTranspose, call, state.stream, workspaceFor);
   // What cuDNN refuses (no algorithm within the workspace, a call it does
   // not support) runs on the host, and the profile says so.
   if (absl::IsUnimplemented(ran))
@@ -621,13 +628,7 @@ absl::StatusOr<const char *> CudaExecutor::runLibraryStep(ExecutionContext &cont
   // refusal leaves the step to the host, and the profile says so.
   absl::Status ran = matmul_->run(
       *host.matmul, call, state.stream,
-      [&](size_t bytes) -> absl::StatusOr<std::pair<uintptr_t, size_t>> {
-        if (bytes)
-          if (absl::Status st = state.ensure(state.workspace, bytes); !st.ok())
-            return st;
-        return std::make_pair(static_cast<uintptr_t>(state.workspace.first),
-                              state.workspace.second);
-      });
+      [&](size_t bytes) { return state.workspaceOf(bytes); });
   if (!ran.ok())
     return absl::IsUnimplemented(ran) ? refusedByLibrary(context, kCublasLtRefused) : ran;
   return "cublasLt";

@@ -363,14 +363,13 @@ std::string convKey(ref::DType dtype, bool allowTf32, const ConvPlan &plan) {
 }
 
 /// The first of the heuristic's `returned` results (forward or backward-data
-/// perf structs) that succeeded and fits the workspace.
+/// perf structs, fastest first) that succeeded and fits in `workspaceBytes`.
 template <typename Perf>
-absl::StatusOr<decltype(Perf::algo)> firstFitting(const Perf *perf, int returned,
-                                                  size_t workspaceBytes, const char *what,
-                                                  const std::string &key) {
+absl::StatusOr<const Perf *> firstFitting(const Perf *perf, int returned, size_t workspaceBytes,
+                                          const char *what, const std::string &key) {
   for (int i = 0; i < returned; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= workspaceBytes)
-      return perf[i].algo;
+      return &perf[i];
   return absl::UnimplementedError(absl::StrCat("cuDNN has no algorithm for this ", what,
                                                " within ", workspaceBytes,
                                                " bytes of workspace (", key, ")"));
@@ -391,8 +390,7 @@ bool DnnRunner::supportsConvTranspose(const ConvStepParams &params, const DnnCal
 }
 
 absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCall &call,
-                                      CUstream stream, uintptr_t workspace,
-                                      size_t workspaceBytes) const {
+                                      CUstream stream, WorkspaceFn workspaceFor) const {
   std::optional<ConvPlan> plan = planConvTranspose(params, call);
   if (!plan)
     return absl::InternalError("the conv transpose does not map onto cuDNN");
@@ -422,17 +420,23 @@ absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCal
                                      handle_, d.filter, dy, d.conv, dx, 8, &returned, perf));
         !s.ok())
       return s;
-    absl::StatusOr<cudnnConvolutionBwdDataAlgo_t> chosen =
-        firstFitting(perf, returned, workspaceBytes, "conv transpose", key);
+    absl::StatusOr<const cudnnConvolutionBwdDataAlgoPerf_t *> chosen =
+        firstFitting(perf, returned, kMaxWorkspaceBytes, "conv transpose", key);
     if (!chosen.ok())
       return chosen.status();
-    found = backwardAlgorithms_.emplace(key, *chosen).first;
+    found = backwardAlgorithms_.emplace(key, Chosen<cudnnConvolutionBwdDataAlgo_t>{(*chosen)->algo,
+                                                                                   (*chosen)->memory})
+                .first;
   }
+  absl::StatusOr<std::pair<uintptr_t, size_t>> space = workspaceFor(found->second.workspaceBytes);
+  if (!space.ok())
+    return space.status();
+  auto [workspace, workspaceBytes] = *space;
   auto pointer = [](uintptr_t a) { return reinterpret_cast<void *>(a); };
   if (absl::Status s = d.check("cudnnConvolutionBackwardData",
                                dnn.cudnnConvolutionBackwardData(
                                    handle_, one, d.filter, pointer(call.wAddress), dy,
-                                   pointer(call.xAddress), d.conv, found->second,
+                                   pointer(call.xAddress), d.conv, found->second.algo,
                                    pointer(workspace), workspaceBytes, zero, dx,
                                    pointer(call.resultAddress)));
       !s.ok())
@@ -511,7 +515,7 @@ bool DnnRunner::supportsPool(const ref::PoolParams &params, const DnnCall &call)
 }
 
 absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, CUstream stream,
-                             uintptr_t workspace, size_t workspaceBytes) const {
+                             WorkspaceFn workspaceFor) const {
   std::optional<ConvPlan> plan = planConv(params, call);
   if (!plan)
     return absl::InternalError("the conv does not map onto cuDNN");
@@ -550,12 +554,17 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
                                      handle_, x, d.filter, d.conv, y, 8, &returned, perf));
         !s.ok())
       return s;
-    absl::StatusOr<cudnnConvolutionFwdAlgo_t> chosen =
-        firstFitting(perf, returned, workspaceBytes, "conv", key);
+    absl::StatusOr<const cudnnConvolutionFwdAlgoPerf_t *> chosen =
+        firstFitting(perf, returned, kMaxWorkspaceBytes, "conv", key);
     if (!chosen.ok())
       return chosen.status();
-    found = algorithms_.emplace(key, *chosen).first;
+    found = algorithms_.emplace(key, Chosen<cudnnConvolutionFwdAlgo_t>{(*chosen)->algo, (*chosen)->memory})
+                .first;
   }
+  absl::StatusOr<std::pair<uintptr_t, size_t>> space = workspaceFor(found->second.workspaceBytes);
+  if (!space.ok())
+    return space.status();
+  auto [workspace, workspaceBytes] = *space;
   auto pointer = [](uintptr_t a) { return reinterpret_cast<void *>(a); };
   // With a bias and a ReLU, one fused call: relu(conv + residual + bias),
   // the residual z weighted 1 (or y itself weighted 0 when there is none).
@@ -564,14 +573,14 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
     return d.check("cudnnConvolutionBiasActivationForward",
                    dnn.cudnnConvolutionBiasActivationForward(
                        handle_, one, x, pointer(call.xAddress), d.filter, pointer(call.wAddress),
-                       d.conv, found->second, pointer(workspace), workspaceBytes,
+                       d.conv, found->second.algo, pointer(workspace), workspaceBytes,
                        params.hasResidual ? one : zero, y, pointer(z), *bias,
                        pointer(call.biasAddress), d.activation, y, pointer(call.resultAddress)));
   }
   if (absl::Status s = d.check("cudnnConvolutionForward",
                                dnn.cudnnConvolutionForward(
                                    handle_, one, x, pointer(call.xAddress), d.filter,
-                                   pointer(call.wAddress), d.conv, found->second,
+                                   pointer(call.wAddress), d.conv, found->second.algo,
                                    pointer(workspace), workspaceBytes, zero, y,
                                    pointer(call.resultAddress)));
       !s.ok())

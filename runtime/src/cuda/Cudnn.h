@@ -26,15 +26,16 @@
 #define KILN_RUNTIME_CUDA_CUDNN_H
 
 #include "HostSteps.h"
+#include "cuda/Workspace.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 
-#include <mutex>
 #include <cuda.h>
 #include <cudnn.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace kiln::rt {
@@ -85,11 +86,18 @@ public:
   static std::optional<ref::Shape> poolResultShape(const ref::PoolParams &params,
                                                    const ref::Shape &x);
 
-  /// Queue the call on `stream` (the handle is bound to it for the call).
+  /// Queue the call on `stream` (the handle is bound to it for the call):
+  /// the fastest algorithm the heuristic offers within kMaxWorkspaceBytes
+  /// (asked once per problem and kept), the workspace it needs from
+  /// `workspaceFor`. UNIMPLEMENTED when cuDNN has no such algorithm.
   absl::Status conv(const ConvStepParams &params, const DnnCall &call, CUstream stream,
-                    uintptr_t workspace, size_t workspaceBytes) const;
+                    WorkspaceFn workspaceFor) const;
   absl::Status convTranspose(const ConvStepParams &params, const DnnCall &call, CUstream stream,
-                             uintptr_t workspace, size_t workspaceBytes) const;
+                             WorkspaceFn workspaceFor) const;
+  /// The most workspace a convolution's algorithm may take (the fastest
+  /// ones, FFT and Winograd among them, take hundreds of MB on large
+  /// images); a context allocates what its calls' algorithms need, up to it.
+  static constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
   absl::Status pool(const ref::PoolParams &params, const DnnCall &call, CUstream stream) const;
 
 private:
@@ -101,8 +109,12 @@ private:
   cudnnHandle_t handle_ = nullptr;
   /// The algorithm per convolution problem (forward, and backward data for
   /// ConvTranspose).
-  mutable absl::flat_hash_map<std::string, cudnnConvolutionFwdAlgo_t> algorithms_;
-  mutable absl::flat_hash_map<std::string, cudnnConvolutionBwdDataAlgo_t> backwardAlgorithms_;
+  template <typename Algo> struct Chosen {
+    Algo algo;
+    size_t workspaceBytes; ///< what it needs
+  };
+  mutable absl::flat_hash_map<std::string, Chosen<cudnnConvolutionFwdAlgo_t>> algorithms_;
+  mutable absl::flat_hash_map<std::string, Chosen<cudnnConvolutionBwdDataAlgo_t>> backwardAlgorithms_;
 };
 
 } // namespace kiln::rt

@@ -28,6 +28,13 @@
 // - math types: unless a conv descriptor says CUDNN_FMA_MATH, FLOAT operands
 //   of its products (x and w, or dy and w) are rounded to TF32 first, as
 //   tensor cores may read them on a real GPU; with FMA math they are exact.
+// - algorithms and workspace: the heuristics offer, fastest first, one that
+//   needs workspace (IMPLICIT_PRECOMP_GEMM forward, ALGO_1 backward data: an
+//   index per filter tap per output position, 4 bytes each) and one that
+//   needs none (IMPLICIT_GEMM, ALGO_0); a call given less workspace than its
+//   algorithm needs is CUDNN_STATUS_BAD_PARAM. KILN_FAKE_CUDNN_LOG names a
+//   file that gets a line per convolution call, "conv|conv-transpose <algo>
+//   workspace <given> needs <bytes>".
 // Anything else is CUDNN_STATUS_NOT_SUPPORTED. Sums are taken in double.
 //
 //===----------------------------------------------------------------------===//
@@ -37,6 +44,8 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -321,6 +330,28 @@ cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnM
   return CUDNN_STATUS_SUCCESS;
 }
 
+/// The workspace the algorithms that need one take for a conv of filter `wf`
+/// and (forward) output `yt`: a 4-byte index per filter tap (C / groups x
+/// the window) per output position (N x y's spatial dims).
+static size_t tapWorkspace(const Filter &wf, const Tensor &yt) {
+  int64_t taps = count(wf.dims) / std::max(wf.dims[0], 1);
+  int64_t positions = count(yt.dims) / std::max(yt.dims[1], 1);
+  return static_cast<size_t>(taps * positions) * 4;
+}
+
+/// Whether `given` bytes at `workspace` are enough for `algo` (forward: those
+/// but IMPLICIT_GEMM need tapWorkspace), with a log line when asked for.
+static bool workspaceSuffices(const char *call, int algo, bool needsWorkspace, const void *workspace,
+                       size_t given, const Filter &wf, const Tensor &yt) {
+  size_t need = needsWorkspace ? tapWorkspace(wf, yt) : 0;
+  if (const char *log = std::getenv("KILN_FAKE_CUDNN_LOG"))
+    if (FILE *f = std::fopen(log, "a")) {
+      std::fprintf(f, "%s %d workspace %zu needs %zu\n", call, algo, given, need);
+      std::fclose(f);
+    }
+  return given >= need && (need == 0 || workspace);
+}
+
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t x,
                                                      const cudnnFilterDescriptor_t w,
                                                      const cudnnConvolutionDescriptor_t c,
@@ -330,11 +361,16 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
     return CUDNN_STATUS_BAD_PARAM;
   if (!validConv(*as<Tensor>(x), *as<Filter>(w), *as<Conv>(c), *as<Tensor>(y)))
     return CUDNN_STATUS_BAD_PARAM;
-  std::memset(perf, 0, sizeof(*perf));
-  perf[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  *returned = std::min(requested, 2);
+  std::memset(perf, 0, sizeof(*perf) * static_cast<size_t>(*returned));
+  perf[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   perf[0].status = CUDNN_STATUS_SUCCESS;
-  perf[0].memory = 0;
-  *returned = 1;
+  perf[0].memory = tapWorkspace(*as<Filter>(w), *as<Tensor>(y));
+  if (*returned > 1) {
+    perf[1].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    perf[1].status = CUDNN_STATUS_SUCCESS;
+    perf[1].memory = 0;
+  }
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -355,15 +391,18 @@ std::vector<double> convolve(const Tensor &xt, const void *x, const Filter &wf, 
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
                                       const cudnnTensorDescriptor_t xDesc, const void *x,
                                       const cudnnFilterDescriptor_t wDesc, const void *w,
-                                      const cudnnConvolutionDescriptor_t cDesc, cudnnConvolutionFwdAlgo_t,
-                                      void *, size_t, const void *beta, const cudnnTensorDescriptor_t yDesc,
-                                      void *y) {
+                                      const cudnnConvolutionDescriptor_t cDesc, cudnnConvolutionFwdAlgo_t algo,
+                                      void *workspace, size_t workspaceBytes, const void *beta,
+                                      const cudnnTensorDescriptor_t yDesc, void *y) {
   if (!handle || !alpha || !beta || !xDesc || !x || !wDesc || !w || !cDesc || !yDesc || !y)
     return CUDNN_STATUS_BAD_PARAM;
   const Tensor xt = *as<Tensor>(xDesc), yt = *as<Tensor>(yDesc);
   const Filter wf = *as<Filter>(wDesc);
   const Conv c = *as<Conv>(cDesc);
   if (!validConv(xt, wf, c, yt))
+    return CUDNN_STATUS_BAD_PARAM;
+  if (!workspaceSuffices("conv", algo, algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, workspace,
+                         workspaceBytes, wf, yt))
     return CUDNN_STATUS_BAD_PARAM;
   double a = scale(xt.type, alpha), b = scale(xt.type, beta);
   fake::submit(streamOf(handle), [=] {
@@ -532,7 +571,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
 cudnnStatus_t cudnnConvolutionBiasActivationForward(
     cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x,
     const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t cDesc,
-    cudnnConvolutionFwdAlgo_t algo, void *, size_t, const void *alpha2,
+    cudnnConvolutionFwdAlgo_t algo, void *workspace, size_t workspaceBytes, const void *alpha2,
     const cudnnTensorDescriptor_t zDesc, const void *z, const cudnnTensorDescriptor_t biasDesc,
     const void *bias, const cudnnActivationDescriptor_t act, const cudnnTensorDescriptor_t yDesc,
     void *y) {
@@ -553,6 +592,9 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
   for (size_t d = 0; d < bt.dims.size(); ++d)
     if (d != 1 && bt.dims[d] != 1)
       return CUDNN_STATUS_BAD_PARAM;
+  if (!workspaceSuffices("conv", algo, algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, workspace,
+                         workspaceBytes, wf, yt))
+    return CUDNN_STATUS_BAD_PARAM;
   fake::Element e = element(xt.type);
   double a1 = scale(xt.type, alpha1), a2 = scale(xt.type, alpha2);
   fake::submit(streamOf(handle), [=] {
@@ -587,10 +629,17 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle, 
   // The forward conv these are the gradient of: dx is its x, dy its y.
   if (!validConv(*as<Tensor>(dx), *as<Filter>(w), *as<Conv>(c), *as<Tensor>(dy)))
     return CUDNN_STATUS_BAD_PARAM;
-  std::memset(perf, 0, sizeof(*perf));
+  // The forward conv's output is dy: positions are dy's.
+  *returned = std::min(requested, 2);
+  std::memset(perf, 0, sizeof(*perf) * static_cast<size_t>(*returned));
   perf[0].algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   perf[0].status = CUDNN_STATUS_SUCCESS;
-  *returned = 1;
+  perf[0].memory = tapWorkspace(*as<Filter>(w), *as<Tensor>(dy));
+  if (*returned > 1) {
+    perf[1].algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+    perf[1].status = CUDNN_STATUS_SUCCESS;
+    perf[1].memory = 0;
+  }
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -600,7 +649,8 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
                                            const cudnnFilterDescriptor_t wDesc, const void *w,
                                            const cudnnTensorDescriptor_t dyDesc, const void *dy,
                                            const cudnnConvolutionDescriptor_t cDesc,
-                                           cudnnConvolutionBwdDataAlgo_t, void *, size_t, const void *beta,
+                                           cudnnConvolutionBwdDataAlgo_t algo, void *workspace,
+                                           size_t workspaceBytes, const void *beta,
                                            const cudnnTensorDescriptor_t dxDesc, void *dx) {
   if (!handle || !alpha || !beta || !wDesc || !w || !dyDesc || !dy || !cDesc || !dxDesc || !dx)
     return CUDNN_STATUS_BAD_PARAM;
@@ -608,6 +658,9 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
   const Filter wf = *as<Filter>(wDesc);
   const Conv c = *as<Conv>(cDesc);
   if (!validConv(xt, wf, c, yt))
+    return CUDNN_STATUS_BAD_PARAM;
+  if (!workspaceSuffices("conv-transpose", algo, algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, workspace,
+                         workspaceBytes, wf, yt))
     return CUDNN_STATUS_BAD_PARAM;
   fake::Element e = element(xt.type);
   bool tf32 = roundsToTf32(c);
