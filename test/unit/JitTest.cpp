@@ -129,6 +129,13 @@ TEST(Jit, BadModelsAndArgumentsAreErrors) {
   tiny.struct_size = 1;
   kiln_jit_t *raw = nullptr;
   EXPECT_EQ(kiln_jit_create(&tiny, &raw), KILN_INVALID_ARGUMENT);
+  // A device that is no ordinal, named in the one-line error.
+  kiln_jit_options_t negative = options;
+  negative.device = -2;
+  EXPECT_EQ(kiln_jit_create(&negative, &raw), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_jit_last_error()).find("options->device is -2"), std::string::npos)
+      << kiln_jit_last_error();
+  EXPECT_EQ(raw, nullptr);
 }
 
 /// What the death test's child does: a JIT that is never destroyed, one
