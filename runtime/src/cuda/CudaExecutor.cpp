@@ -545,13 +545,19 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
     return st;
   call.resultAddress = context.values[out].address;
   CudaState &state = stateOf(context);
-  if (state.mode != SegmentMode::Off) {
-    state.signCall(s, call.dtype, {&call.x, &call.w, &call.result},
-                   {call.xAddress, call.wAddress, call.biasAddress, call.residualAddress,
-                    call.resultAddress},
-                   host.pool ? 0 : state.workspace.first);
-    if (state.mode == SegmentMode::Dry)
-      return "cudnn";
+  // The call's signature, with the workspace as it is after the call (a
+  // dry run's is the workspace as it is: a first run that grows it then
+  // signs what the next run will see, and that run captures).
+  auto sign = [&] {
+    if (state.mode != SegmentMode::Off)
+      state.signCall(s, call.dtype, {&call.x, &call.w, &call.result},
+                     {call.xAddress, call.wAddress, call.biasAddress, call.residualAddress,
+                      call.resultAddress},
+                     host.pool ? 0 : state.workspace.first);
+  };
+  if (state.mode == SegmentMode::Dry) {
+    sign();
+    return "cudnn";
   }
   // A convolution's workspace is what its algorithm needs (the fastest
   // within DnnRunner::kMaxWorkspaceBytes), the context's grown to it, as a
@@ -561,6 +567,7 @@ absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context,
       host.pool   ? dnn_->pool(*host.pool, call, state.stream)
       : host.conv ? dnn_->conv(*host.conv, call, state.stream, workspaceFor)
                   : dnn_->convTranspose(*host.convTranspose, call, state.stream, workspaceFor);
+  sign();
   // What cuDNN refuses (no algorithm within the workspace, a call it does
   // not support) runs on the host, and the profile says so.
   if (absl::IsUnimplemented(ran))
@@ -615,20 +622,25 @@ absl::StatusOr<const char *> CudaExecutor::runLibraryStep(ExecutionContext &cont
     return st;
   call.resultAddress = context.values[out].address;
   CudaState &state = stateOf(context);
-  if (state.mode != SegmentMode::Off) {
-    state.signCall(s, call.dtype, {&call.a, &call.b, &call.bias, &call.result},
-                   {call.aAddress, call.bAddress, call.biasAddress, call.resultAddress},
-                   state.workspace.first);
-    if (state.mode == SegmentMode::Dry)
-      return "cublasLt";
+  // Signed with the workspace as the call leaves it (a dry run's as it is),
+  // as a convolution's is.
+  auto sign = [&] {
+    if (state.mode != SegmentMode::Off)
+      state.signCall(s, call.dtype, {&call.a, &call.b, &call.bias, &call.result},
+                     {call.aAddress, call.bAddress, call.biasAddress, call.resultAddress},
+                     state.workspace.first);
+  };
+  if (state.mode == SegmentMode::Dry) {
+    sign();
+    return "cublasLt";
   }
   // The algorithm (the heuristic's, told the operands' real alignment) and
-  // the workspace it needs, which the context's grows to (a dry run signs the
-  // workspace as it is; one that grows it is not captured that time). A
-  // refusal leaves the step to the host, and the profile says so.
+  // the workspace it needs, which the context's grows to. A refusal leaves
+  // the step to the host, and the profile says so.
   absl::Status ran = matmul_->run(
       *host.matmul, call, state.stream,
       [&](size_t bytes) { return state.workspaceOf(bytes); });
+  sign();
   if (!ran.ok())
     return absl::IsUnimplemented(ran) ? refusedByLibrary(context, kCublasLtRefused) : ran;
   return "cublasLt";
