@@ -9,6 +9,7 @@
 #include "ir/Kiln/KilnDialect.h"
 
 #include "absl/strings/str_cat.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -81,9 +82,9 @@ std::string buildFlags(const Compiler &compiler) {
   return text;
 }
 
-/// Writes `text` to `path` unless it is there, aside and renamed as the
-/// sources are; best effort (nothing when it cannot).
-void writeAside(const std::string &path, const std::string &text) {
+/// Writes `text()` to `path` unless it is there (the text is made only then),
+/// aside and renamed as the sources are; best effort (nothing when it cannot).
+void writeAside(const std::string &path, llvm::function_ref<std::string()> text) {
   if (llvm::sys::fs::exists(path))
     return;
   std::string temporary =
@@ -92,7 +93,7 @@ void writeAside(const std::string &path, const std::string &text) {
   {
     llvm::raw_fd_ostream os(temporary, ec);
     if (!ec)
-      os << text;
+      os << text();
   }
   if (ec || (ec = llvm::sys::fs::rename(temporary, path)))
     llvm::sys::fs::remove(temporary);
@@ -169,12 +170,14 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     // thread per block being right for them. Best effort: a cache built
     // before may be read-only, and only the fake driver needs the files (it
     // says so when they are missing).
-    std::vector<GeneratedKernel> meeting;
-    for (const GeneratedKernel &k : chunk)
-      if (k.threadsMeet)
-        meeting.push_back(k);
-    writeAside((base + ".flags").str(), buildFlags(*compiler));
-    writeAside((base + ".threads.cpp").str(), kernelTranslationUnit(meeting));
+    writeAside((base + ".flags").str(), [&] { return buildFlags(*compiler); });
+    writeAside((base + ".threads.cpp").str(), [&] {
+      std::vector<GeneratedKernel> meeting;
+      for (const GeneratedKernel &k : chunk)
+        if (k.threadsMeet)
+          meeting.push_back(k);
+      return kernelTranslationUnit(meeting);
+    });
     if (!job.cached) {
       // Written aside and renamed: another process building the same library
       // from this cache must never compile half a file.

@@ -11,11 +11,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-#include <mutex>
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstring>
 #include <functional>
+#include <mutex>
 
 namespace kiln::rt {
 

@@ -6,6 +6,7 @@
 // test sets through kiln_fake_cuda_set_faults; elsewhere they skip, except the
 // threads test, which tools/gpu-check.sh runs on a GPU as well.
 
+#include "DriverCalls.h"
 #include "EncoderModel.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime.hpp"
@@ -249,30 +250,10 @@ TEST(Threads, GraphCapturesBesideLoadsAndCopiesOnCuda) {
 // with threads that skip the barrier is a sticky launch failure (a GPU hangs
 // or races there), until the context is reset.
 TEST(FakeCudaBlocks, LaunchesRunTheirBlockSizeAndABarrierSkippedIsAFailure) {
-  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  auto addKernels = driver ? reinterpret_cast<int (*)(const char *)>(
-                                 dlsym(driver, "kiln_fake_cuda_add_kernels"))
-                           : nullptr;
-  if (!addKernels)
+  kiln::test::DriverCalls cu = kiln::test::DriverCalls::open();
+  if (!cu.fake())
     GTEST_SKIP() << "not on the fake CUDA driver (scripts/with-fake-cuda.sh)";
-#define KILN_NAME(f) #f
-#define KILN_SYMBOL(f) reinterpret_cast<decltype(&f)>(dlsym(driver, KILN_NAME(f)))
-  auto init = KILN_SYMBOL(cuInit);
-  auto retain = KILN_SYMBOL(cuDevicePrimaryCtxRetain);
-  auto release = KILN_SYMBOL(cuDevicePrimaryCtxRelease);
-  auto reset = KILN_SYMBOL(cuDevicePrimaryCtxReset);
-  auto push = KILN_SYMBOL(cuCtxPushCurrent);
-  auto pop = KILN_SYMBOL(cuCtxPopCurrent);
-  auto loadModule = KILN_SYMBOL(cuModuleLoadData);
-  auto getFunction = KILN_SYMBOL(cuModuleGetFunction);
-  auto alloc = KILN_SYMBOL(cuMemAlloc);
-  auto copyOut = KILN_SYMBOL(cuMemcpyDtoHAsync);
-  auto synchronize = KILN_SYMBOL(cuStreamSynchronize);
-  auto launch = KILN_SYMBOL(cuLaunchKernel);
-#undef KILN_SYMBOL
-#undef KILN_NAME
-  ASSERT_TRUE(init && retain && release && reset && push && pop && loadModule && getFunction &&
-              alloc && copyOut && synchronize && launch);
+  ASSERT_TRUE(cu.complete());
 
   // The kernel as kiln's host libraries hold one: the CUDA C, a launcher and
   // its argument count, built as HostEmulation builds them, with the flags
@@ -313,30 +294,30 @@ extern "C" const int kiln_test_exchange_host_argc = 2;
   std::string build = "c++ -std=c++17 -O1 -fPIC -shared -w -I" + std::string(KILN_DEVICE_INCLUDE) +
                       " -o " + stem + ".so " + stem + ".cpp";
   ASSERT_EQ(std::system(build.c_str()), 0) << build;
-  ASSERT_EQ(addKernels((stem + ".so").c_str()), 0);
+  ASSERT_EQ(cu.addKernels((stem + ".so").c_str()), 0);
 
   constexpr unsigned kBlock = 64, kGrid = 3;
-  ASSERT_EQ(init(0), CUDA_SUCCESS);
+  ASSERT_EQ(cu.init(0), CUDA_SUCCESS);
   CUcontext context = nullptr;
-  ASSERT_EQ(retain(&context, 0), CUDA_SUCCESS);
-  ASSERT_EQ(push(context), CUDA_SUCCESS);
+  ASSERT_EQ(cu.retain(&context, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cu.push(context), CUDA_SUCCESS);
   CUmodule module = nullptr;
   CUfunction exchange = nullptr;
-  ASSERT_EQ(loadModule(&module, "cubin"), CUDA_SUCCESS);
-  ASSERT_EQ(getFunction(&exchange, module, "kiln_test_exchange"), CUDA_SUCCESS);
+  ASSERT_EQ(cu.loadModule(&module, "cubin"), CUDA_SUCCESS);
+  ASSERT_EQ(cu.getFunction(&exchange, module, "kiln_test_exchange"), CUDA_SUCCESS);
   auto run = [&](int64_t skipping, std::vector<int64_t> &out) -> CUresult {
     CUdeviceptr buffer = 0;
-    if (CUresult r = alloc(&buffer, kBlock * kGrid * sizeof(int64_t)); r != CUDA_SUCCESS)
+    if (CUresult r = cu.alloc(&buffer, kBlock * kGrid * sizeof(int64_t)); r != CUDA_SUCCESS)
       return r;
     void *args[] = {&buffer, &skipping};
-    if (CUresult r = launch(exchange, kGrid, 1, 1, kBlock, 1, 1, 0, nullptr, args, nullptr);
+    if (CUresult r = cu.launch(exchange, kGrid, 1, 1, kBlock, 1, 1, 0, nullptr, args, nullptr);
         r != CUDA_SUCCESS)
       return r;
     out.assign(kBlock * kGrid, -1);
-    if (CUresult r = copyOut(out.data(), buffer, out.size() * sizeof(int64_t), nullptr);
+    if (CUresult r = cu.copyOut(out.data(), buffer, out.size() * sizeof(int64_t), nullptr);
         r != CUDA_SUCCESS)
       return r;
-    return synchronize(nullptr);
+    return cu.synchronize(nullptr);
   };
   std::vector<int64_t> out;
   ASSERT_EQ(run(0, out), CUDA_SUCCESS);
@@ -347,18 +328,18 @@ extern "C" const int kiln_test_exchange_host_argc = 2;
   EXPECT_EQ(run(0, out), CUDA_ERROR_LAUNCH_FAILED) << "a launch failure is sticky";
   // A block larger than kiln's kernels are built for is refused at the call.
   void *none[] = {nullptr, nullptr};
-  EXPECT_EQ(launch(exchange, 1, 1, 1, 512, 1, 1, 0, nullptr, none, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cu.launch(exchange, 1, 1, 1, 512, 1, 1, 0, nullptr, none, nullptr), CUDA_ERROR_INVALID_VALUE);
   CUcontext popped = nullptr;
-  EXPECT_EQ(pop(&popped), CUDA_SUCCESS);
-  EXPECT_EQ(release(0), CUDA_SUCCESS);
+  EXPECT_EQ(cu.pop(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(cu.release(0), CUDA_SUCCESS);
   // A reset context runs it again (the runtime's own models recover the same way).
-  ASSERT_EQ(reset(0), CUDA_SUCCESS);
-  ASSERT_EQ(retain(&context, 0), CUDA_SUCCESS);
-  ASSERT_EQ(push(context), CUDA_SUCCESS);
+  ASSERT_EQ(cu.reset(0), CUDA_SUCCESS);
+  ASSERT_EQ(cu.retain(&context, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cu.push(context), CUDA_SUCCESS);
   EXPECT_EQ(run(0, out), CUDA_SUCCESS);
   EXPECT_EQ(out[1], kBlock - 2);
-  EXPECT_EQ(pop(&popped), CUDA_SUCCESS);
-  EXPECT_EQ(release(0), CUDA_SUCCESS);
+  EXPECT_EQ(cu.pop(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(cu.release(0), CUDA_SUCCESS);
   std::system(("rm -rf " + std::string(folder)).c_str());
 }
 

@@ -10,6 +10,7 @@
 // a KIND_CPU instance refuses GPU memory. Elsewhere the GPU cases skip.
 
 #include "serving/triton/TritonApi.h"
+#include "test/runtime/DriverCalls.h"
 
 #include <gtest/gtest.h>
 
@@ -283,42 +284,33 @@ using InstanceFn = TRITONSERVER_Error *(*)(TRITONBACKEND_ModelInstance *);
 using ExecuteFn = TRITONSERVER_Error *(*)(TRITONBACKEND_ModelInstance *, TRITONBACKEND_Request **,
                                           uint32_t);
 
-/// The fake driver's calls a test needs for GPU memory of a given device.
+/// GPU memory of a given device, through the driver's calls.
 struct Driver {
-  void *handle = nullptr;
-  decltype(&cuInit) init = nullptr;
-  decltype(&cuDevicePrimaryCtxRetain) retain = nullptr;
-  decltype(&cuCtxPushCurrent) push = nullptr;
-  decltype(&cuCtxPopCurrent) pop = nullptr;
-  decltype(&cuMemAlloc) alloc = nullptr;
-  decltype(&cuMemcpyHtoDAsync) copyIn = nullptr;
-  decltype(&cuMemcpyDtoHAsync) copyOut = nullptr;
-  decltype(&cuStreamSynchronize) synchronize = nullptr;
-  decltype(&cuDeviceGetCount) count = nullptr;
+  kiln::test::DriverCalls cu;
 
   /// With `device`'s primary context current, `body()`.
   template <typename F> void on(int device, F body) {
     CUcontext context = nullptr, popped = nullptr;
-    ASSERT_EQ(retain(&context, device), CUDA_SUCCESS);
-    ASSERT_EQ(push(context), CUDA_SUCCESS);
+    ASSERT_EQ(cu.retain(&context, device), CUDA_SUCCESS);
+    ASSERT_EQ(cu.push(context), CUDA_SUCCESS);
     body();
-    ASSERT_EQ(pop(&popped), CUDA_SUCCESS);
+    ASSERT_EQ(cu.pop(&popped), CUDA_SUCCESS);
   }
   void *upload(int device, const void *data, size_t bytes) {
     CUdeviceptr p = 0;
     on(device, [&] {
-      ASSERT_EQ(alloc(&p, bytes), CUDA_SUCCESS);
-      ASSERT_EQ(copyIn(p, data, bytes, nullptr), CUDA_SUCCESS);
-      ASSERT_EQ(synchronize(nullptr), CUDA_SUCCESS);
+      ASSERT_EQ(cu.alloc(&p, bytes), CUDA_SUCCESS);
+      ASSERT_EQ(cu.copyIn(p, data, bytes, nullptr), CUDA_SUCCESS);
+      ASSERT_EQ(cu.synchronize(nullptr), CUDA_SUCCESS);
     });
     return reinterpret_cast<void *>(p);
   }
   std::vector<float> download(int device, const void *p, size_t count) {
     std::vector<float> out(count);
     on(device, [&] {
-      ASSERT_EQ(copyOut(out.data(), reinterpret_cast<CUdeviceptr>(p), count * sizeof(float), nullptr),
+      ASSERT_EQ(cu.copyOut(out.data(), reinterpret_cast<CUdeviceptr>(p), count * sizeof(float), nullptr),
                 CUDA_SUCCESS);
-      ASSERT_EQ(synchronize(nullptr), CUDA_SUCCESS);
+      ASSERT_EQ(cu.synchronize(nullptr), CUDA_SUCCESS);
     });
     return out;
   }
@@ -327,31 +319,17 @@ Driver driver;
 
 void *allocateOnDevice(size_t bytes, int64_t device) {
   CUdeviceptr p = 0;
-  driver.on(static_cast<int>(device), [&] { ASSERT_EQ(driver.alloc(&p, bytes), CUDA_SUCCESS); });
+  driver.on(static_cast<int>(device), [&] { ASSERT_EQ(driver.cu.alloc(&p, bytes), CUDA_SUCCESS); });
   return reinterpret_cast<void *>(p);
 }
 
-/// The fake driver with at least two devices, or null (the GPU cases skip).
+/// Whether the driver is the fake one with at least two devices (the GPU
+/// cases skip otherwise).
 bool twoFakeDevices() {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h || !dlsym(h, "kiln_fake_cuda_set_faults"))
-    return false;
-#define KILN_NAME(f) #f
-#define KILN_SYMBOL(f) reinterpret_cast<decltype(&f)>(dlsym(h, KILN_NAME(f)))
-  driver = Driver{h,
-                  KILN_SYMBOL(cuInit),
-                  KILN_SYMBOL(cuDevicePrimaryCtxRetain),
-                  KILN_SYMBOL(cuCtxPushCurrent),
-                  KILN_SYMBOL(cuCtxPopCurrent),
-                  KILN_SYMBOL(cuMemAlloc),
-                  KILN_SYMBOL(cuMemcpyHtoDAsync),
-                  KILN_SYMBOL(cuMemcpyDtoHAsync),
-                  KILN_SYMBOL(cuStreamSynchronize),
-                  KILN_SYMBOL(cuDeviceGetCount)};
-#undef KILN_SYMBOL
-#undef KILN_NAME
+  driver.cu = kiln::test::DriverCalls::open();
   int n = 0;
-  return driver.init(0) == CUDA_SUCCESS && driver.count(&n) == CUDA_SUCCESS && n >= 2;
+  return driver.cu.fake() && driver.cu.complete() && driver.cu.init(0) == CUDA_SUCCESS &&
+         driver.cu.count(&n) == CUDA_SUCCESS && n >= 2;
 }
 
 /// The pointwise model (test/runtime/pointwise-model.mlir: y = tanh(softmax(
