@@ -21,15 +21,19 @@ namespace kiln {
 /// With `cubinDir`, also writes each batch's sm_90 cubin there
 /// (kernels-<b>.sm_90.cubin) and `kernels.json`: per kernel its name,
 /// schedule, vector width and whether it divides data, what tools/sass-lint.py
-/// reads beside the SASS.
+/// reads beside the SASS. With `cacheDir`, a batch compiled before (by this
+/// check or by compileKernelsForArch) is read from there.
 bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs = 2,
-                    const std::string &cubinDir = "");
+                    const std::string &cubinDir = "", const std::string &cacheDir = "");
 
-/// Compiles `kernels` for sm_<sm> in translation units of up to 100 kernels on
+/// Compiles `kernels` for sm_<sm> in translation units of about 100 kernels on
 /// `jobs` threads; each kernel maps to the cubin and PTX of its unit (a module
 /// holding it among others). For running many models' kernels on a GPU at once.
+/// The units and their cache entries in `cacheDir` (none when empty) are the
+/// check's: a fake-CUDA run after a host run with the check compiles little.
 absl::StatusOr<std::map<std::string, std::shared_ptr<const nvrtc::NvrtcResult>>>
-compileKernelsForArch(const std::vector<GeneratedKernel> &kernels, int sm, int jobs = 2);
+compileKernelsForArch(const std::vector<GeneratedKernel> &kernels, int sm, int jobs = 2,
+                      const std::string &cacheDir = "");
 
 } // namespace kiln
 

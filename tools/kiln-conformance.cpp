@@ -71,8 +71,8 @@ static cl::opt<bool> update("update", cl::desc("Rewrite --expected from this run
                             cl::cat(category));
 static cl::opt<std::string> cacheDir(
     "cache-dir",
-    cl::desc("Where host emulation keeps compiled kernels (default $KILN_CACHE_DIR or "
-             "~/.cache/kiln)"),
+    cl::desc("Where compiled kernels are kept: host-emulation libraries and NVRTC batches "
+             "(default $KILN_CACHE_DIR or ~/.cache/kiln)"),
     cl::cat(category));
 static cl::opt<int> jobs("jobs", cl::desc("Host compilers and NVRTC batches to run at once"), cl::init(2),
                          cl::cat(category));
@@ -87,6 +87,10 @@ static cl::opt<std::string> cubinDir(
     cl::desc("With --nvrtc: also write the sm_90 cubins and a kernels.json manifest to DIR "
              "(what tools/sass-lint.py checks)"),
     cl::value_desc("dir"), cl::cat(category));
+/// --cache-dir, or the default one host emulation uses.
+static std::string kernelCacheDir() {
+  return cacheDir.empty() ? kiln::defaultCacheDir() : std::string(cacheDir);
+}
 static cl::opt<bool> viaArtifact(
     "artifact",
     cl::desc("With --backend host: run each case as the runtime does, through an artifact "
@@ -602,7 +606,7 @@ int main(int argc, char **argv) {
     }
     if (!quiet)
       outs() << "built " << kernels.size() << " kernels for host emulation\n";
-    if (nvrtc && !kiln::checkWithNvrtc(kernels, jobs, cubinDir))
+    if (nvrtc && !kiln::checkWithNvrtc(kernels, jobs, cubinDir, kernelCacheDir()))
       nvrtcFailed = true;
     for (size_t c = 0; c < cases.size(); ++c)
       run(c, host->get());
@@ -610,7 +614,7 @@ int main(int argc, char **argv) {
 
   std::map<std::string, std::shared_ptr<const kiln::nvrtc::NvrtcResult>> cubins;
   if (backend == "cuda") {
-    auto compiled = kiln::compileKernelsForArch(kernels, cudaArch, jobs);
+    auto compiled = kiln::compileKernelsForArch(kernels, cudaArch, jobs, kernelCacheDir());
     if (!compiled.ok()) {
       errs() << "kiln-conformance: error: " << std::string(compiled.status().message()) << "\n";
       return 1;

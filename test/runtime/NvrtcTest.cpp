@@ -3,6 +3,7 @@
 #include "kiln/nvrtc/Nvrtc.h"
 
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
 namespace {
 
@@ -24,6 +25,27 @@ TEST(Nvrtc, CompilesCubinAndPtxForSm80AndSm90) {
     EXPECT_NE(result->ptx.find(".target sm_" + std::to_string(sm)), std::string::npos);
     EXPECT_NE(result->ptx.find("axpy"), std::string::npos);
   }
+}
+
+// compileWithNvrtc takes the PTX from its one compile for sm_<N>. It must be
+// the PTX a compile for the virtual compute_<N> gives, the one a newer GPU
+// JIT-compiles (before, kiln compiled twice to get it).
+TEST(Nvrtc, PtxIsWhatAVirtualArchitectureCompileGives) {
+  auto result = kiln::nvrtc::compileWithNvrtc(kAxpy, "axpy.cu", {90, {}});
+  ASSERT_TRUE(result.ok()) << result.status();
+  nvrtcProgram program = nullptr;
+  ASSERT_EQ(nvrtcCreateProgram(&program, kAxpy, "axpy.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+  const char *options[] = {"--gpu-architecture=compute_90", "--std=c++17", "-default-device",
+                           "--device-int128"};
+  ASSERT_EQ(nvrtcCompileProgram(program, 4, options), NVRTC_SUCCESS);
+  size_t size = 0;
+  ASSERT_EQ(nvrtcGetPTXSize(program, &size), NVRTC_SUCCESS);
+  std::string ptx(size, '\0');
+  ASSERT_EQ(nvrtcGetPTX(program, ptx.data()), NVRTC_SUCCESS);
+  nvrtcDestroyProgram(&program);
+  if (!ptx.empty() && ptx.back() == '\0')
+    ptx.pop_back();
+  EXPECT_EQ(result->ptx, ptx);
 }
 
 TEST(Nvrtc, DefinesSpecializeTheSource) {

