@@ -17,7 +17,7 @@
 
 #include "ir/Kiln/KilnDialect.h"
 #include "ir/Kiln/OpTables.h"
-#include "passes/KernelTypes.h"
+#include "ir/Kiln/KernelTypes.h"
 #include "kiln/artifact/Format.h"
 
 #include "mlir/IR/Matchers.h"

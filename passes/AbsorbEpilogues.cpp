@@ -4,7 +4,7 @@
 // apply themselves move into the library op that produces their operand.
 //===----------------------------------------------------------------------===//
 
-#include "passes/KernelTypes.h"
+#include "ir/Kiln/KernelTypes.h"
 #include "passes/Passes.h"
 
 #include "ir/Kiln/KilnDialect.h"

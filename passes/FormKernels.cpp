@@ -1,7 +1,7 @@
 //===- FormKernels.cpp - fusion into kiln.kernel regions ------------------===//
 
 #include "passes/Passes.h"
-#include "passes/KernelTypes.h"
+#include "ir/Kiln/KernelTypes.h"
 
 #include "ir/Kiln/KilnDialect.h"
 #include "ir/Kiln/ShapeInference.h"
@@ -21,46 +21,6 @@ using namespace mlir;
 
 namespace kiln {
 
-/// Whether cuDNN's pooling computes `pool` for every shape its type allows,
-/// so it stays a library step (runtime/src/cuda/Cudnn.cpp's planPool checks the
-/// same at run time): max or average, 1 to 3 spatial dims, no dilation,
-/// symmetric pads smaller than the window, float types cuDNN has, and the floor
-/// formula's dims (ceil_mode only where static dims show it adds no window).
-/// Every other pool is a generated kernel.
-bool poolRunsInCudnn(Operation *op) {
-  auto pool = cast<PoolOp>(op);
-  auto input = cast<RankedTensorType>(pool.getInput().getType());
-  int64_t spatial = input.getRank() - 2;
-  Type element = input.getElementType();
-  if (spatial < 1 || spatial > 3 || pool.getKind() == PoolKind::lp ||
-      !(element.isF32() || element.isF16() || element.isBF16() || element.isF64()))
-    return false;
-  ArrayRef<int64_t> kernel = pool.getKernelShape(), pads = pool.getPads(),
-                    strides = pool.getStrides(), dilations = pool.getDilations();
-  if (static_cast<int64_t>(kernel.size()) != spatial ||
-      llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
-    return false;
-  SymShape in = getSymShape(input), out = getSymShape(pool.getType());
-  if (pool.getChannelsLast()) {
-    std::rotate(in.begin() + 1, in.end() - 1, in.end());
-    std::rotate(out.begin() + 1, out.end() - 1, out.end());
-  }
-  for (int64_t d = 0; d < spatial; ++d) {
-    int64_t pad = pads.empty() ? 0 : pads[d];
-    if (!pads.empty() && pads[d] != pads[d + spatial])
-      return false;
-    if (pad >= kernel[d])
-      return false;
-    if (!pool.getCeilMode())
-      continue;
-    std::optional<int64_t> i = getConstantDimValue(in[2 + d]), o = getConstantDimValue(out[2 + d]);
-    int64_t stride = strides.empty() ? 1 : strides[d];
-    if (!i || !o || 1 + (*i + 2 * pad - kernel[d]) / stride != *o)
-      return false;
-  }
-  return true;
-}
-
 namespace {
 
 /// A 0-d or splat constant: copied into each kernel as a literal.
@@ -72,70 +32,18 @@ bool isSplatConstant(Operation *op) {
   return dense && dense.isSplat() && isKernelElementType(dense.getElementType());
 }
 
-/// True when every element of `v` is a constant (or symbolic constant) integer.
-bool isKnownShapeOperand(Value v) {
-  return isa_and_nonnull<ConstantOp, SymbolicConstantOp>(v.getDefiningOp());
-}
-
-/// Ops codegen can compute element by element from their operands' elements.
+/// Whether codegen computes `op` element by element inside its consumers'
+/// kernels (KernelFacts::isInlinable; false for ops without facts).
 bool isInlinable(Operation *op) {
-  // A channels-last pool (kiln-select-conv-layout) is always cuDNN's.
-  if (auto pool = dyn_cast<PoolOp>(op))
-    return !pool.getChannelsLast() && !poolRunsInCudnn(pool);
-  // cuBLASLt multiplies floats; an integer matmul (MatMulInteger) is a
-  // generated dot product per element.
-  if (auto matmul = dyn_cast<MatmulOp>(op))
-    return isa<IntegerType>(matmul.getType().getElementType());
-  if (op->hasTrait<OpTrait::Elementwise>() ||
-      isa<CompareOp, SelectOp, CastOp, TransposeOp, ConcatOp, GatherOp, GatherElementsOp>(op))
-    return true;
-  if (isa<BroadcastToOp, ReshapeOp>(op))
-    return isKnownShapeOperand(op->getOperand(1));
-  if (auto slice = dyn_cast<SliceOp>(op))
-    return isKnownShapeOperand(slice.getStarts()) && isKnownShapeOperand(slice.getEnds()) &&
-           isa_and_nonnull<ConstantOp>(slice.getSteps().getDefiningOp());
-  if (auto pad = dyn_cast<PadOp>(op))
-    return isa_and_nonnull<ConstantOp>(pad.getPads().getDefiningOp());
-  if (auto resize = dyn_cast<ResizeOp>(op))
-    return isKnownShapeOperand(resize.getSize());
-  // Sampled in double and rounded once, as the reference: float data only.
-  if (auto sample = dyn_cast<GridSampleOp>(op))
-    return isa<FloatType>(sample.getType().getElementType());
-  // A range whose length the shape function knows (constants, or symbols:
-  // arange(seq) in exported models): element i is start + i * delta.
-  if (isa<RoiAlignOp, RangeOp>(op))
-    return true;
-  // Summed in double, as the reference: float data.
-  if (auto col2im = dyn_cast<Col2ImOp>(op))
-    return isa<FloatType>(col2im.getType().getElementType());
-  // Eliminated in a thread's own array: a known matrix of at most 16 rows
-  // (CudaEmitter's kMaxDetRows).
-  if (auto det = dyn_cast<DetOp>(op)) {
-    std::optional<int64_t> m =
-        getConstantDimValue(getSymShape(det.getInput().getType()).back());
-    return m && *m <= kMaxDetRows;
-  }
-  // A gather_nd reads its index tuple (whose length the verifier keeps
-  // static); a scatter runs as a gather: each result element looks for the
-  // updates that land on it (CudaEmitter's scatter elements).
-  return isa<GatherNDOp, ScatterNDOp, ScatterElementsOp>(op);
+  auto facts = dyn_cast<KernelFacts>(op);
+  return facts && facts.isInlinable();
 }
 
-/// Ops that root a kernel but are never inlined into a consumer.
+/// The schedule of the kernel `op` roots, for ops never inlined into a
+/// consumer (KernelFacts::rootSchedule).
 std::optional<Schedule> reductionSchedule(Operation *op) {
-  if (isa<ReduceOp, ArgReduceOp, CumulativeOp, TopKOp>(op))
-    return Schedule::reduction;
-  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op))
-    return Schedule::row;
-  // A block per chunk of the input (kiln-sizes-on-device's non_zero).
-  if (isa<CountNonZeroOp>(op))
-    return Schedule::reduction;
-  if (isa<CompactNonZeroOp, NmsSelectOp>(op))
-    return Schedule::compaction;
-  // A block per tile of query rows, the scores on chip (kiln-fuse-attention).
-  if (isa<AttentionOp>(op))
-    return Schedule::attention;
-  return std::nullopt;
+  auto facts = dyn_cast<KernelFacts>(op);
+  return facts ? facts.rootSchedule() : std::nullopt;
 }
 
 /// The attention whose result `op` only permutes, keeping the feature dim
@@ -146,7 +54,7 @@ std::optional<Schedule> reductionSchedule(Operation *op) {
 AttentionOp permutedAttention(Operation *op, SmallVectorImpl<Operation *> *chain = nullptr) {
   SmallVector<Operation *> ops;
   while (auto reshape = dyn_cast<ReshapeOp>(op)) {
-    if (!isKnownShapeOperand(reshape.getShape()))
+    if (!isCompileTimeValue(reshape.getShape()))
       return {};
     ops.push_back(op);
     op = reshape.getInput().getDefiningOp();
@@ -167,41 +75,29 @@ AttentionOp permutedAttention(Operation *op, SmallVectorImpl<Operation *> *chain
   return attention;
 }
 
-/// The result a kernel computes for `op`: a top_k's indices (its values are a
-/// gather of them, FormKernelsPass::gatherTopKValues), else its one result.
+/// The result a kernel computes for `op` (KernelFacts::kernelResult).
 Value kernelResult(Operation *op) {
-  if (auto topK = dyn_cast<TopKOp>(op))
-    return topK.getIndices();
+  if (auto facts = dyn_cast<KernelFacts>(op))
+    return facts.kernelResult();
   return op->getResult(0);
 }
 
-/// The operands a kernel reads as data (shape operands are compile-time values).
+/// The operands a kernel reads as data (KernelFacts::kernelDataOperands).
 SmallVector<Value> dataOperands(Operation *op) {
-  if (auto topK = dyn_cast<TopKOp>(op))
-    return {topK.getInput()};
-  if (isa<BroadcastToOp, ReshapeOp, SliceOp, ResizeOp>(op))
-    return {op->getOperand(0)};
-  if (auto compact = dyn_cast<CompactNonZeroOp>(op))
-    return {compact.getInput(), compact.getChunkCounts()};
-  if (auto pad = dyn_cast<PadOp>(op))
-    return {pad.getInput(), pad.getValue()};
+  if (auto facts = dyn_cast<KernelFacts>(op))
+    return facts.kernelDataOperands();
   return SmallVector<Value>(op->getOperands());
 }
 
 } // namespace
 
 std::string whyNotKernel(Operation *op) {
-  if (isa<NonZeroOp, CompressOp, UniqueOp, NonMaxSuppressionOp>(op))
-    return "its result size depends on the data";
   if (!isInlinable(op) && !reductionSchedule(op)) {
-    if (isa<BroadcastToOp, ReshapeOp, SliceOp, PadOp, ResizeOp>(op))
-      return "its shape operands (sizes, starts, pads) are computed at run time";
-    if (isa<DetOp>(op))
-      return "its matrices are of unknown size or larger than 16x16";
-    return "it has no CUDA C lowering";
+    auto facts = dyn_cast<KernelFacts>(op);
+    return facts ? facts.kernelRefusal() : "it has no CUDA C lowering";
   }
   if (auto topK = dyn_cast<TopKOp>(op)) {
-    if (!isKnownShapeOperand(topK.getK()))
+    if (!isCompileTimeValue(topK.getK()))
       return "its k is computed at run time";
     if (!topK.getValues().use_empty())
       return "its values are read directly (kiln-form-kernels gathers them by the indices)";
@@ -338,7 +234,7 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
   /// parameter that the body's results are copied into.
   static bool isLoneReshape(ArrayRef<Operation *> group) {
     auto reshape = group.size() == 1 ? dyn_cast<ReshapeOp>(group.front()) : ReshapeOp();
-    return reshape && isKnownShapeOperand(reshape.getShape());
+    return reshape && isCompileTimeValue(reshape.getShape());
   }
 
   void formKernels(Block &block, bool topLevel, llvm::function_ref<bool(Operation *)> allowed) {
@@ -357,10 +253,8 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
       groupOf[root] = g;
       DenseMap<Operation *, unsigned> depth = {{root, 0}};
       SmallVector<Operation *> worklist = {root};
-      // A top_k kernel reads its input O(n) times per element (an
-      // nms_select its boxes and scores per step of its loop): producers
-      // would be recomputed as often, so its inputs are materialized.
-      if (isa<TopKOp, NmsSelectOp>(root))
+      // A root that reads its inputs many times has them materialized.
+      if (auto facts = dyn_cast<KernelFacts>(root); facts && !facts.fusesProducers())
         worklist.clear();
       // The head merge after attention: the attention kernel writes in its
       // order, and the attention's producers fuse into its loads.
@@ -418,7 +312,7 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     SmallVector<TopKOp> topKs;
     for (Operation &op : block)
       if (auto topK = dyn_cast<TopKOp>(op))
-        if (isKnownShapeOperand(topK.getK()) && !topK.getValues().use_empty())
+        if (isCompileTimeValue(topK.getK()) && !topK.getValues().use_empty())
           topKs.push_back(topK);
     for (TopKOp topK : topKs) {
       OpBuilder builder(topK->getContext());

@@ -40,24 +40,12 @@ RankedTensorType withElement(Type t, Type element) {
   return cast<RankedTensorType>(t).clone(element);
 }
 
-/// Ops that take their float operands as data and give results of the same
-/// float type, so they may run in the narrow type: everything elementwise but
-/// cast/bitcast (handled apart), the library ops (fp32 accumulation inside),
-/// the normalizations and attention (fp32 in registers, only the stored result
-/// narrow) and data movement. What is not listed keeps fp32 (reductions and cumulative
-/// sums, whose results grow with the row; ranges and resize, whose float
-/// operands are positions and scales; region ops and the rest): its narrow
-/// operands are cast back first.
+/// Whether `op` may run in the narrow type (KernelFacts::runsNarrow): what
+/// has no facts keeps fp32 (region ops and the rest), its narrow operands cast
+/// back first.
 bool runsNarrow(Operation *op) {
-  if (isa<CastOp, BitcastOp>(op))
-    return false;
-  if (op->hasTrait<OpTrait::Elementwise>())
-    return true;
-  return isa<MatmulOp, ConvOp, ConvTransposeOp, PoolOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp,
-             AttentionOp,
-             ReshapeOp, TransposeOp, BroadcastToOp, ConcatOp, SliceOp, GatherOp, PadOp,
-             GatherElementsOp, ScatterElementsOp, GatherNDOp, ScatterNDOp, CompressOp, TopKOp>(
-      op);
+  auto facts = dyn_cast<KernelFacts>(op);
+  return facts && facts.runsNarrow();
 }
 
 class PrecisionLowering {

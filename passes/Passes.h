@@ -40,10 +40,6 @@ inline constexpr llvm::StringLiteral kBindsDimsAttr = "kiln.binds_dims";
 /// the op whose size it reads ("kiln.non_zero"), for reports.
 inline constexpr llvm::StringLiteral kSizesForAttr = "kiln.sizes_for";
 
-/// Whether cuDNN's pooling computes the kiln.pool `pool` for every shape its
-/// type allows (kiln-form-kernels makes the others generated kernels).
-bool poolRunsInCudnn(mlir::Operation *pool);
-
 /// Options of the default graph pipeline.
 struct GraphPipelineOptions : public mlir::PassPipelineOptions<GraphPipelineOptions> {
   Option<bool> bindArgSymbols{*this, "bind-arg-symbols",

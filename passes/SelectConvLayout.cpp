@@ -65,7 +65,7 @@ constexpr int64_t kToLast[] = {0, 2, 3, 1}, kToFirst[] = {0, 3, 1, 2};
 bool poolsChannelsLast(PoolOp pool) {
   auto t = pool.getInput().getDefiningOp<TransposeOp>();
   return t && !pool.getChannelsLast() && llvm::equal(t.getPermutation(), kToFirst) &&
-         poolRunsInCudnn(pool);
+         pool.runsInCudnn();
 }
 
 /// `op` with `operands` and channels_last set (its result type inferred from

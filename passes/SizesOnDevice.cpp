@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/KernelTypes.h"
+#include "ir/Kiln/KernelTypes.h"
 #include "passes/Passes.h"
 
 #include "ir/Kiln/KilnDialect.h"

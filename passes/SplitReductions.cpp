@@ -8,7 +8,7 @@
 // chunks.
 //===----------------------------------------------------------------------===//
 
-#include "passes/KernelTypes.h"
+#include "ir/Kiln/KernelTypes.h"
 #include "passes/Passes.h"
 
 #include "ir/Kiln/KilnDialect.h"

@@ -2,6 +2,8 @@
 
 #include "ir/Kiln/KilnDialect.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace kiln {
@@ -354,5 +356,67 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   inferred.push_back(makeTensorType(result, query.getElementType()));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Kernel facts (KernelFacts.td)
+//===----------------------------------------------------------------------===//
+
+bool PoolOp::runsInCudnn() {
+  PoolOp pool = *this;
+  auto input = cast<RankedTensorType>(pool.getInput().getType());
+  int64_t spatial = input.getRank() - 2;
+  Type element = input.getElementType();
+  if (spatial < 1 || spatial > 3 || pool.getKind() == PoolKind::lp ||
+      !(element.isF32() || element.isF16() || element.isBF16() || element.isF64()))
+    return false;
+  ArrayRef<int64_t> kernel = pool.getKernelShape(), pads = pool.getPads(),
+                    strides = pool.getStrides(), dilations = pool.getDilations();
+  if (static_cast<int64_t>(kernel.size()) != spatial ||
+      llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
+    return false;
+  SymShape in = getSymShape(input), out = getSymShape(pool.getType());
+  if (pool.getChannelsLast()) {
+    std::rotate(in.begin() + 1, in.end() - 1, in.end());
+    std::rotate(out.begin() + 1, out.end() - 1, out.end());
+  }
+  for (int64_t d = 0; d < spatial; ++d) {
+    int64_t pad = pads.empty() ? 0 : pads[d];
+    if (!pads.empty() && pads[d] != pads[d + spatial])
+      return false;
+    if (pad >= kernel[d])
+      return false;
+    if (!pool.getCeilMode())
+      continue;
+    std::optional<int64_t> i = getConstantDimValue(in[2 + d]), o = getConstantDimValue(out[2 + d]);
+    int64_t stride = strides.empty() ? 1 : strides[d];
+    if (!i || !o || 1 + (*i + 2 * pad - kernel[d]) / stride != *o)
+      return false;
+  }
+  return true;
+}
+
+// A channels-last pool (kiln-select-conv-layout) is always cuDNN's.
+bool PoolOp::isInlinable() { return !getChannelsLast() && !runsInCudnn(); }
+bool PoolOp::runsNarrow() { return true; }
+
+// cuBLASLt multiplies floats; an integer matmul (MatMulInteger) is a
+// generated dot product per element.
+bool MatmulOp::isInlinable() { return isa<IntegerType>(getType().getElementType()); }
+// The library ops accumulate in fp32 inside.
+bool MatmulOp::runsNarrow() { return true; }
+bool ConvOp::runsNarrow() { return true; }
+bool ConvTransposeOp::runsNarrow() { return true; }
+
+// The normalizations and attention hold fp32 in registers; only the stored
+// result is narrow.
+std::optional<Schedule> SoftmaxOp::rootSchedule() { return Schedule::row; }
+bool SoftmaxOp::runsNarrow() { return true; }
+std::optional<Schedule> LogSoftmaxOp::rootSchedule() { return Schedule::row; }
+bool LogSoftmaxOp::runsNarrow() { return true; }
+std::optional<Schedule> LayerNormOp::rootSchedule() { return Schedule::row; }
+bool LayerNormOp::runsNarrow() { return true; }
+// A block per tile of query rows, the scores on chip (kiln-fuse-attention).
+std::optional<Schedule> AttentionOp::rootSchedule() { return Schedule::attention; }
+bool AttentionOp::runsNarrow() { return true; }
 
 } // namespace kiln

@@ -11,7 +11,8 @@
 
 include "ir/Kiln/KilnAttrs.td"
 
-def Kiln_MatmulOp : Kiln_Op<"matmul"> {
+def Kiln_MatmulOp : Kiln_Op<"matmul", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
   let summary = "matrix product with numpy batch broadcasting";
   let description = [{
     numpy `matmul`: the last two dims multiply, leading dims broadcast; a 1-D operand
@@ -35,7 +36,8 @@ def Kiln_MatmulOp : Kiln_Op<"matmul"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
-def Kiln_ConvOp : Kiln_Op<"conv", [AttrSizedOperandSegments]> {
+def Kiln_ConvOp : Kiln_Op<"conv", [
+    AttrSizedOperandSegments, DeclareOpInterfaceMethods<Kiln_KernelFacts, ["runsNarrow"]>]> {
   let summary = "N-d grouped convolution, channels first";
   let description = [{
     `input` is `[N, C, D1..Dk]`, `filter` is `[M, C / group, K1..Kk]`, the optional
@@ -67,7 +69,8 @@ def Kiln_ConvOp : Kiln_Op<"conv", [AttrSizedOperandSegments]> {
   }];
 }
 
-def Kiln_ConvTransposeOp : Kiln_Op<"conv_transpose"> {
+def Kiln_ConvTransposeOp : Kiln_Op<"conv_transpose", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["runsNarrow"]>]> {
   let summary = "N-d grouped transposed convolution, channels first";
   let description = [{
     The gradient of `kiln.conv` with respect to its input (ONNX ConvTranspose):
@@ -87,7 +90,8 @@ def Kiln_ConvTransposeOp : Kiln_Op<"conv_transpose"> {
   let results = (outs Kiln_FloatTensor:$result);
 }
 
-def Kiln_PoolOp : Kiln_Op<"pool"> {
+def Kiln_PoolOp : Kiln_Op<"pool", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
   let summary = "N-d max, average or Lp pooling, channels first";
   let description = [{
     Pools `input` (`[N, C, D1..Dk]`) over windows of `kernel_shape`. With
@@ -106,11 +110,21 @@ def Kiln_PoolOp : Kiln_Op<"pool"> {
                        DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
                        DefaultValuedAttr<I64Attr, "2">:$p,
                        DefaultValuedAttr<BoolAttr, "false">:$channels_last);
+  let extraClassDeclaration = [{
+    /// Whether cuDNN's pooling computes this pool for every shape its type
+    /// allows, so it stays a library step (runtime/src/cuda/Cudnn.cpp's
+    /// planPool checks the same at run time): max or average, 1 to 3 spatial
+    /// dims, no dilation, symmetric pads smaller than the window, float types
+    /// cuDNN has, and the floor formula's dims (ceil_mode only where static
+    /// dims show it adds no window). Every other pool is a generated kernel.
+    bool runsInCudnn();
+  }];
   let results = (outs Kiln_FloatTensor:$result);
 }
 
 class Kiln_SoftmaxLikeOp<string mnemonic, string formula>
-    : Kiln_Op<mnemonic> {
+    : Kiln_Op<mnemonic, [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "runsNarrow"]>]> {
   let summary = mnemonic # " along one axis";
   let description = "Computes `" # formula # "` along `axis` (negative counts from the "
     # "end), subtracting the maximum first for stability." # [{
@@ -134,7 +148,8 @@ class Kiln_SoftmaxLikeOp<string mnemonic, string formula>
 def Kiln_SoftmaxOp : Kiln_SoftmaxLikeOp<"softmax", "exp(x) / sum(exp(x))">;
 def Kiln_LogSoftmaxOp : Kiln_SoftmaxLikeOp<"log_softmax", "x - log(sum(exp(x)))">;
 
-def Kiln_LayerNormOp : Kiln_Op<"layer_norm"> {
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "runsNarrow"]>]> {
   let summary = "normalizes over the trailing dims from axis, then scales and shifts";
   let description = [{
     Normalizes `input` over dims `axis..rank-1` to zero mean and unit variance
@@ -153,7 +168,8 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm"> {
   let results = (outs Kiln_FloatTensor:$result);
 }
 
-def Kiln_AttentionOp : Kiln_Op<"attention"> {
+def Kiln_AttentionOp : Kiln_Op<"attention", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "runsNarrow"]>]> {
   let summary = "scaled dot-product attention: softmax(query key^T * scale + mask) value";
   let description = [{
     `query` is `[P.., Sq, D]`, `key` `[P.., Sk, D]` (keys as rows, not

@@ -1,6 +1,7 @@
 //===- DataMovementOps.cpp - reshape, transpose, slice, gather, ... -------===//
 
 #include "ir/Kiln/Folding.h"
+#include "ir/Kiln/KernelTypes.h"
 #include "ir/Kiln/KilnDialect.h"
 
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -718,5 +719,70 @@ LogicalResult ResizeOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   inferred.push_back(makeTensorType(size, input.getElementType()));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Kernel facts (KernelFacts.td)
+//===----------------------------------------------------------------------===//
+
+// Moved elements keep their type, so data movement runs narrow.
+bool TransposeOp::isInlinable() { return true; }
+bool TransposeOp::runsNarrow() { return true; }
+bool ConcatOp::isInlinable() { return true; }
+bool ConcatOp::runsNarrow() { return true; }
+bool GatherOp::isInlinable() { return true; }
+bool GatherOp::runsNarrow() { return true; }
+bool GatherElementsOp::isInlinable() { return true; }
+bool GatherElementsOp::runsNarrow() { return true; }
+// A gather_nd reads its index tuple (whose length the verifier keeps static);
+// a scatter runs as a gather: each result element looks for the updates that
+// land on it (codegen's scatter elements).
+bool GatherNDOp::isInlinable() { return true; }
+bool GatherNDOp::runsNarrow() { return true; }
+bool ScatterNDOp::isInlinable() { return true; }
+bool ScatterNDOp::runsNarrow() { return true; }
+bool ScatterElementsOp::isInlinable() { return true; }
+bool ScatterElementsOp::runsNarrow() { return true; }
+
+namespace {
+/// What no kernel computes: an op whose shape operands are run-time values.
+constexpr const char *kRunTimeShapeOperands =
+    "its shape operands (sizes, starts, pads) are computed at run time";
+} // namespace
+
+// Codegen reads the target shape at compile time: as numbers or symbols.
+bool BroadcastToOp::isInlinable() { return isCompileTimeValue(getShape()); }
+SmallVector<Value> BroadcastToOp::kernelDataOperands() { return {getInput()}; }
+std::string BroadcastToOp::kernelRefusal() { return kRunTimeShapeOperands; }
+bool BroadcastToOp::runsNarrow() { return true; }
+bool ReshapeOp::isInlinable() { return isCompileTimeValue(getShape()); }
+SmallVector<Value> ReshapeOp::kernelDataOperands() { return {getInput()}; }
+std::string ReshapeOp::kernelRefusal() { return kRunTimeShapeOperands; }
+bool ReshapeOp::runsNarrow() { return true; }
+bool SliceOp::isInlinable() {
+  return isCompileTimeValue(getStarts()) && isCompileTimeValue(getEnds()) &&
+         isa_and_nonnull<ConstantOp>(getSteps().getDefiningOp());
+}
+SmallVector<Value> SliceOp::kernelDataOperands() { return {getInput()}; }
+std::string SliceOp::kernelRefusal() { return kRunTimeShapeOperands; }
+bool SliceOp::runsNarrow() { return true; }
+bool PadOp::isInlinable() { return isa_and_nonnull<ConstantOp>(getPads().getDefiningOp()); }
+SmallVector<Value> PadOp::kernelDataOperands() { return {getInput(), getValue()}; }
+std::string PadOp::kernelRefusal() { return kRunTimeShapeOperands; }
+bool PadOp::runsNarrow() { return true; }
+// Resize keeps fp32: its float operands are positions and scales.
+bool ResizeOp::isInlinable() { return isCompileTimeValue(getSize()); }
+SmallVector<Value> ResizeOp::kernelDataOperands() { return {getInput()}; }
+std::string ResizeOp::kernelRefusal() { return kRunTimeShapeOperands; }
+
+// A block per chunk of the input (kiln-sizes-on-device's non_zero).
+std::optional<Schedule> CountNonZeroOp::rootSchedule() { return Schedule::reduction; }
+std::optional<Schedule> CompactNonZeroOp::rootSchedule() { return Schedule::compaction; }
+SmallVector<Value> CompactNonZeroOp::kernelDataOperands() {
+  return {getInput(), getChunkCounts()};
+}
+
+std::string NonZeroOp::kernelRefusal() { return kDataDependentSizeRefusal; }
+std::string CompressOp::kernelRefusal() { return kDataDependentSizeRefusal; }
+bool CompressOp::runsNarrow() { return true; }
 
 } // namespace kiln

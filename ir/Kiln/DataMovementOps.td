@@ -10,7 +10,8 @@
 
 include "ir/Kiln/KilnAttrs.td"
 
-def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow"]>]> {
   let summary = "reinterprets a tensor's elements with a new shape";
   let description = [{
     `shape` lists the result dims, each non-negative except at most one `-1`, which
@@ -29,7 +30,8 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape"> {
   let hasCanonicalizer = 1;
 }
 
-def Kiln_TransposeOp : Kiln_Op<"transpose"> {
+def Kiln_TransposeOp : Kiln_Op<"transpose", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
   let summary = "permutes the dims of a tensor";
   let description = [{
     Result dim `i` is input dim `permutation[i]`.
@@ -43,7 +45,8 @@ def Kiln_TransposeOp : Kiln_Op<"transpose"> {
   let hasFolder = 1;
 }
 
-def Kiln_BroadcastToOp : Kiln_Op<"broadcast_to"> {
+def Kiln_BroadcastToOp : Kiln_Op<"broadcast_to", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow"]>]> {
   let summary = "broadcasts a tensor against a shape (ONNX Expand)";
   let description = [{
     The result shape is the numpy broadcast of the input's shape and `shape`, so a
@@ -59,7 +62,8 @@ def Kiln_BroadcastToOp : Kiln_Op<"broadcast_to"> {
   let hasFolder = 1;
 }
 
-def Kiln_ConcatOp : Kiln_Op<"concat"> {
+def Kiln_ConcatOp : Kiln_Op<"concat", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
   let summary = "joins tensors along an axis";
   let description = [{
     All inputs have one rank and element type and agree on every dim but `axis`;
@@ -74,7 +78,8 @@ def Kiln_ConcatOp : Kiln_Op<"concat"> {
   let hasFolder = 1;
 }
 
-def Kiln_SliceOp : Kiln_Op<"slice"> {
+def Kiln_SliceOp : Kiln_Op<"slice", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow"]>]> {
   let summary = "a strided window of a tensor (ONNX Slice over every axis)";
   let description = [{
     `starts`, `ends` and `steps` hold one entry per input dim, with ONNX Slice
@@ -93,7 +98,8 @@ def Kiln_SliceOp : Kiln_Op<"slice"> {
   let hasFolder = 1;
 }
 
-def Kiln_GatherOp : Kiln_Op<"gather"> {
+def Kiln_GatherOp : Kiln_Op<"gather", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
   let summary = "selects slices along an axis by index (ONNX Gather)";
   let description = [{
     The result shape is `data.shape[:axis] + indices.shape + data.shape[axis+1:]`.
@@ -108,7 +114,8 @@ def Kiln_GatherOp : Kiln_Op<"gather"> {
   let hasFolder = 1;
 }
 
-def Kiln_PadOp : Kiln_Op<"pad"> {
+def Kiln_PadOp : Kiln_Op<"pad", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow"]>]> {
   let summary = "pads a tensor at both ends of every dim";
   let description = [{
     `pads` holds `[begin_0, ..., begin_r-1, end_0, ..., end_r-1 ]` (ONNX order);
@@ -125,7 +132,8 @@ def Kiln_PadOp : Kiln_Op<"pad"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
-def Kiln_GatherElementsOp : Kiln_Op<"gather_elements"> {
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
   let summary = "picks elements along an axis by per-element index (ONNX GatherElements)";
   let description = [{
     `out[i][j][k] = data[index[i][j][k]][j][k]` for `axis = 0`, and likewise on the
@@ -140,7 +148,8 @@ def Kiln_GatherElementsOp : Kiln_Op<"gather_elements"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
-def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements"> {
+def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
   let summary = "writes updates into a copy of data at per-element indices";
   let description = [{
     The inverse of gather_elements (ONNX ScatterElements): a copy of `data` where
@@ -156,7 +165,8 @@ def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
-def Kiln_GatherNDOp : Kiln_Op<"gather_nd"> {
+def Kiln_GatherNDOp : Kiln_Op<"gather_nd", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
   let summary = "picks slices by index tuples (ONNX GatherND)";
   let description = [{
     The last dim of `indices` (static, `q`) indexes the first `q` dims of `data`
@@ -172,7 +182,8 @@ def Kiln_GatherNDOp : Kiln_Op<"gather_nd"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
-def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd"> {
+def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
   let summary = "writes slices into a copy of data at index tuples (ONNX ScatterND)";
   let description = [{
     `updates` has shape `indices.shape[:-1] + data.shape[q:]` for `q` the last dim
@@ -188,7 +199,8 @@ def Kiln_ScatterNDOp : Kiln_Op<"scatter_nd"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
-def Kiln_NonZeroOp : Kiln_Op<"non_zero"> {
+def Kiln_NonZeroOp : Kiln_Op<"non_zero", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["kernelRefusal"]>]> {
   let summary = "indices of the non-zero elements (ONNX NonZero)";
   let description = [{
     A `[rank, count]` i64 tensor whose column j is the index tuple of the j-th
@@ -203,7 +215,8 @@ def Kiln_NonZeroOp : Kiln_Op<"non_zero"> {
   let results = (outs RankedTensorOf<[I64]>:$result);
 }
 
-def Kiln_CountNonZeroOp : Kiln_Op<"count_non_zero"> {
+def Kiln_CountNonZeroOp : Kiln_Op<"count_non_zero", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule"]>]> {
   let summary = "the number of non-zero elements in each chunk of a tensor's row-major order";
   let description = [{
     The input's elements in row-major order are cut into `chunks` runs of
@@ -221,7 +234,8 @@ def Kiln_CountNonZeroOp : Kiln_Op<"count_non_zero"> {
   let results = (outs RankedTensorOf<[I64]>:$counts);
 }
 
-def Kiln_CompactNonZeroOp : Kiln_Op<"compact_non_zero"> {
+def Kiln_CompactNonZeroOp : Kiln_Op<"compact_non_zero", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "kernelDataOperands"]>]> {
   let summary = "kiln.non_zero's result, placed by per-chunk counts and sized by a known count";
   let description = [{
     The same `[rank, count]` result as `kiln.non_zero %input`, computed with
@@ -239,7 +253,8 @@ def Kiln_CompactNonZeroOp : Kiln_Op<"compact_non_zero"> {
   let results = (outs RankedTensorOf<[I64]>:$result);
 }
 
-def Kiln_CompressOp : Kiln_Op<"compress"> {
+def Kiln_CompressOp : Kiln_Op<"compress", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["kernelRefusal", "runsNarrow"]>]> {
   let summary = "keeps the slices along an axis where a condition holds (ONNX Compress)";
   let description = [{
     Keeps slice i along `axis` where `condition[i]` is true (a condition shorter than
@@ -255,7 +270,8 @@ def Kiln_CompressOp : Kiln_Op<"compress"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
-def Kiln_ResizeOp : Kiln_Op<"resize"> {
+def Kiln_ResizeOp : Kiln_Op<"resize", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal"]>]> {
   let summary = "resamples a tensor to a new size (ONNX Resize)";
   let description = [{
     The result's dims are `size`. Each output coordinate maps to an input coordinate

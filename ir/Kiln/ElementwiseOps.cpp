@@ -365,4 +365,12 @@ LogicalResult BitcastOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   return inferUnaryElementwise(adaptor.getInput(), to, inferred);
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel facts (KernelFacts.td); the other elementwise ops take the defaults
+//===----------------------------------------------------------------------===//
+
+// A cast changes the type itself (kiln-lower-precision handles it apart).
+bool CastOp::runsNarrow() { return false; }
+bool BitcastOp::runsNarrow() { return false; }
+
 } // namespace kiln

@@ -27,7 +27,7 @@ def Kiln_ElementwiseTrait : NativeOpTrait<"Elementwise"> {
 // (is_nan, is_inf) for the description; the build checks that it agrees with the
 // row's result.
 class Kiln_UnaryOp<string mnemonic, Type operandType, string formula, bit boolResult = 0>
-    : Kiln_Op<mnemonic, [Kiln_ElementwiseTrait]> {
+    : Kiln_Op<mnemonic, [Kiln_ElementwiseTrait, Kiln_KernelFacts]> {
   let summary = "elementwise " # mnemonic;
   let description = "Computes `" # formula # "` for every element; the result has the "
     # "shape of the input" # !if(boolResult, " and element type i1.", " and its element type.") # [{
@@ -95,7 +95,7 @@ def Kiln_BitwiseNotOp : Kiln_UnaryOp<"bitwise_not", Kiln_Int, "~x">;
 
 class Kiln_BinaryOp<string mnemonic, Type elementType, string formula,
                     list<Trait> traits = []>
-    : Kiln_Op<mnemonic, !listconcat([Kiln_ElementwiseTrait], traits)> {
+    : Kiln_Op<mnemonic, !listconcat([Kiln_ElementwiseTrait, Kiln_KernelFacts], traits)> {
   let summary = "elementwise " # mnemonic # " with numpy broadcasting";
   let description = "Computes `" # formula # "` elementwise after broadcasting the "
     # "operands to a common shape. Both operands have the same element type." # [{
@@ -147,7 +147,7 @@ def Kiln_ShiftRightOp : Kiln_BinaryOp<"shift_right", Kiln_Int,
 // Compare, select, cast
 //===----------------------------------------------------------------------===//
 
-def Kiln_CompareOp : Kiln_Op<"compare", [Kiln_ElementwiseTrait]> {
+def Kiln_CompareOp : Kiln_Op<"compare", [Kiln_ElementwiseTrait, Kiln_KernelFacts]> {
   let summary = "elementwise comparison with numpy broadcasting";
   let description = [{
     Compares the broadcast operands with `direction` and yields i1. Any comparison
@@ -163,7 +163,7 @@ def Kiln_CompareOp : Kiln_Op<"compare", [Kiln_ElementwiseTrait]> {
   let hasFolder = 1;
 }
 
-def Kiln_SelectOp : Kiln_Op<"select", [Kiln_ElementwiseTrait]> {
+def Kiln_SelectOp : Kiln_Op<"select", [Kiln_ElementwiseTrait, Kiln_KernelFacts]> {
   let summary = "elementwise choice with three-way numpy broadcasting";
   let description = [{
     Yields `on_true` where `condition` is true and `on_false` elsewhere, after
@@ -179,7 +179,8 @@ def Kiln_SelectOp : Kiln_Op<"select", [Kiln_ElementwiseTrait]> {
   let hasFolder = 1;
 }
 
-def Kiln_CastOp : Kiln_Op<"cast", [Kiln_ElementwiseTrait]> {
+def Kiln_CastOp : Kiln_Op<"cast", [
+    Kiln_ElementwiseTrait, DeclareOpInterfaceMethods<Kiln_KernelFacts, ["runsNarrow"]>]> {
   let summary = "elementwise conversion to another element type";
   let description = [{
     Converts every element to `to` with ONNX Cast semantics: float to integer
@@ -199,7 +200,8 @@ def Kiln_CastOp : Kiln_Op<"cast", [Kiln_ElementwiseTrait]> {
   let hasFolder = 1;
 }
 
-def Kiln_BitcastOp : Kiln_Op<"bitcast", [Kiln_ElementwiseTrait]> {
+def Kiln_BitcastOp : Kiln_Op<"bitcast", [
+    Kiln_ElementwiseTrait, DeclareOpInterfaceMethods<Kiln_KernelFacts, ["runsNarrow"]>]> {
   let summary = "reinterprets each element's bits as another type of the same width";
   let description = [{
     ONNX BitCast between element types of equal bit width (a bool counts as its

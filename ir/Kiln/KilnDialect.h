@@ -57,6 +57,15 @@ std::string nodeNameOf(mlir::Location loc);
 #include "ir/Kiln/KilnDialect.h.inc"
 #include "ir/Kiln/KilnEnums.h.inc"
 
+namespace kiln {
+/// Whether `v` is known at compile time, as numbers or symbols: a constant or
+/// a symbolic constant (a shape operand codegen reads while emitting).
+bool isCompileTimeValue(mlir::Value v);
+} // namespace kiln
+
+/// What codegen and the passes know of an op (KernelFacts.td).
+#include "ir/Kiln/KernelFacts.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "ir/Kiln/KilnAttrs.h.inc"
 

@@ -48,6 +48,8 @@ static void printScheduleName(OpAsmPrinter &printer, Operation *, ScheduleAttr s
   printer << '"' << stringifySchedule(schedule.getValue()) << '"';
 }
 
+#include "ir/Kiln/KernelFacts.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "ir/Kiln/KilnOps.cpp.inc"
 

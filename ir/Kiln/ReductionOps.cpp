@@ -108,4 +108,20 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel facts (KernelFacts.td)
+//===----------------------------------------------------------------------===//
+
+// Reductions and cumulative sums keep fp32: their results grow with the row.
+std::optional<Schedule> ReduceOp::rootSchedule() { return Schedule::reduction; }
+std::optional<Schedule> ArgReduceOp::rootSchedule() { return Schedule::reduction; }
+std::optional<Schedule> CumulativeOp::rootSchedule() { return Schedule::reduction; }
+std::optional<Schedule> TopKOp::rootSchedule() { return Schedule::reduction; }
+// The kernel computes the indices; the values are a gather of them
+// (kiln-form-kernels' gatherTopKValues). k is read at compile time.
+SmallVector<Value> TopKOp::kernelDataOperands() { return {getInput()}; }
+Value TopKOp::kernelResult() { return getIndices(); }
+bool TopKOp::fusesProducers() { return false; }
+bool TopKOp::runsNarrow() { return true; }
+
 } // namespace kiln

@@ -5,7 +5,8 @@
 
 include "ir/Kiln/KilnAttrs.td"
 
-def Kiln_ReduceOp : Kiln_Op<"reduce"> {
+def Kiln_ReduceOp : Kiln_Op<"reduce", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule"]>]> {
   let summary = "combines elements over a set of axes";
   let description = [{
     Reduces `input` over `axes` (distinct, negative counting from the end) with
@@ -24,7 +25,8 @@ def Kiln_ReduceOp : Kiln_Op<"reduce"> {
   let hasFolder = 1;
 }
 
-def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce"> {
+def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule"]>]> {
   let summary = "index of the largest or smallest element along an axis";
   let description = [{
     Yields i64 indices of the first (or, with `select_last_index`, the last)
@@ -41,7 +43,8 @@ def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce"> {
   let results = (outs RankedTensorOf<[I64]>:$result);
 }
 
-def Kiln_CumulativeOp : Kiln_Op<"cumulative"> {
+def Kiln_CumulativeOp : Kiln_Op<"cumulative", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule"]>]> {
   let summary = "running sum or product along an axis";
   let description = [{
     Element `i` along `axis` combines elements `0..i` (`0..i-1` when `exclusive`,
@@ -66,7 +69,10 @@ def Kiln_CumulativeOp : Kiln_Op<"cumulative"> {
   }];
 }
 
-def Kiln_TopKOp : Kiln_Op<"top_k"> {
+def Kiln_TopKOp : Kiln_Op<"top_k", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "fusesProducers",
+                                                 "kernelDataOperands", "kernelResult",
+                                                 "runsNarrow"]>]> {
   let summary = "the k largest (or smallest) elements along an axis, and their indices";
   let description = [{
     `k` is a 1-element i64 tensor (ONNX TopK). Ties keep the lower index first;

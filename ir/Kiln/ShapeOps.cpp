@@ -181,4 +181,17 @@ OpFoldResult RangeOp::fold(FoldAdaptor adaptor) {
   return DenseElementsAttr::get(type, values);
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel facts (KernelFacts.td)
+//===----------------------------------------------------------------------===//
+
+bool isCompileTimeValue(Value v) {
+  return isa_and_nonnull<ConstantOp, SymbolicConstantOp>(v.getDefiningOp());
+}
+
+// A range whose length the shape function knows (constants, or symbols:
+// arange(seq) in exported models): element i is start + i * delta. It keeps
+// fp32: its float operands are positions.
+bool RangeOp::isInlinable() { return true; }
+
 } // namespace kiln

@@ -113,7 +113,8 @@ def Kiln_ShapeOfOp : Kiln_Op<"shape_of"> {
   let hasFolder = 1;
 }
 
-def Kiln_RangeOp : Kiln_Op<"range"> {
+def Kiln_RangeOp : Kiln_Op<"range", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable"]>]> {
   let summary = "evenly spaced values in [start, limit)";
   let description = [{
     A 1-D tensor `start, start + delta, ...` stopping before `limit` (ONNX Range).

@@ -1,5 +1,6 @@
 //===- SpecialOps.cpp - grid_sample, roi_align, nms, unique, det, col2im --===//
 
+#include "ir/Kiln/KernelTypes.h"
 #include "ir/Kiln/KilnDialect.h"
 
 using namespace mlir;
@@ -247,5 +248,27 @@ LogicalResult Col2ImOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   inferred.push_back(makeTensorType(dims, input.getElementType()));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Kernel facts (KernelFacts.td)
+//===----------------------------------------------------------------------===//
+
+// Sampled in double and rounded once, as the reference: float data only.
+bool GridSampleOp::isInlinable() { return isa<FloatType>(getType().getElementType()); }
+bool RoiAlignOp::isInlinable() { return true; }
+// Summed in double, as the reference: float data.
+bool Col2ImOp::isInlinable() { return isa<FloatType>(getType().getElementType()); }
+// Eliminated in a thread's own array: a known matrix of at most kMaxDetRows.
+bool DetOp::isInlinable() {
+  std::optional<int64_t> m = getConstantDimValue(getSymShape(getInput().getType()).back());
+  return m && *m <= kMaxDetRows;
+}
+std::string DetOp::kernelRefusal() {
+  return "its matrices are of unknown size or larger than 16x16";
+}
+std::optional<Schedule> NmsSelectOp::rootSchedule() { return Schedule::compaction; }
+bool NmsSelectOp::fusesProducers() { return false; }
+std::string UniqueOp::kernelRefusal() { return kDataDependentSizeRefusal; }
+std::string NonMaxSuppressionOp::kernelRefusal() { return kDataDependentSizeRefusal; }
 
 } // namespace kiln

@@ -13,7 +13,8 @@
 include "ir/Kiln/KilnBase.td"
 include "ir/Kiln/KilnAttrs.td"
 
-def Kiln_GridSampleOp : Kiln_Op<"grid_sample"> {
+def Kiln_GridSampleOp : Kiln_Op<"grid_sample", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable"]>]> {
   let summary = "samples a tensor at the coordinates a grid gives (ONNX GridSample)";
   let description = [{
     `input` is `[N, C, D1..Dr]` and `grid` is `[N, H1..Hr, r]`, the last axis holding
@@ -33,7 +34,8 @@ def Kiln_GridSampleOp : Kiln_Op<"grid_sample"> {
   let results = (outs Kiln_Tensor:$result);
 }
 
-def Kiln_RoiAlignOp : Kiln_Op<"roi_align"> {
+def Kiln_RoiAlignOp : Kiln_Op<"roi_align", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable"]>]> {
   let summary = "pools regions of interest by bilinear sampling (ONNX RoiAlign)";
   let description = [{
     `input` is `[N, C, H, W]`, `rois` is `[R, 4]` boxes `(x1, y1, x2, y2)` in input
@@ -55,7 +57,8 @@ def Kiln_RoiAlignOp : Kiln_Op<"roi_align"> {
   let results = (outs Kiln_FloatTensor:$result);
 }
 
-def Kiln_NmsSelectOp : Kiln_Op<"nms_select"> {
+def Kiln_NmsSelectOp : Kiln_Op<"nms_select", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "fusesProducers"]>]> {
   let summary = "per batch and class, the boxes non_max_suppression keeps, in selection order";
   let description = [{
     The selection of `kiln.non_max_suppression` (same operands and meaning),
@@ -81,7 +84,8 @@ def Kiln_NmsSelectOp : Kiln_Op<"nms_select"> {
   let results = (outs RankedTensorOf<[I64]>:$selected);
 }
 
-def Kiln_NonMaxSuppressionOp : Kiln_Op<"non_max_suppression"> {
+def Kiln_NonMaxSuppressionOp : Kiln_Op<"non_max_suppression", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["kernelRefusal"]>]> {
   let summary = "greedy box selection by score and overlap (ONNX NonMaxSuppression)";
   let description = [{
     `boxes` is `[B, S, 4]` (corners `y1, x1, y2, x2` in either order, or
@@ -104,7 +108,8 @@ def Kiln_NonMaxSuppressionOp : Kiln_Op<"non_max_suppression"> {
   let results = (outs RankedTensorOf<[I64]>:$selected);
 }
 
-def Kiln_UniqueOp : Kiln_Op<"unique"> {
+def Kiln_UniqueOp : Kiln_Op<"unique", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["kernelRefusal"]>]> {
   let summary = "the distinct elements or slices of a tensor (ONNX Unique)";
   let description = [{
     Without `axis` the input is flattened and `values` holds its distinct elements;
@@ -124,7 +129,8 @@ def Kiln_UniqueOp : Kiln_Op<"unique"> {
                       RankedTensorOf<[I64]>:$counts);
 }
 
-def Kiln_DetOp : Kiln_Op<"det"> {
+def Kiln_DetOp : Kiln_Op<"det", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelRefusal"]>]> {
   let summary = "determinants of square matrices (ONNX Det)";
   let description = [{
     `input` is `[*, M, M]`; the result `[*]` holds each matrix's determinant (LU with
@@ -138,7 +144,8 @@ def Kiln_DetOp : Kiln_Op<"det"> {
   let results = (outs Kiln_FloatTensor:$result);
 }
 
-def Kiln_Col2ImOp : Kiln_Op<"col2im"> {
+def Kiln_Col2ImOp : Kiln_Op<"col2im", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable"]>]> {
   let summary = "sums sliding blocks back into an image (ONNX Col2Im)";
   let description = [{
     The inverse of im2col: `input` is `[N, C * prod(block_shape), L]` where L counts

@@ -90,6 +90,35 @@ TEST_F(OpTable, EveryElementwiseOpHasARowAndEveryRowAnOp) {
   }
 }
 
+// Fusion and the precision pass ask an op's KernelFacts and list no ops, so a
+// new op either states its facts or is named here, with why no kernel ever
+// computes it.
+TEST_F(OpTable, EveryOpStatesItsKernelFactsOrWhyItIsNeverInAKernel) {
+  const std::set<std::string> neverInKernels = {
+      // Regions: their bodies form kernels of their own.
+      "kiln.if", "kiln.loop", "kiln.scan", "kiln.yield", "kiln.kernel",
+      // Values a kernel copies in as literals or codegen reads while emitting.
+      "kiln.constant", "kiln.symbolic_constant",
+      // Host work on sizes: guards on symbols, shapes, sizes read back.
+      "kiln.guard", "kiln.shape_of", "kiln.read_sizes"};
+  size_t withFacts = 0;
+  for (mlir::RegisteredOperationName name : context.getRegisteredOperations()) {
+    if (name.getDialectNamespace() != "kiln")
+      continue;
+    std::string op = name.getStringRef().str();
+    if (name.hasInterface<KernelFacts>()) {
+      ++withFacts;
+      EXPECT_FALSE(neverInKernels.count(op))
+          << op << " has KernelFacts but is listed as never in a kernel";
+    } else {
+      EXPECT_TRUE(neverInKernels.count(op))
+          << op << " states no KernelFacts (ir/Kiln/KernelFacts.td): declare them on the op, "
+          << "or list it here with why no kernel computes it";
+    }
+  }
+  EXPECT_GT(withFacts, 80u);
+}
+
 TEST_F(OpTable, CodesAreUniqueAndTheSchemaNamesThem) {
   std::set<int> unary, binary;
   for (const Row &r : rows()) {

@@ -1,18 +1,22 @@
 //===- KernelTypes.h - what generated kernels compute with -----*- C++ -*-===//
 
-#ifndef KILN_PASSES_KERNELTYPES_H
-#define KILN_PASSES_KERNELTYPES_H
+#ifndef KILN_IR_KILN_KERNELTYPES_H
+#define KILN_IR_KILN_KERNELTYPES_H
 
 #include "mlir/IR/BuiltinTypes.h"
 
 namespace kiln {
 
-/// Element types the generated kernels compute with (fusion and the rewrites
-/// that feed it ask the same question).
 /// The most rows a det kernel eliminates in a thread's own array: a larger or
-/// unknown matrix stays a graph break (kiln-form-kernels, CudaEmitter).
+/// unknown matrix stays a graph break (DetOp's kernel facts, CudaEmitter).
 constexpr int64_t kMaxDetRows = 16;
 
+/// Why no kernel computes an op whose result size depends on its data
+/// (non_zero, compress, unique, non_max_suppression: kernelRefusal).
+constexpr const char *kDataDependentSizeRefusal = "its result size depends on the data";
+
+/// Element types the generated kernels compute with (fusion and the rewrites
+/// that feed it ask the same question).
 inline bool isKernelElementType(mlir::Type t) {
   if (t.isF16() || t.isBF16() || t.isF32() || t.isF64() ||
       mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E4M3FNUZType, mlir::Float8E5M2Type,
@@ -27,4 +31,4 @@ inline bool isKernelElementType(mlir::Type t) {
 
 } // namespace kiln
 
-#endif // KILN_PASSES_KERNELTYPES_H
+#endif // KILN_IR_KILN_KERNELTYPES_H
