@@ -411,6 +411,7 @@ private:
   void emitOnlineSoftmaxStep(const std::string &acc, const std::string &ninf,
                              const std::string &BC, const std::string &DV);
   LogicalResult emitAttention(AttentionOp root, ArrayRef<int64_t> outputPerm);
+  void setAttentionWork(AttentionOp root, int64_t tile, int64_t d, int64_t dv);
   /// The element of a one-element operand (any rank).
   FailureOr<std::string> onlyElement(Value v) {
     std::vector<std::string> index(cast<RankedTensorType>(v.getType()).getRank(), "0");

@@ -51,6 +51,33 @@ void KernelEmitter::emitOnlineSoftmaxStep(const std::string &acc, const std::str
   line("__syncthreads();");
 }
 
+/// What an attention kernel's launches and roofline count: its work items (a
+/// block per tile of query rows per (batch, head)), its flops, and its bytes
+/// through L2.
+void KernelEmitter::setAttentionWork(AttentionOp root, int64_t tile, int64_t d, int64_t dv) {
+  Value q = root.getQuery(), k = root.getKey(), v = root.getValue(), mask = root.getMask();
+  int64_t rank = cast<RankedTensorType>(q.getType()).getRank();
+  SymShape qd = getSymShape(q.getType());
+  workItems = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(2)) *
+                              qd[rank - 2].ceilDiv(tile));
+  // A multiply and an add per feature, for the scores and for the output.
+  DimExpr sk = getSymShape(k.getType())[rank - 2];
+  flops = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(1)) * sk * (2 * (d + dv)));
+  // Through L2: the queries and the output once, but each (batch, head)'s
+  // keys and values once per tile of queries, and each query row's mask
+  // row. From DRAM the blocks of one (batch, head) run side by side and
+  // share those passes in L2 (docs/performance.md), so the step's bytes
+  // stay its buffers once.
+  DimExpr heads = productOf(ArrayRef<DimExpr>(qd).drop_back(2)), sq = qd[rank - 2];
+  auto bytesOf = [&](Value v) { return static_cast<int64_t>(storageBytes(elementOf(v))); };
+  DimExpr passes = heads * sq.ceilDiv(tile) * sk * (d * bytesOf(k) + dv * bytesOf(v));
+  DimExpr once = heads * sq * (d * bytesOf(q) + dv * bytesOf(root.getResult()));
+  l2Bytes = passes + once;
+  if (mask)
+    l2Bytes = l2Bytes + heads * sq * sk * bytesOf(mask);
+  l2Bytes = canonicalizeDim(l2Bytes);
+}
+
 LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> outputPerm) {
   // A block per tile of BR query rows of one (batch, head): the tile of
   // queries (scaled) stays in shared memory while tiles of BC keys and values
@@ -73,27 +100,7 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
               BC = BR, KS = std::to_string(d + 1);
   std::vector<std::string> qShape = dims(q), kShape = dims(k);
   std::vector<std::string> lead(qShape.begin(), qShape.end() - 2);
-  {
-    SymShape qd = getSymShape(q.getType());
-    workItems = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(2)) *
-                                qd[rank - 2].ceilDiv(tile));
-    // A multiply and an add per feature, for the scores and for the output.
-    DimExpr sk = getSymShape(k.getType())[rank - 2];
-    flops = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(1)) * sk * (2 * (d + dv)));
-    // Through L2: the queries and the output once, but each (batch, head)'s
-    // keys and values once per tile of queries, and each query row's mask
-    // row. From DRAM the blocks of one (batch, head) run side by side and
-    // share those passes in L2 (docs/performance.md), so the step's bytes
-    // stay its buffers once.
-    DimExpr heads = productOf(ArrayRef<DimExpr>(qd).drop_back(2)), sq = qd[rank - 2];
-    auto bytesOf = [&](Value v) { return static_cast<int64_t>(storageBytes(elementOf(v))); };
-    DimExpr passes = heads * sq.ceilDiv(tile) * sk * (d * bytesOf(k) + dv * bytesOf(v));
-    DimExpr once = heads * sq * (d * bytesOf(q) + dv * bytesOf(root.getResult()));
-    l2Bytes = passes + once;
-    if (mask)
-      l2Bytes = l2Bytes + heads * sq * sk * bytesOf(mask);
-    l2Bytes = canonicalizeDim(l2Bytes);
-  }
+  setAttentionWork(root, tile, d, dv);
   std::string ninf = "(" + acc + ")kiln_f32_bits(0xff800000u)";
   // ks rows are padded by one: threads of a warp read different keys at one
   // feature, which would otherwise fall in one shared-memory bank.

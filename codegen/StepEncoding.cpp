@@ -168,36 +168,39 @@ bool isHostStepOp(Operation *op) {
          unaryFnOf(op) || binaryFnOf(op);
 }
 
-FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder &b) {
-  auto step = [](fb::StepOp type, auto table) -> FailureOr<EncodedStep> {
+namespace {
+/// What the step encoders share: the builder, and the function's precision
+/// mode as the library steps read it.
+struct StepBuilder {
+  flatbuffers::FlatBufferBuilder &b;
+  bool allowTf32;
+  template <typename Table>
+  static FailureOr<EncodedStep> step(fb::StepOp type, flatbuffers::Offset<Table> table) {
     return EncodedStep{type, table.Union()};
-  };
-  auto longs = [&](ArrayRef<int64_t> v) { return b.CreateVector(v.data(), v.size()); };
-  // kiln-lower-precision marks the function; only tf32 lets libraries round
-  // fp32 operands (fp16/bf16 steps have narrow operand types already).
-  auto mode = op->getParentOp() ? op->getParentOp()->getAttrOfType<StringAttr>("kiln.precision")
-                                : StringAttr();
-  bool allowTf32 = mode && mode.getValue() == "tf32";
+  }
+  flatbuffers::Offset<flatbuffers::Vector<int64_t>> longs(ArrayRef<int64_t> v) {
+    return b.CreateVector(v.data(), v.size());
+  }
+};
 
-  // The schema's function enums are generated from the op table: same numbers.
-  if (std::optional<ops::UnaryFn> fn = unaryFnOf(op))
-    return step(fb::StepOp::Unary, fb::CreateUnary(b, static_cast<fb::UnaryFn>(*fn)));
-  if (std::optional<ops::BinaryFn> fn = binaryFnOf(op))
-    return step(fb::StepOp::Binary, fb::CreateBinary(b, static_cast<fb::BinaryFn>(*fn)));
-
-  return llvm::TypeSwitch<Operation *, FailureOr<EncodedStep>>(op)
+/// cuBLASLt's and cuDNN's ops: matmul, conv, conv_transpose, pool.
+std::optional<FailureOr<EncodedStep>> encodeLibraryStep(Operation *op, StepBuilder &s) {
+  flatbuffers::FlatBufferBuilder &b = s.b;
+  auto step = [](fb::StepOp type, auto table) { return StepBuilder::step(type, table); };
+  auto longs = [&](ArrayRef<int64_t> v) { return s.longs(v); };
+  return llvm::TypeSwitch<Operation *, std::optional<FailureOr<EncodedStep>>>(op)
       .Case([&](MatmulOp m) {
         return step(fb::StepOp::MatMul,
                     fb::CreateMatMul(b, m.getTransposeLhs(), m.getTransposeRhs(),
                                      /*alpha=*/1.0, static_cast<bool>(m.getBias()),
-                                     activation(m.getActivation()), allowTf32));
+                                     activation(m.getActivation()), s.allowTf32));
       })
       .Case([&](ConvOp c) {
         return step(fb::StepOp::Conv,
                     fb::CreateConv(b, longs(c.getStrides()), longs(c.getDilations()),
                                    longs(c.getPads()), static_cast<int64_t>(c.getGroup()),
                                    static_cast<bool>(c.getBias()), activation(c.getActivation()),
-                                   allowTf32, static_cast<bool>(c.getResidual()),
+                                   s.allowTf32, static_cast<bool>(c.getResidual()),
                                    c.getChannelsLast()));
       })
       .Case([&](ConvTransposeOp c) {
@@ -205,7 +208,7 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                     fb::CreateConvTranspose(b, longs(c.getStrides()), longs(c.getDilations()),
                                             longs(c.getPads()), longs(c.getOutputPadding()),
                                             static_cast<int64_t>(c.getGroup()),
-                                            static_cast<bool>(c.getBias()), allowTf32));
+                                            static_cast<bool>(c.getBias()), s.allowTf32));
       })
       .Case([&](PoolOp p) {
         return step(fb::StepOp::Pool,
@@ -214,6 +217,14 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                                    longs(p.getDilations()), p.getCeilMode(), p.getCountIncludePad(),
                                    static_cast<int64_t>(p.getP()), p.getChannelsLast()));
       })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// Element-by-element ops the op tables do not hold: compare, select, casts, range.
+std::optional<FailureOr<EncodedStep>> encodeElementStep(Operation *op, StepBuilder &s) {
+  flatbuffers::FlatBufferBuilder &b = s.b;
+  auto step = [](fb::StepOp type, auto table) { return StepBuilder::step(type, table); };
+  return llvm::TypeSwitch<Operation *, std::optional<FailureOr<EncodedStep>>>(op)
       .Case([&](CompareOp c) {
         return step(fb::StepOp::Compare, fb::CreateCompare(b, direction(c.getDirection())));
       })
@@ -231,6 +242,15 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
         return step(fb::StepOp::Bitcast, fb::CreateBitcast(b, *to));
       })
       .Case([&](RangeOp) { return step(fb::StepOp::Range, fb::CreateRange(b)); })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// Ops that move elements: reshapes, transposes, gathers, scatters, compactions, resize.
+std::optional<FailureOr<EncodedStep>> encodeDataMovementStep(Operation *op, StepBuilder &s) {
+  flatbuffers::FlatBufferBuilder &b = s.b;
+  auto step = [](fb::StepOp type, auto table) { return StepBuilder::step(type, table); };
+  auto longs = [&](ArrayRef<int64_t> v) { return s.longs(v); };
+  return llvm::TypeSwitch<Operation *, std::optional<FailureOr<EncodedStep>>>(op)
       .Case([&](ReshapeOp) { return step(fb::StepOp::Reshape, fb::CreateReshape(b)); })
       .Case([&](TransposeOp t) {
         return step(fb::StepOp::Transpose, fb::CreateTranspose(b, longs(t.getPermutation())));
@@ -279,6 +299,15 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                                      r.getExcludeOutside(),
                                      r.getExtrapolationValue().convertToFloat(), r.getAntialias()));
       })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// Reductions and row ops: reduce, arg_reduce, cumulative, top_k, softmax, layer_norm.
+std::optional<FailureOr<EncodedStep>> encodeReductionStep(Operation *op, StepBuilder &s) {
+  flatbuffers::FlatBufferBuilder &b = s.b;
+  auto step = [](fb::StepOp type, auto table) { return StepBuilder::step(type, table); };
+  auto longs = [&](ArrayRef<int64_t> v) { return s.longs(v); };
+  return llvm::TypeSwitch<Operation *, std::optional<FailureOr<EncodedStep>>>(op)
       .Case([&](ReduceOp r) {
         return step(fb::StepOp::Reduce, fb::CreateReduce(b, reduceKind(r.getKind()),
                                                          longs(r.getAxes()), r.getKeepDims()));
@@ -311,6 +340,15 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                                                                l.getEpsilon().convertToFloat(),
                                                                static_cast<bool>(l.getBias())));
       })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The rest: sampling, detection, unique, det, col2im, shape_of.
+std::optional<FailureOr<EncodedStep>> encodeSpecialStep(Operation *op, StepBuilder &s) {
+  flatbuffers::FlatBufferBuilder &b = s.b;
+  auto step = [](fb::StepOp type, auto table) { return StepBuilder::step(type, table); };
+  auto longs = [&](ArrayRef<int64_t> v) { return s.longs(v); };
+  return llvm::TypeSwitch<Operation *, std::optional<FailureOr<EncodedStep>>>(op)
       .Case([&](GridSampleOp g) {
         return step(fb::StepOp::GridSample,
                     fb::CreateGridSample(b, resizeMode(g.getMode()), gridPadding(g.getPadding()),
@@ -343,12 +381,29 @@ FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder 
                                      longs(c.getPads())));
       })
       .Case([&](ShapeOfOp) { return step(fb::StepOp::ShapeOf, fb::CreateShapeOf(b)); })
-      .Default(
-          [&](Operation *) -> FailureOr<EncodedStep> {
-            return op->emitOpError()
-                   << "runs neither as a generated kernel nor on the host, so an artifact cannot "
-                      "hold it yet";
-          });
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+} // namespace
+
+FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder &b) {
+  // kiln-lower-precision marks the function; only tf32 lets libraries round
+  // fp32 operands (fp16/bf16 steps have narrow operand types already).
+  auto mode = op->getParentOp() ? op->getParentOp()->getAttrOfType<StringAttr>("kiln.precision")
+                                : StringAttr();
+  StepBuilder s{b, mode && mode.getValue() == "tf32"};
+
+  // The schema's function enums are generated from the op table: same numbers.
+  if (std::optional<ops::UnaryFn> fn = unaryFnOf(op))
+    return s.step(fb::StepOp::Unary, fb::CreateUnary(b, static_cast<fb::UnaryFn>(*fn)));
+  if (std::optional<ops::BinaryFn> fn = binaryFnOf(op))
+    return s.step(fb::StepOp::Binary, fb::CreateBinary(b, static_cast<fb::BinaryFn>(*fn)));
+  for (auto family : {encodeLibraryStep, encodeElementStep, encodeDataMovementStep,
+                      encodeReductionStep, encodeSpecialStep})
+    if (std::optional<FailureOr<EncodedStep>> encoded = family(op, s))
+      return *encoded;
+  return op->emitOpError()
+         << "runs neither as a generated kernel nor on the host, so an artifact cannot hold it yet";
 }
 
 } // namespace kiln
