@@ -15,8 +15,11 @@
 #include "codegen/HostEmulation.h"
 #include "kiln/nvrtc/Nvrtc.h"
 
+#include "mlir/Support/LogicalResult.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,10 +64,26 @@ struct ArtifactOptions {
   /// When set, the weights go to CompiledArtifact::weights instead of the
   /// artifact, which names this file (to lie beside it) and records its checksum.
   std::string weightsFile;
+  /// Leave the embedded weights out of CompiledArtifact::bytes: writeArtifact
+  /// copies them from the module's constants as it writes, so a compile holds
+  /// them once (the IR's), not twice. The module must outlive the result.
+  bool deferWeights = false;
 };
 
 struct CompiledArtifact {
+  /// The sealed artifact; empty when its weights are deferred
+  /// (ArtifactOptions::deferWeights): then it is `head`, the weights
+  /// (`deferredWeights` gives them in pieces, `deferredWeightBytes` in all),
+  /// then `tail`, as writeArtifact writes it.
   std::string bytes;
+  std::string head, tail;
+  size_t deferredWeightBytes = 0;
+  std::function<mlir::LogicalResult(llvm::function_ref<void(llvm::ArrayRef<char>)>)>
+      deferredWeights;
+  /// The artifact's size in bytes, deferred weights included.
+  size_t size() const {
+    return deferredWeights ? head.size() + deferredWeightBytes + tail.size() : bytes.size();
+  }
   /// The weights file's contents (ArtifactOptions::weightsFile), else empty.
   std::string weights;
   /// kernels, library calls and fusion groups (kiln-compile's --report adds the
@@ -76,6 +95,15 @@ struct CompiledArtifact {
 /// a diagnostic at the first op the artifact cannot express.
 mlir::FailureOr<CompiledArtifact> buildArtifact(mlir::func::FuncOp func,
                                                 const ArtifactOptions &options);
+
+/// Calls `emit` with the artifact's bytes in order, its deferred weights read
+/// from the module's constants (which must still live); fails, with a
+/// diagnostic at the constant, when one cannot be read.
+mlir::LogicalResult forEachArtifactPiece(const CompiledArtifact &artifact,
+                                         llvm::function_ref<void(llvm::ArrayRef<char>)> emit);
+
+/// Writes `artifact` to `os` (forEachArtifactPiece).
+mlir::LogicalResult writeArtifact(const CompiledArtifact &artifact, llvm::raw_ostream &os);
 
 } // namespace kiln
 

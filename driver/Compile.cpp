@@ -9,7 +9,15 @@
 
 #include <chrono>
 
+#include <sys/resource.h>
+
 namespace kiln {
+
+double peakResidentMegabytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0; // KB on Linux
+}
 
 mlir::FailureOr<CompiledArtifact>
 compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
@@ -24,6 +32,7 @@ compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
   if (failed(pm.run(module)))
     return mlir::failure();
   double fusionMs = ms(start);
+  double fusionPeakMb = peakResidentMegabytes();
   if (dumpIR)
     dumpIR("kernels", module);
   mlir::func::FuncOp func = entryFunction(module);
@@ -35,6 +44,8 @@ compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
     return mlir::failure();
   artifact->report["stage_ms"] =
       llvm::json::Object{{"kernel_pipeline", fusionMs}, {"codegen_and_artifact", ms(start)}};
+  artifact->report["stage_peak_rss_mb"] = llvm::json::Object{
+      {"kernel_pipeline", fusionPeakMb}, {"codegen_and_artifact", peakResidentMegabytes()}};
   return artifact;
 }
 

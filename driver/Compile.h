@@ -2,7 +2,8 @@
 //
 // What kiln-compile does and what kiln-run and kiln-conformance do in memory:
 // kernel formation over the optimized module, then the artifact (codegen/Artifact).
-// Stage times go to the report.
+// Stage times and the process's peak resident memory after each stage go to
+// the report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,9 @@ namespace kiln {
 mlir::FailureOr<CompiledArtifact>
 compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
                   const std::function<void(llvm::StringRef stage, mlir::ModuleOp)> &dumpIR = {});
+
+/// The process's peak resident set so far, in MB (getrusage's ru_maxrss).
+double peakResidentMegabytes();
 
 } // namespace kiln
 

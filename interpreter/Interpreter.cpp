@@ -536,6 +536,68 @@ FailureOr<ref::Tensor> tensorFromElements(ElementsAttr attr, Location loc) {
   return emitError(loc) << "the reference interpreter cannot read this constant";
 }
 
+FailureOr<size_t> elementsByteSize(ElementsAttr attr, Location loc) {
+  auto type = cast<RankedTensorType>(attr.getType());
+  std::optional<ref::DType> dtype = toRefType(type.getElementType());
+  if (!dtype)
+    return emitError(loc) << "the reference interpreter has no kernels for "
+                           << type.getElementType();
+  size_t count = 1;
+  for (int64_t d : type.getShape()) {
+    if (d < 0 || (d > 0 && count > (SIZE_MAX / ref::info(*dtype).bytes) / static_cast<size_t>(d)))
+      return emitError(loc) << "constant: " << type << " has no byte size";
+    count *= static_cast<size_t>(d);
+  }
+  return count * ref::info(*dtype).bytes;
+}
+
+std::optional<ArrayRef<char>> elementsView(ElementsAttr attr) {
+  auto type = cast<RankedTensorType>(attr.getType());
+  std::optional<ref::DType> dtype = toRefType(type.getElementType());
+  if (!dtype || !type.hasStaticShape())
+    return std::nullopt;
+  size_t bytes = static_cast<size_t>(type.getNumElements()) * ref::info(*dtype).bytes;
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob || blob->getData().size() != bytes)
+      return std::nullopt;
+    return blob->getData();
+  }
+  // Dense data of whole-byte elements is stored as the reference stores it
+  // (little-endian, one element after another). Booleans (bit-packed) and
+  // sub-byte integers (not sign-extended in their byte) are not.
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  Type element = type.getElementType();
+  unsigned bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 0;
+  if (dense && !dense.isSplat() && !element.isIndex() &&
+      (bits == 8 || bits == 16 || bits == 32 || bits == 64) && dense.getRawData().size() == bytes)
+    return dense.getRawData();
+  return std::nullopt;
+}
+
+LogicalResult writeElements(ElementsAttr attr, Location loc, MutableArrayRef<char> out) {
+  FailureOr<size_t> bytes = elementsByteSize(attr, loc);
+  if (failed(bytes))
+    return failure();
+  if (*bytes != out.size())
+    return emitError(loc) << "internal error: constant of " << *bytes << " bytes written to "
+                           << out.size();
+  if (std::optional<ArrayRef<char>> view = elementsView(attr)) {
+    if (!out.empty())
+      std::memcpy(out.data(), view->data(), out.size());
+    return success();
+  }
+  FailureOr<ref::Tensor> t = tensorFromElements(attr, loc);
+  if (failed(t))
+    return failure();
+  if (t->byteSize() != out.size())
+    return emitError(loc) << "internal error: constant of " << t->byteSize()
+                           << " bytes written to " << out.size();
+  if (!out.empty())
+    std::memcpy(out.data(), t->bytes(), out.size());
+  return success();
+}
+
 FailureOr<std::vector<ref::Tensor>> interpret(func::FuncOp func, ArrayRef<ref::Tensor> inputs,
                                               const InterpretOptions &options) {
   Interpreter interpreter(options);

@@ -53,6 +53,22 @@ std::optional<ref::DType> toRefType(mlir::Type elementType);
 /// element type has no reference dtype or its data is missing.
 mlir::FailureOr<ref::Tensor> tensorFromElements(mlir::ElementsAttr attr, mlir::Location loc);
 
+/// The bytes tensorFromElements(attr) would hold; a diagnostic at `loc` when it
+/// would fail for the element type or the size.
+mlir::FailureOr<size_t> elementsByteSize(mlir::ElementsAttr attr, mlir::Location loc);
+
+/// The bytes of tensorFromElements(attr) as the attribute itself stores them,
+/// when it does (a resource blob, dense data of 8- to 64-bit elements that is
+/// not a splat); nullopt for the others.
+std::optional<llvm::ArrayRef<char>> elementsView(mlir::ElementsAttr attr);
+
+/// Writes the bytes of tensorFromElements(attr) to `out` (elementsByteSize
+/// bytes), with no tensor in between where the attribute already stores that
+/// layout (a resource blob, dense data of 8- to 64-bit elements): weights are
+/// copied once on their way into an artifact.
+mlir::LogicalResult writeElements(mlir::ElementsAttr attr, mlir::Location loc,
+                                  llvm::MutableArrayRef<char> out);
+
 /// Runs `func` on `inputs` (one per argument, in order).
 mlir::FailureOr<std::vector<ref::Tensor>> interpret(mlir::func::FuncOp func,
                                                     llvm::ArrayRef<ref::Tensor> inputs,

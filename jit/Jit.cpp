@@ -439,10 +439,23 @@ Jit::compileArtifact(const void *data, size_t size, const std::string &name) {
   options.cacheDir = disk_.folder() + "/kernels";
   options.jobs = 1;
   options.source = name;
+  // The weights go from the module's constants straight into the bytes the
+  // JIT keeps: in memory twice at the peak, not three times.
+  options.deferWeights = true;
   mlir::FailureOr<CompiledArtifact> artifact = compileToArtifact(*module, options);
   if (mlir::failed(artifact))
     return failed("cannot be compiled");
-  return AlignedBytes::copy(artifact->bytes.data(), artifact->bytes.size());
+  auto bytes = std::make_shared<AlignedBytes>();
+  bytes->size = artifact->size();
+  bytes->words.reset(new uint64_t[bytes->size / 8 + 1]);
+  auto *at = reinterpret_cast<char *>(bytes->words.get());
+  if (mlir::failed(forEachArtifactPiece(*artifact, [&](llvm::ArrayRef<char> piece) {
+        if (!piece.empty())
+          std::memcpy(at, piece.data(), piece.size());
+        at += piece.size();
+      })))
+    return failed("cannot be compiled");
+  return std::shared_ptr<const AlignedBytes>(std::move(bytes));
 }
 
 void Jit::requestVariant(ModelEntry *entry, const int64_t *values, size_t count) {

@@ -124,7 +124,7 @@ bool foldNext(ConvOp conv) {
     if (old && old.use_empty() && old.getDefiningOp())
       unused.insert(old.getDefiningOp());
   for (Operation *op : unused)
-    op->erase();
+    eraseDeadWeight(op->getResult(0));
   return true;
 }
 

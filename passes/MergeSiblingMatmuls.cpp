@@ -19,6 +19,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <cstring>
 #include <tuple>
 
 namespace kiln {
@@ -33,9 +34,12 @@ namespace {
 
 /// A matmul that can join a group: 2-D constant f32/f64 right operand, not
 /// transposed (its columns are concatenated), at the function's top level.
+/// Its weights are a view of the constant's bytes (a copy only for a splat):
+/// a model's every matmul is a candidate, most of them in no group.
 struct Candidate {
   MatmulOp op;
-  std::vector<double> weights, bias; ///< bias empty when it has none
+  llvm::ArrayRef<char> weights;
+  std::vector<char> splatWeights; ///< backs `weights` for a splat
   int64_t rows = 0, cols = 0;
 };
 
@@ -45,15 +49,16 @@ std::optional<Candidate> candidate(MatmulOp m) {
   auto rhsType = dyn_cast<RankedTensorType>(m.getRhs().getType());
   if (!rhsType || rhsType.getRank() != 2 || !rhsType.hasStaticShape())
     return std::nullopt;
-  std::optional<std::vector<double>> weights = readFloats(m.getRhs());
+  Candidate c{m, {}, {}, rhsType.getDimSize(0), rhsType.getDimSize(1)};
+  std::optional<llvm::ArrayRef<char>> weights = constantBytes(m.getRhs(), c.splatWeights);
   if (!weights)
     return std::nullopt;
-  Candidate c{m, std::move(*weights), {}, rhsType.getDimSize(0), rhsType.getDimSize(1)};
+  c.weights = *weights;
   if (Value bias = m.getBias()) {
-    std::optional<std::vector<double>> b = readFloats(bias);
-    if (!b || static_cast<int64_t>(b->size()) != c.cols)
+    std::vector<char> unused;
+    auto biasType = dyn_cast<RankedTensorType>(bias.getType());
+    if (!constantBytes(bias, unused) || !biasType || biasType.getNumElements() != c.cols)
       return std::nullopt;
-    c.bias = std::move(*b);
   }
   return c;
 }
@@ -70,29 +75,39 @@ bool merge(ArrayRef<Candidate> group) {
   bool anyBias = false;
   for (const Candidate &c : group) {
     cols += c.cols;
-    anyBias = anyBias || !c.bias.empty();
-  }
-  // Weights side by side: row r of the merged matrix is row r of each member's.
-  std::vector<double> weights(static_cast<size_t>(rows * cols)), bias;
-  int64_t offset = 0;
-  for (const Candidate &c : group) {
-    for (int64_t r = 0; r < rows; ++r)
-      std::copy(c.weights.begin() + r * c.cols, c.weights.begin() + (r + 1) * c.cols,
-                weights.begin() + r * cols + offset);
-    if (anyBias) {
-      if (c.bias.empty())
-        bias.insert(bias.end(), static_cast<size_t>(c.cols), 0.0);
-      else
-        bias.insert(bias.end(), c.bias.begin(), c.bias.end());
-    }
-    offset += c.cols;
+    anyBias = anyBias || MatmulOp(c.op).getBias();
   }
   Type element = cast<RankedTensorType>(first.getRhs().getType()).getElementType();
+  size_t elementBytes = element.isF64() ? 8 : 4;
+  std::vector<double> bias;
+  if (anyBias)
+    for (const Candidate &c : group) {
+      MatmulOp member = c.op;
+      std::optional<std::vector<double>> b =
+          member.getBias() ? readFloats(member.getBias()) : std::nullopt;
+      if (b)
+        bias.insert(bias.end(), b->begin(), b->end());
+      else
+        bias.insert(bias.end(), static_cast<size_t>(c.cols), 0.0);
+    }
   OpBuilder b(first);
   Location loc = first.getLoc();
   SmallVector<Operation *> created;
-  SmallVector<Value> operands = {first.getLhs(),
-                                 makeConstant(b, loc, RankedTensorType::get({rows, cols}, element), weights)};
+  // Weights side by side: row r of the merged matrix is row r of each
+  // member's, copied as bytes.
+  Value weights = makeConstantFromBytes(
+      b, loc, RankedTensorType::get({rows, cols}, element),
+      static_cast<size_t>(rows * cols) * elementBytes, [&](MutableArrayRef<char> out) {
+        size_t offset = 0;
+        for (const Candidate &c : group) {
+          size_t rowBytes = static_cast<size_t>(c.cols) * elementBytes;
+          for (int64_t r = 0; r < rows; ++r)
+            std::memcpy(out.data() + (static_cast<size_t>(r * cols) * elementBytes) + offset,
+                        c.weights.data() + r * rowBytes, rowBytes);
+          offset += rowBytes;
+        }
+      });
+  SmallVector<Value> operands = {first.getLhs(), weights};
   created.push_back(operands.back().getDefiningOp());
   if (anyBias) {
     operands.push_back(makeConstant(b, loc, RankedTensorType::get({cols}, element), bias));
@@ -107,7 +122,7 @@ bool merge(ArrayRef<Candidate> group) {
   created.push_back(merged);
   int64_t rank = merged.getType().getRank();
   SmallVector<Value> slices;
-  offset = 0;
+  int64_t offset = 0;
   bool typesMatch = true;
   for (const Candidate &c : group) {
     SmallVector<int64_t> starts(rank, 0), ends(rank, kSliceToEnd), steps(rank, 1);
@@ -133,9 +148,9 @@ bool merge(ArrayRef<Candidate> group) {
     Value oldRhs = member.getRhs(), oldBias = member.getBias();
     member.getResult().replaceAllUsesWith(slice);
     member->erase();
-    for (Value old : {oldRhs, oldBias})
-      if (old && old.use_empty() && old.getDefiningOp())
-        old.getDefiningOp()->erase();
+    eraseDeadWeight(oldRhs);
+    if (oldBias != oldRhs)
+      eraseDeadWeight(oldBias);
   }
   return true;
 }

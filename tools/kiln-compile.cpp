@@ -30,6 +30,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -300,6 +301,9 @@ int main(int argc, char **argv) {
   sys::path::replace_extension(weightsPath, ".weights");
   if (weightsFile)
     options.weightsFile = sys::path::filename(weightsPath).str();
+  // A .kiln gets its weights straight from the module's constants as it is
+  // written (a .so links the written artifact into itself and removes it).
+  options.deferWeights = ext == ".kiln";
 
   std::vector<kiln::SymbolRange> ranges;
   for (const std::string &spec : dynamicRanges) {
@@ -367,6 +371,7 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   double importMs = msSince(start);
+  double importPeakMb = kiln::peakResidentMegabytes();
   dump("imported", *module);
   if (failed(kiln::checkTensorSizes(*module, maxTensorBytes)) ||
       failed(kiln::addRangeGuards(*module, ranges)))
@@ -389,6 +394,7 @@ int main(int argc, char **argv) {
       return 1;
   }
   double pipelineMs = msSince(start);
+  double pipelinePeakMb = kiln::peakResidentMegabytes();
 
   mlir::FailureOr<kiln::CompiledArtifact> artifact =
       kiln::compileToArtifact(*module, options, dump);
@@ -463,15 +469,17 @@ int main(int argc, char **argv) {
   // Written to a temporary beside the target and renamed over it: a process
   // that has the old file mapped keeps reading the old bytes (rewriting in place
   // would change them under it, or SIGBUS it on truncation).
-  auto write = [](StringRef path, StringRef bytes) -> bool {
+  auto write = [](StringRef path, llvm::function_ref<LogicalResult(raw_ostream &)> contents) -> bool {
     std::string temporary = (path + ".tmp" + Twine(sys::Process::getProcessId())).str();
     std::error_code ec;
     {
       raw_fd_ostream os(temporary, ec, sys::fs::OF_None);
       if (!ec) {
-        os << bytes;
+        if (failed(contents(os)))
+          ec = std::make_error_code(std::errc::io_error);
         os.close();
-        ec = os.error();
+        if (!ec)
+          ec = os.error();
       }
     }
     if (!ec)
@@ -486,8 +494,12 @@ int main(int argc, char **argv) {
   // The weights first: an artifact never names weights not yet in place (and a
   // reader that meets the new artifact with old weights is refused by their
   // checksum, never run).
-  if ((weightsFile && !write(weightsPath, artifact->weights)) ||
-      !write(artifactPath, artifact->bytes))
+  if ((weightsFile && !write(weightsPath, [&](raw_ostream &os) {
+         os << artifact->weights;
+         return success();
+       })) ||
+      !write(artifactPath,
+             [&](raw_ostream &os) { return kiln::writeArtifact(*artifact, os); }))
     return 1;
   if (ext == ".so") {
     std::string name = cName.empty() ? identifierFrom(outputPath) : cName.getValue();
@@ -497,19 +509,36 @@ int main(int argc, char **argv) {
       return 1;
   }
   double writeMs = msSince(start);
+  double writePeakMb = kiln::peakResidentMegabytes();
 
   if (!reportPath.empty() || !graphPath.empty()) {
     llvm::json::Object report = std::move(artifact->report);
     report["model"] = modelPath.getValue();
     report["output"] = outputPath.getValue();
-    report["artifact_bytes"] = static_cast<int64_t>(artifact->bytes.size());
+    report["artifact_bytes"] = static_cast<int64_t>(artifact->size());
     if (auto *stages = report.getObject("stage_ms")) {
       (*stages)["import"] = importMs;
       (*stages)["graph_pipeline"] = pipelineMs;
       (*stages)["write"] = writeMs;
     }
-    // The memory plan the runtime will use, under the given symbol values.
-    auto *bytes = reinterpret_cast<const uint8_t *>(artifact->bytes.data());
+    if (auto *peaks = report.getObject("stage_peak_rss_mb")) {
+      (*peaks)["import"] = importPeakMb;
+      (*peaks)["graph_pipeline"] = pipelinePeakMb;
+      (*peaks)["write"] = writePeakMb;
+    }
+    // The memory plan the runtime will use, under the given symbol values,
+    // read back from the file when the weights went straight to it.
+    std::unique_ptr<MemoryBuffer> written;
+    if (artifact->deferredWeights) {
+      ErrorOr<std::unique_ptr<MemoryBuffer>> file =
+          MemoryBuffer::getFile(artifactPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+      if (!file)
+        return fail("cannot read back " + artifactPath + ": " + file.getError().message());
+      written = std::move(*file);
+      artifact->bytes.clear();
+    }
+    StringRef artifactBytes = written ? written->getBuffer() : StringRef(artifact->bytes);
+    auto *bytes = reinterpret_cast<const uint8_t *>(artifactBytes.data());
     // With --weights-file the weights are not in the artifact: read them from
     // memory, as the runtime would from the file beside it.
     auto weights = [&](const std::string &) -> absl::StatusOr<std::pair<const uint8_t *, size_t>> {
@@ -517,7 +546,7 @@ int main(int argc, char **argv) {
                             artifact->weights.size());
     };
     absl::StatusOr<kiln::artifact::Plan> plan =
-        kiln::artifact::readArtifact(bytes, artifact->bytes.size(), weights);
+        kiln::artifact::readArtifact(bytes, artifactBytes.size(), weights);
     if (!plan.ok())
       return fail("the artifact does not read back: " + std::string(plan.status().message()));
     kiln::artifact::Bindings symbols;

@@ -35,6 +35,14 @@ mlir::FailureOr<mlir::ElementsAttr> convertTensor(const onnx::TensorProto &tenso
                                                   mlir::Location loc,
                                                   llvm::StringRef externalBase,
                                                   const llvm::Twine &what);
+/// convertTensor for a tensor the caller drops after it (a graph's
+/// initializer): large inline raw_data moves into the attribute's blob instead
+/// of being copied, leaving the tensor's raw_data empty.
+mlir::FailureOr<mlir::ElementsAttr> convertInitializer(onnx::TensorProto &tensor,
+                                                       mlir::MLIRContext *context,
+                                                       mlir::Location loc,
+                                                       llvm::StringRef externalBase,
+                                                       const llvm::Twine &what);
 
 class NodeImporter {
 public:

@@ -21,9 +21,11 @@
 #include "llvm/Support/Path.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <climits>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -76,7 +78,9 @@ public:
       : ctx(ctx), builder(&ctx), folder(&ctx), modelName(modelName.str()),
         baseDir(baseDir.str()), options(options) {}
 
-  OwningOpRef<ModuleOp> import(const onnx::ModelProto &model);
+  /// Takes the initializers' inline raw bytes (convertInitializer): `model`
+  /// is dropped after the import.
+  OwningOpRef<ModuleOp> import(onnx::ModelProto &model);
 
 private:
   LogicalResult error(const Twine &message) {
@@ -401,7 +405,7 @@ LogicalResult GraphImporter::importSubgraph(const onnx::GraphProto &graph, Regio
   return success();
 }
 
-OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model) {
+OwningOpRef<ModuleOp> GraphImporter::import(onnx::ModelProto &model) {
   loadImportDialects(ctx);
   if (!model.has_graph())
     return ((void)error("the model has no graph"), nullptr);
@@ -438,9 +442,9 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model) {
     if (failed(defineValue(input->name(), entry->getArgument(i), "input")))
       return nullptr;
   }
-  for (const auto &init : graph.initializer()) {
+  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
     FailureOr<ElementsAttr> value =
-        convertTensor(init, &ctx, fileLoc, baseDir, "initializer '" + init.name() + "'");
+        convertInitializer(init, &ctx, fileLoc, baseDir, "initializer '" + init.name() + "'");
     if (failed(value))
       return nullptr;
     Value c = ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(init.name()), fileLoc),
@@ -473,18 +477,14 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model) {
 
 } // namespace
 
-OwningOpRef<ModuleOp> importOnnxBytes(MLIRContext &context, StringRef bytes,
-                                      StringRef modelName, StringRef baseDir,
-                                      const ImportOptions &options) {
-  if (bytes.size() >= size_t(INT_MAX)) {
-    emitError(FileLineColLoc::get(&context, modelName, 0, 0))
-        << "the model file is 2 GiB or larger; a model this large must keep its "
-           "weights as external data";
-    return nullptr;
-  }
+namespace {
+/// Parses a ModelProto from `stream` and imports it; `what` names the model.
+OwningOpRef<ModuleOp> parseAndImport(MLIRContext &context,
+                                     google::protobuf::io::ZeroCopyInputStream &stream,
+                                     StringRef modelName, StringRef baseDir,
+                                     const ImportOptions &options) {
   onnx::ModelProto model;
-  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
-  google::protobuf::io::CodedInputStream coded(&raw);
+  google::protobuf::io::CodedInputStream coded(&stream);
   coded.SetTotalBytesLimit(INT_MAX);
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
     emitError(FileLineColLoc::get(&context, modelName, 0, 0))
@@ -495,17 +495,49 @@ OwningOpRef<ModuleOp> importOnnxBytes(MLIRContext &context, StringRef bytes,
   return importer.import(model);
 }
 
+/// The error for a model file of 2 GiB or more (protobuf's limit).
+void tooLarge(MLIRContext &context, StringRef modelName) {
+  emitError(FileLineColLoc::get(&context, modelName, 0, 0))
+      << "the model file is 2 GiB or larger; a model this large must keep its "
+         "weights as external data";
+}
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxBytes(MLIRContext &context, StringRef bytes,
+                                      StringRef modelName, StringRef baseDir,
+                                      const ImportOptions &options) {
+  if (bytes.size() >= size_t(INT_MAX))
+    return (tooLarge(context, modelName), nullptr);
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  return parseAndImport(context, raw, modelName, baseDir, options);
+}
+
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
                                      const ImportOptions &options) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    emitError(FileLineColLoc::get(&context, path, 0, 0))
-        << "cannot read the model: " << buffer.getError().message();
+  // Read in blocks rather than mapped: a mapped file stays resident beside the
+  // parsed copy of its weights until the import ends (twice the weights).
+  // Only regular files: opening a FIFO would block, a device never end.
+  auto cannotRead = [&](const std::string &why) {
+    emitError(FileLineColLoc::get(&context, path, 0, 0)) << "cannot read the model: " << why;
     return nullptr;
-  }
-  return importOnnxBytes(context, (*buffer)->getBuffer(), path,
-                         llvm::sys::path::parent_path(path), options);
+  };
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return cannotRead(ec.message());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return cannotRead("not a regular file");
+  int fd = -1;
+  if (std::error_code ec = llvm::sys::fs::openFileForRead(path, fd))
+    return cannotRead(ec.message());
+  llvm::scope_exit closeFile([&] { ::close(fd); });
+  if (status.getSize() >= uint64_t(INT_MAX))
+    return (tooLarge(context, path), nullptr);
+  google::protobuf::io::FileInputStream stream(fd, /*block_size=*/1 << 20);
+  OwningOpRef<ModuleOp> module =
+      parseAndImport(context, stream, path, llvm::sys::path::parent_path(path), options);
+  if (!module && stream.GetErrno() != 0)
+    return cannotRead(std::generic_category().message(stream.GetErrno()));
+  return module;
 }
 
 } // namespace kiln::onnx_import

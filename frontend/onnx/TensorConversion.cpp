@@ -2,7 +2,8 @@
 //
 // Small tensors become DenseElementsAttr. Large ones become resource blobs so the
 // IR holds them once: data read from external files is memory-mapped and never
-// copied; inline raw_data is copied once out of the protobuf.
+// copied; an initializer's inline raw_data moves out of the protobuf into its
+// blob (convertInitializer), other inline data is copied once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Alignment.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -218,9 +220,11 @@ FailureOr<AsmResourceBlob> readExternal(const onnx::TensorProto &tensor, StringR
 
 } // namespace
 
-FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRContext *ctx,
-                                      Location loc, StringRef externalBase,
-                                      const Twine &what) {
+/// convertTensor, where a non-null `takeRaw` is the tensor's own raw_data,
+/// which a blob may take instead of copying.
+static FailureOr<ElementsAttr> convert(const onnx::TensorProto &tensor, std::string *takeRaw,
+                                       MLIRContext *ctx, Location loc, StringRef externalBase,
+                                       const Twine &what) {
   Type element = convertElementType(ctx, tensor.data_type());
   if (!element)
     return emitError(loc) << what << ": element type " << onnxTypeName(tensor.data_type())
@@ -287,6 +291,15 @@ FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRConte
       std::string name = tensor.name().empty() ? std::string("tensor") : tensor.name();
       if (succeeded(blob))
         return cast<ElementsAttr>(DenseResourceElementsAttr::get(type, name, std::move(*blob)));
+      if (takeRaw && llvm::isAddrAligned(llvm::Align(alignof(uint64_t)), takeRaw->data())) {
+        // The string's heap buffer moves into the blob, which frees it.
+        auto *owned = new std::string(std::move(*takeRaw));
+        return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+            type, name,
+            AsmResourceBlob(ArrayRef<char>(owned->data(), owned->size()), alignof(uint64_t),
+                            [owned](void *, size_t, size_t) { delete owned; },
+                            /*dataIsMutable=*/true)));
+      }
       return cast<ElementsAttr>(DenseResourceElementsAttr::get(
           type, name,
           HeapAsmResourceBlob::allocateAndCopyWithAlign(ArrayRef<char>(raw.data(), raw.size()),
@@ -371,6 +384,19 @@ FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRConte
     return cast<ElementsAttr>(DenseElementsAttr::get(type, v));
   }
   }
+}
+
+FailureOr<ElementsAttr> convertTensor(const onnx::TensorProto &tensor, MLIRContext *ctx,
+                                      Location loc, StringRef externalBase,
+                                      const Twine &what) {
+  return convert(tensor, /*takeRaw=*/nullptr, ctx, loc, externalBase, what);
+}
+
+FailureOr<ElementsAttr> convertInitializer(onnx::TensorProto &tensor, MLIRContext *ctx,
+                                           Location loc, StringRef externalBase,
+                                           const Twine &what) {
+  std::string *raw = tensor.has_raw_data() ? tensor.mutable_raw_data() : nullptr;
+  return convert(tensor, raw, ctx, loc, externalBase, what);
 }
 
 } // namespace kiln::onnx_import

@@ -987,6 +987,19 @@ bool sealArtifact(uint8_t *data, size_t size) {
   return sealRoot(data, size, fb::Model::VT_CHECKSUM);
 }
 
+uint64_t artifactChecksumOfPieces(
+    size_t size,
+    const std::function<void(const std::function<void(const uint8_t *, size_t)> &)> &pieces) {
+  // As artifactChecksum with the field already zero: the same stream of bytes.
+  XXH3_state_t state;
+  std::memset(&state, 0, sizeof(state));
+  XXH3_64bits_reset_withSeed(&state, size);
+  pieces([&](const uint8_t *data, size_t n) { XXH3_64bits_update(&state, data, n); });
+  return XXH3_64bits_digest(&state);
+}
+
+std::optional<size_t> artifactChecksumOffset(const uint8_t *data) { return checksumOffset(data); }
+
 bool matchesPlan(const ref::Tensor &got, const ValueInfo &info, const Bindings &symbols) {
   return matchesPlan(got.dtype(), got.shape(), info, symbols);
 }

@@ -233,6 +233,18 @@ uint64_t artifactChecksum(const uint8_t *data, size_t size, size_t skip);
 /// call this last); false when the buffer has no checksum field.
 bool sealArtifact(uint8_t *data, size_t size);
 
+/// artifactChecksum of an artifact of `size` bytes whose checksum field is
+/// still zero, given in pieces: `pieces` calls its argument with each piece in
+/// order (their sizes summing to `size`). The compiler streams an artifact's
+/// weights this way instead of holding them beside the module's.
+uint64_t artifactChecksumOfPieces(
+    size_t size,
+    const std::function<void(const std::function<void(const uint8_t *, size_t)> &)> &pieces);
+
+/// Where a finished artifact buffer keeps its checksum's eight bytes; nullopt
+/// when it has no checksum field.
+std::optional<size_t> artifactChecksumOffset(const uint8_t *data);
+
 /// Bytes of a weights file beside an artifact: given its recorded name, returns
 /// them (they must outlive the plan) or an error.
 using WeightsFileResolver =
