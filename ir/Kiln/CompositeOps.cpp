@@ -1,6 +1,7 @@
 //===- CompositeOps.cpp - matmul, conv, pool, layer_norm ------------------===//
 
 #include "ir/Kiln/KilnDialect.h"
+#include "kiln/ops/CudnnPool.h"
 
 #include <algorithm>
 
@@ -362,37 +363,26 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 //===----------------------------------------------------------------------===//
 
 bool PoolOp::runsInCudnn() {
-  PoolOp pool = *this;
-  auto input = cast<RankedTensorType>(pool.getInput().getType());
-  int64_t spatial = input.getRank() - 2;
+  auto input = cast<RankedTensorType>(getInput().getType());
   Type element = input.getElementType();
-  if (spatial < 1 || spatial > 3 || pool.getKind() == PoolKind::lp ||
-      !(element.isF32() || element.isF16() || element.isBF16() || element.isF64()))
-    return false;
-  ArrayRef<int64_t> kernel = pool.getKernelShape(), pads = pool.getPads(),
-                    strides = pool.getStrides(), dilations = pool.getDilations();
-  if (static_cast<int64_t>(kernel.size()) != spatial ||
-      llvm::any_of(dilations, [](int64_t d) { return d != 1; }))
-    return false;
-  SymShape in = getSymShape(input), out = getSymShape(pool.getType());
-  if (pool.getChannelsLast()) {
+  ops::PoolQuery q;
+  q.lp = getKind() == PoolKind::lp;
+  q.cudnnType = element.isF32() || element.isF16() || element.isBF16() || element.isF64();
+  q.kernel.assign(getKernelShape().begin(), getKernelShape().end());
+  q.strides.assign(getStrides().begin(), getStrides().end());
+  q.pads.assign(getPads().begin(), getPads().end());
+  q.dilations.assign(getDilations().begin(), getDilations().end());
+  q.ceilMode = getCeilMode();
+  SymShape in = getSymShape(input), out = getSymShape(getType());
+  if (getChannelsLast()) {
     std::rotate(in.begin() + 1, in.end() - 1, in.end());
     std::rotate(out.begin() + 1, out.end() - 1, out.end());
   }
-  for (int64_t d = 0; d < spatial; ++d) {
-    int64_t pad = pads.empty() ? 0 : pads[d];
-    if (!pads.empty() && pads[d] != pads[d + spatial])
-      return false;
-    if (pad >= kernel[d])
-      return false;
-    if (!pool.getCeilMode())
-      continue;
-    std::optional<int64_t> i = getConstantDimValue(in[2 + d]), o = getConstantDimValue(out[2 + d]);
-    int64_t stride = strides.empty() ? 1 : strides[d];
-    if (!i || !o || 1 + (*i + 2 * pad - kernel[d]) / stride != *o)
-      return false;
-  }
-  return true;
+  for (DimExpr d : in)
+    q.in.push_back(getConstantDimValue(d));
+  for (DimExpr d : out)
+    q.out.push_back(getConstantDimValue(d));
+  return ops::cudnnPools(q);
 }
 
 // A channels-last pool (kiln-select-conv-layout) is always cuDNN's.

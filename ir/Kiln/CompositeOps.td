@@ -112,11 +112,10 @@ def Kiln_PoolOp : Kiln_Op<"pool", [
                        DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let extraClassDeclaration = [{
     /// Whether cuDNN's pooling computes this pool for every shape its type
-    /// allows, so it stays a library step (runtime/src/cuda/Cudnn.cpp's
-    /// planPool checks the same at run time): max or average, 1 to 3 spatial
-    /// dims, no dilation, symmetric pads smaller than the window, float types
-    /// cuDNN has, and the floor formula's dims (ceil_mode only where static
-    /// dims show it adds no window). Every other pool is a generated kernel.
+    /// allows, so it stays a library step: kiln::ops::cudnnPools
+    /// (kiln/ops/CudnnPool.h), the rule the CUDA executor's planPool applies
+    /// at run time, on the dims known now. Every other pool is a generated
+    /// kernel.
     bool runsInCudnn();
   }];
   let results = (outs Kiln_FloatTensor:$result);

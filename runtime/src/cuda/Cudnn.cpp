@@ -2,6 +2,8 @@
 
 #include "cuda/Cudnn.h"
 
+#include "kiln/ops/CudnnPool.h"
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -188,17 +190,23 @@ struct PoolPlan {
 };
 
 std::optional<PoolPlan> planPool(const ref::PoolParams &params, const DnnCall &call) {
-  size_t spatial = call.x.size() >= 3 ? call.x.size() - 2 : 0;
-  if (spatial < 1 || spatial > 3 || call.result.size() != call.x.size() || !dnnTypes(call.dtype) ||
-      params.kind == ref::PoolKind::lp || params.kernel.size() != spatial)
-    return std::nullopt;
-  for (int64_t d : params.dilations)
-    if (d != 1)
-      return std::nullopt;
   PoolPlan p;
   p.channelsLast = params.channelsLast;
-  auto x = dnnDims(p.channelsLast ? rotateChannels(call.x, /*toFirst=*/true) : call.x),
-       y = dnnDims(p.channelsLast ? rotateChannels(call.result, /*toFirst=*/true) : call.result);
+  ref::Shape inDims = p.channelsLast ? rotateChannels(call.x, /*toFirst=*/true) : call.x,
+             outDims = p.channelsLast ? rotateChannels(call.result, /*toFirst=*/true) : call.result;
+  // The rule kiln-form-kernels applied at compile time, now on every dim.
+  kiln::ops::PoolQuery q;
+  q.lp = params.kind == ref::PoolKind::lp;
+  q.cudnnType = dnnTypes(call.dtype).has_value();
+  q.kernel = params.kernel, q.strides = params.strides, q.pads = params.pads;
+  q.dilations = params.dilations;
+  q.ceilMode = params.ceilMode;
+  q.in.assign(inDims.begin(), inDims.end());
+  q.out.assign(outDims.begin(), outDims.end());
+  if (!kiln::ops::cudnnPools(q))
+    return std::nullopt;
+  size_t spatial = call.x.size() - 2;
+  auto x = dnnDims(inDims), y = dnnDims(outDims);
   auto window = perSpatial(params.kernel, spatial, 1);
   auto pads = symmetricPads(params.pads, spatial);
   auto strides = perSpatial(params.strides, spatial, 1);
@@ -208,14 +216,6 @@ std::optional<PoolPlan> planPool(const ref::PoolParams &params, const DnnCall &c
   p.mode = params.kind == ref::PoolKind::max ? CUDNN_POOLING_MAX
            : params.countIncludePad          ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                              : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-  // cuDNN floors the output dims (ONNX ceil_mode can give one more): they must
-  // be the plan's, and a window may not start in the padding only.
-  for (size_t i = 2; i < p.x.size(); ++i) {
-    size_t s = i - 2;
-    int64_t extent = int64_t(p.x[i]) + 2 * p.pads[s] - p.window[s];
-    if (extent < 0 || 1 + extent / p.strides[s] != p.y[i] || p.pads[s] >= p.window[s])
-      return std::nullopt;
-  }
   if (ref::numElements(call.x) == 0 || ref::numElements(call.result) == 0)
     return std::nullopt;
   return p;
