@@ -102,7 +102,7 @@ LogicalResult convertAttention(NodeImporter &n) {
     // that do not divide fail the call.
     Value reps = qHeads && kHeads
                      ? n.constI64({*qHeads / *kHeads})
-                     : s.bin("kiln.div", s(dimPiece(n, q, 1)), s(dimPiece(n, presentKey, 1)));
+                     : s.bin<DivOp>(s(dimPiece(n, q, 1)), s(dimPiece(n, presentKey, 1)));
     keys = repeatHeads(n, s, presentKey, reps);
     values = repeatHeads(n, s, presentValue, reps);
   }
@@ -118,15 +118,15 @@ LogicalResult convertAttention(NodeImporter &n) {
     // The default scale 1/sqrt(head_size) of a dynamic head size: head_size^-1/4.
     Value d = s(n.create<ReshapeOp>({s(dimPiece(n, q, 3)), n.constI64({})}));
     Value df = s.ok ? s(castTo(n, d, elem)) : Value();
-    root = s.ok ? s(unary(n, "kiln.rsqrt", s(unary(n, "kiln.sqrt", df)))) : Value();
+    root = s.ok ? s(unary<RsqrtOp>(n, s(unary<SqrtOp>(n, df)))) : Value();
     if (!s.ok)
       return failure();
   }
   Value scores = s(n.create<MatmulOp>(
-      {s.bin("kiln.mul", q, root), s.bin("kiln.mul", s.transpose(keys, {0, 1, 3, 2}), root)}));
+      {s.bin<MulOp>(q, root), s.bin<MulOp>(s.transpose(keys, {0, 1, 3, 2}), root)}));
   if (*softcap > 0) {
     Value cap = n.constScalar(elem, *softcap);
-    scores = s.bin("kiln.mul", s(unary(n, "kiln.tanh", s.bin("kiln.div", scores, cap))), cap);
+    scores = s.bin<MulOp>(s(unary<TanhOp>(n, s.bin<DivOp>(scores, cap))), cap);
   }
   Value capped = scores;
   if (!s.ok)
@@ -135,7 +135,7 @@ LogicalResult convertAttention(NodeImporter &n) {
   // Additive bias: the mask (bool masks become 0 / -inf), causality, padding.
   Value negInf = n.constScalar(elem, -INFINITY), zero = n.constScalar(elem, 0);
   Value bias;
-  auto addBias = [&](Value b) { bias = bias ? s.bin("kiln.add", bias, b) : b; };
+  auto addBias = [&](Value b) { bias = bias ? s.bin<AddOp>(bias, b) : b; };
   if (Value mask = n.input(3)) {
     SymShape m = getSymShape(mask.getType());
     if (m.empty())
@@ -158,7 +158,7 @@ LogicalResult convertAttention(NodeImporter &n) {
         amounts[2 * r - 1] = *want - *have;
         pads = n.constI64(amounts);
       } else {
-        Value extra = s.bin("kiln.sub", s(dimPiece(n, presentKey, 2)), s(dimPiece(n, mask, r - 1)));
+        Value extra = s.bin<SubOp>(s(dimPiece(n, presentKey, 2)), s(dimPiece(n, mask, r - 1)));
         pads = s.ok ? s(concatPieces(n, {n.constI64(SmallVector<int64_t>(2 * r - 1, 0)), extra}))
                     : Value();
       }
@@ -178,7 +178,7 @@ LogicalResult convertAttention(NodeImporter &n) {
     // Masked where key position j > query position i + past length.
     Value rows = s.iota(scores, 2, 0, 2), cols = s.iota(scores, 3, 1, 2);
     if (pastKey && s.ok)
-      rows = s.bin("kiln.add", rows, s(n.create<ReshapeOp>({s(dimPiece(n, pastKey, 2)), n.constI64({})})));
+      rows = s.bin<AddOp>(rows, s(n.create<ReshapeOp>({s(dimPiece(n, pastKey, 2)), n.constI64({})})));
     Value future = s.ok ? s(compare(n, CompareDirection::gt, cols, rows)) : Value();
     if (s.ok)
       addBias(s(select(n, future, negInf, zero)));
@@ -192,7 +192,7 @@ LogicalResult convertAttention(NodeImporter &n) {
     if (s.ok)
       addBias(s(select(n, inside, zero, negInf)));
   }
-  Value withBias = bias ? s.bin("kiln.add", scores, bias) : scores;
+  Value withBias = bias ? s.bin<AddOp>(scores, bias) : scores;
   if (!s.ok)
     return failure();
 
@@ -271,7 +271,7 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
   } else {
     int64_t cacheRank = NodeImporter::typeOf(*cosCache).getRank();
     halfPiece = s(dimPiece(n, *cosCache, cacheRank - 1));
-    rotPiece = s.bin("kiln.add", halfPiece, halfPiece);
+    rotPiece = s.bin<AddOp>(halfPiece, halfPiece);
   }
   Value cosv = *cosCache, sinv = *sinCache;
   if (Value ids = n.input(3)) {
@@ -288,9 +288,9 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
                           : lastAxisSlice(n, s, x, zero, halfPiece, 1);
   Value x2 = *interleaved ? lastAxisSlice(n, s, x, one, rotPiece, 2)
                           : lastAxisSlice(n, s, x, halfPiece, rotPiece, 1);
-  Value real = s.ok ? s.bin("kiln.sub", s.bin("kiln.mul", cosv, x1), s.bin("kiln.mul", sinv, x2))
+  Value real = s.ok ? s.bin<SubOp>(s.bin<MulOp>(cosv, x1), s.bin<MulOp>(sinv, x2))
                     : Value();
-  Value imag = s.ok ? s.bin("kiln.add", s.bin("kiln.mul", sinv, x1), s.bin("kiln.mul", cosv, x2))
+  Value imag = s.ok ? s.bin<AddOp>(s.bin<MulOp>(sinv, x1), s.bin<MulOp>(cosv, x2))
                     : Value();
   if (!s.ok)
     return failure();

@@ -10,14 +10,6 @@ namespace kiln::onnx_import {
 
 Type elementTypeOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }
 
-FailureOr<Value> binary(NodeImporter &n, StringRef opName, Value a, Value b) {
-  return n.createOp(opName, {a, b}, {});
-}
-
-FailureOr<Value> unary(NodeImporter &n, StringRef opName, Value a) {
-  return n.createOp(opName, {a}, {});
-}
-
 FailureOr<Value> compare(NodeImporter &n, CompareDirection direction, Value a, Value b) {
   return n.create<CompareOp>(
       {a, b}, {n.named("direction", CompareDirectionAttr::get(n.context(), direction))});

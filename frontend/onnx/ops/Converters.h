@@ -33,10 +33,15 @@ mlir::LogicalResult mapBinary(NodeImporter &n) {
   return mlir::failed(r) ? mlir::failure() : n.setResults({*r});
 }
 
-/// Small builders that chain: each returns failure after a diagnostic.
-mlir::FailureOr<mlir::Value> binary(NodeImporter &n, llvm::StringRef opName, mlir::Value a,
-                                    mlir::Value b);
-mlir::FailureOr<mlir::Value> unary(NodeImporter &n, llvm::StringRef opName, mlir::Value a);
+/// Small builders that chain: each returns failure after a diagnostic. The op
+/// is a class (binary<MulOp>), so a misspelt op is a build error.
+template <typename OpTy>
+mlir::FailureOr<mlir::Value> binary(NodeImporter &n, mlir::Value a, mlir::Value b) {
+  return n.create<OpTy>({a, b});
+}
+template <typename OpTy> mlir::FailureOr<mlir::Value> unary(NodeImporter &n, mlir::Value a) {
+  return n.create<OpTy>({a});
+}
 mlir::FailureOr<mlir::Value> compare(NodeImporter &n, CompareDirection direction,
                                      mlir::Value a, mlir::Value b);
 mlir::FailureOr<mlir::Value> select(NodeImporter &n, mlir::Value c, mlir::Value a,
@@ -96,11 +101,11 @@ public:
     }
     return *v;
   }
-  mlir::Value bin(llvm::StringRef op, mlir::Value a, mlir::Value b) {
-    return ok && a && b ? (*this)(binary(n, op, a, b)) : mlir::Value();
+  template <typename OpTy> mlir::Value bin(mlir::Value a, mlir::Value b) {
+    return ok && a && b ? (*this)(binary<OpTy>(n, a, b)) : mlir::Value();
   }
-  mlir::Value un(llvm::StringRef op, mlir::Value a) {
-    return ok && a ? (*this)(unary(n, op, a)) : mlir::Value();
+  template <typename OpTy> mlir::Value un(mlir::Value a) {
+    return ok && a ? (*this)(unary<OpTy>(n, a)) : mlir::Value();
   }
   mlir::Value cmp(CompareDirection d, mlir::Value a, mlir::Value b) {
     return ok && a && b ? (*this)(compare(n, d, a, b)) : mlir::Value();

@@ -141,7 +141,7 @@ LogicalResult convertEinsum(NodeImporter &n) {
       int64_t rank = o.labels.size();
       Value ia = c.iota(o.value, a, a, rank), ib = c.iota(o.value, b, b, rank);
       Value mask = c(castTo(n, c.cmp(CompareDirection::eq, ia, ib), elementTypeOf(o.value)));
-      o.value = c.bin("kiln.mul", o.value, mask);
+      o.value = c.bin<MulOp>(o.value, mask);
       sumAxes(o, {static_cast<int64_t>(b)});
       a = -1; // rescan: labels moved
     }

@@ -38,11 +38,6 @@ FailureOr<Value> foldVariadic(NodeImporter &n) {
   return acc;
 }
 
-constexpr StringLiteral kAdd = "kiln.add", kSub = "kiln.sub", kMul = "kiln.mul",
-                        kDiv = "kiln.div", kMax = "kiln.max", kMin = "kiln.min",
-                        kExp = "kiln.exp", kLog = "kiln.log", kTanh = "kiln.tanh",
-                        kAbs = "kiln.abs", kErf = "kiln.erf";
-
 FailureOr<Value> x0(NodeImporter &n) { return n.requiredInput(0); }
 } // namespace
 
@@ -56,7 +51,7 @@ LogicalResult convertIsInf(NodeImporter &n) {
   if (*pos && *neg)
     return c.done(c(n.create<IsInfOp>({*x})));
   if (!*pos && !*neg) // nothing is detected: all false, in x's shape
-    return c.done(c.bin("kiln.and", c(n.create<IsInfOp>({*x})),
+    return c.done(c.bin<AndOp>(c(n.create<IsInfOp>({*x})),
                         n.constScalar(n.builder().getI1Type(), 0)));
   double inf = *pos ? INFINITY : -INFINITY;
   return c.done(c.cmp(CompareDirection::eq, *x, c.k(*x, inf)));
@@ -74,7 +69,7 @@ LogicalResult convertRelu(NodeImporter &n) {
   if (failed(x))
     return failure();
   Chain c(n);
-  return c.done(c.bin(kMax, *x, c.k(*x, 0)));
+  return c.done(c.bin<MaxOp>(*x, c.k(*x, 0)));
 }
 
 LogicalResult convertLeakyRelu(NodeImporter &n) {
@@ -84,7 +79,7 @@ LogicalResult convertLeakyRelu(NodeImporter &n) {
     return failure();
   Chain c(n);
   Value negative = c.cmp(CompareDirection::lt, *x, c.k(*x, 0));
-  return c.done(c.sel(negative, c.bin(kMul, *x, c.k(*x, *alpha)), *x));
+  return c.done(c.sel(negative, c.bin<MulOp>(*x, c.k(*x, *alpha)), *x));
 }
 
 LogicalResult convertPRelu(NodeImporter &n) {
@@ -93,7 +88,7 @@ LogicalResult convertPRelu(NodeImporter &n) {
     return failure();
   Chain c(n);
   Value negative = c.cmp(CompareDirection::lt, *x, c.k(*x, 0));
-  return c.done(c.sel(negative, c.bin(kMul, *x, *slope), *x));
+  return c.done(c.sel(negative, c.bin<MulOp>(*x, *slope), *x));
 }
 
 LogicalResult convertElu(NodeImporter &n) {
@@ -103,8 +98,8 @@ LogicalResult convertElu(NodeImporter &n) {
     return failure();
   Chain c(n);
   Value negative = c.cmp(CompareDirection::lt, *x, c.k(*x, 0));
-  Value em1 = c.bin(kSub, c.un(kExp, *x), c.k(*x, 1));
-  return c.done(c.sel(negative, c.bin(kMul, em1, c.k(*x, *alpha)), *x));
+  Value em1 = c.bin<SubOp>(c.un<ExpOp>(*x), c.k(*x, 1));
+  return c.done(c.sel(negative, c.bin<MulOp>(em1, c.k(*x, *alpha)), *x));
 }
 
 LogicalResult convertSelu(NodeImporter &n) {
@@ -115,8 +110,8 @@ LogicalResult convertSelu(NodeImporter &n) {
     return failure();
   Chain c(n);
   Value positive = c.cmp(CompareDirection::gt, *x, c.k(*x, 0));
-  Value neg = c.bin(kSub, c.bin(kMul, c.un(kExp, *x), c.k(*x, *alpha)), c.k(*x, *alpha));
-  return c.done(c.bin(kMul, c.sel(positive, *x, neg), c.k(*x, *gamma)));
+  Value neg = c.bin<SubOp>(c.bin<MulOp>(c.un<ExpOp>(*x), c.k(*x, *alpha)), c.k(*x, *alpha));
+  return c.done(c.bin<MulOp>(c.sel(positive, *x, neg), c.k(*x, *gamma)));
 }
 
 LogicalResult convertCelu(NodeImporter &n) {
@@ -126,8 +121,8 @@ LogicalResult convertCelu(NodeImporter &n) {
     return failure();
   Chain c(n);
   Value a = c.k(*x, *alpha), zero = c.k(*x, 0);
-  Value inner = c.bin(kSub, c.un(kExp, c.bin(kDiv, *x, a)), c.k(*x, 1));
-  return c.done(c.bin(kAdd, c.bin(kMax, *x, zero), c.bin(kMin, zero, c.bin(kMul, a, inner))));
+  Value inner = c.bin<SubOp>(c.un<ExpOp>(c.bin<DivOp>(*x, a)), c.k(*x, 1));
+  return c.done(c.bin<AddOp>(c.bin<MaxOp>(*x, zero), c.bin<MinOp>(zero, c.bin<MulOp>(a, inner))));
 }
 
 LogicalResult convertThresholdedRelu(NodeImporter &n) {
@@ -143,8 +138,8 @@ namespace {
 } // namespace
 
 Value hardSigmoid(Chain &c, Value x, double alpha, double beta) {
-  Value lin = c.bin(kAdd, c.bin(kMul, x, c.k(x, alpha)), c.k(x, beta));
-  return c.bin(kMax, c.k(x, 0), c.bin(kMin, c.k(x, 1), lin));
+  Value lin = c.bin<AddOp>(c.bin<MulOp>(x, c.k(x, alpha)), c.k(x, beta));
+  return c.bin<MaxOp>(c.k(x, 0), c.bin<MinOp>(c.k(x, 1), lin));
 }
 
 LogicalResult convertHardSigmoid(NodeImporter &n) {
@@ -161,12 +156,12 @@ LogicalResult convertHardSwish(NodeImporter &n) {
   if (failed(x))
     return failure();
   Chain c(n);
-  return c.done(c.bin(kMul, *x, hardSigmoid(c, *x, 1.0 / 6.0, 0.5)));
+  return c.done(c.bin<MulOp>(*x, hardSigmoid(c, *x, 1.0 / 6.0, 0.5)));
 }
 
 Value softplus(Chain &c, Value x) {
-  Value e = c.un(kExp, c.un("kiln.neg", c.un(kAbs, x)));
-  return c.bin(kAdd, c.bin(kMax, x, c.k(x, 0)), c.un(kLog, c.bin(kAdd, e, c.k(x, 1))));
+  Value e = c.un<ExpOp>(c.un<NegOp>(c.un<AbsOp>(x)));
+  return c.bin<AddOp>(c.bin<MaxOp>(x, c.k(x, 0)), c.un<LogOp>(c.bin<AddOp>(e, c.k(x, 1))));
 }
 
 LogicalResult convertSoftplus(NodeImporter &n) {
@@ -182,7 +177,7 @@ LogicalResult convertSoftsign(NodeImporter &n) {
   if (failed(x))
     return failure();
   Chain c(n);
-  return c.done(c.bin(kDiv, *x, c.bin(kAdd, c.un(kAbs, *x), c.k(*x, 1))));
+  return c.done(c.bin<DivOp>(*x, c.bin<AddOp>(c.un<AbsOp>(*x), c.k(*x, 1))));
 }
 
 LogicalResult convertMish(NodeImporter &n) {
@@ -190,7 +185,7 @@ LogicalResult convertMish(NodeImporter &n) {
   if (failed(x))
     return failure();
   Chain c(n);
-  return c.done(c.bin(kMul, *x, c.un(kTanh, softplus(c, *x))));
+  return c.done(c.bin<MulOp>(*x, c.un<TanhOp>(softplus(c, *x))));
 }
 
 LogicalResult convertGelu(NodeImporter &n) {
@@ -199,17 +194,17 @@ LogicalResult convertGelu(NodeImporter &n) {
   if (failed(x) || failed(approximate))
     return failure();
   Chain c(n);
-  Value half = c.bin(kMul, *x, c.k(*x, 0.5));
+  Value half = c.bin<MulOp>(*x, c.k(*x, 0.5));
   if (*approximate == "none")
-    return c.done(c.bin(kMul, half,
-                        c.bin(kAdd, c.k(*x, 1),
-                              c.un(kErf, c.bin(kMul, *x, c.k(*x, M_SQRT1_2))))));
+    return c.done(c.bin<MulOp>(half,
+                        c.bin<AddOp>(c.k(*x, 1),
+                              c.un<ErfOp>(c.bin<MulOp>(*x, c.k(*x, M_SQRT1_2))))));
   if (*approximate != "tanh")
     return n.error("approximate must be 'none' or 'tanh', not '" + *approximate + "'");
-  Value cube = c.bin(kMul, c.bin(kMul, *x, *x), *x);
-  Value inner = c.bin(kMul, c.bin(kAdd, *x, c.bin(kMul, cube, c.k(*x, 0.044715))),
+  Value cube = c.bin<MulOp>(c.bin<MulOp>(*x, *x), *x);
+  Value inner = c.bin<MulOp>(c.bin<AddOp>(*x, c.bin<MulOp>(cube, c.k(*x, 0.044715))),
                       c.k(*x, std::sqrt(2.0 / M_PI)));
-  return c.done(c.bin(kMul, half, c.bin(kAdd, c.k(*x, 1), c.un(kTanh, inner))));
+  return c.done(c.bin<MulOp>(half, c.bin<AddOp>(c.k(*x, 1), c.un<TanhOp>(inner))));
 }
 
 LogicalResult convertShrink(NodeImporter &n) {
@@ -220,8 +215,8 @@ LogicalResult convertShrink(NodeImporter &n) {
   Chain c(n);
   Value below = c.cmp(CompareDirection::lt, *x, c.k(*x, -*lambd));
   Value above = c.cmp(CompareDirection::gt, *x, c.k(*x, *lambd));
-  Value inner = c.sel(above, c.bin(kSub, *x, c.k(*x, *bias)), c.k(*x, 0));
-  return c.done(c.sel(below, c.bin(kAdd, *x, c.k(*x, *bias)), inner));
+  Value inner = c.sel(above, c.bin<SubOp>(*x, c.k(*x, *bias)), c.k(*x, 0));
+  return c.done(c.sel(below, c.bin<AddOp>(*x, c.k(*x, *bias)), inner));
 }
 
 
@@ -232,14 +227,14 @@ LogicalResult convertPow(NodeImporter &n) {
   Type bt = elementTypeOf(*base), et = elementTypeOf(*exponent);
   Chain c(n);
   if (bt == et)
-    return c.done(c.bin("kiln.pow", *base, *exponent));
+    return c.done(c.bin<PowOp>(*base, *exponent));
   // Mixed types: compute in the float one (an int base with a float exponent
   // computes in float and truncates back, as ONNX's reference does).
   if (isa<FloatType>(bt))
-    return c.done(c.bin("kiln.pow", *base, c(castTo(n, *exponent, bt))));
+    return c.done(c.bin<PowOp>(*base, c(castTo(n, *exponent, bt))));
   if (isa<FloatType>(et))
-    return c.done(c(castTo(n, c.bin("kiln.pow", c(castTo(n, *base, et)), *exponent), bt)));
-  return c.done(c.bin("kiln.pow", *base, c(castTo(n, *exponent, bt))));
+    return c.done(c(castTo(n, c.bin<PowOp>(c(castTo(n, *base, et)), *exponent), bt)));
+  return c.done(c.bin<PowOp>(*base, c(castTo(n, *exponent, bt))));
 }
 
 LogicalResult convertMod(NodeImporter &n) {
@@ -287,7 +282,7 @@ LogicalResult convertMean(NodeImporter &n) {
   if (failed(sum))
     return failure();
   Chain c(n);
-  return c.done(c.bin(kDiv, *sum, c.k(*sum, static_cast<double>(n.numInputs()))));
+  return c.done(c.bin<DivOp>(*sum, c.k(*sum, static_cast<double>(n.numInputs()))));
 }
 
 LogicalResult convertWhere(NodeImporter &n) {
@@ -347,9 +342,9 @@ LogicalResult convertClip(NodeImporter &n) {
   }
   Value r = *x;
   if (lo)
-    r = c.bin(kMax, r, lo);
+    r = c.bin<MaxOp>(r, lo);
   if (hi)
-    r = c.bin(kMin, r, hi);
+    r = c.bin<MinOp>(r, hi);
   return c.done(r);
 }
 

@@ -126,7 +126,7 @@ LogicalResult convertTrilu(NodeImporter &n) {
   if (failed(r) || failed(c))
     return failure();
   auto rowCol = reshapeTo(n, *r, {rows, getConstantDim(ctx, 1)});
-  auto diff = failed(rowCol) ? rowCol : binary(n, "kiln.sub", *c, *rowCol);
+  auto diff = failed(rowCol) ? rowCol : binary<SubOp>(n, *c, *rowCol);
   auto keep = failed(diff) ? diff
                            : compare(n, *upper ? CompareDirection::ge : CompareDirection::le,
                                      *diff, n.constI64({k}, true));
@@ -299,8 +299,8 @@ LogicalResult convertResize(NodeImporter &n) {
         continue;
       }
       Value d = c(castTo(n, c(dimPiece(n, *x, a)), f64));
-      Value scaled = c.bin("kiln.mul", d, n.constScalar(f64, double(scales[a])));
-      pieces.push_back(c(castTo(n, c.un("kiln.floor", scaled), n.builder().getI64Type())));
+      Value scaled = c.bin<MulOp>(d, n.constScalar(f64, double(scales[a])));
+      pieces.push_back(c(castTo(n, c.un<FloorOp>(scaled), n.builder().getI64Type())));
     }
     size = c.ok ? c(concatPieces(n, pieces)) : Value();
     if (!c.ok)

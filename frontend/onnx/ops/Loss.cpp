@@ -64,7 +64,7 @@ FailureOr<Value> negativeLogLikelihood(NodeImporter &n, Value input, Value targe
   }
   auto shape = concatPieces(n, pieces);
   auto squeezed = failed(shape) ? shape : n.create<ReshapeOp>({*picked, *shape});
-  auto loss = failed(squeezed) ? squeezed : unary(n, "kiln.neg", *squeezed);
+  auto loss = failed(squeezed) ? squeezed : unary<NegOp>(n, *squeezed);
   if (failed(loss))
     return failure();
   Value w;
@@ -87,7 +87,7 @@ FailureOr<Value> negativeLogLikelihood(NodeImporter &n, Value input, Value targe
     w = *c;
   }
   if (w) {
-    loss = binary(n, "kiln.mul", *loss, w);
+    loss = binary<MulOp>(n, *loss, w);
     if (failed(loss))
       return failure();
   }
@@ -105,7 +105,7 @@ FailureOr<Value> negativeLogLikelihood(NodeImporter &n, Value input, Value targe
   // loss's shape (one weight per sample).
   auto total = reduceAll(*loss, ReduceKind::sum);
   auto weightSum = failed(total) ? total : reduceAll(w, ReduceKind::sum);
-  return failed(weightSum) ? weightSum : binary(n, "kiln.div", *total, *weightSum);
+  return failed(weightSum) ? weightSum : binary<DivOp>(n, *total, *weightSum);
 }
 } // namespace
 

@@ -35,7 +35,7 @@ LogicalResult convertEyeLike(NodeImporter &n) {
   auto rows = iotaAlongAxis(n, *x, 0, 0, 2), cols = iotaAlongAxis(n, *x, 1, 1, 2);
   if (failed(rows) || failed(cols))
     return failure();
-  auto diff = binary(n, "kiln.sub", *cols, *rows);
+  auto diff = binary<SubOp>(n, *cols, *rows);
   auto hit = failed(diff) ? diff : compare(n, CompareDirection::eq, *diff, n.constI64({*k}, true));
   auto r = failed(hit) ? hit : castTo(n, *hit, out);
   return failed(r) ? failure() : n.setResults({*r});
@@ -67,7 +67,7 @@ LogicalResult convertOneHot(NodeImporter &n) {
   auto idx = castTo(n, *indices, n.builder().getI64Type());
   Value depthValue = n.constI64({*d}, true);
   auto neg = failed(idx) ? idx : compare(n, CompareDirection::lt, *idx, n.constI64({0}, true));
-  auto wrapped = failed(neg) ? neg : binary(n, "kiln.add", *idx, depthValue);
+  auto wrapped = failed(neg) ? neg : binary<AddOp>(n, *idx, depthValue);
   auto fixed = failed(wrapped) ? wrapped : select(n, *neg, *wrapped, *idx);
   auto expanded = failed(fixed) ? fixed : insertUnitDims(n, *fixed, {a});
   Value limit = n.constI64({*d}, true);
@@ -110,12 +110,12 @@ LogicalResult convertGroupNormalization(NodeImporter &n) {
   grouped[2] = floorDivDims(grouped[2], getConstantDim(ctx, *groups));
   auto g = reshapeTo(n, *x, grouped);
   auto mean = failed(g) ? g : reduce(n, *g, ReduceKind::mean, {2}, true);
-  auto d = failed(mean) ? mean : binary(n, "kiln.sub", *g, *mean);
-  auto sq = failed(d) ? d : binary(n, "kiln.mul", *d, *d);
+  auto d = failed(mean) ? mean : binary<SubOp>(n, *g, *mean);
+  auto sq = failed(d) ? d : binary<MulOp>(n, *d, *d);
   auto var = failed(sq) ? sq : reduce(n, *sq, ReduceKind::mean, {2}, true);
-  auto ve = failed(var) ? var : binary(n, "kiln.add", *var, scalarLike(n, *x, *epsilon));
-  auto inv = failed(ve) ? ve : unary(n, "kiln.rsqrt", *ve);
-  auto normed = failed(inv) ? inv : binary(n, "kiln.mul", *d, *inv);
+  auto ve = failed(var) ? var : binary<AddOp>(n, *var, scalarLike(n, *x, *epsilon));
+  auto inv = failed(ve) ? ve : unary<RsqrtOp>(n, *ve);
+  auto normed = failed(inv) ? inv : binary<MulOp>(n, *d, *inv);
   auto back = failed(normed) ? normed : reshapeTo(n, *normed, dims);
   if (failed(back))
     return failure();
@@ -139,8 +139,8 @@ LogicalResult convertGroupNormalization(NodeImporter &n) {
     return insertUnitDims(n, v, ones);
   };
   auto s = perChannel(*scale), b = perChannel(*bias);
-  auto y = failed(s) || failed(b) ? FailureOr<Value>(failure()) : binary(n, "kiln.mul", *back, *s);
-  y = failed(y) ? y : binary(n, "kiln.add", *y, *b);
+  auto y = failed(s) || failed(b) ? FailureOr<Value>(failure()) : binary<MulOp>(n, *back, *s);
+  y = failed(y) ? y : binary<AddOp>(n, *y, *b);
   return failed(y) ? failure() : n.setResults({*y});
 }
 
@@ -161,7 +161,7 @@ LogicalResult convertLRN(NodeImporter &n) {
   SmallVector<DimExpr> view = {dims[0], getConstantDim(ctx, 1), dims[1],
                                productOfDims(ctx, ArrayRef<DimExpr>(dims).drop_front(2))};
   int64_t lo = (*size - 1) / 2, hi = *size - 1 - lo;
-  auto sq = binary(n, "kiln.mul", *x, *x);
+  auto sq = binary<MulOp>(n, *x, *x);
   auto v = failed(sq) ? sq : reshapeTo(n, *sq, view);
   auto pooled = failed(v) ? v
                           : n.create<PoolOp>(
@@ -172,12 +172,12 @@ LogicalResult convertLRN(NodeImporter &n) {
                                        n.named("dilations", n.builder().getDenseI64ArrayAttr({1, 1})),
                                        n.named("count_include_pad", n.builder().getBoolAttr(true))});
   // avg * size = sum; denominator = (bias + alpha / size * sum) ^ beta
-  auto sum = failed(pooled) ? pooled : binary(n, "kiln.mul", *pooled, scalarLike(n, *x, *size));
+  auto sum = failed(pooled) ? pooled : binary<MulOp>(n, *pooled, scalarLike(n, *x, *size));
   auto back = failed(sum) ? sum : reshapeTo(n, *sum, dims);
-  auto scaled = failed(back) ? back : binary(n, "kiln.mul", *back, scalarLike(n, *x, *alpha / *size));
-  auto shifted = failed(scaled) ? scaled : binary(n, "kiln.add", *scaled, scalarLike(n, *x, *bias));
-  auto den = failed(shifted) ? shifted : binary(n, "kiln.pow", *shifted, scalarLike(n, *x, *beta));
-  auto y = failed(den) ? den : binary(n, "kiln.div", *x, *den);
+  auto scaled = failed(back) ? back : binary<MulOp>(n, *back, scalarLike(n, *x, *alpha / *size));
+  auto shifted = failed(scaled) ? scaled : binary<AddOp>(n, *scaled, scalarLike(n, *x, *bias));
+  auto den = failed(shifted) ? shifted : binary<PowOp>(n, *shifted, scalarLike(n, *x, *beta));
+  auto y = failed(den) ? den : binary<DivOp>(n, *x, *den);
   return failed(y) ? failure() : n.setResults({*y});
 }
 
@@ -263,14 +263,14 @@ LogicalResult convertCenterCropPad(NodeImporter &n) {
       }
       Value want = n.constI64({(*target)[at - axes->begin()]});
       Value d = c(dimPiece(n, *x, a));
-      Value excess = c.bin("kiln.max", c.bin("kiln.sub", d, want), zero);
-      Value shortfall = c.bin("kiln.max", c.bin("kiln.sub", want, d), zero);
-      Value start = c.bin("kiln.div", excess, two);
+      Value excess = c.bin<MaxOp>(c.bin<SubOp>(d, want), zero);
+      Value shortfall = c.bin<MaxOp>(c.bin<SubOp>(want, d), zero);
+      Value start = c.bin<DivOp>(excess, two);
       starts.push_back(start);
-      ends.push_back(c.bin("kiln.add", start, c.bin("kiln.min", d, want)));
-      Value before = c.bin("kiln.div", shortfall, two);
+      ends.push_back(c.bin<AddOp>(start, c.bin<MinOp>(d, want)));
+      Value before = c.bin<DivOp>(shortfall, two);
       padBegin.push_back(before);
-      padEnd.push_back(c.bin("kiln.sub", shortfall, before));
+      padEnd.push_back(c.bin<SubOp>(shortfall, before));
     }
     SmallVector<Value> pads(padBegin);
     pads.append(padEnd);
@@ -337,8 +337,8 @@ LogicalResult convertReverseSequence(NodeImporter &n) {
   if (failed(t) || failed(len))
     return failure();
   auto inside = compare(n, CompareDirection::lt, *t, *len);
-  auto last = binary(n, "kiln.sub", *len, n.constI64({1}, true));
-  auto reversed = failed(last) ? last : binary(n, "kiln.sub", *last, *t);
+  auto last = binary<SubOp>(n, *len, n.constI64({1}, true));
+  auto reversed = failed(last) ? last : binary<SubOp>(n, *last, *t);
   auto idx = failed(inside) || failed(reversed) ? FailureOr<Value>(failure())
                                                 : select(n, *inside, *reversed, *t);
   auto shape = n.create<ShapeOfOp>({*x});
@@ -357,9 +357,9 @@ LogicalResult convertSwish(NodeImporter &n) {
   if (failed(x) || failed(alpha))
     return failure();
   // x * sigmoid(alpha * x)
-  auto ax = binary(n, "kiln.mul", *x, scalarLike(n, *x, *alpha));
-  auto s = failed(ax) ? ax : unary(n, "kiln.sigmoid", *ax);
-  auto r = failed(s) ? s : binary(n, "kiln.mul", *x, *s);
+  auto ax = binary<MulOp>(n, *x, scalarLike(n, *x, *alpha));
+  auto s = failed(ax) ? ax : unary<SigmoidOp>(n, *ax);
+  auto r = failed(s) ? s : binary<MulOp>(n, *x, *s);
   return failed(r) ? failure() : n.setResults({*r});
 }
 
@@ -373,15 +373,15 @@ LogicalResult convertMeanVarianceNormalization(NodeImporter &n) {
     return failure();
   // ONNX's function body: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9).
   auto mean = reduce(n, *x, ReduceKind::mean, *axes, true);
-  auto sq = binary(n, "kiln.mul", *x, *x);
+  auto sq = binary<MulOp>(n, *x, *x);
   auto meanSq = failed(sq) ? sq : reduce(n, *sq, ReduceKind::mean, *axes, true);
-  auto sqMean = failed(mean) ? mean : binary(n, "kiln.mul", *mean, *mean);
+  auto sqMean = failed(mean) ? mean : binary<MulOp>(n, *mean, *mean);
   auto var = failed(meanSq) || failed(sqMean) ? FailureOr<Value>(failure())
-                                              : binary(n, "kiln.sub", *meanSq, *sqMean);
-  auto stdv = failed(var) ? var : unary(n, "kiln.sqrt", *var);
-  auto den = failed(stdv) ? stdv : binary(n, "kiln.add", *stdv, scalarLike(n, *x, 1e-9));
-  auto num = failed(mean) ? mean : binary(n, "kiln.sub", *x, *mean);
-  auto r = failed(num) || failed(den) ? FailureOr<Value>(failure()) : binary(n, "kiln.div", *num, *den);
+                                              : binary<SubOp>(n, *meanSq, *sqMean);
+  auto stdv = failed(var) ? var : unary<SqrtOp>(n, *var);
+  auto den = failed(stdv) ? stdv : binary<AddOp>(n, *stdv, scalarLike(n, *x, 1e-9));
+  auto num = failed(mean) ? mean : binary<SubOp>(n, *x, *mean);
+  auto r = failed(num) || failed(den) ? FailureOr<Value>(failure()) : binary<DivOp>(n, *num, *den);
   return failed(r) ? failure() : n.setResults({*r});
 }
 

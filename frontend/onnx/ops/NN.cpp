@@ -110,17 +110,17 @@ LogicalResult convertGemm(NodeImporter &n) {
   if (failed(y))
     return failure();
   if (*alpha != 1.0f) {
-    y = binary(n, "kiln.mul", *y, scalarLike(n, *y, *alpha));
+    y = binary<MulOp>(n, *y, scalarLike(n, *y, *alpha));
     if (failed(y))
       return failure();
   }
   if (Value c = n.input(2)) {
     FailureOr<Value> scaled = c;
     if (*beta != 1.0f)
-      scaled = binary(n, "kiln.mul", c, scalarLike(n, c, *beta));
+      scaled = binary<MulOp>(n, c, scalarLike(n, c, *beta));
     if (failed(scaled))
       return failure();
-    y = binary(n, "kiln.add", *y, *scaled);
+    y = binary<AddOp>(n, *y, *scaled);
     if (failed(y))
       return failure();
   }
@@ -227,17 +227,17 @@ LogicalResult convertGlobalLpPool(NodeImporter &n) {
   if (failed(x) || failed(p))
     return failure();
   // (sum |x|^p)^(1/p) over the spatial dims.
-  auto a = unary(n, "kiln.abs", *x);
-  auto powered = failed(a) ? a : binary(n, "kiln.pow", *a, scalarLike(n, *x, *p));
+  auto a = unary<AbsOp>(n, *x);
+  auto powered = failed(a) ? a : binary<PowOp>(n, *a, scalarLike(n, *x, *p));
   auto s = failed(powered) ? powered : reduceSpatial(n, *powered, ReduceKind::sum);
-  auto r = failed(s) ? s : binary(n, "kiln.pow", *s, scalarLike(n, *x, 1.0 / *p));
+  auto r = failed(s) ? s : binary<PowOp>(n, *s, scalarLike(n, *x, 1.0 / *p));
   return failed(r) ? failure() : n.setResults({*r});
 }
 
 namespace {
 /// Softmax-like ops before opset 13 flatten the input to 2-D at `axis` and work on
 /// the second dim; from 13 they work on `axis` alone.
-LogicalResult convertSoftmaxLike(NodeImporter &n, StringRef opName) {
+template <typename OpTy> LogicalResult convertSoftmaxLike(NodeImporter &n) {
   auto x = x0(n);
   auto axis = n.intAttr("axis", n.version() < 13 ? 1 : -1);
   if (failed(x) || failed(axis))
@@ -245,7 +245,7 @@ LogicalResult convertSoftmaxLike(NodeImporter &n, StringRef opName) {
   int64_t rank = NodeImporter::typeOf(*x).getRank();
   auto axisAttr = [&](int64_t a) { return n.named("axis", n.builder().getI64IntegerAttr(a)); };
   if (n.version() >= 13 || rank <= 1) {
-    auto r = n.createOp(opName, {*x}, {axisAttr(*axis)});
+    auto r = n.create<OpTy>({*x}, {axisAttr(*axis)});
     return failed(r) ? failure() : n.setResults({*r});
   }
   int64_t a = *axis < 0 ? *axis + rank : *axis;
@@ -256,15 +256,15 @@ LogicalResult convertSoftmaxLike(NodeImporter &n, StringRef opName) {
   SmallVector<DimExpr> flat = {productOfDims(ctx, ArrayRef<DimExpr>(dims).take_front(a)),
                                productOfDims(ctx, ArrayRef<DimExpr>(dims).drop_front(a))};
   auto f = reshapeTo(n, *x, flat);
-  auto s = failed(f) ? f : n.createOp(opName, {*f}, {axisAttr(1)});
+  auto s = failed(f) ? f : n.create<OpTy>({*f}, {axisAttr(1)});
   auto r = failed(s) ? s : reshapeTo(n, *s, dims);
   return failed(r) ? failure() : n.setResults({*r});
 }
 } // namespace
 
-LogicalResult convertSoftmax(NodeImporter &n) { return convertSoftmaxLike(n, "kiln.softmax"); }
+LogicalResult convertSoftmax(NodeImporter &n) { return convertSoftmaxLike<SoftmaxOp>(n); }
 LogicalResult convertLogSoftmax(NodeImporter &n) {
-  return convertSoftmaxLike(n, "kiln.log_softmax");
+  return convertSoftmaxLike<LogSoftmaxOp>(n);
 }
 
 LogicalResult convertHardmax(NodeImporter &n) {
@@ -349,19 +349,19 @@ LogicalResult convertLayerNormalization(NodeImporter &n) {
   SmallVector<int64_t> over = trailingAxes((*axes)[0], rank);
   auto xs = castTo(n, *x, computeType);
   auto mean = failed(xs) ? xs : reduce(n, *xs, ReduceKind::mean, over, true);
-  auto d = failed(mean) ? mean : binary(n, "kiln.sub", *xs, *mean);
-  auto sq = failed(d) ? d : binary(n, "kiln.mul", *d, *d);
+  auto d = failed(mean) ? mean : binary<SubOp>(n, *xs, *mean);
+  auto sq = failed(d) ? d : binary<MulOp>(n, *d, *d);
   auto var = failed(sq) ? sq : reduce(n, *sq, ReduceKind::mean, over, true);
-  auto ve = failed(var) ? var : binary(n, "kiln.add", *var, n.constScalar(computeType, *epsilon));
-  auto inv = failed(ve) ? ve : unary(n, "kiln.rsqrt", *ve);
-  auto normed = failed(inv) ? inv : binary(n, "kiln.mul", *d, *inv);
+  auto ve = failed(var) ? var : binary<AddOp>(n, *var, n.constScalar(computeType, *epsilon));
+  auto inv = failed(ve) ? ve : unary<RsqrtOp>(n, *ve);
+  auto normed = failed(inv) ? inv : binary<MulOp>(n, *d, *inv);
   auto s = failed(normed) ? normed : castTo(n, *scale, computeType);
-  auto y = failed(s) ? s : binary(n, "kiln.mul", *normed, *s);
+  auto y = failed(s) ? s : binary<MulOp>(n, *normed, *s);
   if (failed(y))
     return failure();
   if (Value b = n.input(2)) {
     auto bc = castTo(n, b, computeType);
-    y = failed(bc) ? bc : binary(n, "kiln.add", *y, *bc);
+    y = failed(bc) ? bc : binary<AddOp>(n, *y, *bc);
   }
   auto out = failed(y) ? y : castTo(n, *y, elementTypeOf(*x));
   if (failed(out))
@@ -383,13 +383,13 @@ LogicalResult convertRMSNormalization(NodeImporter &n) {
   Type computeType = stashType(n, *x, *stash);
   // y = x / sqrt(mean(x^2) + eps) * scale
   auto xs = castTo(n, *x, computeType);
-  auto sq = failed(xs) ? xs : binary(n, "kiln.mul", *xs, *xs);
+  auto sq = failed(xs) ? xs : binary<MulOp>(n, *xs, *xs);
   auto ms = failed(sq) ? sq : reduce(n, *sq, ReduceKind::mean, trailingAxes((*axes)[0], rank), true);
-  auto me = failed(ms) ? ms : binary(n, "kiln.add", *ms, n.constScalar(computeType, *epsilon));
-  auto inv = failed(me) ? me : unary(n, "kiln.rsqrt", *me);
-  auto normed = failed(inv) ? inv : binary(n, "kiln.mul", *xs, *inv);
+  auto me = failed(ms) ? ms : binary<AddOp>(n, *ms, n.constScalar(computeType, *epsilon));
+  auto inv = failed(me) ? me : unary<RsqrtOp>(n, *me);
+  auto normed = failed(inv) ? inv : binary<MulOp>(n, *xs, *inv);
   auto s = failed(normed) ? normed : castTo(n, *scale, computeType);
-  auto y = failed(s) ? s : binary(n, "kiln.mul", *normed, *s);
+  auto y = failed(s) ? s : binary<MulOp>(n, *normed, *s);
   auto out = failed(y) ? y : castTo(n, *y, elementTypeOf(*x));
   return failed(out) ? failure() : n.setResults({*out});
 }
@@ -406,12 +406,12 @@ LogicalResult convertLpNormalization(NodeImporter &n) {
     return failure();
   FailureOr<Value> norm = failure();
   if (*p == 1) {
-    auto a = unary(n, "kiln.abs", *x);
+    auto a = unary<AbsOp>(n, *x);
     norm = failed(a) ? a : reduce(n, *a, ReduceKind::sum, *axes, true);
   } else {
-    auto sq = binary(n, "kiln.mul", *x, *x);
+    auto sq = binary<MulOp>(n, *x, *x);
     auto s = failed(sq) ? sq : reduce(n, *sq, ReduceKind::sum, *axes, true);
-    norm = failed(s) ? s : unary(n, "kiln.sqrt", *s);
+    norm = failed(s) ? s : unary<SqrtOp>(n, *s);
   }
   if (failed(norm))
     return failure();
@@ -419,7 +419,7 @@ LogicalResult convertLpNormalization(NodeImporter &n) {
   Chain c(n);
   Value zero = c.k(*x, 0);
   return c.done({c.sel(c.cmp(CompareDirection::eq, *norm, zero), zero,
-                       c.bin("kiln.div", *x, *norm))});
+                       c.bin<DivOp>(*x, *norm))});
 }
 
 LogicalResult convertBatchNormalization(NodeImporter &n) {
@@ -448,12 +448,12 @@ LogicalResult convertBatchNormalization(NodeImporter &n) {
        m = perChannel(n, *mean, rank), v = perChannel(n, *var, rank);
   if (failed(s) || failed(b) || failed(m) || failed(v))
     return failure();
-  auto ve = binary(n, "kiln.add", *v, scalarLike(n, *v, *epsilon));
-  auto inv = failed(ve) ? ve : unary(n, "kiln.rsqrt", *ve);
-  auto factor = failed(inv) ? inv : binary(n, "kiln.mul", *s, *inv);
-  auto centered = failed(factor) ? factor : binary(n, "kiln.sub", *x, *m);
-  auto scaled = failed(centered) ? centered : binary(n, "kiln.mul", *centered, *factor);
-  auto r = failed(scaled) ? scaled : binary(n, "kiln.add", *scaled, *b);
+  auto ve = binary<AddOp>(n, *v, scalarLike(n, *v, *epsilon));
+  auto inv = failed(ve) ? ve : unary<RsqrtOp>(n, *ve);
+  auto factor = failed(inv) ? inv : binary<MulOp>(n, *s, *inv);
+  auto centered = failed(factor) ? factor : binary<SubOp>(n, *x, *m);
+  auto scaled = failed(centered) ? centered : binary<MulOp>(n, *centered, *factor);
+  auto r = failed(scaled) ? scaled : binary<AddOp>(n, *scaled, *b);
   return failed(r) ? failure() : n.setResults({*r});
 }
 
@@ -467,14 +467,14 @@ LogicalResult convertInstanceNormalization(NodeImporter &n) {
   if (failed(s) || failed(b))
     return failure();
   auto mean = reduceSpatial(n, *x, ReduceKind::mean);
-  auto centered = failed(mean) ? mean : binary(n, "kiln.sub", *x, *mean);
-  auto sq = failed(centered) ? centered : binary(n, "kiln.mul", *centered, *centered);
+  auto centered = failed(mean) ? mean : binary<SubOp>(n, *x, *mean);
+  auto sq = failed(centered) ? centered : binary<MulOp>(n, *centered, *centered);
   auto var = failed(sq) ? sq : reduceSpatial(n, *sq, ReduceKind::mean);
-  auto ve = failed(var) ? var : binary(n, "kiln.add", *var, scalarLike(n, *x, *epsilon));
-  auto inv = failed(ve) ? ve : unary(n, "kiln.rsqrt", *ve);
-  auto normed = failed(inv) ? inv : binary(n, "kiln.mul", *centered, *inv);
-  auto scaled = failed(normed) ? normed : binary(n, "kiln.mul", *normed, *s);
-  auto r = failed(scaled) ? scaled : binary(n, "kiln.add", *scaled, *b);
+  auto ve = failed(var) ? var : binary<AddOp>(n, *var, scalarLike(n, *x, *epsilon));
+  auto inv = failed(ve) ? ve : unary<RsqrtOp>(n, *ve);
+  auto normed = failed(inv) ? inv : binary<MulOp>(n, *centered, *inv);
+  auto scaled = failed(normed) ? normed : binary<MulOp>(n, *normed, *s);
+  auto r = failed(scaled) ? scaled : binary<AddOp>(n, *scaled, *b);
   return failed(r) ? failure() : n.setResults({*r});
 }
 

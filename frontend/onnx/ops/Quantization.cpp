@@ -94,14 +94,14 @@ FailureOr<Value> quantize(NodeImporter &n, Value x, Value scale, Value zeroPoint
                           bool saturate) {
   Type compute = elementTypeOf(scale);
   auto xf = castTo(n, x, compute);
-  auto scaled = failed(xf) ? xf : binary(n, "kiln.div", *xf, scale);
+  auto scaled = failed(xf) ? xf : binary<DivOp>(n, *xf, scale);
   if (failed(scaled))
     return failure();
   auto addZeroPoint = [&](Value v) -> FailureOr<Value> {
     if (!zeroPoint)
       return v;
     auto zf = castTo(n, zeroPoint, compute);
-    return failed(zf) ? zf : binary(n, "kiln.add", v, *zf);
+    return failed(zf) ? zf : binary<AddOp>(n, v, *zf);
   };
   if (isa<FloatType>(outType)) { // float8: no rounding, saturating cast
     auto v = addZeroPoint(*scaled);
@@ -112,13 +112,13 @@ FailureOr<Value> quantize(NodeImporter &n, Value x, Value scale, Value zeroPoint
   }
   // Integers round before the zero point is added: with ties to even the order
   // matters for an odd zero point.
-  auto rounded = unary(n, "kiln.round", *scaled);
+  auto rounded = unary<RoundOp>(n, *scaled);
   auto v = failed(rounded) ? rounded : addZeroPoint(*rounded);
   if (failed(v))
     return failure();
   auto [lo, hi] = intRange(outType);
-  auto clamped = binary(n, "kiln.max", *v, n.constScalar(compute, lo));
-  clamped = failed(clamped) ? clamped : binary(n, "kiln.min", *clamped, n.constScalar(compute, hi));
+  auto clamped = binary<MaxOp>(n, *v, n.constScalar(compute, lo));
+  clamped = failed(clamped) ? clamped : binary<MinOp>(n, *clamped, n.constScalar(compute, hi));
   return failed(clamped) ? clamped : castTo(n, *clamped, outType);
 }
 
@@ -141,12 +141,12 @@ LogicalResult convertDequantizeLinear(NodeImporter &n) {
   if (Value zp = n.input(2)) {
     auto z = broadcastParam(n, zp, *x, *axis, *block);
     auto zf = failed(z) ? z : castTo(n, *z, compute);
-    auto d = failed(zf) ? zf : binary(n, "kiln.sub", centered, *zf);
+    auto d = failed(zf) ? zf : binary<SubOp>(n, centered, *zf);
     if (failed(d))
       return failure();
     centered = *d;
   }
-  auto y = binary(n, "kiln.mul", centered, *s);
+  auto y = binary<MulOp>(n, centered, *s);
   if (failed(y))
     return failure();
   if (*outputDtype) {
@@ -200,14 +200,14 @@ LogicalResult convertDynamicQuantizeLinear(NodeImporter &n) {
   auto mx = reduceAll(ReduceKind::max), mn = reduceAll(ReduceKind::min);
   if (failed(mx) || failed(mn))
     return failure();
-  auto hi = binary(n, "kiln.max", *mx, zero), lo = binary(n, "kiln.min", *mn, zero);
-  auto range = failed(hi) || failed(lo) ? FailureOr<Value>(failure()) : binary(n, "kiln.sub", *hi, *lo);
-  auto scale = failed(range) ? range : binary(n, "kiln.div", *range, scalarLike(n, *x, 255));
-  auto negMin = failed(scale) ? scale : binary(n, "kiln.sub", zero, *lo);
-  auto zpf = failed(negMin) ? negMin : binary(n, "kiln.div", *negMin, *scale);
-  auto zpr = failed(zpf) ? zpf : unary(n, "kiln.round", *zpf);
-  auto zpc = failed(zpr) ? zpr : binary(n, "kiln.max", *zpr, zero);
-  zpc = failed(zpc) ? zpc : binary(n, "kiln.min", *zpc, scalarLike(n, *x, 255));
+  auto hi = binary<MaxOp>(n, *mx, zero), lo = binary<MinOp>(n, *mn, zero);
+  auto range = failed(hi) || failed(lo) ? FailureOr<Value>(failure()) : binary<SubOp>(n, *hi, *lo);
+  auto scale = failed(range) ? range : binary<DivOp>(n, *range, scalarLike(n, *x, 255));
+  auto negMin = failed(scale) ? scale : binary<SubOp>(n, zero, *lo);
+  auto zpf = failed(negMin) ? negMin : binary<DivOp>(n, *negMin, *scale);
+  auto zpr = failed(zpf) ? zpf : unary<RoundOp>(n, *zpf);
+  auto zpc = failed(zpr) ? zpr : binary<MaxOp>(n, *zpr, zero);
+  zpc = failed(zpc) ? zpc : binary<MinOp>(n, *zpc, scalarLike(n, *x, 255));
   auto zp = failed(zpc) ? zpc : castTo(n, *zpc, u8);
   auto y = failed(zp) ? zp : quantize(n, *x, *scale, *zp, u8, true);
   return failed(y) ? failure() : n.setResults({*y, *scale, *zp});
@@ -231,7 +231,7 @@ FailureOr<Value> centered(NodeImporter &n, Value x, Value zp, Type compute, bool
       return failure();
     zz = *r;
   }
-  return binary(n, "kiln.sub", *xc, zz);
+  return binary<SubOp>(n, *xc, zz);
 }
 
 /// A per-tensor or per-row (left) / per-column (right) scale shaped to broadcast.
@@ -270,7 +270,7 @@ LogicalResult convertQLinearMatMul(NodeImporter &n) {
   auto ac = centered(n, in[0], in[2], compute, true), bc = centered(n, in[3], in[5], compute, false);
   if (failed(as) || failed(bs) || failed(ac) || failed(bc))
     return failure();
-  auto af = binary(n, "kiln.mul", *ac, *as), bf = binary(n, "kiln.mul", *bc, *bs);
+  auto af = binary<MulOp>(n, *ac, *as), bf = binary<MulOp>(n, *bc, *bs);
   auto prod = failed(af) || failed(bf) ? FailureOr<Value>(failure()) : n.create<MatmulOp>({*af, *bf});
   if (failed(prod))
     return failure();
@@ -297,7 +297,7 @@ LogicalResult convertConvInteger(NodeImporter &n) {
     auto zt = failed(z) ? z
               : NodeImporter::typeOf(*z).getRank() == 1 ? insertUnitDims(n, *z, ones)
                                                          : z;
-    wc = failed(zt) ? zt : binary(n, "kiln.sub", *wc, *zt);
+    wc = failed(zt) ? zt : binary<SubOp>(n, *wc, *zt);
   }
   if (failed(xc) || failed(wc))
     return failure();

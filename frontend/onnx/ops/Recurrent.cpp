@@ -23,9 +23,6 @@ namespace {
 /// Unrolling past this many steps would build an absurdly large graph.
 constexpr int64_t kMaxUnrolledSteps = 4096;
 
-constexpr StringLiteral kAdd = "kiln.add", kSub = "kiln.sub", kMul = "kiln.mul",
-                        kMax = "kiln.max", kMin = "kiln.min";
-
 enum class CellKind { rnn, gru, lstm };
 
 /// One of the activations the ONNX recurrences name, with its alpha and beta.
@@ -43,28 +40,28 @@ struct RecurrenceSpec {
 Value applyActivation(Chain &c, const Activation &a, Value x) {
   StringRef name = a.name;
   if (name == "Tanh")
-    return c.un("kiln.tanh", x);
+    return c.un<TanhOp>(x);
   if (name == "Sigmoid")
-    return c.un("kiln.sigmoid", x);
+    return c.un<SigmoidOp>(x);
   if (name == "Relu")
-    return c.bin(kMax, x, c.k(x, 0));
+    return c.bin<MaxOp>(x, c.k(x, 0));
   if (name == "LeakyRelu")
-    return c.sel(c.cmp(CompareDirection::lt, x, c.k(x, 0)), c.bin(kMul, x, c.k(x, a.alpha)), x);
+    return c.sel(c.cmp(CompareDirection::lt, x, c.k(x, 0)), c.bin<MulOp>(x, c.k(x, a.alpha)), x);
   if (name == "ThresholdedRelu")
     return c.sel(c.cmp(CompareDirection::gt, x, c.k(x, a.alpha)), x, c.k(x, 0));
   if (name == "HardSigmoid")
     return hardSigmoid(c, x, a.alpha, a.beta);
   if (name == "Affine")
-    return c.bin(kAdd, c.bin(kMul, x, c.k(x, a.alpha)), c.k(x, a.beta));
+    return c.bin<AddOp>(c.bin<MulOp>(x, c.k(x, a.alpha)), c.k(x, a.beta));
   if (name == "ScaledTanh")
-    return c.bin(kMul, c.k(x, a.alpha), c.un("kiln.tanh", c.bin(kMul, x, c.k(x, a.beta))));
+    return c.bin<MulOp>(c.k(x, a.alpha), c.un<TanhOp>(c.bin<MulOp>(x, c.k(x, a.beta))));
   if (name == "Elu") {
-    Value em1 = c.bin(kSub, c.un("kiln.exp", x), c.k(x, 1));
-    return c.sel(c.cmp(CompareDirection::lt, x, c.k(x, 0)), c.bin(kMul, em1, c.k(x, a.alpha)),
+    Value em1 = c.bin<SubOp>(c.un<ExpOp>(x), c.k(x, 1));
+    return c.sel(c.cmp(CompareDirection::lt, x, c.k(x, 0)), c.bin<MulOp>(em1, c.k(x, a.alpha)),
                  x);
   }
   if (name == "Softsign")
-    return c.bin("kiln.div", x, c.bin(kAdd, c.un("kiln.abs", x), c.k(x, 1)));
+    return c.bin<DivOp>(x, c.bin<AddOp>(c.un<AbsOp>(x), c.k(x, 1)));
   if (name == "Softplus")
     return softplus(c, x);
   c.ok = false; // names are validated before any step is built
@@ -218,7 +215,7 @@ LogicalResult convertRecurrence(NodeImporter &n, const RecurrenceSpec &spec) {
     Value recurrentBias;
     if (bias) {
       Value b = directionRow(c, bias, d); // [2 * gates * hidden]: Wb then Rb
-      projected = c.bin(kAdd, projected, c.slice(b, 0, 0, g * h));
+      projected = c.bin<AddOp>(projected, c.slice(b, 0, 0, g * h));
       recurrentBias = c.slice(b, 0, g * h, 2 * g * h);
     }
     Value p = peepholes ? directionRow(c, peepholes, d) : Value();
@@ -226,7 +223,7 @@ LogicalResult convertRecurrence(NodeImporter &n, const RecurrenceSpec &spec) {
     Value cell = initialC ? directionRow(c, initialC, d) : zeroState;
     bool reverse = *direction == "reverse" || d == 1;
     auto clipped = [&](Value v) {
-      return clip ? c.bin(kMin, c.bin(kMax, v, c.k(v, -*clip)), c.k(v, *clip)) : v;
+      return clip ? c.bin<MinOp>(c.bin<MaxOp>(v, c.k(v, -*clip)), c.k(v, *clip)) : v;
     };
     // Gate k of a [batch, gates * hidden] value, or of a [gates * hidden] bias.
     auto gate = [&](Value v, int64_t k) {
@@ -244,9 +241,9 @@ LogicalResult convertRecurrence(NodeImporter &n, const RecurrenceSpec &spec) {
       Value newState, newCell;
       switch (spec.kind) {
       case CellKind::rnn: {
-        Value pre = c.bin(kAdd, xt, hr);
+        Value pre = c.bin<AddOp>(xt, hr);
         if (recurrentBias)
-          pre = c.bin(kAdd, pre, recurrentBias);
+          pre = c.bin<AddOp>(pre, recurrentBias);
         newState = applyActivation(c, acts[0], clipped(pre));
         break;
       }
@@ -254,8 +251,8 @@ LogicalResult convertRecurrence(NodeImporter &n, const RecurrenceSpec &spec) {
         // Gate order z, r, h; the h gate's recurrent term depends on the reset gate.
         Value rb = recurrentBias;
         auto pre = [&](int64_t k, Value recurrent) {
-          Value v = c.bin(kAdd, gate(xt, k), recurrent);
-          return rb ? c.bin(kAdd, v, gate(rb, k)) : v;
+          Value v = c.bin<AddOp>(gate(xt, k), recurrent);
+          return rb ? c.bin<AddOp>(v, gate(rb, k)) : v;
         };
         Value z = applyActivation(c, acts[0], clipped(pre(0, gate(hr, 0))));
         Value reset = applyActivation(c, acts[0], clipped(pre(1, gate(hr, 1))));
@@ -263,35 +260,35 @@ LogicalResult convertRecurrence(NodeImporter &n, const RecurrenceSpec &spec) {
         if (*linearBeforeReset) {
           Value hh = gate(hr, 2);
           if (rb)
-            hh = c.bin(kAdd, hh, gate(rb, 2));
-          candidatePre = c.bin(kAdd, gate(xt, 2), c.bin(kMul, reset, hh));
+            hh = c.bin<AddOp>(hh, gate(rb, 2));
+          candidatePre = c.bin<AddOp>(gate(xt, 2), c.bin<MulOp>(reset, hh));
         } else {
-          Value rh = c.matmul(c.bin(kMul, reset, state), c.slice(rT, 1, 2 * h, 3 * h));
-          candidatePre = c.bin(kAdd, gate(xt, 2), rh);
+          Value rh = c.matmul(c.bin<MulOp>(reset, state), c.slice(rT, 1, 2 * h, 3 * h));
+          candidatePre = c.bin<AddOp>(gate(xt, 2), rh);
           if (rb)
-            candidatePre = c.bin(kAdd, candidatePre, gate(rb, 2));
+            candidatePre = c.bin<AddOp>(candidatePre, gate(rb, 2));
         }
         Value candidate = applyActivation(c, acts[1], clipped(candidatePre));
         // (1 - z) * candidate + z * state
-        newState = c.bin(kAdd, c.bin(kMul, c.bin(kSub, c.k(z, 1), z), candidate),
-                         c.bin(kMul, z, state));
+        newState = c.bin<AddOp>(c.bin<MulOp>(c.bin<SubOp>(c.k(z, 1), z), candidate),
+                         c.bin<MulOp>(z, state));
         break;
       }
       case CellKind::lstm: {
         // Gate order i, o, f, c; peepholes i, o, f.
-        Value all = c.bin(kAdd, xt, hr);
+        Value all = c.bin<AddOp>(xt, hr);
         if (recurrentBias)
-          all = c.bin(kAdd, all, recurrentBias);
+          all = c.bin<AddOp>(all, recurrentBias);
         auto peep = [&](Value v, int64_t k, Value withCell) {
-          return p ? c.bin(kAdd, v, c.bin(kMul, c.slice(p, 0, k * h, (k + 1) * h), withCell))
+          return p ? c.bin<AddOp>(v, c.bin<MulOp>(c.slice(p, 0, k * h, (k + 1) * h), withCell))
                    : v;
         };
         Value in = applyActivation(c, acts[0], clipped(peep(gate(all, 0), 0, cell)));
         Value forget = applyActivation(c, acts[0], clipped(peep(gate(all, 2), 2, cell)));
         Value candidate = applyActivation(c, acts[1], clipped(gate(all, 3)));
-        newCell = c.bin(kAdd, c.bin(kMul, forget, cell), c.bin(kMul, in, candidate));
+        newCell = c.bin<AddOp>(c.bin<MulOp>(forget, cell), c.bin<MulOp>(in, candidate));
         Value out = applyActivation(c, acts[0], clipped(peep(gate(all, 1), 1, newCell)));
-        newState = c.bin(kMul, out, applyActivation(c, acts[2], newCell));
+        newState = c.bin<MulOp>(out, applyActivation(c, acts[2], newCell));
         break;
       }
       }

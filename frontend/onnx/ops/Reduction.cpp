@@ -110,11 +110,11 @@ LogicalResult convertReduceProd(NodeImporter &n) {
 }
 LogicalResult convertReduceL1(NodeImporter &n) {
   return convertReduction(n, ReduceKind::sum, 18,
-                          [&](Value x) { return unary(n, "kiln.abs", x); });
+                          [&](Value x) { return unary<AbsOp>(n, x); });
 }
 LogicalResult convertReduceSumSquare(NodeImporter &n) {
   return convertReduction(n, ReduceKind::sum, 18,
-                          [&](Value x) { return binary(n, "kiln.mul", x, x); });
+                          [&](Value x) { return binary<MulOp>(n, x, x); });
 }
 LogicalResult convertReduceL2(NodeImporter &n) {
   Type original;
@@ -125,16 +125,16 @@ LogicalResult convertReduceL2(NodeImporter &n) {
         // Integers compute in f64 and truncate back, as ONNX's reference does.
         auto f = isa<FloatType>(original) ? FailureOr<Value>(x)
                                           : castTo(n, x, n.builder().getF64Type());
-        return failed(f) ? FailureOr<Value>(failure()) : binary(n, "kiln.mul", *f, *f);
+        return failed(f) ? FailureOr<Value>(failure()) : binary<MulOp>(n, *f, *f);
       },
       [&](Value s) -> FailureOr<Value> {
-        auto r = unary(n, "kiln.sqrt", s);
+        auto r = unary<SqrtOp>(n, s);
         return failed(r) ? FailureOr<Value>(failure()) : castTo(n, *r, original);
       });
 }
 LogicalResult convertReduceLogSum(NodeImporter &n) {
   return convertReduction(n, ReduceKind::sum, 18, nullptr,
-                          [&](Value s) { return unary(n, "kiln.log", s); });
+                          [&](Value s) { return unary<LogOp>(n, s); });
 }
 LogicalResult convertReduceLogSumExp(NodeImporter &n) {
   // log(sum(exp(x - m))) + m with m the max over the same axes (finite m only), so
@@ -148,8 +148,8 @@ LogicalResult convertReduceLogSumExp(NodeImporter &n) {
   if (failed(axes))
     return failure();
   if (axes->identity) { // reduces over no axis: log(exp(x)), elementwise
-    auto e = unary(n, "kiln.exp", *x);
-    auto l = failed(e) ? e : unary(n, "kiln.log", *e);
+    auto e = unary<ExpOp>(n, *x);
+    auto l = failed(e) ? e : unary<LogOp>(n, *e);
     return failed(l) ? failure() : n.setResults({*l});
   }
   auto m = reduce(n, *x, ReduceKind::max, axes->axes, true);
@@ -157,10 +157,10 @@ LogicalResult convertReduceLogSumExp(NodeImporter &n) {
     return failure();
   auto inf = n.create<IsInfOp>({*m});
   auto safe = failed(inf) ? inf : select(n, *inf, scalarLike(n, *m, 0), *m);
-  auto shifted = failed(safe) ? safe : binary(n, "kiln.sub", *x, *safe);
-  auto e = failed(shifted) ? shifted : unary(n, "kiln.exp", *shifted);
+  auto shifted = failed(safe) ? safe : binary<SubOp>(n, *x, *safe);
+  auto e = failed(shifted) ? shifted : unary<ExpOp>(n, *shifted);
   auto s = failed(e) ? e : reduce(n, *e, ReduceKind::sum, axes->axes, *keep);
-  auto l = failed(s) ? s : unary(n, "kiln.log", *s);
+  auto l = failed(s) ? s : unary<LogOp>(n, *s);
   if (failed(l))
     return failure();
   Value offset = *safe;
@@ -170,7 +170,7 @@ LogicalResult convertReduceLogSumExp(NodeImporter &n) {
       return failure();
     offset = *squeezed;
   }
-  auto r = binary(n, "kiln.add", *l, offset);
+  auto r = binary<AddOp>(n, *l, offset);
   return failed(r) ? failure() : n.setResults({*r});
 }
 

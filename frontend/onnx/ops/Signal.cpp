@@ -145,7 +145,7 @@ LogicalResult convertDFT(NodeImporter &n) {
   Value outReal = c.matmul(real, cosM);
   if (imag) {
     Value term = c.matmul(imag, sinM);
-    outReal = sign > 0 ? c.bin("kiln.add", outReal, term) : c.bin("kiln.sub", outReal, term);
+    outReal = sign > 0 ? c.bin<AddOp>(outReal, term) : c.bin<SubOp>(outReal, term);
   }
   SmallVector<DimExpr> outDims = getSymShape(type);
   outDims[axis] = getConstantDim(n.context(), outLength);
@@ -158,9 +158,9 @@ LogicalResult convertDFT(NodeImporter &n) {
     return c.done({restore(outReal)});
   // out_im = im @ cos - sign * (re @ sin)
   Value reSin = c.matmul(real, sinM);
-  Value outImag = sign > 0 ? c.un("kiln.neg", reSin) : reSin;
+  Value outImag = sign > 0 ? c.un<NegOp>(reSin) : reSin;
   if (imag)
-    outImag = c.bin("kiln.add", outImag, c.matmul(imag, cosM));
+    outImag = c.bin<AddOp>(outImag, c.matmul(imag, cosM));
   return c.done({c.concat({restore(outReal), restore(outImag)}, rank - 1)});
 }
 
