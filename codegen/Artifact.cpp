@@ -296,7 +296,12 @@ LogicalResult ArtifactWriter::takeBuffer(size_t embedded, size_t blobFromEnd, Co
       return failure();
     std::memcpy(result.head.data() + *checksumAt, &sum, 8);
   } else {
-    result.bytes.assign(finished, total);
+    // The bytes around the weights' room only: the room itself was never
+    // written (reading it would read uninitialized memory).
+    result.bytes.assign(total, '\0');
+    std::memcpy(result.bytes.data(), finished, weightsAt);
+    std::memcpy(result.bytes.data() + weightsAt + embedded, finished + weightsAt + embedded,
+                total - weightsAt - embedded);
     builder.Reset(); // frees the buffer
     if (embedded &&
         failed(writeWeights(MutableArrayRef<char>(result.bytes.data() + weightsAt, embedded))))

@@ -20,6 +20,7 @@
 #include "llvm/ADT/MapVector.h"
 
 #include <cstring>
+#include <memory>
 #include <tuple>
 
 namespace kiln {
@@ -39,7 +40,9 @@ namespace {
 struct Candidate {
   MatmulOp op;
   llvm::ArrayRef<char> weights;
-  std::vector<char> splatWeights; ///< backs `weights` for a splat
+  /// Backs `weights` for a splat; shared, so that a copy of the candidate
+  /// points at the same bytes.
+  std::shared_ptr<std::vector<char>> splatWeights;
   int64_t rows = 0, cols = 0;
 };
 
@@ -49,8 +52,9 @@ std::optional<Candidate> candidate(MatmulOp m) {
   auto rhsType = dyn_cast<RankedTensorType>(m.getRhs().getType());
   if (!rhsType || rhsType.getRank() != 2 || !rhsType.hasStaticShape())
     return std::nullopt;
-  Candidate c{m, {}, {}, rhsType.getDimSize(0), rhsType.getDimSize(1)};
-  std::optional<llvm::ArrayRef<char>> weights = constantBytes(m.getRhs(), c.splatWeights);
+  Candidate c{m, {}, std::make_shared<std::vector<char>>(), rhsType.getDimSize(0),
+              rhsType.getDimSize(1)};
+  std::optional<llvm::ArrayRef<char>> weights = constantBytes(m.getRhs(), *c.splatWeights);
   if (!weights)
     return std::nullopt;
   c.weights = *weights;

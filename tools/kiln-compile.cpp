@@ -475,11 +475,16 @@ int main(int argc, char **argv) {
     {
       raw_fd_ostream os(temporary, ec, sys::fs::OF_None);
       if (!ec) {
-        if (failed(contents(os)))
-          ec = std::make_error_code(std::errc::io_error);
+        bool written = succeeded(contents(os));
         os.close();
-        if (!ec)
-          ec = os.error();
+        ec = os.error();
+        os.clear_error(); // read: an unread stream error is a fatal error at destruction
+        if (!written && !ec) {
+          // A weight could not be read from the module (its diagnostic is above).
+          sys::fs::remove(temporary);
+          fail("cannot write " + path + ": a weight could not be read");
+          return false;
+        }
       }
     }
     if (!ec)

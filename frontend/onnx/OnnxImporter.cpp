@@ -25,6 +25,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <climits>
+#include <functional>
 #include <unistd.h>
 
 using namespace mlir;
@@ -478,17 +479,23 @@ OwningOpRef<ModuleOp> GraphImporter::import(onnx::ModelProto &model) {
 } // namespace
 
 namespace {
-/// Parses a ModelProto from `stream` and imports it; `what` names the model.
+/// Parses a ModelProto from `stream` and imports it. When the parse fails,
+/// `readError` says whether reading did (the error then names that, not the
+/// bytes).
 OwningOpRef<ModuleOp> parseAndImport(MLIRContext &context,
                                      google::protobuf::io::ZeroCopyInputStream &stream,
                                      StringRef modelName, StringRef baseDir,
-                                     const ImportOptions &options) {
+                                     const ImportOptions &options,
+                                     const std::function<std::string()> &readError = {}) {
   onnx::ModelProto model;
   google::protobuf::io::CodedInputStream coded(&stream);
   coded.SetTotalBytesLimit(INT_MAX);
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    std::string why = readError ? readError() : std::string();
     emitError(FileLineColLoc::get(&context, modelName, 0, 0))
-        << "not a valid ONNX model: the protobuf does not parse (truncated or corrupt file)";
+        << (why.empty() ? std::string("not a valid ONNX model: the protobuf does not parse "
+                                      "(truncated or corrupt file)")
+                        : "cannot read the model: " + why);
     return nullptr;
   }
   GraphImporter importer(context, modelName, baseDir, options);
@@ -514,9 +521,6 @@ OwningOpRef<ModuleOp> importOnnxBytes(MLIRContext &context, StringRef bytes,
 
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
                                      const ImportOptions &options) {
-  // Read in blocks rather than mapped: a mapped file stays resident beside the
-  // parsed copy of its weights until the import ends (twice the weights).
-  // Only regular files: opening a FIFO would block, a device never end.
   auto cannotRead = [&](const std::string &why) {
     emitError(FileLineColLoc::get(&context, path, 0, 0)) << "cannot read the model: " << why;
     return nullptr;
@@ -524,8 +528,19 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
   llvm::sys::fs::file_status status;
   if (std::error_code ec = llvm::sys::fs::status(path, status))
     return cannotRead(ec.message());
-  if (status.type() != llvm::sys::fs::file_type::regular_file)
-    return cannotRead("not a regular file");
+  if (status.type() != llvm::sys::fs::file_type::regular_file) {
+    // A pipe (kiln-translate --import-onnx /dev/stdin) is read whole. The
+    // tools that load models refuse other files before this (LoadModel).
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      return cannotRead(buffer.getError().message());
+    return importOnnxBytes(context, (*buffer)->getBuffer(), path,
+                           llvm::sys::path::parent_path(path), options);
+  }
+  // A regular file is read in blocks rather than mapped: a mapped file stays
+  // resident beside the parsed copy of its weights until the import ends
+  // (twice the weights).
   int fd = -1;
   if (std::error_code ec = llvm::sys::fs::openFileForRead(path, fd))
     return cannotRead(ec.message());
@@ -533,11 +548,11 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
   if (status.getSize() >= uint64_t(INT_MAX))
     return (tooLarge(context, path), nullptr);
   google::protobuf::io::FileInputStream stream(fd, /*block_size=*/1 << 20);
-  OwningOpRef<ModuleOp> module =
-      parseAndImport(context, stream, path, llvm::sys::path::parent_path(path), options);
-  if (!module && stream.GetErrno() != 0)
-    return cannotRead(std::generic_category().message(stream.GetErrno()));
-  return module;
+  return parseAndImport(context, stream, path, llvm::sys::path::parent_path(path), options,
+                        [&] {
+                          return stream.GetErrno() ? std::generic_category().message(stream.GetErrno())
+                                                   : std::string();
+                        });
 }
 
 } // namespace kiln::onnx_import
