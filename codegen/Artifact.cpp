@@ -99,8 +99,7 @@ FailureOr<CompiledArtifact> ArtifactWriter::build() {
   result.report["variants"] = std::move(variantReport);
   result.report["steps"] = static_cast<int64_t>(steps.size());
   // What kiln-lower-precision recorded on the function (fp32 when it did not run).
-  auto precision = func->getAttrOfType<mlir::StringAttr>("kiln.precision");
-  result.report["precision"] = precision ? precision.getValue().str() : std::string("fp32");
+  result.report["precision"] = stringifyPrecision(precisionOf(func)).str();
   result.report["weights"] = llvm::json::Object{{"count", static_cast<int64_t>(weights.size())},
                                                 {"bytes", static_cast<int64_t>(weightBytes)}};
   llvm::json::Array archs(options.cubinArchs);

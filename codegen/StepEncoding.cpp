@@ -389,9 +389,7 @@ std::optional<FailureOr<EncodedStep>> encodeSpecialStep(Operation *op, StepBuild
 FailureOr<EncodedStep> encodeStep(Operation *op, flatbuffers::FlatBufferBuilder &b) {
   // kiln-lower-precision marks the function; only tf32 lets libraries round
   // fp32 operands (fp16/bf16 steps have narrow operand types already).
-  auto mode = op->getParentOp() ? op->getParentOp()->getAttrOfType<StringAttr>("kiln.precision")
-                                : StringAttr();
-  StepBuilder s{b, mode && mode.getValue() == "tf32"};
+  StepBuilder s{b, precisionOf(op->getParentOp()) == Precision::tf32};
 
   // The schema's function enums are generated from the op table: same numbers.
   if (std::optional<ops::UnaryFn> fn = unaryFnOf(op))

@@ -223,22 +223,22 @@ struct LowerPrecisionPass : public impl::LowerPrecisionPassBase<LowerPrecisionPa
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     Builder b(&getContext());
-    Type narrow;
-    if (precision == "fp16")
-      narrow = b.getF16Type();
-    else if (precision == "bf16")
-      narrow = b.getBF16Type();
-    else if (precision != "fp32" && precision != "tf32") {
+    std::optional<Precision> mode = symbolizePrecision(precision);
+    if (!mode) {
       func.emitError() << "unknown precision '" << precision
                        << "' (expected fp32, tf32, fp16 or bf16)";
       return signalPassFailure();
     }
-    if (precision != "fp32")
-      func->setAttr("kiln.precision", b.getStringAttr(precision));
+    Type narrow = *mode == Precision::fp16   ? Type(b.getF16Type())
+                  : *mode == Precision::bf16 ? Type(b.getBF16Type())
+                                             : Type();
+    if (*mode != Precision::fp32)
+      func->setAttr(kPrecisionAttr, PrecisionAttr::get(&getContext(), *mode));
     if (narrow && !func.getBody().empty())
       PrecisionLowering(func, narrow).run();
   }
 };
 
 } // namespace
+
 } // namespace kiln

@@ -54,6 +54,17 @@ def Kiln_Schedule : I32EnumAttr<"Schedule", "a kernel's iteration schedule", [
 }
 def Kiln_ScheduleAttr : EnumAttr<Kiln_Dialect, Kiln_Schedule, "schedule">;
 
+// The precision mode kiln-lower-precision records on a function (kiln-compile
+// --precision; docs/precision.md), as `kiln.precision = #kiln<precision fp16>`.
+// The artifact writer reads it: tf32 lets the libraries round fp32 operands.
+def Kiln_Precision : I32EnumAttr<"Precision", "a precision mode", [
+    I32EnumAttrCase<"fp32", 0>, I32EnumAttrCase<"tf32", 1>,
+    I32EnumAttrCase<"fp16", 2>, I32EnumAttrCase<"bf16", 3>]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_PrecisionAttr : EnumAttr<Kiln_Dialect, Kiln_Precision, "precision">;
+
 def Kiln_CompareDirection : I32EnumAttr<"CompareDirection", "comparison predicate", [
     I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
     I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,

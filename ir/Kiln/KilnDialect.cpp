@@ -121,4 +121,9 @@ std::string nodeNameOf(Location loc) {
   return "";
 }
 
+Precision precisionOf(mlir::Operation *func) {
+  auto attr = func ? func->getAttrOfType<PrecisionAttr>(kPrecisionAttr) : PrecisionAttr();
+  return attr ? attr.getValue() : Precision::fp32;
+}
+
 } // namespace kiln

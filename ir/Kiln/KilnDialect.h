@@ -61,6 +61,14 @@ namespace kiln {
 /// Whether `v` is known at compile time, as numbers or symbols: a constant or
 /// a symbolic constant (a shape operand codegen reads while emitting).
 bool isCompileTimeValue(mlir::Value v);
+
+/// The attribute kiln-lower-precision puts on a function it ran on in a mode
+/// other than fp32 (a PrecisionAttr).
+inline constexpr llvm::StringLiteral kPrecisionAttr = "kiln.precision";
+
+/// The precision mode recorded on `func` (fp32 when none is).
+Precision precisionOf(mlir::Operation *func);
+
 } // namespace kiln
 
 /// What codegen and the passes know of an op (KernelFacts.td).

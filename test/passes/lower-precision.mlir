@@ -10,7 +10,7 @@
 // its bias and the layer norm run narrow, the reduction keeps fp32 (its input
 // cast back), and the outputs are cast back to the function's types.
 // CHECK-LABEL: func.func @layer
-// CHECK-SAME: kiln.precision = "fp16"
+// CHECK-SAME: kiln.precision = #kiln<precision fp16>
 // CHECK: %[[X:.*]] = kiln.cast %arg0 to f16 : (tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf16
 // CHECK-DAG: %[[W:.*]] = kiln.constant dense<{{.*}}> : tensor<4x8xf16>
 // CHECK-DAG: %[[B:.*]] = kiln.constant dense<{{.*}}> : tensor<8xf16>
@@ -24,7 +24,7 @@
 // BF16: kiln.cast %arg0 to bf16
 // BF16: kiln.matmul {{.*}} -> tensor<?x8xbf16
 // TF32-LABEL: func.func @layer
-// TF32-SAME: kiln.precision = "tf32"
+// TF32-SAME: kiln.precision = #kiln<precision tf32>
 // TF32-NOT: kiln.cast
 // TF32: kiln.matmul {{.*}} -> tensor<?x8xf32
 // TF32-NOT: kiln.cast
