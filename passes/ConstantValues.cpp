@@ -153,8 +153,8 @@ void eraseDeadWeight(Value old) {
   c->erase();
   if (!resource || !module || llvm::range_size(module.getOps<func::FuncOp>()) != 1)
     return;
-  // By the blob, not the attribute: a reshape's fold gives the same blob
-  // another type.
+  // By the blob, not the attribute: attributes of different types may share
+  // one blob (DenseResourceElementsAttr::get with another type).
   auto *entry = resource.getRawHandle().getResource();
   bool referenced = false;
   module.walk([&](ConstantOp other) {
