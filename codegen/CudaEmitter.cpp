@@ -21,11 +21,11 @@ constexpr int64_t kMaxIndex32Elements = artifact::kMaxIndex32Elements;
 /// position only (no index read from data: elementwise ops, compare, select,
 /// cast, broadcast, reshape, transpose, slice, concat, pad, constants), whose
 /// data has no 64-bit integers and whose every buffer holds at most
-/// kMaxIndex32Elements. Then every `int64_t` the kernel body declares or
-/// casts to is an index or a size, and every literal with an LL suffix one of
-/// their constants; both become 32-bit (IMAD instead of IMAD.WIDE pairs,
-/// 32-bit magic-number divides). Data arithmetic through `uint64_t` (integer
-/// wraparound) is left as it is. Sizes that are constants are checked here;
+/// kMaxIndex32Elements. Then every index and size of the body, and every
+/// constant of theirs, fits 32 bits, and run() emits the kernel again at
+/// IndexWidth::i32 (IMAD instead of IMAD.WIDE pairs, 32-bit magic-number
+/// divides). Data arithmetic through `uint64_t` (integer wraparound) is
+/// written the same at either width. Sizes that are constants are checked here;
 /// those with symbols go to `symbolicSizes`: such a kernel keeps 64 bits, and
 /// a shape-bucket variant that fixes its symbols takes the 32-bit body when
 /// they fit there (index32Fits).
@@ -65,44 +65,6 @@ bool KernelEmitter::index32Candidate(Schedule schedule, SmallVectorImpl<DimExpr>
   return ok && (symbols.empty() || !symbolicSizes.empty());
 }
 
-/// `text` with 32-bit index arithmetic (index32Candidate says when that is
-/// exact): whole-word `int64_t` (not `uint64_t`) becomes `int32_t`, LL
-/// literals plain ones, and run-time divisors plain divides (a variant's
-/// sizes are constants the compiler divides by itself). Nullopt when a
-/// literal does not fit 32 bits.
-static std::optional<std::string> narrowIndexText(const std::string &text) {
-  static const llvm::Regex literal("\\((-?[0-9]+)LL\\)");
-  std::string rewritten, rest = text;
-  SmallVector<StringRef, 2> m;
-  while (literal.match(rest, &m)) {
-    int64_t v = 0;
-    if (m[1].getAsInteger(10, v) || v < INT32_MIN || v > INT32_MAX)
-      return std::nullopt;
-    size_t at = m[0].data() - rest.data();
-    rewritten += rest.substr(0, at) + "(" + m[1].str() + ")";
-    rest = rest.substr(at + m[0].size());
-  }
-  rewritten += rest;
-  auto isWordChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  auto wordAt = [&](size_t i, StringRef word) {
-    return rewritten.compare(i, word.size(), word.str()) == 0 && (i == 0 || !isWordChar(rewritten[i - 1])) &&
-           (i + word.size() >= rewritten.size() || !isWordChar(rewritten[i + word.size()]));
-  };
-  std::string out;
-  for (size_t i = 0; i < rewritten.size();) {
-    if (wordAt(i, "int64_t")) {
-      out += "int32_t";
-      i += 7;
-    } else if (wordAt(i, "kiln_divisor")) {
-      out += "kiln_divisor32";
-      i += 12;
-    } else {
-      out += rewritten[i++];
-    }
-  }
-  return out;
-}
-
 /// The inputs of `kernel` read only as the data of gathers, slices and pads,
 /// each of whose result elements reads at most one input element: input
 /// number to the sum of those ops' result elements (at most what a launch
@@ -130,40 +92,32 @@ static std::vector<std::pair<int, DimExpr>> boundedReads(KernelOp kernel) {
   return out;
 }
 
-FailureOr<GeneratedKernel> KernelEmitter::run() {
-  auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
-  if (yield.getValues().size() != 1)
-    return emitError(kernel.getLoc()) << "codegen: a kernel with "
-                                      << yield.getValues().size() << " results";
-  Value root = yield.getValues()[0];
+LogicalResult KernelEmitter::emitSchedule(Value root) {
   pushScope();
-  LogicalResult ok = success();
-  Schedule schedule = kernel.getSchedule();
   Operation *rootOp = root.getDefiningOp();
-  if (schedule == Schedule::reduction) {
+  switch (kernel.getSchedule()) {
+  case Schedule::reduction:
     if (auto reduce = dyn_cast_or_null<ReduceOp>(rootOp))
-      ok = emitReduction(reduce);
-    else if (auto arg = dyn_cast_or_null<ArgReduceOp>(rootOp))
-      ok = emitArgReduction(arg);
-    else if (auto cumulative = dyn_cast_or_null<CumulativeOp>(rootOp))
-      ok = emitCumulative(cumulative);
-    else if (auto topK = dyn_cast_or_null<TopKOp>(rootOp); topK && root == topK.getIndices())
-      ok = emitTopK(topK);
-    else if (auto count = dyn_cast_or_null<CountNonZeroOp>(rootOp))
-      ok = emitCountNonZero(count);
-    else
-      return emitError(kernel.getLoc()) << "codegen: a reduction kernel must yield a kiln.reduce, "
-                                           "kiln.arg_reduce, kiln.cumulative, kiln.top_k's indices "
-                                           "or kiln.count_non_zero";
-  } else if (schedule == Schedule::compaction) {
+      return emitReduction(reduce);
+    if (auto arg = dyn_cast_or_null<ArgReduceOp>(rootOp))
+      return emitArgReduction(arg);
+    if (auto cumulative = dyn_cast_or_null<CumulativeOp>(rootOp))
+      return emitCumulative(cumulative);
+    if (auto topK = dyn_cast_or_null<TopKOp>(rootOp); topK && root == topK.getIndices())
+      return emitTopK(topK);
+    if (auto count = dyn_cast_or_null<CountNonZeroOp>(rootOp))
+      return emitCountNonZero(count);
+    return emitError(kernel.getLoc()) << "codegen: a reduction kernel must yield a kiln.reduce, "
+                                         "kiln.arg_reduce, kiln.cumulative, kiln.top_k's indices "
+                                         "or kiln.count_non_zero";
+  case Schedule::compaction:
     if (auto compact = dyn_cast_or_null<CompactNonZeroOp>(rootOp))
-      ok = emitCompactNonZero(compact);
-    else if (auto select = dyn_cast_or_null<NmsSelectOp>(rootOp))
-      ok = emitNmsSelect(select);
-    else
-      return emitError(kernel.getLoc()) << "codegen: a compaction kernel must yield a "
-                                           "kiln.compact_non_zero or kiln.nms_select";
-  } else if (schedule == Schedule::attention) {
+      return emitCompactNonZero(compact);
+    if (auto select = dyn_cast_or_null<NmsSelectOp>(rootOp))
+      return emitNmsSelect(select);
+    return emitError(kernel.getLoc()) << "codegen: a compaction kernel must yield a "
+                                         "kiln.compact_non_zero or kiln.nms_select";
+  case Schedule::attention: {
     auto attention = dyn_cast_or_null<AttentionOp>(rootOp);
     ArrayRef<int64_t> outputPerm;
     // The head merge (kiln-form-kernels): reshapes keep the row-major order,
@@ -177,16 +131,27 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
     if (!attention)
       return emitError(kernel.getLoc()) << "codegen: an attention kernel must yield a "
                                            "kiln.attention or a transpose of one";
-    ok = emitAttention(attention, outputPerm);
-  } else if (schedule == Schedule::row) {
+    return emitAttention(attention, outputPerm);
+  }
+  case Schedule::row:
     if (!isa_and_nonnull<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(rootOp))
       return emitError(kernel.getLoc())
              << "codegen: a row kernel must yield a softmax, log_softmax or layer_norm";
-    ok = emitRow(rootOp);
-  } else {
-    ok = emitPointwise(root);
+    return emitRow(rootOp);
+  case Schedule::pointwise:
+    return emitPointwise(root);
   }
-  if (failed(ok))
+  llvm_unreachable("a schedule without an emitter");
+}
+
+FailureOr<GeneratedKernel> KernelEmitter::run() {
+  auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
+  if (yield.getValues().size() != 1)
+    return emitError(kernel.getLoc()) << "codegen: a kernel with "
+                                      << yield.getValues().size() << " results";
+  Value root = yield.getValues()[0];
+  Schedule schedule = kernel.getSchedule();
+  if (failed(emitSchedule(root)))
     return failure();
 
   // The signature: result, inputs, then one value per symbol.
@@ -220,17 +185,22 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
     params += ", int32_t *kiln_error";
   body = prologue + body;
   SmallVector<DimExpr> symbolicSizes;
-  if (index32Candidate(schedule, symbolicSizes))
-    if (std::optional<std::string> narrow = narrowIndexText(body)) {
+  if (index32Candidate(schedule, symbolicSizes)) {
+    // The same kernel again at 32 bits: the emission is deterministic, so
+    // the two bodies differ only in their index type and literals.
+    KernelEmitter narrow(kernel, IndexWidth::i32);
+    if (succeeded(narrow.emitSchedule(root)) && !narrow.indexLiteralOverflow) {
+      std::string narrowBody = narrow.prologue + narrow.body;
       if (symbols.empty()) {
-        body = std::move(*narrow);
+        body = std::move(narrowBody);
         g.index32 = true;
       } else {
         // Both bodies; a variant whose sizes fit defines KILN_INDEX32.
-        body = "#ifdef KILN_INDEX32\n" + *narrow + "#else\n" + body + "#endif\n";
+        body = "#ifdef KILN_INDEX32\n" + narrowBody + "#else\n" + body + "#endif\n";
         g.index32Sizes.assign(symbolicSizes.begin(), symbolicSizes.end());
       }
     }
+  }
   // (KILN_HALF_OCCUPANCY follows from the schedule: row kernels have it.)
   uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + g.schedule + "\n" + body));
   std::string hex;

@@ -25,20 +25,20 @@ FailureOr<std::string> KernelEmitter::poolElement(PoolOp pool, ArrayRef<std::str
   bool max = pool.getKind() == PoolKind::max;
   line(ct + " " + acc + " = " +
        (max ? "(" + ct + ")kiln_f32_bits(0xff800000u)" : "(" + ct + ")0") + ";");
-  line("int64_t " + valid + " = 0, " + padded + " = 0;");
+  line(indexType + " " + valid + " = 0, " + padded + " = 0;");
   line("bool " + nan + " = false;");
   std::vector<std::string> in = {index[0], index[1]};
   std::string inside = "true", inPadding = "true";
   for (size_t d = 0; d < spatial; ++d) {
     std::string k = temp("k"), pos = temp("pos");
     int64_t begin = at(pads, d, 0), end = at(pads, d + spatial, 0);
-    openBlock("for (int64_t " + k + " = 0; " + k + " < " + int64Literal(window[d]) + "; ++" + k +
+    openBlock("for (" + indexType + " " + k + " = 0; " + k + " < " + indexLiteral(window[d]) + "; ++" + k +
               ") {");
-    line("const int64_t " + pos + " = " + index[2 + d] + " * " + int64Literal(at(strides, d, 1)) +
-         " - " + int64Literal(begin) + " + " + k + " * " + int64Literal(at(dilations, d, 1)) + ";");
+    line("const " + indexType + " " + pos + " = " + index[2 + d] + " * " + indexLiteral(at(strides, d, 1)) +
+         " - " + indexLiteral(begin) + " + " + k + " * " + indexLiteral(at(dilations, d, 1)) + ";");
     inside += " && " + pos + " >= 0 && " + pos + " < " + inShape[2 + d];
-    inPadding += " && " + pos + " >= " + int64Literal(-begin) + " && " + pos + " < " +
-                 inShape[2 + d] + " + " + int64Literal(end);
+    inPadding += " && " + pos + " >= " + indexLiteral(-begin) + " && " + pos + " < " +
+                 inShape[2 + d] + " + " + indexLiteral(end);
     in.push_back(pos);
   }
   line("if (" + inPadding + ") ++" + padded + ";");
@@ -101,14 +101,14 @@ FailureOr<std::string> KernelEmitter::matmulElement(MatmulOp matmul, ArrayRef<st
     for (size_t j = 0; j < own; ++j) {
       const std::string &i = index[batchRank - own + j];
       std::optional<int64_t> size = getConstantDimValue(shape[j]);
-      out.push_back(size && *size == 1 ? "0" : "(" + dim(shape[j]) + " == 1 ? (int64_t)0 : " + i + ")");
+      out.push_back(size && *size == 1 ? "0" : "(" + dim(shape[j]) + " == 1 ? (" + indexType + ")0 : " + i + ")");
     }
     return out;
   };
   DimExpr kDim = aVector ? as[0] : as[matmul.getTransposeLhs() ? as.size() - 2 : as.size() - 1];
   std::string k = temp("k"), acc = temp("acc");
   line(ct + " " + acc + " = (" + ct + ")0;");
-  openBlock("for (int64_t " + k + " = 0; " + k + " < " + dim(kDim) + "; ++" + k + ") {");
+  openBlock("for (" + indexType + " " + k + " = 0; " + k + " < " + dim(kDim) + "; ++" + k + ") {");
   std::vector<std::string> ai = aVector ? std::vector<std::string>{k} : batchIndex(as);
   if (!aVector) {
     ai.push_back(matmul.getTransposeLhs() ? k : m);

@@ -118,7 +118,7 @@ FailureOr<std::string> KernelEmitter::scatterElementsElement(ScatterElementsOp s
     if (d != axis && updateDims[d] != dataDims[d])
       covered += " && " + index[d] + " < " + updateShape[d];
   openBlock("if (" + covered + ") {");
-  openBlock("for (int64_t " + u + " = 0; " + u + " < " + updateShape[axis] + "; ++" + u + ") {");
+  openBlock("for (" + indexType + " " + u + " = 0; " + u + " < " + updateShape[axis] + "; ++" + u + ") {");
   std::vector<std::string> at(index.begin(), index.end());
   at[axis] = u;
   FailureOr<std::string> k = element(scatter.getIndices(), at);
@@ -154,7 +154,7 @@ FailureOr<std::string> KernelEmitter::scatterNdElement(ScatterNDOp scatter,
   line(ct + " " + acc + " = " + *initial + ";");
   std::vector<std::string> indexShape = dims(indices);
   std::vector<std::string> leadingShape(indexShape.begin(), indexShape.end() - 1);
-  openBlock("for (int64_t " + tupleVar + " = 0; " + tupleVar + " < " + product(leadingShape) + "; ++" +
+  openBlock("for (" + indexType + " " + tupleVar + " = 0; " + tupleVar + " < " + product(leadingShape) + "; ++" +
             tupleVar + ") {");
   std::vector<std::string> tuple = unravel(tupleVar, leadingShape);
   tuple.push_back("");
@@ -306,7 +306,7 @@ FailureOr<std::string> KernelEmitter::reshapeElement(ReshapeOp r, Value v,
       continue;
     }
     std::string l = temp("l");
-    line("const int64_t " + l + " = " + linear + ";");
+    line("const " + indexType + " " + l + " = " + linear + ";");
     for (std::string &i : unravel(l, inDims.slice(ib, ie - ib)))
       in.push_back(std::move(i));
   }
@@ -342,15 +342,15 @@ FailureOr<std::string> KernelEmitter::concatElement(ConcatOp c, Value v,
   // previous one: code linear in the inputs (spelling the sums out would be
   // quadratic; 500 inputs made hundreds of megabytes of C).
   std::vector<std::string> ends;
-  std::string offset = "((int64_t)0)";
+  std::string offset = "((" + indexType + ")0)";
   for (Value input : c.getInputs()) {
     std::string end = temp("end");
-    line("const int64_t " + end + " = " + offset + " + " +
+    line("const " + indexType + " " + end + " = " + offset + " + " +
          dim(getSymShape(input.getType())[axis]) + ";");
     ends.push_back(end);
     offset = end;
   }
-  offset = "((int64_t)0)";
+  offset = "((" + indexType + ")0)";
   for (auto [k, input] : llvm::enumerate(c.getInputs())) {
     std::string next = ends[k];
     bool last = k + 1 == c.getInputs().size();

@@ -100,7 +100,7 @@ FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<st
       outside += " || " + x + " < 0.0 || " + x + " > " + in + " - 1.0";
     if (mode == ResizeMode::nearest) {
       tp.position = temp("p");
-      line("const int64_t " + tp.position + " = kiln_clamp_index((int64_t)kiln_resize_nearest(" + x +
+      line("const " + indexType + " " + tp.position + " = kiln_clamp_index((" + indexType + ")kiln_resize_nearest(" + x +
            ", " + std::to_string(static_cast<int>(resize.getNearestMode())) + "), " + inShape[d] +
            ");");
       continue;
@@ -115,10 +115,10 @@ FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<st
     line("const double " + tp.floor + " = kiln_floor(" + x + ");");
     std::string stretch = resize.getAntialias() ? "(" + scale + " < 1.0)" : "false";
     std::string reach = mode == ResizeMode::linear ? "1.0" : "2.0";
-    std::string unstretched = mode == ResizeMode::linear ? "(int64_t)0" : "(int64_t)-1";
-    line("const int64_t " + tp.first + " = " + stretch + " ? (int64_t)(kiln_floor(-" + reach + " / " +
+    std::string unstretched = mode == ResizeMode::linear ? "(" + indexType + ")0" : "(" + indexType + ")-1";
+    line("const " + indexType + " " + tp.first + " = " + stretch + " ? (" + indexType + ")(kiln_floor(-" + reach + " / " +
          scale + ") + 1.0) : " + unstretched + ";");
-    line("const int64_t " + tp.last + " = 1 - " + tp.first + ";");
+    line("const " + indexType + " " + tp.last + " = 1 - " + tp.first + ";");
     line("const double " + tp.scale + " = " + stretch + " ? " + scale + " : 1.0;");
     tp.norm = "1.0";
     tp.count = "1";
@@ -127,10 +127,10 @@ FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<st
       tp.count = temp("count");
       tp.norm = temp("norm");
       line("double " + total + " = 0.0;");
-      line("int64_t " + tp.count + " = 0;");
-      openBlock("for (int64_t " + k + " = " + tp.first + "; " + k + " <= " + tp.last + "; ++" + k +
+      line(indexType + " " + tp.count + " = 0;");
+      openBlock("for (" + indexType + " " + k + " = " + tp.first + "; " + k + " <= " + tp.last + "; ++" + k +
                 ") {");
-      line("const int64_t " + at + " = (int64_t)" + tp.floor + " + " + k + ";");
+      line("const " + indexType + " " + at + " = (" + indexType + ")" + tp.floor + " + " + k + ";");
       if (exclude)
         line("if (" + at + " < 0 || " + at + " >= " + inShape[d] + ") continue;");
       line(total + " += " + weightAt(tp, k) + ";");
@@ -156,15 +156,15 @@ FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<st
       continue;
     }
     std::string k = temp("k"), w = temp("w"), at = temp("at");
-    openBlock("for (int64_t " + k + " = " + tp.first + "; " + k + " <= " + tp.last + "; ++" + k +
+    openBlock("for (" + indexType + " " + k + " = " + tp.first + "; " + k + " <= " + tp.last + "; ++" + k +
               ") {");
     ++loops;
     line("double " + w + " = " + weightAt(tp, k) + ";");
-    line("int64_t " + at + " = (int64_t)" + tp.floor + " + " + k + ";");
+    line(indexType + " " + at + " = (" + indexType + ")" + tp.floor + " + " + k + ";");
     if (exclude) {
       // No tap inside the input: the reference's single tap at the floor.
       line("if (" + tp.count + " == 0) { if (" + k + " != " + tp.first + ") continue; " + w +
-           " = 1.0; " + at + " = kiln_clamp_index((int64_t)" + tp.floor + ", " + inShape[d] +
+           " = 1.0; " + at + " = kiln_clamp_index((" + indexType + ")" + tp.floor + ", " + inShape[d] +
            "); } else if (" + at + " < 0 || " + at + " >= " + inShape[d] + ") continue;");
     }
     line(at + " = kiln_clamp_index(" + at + ", " + inShape[d] + ");");
@@ -239,11 +239,11 @@ FailureOr<std::string> KernelEmitter::gridSampleElement(GridSampleOp sample,
     first[d] = temp("f");
     fraction[d] = temp("t");
     if (mode == ResizeMode::nearest) {
-      line("const int64_t " + first[d] + " = (int64_t)" + v + ";");
+      line("const " + indexType + " " + first[d] + " = (" + indexType + ")" + v + ";");
       line("const double " + fraction[d] + " = 0.0;");
     } else {
       line("const double " + fraction[d] + " = " + v + " - kiln_floor(" + v + ");");
-      line("const int64_t " + first[d] + " = (int64_t)kiln_floor(" + v + ")" +
+      line("const " + indexType + " " + first[d] + " = (" + indexType + ")kiln_floor(" + v + ")" +
            (mode == ResizeMode::cubic ? " - 1" : "") + ";");
     }
   }
@@ -252,7 +252,7 @@ FailureOr<std::string> KernelEmitter::gridSampleElement(GridSampleOp sample,
   std::vector<std::string> position = {index[0], index[1]}, weights;
   for (size_t d = 0; d < r; ++d) {
     std::string k = temp("k"), w = temp("w"), p = temp("p"), size = inShape[2 + d];
-    openBlock("for (int64_t " + k + " = 0; " + k + " < " + std::to_string(taps) + "; ++" + k + ") {");
+    openBlock("for (" + indexType + " " + k + " = 0; " + k + " < " + std::to_string(taps) + "; ++" + k + ") {");
     switch (mode) {
     case ResizeMode::nearest:
       line("const double " + w + " = 1.0;");
@@ -266,7 +266,7 @@ FailureOr<std::string> KernelEmitter::gridSampleElement(GridSampleOp sample,
            fraction[d] + ", -0.75);");
       break;
     }
-    line("int64_t " + p + " = " + first[d] + " + " + k + ";");
+    line(indexType + " " + p + " = " + first[d] + " + " + k + ";");
     // Outside the input: zero, or the clamped or reflected pixel.
     switch (padding) {
     case GridPadding::zeros:
@@ -277,7 +277,7 @@ FailureOr<std::string> KernelEmitter::gridSampleElement(GridSampleOp sample,
       break;
     case GridPadding::reflection:
       line("if (" + p + " < 0 || " + p + " >= " + size + ") " + p +
-           " = kiln_clamp_index((int64_t)kiln_reflect_coordinate((double)" + p + ", " + lo[d] + ", " +
+           " = kiln_clamp_index((" + indexType + ")kiln_reflect_coordinate((double)" + p + ", " + lo[d] + ", " +
            hi[d] + "), " + size + ");");
       break;
     }
@@ -316,7 +316,7 @@ FailureOr<std::string> KernelEmitter::roiAlignElement(RoiAlignOp roi, ArrayRef<s
     return failure();
   // No counting from the end here: a negative batch index is out of range.
   std::string batch = temp("b"), images = inShape[0];
-  line("int64_t " + batch + " = (int64_t)" + *batchValue + ";");
+  line(indexType + " " + batch + " = (" + indexType + ")" + *batchValue + ";");
   checkData(batch + " < 0 || " + batch + " >= " + images, "KILN_ERROR_INDEX_OUT_OF_RANGE");
   line(batch + " = kiln_clamp_index(" + batch + ", " + images + ");");
   std::vector<std::string> corner(4);
@@ -340,16 +340,16 @@ FailureOr<std::string> KernelEmitter::roiAlignElement(RoiAlignOp roi, ArrayRef<s
   }
   line("const double " + bh + " = " + rh + " / " + oh + ".0, " + bw + " = " + rw + " / " + ow + ".0;");
   int64_t ratio = roi.getSamplingRatio();
-  line("const int64_t " + gh + " = " +
-       (ratio > 0 ? std::to_string(ratio) : "(int64_t)kiln_ceil(" + rh + " / " + oh + ".0)") + ";");
-  line("const int64_t " + gw + " = " +
-       (ratio > 0 ? std::to_string(ratio) : "(int64_t)kiln_ceil(" + rw + " / " + ow + ".0)") + ";");
+  line("const " + indexType + " " + gh + " = " +
+       (ratio > 0 ? std::to_string(ratio) : "(" + indexType + ")kiln_ceil(" + rh + " / " + oh + ".0)") + ";");
+  line("const " + indexType + " " + gw + " = " +
+       (ratio > 0 ? std::to_string(ratio) : "(" + indexType + ")kiln_ceil(" + rw + " / " + ow + ".0)") + ";");
   bool max = roi.getMode() == PoolKind::max;
   line("double " + acc + " = 0.0;");
   line("bool " + first + " = true;");
   std::string iy = temp("iy"), ix = temp("ix"), yy = temp("yy"), xx = temp("xx");
-  openBlock("for (int64_t " + iy + " = 0; " + iy + " < " + gh + "; ++" + iy + ") {");
-  openBlock("for (int64_t " + ix + " = 0; " + ix + " < " + gw + "; ++" + ix + ") {");
+  openBlock("for (" + indexType + " " + iy + " = 0; " + iy + " < " + gh + "; ++" + iy + ") {");
+  openBlock("for (" + indexType + " " + ix + " = 0; " + ix + " < " + gw + "; ++" + ix + ") {");
   line("double " + yy + " = " + sh + " + (double)" + index[2] + " * " + bh + " + ((double)" + iy +
        " + 0.5) * " + bh + " / (double)" + gh + ";");
   line("double " + xx + " = " + sw + " + (double)" + index[3] + " * " + bw + " + ((double)" + ix +
@@ -357,13 +357,13 @@ FailureOr<std::string> KernelEmitter::roiAlignElement(RoiAlignOp roi, ArrayRef<s
   // Four taps and weights; all zero when the point is off the image.
   std::string w = temp("w"), y0 = temp("y0"), x0 = temp("x0"), y1 = temp("y1"), x1 = temp("x1");
   line("double " + w + "[4] = {0.0, 0.0, 0.0, 0.0};");
-  line("int64_t " + y0 + " = 0, " + x0 + " = 0, " + y1 + " = 0, " + x1 + " = 0;");
+  line(indexType + " " + y0 + " = 0, " + x0 + " = 0, " + y1 + " = 0, " + x1 + " = 0;");
   openBlock("if (!(" + yy + " < -1.0 || " + yy + " > (double)" + height + " || " + xx + " < -1.0 || " +
             xx + " > (double)" + width + ")) {");
   line(yy + " = kiln_max<double>(" + yy + ", 0.0);");
   line(xx + " = kiln_max<double>(" + xx + ", 0.0);");
-  line(y0 + " = (int64_t)" + yy + ";");
-  line(x0 + " = (int64_t)" + xx + ";");
+  line(y0 + " = (" + indexType + ")" + yy + ";");
+  line(x0 + " = (" + indexType + ")" + xx + ";");
   line("if (" + y0 + " >= " + height + " - 1) { " + y0 + " = " + y1 + " = " + height + " - 1; " + yy +
        " = (double)" + y0 + "; } else { " + y1 + " = " + y0 + " + 1; }");
   line("if (" + x0 + " >= " + width + " - 1) { " + x0 + " = " + x1 + " = " + width + " - 1; " + xx +
@@ -413,24 +413,24 @@ FailureOr<std::string> KernelEmitter::col2ImElement(Col2ImOp op, ArrayRef<std::s
   std::string ct = computeType(elementOf(op.getResult()));
   std::string sum = temp("sum"), e = temp("e");
   line("double " + sum + " = 0.0;");
-  openBlock("for (int64_t " + e + " = 0; " + e + " < " + std::to_string(blockSize) + "; ++" + e + ") {");
+  openBlock("for (" + indexType + " " + e + " = 0; " + e + " < " + std::to_string(blockSize) + "; ++" + e + ") {");
   std::vector<std::string> blockShape, blockIndex;
   for (int64_t b : block)
-    blockShape.push_back(int64Literal(b));
+    blockShape.push_back(indexLiteral(b));
   blockIndex = unravel(e, blockShape);
   std::string position = "0", inside = "true";
   for (size_t d = 0; d < k; ++d) {
     std::string shifted = temp("s"), pos = temp("pos");
-    line("const int64_t " + shifted + " = " + index[2 + d] + " + " + int64Literal(pads[d]) + " - " +
-         blockIndex[d] + " * " + int64Literal(dilations[d]) + ";");
-    line("const int64_t " + pos + " = " + shifted + " / " + int64Literal(strides[d]) + ";");
-    inside += " && " + shifted + " >= 0 && " + shifted + " % " + int64Literal(strides[d]) + " == 0 && " +
-              pos + " < " + int64Literal(counts[d]);
-    position = d == 0 ? pos : "(" + position + " * " + int64Literal(counts[d]) + " + " + pos + ")";
+    line("const " + indexType + " " + shifted + " = " + index[2 + d] + " + " + indexLiteral(pads[d]) + " - " +
+         blockIndex[d] + " * " + indexLiteral(dilations[d]) + ";");
+    line("const " + indexType + " " + pos + " = " + shifted + " / " + indexLiteral(strides[d]) + ";");
+    inside += " && " + shifted + " >= 0 && " + shifted + " % " + indexLiteral(strides[d]) + " == 0 && " +
+              pos + " < " + indexLiteral(counts[d]);
+    position = d == 0 ? pos : "(" + position + " * " + indexLiteral(counts[d]) + " + " + pos + ")";
   }
   openBlock("if (" + inside + ") {");
   FailureOr<std::string> v = element(
-      op.getInput(), {index[0], "(" + index[1] + " * " + int64Literal(blockSize) + " + " + e + ")", position});
+      op.getInput(), {index[0], "(" + index[1] + " * " + indexLiteral(blockSize) + " + " + e + ")", position});
   if (failed(v))
     return failure();
   line(sum + " += (double)" + *v + ";");
@@ -459,8 +459,8 @@ FailureOr<std::string> KernelEmitter::detElement(DetOp op, ArrayRef<std::string>
   perThreadMatrix = *m > kMaxRegisterDetRows;
   std::string unroll = perThreadMatrix ? "" : "KILN_UNROLL ";
   std::string i = temp("i"), j = temp("j");
-  openBlock(unroll + "for (int64_t " + i + " = 0; " + i + " < " + M + "; ++" + i + ") {");
-  openBlock(unroll + "for (int64_t " + j + " = 0; " + j + " < " + M + "; ++" + j + ") {");
+  openBlock(unroll + "for (" + indexType + " " + i + " = 0; " + i + " < " + M + "; ++" + i + ") {");
+  openBlock(unroll + "for (" + indexType + " " + j + " = 0; " + j + " < " + M + "; ++" + j + ") {");
   std::vector<std::string> at(index.begin(), index.end());
   at.push_back(i);
   at.push_back(j);
@@ -474,19 +474,19 @@ FailureOr<std::string> KernelEmitter::detElement(DetOp op, ArrayRef<std::string>
   // is a loop counter: the pivot row is swapped in by a test per row, not by
   // indexing with it.
   line("double " + d + " = 1.0;");
-  openBlock(unroll + "for (int64_t col = 0; col < " + M + "; ++col) {");
-  line("int64_t pivot = col;");
+  openBlock(unroll + "for (" + indexType + " col = 0; col < " + M + "; ++col) {");
+  line(indexType + " pivot = col;");
   line("double best = kiln_abs(" + a + "[col * " + M + " + col]);");
-  line(unroll + "for (int64_t r = col + 1; r < " + M + "; ++r) if (kiln_abs(" + a + "[r * " + M +
+  line(unroll + "for (" + indexType + " r = col + 1; r < " + M + "; ++r) if (kiln_abs(" + a + "[r * " + M +
        " + col]) > best) { best = kiln_abs(" + a + "[r * " + M + " + col]); pivot = r; }");
   line("if (best == 0.0) { " + d + " = 0.0; break; }");
-  line("if (pivot != col) { " + d + " = -" + d + "; " + unroll + "for (int64_t r = col + 1; r < " + M +
-       "; ++r) if (r == pivot) { " + unroll + "for (int64_t c = 0; c < " + M + "; ++c) { const double t = " +
+  line("if (pivot != col) { " + d + " = -" + d + "; " + unroll + "for (" + indexType + " r = col + 1; r < " + M +
+       "; ++r) if (r == pivot) { " + unroll + "for (" + indexType + " c = 0; c < " + M + "; ++c) { const double t = " +
        a + "[col * " + M + " + c]; " + a + "[col * " + M + " + c] = " + a + "[r * " + M + " + c]; " + a +
        "[r * " + M + " + c] = t; } } }");
   line(d + " *= " + a + "[col * " + M + " + col];");
-  line(unroll + "for (int64_t r = col + 1; r < " + M + "; ++r) { const double f = " + a + "[r * " + M +
-       " + col] / " + a + "[col * " + M + " + col]; " + unroll + "for (int64_t c = col; c < " + M + "; ++c) " +
+  line(unroll + "for (" + indexType + " r = col + 1; r < " + M + "; ++r) { const double f = " + a + "[r * " + M +
+       " + col] / " + a + "[col * " + M + " + col]; " + unroll + "for (" + indexType + " c = col; c < " + M + "; ++c) " +
        a + "[r * " + M + " + c] -= f * " + a + "[col * " + M + " + c]; }");
   closeBlock();
   return bind(op.getResult(), "(" + ct + ")" + d);

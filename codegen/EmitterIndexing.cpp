@@ -18,14 +18,14 @@ std::string KernelEmitter::dim(DimExpr d) {
   auto [it, inserted] = hoistedDims.try_emplace(text, "");
   if (inserted) {
     it->second = "kiln_dim" + std::to_string(hoistedDims.size() - 1);
-    prologue += "  const int64_t " + it->second + " = " + text + ";\n";
+    prologue += "  const " + indexType + " " + it->second + " = " + text + ";\n";
   }
   return it->second;
 }
 
 std::string KernelEmitter::dimText(DimExpr d) {
   if (auto c = getConstantDimValue(d))
-    return int64Literal(*c);
+    return indexLiteral(*c);
   if (auto s = dyn_cast<AffineSymbolExpr>(d)) {
     std::string name = kiln->getSymbolName(s.getPosition()).str();
     symbols.insert(name);
@@ -58,16 +58,16 @@ std::vector<std::string> KernelEmitter::unravel(const std::string &linear,
   // the dims before it, which linearize() reuses instead of multiplying the
   // indices back together.
   std::string rest = temp("r");
-  line("const int64_t " + rest + " = " + linear + ";");
+  line("const " + indexType + " " + rest + " = " + linear + ";");
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     index[d] = temp("i");
     if (d == 0) {
-      line("const int64_t " + index[d] + " = " + rest + ";");
+      line("const " + indexType + " " + index[d] + " = " + rest + ";");
       break;
     }
     std::string q = temp("q");
-    line("const int64_t " + q + " = " + quotient(rest, shape[d]) + ";");
-    line("const int64_t " + index[d] + " = " + rest + " - " + q + " * " + shape[d] + ";");
+    line("const " + indexType + " " + q + " = " + quotient(rest, shape[d]) + ";");
+    line("const " + indexType + " " + index[d] + " = " + rest + " - " + q + " * " + shape[d] + ";");
     unraveled[positionKey(ArrayRef<std::string>(index).take_front(d), shape.take_front(d))] = q;
     rest = q;
   }
@@ -77,7 +77,7 @@ std::vector<std::string> KernelEmitter::unravel(const std::string &linear,
 
 std::string KernelEmitter::linearize(ArrayRef<std::string> index, ArrayRef<std::string> shape) {
   if (shape.empty())
-    return "((int64_t)0)";
+    return "((" + indexType + ")0)";
   // The longest leading part that an unravel produced starts from its linear
   // position: unravel-then-linearize of the same dims is no arithmetic at all.
   size_t known = 0;
@@ -175,7 +175,7 @@ std::vector<std::string> KernelEmitter::broadcastIndex(Value operand, const SymS
     else if (od[j] == rd[j + offset])
       out.push_back(i);
     else
-      out.push_back("(" + dim(od[j]) + " == 1 ? (int64_t)0 : " + i + ")");
+      out.push_back("(" + dim(od[j]) + " == 1 ? (" + indexType + ")0 : " + i + ")");
   }
   return out;
 }

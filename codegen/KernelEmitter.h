@@ -112,27 +112,6 @@ inline std::string int64Literal(int64_t v) {
   return "(" + std::to_string(v) + "LL)";
 }
 
-/// A constant scalar of `t` as a C expression of its compute type.
-inline std::string scalarLiteral(Type t, Attribute value) {
-  std::string type = computeType(t);
-  if (auto f = dyn_cast<FloatAttr>(value)) {
-    double d = f.getValueAsDouble();
-    if (std::isnan(d))
-      return "((" + type + ")kiln_f32_bits(0x7fc00000u))";
-    if (std::isinf(d))
-      return "((" + type + ")kiln_f32_bits(" + (d > 0 ? "0x7f800000u" : "0xff800000u") + "))";
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    os << "((" << type << ")" << llvm::format("%.17g", d) << ")";
-    return s;
-  }
-  auto i = cast<IntegerAttr>(value);
-  if (i.getType().isInteger(1))
-    return i.getValue().isZero() ? "false" : "true";
-  if (cast<IntegerType>(i.getType()).isUnsigned())
-    return "((" + type + ")" + std::to_string(i.getValue().getZExtValue()) + "ULL)";
-  return "((" + type + ")" + int64Literal(i.getValue().getSExtValue()) + ")";
-}
 
 /// The longest row (elements, fp32) a row kernel keeps in registers between
 /// its passes: 16 values a thread at 128 threads.
@@ -166,15 +145,66 @@ constexpr const char *kMaxI64 = "[](int64_t a, int64_t b) { return a < b ? b : a
 std::optional<std::vector<std::array<size_t, 4>>> reshapeGroups(const SymShape &out,
                                                                  const SymShape &in);
 
+/// The width of a kernel body's index arithmetic: the type its indices,
+/// sizes and their casts are declared as, and the literals of their
+/// constants. 32 bits only for the kernels index32Candidate admits, whose
+/// every index and size fits (IMAD instead of IMAD.WIDE pairs, 32-bit
+/// magic-number divides); the signature's symbols stay 64-bit either way.
+enum class IndexWidth { i64, i32 };
+
 class KernelEmitter {
 public:
-  explicit KernelEmitter(KernelOp kernel) : kernel(kernel) {
+  explicit KernelEmitter(KernelOp kernel, IndexWidth width = IndexWidth::i64)
+      : kernel(kernel), width(width), indexType(width == IndexWidth::i32 ? "int32_t" : "int64_t") {
     kiln = kernel->getContext()->getLoadedDialect<KilnDialect>();
   }
 
   FailureOr<GeneratedKernel> run();
 
 private:
+  KernelOp kernel;
+
+  //===--- index width ------------------------------------------------------===//
+  const IndexWidth width;
+  /// The C type of every index and size the body declares or casts to.
+  const std::string indexType;
+  /// Set when a constant did not fit the narrow width: the 32-bit body is
+  /// then not exact and run() keeps the 64-bit one.
+  bool indexLiteralOverflow = false;
+  /// An index or size constant as a C literal of indexType.
+  std::string indexLiteral(int64_t v) {
+    if (width == IndexWidth::i64)
+      return int64Literal(v);
+    if (v < INT32_MIN || v > INT32_MAX) {
+      indexLiteralOverflow = true;
+      return int64Literal(v);
+    }
+    return "(" + std::to_string(v) + ")";
+  }
+  /// A constant scalar of `t` as a C expression of its compute type (an
+  /// integer's digits as an index literal: a narrow kernel's integer data is
+  /// at most 32 bits, index32Candidate says).
+  std::string scalarLiteral(Type t, Attribute value) {
+    std::string type = computeType(t);
+    if (auto f = dyn_cast<FloatAttr>(value)) {
+      double d = f.getValueAsDouble();
+      if (std::isnan(d))
+        return "((" + type + ")kiln_f32_bits(0x7fc00000u))";
+      if (std::isinf(d))
+        return "((" + type + ")kiln_f32_bits(" + (d > 0 ? "0x7f800000u" : "0xff800000u") + "))";
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      os << "((" << type << ")" << llvm::format("%.17g", d) << ")";
+      return s;
+    }
+    auto i = cast<IntegerAttr>(value);
+    if (i.getType().isInteger(1))
+      return i.getValue().isZero() ? "false" : "true";
+    if (cast<IntegerType>(i.getType()).isUnsigned())
+      return "((" + type + ")" + std::to_string(i.getValue().getZExtValue()) + "ULL)";
+    return "((" + type + ")" + indexLiteral(i.getValue().getSExtValue()) + ")";
+  }
+
   //===--- output -----------------------------------------------------------===//
   void line(const Twine &text) {
     body.append(indent * 2, ' ');
@@ -191,14 +221,14 @@ private:
   /// otherwise. Divides by it must have non-negative dividends (indices).
   std::optional<std::string> divisorFor(const std::string &size) {
     static const llvm::Regex symbolic("^([][()*+/ ,0-9-]|LL|KILN_SYM_[A-Za-z0-9_]+|kiln_dim[0-9]+|"
-                                      "int64_t|kiln_floordiv|kiln_ceildiv|kiln_floormod)+$");
+                                      "int64_t|int32_t|kiln_floordiv|kiln_ceildiv|kiln_floormod)+$");
     if ((size.find("KILN_SYM_") == std::string::npos && size.find("kiln_dim") == std::string::npos) ||
         !symbolic.match(size))
       return std::nullopt;
     auto [it, inserted] = divisors.try_emplace(size, "");
     if (inserted) {
       it->second = "fd" + std::to_string(divisors.size() - 1);
-      prologue += "  const kiln_divisor " + it->second + "(" + size + ");\n";
+      prologue += std::string("  const ") + (width == IndexWidth::i32 ? "kiln_divisor32 " : "kiln_divisor ") + it->second + "(" + size + ");\n";
     }
     return it->second;
   }
@@ -234,7 +264,7 @@ private:
   }
   std::string product(ArrayRef<std::string> factors) {
     if (factors.empty())
-      return "((int64_t)1)";
+      return "((" + indexType + ")1)";
     std::string s = "(" + factors[0];
     for (size_t i = 1; i < factors.size(); ++i)
       s += " * " + factors[i];
@@ -294,7 +324,7 @@ private:
   /// reads the nearest element meanwhile.
   std::string gatherPosition(const std::string &k, DimExpr n) {
     std::string size = dim(n), kk = temp("k");
-    line("int64_t " + kk + " = (int64_t)" + k + ";");
+    line(indexType + " " + kk + " = (" + indexType + ")" + k + ";");
     // Out of range is the call's error, as in the reference; the clamped read
     // keeps the kernel inside the buffer until the runtime reports it.
     checkData(kk + " < -" + size + " || " + kk + " >= " + size, "KILN_ERROR_INDEX_OUT_OF_RANGE");
@@ -426,7 +456,6 @@ private:
     return "(" + v + " != (" + ct + ")0)";
   }
 
-  KernelOp kernel;
   KilnDialect *kiln;
   std::string body;
   int indent = 1;
@@ -476,6 +505,8 @@ private:
   /// Whether 32-bit index arithmetic is exact for this kernel once its sizes
   /// fit (see the definition); the sizes that are not constants go to
   /// `symbolicSizes`, for a shape-bucket variant to check.
+  /// Writes the body of the kernel yielding `root` by its schedule.
+  LogicalResult emitSchedule(Value root);
   bool index32Candidate(Schedule schedule, SmallVectorImpl<DimExpr> &symbolicSizes);
   /// While emitting a vectorized lane: input number -> its loaded vector's name.
   std::map<unsigned, std::string> vectorInputs;

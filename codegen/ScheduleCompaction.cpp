@@ -8,7 +8,7 @@ void KernelEmitter::openChunkLoop(Value input, int64_t chunks) {
   blockPerItem = true;
   workItems = getAffineConstantExpr(chunks, kernel.getContext());
   line("const int64_t n = " + product(dims(input)) + ";");
-  line("const int64_t chunks = " + int64Literal(chunks) + ", chunk = (n + chunks - 1) / chunks;");
+  line("const int64_t chunks = " + indexLiteral(chunks) + ", chunk = (n + chunks - 1) / chunks;");
   openBlock("for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {");
   line("const int64_t begin = c * chunk, end = begin + chunk < n ? begin + chunk : n;");
 }
@@ -68,7 +68,7 @@ LogicalResult KernelEmitter::emitCompactNonZero(CompactNonZeroOp root) {
   openBlock("if (hit && offset + rank < N) {");
   std::vector<std::string> index = unravel("e", shape);
   for (size_t d = 0; d < index.size(); ++d)
-    line("out[" + int64Literal(static_cast<int64_t>(d)) + " * N + offset + rank] = " + index[d] +
+    line("out[" + indexLiteral(static_cast<int64_t>(d)) + " * N + offset + rank] = " + index[d] +
          ";");
   closeBlock();
   line("offset += hits;");

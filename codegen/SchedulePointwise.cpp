@@ -108,19 +108,19 @@ LogicalResult KernelEmitter::emitTiledTranspose(TransposeOp root) {
     }
   workItems = canonicalizeDim(productOf(batchDims) * d[a].ceilDiv(32) * d[c].ceilDiv(32));
   line("__shared__ " + T + " tile[32][33];");
-  line("const int64_t batch = " + product(batchShape) + ";");
-  line("const int64_t A = " + shape[a] + ", C = " + shape[c] + ";");
-  line("const int64_t tilesA = (A + 31) / 32, tilesC = (C + 31) / 32;");
+  line("const " + indexType + " batch = " + product(batchShape) + ";");
+  line("const " + indexType + " A = " + shape[a] + ", C = " + shape[c] + ";");
+  line("const " + indexType + " tilesA = (A + 31) / 32, tilesC = (C + 31) / 32;");
   std::string tilesA = "((" + shape[a] + " + 31) / 32)", tilesC = "((" + shape[c] + " + 31) / 32)";
   // The tiles' loops, moving `width` elements at a time along the input's
   // innermost dim as it is read and along the result's as it is written.
   auto tiles = [&](int width) {
     std::string W = std::to_string(width), perRow = std::to_string(32 / width);
     std::string vec = "kiln_vec<" + T + ", " + W + ">";
-    openBlock("for (int64_t t = blockIdx.x; t < batch * tilesA * tilesC; t += gridDim.x) {");
-    line("const int64_t b = " + quotient("t", "(" + tilesA + " * " + tilesC + ")") + ";");
-    line("const int64_t ac = t - b * tilesA * tilesC;");
-    line("const int64_t ta = " + quotient("ac", tilesC) + ", tc = ac - ta * tilesC;");
+    openBlock("for (" + indexType + " t = blockIdx.x; t < batch * tilesA * tilesC; t += gridDim.x) {");
+    line("const " + indexType + " b = " + quotient("t", "(" + tilesA + " * " + tilesC + ")") + ";");
+    line("const " + indexType + " ac = t - b * tilesA * tilesC;");
+    line("const " + indexType + " ta = " + quotient("ac", tilesC) + ", tc = ac - ta * tilesC;");
     // The tile's batch coordinates, then the input index of (row, col).
     std::vector<std::string> batchIndex = unravel("b", batchShape);
     auto inputIndex = [&](const std::string &row, const std::string &col) {
@@ -129,8 +129,8 @@ LogicalResult KernelEmitter::emitTiledTranspose(TransposeOp root) {
         index.push_back(k == a ? row : k == c ? col : batchIndex[next++]);
       return index;
     };
-    openBlock("for (int64_t e = threadIdx.x; e < 32 * " + perRow + "; e += blockDim.x) {");
-    line("const int64_t i = e / " + perRow + ", j = e % " + perRow + " * " + W +
+    openBlock("for (" + indexType + " e = threadIdx.x; e < 32 * " + perRow + "; e += blockDim.x) {");
+    line("const " + indexType + " i = e / " + perRow + ", j = e % " + perRow + " * " + W +
          ", row = ta * 32 + i, col = tc * 32 + j;");
     std::string from = "in0 + " + linearize(inputIndex("row", "col"), shape);
     if (width == 1) {
@@ -143,8 +143,8 @@ LogicalResult KernelEmitter::emitTiledTranspose(TransposeOp root) {
     }
     closeBlock();
     line("__syncthreads();");
-    openBlock("for (int64_t e = threadIdx.x; e < 32 * " + perRow + "; e += blockDim.x) {");
-    line("const int64_t i = e / " + perRow + ", j = e % " + perRow + " * " + W +
+    openBlock("for (" + indexType + " e = threadIdx.x; e < 32 * " + perRow + "; e += blockDim.x) {");
+    line("const " + indexType + " i = e / " + perRow + ", j = e % " + perRow + " * " + W +
          ", col = tc * 32 + i, row = ta * 32 + j;");
     std::vector<std::string> in = inputIndex("row", "col"), outIndex;
     for (size_t k = 0; k < r; ++k)
@@ -193,7 +193,7 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
       cast<BlockArgument>(cast<TransposeOp>(root.getDefiningOp()).getInput()).getArgNumber() == 0)
     return emitTiledTranspose(cast<TransposeOp>(root.getDefiningOp()));
   std::vector<std::string> shape = dims(root);
-  line("const int64_t n = " + product(shape) + ";");
+  line("const " + indexType + " n = " + product(shape) + ";");
   Block &body = kernel.getBody().front();
   std::string outType = storageType(elementOf(root));
   // 128-bit vector loads and stores when every input is read at the result's
@@ -238,10 +238,10 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
       if (!reads || (*reads)[arg.getArgNumber()] != kReadBroadcast)
         aligned += " && kiln_aligned(in" + std::to_string(arg.getArgNumber()) + ", sizeof(" +
                    storageType(elementOf(arg)) + ") * " + W + ")";
-    line("int64_t vectorized = 0; // elements the vector loop covers");
+    line(indexType + " vectorized = 0; // elements the vector loop covers");
     line("if (" + aligned + ") {");
     ++indent;
-    line("for (int64_t vi = kiln_thread_index(); vi < n / " + W + "; vi += kiln_thread_count()) {");
+    line("for (" + indexType + " vi = kiln_thread_index(); vi < n / " + W + "; vi += kiln_thread_count()) {");
     ++indent;
     for (BlockArgument arg : body.getArguments()) {
       if (reads && (*reads)[arg.getArgNumber()] != kReadSame) {
@@ -280,7 +280,7 @@ LogicalResult KernelEmitter::emitPointwise(Value root) {
     line("}");
     scalarStart = "vectorized";
   }
-  openBlock("for (int64_t i = " + (scalarStart == "0" ? "" : scalarStart + " + ") +
+  openBlock("for (" + indexType + " i = " + (scalarStart == "0" ? "" : scalarStart + " + ") +
             "kiln_thread_index(); i < n; i += kiln_thread_count()) {");
   std::vector<std::string> index = unravel("i", shape);
   FailureOr<std::string> v = element(root, index);
