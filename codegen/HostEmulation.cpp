@@ -4,6 +4,7 @@
 
 #include "codegen/DeviceLibrary.h"
 #include "codegen/KernelCache.h"
+#include "codegen/StepEncoding.h"
 
 #include "kiln/artifact/HostLaunch.h"
 #include "ir/Kiln/KilnDialect.h"

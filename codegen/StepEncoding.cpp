@@ -2,7 +2,6 @@
 
 #include "codegen/StepEncoding.h"
 
-#include "interpreter/Interpreter.h"
 #include "ir/Kiln/KilnDialect.h"
 #include "ir/Kiln/OpTables.h"
 
@@ -157,6 +156,33 @@ FailureOr<fb::DType> dtypeOf(Operation *op, Type type) {
 #define KILN_UNARY(Fn, Code, ...) static_assert(static_cast<int>(fb::UnaryFn::Fn) == Code);
 #define KILN_BINARY(Fn, Code, ...) static_assert(static_cast<int>(fb::BinaryFn::Fn) == Code);
 #include "kiln/ops/ElementwiseOps.def"
+
+std::optional<ref::DType> toRefType(Type t) {
+  using ref::DType;
+  if (t.isF16()) return DType::f16;
+  if (t.isBF16()) return DType::bf16;
+  if (t.isF32()) return DType::f32;
+  if (t.isF64()) return DType::f64;
+  if (isa<Float8E4M3FNType>(t)) return DType::f8e4m3fn;
+  if (isa<Float8E4M3FNUZType>(t)) return DType::f8e4m3fnuz;
+  if (isa<Float8E5M2Type>(t)) return DType::f8e5m2;
+  if (isa<Float8E5M2FNUZType>(t)) return DType::f8e5m2fnuz;
+  if (isa<Float4E2M1FNType>(t)) return DType::f4e2m1fn;
+  auto i = dyn_cast<IntegerType>(t);
+  if (!i)
+    return std::nullopt;
+  bool isU = i.isUnsigned();
+  switch (i.getWidth()) {
+  case 1: return DType::boolean;
+  case 2: return isU ? DType::u2 : DType::i2;
+  case 4: return isU ? DType::u4 : DType::i4;
+  case 8: return isU ? DType::u8 : DType::i8;
+  case 16: return isU ? DType::u16 : DType::i16;
+  case 32: return isU ? DType::u32 : DType::i32;
+  case 64: return isU ? DType::u64 : DType::i64;
+  default: return std::nullopt;
+  }
+}
 
 bool isHostStepOp(Operation *op) {
   return isa<MatmulOp, ConvOp, ConvTransposeOp, PoolOp, CompareOp, SelectOp, CastOp, BitcastOp,

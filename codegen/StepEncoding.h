@@ -13,11 +13,16 @@
 #ifndef KILN_CODEGEN_STEPENCODING_H
 #define KILN_CODEGEN_STEPENCODING_H
 
+#include "kiln/reference/Tensor.h"
 #include "kiln/schema/kiln_artifact_generated.h"
 
 #include "mlir/IR/Operation.h"
 
 namespace kiln {
+
+/// The reference dtype of an MLIR element type (the schema's DType lists the
+/// same values in order), or nullopt when it has none.
+std::optional<ref::DType> toRefType(mlir::Type elementType);
 
 /// Whether `op` runs as a host step of its own in an artifact (a library op such
 /// as matmul, or a graph break such as top_k).

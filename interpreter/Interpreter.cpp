@@ -2,6 +2,7 @@
 
 #include "interpreter/Interpreter.h"
 
+#include "codegen/StepEncoding.h"
 #include "interpreter/ReferenceOps.h"
 
 #include "ir/Kiln/KilnDialect.h"
@@ -18,33 +19,6 @@
 using namespace mlir;
 
 namespace kiln {
-
-std::optional<ref::DType> toRefType(Type t) {
-  using ref::DType;
-  if (t.isF16()) return DType::f16;
-  if (t.isBF16()) return DType::bf16;
-  if (t.isF32()) return DType::f32;
-  if (t.isF64()) return DType::f64;
-  if (isa<Float8E4M3FNType>(t)) return DType::f8e4m3fn;
-  if (isa<Float8E4M3FNUZType>(t)) return DType::f8e4m3fnuz;
-  if (isa<Float8E5M2Type>(t)) return DType::f8e5m2;
-  if (isa<Float8E5M2FNUZType>(t)) return DType::f8e5m2fnuz;
-  if (isa<Float4E2M1FNType>(t)) return DType::f4e2m1fn;
-  auto i = dyn_cast<IntegerType>(t);
-  if (!i)
-    return std::nullopt;
-  bool isU = i.isUnsigned();
-  switch (i.getWidth()) {
-  case 1: return DType::boolean;
-  case 2: return isU ? DType::u2 : DType::i2;
-  case 4: return isU ? DType::u4 : DType::i4;
-  case 8: return isU ? DType::u8 : DType::i8;
-  case 16: return isU ? DType::u16 : DType::i16;
-  case 32: return isU ? DType::u32 : DType::i32;
-  case 64: return isU ? DType::u64 : DType::i64;
-  default: return std::nullopt;
-  }
-}
 
 namespace {
 
@@ -106,6 +80,9 @@ private:
 
   llvm::DenseMap<Value, ref::Tensor> values;
   llvm::DenseMap<unsigned, int64_t> symbols;
+  /// Each host step op's table, decoded on its first run (a loop body's ops run
+  /// once per iteration).
+  llvm::DenseMap<Operation *, artifact::HostStepFn> decodedSteps;
   const InterpretOptions &options;
 };
 
@@ -396,7 +373,19 @@ std::optional<LogicalResult> Interpreter::runKernelOp(Operation *op) {
   std::vector<const ref::Tensor *> inputs;
   for (Value v : op->getOperands())
     inputs.push_back(&get(v));
-  std::optional<absl::StatusOr<std::vector<ref::Tensor>>> results = runReferenceOp(op, inputs);
+  std::optional<absl::StatusOr<std::vector<ref::Tensor>>> results;
+  if (isHostStepOp(op)) {
+    auto it = decodedSteps.find(op);
+    if (it == decodedSteps.end()) {
+      FailureOr<artifact::HostStep> step = decodeReferenceStep(op);
+      if (failed(step))
+        return failure();
+      it = decodedSteps.try_emplace(op, std::move(step->run)).first;
+    }
+    results = it->second(inputs);
+  } else {
+    results = runKernelOnlyOp(op, inputs);
+  }
   if (!results)
     return std::nullopt;
   if (!results->ok())

@@ -46,9 +46,6 @@ struct InterpretOptions {
   int64_t maxLoopIterations = int64_t(1) << 20;
 };
 
-/// The reference dtype of an MLIR element type, or nullopt when it has none.
-std::optional<ref::DType> toRefType(mlir::Type elementType);
-
 /// The contents of a constant as a reference tensor; a diagnostic at `loc` when its
 /// element type has no reference dtype or its data is missing.
 mlir::FailureOr<ref::Tensor> tensorFromElements(mlir::ElementsAttr attr, mlir::Location loc);

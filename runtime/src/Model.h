@@ -13,7 +13,7 @@
 #define KILN_RUNTIME_MODEL_H
 
 #include "Executor.h"
-#include "HostSteps.h"
+#include "kiln/artifact/HostSteps.h"
 
 #include "absl/container/flat_hash_map.h"
 
@@ -24,6 +24,10 @@
 #include <mutex>
 
 namespace kiln::rt {
+
+using artifact::HostResults;
+using artifact::HostStep;
+using artifact::decodeHostStep;
 
 enum class Backend { Auto, Cuda, Host };
 

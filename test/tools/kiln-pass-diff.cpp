@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/StepEncoding.h"
 #include "interpreter/Interpreter.h"
 #include "driver/InitAll.h"
 #include "tools/DiagnosticPrinter.h"

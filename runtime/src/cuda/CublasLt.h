@@ -24,7 +24,7 @@
 #ifndef KILN_RUNTIME_CUDA_CUBLASLT_H
 #define KILN_RUNTIME_CUDA_CUBLASLT_H
 
-#include "HostSteps.h"
+#include "kiln/artifact/HostSteps.h"
 #include "cuda/Workspace.h"
 #include "kiln/reference/Tensor.h"
 
@@ -39,6 +39,9 @@
 #include <string>
 
 namespace kiln::rt {
+
+using artifact::Epilogue;
+using artifact::MatMulParams;
 
 class CublasLt {
 public:

@@ -25,7 +25,7 @@
 #ifndef KILN_RUNTIME_CUDA_CUDNN_H
 #define KILN_RUNTIME_CUDA_CUDNN_H
 
-#include "HostSteps.h"
+#include "kiln/artifact/HostSteps.h"
 #include "cuda/Workspace.h"
 
 #include "absl/container/flat_hash_map.h"
@@ -39,6 +39,8 @@
 #include <string>
 
 namespace kiln::rt {
+
+using artifact::ConvStepParams;
 
 class Cudnn {
 public:

@@ -1,26 +1,29 @@
 //===- HostSteps.h - what each typed step table runs ------------*- C++ -*-===//
 //
-// The runtime's reading of the artifact's step tables (library ops and graph
-// breaks): each table is decoded once at load into a host function over the
-// reference kernels, its enums mapped value by value and its operand counts
-// checked, so a bad table is a load error and a run only calls. Matmul and conv
-// keep their decoded parameters too: a device library call (cuBLASLt, cuDNN)
-// reads them where the GPU runs them.
+// The one reading of the artifact's step tables (library ops and graph breaks):
+// each table is decoded once into a host function over the reference kernels,
+// its enums mapped value by value and its operand counts checked, so a bad
+// table is a load error and a run only calls. Matmul and conv keep their
+// decoded parameters too: a device library call (cuBLASLt, cuDNN) reads them
+// where the GPU runs them.
 //
-// This is the runtime's own decoding; the compiler's interpreter dispatches on
-// the IR's typed ops and shares only the reference kernels.
+// Both halves run it: the runtime decodes an artifact's steps at load, and the
+// compiler's interpreter runs every op with a step table by encoding it
+// (codegen/StepEncoding.h) and decoding it here, so the interpreter and the
+// runtime cannot disagree on what a table means. The oracle's arithmetic stays
+// its own: the reference kernels.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_HOSTSTEPS_H
-#define KILN_RUNTIME_HOSTSTEPS_H
+#ifndef KILN_ARTIFACT_HOSTSTEPS_H
+#define KILN_ARTIFACT_HOSTSTEPS_H
 
 #include "kiln/artifact/Plan.h"
 #include "kiln/reference/Kernels.h"
 
 #include <functional>
 
-namespace kiln::rt {
+namespace kiln::artifact {
 
 using HostResults = absl::StatusOr<std::vector<ref::Tensor>>;
 using HostStepFn = std::function<HostResults(const std::vector<const ref::Tensor *> &inputs)>;
@@ -62,8 +65,8 @@ struct HostStep {
 
 /// Decodes step number `index`, `step` (a StepKind::Host step); an error names
 /// the step.
-absl::StatusOr<HostStep> decodeHostStep(const artifact::StepInfo &step, size_t index);
+absl::StatusOr<HostStep> decodeHostStep(const StepInfo &step, size_t index);
 
-} // namespace kiln::rt
+} // namespace kiln::artifact
 
-#endif // KILN_RUNTIME_HOSTSTEPS_H
+#endif // KILN_ARTIFACT_HOSTSTEPS_H

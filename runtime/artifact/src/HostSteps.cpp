@@ -1,6 +1,6 @@
 //===- HostSteps.cpp - typed step tables onto the reference kernels -------===//
 
-#include "HostSteps.h"
+#include "kiln/artifact/HostSteps.h"
 
 #include "kiln/reference/Kernels.h"
 
@@ -9,10 +9,9 @@
 #include <algorithm>
 #include <cstring>
 
-namespace kiln::rt {
+namespace kiln::artifact {
 namespace {
 namespace fb = kiln::schema;
-using artifact::StepInfo;
 using Inputs = std::vector<const ref::Tensor *>;
 
 /// An enum value the schema does not define: only a damaged or hostile artifact
@@ -314,7 +313,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
               return absl::InvalidArgumentError("the residual's dims are not the conv result's");
             y = ref::binary(ref::BinaryFn::Add, *y, z);
           }
-          return kiln::rt::relu(std::move(y), relu);
+          return kiln::artifact::relu(std::move(y), relu);
         });
     if (decoded.ok())
       decoded->conv = ConvStepParams{p, bias, *r, t.allow_tf32(), residual};
@@ -696,4 +695,4 @@ absl::StatusOr<HostStep> decodeHostStep(const StepInfo &step, size_t index) {
   return decoded;
 }
 
-} // namespace kiln::rt
+} // namespace kiln::artifact
