@@ -36,6 +36,7 @@ struct kiln_context_t {
 };
 
 namespace {
+using kiln::rt::DeviceMemory;
 using kiln::rt::Model;
 
 /// Runs `read` on event `index` of `profile` under its lock; out of range is
@@ -550,7 +551,7 @@ kiln_status_t kiln_context_variant(const kiln_context_t *context, const char **o
   return guarded("kiln_context_variant", [&] {
     if (!context || !out_name)
       return toC(nullArgument("kiln_context_variant", !context ? "context" : "out_name"));
-    *out_name = context->model->model->variantName(context->context->variant).c_str();
+    *out_name = context->model->model->variantName(context->context->variant()).c_str();
     return toC(absl::OkStatus());
   });
 }
@@ -582,7 +583,10 @@ kiln_status_t kiln_model_device_alloc(const kiln_model_t *model, size_t bytes,
   return guarded("kiln_model_device_alloc", [&] {
     if (!model || !out_device_ptr)
       return toC(nullArgument("kiln_model_device_alloc", !model ? "model" : "out_device_ptr"));
-    absl::StatusOr<void *> p = model->model->executor().allocateDevice(bytes);
+    absl::StatusOr<const DeviceMemory *> memory = model->model->executor().deviceMemoryOrError();
+    if (!memory.ok())
+      return toC(memory.status());
+    absl::StatusOr<void *> p = (*memory)->allocate(bytes);
     if (!p.ok())
       return toC(p.status());
     *out_device_ptr = *p;
@@ -596,7 +600,8 @@ kiln_status_t kiln_model_device_free(const kiln_model_t *model, void *device_ptr
       return toC(nullArgument("kiln_model_device_free", "model"));
     if (!device_ptr)
       return toC(absl::OkStatus());
-    return toC(model->model->executor().freeDevice(device_ptr));
+    absl::StatusOr<const DeviceMemory *> memory = model->model->executor().deviceMemoryOrError();
+    return toC(memory.ok() ? (*memory)->free(device_ptr) : memory.status());
   });
 }
 
@@ -605,8 +610,11 @@ kiln_status_t kiln_model_copy_to_device(const kiln_model_t *model, void *device_
   return guarded("kiln_model_copy_to_device", [&] {
     if (!model || ((!device_dst || !host_src) && bytes))
       return toC(nullArgument("kiln_model_copy_to_device", !model ? "model" : "a buffer"));
-    return toC(bytes ? model->model->executor().copyToDevice(device_dst, host_src, bytes)
-                     : absl::OkStatus());
+    if (!bytes)
+      return toC(absl::OkStatus());
+    absl::StatusOr<const DeviceMemory *> memory = model->model->executor().deviceMemoryOrError();
+    return toC(memory.ok() ? (*memory)->copyToDevice(device_dst, host_src, bytes)
+                           : memory.status());
   });
 }
 
@@ -615,8 +623,11 @@ kiln_status_t kiln_model_copy_to_host(const kiln_model_t *model, void *host_dst,
   return guarded("kiln_model_copy_to_host", [&] {
     if (!model || ((!host_dst || !device_src) && bytes))
       return toC(nullArgument("kiln_model_copy_to_host", !model ? "model" : "a buffer"));
-    return toC(bytes ? model->model->executor().copyToHost(host_dst, device_src, bytes)
-                     : absl::OkStatus());
+    if (!bytes)
+      return toC(absl::OkStatus());
+    absl::StatusOr<const DeviceMemory *> memory = model->model->executor().deviceMemoryOrError();
+    return toC(memory.ok() ? (*memory)->copyToHost(host_dst, device_src, bytes)
+                           : memory.status());
   });
 }
 

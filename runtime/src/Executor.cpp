@@ -21,9 +21,10 @@ namespace kiln::rt {
 
 ExecutionContext::ExecutionContext(const Model &model) : model_(model) {
   const Plan &plan = model.plan();
-  symbols.assign(plan.symbols.size(), std::nullopt);
-  values.resize(plan.values.size());
-  stepKinds.assign(plan.steps.size(), "host");
+  symbols_.assign(plan.symbols.size(), std::nullopt);
+  symbolValues_.reserve(plan.symbols.size());
+  values_.resize(plan.values.size());
+  stepKinds_.assign(plan.steps.size(), "host");
   size_t maxArgs = 1;
   artifact::forEachStep(plan, [&](const artifact::StepInfo &step) {
     maxArgs = std::max(maxArgs, step.inputs.size() + 1);
@@ -32,51 +33,77 @@ ExecutionContext::ExecutionContext(const Model &model) : model_(model) {
   for (const artifact::KernelInfo &k : plan.kernels)
     maxSymbols = std::max(maxSymbols, k.symbols.size());
   // Kernel launches fill these without growing them.
-  pointers.reserve(maxArgs);
-  symbolArgs.reserve(maxSymbols);
-  args.reserve(maxArgs + maxSymbols + 1); // + an error word
+  launch_.pointers.reserve(maxArgs);
+  launch_.symbols.reserve(maxSymbols);
+  launch_.args.reserve(maxArgs + maxSymbols + 1); // + an error word
   // Weights sit where the backend put them at load; their dims never change.
   for (size_t v = 0; v < plan.values.size(); ++v)
     if (plan.values[v].kind == artifact::ValueKind::Weight)
-      values[v].shape = *artifact::evaluateShape(plan.values[v], {});
+      values_[v].shape = *artifact::evaluateShape(plan.values[v], {});
 }
 
 ExecutionContext::~ExecutionContext() = default;
 
+absl::Span<const int64_t> ExecutionContext::symbolValues() {
+  symbolValues_.clear();
+  for (const std::optional<int64_t> &value : symbols_)
+    symbolValues_.push_back(value.value_or(-1));
+  return symbolValues_;
+}
+
+void ExecutionContext::choose(std::shared_ptr<const MemoryPlan> memory, int variant) {
+  memory_ = std::move(memory);
+  memoryFor_ = symbols_;
+  variant_ = variant;
+}
+
+void ExecutionContext::setView(int v, const ref::Shape &shape, uintptr_t address) {
+  Slot &view = value(v);
+  view.shape.assign(shape.begin(), shape.end());
+  view.address = address;
+}
+
+void ExecutionContext::releaseOwnedValues() {
+  for (Slot &slot : values_)
+    slot.owned = ref::Tensor();
+}
 
 int64_t Executor::workItems(ExecutionContext &context, const StepInfo &step) const {
   const artifact::KernelInfo &kernel = context.model().plan().kernels[step.kernel];
   std::optional<int64_t> items;
   if (kernel.workItems.known())
-    items = kernel.workItems.evaluate(context.symbols);
+    items = kernel.workItems.evaluate(context.symbols());
   if (!items)
-    items = ref::numElements(context.values[step.outputs[0]].shape);
+    items = ref::numElements(context.value(step.outputs[0]).shape);
   return std::max<int64_t>(1, *items);
 }
 
-int64_t Executor::prepareLaunch(ExecutionContext &context, const StepInfo &step) const {
+LaunchArgs &Executor::prepareLaunch(ExecutionContext &context,
+                                    const StepInfo &step) const {
   const Plan &plan = context.model().plan();
-  const Slot &out = context.values[step.outputs[0]];
-  context.pointers.clear();
-  context.pointers.push_back(out.address);
-  int64_t work = ref::numElements(out.shape);
+  LaunchArgs &launch = context.launch_;
+  const Slot &out = context.value(step.outputs[0]);
+  launch.pointers.clear();
+  launch.pointers.push_back(out.address);
+  launch.elements = ref::numElements(out.shape);
   for (int v : step.inputs) {
-    context.pointers.push_back(context.values[v].address);
-    work += ref::numElements(context.values[v].shape);
+    launch.pointers.push_back(context.value(v).address);
+    launch.elements += ref::numElements(context.value(v).shape);
   }
-  context.symbolArgs.clear();
+  launch.symbols.clear();
   for (int s : plan.kernels[step.kernel].symbols)
-    context.symbolArgs.push_back(context.symbols[s].value_or(0));
-  context.args.clear();
-  for (uintptr_t &p : context.pointers)
-    context.args.push_back(&p);
-  for (int64_t &s : context.symbolArgs)
-    context.args.push_back(&s);
+    launch.symbols.push_back(context.symbols()[s].value_or(0));
+  launch.args.clear();
+  for (uintptr_t &p : launch.pointers)
+    launch.args.push_back(&p);
+  for (int64_t &s : launch.symbols)
+    launch.args.push_back(&s);
+  launch.errorWord = 0;
   if (plan.kernels[step.kernel].reportsErrors) {
-    context.errorWordArg = errorWords(context) + step.index * sizeof(int32_t);
-    context.args.push_back(&context.errorWordArg);
+    launch.errorWord = errorWords(context) + step.index * sizeof(int32_t);
+    launch.args.push_back(&launch.errorWord);
   }
-  return work;
+  return launch;
 }
 
 absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &request,
@@ -146,25 +173,24 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
                                                                   : "shape";
   switch (step.kind) {
   case artifact::StepKind::Kernel: {
-    if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
+    if (!artifact::evaluateShapeInto(plan.values[out], context.symbols(), context.scratchShape_))
       return fail("the kernel's result size is unknown before it runs");
-    if (absl::Status st = place(context, out, context.scratchShape); !st.ok())
+    if (absl::Status st = place(context, out, context.scratchShape_); !st.ok())
       return fail(st.message());
     if (absl::Status st = launch(context, step); !st.ok())
       return fail(st.message());
     break;
   }
   case artifact::StepKind::Host: {
-    context.hostKind = nullptr;
-    absl::StatusOr<const char *> onDevice = runOnDevice(context, step.index, step);
+    absl::StatusOr<DeviceOutcome> onDevice = runOnDevice(context, step.index, step);
     if (!onDevice.ok())
       return fail(onDevice.status().message());
-    if (*onDevice) {
-      kind = *onDevice;
+    if (onDevice->ranAs) {
+      kind = onDevice->ranAs;
       break;
     }
-    if (context.hostKind)
-      kind = context.hostKind;
+    if (onDevice->hostAs)
+      kind = onDevice->hostAs;
     std::vector<ref::Tensor> inputs;
     inputs.reserve(step.inputs.size());
     for (int v : step.inputs) {
@@ -186,7 +212,7 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
       int v = step.outputs[k];
       ref::Tensor &got = (*results)[k];
       // (The message is built only when it fails: this runs for every result.)
-      if (!artifact::matchesPlan(got, plan.values[v], context.symbols))
+      if (!artifact::matchesPlan(got, plan.values[v], context.symbols()))
         return fail(fitsPlan(context, v, got.dtype(), got.shape(), absl::StrCat("its result ", k))
                         .message());
       // Results made by Tensor::zeros were checked as they were allocated;
@@ -204,10 +230,10 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
   case artifact::StepKind::ShapeOf: {
     static const ref::Shape kNoShape;
     const ref::Shape &inputShape = step.kind == artifact::StepKind::ShapeOf
-                                       ? context.values[step.inputs[0]].shape
+                                       ? context.value(step.inputs[0]).shape
                                        : kNoShape;
     absl::StatusOr<ref::Tensor> t =
-        artifact::evaluateShapeStep(plan, step, context.symbols, inputShape);
+        artifact::evaluateShapeStep(plan, step, context.symbols(), inputShape);
     if (!t.ok())
       return fail(t.status().message());
     if (absl::Status st = store(context, out, std::move(*t)); !st.ok())
@@ -224,22 +250,20 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
       if (value < 0)
         return fail(absl::StrCat("size ", value, " for ", plan.symbols[symbol],
                                  " is negative"));
-      context.symbols[symbol] = value;
+      context.symbols()[symbol] = value;
     }
     break;
   }
   case artifact::StepKind::View: {
     // The input's bytes under the result's dims: nothing moves, on any backend.
     int in = step.inputs[0];
-    if (!artifact::evaluateShapeInto(plan.values[out], context.symbols, context.scratchShape))
+    if (!artifact::evaluateShapeInto(plan.values[out], context.symbols(), context.scratchShape_))
       return fail("the view's dims are unknown when it runs");
-    int64_t have = ref::numElements(context.values[in].shape);
-    if (ref::numElements(context.scratchShape) != have)
+    int64_t have = ref::numElements(context.value(in).shape);
+    if (ref::numElements(context.scratchShape_) != have)
       return fail(absl::StrCat("a view of ", have, " elements as [",
-                               ref::shapeToString(context.scratchShape), "]"));
-    Slot &view = context.values[out];
-    view.shape.assign(context.scratchShape.begin(), context.scratchShape.end());
-    view.address = context.values[in].address;
+                               ref::shapeToString(context.scratchShape_), "]"));
+    context.setView(out, context.scratchShape_, context.value(in).address);
     kind = "view";
     break;
   }
@@ -258,16 +282,16 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
   }
   // Sizes only the data decided, named for the steps after this one.
   for (const StepInfo::Binding &b : step.binds) {
-    const ref::Shape &shape = context.values[step.outputs[b.output]].shape;
+    const ref::Shape &shape = context.value(step.outputs[b.output]).shape;
     if (static_cast<size_t>(b.dim) >= shape.size())
       return fail(absl::StrCat("its result ", b.output, " has rank ", shape.size(),
                                "; the plan binds a symbol to its dim ", b.dim));
-    context.symbols[b.symbol] = shape[b.dim];
+    context.symbols()[b.symbol] = shape[b.dim];
   }
   if (topLevel)
-    context.stepKinds[s] = kind;
+    context.stepKinds_[s] = kind;
   else if (request.profile)
-    context.nestedStepKinds[step.index] = kind;
+    context.nestedStepKinds_[step.index] = kind;
   if (timed)
     mark(context, request, 2 * s + 2);
   return absl::OkStatus();
@@ -283,7 +307,7 @@ absl::StatusOr<int64_t> Executor::readScalar(ExecutionContext &context, int v,
   // Constants are read where the artifact holds them: no device round trip.
   absl::StatusOr<ref::Tensor> t =
       info.kind == artifact::ValueKind::Weight
-          ? ref::Tensor::view(info.dtype, context.values[v].shape,
+          ? ref::Tensor::view(info.dtype, context.value(v).shape,
                               const_cast<uint8_t *>(info.weightData))
           : hostValue(context, v);
   if (!t.ok())
@@ -297,7 +321,7 @@ absl::StatusOr<int64_t> Executor::readScalar(ExecutionContext &context, int v,
 absl::Status Executor::fitsPlan(ExecutionContext &context, int v, ref::DType dtype,
                                const ref::Shape &shape, absl::string_view what) const {
   const Plan &plan = context.model().plan();
-  if (artifact::matchesPlan(dtype, shape, plan.values[v], context.symbols))
+  if (artifact::matchesPlan(dtype, shape, plan.values[v], context.symbols()))
     return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       what, " is ", ref::info(dtype).name, "[", ref::shapeToString(shape), "] but the plan says ",
@@ -333,7 +357,7 @@ absl::Status Executor::copyValue(ExecutionContext &context, int to, int from,
     return absl::OkStatus();
   const Plan &plan = context.model().plan();
   ref::DType dtype = plan.values[from].dtype;
-  ref::Shape shape = context.values[from].shape;
+  ref::Shape shape = context.value(from).shape;
   if (absl::Status st = fitsPlan(context, to, dtype, shape, what); !st.ok())
     return st;
   if (absl::Status st = place(context, to, shape); !st.ok())
@@ -341,7 +365,7 @@ absl::Status Executor::copyValue(ExecutionContext &context, int to, int from,
   size_t bytes = static_cast<size_t>(ref::numElements(shape)) * ref::info(dtype).bytes;
   if (!bytes)
     return absl::OkStatus();
-  return copyBytes(context, context.values[to].address, context.values[from].address, bytes);
+  return copyBytes(context, context.value(to).address, context.value(from).address, bytes);
 }
 
 absl::Status Executor::updateCarried(ExecutionContext &context, const artifact::BodyInfo &body,
@@ -416,18 +440,18 @@ absl::Status Executor::stackSlice(ExecutionContext &context, int stack, int slic
                                   absl::string_view what) const {
   const Plan &plan = context.model().plan();
   ref::DType dtype = plan.values[slice].dtype;
-  ref::Shape sliceShape = context.values[slice].shape;
+  ref::Shape sliceShape = context.value(slice).shape;
   if (axis < 0 || axis > static_cast<int64_t>(sliceShape.size()))
     return absl::InvalidArgumentError(absl::StrCat(what, " is ", ref::info(dtype).name, "[",
                                                    ref::shapeToString(sliceShape),
                                                    "], which has no axis ", axis));
   ref::Shape stacked = sliceShape;
   stacked.insert(stacked.begin() + axis, count);
-  if (!first && context.values[stack].shape != stacked)
+  if (!first && context.value(stack).shape != stacked)
     return absl::InvalidArgumentError(absl::StrCat(
         what, " is ", ref::info(dtype).name, "[", ref::shapeToString(sliceShape),
         "], unlike the slices before it (stacked as [",
-        ref::shapeToString(context.values[stack].shape), "])"));
+        ref::shapeToString(context.value(stack).shape), "])"));
   if (first) {
     // The first slice places the stack; every later one must have its dims.
     if (absl::Status st = fitsPlan(context, stack, dtype, stacked, absl::StrCat(what, "s' stack"));
@@ -440,8 +464,8 @@ absl::Status Executor::stackSlice(ExecutionContext &context, int stack, int slic
       return st;
   }
   StackLayout layout = stackLayout(sliceShape, axis, dtype);
-  return copyRuns(context, context.values[stack].address + position * layout.rowBytes,
-                  count * layout.rowBytes, context.values[slice].address, layout.rowBytes,
+  return copyRuns(context, context.value(stack).address + position * layout.rowBytes,
+                  count * layout.rowBytes, context.value(slice).address, layout.rowBytes,
                   layout.rows, layout.rowBytes);
 }
 
@@ -450,7 +474,7 @@ absl::Status Executor::placeEmptyStack(ExecutionContext &context, int stack, int
   const artifact::ValueInfo &info = context.model().plan().values[stack];
   ref::Shape shape;
   for (size_t d = 0; d < info.shape.size(); ++d) {
-    std::optional<int64_t> known = info.shape[d].evaluate(context.symbols);
+    std::optional<int64_t> known = info.shape[d].evaluate(context.symbols());
     shape.push_back(static_cast<int64_t>(d) == axis ? 0 : known.value_or(0));
   }
   return place(context, stack, shape);
@@ -588,7 +612,7 @@ absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &requ
   int64_t length = -1;
   std::vector<int64_t> axes(scanned);
   for (size_t j = 0; j < scanned; ++j) {
-    const ref::Shape &shape = context.values[step.inputs[states + j]].shape;
+    const ref::Shape &shape = context.value(step.inputs[states + j]).shape;
     axes[j] = entry(table.inputAxes, j, int64_t{0});
     if (axes[j] < 0 || axes[j] >= static_cast<int64_t>(shape.size()))
       return absl::InvalidArgumentError(absl::StrCat("scanned input ", j, " has rank ",
@@ -605,7 +629,7 @@ absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &requ
   std::vector<StackLayout> layouts(scanned);
   for (size_t j = 0; j < scanned; ++j) {
     int x = step.inputs[states + j];
-    sliceShapes[j] = context.values[x].shape;
+    sliceShapes[j] = context.value(x).shape;
     sliceShapes[j].erase(sliceShapes[j].begin() + axes[j]);
     if (absl::Status st = fitsPlan(context, body.parameters[states + j], plan.values[x].dtype,
                                    sliceShapes[j], absl::StrCat("scanned input ", j, "'s slice"));
@@ -623,17 +647,17 @@ absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &requ
       int slice = body.parameters[states + j];
       int64_t at = entry(table.inputReverse, j, false) ? length - 1 - t : t;
       const StackLayout &layout = layouts[j];
-      uintptr_t source = context.values[step.inputs[states + j]].address + at * layout.rowBytes;
+      uintptr_t source = context.value(step.inputs[states + j]).address + at * layout.rowBytes;
       if (layout.rows == 1) {
         // One contiguous run: the slice is a view of the input, no copy.
-        Slot &view = context.values[slice];
+        Slot &view = context.value(slice);
         view.shape = sliceShapes[j];
         view.address = source;
         continue;
       }
       if (absl::Status st = place(context, slice, sliceShapes[j]); !st.ok())
         return st;
-      if (absl::Status st = copyRuns(context, context.values[slice].address, layout.rowBytes,
+      if (absl::Status st = copyRuns(context, context.value(slice).address, layout.rowBytes,
                                      source, length * layout.rowBytes, layout.rows,
                                      layout.rowBytes);
           !st.ok())
@@ -668,17 +692,12 @@ absl::Status Executor::runScan(ExecutionContext &context, const RunRequest &requ
   return absl::OkStatus();
 }
 
-namespace {
-absl::Status noDevice() {
+absl::StatusOr<const DeviceMemory *> Executor::deviceMemoryOrError() const {
+  if (const DeviceMemory *memory = deviceMemory())
+    return memory;
   return absl::FailedPreconditionError(
       "the model runs in host emulation: device memory needs the CUDA backend");
 }
-} // namespace
-
-absl::StatusOr<void *> Executor::allocateDevice(size_t) const { return noDevice(); }
-absl::Status Executor::freeDevice(void *) const { return noDevice(); }
-absl::Status Executor::copyToDevice(void *, const void *, size_t) const { return noDevice(); }
-absl::Status Executor::copyToHost(void *, const void *, size_t) const { return noDevice(); }
 
 absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
                            OutputSink sink) const {
@@ -697,7 +716,7 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
   }
   if (request.profile) {
     mark(context, request, 0);
-    context.nestedStepKinds.assign(plan.stepCount, nullptr);
+    context.nestedStepKinds_.assign(plan.stepCount, nullptr);
   }
   if (absl::Status s = runSteps(context, request, plan.steps, true); !s.ok()) {
     abandon(context, request);
@@ -709,10 +728,10 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
     // Kernels that met bad data (an index out of range, an integer division by
     // zero) went on safely and left a code in their step's word: the call fails
     // as the reference would.
-    if (absl::Status s = readErrorWords(context, context.errorCodes); !s.ok())
+    if (absl::Status s = readErrorWords(context, context.errorCodes_); !s.ok())
       return s;
     for (size_t s = 0; s < plan.stepCount; ++s)
-      if (int32_t code = context.errorCodes[s])
+      if (int32_t code = context.errorCodes_[s])
         return absl::InvalidArgumentError(absl::StrCat("step ", s, " (", context.model().stepLabel(s),
                                                        "): ", artifact::kernelErrorText(code)));
   }
@@ -720,21 +739,21 @@ absl::Status Executor::run(ExecutionContext &context, const RunRequest &request,
     return absl::OkStatus();
   std::vector<ProfileEvent> timed;
   // Which code ran: the variant the bound symbols chose (or the generic one).
-  timed.push_back({context.model().variantName(context.variant), "variant", originUs, 0});
+  timed.push_back({context.model().variantName(context.variant()), "variant", originUs, 0});
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     absl::StatusOr<double> start = elapsedUs(context, 0, 2 * s + 1);
     absl::StatusOr<double> duration = elapsedUs(context, 2 * s + 1, 2 * s + 2);
     if (!start.ok() || !duration.ok())
       return !start.ok() ? start.status() : duration.status();
     const StepInfo &step = plan.steps[s];
-    artifact::StepWork work = artifact::stepWork(plan, step, context.symbols);
-    timed.push_back({step.label, context.stepKinds[s], originUs + *start, *duration,
+    artifact::StepWork work = artifact::stepWork(plan, step, context.symbols());
+    timed.push_back({step.label, context.stepKinds_[s], originUs + *start, *duration,
                      work.bytes ? *work.bytes : -1, work.flops ? *work.flops : -1.0});
     // The steps a control step's bodies ran: once each, with what ran them,
     // and no time of their own (the control step's includes theirs).
     std::function<void(const std::vector<StepInfo> &)> nested = [&](const std::vector<StepInfo> &steps) {
       for (const StepInfo &inner : steps) {
-        if (const char *kind = context.nestedStepKinds[inner.index])
+        if (const char *kind = context.nestedStepKinds_[inner.index])
           timed.push_back({absl::StrCat(step.label, "/", inner.label), kind, originUs + *start, 0});
         for (const artifact::BodyInfo &body : inner.bodies)
           nested(body.steps);

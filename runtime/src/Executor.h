@@ -79,13 +79,40 @@ struct Slot {
   ref::Tensor owned;
 };
 
+/// What a backend made of a host step it was offered (Executor::runOnDevice):
+/// it ran on the device as `ranAs` ("cublasLt", "cudnn", "view", "copy"), or
+/// it is the host's to run (`ranAs` null), `hostAs` then naming why for the
+/// profile where a library refused it ("host:cublasLt-refused").
+struct DeviceOutcome {
+  const char *ranAs = nullptr;
+  const char *hostAs = nullptr;
+
+  static DeviceOutcome ran(const char *kind) { return {kind, nullptr}; }
+  static DeviceOutcome onHost(const char *why = nullptr) { return {nullptr, why}; }
+};
+
 /// What a backend keeps per context (arena, staging buffers, events).
 class BackendState {
 public:
   virtual ~BackendState() = default;
 };
 
+/// The arguments of one kernel launch (Executor::prepareLaunch): buffer
+/// addresses (output first, then inputs), symbol values, the step's error
+/// word for a kernel that reports errors, and `args` pointing at each as
+/// cuLaunchKernel and the host launchers take them.
+struct LaunchArgs {
+  std::vector<uintptr_t> pointers;
+  std::vector<int64_t> symbols;
+  uintptr_t errorWord = 0;
+  std::vector<void *> args;
+  /// The elements the kernel reads and writes.
+  int64_t elements = 0;
+};
+
 /// Per thread or stream: see the file comment. Not for two threads at once.
+/// Its state is read and changed through methods; the step loop's own scratch
+/// (launch arguments, profile kinds) is the Executor's.
 class ExecutionContext {
 public:
   explicit ExecutionContext(const Model &model);
@@ -93,39 +120,73 @@ public:
 
   const Model &model() const { return model_; }
 
-  Bindings symbols;
-  /// The memory plan of the binding in `memoryFor` (the last one run).
-  std::shared_ptr<const MemoryPlan> memory;
-  Bindings memoryFor;
-  /// The variant chosen for `memoryFor` (Model::chooseVariant; -1 generic):
-  /// whose kernel code launches run.
-  int variant = -1;
-  /// Scratch for the model's variant-miss handler.
-  std::vector<int64_t> missSymbols;
-  std::vector<Slot> values;
-  /// Launch scratch: kernel argument pointers and symbol values.
-  std::vector<uintptr_t> pointers;
-  std::vector<int64_t> symbolArgs;
-  std::vector<void *> args;
-  ref::Shape scratchShape;
-  /// The error word of the kernel being launched (its argument points here),
-  /// and the words read back after a run.
-  uintptr_t errorWordArg = 0;
-  std::vector<int32_t> errorCodes;
-  std::unique_ptr<BackendState> state;
-  /// What ran each step of the last run, for profiles: "kernel", "cublasLt",
-  /// "host" (a host step on the reference kernels), "shape" (a shape step).
-  std::vector<const char *> stepKinds;
-  /// Set by a backend's runOnDevice when it leaves a step to the host for a
-  /// reason the profile should name ("host:cublasLt-refused"); read and
-  /// cleared by the host step.
-  const char *hostKind = nullptr;
-  /// For profiles: what ran each nested step (StepInfo::index) in the last
-  /// run, null for those that did not run.
-  std::vector<const char *> nestedStepKinds;
+  /// The symbols' values in this run: bound from the inputs (Model::prepare),
+  /// then by the steps that read sizes or bind them from results.
+  Bindings &symbols() { return symbols_; }
+  const Bindings &symbols() const { return symbols_; }
+  /// The symbols' values as int64 (-1 where unbound), in the context's
+  /// scratch: valid until the next call.
+  absl::Span<const int64_t> symbolValues();
+
+  /// Whether the memory plan and variant chosen last (`choose`) were chosen
+  /// for the symbols as they are now.
+  bool planned() const { return memory_ && memoryFor_ == symbols_; }
+  /// Records the memory plan and variant (Model::chooseVariant; -1 generic)
+  /// for the symbols as they are now.
+  void choose(std::shared_ptr<const MemoryPlan> memory, int variant);
+  /// The memory plan chosen last: where the arena holds each value.
+  const MemoryPlan &memory() const { return *memory_; }
+  /// The variant chosen last: whose kernel code launches run.
+  int variant() const { return variant_; }
+
+  /// Value `v`'s bytes and dims in this run.
+  Slot &value(int v) { return values_[static_cast<size_t>(v)]; }
+  const Slot &value(int v) const { return values_[static_cast<size_t>(v)]; }
+  size_t valueCount() const { return values_.size(); }
+  /// Value `v` is `shape` over bytes another value holds, at `address`.
+  void setView(int v, const ref::Shape &shape, uintptr_t address);
+  /// Lets go of every value's bytes a host result owned (the end of a run).
+  void releaseOwnedValues();
+
+  /// The backend's state for this context (null before the backend's first
+  /// run in it made one).
+  template <typename State> State *backendState() { return static_cast<State *>(state_.get()); }
+  void setBackendState(std::unique_ptr<BackendState> state) { state_ = std::move(state); }
 
 private:
+  friend class Executor;
+
   const Model &model_;
+  Bindings symbols_;
+  std::vector<int64_t> symbolValues_;
+  std::shared_ptr<const MemoryPlan> memory_;
+  Bindings memoryFor_;
+  int variant_ = -1;
+  std::vector<Slot> values_;
+  std::unique_ptr<BackendState> state_;
+
+  // The step loop's scratch (Executor.cpp), reused call after call.
+  LaunchArgs launch_;
+  ref::Shape scratchShape_;
+  std::vector<int32_t> errorCodes_;
+  /// What ran each step of the last run, for profiles: "kernel", "cublasLt",
+  /// "host" (a host step on the reference kernels), "shape" (a shape step).
+  std::vector<const char *> stepKinds_;
+  /// For profiles: what ran each nested step (StepInfo::index) in the last
+  /// run, null for those that did not run.
+  std::vector<const char *> nestedStepKinds_;
+};
+
+/// Device memory for callers' device-buffer runs (kiln_model_device_alloc
+/// and friends): on the device an executor runs on, in its context; every
+/// call complete on return.
+class DeviceMemory {
+public:
+  virtual ~DeviceMemory() = default;
+  virtual absl::StatusOr<void *> allocate(size_t bytes) const = 0;
+  virtual absl::Status free(void *address) const = 0;
+  virtual absl::Status copyToDevice(void *device, const void *host, size_t bytes) const = 0;
+  virtual absl::Status copyToHost(void *host, const void *device, size_t bytes) const = 0;
 };
 
 /// The most variants one model holds: the artifact's and those installed
@@ -163,14 +224,11 @@ public:
   virtual std::string description() const = 0;
   virtual bool isCuda() const = 0;
 
-  /// Device memory for callers' device-buffer runs (kiln_model_device_alloc
-  /// and friends): on the device the executor runs on, in its context. The
-  /// host executor has no device: FAILED_PRECONDITION.
-  virtual absl::StatusOr<void *> allocateDevice(size_t bytes) const;
-  virtual absl::Status freeDevice(void *address) const;
-  /// Synchronous copies between host memory and this executor's device.
-  virtual absl::Status copyToDevice(void *device, const void *host, size_t bytes) const;
-  virtual absl::Status copyToHost(void *host, const void *device, size_t bytes) const;
+  /// The device memory callers' device-buffer runs use; null when the
+  /// executor runs in host memory.
+  virtual const DeviceMemory *deviceMemory() const { return nullptr; }
+  /// deviceMemory(), or FAILED_PRECONDITION saying the model has no device.
+  absl::StatusOr<const DeviceMemory *> deviceMemoryOrError() const;
 
   /// Runs the model on `request.inputs` (guards already checked, `context`'s
   /// symbols bound and memory plan chosen): the one step loop.
@@ -192,11 +250,10 @@ protected:
   virtual absl::Status finish(ExecutionContext &context, const RunRequest &request,
                               OutputSink sink) const = 0;
   /// Runs host-kind step `s` on the device when the backend has a library call
-  /// for it (cuBLASLt for matmuls); returns the profile kind it ran as, or
-  /// nullptr when the step is to run on the host.
-  virtual absl::StatusOr<const char *> runOnDevice(ExecutionContext &context, size_t s,
-                                                   const StepInfo &step) const {
-    return nullptr;
+  /// for it (cuBLASLt for matmuls), or leaves it to the host.
+  virtual absl::StatusOr<DeviceOutcome> runOnDevice(ExecutionContext &context, size_t s,
+                                                    const StepInfo &step) const {
+    return DeviceOutcome::onHost();
   }
   /// Ends a run that failed before finish (waits for work still queued).
   virtual void abandon(ExecutionContext &context, const RunRequest &request) const = 0;
@@ -214,12 +271,9 @@ protected:
   virtual absl::StatusOr<double> elapsedUs(ExecutionContext &context, size_t from,
                                            size_t to) const = 0;
 
-  /// Fills the context's launch scratch for kernel step `step`: buffer
-  /// addresses (output first, then inputs), symbol values, the step's error word
-  /// for a kernel that reports errors, and `args` pointing at them as
-  /// cuLaunchKernel and the host launchers take them. Returns the elements the
-  /// kernel reads and writes.
-  int64_t prepareLaunch(ExecutionContext &context, const StepInfo &step) const;
+  /// The arguments of kernel step `step`, in the context's scratch (valid
+  /// until the next launch).
+  LaunchArgs &prepareLaunch(ExecutionContext &context, const StepInfo &step) const;
   /// The work items of kernel step `step` (its kernel's work_items under the
   /// context's symbols, or the result's elements), at least 1: grids are sized
   /// by it.

@@ -28,7 +28,7 @@ public:
   std::vector<int32_t> errorWords;
 };
 
-HostState &stateOf(ExecutionContext &context) { return static_cast<HostState &>(*context.state); }
+HostState &stateOf(ExecutionContext &context) { return *context.backendState<HostState>(); }
 
 } // namespace
 
@@ -104,16 +104,16 @@ absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &re
     return absl::FailedPreconditionError(
         "device buffers need the CUDA backend; this model runs in host emulation");
   const Plan &plan = context.model().plan();
-  if (!context.state) {
-    context.state = std::make_unique<HostState>();
+  if (!context.backendState<HostState>()) {
+    context.setBackendState(std::make_unique<HostState>());
     // Weights stay where the artifact holds them: their addresses are set once
     // per context, not per call.
     for (size_t v = 0; v < plan.values.size(); ++v)
       if (plan.values[v].kind == artifact::ValueKind::Weight)
-        context.values[v].address = reinterpret_cast<uintptr_t>(plan.values[v].weightData);
+        context.value(v).address = reinterpret_cast<uintptr_t>(plan.values[v].weightData);
   }
   HostState &state = stateOf(context);
-  size_t need = std::max(context.memory->peakBytes, artifact::kSlotAlignment);
+  size_t need = std::max(context.memory().peakBytes, artifact::kSlotAlignment);
   if (state.arenaBytes < need) {
     // Grows to the largest binding the context has seen, then stays.
     size_t bytes =
@@ -126,7 +126,7 @@ absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &re
     state.arenaBytes = bytes;
   }
   for (size_t i = 0; i < request.inputs.size(); ++i) {
-    Slot &slot = context.values[plan.inputs[i]];
+    Slot &slot = context.value(plan.inputs[i]);
     slot.address = reinterpret_cast<uintptr_t>(request.inputs[i].data);
     slot.shape.assign(request.inputs[i].dims.begin(), request.inputs[i].dims.end());
   }
@@ -148,9 +148,9 @@ absl::Status HostExecutor::readErrorWords(ExecutionContext &context,
 }
 
 absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Shape &shape) const {
-  Slot &slot = context.values[v];
+  Slot &slot = context.value(v);
   slot.shape.assign(shape.begin(), shape.end());
-  int64_t offset = context.memory->offsets[v];
+  int64_t offset = context.memory().offsets[v];
   if (offset >= 0) {
     slot.address = reinterpret_cast<uintptr_t>(stateOf(context).arena + offset);
     return absl::OkStatus();
@@ -166,21 +166,22 @@ absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Sh
 }
 
 absl::Status HostExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
-  int64_t work = prepareLaunch(context, step);
-  launchers_.at(context.variant)[step.kernel](context.args.data(),
-                          artifact::hostGrid(workItems(context, step), work));
+  LaunchArgs &launch = prepareLaunch(context, step);
+  launchers_.at(context.variant())[step.kernel](
+      launch.args.data(),
+      artifact::hostGrid(workItems(context, step), launch.elements));
   return absl::OkStatus();
 }
 
 absl::StatusOr<ref::Tensor> HostExecutor::hostValue(ExecutionContext &context, int v) const {
-  const Slot &slot = context.values[v];
+  const Slot &slot = context.value(v);
   return ref::Tensor::view(context.model().plan().values[v].dtype, slot.shape,
                            reinterpret_cast<uint8_t *>(slot.address));
 }
 
 absl::Status HostExecutor::store(ExecutionContext &context, int v, ref::Tensor result) const {
-  if (context.memory->offsets[v] < 0) {
-    Slot &slot = context.values[v];
+  if (context.memory().offsets[v] < 0) {
+    Slot &slot = context.value(v);
     slot.shape = result.shape();
     slot.owned = std::move(result);
     slot.address = reinterpret_cast<uintptr_t>(slot.owned.bytes());
@@ -189,7 +190,7 @@ absl::Status HostExecutor::store(ExecutionContext &context, int v, ref::Tensor r
   if (absl::Status s = place(context, v, result.shape()); !s.ok())
     return s;
   if (result.byteSize())
-    std::memcpy(reinterpret_cast<void *>(context.values[v].address), result.bytes(),
+    std::memcpy(reinterpret_cast<void *>(context.value(v).address), result.bytes(),
                 result.byteSize());
   return absl::OkStatus();
 }
@@ -200,7 +201,7 @@ absl::Status HostExecutor::finish(ExecutionContext &context, const RunRequest &r
   const Plan &plan = context.model().plan();
   absl::Status status = absl::OkStatus();
   for (size_t i = 0; i < plan.outputs.size() && status.ok(); ++i) {
-    const Slot &slot = context.values[plan.outputs[i]];
+    const Slot &slot = context.value(plan.outputs[i]);
     ref::DType dtype = plan.values[plan.outputs[i]].dtype;
     absl::StatusOr<void *> destination = sink(i, dtype, slot.shape);
     if (!destination.ok()) {
@@ -217,8 +218,7 @@ absl::Status HostExecutor::finish(ExecutionContext &context, const RunRequest &r
 
 void HostExecutor::abandon(ExecutionContext &context, const RunRequest &) const {
   // Data-dependent results are the only per-call memory; let them go.
-  for (Slot &slot : context.values)
-    slot.owned = ref::Tensor();
+  context.releaseOwnedValues();
 }
 
 absl::Status HostExecutor::copyBytes(ExecutionContext &, uintptr_t to, uintptr_t from,

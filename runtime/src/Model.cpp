@@ -463,31 +463,29 @@ Model::memoryPlan(const Bindings &symbols) const {
 
 absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
                         OutputSink sink) const {
-  if (absl::Status s = bindSymbols(request.inputs, context.symbols); !s.ok())
+  if (absl::Status s = bindSymbols(request.inputs, context.symbols()); !s.ok())
     return s;
   // The plan of the binding the context ran last is kept: a repeated shape skips
   // the cache lookup.
-  if (!context.memory || context.memoryFor != context.symbols) {
-    absl::StatusOr<std::shared_ptr<const MemoryPlan>> memory = memoryPlan(context.symbols);
+  if (!context.planned()) {
+    absl::StatusOr<std::shared_ptr<const MemoryPlan>> memory = memoryPlan(context.symbols());
     if (!memory.ok())
       return memory.status();
-    context.memory = std::move(*memory);
-    context.memoryFor = context.symbols;
     // The variant is a function of the binding too: chosen once per new shape.
-    context.variant = chooseVariant(context.symbols);
-    if (context.variant < 0 && missHandler_) {
+    context.choose(std::move(*memory), chooseVariant(context.symbols()));
+    if (context.variant() < 0 && missHandler_) {
       // A JIT may compile a variant for these shapes in the background.
-      context.missSymbols.assign(context.symbols.size(), -1);
-      for (size_t i = 0; i < context.symbols.size(); ++i)
-        context.missSymbols[i] = context.symbols[i].value_or(-1);
-      missHandler_(missUser_, context.missSymbols.data(), context.missSymbols.size());
+      absl::Span<const int64_t> values = context.symbolValues();
+      missHandler_(missUser_, values.data(), values.size());
     }
   }
-  if (context.memory->largestBytes > request.maxTensorBytes) {
-    const artifact::ValueInfo &v = plan_.values[context.memory->largestValue];
-    absl::Status over = ref::checkedByteSize(v.dtype, *artifact::evaluateShape(v, context.symbols),
-                                             request.maxTensorBytes)
-                            .status();
+  const MemoryPlan &memory = context.memory();
+  if (memory.largestBytes > request.maxTensorBytes) {
+    const artifact::ValueInfo &v = plan_.values[memory.largestValue];
+    absl::Status over =
+        ref::checkedByteSize(v.dtype, *artifact::evaluateShape(v, context.symbols()),
+                             request.maxTensorBytes)
+            .status();
     return absl::Status(over.code(), absl::StrCat("value '", v.name, "': ", over.message()));
   }
   return executor_->run(context, request, sink);

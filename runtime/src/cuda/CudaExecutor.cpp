@@ -3,6 +3,8 @@
 #include "cuda/CudaExecutor.h"
 
 #include "Model.h"
+#include "cuda/CudaState.h"
+#include "cuda/LibraryCalls.h"
 #include "kiln/artifact/StepWork.h"
 
 #include "absl/strings/str_cat.h"
@@ -20,23 +22,6 @@ namespace {
 constexpr unsigned kBlockThreads = 256;
 constexpr int64_t kMaxBlocks = 65535;
 
-/// Makes the model's context current on the calling thread for a scope.
-class ContextScope {
-public:
-  ContextScope(const CudaDriver *driver, CUcontext context) : driver(driver) {
-    ok = driver->cuCtxPushCurrent(context) == CUDA_SUCCESS;
-  }
-  ~ContextScope() {
-    CUcontext popped;
-    if (ok)
-      driver->cuCtxPopCurrent(&popped);
-  }
-  bool ok = false;
-
-private:
-  const CudaDriver *driver;
-};
-
 size_t bytesOf(ref::DType dtype, const ref::Shape &shape) {
   return static_cast<size_t>(ref::numElements(shape)) * ref::info(dtype).bytes;
 }
@@ -50,171 +35,6 @@ constexpr size_t kGraphsPerSegment = 8;
 /// dry-run or captured: the segment then runs step by step.
 constexpr absl::string_view kLeavesDevice = "the step runs on the host";
 
-/// The profile's kind of a library step the library refused (no algorithm,
-/// or a call it does not support), which ran on the host instead.
-constexpr const char *kCublasLtRefused = "host:cublasLt-refused";
-constexpr const char *kCudnnRefused = "host:cudnn-refused";
-
-/// A library step's answer when the library refuses it: the host runs it
-/// (nullptr), and the profile names why.
-absl::StatusOr<const char *> refusedByLibrary(ExecutionContext &context, const char *kind) {
-  context.hostKind = kind;
-  return nullptr;
-}
-
-} // namespace
-
-/// How a context runs the steps of a segment (CudaExecutor::runSegment).
-enum class SegmentMode {
-  Off,     ///< outside segments: launches run, nothing is recorded
-  Dry,     ///< bookkeeping only (values placed, arguments built), no device work
-  Collect, ///< device work queued and its signature recorded
-  Capture, ///< likewise, into a graph: a step that would leave the device stops it
-};
-
-/// A context's graphs of one segment, and the signature of the last run
-/// that did not replay one (a second run with the same signature captures).
-struct SegmentGraphs {
-  struct Graph {
-    std::vector<uint64_t> signature;
-    CUgraphExec exec = nullptr;
-  };
-  std::vector<Graph> graphs;
-  std::vector<uint64_t> lastSignature;
-  /// Signatures whose capture failed: they run step by step from then on.
-  std::vector<std::vector<uint64_t>> refused;
-};
-
-/// A context's device buffers: an arena and a staging buffer per input, each
-/// grown to the largest call seen and kept; data-dependent results of the
-/// current call; profiling events.
-class CudaState : public BackendState {
-public:
-  CudaState(const CudaExecutor &executor, size_t inputs)
-      : executor(executor), staging(inputs, {0, 0}) {}
-  ~CudaState() override {
-    if (executor.contextWasReset())
-      return; // its buffers, streams and graphs went with the context
-    const CudaDriver &cu = *executor.driver_;
-    ContextScope scope(&cu, executor.context_);
-    releaseDynamic();
-    if (arena.first)
-      cu.cuMemFree(arena.first);
-    for (auto [p, size] : staging)
-      if (p)
-        cu.cuMemFree(p);
-    if (errorWords.first)
-      cu.cuMemFree(errorWords.first);
-    if (workspace.first)
-      cu.cuMemFree(workspace.first);
-    for (CUevent e : events)
-      cu.cuEventDestroy(e);
-    if (legacyMark)
-      cu.cuEventDestroy(legacyMark);
-    for (SegmentGraphs &segment : segments)
-      for (SegmentGraphs::Graph &g : segment.graphs)
-        cu.cuGraphExecDestroy(g.exec);
-    if (ownStream)
-      cu.cuStreamDestroy(ownStream);
-  }
-
-  /// `buffer` grown to hold `bytes`.
-  /// The library workspace grown to `bytes` (a call's algorithm's need):
-  /// its address and size (WorkspaceFn).
-  absl::StatusOr<std::pair<uintptr_t, size_t>> workspaceOf(size_t bytes) {
-    if (bytes)
-      if (absl::Status st = ensure(workspace, bytes); !st.ok())
-        return st;
-    return std::make_pair(static_cast<uintptr_t>(workspace.first), workspace.second);
-  }
-  absl::Status ensure(std::pair<CUdeviceptr, size_t> &buffer, size_t bytes) {
-    bytes = std::max(bytes, artifact::kSlotAlignment);
-    if (buffer.second >= bytes)
-      return absl::OkStatus();
-    const CudaDriver &cu = *executor.driver_;
-    if (buffer.first)
-      cu.cuMemFree(buffer.first);
-    buffer = {0, 0};
-    CUdeviceptr p = 0;
-    if (CUresult r = cu.cuMemAlloc(&p, bytes); r != CUDA_SUCCESS)
-      return isStickyError(r) ? executor.driverError("cuMemAlloc", r)
-                              : absl::ResourceExhaustedError(absl::StrCat(
-                                    "cannot allocate ", bytes,
-                                    " bytes on the device: ", cu.describe("cuMemAlloc", r)));
-    buffer = {p, bytes};
-    return absl::OkStatus();
-  }
-
-  /// After the stream has finished (or been abandoned): the call's
-  /// data-dependent buffers go back to the pool, its uploads' host copies go.
-  void releaseDynamic() {
-    for (auto [p, size] : dynamic)
-      executor.pool_->give(p, size);
-    dynamic.clear();
-    valueBuffers.clear();
-    uploads.clear();
-  }
-
-  const CudaExecutor &executor;
-  std::pair<CUdeviceptr, size_t> arena = {0, 0}; ///< address, bytes
-  std::vector<std::pair<CUdeviceptr, size_t>> staging;
-  std::vector<std::pair<CUdeviceptr, size_t>> dynamic;
-  /// Per value: the buffer of `dynamic` it was last placed in this call.
-  std::vector<std::pair<CUdeviceptr, size_t>> valueBuffers;
-  /// Host results of this call's host steps, queued for copying to the device:
-  /// kept until the call's last synchronization, so no step waits for its copy.
-  std::deque<ref::Tensor> uploads; // a deque: queued copies read from stable addresses
-  /// One int32 per step where kernels report data errors, and the zeros that
-  /// reset them (copied at the start of each call, on the call's stream).
-  std::pair<CUdeviceptr, size_t> errorWords = {0, 0};
-  /// cuBLASLt's workspace, allocated at the context's first matmul.
-  std::pair<CUdeviceptr, size_t> workspace = {0, 0};
-  std::vector<int32_t> errorZeros;
-  std::vector<CUevent> events;
-  /// The call's stream: the caller's, or `ownStream` (made at the context's
-  /// first call that gives none: the legacy stream cannot be captured). It
-  /// is non-blocking: a blocking stream's capture would make the legacy
-  /// stream unusable to every other thread of the process (CUDA fails its
-  /// calls with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT); the call waits for the
-  /// legacy stream's earlier work through `legacyMark` instead.
-  CUstream stream = nullptr;
-  CUstream ownStream = nullptr;
-  /// Marks the legacy stream's work at a call without a stream (begin).
-  CUevent legacyMark = nullptr;
-  std::unique_ptr<ContextScope> scope;
-  /// CUDA graphs: per executor segment; the mode of the steps running now
-  /// and the signature they have recorded (every value the device work of
-  /// the segment takes: kernels, grids, addresses, sizes).
-  std::vector<SegmentGraphs> segments;
-  SegmentMode mode = SegmentMode::Off;
-  std::vector<uint64_t> signature;
-  /// Set when a step of a dry run or capture would have run on the host.
-  bool leftDevice = false;
-
-  void sign(uint64_t v) { signature.push_back(v); }
-  void sign(const ref::Shape &shape) {
-    signature.push_back(shape.size());
-    for (int64_t d : shape)
-      signature.push_back(static_cast<uint64_t>(d));
-  }
-  /// A library call's part of the signature: its step (which fixes its
-  /// parameters), element type, operand dims, addresses and workspace.
-  void signCall(size_t step, ref::DType dtype, std::initializer_list<const ref::Shape *> shapes,
-                std::initializer_list<uintptr_t> addresses, CUdeviceptr workspaceAddress) {
-    sign(step);
-    sign(static_cast<uint64_t>(dtype));
-    for (const ref::Shape *shape : shapes)
-      sign(*shape);
-    for (uintptr_t address : addresses)
-      sign(address);
-    sign(workspaceAddress);
-  }
-};
-
-namespace {
-CudaState &stateOf(ExecutionContext &context) {
-  return static_cast<CudaState &>(*context.state);
-}
 } // namespace
 
 namespace {
@@ -279,15 +99,13 @@ CudaExecutor::~CudaExecutor() {
   // A reset took this executor's memory, modules and streams and its retain
   // (the same addresses may be another model's now): nothing to free.
   if (contextWasReset()) {
-    matmul_.reset();
-    dnn_.reset();
-    pool_.release(); // its buffers died with the context; not freed again
+    calls_.reset();
+    (void)pool_.release(); // its buffers died with the context; not freed again
     return;
   }
   {
     ContextScope scope(driver_, context_);
-    matmul_.reset();
-    dnn_.reset();
+    calls_.reset();
     pool_.reset();
     for (CUdeviceptr w : weights_)
       if (w)
@@ -388,28 +206,9 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
 
   ex->plan_ = &plan;
   ex->sm_ = sm;
-  // Matmul steps run in cuBLASLt where it loads; without it they run on the
-  // host as before, and the description says why.
-  bool hasMatmul = false, hasDnn = false;
-  artifact::forEachStep(plan, [&](const StepInfo &step) {
-    hasMatmul = hasMatmul || step.op == schema::StepOp::MatMul;
-    hasDnn = hasDnn || step.op == schema::StepOp::Conv ||
-             step.op == schema::StepOp::ConvTranspose || step.op == schema::StepOp::Pool;
-  });
-  if (hasMatmul) {
-    absl::StatusOr<std::unique_ptr<MatmulRunner>> runner = MatmulRunner::create();
-    if (runner.ok())
-      ex->matmul_ = std::move(*runner);
-    else
-      ex->matmulUnavailable_ = std::string(runner.status().message());
-  }
-  if (hasDnn) {
-    absl::StatusOr<std::unique_ptr<DnnRunner>> runner = DnnRunner::create();
-    if (runner.ok())
-      ex->dnn_ = std::move(*runner);
-    else
-      ex->dnnUnavailable_ = std::string(runner.status().message());
-  }
+  // Matmul, conv and pool steps run in cuBLASLt and cuDNN where they load;
+  // without them they run on the host, and the description says why.
+  ex->calls_ = LibraryCalls::create(plan);
   // Stretches of device steps (kernels, library calls, views) that a context
   // may replay as one CUDA graph: at least two launches, or no gain.
   // KILN_CUDA_GRAPHS=0 turns graphs off.
@@ -467,222 +266,21 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const Plan &p
 }
 
 std::string CudaExecutor::description() const {
-  std::string text = "cuda on " + device_;
-  if (!matmulUnavailable_.empty())
-    absl::StrAppend(&text, " (matmuls on the host: ", matmulUnavailable_, ")");
-  if (!dnnUnavailable_.empty())
-    absl::StrAppend(&text, " (conv and pool on the host: ", dnnUnavailable_, ")");
-  return text;
+  return absl::StrCat("cuda on ", device_, calls_->unavailable());
 }
 
-namespace {
-/// A library call's element type: false (run the step on the host) when its
-/// operands' dtypes differ.
-bool libraryDtype(ExecutionContext &context, const StepInfo &step, ref::DType &dtype) {
-  const Plan &plan = context.model().plan();
-  dtype = plan.values[step.outputs[0]].dtype;
-  for (int v : step.inputs)
-    if (plan.values[v].dtype != dtype)
-      return false;
-  return true;
-}
-
-/// A library step's result dims: the plan's at this call's symbol values, or,
-/// where the plan leaves a dim unknown (a `?` of a dynamic import), what
-/// `derive` computes from the operands' dims, known by now. False (run the
-/// step on the host, which reports why) when neither gives them.
-template <typename Derive>
-bool libraryResultDims(ExecutionContext &context, int out, ref::Shape &result, Derive derive) {
-  if (artifact::evaluateShapeInto(context.model().plan().values[out], context.symbols, result))
-    return true;
-  std::optional<ref::Shape> derived = derive();
-  if (!derived)
-    return false;
-  result = std::move(*derived);
-  return true;
-}
-
-} // namespace
-
-absl::StatusOr<const char *> CudaExecutor::runDnnStep(ExecutionContext &context, size_t s,
-                                                      const StepInfo &step) const {
-  const HostStep &host = context.model().hostStep(s);
-  if ((!host.conv && !host.convTranspose && !host.pool) || !dnn_)
-    return nullptr;
-  int out = step.outputs[0];
-  DnnCall call;
-  if (!libraryDtype(context, step, call.dtype))
-    return nullptr;
-  const Slot &x = context.values[step.inputs[0]];
-  call.x = x.shape;
-  call.xAddress = x.address;
-  const std::optional<ConvStepParams> &convParams = host.conv ? host.conv : host.convTranspose;
-  if (convParams)
-    call.w = context.values[step.inputs[1]].shape;
-  if (!libraryResultDims(context, out, call.result, [&] {
-        return convParams ? DnnRunner::convResultShape(*convParams, !host.conv, call.x, call.w)
-                          : DnnRunner::poolResultShape(*host.pool, call.x);
-      }))
-    return nullptr;
-  if (const std::optional<ConvStepParams> &conv = convParams) {
-    const Slot &w = context.values[step.inputs[1]];
-    call.wAddress = w.address;
-    if (conv->hasBias)
-      call.biasAddress = context.values[step.inputs[2]].address;
-    if (conv->hasResidual) {
-      const Slot &residual = context.values[step.inputs[conv->hasBias ? 3 : 2]];
-      if (residual.shape != call.result)
-        return nullptr; // the host step reports the mismatch
-      call.residualAddress = residual.address;
-    }
-    if (host.conv ? !DnnRunner::supportsConv(*conv, call)
-                  : !DnnRunner::supportsConvTranspose(*conv, call))
-      return nullptr;
-  } else if (!DnnRunner::supportsPool(*host.pool, call)) {
-    return nullptr;
-  }
-  if (absl::Status st = place(context, out, call.result); !st.ok())
-    return st;
-  call.resultAddress = context.values[out].address;
-  CudaState &state = stateOf(context);
-  // The call's signature, with the workspace as it is after the call (a
-  // dry run's is the workspace as it is: a first run that grows it then
-  // signs what the next run will see, and that run captures).
-  auto sign = [&] {
-    if (state.mode != SegmentMode::Off)
-      state.signCall(s, call.dtype, {&call.x, &call.w, &call.result},
-                     {call.xAddress, call.wAddress, call.biasAddress, call.residualAddress,
-                      call.resultAddress},
-                     host.pool ? 0 : state.workspace.first);
-  };
-  if (state.mode == SegmentMode::Dry) {
-    sign();
-    return "cudnn";
-  }
-  // A convolution's workspace is what its algorithm needs (the fastest
-  // within DnnRunner::kMaxWorkspaceBytes), the context's grown to it, as a
-  // matmul's is.
-  auto workspaceFor = [&](size_t bytes) { return state.workspaceOf(bytes); };
-  absl::Status ran =
-      host.pool   ? dnn_->pool(*host.pool, call, state.stream)
-      : host.conv ? dnn_->conv(*host.conv, call, state.stream, workspaceFor)
-                  : dnn_->convTranspose(*host.convTranspose, call, state.stream, workspaceFor);
-  sign();
-  // What cuDNN refuses (no algorithm within the workspace, a call it does
-  // not support) runs on the host, and the profile says so.
-  if (absl::IsUnimplemented(ran))
-    return refusedByLibrary(context, kCudnnRefused);
-  if (!ran.ok())
-    return ran;
-  return "cudnn";
-}
-
-absl::StatusOr<const char *> CudaExecutor::runOnDevice(ExecutionContext &context, size_t s,
-                                                       const StepInfo &step) const {
-  absl::StatusOr<const char *> ran = runLibraryStep(context, s, step);
+absl::StatusOr<DeviceOutcome> CudaExecutor::runOnDevice(ExecutionContext &context, size_t s,
+                                                        const StepInfo &step) const {
+  absl::StatusOr<DeviceOutcome> ran =
+      calls_->run(*this, context, s, step, context.model().hostStep(s));
   // Inside a segment a step that falls back to the host would read device
   // values back mid-capture: the segment runs step by step instead.
   SegmentMode mode = stateOf(context).mode;
-  if (ran.ok() && !*ran && (mode == SegmentMode::Dry || mode == SegmentMode::Capture)) {
+  if (ran.ok() && !ran->ranAs && (mode == SegmentMode::Dry || mode == SegmentMode::Capture)) {
     stateOf(context).leftDevice = true;
     return absl::AbortedError(kLeavesDevice);
   }
   return ran;
-}
-
-absl::StatusOr<const char *> CudaExecutor::runLibraryStep(ExecutionContext &context, size_t s,
-                                                          const StepInfo &step) const {
-  const HostStep &host = context.model().hostStep(s);
-  if (host.conv || host.convTranspose || host.pool)
-    return runDnnStep(context, s, step);
-  if (host.reshape)
-    return runReshape(context, step);
-  if (!host.matmul || !matmul_)
-    return nullptr;
-  int out = step.outputs[0];
-  MatmulCall call;
-  if (!libraryDtype(context, step, call.dtype))
-    return nullptr;
-  const Slot &a = context.values[step.inputs[0]], &b = context.values[step.inputs[1]];
-  call.a = a.shape;
-  call.b = b.shape;
-  if (!libraryResultDims(context, out, call.result,
-                         [&] { return MatmulRunner::resultShape(*host.matmul, a.shape, b.shape); }))
-    return nullptr;
-  call.aAddress = a.address;
-  call.bAddress = b.address;
-  if (host.matmul->hasBias) {
-    const Slot &bias = context.values[step.inputs[2]];
-    call.bias = bias.shape;
-    call.biasAddress = bias.address;
-  }
-  if (!MatmulRunner::supports(*host.matmul, call))
-    return nullptr;
-  if (absl::Status st = place(context, out, call.result); !st.ok())
-    return st;
-  call.resultAddress = context.values[out].address;
-  CudaState &state = stateOf(context);
-  // Signed with the workspace as the call leaves it (a dry run's as it is),
-  // as a convolution's is.
-  auto sign = [&] {
-    if (state.mode != SegmentMode::Off)
-      state.signCall(s, call.dtype, {&call.a, &call.b, &call.bias, &call.result},
-                     {call.aAddress, call.bAddress, call.biasAddress, call.resultAddress},
-                     state.workspace.first);
-  };
-  if (state.mode == SegmentMode::Dry) {
-    sign();
-    return "cublasLt";
-  }
-  // The algorithm (the heuristic's, told the operands' real alignment) and
-  // the workspace it needs, which the context's grows to. A refusal leaves
-  // the step to the host, and the profile says so.
-  absl::Status ran = matmul_->run(
-      *host.matmul, call, state.stream,
-      [&](size_t bytes) { return state.workspaceOf(bytes); });
-  sign();
-  if (!ran.ok())
-    return absl::IsUnimplemented(ran) ? refusedByLibrary(context, kCublasLtRefused) : ran;
-  return "cublasLt";
-}
-
-absl::StatusOr<const char *> CudaExecutor::runReshape(ExecutionContext &context,
-                                                      const StepInfo &step) const {
-  // The result's dims are the shape operand's values: that small tensor comes
-  // to the host (the one synchronization a size that depends on data needs);
-  // the data never leaves the device. At the top level the result is the
-  // input's bytes (the memory plan keeps them live while it is read, as for
-  // a View); in a body a copy, since a body's results are copied into its
-  // parameters, which an alias could overlap.
-  const Plan &plan = context.model().plan();
-  int in = step.inputs[0], out = step.outputs[0];
-  absl::StatusOr<ref::Tensor> target = hostValue(context, step.inputs[1]);
-  if (!target.ok())
-    return target.status();
-  ref::DType dtype = plan.values[in].dtype;
-  const ref::Shape inputShape = context.values[in].shape;
-  absl::StatusOr<ref::Shape> shape = ref::reshapeResult(
-      inputShape, ref::integerValues(*target),
-      absl::StrCat(ref::info(dtype).name, "[", ref::shapeToString(inputShape), "]"));
-  if (!shape.ok())
-    return shape.status();
-  if (absl::Status st = fitsPlan(context, out, dtype, *shape, "its result"); !st.ok())
-    return st;
-  if (static_cast<size_t>(step.index) < plan.steps.size()) {
-    Slot &view = context.values[out];
-    view.shape = *shape;
-    view.address = context.values[in].address;
-    return "view";
-  }
-  if (absl::Status st = place(context, out, *shape); !st.ok())
-    return st;
-  if (size_t bytes = bytesOf(dtype, *shape))
-    if (CUresult r = driver_->cuMemcpyDtoDAsync(static_cast<CUdeviceptr>(context.values[out].address),
-                                                static_cast<CUdeviceptr>(context.values[in].address),
-                                                bytes, stateOf(context).stream);
-        r != CUDA_SUCCESS)
-      return driverError("cuMemcpyDtoDAsync", r);
-  return "copy";
 }
 
 absl::StatusOr<size_t> CudaExecutor::runSegment(ExecutionContext &context,
@@ -764,7 +362,7 @@ absl::StatusOr<size_t> CudaExecutor::runSegment(ExecutionContext &context,
   return end;
 }
 
-absl::StatusOr<void *> CudaExecutor::allocateDevice(size_t bytes) const {
+absl::StatusOr<void *> CudaExecutor::allocate(size_t bytes) const {
   ContextScope scope(driver_, context_);
   if (!scope.ok)
     return absl::InternalError("cannot make the model's CUDA context current");
@@ -779,7 +377,7 @@ absl::StatusOr<void *> CudaExecutor::allocateDevice(size_t bytes) const {
   return reinterpret_cast<void *>(p);
 }
 
-absl::Status CudaExecutor::freeDevice(void *address) const {
+absl::Status CudaExecutor::free(void *address) const {
   ContextScope scope(driver_, context_);
   if (!scope.ok)
     return absl::InternalError("cannot make the model's CUDA context current");
@@ -898,13 +496,13 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
     return lost;
   const CudaDriver &cu = *driver_;
   const Plan &plan = context.model().plan();
-  if (!context.state) {
-    context.state = std::make_unique<CudaState>(*this, plan.inputs.size());
+  if (!context.backendState<CudaState>()) {
+    context.setBackendState(std::make_unique<CudaState>(*this, plan.inputs.size()));
     // Weights were uploaded at load and stay put: their addresses are set once
     // per context, not per call.
     for (size_t v = 0; v < plan.values.size(); ++v)
       if (plan.values[v].kind == artifact::ValueKind::Weight)
-        context.values[v].address = static_cast<uintptr_t>(weights_[v]);
+        context.value(v).address = static_cast<uintptr_t>(weights_[v]);
   }
   CudaState &state = stateOf(context);
   state.scope = std::make_unique<ContextScope>(driver_, context_);
@@ -932,11 +530,11 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
   }
   state.segments.resize(segments_.size());
   state.mode = SegmentMode::Off;
-  if (absl::Status s = state.ensure(state.arena, context.memory->peakBytes); !s.ok())
+  if (absl::Status s = state.ensure(state.arena, context.memory().peakBytes); !s.ok())
     return s;
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     const TensorRef &in = request.inputs[i];
-    Slot &slot = context.values[plan.inputs[i]];
+    Slot &slot = context.value(plan.inputs[i]);
     slot.shape.assign(in.dims.begin(), in.dims.end());
     if (request.deviceBuffers) {
       slot.address = reinterpret_cast<uintptr_t>(in.data);
@@ -973,9 +571,9 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
 
 absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Shape &shape) const {
   CudaState &state = stateOf(context);
-  Slot &slot = context.values[v];
+  Slot &slot = context.value(v);
   slot.shape.assign(shape.begin(), shape.end());
-  int64_t offset = context.memory->offsets[v];
+  int64_t offset = context.memory().offsets[v];
   if (offset >= 0) {
     slot.address = static_cast<uintptr_t>(state.arena.first) + static_cast<uintptr_t>(offset);
     return absl::OkStatus();
@@ -990,7 +588,7 @@ absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Sh
   // and the stream orders the reuse after their last reader.
   size_t bytes = std::max(bytesOf(dtype, shape), artifact::kSlotAlignment);
   if (state.valueBuffers.size() <= static_cast<size_t>(v))
-    state.valueBuffers.resize(context.values.size(), {0, 0});
+    state.valueBuffers.resize(context.valueCount(), {0, 0});
   std::pair<CUdeviceptr, size_t> &current = state.valueBuffers[v];
   if (current.first && current.second >= bytes) {
     slot.address = static_cast<uintptr_t>(current.first);
@@ -1008,28 +606,28 @@ absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Sh
 absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
   const CudaDriver &cu = *driver_;
   const Plan &plan = context.model().plan();
-  prepareLaunch(context, step);
+  LaunchArgs &launch = prepareLaunch(context, step);
   int64_t items = workItems(context, step);
   int64_t blocks = plan.kernels[step.kernel].blockPerItem
                        ? items
                        : (items + kBlockThreads - 1) / kBlockThreads;
   unsigned grid = static_cast<unsigned>(std::min(std::max<int64_t>(blocks, 1), kMaxBlocks));
-  CUfunction function = functions_.at(context.variant)[step.kernel];
+  CUfunction function = functions_.at(context.variant())[step.kernel];
   CudaState &state = stateOf(context);
   if (state.mode != SegmentMode::Off) {
     // What a graph's kernel node keeps: the code, the grid, every argument.
     state.sign(reinterpret_cast<uint64_t>(function));
     state.sign(grid);
-    for (uintptr_t p : context.pointers)
+    for (uintptr_t p : launch.pointers)
       state.sign(p);
-    for (int64_t v : context.symbolArgs)
+    for (int64_t v : launch.symbols)
       state.sign(static_cast<uint64_t>(v));
-    state.sign(plan.kernels[step.kernel].reportsErrors ? context.errorWordArg : 0);
+    state.sign(plan.kernels[step.kernel].reportsErrors ? launch.errorWord : 0);
     if (state.mode == SegmentMode::Dry)
       return absl::OkStatus();
   }
   CUresult r = cu.cuLaunchKernel(function, grid, 1, 1, kBlockThreads, 1, 1, 0, state.stream,
-                                 context.args.data(), nullptr);
+                                 launch.args.data(), nullptr);
   return r == CUDA_SUCCESS ? absl::OkStatus()
                            : driverError("cuLaunchKernel", r);
 }
@@ -1058,7 +656,7 @@ absl::Status CudaExecutor::readErrorWords(ExecutionContext &context,
 absl::StatusOr<ref::Tensor> CudaExecutor::hostValue(ExecutionContext &context, int v) const {
   const CudaDriver &cu = *driver_;
   CUstream stream = stateOf(context).stream;
-  const Slot &slot = context.values[v];
+  const Slot &slot = context.value(v);
   ref::Tensor t(context.model().plan().values[v].dtype, slot.shape);
   if (t.byteSize())
     if (CUresult r = cu.cuMemcpyDtoHAsync(t.bytes(), static_cast<CUdeviceptr>(slot.address),
@@ -1085,7 +683,7 @@ absl::Status CudaExecutor::store(ExecutionContext &context, int v, ref::Tensor r
   CudaState &state = stateOf(context);
   state.uploads.push_back(std::move(result));
   const ref::Tensor &queued = state.uploads.back();
-  if (CUresult r = cu.cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(context.values[v].address),
+  if (CUresult r = cu.cuMemcpyHtoDAsync(static_cast<CUdeviceptr>(context.value(v).address),
                                         queued.bytes(), queued.byteSize(), stream);
       r != CUDA_SUCCESS)
     return driverError("cuMemcpyHtoDAsync", r);
@@ -1100,7 +698,7 @@ absl::Status CudaExecutor::finish(ExecutionContext &context, const RunRequest &r
   absl::Status status = absl::OkStatus();
   for (size_t i = 0; i < plan.outputs.size() && status.ok(); ++i) {
     int v = plan.outputs[i];
-    const Slot &slot = context.values[v];
+    const Slot &slot = context.value(v);
     ref::DType dtype = plan.values[v].dtype;
     absl::StatusOr<void *> destination = sink(i, dtype, slot.shape);
     if (!destination.ok()) {
@@ -1129,7 +727,7 @@ absl::Status CudaExecutor::finish(ExecutionContext &context, const RunRequest &r
 }
 
 void CudaExecutor::abandon(ExecutionContext &context, const RunRequest &) const {
-  if (!context.state)
+  if (!context.backendState<CudaState>())
     return;
   CudaState &state = stateOf(context);
   if (state.scope && state.scope->ok)

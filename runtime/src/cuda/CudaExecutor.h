@@ -1,12 +1,13 @@
 //===- CudaExecutor.h - a plan on a CUDA device -----------------*- C++ -*-===//
 //
 // Runs an artifact's plan on a CUDA device (device 0 unless asked) through the
-// driver API: kernels from the
-// artifact's cubin for the device's SM (or its PTX, which the driver JIT-compiles
-// for a newer device), weights uploaded once at load, and per context a device
-// arena placed by the memory plan and staging buffers for host inputs. Host
-// steps (library ops until cuBLASLt/cuDNN land, graph breaks) copy their inputs
-// to the host, run there and copy their results back (docs/runtime.md).
+// driver API: kernels from the artifact's cubin for the device's SM (or its
+// PTX, which the driver JIT-compiles for a newer device), weights uploaded once
+// at load, and per context a device arena placed by the memory plan and
+// staging buffers for host inputs (CudaState.h). The executor knows no ops: the
+// host steps a library runs on the device (matmuls, convolutions, pools,
+// reshapes) are LibraryCalls' table; every other host step copies its inputs
+// to the host, runs there and copies its results back (docs/runtime.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,8 +17,6 @@
 #include "BufferPool.h"
 #include "absl/functional/function_ref.h"
 #include "Executor.h"
-#include "cuda/CublasLt.h"
-#include "cuda/Cudnn.h"
 #include "cuda/CudaDriver.h"
 
 
@@ -26,11 +25,13 @@
 
 namespace kiln::rt {
 
+class LibraryCalls;
+
 /// Whether CUDA keeps `r` for the context's life (an asynchronous fault):
 /// every later call in the context fails, until it is reset.
 bool isStickyError(CUresult r);
 
-class CudaExecutor final : public Executor {
+class CudaExecutor final : public Executor, private DeviceMemory {
 public:
   ~CudaExecutor() override;
   CudaExecutor(const CudaExecutor &) = delete;
@@ -45,10 +46,9 @@ public:
   bool isCuda() const override { return true; }
   absl::Status installVariant(int variant, const artifact::VariantInfo &info,
                               absl::Span<const artifact::HostLibraryInfo> libraries) override;
-  absl::StatusOr<void *> allocateDevice(size_t bytes) const override;
-  absl::Status freeDevice(void *address) const override;
-  absl::Status copyToDevice(void *device, const void *host, size_t bytes) const override;
-  absl::Status copyToHost(void *host, const void *device, size_t bytes) const override;
+  /// Its own: allocations and copies in the model's context, the copies on
+  /// the executor's stream after the legacy stream's work.
+  const DeviceMemory *deviceMemory() const override { return this; }
 
 protected:
   absl::Status begin(ExecutionContext &context, const RunRequest &request) const override;
@@ -58,8 +58,8 @@ protected:
   absl::Status store(ExecutionContext &context, int v, ref::Tensor result) const override;
   absl::Status finish(ExecutionContext &context, const RunRequest &request,
                       OutputSink sink) const override;
-  absl::StatusOr<const char *> runOnDevice(ExecutionContext &context, size_t s,
-                                           const StepInfo &step) const override;
+  absl::StatusOr<DeviceOutcome> runOnDevice(ExecutionContext &context, size_t s,
+                                            const StepInfo &step) const override;
   void abandon(ExecutionContext &context, const RunRequest &request) const override;
   uintptr_t errorWords(ExecutionContext &context) const override;
   absl::Status readErrorWords(ExecutionContext &context,
@@ -78,15 +78,11 @@ protected:
 
 private:
   CudaExecutor() = default;
-  /// Matmul, conv and pool steps in cuBLASLt/cuDNN; nullptr for the host.
-  absl::StatusOr<const char *> runLibraryStep(ExecutionContext &context, size_t s,
-                                              const StepInfo &step) const;
-  /// Conv and pool steps in cuDNN (runOnDevice's half for them).
-  absl::StatusOr<const char *> runDnnStep(ExecutionContext &context, size_t s,
-                                          const StepInfo &step) const;
-  /// A reshape to a shape computed at run time: only the shape comes to the
-  /// host; the data is copied on the device ("copy").
-  absl::StatusOr<const char *> runReshape(ExecutionContext &context, const StepInfo &step) const;
+  // DeviceMemory
+  absl::StatusOr<void *> allocate(size_t bytes) const override;
+  absl::Status free(void *address) const override;
+  absl::Status copyToDevice(void *device, const void *host, size_t bytes) const override;
+  absl::Status copyToHost(void *host, const void *device, size_t bytes) const override;
   /// Runs `copy` (a driver copy on the legacy default stream) in the model's
   /// context and waits for it; `call` names it in errors.
   absl::Status copySynchronously(const char *call, absl::FunctionRef<CUresult()> copy) const;
@@ -120,14 +116,9 @@ private:
   std::vector<CUdeviceptr> weights_;  ///< per value; 0 unless a weight
   /// Device buffers of data-dependent results, reused across calls.
   std::unique_ptr<BufferPool<CUdeviceptr>> pool_;
-  /// Matmul steps in cuBLASLt; null (matmuls on the host) when the library
-  /// is missing, which `matmulUnavailable_` says.
-  std::unique_ptr<MatmulRunner> matmul_;
-  std::string matmulUnavailable_;
-  /// Conv and pool steps in cuDNN; null (on the host) without it, which
-  /// `dnnUnavailable_` says.
-  std::unique_ptr<DnnRunner> dnn_;
-  std::string dnnUnavailable_;
+  /// The host steps this device runs in a library (cuBLASLt, cuDNN) or by a
+  /// device copy: the one place the executor's op knowledge lives.
+  std::unique_ptr<LibraryCalls> calls_;
   /// Top-level stretches [first, end) of device steps a context may replay
   /// as one graph, and per top-level step the segment it starts (-1 none);
   /// empty when KILN_CUDA_GRAPHS=0.
@@ -135,6 +126,9 @@ private:
   std::vector<int> segmentAt_;
 
   friend class CudaState;
+  /// A library call places its result, reads a shape operand and copies on
+  /// the device through the executor, like a step of the loop.
+  friend class LibraryCalls;
 };
 
 } // namespace kiln::rt

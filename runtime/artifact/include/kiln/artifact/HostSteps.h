@@ -51,6 +51,11 @@ struct ConvStepParams {
   bool hasResidual = false;
 };
 
+/// What a device backend may run a host step as instead of its host
+/// function: the key of a backend's table of library calls (the CUDA
+/// executor's LibraryCalls).
+enum class DeviceCall { none, matmul, conv, convTranspose, pool, reshape };
+
 struct HostStep {
   HostStepFn run;
   /// Set for MatMul steps.
@@ -61,6 +66,16 @@ struct HostStep {
   /// A Reshape step: a device backend reads only its shape operand (the
   /// result's dims depend on those values) and copies the data on the device.
   bool reshape = false;
+
+  /// Which of the parameters above is set (at most one is).
+  DeviceCall deviceCall() const {
+    return matmul          ? DeviceCall::matmul
+           : conv          ? DeviceCall::conv
+           : convTranspose ? DeviceCall::convTranspose
+           : pool          ? DeviceCall::pool
+           : reshape       ? DeviceCall::reshape
+                           : DeviceCall::none;
+  }
 };
 
 /// Decodes step number `index`, `step` (a StepKind::Host step); an error names
