@@ -50,9 +50,11 @@ bool KernelEmitter::index32Candidate(Schedule schedule, SmallVectorImpl<DimExpr>
     return true;
   };
   kernel.getBody().walk([&](Operation *op) {
-    if (!isa<YieldOp, ConstantOp, SymbolicConstantOp, CompareOp, SelectOp, CastOp, BroadcastToOp,
-             ReshapeOp, TransposeOp, SliceOp, ConcatOp, PadOp>(op) &&
-        !op->hasTrait<OpTrait::Elementwise>())
+    // Ops that place elements by index arithmetic alone, and the values
+    // (constants) and terminator between them.
+    ElementAccess access = elementAccessOf(op);
+    if (!isa<YieldOp, ConstantOp, SymbolicConstantOp>(op) && access != ElementAccess::broadcast &&
+        access != ElementAccess::moved)
       ok = false;
     // Shape operands (i64 constants) are compile-time values, not data; an
     // i64 data constant shows in the result of the op that reads it.
@@ -76,8 +78,8 @@ static std::vector<std::pair<int, DimExpr>> boundedReads(KernelOp kernel) {
     bool bounded = !arg.use_empty();
     for (OpOperand &use : arg.getUses()) {
       Operation *op = use.getOwner();
-      bool oneReadPerElement = use.getOperandNumber() == 0 &&
-                               isa<GatherOp, GatherElementsOp, GatherNDOp, SliceOp, PadOp>(op);
+      auto facts = dyn_cast<KernelFacts>(op);
+      bool oneReadPerElement = use.getOperandNumber() == 0 && facts && facts.boundsReadsOfInput();
       if (!oneReadPerElement) {
         bounded = false;
         break;

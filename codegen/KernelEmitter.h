@@ -526,6 +526,12 @@ private:
 /// innermost dim (one scalar for the whole vector).
 enum PointwiseRead { kReadSame, kReadContiguous, kReadBroadcast };
 
+/// `op`'s KernelFacts::elementAccess; `computed` for an op without the facts.
+inline ElementAccess elementAccessOf(Operation *op) {
+  auto facts = dyn_cast<KernelFacts>(op);
+  return facts ? facts.elementAccess() : ElementAccess::computed;
+}
+
 /// How a kernel whose ops broadcast by numpy rules reads its inputs along the
 /// innermost dim `inner` of what it computes (SchedulePointwise.cpp).
 std::optional<std::map<unsigned, int>> innermostReads(KernelOp kernel, int64_t inner,

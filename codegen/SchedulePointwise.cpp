@@ -4,8 +4,8 @@
 
 namespace kiln::codegen {
 
-/// How a kernel whose ops broadcast by numpy rules (elementwise ops, compare,
-/// select, cast, broadcast_to, splat constants; and `except`, a row op whose
+/// How a kernel whose ops broadcast by numpy rules (ElementAccess::broadcast:
+/// elementwise ops, broadcast_to; constants; and `except`, a row op whose
 /// row runs along the same innermost dim) reads its inputs along the
 /// innermost dim `inner` of what it computes, which trailing alignment maps
 /// every input's innermost dim onto: kReadBroadcast where that dim is 1,
@@ -15,9 +15,8 @@ std::optional<std::map<unsigned, int>> innermostReads(KernelOp kernel, int64_t i
                                                       Operation *except) {
   Block &body = kernel.getBody().front();
   for (Operation &op : body.without_terminator())
-    if (&op != except &&
-        !isa<ConstantOp, SymbolicConstantOp, CompareOp, SelectOp, CastOp, BroadcastToOp>(op) &&
-        !op.hasTrait<OpTrait::Elementwise>())
+    if (&op != except && !isa<ConstantOp, SymbolicConstantOp>(op) &&
+        elementAccessOf(&op) != ElementAccess::broadcast)
       return std::nullopt;
   std::map<unsigned, int> reads;
   for (BlockArgument arg : body.getArguments()) {

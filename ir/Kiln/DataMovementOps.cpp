@@ -749,6 +749,25 @@ constexpr const char *kRunTimeShapeOperands =
     "its shape operands (sizes, starts, pads) are computed at run time";
 } // namespace
 
+// Where each result element reads: its own position (broadcast_to), one
+// computed from shapes and constants (the movers), or one an index gives (the
+// gathers). Slices, pads and gathers read at most one element of their input
+// per result element.
+ElementAccess BroadcastToOp::elementAccess() { return ElementAccess::broadcast; }
+ElementAccess ReshapeOp::elementAccess() { return ElementAccess::moved; }
+ElementAccess TransposeOp::elementAccess() { return ElementAccess::moved; }
+ElementAccess SliceOp::elementAccess() { return ElementAccess::moved; }
+ElementAccess ConcatOp::elementAccess() { return ElementAccess::moved; }
+ElementAccess PadOp::elementAccess() { return ElementAccess::moved; }
+ElementAccess GatherOp::elementAccess() { return ElementAccess::gathered; }
+ElementAccess GatherElementsOp::elementAccess() { return ElementAccess::gathered; }
+ElementAccess GatherNDOp::elementAccess() { return ElementAccess::gathered; }
+bool SliceOp::boundsReadsOfInput() { return true; }
+bool PadOp::boundsReadsOfInput() { return true; }
+bool GatherOp::boundsReadsOfInput() { return true; }
+bool GatherElementsOp::boundsReadsOfInput() { return true; }
+bool GatherNDOp::boundsReadsOfInput() { return true; }
+
 // Codegen reads the target shape at compile time: as numbers or symbols.
 bool BroadcastToOp::isInlinable() { return isCompileTimeValue(getShape()); }
 SmallVector<Value> BroadcastToOp::kernelDataOperands() { return {getInput()}; }

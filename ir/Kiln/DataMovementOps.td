@@ -11,7 +11,7 @@
 include "ir/Kiln/KilnAttrs.td"
 
 def Kiln_ReshapeOp : Kiln_Op<"reshape", [
-    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow"]>]> {
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow", "elementAccess"]>]> {
   let summary = "reinterprets a tensor's elements with a new shape";
   let description = [{
     `shape` lists the result dims, each non-negative except at most one `-1`, which
@@ -31,7 +31,7 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [
 }
 
 def Kiln_TransposeOp : Kiln_Op<"transpose", [
-    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow", "elementAccess"]>]> {
   let summary = "permutes the dims of a tensor";
   let description = [{
     Result dim `i` is input dim `permutation[i]`.
@@ -46,7 +46,7 @@ def Kiln_TransposeOp : Kiln_Op<"transpose", [
 }
 
 def Kiln_BroadcastToOp : Kiln_Op<"broadcast_to", [
-    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow"]>]> {
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow", "elementAccess"]>]> {
   let summary = "broadcasts a tensor against a shape (ONNX Expand)";
   let description = [{
     The result shape is the numpy broadcast of the input's shape and `shape`, so a
@@ -63,7 +63,7 @@ def Kiln_BroadcastToOp : Kiln_Op<"broadcast_to", [
 }
 
 def Kiln_ConcatOp : Kiln_Op<"concat", [
-    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow", "elementAccess"]>]> {
   let summary = "joins tensors along an axis";
   let description = [{
     All inputs have one rank and element type and agree on every dim but `axis`;
@@ -79,7 +79,7 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [
 }
 
 def Kiln_SliceOp : Kiln_Op<"slice", [
-    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow"]>]> {
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow", "elementAccess", "boundsReadsOfInput"]>]> {
   let summary = "a strided window of a tensor (ONNX Slice over every axis)";
   let description = [{
     `starts`, `ends` and `steps` hold one entry per input dim, with ONNX Slice
@@ -99,7 +99,7 @@ def Kiln_SliceOp : Kiln_Op<"slice", [
 }
 
 def Kiln_GatherOp : Kiln_Op<"gather", [
-    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow", "elementAccess", "boundsReadsOfInput"]>]> {
   let summary = "selects slices along an axis by index (ONNX Gather)";
   let description = [{
     The result shape is `data.shape[:axis] + indices.shape + data.shape[axis+1:]`.
@@ -115,7 +115,7 @@ def Kiln_GatherOp : Kiln_Op<"gather", [
 }
 
 def Kiln_PadOp : Kiln_Op<"pad", [
-    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow"]>]> {
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal", "runsNarrow", "elementAccess", "boundsReadsOfInput"]>]> {
   let summary = "pads a tensor at both ends of every dim";
   let description = [{
     `pads` holds `[begin_0, ..., begin_r-1, end_0, ..., end_r-1 ]` (ONNX order);
@@ -133,7 +133,7 @@ def Kiln_PadOp : Kiln_Op<"pad", [
 }
 
 def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [
-    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow", "elementAccess", "boundsReadsOfInput"]>]> {
   let summary = "picks elements along an axis by per-element index (ONNX GatherElements)";
   let description = [{
     `out[i][j][k] = data[index[i][j][k]][j][k]` for `axis = 0`, and likewise on the
@@ -166,7 +166,7 @@ def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements", [
 }
 
 def Kiln_GatherNDOp : Kiln_Op<"gather_nd", [
-    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow"]>]> {
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "runsNarrow", "elementAccess", "boundsReadsOfInput"]>]> {
   let summary = "picks slices by index tuples (ONNX GatherND)";
   let description = [{
     The last dim of `indices` (static, `q`) indexes the first `q` dims of `data`

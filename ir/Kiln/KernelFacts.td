@@ -1,7 +1,7 @@
 //===- KernelFacts.td - what codegen and the passes know of an op -*- tablegen -*-===//
 //
-// The facts kiln-form-kernels and kiln-lower-precision ask of an op, stated on
-// the op (beside its definition) rather than in lists in the passes. An op
+// The facts kiln-form-kernels, kiln-lower-precision and codegen ask of an op,
+// stated on the op (beside its definition) rather than in lists in the passes. An op
 // without the interface is never part of a generated kernel and keeps fp32.
 //
 //===----------------------------------------------------------------------===//
@@ -64,6 +64,23 @@ def Kiln_KernelFacts : OpInterface<"KernelFacts"> {
         positions and scales) have their narrow operands cast back first.
       }], "bool", "runsNarrow", (ins), "",
       "return ConcreteOp::template hasTrait<::kiln::OpTrait::Elementwise>();">,
+    InterfaceMethod<[{
+        How each result element finds the operand elements it reads
+        (`::kiln::ElementAccess`, KernelTypes.h). Codegen narrows the index
+        arithmetic of kernels made only of `broadcast` and `moved` ops to 32
+        bits, and reads the inputs of kernels made only of `broadcast` ops as
+        vectors along the innermost dim.
+      }], "::kiln::ElementAccess", "elementAccess", (ins), "",
+      "return ConcreteOp::template hasTrait<::kiln::OpTrait::Elementwise>()"
+      " ? ::kiln::ElementAccess::broadcast : ::kiln::ElementAccess::computed;">,
+    InterfaceMethod<[{
+        Whether each result element reads at most one element of operand 0,
+        while the result may be smaller than that operand (slices, pads,
+        gathers): a launch then reads no more of it than the result has
+        elements, which is what the roofline counts (StepWork) when that is
+        less than the operand's size.
+      }], "bool", "boundsReadsOfInput", (ins), "",
+      "return false;">,
   ];
 }
 

@@ -15,6 +15,22 @@ constexpr int64_t kMaxDetRows = 16;
 /// (non_zero, compress, unique, non_max_suppression: kernelRefusal).
 constexpr const char *kDataDependentSizeRefusal = "its result size depends on the data";
 
+/// How each element of an op's result finds the operand elements it reads
+/// (KernelFacts::elementAccess), which codegen's index arithmetic and vector
+/// paths depend on.
+enum class ElementAccess {
+  /// At its own position under numpy broadcasting (elementwise ops,
+  /// broadcast_to).
+  broadcast,
+  /// At a position computed from the shapes and compile-time operands alone
+  /// (reshape, transpose, slice, concat, pad).
+  moved,
+  /// At a position read from an index operand (the gathers).
+  gathered,
+  /// Otherwise: reductions, rows, scans, scatters, ...
+  computed,
+};
+
 /// Element types the generated kernels compute with (fusion and the rewrites
 /// that feed it ask the same question).
 inline bool isKernelElementType(mlir::Type t) {

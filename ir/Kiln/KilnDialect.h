@@ -72,6 +72,7 @@ Precision precisionOf(mlir::Operation *func);
 } // namespace kiln
 
 /// What codegen and the passes know of an op (KernelFacts.td).
+#include "ir/Kiln/KernelTypes.h"
 #include "ir/Kiln/KernelFacts.h.inc"
 
 #define GET_ATTRDEF_CLASSES
