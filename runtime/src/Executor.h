@@ -112,7 +112,7 @@ struct LaunchArgs {
 
 /// Per thread or stream: see the file comment. Not for two threads at once.
 /// Its state is read and changed through methods; the step loop's own scratch
-/// (launch arguments, profile kinds) is the Executor's.
+/// (launch arguments, profile kinds) is private to the Executor's loop.
 class ExecutionContext {
 public:
   explicit ExecutionContext(const Model &model);
@@ -169,8 +169,10 @@ private:
   LaunchArgs launch_;
   ref::Shape scratchShape_;
   std::vector<int32_t> errorCodes_;
-  /// What ran each step of the last run, for profiles: "kernel", "cublasLt",
-  /// "host" (a host step on the reference kernels), "shape" (a shape step).
+  /// What ran each step of the last run, for profiles: "kernel", a library
+  /// call's kind ("cublasLt", "cudnn", "copy", "view"), "host" (a host step on
+  /// the reference kernels; "host:cublasLt-refused" where a library refused
+  /// it), "shape" (a shape step), "sync", "control".
   std::vector<const char *> stepKinds_;
   /// For profiles: what ran each nested step (StepInfo::index) in the last
   /// run, null for those that did not run.
@@ -250,7 +252,7 @@ protected:
   virtual absl::Status finish(ExecutionContext &context, const RunRequest &request,
                               OutputSink sink) const = 0;
   /// Runs host-kind step `s` on the device when the backend has a library call
-  /// for it (cuBLASLt for matmuls), or leaves it to the host.
+  /// for it (the CUDA backend's LibraryCalls), or leaves it to the host.
   virtual absl::StatusOr<DeviceOutcome> runOnDevice(ExecutionContext &context, size_t s,
                                                     const StepInfo &step) const {
     return DeviceOutcome::onHost();

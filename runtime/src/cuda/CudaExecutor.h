@@ -83,8 +83,9 @@ private:
   absl::Status free(void *address) const override;
   absl::Status copyToDevice(void *device, const void *host, size_t bytes) const override;
   absl::Status copyToHost(void *host, const void *device, size_t bytes) const override;
-  /// Runs `copy` (a driver copy on the legacy default stream) in the model's
-  /// context and waits for it; `call` names it in errors.
+  /// Runs `copy` (a driver copy on `transfer_`, ordered after the legacy
+  /// stream's work by an event) in the model's context and waits for it;
+  /// `call` names it in errors.
   absl::Status copySynchronously(const char *call, absl::FunctionRef<CUresult()> copy) const;
   /// The error a failed driver call returns: UNAVAILABLE, and the executor
   /// marked lost, for the errors CUDA makes sticky (an illegal address, a

@@ -87,7 +87,6 @@ public:
       cu.cuStreamDestroy(ownStream);
   }
 
-  /// `buffer` grown to hold `bytes`.
   /// The library workspace grown to `bytes` (a call's algorithm's need):
   /// its address and size (WorkspaceFn).
   absl::StatusOr<std::pair<uintptr_t, size_t>> workspaceOf(size_t bytes) {
@@ -96,6 +95,7 @@ public:
         return st;
     return std::make_pair(static_cast<uintptr_t>(workspace.first), workspace.second);
   }
+  /// `buffer` grown to hold `bytes`.
   absl::Status ensure(std::pair<CUdeviceptr, size_t> &buffer, size_t bytes) {
     bytes = std::max(bytes, artifact::kSlotAlignment);
     if (buffer.second >= bytes)

@@ -52,12 +52,13 @@ private:
   absl::StatusOr<DeviceOutcome> dnn(const Site &site) const;
   absl::StatusOr<DeviceOutcome> reshape(const Site &site) const;
 
-  /// Null when the library is missing (`matmulUnavailable_` says why) or
-  /// the plan does not use it.
-  std::unique_ptr<MatmulRunner> matmul_;
-  std::string matmulUnavailable_;
+  /// Null when the library is missing (`dnnUnavailable_` says why) or the
+  /// plan does not use it. (Declared cuDNN first: members go in reverse, so
+  /// cuBLASLt's handle is released first, as it always was.)
   std::unique_ptr<DnnRunner> dnn_;
   std::string dnnUnavailable_;
+  std::unique_ptr<MatmulRunner> matmul_;
+  std::string matmulUnavailable_;
 };
 
 } // namespace kiln::rt
