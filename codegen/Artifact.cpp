@@ -215,10 +215,31 @@ LogicalResult ArtifactWriter::finish(const std::vector<flatbuffers::Offset<fb::K
     symbolOffsets.push_back(builder.CreateString(s));
 
   bool external = !options.weightsFile.empty();
-  if (external) {
+  uint64_t externalChecksum = 0;
+  if (external && options.deferWeights) {
+    // The weights file streams from the module's constants as it is written
+    // (writeWeightsFile); its checksum reads them once now, the same way.
+    auto places = std::make_shared<std::vector<WeightPlace>>(std::move(weightPlaces));
+    size_t total = weightBytes;
+    result.deferredWeightsFileBytes = total;
+    result.deferredWeightsFile = [places, total](llvm::function_ref<void(ArrayRef<char>)> emit) {
+      return forEachWeightPiece(*places, total, emit);
+    };
+    bool readable = true;
+    externalChecksum = artifact::artifactChecksumOfPieces(total, [&](const auto &update) {
+      readable = succeeded(result.deferredWeightsFile([&](ArrayRef<char> piece) {
+        update(reinterpret_cast<const uint8_t *>(piece.data()), piece.size());
+      }));
+    });
+    if (!readable)
+      return failure();
+  } else if (external) {
     result.weights.assign(weightBytes, '\0');
     if (failed(writeWeights(MutableArrayRef<char>(result.weights.data(), weightBytes))))
       return failure();
+    externalChecksum = artifact::artifactChecksum(
+        reinterpret_cast<const uint8_t *>(result.weights.data()), result.weights.size(),
+        result.weights.size());
   }
   // Everything the root table points at, before the weights: once they are in
   // the buffer nothing else grows it (a growth copies the whole buffer).
@@ -237,10 +258,6 @@ LogicalResult ArtifactWriter::finish(const std::vector<flatbuffers::Offset<fb::K
   auto predicateVector = builder.CreateVector(predicates);
   auto variantVector = builder.CreateVector(variants);
   auto externalName = external ? builder.CreateString(options.weightsFile) : 0;
-  uint64_t externalChecksum =
-      external ? artifact::artifactChecksum(reinterpret_cast<const uint8_t *>(result.weights.data()),
-                                            result.weights.size(), result.weights.size())
-               : 0;
   // The embedded weights' room, left unwritten until the buffer is copied out
   // (untouched pages are not resident): the weights are in memory at most
   // twice, the IR's and the artifact's, and once when deferred. Its place
@@ -327,6 +344,15 @@ LogicalResult forEachArtifactPiece(const CompiledArtifact &artifact,
     return failure();
   emit(ArrayRef<char>(artifact.tail.data(), artifact.tail.size()));
   return success();
+}
+
+LogicalResult writeWeightsFile(const CompiledArtifact &artifact, llvm::raw_ostream &os) {
+  if (!artifact.deferredWeightsFile) {
+    os.write(artifact.weights.data(), artifact.weights.size());
+    return success();
+  }
+  return artifact.deferredWeightsFile(
+      [&](ArrayRef<char> piece) { os.write(piece.data(), piece.size()); });
 }
 
 LogicalResult writeArtifact(const CompiledArtifact &artifact, llvm::raw_ostream &os) {

@@ -64,9 +64,11 @@ struct ArtifactOptions {
   /// When set, the weights go to CompiledArtifact::weights instead of the
   /// artifact, which names this file (to lie beside it) and records its checksum.
   std::string weightsFile;
-  /// Leave the embedded weights out of CompiledArtifact::bytes: writeArtifact
-  /// copies them from the module's constants as it writes, so a compile holds
-  /// them once (the IR's), not twice. The module must outlive the result.
+  /// Leave the weights out of CompiledArtifact::bytes (embedded) or
+  /// CompiledArtifact::weights (a weights file): writeArtifact and
+  /// writeWeightsFile copy them from the module's constants as they write, so
+  /// a compile holds them once (the IR's), not twice. The module must outlive
+  /// the result.
   bool deferWeights = false;
 };
 
@@ -84,8 +86,14 @@ struct CompiledArtifact {
   size_t size() const {
     return deferredWeights ? head.size() + deferredWeightBytes + tail.size() : bytes.size();
   }
-  /// The weights file's contents (ArtifactOptions::weightsFile), else empty.
+  /// The weights file's contents (ArtifactOptions::weightsFile), else empty;
+  /// empty too when they are deferred: then `deferredWeightsFile` gives them
+  /// in pieces (`deferredWeightsFileBytes` in all), as writeWeightsFile writes
+  /// them.
   std::string weights;
+  size_t deferredWeightsFileBytes = 0;
+  std::function<mlir::LogicalResult(llvm::function_ref<void(llvm::ArrayRef<char>)>)>
+      deferredWeightsFile;
   /// kernels, library calls and fusion groups (kiln-compile's --report adds the
   /// memory plan and stage times).
   llvm::json::Object report;
@@ -101,6 +109,10 @@ mlir::FailureOr<CompiledArtifact> buildArtifact(mlir::func::FuncOp func,
 /// diagnostic at the constant, when one cannot be read.
 mlir::LogicalResult forEachArtifactPiece(const CompiledArtifact &artifact,
                                          llvm::function_ref<void(llvm::ArrayRef<char>)> emit);
+
+/// Writes the weights file of `artifact` (ArtifactOptions::weightsFile) to
+/// `os`, its deferred weights read from the module's constants.
+mlir::LogicalResult writeWeightsFile(const CompiledArtifact &artifact, llvm::raw_ostream &os);
 
 /// Writes `artifact` to `os` (forEachArtifactPiece).
 mlir::LogicalResult writeArtifact(const CompiledArtifact &artifact, llvm::raw_ostream &os);

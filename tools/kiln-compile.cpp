@@ -27,6 +27,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileSystem.h"
@@ -301,9 +302,10 @@ int main(int argc, char **argv) {
   sys::path::replace_extension(weightsPath, ".weights");
   if (weightsFile)
     options.weightsFile = sys::path::filename(weightsPath).str();
-  // A .kiln gets its weights straight from the module's constants as it is
-  // written (a .so links the written artifact into itself and removes it).
-  options.deferWeights = ext == ".kiln";
+  // The weights go straight from the module's constants into the file as it
+  // is written (the .kiln, the temporary artifact a .so links into itself, or
+  // the weights file): a compile holds them once, the IR's.
+  options.deferWeights = true;
 
   std::vector<kiln::SymbolRange> ranges;
   for (const std::string &spec : dynamicRanges) {
@@ -499,18 +501,19 @@ int main(int argc, char **argv) {
   // The weights first: an artifact never names weights not yet in place (and a
   // reader that meets the new artifact with old weights is refused by their
   // checksum, never run).
-  if ((weightsFile && !write(weightsPath, [&](raw_ostream &os) {
-         os << artifact->weights;
-         return success();
-       })) ||
+  if ((weightsFile && !write(weightsPath,
+                             [&](raw_ostream &os) { return kiln::writeWeightsFile(*artifact, os); })) ||
       !write(artifactPath,
              [&](raw_ostream &os) { return kiln::writeArtifact(*artifact, os); }))
     return 1;
+  // A .so's artifact is a temporary, kept until the report has read it back.
+  llvm::scope_exit removeTemporary([&] {
+    if (ext == ".so")
+      sys::fs::remove(artifactPath);
+  });
   if (ext == ".so") {
     std::string name = cName.empty() ? identifierFrom(outputPath) : cName.getValue();
-    LogicalResult linked = writeSharedObject(artifactPath, outputPath, name, argv[0]);
-    sys::fs::remove(artifactPath);
-    if (failed(linked))
+    if (failed(writeSharedObject(artifactPath, outputPath, name, argv[0])))
       return 1;
   }
   double writeMs = msSince(start);
@@ -531,24 +534,38 @@ int main(int argc, char **argv) {
       (*peaks)["graph_pipeline"] = pipelinePeakMb;
       (*peaks)["write"] = writePeakMb;
     }
+    // The file at `path` as written, mapped; null (after an error) when it
+    // does not read.
+    auto readBack = [&](StringRef path) -> std::unique_ptr<MemoryBuffer> {
+      ErrorOr<std::unique_ptr<MemoryBuffer>> file =
+          MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+      if (!file) {
+        fail("cannot read back " + path + ": " + file.getError().message());
+        return nullptr;
+      }
+      return std::move(*file);
+    };
     // The memory plan the runtime will use, under the given symbol values,
     // read back from the file when the weights went straight to it.
     std::unique_ptr<MemoryBuffer> written;
     if (artifact->deferredWeights) {
-      ErrorOr<std::unique_ptr<MemoryBuffer>> file =
-          MemoryBuffer::getFile(artifactPath, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-      if (!file)
-        return fail("cannot read back " + artifactPath + ": " + file.getError().message());
-      written = std::move(*file);
+      if (!(written = readBack(artifactPath)))
+        return 1;
       artifact->bytes.clear();
     }
     StringRef artifactBytes = written ? written->getBuffer() : StringRef(artifact->bytes);
     auto *bytes = reinterpret_cast<const uint8_t *>(artifactBytes.data());
     // With --weights-file the weights are not in the artifact: read them from
-    // memory, as the runtime would from the file beside it.
+    // the file beside it, as the runtime would (or from memory, when they
+    // were not deferred).
+    std::unique_ptr<MemoryBuffer> writtenWeights;
+    if (artifact->deferredWeightsFile && !(writtenWeights = readBack(weightsPath)))
+      return 1;
+    StringRef weightBytes =
+        writtenWeights ? writtenWeights->getBuffer() : StringRef(artifact->weights);
     auto weights = [&](const std::string &) -> absl::StatusOr<std::pair<const uint8_t *, size_t>> {
-      return std::make_pair(reinterpret_cast<const uint8_t *>(artifact->weights.data()),
-                            artifact->weights.size());
+      return std::make_pair(reinterpret_cast<const uint8_t *>(weightBytes.data()),
+                            weightBytes.size());
     };
     absl::StatusOr<kiln::artifact::Plan> plan =
         kiln::artifact::readArtifact(bytes, artifactBytes.size(), weights);

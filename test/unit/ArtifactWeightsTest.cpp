@@ -1,6 +1,7 @@
-// How weights travel from the IR into an artifact: an artifact whose weights
-// are deferred (ArtifactOptions::deferWeights, what kiln-compile writes) has
-// the same bytes and checksum as one built whole, and the constants' storage
+// How weights travel from the IR into an artifact: an artifact (or weights
+// file) whose weights are deferred (ArtifactOptions::deferWeights, what
+// kiln-compile writes) has the same bytes and checksum as one built whole, and
+// the constants' storage
 // copied without a reference tensor in between (elementsView) is what the
 // reference tensor holds, for every kind of constant a model imports.
 
@@ -68,11 +69,13 @@ protected:
 
   /// The model's artifact: sources only (nothing for NVRTC or a host compiler
   /// to build), its weights deferred or not.
-  static mlir::FailureOr<CompiledArtifact> compile(mlir::ModuleOp module, bool defer) {
+  static mlir::FailureOr<CompiledArtifact> compile(mlir::ModuleOp module, bool defer,
+                                                   std::string weightsFile = "") {
     ArtifactOptions options;
     options.cubinArchs = {};
     options.hostLibrary = false;
     options.deferWeights = defer;
+    options.weightsFile = std::move(weightsFile);
     return compileToArtifact(module, options);
   }
 
@@ -106,6 +109,45 @@ TEST_F(ArtifactWeights, DeferredWeightsWriteTheSameArtifact) {
   EXPECT_FALSE(artifact::readArtifact(reinterpret_cast<const uint8_t *>(damaged.data()),
                                       damaged.size())
                    .ok());
+}
+
+// kiln-compile --weights-file: the weights file streams from the constants as
+// it is written, and is the file a whole build writes, under the checksum the
+// artifact records.
+TEST_F(ArtifactWeights, DeferredWeightsFileIsTheSameFile) {
+  mlir::OwningOpRef<mlir::ModuleOp> whole = parse(), deferred = parse();
+  ASSERT_TRUE(whole && deferred);
+  mlir::FailureOr<CompiledArtifact> a = compile(*whole, false, "m.weights"),
+                                    b = compile(*deferred, true, "m.weights");
+  ASSERT_TRUE(mlir::succeeded(a) && mlir::succeeded(b));
+  ASSERT_FALSE(a->deferredWeightsFile);
+  ASSERT_TRUE(b->deferredWeightsFile);
+  EXPECT_TRUE(b->weights.empty()) << "deferred weights must not be held";
+  EXPECT_EQ(b->deferredWeightsFileBytes, a->weights.size());
+  EXPECT_GT(a->weights.size(), 0u);
+
+  std::string written;
+  llvm::raw_string_ostream os(written);
+  ASSERT_TRUE(mlir::succeeded(writeWeightsFile(*b, os)));
+  os.flush();
+  EXPECT_TRUE(written == a->weights) << "deferred and whole weights files differ";
+  EXPECT_TRUE(b->bytes == a->bytes) << "the artifacts beside them differ";
+
+  // The artifact's record of the file (its checksum) accepts it and refuses
+  // a damaged copy.
+  auto readWith = [&](const std::string &weights) {
+    return artifact::readArtifact(
+        reinterpret_cast<const uint8_t *>(b->bytes.data()), b->bytes.size(),
+        [&](const std::string &) -> absl::StatusOr<std::pair<const uint8_t *, size_t>> {
+          return std::make_pair(reinterpret_cast<const uint8_t *>(weights.data()),
+                                weights.size());
+        });
+  };
+  absl::StatusOr<artifact::Plan> plan = readWith(written);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  std::string damaged = written;
+  damaged[1] ^= 1;
+  EXPECT_FALSE(readWith(damaged).ok());
 }
 
 TEST_F(ArtifactWeights, ConstantStorageCopiedAsIsIsTheReferenceTensor) {
