@@ -1,8 +1,11 @@
-# cmake -DINPUT=ElementwiseOps.def -DOUTPUT=kiln_ops.fbs -P OpTableSchema.cmake
+# cmake -DINPUT=ElementwiseOps.def -DENUMS=OpEnums.def -DOUTPUT=kiln_ops.fbs
+#       -P OpTableSchema.cmake
 # Writes the artifact schema's UnaryFn and BinaryFn enums from the op table's rows
 # (runtime/ops/include/kiln/ops/ElementwiseOps.def), each function with the number
-# its row gives: the table is the one list, and the schema keeps its written-out
-# numbers. kiln_artifact.fbs includes the result.
+# its row gives, and the enums of ops' attributes from OpEnums.def likewise: the
+# tables are the one list, and the schema keeps their written-out numbers.
+# kiln_artifact.fbs includes the result.
+include(${CMAKE_CURRENT_LIST_DIR}/OpEnumRows.cmake)
 file(STRINGS "${INPUT}" rows REGEX "^KILN_(UNARY|BINARY)\\(")
 set(unary "")
 set(binary "")
@@ -18,9 +21,22 @@ foreach(row IN LISTS rows)
 endforeach()
 list(JOIN unary ",\n" unary)
 list(JOIN binary ",\n" binary)
+kiln_read_op_enums("${ENUMS}")
+set(enums "")
+foreach(enum IN LISTS KILN_ENUMS)
+  set(cases "")
+  foreach(c IN LISTS KILN_ENUM_${enum}_CASES)
+    string(REPLACE "," ";" c "${c}")
+    list(GET c 1 name)
+    list(GET c 2 number)
+    list(APPEND cases "  ${name} = ${number}")
+  endforeach()
+  list(JOIN cases ",\n" cases)
+  string(APPEND enums "\n/// ${KILN_ENUM_${enum}_SUMMARY}\nenum ${enum} : ubyte {\n${cases}\n}\n")
+endforeach()
 file(WRITE "${OUTPUT}.tmp"
-"// Generated from kiln/ops/ElementwiseOps.def by cmake/OpTableSchema.cmake:
-// edit the table's rows, not this file.
+"// Generated from kiln/ops/ElementwiseOps.def and OpEnums.def by
+// cmake/OpTableSchema.cmake: edit the tables' rows, not this file.
 
 namespace kiln.schema;
 
@@ -31,7 +47,7 @@ ${unary}
 enum BinaryFn : ubyte {
 ${binary}
 }
-")
+${enums}")
 # Only a changed schema regenerates the headers that every reader includes.
 file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
 file(REMOVE "${OUTPUT}.tmp")

@@ -121,7 +121,12 @@ void onThreads(size_t batches, int jobs, const std::function<void(size_t)> &work
 } // namespace
 
 bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs,
-                    const std::string &cubinDir, const std::string &cacheDir) {
+                    const std::string &cubinDir, const std::string &cacheDir,
+                    const std::vector<int> &architectures) {
+  if (architectures.empty()) {
+    llvm::errs() << "error: the NVRTC check was given no architecture\n";
+    return false;
+  }
   std::vector<std::vector<const GeneratedKernel *>> batches = batchesOf(kernels);
   size_t kernelCount = 0;
   for (const auto &batch : batches)
@@ -156,9 +161,11 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs,
     std::string tu = translationUnitOf(batches[b]);
     std::string name = "kernels-" + std::to_string(b) + ".cu";
     // The first batch also compiles with the fast-math variant of the device library.
-    std::vector<std::pair<int, bool>> variants = {{80, false}, {90, false}};
+    std::vector<std::pair<int, bool>> variants;
+    for (int sm : architectures)
+      variants.push_back({sm, false});
     if (b == 0)
-      variants.push_back({90, true});
+      variants.push_back({architectures.back(), true});
     for (auto [sm, fastMath] : variants) {
       absl::StatusOr<nvrtc::NvrtcResult> r =
           compileBatch(tu, name, batchOptions(sm, fastMath), cacheDir);

@@ -23,8 +23,11 @@ namespace kiln {
 /// schedule, vector width and whether it divides data, what tools/sass-lint.py
 /// reads beside the SASS. With `cacheDir`, a batch compiled before (by this
 /// check or by compileKernelsForArch) is read from there.
+/// `architectures` are the SM versions compiled (80 and 90 unless told);
+/// a cubin folder needs 90 among them.
 bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs = 2,
-                    const std::string &cubinDir = "", const std::string &cacheDir = "");
+                    const std::string &cubinDir = "", const std::string &cacheDir = "",
+                    const std::vector<int> &architectures = {80, 90});
 
 /// Compiles `kernels` for sm_<sm> in translation units of about 100 kernels on
 /// `jobs` threads; each kernel maps to the cubin and PTX of its unit (a module

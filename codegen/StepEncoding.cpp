@@ -4,6 +4,7 @@
 
 #include "ir/Kiln/KilnDialect.h"
 #include "ir/Kiln/OpTables.h"
+#include "kiln/ops/Enums.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -14,128 +15,19 @@ namespace fb = kiln::schema;
 
 namespace {
 
-// ODS enums onto the schema's, value by value. A switch without a default: the
-// compiler warns when ODS gains a value this file does not map.
-
-fb::CompareDirection direction(CompareDirection d) {
-  switch (d) {
-  case CompareDirection::eq: return fb::CompareDirection::Eq;
-  case CompareDirection::ne: return fb::CompareDirection::Ne;
-  case CompareDirection::lt: return fb::CompareDirection::Lt;
-  case CompareDirection::le: return fb::CompareDirection::Le;
-  case CompareDirection::gt: return fb::CompareDirection::Gt;
-  case CompareDirection::ge: return fb::CompareDirection::Ge;
-  }
-  llvm_unreachable("compare direction");
-}
-
-fb::ReduceKind reduceKind(ReduceKind k) {
-  switch (k) {
-  case ReduceKind::sum: return fb::ReduceKind::Sum;
-  case ReduceKind::prod: return fb::ReduceKind::Prod;
-  case ReduceKind::max: return fb::ReduceKind::Max;
-  case ReduceKind::min: return fb::ReduceKind::Min;
-  case ReduceKind::mean: return fb::ReduceKind::Mean;
-  case ReduceKind::any: return fb::ReduceKind::Any;
-  case ReduceKind::all: return fb::ReduceKind::All;
-  }
-  llvm_unreachable("reduce kind");
-}
-
-fb::ArgReduceKind argReduceKind(ArgReduceKind k) {
-  switch (k) {
-  case ArgReduceKind::argmax: return fb::ArgReduceKind::ArgMax;
-  case ArgReduceKind::argmin: return fb::ArgReduceKind::ArgMin;
-  }
-  llvm_unreachable("arg reduce kind");
-}
-
-fb::CumulativeKind cumulativeKind(CumulativeKind k) {
-  switch (k) {
-  case CumulativeKind::sum: return fb::CumulativeKind::Sum;
-  case CumulativeKind::prod: return fb::CumulativeKind::Prod;
-  }
-  llvm_unreachable("cumulative kind");
-}
-
-fb::ScatterReduction scatterReduction(ScatterReduction r) {
-  switch (r) {
-  case ScatterReduction::none: return fb::ScatterReduction::None;
-  case ScatterReduction::add: return fb::ScatterReduction::Add;
-  case ScatterReduction::mul: return fb::ScatterReduction::Mul;
-  case ScatterReduction::max: return fb::ScatterReduction::Max;
-  case ScatterReduction::min: return fb::ScatterReduction::Min;
-  }
-  llvm_unreachable("scatter reduction");
-}
-
-fb::PoolKind poolKind(PoolKind k) {
-  switch (k) {
-  case PoolKind::max: return fb::PoolKind::Max;
-  case PoolKind::avg: return fb::PoolKind::Avg;
-  case PoolKind::lp: return fb::PoolKind::Lp;
-  }
-  llvm_unreachable("pool kind");
-}
-
-fb::PadMode padMode(PadMode m) {
-  switch (m) {
-  case PadMode::constant: return fb::PadMode::Constant;
-  case PadMode::reflect: return fb::PadMode::Reflect;
-  case PadMode::edge: return fb::PadMode::Edge;
-  case PadMode::wrap: return fb::PadMode::Wrap;
-  }
-  llvm_unreachable("pad mode");
-}
-
-fb::ResizeMode resizeMode(ResizeMode m) {
-  switch (m) {
-  case ResizeMode::nearest: return fb::ResizeMode::Nearest;
-  case ResizeMode::linear: return fb::ResizeMode::Linear;
-  case ResizeMode::cubic: return fb::ResizeMode::Cubic;
-  }
-  llvm_unreachable("resize mode");
-}
-
-fb::CoordinateMode coordinateMode(CoordinateMode m) {
-  switch (m) {
-  case CoordinateMode::half_pixel: return fb::CoordinateMode::HalfPixel;
-  case CoordinateMode::half_pixel_symmetric: return fb::CoordinateMode::HalfPixelSymmetric;
-  case CoordinateMode::pytorch_half_pixel: return fb::CoordinateMode::PytorchHalfPixel;
-  case CoordinateMode::align_corners: return fb::CoordinateMode::AlignCorners;
-  case CoordinateMode::asymmetric: return fb::CoordinateMode::Asymmetric;
-  case CoordinateMode::tf_crop_and_resize: return fb::CoordinateMode::TfCropAndResize;
-  }
-  llvm_unreachable("coordinate mode");
-}
-
-fb::NearestMode nearestMode(NearestMode m) {
-  switch (m) {
-  case NearestMode::round_prefer_floor: return fb::NearestMode::RoundPreferFloor;
-  case NearestMode::round_prefer_ceil: return fb::NearestMode::RoundPreferCeil;
-  case NearestMode::floor: return fb::NearestMode::Floor;
-  case NearestMode::ceil: return fb::NearestMode::Ceil;
-  }
-  llvm_unreachable("nearest mode");
-}
-
-fb::GridPadding gridPadding(GridPadding p) {
-  switch (p) {
-  case GridPadding::zeros: return fb::GridPadding::Zeros;
-  case GridPadding::border: return fb::GridPadding::Border;
-  case GridPadding::reflection: return fb::GridPadding::Reflection;
-  }
-  llvm_unreachable("grid padding");
-}
-
-fb::Activation activation(Activation a) {
-  switch (a) {
-  case Activation::none: return fb::Activation::None;
-  case Activation::relu: return fb::Activation::Relu;
-  case Activation::gelu_tanh: return fb::Activation::GeluTanh;
-  }
-  llvm_unreachable("activation");
-}
+// The dialect's enums of ops' attributes and the schema's are expanded from
+// the same rows (kiln/ops/OpEnums.def), so a value maps by its number;
+// toSchema is one overload per enum, checked value by value here.
+#define KILN_ENUM(Enum, Mnemonic, Summary)                                                        \
+  [[maybe_unused]] fb::Enum toSchema(Enum value) { return ops::sameEnum<fb::Enum>(value); }        \
+  namespace check_##Enum {                                                                         \
+  using Ods = ::kiln::Enum;                                                                        \
+  using Fb = fb::Enum;
+#define KILN_CASE(Case, SchemaCase, Number)                                                       \
+  static_assert(static_cast<int>(Ods::Case) == Number &&                                           \
+                static_cast<int>(Fb::SchemaCase) == Number);
+#define KILN_END_ENUM() }
+#include "kiln/ops/OpEnums.def"
 
 /// The schema dtype of `type`, or a diagnostic at `op`.
 FailureOr<fb::DType> dtypeOf(Operation *op, Type type) {
@@ -219,13 +111,13 @@ std::optional<FailureOr<EncodedStep>> encodeLibraryStep(Operation *op, StepBuild
         return step(fb::StepOp::MatMul,
                     fb::CreateMatMul(b, m.getTransposeLhs(), m.getTransposeRhs(),
                                      /*alpha=*/1.0, static_cast<bool>(m.getBias()),
-                                     activation(m.getActivation()), s.allowTf32));
+                                     toSchema(m.getActivation()), s.allowTf32));
       })
       .Case([&](ConvOp c) {
         return step(fb::StepOp::Conv,
                     fb::CreateConv(b, longs(c.getStrides()), longs(c.getDilations()),
                                    longs(c.getPads()), static_cast<int64_t>(c.getGroup()),
-                                   static_cast<bool>(c.getBias()), activation(c.getActivation()),
+                                   static_cast<bool>(c.getBias()), toSchema(c.getActivation()),
                                    s.allowTf32, static_cast<bool>(c.getResidual()),
                                    c.getChannelsLast()));
       })
@@ -238,7 +130,7 @@ std::optional<FailureOr<EncodedStep>> encodeLibraryStep(Operation *op, StepBuild
       })
       .Case([&](PoolOp p) {
         return step(fb::StepOp::Pool,
-                    fb::CreatePool(b, poolKind(p.getKind()), longs(p.getKernelShape()),
+                    fb::CreatePool(b, toSchema(p.getKind()), longs(p.getKernelShape()),
                                    longs(p.getStrides()), longs(p.getPads()),
                                    longs(p.getDilations()), p.getCeilMode(), p.getCountIncludePad(),
                                    static_cast<int64_t>(p.getP()), p.getChannelsLast()));
@@ -252,7 +144,7 @@ std::optional<FailureOr<EncodedStep>> encodeElementStep(Operation *op, StepBuild
   auto step = [](fb::StepOp type, auto table) { return StepBuilder::step(type, table); };
   return llvm::TypeSwitch<Operation *, std::optional<FailureOr<EncodedStep>>>(op)
       .Case([&](CompareOp c) {
-        return step(fb::StepOp::Compare, fb::CreateCompare(b, direction(c.getDirection())));
+        return step(fb::StepOp::Compare, fb::CreateCompare(b, toSchema(c.getDirection())));
       })
       .Case([&](SelectOp) { return step(fb::StepOp::Select, fb::CreateSelect(b)); })
       .Case([&](CastOp c) -> FailureOr<EncodedStep> {
@@ -289,7 +181,7 @@ std::optional<FailureOr<EncodedStep>> encodeDataMovementStep(Operation *op, Step
       .Case([&](GatherOp g) {
         return step(fb::StepOp::Gather, fb::CreateGather(b, static_cast<int64_t>(g.getAxis())));
       })
-      .Case([&](PadOp p) { return step(fb::StepOp::Pad, fb::CreatePad(b, padMode(p.getMode()))); })
+      .Case([&](PadOp p) { return step(fb::StepOp::Pad, fb::CreatePad(b, toSchema(p.getMode()))); })
       .Case([&](GatherElementsOp g) {
         return step(fb::StepOp::GatherElements,
                     fb::CreateGatherElements(b, static_cast<int64_t>(g.getAxis())));
@@ -297,7 +189,7 @@ std::optional<FailureOr<EncodedStep>> encodeDataMovementStep(Operation *op, Step
       .Case([&](ScatterElementsOp s) {
         return step(fb::StepOp::ScatterElements,
                     fb::CreateScatterElements(b, static_cast<int64_t>(s.getAxis()),
-                                              scatterReduction(s.getReduction())));
+                                              toSchema(s.getReduction())));
       })
       .Case([&](GatherNDOp g) {
         return step(fb::StepOp::GatherND,
@@ -305,7 +197,7 @@ std::optional<FailureOr<EncodedStep>> encodeDataMovementStep(Operation *op, Step
       })
       .Case([&](ScatterNDOp s) {
         return step(fb::StepOp::ScatterND,
-                    fb::CreateScatterND(b, scatterReduction(s.getReduction())));
+                    fb::CreateScatterND(b, toSchema(s.getReduction())));
       })
       .Case([&](NonZeroOp) { return step(fb::StepOp::NonZero, fb::CreateNonZero(b)); })
       .Case([&](CompressOp c) {
@@ -318,9 +210,9 @@ std::optional<FailureOr<EncodedStep>> encodeDataMovementStep(Operation *op, Step
         std::vector<double> scales(r.getScales().begin(), r.getScales().end());
         std::vector<double> roi(r.getRoi().begin(), r.getRoi().end());
         return step(fb::StepOp::Resize,
-                    fb::CreateResize(b, resizeMode(r.getMode()),
-                                     coordinateMode(r.getCoordinateMode()),
-                                     nearestMode(r.getNearestMode()), b.CreateVector(scales),
+                    fb::CreateResize(b, toSchema(r.getMode()),
+                                     toSchema(r.getCoordinateMode()),
+                                     toSchema(r.getNearestMode()), b.CreateVector(scales),
                                      b.CreateVector(roi), r.getCubicCoeffA().convertToFloat(),
                                      r.getExcludeOutside(),
                                      r.getExtrapolationValue().convertToFloat(), r.getAntialias()));
@@ -335,17 +227,17 @@ std::optional<FailureOr<EncodedStep>> encodeReductionStep(Operation *op, StepBui
   auto longs = [&](ArrayRef<int64_t> v) { return s.longs(v); };
   return llvm::TypeSwitch<Operation *, std::optional<FailureOr<EncodedStep>>>(op)
       .Case([&](ReduceOp r) {
-        return step(fb::StepOp::Reduce, fb::CreateReduce(b, reduceKind(r.getKind()),
+        return step(fb::StepOp::Reduce, fb::CreateReduce(b, toSchema(r.getKind()),
                                                          longs(r.getAxes()), r.getKeepDims()));
       })
       .Case([&](ArgReduceOp r) {
         return step(fb::StepOp::ArgReduce,
-                    fb::CreateArgReduce(b, argReduceKind(r.getKind()),
+                    fb::CreateArgReduce(b, toSchema(r.getKind()),
                                         static_cast<int64_t>(r.getAxis()), r.getKeepDims(),
                                         r.getSelectLastIndex()));
       })
       .Case([&](CumulativeOp c) {
-        return step(fb::StepOp::Cumulative, fb::CreateCumulative(b, cumulativeKind(c.getKind()),
+        return step(fb::StepOp::Cumulative, fb::CreateCumulative(b, toSchema(c.getKind()),
                                                                  static_cast<int64_t>(c.getAxis()),
                                                                  c.getExclusive(), c.getReverse()));
       })
@@ -377,7 +269,7 @@ std::optional<FailureOr<EncodedStep>> encodeSpecialStep(Operation *op, StepBuild
   return llvm::TypeSwitch<Operation *, std::optional<FailureOr<EncodedStep>>>(op)
       .Case([&](GridSampleOp g) {
         return step(fb::StepOp::GridSample,
-                    fb::CreateGridSample(b, resizeMode(g.getMode()), gridPadding(g.getPadding()),
+                    fb::CreateGridSample(b, toSchema(g.getMode()), toSchema(g.getPadding()),
                                          g.getAlignCorners()));
       })
       .Case([&](RoiAlignOp r) {

@@ -82,6 +82,11 @@ static cl::opt<bool> nvrtc(
              "and sm_90 (cubin and PTX), and fail on errors or on a pointwise kernel that "
              "spills registers"),
     cl::cat(category));
+static cl::list<int> nvrtcSm(
+    "nvrtc-sm",
+    cl::desc("With --nvrtc: the SM versions to compile for (default 80,90); --cubin-dir "
+             "needs 90"),
+    cl::value_desc("N,..."), cl::CommaSeparated, cl::cat(category));
 static cl::opt<std::string> cubinDir(
     "cubin-dir",
     cl::desc("With --nvrtc: also write the sm_90 cubins and a kernels.json manifest to DIR "
@@ -606,7 +611,10 @@ int main(int argc, char **argv) {
     }
     if (!quiet)
       outs() << "built " << kernels.size() << " kernels for host emulation\n";
-    if (nvrtc && !kiln::checkWithNvrtc(kernels, jobs, cubinDir, kernelCacheDir()))
+    std::vector<int> architectures(nvrtcSm.begin(), nvrtcSm.end());
+    if (architectures.empty())
+      architectures = {80, 90};
+    if (nvrtc && !kiln::checkWithNvrtc(kernels, jobs, cubinDir, kernelCacheDir(), architectures))
       nvrtcFailed = true;
     for (size_t c = 0; c < cases.size(); ++c)
       run(c, host->get());

@@ -2,7 +2,9 @@
 // has a row and each row an ODS op; each row's op imports from ONNX, encodes as
 // its host step, runs on the reference, emits CUDA C that NVRTC compiles and that
 // host emulation runs to the reference's numbers. A row added for a new op is
-// checked on every backend here without a test of its own.
+// checked on every backend here without a test of its own. The enums of ops'
+// attributes (OpEnums.def) are checked the same way: each value has its row's
+// name and number in the dialect, the schema and kiln::ops.
 
 #include "codegen/CudaEmitter.h"
 #include "codegen/HostEmulation.h"
@@ -11,10 +13,12 @@
 #include "frontend/onnx/NodeImporter.h"
 #include "interpreter/Interpreter.h"
 #include "ir/Kiln/OpTables.h"
+#include "kiln/ops/Enums.h"
 #include "kiln/schema/kiln_artifact_generated.h"
 #include "passes/Passes.h"
 #include "driver/InitAll.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -24,6 +28,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -128,6 +133,68 @@ TEST_F(OpTable, CodesAreUniqueAndTheSchemaNamesThem) {
                                           : fb::EnumNameBinaryFn(static_cast<fb::BinaryFn>(r.code));
     EXPECT_EQ(std::string(schemaName), r.fn);
   }
+}
+
+/// What one value of OpEnums.def's rows became in each expansion.
+struct EnumValue {
+  std::string enumName, mnemonic, name, schemaName;
+  int number;
+  std::optional<int> odsNumber;   ///< symbolize<Enum>(name), the dialect's
+  std::string odsName;            ///< stringify<Enum> of the row's number
+  std::string schemaNameOfNumber; ///< the schema's name for the row's number
+  bool opsKnowsNumber;            ///< kiln::ops::enumFromNumber
+  mlir::Attribute attribute;      ///< the dialect's attribute of the value
+};
+
+std::vector<EnumValue> enumValues(mlir::MLIRContext &context) {
+  std::vector<EnumValue> out;
+#define KILN_ENUM(Enum, Mnemonic, Summary)                                                        \
+  {                                                                                                \
+    using Ods = ::kiln::Enum;                                                                      \
+    auto odsNumber = [](const char *name) -> std::optional<int> {                                  \
+      std::optional<Ods> v = symbolize##Enum(name);                                                \
+      return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;                          \
+    };                                                                                             \
+    auto fill = [&](const char *name, const char *schemaName, int number) {                        \
+      out.push_back({#Enum, #Mnemonic, name, schemaName, number, odsNumber(name),                 \
+                     stringify##Enum(static_cast<Ods>(number)).str(),                              \
+                     fb::EnumName##Enum(static_cast<fb::Enum>(number)),                            \
+                     ops::enumFromNumber<ops::Enum>(number).has_value(),                          \
+                     Enum##Attr::get(&context, static_cast<Ods>(number))});                        \
+    };
+#define KILN_CASE(Case, SchemaCase, Number) fill(#Case, #SchemaCase, Number);
+#define KILN_END_ENUM() }
+#include "kiln/ops/OpEnums.def"
+  return out;
+}
+
+TEST_F(OpTable, EveryEnumValueIsTheSameInEveryExpansion) {
+  std::vector<EnumValue> values = enumValues(context);
+  ASSERT_GT(values.size(), 40u);
+  std::set<std::pair<std::string, int>> numbers;
+  std::set<std::pair<std::string, std::string>> names;
+  for (const EnumValue &v : values) {
+    std::string what = v.enumName + "::" + v.name;
+    EXPECT_TRUE(numbers.insert({v.enumName, v.number}).second) << what << " reuses a number";
+    EXPECT_TRUE(names.insert({v.enumName, v.name}).second) << what << " is listed twice";
+    // The dialect parses and prints the row's name with the row's number.
+    EXPECT_EQ(v.odsNumber, std::optional<int>(v.number)) << what;
+    EXPECT_EQ(v.odsName, v.name) << what;
+    // The schema names the row's number as the row does, and the runtime's
+    // decoder accepts it.
+    EXPECT_EQ(v.schemaNameOfNumber, v.schemaName) << what;
+    EXPECT_TRUE(v.opsKnowsNumber) << what;
+    // The attribute prints as #kiln<mnemonic name> and parses back.
+    std::string printed;
+    llvm::raw_string_ostream os(printed);
+    v.attribute.print(os);
+    EXPECT_EQ(printed, "#kiln<" + v.mnemonic + " " + v.name + ">") << what;
+    EXPECT_EQ(mlir::parseAttribute(printed, &context), v.attribute) << what;
+  }
+  // A number past every row's is no value: the decoder calls it corrupt.
+  EXPECT_FALSE(ops::enumFromNumber<ops::CoordinateMode>(6).has_value());
+  EXPECT_FALSE(ops::enumFromNumber<ops::Activation>(255).has_value());
+  EXPECT_FALSE(ops::enumFromNumber<ops::ReduceKind>(-1).has_value());
 }
 
 TEST_F(OpTable, OnnxOpsMapOneToOneWithTheRowsVersion) {

@@ -2,7 +2,6 @@
 
 #include "frontend/onnx/ops/Converters.h"
 
-#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -137,13 +136,8 @@ FailureOr<ScatterReduction> scatterReduction(NodeImporter &n) {
   auto name = n.stringAttr("reduction", std::string("none"));
   if (failed(name))
     return failure();
-  auto reduction = llvm::StringSwitch<std::optional<ScatterReduction>>(*name)
-                       .Case("none", ScatterReduction::none)
-                       .Case("add", ScatterReduction::add)
-                       .Case("mul", ScatterReduction::mul)
-                       .Case("max", ScatterReduction::max)
-                       .Case("min", ScatterReduction::min)
-                       .Default(std::nullopt);
+  // The reductions' names are ONNX's (kiln/ops/OpEnums.def).
+  std::optional<ScatterReduction> reduction = symbolizeScatterReduction(*name);
   if (!reduction)
     return n.error("reduction '" + *name + "' is not none, add, mul, max or min");
   return *reduction;

@@ -3,7 +3,6 @@
 #include "frontend/onnx/ops/Converters.h"
 
 #include "mlir/IR/Matchers.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
@@ -172,25 +171,10 @@ LogicalResult convertResize(NodeImporter &n) {
     policy = *pol;
     axes = *ax;
   }
-  auto mode = llvm::StringSwitch<std::optional<ResizeMode>>(modeName)
-                  .Case("nearest", ResizeMode::nearest)
-                  .Case("linear", ResizeMode::linear)
-                  .Case("cubic", ResizeMode::cubic)
-                  .Default(std::nullopt);
-  auto ctm = llvm::StringSwitch<std::optional<CoordinateMode>>(ctmName)
-                 .Case("half_pixel", CoordinateMode::half_pixel)
-                 .Case("half_pixel_symmetric", CoordinateMode::half_pixel_symmetric)
-                 .Case("pytorch_half_pixel", CoordinateMode::pytorch_half_pixel)
-                 .Case("align_corners", CoordinateMode::align_corners)
-                 .Case("asymmetric", CoordinateMode::asymmetric)
-                 .Case("tf_crop_and_resize", CoordinateMode::tf_crop_and_resize)
-                 .Default(std::nullopt);
-  auto nearest = llvm::StringSwitch<std::optional<NearestMode>>(nearestName)
-                     .Case("round_prefer_floor", NearestMode::round_prefer_floor)
-                     .Case("round_prefer_ceil", NearestMode::round_prefer_ceil)
-                     .Case("floor", NearestMode::floor)
-                     .Case("ceil", NearestMode::ceil)
-                     .Default(std::nullopt);
+  // The modes' names are ONNX's (kiln/ops/OpEnums.def).
+  std::optional<ResizeMode> mode = symbolizeResizeMode(modeName);
+  std::optional<CoordinateMode> ctm = symbolizeCoordinateMode(ctmName);
+  std::optional<NearestMode> nearest = symbolizeNearestMode(nearestName);
   if (!mode || !ctm || !nearest)
     return n.error("mode '" + modeName + "', coordinate_transformation_mode '" + ctmName +
                    "' or nearest_mode '" + nearestName + "' is not an ONNX Resize mode");

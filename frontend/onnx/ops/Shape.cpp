@@ -526,16 +526,9 @@ LogicalResult convertPad(NodeImporter &n) {
   auto modeName = n.stringAttr("mode", std::string("constant"));
   if (failed(x) || failed(modeName))
     return failure();
-  PadMode mode;
-  if (*modeName == "constant")
-    mode = PadMode::constant;
-  else if (*modeName == "reflect")
-    mode = PadMode::reflect;
-  else if (*modeName == "edge")
-    mode = PadMode::edge;
-  else if (*modeName == "wrap")
-    mode = PadMode::wrap;
-  else
+  // The pad modes' names are ONNX's (kiln/ops/OpEnums.def).
+  std::optional<PadMode> mode = symbolizePadMode(*modeName);
+  if (!mode)
     return n.error("mode '" + *modeName + "' is not constant, reflect, edge or wrap");
   int64_t rank = NodeImporter::typeOf(*x).getRank();
   Type element = elementTypeOf(*x);
@@ -591,7 +584,7 @@ LogicalResult convertPad(NodeImporter &n) {
     }
   }
   auto r = n.create<PadOp>({*x, pads, value},
-                           {n.named("mode", PadModeAttr::get(n.context(), mode))});
+                           {n.named("mode", PadModeAttr::get(n.context(), *mode))});
   return failed(r) ? failure() : n.setResults({*r});
 }
 

@@ -6,7 +6,6 @@
 
 #include "frontend/onnx/ops/Converters.h"
 
-#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -44,11 +43,8 @@ LogicalResult convertGridSample(NodeImporter &n) {
   if (!interpolation)
     return n.error("mode '" + *mode + "' is not a GridSample mode of version " +
                    Twine(n.version()));
-  std::optional<GridPadding> pad = llvm::StringSwitch<std::optional<GridPadding>>(*padding)
-                                       .Case("zeros", GridPadding::zeros)
-                                       .Case("border", GridPadding::border)
-                                       .Case("reflection", GridPadding::reflection)
-                                       .Default(std::nullopt);
+  // The padding modes' names are ONNX's (kiln/ops/OpEnums.def).
+  std::optional<GridPadding> pad = symbolizeGridPadding(*padding);
   if (!pad)
     return n.error("padding_mode '" + *padding + "' is not zeros, border or reflection");
   if (n.version() < 20 && NodeImporter::typeOf(*x).getRank() != 4)

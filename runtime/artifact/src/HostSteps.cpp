@@ -42,120 +42,30 @@ absl::StatusOr<ref::BinaryFn> binaryFn(fb::BinaryFn f) {
   return badEnum("binary function", static_cast<int>(f));
 }
 
-// Each schema enum onto the reference kernels' enum, value by value: the schema's
-// numbers are the format, the reference's order is nobody's business but its own.
+// The schema's enums of ops' attributes are the op table's (kiln/ops/OpEnums.def)
+// as the reference kernels' are: every value has its row's number on both sides.
+#define KILN_ENUM(Enum, Mnemonic, Summary)                                                        \
+  namespace check_##Enum {                                                                         \
+  using E = fb::Enum;
+#define KILN_CASE(Case, SchemaCase, Number) static_assert(static_cast<int>(E::SchemaCase) == Number);
+#define KILN_END_ENUM() }
+#include "kiln/ops/OpEnums.def"
 
-absl::StatusOr<ref::CompareFn> compareFn(fb::CompareDirection d) {
-  switch (d) {
-  case fb::CompareDirection::Eq: return ref::CompareFn::eq;
-  case fb::CompareDirection::Ne: return ref::CompareFn::ne;
-  case fb::CompareDirection::Lt: return ref::CompareFn::lt;
-  case fb::CompareDirection::Le: return ref::CompareFn::le;
-  case fb::CompareDirection::Gt: return ref::CompareFn::gt;
-  case fb::CompareDirection::Ge: return ref::CompareFn::ge;
-  }
-  return badEnum("compare direction", static_cast<int>(d));
-}
-
-absl::StatusOr<ref::ReduceKind> reduceKind(fb::ReduceKind k) {
-  switch (k) {
-  case fb::ReduceKind::Sum: return ref::ReduceKind::sum;
-  case fb::ReduceKind::Prod: return ref::ReduceKind::prod;
-  case fb::ReduceKind::Max: return ref::ReduceKind::max;
-  case fb::ReduceKind::Min: return ref::ReduceKind::min;
-  case fb::ReduceKind::Mean: return ref::ReduceKind::mean;
-  case fb::ReduceKind::Any: return ref::ReduceKind::any;
-  case fb::ReduceKind::All: return ref::ReduceKind::all;
-  }
-  return badEnum("reduce kind", static_cast<int>(k));
-}
-
-absl::StatusOr<ref::ScatterReduction> scatterReduction(fb::ScatterReduction r) {
-  switch (r) {
-  case fb::ScatterReduction::None: return ref::ScatterReduction::none;
-  case fb::ScatterReduction::Add: return ref::ScatterReduction::add;
-  case fb::ScatterReduction::Mul: return ref::ScatterReduction::mul;
-  case fb::ScatterReduction::Max: return ref::ScatterReduction::max;
-  case fb::ScatterReduction::Min: return ref::ScatterReduction::min;
-  }
-  return badEnum("scatter reduction", static_cast<int>(r));
-}
-
-absl::StatusOr<ref::PoolKind> poolKind(fb::PoolKind k) {
-  switch (k) {
-  case fb::PoolKind::Max: return ref::PoolKind::max;
-  case fb::PoolKind::Avg: return ref::PoolKind::avg;
-  case fb::PoolKind::Lp: return ref::PoolKind::lp;
-  }
-  return badEnum("pool kind", static_cast<int>(k));
-}
-
-absl::StatusOr<ref::PadMode> padMode(fb::PadMode m) {
-  switch (m) {
-  case fb::PadMode::Constant: return ref::PadMode::constant;
-  case fb::PadMode::Reflect: return ref::PadMode::reflect;
-  case fb::PadMode::Edge: return ref::PadMode::edge;
-  case fb::PadMode::Wrap: return ref::PadMode::wrap;
-  }
-  return badEnum("pad mode", static_cast<int>(m));
-}
-
-absl::StatusOr<ref::ResizeMode> resizeMode(fb::ResizeMode m) {
-  switch (m) {
-  case fb::ResizeMode::Nearest: return ref::ResizeMode::nearest;
-  case fb::ResizeMode::Linear: return ref::ResizeMode::linear;
-  case fb::ResizeMode::Cubic: return ref::ResizeMode::cubic;
-  }
-  return badEnum("resize mode", static_cast<int>(m));
-}
-
-absl::StatusOr<ref::CoordinateMode> coordinateMode(fb::CoordinateMode m) {
-  using C = ref::CoordinateMode;
-  switch (m) {
-  case fb::CoordinateMode::HalfPixel: return C::half_pixel;
-  case fb::CoordinateMode::HalfPixelSymmetric: return C::half_pixel_symmetric;
-  case fb::CoordinateMode::PytorchHalfPixel: return C::pytorch_half_pixel;
-  case fb::CoordinateMode::AlignCorners: return C::align_corners;
-  case fb::CoordinateMode::Asymmetric: return C::asymmetric;
-  case fb::CoordinateMode::TfCropAndResize: return C::tf_crop_and_resize;
-  }
-  return badEnum("coordinate mode", static_cast<int>(m));
-}
-
-absl::StatusOr<ref::NearestMode> nearestMode(fb::NearestMode m) {
-  switch (m) {
-  case fb::NearestMode::RoundPreferFloor: return ref::NearestMode::round_prefer_floor;
-  case fb::NearestMode::RoundPreferCeil: return ref::NearestMode::round_prefer_ceil;
-  case fb::NearestMode::Floor: return ref::NearestMode::floor;
-  case fb::NearestMode::Ceil: return ref::NearestMode::ceil;
-  }
-  return badEnum("nearest mode", static_cast<int>(m));
-}
-
-absl::StatusOr<ref::GridPadding> gridPadding(fb::GridPadding p) {
-  switch (p) {
-  case fb::GridPadding::Zeros: return ref::GridPadding::zeros;
-  case fb::GridPadding::Border: return ref::GridPadding::border;
-  case fb::GridPadding::Reflection: return ref::GridPadding::reflection;
-  }
-  return badEnum("grid padding", static_cast<int>(p));
-}
-
-absl::StatusOr<Epilogue> epilogue(fb::Activation a) {
-  switch (a) {
-  case fb::Activation::None: return Epilogue::none;
-  case fb::Activation::Relu: return Epilogue::relu;
-  case fb::Activation::GeluTanh: return Epilogue::geluTanh;
-  }
-  return badEnum("activation", static_cast<int>(a));
+/// A schema enum's value as the op table's enum, or corrupt where no row has
+/// its number ("corrupt artifact: coordinate_mode 9").
+template <typename Enum, typename Schema> absl::StatusOr<Enum> fromSchema(Schema value) {
+  std::optional<Enum> e = ops::enumFromNumber<Enum>(static_cast<int>(value));
+  if (!e)
+    return badEnum(ops::enumMnemonic<Enum>(), static_cast<int>(value));
+  return *e;
 }
 
 /// A conv's activation: none or ReLU (cuDNN's forms).
 absl::StatusOr<bool> isRelu(fb::Activation a) {
-  absl::StatusOr<Epilogue> e = epilogue(a);
+  absl::StatusOr<Epilogue> e = fromSchema<Epilogue>(a);
   if (!e.ok())
     return e.status();
-  if (*e == Epilogue::geluTanh)
+  if (*e == Epilogue::gelu_tanh)
     return absl::InvalidArgumentError("a conv's activation is none or ReLU, not GELU");
   return *e == Epilogue::relu;
 }
@@ -227,7 +137,7 @@ absl::StatusOr<ref::Tensor> matmul(const MatMulParams &p, const Inputs &in) {
   }
   if (r.ok() && p.hasBias)
     r = ref::binary(ref::BinaryFn::Add, *r, *in[2]);
-  if (r.ok() && p.activation == Epilogue::geluTanh)
+  if (r.ok() && p.activation == Epilogue::gelu_tanh)
     return ref::geluTanh(*r);
   return relu(std::move(r), p.activation == Epilogue::relu);
 }
@@ -286,7 +196,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
     p.alpha = t.alpha();
     p.hasBias = t.has_bias();
     p.allowTf32 = t.allow_tf32();
-    absl::StatusOr<Epilogue> e = epilogue(t.activation());
+    absl::StatusOr<Epilogue> e = fromSchema<Epilogue>(t.activation());
     if (!e.ok())
       return e.status();
     p.activation = *e;
@@ -333,7 +243,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::Pool: {
     const fb::Pool &t = *table.op_as_Pool();
-    absl::StatusOr<ref::PoolKind> kind = poolKind(t.kind());
+    absl::StatusOr<ref::PoolKind> kind = fromSchema<ref::PoolKind>(t.kind());
     if (!kind.ok())
       return kind.status();
     ref::PoolParams p;
@@ -364,7 +274,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
     return simple(2, [f = *f](const Inputs &in) { return ref::binary(f, *in[0], *in[1]); });
   }
   case fb::StepOp::Compare: {
-    absl::StatusOr<ref::CompareFn> f = compareFn(table.op_as_Compare()->direction());
+    absl::StatusOr<ref::CompareFn> f = fromSchema<ref::CompareFn>(table.op_as_Compare()->direction());
     if (!f.ok())
       return f.status();
     return simple(2, [f = *f](const Inputs &in) { return ref::compare(f, *in[0], *in[1]); });
@@ -438,7 +348,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
     });
   }
   case fb::StepOp::Pad: {
-    absl::StatusOr<ref::PadMode> mode = padMode(table.op_as_Pad()->mode());
+    absl::StatusOr<ref::PadMode> mode = fromSchema<ref::PadMode>(table.op_as_Pad()->mode());
     if (!mode.ok())
       return mode.status();
     return simple(3, [mode = *mode](const Inputs &in) {
@@ -456,7 +366,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::ScatterElements: {
     const fb::ScatterElements &t = *table.op_as_ScatterElements();
-    absl::StatusOr<ref::ScatterReduction> r = scatterReduction(t.reduction());
+    absl::StatusOr<ref::ScatterReduction> r = fromSchema<ref::ScatterReduction>(t.reduction());
     if (!r.ok())
       return r.status();
     int64_t axis = t.axis();
@@ -473,7 +383,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::ScatterND: {
     absl::StatusOr<ref::ScatterReduction> r =
-        scatterReduction(table.op_as_ScatterND()->reduction());
+        fromSchema<ref::ScatterReduction>(table.op_as_ScatterND()->reduction());
     if (!r.ok())
       return r.status();
     return simple(3,
@@ -496,9 +406,10 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::Resize: {
     const fb::Resize &t = *table.op_as_Resize();
-    absl::StatusOr<ref::ResizeMode> mode = resizeMode(t.mode());
-    absl::StatusOr<ref::CoordinateMode> coordinates = coordinateMode(t.coordinate_mode());
-    absl::StatusOr<ref::NearestMode> nearest = nearestMode(t.nearest_mode());
+    absl::StatusOr<ref::ResizeMode> mode = fromSchema<ref::ResizeMode>(t.mode());
+    absl::StatusOr<ref::CoordinateMode> coordinates =
+        fromSchema<ref::CoordinateMode>(t.coordinate_mode());
+    absl::StatusOr<ref::NearestMode> nearest = fromSchema<ref::NearestMode>(t.nearest_mode());
     for (const absl::Status &s : {mode.status(), coordinates.status(), nearest.status()})
       if (!s.ok())
         return s;
@@ -520,7 +431,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::Reduce: {
     const fb::Reduce &t = *table.op_as_Reduce();
-    absl::StatusOr<ref::ReduceKind> kind = reduceKind(t.kind());
+    absl::StatusOr<ref::ReduceKind> kind = fromSchema<ref::ReduceKind>(t.kind());
     if (!kind.ok())
       return kind.status();
     std::vector<int64_t> axes = longs(t.axes());
@@ -533,15 +444,12 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::ArgReduce: {
     const fb::ArgReduce &t = *table.op_as_ArgReduce();
-    ref::ArgReduceKind kind;
-    switch (t.kind()) {
-    case fb::ArgReduceKind::ArgMax: kind = ref::ArgReduceKind::argmax; break;
-    case fb::ArgReduceKind::ArgMin: kind = ref::ArgReduceKind::argmin; break;
-    default: return badEnum("arg reduce kind", static_cast<int>(t.kind()));
-    }
+    absl::StatusOr<ref::ArgReduceKind> kind = fromSchema<ref::ArgReduceKind>(t.kind());
+    if (!kind.ok())
+      return kind.status();
     int64_t axis = t.axis();
     bool keep = t.keep_dims(), last = t.select_last_index();
-    return simple(1, [kind, axis, keep, last](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+    return simple(1, [kind = *kind, axis, keep, last](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
       if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
         return s;
       return ref::argReduce(*in[0], kind, axis, keep, last);
@@ -549,16 +457,13 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::Cumulative: {
     const fb::Cumulative &t = *table.op_as_Cumulative();
-    ref::CumulativeKind kind;
-    switch (t.kind()) {
-    case fb::CumulativeKind::Sum: kind = ref::CumulativeKind::sum; break;
-    case fb::CumulativeKind::Prod: kind = ref::CumulativeKind::prod; break;
-    default: return badEnum("cumulative kind", static_cast<int>(t.kind()));
-    }
+    absl::StatusOr<ref::CumulativeKind> kind = fromSchema<ref::CumulativeKind>(t.kind());
+    if (!kind.ok())
+      return kind.status();
     int64_t axis = t.axis();
     bool exclusive = t.exclusive(), reverse = t.reverse();
     return simple(
-        1, [kind, axis, exclusive, reverse](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+        1, [kind = *kind, axis, exclusive, reverse](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
           if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
             return s;
           return ref::cumulative(*in[0], kind, axis, exclusive, reverse);
@@ -609,8 +514,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::GridSample: {
     const fb::GridSample &t = *table.op_as_GridSample();
-    absl::StatusOr<ref::ResizeMode> mode = resizeMode(t.mode());
-    absl::StatusOr<ref::GridPadding> padding = gridPadding(t.padding());
+    absl::StatusOr<ref::ResizeMode> mode = fromSchema<ref::ResizeMode>(t.mode());
+    absl::StatusOr<ref::GridPadding> padding = fromSchema<ref::GridPadding>(t.padding());
     for (const absl::Status &s : {mode.status(), padding.status()})
       if (!s.ok())
         return s;
@@ -680,7 +585,9 @@ absl::StatusOr<HostStep> Decoder::decode() {
   case fb::StepOp::ShapeOf:
   case fb::StepOp::If:
   case fb::StepOp::Loop:
-  case fb::StepOp::Scan: break;
+  case fb::StepOp::Scan:
+  case fb::StepOp::ReadSizes:
+  case fb::StepOp::View: break;
   }
   return absl::InternalError(absl::StrCat(step.label, " is not a host step"));
 }

@@ -349,7 +349,7 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
   uint32_t epilogue = vectorBias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   if (params.activation == Epilogue::relu)
     epilogue = vectorBias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-  else if (params.activation == Epilogue::geluTanh)
+  else if (params.activation == Epilogue::gelu_tanh)
     epilogue = vectorBias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
   const void *biasPointer = reinterpret_cast<const void *>(call.biasAddress);
   for (absl::Status s :

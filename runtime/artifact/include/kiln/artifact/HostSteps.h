@@ -28,8 +28,8 @@ namespace kiln::artifact {
 using HostResults = absl::StatusOr<std::vector<ref::Tensor>>;
 using HostStepFn = std::function<HostResults(const std::vector<const ref::Tensor *> &inputs)>;
 
-/// What a library op applies to its result last.
-enum class Epilogue { none, relu, geluTanh };
+/// What a library op applies to its result last (the op table's Activation).
+using Epilogue = ops::Activation;
 
 /// A MatMul table, decoded.
 struct MatMulParams {

@@ -12,6 +12,7 @@
 #define KILN_REFERENCE_KERNELS_H
 
 #include "kiln/ops/Elementwise.h"
+#include "kiln/ops/Enums.h"
 #include "kiln/reference/Tensor.h"
 
 #include <optional>
@@ -24,7 +25,18 @@ namespace kiln::ref {
 /// semantics unary() and binary() compute.
 using UnaryFn = ops::UnaryFn;
 using BinaryFn = ops::BinaryFn;
-enum class CompareFn { eq, ne, lt, le, gt, ge };
+/// The enums of ops' attributes are the op table's (kiln/ops/OpEnums.def).
+using CompareFn = ops::CompareDirection;
+using ops::ArgReduceKind;
+using ops::CoordinateMode;
+using ops::CumulativeKind;
+using ops::GridPadding;
+using ops::NearestMode;
+using ops::PadMode;
+using ops::PoolKind;
+using ops::ReduceKind;
+using ops::ResizeMode;
+using ops::ScatterReduction;
 
 /// numpy broadcasting of two shapes, or an error.
 absl::StatusOr<Shape> broadcastShapes(const Shape &a, const Shape &b);
@@ -67,13 +79,11 @@ absl::StatusOr<Tensor> slice(const Tensor &x, const std::vector<int64_t> &starts
                              const std::vector<int64_t> &ends,
                              const std::vector<int64_t> &steps);
 absl::StatusOr<Tensor> gather(const Tensor &data, const Tensor &indices, int64_t axis);
-enum class PadMode { constant, reflect, edge, wrap };
 /// pads: [begin..., end...], negative entries crop.
 absl::StatusOr<Tensor> pad(const Tensor &x, const std::vector<int64_t> &pads, PadMode mode,
                            const Tensor &value);
 absl::StatusOr<Tensor> gatherElements(const Tensor &data, const Tensor &indices,
                                       int64_t axis);
-enum class ScatterReduction { none, add, mul, max, min };
 absl::StatusOr<Tensor> scatterElements(const Tensor &data, const Tensor &indices,
                                        const Tensor &updates, int64_t axis,
                                        ScatterReduction reduction);
@@ -87,12 +97,6 @@ Tensor countNonZeroChunks(const Tensor &x, int64_t chunks);
 absl::StatusOr<Tensor> compress(const Tensor &x, const Tensor &condition,
                                 std::optional<int64_t> axis);
 
-enum class ResizeMode { nearest, linear, cubic };
-enum class CoordinateMode {
-  half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric,
-  tf_crop_and_resize,
-};
-enum class NearestMode { round_prefer_floor, round_prefer_ceil, floor, ceil };
 struct ResizeParams {
   Shape size;
   ResizeMode mode = ResizeMode::nearest;
@@ -109,13 +113,10 @@ absl::StatusOr<Tensor> resize(const Tensor &x, const ResizeParams &params);
 
 //===--- Reductions -------------------------------------------------------===//
 
-enum class ReduceKind { sum, prod, max, min, mean, any, all };
 Tensor reduce(const Tensor &x, ReduceKind kind, const std::vector<int64_t> &axes,
               bool keepDims);
-enum class ArgReduceKind { argmax, argmin };
 absl::StatusOr<Tensor> argReduce(const Tensor &x, ArgReduceKind kind, int64_t axis,
                                  bool keepDims, bool selectLastIndex);
-enum class CumulativeKind { sum, prod };
 Tensor cumulative(const Tensor &x, CumulativeKind kind, int64_t axis, bool exclusive,
                   bool reverse);
 absl::StatusOr<std::pair<Tensor, Tensor>> topK(const Tensor &x, int64_t k, int64_t axis,
@@ -135,7 +136,6 @@ absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias
                             const ConvParams &p);
 absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Tensor *bias,
                                      const ConvParams &p);
-enum class PoolKind { max, avg, lp };
 struct PoolParams {
   PoolKind kind = PoolKind::max;
   std::vector<int64_t> kernel, strides, pads, dilations;
@@ -158,7 +158,6 @@ absl::StatusOr<Tensor> attention(const Tensor &q, const Tensor &k, const Tensor 
 
 //===--- Irregular ops ----------------------------------------------------===//
 
-enum class GridPadding { zeros, border, reflection };
 absl::StatusOr<Tensor> gridSample(const Tensor &x, const Tensor &grid, ResizeMode mode,
                                   GridPadding padding, bool alignCorners);
 struct RoiAlignParams {
