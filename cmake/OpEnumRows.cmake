@@ -39,3 +39,22 @@ function(kiln_read_op_enums file)
   endif()
   set(KILN_ENUMS ${enums} PARENT_SCOPE)
 endfunction()
+
+# Sets `out` to enum `enum`'s cases, each `template` with @NAME@ (the value's
+# name in IR and C++), @SCHEMA@ (its schema name) and @NUMBER@ replaced, joined
+# by `separator`.
+function(kiln_format_op_enum_cases enum template separator out)
+  set(cases "")
+  foreach(c IN LISTS KILN_ENUM_${enum}_CASES)
+    string(REPLACE "," ";" c "${c}")
+    list(GET c 0 name)
+    list(GET c 1 schema)
+    list(GET c 2 number)
+    string(REPLACE "@NAME@" "${name}" line "${template}")
+    string(REPLACE "@SCHEMA@" "${schema}" line "${line}")
+    string(REPLACE "@NUMBER@" "${number}" line "${line}")
+    list(APPEND cases "${line}")
+  endforeach()
+  list(JOIN cases "${separator}" cases)
+  set(${out} "${cases}" PARENT_SCOPE)
+endfunction()

@@ -7,14 +7,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/OpEnumRows.cmake)
 kiln_read_op_enums("${INPUT}")
 set(td "// Generated from kiln/ops/OpEnums.def by cmake/OpEnumsTd.cmake: edit the\n// table's rows, not this file.\n")
 foreach(enum IN LISTS KILN_ENUMS)
-  set(cases "")
-  foreach(c IN LISTS KILN_ENUM_${enum}_CASES)
-    string(REPLACE "," ";" c "${c}")
-    list(GET c 0 name)
-    list(GET c 2 number)
-    list(APPEND cases "I32EnumAttrCase<\"${name}\", ${number}>")
-  endforeach()
-  list(JOIN cases ",\n    " cases)
+  kiln_format_op_enum_cases(${enum} "I32EnumAttrCase<\"@NAME@\", @NUMBER@>" ",\n    " cases)
   string(APPEND td "
 def Kiln_${enum} : I32EnumAttr<\"${enum}\", \"${KILN_ENUM_${enum}_SUMMARY}\", [
     ${cases}]> {
