@@ -196,3 +196,37 @@ TEST(ReferenceSpecial, DeterminantOfANonSquareInputIsAnError) {
   EXPECT_EQ(d.status().message(), "det: the input f32[2, 3] is not a stack of square matrices");
   EXPECT_FALSE(det(Tensor(DType::f32, {4})).ok());
 }
+
+// Work goes with elements, not dims: an empty tensor with a batch of 2^40 is no
+// work for any kernel (matmul looped over such a batch for minutes, issue 32).
+// A kernel that still loops over the batch takes hours here, and ctest's
+// timeout fails the test.
+TEST(ReferenceWork, EmptyTensorsWithHugeDimsAreNoWork) {
+  constexpr int64_t kHuge = int64_t(1) << 40;
+  Tensor rowsOfNothing(DType::f32, {kHuge, 16, 0}), noRows(DType::f32, {kHuge, 0, 16});
+  absl::StatusOr<Tensor> product = matmul(noRows, Tensor(DType::f32, {16, 4}));
+  ASSERT_TRUE(product.ok()) << product.status().message();
+  EXPECT_EQ(product->shape(), (Shape{kHuge, 0, 4}));
+  // N = 0: matrices of M rows and no columns, 2^40 of them.
+  product = matmul(Tensor(DType::f32, {kHuge, 2, 0}), Tensor(DType::f32, {0, 0}));
+  ASSERT_TRUE(product.ok()) << product.status().message();
+  EXPECT_EQ(product->shape(), (Shape{kHuge, 2, 0}));
+  EXPECT_EQ(softmax(rowsOfNothing, -1, false).shape(), rowsOfNothing.shape());
+  absl::StatusOr<Tensor> normalized =
+      layerNorm(rowsOfNothing, Tensor(DType::f32, {0}), nullptr, -1, 1e-5);
+  ASSERT_TRUE(normalized.ok()) << normalized.status().message();
+  EXPECT_EQ(cumulative(rowsOfNothing, CumulativeKind::sum, 2, false, false).numel(), 0);
+  absl::StatusOr<std::pair<Tensor, Tensor>> top = topK(rowsOfNothing, 0, 2, true, true);
+  ASSERT_TRUE(top.ok()) << top.status().message();
+  absl::StatusOr<Tensor> gathered = gather(rowsOfNothing, ivec(DType::i64, {1, 2}), 1);
+  ASSERT_TRUE(gathered.ok()) << gathered.status().message();
+  EXPECT_EQ(gathered->shape(), (Shape{kHuge, 2, 0}));
+  // Out-of-range indices are an error even where the result is empty.
+  EXPECT_FALSE(gather(rowsOfNothing, ivec(DType::i64, {16}), 1).ok());
+  ConvParams p;
+  p.strides = {1}, p.dilations = {1}, p.pads = {0, 0};
+  absl::StatusOr<Tensor> convolved =
+      conv(Tensor(DType::f32, {kHuge, 0, 8}), Tensor(DType::f32, {0, 0, 1}), nullptr, p);
+  ASSERT_TRUE(convolved.ok()) << convolved.status().message();
+  EXPECT_EQ(convolved->shape(), (Shape{kHuge, 0, 8}));
+}

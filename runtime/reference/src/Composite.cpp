@@ -34,7 +34,9 @@ absl::StatusOr<Tensor> matmul(const Tensor &aIn, const Tensor &bIn) {
   Tensor out;
   KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(a.dtype(), shape));
   bool isF = isFloat(a.dtype());
-  int64_t batches = numElements(*batch);
+  // The loops go over the result's matrices: an empty one ([2^33, 0, 16]) is
+  // no work, however many of them the batch holds.
+  int64_t batches = m == 0 || n == 0 ? 0 : numElements(*batch);
   for (int64_t bi = 0; bi < batches; ++bi) {
     unravel(bi, *batch, index);
     int64_t offA = 0, offB = 0;
@@ -176,6 +178,8 @@ absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias
   }
   Tensor y;
   KILN_REF_ASSIGN_OR_RETURN(y, Tensor::zeros(x.dtype(), out));
+  if (y.numel() == 0)
+    return y; // no work, whatever the batch or channel counts
   std::vector<int64_t> xs = stridesOf(x.shape()), ws = stridesOf(w.shape());
   int64_t cPerGroup = c / g, mPerGroup = m / g;
   Shape spatial(out.begin() + 2, out.end());
@@ -235,7 +239,9 @@ absl::StatusOr<Tensor> convTranspose(const Tensor &x, const Tensor &w, const Ten
   std::vector<int64_t> xs = stridesOf(x.shape()), ws = stridesOf(w.shape()),
                        ys = stridesOf(outputShape);
   Shape inSpatial(x.shape().begin() + 2, x.shape().end()), window(w.shape().begin() + 2, w.shape().end());
-  for (int64_t b = 0; b < n; ++b)
+  // An empty input adds nothing (the result is the bias), whatever its batch
+  // or channel counts: the loops go over its elements.
+  for (int64_t b = 0; b < (x.numel() == 0 ? 0 : n); ++b)
     for (int64_t ic = 0; ic < c; ++ic) {
       int64_t group = ic / cPerGroup;
       forEachIndex(inSpatial, [&](int64_t flat, const std::vector<int64_t> &i) {
@@ -292,6 +298,8 @@ absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p) {
   }
   Tensor y;
   KILN_REF_ASSIGN_OR_RETURN(y, Tensor::zeros(x.dtype(), outputShape));
+  if (y.numel() == 0)
+    return y; // no work, whatever the batch or channel counts
   std::vector<int64_t> xs = stridesOf(x.shape());
   Shape spatial(outputShape.begin() + 2, outputShape.end());
   int64_t spatialCount = numElements(spatial);
@@ -350,6 +358,8 @@ Tensor softmax(const Tensor &x, int64_t axis, bool logarithm) {
   for (int64_t d = axis + 1; d < x.rank(); ++d)
     inner *= x.dim(d);
   Tensor y(x.dtype(), x.shape());
+  if (y.numel() == 0)
+    return y; // no rows, or rows of nothing: no work either way
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
       auto at = [&](int64_t j) { return (o * n + j) * inner + in; };
@@ -401,7 +411,8 @@ absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Ten
   for (int64_t d = axis; d < x.rank(); ++d)
     inner *= x.dim(d);
   Tensor normalized(DType::f64, x.shape());
-  for (int64_t o = 0; o < outer; ++o) {
+  // Rows of nothing are no work, however many there are.
+  for (int64_t o = 0; o < (inner == 0 ? 0 : outer); ++o) {
     double mean = 0, var = 0;
     for (int64_t i = 0; i < inner; ++i)
       mean += x.getF(o * inner + i);

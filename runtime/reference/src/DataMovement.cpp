@@ -176,16 +176,21 @@ absl::StatusOr<Tensor> gather(const Tensor &data, const Tensor &indices, int64_t
   KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(data.dtype(), shape));
   int bytes = info(data.dtype()).bytes;
   int64_t count = indices.numel();
+  // Every index is checked once; the copies go over the result's elements,
+  // so an empty result is no work whatever `outer` is.
+  std::vector<int64_t> rows(static_cast<size_t>(count));
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t k = indices.getI(j);
+    if (k < -n || k >= n)
+      return indexError("gather", k, n);
+    rows[j] = k < 0 ? k + n : k;
+  }
+  if (out.numel() == 0)
+    return out;
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < count; ++j) {
-      int64_t k = indices.getI(j);
-      if (k < -n || k >= n)
-        return indexError("gather", k, n);
-      if (k < 0)
-        k += n;
+    for (int64_t j = 0; j < count; ++j)
       std::memcpy(out.bytes() + ((o * count + j) * inner) * bytes,
-                  data.bytes() + ((o * n + k) * inner) * bytes, inner * bytes);
-    }
+                  data.bytes() + ((o * n + rows[j]) * inner) * bytes, inner * bytes);
   return out;
 }
 

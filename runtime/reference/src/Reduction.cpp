@@ -154,6 +154,8 @@ Tensor cumulative(const Tensor &x, CumulativeKind kind, int64_t axis, bool exclu
   int64_t outer, n, inner;
   splitAround(x.shape(), axis, outer, n, inner);
   Tensor out(x.dtype(), x.shape());
+  if (out.numel() == 0)
+    return out; // no work, however many empty rows
   bool isF = isFloat(x.dtype());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
@@ -188,6 +190,8 @@ absl::StatusOr<std::pair<Tensor, Tensor>> topK(const Tensor &x, int64_t k, int64
   Shape shape = x.shape();
   shape[axis] = k;
   Tensor values(x.dtype(), shape), indices(DType::i64, shape);
+  if (values.numel() == 0) // k = 0, or rows of nothing: no work however many
+    return std::make_pair(std::move(values), std::move(indices));
   bool isF = isFloat(x.dtype()), isU = isUnsigned(x.dtype());
   std::vector<int64_t> order(n);
   for (int64_t o = 0; o < outer; ++o)
