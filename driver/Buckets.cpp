@@ -19,7 +19,7 @@ llvm::Error error(const llvm::Twine &message) {
 }
 
 bool parseSize(llvm::StringRef text, int64_t &value) {
-  return !text.trim().getAsInteger(10, value) && value >= 0;
+  return !text.trim().getAsInteger(10, value) && value >= 0 && value <= kMaxSpecSize;
 }
 } // namespace
 
@@ -43,18 +43,20 @@ llvm::Expected<BucketLists> parseBuckets(llvm::StringRef spec) {
       int64_t a = 0, b = 0, step = 1;
       if (rest.empty() && !item.contains("..")) {
         if (!parseSize(item, a))
-          return error("'" + item + "' in '" + part + "' is not a size (an integer >= 0)");
+          return error("'" + item + "' in '" + part + "' is not a size (an integer from 0 to 2^62)");
         values.push_back(a);
         continue;
       }
       auto [to, stepText] = rest.split('/');
       if (!parseSize(from, a) || !parseSize(to, b) ||
           (!stepText.empty() && (!parseSize(stepText, step) || step == 0)) || a > b)
-        return error("'" + item + "' in '" + part + "' is not a range A..B or A..B/STEP with 0 <= A <= B and STEP >= 1");
-      if ((b - a) / step >= static_cast<int64_t>(kMaxBuckets))
+        return error("'" + item + "' in '" + part + "' is not a range A..B or A..B/STEP with 0 <= A <= B <= 2^62 and STEP >= 1");
+      // Counted, not stepped to B: a step past B never wraps around int64.
+      int64_t count = (b - a) / step + 1;
+      if (count > static_cast<int64_t>(kMaxBuckets))
         return error("'" + item + "' has more than " + llvm::Twine(kMaxBuckets) + " values");
-      for (int64_t v = a; v <= b; v += step)
-        values.push_back(v);
+      for (int64_t i = 0; i < count; ++i)
+        values.push_back(a + i * step);
     }
     std::sort(values.begin(), values.end());
     values.erase(std::unique(values.begin(), values.end()), values.end());
@@ -72,17 +74,22 @@ llvm::Expected<SymbolRange> parseSymbolRange(llvm::StringRef spec) {
   r.symbol = symbol.trim().str();
   if (r.symbol.empty() || !range.contains("..") || !parseSize(from, r.min) ||
       !parseSize(to, r.max) || r.min > r.max)
-    return error("'" + spec + "' is not SYM=MIN..MAX with 0 <= MIN <= MAX");
+    return error("'" + spec + "' is not SYM=MIN..MAX with 0 <= MIN <= MAX <= 2^62");
   return r;
 }
 
 BucketLists bucketsFromRanges(const std::vector<SymbolRange> &ranges) {
   BucketLists lists;
   for (const SymbolRange &r : ranges) {
+    // The powers of two in [min, max]: at most 63 of them, and p never
+    // doubles past max (max <= 2^62), so nothing overflows.
     std::vector<int64_t> powers;
-    for (int64_t p = 1; p <= r.max && p > 0; p *= 2)
+    for (int64_t p = 1; p <= r.max; p *= 2) {
       if (p >= r.min)
         powers.push_back(p);
+      if (p > r.max / 2)
+        break;
+    }
     if (powers.empty())
       continue; // a range without a power of two: the generic code serves it
     std::vector<int64_t> picked = powers;

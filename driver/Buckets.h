@@ -28,16 +28,19 @@ using Bucket = std::vector<std::pair<std::string, int64_t>>;
 constexpr size_t kMaxBuckets = 256;
 /// The most variants kiln picks by itself from --dynamic ranges.
 constexpr size_t kMaxAutomaticBuckets = 16;
+/// The largest size a spec may name: 2^62, past any dim a tensor can have and
+/// far from int64's end, so ranges and their steps never wrap.
+constexpr int64_t kMaxSpecSize = int64_t(1) << 62;
 
 /// Parses `SYM=ITEM,ITEM;SYM=...` where an ITEM is a value `N` or a range with
-/// a step `A..B/S` (A, A+S, ... up to B). Values are sizes (>= 0).
+/// a step `A..B/S` (A, A+S, ... up to B). Values are sizes (0 to kMaxSpecSize).
 llvm::Expected<BucketLists> parseBuckets(llvm::StringRef spec);
 
 struct SymbolRange {
   std::string symbol;
   int64_t min = 0, max = 0;
 };
-/// Parses `SYM=MIN..MAX` (0 <= MIN <= MAX).
+/// Parses `SYM=MIN..MAX` (0 <= MIN <= MAX <= kMaxSpecSize).
 llvm::Expected<SymbolRange> parseSymbolRange(llvm::StringRef spec);
 
 /// Buckets kiln picks from declared ranges: per symbol the powers of two in its
