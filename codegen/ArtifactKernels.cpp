@@ -119,11 +119,8 @@ ArtifactWriter::compileCubins(const std::vector<size_t> &kernelIds, const std::v
       }
       llvm::sys::path::append(path, kernels[kernelIds[job.kernel]].name + ".sm_" +
                                         std::to_string(job.sm) + ".cubin");
-      std::error_code ec;
-      llvm::raw_fd_ostream os(path, ec);
-      if (ec)
+      if (std::error_code ec = writeFile(path, bin))
         return func.emitError() << "cannot write " << path << ": " << ec.message();
-      os << bin;
     }
     cubins[job.kernel].push_back(fb::CreateCubin(
         builder, job.sm,

@@ -2,13 +2,13 @@
 
 #include "codegen/DeviceLibrary.h"
 
+#include "codegen/KernelCache.h"
+
 #include "absl/strings/str_cat.h"
 
-#include <atomic>
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
@@ -38,23 +38,10 @@ absl::StatusOr<std::string> deviceLibraryIncludeDir(const std::string &cacheDir)
   if (std::error_code ec = llvm::sys::fs::create_directories(llvm::sys::path::parent_path(file)))
     return absl::InternalError(
         absl::StrCat("cannot create ", file.str().str(), ": ", ec.message()));
-  // Written to a temporary of this process and thread and renamed: concurrent
-  // compilers (other threads, other processes on one cache) never see half of
-  // it, and never rename each other's temporary away.
-  static std::atomic<int> counter{0};
-  std::string temporary = absl::StrCat(file.str().str(), ".tmp",
-                                       llvm::sys::Process::getProcessId(), "-", ++counter);
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(temporary, ec);
-    if (ec)
-      return absl::InternalError(absl::StrCat("cannot write ", temporary, ": ", ec.message()));
-    os << text;
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(temporary, file)) {
-    llvm::sys::fs::remove(temporary);
+  // Written aside and renamed: concurrent compilers (other threads, other
+  // processes on one cache) never see half of it.
+  if (std::error_code ec = writeFileAtomically(file, text))
     return absl::InternalError(absl::StrCat("cannot write ", file.str().str(), ": ", ec.message()));
-  }
   return root.str().str();
 }
 

@@ -86,18 +86,8 @@ std::string buildFlags(const Compiler &compiler) {
 /// Writes `text()` to `path` unless it is there (the text is made only then),
 /// aside and renamed as the sources are; best effort (nothing when it cannot).
 void writeAside(const std::string &path, llvm::function_ref<std::string()> text) {
-  if (llvm::sys::fs::exists(path))
-    return;
-  std::string temporary =
-      absl::StrCat(path, ".tmp", llvm::sys::Process::getProcessId(), "-", ++temporaries);
-  std::error_code ec;
-  {
-    llvm::raw_fd_ostream os(temporary, ec);
-    if (!ec)
-      os << text();
-  }
-  if (ec || (ec = llvm::sys::fs::rename(temporary, path)))
-    llvm::sys::fs::remove(temporary);
+  if (!llvm::sys::fs::exists(path))
+    (void)writeFileAtomically(path, text());
 }
 } // namespace
 
@@ -182,18 +172,8 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     if (!job.cached) {
       // Written aside and renamed: another process building the same library
       // from this cache must never compile half a file.
-      std::string temporary = absl::StrCat(job.source, ".tmp", llvm::sys::Process::getProcessId(),
-                                           "-", ++temporaries);
-      std::error_code ec;
-      {
-        llvm::raw_fd_ostream os(temporary, ec);
-        if (!ec)
-          os << tu;
-      }
-      if (ec || (ec = llvm::sys::fs::rename(temporary, job.source))) {
-        llvm::sys::fs::remove(temporary);
+      if (std::error_code ec = writeFileAtomically(job.source, tu))
         return absl::InternalError(absl::StrCat("cannot write ", job.source, ": ", ec.message()));
-      }
     }
     work.push_back(std::move(job));
   }

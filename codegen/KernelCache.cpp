@@ -24,26 +24,15 @@ std::string checksumOf(llvm::StringRef bytes) {
   return hex;
 }
 
-/// Writes `bytes` to `path` through a temporary unique to this process and call.
-bool writeAtomically(llvm::StringRef path, llvm::StringRef bytes) {
-  static std::atomic<unsigned> counter{0};
-  std::string temporary = (path + ".tmp" + llvm::Twine(llvm::sys::Process::getProcessId()) + "-" +
-                           llvm::Twine(counter++))
-                              .str();
-  std::error_code ec;
-  {
-    llvm::raw_fd_ostream os(temporary, ec);
-    if (ec)
-      return false;
-    os << bytes;
-    os.close();
-    ec = os.error();
-  }
-  if (!ec)
-    ec = llvm::sys::fs::rename(temporary, path);
-  if (ec)
-    llvm::sys::fs::remove(temporary);
-  return !ec;
+/// Writes `bytes` to the open `fd`, closing it; the stream's error, cleared,
+/// so that the stream's destructor never ends the process over it.
+std::error_code writeAndClose(int fd, llvm::StringRef bytes) {
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << bytes;
+  os.close();
+  std::error_code ec = os.error();
+  os.clear_error();
+  return ec;
 }
 
 /// The entry's bytes when its sidecar exists and matches; a mismatch removes
@@ -67,6 +56,33 @@ std::optional<std::string> checked(llvm::StringRef path) {
 
 } // namespace
 
+std::error_code writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes) {
+  static std::atomic<unsigned> counter{0};
+  std::string temporary = (path + ".tmp" + llvm::Twine(llvm::sys::Process::getProcessId()) + "-" +
+                           llvm::Twine(counter++))
+                              .str();
+  int fd = -1;
+  // CD_CreateNew is O_EXCL: a file or link already at the temporary's name
+  // (another process's, or planted) is an error, never written through.
+  if (std::error_code ec = llvm::sys::fs::openFileForWrite(temporary, fd,
+                                                           llvm::sys::fs::CD_CreateNew))
+    return ec;
+  std::error_code ec = writeAndClose(fd, bytes);
+  if (!ec)
+    ec = llvm::sys::fs::rename(temporary, path);
+  if (ec)
+    llvm::sys::fs::remove(temporary);
+  return ec;
+}
+
+std::error_code writeFile(llvm::StringRef path, llvm::StringRef bytes) {
+  int fd = -1;
+  if (std::error_code ec =
+          llvm::sys::fs::openFileForWrite(path, fd, llvm::sys::fs::CD_CreateAlways))
+    return ec;
+  return writeAndClose(fd, bytes);
+}
+
 std::optional<std::string> readCacheEntry(llvm::StringRef path) { return checked(path); }
 
 bool verifyCacheEntry(llvm::StringRef path) { return checked(path).has_value(); }
@@ -75,11 +91,11 @@ bool sealCacheEntry(llvm::StringRef path) {
   auto entry = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
   if (!entry)
     return false;
-  return writeAtomically(sidecarOf(path), checksumOf((*entry)->getBuffer()));
+  return !writeFileAtomically(sidecarOf(path), checksumOf((*entry)->getBuffer()));
 }
 
 bool writeCacheEntry(llvm::StringRef path, llvm::StringRef bytes) {
-  return writeAtomically(path, bytes) && writeAtomically(sidecarOf(path), checksumOf(bytes));
+  return !writeFileAtomically(path, bytes) && !writeFileAtomically(sidecarOf(path), checksumOf(bytes));
 }
 
 } // namespace kiln

@@ -17,6 +17,7 @@
 
 #include <optional>
 #include <string>
+#include <system_error>
 
 namespace kiln {
 
@@ -35,6 +36,16 @@ bool sealCacheEntry(llvm::StringRef path);
 
 /// Writes `bytes` as cache entry `path`: temporary, rename, then the sidecar.
 bool writeCacheEntry(llvm::StringRef path, llvm::StringRef bytes);
+
+/// Writes `bytes` to `path` through a temporary beside it that this call
+/// creates exclusively (never through a link planted there) and renames over
+/// `path`, so a reader sees all of it or none. A failed write (a full disk, a
+/// read-only folder) is the returned error, and the temporary is gone: never
+/// the process exit that an unchecked llvm::raw_fd_ostream error makes.
+std::error_code writeFileAtomically(llvm::StringRef path, llvm::StringRef bytes);
+
+/// Writes `bytes` to `path` in place (created or truncated); the error as above.
+std::error_code writeFile(llvm::StringRef path, llvm::StringRef bytes);
 
 } // namespace kiln
 

@@ -142,13 +142,13 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs,
         addLintFacts(entry, *k);
         manifest.push_back(std::move(entry));
       }
-    std::error_code ec;
-    llvm::raw_fd_ostream os(cubinDir + "/kernels.json", ec);
-    if (ec) {
+    std::string json;
+    llvm::raw_string_ostream os(json);
+    os << llvm::json::Value(llvm::json::Object{{"kernels", std::move(manifest)}});
+    if (std::error_code ec = writeFile(cubinDir + "/kernels.json", json)) {
       llvm::errs() << "error: cannot write " << cubinDir << "/kernels.json: " << ec.message() << "\n";
       return false;
     }
-    os << llvm::json::Object{{"kernels", std::move(manifest)}};
   }
   struct Result {
     bool ok = true;
@@ -175,15 +175,14 @@ bool checkWithNvrtc(const std::vector<GeneratedKernel> &kernels, int jobs,
         continue;
       }
       if (!cubinDir.empty() && sm == 90 && !fastMath) {
-        std::error_code ec;
-        llvm::raw_fd_ostream os(cubinDir + "/kernels-" + std::to_string(b) + ".sm_90.cubin", ec);
+        std::error_code ec =
+            writeFile(cubinDir + "/kernels-" + std::to_string(b) + ".sm_90.cubin", r->cubin);
+        // The source beside it, to read a violation's kernel.
+        if (!ec)
+          ec = writeFile(cubinDir + "/" + name, tu);
         if (ec) {
           result.messages += "error: cannot write a cubin to " + cubinDir + ": " + ec.message() + "\n";
           result.ok = false;
-        } else {
-          os << r->cubin;
-          // The source beside it, to read a violation's kernel.
-          llvm::raw_fd_ostream(cubinDir + "/" + name, ec) << tu;
         }
       }
       // ptxas reports per function: "Compiling entry function 'NAME' ..." and then
