@@ -461,8 +461,11 @@ absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &cal
     std::optional<Problem> problem = plan(params, call);
     if (!problem)
       return absl::InternalError("the matmul does not map onto cuBLASLt");
-    if (problem->m == 0 || problem->n == 0 || problem->batch == 0)
-      return absl::OkStatus(); // an empty result: no call, no algorithm
+    // An empty result: no call, no algorithm. Empty outer dims ([0, 2] of
+    // which only the 2 is cuBLASLt's strided batch) are no call either.
+    if (problem->m == 0 || problem->n == 0 || problem->batch == 0 ||
+        product(problem->outer, 0, problem->outer.size()) == 0)
+      return absl::OkStatus();
   }
   const CublasLt &lt = *lt_;
   Prepared prepared(lt);
