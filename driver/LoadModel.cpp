@@ -13,6 +13,20 @@
 using namespace mlir;
 
 namespace kiln {
+namespace {
+/// `module` after the graph pipeline when asked; null when either is.
+OwningOpRef<ModuleOp> optimized(OwningOpRef<ModuleOp> module, const LoadOptions &options) {
+  if (!module)
+    return nullptr;
+  if (options.optimize) {
+    PassManager pm(module->getContext());
+    buildGraphPipeline(pm, GraphPipelineOptions());
+    if (failed(pm.run(*module)))
+      return nullptr;
+  }
+  return module;
+}
+} // namespace
 
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef path,
                                 const LoadOptions &options) {
@@ -34,15 +48,18 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context, llvm::StringRef path,
         << path << ": not a model kiln reads (.onnx or .mlir)";
     return nullptr;
   }
-  if (!module)
-    return nullptr;
-  if (options.optimize) {
-    PassManager pm(&context);
-    buildGraphPipeline(pm, GraphPipelineOptions());
-    if (failed(pm.run(*module)))
-      return nullptr;
-  }
-  return module;
+  return optimized(std::move(module), options);
+}
+
+OwningOpRef<ModuleOp> loadModelBytes(MLIRContext &context, llvm::StringRef bytes,
+                                     llvm::StringRef name, llvm::StringRef folder,
+                                     const LoadOptions &options) {
+  OwningOpRef<ModuleOp> module;
+  if (name.ends_with(".mlir"))
+    module = parseSourceString<ModuleOp>(bytes, &context, name);
+  else
+    module = onnx_import::importOnnxBytes(context, bytes, name, folder, options.import);
+  return optimized(std::move(module), options);
 }
 
 func::FuncOp entryFunction(ModuleOp module) {

@@ -20,6 +20,14 @@ struct LoadOptions {
 mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context, llvm::StringRef path,
                                             const LoadOptions &options);
 
+/// loadModel for a model's bytes: `name` says what they are (".onnx" or ".mlir"
+/// at its end) and names them in diagnostics; an ONNX model's external data
+/// resolves in `folder` (empty: none may be named).
+mlir::OwningOpRef<mlir::ModuleOp> loadModelBytes(mlir::MLIRContext &context,
+                                                 llvm::StringRef bytes, llvm::StringRef name,
+                                                 llvm::StringRef folder,
+                                                 const LoadOptions &options);
+
 /// The function a model runs: `main_graph`, else the module's only function; null
 /// after a diagnostic.
 mlir::func::FuncOp entryFunction(mlir::ModuleOp module);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
@@ -25,27 +26,63 @@ std::shared_ptr<const AlignedBytes> AlignedBytes::copy(const void *data, size_t 
   return bytes;
 }
 
-absl::Status DiskCache::open() const {
-  // Each level in turn, as mkdir -p.
+namespace {
+/// What ends every entry: the key (the entry's file name) it was written for,
+/// its length, and a mark.
+constexpr char kTrailerMark[8] = {'K', 'I', 'L', 'N', 'K', 'E', 'Y', '1'};
+constexpr size_t kTrailerFixed = sizeof(uint64_t) + sizeof(kTrailerMark);
+} // namespace
+
+absl::Status DiskCache::open() {
+  // Each level in turn, as mkdir -p; 0700, since the entries are the user's.
   for (size_t at = 1; at <= folder_.size(); ++at) {
     if (at != folder_.size() && folder_[at] != '/')
       continue;
     std::string prefix = folder_.substr(0, at);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
-      return absl::InternalError(
-          absl::StrCat("cannot create the cache folder ", prefix, ": ", std::strerror(errno)));
+    if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      readable_ = writable_ = false;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot create the cache folder ", prefix, ": ", std::strerror(errno),
+          "; compiling without a cache"));
+    }
+  }
+  struct stat st;
+  if (stat(folder_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    readable_ = writable_ = false;
+    return absl::FailedPreconditionError(
+        absl::StrCat("the cache folder ", folder_, " is not a folder; compiling without a cache"));
+  }
+  // Entries are code this process will run: a folder another user may write
+  // (or owns) could hand it anything, so such a folder is neither read nor
+  // written.
+  if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    readable_ = writable_ = false;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the cache folder ", folder_,
+        st.st_uid != geteuid() ? " belongs to another user" : " may be written by other users",
+        "; compiling without a cache"));
+  }
+  if (access(folder_.c_str(), W_OK) != 0) {
+    writable_ = false;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the cache folder ", folder_, " is not writable (", std::strerror(errno),
+        "); its entries are read, new ones are not kept"));
   }
   return absl::OkStatus();
 }
 
-std::shared_ptr<const AlignedBytes> DiskCache::read(const std::string &name) const {
-  int fd = ::open(path(name).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+DiskCache::Entry DiskCache::read(const std::string &name) const {
+  Entry found;
+  if (!readable_)
+    return found;
+  // O_NOFOLLOW: an entry is a file this JIT wrote, never a link to elsewhere.
+  int fd = ::open(path(name).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0)
-    return nullptr;
+    return found;
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    return nullptr;
+    return found;
   }
   auto bytes = std::make_shared<AlignedBytes>();
   bytes->size = static_cast<size_t>(st.st_size);
@@ -59,27 +96,59 @@ std::shared_ptr<const AlignedBytes> DiskCache::read(const std::string &name) con
     got += static_cast<size_t>(n);
   }
   // Recently used: eviction goes by modification time, so a hit refreshes it.
-  futimens(fd, nullptr);
+  if (writable_)
+    futimens(fd, nullptr);
   close(fd);
   if (got != bytes->size)
-    return nullptr;
-  return bytes;
+    return found;
+  // The trailer: the entry must have been written, whole, for this key.
+  // Entries of another kiln version or format have other names (the key
+  // holds both), so an entry without one was cut short or overwritten.
+  const char *data = reinterpret_cast<const char *>(bytes->words.get());
+  size_t size = bytes->size;
+  uint64_t keyLength = 0;
+  if (size >= kTrailerFixed)
+    std::memcpy(&keyLength, data + size - kTrailerFixed, sizeof(keyLength));
+  if (size < kTrailerFixed ||
+      std::memcmp(data + size - sizeof(kTrailerMark), kTrailerMark, sizeof(kTrailerMark)) != 0 ||
+      keyLength > size - kTrailerFixed) {
+    found.damaged = true;
+    return found;
+  }
+  size_t payload = size - kTrailerFixed - static_cast<size_t>(keyLength);
+  std::string_view key(data + payload, static_cast<size_t>(keyLength));
+  if (key != name) {
+    found.writtenFor = std::string(key.substr(0, 200));
+    return found;
+  }
+  bytes->size = payload;
+  found.bytes = std::move(bytes);
+  return found;
 }
 
 int DiskCache::write(const std::string &name, const AlignedBytes &bytes) const {
+  if (!writable_)
+    return 0;
   static std::atomic<int> counter{0};
   std::string temporary = absl::StrCat(path(name), ".tmp", getpid(), "-", ++counter);
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  // O_EXCL (with O_NOFOLLOW): never through a file or link already there.
+  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return 0;
-  size_t put = 0;
-  while (put < bytes.size) {
-    ssize_t n = ::write(fd, bytes.data() + put, bytes.size - put);
-    if (n <= 0)
-      break;
-    put += static_cast<size_t>(n);
-  }
-  bool ok = put == bytes.size && fsync(fd) == 0;
+  auto put = [&](const void *data, size_t size) {
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = ::write(fd, static_cast<const char *>(data) + done, size - done);
+      if (n <= 0)
+        return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  };
+  uint64_t keyLength = name.size();
+  bool ok = put(bytes.data(), bytes.size) && put(name.data(), name.size()) &&
+            put(&keyLength, sizeof(keyLength)) && put(kTrailerMark, sizeof(kTrailerMark)) &&
+            fsync(fd) == 0;
   close(fd);
   if (!ok || rename(temporary.c_str(), path(name).c_str()) != 0) {
     unlink(temporary.c_str());
@@ -88,7 +157,10 @@ int DiskCache::write(const std::string &name, const AlignedBytes &bytes) const {
   return evict(name);
 }
 
-void DiskCache::remove(const std::string &name) const { unlink(path(name).c_str()); }
+void DiskCache::remove(const std::string &name) const {
+  if (writable_)
+    unlink(path(name).c_str());
+}
 
 int DiskCache::evict(const std::string &keep) const {
   struct Entry {

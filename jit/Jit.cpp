@@ -19,6 +19,7 @@
 #include "codegen/DeviceLibrary.h"
 #include "codegen/HostEmulation.h"
 #include "codegen/KernelCache.h"
+#include "frontend/onnx/OnnxImporter.h"
 #include "kiln/artifact/Format.h"
 #include "kiln/artifact/Plan.h"
 #include "kiln/nvrtc/Nvrtc.h"
@@ -34,21 +35,27 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/xxhash.h"
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <fcntl.h>
 #include <functional>
 #include <list>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -63,6 +70,69 @@ std::string hex(uint64_t v) {
   char buffer[17];
   std::snprintf(buffer, sizeof(buffer), "%016llx", static_cast<unsigned long long>(v));
   return buffer;
+}
+
+/// A regular file's bytes, mapped; an error naming the path otherwise (a
+/// folder, a FIFO that would block, a device that never ends).
+absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> readRegularFile(const std::string &path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    bool folder = S_ISDIR(st.st_mode);
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, folder ? ": is a folder, not a model file"
+                                  : ": not a regular file (a model is read from a file)"));
+  }
+  auto buffer = llvm::MemoryBuffer::getOpenFile(fd, path, static_cast<uint64_t>(st.st_size),
+                                                /*RequiresNullTerminator=*/false);
+  ::close(fd);
+  if (!buffer)
+    return absl::InternalError(
+        absl::StrCat("cannot read ", path, ": ", buffer.getError().message()));
+  return std::move(*buffer);
+}
+
+/// For an ONNX model's cache key: the external data files its tensors name,
+/// each with the hash of its contents (a model whose weights changed beside
+/// it is another model). An error when it names some but came as bytes with
+/// no folder to find them in. A file that cannot be read, or that the
+/// importer refuses (outside the folder), is keyed as such: the import then
+/// says what is wrong with it, and a failed compile is never cached.
+absl::StatusOr<std::string> externalDataKey(llvm::StringRef bytes, const std::string &name,
+                                            const std::string &folder) {
+  // Only a model that mentions external data pays for a second parse.
+  if (!bytes.contains("location"))
+    return std::string();
+  std::optional<std::vector<std::string>> locations = onnx_import::externalDataLocations(bytes);
+  if (!locations || locations->empty())
+    return std::string(); // bytes that do not parse: the import says so
+  if (folder.empty())
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": its weights are in external data files ('", locations->front(),
+        "'), and it came as bytes, from no folder: compile it from its file so that they are "
+        "found beside it"));
+  std::string key;
+  for (const std::string &location : *locations) {
+    absl::StrAppend(&key, location, "\n");
+    if (llvm::sys::path::is_absolute(location) || llvm::StringRef(location).contains("..")) {
+      absl::StrAppend(&key, "refused\n");
+      continue;
+    }
+    llvm::SmallString<256> path(folder);
+    llvm::sys::path::append(path, location);
+    absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> file = readRegularFile(path.str().str());
+    if (!file.ok()) {
+      absl::StrAppend(&key, "unreadable\n");
+      continue;
+    }
+    absl::StrAppend(&key, (*file)->getBufferSize(), " ",
+                    hex(llvm::xxh3_64bits((*file)->getBuffer())), "\n");
+  }
+  return key;
 }
 
 std::string defaultFolder() {
@@ -111,7 +181,11 @@ public:
   /// Drops queued specializations and waits for the running ones, after which
   /// no thread of this JIT runs (idempotent; the destructor and exit call it).
   void stopBackground();
-  absl::StatusOr<kiln_model_t *> compile(const void *data, size_t size, const std::string &name);
+  /// Compiles (or finds) the model in `data`; `name` says what it is and
+  /// names it in messages, `folder` is where its external data resolves
+  /// (empty: it may have none).
+  absl::StatusOr<kiln_model_t *> compile(const void *data, size_t size, const std::string &name,
+                                         const std::string &folder);
   void waitIdle();
   kiln_jit_stats_t stats() const {
     std::lock_guard<std::mutex> lock(statsMutex_);
@@ -127,11 +201,12 @@ private:
     kiln_model_t *model = nullptr;
   };
   absl::StatusOr<std::shared_ptr<const AlignedBytes>> artifactFor(const std::string &key,
-                                                                  const void *data, size_t size,
-                                                                  const std::string &name);
-  absl::StatusOr<std::shared_ptr<const AlignedBytes>> compileArtifact(const void *data,
-                                                                      size_t size,
-                                                                      const std::string &name);
+                                                                  llvm::StringRef bytes,
+                                                                  const std::string &name,
+                                                                  const std::string &folder);
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>> compileArtifact(llvm::StringRef bytes,
+                                                                      const std::string &name,
+                                                                      const std::string &folder);
   absl::StatusOr<std::shared_ptr<const AlignedBytes>> packFor(const Job &job);
   /// Entry `file` from memory, else from disk when `intact` accepts it (a
   /// damaged one is removed with a warning), else built, written and kept.
@@ -154,6 +229,12 @@ private:
 
   kiln_jit_options_t options_;
   DiskCache disk_;
+  /// Where kernels build (host libraries, cubins): the cache's `kernels`
+  /// folder, or privateFolder_ when the cache cannot be written.
+  std::string kernelFolder_;
+  /// A folder of this process's own (mkdtemp), removed with the JIT; empty
+  /// when the cache is written.
+  std::string privateFolder_;
   std::vector<int> cubinArchs_; ///< what artifacts carry cubins for; empty: host only
   std::vector<std::thread> threads_;
 
@@ -221,8 +302,22 @@ void onVariantMiss(void *user, const int64_t *values, size_t count) {
 } // namespace
 
 absl::Status Jit::start() {
+  // A cache folder the JIT may not write (read-only, another user's, or one
+  // others may write) costs reuse, never a compile: the kernels then build in
+  // a private folder of this process's own.
   if (absl::Status s = disk_.open(); !s.ok())
-    return s;
+    std::fprintf(stderr, "kiln-jit: warning: %s\n", std::string(s.message()).c_str());
+  if (disk_.writable()) {
+    kernelFolder_ = disk_.folder() + "/kernels";
+  } else {
+    const char *tmp = std::getenv("TMPDIR");
+    std::string pattern = absl::StrCat(tmp && *tmp ? tmp : "/tmp", "/kiln-jit-XXXXXX");
+    if (!mkdtemp(pattern.data()))
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the cache folder ", disk_.folder(), " cannot be written and no private folder "
+          "could be made for the kernels (", pattern, ": ", std::strerror(errno), ")"));
+    kernelFolder_ = privateFolder_ = pattern;
+  }
   // Cubins only where a device may run them (part of every model's key).
   int devices = 0;
   if (options_.backend != KILN_BACKEND_HOST && kiln_cuda_device_count(&devices) == KILN_OK &&
@@ -254,6 +349,9 @@ Jit::~Jit() {
   stopBackground();
   for (auto &[key, entry] : models_)
     kiln_model_destroy(entry->model);
+  // The libraries built there stay loaded (their files may go).
+  if (!privateFolder_.empty())
+    llvm::sys::fs::remove_directories(privateFolder_);
 }
 
 void Jit::waitIdle() {
@@ -280,16 +378,24 @@ void Jit::remember(const std::string &key, std::shared_ptr<const AlignedBytes> b
 }
 
 absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
-                                            const std::string &name) {
+                                            const std::string &name, const std::string &folder) {
   if (!data || !size)
-    return absl::InvalidArgumentError("the model is empty");
+    return absl::InvalidArgumentError(absl::StrCat(name, ": the model is empty (0 bytes)"));
+  llvm::StringRef bytes(static_cast<const char *>(data), size);
+  bool mlir = llvm::StringRef(name).ends_with(".mlir");
+  // What a compile reads besides the bytes: the external data files, by
+  // their contents (a model's weights changed beside it are another model).
+  absl::StatusOr<std::string> external =
+      mlir ? std::string() : externalDataKey(bytes, name, folder);
+  if (!external.ok())
+    return external.status();
   std::string key = hex(llvm::xxh3_64bits(llvm::StringRef(
       // The format version too: a disk cache written by an older build is
       // recompiled rather than refused at load.
       absl::StrCat("kiln-jit model\n", KILN_VERSION, "\nformat ", artifact::kFormatVersion, "\n",
                    cubinArchs_.empty() ? "host" : absl::StrJoin(cubinArchs_, ","), "\n",
-                   llvm::StringRef(name).ends_with(".mlir") ? "mlir" : "onnx", "\n",
-                   absl::string_view(static_cast<const char *>(data), size)))));
+                   mlir ? "mlir" : "onnx", "\n", hex(llvm::xxh3_64bits(bytes)), "\n",
+                   *external))));
   // Single flight: the first asker compiles, the others wait for its handle.
   std::shared_ptr<InFlight> flight;
   bool mine = false;
@@ -321,7 +427,8 @@ absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
       return status;
     return model;
   };
-  absl::StatusOr<std::shared_ptr<const AlignedBytes>> artifact = artifactFor(key, data, size, name);
+  absl::StatusOr<std::shared_ptr<const AlignedBytes>> artifact =
+      artifactFor(key, bytes, name, folder);
   if (!artifact.ok())
     return finish(artifact.status(), nullptr);
   auto entry = std::make_unique<ModelEntry>();
@@ -369,12 +476,21 @@ Jit::cached(const std::string &file, const std::function<bool(const AlignedBytes
       return bytes;
     }
   }
-  if (std::shared_ptr<const AlignedBytes> bytes = disk_.read(file)) {
-    if (intact(*bytes)) {
-      bump(&kiln_jit_stats_t::disk_hits);
-      remember(file, bytes);
-      return bytes;
-    }
+  DiskCache::Entry entry = disk_.read(file);
+  if (entry.bytes && intact(*entry.bytes)) {
+    bump(&kiln_jit_stats_t::disk_hits);
+    remember(file, entry.bytes);
+    return entry.bytes;
+  }
+  if (!entry.writtenFor.empty()) {
+    // Another key's entry under this one's name (copied, renamed): never
+    // taken for it. Its bytes are whole, so it is left to be replaced.
+    std::fprintf(stderr,
+                 "kiln-jit: warning: cache entry %s/%s was written for %s, not for this key; "
+                 "compiling it again\n",
+                 disk_.folder().c_str(), file.c_str(), entry.writtenFor.c_str());
+    bump(&kiln_jit_stats_t::damaged);
+  } else if (entry.bytes || entry.damaged) {
     std::fprintf(stderr, "kiln-jit: warning: cache entry %s/%s is damaged; compiling it again\n",
                  disk_.folder().c_str(), file.c_str());
     disk_.remove(file);
@@ -392,29 +508,16 @@ Jit::cached(const std::string &file, const std::function<bool(const AlignedBytes
 }
 
 absl::StatusOr<std::shared_ptr<const AlignedBytes>>
-Jit::artifactFor(const std::string &key, const void *data, size_t size, const std::string &name) {
+Jit::artifactFor(const std::string &key, llvm::StringRef bytes, const std::string &name,
+                 const std::string &folder) {
   return cached(
       "model-" + key + ".kiln",
       [](const AlignedBytes &b) { return artifact::readArtifact(b.data(), b.size).ok(); },
-      [&] { return compileArtifact(data, size, name); });
+      [&] { return compileArtifact(bytes, name, folder); });
 }
 
 absl::StatusOr<std::shared_ptr<const AlignedBytes>>
-Jit::compileArtifact(const void *data, size_t size, const std::string &name) {
-  // The loader reads files: the bytes go to a private temporary one.
-  std::string suffix = llvm::StringRef(name).ends_with(".mlir") ? ".mlir" : ".onnx";
-  static std::atomic<int> counter{0};
-  std::string path = absl::StrCat(disk_.folder(), "/compile-", getpid(), "-", ++counter, suffix);
-  {
-    FILE *f = std::fopen(path.c_str(), "wb");
-    if (!f || std::fwrite(data, 1, size, f) != size) {
-      if (f)
-        std::fclose(f);
-      std::remove(path.c_str());
-      return absl::InternalError(absl::StrCat("cannot write ", path));
-    }
-    std::fclose(f);
-  }
+Jit::compileArtifact(llvm::StringRef bytes, const std::string &name, const std::string &folder) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
@@ -426,8 +529,9 @@ Jit::compileArtifact(const void *data, size_t size, const std::string &name) {
   });
   LoadOptions load;
   load.optimize = true;
-  mlir::OwningOpRef<mlir::ModuleOp> module = loadModel(context, path, load);
-  std::remove(path.c_str());
+  // Imported from the bytes themselves: no copy of the model is written
+  // anywhere (a shared cache folder is no place for one).
+  mlir::OwningOpRef<mlir::ModuleOp> module = loadModelBytes(context, bytes, name, folder, load);
   auto failed = [&](const char *stage) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": ", diagnostics.empty() ? stage : diagnostics));
@@ -436,7 +540,7 @@ Jit::compileArtifact(const void *data, size_t size, const std::string &name) {
     return failed("cannot be imported");
   ArtifactOptions options;
   options.cubinArchs = cubinArchs_;
-  options.cacheDir = disk_.folder() + "/kernels";
+  options.cacheDir = kernelFolder_;
   options.jobs = 1;
   options.source = name;
   // The weights go from the module's constants straight into the bytes the
@@ -445,17 +549,17 @@ Jit::compileArtifact(const void *data, size_t size, const std::string &name) {
   mlir::FailureOr<CompiledArtifact> artifact = compileToArtifact(*module, options);
   if (mlir::failed(artifact))
     return failed("cannot be compiled");
-  auto bytes = std::make_shared<AlignedBytes>();
-  bytes->size = artifact->size();
-  bytes->words.reset(new uint64_t[bytes->size / 8 + 1]);
-  auto *at = reinterpret_cast<char *>(bytes->words.get());
+  auto out = std::make_shared<AlignedBytes>();
+  out->size = artifact->size();
+  out->words.reset(new uint64_t[out->size / 8 + 1]);
+  auto *at = reinterpret_cast<char *>(out->words.get());
   if (mlir::failed(forEachArtifactPiece(*artifact, [&](llvm::ArrayRef<char> piece) {
         if (!piece.empty())
           std::memcpy(at, piece.data(), piece.size());
         at += piece.size();
       })))
     return failed("cannot be compiled");
-  return std::shared_ptr<const AlignedBytes>(std::move(bytes));
+  return std::shared_ptr<const AlignedBytes>(std::move(out));
 }
 
 void Jit::requestVariant(ModelEntry *entry, const int64_t *values, size_t count) {
@@ -578,7 +682,7 @@ absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::compilePack(const Job &
       variantKernels.push_back(fb::CreateVariantKernel(b, k));
     if (!kernels.empty()) {
       absl::StatusOr<std::unique_ptr<HostKernels>> host =
-          HostKernels::build(kernels, disk_.folder() + "/kernels", /*chunkSize=*/100, 1, defines);
+          HostKernels::build(kernels, kernelFolder_, /*chunkSize=*/100, 1, defines);
       if (!host.ok())
         return host.status();
       for (const HostKernels::Library &lib : (*host)->libraries()) {
@@ -689,7 +793,8 @@ kiln_status_t kiln_jit_compile_memory(kiln_jit_t *jit, const void *data, size_t 
   return guarded("kiln_jit_compile_memory", [&] {
     if (!jit || !out_model)
       return fail(absl::InvalidArgumentError("kiln_jit_compile_memory: a NULL argument"));
-    absl::StatusOr<kiln_model_t *> model = jit->jit->compile(data, size, name ? name : "model.onnx");
+    absl::StatusOr<kiln_model_t *> model =
+        jit->jit->compile(data, size, name ? name : "model.onnx", /*folder=*/"");
     if (!model.ok())
       return fail(model.status());
     *out_model = *model;
@@ -701,18 +806,15 @@ kiln_status_t kiln_jit_compile_file(kiln_jit_t *jit, const char *path, kiln_mode
   return guarded("kiln_jit_compile_file", [&] {
     if (!jit || !path || !out_model)
       return fail(absl::InvalidArgumentError("kiln_jit_compile_file: a NULL argument"));
-    FILE *f = std::fopen(path, "rb");
-    if (!f)
-      return fail(absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno))));
-    std::string bytes;
-    char buffer[1 << 16];
-    while (size_t n = std::fread(buffer, 1, sizeof(buffer), f))
-      bytes.append(buffer, n);
-    std::fclose(f);
-    std::string name = path;
-    if (size_t slash = name.rfind('/'); slash != std::string::npos)
-      name = name.substr(slash + 1);
-    absl::StatusOr<kiln_model_t *> model = jit->jit->compile(bytes.data(), bytes.size(), name);
+    absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> file = kiln::jit::readRegularFile(path);
+    if (!file.ok())
+      return fail(file.status());
+    // External data resolves beside the model, never in the cache folder.
+    llvm::StringRef folder = llvm::sys::path::parent_path(path);
+    absl::StatusOr<kiln_model_t *> model =
+        jit->jit->compile((*file)->getBufferStart(), (*file)->getBufferSize(),
+                          llvm::sys::path::filename(path).str(),
+                          folder.empty() ? std::string(".") : folder.str());
     if (!model.ok())
       return fail(model.status());
     *out_model = *model;

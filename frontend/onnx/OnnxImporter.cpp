@@ -521,6 +521,10 @@ OwningOpRef<ModuleOp> importOnnxBytes(MLIRContext &context, StringRef bytes,
 
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
                                      const ImportOptions &options) {
+  // External data resolves beside the model ("model.onnx" is in ".").
+  StringRef folder = llvm::sys::path::parent_path(path);
+  if (folder.empty())
+    folder = ".";
   auto cannotRead = [&](const std::string &why) {
     emitError(FileLineColLoc::get(&context, path, 0, 0)) << "cannot read the model: " << why;
     return nullptr;
@@ -535,8 +539,7 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
                                               /*RequiresNullTerminator=*/false);
     if (!buffer)
       return cannotRead(buffer.getError().message());
-    return importOnnxBytes(context, (*buffer)->getBuffer(), path,
-                           llvm::sys::path::parent_path(path), options);
+    return importOnnxBytes(context, (*buffer)->getBuffer(), path, folder, options);
   }
   // A regular file is read in blocks rather than mapped: a mapped file stays
   // resident beside the parsed copy of its weights until the import ends
@@ -548,11 +551,59 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
   if (status.getSize() >= uint64_t(INT_MAX))
     return (tooLarge(context, path), nullptr);
   google::protobuf::io::FileInputStream stream(fd, /*block_size=*/1 << 20);
-  return parseAndImport(context, stream, path, llvm::sys::path::parent_path(path), options,
+  return parseAndImport(context, stream, path, folder, options,
                         [&] {
                           return stream.GetErrno() ? std::generic_category().message(stream.GetErrno())
                                                    : std::string();
                         });
+}
+
+namespace {
+/// Adds the external data locations of `tensor`, `graph` (and the graphs
+/// inside it) to `out`, each once.
+void addLocations(const onnx::TensorProto &tensor, llvm::StringSet<> &seen,
+                  std::vector<std::string> &out) {
+  if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
+    return;
+  for (const auto &entry : tensor.external_data())
+    if (entry.key() == "location" && seen.insert(entry.value()).second)
+      out.push_back(entry.value());
+}
+void addLocations(const onnx::GraphProto &graph, llvm::StringSet<> &seen,
+                  std::vector<std::string> &out) {
+  for (const onnx::TensorProto &t : graph.initializer())
+    addLocations(t, seen, out);
+  for (const onnx::SparseTensorProto &t : graph.sparse_initializer()) {
+    addLocations(t.values(), seen, out);
+    addLocations(t.indices(), seen, out);
+  }
+  for (const onnx::NodeProto &node : graph.node())
+    for (const onnx::AttributeProto &a : node.attribute()) {
+      if (a.has_t())
+        addLocations(a.t(), seen, out);
+      for (const onnx::TensorProto &t : a.tensors())
+        addLocations(t, seen, out);
+      if (a.has_g())
+        addLocations(a.g(), seen, out);
+      for (const onnx::GraphProto &g : a.graphs())
+        addLocations(g, seen, out);
+    }
+}
+} // namespace
+
+std::optional<std::vector<std::string>> externalDataLocations(StringRef bytes) {
+  if (bytes.size() >= size_t(INT_MAX))
+    return std::nullopt;
+  onnx::ModelProto model;
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT_MAX);
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    return std::nullopt;
+  llvm::StringSet<> seen;
+  std::vector<std::string> out;
+  addLocations(model.graph(), seen, out);
+  return out;
 }
 
 } // namespace kiln::onnx_import

@@ -14,7 +14,9 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln::onnx_import {
 
@@ -40,12 +42,20 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &context,
                                                  llvm::StringRef path,
                                                  const ImportOptions &options = {});
 
-/// Imports a model from serialized bytes; `baseDir` locates external data.
+/// Imports a model from serialized bytes; `baseDir` locates external data
+/// (empty: the model may have none, and one that has is refused, naming the
+/// file it wanted, since bytes come from no folder).
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxBytes(mlir::MLIRContext &context,
                                                   llvm::StringRef bytes,
                                                   llvm::StringRef modelName,
                                                   llvm::StringRef baseDir,
                                                   const ImportOptions &options = {});
+
+/// The external data files a serialized model's tensors name (initializers,
+/// sparse initializers, tensor attributes, in subgraphs too), each once, as the
+/// model writes them (relative to its folder); nullopt when the bytes do not
+/// parse. For keying a cache by what a compile reads.
+std::optional<std::vector<std::string>> externalDataLocations(llvm::StringRef bytes);
 
 /// Dialects the imported IR uses; load them before importing.
 void loadImportDialects(mlir::MLIRContext &context);

@@ -175,6 +175,10 @@ FailureOr<AsmResourceBlob> readExternal(const onnx::TensorProto &tensor, StringR
   }
   if (location.empty())
     return emitError(loc) << what << ": external data has no location";
+  if (base.empty())
+    return emitError(loc) << what << ": its data is in the external file '" << location
+                          << "', and the model came as bytes, from no folder: load it from "
+                             "its file so that the file is found beside it";
   if (llvm::sys::path::is_absolute(location) || StringRef(location).contains(".."))
     return emitError(loc) << what << ": external data location '" << location
                           << "' must be a relative path inside the model's directory";
@@ -190,7 +194,7 @@ FailureOr<AsmResourceBlob> readExternal(const onnx::TensorProto &tensor, StringR
   // symlink there pointing elsewhere (/etc/passwd) is refused like "..". And it
   // must be a regular file (a FIFO would block the reader).
   SmallString<256> realBase, realPath;
-  if (!llvm::sys::fs::real_path(base.empty() ? StringRef(".") : base, realBase) &&
+  if (!llvm::sys::fs::real_path(base, realBase) &&
       !llvm::sys::fs::real_path(path, realPath)) {
     if (!StringRef(realPath).starts_with((realBase + "/").str()))
       return emitError(loc) << what << ": external data location '" << location

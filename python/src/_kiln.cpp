@@ -29,9 +29,56 @@ namespace nb = nanobind;
 
 namespace {
 
+/// `text` as valid UTF-8: each byte that is not part of a well-formed
+/// sequence becomes `\xNN`. Messages may quote a model's own bytes (a node
+/// name from a corrupt file), and Python takes an exception's text as UTF-8:
+/// an ill-formed one would arrive as an empty KilnError.
+std::string utf8Safe(const std::string &text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool wellFormed = length > 0 && i + length <= text.size();
+    for (size_t k = 1; wellFormed && k < length; ++k)
+      wellFormed = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    // Overlong forms and surrogates are ill-formed too (Python refuses them).
+    if (wellFormed && length == 2)
+      wellFormed = c >= 0xC2;
+    if (wellFormed && length == 3) {
+      unsigned char d = static_cast<unsigned char>(text[i + 1]);
+      wellFormed = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d >= 0xA0);
+    }
+    if (wellFormed && length == 4) {
+      unsigned char d = static_cast<unsigned char>(text[i + 1]);
+      wellFormed = c <= 0xF4 && !(c == 0xF0 && d < 0x90) && !(c == 0xF4 && d >= 0x90);
+    }
+    if (wellFormed) {
+      out.append(text, i, length);
+      i += length;
+      continue;
+    }
+    static const char digits[] = "0123456789abcdef";
+    out += "\\x";
+    out += digits[c >> 4];
+    out += digits[c & 15];
+    ++i;
+  }
+  return out;
+}
+
 struct KilnError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit KilnError(const std::string &message) : std::runtime_error(utf8Safe(message)) {}
 };
+
+/// A path argument as the C API takes it: a NUL byte would end it early
+/// (another file than the one named), so it is refused.
+std::string pathArgument(const std::string &path) {
+  if (path.find('\0') != std::string::npos)
+    throw KilnError("the path '" + path.substr(0, path.find('\0')) +
+                    "\\0...' holds a NUL byte, which no file name can");
+  return path;
+}
 
 void check(kiln_status_t status) {
   if (status != KILN_OK)
@@ -419,6 +466,7 @@ kiln_backend_t parseBackend(const std::string &name) {
 }
 
 std::unique_ptr<Model> load(const std::string &path, const std::string &backend, int device) {
+  pathArgument(path);
   kiln_model_t *model = nullptr;
   kiln_load_options_t options = KILN_LOAD_OPTIONS_INIT;
   options.backend = parseBackend(backend);
@@ -436,6 +484,7 @@ std::unique_ptr<Model> load(const std::string &path, const std::string &backend,
 /// One JIT per (cache folder, backend, device) for the process: models
 /// compiled twice are one handle, variants are shared.
 std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t backend, int device) {
+  pathArgument(cacheDir);
   static std::mutex mutex;
   static std::vector<std::pair<std::string, std::shared_ptr<kiln_jit_t>>> jits;
   std::string key = cacheDir + "|" + std::to_string(backend) + "|" + std::to_string(device);
@@ -470,7 +519,7 @@ std::unique_ptr<Model> compileModel(nb::object model, const std::string &backend
     nb::gil_scoped_release release;
     status = kiln_jit_compile_memory(jit.get(), data.data(), data.size(), name.c_str(), &handle);
   } else {
-    std::string path = nb::cast<std::string>(nb::str(model));
+    std::string path = pathArgument(nb::cast<std::string>(nb::str(model)));
     nb::gil_scoped_release release;
     status = kiln_jit_compile_file(jit.get(), path.c_str(), &handle);
   }

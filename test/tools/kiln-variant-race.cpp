@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -31,11 +32,22 @@ int fail(const std::string &message) {
   return 1;
 }
 
-std::string readFile(const std::string &path) {
+/// A JIT cache entry's artifact or pack: the file less the trailer that binds
+/// it to its key (jit/DiskCache.cpp: the key, its length as 8 bytes, then
+/// "KILNKEY1").
+std::string readCacheEntry(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
-  return s.str();
+  std::string bytes = s.str();
+  constexpr size_t kFixed = 16;
+  if (bytes.size() >= kFixed && bytes.compare(bytes.size() - 8, 8, "KILNKEY1") == 0) {
+    uint64_t keyLength = 0;
+    std::memcpy(&keyLength, bytes.data() + bytes.size() - kFixed, sizeof(keyLength));
+    if (keyLength <= bytes.size() - kFixed)
+      bytes.resize(bytes.size() - kFixed - keyLength);
+  }
+  return bytes;
 }
 } // namespace
 
@@ -57,7 +69,7 @@ int main(int argc, char **argv) {
   }
   if (artifactPath.empty() || packPaths.empty() || threads < 1 || iterations < 1)
     return fail("usage: kiln-variant-race ARTIFACT.kiln PACK.kvar... [--threads T] [--iterations N]");
-  std::string artifact = readFile(artifactPath);
+  std::string artifact = readCacheEntry(artifactPath);
   kiln::Model model;
   if (kiln::Status s = kiln::Model::loadMemory(artifact.data(), artifact.size(), &model,
                                                KILN_BACKEND_HOST);
@@ -77,7 +89,7 @@ int main(int argc, char **argv) {
   std::vector<Case> cases;
   std::vector<std::string> packs;
   for (const std::string &path : packPaths) {
-    packs.push_back(readFile(path));
+    packs.push_back(readCacheEntry(path));
     std::vector<uint64_t> packAligned(packs.back().size() / 8 + 1);
     std::memcpy(packAligned.data(), packs.back().data(), packs.back().size());
     absl::StatusOr<kiln::artifact::VariantPackInfo> info = kiln::artifact::readVariantPack(

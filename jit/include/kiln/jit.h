@@ -70,12 +70,15 @@ KILN_API kiln_status_t kiln_jit_create(const kiln_jit_options_t *options, kiln_j
  * finish before the process's libraries are finalized. */
 KILN_API void kiln_jit_destroy(kiln_jit_t *jit);
 
-/* Compiles (or finds in a cache) the model in the file at `path` (.onnx or
- * .mlir). The same model asked for twice gives the same handle. */
+/* Compiles (or finds in a cache) the model in the regular file at `path`
+ * (.onnx or .mlir; a folder, FIFO or device is KILN_INVALID_ARGUMENT). An ONNX
+ * model's external data is read from the file's folder. The same model asked
+ * for twice gives the same handle. */
 KILN_API kiln_status_t kiln_jit_compile_file(kiln_jit_t *jit, const char *path,
                                              kiln_model_t **out_model);
 /* The same from bytes; `name` ends in .onnx or .mlir and names the model in
- * messages. */
+ * messages. Bytes come from no folder: a model naming external data files is
+ * KILN_INVALID_ARGUMENT (compile it from its file). */
 KILN_API kiln_status_t kiln_jit_compile_memory(kiln_jit_t *jit, const void *data, size_t size,
                                                const char *name, kiln_model_t **out_model);
 
