@@ -96,6 +96,12 @@ FailureOr<CompiledArtifact> ArtifactWriter::build() {
   result.report["graph_breaks"] = std::move(graphBreaks);
   result.report["size_reads"] = std::move(sizeReads);
   result.report["guards"] = std::move(guardReport);
+  // Symbols requests may be batched along (kiln-mark-independent-rows).
+  llvm::json::Array independentRows;
+  if (auto names = func->getAttrOfType<ArrayAttr>("kiln.independent_rows"))
+    for (auto name : names.getAsValueRange<StringAttr>())
+      independentRows.push_back(name.str());
+  result.report["independent_rows"] = std::move(independentRows);
   result.report["variants"] = std::move(variantReport);
   result.report["steps"] = static_cast<int64_t>(steps.size());
   // What kiln-lower-precision recorded on the function (fp32 when it did not run).
@@ -257,6 +263,13 @@ LogicalResult ArtifactWriter::finish(const std::vector<flatbuffers::Offset<fb::K
   auto weightVector = builder.CreateVector(weights);
   auto predicateVector = builder.CreateVector(predicates);
   auto variantVector = builder.CreateVector(variants);
+  // kiln-mark-independent-rows' proof, by symbol index.
+  std::vector<int32_t> independent;
+  if (auto names = func->getAttrOfType<ArrayAttr>("kiln.independent_rows"))
+    for (auto name : names.getAsValueRange<StringAttr>())
+      if (auto it = llvm::find(symbols, name.str()); it != symbols.end())
+        independent.push_back(static_cast<int32_t>(it - symbols.begin()));
+  auto independentVector = builder.CreateVector(independent);
   auto externalName = external ? builder.CreateString(options.weightsFile) : 0;
   // The embedded weights' room, left unwritten until the buffer is copied out
   // (untouched pages are not resident): the weights are in memory at most
@@ -275,7 +288,7 @@ LogicalResult ArtifactWriter::finish(const std::vector<flatbuffers::Offset<fb::K
       builder, kFormatVersion, generator, source, symbolVector, valueVector, inputVector,
       outputVector, guardVector, stepVector, kernelVector, hostLibVector, deviceLibraryString,
       weightVector, blob, /*checksum=*/0, externalName, external ? weightBytes : 0,
-      externalChecksum, predicateVector, variantVector);
+      externalChecksum, predicateVector, variantVector, independentVector);
   fb::FinishModelBuffer(builder, model);
 
   return takeBuffer(embedded, blobFromEnd, result);

@@ -69,6 +69,27 @@ def MaterializeGuardsPass : Pass<"kiln-materialize-guards", "::mlir::func::FuncO
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def MarkIndependentRowsPass : Pass<"kiln-mark-independent-rows", "::mlir::func::FuncOp"> {
+  let summary = "Proves that requests may be batched along the first dim";
+  let description = [{
+    A server that batches requests joins them along the first dim of every
+    input and splits the outputs the same way, which is right only when row i
+    of every output depends on row i of the inputs alone. When the first dim
+    of every argument and result is one symbol, this pass tracks where that
+    symbol's rows sit through every op (elementwise ops broadcast over them,
+    matmuls keep them in a batch dim or in M, reductions and normalizations
+    must run along other dims, reshapes may merge or split them with the dims
+    after them, a size read as data mixes them) and, when every result has
+    them as its first dim, records the symbol as `kiln.independent_rows` on
+    the function. Otherwise it records nothing: a model that normalizes over
+    the batch, or is sequence-first, is not batched.
+
+    ```mlir
+    func.func @f(%x: tensor<?x16xf32, #kiln.dims<[batch, 16]>>) -> ... attributes {kiln.independent_rows = ["batch"]}
+    ```
+  }];
+}
+
 def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
   let summary = "Groups graph ops into kiln.kernel regions for codegen";
   let description = [{

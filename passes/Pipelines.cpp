@@ -39,6 +39,8 @@ void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision) {
   func.addPass(createLowerPrecisionPass(lower));
   // After the precision mode: the layout rule reads the element type.
   func.addPass(createSelectConvLayoutPass());
+  // On the graph as it will run, before reductions split and sizes are read.
+  func.addPass(createMarkIndependentRowsPass());
   func.addPass(createSplitReductionsPass());
   // Data-dependent sizes named, so the ops after them can be kernels.
   func.addPass(createNameUnknownDimsPass());

@@ -412,6 +412,19 @@ kiln_status_t kiln_model_device(const kiln_model_t *model, int32_t *out_device) 
   return toC(absl::OkStatus());
 }
 
+kiln_status_t kiln_model_rows_independent(const kiln_model_t *model, const char *symbol,
+                                          int *out_independent) {
+  if (!model || !symbol || !out_independent)
+    return toC(nullArgument("kiln_model_rows_independent",
+                            !model ? "model" : !symbol ? "symbol" : "out_independent"));
+  const kiln::artifact::Plan &plan = model->model->plan();
+  *out_independent = 0;
+  for (int s : plan.independentRows)
+    if (plan.symbols[s] == symbol)
+      *out_independent = 1;
+  return toC(absl::OkStatus());
+}
+
 kiln_status_t kiln_model_backend_description(const kiln_model_t *model,
                                              const char **out_description) {
   if (!model || !out_description)

@@ -29,6 +29,7 @@
 #endif
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -213,32 +214,39 @@ std::string findModelFile(const std::string &folder) {
   return "";
 }
 
-/// Inputs and outputs of `model` as Triton's config JSON arrays, and whether
-/// the first dim of every one is the same symbol (Triton's batch dim).
-void describe(kiln_model_t *model, bool &batched, std::string &inputs, std::string &outputs) {
-  size_t numInputs = 0, numOutputs = 0;
+/// The model's inputs, then its outputs; `numInputs` says where they part.
+std::vector<kiln_tensor_info_t> tensorInfos(kiln_model_t *model, size_t &numInputs) {
+  size_t numOutputs = 0;
   kiln_model_num_inputs(model, &numInputs);
   kiln_model_num_outputs(model, &numOutputs);
-  std::vector<kiln_tensor_info_t> infos;
-  for (size_t i = 0; i < numInputs + numOutputs; ++i) {
-    kiln_tensor_info_t info;
+  std::vector<kiln_tensor_info_t> infos(numInputs + numOutputs);
+  for (size_t i = 0; i < infos.size(); ++i) {
     if (i < numInputs)
-      kiln_model_input_info(model, i, &info);
+      kiln_model_input_info(model, i, &infos[i]);
     else
-      kiln_model_output_info(model, i - numInputs, &info);
-    infos.push_back(info);
+      kiln_model_output_info(model, i - numInputs, &infos[i]);
   }
-  std::string batch;
-  batched = !infos.empty();
-  for (const kiln_tensor_info_t &info : infos) {
-    if (info.rank == 0 || info.dims[0] >= 0) {
-      batched = false;
-      break;
-    }
-    if (batch.empty())
-      batch = info.dim_names[0];
-    batched = batched && batch == info.dim_names[0];
+  return infos;
+}
+
+/// Whether the first dim of every input and output of `model` is one symbol
+/// (`batch`, its name), which a batch of requests could be joined along.
+bool leadingSymbol(kiln_model_t *model, std::string &batch) {
+  size_t numInputs = 0;
+  batch.clear();
+  for (const kiln_tensor_info_t &info : tensorInfos(model, numInputs)) {
+    if (info.rank == 0 || info.dims[0] >= 0 || (!batch.empty() && batch != info.dim_names[0]))
+      return false;
+    batch = info.dim_names[0];
   }
+  return !batch.empty();
+}
+
+/// Inputs and outputs of `model` as Triton's config JSON arrays; with
+/// `batched`, their first dim is Triton's batch dim and left out.
+void describe(kiln_model_t *model, bool batched, std::string &inputs, std::string &outputs) {
+  size_t numInputs = 0;
+  std::vector<kiln_tensor_info_t> infos = tensorInfos(model, numInputs);
   auto array = [&](size_t from, size_t to) {
     std::string json = "[";
     for (size_t i = from; i < to; ++i) {
@@ -246,6 +254,13 @@ void describe(kiln_model_t *model, bool &batched, std::string &inputs, std::stri
       const DtypeRow *row = rowOf(info.dtype);
       json += std::string(i == from ? "" : ",") + "{\"name\":\"" + info.name +
               "\",\"data_type\":\"" + (row ? row->config : "TYPE_INVALID") + "\",\"dims\":[";
+      // A batched vector ([batch]) has no dims past the batch, which Triton
+      // refuses: it is [1] to clients, reshaped to [] for the model (Triton's
+      // form for a tensor that is only its batch dim).
+      if (batched && info.rank == 1) {
+        json += "1],\"reshape\":{\"shape\":[]}}";
+        continue;
+      }
       for (int d = batched ? 1 : 0, first = 1; d < info.rank; ++d, first = 0)
         json += std::string(first ? "" : ",") + std::to_string(info.dims[d] >= 0 ? info.dims[d] : -1);
       json += "]}";
@@ -253,7 +268,7 @@ void describe(kiln_model_t *model, bool &batched, std::string &inputs, std::stri
     return json + "]";
   };
   inputs = array(0, numInputs);
-  outputs = array(numInputs, numInputs + numOutputs);
+  outputs = array(numInputs, infos.size());
 }
 
 /// An error response for `request`, then its release.
@@ -302,8 +317,17 @@ KILN_TRITON_EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKE
   kiln_model_t *probe = nullptr;
   if (TRITONSERVER_Error *e = state->get(KILN_BACKEND_HOST, 0, &probe))
     return e;
-  std::string inputs, outputs;
-  describe(probe, state->batched, inputs, outputs);
+  // Requests are joined along the leading symbol only where that is right:
+  // the compiler proved row i of every output depends on row i of the inputs
+  // alone (kiln_model_rows_independent), or the user's config asks for it
+  // (max_batch_size > 0: their word for the model). A model that normalizes
+  // over the batch, or is sequence-first, gives each request other answers in
+  // a shared call.
+  std::string batch;
+  bool leading = leadingSymbol(probe, batch);
+  int proven = 0;
+  if (leading)
+    kiln_model_rows_independent(probe, batch.c_str(), &proven);
 
   TRITONSERVER_Message *message = nullptr;
   if (TRITONSERVER_Error *e = TRITONBACKEND_ModelConfig(model, 1, &message))
@@ -315,10 +339,19 @@ KILN_TRITON_EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKE
   TRITONSERVER_MessageDelete(message);
   auto [mbBegin, mbEnd] = topLevelValue(config, "max_batch_size");
   int64_t maxBatch = mbBegin == std::string::npos ? 0 : std::atoll(config.substr(mbBegin, mbEnd - mbBegin).c_str());
-  if (maxBatch > 0 && !state->batched)
+  if (maxBatch > 0 && !leading)
     return error(TRITONSERVER_ERROR_INVALID_ARG,
                  "model '" + state->name + "': max_batch_size " + std::to_string(maxBatch) +
                      " needs every input's and output's first dim to be one symbol (the batch)");
+  state->batched = leading && (proven || maxBatch > 0);
+  if (leading && !proven && maxBatch == 0)
+    std::fprintf(stderr,
+                 "kiln backend: model '%s': requests are not batched along '%s': kiln could not "
+                 "prove that each row of its outputs depends on that row of its inputs alone "
+                 "(set max_batch_size to batch it anyway)\n",
+                 state->name.c_str(), batch.c_str());
+  std::string inputs, outputs;
+  describe(probe, state->batched, inputs, outputs);
   bool autocomplete = false;
   TRITONBACKEND_ModelAutoCompleteConfig(model, &autocomplete);
   if (autocomplete) {

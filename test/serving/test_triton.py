@@ -49,6 +49,21 @@ def server(tmp_path_factory):
                               [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(root, "nonzero.onnx"))
     add_model(root, "nonzero", compiled(os.path.join(root, "nonzero.onnx")), config='backend: "kiln"\n')
+    # Tensors that are only their batch dim (rank 1): completed as [1] to
+    # clients, reshaped to [] for the model.
+    graph = helper.make_graph([helper.make_node("Add", ["x", "x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch"])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(root, "vector.onnx"))
+    add_model(root, "vector", compiled(os.path.join(root, "vector.onnx")))
+    # Rows that read each other: x - mean(x over the batch dim). Its leading
+    # dims are one symbol, but joining requests would change every answer.
+    graph = helper.make_graph([helper.make_node("ReduceMean", ["x"], ["m"], axes=[0], keepdims=1),
+                               helper.make_node("Sub", ["x", "m"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(root, "centered.onnx"))
+    add_model(root, "centered", compiled(os.path.join(root, "centered.onnx")))
     with TritonServer(root, backend) as s:
         yield {"http": s.http, "grpc": s.grpc}
 
@@ -126,3 +141,44 @@ def test_outputs_sized_by_the_data(server):
     i.set_data_from_numpy(x)
     got = client.infer("nonzero", [i]).as_numpy("y")
     np.testing.assert_array_equal(got, np.array(np.nonzero(np.maximum(x, 0))))
+
+
+def test_a_batched_vector_is_completed_so_that_it_serves(server):
+    """A model whose tensors are only the batch dim: the server starts with it
+    and serves it (its completed config had no dims and was refused)."""
+    client = httpclient.InferenceServerClient(server["http"])
+    config = client.get_model_config("vector")
+    assert config["max_batch_size"] == 8
+    assert [(t["name"], t["dims"], t.get("reshape", {}).get("shape", None)) for t in config["input"]] == [("x", [1], [])]
+    x = np.array([[1.5], [-2.0], [3.25]], np.float32)
+    i = httpclient.InferInput("x", list(x.shape), "FP32")
+    i.set_data_from_numpy(x)
+    np.testing.assert_array_equal(client.infer("vector", [i]).as_numpy("y"), 2 * x)
+
+
+def test_rows_that_read_each_other_are_never_batched(server):
+    """A model whose rows mix (x - mean over the batch) keeps max_batch_size 0,
+    so concurrent requests under the dynamic batcher each get the answer they
+    get alone (joined, nearly every answer differed)."""
+    client = httpclient.InferenceServerClient(server["http"])
+    config = client.get_model_config("centered")
+    assert config.get("max_batch_size", 0) == 0
+    assert [t["dims"] for t in config["input"]] == [["-1", "4"]] or \
+        [t["dims"] for t in config["input"]] == [[-1, 4]]
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal((2, 4), dtype=np.float32) for _ in range(8)]
+    alone = [x - x.mean(axis=0, keepdims=True) for x in inputs]
+
+    def request(k):
+        c = httpclient.InferenceServerClient(server["http"])
+        wrong = 0
+        for n in range(30):
+            j = (k + n) % len(inputs)
+            i = httpclient.InferInput("x", list(inputs[j].shape), "FP32")
+            i.set_data_from_numpy(inputs[j])
+            if not np.allclose(c.infer("centered", [i]).as_numpy("y"), alone[j], atol=1e-5):
+                wrong += 1
+        return wrong
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(request, range(8), timeout=300)) == [0] * 8

@@ -764,6 +764,13 @@ absl::StatusOr<Plan> Reader::read() {
   for (absl::Status s : {readKernels(), readSteps(), readGuards(), readPredicates(), readVariants()})
     if (!s.ok())
       return s;
+  if (model.independent_rows())
+    for (int32_t s : *model.independent_rows()) {
+      if (s < 0 || s >= static_cast<int>(plan.symbols.size()))
+        return corrupt(absl::StrCat("independent rows along symbol ", s, ", which the artifact "
+                                    "does not have"));
+      plan.independentRows.push_back(s);
+    }
   return std::move(plan);
 }
 

@@ -52,7 +52,7 @@
 #endif
 
 #define KILN_API_VERSION_MAJOR 1
-#define KILN_API_VERSION_MINOR 5
+#define KILN_API_VERSION_MINOR 6
 /* MAJOR * 10000 + MINOR, as kiln_api_version() returns it. */
 #define KILN_API_VERSION (KILN_API_VERSION_MAJOR * 10000 + KILN_API_VERSION_MINOR)
 
@@ -198,6 +198,13 @@ KILN_API kiln_status_t kiln_model_backend(const kiln_model_t *model,
 /* The CUDA device ordinal the model runs on, or -1 in host emulation.
  * Since 1.5. */
 KILN_API kiln_status_t kiln_model_device(const kiln_model_t *model, int32_t *out_device);
+/* Whether requests may be batched along symbol `symbol` (joined along the
+ * first dim of every input, the outputs split the same way): 1 when it is the
+ * first dim of every input and output and the compiler proved that row i of
+ * every output depends on row i of the inputs alone, else 0 (not proven, or
+ * no such symbol). Since 1.6. */
+KILN_API kiln_status_t kiln_model_rows_independent(const kiln_model_t *model, const char *symbol,
+                                                   int *out_independent);
 /* Which backend runs the model and why, e.g. "cuda on NVIDIA H200 (sm_90)" or
  * "host emulation (no CUDA driver: ...)"; the string lives as long as the model. */
 KILN_API kiln_status_t kiln_model_backend_description(const kiln_model_t *model,

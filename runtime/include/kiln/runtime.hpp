@@ -145,6 +145,12 @@ public:
     kiln_model_device(model_.get(), &d);
     return d;
   }
+  /// Whether requests may be batched along `symbol` (kiln_model_rows_independent).
+  bool rowsIndependent(const std::string &symbol) const {
+    int independent = 0;
+    kiln_model_rows_independent(model_.get(), symbol.c_str(), &independent);
+    return independent != 0;
+  }
   size_t numInputs() const {
     size_t n = 0;
     kiln_model_num_inputs(model_.get(), &n);

@@ -199,6 +199,9 @@ struct Plan {
   std::vector<KernelInfo> kernels;
   std::vector<HostLibraryInfo> hostLibraries;
   std::vector<VariantInfo> variants;
+  /// Symbols (indices into `symbols`) along which requests may be batched
+  /// (Model.independent_rows).
+  std::vector<int> independentRows;
   std::string deviceLibrary;
   /// Model.checksum: what variant packs name the artifact by.
   uint64_t checksum = 0;
