@@ -13,8 +13,9 @@
 // time, and after each write the least recently used entries go until the
 // folder is under its byte bound.
 //
-// A folder this process may not write (read-only, or not its user's own) is
-// still read, but written never; one it cannot make is not used at all.
+// A folder this process cannot write (read-only, a full disk) is still read,
+// but written never; one another user owns or may write, or one it cannot
+// make, is not used at all.
 //
 //===----------------------------------------------------------------------===//
 

@@ -72,7 +72,7 @@ std::string hex(uint64_t v) {
   return buffer;
 }
 
-/// A regular file's bytes, mapped; an error naming the path otherwise (a
+/// A regular file's bytes; an error naming the path otherwise (a
 /// folder, a FIFO that would block, a device that never ends).
 absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> readRegularFile(const std::string &path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer.
@@ -80,15 +80,19 @@ absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> readRegularFile(const std::s
   if (fd < 0)
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    bool folder = S_ISDIR(st.st_mode);
+  bool statted = fstat(fd, &st) == 0;
+  if (!statted || !S_ISREG(st.st_mode)) {
+    bool folder = statted && S_ISDIR(st.st_mode);
     ::close(fd);
     return absl::InvalidArgumentError(
         absl::StrCat(path, folder ? ": is a folder, not a model file"
                                   : ": not a regular file (a model is read from a file)"));
   }
+  // Read, not mapped (IsVolatile): a file cut short while it is read is a
+  // short read, where a mapping would SIGBUS the process.
   auto buffer = llvm::MemoryBuffer::getOpenFile(fd, path, static_cast<uint64_t>(st.st_size),
-                                                /*RequiresNullTerminator=*/false);
+                                                /*RequiresNullTerminator=*/false,
+                                                /*IsVolatile=*/true);
   ::close(fd);
   if (!buffer)
     return absl::InternalError(
@@ -140,7 +144,8 @@ std::string defaultFolder() {
     return std::string(dir) + "/jit";
   if (const char *home = std::getenv("HOME"); home && *home)
     return std::string(home) + "/.cache/kiln/jit";
-  return "/tmp/kiln-cache/jit";
+  // Per user: a shared /tmp folder another user made first is not ours.
+  return absl::StrCat("/tmp/kiln-cache-", geteuid(), "/jit");
 }
 
 /// A model the JIT made: its artifact (the runtime's model reads it in place),

@@ -132,6 +132,26 @@ private:
       setAll(op, grows ? RowState{RowState::sized, 0, {}} : RowState{});
       return;
     }
+    // Shape operands: a reshape's or broadcast_to's target only sizes the
+    // result, which its dims say; elsewhere (a slice's bounds, a pad's
+    // widths, top_k's k, a resize's sizes) they pick what the result holds,
+    // so one that depends on the batch (its size, or its rows' data) makes
+    // the result depend on it too.
+    bool sizesOnly = isa<ReshapeOp, BroadcastToOp>(op), shapeGrows = false;
+    for (Value v : op->getOperands()) {
+      if (llvm::is_contained(data, v))
+        continue;
+      RowState s = stateOf(v);
+      if (s.kind == RowState::rows || s.kind == RowState::mixed) {
+        setAll(op, RowState::mixedState());
+        return;
+      }
+      shapeGrows |= s.kind == RowState::sized && !sizesOnly;
+    }
+    if (shapeGrows) {
+      setAll(op, allInvariant ? RowState{RowState::sized, 0, {}} : RowState::mixedState());
+      return;
+    }
     if (allInvariant && op->getNumRegions() == 0) {
       setAll(op, RowState{});
       return;
@@ -165,6 +185,10 @@ private:
     for (Value r : op->getResults()) {
       RowState checked = s;
       SymShape dims = getSymShape(r.getType());
+      if (checked.kind == RowState::rows &&
+          (checked.axis >= static_cast<int64_t>(dims.size()) || !dims[checked.axis] ||
+           dims[checked.axis] != rowsDim(checked.block)))
+        checked = RowState::mixedState();
       for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
         if (dims[d] && !mentionsSymbol(dims[d]))
           continue;
@@ -292,6 +316,28 @@ private:
                 !steps.getValues<APInt>()[first.axis].isStrictlyPositive())
               return mixed;
           }
+          // A pad: none on the rows' dim at either end (widths that cancel,
+          // -1 and +1, keep the dim and shift rows between requests), and a
+          // pad value the same for every request.
+          if (auto pad = dyn_cast<PadOp>(o)) {
+            DenseIntElementsAttr pads;
+            int64_t inRank = cast<RankedTensorType>(pad.getInput().getType()).getRank();
+            if (in.size() < 2 || in[1].kind != RowState::invariant ||
+                !matchPattern(pad.getPads(), m_Constant(&pads)) ||
+                pads.getNumElements() != 2 * inRank ||
+                !pads.getValues<APInt>()[first.axis].isZero() ||
+                !pads.getValues<APInt>()[first.axis + inRank].isZero())
+              return mixed;
+          }
+          // A resize: that dim not rescaled (scale 1), and no crop (an roi
+          // along it resamples across requests).
+          if (auto resize = dyn_cast<ResizeOp>(o)) {
+            ArrayRef<float> scales = resize.getScales();
+            if (resize.getCoordinateMode() == CoordinateMode::tf_crop_and_resize ||
+                (!scales.empty() && (first.axis >= static_cast<int64_t>(scales.size()) ||
+                                     scales[first.axis] != 1.0f)))
+              return mixed;
+          }
           return first;
         })
         .Case([&](ConcatOp c) {
@@ -389,12 +435,12 @@ private:
       if (!a || !b || !(*a == *b))
         return mixed;
       out = a;
-    } else if (lhs.kind == RowState::rows) {
+    } else if (lhs.kind == RowState::rows && rhs.kind == RowState::invariant) {
       if (std::optional<RowState> a = inBatch(lhs, lhsRank))
         out = a;
       else if (lhs.axis == lhsM)
         out = RowState::rowsAt(rank - 2, lhs.block);
-    } else if (rhs.kind == RowState::rows) {
+    } else if (rhs.kind == RowState::rows && lhs.kind == RowState::invariant) {
       if (std::optional<RowState> b = inBatch(rhs, rhsRank))
         out = b;
       else if (rhs.axis == rhsN)

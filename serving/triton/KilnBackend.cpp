@@ -343,7 +343,11 @@ KILN_TRITON_EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKE
     return error(TRITONSERVER_ERROR_INVALID_ARG,
                  "model '" + state->name + "': max_batch_size " + std::to_string(maxBatch) +
                      " needs every input's and output's first dim to be one symbol (the batch)");
-  state->batched = leading && (proven || maxBatch > 0);
+  bool autocomplete = false;
+  TRITONBACKEND_ModelAutoCompleteConfig(model, &autocomplete);
+  // Batched when Triton will batch: the user's max_batch_size, or the 8 the
+  // completion below gives a proven model.
+  state->batched = leading && (maxBatch > 0 || (proven && autocomplete));
   if (leading && !proven && maxBatch == 0)
     std::fprintf(stderr,
                  "kiln backend: model '%s': requests are not batched along '%s': kiln could not "
@@ -352,8 +356,6 @@ KILN_TRITON_EXPORT TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKE
                  state->name.c_str(), batch.c_str());
   std::string inputs, outputs;
   describe(probe, state->batched, inputs, outputs);
-  bool autocomplete = false;
-  TRITONBACKEND_ModelAutoCompleteConfig(model, &autocomplete);
   if (autocomplete) {
     // Only what the user left out: their inputs and outputs stand as written.
     auto [inBegin, inEnd] = topLevelValue(config, "input");

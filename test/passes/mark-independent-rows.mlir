@@ -104,3 +104,41 @@ func.func @dim_sized_by_the_batch(%x: tensor<?x?xf32, #kiln.dims<[n, n]>>) -> te
   %y = kiln.neg %x : (tensor<?x?xf32, #kiln.dims<[n, n]>>) -> tensor<?x?xf32, #kiln.dims<[n, n]>>
   return %y : tensor<?x?xf32, #kiln.dims<[n, n]>>
 }
+
+// -----
+
+// Rows times something computed from every row (x @ mean(x over the batch)^T):
+// the other operand is no constant, so each row reads the others.
+// CHECK-LABEL: func.func @rows_times_a_batch_statistic
+// CHECK-NOT: kiln.independent_rows
+func.func @rows_times_a_batch_statistic(%x: tensor<?x8xf32, #kiln.dims<[n, 8]>>) -> tensor<?x1xf32, #kiln.dims<[n, 1]>> {
+  %m = kiln.reduce %x {kind = #kiln<reduce mean>, axes = array<i64: 0>} : (tensor<?x8xf32, #kiln.dims<[n, 8]>>) -> tensor<1x8xf32>
+  %t = kiln.transpose %m {permutation = array<i64: 1, 0>} : (tensor<1x8xf32>) -> tensor<8x1xf32>
+  %y = kiln.matmul %x, %t : (tensor<?x8xf32, #kiln.dims<[n, 8]>>, tensor<8x1xf32>) -> tensor<?x1xf32, #kiln.dims<[n, 1]>>
+  return %y : tensor<?x1xf32, #kiln.dims<[n, 1]>>
+}
+
+// -----
+
+// Pads that cancel on the rows' dim (one row cropped at the front, one added
+// at the end) keep its size and shift every row into its neighbour's request;
+// pads on the other dim do not.
+// CHECK-LABEL: func.func @pads_shifting_rows
+// CHECK-NOT: kiln.independent_rows
+func.func @pads_shifting_rows(%x: tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>> {
+  %p = kiln.constant dense<[-1, 0, 1, 0]> : tensor<4xi64>
+  %v = kiln.constant dense<0.0> : tensor<f32>
+  %y = kiln.pad %x, %p, %v {mode = #kiln<pad_mode constant>} : (tensor<?x4xf32, #kiln.dims<[n, 4]>>, tensor<4xi64>, tensor<f32>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>>
+  return %y : tensor<?x4xf32, #kiln.dims<[n, 4]>>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @pads_beside_the_rows
+// CHECK-SAME: kiln.independent_rows = ["n"]
+func.func @pads_beside_the_rows(%x: tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x6xf32, #kiln.dims<[n, 6]>> {
+  %p = kiln.constant dense<[0, 1, 0, 1]> : tensor<4xi64>
+  %v = kiln.constant dense<0.0> : tensor<f32>
+  %y = kiln.pad %x, %p, %v {mode = #kiln<pad_mode constant>} : (tensor<?x4xf32, #kiln.dims<[n, 4]>>, tensor<4xi64>, tensor<f32>) -> tensor<?x6xf32, #kiln.dims<[n, 6]>>
+  return %y : tensor<?x6xf32, #kiln.dims<[n, 6]>>
+}
