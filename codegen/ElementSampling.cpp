@@ -185,7 +185,10 @@ FailureOr<std::string> KernelEmitter::resizeElement(ResizeOp resize, ArrayRef<st
   std::string weight = "1.0";
   for (const std::string &w : weights)
     weight += " * " + w;
-  line(sum + " += " + weight + " * (double)" + *v + ";");
+  // A tap of weight 0 is not read (0 * inf is NaN): the reference's rule.
+  std::string tapWeight = temp("tw");
+  line("const double " + tapWeight + " = " + weight + ";");
+  line("if (" + tapWeight + " != 0.0) " + sum + " += " + tapWeight + " * (double)" + *v + ";");
   for (unsigned i = 0; i < loops; ++i)
     closeBlock();
   line(value + " = (" + ct + ")" + sum + ";");

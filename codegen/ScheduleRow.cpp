@@ -195,12 +195,29 @@ LogicalResult KernelEmitter::emitLayerNormPasses(const RowPlan &plan, const RowP
       })))
     return failure();
   line("mean = " + reduce("mean", sumFn) + " / (" + acc + ")L;");
+  // The variance of deviations scaled by the largest one, so that squares do
+  // not overflow: a row of +-1e20 normalizes to +-1 as the float64 reference
+  // says, where (1e20)^2 made the variance inf and every result 0 (issue 32).
+  line(acc + " spread = (" + acc + ")0;");
+  if (failed(loop([&](const std::vector<std::string> &index) {
+        FailureOr<std::string> v = element(x, index);
+        if (failed(v))
+          return failure();
+        line("spread = kiln_max<" + acc + ">(spread, kiln_abs(" + *v + " - mean));");
+        return success();
+      })))
+    return failure();
+  line("spread = " + reduce("spread", passes.maxFn) + ";");
+  // Deviations up to 1 square safely as they are; an inf or NaN spread
+  // (the row holds one) leaves them unscaled too.
+  line("const " + acc + " unit = spread > (" + acc + ")1 && spread - spread == (" + acc + ")0 ? spread : (" + acc + ")1;");
+  line("const " + acc + " shrink = (" + acc + ")1 / unit;");
   line(acc + " var = (" + acc + ")0;");
   if (failed(loop([&](const std::vector<std::string> &index) {
         FailureOr<std::string> v = element(x, index);
         if (failed(v))
           return failure();
-        line("var += (" + *v + " - mean) * (" + *v + " - mean);");
+        line("var += ((" + *v + " - mean) * shrink) * ((" + *v + " - mean) * shrink);");
         return success();
       })))
     return failure();
@@ -209,7 +226,9 @@ LogicalResult KernelEmitter::emitLayerNormPasses(const RowPlan &plan, const RowP
                                             : Type(Float32Type::get(t.getContext())),
                                   FloatAttr::get(Float64Type::get(t.getContext()),
                                                  ln.getEpsilon().convertToDouble()));
-  line("const " + acc + " inv = (" + acc + ")1 / kiln_sqrt(var + (" + acc + ")" + eps + ");");
+  // 1 / sqrt(unit^2 var + eps), without squaring the unit.
+  line("const " + acc + " inv = (" + acc + ")1 / (unit * kiln_sqrt(var + (" + acc + ")" + eps +
+       " * shrink * shrink));");
   if (failed(loop([&](const std::vector<std::string> &index) {
         FailureOr<std::string> v = element(x, index);
         FailureOr<std::string> g =

@@ -153,8 +153,13 @@ func.func @softmax(%x: tensor<?x128xf32, #kiln.dims<[n, 128]>>) -> tensor<?x128x
 
 // CHECK-LABEL: row kernel
 // CHECK: mean = kiln_block_reduce(mean,
+// The deviations scaled by the largest when it is above 1 (no overflow when
+// squared), then the variance and 1 / sqrt(unit^2 var + eps).
+// CHECK: spread = kiln_block_reduce(spread,
+// CHECK: const float shrink = (float)1 / unit;
+// CHECK: var += ({{.*}} - mean) * shrink) * ({{.*}} - mean) * shrink);
 // CHECK: var = kiln_block_reduce(var,
-// CHECK: const float inv = (float)1 / kiln_sqrt(var +
+// CHECK: const float inv = (float)1 / (unit * kiln_sqrt(var +
 // CHECK: out[(row * L) + j] = kiln_to_bf16(
 func.func @layer_norm_bf16(%x: tensor<4x32xbf16>, %g: tensor<32xbf16>, %b: tensor<32xbf16>) -> tensor<4x32xbf16> {
   %y = kiln.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<4x32xbf16>, tensor<32xbf16>, tensor<32xbf16>) -> tensor<4x32xbf16>

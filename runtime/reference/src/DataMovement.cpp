@@ -599,7 +599,11 @@ absl::StatusOr<Tensor> resize(const Tensor &x, const ResizeParams &p) {
         w *= t.weight[tap[d]];
         from += t.index[tap[d]] * strides[d];
       }
-      sum += w * x.getF(from);
+      // A tap of weight 0 is not read: an output on an input position is
+      // that input, even beside an infinity (0 * inf would make it NaN), as
+      // the generated kernel's untouched dims are (issue 32; docs/precision.md).
+      if (w != 0)
+        sum += w * x.getF(from);
       int64_t d = rank - 1;
       for (; d >= 0; --d) {
         if (++tap[d] < (int64_t)taps[d][index[d]].index.size())
