@@ -40,7 +40,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/xxhash.h"
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cerrno>

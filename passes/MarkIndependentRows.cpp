@@ -52,6 +52,7 @@ struct RowState {
   DimExpr block;
 
   static RowState mixedState() { return {mixed, 0, {}}; }
+  static RowState sizedState() { return {sized, 0, {}}; }
   static RowState rowsAt(int64_t axis, DimExpr block) { return {rows, axis, block}; }
   bool operator==(const RowState &o) const {
     return kind == o.kind && (kind != rows || (axis == o.axis && block == o.block));
@@ -69,7 +70,7 @@ public:
       SymShape dims = getSymShape(arg.getType());
       if (dims.empty() || dims[0] != symbol_ ||
           llvm::any_of(ArrayRef<DimExpr>(dims).drop_front(),
-                       [&](DimExpr d) { return !d || mentionsSymbol(d); }))
+                       [&](DimExpr d) { return grows(d); }))
         return false;
       states_[arg] = RowState::rowsAt(0, getConstantDim(context, 1));
     }
@@ -90,6 +91,10 @@ private:
     auto it = states_.find(v);
     return it == states_.end() ? RowState::mixedState() : it->second;
   }
+
+  /// Whether `dim` may grow with the batch: it mentions the symbol, or
+  /// nothing is known of it.
+  bool grows(DimExpr dim) { return !dim || mentionsSymbol(dim); }
 
   /// Whether `dim` mentions the symbol (a size that grows with the batch).
   bool mentionsSymbol(DimExpr dim) {
@@ -122,14 +127,13 @@ private:
     }
     // Values computed from shapes: sizes of this batch, not data of its rows.
     if (isa<ShapeOfOp, SymbolicConstantOp>(op)) {
-      bool grows = false;
+      SymShape dims;
       if (auto shapeOf = dyn_cast<ShapeOfOp>(op))
-        for (DimExpr d : getSymShape(shapeOf.getInput().getType()))
-          grows |= !d || mentionsSymbol(d);
+        dims = getSymShape(shapeOf.getInput().getType());
       else
-        for (DimExpr d : cast<SymbolicConstantOp>(op).getValue().getDims())
-          grows |= !d || mentionsSymbol(d);
-      setAll(op, grows ? RowState{RowState::sized, 0, {}} : RowState{});
+        dims.assign(cast<SymbolicConstantOp>(op).getValue().getDims());
+      bool sized = llvm::any_of(dims, [&](DimExpr d) { return grows(d); });
+      setAll(op, sized ? RowState::sizedState() : RowState{});
       return;
     }
     // Shape operands: a reshape's or broadcast_to's target only sizes the
@@ -149,7 +153,7 @@ private:
       shapeGrows |= s.kind == RowState::sized && !sizesOnly;
     }
     if (shapeGrows) {
-      setAll(op, allInvariant ? RowState{RowState::sized, 0, {}} : RowState::mixedState());
+      setAll(op, allInvariant ? RowState::sizedState() : RowState::mixedState());
       return;
     }
     if (allInvariant && op->getNumRegions() == 0) {
@@ -162,7 +166,7 @@ private:
       bool allSizes = llvm::all_of(in, [](const RowState &s) {
         return s.kind == RowState::sized || s.kind == RowState::invariant;
       });
-      setAll(op, allSizes ? RowState{RowState::sized, 0, {}} : RowState::mixedState());
+      setAll(op, allSizes ? RowState::sizedState() : RowState::mixedState());
       return;
     }
     setAll(op, transfer(op, data, in));
@@ -190,12 +194,12 @@ private:
            dims[checked.axis] != rowsDim(checked.block)))
         checked = RowState::mixedState();
       for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
-        if (dims[d] && !mentionsSymbol(dims[d]))
+        if (!grows(dims[d]))
           continue;
         if (checked.kind == RowState::rows && d == checked.axis && dims[d] == rowsDim(checked.block))
           continue;
         if (checked.kind == RowState::invariant)
-          checked = RowState{RowState::sized, 0, {}};
+          checked = RowState::sizedState();
         else if (checked.kind == RowState::rows)
           checked = RowState::mixedState();
       }
