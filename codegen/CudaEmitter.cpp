@@ -212,21 +212,30 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   std::string src;
   llvm::raw_string_ostream os(src);
   os << "// " << g.name << ": " << g.schedule << " kernel\n";
-  for (const std::string &s : symbols)
+  // A symbol the build defines (a variant's -DKILN_SYM_<name>=<value>) is a
+  // constant, and it tags the entry point, KILN_ENTRY: the name followed by
+  // "_v<position>_<value>" per defined symbol (kiln/artifact/EntryName.h), so
+  // the code states the values it was built for and a loader looking it up
+  // by a variant's values cannot get code built for others.
+  std::string entry = g.name;
+  for (size_t i = 0; i < g.symbols.size(); ++i) {
+    const std::string &s = g.symbols[i];
+    std::string tag = "KILN_TAG" + std::to_string(i);
     os << "#ifndef KILN_SYM_" << s << "\n#define KILN_SYM_" << s << " sym_" << s
-       << "\n#define KILN_UNDEF_SYM_" << s << "\n#endif\n";
-  os << "extern \"C\" __global__ void " << (halfOccupancy ? "KILN_HALF_OCCUPANCY " : "") << g.name
-     << "(" << params << ") {\n"
+       << "\n#define KILN_UNDEF_SYM_" << s << "\n#define " << tag << "\n#else\n#define " << tag
+       << " KILN_PASTE(_v" << i << "_, KILN_SYM_" << s << ")\n#endif\n";
+    entry = "KILN_PASTE(" + entry + ", " + tag + ")";
+  }
+  os << "#define KILN_ENTRY " << entry << "\n";
+  os << "extern \"C\" __global__ void " << (halfOccupancy ? "KILN_HALF_OCCUPANCY " : "")
+     << "KILN_ENTRY(" << params << ") {\n"
      << body << "}\n";
-  for (const std::string &s : symbols)
-    os << "#ifdef KILN_UNDEF_SYM_" << s << "\n#undef KILN_SYM_" << s << "\n#undef KILN_UNDEF_SYM_"
-       << s << "\n#endif\n";
   // Host emulation: the launcher runs blocks as iterations (OpenMP across them,
   // unless there is one block: a team per tiny kernel costs more than the
   // kernel); `args` holds a pointer to each parameter, as cuLaunchKernel takes them.
   // (KILN_HOST_BLOCK_THREADS, a test mode of kiln_device.h: threads per
   // block, blocks in order.)
-  std::string call = g.name + "(*(" + storageType(elementOf(root)) + " **)args[0]";
+  std::string call = "KILN_ENTRY(*(" + storageType(elementOf(root)) + " **)args[0]";
   unsigned next = 1;
   for (BlockArgument arg : kernel.getBody().front().getArguments())
     call += ", *(const " + storageType(elementOf(arg)) + " **)args[" + std::to_string(next++) + "]";
@@ -235,8 +244,8 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   if (reportsErrors)
     call += ", *(int32_t **)args[" + std::to_string(next++) + "]";
   call += ")";
-  os << "#ifndef __CUDACC_RTC__\nextern \"C\" void " << g.name
-     << "_host(void **args, int64_t grid) {\n"
+  os << "#ifndef __CUDACC_RTC__\nextern \"C\" void KILN_PASTE(KILN_ENTRY, _host)"
+     << "(void **args, int64_t grid) {\n"
      << "#ifdef KILN_HOST_BLOCK_THREADS\n"
      << "  kiln_run_blocks(grid, [&] { " << call << "; });\n"
      << "#else\n"
@@ -246,7 +255,12 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
      << "#endif\n}\n"
      // How many parameters the launcher reads: a capturing driver (the fake
      // CUDA driver's graphs) copies their values as the launch is recorded.
-     << "extern \"C\" const int " << g.name << "_host_argc = " << next << ";\n#endif\n";
+     << "extern \"C\" const int KILN_PASTE(KILN_ENTRY, _host_argc) = " << next << ";\n#endif\n";
+  os << "#undef KILN_ENTRY\n";
+  for (size_t i = 0; i < g.symbols.size(); ++i)
+    os << "#undef KILN_TAG" << i << "\n#ifdef KILN_UNDEF_SYM_" << g.symbols[i]
+       << "\n#undef KILN_SYM_" << g.symbols[i] << "\n#undef KILN_UNDEF_SYM_" << g.symbols[i]
+       << "\n#endif\n";
   g.source = src;
   return g;
 }

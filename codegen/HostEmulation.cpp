@@ -6,6 +6,7 @@
 #include "codegen/KernelCache.h"
 #include "codegen/StepEncoding.h"
 
+#include "kiln/artifact/EntryName.h"
 #include "kiln/artifact/HostLaunch.h"
 #include "ir/Kiln/KilnDialect.h"
 
@@ -96,6 +97,22 @@ void writeAside(const std::string &path, llvm::function_ref<std::string()> text)
 // under them crashes.
 HostKernels::~HostKernels() = default;
 
+/// The entry point `kernel` exports when built with `defines`: tagged with
+/// the value of each of its symbols a -DKILN_SYM_<name>=<value> fixes
+/// (kiln/artifact/EntryName.h).
+static std::string entryName(const GeneratedKernel &kernel, const std::vector<std::string> &defines) {
+  std::vector<std::pair<int, int64_t>> fixed;
+  for (size_t i = 0; i < kernel.symbols.size(); ++i) {
+    std::string prefix = "-DKILN_SYM_" + kernel.symbols[i] + "=";
+    for (const std::string &d : defines) {
+      int64_t value = 0;
+      if (d.rfind(prefix, 0) == 0 && !llvm::StringRef(d).drop_front(prefix.size()).getAsInteger(10, value))
+        fixed.emplace_back(static_cast<int>(i), value);
+    }
+  }
+  return artifact::variantEntryName(kernel.name, fixed);
+}
+
 absl::StatusOr<std::unique_ptr<HostKernels>>
 HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cacheDir,
                    int chunkSize, int jobs, const std::vector<std::string> &defines) {
@@ -147,10 +164,8 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
     std::string hex;
     llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(llvm::xxh3_64bits(key), 16);
     llvm::SmallString<256> base(cacheDir);
-    // Libraries specialized for a variant (defines) are named apart: they
-    // export the same kernel names as the generic ones, and a tool that looks
-    // kernels up by name in the cache (the fake CUDA driver) must find only
-    // code that is right for every shape.
+    // Libraries specialized for a variant (defines) are named apart, hostvar-:
+    // their entry points carry the values they were built for (EntryName.h).
     llvm::sys::path::append(base, (defines.empty() ? "host-" : "hostvar-") + hex);
     job.source = (base + ".cpp").str();
     job.library = (base + ".so").str();
@@ -240,9 +255,10 @@ HostKernels::build(const std::vector<GeneratedKernel> &kernels, std::string cach
       built.kernels.push_back(k->name);
     lib->built.push_back(std::move(built));
     for (const GeneratedKernel *k : job.kernels) {
-      void *sym = dlsym(handle, (k->name + "_host").c_str());
+      std::string entry = entryName(*k, defines);
+      void *sym = dlsym(handle, (entry + "_host").c_str());
       if (!sym)
-        return absl::InternalError(absl::StrCat(job.library, " lacks ", k->name));
+        return absl::InternalError(absl::StrCat(job.library, " lacks ", entry));
       lib->launchers[k->name] = reinterpret_cast<void (*)(void **, int64_t)>(sym);
     }
   }

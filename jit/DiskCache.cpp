@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
@@ -32,6 +34,33 @@ namespace {
 constexpr char kTrailerMark[8] = {'K', 'I', 'L', 'N', 'K', 'E', 'Y', '1'};
 constexpr size_t kTrailerFixed = sizeof(uint64_t) + sizeof(kTrailerMark);
 } // namespace
+
+std::optional<std::string> DiskCache::foreignParent() const {
+  std::vector<std::string> paths;
+  if (char cwd[PATH_MAX]; folder_.empty() || folder_[0] != '/')
+    paths.push_back(std::string(getcwd(cwd, sizeof(cwd)) ? cwd : "") + "/" + folder_);
+  else
+    paths.push_back(folder_);
+  if (char *real = realpath(folder_.c_str(), nullptr)) {
+    paths.push_back(real);
+    std::free(real);
+  }
+  for (std::string path : paths) {
+    while (path.size() > 1 && path.back() == '/')
+      path.pop_back();
+    for (size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0;
+         slash = path.rfind('/', slash - 1)) {
+      std::string parent = path.substr(0, slash);
+      struct stat st;
+      if (stat(parent.c_str(), &st) != 0)
+        continue;
+      bool othersWrite = (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX);
+      if ((st.st_uid != 0 && st.st_uid != geteuid()) || othersWrite)
+        return parent;
+    }
+  }
+  return std::nullopt;
+}
 
 absl::Status DiskCache::open() {
   // Each level in turn, as mkdir -p; 0700, since the entries are the user's.
@@ -61,6 +90,17 @@ absl::Status DiskCache::open() {
         "the cache folder ", folder_,
         st.st_uid != geteuid() ? " belongs to another user" : " may be written by other users",
         "; compiling without a cache"));
+  }
+  // The folders above it too: one another user may write could have the
+  // cache folder renamed away and theirs put in its place. Root's and the
+  // user's own are trusted, and shared ones with the sticky bit (/tmp: no one
+  // renames another's entries there). Both the path as given (its links live
+  // in those folders) and as resolved.
+  if (std::optional<std::string> unsafe = foreignParent(); unsafe) {
+    readable_ = writable_ = false;
+    return absl::FailedPreconditionError(
+        absl::StrCat("the cache folder ", folder_, " is inside ", *unsafe,
+                     ", which other users may write; compiling without a cache"));
   }
   if (access(folder_.c_str(), W_OK) != 0) {
     writable_ = false;

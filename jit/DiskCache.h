@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace kiln::jit {
@@ -69,6 +70,9 @@ public:
   const std::string &folder() const { return folder_; }
 
 private:
+  /// A folder above the cache folder (as given or as resolved) that another
+  /// user owns or may write, unless it has the sticky bit; nullopt: none.
+  std::optional<std::string> foreignParent() const;
   std::string path(const std::string &name) const { return folder_ + "/" + name; }
   int evict(const std::string &keep) const;
   std::string folder_;

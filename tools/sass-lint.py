@@ -53,6 +53,9 @@ LINTED_FOR_DIVIDES = ("pointwise", "row", "reduction")
 
 INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 FUNCTION = re.compile(r"^\s*Function : (\S+)")
+# A variant's entry point is its kernel's name tagged "_v<position>_<value>"
+# per symbol it was built for (kiln/artifact/EntryName.h); manifests name kernels.
+VARIANT_TAG = re.compile(r"(?:_v[0-9]+_[0-9]+)+$")
 RESOURCE_FUNCTION = re.compile(r"^\s*Function (\S+):")
 RESOURCE_FIELD = re.compile(r"(\w+(?:\[\d+\])?):(\d+)")
 TARGET = re.compile(r"\b0x([0-9a-f]+)\b")
@@ -377,11 +380,12 @@ def main():
             except RuntimeError as e:
                 print(f"sass-lint: {cubin}: {e}", file=sys.stderr)
                 return 2
-            for name, code in sass.items():
+            for entry, code in sass.items():
+                name = VARIANT_TAG.sub("", entry)
                 if name not in manifest:
                     continue
                 seen.add(name)
-                problems, stats = lint_kernel(manifest[name], code, res.get(name, {}))
+                problems, stats = lint_kernel(manifest[name], code, res.get(entry, {}))
                 checked += 1
                 stats["schedule"] = manifest[name].get("schedule", "")
                 stats["violations"] = problems

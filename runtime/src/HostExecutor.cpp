@@ -75,6 +75,19 @@ absl::Status HostExecutor::installVariant(int variant, const artifact::VariantIn
       auto it = kernelIndex.find(name);
       if (it == kernelIndex.end())
         continue;
+      // A variant's launchers by the values it states (EntryName.h): a
+      // library built for other values has other names.
+      if (variant >= 0) {
+        std::string entry = artifact::variantEntryName(plan.kernels[it->second], info);
+        absl::StatusOr<artifact::HostLauncher> launcher = hostLauncher(*handle, entry);
+        if (!launcher.ok())
+          return absl::InvalidArgumentError(absl::StrCat(
+              "corrupt artifact: variant ", info.name, " has no host code for kernel ", name,
+              " built for its sizes (", entry, ")"));
+        table[it->second] = *launcher;
+        own[it->second] = true;
+        continue;
+      }
       absl::StatusOr<artifact::HostLauncher> launcher = hostLauncher(*handle, name);
       if (!launcher.ok())
         return launcher.status();

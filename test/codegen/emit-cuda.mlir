@@ -13,16 +13,26 @@
 // path reads it as a vector at its own offset of each vector's first element
 // (test/run/broadcast-kernels.test); the scalar loop takes the rest.
 // CHECK-LABEL: pointwise kernel
+// A variant's build defines KILN_SYM_n, which then tags the entry point
+// (kiln/artifact/EntryName.h: kiln_pointwise_<hash>_v0_<n>).
 // CHECK: #ifndef KILN_SYM_n
 // CHECK-NEXT: #define KILN_SYM_n sym_n
-// CHECK: extern "C" __global__ void kiln_pointwise_{{[0-9a-f]+}}(float *KILN_RESTRICT out, const float *KILN_RESTRICT in0, const float *KILN_RESTRICT in1, int64_t sym_n)
+// CHECK-NEXT: #define KILN_UNDEF_SYM_n
+// CHECK-NEXT: #define KILN_TAG0
+// CHECK-NEXT: #else
+// CHECK-NEXT: #define KILN_TAG0 KILN_PASTE(_v0_, KILN_SYM_n)
+// CHECK-NEXT: #endif
+// CHECK-NEXT: #define KILN_ENTRY KILN_PASTE(kiln_pointwise_{{[0-9a-f]+}}, KILN_TAG0)
+// CHECK-NEXT: extern "C" __global__ void KILN_ENTRY(float *KILN_RESTRICT out, const float *KILN_RESTRICT in0, const float *KILN_RESTRICT in1, int64_t sym_n)
 // CHECK: const int64_t n = (KILN_SYM_n * (8LL));
 // CHECK: *reinterpret_cast<const kiln_vec<float, 4> *>(in1 + {{i[0-9]+}});
 // CHECK: for (int64_t i = vectorized + kiln_thread_index(); i < n; i += kiln_thread_count())
 // CHECK: kiln_load(in1[{{i[0-9]+}}])
 // CHECK: kiln_tanh(
 // CHECK: out[i] = (float)(
-// CHECK: extern "C" void kiln_pointwise_{{[0-9a-f]+}}_host(void **args, int64_t grid)
+// CHECK: extern "C" void KILN_PASTE(KILN_ENTRY, _host)(void **args, int64_t grid)
+// CHECK: #undef KILN_ENTRY
+// CHECK-NEXT: #undef KILN_TAG0
 func.func @f32_bias_tanh(%x: tensor<?x8xf32, #kiln.dims<[n, 8]>>, %b: tensor<8xf32>) -> tensor<?x8xf32, #kiln.dims<[n, 8]>> {
   %s = kiln.add %x, %b : (tensor<?x8xf32, #kiln.dims<[n, 8]>>, tensor<8xf32>) -> tensor<?x8xf32, #kiln.dims<[n, 8]>>
   %t = kiln.tanh %s : (tensor<?x8xf32, #kiln.dims<[n, 8]>>) -> tensor<?x8xf32, #kiln.dims<[n, 8]>>

@@ -196,6 +196,34 @@ def test_a_cache_folder_the_jit_may_not_write_costs_reuse_only(tmp_path):
     assert os.listdir(cache) == []
 
 
+def test_a_cache_folder_inside_a_folder_others_may_write_is_not_used(tmp_path):
+    """A folder above the cache that others may write (without the sticky bit)
+    would let them rename the cache folder away and put theirs in its place:
+    compiles work, with one warning, and nothing is read or written there. With
+    the sticky bit (as /tmp has) it is used."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    cache = shared / "cache"
+    code = f"""
+        import kiln, numpy as np
+        model = kiln.compile({os.path.join(MODELS, "encoder.onnx")!r}, backend="host", cache_dir={str(cache)!r})
+        y = model(x=np.ones((2, 5, 16), np.float32))["y"]
+        assert y.shape == (2, 5, 8), y.shape
+        print("ok")
+    """
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+    assert f"is inside {shared}, which other users may write" in result.stderr
+    assert not cache.exists() or os.listdir(cache) == []
+    shared.chmod(0o1777)
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert "other users may write" not in result.stderr
+    assert any(name.startswith("model-") for name in os.listdir(cache))
+
+
 def test_a_full_cache_folder_is_warnings_never_an_exit(tmp_path):
     """The cache on a small file system filled up after the first compile: the
     specializations new shapes ask for cannot be written, and the process goes

@@ -282,7 +282,7 @@ TEST(Artifact, DamagedArtifactsAreErrors) {
       {{0, 0, 7}, KILN_INVALID_ARGUMENT, "value 0: symbol 7 is not in the table"},
       // An artifact of another format version names both versions.
       {{0, 0, 0, 1}, KILN_FAILED_PRECONDITION,
-       "artifact format version 1, but this runtime reads version 7"},
+       "artifact format version 1, but this runtime reads version 8"},
       {{0, 0, 0, 9}, KILN_FAILED_PRECONDITION, "artifact format version 9"},
       // A typed step whose operands do not fit its table, or an enum value the
       // schema does not define, is refused at load, not at run time.

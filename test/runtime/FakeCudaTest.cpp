@@ -303,7 +303,16 @@ extern "C" const int kiln_test_exchange_host_argc = 2;
   ASSERT_EQ(cu.push(context), CUDA_SUCCESS);
   CUmodule module = nullptr;
   CUfunction exchange = nullptr;
-  ASSERT_EQ(cu.loadModule(&module, "cubin"), CUDA_SUCCESS);
+  // A module holds the entry points its image defines (a PTX text here), as
+  // on a GPU: another name is not found, and an image that is neither a
+  // cubin nor PTX is refused.
+  ASSERT_EQ(cu.loadModule(&module, ".version 8.0\n.target sm_90\n.address_size 64\n"
+                                   ".visible .entry kiln_test_exchange(\n)\n{\n}\n"),
+            CUDA_SUCCESS);
+  CUfunction other = nullptr;
+  EXPECT_EQ(cu.getFunction(&other, module, "kiln_test_exchange_v0_8"), CUDA_ERROR_NOT_FOUND);
+  CUmodule garbage = nullptr;
+  EXPECT_EQ(cu.loadModule(&garbage, "not an image"), CUDA_ERROR_INVALID_IMAGE);
   ASSERT_EQ(cu.getFunction(&exchange, module, "kiln_test_exchange"), CUDA_SUCCESS);
   auto run = [&](int64_t skipping, std::vector<int64_t> &out) -> CUresult {
     CUdeviceptr buffer = 0;

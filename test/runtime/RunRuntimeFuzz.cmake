@@ -30,6 +30,15 @@ foreach(model ${models})
     list(APPEND edit_seeds ${WORK}/${stem}.kiln)
   endif()
 endforeach()
+# One seed with shape buckets: variants whose values, kernels and host
+# libraries the artifact fuzzer edits (their code states the values it was
+# built for; the loader must refuse a variant that claims others).
+execute_process(COMMAND ${COMPILER} ${WORK}/edit_conv.onnx -o ${WORK}/edit_buckets.kiln --arch none
+                        --buckets "n=1,2" --cache-dir ${WORK}/cache RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kiln-compile edit_conv.onnx --buckets failed")
+endif()
+list(APPEND edit_seeds ${WORK}/edit_buckets.kiln)
 file(GLOB file_seeds ${WORK}/seed_*)
 
 function(run_fuzzer mode iterations)

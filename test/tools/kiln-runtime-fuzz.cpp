@@ -12,7 +12,9 @@
 //   tensor-files  .npy and .pb seeds with bytes flipped, headers rewritten, dims
 //                 made huge, negative or long, files cut short or padded.
 //   artifacts     .kiln seeds edited field by field (indices, dims, dtypes,
-//                 enums, step tables' scalars, kernel signatures, guards), the
+//                 enums, step tables' scalars, kernel signatures, guards,
+//                 variants' values, symbols and kernels, host libraries'
+//                 variants), the
 //                 checksum recomputed so only the loader's own checks stand
 //                 between the edit and the executor; every artifact that loads
 //                 is run on inputs made from its metadata.
@@ -330,7 +332,7 @@ void mutateIndexVector(const flatbuffers::Vector<int32_t> *v, int32_t bound) {
 void mutateArtifact(uint8_t *data, size_t size) {
   fb::Model *model = fb::GetMutableModel(data);
   int32_t values = model->values() ? static_cast<int32_t>(model->values()->size()) : 0;
-  switch (pick(9)) {
+  switch (pick(10)) {
   case 0: case 1: { // a step's operands or its table's scalars
     if (!model->steps() || model->steps()->size() == 0)
       return;
@@ -397,6 +399,33 @@ void mutateArtifact(uint8_t *data, size_t size) {
     else
       w->mutate_size(static_cast<uint64_t>(interesting()));
     return;
+  }
+  case 8: { // a variant's values, symbols or kernels; the variant a host library is for
+    if (!model->variants() || model->variants()->size() == 0)
+      return;
+    const fb::Variant *v = model->variants()->Get(static_cast<flatbuffers::uoffset_t>(pick(model->variants()->size())));
+    switch (pick(4)) {
+    case 0:
+      if (v->values() && v->values()->size()) {
+        auto *values = const_cast<flatbuffers::Vector<int64_t> *>(v->values());
+        auto at = static_cast<flatbuffers::uoffset_t>(pick(values->size()));
+        values->Mutate(at, chance(50) ? values->Get(at) + static_cast<int64_t>(pick(5)) - 2 : interesting());
+      }
+      return;
+    case 1:
+      mutateIndexVector(v->symbols(), model->symbols() ? static_cast<int32_t>(model->symbols()->size()) : 0);
+      return;
+    case 2:
+      if (v->kernels() && v->kernels()->size())
+        const_cast<fb::VariantKernel *>(v->kernels()->Get(static_cast<flatbuffers::uoffset_t>(pick(v->kernels()->size()))))
+            ->mutate_kernel(static_cast<int32_t>(pick(model->kernels() ? model->kernels()->size() + 2 : 2)) - 1);
+      return;
+    default:
+      if (model->host_libraries() && model->host_libraries()->size())
+        const_cast<fb::HostLibrary *>(model->host_libraries()->Get(static_cast<flatbuffers::uoffset_t>(pick(model->host_libraries()->size()))))
+            ->mutate_variant(static_cast<int32_t>(pick(model->variants()->size() + 2)) - 1);
+      return;
+    }
   }
   default: { // raw bytes, anywhere but in native code
     // The host libraries are code the loader runs (dlopen): an artifact is

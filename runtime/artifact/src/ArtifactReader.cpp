@@ -1,6 +1,7 @@
 //===- ArtifactReader.cpp - read and check an artifact --------------------===//
 
 #include "kiln/artifact/Plan.h"
+#include "kiln/artifact/EntryName.h"
 #include "kiln/schema/kiln_variants_generated.h"
 
 #include "absl/strings/str_cat.h"
@@ -785,6 +786,15 @@ void forEachStep(const Plan &plan, const std::function<void(const StepInfo &)> &
     }
   };
   walk(plan.steps);
+}
+
+std::string variantEntryName(const KernelInfo &kernel, const VariantInfo &variant) {
+  std::vector<std::pair<int, int64_t>> fixed;
+  for (size_t i = 0; i < kernel.symbols.size(); ++i)
+    for (size_t v = 0; v < variant.symbols.size(); ++v)
+      if (variant.symbols[v] == kernel.symbols[i])
+        fixed.emplace_back(static_cast<int>(i), variant.values[v]);
+  return variantEntryName(kernel.name, fixed);
 }
 
 bool index32Fits(const KernelInfo &kernel, const Bindings &symbols) {

@@ -465,8 +465,11 @@ absl::Status CudaExecutor::installVariant(int variant, const artifact::VariantIn
     modules_.push_back(module);
     CUfunction function = nullptr;
     if (CUresult f = cu.cuModuleGetFunction(&function, module, name.c_str()); f != CUDA_SUCCESS)
-      return absl::InvalidArgumentError(absl::StrCat("corrupt artifact: kernel ", name, of, ": ",
-                                                     cu.describe("cuModuleGetFunction", f)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "corrupt artifact: kernel ", name, of, ": ", cu.describe("cuModuleGetFunction", f),
+          f == CUDA_ERROR_NOT_FOUND && variant >= 0
+              ? " (its code was built for other sizes than the variant states)"
+              : ""));
     return function;
   };
   std::vector<CUfunction> table;
@@ -480,8 +483,10 @@ absl::Status CudaExecutor::installVariant(int variant, const artifact::VariantIn
   } else {
     table = functions_.at(-1);
     for (const auto &[k, cubins] : info.kernels) {
-      absl::StatusOr<CUfunction> function =
-          loadFunction(plan.kernels[k].name, cubins, " of variant " + info.name);
+      // By the values the variant states (EntryName.h): a cubin built for
+      // other values has another entry point, and the lookup fails.
+      absl::StatusOr<CUfunction> function = loadFunction(
+          artifact::variantEntryName(plan.kernels[k], info), cubins, " of variant " + info.name);
       if (!function.ok())
         return function.status();
       table[k] = *function;

@@ -71,13 +71,17 @@ void build(const std::string &library, unsigned block, Built &out) {
   size_t slash = library.rfind('/');
   std::string folder = slash == std::string::npos ? "." : library.substr(0, slash);
   std::string name = library.substr(slash == std::string::npos ? 0 : slash + 1);
-  if (name.rfind("host-", 0) != 0 || name.size() <= 5 + so.size()) {
+  // host-<hash>.so, or a variant's hostvar-<hash>.so (built with its defines,
+  // which its .flags hold).
+  size_t dash = name.find('-');
+  if ((name.rfind("host-", 0) != 0 && name.rfind("hostvar-", 0) != 0) ||
+      name.size() <= dash + 1 + so.size()) {
     out.error = library + " is not a host-emulation library";
     return;
   }
   std::string stem = library.substr(0, library.size() - so.size());
-  std::string hash = name.substr(5, name.size() - 5 - so.size());
-  std::string target = folder + "/fakeblock" + std::to_string(block) + "-" + hash + so;
+  std::string target = folder + "/fakeblock" + std::to_string(block) + "-" +
+                       name.substr(0, name.size() - so.size()) + so;
   {
     std::ifstream threads(stem + ".threads.cpp");
     if (!threads) {
@@ -87,7 +91,7 @@ void build(const std::string &library, unsigned block, Built &out) {
     }
     out.source.assign(std::istreambuf_iterator<char>(threads), std::istreambuf_iterator<char>());
   }
-  if (out.source.find("_host(") == std::string::npos)
+  if (out.source.find("__global__") == std::string::npos)
     return; // none of its kernels' threads meet: nothing to build
   if (!exists(target)) {
     std::ifstream flags(stem + ".flags");
@@ -164,15 +168,15 @@ const BlockLauncher *blockLauncher(const std::string &library, const std::string
     error = built.error;
     return nullptr;
   }
-  // A kernel of the library whose threads never meet: its own launcher.
-  if (built.source.find("void " + kernel + "_host(") == std::string::npos)
+  // The build holds exactly the kernels whose threads meet: one it lacks
+  // (or a library with none, never built) runs its own launcher.
+  if (!built.handle)
     return nullptr;
   std::unique_ptr<BlockLauncher> &launcher = built.kernels[kernel];
   if (!launcher) {
     auto launch = reinterpret_cast<BlockLauncher::Launch>(
         dlsym(built.handle, (kernel + "_host").c_str()));
     if (!launch) {
-      error = library + " at " + std::to_string(block) + " threads lacks " + kernel;
       built.kernels.erase(kernel);
       return nullptr;
     }

@@ -41,9 +41,14 @@
 // threads meeting at real barriers; a barrier they do not all reach is a
 // sticky CUDA_ERROR_LAUNCH_FAILED. Other kernels compute the same at any block
 // size and run as host emulation built them. A block over 256 threads (kiln's
-// kernels are built for at most that) is CUDA_ERROR_INVALID_VALUE. Modules' images
-// (cubins) are accepted unread. Variants' libraries (hostvar-*.so) are not
-// looked in: their code is right only for their shapes.
+// kernels are built for at most that) is CUDA_ERROR_INVALID_VALUE. A module
+// holds the entry points its image defines (a cubin's ELF function symbols, a
+// PTX text's .entry names; any other image is CUDA_ERROR_INVALID_IMAGE), and
+// cuModuleGetFunction of another name is CUDA_ERROR_NOT_FOUND, as on a GPU. A
+// variant's entry point (kiln/artifact/EntryName.h: the kernel's name tagged
+// with the values it was built for) runs that variant's own host code
+// (hostvar-*.so) when a library has it, and its kernel's generic host code
+// otherwise (right for every shape; the JIT builds a variant's cubins alone).
 //
 // Environment:
 //   KILN_FAKE_CUDA_DEVICES=N    devices to report (default 1), each sm_90
@@ -74,8 +79,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeBlocks.h"
+#include "kiln/artifact/EntryName.h"
 
 #include <cuda.h>
+#include <elf.h>
 
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -95,6 +102,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -115,7 +123,9 @@ struct CUctx_st {
   std::vector<CUstream_st *> streams; ///< blocking and non-blocking, not legacy
   size_t allocated = 0;
 };
-struct CUmod_st {};
+struct CUmod_st {
+  std::set<std::string> functions; ///< the entry points its image defines
+};
 struct CUfunc_st {
   void (*launch)(void **, int64_t); ///< one thread per block
   std::string name;
@@ -484,7 +494,7 @@ void scanKernelLibraries() {
   std::vector<std::pair<int64_t, std::string>> found; // (modified, path)
   while (dirent *e = readdir(d)) {
     std::string name = e->d_name;
-    if (name.rfind("host-", 0) != 0 || name.size() <= 3 ||
+    if ((name.rfind("host-", 0) != 0 && name.rfind("hostvar-", 0) != 0) || name.size() <= 3 ||
         name.compare(name.size() - 3, 3, ".so") != 0 || !seen->insert(name).second)
       continue;
     std::string path = std::string(dir) + "/" + name;
@@ -761,15 +771,51 @@ CUresult cuCtxPopCurrent(CUcontext *context) {
   currentStack.pop_back();
   return CUDA_SUCCESS;
 }
-CUresult cuModuleLoadData(CUmodule *module, const void *image) {
-  std::lock_guard<std::mutex> lock(mutex);
-  if (CUresult r = usable(current()); r != CUDA_SUCCESS)
-    return r;
-  static CUmod_st theModule;
-  *module = &theModule;
-  return image ? CUDA_SUCCESS : CUDA_ERROR_INVALID_IMAGE;
+/// The entry points a module image defines: a cubin's (ELF) function symbols,
+/// or the .entry names of a PTX text; nullopt when it is neither.
+std::optional<std::set<std::string>> entryPoints(const void *image) {
+  const auto *bytes = static_cast<const uint8_t *>(image);
+  std::set<std::string> names;
+  if (std::memcmp(bytes, ELFMAG, SELFMAG) == 0) {
+    Elf64_Ehdr header;
+    std::memcpy(&header, bytes, sizeof(header));
+    if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shentsize != sizeof(Elf64_Shdr))
+      return std::nullopt;
+    auto section = [&](size_t i) {
+      Elf64_Shdr s;
+      std::memcpy(&s, bytes + header.e_shoff + i * sizeof(Elf64_Shdr), sizeof(s));
+      return s;
+    };
+    for (size_t i = 0; i < header.e_shnum; ++i) {
+      Elf64_Shdr symtab = section(i);
+      if (symtab.sh_type != SHT_SYMTAB || symtab.sh_link >= header.e_shnum)
+        continue;
+      Elf64_Shdr strtab = section(symtab.sh_link);
+      for (size_t at = 0; at + sizeof(Elf64_Sym) <= symtab.sh_size; at += sizeof(Elf64_Sym)) {
+        Elf64_Sym sym;
+        std::memcpy(&sym, bytes + symtab.sh_offset + at, sizeof(sym));
+        if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_name < strtab.sh_size)
+          names.insert(reinterpret_cast<const char *>(bytes + strtab.sh_offset + sym.st_name));
+      }
+    }
+    return names;
+  }
+  // PTX: text with a .version directive; entries are ".entry <name>(".
+  std::string text(static_cast<const char *>(image));
+  if (text.find(".version") == std::string::npos)
+    return std::nullopt;
+  for (size_t at = text.find(".entry"); at != std::string::npos; at = text.find(".entry", at + 1)) {
+    size_t begin = text.find_first_not_of(" \t", at + 6);
+    size_t end = begin == std::string::npos ? begin : text.find_first_of(" \t(\n", begin);
+    if (end != std::string::npos)
+      names.insert(text.substr(begin, end - begin));
+  }
+  return names;
 }
-CUresult cuModuleGetFunction(CUfunction *function, CUmodule, const char *name) {
+
+/// The host launcher of entry point `name`, from the newest library that has
+/// it (nullptr: none has).
+CUfunc_st *findLauncher(const std::string &name) {
   // A kernel's name hashes its device code, not its launcher: a cache may
   // hold libraries from before launchers stated their argument count, so
   // one that states it is preferred.
@@ -783,9 +829,8 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule, const char *name) {
     const std::vector<KernelLibrary> &libraries = kernelLibraries();
     for (auto it = libraries.rbegin(); it != libraries.rend(); ++it)
       if (const KernelLibrary &library = *it;
-          void *symbol = dlsym(library.handle, (std::string(name) + "_host").c_str())) {
-        auto *argc = static_cast<const int *>(
-            dlsym(library.handle, (std::string(name) + "_host_argc").c_str()));
+          void *symbol = dlsym(library.handle, (name + "_host").c_str())) {
+        auto *argc = static_cast<const int *>(dlsym(library.handle, (name + "_host_argc").c_str()));
         if (found && !argc)
           continue;
         delete found;
@@ -797,10 +842,37 @@ CUresult cuModuleGetFunction(CUfunction *function, CUmodule, const char *name) {
         }
       }
   }
+  return found;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (CUresult r = usable(current()); r != CUDA_SUCCESS)
+    return r;
+  if (!module || !image)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::optional<std::set<std::string>> functions = entryPoints(image);
+  if (!functions)
+    return CUDA_ERROR_INVALID_IMAGE;
+  *module = new CUmod_st{std::move(*functions)};
+  return CUDA_SUCCESS;
+}
+CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
+  if (!function || !module || !name)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!module->functions.count(name))
+    return CUDA_ERROR_NOT_FOUND;
+  // A variant's own host code when a library has it, else its kernel's.
+  CUfunc_st *found = findLauncher(name);
+  if (std::string generic = kiln::artifact::genericEntryName(name); !found && generic != name)
+    found = findLauncher(generic);
   *function = found;
   return found ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
-CUresult cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
+CUresult cuModuleUnload(CUmodule module) {
+  delete module;
+  return CUDA_SUCCESS;
+}
 CUresult cuMemAlloc(CUdeviceptr *pointer, size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex);
   CUctx_st *context = current();

@@ -14,6 +14,12 @@
 #ifndef KILN_DEVICE_H
 #define KILN_DEVICE_H
 
+// Pastes two tokens after expanding them: a kernel's entry point is its name
+// pasted with a tag per symbol a variant's build defines (KILN_ENTRY, the
+// kernel sources' own macro; kiln/artifact/EntryName.h).
+#define KILN_PASTE_EXPANDED(a, b) a##b
+#define KILN_PASTE(a, b) KILN_PASTE_EXPANDED(a, b)
+
 #ifdef __CUDACC_RTC__
 typedef signed char int8_t;
 typedef short int16_t;

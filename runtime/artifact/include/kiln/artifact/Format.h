@@ -28,7 +28,10 @@ namespace kiln::artifact {
 /// 7: ReadSizes steps (a size the device computed, bound before the kernels
 /// it sizes) and the Compaction schedule (the Attention schedule came later,
 /// at the end of its enum: compatible growth, an older reader refuses it).
-constexpr uint32_t kFormatVersion = 7;
+/// 8: a variant's kernels name their entry points after the values they were
+/// built for (EntryName.h) and are looked up by the values the Variant states;
+/// a 7 reader would look up untagged names and find none.
+constexpr uint32_t kFormatVersion = 8;
 
 /// The most symbols one variant fixes (the runtime's dispatch key is that wide).
 constexpr int kMaxVariantSymbols = 8;

@@ -166,6 +166,10 @@ struct VariantInfo {
   std::vector<std::pair<int, std::vector<CubinInfo>>> kernels;
 };
 
+/// The entry point `kernel`'s code built for `variant` exports (EntryName.h):
+/// looked up by it, code built for other values is not found.
+std::string variantEntryName(const KernelInfo &kernel, const VariantInfo &variant);
+
 struct GuardInfo {
   int input = 0; ///< position in Plan::inputs
   int dim = 0;
