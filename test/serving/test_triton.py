@@ -133,6 +133,42 @@ def test_bad_requests_get_the_guard_message_and_the_server_keeps_serving(server)
     np.testing.assert_allclose(infer_http(server["http"], "mha_encoder", x), y, atol=1e-4, rtol=0)
 
 
+def test_good_and_bad_requests_mixed_under_dynamic_batching(server):
+    """8 clients send a random mix (fixed seed) of good requests and ones
+    kiln's guard refuses (sequence 7 where the export baked 5) to a batched
+    model: the dynamic batcher joins bad ones with each other, never with good
+    ones of another shape, and every bad request gets the guard message while
+    every good one gets its own answer; the server keeps serving."""
+    x = tensor(os.path.join(MODELS, "mha_encoder", "input_0.pb"))
+    y = tensor(os.path.join(MODELS, "mha_encoder", "output_0.pb"))
+    bad = np.zeros((x.shape[0], 7, x.shape[2]), np.float32)
+
+    def client(k):
+        rng = np.random.default_rng(100 + k)
+        c = httpclient.InferenceServerClient(server["http"])
+        outcomes = {"good": 0, "refused": 0, "wrong": 0}
+        for _ in range(40):
+            send_bad = rng.random() < 0.4
+            data = bad if send_bad else x
+            i = httpclient.InferInput("x", list(data.shape), "FP32")
+            i.set_data_from_numpy(data)
+            try:
+                got = c.infer("mha_encoder", [i]).as_numpy("y")
+            except Exception as e:  # tritonclient's InferenceServerException
+                refused = send_bad and "does not hold" in str(e)
+                outcomes["refused" if refused else "wrong"] += 1
+                continue
+            ok = not send_bad and np.allclose(got, y, atol=1e-4, rtol=0)
+            outcomes["good" if ok else "wrong"] += 1
+        return outcomes
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(client, range(8), timeout=600))
+    assert all(r["wrong"] == 0 for r in results), results
+    assert sum(r["refused"] for r in results) > 0 and sum(r["good"] for r in results) > 0
+    np.testing.assert_allclose(infer_http(server["http"], "mha_encoder", x), y, atol=1e-4, rtol=0)
+
+
 def test_outputs_sized_by_the_data(server):
     x = np.array([[1, -1, 0, 2], [0, 3, -4, 5], [6, 0, 0, -7]], np.float32)
     client = httpclient.InferenceServerClient(server["http"])
