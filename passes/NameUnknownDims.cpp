@@ -9,6 +9,7 @@
 #include "passes/Passes.h"
 
 #include "ir/Kiln/KilnDialect.h"
+#include "ir/Kiln/StepBoundSymbols.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -86,6 +87,7 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
       do
         name = "run" + std::to_string(next++);
       while (taken.count(name));
+      markStepBound(getSymbolDim(ctx, name));
       return name;
     };
     OpBuilder builder(ctx);

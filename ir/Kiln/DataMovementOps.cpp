@@ -3,6 +3,7 @@
 #include "ir/Kiln/Folding.h"
 #include "ir/Kiln/KernelTypes.h"
 #include "ir/Kiln/KilnDialect.h"
+#include "ir/Kiln/StepBoundSymbols.h"
 
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
@@ -368,6 +369,15 @@ DimExpr symbolicSliceLength(DimExpr dim, DimExpr start, DimExpr end, int64_t ste
     return DimExpr();
   if (auto c = getConstantDimValue(length); c && *c < 0)
     return getConstantDim(ctx, 0);
+  // A position that may lie outside a dim only a step binds (keep[:300] after
+  // NonMaxSuppression) cannot be guarded: the op's data decides the length.
+  auto unguardable = [](DimExpr lhs, DimExpr rhs) {
+    return (involvesStepBound(lhs) || involvesStepBound(rhs)) &&
+           decideShapeAssumption(ShapeAssumption::Kind::LessEqual, lhs, rhs) !=
+               std::optional<bool>(true);
+  };
+  if (unguardable(getConstantDim(ctx, 0), s) || unguardable(e, dim))
+    return DimExpr();
   recordShapeAssumption(ShapeAssumption::Kind::LessEqual, getConstantDim(ctx, 0), s,
                         "the start of dim " + Twine(axis) + " must not lie before the dim");
   recordShapeAssumption(ShapeAssumption::Kind::LessEqual, e, dim,

@@ -10,12 +10,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Kiln/KilnDialect.h"
+#include "ir/Kiln/StepBoundSymbols.h"
 
 #include "mlir/IR/AffineExprVisitor.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <mutex>
+#include <set>
 
 using namespace mlir;
 
@@ -404,7 +407,28 @@ bool isProvablyNonNegative(DimExpr dim) {
     return false;
   default: {
     auto bin = cast<AffineBinaryOpExpr>(dim);
-    return isProvablyNonNegative(bin.getLHS()) && isProvablyNonNegative(bin.getRHS());
+    if (isProvablyNonNegative(bin.getLHS()) && isProvablyNonNegative(bin.getRHS()))
+      return true;
+    // x - c * (x floordiv c) with c > 0 is x mod c (a size less what whole
+    // tiles of c cover: a U-Net's crop margin), however the terms are ordered.
+    if (dim.getKind() != AffineExprKind::Add)
+      return false;
+    auto isRemainder = [](AffineExpr x, AffineExpr scaled) {
+      auto mul = dyn_cast<AffineBinaryOpExpr>(scaled);
+      if (!mul || mul.getKind() != AffineExprKind::Mul)
+        return false;
+      for (auto [quotient, factor] : {std::pair(mul.getLHS(), mul.getRHS()),
+                                      std::pair(mul.getRHS(), mul.getLHS())}) {
+        auto div = dyn_cast<AffineBinaryOpExpr>(quotient);
+        auto c = dyn_cast<AffineConstantExpr>(factor);
+        auto d = div ? dyn_cast<AffineConstantExpr>(div.getRHS()) : AffineConstantExpr();
+        if (div && c && d && div.getKind() == AffineExprKind::FloorDiv && div.getLHS() == x &&
+            d.getValue() > 0 && c.getValue() == -d.getValue())
+          return true;
+      }
+      return false;
+    };
+    return isRemainder(bin.getLHS(), bin.getRHS()) || isRemainder(bin.getRHS(), bin.getLHS());
   }
   }
 }
@@ -550,6 +574,47 @@ std::string dimToString(DimExpr dim) {
   llvm::raw_string_ostream os(s);
   printDim(os, dim);
   return s;
+}
+
+} // namespace kiln
+
+//===----------------------------------------------------------------------===//
+// Step-bound symbols (StepBoundSymbols.h)
+//===----------------------------------------------------------------------===//
+
+namespace kiln {
+namespace {
+/// Per context, the positions of its step-bound symbols. A context that ends
+/// leaves its entry; a later one at the same address inherits marks, which only
+/// makes shape functions assume less there (never a wrong size).
+std::mutex stepBoundMutex;
+std::map<mlir::MLIRContext *, std::set<unsigned>> &stepBound() {
+  static auto *marks = new std::map<mlir::MLIRContext *, std::set<unsigned>>();
+  return *marks;
+}
+} // namespace
+
+void markStepBound(DimExpr symbol) {
+  auto s = dyn_cast_if_present<AffineSymbolExpr>(symbol);
+  if (!s)
+    return;
+  std::lock_guard<std::mutex> lock(stepBoundMutex);
+  stepBound()[s.getContext()].insert(s.getPosition());
+}
+
+bool involvesStepBound(DimExpr dim) {
+  if (!dim)
+    return false;
+  std::lock_guard<std::mutex> lock(stepBoundMutex);
+  auto it = stepBound().find(dim.getContext());
+  if (it == stepBound().end())
+    return false;
+  bool found = false;
+  dim.walk([&](AffineExpr e) {
+    if (auto s = dyn_cast<AffineSymbolExpr>(e))
+      found = found || it->second.count(s.getPosition());
+  });
+  return found;
 }
 
 } // namespace kiln

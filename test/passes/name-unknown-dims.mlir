@@ -50,3 +50,20 @@ func.func @top_k_shares(%x: tensor<3x10xf32>, %k: tensor<1xi64>) -> (tensor<3x?x
   %v, %i = kiln.top_k %x, %k {axis = -1 : i64} : (tensor<3x10xf32>, tensor<1xi64>) -> (tensor<3x?xf32>, tensor<3x?xi64>)
   return %v, %i : tensor<3x?xf32>, tensor<3x?xi64>
 }
+
+// -----
+
+// The first 8 of a count only the data decides: 8 may lie past it, and no
+// guard could say it does not (guards run before the count exists), so the
+// slice's length is not taken as 8: the slice binds its own (min(8, count)).
+// CHECK-LABEL: func.func @slice_past_a_count
+// CHECK: kiln.non_zero %arg0 {kiln.binds_dims = {{\[}}[0, 1, "run0"]]}
+// CHECK: kiln.slice {{.*}} {kiln.binds_dims = {{\[}}[0, 1, "run1"]]} : {{.*}} -> tensor<1x?xi64, #kiln.dims<[1, run1]>>
+func.func @slice_past_a_count(%x: tensor<6xf32>) -> tensor<1x?xi64> {
+  %i = kiln.non_zero %x : (tensor<6xf32>) -> tensor<1x?xi64>
+  %starts = kiln.constant dense<0> : tensor<2xi64>
+  %ends = kiln.constant dense<[1, 8]> : tensor<2xi64>
+  %steps = kiln.constant dense<1> : tensor<2xi64>
+  %s = kiln.slice %i, %starts, %ends, %steps : (tensor<1x?xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<1x?xi64>
+  return %s : tensor<1x?xi64>
+}

@@ -70,6 +70,12 @@ TEST_F(SymbolicDims, NonNegativity) {
   EXPECT_TRUE(isProvablyNonNegative(addDims(mulDims(a, b), c(3))));
   EXPECT_FALSE(isProvablyNonNegative(subDims(a, c(1))));
   EXPECT_TRUE(isProvablyNonNegative(floorDivDims(a, c(2))));
+  // What whole tiles of c leave of a size: a - c (a floordiv c), in either
+  // order of the terms; not with another factor or another size.
+  EXPECT_TRUE(isProvablyNonNegative(subDims(a, mulDims(c(2), floorDivDims(a, c(2))))));
+  EXPECT_TRUE(isProvablyNonNegative(addDims(mulDims(floorDivDims(a, c(3)), c(-3)), a)));
+  EXPECT_FALSE(isProvablyNonNegative(subDims(a, mulDims(c(3), floorDivDims(a, c(2))))));
+  EXPECT_FALSE(isProvablyNonNegative(subDims(b, mulDims(c(2), floorDivDims(a, c(2))))));
 }
 
 TEST_F(SymbolicDims, TensorTypesCarrySymbolsInTheirEncoding) {

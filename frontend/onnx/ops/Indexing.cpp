@@ -101,14 +101,18 @@ LogicalResult convertTrilu(NodeImporter &n) {
   int64_t rank = dims.size();
   if (rank < 2)
     return n.error("input must have rank >= 2");
-  int64_t k = 0;
-  if (n.input(1)) {
-    auto kv = n.constantInts(1, "k");
-    if (failed(kv))
+  // k: a constant, or a value computed at run time (a sliding window from
+  // the past length): it is only compared with, so either is one scalar.
+  Value k = n.constI64({0}, true);
+  if (Value kIn = n.input(1)) {
+    auto kType = NodeImporter::typeOf(kIn);
+    if (!kType.getElementType().isInteger(64) || !kType.hasStaticShape() ||
+        kType.getNumElements() != 1)
+      return n.error("k must hold exactly one int64 value");
+    auto scalar = reshapeTo(n, kIn, {});
+    if (failed(scalar))
       return failure();
-    if (kv->size() != 1)
-      return n.error("k must hold exactly one value");
-    k = (*kv)[0];
+    k = *scalar;
   }
   DimExpr rows = dims[rank - 2], cols = dims[rank - 1];
   if (!rows || !cols)
@@ -128,7 +132,7 @@ LogicalResult convertTrilu(NodeImporter &n) {
   auto diff = failed(rowCol) ? rowCol : binary<SubOp>(n, *c, *rowCol);
   auto keep = failed(diff) ? diff
                            : compare(n, *upper ? CompareDirection::ge : CompareDirection::le,
-                                     *diff, n.constI64({k}, true));
+                                     *diff, k);
   auto out = failed(keep) ? keep : select(n, *keep, *x, scalarLike(n, *x, 0));
   return failed(out) ? failure() : n.setResults({*out});
 }
@@ -216,10 +220,22 @@ LogicalResult convertResize(NodeImporter &n) {
       }
     }
   }
-  if (sizesInput) {
+  if (sizesInput && !n.maybeConstantInts(sizesInput)) {
+    // Sizes computed from shapes (Shape, Gather, Concat, arithmetic: an
+    // upsample back to another tensor's H and W) are dims, not data: the
+    // result has those dims, and the scales are size / input at run time.
+    std::optional<SymShape> known = getKnownElements(sizesInput);
+    if (!known || llvm::any_of(*known, [](DimExpr d) { return !d; }))
+      return n.unsupported("sizes read from data (not computed from shapes)");
+    if (known->size() != normalized->size())
+      return n.error("sizes must have one entry per resized axis");
+    if (policy != "stretch")
+      return n.unsupported("keep_aspect_ratio_policy with sizes known only at run time");
+    for (auto [i, a] : llvm::enumerate(*normalized))
+      out[a] = (*known)[i];
+    scales.clear();
+  } else if (sizesInput) {
     auto sizes = n.maybeConstantInts(sizesInput);
-    if (!sizes)
-      return n.unsupported("sizes that are not compile-time constants");
     if (sizes->size() != normalized->size())
       return n.error("sizes must have one entry per resized axis");
     SmallVector<double> ratio(rank, 1.0);

@@ -690,8 +690,15 @@ LogicalResult convertDropout(NodeImporter &n) {
     return failure();
   if (n.version() >= 12 && n.input(2)) {
     auto training = n.maybeConstantInts(n.input(2));
-    if (!training || (!training->empty() && (*training)[0] != 0))
-      return n.unsupported("training-mode dropout (it is random)");
+    // Training mode drops each element with probability `ratio` (0.5 when
+    // absent): random, except at ratio 0, where every element is kept and
+    // scaled by 1 / (1 - 0), the identity with an all-true mask whatever the
+    // seed (torch exports Dropout(p=0) in train mode this way: Swin).
+    std::optional<SmallVector<double>> ratio =
+        n.input(1) ? n.maybeConstantFloats(n.input(1)) : SmallVector<double>{0.5};
+    bool keepsAll = ratio && ratio->size() == 1 && (*ratio)[0] == 0.0;
+    if (!keepsAll && (!training || (!training->empty() && (*training)[0] != 0)))
+      return n.unsupported("training-mode dropout with a ratio other than 0 (it is random)");
   }
   if (n.version() < 7) {
     auto isTest = n.intAttr("is_test", 0);

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Writes ONNX models whose shape operands are computed from shapes (or are
+run-time scalars), with inputs and the ONNX reference implementation's outputs
+(onnx.reference, independent of kiln; the layout run_numpy_cases.py reads).
+
+    make_shape_operand_models.py OUT_DIR
+
+    upsample_to_input  a stride-2 conv's features resized (linear,
+                       pytorch_half_pixel) back to the input's H and W, the
+                       sizes Concat(Shape(features)[0:2], Shape(x)[2:4]), as a
+                       segmentation head (DeepLabV3, LR-ASPP) exports
+    upsample_gathered  the same through Resize-18's axes, the sizes gathered
+                       one by one (Shape, Gather, Unsqueeze, Concat), nearest
+    dropout_zero_train Dropout with ratio 0 in training mode (the identity, an
+                       all-true mask), as Swin's exported Dropout(p=0) reads
+    trilu_k_input      Trilu (lower) with k a run-time int64 scalar input
+    trilu_k_shape      Trilu (upper) with k = Shape(x)[1] - 4, computed from a
+                       shape (a sliding window from the past length)
+    unet_crop          a U-Net skip: the input pooled, upsampled back (even
+                       sizes), the skip cropped to it around its center (Slice
+                       bounds from Shape arithmetic), added and concatenated
+    detect_postprocess an SSD-style post-processing: scores over a threshold
+                       (NonZero), the best min(count, 12) (TopK), NMS, and the
+                       first 8 detections (a Slice past a count only the data
+                       decides keeps what there is)
+    resize_data_sizes, resize_policy, trilu_two_k
+                       what stays refused (no data sets)
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+from make_control_flow_models import save_set
+
+
+def f32(name, dims):
+    return helper.make_tensor_value_info(name, T.FLOAT, dims)
+
+
+def const(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def save(out, name, nodes, inputs, outputs, initializers, sets, opset=18):
+    model = helper.make_model(helper.make_graph(nodes, name, inputs, outputs, initializers),
+                              opset_imports=[helper.make_opsetid("", opset)])
+    if sets:
+        onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out, name + ".onnx"))
+    reference = ReferenceEvaluator(model)
+    for s, feeds in enumerate(sets):
+        save_set(out, name, s, feeds, reference.run(None, feeds))
+
+
+rng = np.random.default_rng(11)
+images = [rng.standard_normal(shape, dtype=np.float32)
+          for shape in ((1, 3, 8, 8), (2, 3, 10, 6), (1, 3, 7, 9))]
+conv = [const("w", rng.standard_normal((4, 3, 3, 3), dtype=np.float32)),
+        const("b", rng.standard_normal((4,), dtype=np.float32))]
+features = [helper.make_node("Conv", ["x", "w", "b"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c"], ["f"])]
+
+
+def upsample_to_input(out):
+    nodes = features + [
+        helper.make_node("Shape", ["f"], ["fshape"]),
+        helper.make_node("Slice", ["fshape", "zero", "two"], ["nc"]),
+        helper.make_node("Shape", ["x"], ["xshape"]),
+        helper.make_node("Slice", ["xshape", "two", "four"], ["hw"]),
+        helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+        helper.make_node("Resize", ["f", "", "", "sizes"], ["y"], mode="linear",
+                         coordinate_transformation_mode="pytorch_half_pixel"),
+    ]
+    save(out, "upsample_to_input", nodes, [f32("x", ["n", 3, "h", "w"])], [f32("y", ["n", 4, "h", "w"])],
+         conv + [const("zero", np.array([0], np.int64)), const("two", np.array([2], np.int64)),
+                 const("four", np.array([4], np.int64))],
+         [{"x": x} for x in images])
+
+
+def upsample_gathered(out):
+    nodes = features + [helper.make_node("Shape", ["x"], ["xshape"])]
+    for axis in (2, 3):
+        nodes += [helper.make_node("Gather", ["xshape", f"at{axis}"], [f"d{axis}"], axis=0),
+                  helper.make_node("Unsqueeze", [f"d{axis}", "axes0"], [f"u{axis}"])]
+    nodes += [helper.make_node("Concat", ["u2", "u3"], ["sizes"], axis=0),
+              helper.make_node("Resize", ["f", "", "", "sizes"], ["y"], mode="nearest", axes=[2, 3])]
+    save(out, "upsample_gathered", nodes, [f32("x", ["n", 3, "h", "w"])], [f32("y", ["n", 4, "h", "w"])],
+         conv + [const("at2", np.array(2, np.int64)), const("at3", np.array(3, np.int64)),
+                 const("axes0", np.array([0], np.int64))],
+         [{"x": x} for x in images])
+
+
+def dropout_zero_train(out):
+    nodes = [helper.make_node("Dropout", ["x", "ratio", "training"], ["d", "mask"], seed=5),
+             helper.make_node("Cast", ["mask"], ["m"], to=T.FLOAT),
+             helper.make_node("Add", ["d", "m"], ["y"])]
+    save(out, "dropout_zero_train", nodes, [f32("x", ["n", 5])], [f32("y", ["n", 5])],
+         [const("ratio", np.array(0.0, np.float32)), const("training", np.array(True))],
+         [{"x": rng.standard_normal((n, 5), dtype=np.float32)} for n in (1, 4)])
+
+
+def trilu_k_input(out):
+    nodes = [helper.make_node("Trilu", ["x", "k"], ["y"], upper=0)]
+    save(out, "trilu_k_input", nodes,
+         [f32("x", ["n", "s", "t"]), helper.make_tensor_value_info("k", T.INT64, [])], [f32("y", ["n", "s", "t"])], [],
+         [{"x": rng.standard_normal((2, 5, 6), dtype=np.float32), "k": np.array(k, np.int64)}
+          for k in (-2, 0, 3, 9)])
+
+
+def trilu_k_shape(out):
+    nodes = [helper.make_node("Shape", ["x"], ["xshape"]),
+             helper.make_node("Gather", ["xshape", "one"], ["s"], axis=0),
+             helper.make_node("Sub", ["s", "four"], ["k"]),
+             helper.make_node("Trilu", ["x", "k"], ["y"], upper=1)]
+    save(out, "trilu_k_shape", nodes, [f32("x", ["n", "s", "s"])], [f32("y", ["n", "s", "s"])],
+         [const("one", np.array(1, np.int64)), const("four", np.array(4, np.int64))],
+         [{"x": rng.standard_normal((1, s, s), dtype=np.float32)} for s in (3, 6, 9)])
+
+
+def unet_crop(out):
+    # A U-Net skip: the input pooled and upsampled back (even sizes), the
+    # skip cropped to it around its center, then added and concatenated.
+    nodes = [helper.make_node("MaxPool", ["x"], ["down"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Resize", ["down", "", "scales"], ["up"], mode="nearest"),
+             helper.make_node("Shape", ["x"], ["xshape"]),
+             helper.make_node("Shape", ["up"], ["upshape"]),
+             helper.make_node("Slice", ["xshape", "two", "four"], ["xhw"]),
+             helper.make_node("Slice", ["upshape", "two", "four"], ["uphw"]),
+             helper.make_node("Sub", ["xhw", "uphw"], ["margin"]),
+             helper.make_node("Div", ["margin", "twos"], ["starts"]),
+             helper.make_node("Add", ["starts", "uphw"], ["ends"]),
+             helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["crop"]),
+             helper.make_node("Add", ["up", "crop"], ["sum"]),
+             helper.make_node("Concat", ["sum", "crop"], ["y"], axis=1)]
+    save(out, "unet_crop", nodes, [f32("x", ["n", 2, "h", "w"])], [f32("y", ["n", 4, "hh", "ww"])],
+         [const("scales", np.array([1, 1, 2, 2], np.float32)), const("two", np.array([2], np.int64)),
+          const("four", np.array([4], np.int64)), const("twos", np.array([2, 2], np.int64)),
+          const("axes", np.array([2, 3], np.int64))],
+         [{"x": rng.standard_normal(shape, dtype=np.float32)} for shape in ((1, 2, 8, 8), (2, 2, 9, 7))])
+
+
+def detect_postprocess(out):
+    # An SSD-style head's post-processing: scores over a threshold (NonZero),
+    # the best k = min(count, 12) of them (TopK with k from a shape), their
+    # boxes through NonMaxSuppression, and the first 8 detections kept
+    # (Slice to 8 of a count only the data decides: fewer when fewer remain).
+    nodes = [
+        helper.make_node("Greater", ["scores", "thr"], ["over"]),
+        helper.make_node("NonZero", ["over"], ["nz"]),
+        helper.make_node("Squeeze", ["nz", "axis0"], ["idx"]),
+        helper.make_node("Gather", ["scores", "idx"], ["ks"], axis=0),
+        helper.make_node("Gather", ["boxes", "idx"], ["kb"], axis=0),
+        helper.make_node("Shape", ["ks"], ["count"]),
+        helper.make_node("Min", ["count", "cap"], ["k"]),
+        helper.make_node("TopK", ["ks", "k"], ["ts", "ti"], axis=0),
+        helper.make_node("Gather", ["kb", "ti"], ["tb"], axis=0),
+        helper.make_node("Unsqueeze", ["tb", "axis0"], ["nb"]),
+        helper.make_node("Unsqueeze", ["ts", "axes01"], ["ns"]),
+        helper.make_node("NonMaxSuppression", ["nb", "ns", "most", "iou"], ["selected"]),
+        helper.make_node("Gather", ["selected", "two"], ["picked"], axis=1),
+        helper.make_node("Gather", ["ts", "picked"], ["ps"], axis=0),
+        helper.make_node("Gather", ["tb", "picked"], ["pb"], axis=0),
+        helper.make_node("Slice", ["ps", "zero", "eight"], ["det_scores"]),
+        helper.make_node("Slice", ["pb", "zero", "eight"], ["det_boxes"]),
+    ]
+    sets = []
+    for n, survivors in ((40, 30), (30, 5), (6, 1)):
+        scores = np.concatenate([rng.uniform(0.35, 1.0, survivors), rng.uniform(0.0, 0.25, n - survivors)])
+        corner = rng.uniform(0, 10, (n, 2))
+        boxes = np.concatenate([corner, corner + rng.uniform(0.5, 4, (n, 2))], 1)
+        order = rng.permutation(n)
+        sets.append({"scores": scores[order].astype(np.float32), "boxes": boxes[order].astype(np.float32)})
+    save(out, "detect_postprocess", nodes,
+         [f32("scores", ["n"]), f32("boxes", ["n", 4])], [f32("det_scores", ["d"]), f32("det_boxes", ["d", 4])],
+         [const("thr", np.array(0.3, np.float32)), const("axis0", np.array([0], np.int64)),
+          const("axes01", np.array([0, 1], np.int64)), const("cap", np.array([12], np.int64)),
+          const("most", np.array([100], np.int64)), const("iou", np.array([0.45], np.float32)),
+          const("two", np.array(2, np.int64)), const("zero", np.array([0], np.int64)),
+          const("eight", np.array([8], np.int64))],
+         sets, opset=17)
+
+
+def refused(out):
+    # What stays refused, each with its one line: sizes that are data (a graph
+    # input), an aspect-ratio policy over sizes known only at run time, and a
+    # Trilu k of two values.
+    x = [f32("x", ["n", 3, "h", "w"])]
+    save(out, "resize_data_sizes", [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"])],
+         x + [helper.make_tensor_value_info("sizes", T.INT64, [4])], [f32("y", None)], [], [])
+    save(out, "resize_policy", [helper.make_node("Shape", ["x"], ["hw"], start=2),
+                                helper.make_node("Resize", ["x", "", "", "hw"], ["y"], axes=[2, 3],
+                                                 keep_aspect_ratio_policy="not_larger")],
+         x, [f32("y", None)], [], [])
+    save(out, "trilu_two_k", [helper.make_node("Trilu", ["m", "k"], ["y"])],
+         [f32("m", [3, 3]), helper.make_tensor_value_info("k", T.INT64, [2])], [f32("y", [3, 3])], [], [])
+
+
+if __name__ == "__main__":
+    folder = sys.argv[1]
+    for make in (upsample_to_input, upsample_gathered, dropout_zero_train, trilu_k_input, trilu_k_shape,
+                 unet_crop, detect_postprocess, refused):
+        make(folder)
