@@ -220,9 +220,22 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     for (const ShapeAssumption &a : assumptions)
       if (a.lhs && a.rhs && decideShapeAssumption(a.kind, a.lhs, a.rhs) != std::optional<bool>(true))
         return true;
-    for (auto [declared, type] : llvm::zip(op->getResultTypes(), inferred))
-      if (declared != type)
+    // A dim the shape function leaves unknown is trusted where
+    // kiln-sizes-on-device computed it for this op (kSizedOnDeviceAttr).
+    llvm::DenseSet<AffineExpr> sized;
+    if (auto names = op->getAttrOfType<ArrayAttr>(kSizedOnDeviceAttr))
+      for (Attribute n : names)
+        sized.insert(getSymbolDim(op->getContext(), cast<StringAttr>(n).getValue()));
+    for (auto [declared, type] : llvm::zip(op->getResultTypes(), inferred)) {
+      if (declared == type)
+        continue;
+      auto d = dyn_cast<RankedTensorType>(declared), t = dyn_cast<RankedTensorType>(type);
+      if (!d || !t || d.getElementType() != t.getElementType() || d.getRank() != t.getRank())
         return true;
+      for (auto [want, got] : llvm::zip(getSymShape(d), getSymShape(t)))
+        if (want != got && (got || !sized.count(want)))
+          return true;
+    }
     return false;
   }
 

@@ -40,6 +40,12 @@ inline constexpr llvm::StringLiteral kBindsDimsAttr = "kiln.binds_dims";
 /// the op whose size it reads ("kiln.non_zero"), for reports.
 inline constexpr llvm::StringLiteral kSizesForAttr = "kiln.sizes_for";
 
+/// The attribute kiln-sizes-on-device puts on an op whose result dims it
+/// computed on the device and bound before it (`["symbol", ...]`): a slice
+/// past a step's count, whose own shape function cannot state its length
+/// (min(end, count)). kiln-form-kernels trusts those dims of it.
+inline constexpr llvm::StringLiteral kSizedOnDeviceAttr = "kiln.sized_on_device";
+
 /// Options of the default graph pipeline.
 struct GraphPipelineOptions : public mlir::PassPipelineOptions<GraphPipelineOptions> {
   Option<bool> bindArgSymbols{*this, "bind-arg-symbols",

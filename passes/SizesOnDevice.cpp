@@ -403,6 +403,42 @@ void rewriteTopK(TopKOp topK, StringRef symbol) {
   topK->removeAttr(kBindsDimsAttr);
 }
 
+/// slice(x, starts, ends, steps) whose length along one dim only a step's
+/// count decides (keep[:8] after NonMaxSuppression: 8 may lie past the count,
+/// and no guard can say it does not) -> that length, max(0, min(end, dim) -
+/// min(start, dim)), computed from the bound count and read back as the
+/// symbol the result is sized by, then the slice a kernel. Starts and ends
+/// there must be numbers >= 0 and the step 1; anything else stays the
+/// slice's own host step. Returns whether it rewrote.
+bool rewriteSlice(SliceOp slice, ArrayAttr binds, StringRef symbol) {
+  if (binds.size() != 1)
+    return false;
+  auto entry = cast<ArrayAttr>(binds[0]);
+  int64_t result = cast<IntegerAttr>(entry[0]).getInt(), axis = cast<IntegerAttr>(entry[1]).getInt();
+  auto starts = getKnownElements(slice.getStarts()), ends = getKnownElements(slice.getEnds()),
+       steps = getKnownElements(slice.getSteps());
+  SymShape in = getSymShape(slice.getInput().getType());
+  if (result != 0 || !starts || !ends || !steps || axis < 0 || axis >= (int64_t)in.size() ||
+      (int64_t)starts->size() != (int64_t)in.size() || !in[axis])
+    return false;
+  std::optional<int64_t> start = getConstantDimValue((*starts)[axis]),
+                         end = getConstantDimValue((*ends)[axis]),
+                         step = getConstantDimValue((*steps)[axis]);
+  if (!start || !end || !step || *start < 0 || *end < 0 || *step != 1)
+    return false;
+  OpBuilder b(slice);
+  Location loc = slice.getLoc();
+  Value dim = dimsValue(b, loc, {in[axis]});
+  auto number = [&](int64_t v) { return dimsValue(b, loc, {getConstantDim(b.getContext(), v)}); };
+  Value to = inferred<MinOp>(b, loc, {dim, number(*end)});
+  Value from = inferred<MinOp>(b, loc, {dim, number(*start)});
+  Value length = inferred<MaxOp>(b, loc, {inferred<SubOp>(b, loc, {to, from}), number(0)});
+  readSize(b, loc, length, symbol, slice);
+  slice->removeAttr(kBindsDimsAttr);
+  slice->setAttr(kSizedOnDeviceAttr, b.getStrArrayAttr({symbol}));
+  return true;
+}
+
 struct SizesOnDevicePass : impl::SizesOnDevicePassBase<SizesOnDevicePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -439,6 +475,8 @@ struct SizesOnDevicePass : impl::SizesOnDevicePassBase<SizesOnDevicePass> {
                topK && kernelsCanRead(topK.getInput()) &&
                cast<RankedTensorType>(topK.getK().getType()).hasStaticShape())
         rewriteTopK(topK, *symbol);
+      else if (auto slice = dyn_cast<SliceOp>(op); slice && kernelsCanRead(slice.getInput()))
+        rewriteSlice(slice, binds, *symbol);
     }
   }
 };

@@ -794,7 +794,9 @@ bool SliceOp::isInlinable() {
 SmallVector<Value> SliceOp::kernelDataOperands() { return {getInput()}; }
 std::string SliceOp::kernelRefusal() { return kRunTimeShapeOperands; }
 bool SliceOp::runsNarrow() { return true; }
-bool PadOp::isInlinable() { return isa_and_nonnull<ConstantOp>(getPads().getDefiningOp()); }
+// Pads as numbers or symbols (padding H and W up to a multiple of 8 is
+// (8 - h mod 8) mod 8): codegen indexes by them either way.
+bool PadOp::isInlinable() { return isCompileTimeValue(getPads()); }
 SmallVector<Value> PadOp::kernelDataOperands() { return {getInput(), getValue()}; }
 std::string PadOp::kernelRefusal() { return kRunTimeShapeOperands; }
 bool PadOp::runsNarrow() { return true; }

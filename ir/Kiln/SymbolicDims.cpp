@@ -13,6 +13,7 @@
 #include "ir/Kiln/StepBoundSymbols.h"
 
 #include "mlir/IR/AffineExprVisitor.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -395,9 +396,83 @@ RankedTensorType makeTensorType(ArrayRef<DimExpr> dims, Type elementType) {
   return RankedTensorType::get(shape, elementType, encoding);
 }
 
+namespace {
+/// The least and greatest values of an expression over every non-negative
+/// value of its symbols; nullopt: unbounded on that side (or not worked out,
+/// which is as safe). Overflow gives unbounded.
+struct Bounds {
+  std::optional<int64_t> lo, hi;
+};
+
+Bounds boundsOf(AffineExpr e) {
+  switch (e.getKind()) {
+  case AffineExprKind::Constant: {
+    int64_t v = cast<AffineConstantExpr>(e).getValue();
+    return {v, v};
+  }
+  case AffineExprKind::SymbolId:
+    return {0, std::nullopt}; // symbols are sizes
+  case AffineExprKind::DimId:
+    return {};
+  default:
+    break;
+  }
+  auto bin = cast<AffineBinaryOpExpr>(e);
+  Bounds l = boundsOf(bin.getLHS()), r = boundsOf(bin.getRHS());
+  auto sum = [](std::optional<int64_t> a, std::optional<int64_t> b) -> std::optional<int64_t> {
+    return a && b ? llvm::checkedAdd(*a, *b) : std::nullopt;
+  };
+  auto product = [](std::optional<int64_t> a, int64_t k) -> std::optional<int64_t> {
+    return a ? llvm::checkedMul(*a, k) : std::nullopt;
+  };
+  auto constant = [](const Bounds &b) -> std::optional<int64_t> {
+    return b.lo && b.hi && *b.lo == *b.hi ? b.lo : std::nullopt;
+  };
+  switch (e.getKind()) {
+  case AffineExprKind::Add:
+    return {sum(l.lo, r.lo), sum(l.hi, r.hi)};
+  case AffineExprKind::Mul: {
+    if (auto k = constant(r).has_value() ? constant(r) : constant(l)) {
+      const Bounds &x = constant(r) ? l : r;
+      return *k >= 0 ? Bounds{product(x.lo, *k), product(x.hi, *k)}
+                     : Bounds{product(x.hi, *k), product(x.lo, *k)};
+    }
+    if (l.lo && r.lo && *l.lo >= 0 && *r.lo >= 0)
+      return {llvm::checkedMul(*l.lo, *r.lo),
+              l.hi && r.hi ? llvm::checkedMul(*l.hi, *r.hi) : std::nullopt};
+    return {};
+  }
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv: {
+    std::optional<int64_t> c = constant(r);
+    if (!c || *c <= 0)
+      return {};
+    auto divide = [&](std::optional<int64_t> v) -> std::optional<int64_t> {
+      if (!v)
+        return std::nullopt;
+      return e.getKind() == AffineExprKind::FloorDiv ? floorDivInt(*v, *c) : ceilDivInt(*v, *c);
+    };
+    return {divide(l.lo), divide(l.hi)};
+  }
+  case AffineExprKind::Mod: {
+    std::optional<int64_t> c = constant(r);
+    if (!c || *c <= 0)
+      return {};
+    if (l.lo && l.hi && *l.lo >= 0 && *l.hi < *c)
+      return l;
+    return {0, *c - 1}; // affine mod is never negative for a positive divisor
+  }
+  default:
+    return {};
+  }
+}
+} // namespace
+
 bool isProvablyNonNegative(DimExpr dim) {
   if (!dim)
     return false;
+  if (std::optional<int64_t> lo = boundsOf(dim).lo; lo && *lo >= 0)
+    return true; // e.g. (8 - h mod 8) mod 8, the padding to a multiple of 8
   switch (dim.getKind()) {
   case AffineExprKind::Constant:
     return cast<AffineConstantExpr>(dim).getValue() >= 0;
@@ -584,12 +659,15 @@ std::string dimToString(DimExpr dim) {
 
 namespace kiln {
 namespace {
-/// Per context, the positions of its step-bound symbols. A context that ends
-/// leaves its entry; a later one at the same address inherits marks, which only
-/// makes shape functions assume less there (never a wrong size).
+/// Per context, the names of its step-bound symbols. Names, not positions: a
+/// context that ends leaves its entry, and a later one at the same address
+/// (the JIT's compile after compile) numbers its own symbols from 0 again. It
+/// inherits marks only for symbols named like the earlier ones' (runN, which
+/// kiln-name-unknown-dims gives its step-bound symbols there too); an input
+/// dim of that name would only see fewer assumptions, never a wrong size.
 std::mutex stepBoundMutex;
-std::map<mlir::MLIRContext *, std::set<unsigned>> &stepBound() {
-  static auto *marks = new std::map<mlir::MLIRContext *, std::set<unsigned>>();
+std::map<mlir::MLIRContext *, std::set<std::string>> &stepBound() {
+  static auto *marks = new std::map<mlir::MLIRContext *, std::set<std::string>>();
   return *marks;
 }
 } // namespace
@@ -598,23 +676,23 @@ void markStepBound(DimExpr symbol) {
   auto s = dyn_cast_if_present<AffineSymbolExpr>(symbol);
   if (!s)
     return;
+  std::string name = dimToString(s);
   std::lock_guard<std::mutex> lock(stepBoundMutex);
-  stepBound()[s.getContext()].insert(s.getPosition());
+  stepBound()[s.getContext()].insert(std::move(name));
 }
 
 bool involvesStepBound(DimExpr dim) {
   if (!dim)
     return false;
+  std::vector<std::string> names;
+  dim.walk([&](AffineExpr e) {
+    if (isa<AffineSymbolExpr>(e))
+      names.push_back(dimToString(e));
+  });
   std::lock_guard<std::mutex> lock(stepBoundMutex);
   auto it = stepBound().find(dim.getContext());
-  if (it == stepBound().end())
-    return false;
-  bool found = false;
-  dim.walk([&](AffineExpr e) {
-    if (auto s = dyn_cast<AffineSymbolExpr>(e))
-      found = found || it->second.count(s.getPosition());
-  });
-  return found;
+  return it != stepBound().end() &&
+         llvm::any_of(names, [&](const std::string &n) { return it->second.count(n) != 0; });
 }
 
 } // namespace kiln

@@ -196,3 +196,28 @@ func.func @in_body(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<1x?xi64> {
   }
   return %r : tensor<1x?xi64>
 }
+
+// -----
+
+// The first 8 of a count (keep[:8] after a non_zero): its length,
+// max(0, min(count, 8) - min(count, 0)), computed from the bound count and
+// read as the slice's symbol; the slice is a kernel sized by it.
+// CHECK-LABEL: func.func @slice_past_a_count
+// CHECK: kiln.read_sizes %{{.*}} ["run0"] {kiln.sizes_for = "kiln.non_zero"}
+// CHECK: %[[TO:.*]] = kiln.min
+// CHECK: %[[FROM:.*]] = kiln.min
+// CHECK: %[[LEN:.*]] = kiln.sub %[[TO]], %[[FROM]]
+// CHECK: %[[CLAMPED:.*]] = kiln.max %[[LEN]]
+// CHECK: kiln.read_sizes %[[CLAMPED]] ["run1"] {kiln.sizes_for = "kiln.slice"}
+// CHECK: kiln.slice {{.*}} {kiln.sized_on_device = ["run1"]} : {{.*}} -> tensor<1x?xi64, #kiln.dims<[1, run1]>>
+// KERNELS-LABEL: func.func @slice_past_a_count
+// KERNELS: kiln.kernel "pointwise"
+// KERNELS: kiln.slice
+func.func @slice_past_a_count(%x: tensor<12xf32>) -> tensor<1x?xi64> {
+  %i = kiln.non_zero %x : (tensor<12xf32>) -> tensor<1x?xi64>
+  %starts = kiln.constant dense<0> : tensor<2xi64>
+  %ends = kiln.constant dense<[1, 8]> : tensor<2xi64>
+  %steps = kiln.constant dense<1> : tensor<2xi64>
+  %s = kiln.slice %i, %starts, %ends, %steps : (tensor<1x?xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<1x?xi64>
+  return %s : tensor<1x?xi64>
+}

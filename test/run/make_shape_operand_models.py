@@ -19,6 +19,7 @@ run-time scalars), with inputs and the ONNX reference implementation's outputs
     unet_crop          a U-Net skip: the input pooled, upsampled back (even
                        sizes), the skip cropped to it around its center (Slice
                        bounds from Shape arithmetic), added and concatenated
+    pad_to_multiple    H and W padded to a multiple of 8: pads (8 - h mod 8) mod 8
     detect_postprocess an SSD-style post-processing: scores over a threshold
                        (NonZero), the best min(count, 12) (TopK), NMS, and the
                        first 8 detections (a Slice past a count only the data
@@ -144,6 +145,23 @@ def unet_crop(out):
          [{"x": rng.standard_normal(shape, dtype=np.float32)} for shape in ((1, 2, 8, 8), (2, 2, 9, 7))])
 
 
+def pad_to_multiple(out):
+    # H and W padded up to a multiple of 8 (a backbone with stride 8 needs
+    # it): pads (8 - h mod 8) mod 8 at the end, then a Sigmoid.
+    nodes = [helper.make_node("Shape", ["x"], ["xshape"]),
+             helper.make_node("Slice", ["xshape", "two", "four"], ["hw"]),
+             helper.make_node("Mod", ["hw", "eights"], ["rest"]),
+             helper.make_node("Sub", ["eights", "rest"], ["short"]),
+             helper.make_node("Mod", ["short", "eights"], ["ends"]),
+             helper.make_node("Concat", ["zeros6", "ends"], ["pads"], axis=0),
+             helper.make_node("Pad", ["x", "pads"], ["p"]),
+             helper.make_node("Sigmoid", ["p"], ["y"])]
+    save(out, "pad_to_multiple", nodes, [f32("x", ["n", 3, "h", "w"])], [f32("y", ["n", 3, "hp", "wp"])],
+         [const("two", np.array([2], np.int64)), const("four", np.array([4], np.int64)),
+          const("eights", np.array([8, 8], np.int64)), const("zeros6", np.zeros(6, np.int64))],
+         [{"x": x} for x in images] + [{"x": rng.standard_normal((1, 3, 16, 8), dtype=np.float32)}])
+
+
 def detect_postprocess(out):
     # An SSD-style head's post-processing: scores over a threshold (NonZero),
     # the best k = min(count, 12) of them (TopK with k from a shape), their
@@ -203,5 +221,5 @@ def refused(out):
 if __name__ == "__main__":
     folder = sys.argv[1]
     for make in (upsample_to_input, upsample_gathered, dropout_zero_train, trilu_k_input, trilu_k_shape,
-                 unet_crop, detect_postprocess, refused):
+                 unet_crop, pad_to_multiple, detect_postprocess, refused):
         make(folder)

@@ -76,6 +76,11 @@ TEST_F(SymbolicDims, NonNegativity) {
   EXPECT_TRUE(isProvablyNonNegative(addDims(mulDims(floorDivDims(a, c(3)), c(-3)), a)));
   EXPECT_FALSE(isProvablyNonNegative(subDims(a, mulDims(c(3), floorDivDims(a, c(2))))));
   EXPECT_FALSE(isProvablyNonNegative(subDims(b, mulDims(c(2), floorDivDims(a, c(2))))));
+  // By bounds: a mod 8 is in [0, 7], so 8 - a mod 8 is in [1, 8]; not 6 - a mod 8.
+  EXPECT_TRUE(isProvablyNonNegative(subDims(c(8), modDims(a, c(8)))));
+  EXPECT_TRUE(isProvablyNonNegative(modDims(subDims(c(8), modDims(a, c(8))), c(8))));
+  EXPECT_FALSE(isProvablyNonNegative(subDims(c(6), modDims(a, c(8)))));
+  EXPECT_FALSE(isProvablyNonNegative(subDims(mulDims(a, b), c(1))));
 }
 
 TEST_F(SymbolicDims, TensorTypesCarrySymbolsInTheirEncoding) {

@@ -700,17 +700,15 @@ LogicalResult convertDropout(NodeImporter &n) {
     if (!keepsAll && (!training || (!training->empty() && (*training)[0] != 0)))
       return n.unsupported("training-mode dropout with a ratio other than 0 (it is random)");
   }
-  if (n.version() < 7) {
-    auto isTest = n.intAttr("is_test", 0);
-    if (failed(isTest))
-      return failure();
-  }
   SmallVector<Value> results = {*x};
   if (n.proto().output_size() > 1 && !n.proto().output(1).empty()) {
     auto shape = n.create<ShapeOfOp>({*x});
     if (failed(shape))
       return failure();
-    auto mask = n.create<BroadcastToOp>({n.constScalar(n.builder().getI1Type(), 1), *shape});
+    // The mask is bool from opset 10; before, it has the input's type (all 1s).
+    Type maskType = n.version() >= 10 ? n.builder().getI1Type()
+                                       : NodeImporter::typeOf(*x).getElementType();
+    auto mask = n.create<BroadcastToOp>({n.constScalar(maskType, 1), *shape});
     if (failed(mask))
       return failure();
     results.push_back(*mask);

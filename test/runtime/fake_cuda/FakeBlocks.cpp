@@ -172,17 +172,13 @@ const BlockLauncher *blockLauncher(const std::string &library, const std::string
   // (or a library with none, never built) runs its own launcher.
   if (!built.handle)
     return nullptr;
-  std::unique_ptr<BlockLauncher> &launcher = built.kernels[kernel];
-  if (!launcher) {
-    auto launch = reinterpret_cast<BlockLauncher::Launch>(
-        dlsym(built.handle, (kernel + "_host").c_str()));
-    if (!launch) {
-      built.kernels.erase(kernel);
-      return nullptr;
-    }
-    launcher = std::make_unique<BlockLauncher>(launch, built.fault, &built.launches);
-  }
-  return launcher.get();
+  // Looked up once per kernel; a null entry: its threads never meet.
+  auto [it, added] = built.kernels.try_emplace(kernel);
+  if (added)
+    if (auto launch = reinterpret_cast<BlockLauncher::Launch>(
+            dlsym(built.handle, (kernel + "_host").c_str())))
+      it->second = std::make_unique<BlockLauncher>(launch, built.fault, &built.launches);
+  return it->second.get();
 }
 
 } // namespace kiln::fake

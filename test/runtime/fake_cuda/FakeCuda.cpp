@@ -776,11 +776,24 @@ CUresult cuCtxPopCurrent(CUcontext *context) {
 std::optional<std::set<std::string>> entryPoints(const void *image) {
   const auto *bytes = static_cast<const uint8_t *>(image);
   std::set<std::string> names;
+  // The image has no size (cuModuleLoadData takes none): a header that is
+  // not an ELF64 one, or tables past what a kernel's cubin holds, is refused
+  // before anything past the header is read.
   if (std::memcmp(bytes, ELFMAG, SELFMAG) == 0) {
+    constexpr uint64_t kMostBytes = uint64_t(1) << 30;
+    if (bytes[EI_CLASS] != ELFCLASS64)
+      return std::nullopt;
     Elf64_Ehdr header;
     std::memcpy(&header, bytes, sizeof(header));
-    if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shentsize != sizeof(Elf64_Shdr))
+    if (header.e_shentsize != sizeof(Elf64_Shdr) || header.e_shnum > 4096 ||
+        header.e_shoff > kMostBytes)
       return std::nullopt;
+    for (size_t i = 0; i < header.e_shnum; ++i) {
+      Elf64_Shdr s;
+      std::memcpy(&s, bytes + header.e_shoff + i * sizeof(Elf64_Shdr), sizeof(s));
+      if (s.sh_type != SHT_NOBITS && (s.sh_offset > kMostBytes || s.sh_size > kMostBytes))
+        return std::nullopt;
+    }
     auto section = [&](size_t i) {
       Elf64_Shdr s;
       std::memcpy(&s, bytes + header.e_shoff + i * sizeof(Elf64_Shdr), sizeof(s));
@@ -794,14 +807,17 @@ std::optional<std::set<std::string>> entryPoints(const void *image) {
       for (size_t at = 0; at + sizeof(Elf64_Sym) <= symtab.sh_size; at += sizeof(Elf64_Sym)) {
         Elf64_Sym sym;
         std::memcpy(&sym, bytes + symtab.sh_offset + at, sizeof(sym));
-        if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_name < strtab.sh_size)
-          names.insert(reinterpret_cast<const char *>(bytes + strtab.sh_offset + sym.st_name));
+        if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_name < strtab.sh_size) {
+          const char *name = reinterpret_cast<const char *>(bytes + strtab.sh_offset + sym.st_name);
+          names.insert(std::string(name, strnlen(name, strtab.sh_size - sym.st_name)));
+        }
       }
     }
     return names;
   }
-  // PTX: text with a .version directive; entries are ".entry <name>(".
-  std::string text(static_cast<const char *>(image));
+  // PTX: text with a .version directive (at most 1 GiB of it); entries are
+  // ".entry <name>(".
+  std::string text(static_cast<const char *>(image), strnlen(static_cast<const char *>(image), 1 << 30));
   if (text.find(".version") == std::string::npos)
     return std::nullopt;
   for (size_t at = text.find(".entry"); at != std::string::npos; at = text.find(".entry", at + 1)) {
