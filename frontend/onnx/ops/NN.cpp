@@ -177,8 +177,18 @@ LogicalResult convertPool(NodeImporter &n, PoolKind kind) {
     return failure();
   if (kind == PoolKind::max && n.proto().output_size() > 1 && !n.proto().output(1).empty())
     return n.unsupported("MaxPool's Indices output");
-  if (!isa<FloatType>(elementTypeOf(*x)))
-    return n.unsupported("pooling over integer tensors");
+  // MaxPool-12's int8 and uint8: pooled in f32, which holds every 8-bit
+  // value exactly, so the max (one of the inputs) casts back exactly.
+  Type element = elementTypeOf(*x);
+  bool eightBit = kind == PoolKind::max && element.isInteger(8);
+  if (!isa<FloatType>(element) && !eightBit)
+    return n.unsupported("pooling over integer tensors other than MaxPool's int8 and uint8");
+  if (eightBit) {
+    auto widened = castTo(n, *x, n.builder().getF32Type());
+    if (failed(widened))
+      return failure();
+    x = *widened;
+  }
   if (n.hasAttr("storage_order")) {
     auto order = n.intAttr("storage_order");
     if (failed(order))
@@ -194,6 +204,8 @@ LogicalResult convertPool(NodeImporter &n, PoolKind kind) {
              n.named("ceil_mode", n.builder().getBoolAttr(*ceilMode)),
              n.named("count_include_pad", n.builder().getBoolAttr(*countIncludePad)),
              n.named("p", n.builder().getI64IntegerAttr(*p))});
+  if (succeeded(r) && eightBit)
+    r = castTo(n, *r, element);
   return failed(r) ? failure() : n.setResults({*r});
 }
 
