@@ -324,3 +324,64 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
 }
 
 } // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
+
+// TensorScatter-24, the KV-cache write, as the function ONNX defines: present
+// is past_cache with update's rows written along `axis` from each batch's
+// write index (0 without write_indices; modulo the cache length in circular
+// mode). Each present element reads update at its offset from its batch's
+// write index where that offset lies in [0, update's length), and past_cache
+// elsewhere: a gather and a select, which fuse into one kernel. It writes a
+// new cache (the in-place form, a buffer kept across calls, is issue 34's).
+LogicalResult convertTensorScatter(NodeImporter &n) {
+  auto past = n.requiredInput(0), update = n.requiredInput(1);
+  auto axis = n.intAttr("axis", -2);
+  auto mode = n.stringAttr("mode", "linear");
+  if (failed(past) || failed(update) || failed(axis) || failed(mode))
+    return failure();
+  if (*mode != "linear" && *mode != "circular")
+    return n.error("mode '" + *mode + "' is not linear or circular");
+  int64_t rank = NodeImporter::typeOf(*past).getRank();
+  if (rank < 2 || NodeImporter::typeOf(*update).getRank() != rank)
+    return n.error("past_cache and update must have one rank of at least 2 (batch, ..., "
+                   "sequence, ...)");
+  auto axes = normalizeAxes(n, {*axis}, rank);
+  if (failed(axes))
+    return failure();
+  int64_t a = (*axes)[0];
+  if (a == 0)
+    return n.error("axis must not be the batch dim 0");
+  Chain c(n);
+  Value zero = n.constI64({0}, true), one = n.constI64({1}, true);
+  // Positions along the axis, [1, ..., max_sequence_length, ..., 1].
+  Value position = c.iota(*past, a, a, rank);
+  // Each batch's write index, [batch, 1, ..., 1] (0 for every batch without).
+  Value start = zero;
+  if (Value indices = n.input(2)) {
+    auto type = NodeImporter::typeOf(indices);
+    if (type.getRank() != 1 || !type.getElementType().isInteger(64))
+      return n.error("write_indices must be a 1-D int64 tensor (one index per batch)");
+    SmallVector<int64_t> ones;
+    for (int64_t i = 1; i < rank; ++i)
+      ones.push_back(i);
+    start = c(insertUnitDims(n, indices, ones));
+  }
+  Value offset = c.bin<SubOp>(position, start);
+  if (*mode == "circular")
+    offset = c.bin<ModOp>(offset, c.reshape(c(dimPiece(n, *past, a)), {}));
+  Value length = c.reshape(c(dimPiece(n, *update, a)), {});
+  Value written = c.bin<AndOp>(c.cmp(CompareDirection::ge, offset, zero),
+                               c.cmp(CompareDirection::lt, offset, length));
+  // The row of update each element would read, kept inside update's rows
+  // where it reads past_cache instead.
+  Value row = c.bin<MaxOp>(c.bin<MinOp>(offset, c.bin<SubOp>(length, one)), zero);
+  Value rows = c.ok ? c(n.create<BroadcastToOp>({row, c(n.create<ShapeOfOp>({*past}))})) : Value();
+  Value gathered = c.ok ? c(n.create<GatherElementsOp>(
+                              {*update, rows},
+                              {n.named("axis", n.builder().getI64IntegerAttr(a))}))
+                        : Value();
+  return c.done({c.sel(written, gathered, *past)});
+}
+
+} // namespace kiln::onnx_import

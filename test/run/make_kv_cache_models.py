@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Writes KV-cache models (ONNX's TensorScatter-24), with inputs and the ONNX
+reference implementation's outputs (the layout run_numpy_cases.py reads).
+
+    make_kv_cache_models.py OUT_DIR
+
+    kv_write_linear   a decode step writing each sequence's new key rows into
+                      a [batch, heads, max_seq, head] cache at its own write
+                      index (batches of 2 at different lengths), then the
+                      cache scaled (the attention after it, in small)
+    kv_write_circular the same in circular mode: a write that runs past the
+                      end wraps to the start (a sliding-window cache)
+    kv_write_prefill  a prefill without write_indices: 3 rows at position 0
+                      of a [batch, max_seq, dim] cache along axis 1
+    tensor_scatter_bad_mode, tensor_scatter_batch_axis, tensor_scatter_float_indices
+                      what is refused (no data sets)
+"""
+import sys
+
+import numpy as np
+from onnx import TensorProto as T
+from onnx import helper
+
+from make_shape_operand_models import f32, save
+
+rng = np.random.default_rng(23)
+
+
+def scatter_then_scale(out, name, mode, sets, cache_dims, update_dims, axis, indices=True):
+    inputs = [f32("past", cache_dims), f32("update", update_dims)]
+    names = ["past", "update"]
+    if indices:
+        inputs.append(helper.make_tensor_value_info("write", T.INT64, ["b"]))
+        names.append("write")
+    nodes = [helper.make_node("TensorScatter", names, ["present"], mode=mode, axis=axis),
+             helper.make_node("Mul", ["present", "half"], ["y"])]
+    save(out, name, nodes, inputs, [f32("y", cache_dims)],
+         [helper.make_tensor("half", T.FLOAT, [], [0.5])], sets, opset=24)
+
+
+def decode_sets(max_seq, new):
+    sets = []
+    for write in ((0, 5), (7, 2), (max_seq - new, 0)):
+        sets.append({"past": rng.standard_normal((2, 3, max_seq, 4), dtype=np.float32),
+                     "update": rng.standard_normal((2, 3, new, 4), dtype=np.float32),
+                     "write": np.array(write, np.int64)})
+    return sets
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    dims = (["b", 3, "m", 4], ["b", 3, "l", 4])
+    scatter_then_scale(out, "kv_write_linear", "linear", decode_sets(8, 1), *dims, axis=2)
+    circular = decode_sets(8, 3)
+    circular[1]["write"] = np.array([7, 6], np.int64)  # rows 7, 0, 1 and 6, 7, 0
+    scatter_then_scale(out, "kv_write_circular", "circular", circular, *dims, axis=2)
+    scatter_then_scale(out, "kv_write_prefill", "linear",
+                       [{"past": rng.standard_normal((2, 6, 5), dtype=np.float32),
+                         "update": rng.standard_normal((2, 3, 5), dtype=np.float32)}],
+                       ["b", "m", 5], ["b", "l", 5], axis=1, indices=False)
+    x = [f32("past", [2, 4, 3]), f32("update", [2, 1, 3])]
+    save(out, "tensor_scatter_bad_mode", [helper.make_node("TensorScatter", ["past", "update"], ["y"], mode="ring")],
+         x, [f32("y", [2, 4, 3])], [], [], opset=24)
+    save(out, "tensor_scatter_batch_axis", [helper.make_node("TensorScatter", ["past", "update"], ["y"], axis=0)],
+         x, [f32("y", [2, 4, 3])], [], [], opset=24)
+    save(out, "tensor_scatter_float_indices", [helper.make_node("TensorScatter", ["past", "update", "w"], ["y"], axis=1)],
+         x + [f32("w", [2])], [f32("y", [2, 4, 3])], [], [], opset=24)
