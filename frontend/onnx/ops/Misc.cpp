@@ -55,6 +55,12 @@ LogicalResult convertOneHot(NodeImporter &n) {
     return n.unsupported("a depth that is not a compile-time constant");
   if (*d < 1)
     return n.error("depth must be positive, not " + Twine(*d));
+  // A values input of unknown length (a graph input compiled with dynamic
+  // dims) is reshaped to [2], a guard checking its length at run time.
+  if (NodeImporter::typeOf(*values).getRank() == 1 && NodeImporter::typeOf(*values).isDynamicDim(0))
+    values = reshapeTo(n, *values, {getConstantDim(n.context(), 2)});
+  if (failed(values))
+    return failure();
   if (NodeImporter::typeOf(*values).getRank() != 1 ||
       NodeImporter::typeOf(*values).getDimSize(0) != 2)
     return n.error("values must hold [off_value, on_value]");

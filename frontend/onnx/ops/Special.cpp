@@ -12,15 +12,25 @@ using namespace mlir;
 namespace kiln::onnx_import {
 
 namespace {
+/// A scalar-like operand (a count, a threshold) as one value: a 1-D tensor of
+/// unknown length (a graph input of a model compiled with dynamic dims) is
+/// reshaped to [1], a guard checking at run time that it holds one value.
+FailureOr<Value> oneValue(NodeImporter &n, Value v) {
+  auto type = NodeImporter::typeOf(v);
+  if (type.getRank() == 0 || (type.getRank() == 1 && !type.isDynamicDim(0)))
+    return v;
+  if (type.getRank() > 1)
+    return v; // the op's shape function says what is wrong
+  return reshapeTo(n, v, {getConstantDim(n.context(), 1)});
+}
+
 /// The 1-element i64 form of an optional integer input such as a count, or
 /// `dflt` when the input is absent.
 FailureOr<Value> countInput(NodeImporter &n, size_t i, int64_t dflt) {
   Value v = n.input(i);
   if (!v)
     return n.constI64({dflt});
-  if (NodeImporter::typeOf(v).getRank() == 1)
-    return v;
-  return reshapeTo(n, v, {getConstantDim(n.context(), 1)});
+  return oneValue(n, v);
 }
 } // namespace
 
@@ -102,12 +112,17 @@ LogicalResult convertNonMaxSuppression(NodeImporter &n) {
     return failure();
   if (*centerPointBox != 0 && *centerPointBox != 1)
     return n.error("center_point_box must be 0 or 1, got " + Twine(*centerPointBox));
-  Value iou = n.input(3);
-  if (!iou)
-    iou = n.constScalar(n.builder().getF32Type(), 0.0);
-  SmallVector<Value> operands = {*boxes, *scores, *maxOutput, iou};
-  if (Value score = n.input(4))
-    operands.push_back(score);
+  FailureOr<Value> iou = n.input(3) ? oneValue(n, n.input(3))
+                                     : FailureOr<Value>(n.constScalar(n.builder().getF32Type(), 0.0));
+  if (failed(iou))
+    return failure();
+  SmallVector<Value> operands = {*boxes, *scores, *maxOutput, *iou};
+  if (Value score = n.input(4)) {
+    auto one = oneValue(n, score);
+    if (failed(one))
+      return failure();
+    operands.push_back(*one);
+  }
   auto r = n.create<NonMaxSuppressionOp>(
       operands, {n.named("center_point_box", n.builder().getBoolAttr(*centerPointBox == 1))});
   return failed(r) ? failure() : n.setResults({*r});
