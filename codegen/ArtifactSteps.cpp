@@ -123,10 +123,15 @@ FailureOr<EncodedStep> ArtifactWriter::encodeReadSizes(ReadSizesOp read) {
   // --explain lists it with what it waits for.
   auto sizesFor = read->getAttrOfType<StringAttr>(kSizesForAttr);
   std::string forOp = sizesFor ? sizesFor.getValue().str() : "kiln.read_sizes";
-  std::string why = forOp == "kiln.top_k" ? "its k is computed at run time: k alone is read, and the top_k "
-                             "runs as a kernel sized by it"
-                           : "its result size depends on the data: the device counts, only the "
-                             "count is read, and the op runs as kernels";
+  std::string why =
+      forOp == "kiln.top_k"    ? "its k is computed at run time: k alone is read, and the top_k "
+                                 "runs as a kernel sized by it"
+      : forOp == "kiln.resize" ? "its sizes are data: they alone are read, and the resize runs as "
+                                 "a kernel sized by them"
+      : forOp == "kiln.slice"  ? "it ends past a count the data decides: its length is computed "
+                                 "on the device and read, and the slice runs as a kernel"
+                               : "its result size depends on the data: the device counts, only "
+                                 "the count is read, and the op runs as kernels";
   sizeReads.push_back(llvm::json::Object{
       {"op", forOp},
       {"node", nodeNameOf(read->getLoc())},

@@ -439,6 +439,29 @@ bool rewriteSlice(SliceOp slice, ArrayAttr binds, StringRef symbol) {
   return true;
 }
 
+/// resize(x, size) whose size is data (read from a tensor) -> the size's
+/// entries at the dims the data decides, read back as those dims' symbols,
+/// then a resize whose size is the result's dims (a kernel; its scales are
+/// size / input at run time).
+void rewriteResize(ResizeOp resize, ArrayAttr binds) {
+  OpBuilder b(resize);
+  Location loc = resize.getLoc();
+  SmallVector<DimExpr> positions;
+  SmallVector<StringRef> symbols;
+  for (Attribute a : binds) {
+    auto entry = cast<ArrayAttr>(a);
+    positions.push_back(getConstantDim(b.getContext(), cast<IntegerAttr>(entry[1]).getInt()));
+    symbols.push_back(cast<StringAttr>(entry[2]).getValue());
+  }
+  Value picked = inferred<GatherOp>(b, loc, {resize.getSize(), dimsValue(b, loc, positions)},
+                                    {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+  auto read = ReadSizesOp::create(b, loc, picked, b.getStrArrayAttr(symbols));
+  read->setAttr(kSizesForAttr, b.getStringAttr(resize->getName().getStringRef()));
+  resize.getSizeMutable().assign(
+      dimsValue(b, loc, getSymShape(cast<RankedTensorType>(resize.getType()))));
+  resize->removeAttr(kBindsDimsAttr);
+}
+
 struct SizesOnDevicePass : impl::SizesOnDevicePassBase<SizesOnDevicePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -457,6 +480,15 @@ struct SizesOnDevicePass : impl::SizesOnDevicePassBase<SizesOnDevicePass> {
       auto binds = op.getAttrOfType<ArrayAttr>(kBindsDimsAttr);
       if (!binds)
         continue;
+      // A resize's data sizes bind a symbol per dim they decide.
+      if (auto resize = dyn_cast<ResizeOp>(op);
+          resize && kernelsCanRead(resize.getInput()) && kernelsCanRead(resize.getSize()) &&
+          llvm::all_of(binds, [](Attribute a) {
+            return cast<IntegerAttr>(cast<ArrayAttr>(a)[0]).getInt() == 0;
+          })) {
+        rewriteResize(resize, binds);
+        continue;
+      }
       std::optional<StringRef> symbol = soleBoundSymbol(binds);
       if (!symbol)
         continue;

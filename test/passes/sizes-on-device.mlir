@@ -221,3 +221,19 @@ func.func @slice_past_a_count(%x: tensor<12xf32>) -> tensor<1x?xi64> {
   %s = kiln.slice %i, %starts, %ends, %steps : (tensor<1x?xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<1x?xi64>
   return %s : tensor<1x?xi64>
 }
+
+// -----
+
+// A resize whose size is data: the entries at the dims it decides (all four
+// here) gathered and read as their symbols, then the resize sized by them.
+// CHECK-LABEL: func.func @resize_to_data_sizes
+// CHECK: %[[PICKED:.*]] = kiln.gather %arg1
+// CHECK: kiln.read_sizes %[[PICKED]] ["run0", "run1", "run2", "run3"] {kiln.sizes_for = "kiln.resize"}
+// CHECK: kiln.resize %arg0, %{{.*}} {{.*}} -> tensor<?x?x?x?xf32, #kiln.dims<[run0, run1, run2, run3]>>
+// KERNELS-LABEL: func.func @resize_to_data_sizes
+// KERNELS: kiln.kernel
+// KERNELS: kiln.resize
+func.func @resize_to_data_sizes(%x: tensor<1x3x4x4xf32>, %size: tensor<4xi64>) -> tensor<?x?x?x?xf32> {
+  %r = kiln.resize %x, %size {coordinate_mode = #kiln<coordinate_mode half_pixel>, mode = #kiln<resize_mode nearest>, nearest_mode = #kiln<nearest_mode round_prefer_floor>, roi = array<f32>, scales = array<f32>} : (tensor<1x3x4x4xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  return %r : tensor<?x?x?x?xf32>
+}

@@ -24,7 +24,9 @@ run-time scalars), with inputs and the ONNX reference implementation's outputs
                        (NonZero), the best min(count, 12) (TopK), NMS, and the
                        first 8 detections (a Slice past a count only the data
                        decides keeps what there is)
-    resize_data_sizes, resize_policy, trilu_two_k
+    resize_data_sizes  a Resize whose sizes are a graph input (data): read on the
+                       device, then a kernel
+    resize_policy, trilu_two_k
                        what stays refused (no data sets)
 """
 import os
@@ -145,6 +147,20 @@ def unet_crop(out):
          [{"x": rng.standard_normal(shape, dtype=np.float32)} for shape in ((1, 2, 8, 8), (2, 2, 9, 7))])
 
 
+def resize_data_sizes(out):
+    # Sizes that are data (a graph input, as a detector's transform computes
+    # them from the image): read on the device, the resize a kernel sized by
+    # them (linear, align_corners), then a Relu.
+    nodes = [helper.make_node("Resize", ["x", "", "", "sizes"], ["r"], mode="linear",
+                              coordinate_transformation_mode="align_corners"),
+             helper.make_node("Relu", ["r"], ["y"])]
+    sets = [{"x": images[i], "sizes": np.array(sizes, np.int64)}
+            for i, sizes in ((0, (1, 3, 5, 11)), (1, (2, 3, 10, 6)), (2, (1, 2, 1, 9)))]
+    save(out, "resize_data_sizes", nodes,
+         [f32("x", ["n", 3, "h", "w"]), helper.make_tensor_value_info("sizes", T.INT64, [4])],
+         [f32("y", ["a", "b", "c", "d"])], [], sets)
+
+
 def pad_to_multiple(out):
     # H and W padded up to a multiple of 8 (a backbone with stride 8 needs
     # it): pads (8 - h mod 8) mod 8 at the end, then a Sigmoid.
@@ -204,12 +220,9 @@ def detect_postprocess(out):
 
 
 def refused(out):
-    # What stays refused, each with its one line: sizes that are data (a graph
-    # input), an aspect-ratio policy over sizes known only at run time, and a
-    # Trilu k of two values.
+    # What stays refused, each with its one line: an aspect-ratio policy over
+    # sizes known only at run time, and a Trilu k of two values.
     x = [f32("x", ["n", 3, "h", "w"])]
-    save(out, "resize_data_sizes", [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"])],
-         x + [helper.make_tensor_value_info("sizes", T.INT64, [4])], [f32("y", None)], [], [])
     save(out, "resize_policy", [helper.make_node("Shape", ["x"], ["hw"], start=2),
                                 helper.make_node("Resize", ["x", "", "", "hw"], ["y"], axes=[2, 3],
                                                  keep_aspect_ratio_policy="not_larger")],
@@ -221,5 +234,5 @@ def refused(out):
 if __name__ == "__main__":
     folder = sys.argv[1]
     for make in (upsample_to_input, upsample_gathered, dropout_zero_train, trilu_k_input, trilu_k_shape,
-                 unet_crop, pad_to_multiple, detect_postprocess, refused):
+                 unet_crop, pad_to_multiple, resize_data_sizes, detect_postprocess, refused):
         make(folder)

@@ -220,19 +220,44 @@ LogicalResult convertResize(NodeImporter &n) {
       }
     }
   }
+  // Sizes that are data (read from a tensor), full rank: the result's dims
+  // are decided when the call runs (a symbol each that the step binds, or a
+  // read of the sizes on the device, kiln-sizes-on-device).
+  Value dataSizes;
   if (sizesInput && !n.maybeConstantInts(sizesInput)) {
     // Sizes computed from shapes (Shape, Gather, Concat, arithmetic: an
     // upsample back to another tensor's H and W) are dims, not data: the
     // result has those dims, and the scales are size / input at run time.
     std::optional<SymShape> known = getKnownElements(sizesInput);
-    if (!known || llvm::any_of(*known, [](DimExpr d) { return !d; }))
-      return n.unsupported("sizes read from data (not computed from shapes)");
-    if (known->size() != normalized->size())
+    auto sizesType = NodeImporter::typeOf(sizesInput);
+    if (sizesType.getRank() != 1 ||
+        (!sizesType.isDynamicDim(0) && sizesType.getDimSize(0) != (int64_t)normalized->size()))
       return n.error("sizes must have one entry per resized axis");
     if (policy != "stretch")
       return n.unsupported("keep_aspect_ratio_policy with sizes known only at run time");
-    for (auto [i, a] : llvm::enumerate(*normalized))
-      out[a] = (*known)[i];
+    if (known && known->size() == normalized->size() &&
+        llvm::all_of(*known, [](DimExpr d) { return (bool)d; })) {
+      for (auto [i, a] : llvm::enumerate(*normalized))
+        out[a] = (*known)[i];
+    } else {
+      Chain c(n);
+      Value entries = c(castTo(n, sizesInput, n.builder().getI64Type()));
+      SmallVector<Value> pieces;
+      for (int64_t d = 0; d < rank && c.ok; ++d) {
+        auto it = llvm::find(*normalized, d);
+        if (it == normalized->end()) {
+          pieces.push_back(c(dimPiece(n, *x, d)));
+          continue;
+        }
+        out[d] = DimExpr();
+        pieces.push_back(c(n.create<GatherOp>(
+            {entries, n.constI64({int64_t(it - normalized->begin())})},
+            {n.named("axis", n.builder().getI64IntegerAttr(0))})));
+      }
+      dataSizes = c.ok ? c(concatPieces(n, pieces)) : Value();
+      if (!c.ok)
+        return failure();
+    }
     scales.clear();
   } else if (sizesInput) {
     auto sizes = n.maybeConstantInts(sizesInput);
@@ -288,8 +313,10 @@ LogicalResult convertResize(NodeImporter &n) {
   // A size no dim expression states (a fractional scale of a symbolic dim) is
   // computed from the input's dim as the static case does, floor(d * scale)
   // in double; the result dim is unknown until run time.
-  Value size;
-  if (llvm::is_contained(out, DimExpr())) {
+  Value size = dataSizes;
+  if (size) {
+    // (the data's sizes, above)
+  } else if (llvm::is_contained(out, DimExpr())) {
     Chain c(n);
     SmallVector<Value> pieces;
     Type f64 = n.builder().getF64Type();
