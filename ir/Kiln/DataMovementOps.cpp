@@ -532,6 +532,30 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 // gather_elements / scatter_elements
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// An element of `indices` at position p reads (writes) `data` at p with the
+/// axis coordinate replaced, so every other dim of indices must fit in data's:
+/// an error when constants say it does not, a guard when symbols decide (a
+/// dim only a step binds cannot be guarded at the call's start; the step's own
+/// sizes decide it).
+LogicalResult checkIndicesFitData(std::optional<Location> location, StringRef name,
+                                  SymShape indices, SymShape data, int64_t axis) {
+  for (auto [k, i, d] : llvm::enumerate(indices, data)) {
+    if ((int64_t)k == axis || !i || !d)
+      continue;
+    if (decideShapeAssumption(ShapeAssumption::Kind::LessEqual, i, d) ==
+        std::optional<bool>(false))
+      return emitShapeError(location, name,
+                            "dim " + Twine(k) + " of indices (" + dimToString(i) +
+                                ") must not exceed data's (" + dimToString(d) + ")");
+    if (!involvesStepBound(i) && !involvesStepBound(d))
+      recordShapeAssumption(ShapeAssumption::Kind::LessEqual, i, d,
+                            "dim " + Twine(k) + " of indices must not exceed data's");
+  }
+  return success();
+}
+} // namespace
+
 LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
                                                  std::optional<Location> location,
                                                  Adaptor adaptor, InferredTypes &inferred) {
@@ -540,7 +564,9 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
   if (data.getRank() != indices.getRank())
     return emitShapeError(location, getOperationName(),
                           "indices must have the rank of data (" + Twine(data.getRank()) + ")");
-  if (failed(normalizeAxis(location, getOperationName(), adaptor.getAxis(), data.getRank())))
+  auto axis = normalizeAxis(location, getOperationName(), adaptor.getAxis(), data.getRank());
+  if (failed(axis) || failed(checkIndicesFitData(location, getOperationName(),
+                                                 getSymShape(indices), getSymShape(data), *axis)))
     return failure();
   inferred.push_back(makeTensorType(getSymShape(indices), data.getElementType()));
   return success();
@@ -564,7 +590,8 @@ LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *,
   for (auto [k, a, b] : llvm::enumerate(i, u))
     if (failed(unifyDims(location, name, a, b, "dim " + Twine(k) + " of indices and updates")))
       return failure();
-  if (failed(normalizeAxis(location, name, adaptor.getAxis(), data.getRank())))
+  auto axis = normalizeAxis(location, name, adaptor.getAxis(), data.getRank());
+  if (failed(axis) || failed(checkIndicesFitData(location, name, i, getSymShape(data), *axis)))
     return failure();
   inferred.push_back(data);
   return success();

@@ -384,3 +384,19 @@ func.func @compact_non_zero_negative(%x: tensor<3x4xf32>, %c: tensor<4xi64>) {
   %i = kiln.compact_non_zero %x, %c, %n : (tensor<3x4xf32>, tensor<4xi64>, tensor<1xi64>) -> tensor<2x?xi64>
   return
 }
+
+// -----
+
+func.func @gather_elements_indices_wider_than_data(%d: tensor<2x8xf32>, %i: tensor<3x1xi64>) {
+  // expected-error @+1 {{'kiln.gather_elements' op dim 0 of indices (3) must not exceed data's (2)}}
+  %g = kiln.gather_elements %d, %i {axis = 1 : i64} : (tensor<2x8xf32>, tensor<3x1xi64>) -> tensor<3x1xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_elements_indices_wider_than_data(%d: tensor<2x8xf32>, %i: tensor<3x1xi64>, %u: tensor<3x1xf32>) {
+  // expected-error @+1 {{'kiln.scatter_elements' op dim 0 of indices (3) must not exceed data's (2)}}
+  %s = kiln.scatter_elements %d, %i, %u {axis = 1 : i64, reduction = #kiln<scatter none>} : (tensor<2x8xf32>, tensor<3x1xi64>, tensor<3x1xf32>) -> tensor<2x8xf32>
+  return
+}

@@ -65,3 +65,16 @@ func.func @concat_and_declared(%x: tensor<1x?xf32, #kiln.dims<[1, a]>>, %y: tens
   %e = kiln.exp %z : (tensor<?xf32, #kiln.dims<[a * 2]>>) -> tensor<?xf32, #kiln.dims<[c]>>
   return %c, %e : tensor<2x?xf32>, tensor<?xf32, #kiln.dims<[c]>>
 }
+
+// -----
+
+// An element of gather_elements' (scatter_elements') indices reads (writes)
+// data at its own position on every dim but the axis: indices' other dims
+// must fit in data's.
+// CHECK-LABEL: func @gather_elements_other_dims
+// CHECK-NEXT: kiln.guard <less_equal> [m, n], "kiln.gather_elements at 'GatherElements_1': dim 0 of indices must not exceed data's"
+// CHECK-NEXT: kiln.gather_elements
+func.func @gather_elements_other_dims(%d: tensor<?x8xf32, #kiln.dims<[n, 8]>>, %i: tensor<?x2xi64, #kiln.dims<[m, 2]>>) -> tensor<?x2xf32, #kiln.dims<[m, 2]>> {
+  %g = kiln.gather_elements %d, %i {axis = 1 : i64} : (tensor<?x8xf32, #kiln.dims<[n, 8]>>, tensor<?x2xi64, #kiln.dims<[m, 2]>>) -> tensor<?x2xf32, #kiln.dims<[m, 2]>> loc("GatherElements_1")
+  return %g : tensor<?x2xf32, #kiln.dims<[m, 2]>>
+}

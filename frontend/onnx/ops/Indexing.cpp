@@ -242,6 +242,11 @@ LogicalResult convertResize(NodeImporter &n) {
     } else {
       Chain c(n);
       Value entries = c(castTo(n, sizesInput, n.builder().getI64Type()));
+      // Sizes of unknown length (a graph input of a model compiled with
+      // dynamic dims) must still hold one entry per resized axis: reshaped to
+      // that length, a guard checks it on every call.
+      if (sizesType.isDynamicDim(0))
+        entries = c.reshape(entries, {getConstantDim(ctx, (int64_t)normalized->size())});
       SmallVector<Value> pieces;
       for (int64_t d = 0; d < rank && c.ok; ++d) {
         auto it = llvm::find(*normalized, d);

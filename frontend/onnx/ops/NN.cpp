@@ -204,6 +204,12 @@ LogicalResult convertPool(NodeImporter &n, PoolKind kind) {
              n.named("ceil_mode", n.builder().getBoolAttr(*ceilMode)),
              n.named("count_include_pad", n.builder().getBoolAttr(*countIncludePad)),
              n.named("p", n.builder().getI64IntegerAttr(*p))});
+  // A window that covers only padding has no input to take the max of: f32
+  // gives -inf there, which no cast defines; the type's lowest value is what
+  // an integer max over nothing starts from.
+  if (succeeded(r) && eightBit)
+    r = binary<MaxOp>(n, *r, n.constScalar(n.builder().getF32Type(),
+                                             element.isUnsignedInteger() ? 0.0 : -128.0));
   if (succeeded(r) && eightBit)
     r = castTo(n, *r, element);
   return failed(r) ? failure() : n.setResults({*r});
