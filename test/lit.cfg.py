@@ -26,6 +26,15 @@ config.substitutions.append((
     "env KILN_BUILD=%s %s" % (config.kiln_obj_root,
                               os.path.join(config.kiln_src_root, "scripts", "with-fake-cuda.sh"))))
 
+# %ort-python: a Python with onnxruntime (scripts/install-onnxruntime-deps.sh),
+# for the tests checked against onnxruntime's own ops. Only the ctest entry
+# onnx.onnxruntime-ops makes one and names it; the plain lit run leaves those
+# tests unsupported.
+ort_python = os.environ.get("KILN_ORT_PYTHON")
+if ort_python:
+    config.available_features.add("onnxruntime")
+    config.substitutions.append(("%ort-python", ort_python))
+
 # %kiln_tools_dir: where kiln's tools are (a test copies one elsewhere).
 config.substitutions.append(("%kiln_tools_dir", config.kiln_tools_dir))
 

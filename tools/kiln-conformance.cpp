@@ -145,7 +145,7 @@ bool isOutOfScope(StringRef error) {
 #undef ONNX_UNSUPPORTED
       "is not a tensor (sequence, map and optional inputs are unsupported)",
       "element type STRING",
-      "ops of domain 'ai.onnx.preview.training'",
+      "of domain 'ai.onnx.preview.training'",
       "training-mode",
   };
   return llvm::any_of(reasons, [&](const char *r) { return error.contains(r); });

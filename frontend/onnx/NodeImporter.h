@@ -171,6 +171,9 @@ struct ConverterEntry {
 /// The converter for `opType` (convert is null when there is none).
 /// `unsupportedReason` is set for ops kiln deliberately does not support.
 ConverterEntry lookupConverter(llvm::StringRef opType, std::string *unsupportedReason);
+/// The converter for `opType` of a domain other than the default one
+/// (ONNX_DOMAIN_OP); convert is null when there is none.
+ConverterEntry lookupDomainConverter(llvm::StringRef domain, llvm::StringRef opType);
 
 } // namespace kiln::onnx_import
 

@@ -99,6 +99,8 @@ private:
   LogicalResult defineValue(StringRef name, Value value, const Twine &what);
   FailureOr<SmallVector<const onnx::NodeProto *>> sortNodes(const onnx::GraphProto &graph);
   LogicalResult importNode(const onnx::NodeProto &node, size_t index, int64_t opset);
+  /// Names the converted node's outputs.
+  LogicalResult defineResults(const onnx::NodeProto &node, NodeImporter &importer);
   Value bindConstantInput(BlockArgument arg);
 
   MLIRContext &ctx;
@@ -118,6 +120,8 @@ private:
                                ArrayRef<Type> argTypes);
   LogicalResult importNodes(const onnx::GraphProto &graph);
   int64_t opset = 0;
+  /// The model's opset_import of each domain but the default one.
+  llvm::StringMap<int64_t> domainOpsets;
   int depth = 0;
   func::FuncOp func;
   llvm::DenseMap<BlockArgument, Value> boundInputs;
@@ -313,15 +317,39 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     return selected;
   };
   int64_t version = versionAt(opset);
+  // An op of another domain takes that domain's version from the model.
+  bool otherDomain = !node.domain().empty() && node.domain() != "ai.onnx";
+  ConverterEntry domainConverter;
+  if (otherDomain) {
+    domainConverter = lookupDomainConverter(node.domain(), node.op_type());
+    auto imported = domainOpsets.find(node.domain());
+    version = imported == domainOpsets.end() ? 0 : imported->second;
+  } else if (versions == opVersions().end()) {
+    // onnxruntime registers a few ops of its own in the default domain
+    // (SimplifiedLayerNormalization), each at version 1 whatever the opset.
+    domainConverter = lookupDomainConverter("", node.op_type());
+    if (domainConverter.convert) {
+      otherDomain = true;
+      version = 1;
+    }
+  }
   NodeImporter importer(
       builder, folder, node, version, loc, std::move(inputs), baseDir,
       [this](BlockArgument arg) { return bindConstantInput(arg); },
       [this](const onnx::GraphProto &g, Region &r, ArrayRef<Type> types) {
         return importSubgraph(g, r, types);
       });
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return importer.unsupported("ops of domain '" + node.domain() +
-                                "' (only the default ONNX domain is)");
+  if (otherDomain && !domainConverter.convert)
+    return importer.unsupported("kiln has no lowering for " + node.op_type() + " of domain '" +
+                                node.domain() + "'");
+  if (otherDomain && version == 0)
+    return importer.error("the model imports no version of domain '" + node.domain() + "'");
+  if (otherDomain && version > domainConverter.maxVersion)
+    return importer.unsupported(node.op_type() + " of domain '" + node.domain() + "' version " +
+                                Twine(version) + " (kiln implements up to version " +
+                                Twine(domainConverter.maxVersion) + ")");
+  if (otherDomain)
+    return failed(domainConverter.convert(importer)) ? failure() : defineResults(node, importer);
   if (versions != opVersions().end() && version == 0)
     return importer.error(node.op_type() + " does not exist in opset " + Twine(opset));
 
@@ -344,8 +372,12 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
                                 Twine(converter.maxVersion) + ")");
   if (failed(converter.convert(importer)))
     return failure();
-  ArrayRef<Value> results = importer.results();
-  for (auto [i, v] : llvm::enumerate(results))
+  return defineResults(node, importer);
+}
+
+LogicalResult GraphImporter::defineResults(const onnx::NodeProto &node,
+                                           NodeImporter &importer) {
+  for (auto [i, v] : llvm::enumerate(importer.results()))
     if (failed(defineValue(node.output(i), v, "node '" + node.name() + "'")))
       return failure();
   return success();
@@ -455,6 +487,9 @@ OwningOpRef<ModuleOp> GraphImporter::import(onnx::ModelProto &model) {
   }
 
   this->opset = *opset;
+  for (const auto &entry : model.opset_import())
+    if (!entry.domain().empty() && entry.domain() != "ai.onnx")
+      domainOpsets[entry.domain()] = entry.version();
   if (failed(importNodes(graph)))
     return nullptr;
 

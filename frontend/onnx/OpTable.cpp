@@ -41,4 +41,21 @@ ConverterEntry lookupConverter(llvm::StringRef opType, std::string *unsupportedR
   return {};
 }
 
+ConverterEntry lookupDomainConverter(llvm::StringRef domain, llvm::StringRef opType) {
+  static const llvm::StringMap<ConverterEntry> converters = [] {
+    llvm::StringMap<ConverterEntry> map;
+#define ONNX_OP(name, converter, maxVersion)
+#define ONNX_UNSUPPORTED(name, reason)
+#define ONNX_DOMAIN_OP(domain, name, converter, maxVersion)                                   \
+  map[std::string(domain) + ":" + name] = {converter, maxVersion};
+#include "frontend/onnx/OnnxOps.def"
+#undef ONNX_OP
+#undef ONNX_UNSUPPORTED
+#undef ONNX_DOMAIN_OP
+    return map;
+  }();
+  auto it = converters.find((domain + ":" + opType).str());
+  return it == converters.end() ? ConverterEntry{} : it->second;
+}
+
 } // namespace kiln::onnx_import

@@ -12,7 +12,10 @@ reference implementation's outputs (the layout run_numpy_cases.py reads).
                       end wraps to the start (a sliding-window cache)
     kv_write_prefill  a prefill without write_indices: 3 rows at position 0
                       of a [batch, max_seq, dim] cache along axis 1
-    tensor_scatter_bad_mode, tensor_scatter_batch_axis, tensor_scatter_float_indices
+    kv_write_heads    past, update and write_indices whose heads and batch are
+                      separate symbols: guards check they agree on each call
+    tensor_scatter_bad_mode, tensor_scatter_batch_axis, tensor_scatter_float_indices,
+    tensor_scatter_narrow_update
                       what is refused (no data sets)
 """
 import sys
@@ -58,7 +61,13 @@ if __name__ == "__main__":
                        [{"past": rng.standard_normal((2, 6, 5), dtype=np.float32),
                          "update": rng.standard_normal((2, 3, 5), dtype=np.float32)}],
                        ["b", "m", 5], ["b", "l", 5], axis=1, indices=False)
+    heads = [f32("past", ["b", "h", "m", 4]), f32("update", ["c", "g", "l", 4]),
+             helper.make_tensor_value_info("write", T.INT64, ["w"])]
+    save(out, "kv_write_heads", [helper.make_node("TensorScatter", ["past", "update", "write"], ["y"])],
+         heads, [f32("y", ["b", "h", "m", 4])], [], [], opset=24)
     x = [f32("past", [2, 4, 3]), f32("update", [2, 1, 3])]
+    save(out, "tensor_scatter_narrow_update", [helper.make_node("TensorScatter", ["past", "u2"], ["y"], axis=1)],
+         [x[0], f32("u2", [2, 1, 2])], [f32("y", [2, 4, 3])], [], [], opset=24)
     save(out, "tensor_scatter_bad_mode", [helper.make_node("TensorScatter", ["past", "update"], ["y"], mode="ring")],
          x, [f32("y", [2, 4, 3])], [], [], opset=24)
     save(out, "tensor_scatter_batch_axis", [helper.make_node("TensorScatter", ["past", "update"], ["y"], axis=0)],

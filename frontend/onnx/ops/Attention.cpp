@@ -4,11 +4,16 @@
 // -> softmax -> matmul over [batch, heads, seq, head_size], with KV-cache concat
 // and grouped-query head repetition. The fusion pass is where kiln recognizes the
 // pattern again as one attention kernel; here it is spelled out so every backend
-// (reference, host, CUDA) runs it from core ops.
+// (reference, host, CUDA) runs it from core ops. The same holds for the rest of
+// the family: RotaryEmbedding, TensorScatter (the KV-cache write) and
+// FlexAttention (ai.onnx.preview), whose modifier subgraphs are inlined.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/onnx/ops/Converters.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include <cmath>
 
@@ -240,19 +245,28 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
   if (failed(x0) || failed(cosCache) || failed(sinCache) || failed(interleaved) ||
       failed(rotaryDim) || failed(numHeads))
     return failure();
-  int64_t rank = NodeImporter::typeOf(*x0).getRank();
+  auto out = rotaryEmbedding(n, *x0, *cosCache, *sinCache, n.input(3), *interleaved, *rotaryDim,
+                             *numHeads);
+  return failed(out) ? failure() : n.setResults({*out});
+}
+
+FailureOr<Value> rotaryEmbedding(NodeImporter &n, Value input, Value cosCache, Value sinCache,
+                                 Value positions, bool interleaved, int64_t rotaryDim,
+                                 int64_t numHeads) {
+  Value x0 = input;
+  int64_t rank = NodeImporter::typeOf(x0).getRank();
   if (rank != 3 && rank != 4)
     return n.error("input must have rank 3 or 4");
   Chain s(n);
   // Work on [batch, seq, heads, head_size].
-  Value x = *x0;
+  Value x = x0;
   if (rank == 4) {
     x = s.transpose(x, {0, 2, 1, 3});
   } else {
-    if (*numHeads < 1)
+    if (numHeads < 1)
       return n.error("3-D input needs num_heads");
     Value shape = s(concatPieces(n, {s(dimPiece(n, x, 0)), s(dimPiece(n, x, 1)),
-                                     n.constI64({*numHeads}), n.constI64({-1})}));
+                                     n.constI64({numHeads}), n.constI64({-1})}));
     x = s.ok ? s(n.create<ReshapeOp>({x, shape})) : Value();
   }
   if (!s.ok)
@@ -261,7 +275,7 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
   // dynamic head size and no attribute, twice the caches' last dim (they
   // hold one angle per rotated pair), so the bounds below are dims.
   auto headSize = getConstantDimValue(getSymShape(x.getType())[3]);
-  std::optional<int64_t> rot = *rotaryDim ? std::optional<int64_t>(*rotaryDim) : headSize;
+  std::optional<int64_t> rot = rotaryDim ? std::optional<int64_t>(rotaryDim) : headSize;
   if (rot && (*rot % 2 != 0 || (headSize && *rot > *headSize)))
     return n.error("rotary_embedding_dim must be even and at most the head size");
   Value halfPiece, rotPiece;
@@ -269,12 +283,12 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
     halfPiece = n.constI64({*rot / 2});
     rotPiece = n.constI64({*rot});
   } else {
-    int64_t cacheRank = NodeImporter::typeOf(*cosCache).getRank();
-    halfPiece = s(dimPiece(n, *cosCache, cacheRank - 1));
+    int64_t cacheRank = NodeImporter::typeOf(cosCache).getRank();
+    halfPiece = s(dimPiece(n, cosCache, cacheRank - 1));
     rotPiece = s.bin<AddOp>(halfPiece, halfPiece);
   }
-  Value cosv = *cosCache, sinv = *sinCache;
-  if (Value ids = n.input(3)) {
+  Value cosv = cosCache, sinv = sinCache;
+  if (Value ids = positions) {
     auto gather = [&](Value cache) {
       return s(n.create<GatherOp>({cache, ids}, {n.named("axis", n.builder().getI64IntegerAttr(0))}));
     };
@@ -284,9 +298,9 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
   cosv = s.ok ? s(insertUnitDims(n, cosv, {2})) : Value();
   sinv = s.ok ? s(insertUnitDims(n, sinv, {2})) : Value();
   Value zero = n.constI64({0}), one = n.constI64({1});
-  Value x1 = *interleaved ? lastAxisSlice(n, s, x, zero, rotPiece, 2)
+  Value x1 = interleaved ? lastAxisSlice(n, s, x, zero, rotPiece, 2)
                           : lastAxisSlice(n, s, x, zero, halfPiece, 1);
-  Value x2 = *interleaved ? lastAxisSlice(n, s, x, one, rotPiece, 2)
+  Value x2 = interleaved ? lastAxisSlice(n, s, x, one, rotPiece, 2)
                           : lastAxisSlice(n, s, x, halfPiece, rotPiece, 1);
   Value real = s.ok ? s.bin<SubOp>(s.bin<MulOp>(cosv, x1), s.bin<MulOp>(sinv, x2))
                     : Value();
@@ -298,7 +312,7 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
     return s(n.create<ConcatOp>(parts, {n.named("axis", n.builder().getI64IntegerAttr(-1))}));
   };
   Value rotated;
-  if (*interleaved) {
+  if (interleaved) {
     Value pairs = concatLast({s(insertUnitDims(n, real, {4})), s(insertUnitDims(n, imag, {4}))});
     Value shape = s.ok ? s(concatPieces(n, {s(dimPiece(n, x, 0)), s(dimPiece(n, x, 1)),
                                             s(dimPiece(n, x, 2)), rotPiece}))
@@ -317,10 +331,12 @@ LogicalResult convertRotaryEmbedding(NodeImporter &n) {
   if (rank == 4) {
     out = s.transpose(out, {0, 2, 1, 3});
   } else {
-    Value shape = s(n.create<ShapeOfOp>({*x0}));
+    Value shape = s(n.create<ShapeOfOp>({x0}));
     out = s.ok ? s(n.create<ReshapeOp>({out, shape})) : Value();
   }
-  return s.ok ? n.setResults({out}) : failure();
+  if (!s.ok)
+    return failure();
+  return out;
 }
 
 } // namespace kiln::onnx_import
@@ -352,6 +368,18 @@ LogicalResult convertTensorScatter(NodeImporter &n) {
   int64_t a = (*axes)[0];
   if (a == 0)
     return n.error("axis must not be the batch dim 0");
+  // update holds past_cache's dims but along the axis, and write_indices one
+  // index per batch: checked here where both are known, by a guard on every
+  // call where they are symbols (the gather below would read past update's
+  // rows otherwise, and a short write_indices would broadcast).
+  SymShape pastDims = getSymShape(NodeImporter::typeOf(*past));
+  SymShape readDims = pastDims;
+  readDims[a] = DimExpr();
+  auto rows = requireDimsOf(n, *update, readDims,
+                            "update must have past_cache's dims but along the axis");
+  if (failed(rows))
+    return failure();
+  Value rowsOf = *rows;
   Chain c(n);
   Value zero = n.constI64({0}, true), one = n.constI64({1}, true);
   // Positions along the axis, [1, ..., max_sequence_length, ..., 1].
@@ -362,26 +390,188 @@ LogicalResult convertTensorScatter(NodeImporter &n) {
     auto type = NodeImporter::typeOf(indices);
     if (type.getRank() != 1 || !type.getElementType().isInteger(64))
       return n.error("write_indices must be a 1-D int64 tensor (one index per batch)");
+    auto perBatch = requireDimsOf(n, indices, {pastDims[0]},
+                                  "write_indices must hold one index per batch");
+    if (failed(perBatch))
+      return failure();
     SmallVector<int64_t> ones;
     for (int64_t i = 1; i < rank; ++i)
       ones.push_back(i);
-    start = c(insertUnitDims(n, indices, ones));
+    start = c(insertUnitDims(n, *perBatch, ones));
   }
   Value offset = c.bin<SubOp>(position, start);
   if (*mode == "circular")
     offset = c.bin<ModOp>(offset, c.reshape(c(dimPiece(n, *past, a)), {}));
-  Value length = c.reshape(c(dimPiece(n, *update, a)), {});
+  Value length = c.reshape(c(dimPiece(n, rowsOf, a)), {});
   Value written = c.bin<AndOp>(c.cmp(CompareDirection::ge, offset, zero),
                                c.cmp(CompareDirection::lt, offset, length));
   // The row of update each element would read, kept inside update's rows
   // where it reads past_cache instead.
   Value row = c.bin<MaxOp>(c.bin<MinOp>(offset, c.bin<SubOp>(length, one)), zero);
-  Value rows = c.ok ? c(n.create<BroadcastToOp>({row, c(n.create<ShapeOfOp>({*past}))})) : Value();
+  Value readRows = c.ok ? c(n.create<BroadcastToOp>({row, c(n.create<ShapeOfOp>({*past}))})) : Value();
   Value gathered = c.ok ? c(n.create<GatherElementsOp>(
-                              {*update, rows},
+                              {rowsOf, readRows},
                               {n.named("axis", n.builder().getI64IntegerAttr(a))}))
                         : Value();
   return c.done({c.sel(written, gathered, *past)});
+}
+
+} // namespace kiln::onnx_import
+
+namespace kiln::onnx_import {
+
+namespace {
+/// Applies a modifier subgraph of one input and one output (FlexAttention's
+/// score_mod and prob_mod) to `x` in place: the subgraph imports into a
+/// scratch region, its ops move to the insertion point with its argument
+/// replaced by `x`, and its one yielded value is the result.
+FailureOr<Value> inlineModifier(NodeImporter &n, const onnx::GraphProto &graph, Value x,
+                                StringRef what) {
+  if (graph.input_size() != 1 || graph.output_size() != 1)
+    return n.error(what + " must take one tensor and give one");
+  // The scratch op sits in the graph while the subgraph imports, so the
+  // folder puts the constants it makes in the function, not in the scratch.
+  OperationState st(n.loc(), ScanOp::getOperationName());
+  st.addRegion();
+  Operation *scratch = n.builder().create(st);
+  llvm::scope_exit erase([&] { scratch->erase(); });
+  if (failed(n.importSubgraph(graph, scratch->getRegion(0), {x.getType()})))
+    return failure();
+  Block &body = scratch->getRegion(0).front();
+  Value result = body.getTerminator()->getOperand(0);
+  if (result.getType() != x.getType() &&
+      (NodeImporter::typeOf(result).getElementType() != elementTypeOf(x) ||
+       NodeImporter::typeOf(result).getRank() != NodeImporter::typeOf(x).getRank()))
+    return n.error(what + " must keep its input's shape and element type");
+  IRMapping map;
+  map.map(body.getArgument(0), x);
+  for (Operation &op : body.without_terminator())
+    n.builder().clone(op, map);
+  return map.lookupOrDefault(result);
+}
+} // namespace
+
+// FlexAttention (ai.onnx.preview, version 1): attention with a score modifier
+// before the softmax and a probability modifier after it, both subgraphs,
+// inlined where they apply (a mask, a bias, a soft cap fuse with the
+// softmax's kernel). As the op defines it: Q and K each scaled by sqrt(scale)
+// in their type, scores and probabilities in softmax_precision (f32 for
+// narrower inputs), query head h reads KV head h / (Hq / Hkv).
+LogicalResult convertFlexAttention(NodeImporter &n) {
+  auto q = n.requiredInput(0), k = n.requiredInput(1), v = n.requiredInput(2);
+  if (failed(q) || failed(k) || failed(v))
+    return failure();
+  for (Value x : {*q, *k, *v})
+    if (NodeImporter::typeOf(x).getRank() != 4)
+      return n.error("Q, K and V must be (batch, heads, sequence, head size)");
+  auto qType = NodeImporter::typeOf(*q), kType = NodeImporter::typeOf(*k);
+  Type element = qType.getElementType();
+  if (!isa<FloatType>(element) || elementTypeOf(*k) != element || elementTypeOf(*v) != element)
+    return n.error("Q, K and V must share one float element type");
+  SymShape qDims = getSymShape(qType), kDims = getSymShape(kType),
+           vDims = getSymShape(NodeImporter::typeOf(*v));
+  for (const SymShape &dims : {qDims, kDims, vDims})
+    if (llvm::any_of(dims, [](DimExpr d) { return !d; }))
+      return n.unsupported("Q, K or V with a dim of unknown size");
+  auto kSame = requireDimsOf(n, *k, {qDims[0], DimExpr(), DimExpr(), qDims[3]},
+                            "K must share Q's batch and head size");
+  if (failed(kSame))
+    return failure();
+  auto vSame = requireDimsOf(n, *v, {qDims[0], kDims[1], kDims[2], DimExpr()},
+                             "V must share Q's batch and K's heads and sequence");
+  if (failed(vSame))
+    return failure();
+  k = *kSame;
+  v = *vSame;
+  kDims = getSymShape(NodeImporter::typeOf(*k));
+  vDims = getSymShape(NodeImporter::typeOf(*v));
+  // Query head h reads KV head h / (Hq / Hkv): a group count that is a symbol
+  // when the head counts are (the reshapes guard that Hkv divides Hq).
+  DimExpr hq = qDims[1], hkv = kDims[1];
+  auto hqValue = getConstantDimValue(hq), hkvValue = getConstantDimValue(hkv);
+  if (hqValue && hkvValue && (*hkvValue <= 0 || *hqValue % *hkvValue != 0))
+    return n.error("Q's head count must be a multiple of K's");
+  DimExpr groups = hq.floorDiv(hkv);
+  bool grouped = hq != hkv;
+
+  auto scaleAttr = n.floatAttr("scale", 0.0f);
+  Type softmaxType = element.getIntOrFloatBitWidth() < 32 ? Type(n.builder().getF32Type())
+                                                          : element;
+  if (n.hasAttr("softmax_precision")) {
+    auto code = n.intAttr("softmax_precision");
+    if (failed(code))
+      return failure();
+    switch (*code) {
+    case 1: softmaxType = n.builder().getF32Type(); break;
+    case 10: softmaxType = n.builder().getF16Type(); break;
+    case 16: softmaxType = n.builder().getBF16Type(); break;
+    case 11: softmaxType = n.builder().getF64Type(); break;
+    default:
+      return n.error("softmax_precision " + Twine(*code) +
+                     " is not FLOAT, FLOAT16, BFLOAT16 or DOUBLE");
+    }
+  }
+  if (failed(scaleAttr))
+    return failure();
+  Chain c(n);
+  MLIRContext *ctx = n.context();
+  auto D = [&](int64_t x) { return getConstantDim(ctx, x); };
+  // Q and K are each scaled by sqrt(scale) in their type, scale in f32 (the
+  // default 1/sqrt(head size) computed at run time when that is a symbol).
+  Value rootScale;
+  Type f32 = n.builder().getF32Type();
+  if (*scaleAttr != 0.0f || n.hasAttr("scale")) {
+    rootScale = n.constScalar(element, std::sqrt((double)*scaleAttr));
+  } else if (auto e = getConstantDimValue(qDims[3])) {
+    rootScale = n.constScalar(element, std::sqrt((double)(float)(1.0 / std::sqrt(double(*e)))));
+  } else {
+    Value headSize = c.reshape(c(castTo(n, shapeConstant(n, {qDims[3]}), f32)), {});
+    Value scale = c.bin<DivOp>(n.constScalar(f32, 1.0), c.un<SqrtOp>(headSize));
+    rootScale = c.ok ? c(castTo(n, c.un<SqrtOp>(scale), element)) : Value();
+  }
+  Value qs = c.bin<MulOp>(*q, rootScale), ks = c.bin<MulOp>(*k, rootScale);
+  Value vs = *v;
+  // Grouped heads: Q as [B, Hkv, G, L, E] against K and V as [B, Hkv, 1, S, *]
+  // (the matmul broadcasts the group), scores back to [B, Hq, L, S].
+  if (grouped) {
+    qs = c.reshape(qs, {qDims[0], hkv, groups, qDims[2], qDims[3]});
+    ks = c.reshape(ks, {kDims[0], hkv, D(1), kDims[2], kDims[3]});
+    vs = c.reshape(vs, {vDims[0], hkv, D(1), vDims[2], vDims[3]});
+  }
+  int64_t rank = grouped ? 5 : 4;
+  SmallVector<int64_t> swapLast;
+  for (int64_t i = 0; i < rank; ++i)
+    swapLast.push_back(i);
+  std::swap(swapLast[rank - 1], swapLast[rank - 2]);
+  Value scores = c.matmul(qs, c.transpose(ks, swapLast));
+  if (grouped)
+    scores = c.reshape(scores, {qDims[0], hq, qDims[2], kDims[2]});
+  scores = c.ok ? c(castTo(n, scores, softmaxType)) : Value();
+  if (!c.ok)
+    return failure();
+  for (StringRef name : {"score_mod", "prob_mod"}) {
+    if (name == "prob_mod") {
+      scores = c(n.create<SoftmaxOp>({scores}, {n.named("axis", n.builder().getI64IntegerAttr(3))}));
+      if (!c.ok)
+        return failure();
+    }
+    if (!n.hasAttr(name))
+      continue;
+    auto graph = n.graphAttr(name);
+    if (failed(graph))
+      return failure();
+    auto modified = inlineModifier(n, **graph, scores, name);
+    if (failed(modified))
+      return failure();
+    scores = *modified;
+  }
+  Value probs = scores;
+  if (grouped)
+    probs = c.reshape(probs, {qDims[0], hkv, groups, qDims[2], kDims[2]});
+  Value y = c.matmul(probs, c(castTo(n, vs, softmaxType)));
+  if (grouped)
+    y = c.reshape(y, {qDims[0], hq, qDims[2], vDims[3]});
+  return c.done({c(castTo(n, y, element))});
 }
 
 } // namespace kiln::onnx_import

@@ -1,6 +1,7 @@
 //===- Common.cpp - helpers shared by the ONNX op converters --------------===//
 
 #include "frontend/onnx/ops/Converters.h"
+#include "ir/Kiln/ShapeInference.h"
 
 
 using namespace mlir;
@@ -48,6 +49,50 @@ FailureOr<Value> reshapeTo(NodeImporter &n, Value v, ArrayRef<DimExpr> dims) {
     if (!d)
       return n.unsupported("a reshape whose target has an unknown dim");
   return n.create<ReshapeOp>({v, shapeConstant(n, dims)});
+}
+
+namespace {
+LogicalResult requireDims(NodeImporter &n, ShapeAssumption::Kind kind, DimExpr a, DimExpr b,
+                          const std::string &what) {
+  if (!a || !b)
+    return success();
+  std::optional<bool> holds = decideShapeAssumption(kind, a, b);
+  if (holds == std::optional<bool>(false))
+    return n.error(what + " (" + dimToString(a) + " against " + dimToString(b) + ")");
+  if (!holds)
+    GuardOp::create(n.builder(), n.loc(), static_cast<GuardKind>(kind),
+                    DimsAttr::getCanonical(n.context(), {a, b}),
+                    n.builder().getStringAttr(n.opType().str() + " at '" +
+                                              nodeNameOf(n.loc()) + "': " + what));
+  return success();
+}
+} // namespace
+
+LogicalResult requireEqualDims(NodeImporter &n, DimExpr a, DimExpr b,
+                               const std::string &what) {
+  return requireDims(n, ShapeAssumption::Kind::Equal, a, b, what);
+}
+
+FailureOr<Value> requireDimsOf(NodeImporter &n, Value v, ArrayRef<DimExpr> want,
+                               const std::string &what) {
+  SymShape own = getSymShape(NodeImporter::typeOf(v)), merged = own;
+  if (own.size() != want.size())
+    return n.error(what + " (rank " + Twine(own.size()) + ", not " + Twine(want.size()) + ")");
+  for (auto [d, w] : llvm::enumerate(want)) {
+    if (!w)
+      continue;
+    if (failed(requireEqualDims(n, own[d], w, what)))
+      return failure();
+    merged[d] = w;
+  }
+  if (merged == own || llvm::any_of(merged, [](DimExpr d) { return !d; }))
+    return v;
+  return reshapeTo(n, v, merged);
+}
+
+LogicalResult requireOneOrEqualDims(NodeImporter &n, DimExpr a, DimExpr b,
+                                    const std::string &what) {
+  return requireDims(n, ShapeAssumption::Kind::EqualOrOne, a, b, what);
 }
 
 FailureOr<SmallVector<int64_t>> normalizeAxes(NodeImporter &n, ArrayRef<int64_t> axes,

@@ -9,9 +9,12 @@ namespace kiln::onnx_import {
 
 /// Converters are declared once in OnnxOps.def; this declares each of them.
 #define ONNX_OP(name, converter, maxVersion) mlir::LogicalResult converter(NodeImporter &n);
+#define ONNX_DOMAIN_OP(domain, name, converter, maxVersion)                                   \
+  mlir::LogicalResult converter(NodeImporter &n);
 #define ONNX_UNSUPPORTED(name, reason)
 #include "frontend/onnx/OnnxOps.def"
 #undef ONNX_OP
+#undef ONNX_DOMAIN_OP
 #undef ONNX_UNSUPPORTED
 
 /// The converters of ONNX ops that are one kiln op, operand for operand: the op
@@ -55,6 +58,32 @@ mlir::Type elementTypeOf(mlir::Value v);
 /// SymShape): emits a constant or a symbolic_constant for it.
 mlir::FailureOr<mlir::Value> reshapeTo(NodeImporter &n, mlir::Value v,
                                        llvm::ArrayRef<DimExpr> dims);
+/// Two dims the op requires equal (ONNX states it; no shape function of what
+/// the op is built from does): an error when both are constants that differ, a
+/// `kiln.guard` checked on every call when a symbol decides, nothing when an
+/// unknown dim leaves nothing to check. `what` completes "<op> at '<node>': ".
+mlir::LogicalResult requireEqualDims(NodeImporter &n, DimExpr a, DimExpr b,
+                                     const std::string &what);
+/// `v` whose dims must equal `want` (a null entry: any): requireEqualDims for
+/// each, then `v` viewed with those dims (a reshape, which is free) when its
+/// own differ, so the ops after it see one symbol for each size and fuse.
+mlir::FailureOr<mlir::Value> requireDimsOf(NodeImporter &n, mlir::Value v,
+                                           llvm::ArrayRef<DimExpr> want,
+                                           const std::string &what);
+/// The same for `a` that must be 1 or equal to `b` (a per-head value or one
+/// for every head).
+mlir::LogicalResult requireOneOrEqualDims(NodeImporter &n, DimExpr a, DimExpr b,
+                                          const std::string &what);
+/// Rotary position embedding of `input` ([batch, heads, seq, head] or
+/// [batch, seq, heads * head] with `numHeads`), as ONNX's RotaryEmbedding
+/// defines it: the caches ([positions, rotated / 2], or already per token
+/// when `positions` is null) gathered at `positions` ([batch or 1, seq]),
+/// the first `rotaryDim` (0: all) of each head rotated in halves or
+/// interleaved pairs, the rest passed through.
+mlir::FailureOr<mlir::Value> rotaryEmbedding(NodeImporter &n, mlir::Value input,
+                                             mlir::Value cosCache, mlir::Value sinCache,
+                                             mlir::Value positions, bool interleaved,
+                                             int64_t rotaryDim, int64_t numHeads);
 /// A constant (or symbolic constant) 1-D i64 tensor of `dims`.
 mlir::Value shapeConstant(NodeImporter &n, llvm::ArrayRef<DimExpr> dims);
 
