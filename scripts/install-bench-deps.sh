@@ -12,10 +12,8 @@ BENCH_PACKAGES=(
   "onnx==1.22.0"
   "numpy==2.2.6"
 )
-if [ ! -x "$venv/bin/python" ]; then
-  /usr/bin/python3 -m venv "$venv"
-fi
-"$venv/bin/python" -m pip install -q --disable-pip-version-check "${BENCH_PACKAGES[@]}"
+source "$(dirname "$0")/pinned-venv.sh"
+pinned_venv "$venv" "${BENCH_PACKAGES[@]}"
 for tool in iree-compile iree-import-onnx; do
   test -x "$venv/bin/$tool" || { echo "install-bench-deps: no $tool in $venv/bin" >&2; exit 1; }
 done

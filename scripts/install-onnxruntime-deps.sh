@@ -12,14 +12,6 @@ ORT_PACKAGES=(
   "onnx==1.22.0"
   "numpy==2.2.6"
 )
-if [ ! -x "$venv/bin/python" ]; then
-  /usr/bin/python3 -m venv "$venv"
-fi
-have=$("$venv/bin/python" -m pip freeze --disable-pip-version-check 2>/dev/null || true)
-for spec in "${ORT_PACKAGES[@]}"; do
-  if ! grep -qx "$spec" <<<"$have"; then
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check "${ORT_PACKAGES[@]}"
-    break
-  fi
-done
+source "$(dirname "$0")/pinned-venv.sh"
+pinned_venv "$venv" "${ORT_PACKAGES[@]}"
 "$venv/bin/python" -c "import onnxruntime" || { echo "install-onnxruntime-deps: onnxruntime does not import in $venv" >&2; exit 1; }

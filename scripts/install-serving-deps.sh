@@ -14,10 +14,8 @@ SERVING_PACKAGES=(
   "onnx==1.22.0"
   "pytest==9.2.0"
 )
-if [ ! -x "$venv/bin/python" ]; then
-  /usr/bin/python3 -m venv "$venv"
-fi
-"$venv/bin/python" -m pip install -q --disable-pip-version-check "${SERVING_PACKAGES[@]}"
+source "$(dirname "$0")/pinned-venv.sh"
+pinned_venv "$venv" "${SERVING_PACKAGES[@]}"
 server=$("$venv/bin/python" -c "import os, pytriton; print(os.path.join(os.path.dirname(pytriton.__file__), 'tritonserver', 'bin', 'tritonserver'))")
 test -x "$server" || { echo "install-serving-deps: no tritonserver at $server" >&2; exit 1; }
 echo "$server"

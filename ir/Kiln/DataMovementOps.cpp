@@ -535,9 +535,9 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 namespace {
 /// An element of `indices` at position p reads (writes) `data` at p with the
 /// axis coordinate replaced, so every other dim of indices must fit in data's:
-/// an error when constants say it does not, a guard when symbols decide (a
-/// dim only a step binds cannot be guarded at the call's start; the step's own
-/// sizes decide it).
+/// an error when constants say it does not, an assumption when symbols decide
+/// (a guard every call checks; over a symbol a step binds, which no guard can
+/// check, kiln-form-kernels keeps the op a host step that checks its operands).
 LogicalResult checkIndicesFitData(std::optional<Location> location, StringRef name,
                                   SymShape indices, SymShape data, int64_t axis) {
   for (auto [k, i, d] : llvm::enumerate(indices, data)) {
@@ -548,9 +548,8 @@ LogicalResult checkIndicesFitData(std::optional<Location> location, StringRef na
       return emitShapeError(location, name,
                             "dim " + Twine(k) + " of indices (" + dimToString(i) +
                                 ") must not exceed data's (" + dimToString(d) + ")");
-    if (!involvesStepBound(i) && !involvesStepBound(d))
-      recordShapeAssumption(ShapeAssumption::Kind::LessEqual, i, d,
-                            "dim " + Twine(k) + " of indices must not exceed data's");
+    recordShapeAssumption(ShapeAssumption::Kind::LessEqual, i, d,
+                          "dim " + Twine(k) + " of indices must not exceed data's");
   }
   return success();
 }

@@ -15,7 +15,7 @@ reference implementation's outputs (the layout run_numpy_cases.py reads).
     kv_write_heads    past, update and write_indices whose heads and batch are
                       separate symbols: guards check they agree on each call
     tensor_scatter_bad_mode, tensor_scatter_batch_axis, tensor_scatter_float_indices,
-    tensor_scatter_narrow_update
+    tensor_scatter_narrow_update, tensor_scatter_long_update
                       what is refused (no data sets)
 """
 import sys
@@ -74,3 +74,5 @@ if __name__ == "__main__":
          x, [f32("y", [2, 4, 3])], [], [], opset=24)
     save(out, "tensor_scatter_float_indices", [helper.make_node("TensorScatter", ["past", "update", "w"], ["y"], axis=1)],
          x + [f32("w", [2])], [f32("y", [2, 4, 3])], [], [], opset=24)
+    save(out, "tensor_scatter_long_update", [helper.make_node("TensorScatter", ["past", "u6"], ["y"], axis=1)],
+         [x[0], f32("u6", [2, 6, 3])], [f32("y", [2, 4, 3])], [], [], opset=24)

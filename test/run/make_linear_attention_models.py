@@ -18,9 +18,10 @@ run_numpy_cases.py reads).
     flex_causal_gqa  FlexAttention with a causal score_mod and a soft cap,
                      8 query heads on 2 KV heads, batch and both lengths
                      symbolic. Sets at two lengths.
-    linear_attention_no_decay, flex_bad_mod, flex_preview_v2, flex_no_import,
-    ms_group_query_attention
-                     what is refused (no data sets)
+    linear_attention_no_decay, linear_attention_int, flex_bad_mod,
+    flex_prob_mod_shape, flex_preview_v2, flex_no_import, ms_sparse_attention
+    causal_conv_symbolic_k
+                     what is refused (no data sets; the last at run time)
 """
 import sys
 
@@ -142,6 +143,28 @@ if __name__ == "__main__":
                       [], preview=2)
     save_with_domains(out, helper.make_graph(plain, "flex_no_import", qkv4, [f32("y", [1, 1, 2, 4])]),
                       [], preview=0)
+    sparse = helper.make_graph(
+        [helper.make_node("SparseAttention", ["q", "k", "v"], ["y"], domain="com.microsoft")],
+        "ms_sparse_attention", qkv4, [f32("y", [1, 1, 2, 4])])
+    model = helper.make_model(sparse, opset_imports=[helper.make_opsetid("", 26),
+                                                     helper.make_opsetid("com.microsoft", 1)])
+    import os
+    import onnx
+    onnx.save(model, os.path.join(out, "ms_sparse_attention.onnx"))
+    save(out, "linear_attention_int",
+         [helper.make_node("LinearAttention", ["q", "k", "v"], ["y", "s"], q_num_heads=1,
+                           kv_num_heads=1, update_rule="linear")],
+         [helper.make_tensor_value_info(n, T.INT32, [1, 1, 4]) for n in "qkv"],
+         [helper.make_tensor_value_info("y", T.INT32, None),
+          helper.make_tensor_value_info("s", T.INT32, None)], [], [], opset=27)
+    reduce_rows = helper.make_graph(
+        [helper.make_node("ReduceSum", ["p", "axis"], ["o"], keepdims=1)], "reduce_rows",
+        [f32("p", None)], [f32("o", None)], [const("axis", np.array([2], np.int64))])
     save_with_domains(out, helper.make_graph(
-        [helper.make_node("GroupQueryAttention", ["q", "k", "v"], ["y"], domain="com.microsoft")],
-        "ms_group_query_attention", qkv4, [f32("y", [1, 1, 2, 4])]), [])
+        [helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview",
+                          prob_mod=reduce_rows)], "flex_prob_mod_shape",
+        [f32(n, [1, 2, 3, 4]) for n in "qkv"], [f32("y", None)]), [])
+    save(out, "causal_conv_symbolic_k",
+         [helper.make_node("CausalConvWithState", ["x", "w"], ["y", "state"])],
+         [f32("x", ["b", "c", "l"]), f32("w", ["c", 1, "k"])], [f32("y", None), f32("state", None)],
+         [], [], opset=27)

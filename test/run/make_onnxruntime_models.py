@@ -18,7 +18,17 @@ layout run_numpy_cases.py reads). Needs onnxruntime
                      head), heads from the caches' width, position ids per token
     rotary_start     the same with one start position, interleaved, rotating
                      the first 8 of 16 dims of each of 4 heads
-    nbits_g_idx      what is refused (no data sets)
+    gqa_rotary       GroupQueryAttention as genai writes it for a GQA decoder
+                     (4 query heads on 2 KV heads of 16, RoPE inside): a first
+                     prompt of two sequences (one right-padded), a decode step
+                     appending to pasts of different lengths in a buffer as
+                     long as the longest (present one row longer), and one in a
+                     buffer of the maximum length (present as long as it)
+    gqa_packed_window
+                     packed QKV, one KV head, softcap, a local window of 3 and
+                     smooth softmax: a prompt and a decode step
+    nbits_g_idx, nbits_bad_zero_points, gqa_bias
+                     what is refused (no data sets)
 """
 import os
 import sys
@@ -149,6 +159,45 @@ def rotary_start(out):
          [value("y", T.FLOAT, ["b", "s", 64])], [cos, sin], sets)
 
 
+def gqa(out, name, heads, kv_heads, head, attrs, sets, packed=False, rotary=True):
+    f32 = T.FLOAT
+    width = (heads + 2 * kv_heads) * head if packed else heads * head
+    inputs = [value("q", f32, ["b", "s", width])]
+    names = ["q", "", ""]
+    if not packed:
+        inputs += [value("k", f32, ["b", "s", kv_heads * head]),
+                   value("v", f32, ["b", "s", kv_heads * head])]
+        names = ["q", "k", "v"]
+    inputs += [value("past_k", f32, ["b", kv_heads, "p", head]),
+               value("past_v", f32, ["b", kv_heads, "p", head]),
+               value("seqlens_k", T.INT32, ["b"]), value("total", T.INT32, [])]
+    names += ["past_k", "past_v", "seqlens_k", "total"]
+    weights = []
+    if rotary:
+        names += ["cos", "sin"]
+        weights += list(rotary_caches(64, head // 2))
+    node = helper.make_node("GroupQueryAttention", names, ["y", "present_k", "present_v"],
+                            domain=MS, num_heads=heads, kv_num_heads=kv_heads,
+                            do_rotary=int(rotary), **attrs)
+    save(out, name, [node], inputs,
+         [value("y", f32, ["b", "s", heads * head]),
+          value("present_k", f32, ["b", kv_heads, "t", head]),
+          value("present_v", f32, ["b", kv_heads, "t", head])], weights, sets)
+
+
+def gqa_feeds(heads, kv_heads, head, batch, tokens, past, lengths, total, packed=False):
+    width = (heads + 2 * kv_heads) * head if packed else heads * head
+    feeds = {"q": rng.standard_normal((batch, tokens, width)).astype(np.float32)}
+    if not packed:
+        for name in ("k", "v"):
+            feeds[name] = rng.standard_normal((batch, tokens, kv_heads * head)).astype(np.float32)
+    for name in ("past_k", "past_v"):
+        feeds[name] = rng.standard_normal((batch, kv_heads, past, head)).astype(np.float32)
+    feeds["seqlens_k"] = np.array([t - 1 for t in lengths], np.int32)
+    feeds["total"] = np.array(total, np.int32)
+    return feeds
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     rms_norms(out, "rms_norms", T.FLOAT, np.float32)
@@ -158,6 +207,27 @@ if __name__ == "__main__":
     nbits(out, "nbits4_float_zp", 4, 16, 48, 8, zero_points="float")
     rotary_ids(out)
     rotary_start(out)
+    gqa(out, "gqa_rotary", 4, 2, 16, {},
+        [gqa_feeds(4, 2, 16, 2, 5, 0, (5, 3), 5),   # prompt, the second padded to 5
+         gqa_feeds(4, 2, 16, 2, 1, 5, (6, 4), 6),   # decode: pasts of 5 and 3 in 5 rows
+         gqa_feeds(4, 2, 16, 2, 1, 8, (6, 3), 6)])  # decode in a buffer of 8
+    gqa(out, "gqa_packed_window", 4, 1, 16,
+        {"softcap": 5.0, "local_window_size": 3, "smooth_softmax": 1},
+        [gqa_feeds(4, 1, 16, 1, 6, 0, (6,), 6, packed=True),
+         gqa_feeds(4, 1, 16, 2, 1, 7, (8, 8), 8, packed=True)], packed=True, rotary=False)
+    save(out, "gqa_bias", [helper.make_node(
+        "GroupQueryAttention", ["q", "k", "v", "", "", "sl", "t", "", "", "", "bias"], ["y"],
+        domain=MS, num_heads=1, kv_num_heads=1)],
+        [value("q", T.FLOAT, [1, 1, 16]), value("k", T.FLOAT, [1, 1, 16]),
+         value("v", T.FLOAT, [1, 1, 16]), value("sl", T.INT32, [1]), value("t", T.INT32, []),
+         value("bias", T.FLOAT, [1, 1, 1, 1])], [value("y", T.FLOAT, [1, 1, 16])], [], [])
+    short_zp = helper.make_node("MatMulNBits", ["a", "B", "scales", "zp"], ["y"], domain=MS,
+                                K=32, N=4, bits=4, block_size=32)
+    save(out, "nbits_bad_zero_points", [short_zp], [value("a", T.FLOAT, [1, 32])],
+         [value("y", T.FLOAT, [1, 4])],
+         [numpy_helper.from_array(np.zeros((4, 1, 16), np.uint8), "B"),
+          numpy_helper.from_array(np.ones((4, 1), np.float32), "scales"),
+          numpy_helper.from_array(np.zeros(3, np.uint8), "zp")], [])
     g_idx = helper.make_node("MatMulNBits", ["a", "B", "scales", "", "g"], ["y"], domain=MS,
                              K=32, N=4, bits=4, block_size=32)
     save(out, "nbits_g_idx", [g_idx],

@@ -229,6 +229,15 @@ def refused(out):
          x, [f32("y", None)], [], [])
     save(out, "trilu_two_k", [helper.make_node("Trilu", ["m", "k"], ["y"])],
          [f32("m", [3, 3]), helper.make_tensor_value_info("k", T.INT64, [2])], [f32("y", [3, 3])], [], [])
+    # GatherElements whose data has a dim only NonZero's count decides:
+    # indices wider than it are refused when the step runs (no guard can say
+    # so before the call), never read out of bounds.
+    save(out, "gather_after_nonzero",
+         [helper.make_node("NonZero", ["x"], ["nz"]),
+          helper.make_node("Cast", ["nz"], ["positions"], to=T.FLOAT),
+          helper.make_node("GatherElements", ["positions", "i"], ["y"], axis=0)],
+         [f32("x", ["k"]), helper.make_tensor_value_info("i", T.INT64, [1, "m"])],
+         [f32("y", None)], [], [])
 
 
 if __name__ == "__main__":

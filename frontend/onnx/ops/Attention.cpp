@@ -377,7 +377,9 @@ LogicalResult convertTensorScatter(NodeImporter &n) {
   readDims[a] = DimExpr();
   auto rows = requireDimsOf(n, *update, readDims,
                             "update must have past_cache's dims but along the axis");
-  if (failed(rows))
+  if (failed(rows) ||
+      failed(requireLessEqualDims(n, getSymShape(NodeImporter::typeOf(*update))[a], pastDims[a],
+                                  "update must not be longer than past_cache along the axis")))
     return failure();
   Value rowsOf = *rows;
   Chain c(n);
@@ -439,15 +441,16 @@ FailureOr<Value> inlineModifier(NodeImporter &n, const onnx::GraphProto &graph, 
     return failure();
   Block &body = scratch->getRegion(0).front();
   Value result = body.getTerminator()->getOperand(0);
-  if (result.getType() != x.getType() &&
-      (NodeImporter::typeOf(result).getElementType() != elementTypeOf(x) ||
-       NodeImporter::typeOf(result).getRank() != NodeImporter::typeOf(x).getRank()))
+  if (NodeImporter::typeOf(result).getElementType() != elementTypeOf(x) ||
+      NodeImporter::typeOf(result).getRank() != NodeImporter::typeOf(x).getRank())
     return n.error(what + " must keep its input's shape and element type");
   IRMapping map;
   map.map(body.getArgument(0), x);
   for (Operation &op : body.without_terminator())
     n.builder().clone(op, map);
-  return map.lookupOrDefault(result);
+  // Its dims too: an error where constants differ, a guard where symbols do.
+  return requireDimsOf(n, map.lookupOrDefault(result), getSymShape(NodeImporter::typeOf(x)),
+                       (what + " must keep its input's shape and element type").str());
 }
 } // namespace
 

@@ -95,6 +95,11 @@ LogicalResult requireOneOrEqualDims(NodeImporter &n, DimExpr a, DimExpr b,
   return requireDims(n, ShapeAssumption::Kind::EqualOrOne, a, b, what);
 }
 
+LogicalResult requireLessEqualDims(NodeImporter &n, DimExpr a, DimExpr b,
+                                   const std::string &what) {
+  return requireDims(n, ShapeAssumption::Kind::LessEqual, a, b, what);
+}
+
 FailureOr<SmallVector<int64_t>> normalizeAxes(NodeImporter &n, ArrayRef<int64_t> axes,
                                               int64_t rank) {
   SmallVector<int64_t> out;

@@ -74,6 +74,9 @@ mlir::FailureOr<mlir::Value> requireDimsOf(NodeImporter &n, mlir::Value v,
 /// for every head).
 mlir::LogicalResult requireOneOrEqualDims(NodeImporter &n, DimExpr a, DimExpr b,
                                           const std::string &what);
+/// The same for `a` that must not exceed `b`.
+mlir::LogicalResult requireLessEqualDims(NodeImporter &n, DimExpr a, DimExpr b,
+                                         const std::string &what);
 /// Rotary position embedding of `input` ([batch, heads, seq, head] or
 /// [batch, seq, heads * head] with `numHeads`), as ONNX's RotaryEmbedding
 /// defines it: the caches ([positions, rotated / 2], or already per token

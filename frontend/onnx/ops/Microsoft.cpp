@@ -3,7 +3,8 @@
 // onnxruntime-genai's model builder writes decoder LLMs with a few of
 // onnxruntime's contrib ops: SimplifiedLayerNormalization (which onnxruntime
 // registers in the default domain, version 1) and com.microsoft's
-// SkipSimplifiedLayerNormalization, RotaryEmbedding and MatMulNBits. Each
+// SkipSimplifiedLayerNormalization, RotaryEmbedding, MatMulNBits and
+// GroupQueryAttention. Each
 // decomposes onto kiln ops with the semantics of onnxruntime 1.32's CPU
 // kernels (test/run/onnxruntime-ops.test runs them against it): narrower
 // floats computed in f32 and rounded once.
@@ -11,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/onnx/ops/Converters.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -83,15 +86,33 @@ LogicalResult convertSkipSimplifiedLayerNormalization(NodeImporter &n) {
   int64_t rank = NodeImporter::typeOf(*x).getRank();
   if (rank != 2 && rank != 3)
     return n.error("input must be (batch, sequence, hidden) or (tokens, hidden)");
+  // skip is the input's shape (or that without the batch, broadcast over
+  // it), gamma and bias one value per hidden unit, as onnxruntime takes them.
+  SymShape dims = getSymShape(NodeImporter::typeOf(*x));
+  int64_t skipRank = NodeImporter::typeOf(*skip).getRank();
+  if (skipRank != rank && !(rank == 3 && skipRank == 2))
+    return n.error("skip must be the input's shape or (sequence, hidden)");
+  auto skipOk = requireDimsOf(n, *skip, ArrayRef<DimExpr>(dims).take_back(skipRank),
+                              "skip must be the input's shape or (sequence, hidden)");
+  auto gammaOk = requireDimsOf(n, *gamma, {dims.back()}, "gamma must hold one value per hidden unit");
+  if (failed(skipOk) || failed(gammaOk))
+    return failure();
+  Value bias = n.input(3);
+  if (bias) {
+    auto biasOk = requireDimsOf(n, bias, {dims.back()}, "bias must hold one value per hidden unit");
+    if (failed(biasOk))
+      return failure();
+    bias = *biasOk;
+  }
   Chain c(n);
   Type wide = computeTypeOf(n, *x);
   Type element = elementTypeOf(*x);
   auto widened = [&](Value v) { return c.ok ? c(castTo(n, v, wide)) : Value(); };
-  Value sum = c.bin<AddOp>(widened(*x), widened(*skip));
-  if (Value bias = n.input(3))
+  Value sum = c.bin<AddOp>(widened(*x), widened(*skipOk));
+  if (bias)
     sum = c.bin<AddOp>(sum, widened(bias));
   auto [normed, inv] = rmsNormalize(n, c, sum, rank - 1, *epsilon);
-  Value y = c.ok ? c(castTo(n, c.bin<MulOp>(normed, widened(*gamma)), element)) : Value();
+  Value y = c.ok ? c(castTo(n, c.bin<MulOp>(normed, widened(*gammaOk)), element)) : Value();
   Type f32 = n.builder().getF32Type();
   Value invStd = c.ok ? c(castTo(n, inv, f32)) : Value();
   Value mean = c.ok ? c(n.create<BroadcastToOp>({n.constScalar(f32, 0.0),
@@ -131,6 +152,16 @@ LogicalResult convertMicrosoftRotaryEmbedding(NodeImporter &n) {
     return n.error("position_ids must be int64, one start position or (batch, sequence)");
   Chain c(n);
   Value positions = *ids;
+  if (idsType.getRank() == 2) {
+    SymShape xDims = getSymShape(xType);
+    auto perToken = requireDimsOf(n, *ids, {xDims[0], xDims[xType.getRank() == 4 ? 2 : 1]},
+                                  "position_ids must be (batch, sequence) or one start position");
+    if (failed(perToken))
+      return failure();
+    positions = *perToken;
+  } else if (idsType.hasStaticShape() && idsType.getNumElements() != 1) {
+    return n.error("position_ids must be (batch, sequence) or one start position");
+  }
   if (idsType.getRank() < 2) {
     // One start position: p + s for token s, the same for every sequence.
     int64_t seqAxis = xType.getRank() == 4 ? 2 : 1;
@@ -193,7 +224,9 @@ LogicalResult convertMatMulNBits(NodeImporter &n) {
   Chain c(n);
   // Bytes [rows, cols] of `bits`-bit values to [rows, cols * perByte], in
   // the compute type: value j of a byte is (byte >> bits * j) & mask.
-  auto unpack = [&](Value bytes, int64_t rows, int64_t cols) {
+  auto unpack = [&](Value bytes, int64_t rows, int64_t cols) -> Value {
+    if (!c.ok || !bytes)
+      return {};
     Type u8 = elementTypeOf(bytes);
     SmallVector<Value> parts;
     for (int64_t j = 0; j < perByte && c.ok; ++j) {
@@ -204,15 +237,36 @@ LogicalResult convertMatMulNBits(NodeImporter &n) {
     Value values = perByte == 1 ? parts[0] : c.concat(parts, 2);
     return c.ok ? c(castTo(n, c.reshape(values, {D(rows), D(cols * perByte)}), wide)) : Value();
   };
+  // Scales, zero points and bias hold what N and the block count say, in
+  // the types onnxruntime takes.
+  auto count = [](Value v) -> std::optional<int64_t> {
+    auto t = NodeImporter::typeOf(v);
+    return t.hasStaticShape() ? std::optional<int64_t>(t.getNumElements()) : std::nullopt;
+  };
+  if (elementTypeOf(*scales) != element || count(*scales) != std::optional<int64_t>(N * blocks))
+    return n.error("scales must hold N * ceil(K / block_size) = " + Twine(N * blocks) +
+                   " values of A's type");
+  Value zp = n.input(3);
+  int64_t packedZero = (blocks * *bits + 7) / 8;
+  if (zp && elementTypeOf(zp).isUnsignedInteger(8) &&
+      count(zp) != std::optional<int64_t>(N * packedZero))
+    return n.error("uint8 zero_points must hold N * ceil(blocks * bits / 8) = " +
+                   Twine(N * packedZero) + " bytes");
+  if (zp && !elementTypeOf(zp).isUnsignedInteger(8) &&
+      count(zp) != std::optional<int64_t>(N * blocks))
+    return n.error("float zero_points must hold N * ceil(K / block_size) = " +
+                   Twine(N * blocks) + " values");
+  if (Value bias = n.input(5))
+    if (elementTypeOf(bias) != element || count(bias) != std::optional<int64_t>(N))
+      return n.error("bias must hold N = " + Twine(N) + " values of A's type");
   Value q = c.reshape(unpack(c.reshape(*b, {D(N), D(blocks * blob)}), N, blocks * blob),
                       {D(N), D(blocks), D(bs)});
   Value scale = c(castTo(n, c.reshape(*scales, {D(N), D(blocks), D(1)}), wide));
   Value zero;
-  if (Value zp = n.input(3)) {
+  if (zp) {
     auto zpType = NodeImporter::typeOf(zp);
     if (zpType.getElementType().isUnsignedInteger(8)) {
-      int64_t packed = (blocks * *bits + 7) / 8;
-      zero = unpack(c.reshape(zp, {D(N), D(packed)}), N, packed);
+      zero = unpack(c.reshape(zp, {D(N), D(packedZero)}), N, packedZero);
       zero = c.slice(zero, 1, 0, blocks);
     } else if (zpType.getElementType() == elementTypeOf(*scales)) {
       if (*bits == 8)
@@ -233,6 +287,245 @@ LogicalResult convertMatMulNBits(NodeImporter &n) {
   if (Value bias = n.input(5))
     y = c.bin<AddOp>(y, c(castTo(n, bias, wide)));
   return c.done({c.ok ? c(castTo(n, y, element)) : Value()});
+}
+
+// GroupQueryAttention (com.microsoft), the attention of onnxruntime-genai's
+// decoders, as onnxruntime 1.32's CPU kernel computes it. Sequence b has
+// T_b = seqlens_k[b] + 1 tokens in all; a call whose query length S equals
+// total_sequence_length is a first prompt (no past, P_b = 0), any other
+// appends to a past of P_b = T_b - S tokens. RoPE (do_rotary) rotates the
+// query and the new keys at positions P_b + s (or the given position_ids).
+// present_key/value hold max(total_sequence_length, the past buffer's length)
+// rows: the past's first P_b, the S new ones at P_b, zeros after. Query row s
+// attends keys [lo, eff), eff = min(P_b + s + 1, T_b), lo = eff - W with a
+// local window W, after softcap; smooth_softmax and head_sink add a sink
+// logit to each softmax. The present length is data (a host Range step, one
+// graph break): the cache kept in place is the rest of issue 34.
+LogicalResult convertGroupQueryAttention(NodeImporter &n) {
+  auto query = n.requiredInput(0), seqlens = n.requiredInput(5), total = n.requiredInput(6);
+  auto numHeads = n.intAttr("num_heads"), kvHeads = n.intAttr("kv_num_heads");
+  auto scaleAttr = n.floatAttr("scale", 0.0f), softcap = n.floatAttr("softcap", 0.0f);
+  auto window = n.intAttr("local_window_size", -1), doRotary = n.intAttr("do_rotary", 0),
+       interleaved = n.intAttr("rotary_interleaved", 0), smooth = n.intAttr("smooth_softmax", 0),
+       qkOutput = n.intAttr("qk_output", 0), causal = n.intAttr("causal", 1),
+       slidingCache = n.intAttr("sliding_window_cache", 0);
+  auto kQuant = n.stringAttr("k_quant_type", "NONE"), vQuant = n.stringAttr("v_quant_type", "NONE");
+  if (failed(query) || failed(seqlens) || failed(total) || failed(numHeads) || failed(kvHeads) ||
+      failed(scaleAttr) || failed(softcap) || failed(window) || failed(doRotary) ||
+      failed(interleaved) || failed(smooth) || failed(qkOutput) || failed(causal) ||
+      failed(slidingCache) || failed(kQuant) || failed(vQuant))
+    return failure();
+  if (*qkOutput != 0 || n.proto().output_size() > 3)
+    return n.unsupported("the output_qk output");
+  if (*causal != 1)
+    return n.unsupported("non-causal GroupQueryAttention");
+  if (*slidingCache != 0)
+    return n.unsupported("sliding_window_cache (a ring-buffer cache)");
+  if (*kQuant != "NONE" || *vQuant != "NONE" || n.input(12) || n.input(13))
+    return n.unsupported("a quantized KV cache");
+  if (n.input(10))
+    return n.unsupported("attention_bias");
+  for (size_t i : {14, 15, 16})
+    if (n.input(i))
+      return n.unsupported("q/k norm weights and query_seqlens");
+  if (*numHeads <= 0 || *kvHeads <= 0 || *numHeads % *kvHeads != 0)
+    return n.error("num_heads must be a positive multiple of kv_num_heads");
+  int64_t N = *numHeads, KN = *kvHeads, G = N / KN;
+  Value key = n.input(1), value = n.input(2), pastKey = n.input(3), pastValue = n.input(4);
+  if ((bool)key != (bool)value || (bool)pastKey != (bool)pastValue)
+    return n.error("key and value (past_key and past_value) are given together or not at all");
+  auto qType = NodeImporter::typeOf(*query);
+  if (qType.getRank() != 3 || qType.isDynamicDim(2))
+    return n.error("query must be (batch, sequence, hidden) with a hidden size known at compile "
+                   "time");
+  int64_t width = qType.getDimSize(2), packedHeads = key ? N : N + 2 * KN;
+  if (width % packedHeads != 0)
+    return n.error("query's last dim must be a multiple of its head count");
+  int64_t H = width / packedHeads;
+  Type element = qType.getElementType();
+  Type wide = computeTypeOf(n, *query);
+  MLIRContext *ctx = n.context();
+  auto D = [&](int64_t x) { return getConstantDim(ctx, x); };
+  SymShape qDims = getSymShape(qType);
+  DimExpr batch = qDims[0], seq = qDims[1];
+  Chain c(n);
+  Value q = *query;
+  if (!key) { // packed [Q | K | V]
+    key = c.slice(q, 2, N * H, (N + KN) * H);
+    value = c.slice(q, 2, (N + KN) * H, (N + 2 * KN) * H);
+    q = c.slice(q, 2, 0, N * H);
+  }
+  for (Value *x : {&key, &value}) {
+    auto same = requireDimsOf(n, *x, {batch, seq, D(KN * H)},
+                              "key and value must be (batch, sequence, kv_num_heads * head)");
+    if (failed(same))
+      return failure();
+    *x = *same;
+  }
+  Type i64 = n.builder().getI64Type();
+  auto asI64 = [&](Value x) { return c.ok ? c(castTo(n, x, i64)) : Value(); };
+  Value zero = n.constI64({0}, true), one = n.constI64({1}, true);
+  // Per sequence: its total length T_b and its past length P_b, [batch].
+  auto lengths = requireDimsOf(n, *seqlens, {batch}, "seqlens_k must hold one length per batch");
+  if (failed(lengths))
+    return failure();
+  Value totalLength = c.bin<AddOp>(asI64(*lengths), one);
+  Value totalCall = c.reshape(asI64(*total), {});
+  Value seqLength = c.reshape(c(dimPiece(n, q, 1)), {});
+  Value firstPrompt = c.cmp(CompareDirection::eq, seqLength, totalCall);
+  Value past = c.sel(firstPrompt, zero, c.bin<SubOp>(totalLength, seqLength));
+  Value tokens = c.iota(q, 1, 1, 2); // [1, S]
+  auto perBatch = [&](Value x, int64_t rank) { // [batch] -> [batch, 1, ...]
+    SmallVector<int64_t> ones;
+    for (int64_t i = 1; i < rank; ++i)
+      ones.push_back(i);
+    return c.ok ? c(insertUnitDims(n, x, ones)) : Value();
+  };
+  if (*doRotary) {
+    Value cosCache = n.input(7), sinCache = n.input(8);
+    if (!cosCache || !sinCache)
+      return n.error("do_rotary needs cos_cache and sin_cache");
+    auto cacheType = NodeImporter::typeOf(cosCache);
+    if (cacheType.getRank() != 2 || cacheType.isDynamicDim(1) ||
+        2 * cacheType.getDimSize(1) > H)
+      return n.error("cos_cache must be (positions, rotated / 2), rotated at most the head size");
+    int64_t rotated = 2 * cacheType.getDimSize(1);
+    Value positions;
+    if (Value ids = n.input(9)) {
+      // A first prompt uses position_ids[0, 0] + s for every sequence.
+      Value first = c.reshape(c.slice(c.slice(asI64(ids), 0, 0, 1), 1, 0, 1), {D(1), D(1)});
+      positions = c.sel(firstPrompt, c.bin<AddOp>(first, tokens), asI64(ids));
+    } else {
+      positions = c.bin<AddOp>(perBatch(past, 2), tokens);
+    }
+    if (!c.ok)
+      return failure();
+    int64_t rotaryDim = rotated == H ? 0 : rotated;
+    auto rq = rotaryEmbedding(n, q, cosCache, sinCache, positions, *interleaved, rotaryDim, N);
+    auto rk = failed(rq) ? rq
+                         : rotaryEmbedding(n, key, cosCache, sinCache, positions, *interleaved,
+                                           rotaryDim, KN);
+    if (failed(rk))
+      return failure();
+    q = *rq;
+    key = *rk;
+  }
+  // Heads first: [batch, heads, sequence, head].
+  auto heads = [&](Value x, int64_t count) {
+    return c.transpose(c.reshape(x, {batch, seq, D(count), D(H)}), {0, 2, 1, 3});
+  };
+  Value newKey = heads(key, KN), newValue = heads(value, KN);
+  // The present buffer: max(total_sequence_length, past length) rows.
+  std::optional<int64_t> pastRows;
+  Value pastRowsPiece = zero;
+  if (pastKey) {
+    for (Value *x : {&pastKey, &pastValue}) {
+      auto same = requireDimsOf(n, *x, {batch, D(KN), DimExpr(), D(H)},
+                                "past_key and past_value must be (batch, kv_num_heads, length, "
+                                "head)");
+      if (failed(same))
+        return failure();
+      *x = *same;
+    }
+    pastRowsPiece = c.reshape(c(dimPiece(n, pastKey, 2)), {});
+  }
+  Value rows = c.ok ? c(n.create<RangeOp>({zero, c.bin<MaxOp>(totalCall, pastRowsPiece), one}))
+                    : Value();
+  Value row = c.ok ? c(insertUnitDims(n, rows, {0, 1, 3})) : Value(); // [1, 1, R, 1]
+  Value past4 = perBatch(past, 4);                                     // [batch, 1, 1, 1]
+  Value offset = c.bin<SubOp>(row, past4);
+  Value isNew = c.bin<AndOp>(c.cmp(CompareDirection::ge, offset, zero),
+                             c.cmp(CompareDirection::lt, offset, seqLength));
+  Value isPast = c.cmp(CompareDirection::lt, row, past4);
+  Value newRow = c.bin<MaxOp>(c.bin<MinOp>(offset, c.bin<SubOp>(seqLength, one)), zero);
+  auto present = [&](Value fresh, Value old) {
+    // Each present row's source row in the new rows, per batch.
+    Value shape = c.ok ? c(concatPieces(n, {c(dimPiece(n, fresh, 0)), n.constI64({KN}),
+                                            c(dimPiece(n, rows, 0)), n.constI64({H})}))
+                       : Value();
+    Value index = c.ok ? c(n.create<BroadcastToOp>({newRow, shape})) : Value();
+    Value fromNew = c.ok ? c(n.create<GatherElementsOp>(
+                               {fresh, index}, {n.named("axis", n.builder().getI64IntegerAttr(2))}))
+                         : Value();
+    Value zeros = c.k(fresh, 0.0);
+    Value out = c.sel(isNew, fromNew, zeros);
+    if (old) {
+      // The past with one zero row after it, which rows past its end read
+      // (a first call's past is empty: there is no row of its own to read).
+      Value zeroRowShape = c.ok ? c(concatPieces(n, {c(dimPiece(n, old, 0)),
+                                                     n.constI64({KN, 1, H})}))
+                                : Value();
+      Value zeroRow = c.ok ? c(n.create<BroadcastToOp>({c.k(old, 0.0), zeroRowShape})) : Value();
+      Value padded = c.concat({old, zeroRow}, 2);
+      Value pastRow = c.bin<MinOp>(rows, c.reshape(c(dimPiece(n, old, 2)), {}));
+      Value fromPast = c.ok ? c(n.create<GatherOp>(
+                                  {padded, pastRow}, {n.named("axis", n.builder().getI64IntegerAttr(2))}))
+                            : Value();
+      out = c.sel(isPast, fromPast, out);
+    }
+    return out;
+  };
+  Value presentKey = present(newKey, pastKey), presentValue = present(newValue, pastValue);
+  // Scores of each query head against its KV head's present rows.
+  Value q5 = c.reshape(heads(q, N), {batch, D(KN), D(G), seq, D(H)});
+  Value k5 = c.ok ? c(insertUnitDims(n, c(castTo(n, presentKey, wide)), {2})) : Value();
+  Value v5 = c.ok ? c(insertUnitDims(n, c(castTo(n, presentValue, wide)), {2})) : Value();
+  double scale = *scaleAttr != 0.0f ? *scaleAttr : 1.0 / std::sqrt(double(H));
+  Value scores = c.bin<MulOp>(c.matmul(c(castTo(n, q5, wide)), c.transpose(k5, {0, 1, 2, 4, 3})),
+                              n.constScalar(wide, scale));
+  if (*softcap > 0.0f) {
+    Value cap = n.constScalar(wide, *softcap);
+    scores = c.bin<MulOp>(cap, c.un<TanhOp>(c.bin<DivOp>(scores, cap)));
+  }
+  // Row s of sequence b sees keys [lo, eff).
+  Value s5 = c.ok ? c(insertUnitDims(n, c.iota(q, 1, 0, 1), {0, 1, 2, 4})) : Value();
+  Value past5 = perBatch(past, 5), total5 = perBatch(totalLength, 5);
+  Value visible = c.bin<MinOp>(c.bin<AddOp>(c.bin<AddOp>(past5, s5), one), total5);
+  Value key5 = c.ok ? c(insertUnitDims(n, rows, {0, 1, 2, 3})) : Value();
+  Value allowed = c.cmp(CompareDirection::lt, key5, visible);
+  if (*window >= 0) {
+    Value low = c.bin<SubOp>(visible, n.constI64({*window}, true));
+    allowed = c.bin<AndOp>(allowed, c.cmp(CompareDirection::ge, key5, low));
+  }
+  scores = c.sel(allowed, scores, n.constScalar(wide, -INFINITY));
+  Value probs;
+  Value sink = n.input(11);
+  if (*smooth == 1 || sink) {
+    // One more logit per row, the sink (head_sink[h], or 0), in the softmax
+    // and dropped after it.
+    Value sinkColumn;
+    if (sink) {
+      auto perHead = requireDimsOf(n, sink, {D(N)}, "head_sink must hold one value per head");
+      if (failed(perHead))
+        return failure();
+      sinkColumn = c.reshape(c(castTo(n, *perHead, wide)), {D(1), D(KN), D(G), D(1), D(1)});
+    } else {
+      sinkColumn = n.constScalar(wide, 0.0);
+    }
+    Value shape = c.ok ? c(concatPieces(n, {c(dimPiece(n, scores, 0)), n.constI64({KN, G}),
+                                            c(dimPiece(n, scores, 3)), n.constI64({1})}))
+                       : Value();
+    Value column = c.ok ? c(n.create<BroadcastToOp>({sinkColumn, shape})) : Value();
+    Value withSink = c.concat({scores, column}, 4);
+    Value all = c.ok ? c(n.create<SoftmaxOp>({withSink},
+                                             {n.named("axis", n.builder().getI64IntegerAttr(4))}))
+                     : Value();
+    Value ends = c.ok ? c(concatPieces(n, {n.constI64({INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX}),
+                                           c(dimPiece(n, scores, 4))}))
+                      : Value();
+    probs = c.ok ? c(n.create<SliceOp>({all, n.constI64({0, 0, 0, 0, 0}), ends,
+                                        n.constI64({1, 1, 1, 1, 1})}))
+                 : Value();
+  } else {
+    probs = c.ok ? c(n.create<SoftmaxOp>({scores},
+                                         {n.named("axis", n.builder().getI64IntegerAttr(4))}))
+                 : Value();
+  }
+  Value out = c.matmul(probs, v5); // [batch, KN, G, S, H]
+  out = c.reshape(c.transpose(c.reshape(out, {batch, D(N), seq, D(H)}), {0, 2, 1, 3}),
+                  {batch, seq, D(N * H)});
+  out = c.ok ? c(castTo(n, out, element)) : Value();
+  return c.done({out, presentKey, presentValue});
 }
 
 } // namespace kiln::onnx_import

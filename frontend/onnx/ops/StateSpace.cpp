@@ -58,7 +58,8 @@ LogicalResult convertCausalConvWithState(NodeImporter &n) {
   }
   auto weight = requireDimsOf(n, *w, {xDims[1], getConstantDim(ctx, 1), kDim},
                               "weight must be (channels, 1, k): the conv is depthwise");
-  if (failed(weight))
+  if (failed(weight) || failed(requireLessEqualDims(n, getConstantDim(ctx, 1), kDim,
+                                                    "the kernel size k must be at least 1")))
     return failure();
   w = *weight;
   std::optional<int64_t> k = getConstantDimValue(kDim);
@@ -169,6 +170,12 @@ LogicalResult convertLinearAttention(NodeImporter &n) {
   for (Value x : {*q, *k, *v, decay, beta})
     if (x && NodeImporter::typeOf(x).getRank() != 3)
       return n.error("query, key, value, decay and beta must be (batch, sequence, packed)");
+  for (Value x : {*k, *v, decay, beta})
+    if (x && elementTypeOf(x) != elementTypeOf(*q))
+      return n.error("key, value, decay and beta must have query's element type");
+  if (!isa<FloatType>(elementTypeOf(*q)) ||
+      (n.input(3) && !isa<FloatType>(elementTypeOf(n.input(3)))))
+    return n.error("query and past_state must be float tensors");
   MLIRContext *ctx = n.context();
   auto D = [&](int64_t c) { return getConstantDim(ctx, c); };
   auto dimsOf = [](Value x) { return getSymShape(NodeImporter::typeOf(x)); };

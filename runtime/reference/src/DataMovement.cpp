@@ -259,6 +259,13 @@ absl::StatusOr<Tensor> gatherElements(const Tensor &data, const Tensor &indices,
   KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(data.dtype(), indices.shape()));
   std::vector<int64_t> strides = stridesOf(data.shape()), index;
   int64_t n = data.dim(axis);
+  // Every other dim of indices must fit in data's (a size a step bound, which
+  // no guard could check before the call, meets this check here).
+  for (int64_t d = 0; d < data.rank(); ++d)
+    if (d != axis && indices.dim(d) > data.dim(d) && indices.numel() > 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("gather_elements: dim ", d, " of indices (", indices.dim(d),
+                       ") exceeds data's (", data.dim(d), ")"));
   for (int64_t i = 0; i < out.numel(); ++i) {
     unravel(i, indices.shape(), index);
     int64_t k = indices.getI(i);
