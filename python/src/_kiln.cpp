@@ -194,6 +194,61 @@ public:
     return d;
   }
 
+  /// kiln_generate: new token ids [batch, max_new_tokens] (int64) after each
+  /// prompt of `ids` [batch, length] (int64, C order); `on_tokens(step,
+  /// tokens)` sees each step's tokens and ends generation by returning True.
+  nb::ndarray<nb::numpy, int64_t> generate(
+      nb::ndarray<const int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu> ids,
+      std::optional<nb::ndarray<const int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>> mask,
+      int32_t maxNewTokens, std::vector<int64_t> stopTokens, float temperature, int32_t topK,
+      float topP, uint64_t seed, std::optional<nb::callable> onTokens) {
+    size_t batch = ids.shape(0), length = ids.shape(1);
+    if (mask && (mask->shape(0) != batch || mask->shape(1) != length))
+      throw nb::value_error("attention_mask must have input_ids' shape");
+    if (maxNewTokens < 0)
+      throw nb::value_error("max_new_tokens must be >= 0");
+    kiln_generate_options_t options = KILN_GENERATE_OPTIONS_INIT;
+    options.max_new_tokens = maxNewTokens;
+    options.stop_tokens = stopTokens.data();
+    options.num_stop_tokens = stopTokens.size();
+    options.temperature = temperature;
+    options.top_k = topK;
+    options.top_p = topP;
+    options.seed = seed;
+    // The callback runs on this thread with the GIL held; an exception it
+    // raises stops generation and is raised again here.
+    struct Callback {
+      nb::callable fn;
+      std::optional<nb::python_error> error;
+    } callback{onTokens ? *onTokens : nb::callable(), std::nullopt};
+    if (onTokens) {
+      options.user = &callback;
+      options.on_tokens = [](void *user, size_t step, const int64_t *tokens, size_t n) -> int {
+        auto *cb = static_cast<Callback *>(user);
+        try {
+          std::vector<int64_t> copy(tokens, tokens + n);
+          nb::list list;
+          for (int64_t t : copy)
+            list.append(t);
+          return nb::cast<bool>(nb::bool_(cb->fn(step, list))) ? 1 : 0;
+        } catch (nb::python_error &e) {
+          cb->error.emplace(std::move(e));
+          return 1;
+        }
+      };
+    }
+    auto *out = new std::vector<int64_t>(batch * static_cast<size_t>(maxNewTokens));
+    nb::capsule owner(out, [](void *p) noexcept { delete static_cast<std::vector<int64_t> *>(p); });
+    size_t steps = 0;
+    kiln_status_t status = kiln_generate(model_, ids.data(), mask ? mask->data() : nullptr, batch,
+                                         length, &options, out->data(), &steps);
+    if (callback.error)
+      throw std::move(*callback.error);
+    check(status);
+    size_t shape[2] = {batch, static_cast<size_t>(maxNewTokens)};
+    return nb::ndarray<nb::numpy, int64_t>(out->data(), 2, shape, owner);
+  }
+
   /// Runs on `inputs` (name -> array); returns name -> numpy array, or with
   /// `dlpack` objects that speak DLPack (torch.from_dlpack takes them as is).
   /// Inputs on the CUDA device (DLPack, such as torch CUDA tensors) run with
@@ -558,7 +613,10 @@ NB_MODULE(_kiln, m) {
       .def("to_device",
            [](nb::handle self, nb::handle array) { return nb::cast<Model &>(self).toDevice(self, array); },
            nb::arg("array"))
-      .def("to_host", &Model::toHost, nb::arg("array"));
+      .def("to_host", &Model::toHost, nb::arg("array"))
+      .def("generate", &Model::generate, nb::arg("input_ids"), nb::arg("attention_mask").none(),
+           nb::arg("max_new_tokens"), nb::arg("stop_tokens"), nb::arg("temperature"),
+           nb::arg("top_k"), nb::arg("top_p"), nb::arg("seed"), nb::arg("on_tokens").none());
   m.def("load", &load, nb::arg("path"), nb::arg("backend") = "auto", nb::arg("device") = 0);
 #ifdef KILN_PYTHON_HAS_JIT
   m.def("compile", &compileModel, nb::arg("model"), nb::arg("backend") = "auto",

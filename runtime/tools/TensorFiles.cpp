@@ -455,6 +455,42 @@ absl::Status writeTensorProto(const ref::Tensor &t, const std::string &name,
   return absl::OkStatus();
 }
 
+absl::Status writeNpy(const ref::Tensor &t, const std::string &path) {
+  static const std::pair<DType, const char *> kCodes[] = {
+      {DType::f16, "<f2"}, {DType::f32, "<f4"}, {DType::f64, "<f8"}, {DType::boolean, "|b1"},
+      {DType::i8, "|i1"},  {DType::i16, "<i2"}, {DType::i32, "<i4"}, {DType::i64, "<i8"},
+      {DType::u8, "|u1"},  {DType::u16, "<u2"}, {DType::u32, "<u4"}, {DType::u64, "<u8"}};
+  const char *descr = nullptr;
+  for (auto [dtype, code] : kCodes)
+    if (dtype == t.dtype())
+      descr = code;
+  if (!descr)
+    return fileError(path, "numpy has no type for " + t.describe());
+  std::string shape;
+  for (int64_t d : t.shape())
+    absl::StrAppend(&shape, d, ",");
+  if (t.rank() > 1)
+    shape.pop_back(); // "(2,)" for one dim, "(2,3)" for more
+  std::string header = absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (",
+                                    shape, "), }");
+  // Magic, version 1.0, the header length, and the header padded with spaces
+  // to a multiple of 64 bytes (numpy's alignment) ending in a newline.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header.push_back('\n');
+  std::string out = "\x93NUMPY";
+  out.push_back(1);
+  out.push_back(0);
+  out.push_back(static_cast<char>(header.size() & 0xff));
+  out.push_back(static_cast<char>(header.size() >> 8));
+  out += header;
+  out.append(reinterpret_cast<const char *>(t.bytes()), t.byteSize());
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file || !file.write(out.data(), static_cast<std::streamsize>(out.size())))
+    return fileError(path, "cannot write the file");
+  return absl::OkStatus();
+}
+
 std::string summarizeTensor(const ref::Tensor &t, size_t maxValues) {
   std::string s = t.describe() + " [";
   char number[64];

@@ -41,6 +41,10 @@ absl::StatusOr<NamedTensor> parseTensorProto(const std::string &data);
 absl::Status writeTensorProto(const ref::Tensor &t, const std::string &name,
                               const std::string &path);
 
+/// Writes `t` as a numpy .npy file (little-endian; types numpy has); errors
+/// read "FILE: error: what".
+absl::Status writeNpy(const ref::Tensor &t, const std::string &path);
+
 /// A short summary for printing: "f32[2, 3] [1, 2, 3, ...]".
 std::string summarizeTensor(const ref::Tensor &t, size_t maxValues = 8);
 

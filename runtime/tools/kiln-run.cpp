@@ -18,6 +18,7 @@
 
 #include "RunModel.h"
 #include "TensorFiles.h"
+#include "ToolSupport.h"
 #include "kiln/runtime.h"
 #include "kiln/version.h"
 
@@ -37,6 +38,10 @@
 #include <vector>
 
 namespace {
+
+using kiln::tools::endsWith;
+using kiln::tools::selfDir;
+using kiln::tools::sibling;
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
@@ -160,48 +165,6 @@ int parse(int argc, char **argv, Options &o) {
   return 0;
 }
 
-bool endsWith(const std::string &s, const char *suffix) {
-  size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-/// The folder this executable lives in.
-std::string selfDir() {
-  char buffer[4096];
-  ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-  if (n <= 0)
-    return ".";
-  std::string path(buffer, static_cast<size_t>(n));
-  return path.substr(0, path.rfind('/'));
-}
-
-/// A tool of kiln's beside this one, or "" when it is not there.
-std::string sibling(const char *name) {
-  std::string path = selfDir() + "/" + name;
-  return access(path.c_str(), X_OK) == 0 ? path : "";
-}
-
-/// Runs `argv` and waits; its stderr and stdout pass through.
-int spawn(const std::vector<std::string> &args) {
-  std::vector<char *> argv;
-  for (const std::string &a : args)
-    argv.push_back(const_cast<char *>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0)
-    return -1;
-  if (pid == 0) {
-    execv(argv[0], argv.data());
-    std::fprintf(stderr, "kiln-run: error: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 struct Stats {
   double min, median, p90, p99, mean;
 };
@@ -322,17 +285,6 @@ int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
   return 0;
 }
 
-/// A temporary folder removed when this goes out of scope.
-struct TemporaryDir {
-  std::string path;
-  ~TemporaryDir() {
-    if (path.empty())
-      return;
-    unlink((path + "/model.kiln").c_str());
-    rmdir(path.c_str());
-  }
-};
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -369,44 +321,27 @@ int main(int argc, char **argv) {
     return fail(std::string(specs.status().message()));
   const std::map<std::string, std::string> &inputFiles = *specs;
 
-  std::string modelFile = o.model;
-  TemporaryDir temporary;
-  if (!compiled) {
-    // Compile first, with the kiln-compile beside this binary: the host
-    // library always (for emulation), cubins only when CUDA may run it.
-    std::string compiler = sibling("kiln-compile");
-    if (compiler.empty())
-      return fail("running " + o.model + " needs kiln-compile beside kiln-run (in " + selfDir() +
-                  "); compile it elsewhere and run the .kiln here");
-    char pattern[] = "/tmp/kiln-run-XXXXXX";
-    if (!mkdtemp(pattern))
-      return fail(std::string("cannot make a temporary folder: ") + std::strerror(errno));
-    temporary.path = pattern;
-    modelFile = temporary.path + "/model.kiln";
-    int devices = 0;
-    bool cuda = o.backend == "cuda" ||
-                (o.backend == "auto" && kiln_cuda_device_count(&devices) == KILN_OK && devices > 0);
-    std::vector<std::string> args = {compiler, o.model, "-o", modelFile};
-    if (!cuda)
-      args.insert(args.end(), {"--arch", "none"});
-    if (o.noOptimize)
-      args.push_back("--no-optimize");
-    args.push_back("--max-tensor-bytes=" + std::to_string(o.maxTensorBytes));
-    if (!o.cacheDir.empty())
-      args.insert(args.end(), {"--cache-dir", o.cacheDir});
-    // Inputs an op needs as compile-time values (a Reshape's shape given as an
-    // input, ...) are baked in from the TensorProto files given for them.
-    for (const auto &[name, file] : inputFiles)
-      if (endsWith(file, ".pb"))
-        args.insert(args.end(), {"--constant-input", name + "=" + file});
-    int rc = spawn(args);
-    if (rc != 0)
-      return 1; // kiln-compile said why
-  } else {
-    struct stat st;
-    if (stat(o.model.c_str(), &st) != 0)
-      return fail("cannot read the model " + o.model + ": no such file");
-  }
+  // An .onnx or .mlir model is compiled first, with the kiln-compile beside
+  // this binary: the host library always (for emulation), cubins only when
+  // CUDA may run it.
+  int devices = 0;
+  bool cuda = o.backend == "cuda" ||
+              (o.backend == "auto" && kiln_cuda_device_count(&devices) == KILN_OK && devices > 0);
+  std::vector<std::string> compileArgs;
+  if (o.noOptimize)
+    compileArgs.push_back("--no-optimize");
+  compileArgs.push_back("--max-tensor-bytes=" + std::to_string(o.maxTensorBytes));
+  if (!o.cacheDir.empty())
+    compileArgs.insert(compileArgs.end(), {"--cache-dir", o.cacheDir});
+  // Inputs an op needs as compile-time values (a Reshape's shape given as an
+  // input, ...) are baked in from the TensorProto files given for them.
+  for (const auto &[name, file] : inputFiles)
+    if (endsWith(file, ".pb"))
+      compileArgs.insert(compileArgs.end(), {"--constant-input", name + "=" + file});
+  kiln::tools::LoadableModel artifact;
+  if (!kiln::tools::prepareModel("kiln-run", o.model, cuda, compileArgs, artifact))
+    return 1;
+  const std::string &modelFile = artifact.path;
 
   kiln_model_t *model = nullptr;
   kiln_load_options_t loadOptions = KILN_LOAD_OPTIONS_INIT;

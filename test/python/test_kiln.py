@@ -5,6 +5,7 @@ to the build's bin/ (kiln-compile makes the artifacts kiln.load reads). Outputs
 are compared with torch's, committed beside the models, within 1e-4."""
 import os
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -148,3 +149,37 @@ def test_threads_run_at_once_and_agree(artifacts):
     for t in threads:
         t.join(timeout=120)
     assert not failures
+
+
+def test_generate_matches_numpy_greedy_and_streams(tmp_path):
+    """Model.generate (kiln_generate) on test/run's tiny decoder with its KV
+    cache: the greedy tokens numpy's float64 generation makes, for two prompts
+    (one left-padded); a stop token; on_tokens sees each step and can end it."""
+    if not BIN:
+        pytest.skip("KILN_BIN (the build's bin/ folder) is not set")
+    maker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "run", "make_decoder_models.py")
+    subprocess.run([sys.executable, maker, str(tmp_path)], check=True)
+    artifact = str(tmp_path / "decoder.kiln")
+    subprocess.run([os.path.join(BIN, "kiln-compile"), str(tmp_path / "decoder.onnx"), "-o", artifact,
+                    "--arch", "none", "--cache-dir", str(tmp_path / "cache")], check=True)
+    model = kiln.load(artifact, backend="host")
+    ids, mask = np.load(tmp_path / "ids.npy"), np.load(tmp_path / "mask.npy")
+    tokens = model.generate(ids, attention_mask=mask, max_new_tokens=8)
+    assert tokens.dtype == np.int64 and tokens.shape == (2, 8)
+    np.testing.assert_array_equal(tokens, np.load(tmp_path / "greedy.npy"))
+    stop = int((tmp_path / "stop.txt").read_text())
+    stopped = model.generate(ids, attention_mask=mask, max_new_tokens=8, stop_tokens=[stop])
+    np.testing.assert_array_equal(stopped, np.load(tmp_path / "stopped.npy"))
+    seen = []
+    early = model.generate(ids, attention_mask=mask, max_new_tokens=8,
+                           on_tokens=lambda step, t: seen.append(list(t)) or step == 2)
+    assert seen == [list(tokens[:, n]) for n in range(3)]
+    np.testing.assert_array_equal(early[:, :3], tokens[:, :3])
+    with pytest.raises(ValueError, match="attention_mask must have input_ids' shape"):
+        model.generate(ids, attention_mask=mask[:, :2])
+
+    def fails(step, t):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        model.generate(ids, attention_mask=mask, on_tokens=fails)

@@ -15,7 +15,7 @@ runs, so threads run models concurrently.
 """
 import numbers
 import os
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from . import _kiln
 from ._kiln import KilnError, TensorInfo
@@ -74,6 +74,24 @@ class Model:
     def to_host(self, array: Any) -> Any:
         """A numpy copy of an array in the model's device memory (or of a host array)."""
         return self._native.to_host(array)
+
+    def generate(self, input_ids: Any, attention_mask: Any = None, max_new_tokens: int = 16,
+                 stop_tokens: Sequence[int] = (), temperature: float = 0.0, top_k: int = 0,
+                 top_p: float = 1.0, seed: int = 0,
+                 on_tokens: Optional[Callable[[int, List[int]], Any]] = None) -> Any:
+        """Generates up to `max_new_tokens` token ids after each prompt of `input_ids`
+        (int64 [batch, length]; `attention_mask` the same shape, 0 for left padding)
+        with a decoder exported with its KV cache (past_key_values.N.key|value in,
+        present.N.key|value out): greedy, or sampled at `temperature` among the
+        `top_k` / `top_p` likeliest from `seed`. A sequence ends at a stop token and
+        is padded with the first one. `on_tokens(step, tokens)` sees each step's
+        tokens; returning True ends generation. Returns int64 [batch, max_new_tokens]."""
+        import numpy as np
+
+        ids = np.ascontiguousarray(input_ids, dtype=np.int64)
+        mask = None if attention_mask is None else np.ascontiguousarray(attention_mask, dtype=np.int64)
+        return self._native.generate(ids, mask, int(max_new_tokens), [int(t) for t in stop_tokens],
+                                     float(temperature), int(top_k), float(top_p), int(seed), on_tokens)
 
     def __call__(self, **inputs: Any) -> Dict[str, Any]:
         return self.run(inputs)

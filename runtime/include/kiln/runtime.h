@@ -52,7 +52,7 @@
 #endif
 
 #define KILN_API_VERSION_MAJOR 1
-#define KILN_API_VERSION_MINOR 6
+#define KILN_API_VERSION_MINOR 7
 /* MAJOR * 10000 + MINOR, as kiln_api_version() returns it. */
 #define KILN_API_VERSION (KILN_API_VERSION_MAJOR * 10000 + KILN_API_VERSION_MINOR)
 
@@ -324,6 +324,49 @@ KILN_API kiln_status_t kiln_profile_event(const kiln_profile_t *profile, size_t 
  * the same counts as kiln-compile --report's roofline. */
 KILN_API kiln_status_t kiln_profile_event_work(const kiln_profile_t *profile, size_t index,
                                                int64_t *out_bytes, double *out_flops);
+
+/* Token generation (API 1.7) with a decoder exported with its KV cache, the
+ * form torch and optimum export: inputs input_ids [batch, tokens] (int64),
+ * optionally attention_mask [batch, past + tokens] and position_ids [batch,
+ * tokens], and per cache tensor past_key_values.N.key|value [batch, heads,
+ * past, head size]; outputs logits [batch, tokens, vocabulary] and
+ * present.N.key|value. The prompt runs as one call with empty pasts, then one
+ * call per new token with the last call's presents as pasts; position ids
+ * follow the mask as Hugging Face computes them, so a left-padded batch
+ * generates what each prompt would alone. Each new token is the last
+ * position's argmax (temperature 0; the first of equal values) or sampled
+ * with temperature, top-k and top-p from a generator seeded with `seed`. A
+ * sequence that produces a stop token is done; generation ends when all are
+ * or after max_new_tokens. on_tokens (optional) sees each step's tokens, one
+ * per sequence, and ends generation by returning nonzero.
+ * Start from KILN_GENERATE_OPTIONS_INIT. */
+typedef struct kiln_generate_options_t {
+  size_t struct_size;
+  int32_t max_new_tokens;
+  const int64_t *stop_tokens;
+  size_t num_stop_tokens;
+  float temperature; /* 0: greedy */
+  int32_t top_k;     /* 0: every token */
+  float top_p;       /* 1: every token */
+  uint64_t seed;
+  int (*on_tokens)(void *user, size_t step, const int64_t *tokens, size_t batch);
+  void *user;
+} kiln_generate_options_t;
+
+#define KILN_GENERATE_OPTIONS_INIT                                                               \
+  {sizeof(kiln_generate_options_t), 16, NULL, 0, 0.0f, 0, 1.0f, 0, NULL, NULL}
+
+/* Generates up to options->max_new_tokens tokens after each of `batch` prompts
+ * of `prompt_length` ids (attention_mask, same shape, may be NULL: all 1).
+ * out_tokens holds [batch, max_new_tokens]: each sequence's new tokens, then,
+ * after it stopped, the first stop token (0 without one); out_steps (may be
+ * NULL) is the number of steps run. The cache passes through the host each
+ * step: a cache kept on the device is to come. Since 1.7. */
+KILN_API kiln_status_t kiln_generate(const kiln_model_t *model, const int64_t *input_ids,
+                                     const int64_t *attention_mask, size_t batch,
+                                     size_t prompt_length,
+                                     const kiln_generate_options_t *options, int64_t *out_tokens,
+                                     size_t *out_steps);
 
 #ifdef __cplusplus
 } /* extern "C" */
