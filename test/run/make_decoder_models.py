@@ -17,6 +17,10 @@ export decoders with their KV cache, and what greedy generation with it gives
                      stops there (the stop token, then the stop token as padding)
     stop.txt         that stop token
     no_cache.onnx    a model without cache inputs (refused)
+    llama_decoder.onnx, llama_greedy.npy
+                     a Llama/Mistral-style decoder (RoPE gathered at
+                     position_ids, 4 query heads on 2 KV heads, a sliding
+                     window of 4, RMSNorm weights, SwiGLU) and its greedy tokens
 
 The weights are drawn until every step's best logit leads the second by more
 than 1e-3, so float32 arithmetic in another order picks the same tokens.
@@ -79,15 +83,15 @@ def positions_of(mask, tokens):
     return pos[:, -tokens:]
 
 
-def generate(w, ids, mask, stop=None):
+def generate(w, ids, mask, stop=None, step=forward, kv_heads=HEADS):
     """Greedy tokens [b, NEW_TOKENS] and the smallest lead of the best logit."""
     b = ids.shape[0]
-    pasts = [np.zeros((b, HEADS, 0, HEAD))] * (2 * LAYERS)
+    pasts = [np.zeros((b, kv_heads, 0, HEAD))] * (2 * LAYERS)
     out = np.zeros((b, NEW_TOKENS), np.int64)
     done = np.zeros(b, bool)
     lead = np.inf
     for n in range(NEW_TOKENS):
-        logits, pasts = forward(w, ids, mask, positions_of(mask, ids.shape[1]), pasts)
+        logits, pasts = step(w, ids, mask, positions_of(mask, ids.shape[1]), pasts)
         last = logits[:, -1]
         top2 = np.sort(last, axis=1)[:, -2:]
         lead = min(lead, float(np.min((top2[:, 1] - top2[:, 0])[~done]))) if (~done).any() else lead
@@ -181,6 +185,179 @@ def build(w, with_cache=True):
     return model
 
 
+# A Llama/Mistral-style decoder as transformers exports one: RoPE from a
+# cos/sin table gathered at position_ids (rotate_half by Slice/Neg/Concat), 4
+# query heads on 2 KV heads (the cache holds the 2; repeat_kv by Expand), a
+# sliding window of WINDOW keys, RMSNorm with weights and a SwiGLU MLP.
+Q_HEADS, KV_HEADS, WINDOW = 4, 2, 4
+L_HIDDEN = Q_HEADS * HEAD
+
+
+def llama_weights(rng):
+    w = {"embed": rng.standard_normal((VOCAB, L_HIDDEN)), "lm": rng.standard_normal((L_HIDDEN, VOCAB)) * 0.5,
+         "norm": 1 + 0.1 * rng.standard_normal(L_HIDDEN)}
+    for i in range(LAYERS):
+        for name, shape in (("q", (L_HIDDEN, Q_HEADS * HEAD)), ("k", (L_HIDDEN, KV_HEADS * HEAD)),
+                            ("v", (L_HIDDEN, KV_HEADS * HEAD)), ("o", (L_HIDDEN, L_HIDDEN)),
+                            ("gate", (L_HIDDEN, FFN)), ("up", (L_HIDDEN, FFN)), ("down", (FFN, L_HIDDEN))):
+            w[f"{name}{i}"] = rng.standard_normal(shape) / np.sqrt(shape[0])
+        for n in ("in", "post"):
+            w[f"{n}_norm{i}"] = 1 + 0.1 * rng.standard_normal(L_HIDDEN)
+    inv = 1.0 / (10000 ** (np.arange(0, HEAD, 2) / HEAD))
+    angles = np.arange(POSITIONS)[:, None] * inv[None, :]
+    w["cos"] = np.cos(np.concatenate([angles, angles], axis=1))
+    w["sin"] = np.sin(np.concatenate([angles, angles], axis=1))
+    return {k: v.astype(np.float32) for k, v in w.items()}
+
+
+def rotate_half(x):
+    return np.concatenate([-x[..., HEAD // 2:], x[..., :HEAD // 2]], axis=-1)
+
+
+def llama_forward(w, ids, mask, positions, pasts):
+    w = {k: v.astype(np.float64) for k, v in w.items()}
+    b, s = ids.shape
+    t = mask.shape[1]
+    x = w["embed"][ids]
+    cos, sin = w["cos"][positions][:, None], w["sin"][positions][:, None]
+    q_pos = np.arange(t - s, t)[:, None]
+    k_pos = np.arange(t)[None, :]
+    allowed = ((k_pos <= q_pos) & (k_pos > q_pos - WINDOW))[None, None] & (mask[:, None, None, :] == 1)
+    presents = []
+    for i in range(LAYERS):
+        h = rms(x) * w[f"in_norm{i}"]
+        heads = lambda m, n: (h @ w[m + str(i)]).reshape(b, s, n, HEAD).transpose(0, 2, 1, 3)
+        q, k_new, v_new = heads("q", Q_HEADS), heads("k", KV_HEADS), heads("v", KV_HEADS)
+        q, k_new = q * cos + rotate_half(q) * sin, k_new * cos + rotate_half(k_new) * sin
+        k = np.concatenate([pasts[2 * i], k_new], axis=2)
+        v = np.concatenate([pasts[2 * i + 1], v_new], axis=2)
+        presents += [k, v]
+        rep = Q_HEADS // KV_HEADS
+        kr, vr = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+        scores = np.where(allowed, q @ kr.transpose(0, 1, 3, 2) / np.sqrt(HEAD), NEG)
+        p = np.exp(scores - scores.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        x = x + (p @ vr).transpose(0, 2, 1, 3).reshape(b, s, L_HIDDEN) @ w[f"o{i}"]
+        h = rms(x) * w[f"post_norm{i}"]
+        gate = h @ w[f"gate{i}"]
+        x = x + (gate / (1 + np.exp(-gate)) * (h @ w[f"up{i}"])) @ w[f"down{i}"]
+    return (rms(x) * w["norm"]) @ w["lm"], presents
+
+
+def build_llama(w):
+    f32 = T.FLOAT
+    nodes = [helper.make_node("Gather", ["embed", "input_ids"], ["x0"]),
+             helper.make_node("Gather", ["cos", "position_ids"], ["cos_t"]),
+             helper.make_node("Gather", ["sin", "position_ids"], ["sin_t"]),
+             helper.make_node("Unsqueeze", ["cos_t", "last"], ["cos4"]),
+             helper.make_node("Unsqueeze", ["sin_t", "last"], ["sin4"]),
+             helper.make_node("Shape", ["attention_mask"], ["mshape"]),
+             helper.make_node("Gather", ["mshape", "one"], ["t"], axis=0),
+             helper.make_node("Shape", ["input_ids"], ["ishape"]),
+             helper.make_node("Gather", ["ishape", "one"], ["s"], axis=0),
+             helper.make_node("Sub", ["t", "s"], ["start"]),
+             helper.make_node("Range", ["start", "t", "one"], ["qpos"]),
+             helper.make_node("Unsqueeze", ["qpos", "last"], ["qcol"]),
+             helper.make_node("Range", ["zero", "t", "one"], ["kpos"]),
+             helper.make_node("LessOrEqual", ["kpos", "qcol"], ["causal"]),
+             helper.make_node("Sub", ["qcol", "window"], ["low"]),
+             helper.make_node("Greater", ["kpos", "low"], ["inside"]),
+             helper.make_node("And", ["causal", "inside"], ["banded"]),
+             helper.make_node("Cast", ["attention_mask"], ["keep"], to=T.BOOL),
+             helper.make_node("Unsqueeze", ["keep", "mid"], ["keep4"]),
+             helper.make_node("And", ["banded", "keep4"], ["allowed"])]
+    inputs = [helper.make_tensor_value_info("input_ids", T.INT64, ["batch", "seq"]),
+              helper.make_tensor_value_info("attention_mask", T.INT64, ["batch", "total"]),
+              helper.make_tensor_value_info("position_ids", T.INT64, ["batch", "seq"])]
+    outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "seq", VOCAB])]
+    inits = [numpy_helper.from_array(v, k) for k, v in w.items()]
+    inits += [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
+              (("one", 1), ("zero", 0), ("window", WINDOW))]
+    inits += [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
+              (("last", [1]), ("mid", [1, 2]), ("hidden_shape", [0, 0, L_HIDDEN]),
+               ("axes_last", [-1]), ("half_lo", [0]), ("half_mid", [HEAD // 2]),
+               ("half_hi", [HEAD]), ("axis3", [3]),
+               ("q_shape", [0, 0, Q_HEADS, HEAD]), ("kv_shape", [0, 0, KV_HEADS, HEAD]),
+               ("rep_axis", [2]))]
+    inits += [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in
+              (("eps", 1e-6), ("neg", NEG), ("root", np.sqrt(HEAD)))]
+
+    def rms_node(x, weight, out):
+        return [helper.make_node("Pow", [x, "two_f"], [out + "_sq"]),
+                helper.make_node("ReduceMean", [out + "_sq", "axes_last"], [out + "_ms"], keepdims=1),
+                helper.make_node("Add", [out + "_ms", "eps"], [out + "_mse"]),
+                helper.make_node("Sqrt", [out + "_mse"], [out + "_rms"]),
+                helper.make_node("Div", [x, out + "_rms"], [out + "_n"]),
+                helper.make_node("Mul", [out + "_n", weight], [out])]
+    inits.append(numpy_helper.from_array(np.array(2.0, np.float32), "two_f"))
+
+    def rope(x, out):  # x * cos + rotate_half(x) * sin
+        return [helper.make_node("Slice", [x, "half_lo", "half_mid", "axis3"], [out + "_a"]),
+                helper.make_node("Slice", [x, "half_mid", "half_hi", "axis3"], [out + "_b"]),
+                helper.make_node("Neg", [out + "_b"], [out + "_nb"]),
+                helper.make_node("Concat", [out + "_nb", out + "_a"], [out + "_rot"], axis=-1),
+                helper.make_node("Mul", [x, "cos4"], [out + "_c"]),
+                helper.make_node("Mul", [out + "_rot", "sin4"], [out + "_s"]),
+                helper.make_node("Add", [out + "_c", out + "_s"], [out])]
+
+    def repeat_kv(x, out):  # [b, KV, t, d] -> [b, Q, t, d]
+        return [helper.make_node("Shape", [x], [out + "_shape"]),
+                helper.make_node("Unsqueeze", [x, "rep_axis"], [out + "_5"]),
+                helper.make_node("Slice", [out + "_shape", "half_lo", "one_v"], [out + "_b"]),
+                helper.make_node("Slice", [out + "_shape", "two_v", "three_v"], [out + "_t"]),
+                helper.make_node("Concat", [out + "_b", "kv_v", "rep_v", out + "_t", "head_v"],
+                                 [out + "_target"], axis=0),
+                helper.make_node("Expand", [out + "_5", out + "_target"], [out + "_e"]),
+                helper.make_node("Concat", [out + "_b", "q_v", out + "_t", "head_v"], [out + "_flat"],
+                                 axis=0),
+                helper.make_node("Reshape", [out + "_e", out + "_flat"], [out])]
+    inits += [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
+              (("one_v", [1]), ("two_v", [2]), ("three_v", [3]), ("kv_v", [KV_HEADS]),
+               ("rep_v", [Q_HEADS // KV_HEADS]), ("head_v", [HEAD]), ("q_v", [Q_HEADS]))]
+
+    x = "x0"
+    for i in range(LAYERS):
+        p = f"l{i}_"
+        nodes += rms_node(x, f"in_norm{i}", p + "h")
+        for m, shape in (("q", "q_shape"), ("k", "kv_shape"), ("v", "kv_shape")):
+            nodes += [helper.make_node("MatMul", [p + "h", f"{m}{i}"], [p + m + "_flat"]),
+                      helper.make_node("Reshape", [p + m + "_flat", shape], [p + m + "_4"]),
+                      helper.make_node("Transpose", [p + m + "_4"], [p + m + "_t"], perm=[0, 2, 1, 3])]
+        nodes += rope(p + "q_t", p + "q") + rope(p + "k_t", p + "k")
+        nodes.append(helper.make_node("Identity", [p + "v_t"], [p + "v"]))
+        for m, kind in (("k", "key"), ("v", "value")):
+            past, present = f"past_key_values.{i}.{kind}", f"present.{i}.{kind}"
+            nodes.append(helper.make_node("Concat", [past, p + m], [present], axis=2))
+            inputs.append(helper.make_tensor_value_info(past, f32, ["batch", KV_HEADS, "past", HEAD]))
+            outputs.append(helper.make_tensor_value_info(present, f32, ["batch", KV_HEADS, "total", HEAD]))
+        nodes += repeat_kv(f"present.{i}.key", p + "kr") + repeat_kv(f"present.{i}.value", p + "vr")
+        nodes += [helper.make_node("Transpose", [p + "kr"], [p + "kt"], perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", [p + "q", p + "kt"], [p + "raw"]),
+                  helper.make_node("Div", [p + "raw", "root"], [p + "scores"]),
+                  helper.make_node("Where", ["allowed", p + "scores", "neg"], [p + "masked"]),
+                  helper.make_node("Softmax", [p + "masked"], [p + "probs"], axis=-1),
+                  helper.make_node("MatMul", [p + "probs", p + "vr"], [p + "ctx"]),
+                  helper.make_node("Transpose", [p + "ctx"], [p + "ctx_t"], perm=[0, 2, 1, 3]),
+                  helper.make_node("Reshape", [p + "ctx_t", "hidden_shape"], [p + "attn"]),
+                  helper.make_node("MatMul", [p + "attn", f"o{i}"], [p + "proj"]),
+                  helper.make_node("Add", [x, p + "proj"], [p + "x1"])]
+        nodes += rms_node(p + "x1", f"post_norm{i}", p + "h2")
+        nodes += [helper.make_node("MatMul", [p + "h2", f"gate{i}"], [p + "gate"]),
+                  helper.make_node("Sigmoid", [p + "gate"], [p + "sig"]),
+                  helper.make_node("Mul", [p + "gate", p + "sig"], [p + "silu"]),
+                  helper.make_node("MatMul", [p + "h2", f"up{i}"], [p + "up"]),
+                  helper.make_node("Mul", [p + "silu", p + "up"], [p + "act"]),
+                  helper.make_node("MatMul", [p + "act", f"down{i}"], [p + "down"]),
+                  helper.make_node("Add", [p + "x1", p + "down"], [p + "x2"])]
+        x = p + "x2"
+    nodes += rms_node(x, "norm", "final")
+    nodes.append(helper.make_node("MatMul", ["final", "lm"], ["logits"]))
+    model = helper.make_model(helper.make_graph(nodes, "llama_decoder", inputs, outputs, inits),
+                              opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model)
+    return model
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     ids = np.array([[3, 14, 15, 9, 26], [0, 0, 5, 35, 8]], np.int64)
@@ -215,3 +392,20 @@ if __name__ == "__main__":
         np.save(os.path.join(out, name + ".npy"), value)
     with open(os.path.join(out, "stop.txt"), "w") as f:
         f.write(str(stop))
+    # The Llama-style decoder, its weights drawn the same way.
+    for seed in range(100):
+        lw = llama_weights(np.random.default_rng(1000 + seed))
+        llama_greedy, lead = generate(lw, ids, mask, step=llama_forward, kv_heads=KV_HEADS)
+        if lead > 1e-3:
+            break
+    else:
+        sys.exit("no seed gives Llama-style tokens that lead by 1e-3")
+    llama = build_llama(lw)
+    for i in range(LAYERS):
+        for kind in ("key", "value"):
+            feeds[f"past_key_values.{i}.{kind}"] = np.zeros((2, KV_HEADS, 0, HEAD), np.float32)
+    got = ReferenceEvaluator(llama).run(["logits"], feeds)[0]
+    want = llama_forward(lw, ids, mask, feeds["position_ids"], [np.zeros((2, KV_HEADS, 0, HEAD))] * 4)[0]
+    assert np.allclose(got, want, atol=1e-3), np.abs(got - want).max()
+    onnx.save(llama, os.path.join(out, "llama_decoder.onnx"))
+    np.save(os.path.join(out, "llama_greedy.npy"), llama_greedy)
