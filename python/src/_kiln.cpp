@@ -225,6 +225,7 @@ public:
       options.user = &callback;
       options.on_tokens = [](void *user, size_t step, const int64_t *tokens, size_t n) -> int {
         auto *cb = static_cast<Callback *>(user);
+        nb::gil_scoped_acquire acquired;
         try {
           std::vector<int64_t> copy(tokens, tokens + n);
           nb::list list;
@@ -237,11 +238,16 @@ public:
         }
       };
     }
-    auto *out = new std::vector<int64_t>(batch * static_cast<size_t>(maxNewTokens));
+    auto *out = new std::vector<int64_t>(std::max<size_t>(batch * maxNewTokens, 1));
     nb::capsule owner(out, [](void *p) noexcept { delete static_cast<std::vector<int64_t> *>(p); });
     size_t steps = 0;
-    kiln_status_t status = kiln_generate(model_, ids.data(), mask ? mask->data() : nullptr, batch,
-                                         length, &options, out->data(), &steps);
+    kiln_status_t status;
+    {
+      // Other threads run while the model does; the callback takes the GIL back.
+      nb::gil_scoped_release released;
+      status = kiln_generate(model_, ids.data(), mask ? mask->data() : nullptr, batch, length,
+                             &options, out->data(), &steps);
+    }
     if (callback.error)
       throw std::move(*callback.error);
     check(status);

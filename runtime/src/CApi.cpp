@@ -430,15 +430,16 @@ kiln_status_t kiln_generate(const kiln_model_t *model, const int64_t *input_ids,
                             const int64_t *attention_mask, size_t batch, size_t prompt_length,
                             const kiln_generate_options_t *options, int64_t *out_tokens,
                             size_t *out_steps) {
-  if (!model || !input_ids || !options || !out_tokens)
+  if (!model || !input_ids || !options)
     return toC(nullArgument("kiln_generate", !model       ? "model"
                                              : !input_ids ? "input_ids"
-                                             : !options   ? "options"
-                                                          : "out_tokens"));
+                                                          : "options"));
   if (options->struct_size < sizeof(kiln_generate_options_t))
     return toC(absl::InvalidArgumentError(
         "kiln_generate: options.struct_size is smaller than this runtime's "
         "kiln_generate_options_t (start from KILN_GENERATE_OPTIONS_INIT)"));
+  if (!out_tokens && options->max_new_tokens > 0)
+    return toC(nullArgument("kiln_generate", "out_tokens"));
   return toC(kiln::rt::generateTokens(model, input_ids, attention_mask, batch, prompt_length,
                                       *options, out_tokens, out_steps));
 }

@@ -128,7 +128,10 @@ class TokenChooser {
 public:
   explicit TokenChooser(const kiln_generate_options_t &o) : options(o), random(o.seed) {}
 
+  /// The token, or -1 when the logits are unusable (NaN, or no finite choice).
   int64_t choose(const std::vector<double> &logits) {
+    if (std::any_of(logits.begin(), logits.end(), [](double l) { return std::isnan(l); }))
+      return -1;
     if (options.temperature <= 0.0f) // greedy: the first of the largest
       return std::max_element(logits.begin(), logits.end()) - logits.begin();
     std::vector<size_t> order(logits.size());
@@ -140,12 +143,17 @@ public:
       keep = std::min(keep, static_cast<size_t>(options.top_k));
     std::vector<double> weights(keep);
     double top = logits[order[0]], total = 0;
+    if (!std::isfinite(top))
+      return -1; // every logit -inf, or an infinite one: no distribution
     for (size_t i = 0; i < keep; ++i)
       total += weights[i] = std::exp((logits[order[i]] - top) / options.temperature);
-    if (options.top_p > 0.0f && options.top_p < 1.0f) {
-      // The smallest prefix whose probability reaches top_p.
+    if (options.top_p < 1.0f) {
+      // The smallest prefix whose probability reaches top_p (top_p 0: the
+      // likeliest token alone).
       double covered = 0;
-      for (size_t i = 0; i < keep; ++i) {
+      if (options.top_p <= 0.0f)
+        keep = 1;
+      for (size_t i = 0; i < keep && options.top_p > 0.0f; ++i) {
         covered += weights[i] / total;
         if (covered >= options.top_p) {
           keep = i + 1;
@@ -169,14 +177,16 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
                             const int64_t *attentionMask, size_t batch, size_t promptLength,
                             const kiln_generate_options_t &options, int64_t *outTokens,
                             size_t *outSteps) {
-  if (!model || !inputIds || !outTokens)
-    return absl::InvalidArgumentError("generate: model, input_ids and out_tokens are required");
   if (batch == 0 || promptLength == 0)
     return absl::InvalidArgumentError("generate: the prompt must have a batch and a length");
+  if (!model || !inputIds || (!outTokens && options.max_new_tokens > 0))
+    return absl::InvalidArgumentError("generate: model, input_ids and out_tokens are required");
   if (options.max_new_tokens < 0 || options.top_k < 0 || !std::isfinite(options.temperature) ||
-      options.temperature < 0.0f || options.top_p < 0.0f || options.top_p > 1.0f)
+      options.temperature < 0.0f || !(options.top_p >= 0.0f && options.top_p <= 1.0f))
     return absl::InvalidArgumentError(
         "generate: max_new_tokens and top_k must be >= 0, temperature >= 0, top_p in [0, 1]");
+  if (options.num_stop_tokens > 0 && !options.stop_tokens)
+    return absl::InvalidArgumentError("generate: num_stop_tokens is set but stop_tokens is NULL");
   auto decoder = describeDecoder(model);
   if (!decoder.ok())
     return decoder.status();
@@ -189,6 +199,16 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
   for (int64_t m : mask)
     if (m != 0 && m != 1)
       return absl::InvalidArgumentError("generate: attention_mask must hold 0s and 1s");
+  // Padding goes on the left: each step reads the last position's logits.
+  for (size_t b = 0; b < batch; ++b)
+    for (size_t j = 1; j < promptLength; ++j)
+      if (mask[b * promptLength + j - 1] == 1 && mask[b * promptLength + j] == 0)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "generate: attention_mask row ", b,
+            " is padded on the right (a 0 after a 1); pad prompts on the left"));
+  if (d.mask < 0 && std::find(mask.begin(), mask.end(), 0) != mask.end())
+    return absl::InvalidArgumentError(
+        "generate: the model takes no attention_mask, so prompts cannot be padded");
   std::vector<int64_t> ids(inputIds, inputIds + batch * promptLength);
   int64_t maskLength = static_cast<int64_t>(promptLength), step = static_cast<int64_t>(promptLength);
   // Hugging Face's positions: cumsum(mask) - 1, and 1 where the mask is 0.
@@ -258,6 +278,9 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
       for (int64_t v = 0; v < vocab; ++v)
         row[v] = view.getF((b * step + step - 1) * vocab + v);
       chosen[b] = chooser.choose(row);
+      if (chosen[b] < 0)
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "generate: step %d: sequence %d's logits are NaN or leave nothing to choose", n, b));
       for (size_t s = 0; s < options.num_stop_tokens; ++s)
         finished[b] = finished[b] || chosen[b] == options.stop_tokens[s];
     }

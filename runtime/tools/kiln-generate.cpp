@@ -190,6 +190,8 @@ int main(int argc, char **argv) {
       {"auto", KILN_BACKEND_AUTO}, {"cuda", KILN_BACKEND_CUDA}, {"host", KILN_BACKEND_HOST}};
   if (!backends.count(o.backend))
     return fail("backend '" + o.backend + "' is not one of auto, cuda, host");
+  if (!(o.temperature >= 0) || !(o.topP >= 0 && o.topP <= 1))
+    return fail("--temperature must be >= 0 and --top-p in [0, 1]");
   kiln::ref::Tensor ids, mask;
   if (int rc = readIds(o.ids, "input ids", ids))
     return rc;
@@ -235,12 +237,17 @@ int main(int argc, char **argv) {
     options.on_tokens = onStep;
     options.user = &log;
   }
+  // [batch, N] int64, refused before anything is allocated when it is absurd.
+  if (static_cast<uint64_t>(ids.dim(0)) * static_cast<uint64_t>(o.maxNew) > (uint64_t(1) << 30))
+    return fail("batch * --max-new-tokens is over 2^30 tokens");
   kiln::ref::Tensor tokens(kiln::ref::DType::i64, {ids.dim(0), o.maxNew});
+  int64_t none = 0; // a pointer for an empty output (N = 0)
   size_t steps = 0;
   auto start = std::chrono::steady_clock::now();
   if (kiln_generate(model, reinterpret_cast<const int64_t *>(ids.bytes()),
                     o.mask.empty() ? nullptr : reinterpret_cast<const int64_t *>(mask.bytes()),
-                    batch, length, &options, reinterpret_cast<int64_t *>(tokens.bytes()),
+                    batch, length, &options,
+                    o.maxNew ? reinterpret_cast<int64_t *>(tokens.bytes()) : &none,
                     &steps) != KILN_OK)
     return fail(kiln_last_error());
   const int64_t *out = reinterpret_cast<const int64_t *>(tokens.bytes());

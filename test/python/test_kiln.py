@@ -177,6 +177,9 @@ def test_generate_matches_numpy_greedy_and_streams(tmp_path):
     np.testing.assert_array_equal(early[:, :3], tokens[:, :3])
     with pytest.raises(ValueError, match="attention_mask must have input_ids' shape"):
         model.generate(ids, attention_mask=mask[:, :2])
+    with pytest.raises(TypeError, match="input_ids must hold integers"):
+        model.generate(ids.astype(np.float32))
+    assert model.generate(ids, attention_mask=mask, max_new_tokens=0).shape == (2, 0)
 
     def fails(step, t):
         raise RuntimeError("stop here")

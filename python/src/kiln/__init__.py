@@ -88,8 +88,14 @@ class Model:
         tokens; returning True ends generation. Returns int64 [batch, max_new_tokens]."""
         import numpy as np
 
-        ids = np.ascontiguousarray(input_ids, dtype=np.int64)
-        mask = None if attention_mask is None else np.ascontiguousarray(attention_mask, dtype=np.int64)
+        def integers(x: Any, what: str) -> Any:
+            x = np.asarray(x)
+            if not np.issubdtype(x.dtype, np.integer):
+                raise TypeError(f"{what} must hold integers, not {x.dtype}")
+            return np.ascontiguousarray(x, dtype=np.int64)
+
+        ids = integers(input_ids, "input_ids")
+        mask = None if attention_mask is None else integers(attention_mask, "attention_mask")
         return self._native.generate(ids, mask, int(max_new_tokens), [int(t) for t in stop_tokens],
                                      float(temperature), int(top_k), float(top_p), int(seed), on_tokens)
 

@@ -347,7 +347,7 @@ typedef struct kiln_generate_options_t {
   size_t num_stop_tokens;
   float temperature; /* 0: greedy */
   int32_t top_k;     /* 0: every token */
-  float top_p;       /* 1: every token */
+  float top_p;       /* 1: every token; 0: the likeliest alone */
   uint64_t seed;
   int (*on_tokens)(void *user, size_t step, const int64_t *tokens, size_t batch);
   void *user;
@@ -358,10 +358,12 @@ typedef struct kiln_generate_options_t {
 
 /* Generates up to options->max_new_tokens tokens after each of `batch` prompts
  * of `prompt_length` ids (attention_mask, same shape, may be NULL: all 1).
- * out_tokens holds [batch, max_new_tokens]: each sequence's new tokens, then,
+ * out_tokens (may be NULL when max_new_tokens is 0) holds [batch,
+ * max_new_tokens]: each sequence's new tokens, then,
  * after it stopped, the first stop token (0 without one); out_steps (may be
  * NULL) is the number of steps run. The cache passes through the host each
- * step: a cache kept on the device is to come. Since 1.7. */
+ * step: a cache kept on the device is to come. Prompts are padded on the
+ * left; NaN logits are an error naming the step. Since 1.7. */
 KILN_API kiln_status_t kiln_generate(const kiln_model_t *model, const int64_t *input_ids,
                                      const int64_t *attention_mask, size_t batch,
                                      size_t prompt_length,
