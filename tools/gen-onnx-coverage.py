@@ -108,6 +108,40 @@ def gap_table(w, static, dynamic):
         w(f"| {op} | {n} | {key.replace('|', '/')} | {explain_gap(key)} | {example[(op, key)]} |")
 
 
+# Why each static failure in scope fails, where its one-line error does not
+# say it all (test name prefixes per row; the table lists the ones still
+# failing). Keep a row until its cases pass.
+FAILURE_NOTES = [
+    ("test_dft_inverse", "a tolerance artifact, not a wrong answer: the expected output's near-zero "
+     "entries are float32 rounding noise (1.9e-7 where the exact value is 0); kiln computes them "
+     "in float64 (3e-15), outside the case's atol of 1e-7"),
+    ("test_cast_e8m0", "float8e8m0 (a power-of-two scale type) has no element type in kiln yet"),
+    (("test_basic_deform_conv", "test_deform_conv"),
+     "DeformConv (offset-sampled convolution) is not lowered yet"),
+    ("test_affine_grid_", "the *_expanded forms only: their function body squeezes all unit dims "
+     "of a tensor whose dims are computed (AffineGrid itself passes)"),
+    ("test_maxpool_with_argmax", "MaxPool's second output (the argmax indices) is not produced"),
+    ("test_stft", "STFT is not lowered yet (DFT is, with a static length)"),
+    ("test_melweightmatrix", "MelWeightMatrix is not lowered yet"),
+    ("test_tfidfvectorizer", "TfIdfVectorizer (n-gram counting over int sequences) is not lowered"),
+    ("test_ai_onnx_ml_", "ai.onnx.ml (classical ML: tree ensembles, binarizer, feature extractor) "
+     "is not implemented; the string label encoders are out of scope"),
+    ("test_qlinearconv", "QLinearConv: the integer conv path is issue 36's"),
+    ("test_scan_sum", "Scan-8 (a batch dim and sequence_lens; Scan-9 and later pass)"),
+]
+
+
+def notes_table(w, ref_static):
+    failing = sorted(n for n, c in ref_static.items()
+                     if c.get("status") == "fail")
+    w("| cases | why | examples |")
+    w("| ---: | --- | --- |")
+    for prefix, why in FAILURE_NOTES:
+        cases = [n for n in failing if n.startswith(prefix)]  # str or tuple
+        if cases:
+            w(f"| {len(cases)} | {why} | {', '.join(cases[:2])} |")
+
+
 def main(paths, onnx_version):
     imp_s, imp_d, ref_s, ref_d, host_s, host_d = (load(p) for p in paths)
     total = len(imp_s)
@@ -168,6 +202,13 @@ def main(paths, onnx_version):
     w("")
     reasons_table(w, {n: c for n, c in ref_s.items()
                       if imp_s.get(n, {}).get("status") == "pass"})
+    w("")
+    w("## The static failures in scope, case by case (reference)")
+    w("")
+    w("What each remaining static failure outside the out-of-scope kinds is, where the")
+    w("reason tables above do not say it all.")
+    w("")
+    notes_table(w, ref_s)
     w("")
     w("## Why cases fail in dynamic mode but pass in static mode (reference)")
     w("")
