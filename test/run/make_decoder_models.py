@@ -107,13 +107,12 @@ def generate(w, ids, mask, stop=None, step=forward, kv_heads=HEADS):
     return out, lead
 
 
-def build(w, with_cache=True):
-    f32 = T.FLOAT
-    nodes = [helper.make_node("Gather", ["embed", "input_ids"], ["tok"]),
-             helper.make_node("Gather", ["pos", "position_ids"], ["where"]),
-             helper.make_node("Add", ["tok", "where"], ["x0"]),
-             # the mask: key j allowed for query i (at t - s + i) when j <= t - s + i and mask[j]
-             helper.make_node("Shape", ["attention_mask"], ["mshape"]),
+def mask_nodes(window=None):
+    """The attention mask as exporters build it from attention_mask [batch,
+    total]: key j allowed for query i (at total - seq + i) when j <= that
+    position (and, with a window, j > it - window) and mask[j] is 1. Gives
+    `allowed` [batch, 1, seq, total]."""
+    nodes = [helper.make_node("Shape", ["attention_mask"], ["mshape"]),
              helper.make_node("Gather", ["mshape", "one"], ["t"], axis=0),
              helper.make_node("Shape", ["input_ids"], ["ishape"]),
              helper.make_node("Gather", ["ishape", "one"], ["s"], axis=0),
@@ -121,20 +120,43 @@ def build(w, with_cache=True):
              helper.make_node("Range", ["start", "t", "one"], ["qpos"]),
              helper.make_node("Unsqueeze", ["qpos", "last"], ["qcol"]),
              helper.make_node("Range", ["zero", "t", "one"], ["kpos"]),
-             helper.make_node("LessOrEqual", ["kpos", "qcol"], ["causal"]),
-             helper.make_node("Cast", ["attention_mask"], ["keep"], to=T.BOOL),
-             helper.make_node("Unsqueeze", ["keep", "mid"], ["keep4"]),
-             helper.make_node("And", ["causal", "keep4"], ["allowed"])]
+             helper.make_node("LessOrEqual", ["kpos", "qcol"], ["causal"])]
+    band = "causal"
+    if window:
+        nodes += [helper.make_node("Sub", ["qcol", "window"], ["low"]),
+                  helper.make_node("Greater", ["kpos", "low"], ["inside"]),
+                  helper.make_node("And", ["causal", "inside"], ["banded"])]
+        band = "banded"
+    nodes += [helper.make_node("Cast", ["attention_mask"], ["keep"], to=T.BOOL),
+              helper.make_node("Unsqueeze", ["keep", "mid"], ["keep4"]),
+              helper.make_node("And", [band, "keep4"], ["allowed"])]
+    return nodes
+
+
+def interface(w, window=None):
+    """The graph inputs without the caches, the logits output, the weights and
+    the constants mask_nodes reads."""
     inputs = [helper.make_tensor_value_info("input_ids", T.INT64, ["batch", "seq"]),
               helper.make_tensor_value_info("attention_mask", T.INT64, ["batch", "total"]),
               helper.make_tensor_value_info("position_ids", T.INT64, ["batch", "seq"])]
-    outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "seq", VOCAB])]
+    outputs = [helper.make_tensor_value_info("logits", T.FLOAT, ["batch", "seq", VOCAB])]
     inits = [numpy_helper.from_array(v, k) for k, v in w.items()]
+    constants = [("one", 1), ("zero", 0), ("last", [1]), ("mid", [1, 2])]
+    if window:
+        constants.append(("window", window))
+    inits += [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in constants]
+    return inputs, outputs, inits
+
+
+def build(w, with_cache=True):
+    f32 = T.FLOAT
+    nodes = [helper.make_node("Gather", ["embed", "input_ids"], ["tok"]),
+             helper.make_node("Gather", ["pos", "position_ids"], ["where"]),
+             helper.make_node("Add", ["tok", "where"], ["x0"])] + mask_nodes()
+    inputs, outputs, inits = interface(w)
     inits += [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
-              (("one", 1), ("zero", 0))]
-    inits += [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
-              (("last", [1]), ("mid", [1, 2]), ("heads_shape", [0, 0, HEADS, HEAD]),
-               ("hidden_shape", [0, 0, HIDDEN]), ("axes_last", [-1]))]
+              (("heads_shape", [0, 0, HEADS, HEAD]), ("hidden_shape", [0, 0, HIDDEN]),
+               ("axes_last", [-1]))]
     inits += [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in
               (("eps", 1e-6), ("neg", NEG), ("root", np.sqrt(HEAD)))]
 
@@ -250,33 +272,11 @@ def build_llama(w):
              helper.make_node("Gather", ["cos", "position_ids"], ["cos_t"]),
              helper.make_node("Gather", ["sin", "position_ids"], ["sin_t"]),
              helper.make_node("Unsqueeze", ["cos_t", "last"], ["cos4"]),
-             helper.make_node("Unsqueeze", ["sin_t", "last"], ["sin4"]),
-             helper.make_node("Shape", ["attention_mask"], ["mshape"]),
-             helper.make_node("Gather", ["mshape", "one"], ["t"], axis=0),
-             helper.make_node("Shape", ["input_ids"], ["ishape"]),
-             helper.make_node("Gather", ["ishape", "one"], ["s"], axis=0),
-             helper.make_node("Sub", ["t", "s"], ["start"]),
-             helper.make_node("Range", ["start", "t", "one"], ["qpos"]),
-             helper.make_node("Unsqueeze", ["qpos", "last"], ["qcol"]),
-             helper.make_node("Range", ["zero", "t", "one"], ["kpos"]),
-             helper.make_node("LessOrEqual", ["kpos", "qcol"], ["causal"]),
-             helper.make_node("Sub", ["qcol", "window"], ["low"]),
-             helper.make_node("Greater", ["kpos", "low"], ["inside"]),
-             helper.make_node("And", ["causal", "inside"], ["banded"]),
-             helper.make_node("Cast", ["attention_mask"], ["keep"], to=T.BOOL),
-             helper.make_node("Unsqueeze", ["keep", "mid"], ["keep4"]),
-             helper.make_node("And", ["banded", "keep4"], ["allowed"])]
-    inputs = [helper.make_tensor_value_info("input_ids", T.INT64, ["batch", "seq"]),
-              helper.make_tensor_value_info("attention_mask", T.INT64, ["batch", "total"]),
-              helper.make_tensor_value_info("position_ids", T.INT64, ["batch", "seq"])]
-    outputs = [helper.make_tensor_value_info("logits", f32, ["batch", "seq", VOCAB])]
-    inits = [numpy_helper.from_array(v, k) for k, v in w.items()]
+             helper.make_node("Unsqueeze", ["sin_t", "last"], ["sin4"])] + mask_nodes(WINDOW)
+    inputs, outputs, inits = interface(w, WINDOW)
     inits += [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
-              (("one", 1), ("zero", 0), ("window", WINDOW))]
-    inits += [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
-              (("last", [1]), ("mid", [1, 2]), ("hidden_shape", [0, 0, L_HIDDEN]),
-               ("axes_last", [-1]), ("half_lo", [0]), ("half_mid", [HEAD // 2]),
-               ("half_hi", [HEAD]), ("axis3", [3]),
+              (("hidden_shape", [0, 0, L_HIDDEN]), ("axes_last", [-1]), ("half_lo", [0]),
+               ("half_mid", [HEAD // 2]), ("half_hi", [HEAD]), ("axis3", [3]),
                ("q_shape", [0, 0, Q_HEADS, HEAD]), ("kv_shape", [0, 0, KV_HEADS, HEAD]),
                ("rep_axis", [2]))]
     inits += [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in
