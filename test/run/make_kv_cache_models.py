@@ -7,7 +7,8 @@ reference implementation's outputs (the layout run_numpy_cases.py reads).
     kv_write_linear   a decode step writing each sequence's new key rows into
                       a [batch, heads, max_seq, head] cache at its own write
                       index (batches of 2 at different lengths), then the
-                      cache scaled (the attention after it, in small)
+                      cache scaled (the attention after it, in small); and
+                      a step with no new rows
     kv_write_circular the same in circular mode: a write that runs past the
                       end wraps to the start (a sliding-window cache)
     kv_write_prefill  a prefill without write_indices: 3 rows at position 0
@@ -53,7 +54,10 @@ def decode_sets(max_seq, new):
 if __name__ == "__main__":
     out = sys.argv[1]
     dims = (["b", 3, "m", 4], ["b", 3, "l", 4])
-    scatter_then_scale(out, "kv_write_linear", "linear", decode_sets(8, 1), *dims, axis=2)
+    linear = decode_sets(8, 1)
+    # A step with no new rows leaves the cache as it is.
+    linear.append(dict(linear[0], update=np.zeros((2, 3, 0, 4), np.float32)))
+    scatter_then_scale(out, "kv_write_linear", "linear", linear, *dims, axis=2)
     circular = decode_sets(8, 3)
     circular[1]["write"] = np.array([7, 6], np.int64)  # rows 7, 0, 1 and 6, 7, 0
     scatter_then_scale(out, "kv_write_circular", "circular", circular, *dims, axis=2)

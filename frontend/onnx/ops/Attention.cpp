@@ -408,8 +408,16 @@ LogicalResult convertTensorScatter(NodeImporter &n) {
   Value written = c.bin<AndOp>(c.cmp(CompareDirection::ge, offset, zero),
                                c.cmp(CompareDirection::lt, offset, length));
   // The row of update each element would read, kept inside update's rows
-  // where it reads past_cache instead.
-  Value row = c.bin<MaxOp>(c.bin<MinOp>(offset, c.bin<SubOp>(length, one)), zero);
+  // where it reads past_cache instead: one zero row after update's is read
+  // there, so an empty update (no new rows) has a row to read too.
+  SmallVector<Value> zeroRowDims;
+  for (int64_t d = 0; d < rank && c.ok; ++d)
+    zeroRowDims.push_back(d == a ? n.constI64({1}) : c(dimPiece(n, rowsOf, d)));
+  Value zeroRow = c.ok ? c(n.create<BroadcastToOp>({c.k(rowsOf, 0.0),
+                                                    c(concatPieces(n, zeroRowDims))}))
+                       : Value();
+  rowsOf = c.concat({rowsOf, zeroRow}, a);
+  Value row = c.bin<MaxOp>(c.bin<MinOp>(offset, length), zero);
   Value readRows = c.ok ? c(n.create<BroadcastToOp>({row, c(n.create<ShapeOfOp>({*past}))})) : Value();
   Value gathered = c.ok ? c(n.create<GatherElementsOp>(
                               {rowsOf, readRows},
