@@ -317,10 +317,11 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     return selected;
   };
   int64_t version = versionAt(opset);
-  // An op of another domain takes that domain's version from the model.
-  bool otherDomain = !node.domain().empty() && node.domain() != "ai.onnx";
+  // An op outside ONNX (of another domain, or one onnxruntime registers in
+  // the default domain) is versioned by its own table row.
+  bool outsideOnnx = !node.domain().empty() && node.domain() != "ai.onnx";
   ConverterEntry domainConverter;
-  if (otherDomain) {
+  if (outsideOnnx) {
     domainConverter = lookupDomainConverter(node.domain(), node.op_type());
     auto imported = domainOpsets.find(node.domain());
     version = imported == domainOpsets.end() ? 0 : imported->second;
@@ -329,7 +330,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
     // (SimplifiedLayerNormalization), each at version 1 whatever the opset.
     domainConverter = lookupDomainConverter("", node.op_type());
     if (domainConverter.convert) {
-      otherDomain = true;
+      outsideOnnx = true;
       version = 1;
     }
   }
@@ -339,16 +340,16 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, size_t inde
       [this](const onnx::GraphProto &g, Region &r, ArrayRef<Type> types) {
         return importSubgraph(g, r, types);
       });
-  if (otherDomain && !domainConverter.convert)
+  if (outsideOnnx && !domainConverter.convert)
     return importer.unsupported("kiln has no lowering for " + node.op_type() + " of domain '" +
                                 node.domain() + "'");
-  if (otherDomain && version == 0)
+  if (outsideOnnx && version == 0)
     return importer.error("the model imports no version of domain '" + node.domain() + "'");
-  if (otherDomain && version > domainConverter.maxVersion)
+  if (outsideOnnx && version > domainConverter.maxVersion)
     return importer.unsupported(node.op_type() + " of domain '" + node.domain() + "' version " +
                                 Twine(version) + " (kiln implements up to version " +
                                 Twine(domainConverter.maxVersion) + ")");
-  if (otherDomain)
+  if (outsideOnnx)
     return failed(domainConverter.convert(importer)) ? failure() : defineResults(node, importer);
   if (versions != opVersions().end() && version == 0)
     return importer.error(node.op_type() + " does not exist in opset " + Twine(opset));

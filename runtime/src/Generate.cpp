@@ -192,10 +192,10 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
     return decoder.status();
   const DecoderInterface &d = *decoder;
   int64_t B = static_cast<int64_t>(batch);
-  std::vector<int64_t> mask(attentionMask ? attentionMask : inputIds,
-                            (attentionMask ? attentionMask : inputIds) + batch * promptLength);
-  if (!attentionMask)
-    std::fill(mask.begin(), mask.end(), 1);
+  std::vector<int64_t> mask = attentionMask
+                                  ? std::vector<int64_t>(attentionMask,
+                                                         attentionMask + batch * promptLength)
+                                  : std::vector<int64_t>(batch * promptLength, 1);
   for (int64_t m : mask)
     if (m != 0 && m != 1)
       return absl::InvalidArgumentError("generate: attention_mask must hold 0s and 1s");
@@ -211,21 +211,15 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
         "generate: the model takes no attention_mask, so prompts cannot be padded");
   std::vector<int64_t> ids(inputIds, inputIds + batch * promptLength);
   int64_t maskLength = static_cast<int64_t>(promptLength), step = static_cast<int64_t>(promptLength);
-  // Hugging Face's positions: cumsum(mask) - 1, and 1 where the mask is 0.
-  std::vector<int64_t> nextPosition(batch, 0);
-  auto positionsOf = [&](int64_t tokens) {
-    std::vector<int64_t> out(batch * tokens);
-    for (int64_t b = 0; b < B; ++b) {
-      int64_t count = 0;
-      for (int64_t j = 0; j < maskLength; ++j) {
-        count += mask[b * maskLength + j];
-        int64_t t = j - (maskLength - tokens);
-        if (t >= 0)
-          out[b * tokens + t] = mask[b * maskLength + j] ? count - 1 : 1;
-      }
+  // Hugging Face's positions: over the prompt cumsum(mask) - 1, and 1 where
+  // the mask is 0; each new token is its sequence's next position.
+  std::vector<int64_t> positions(batch * promptLength), tokensSeen(batch, 0);
+  for (size_t b = 0; b < batch; ++b)
+    for (size_t j = 0; j < promptLength; ++j) {
+      size_t at = b * promptLength + j;
+      tokensSeen[b] += mask[at];
+      positions[at] = mask[at] ? tokensSeen[b] - 1 : 1;
     }
-    return out;
-  };
 
   std::vector<Slot> inputs(d.numInputs), outputs(d.numOutputs);
   for (auto [past, present] : d.caches) { // empty pasts: the prefill
@@ -248,7 +242,7 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
     if (d.mask >= 0)
       setI64(inputs[d.mask], mask, B, maskLength);
     if (d.positions >= 0)
-      setI64(inputs[d.positions], positionsOf(step), B, step);
+      setI64(inputs[d.positions], positions, B, step);
     std::vector<kiln_tensor_t> in, out(d.numOutputs);
     for (Slot &s : inputs)
       in.push_back(s.tensor);
@@ -293,6 +287,9 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
       break;
     // The next step: one token each, the presents as pasts, the mask a column longer.
     ids = chosen;
+    positions.assign(tokensSeen.begin(), tokensSeen.end());
+    for (int64_t &seen : tokensSeen)
+      ++seen;
     std::vector<int64_t> longer(batch * (maskLength + 1));
     for (int64_t b = 0; b < B; ++b) {
       std::copy_n(&mask[b * maskLength], maskLength, &longer[b * (maskLength + 1)]);

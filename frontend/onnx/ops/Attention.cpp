@@ -383,7 +383,7 @@ LogicalResult convertTensorScatter(NodeImporter &n) {
     return failure();
   Value rowsOf = *rows;
   Chain c(n);
-  Value zero = n.constI64({0}, true), one = n.constI64({1}, true);
+  Value zero = n.constI64({0}, true);
   // Positions along the axis, [1, ..., max_sequence_length, ..., 1].
   Value position = c.iota(*past, a, a, rank);
   // Each batch's write index, [batch, 1, ..., 1] (0 for every batch without).
@@ -410,13 +410,7 @@ LogicalResult convertTensorScatter(NodeImporter &n) {
   // The row of update each element would read, kept inside update's rows
   // where it reads past_cache instead: one zero row after update's is read
   // there, so an empty update (no new rows) has a row to read too.
-  SmallVector<Value> zeroRowDims;
-  for (int64_t d = 0; d < rank && c.ok; ++d)
-    zeroRowDims.push_back(d == a ? n.constI64({1}) : c(dimPiece(n, rowsOf, d)));
-  Value zeroRow = c.ok ? c(n.create<BroadcastToOp>({c.k(rowsOf, 0.0),
-                                                    c(concatPieces(n, zeroRowDims))}))
-                       : Value();
-  rowsOf = c.concat({rowsOf, zeroRow}, a);
+  rowsOf = withZeroRow(n, c, rowsOf, a);
   Value row = c.bin<MaxOp>(c.bin<MinOp>(offset, length), zero);
   Value readRows = c.ok ? c(n.create<BroadcastToOp>({row, c(n.create<ShapeOfOp>({*past}))})) : Value();
   Value gathered = c.ok ? c(n.create<GatherElementsOp>(
@@ -506,8 +500,7 @@ LogicalResult convertFlexAttention(NodeImporter &n) {
   bool grouped = hq != hkv;
 
   auto scaleAttr = n.floatAttr("scale", 0.0f);
-  Type softmaxType = element.getIntOrFloatBitWidth() < 32 ? Type(n.builder().getF32Type())
-                                                          : element;
+  Type softmaxType = computeTypeOf(n, *q);
   if (n.hasAttr("softmax_precision")) {
     auto code = n.intAttr("softmax_precision");
     if (failed(code))

@@ -209,6 +209,34 @@ FailureOr<Value> iotaAlongAxis(NodeImporter &n, Value like, int64_t dim, int64_t
   return insertUnitDims(n, *iota, ones);
 }
 
+Value withZeroRow(NodeImporter &n, Chain &c, Value v, int64_t axis) {
+  if (!c.ok || !v)
+    return {};
+  SmallVector<Value> dims;
+  for (int64_t d = 0; d < NodeImporter::typeOf(v).getRank() && c.ok; ++d)
+    dims.push_back(d == axis ? n.constI64({1}) : c(dimPiece(n, v, d)));
+  Value zeros = c.ok ? c(n.create<BroadcastToOp>({c.k(v, 0.0), c(concatPieces(n, dims))}))
+                     : Value();
+  return c.concat({v, zeros}, axis);
+}
+
+Type computeTypeOf(NodeImporter &n, Value x) {
+  Type t = elementTypeOf(x);
+  return t.getIntOrFloatBitWidth() < 32 ? Type(n.builder().getF32Type()) : t;
+}
+
+std::pair<Value, Value> rmsNormalize(NodeImporter &n, Chain &c, Value wide, int64_t axis,
+                                     float epsilon) {
+  int64_t rank = NodeImporter::typeOf(wide).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t a = axis; a < rank; ++a)
+    axes.push_back(a);
+  Value meanSquare =
+      c.ok ? c(reduce(n, c.bin<MulOp>(wide, wide), ReduceKind::mean, axes, true)) : Value();
+  Value inv = c.un<RsqrtOp>(c.bin<AddOp>(meanSquare, c.k(wide, epsilon)));
+  return {c.bin<MulOp>(wide, inv), inv};
+}
+
 Value Chain::matmul(Value a, Value b) {
   return ok && a && b ? (*this)(n.create<MatmulOp>({a, b})) : Value();
 }

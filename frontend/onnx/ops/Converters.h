@@ -176,6 +176,20 @@ mlir::Value hardSigmoid(Chain &c, mlir::Value x, double alpha, double beta);
 /// large x nor loses precision.
 mlir::Value softplus(Chain &c, mlir::Value x);
 
+/// `v` with one row of zeros appended along `axis`: what a gather clamped
+/// to v's length reads past v's own rows (there is one even when v has none).
+mlir::Value withZeroRow(NodeImporter &n, Chain &c, mlir::Value v, int64_t axis);
+
+/// The type a float computes in where ONNX asks for at least f32 (f16, bf16
+/// and the f8 types widen to f32; f32 and f64 compute in themselves).
+mlir::Type computeTypeOf(NodeImporter &n, mlir::Value x);
+
+/// RMS normalization of `wide` (already in its compute type) over dims
+/// [axis, rank): x * rsqrt(mean(x^2) + epsilon), and that rsqrt with the
+/// dims kept (an inv_std_var output).
+std::pair<mlir::Value, mlir::Value> rmsNormalize(NodeImporter &n, Chain &c, mlir::Value wide,
+                                                 int64_t axis, float epsilon);
+
 } // namespace kiln::onnx_import
 
 #endif // KILN_FRONTEND_ONNX_OPS_CONVERTERS_H

@@ -20,26 +20,6 @@ using namespace mlir;
 namespace kiln::onnx_import {
 
 namespace {
-/// f32 for narrower floats; f32 and f64 compute in themselves.
-Type computeTypeOf(NodeImporter &n, Value x) {
-  Type t = elementTypeOf(x);
-  return t.getIntOrFloatBitWidth() < 32 ? Type(n.builder().getF32Type()) : t;
-}
-
-/// x * rsqrt(mean(x^2) + epsilon) over dims [axis, rank) of `wide` (already
-/// in its compute type), and that rsqrt (dims kept, for inv_std_var).
-std::pair<Value, Value> rmsNormalize(NodeImporter &n, Chain &c, Value wide, int64_t axis,
-                                     float epsilon) {
-  int64_t rank = NodeImporter::typeOf(wide).getRank();
-  SmallVector<int64_t> axes;
-  for (int64_t a = axis; a < rank; ++a)
-    axes.push_back(a);
-  Value meanSquare =
-      c.ok ? c(reduce(n, c.bin<MulOp>(wide, wide), ReduceKind::mean, axes, true)) : Value();
-  Value inv = c.un<RsqrtOp>(c.bin<AddOp>(meanSquare, c.k(wide, epsilon)));
-  return {c.bin<MulOp>(wide, inv), inv};
-}
-
 /// `scale` (as many elements as the normalized dims of `like`) shaped as
 /// those trailing dims.
 Value trailingScale(NodeImporter &n, Chain &c, Value scale, Value like, int64_t axis) {
@@ -452,11 +432,7 @@ LogicalResult convertGroupQueryAttention(NodeImporter &n) {
     if (old) {
       // The past with one zero row after it, which rows past its end read
       // (a first call's past is empty: there is no row of its own to read).
-      Value zeroRowShape = c.ok ? c(concatPieces(n, {c(dimPiece(n, old, 0)),
-                                                     n.constI64({KN, 1, H})}))
-                                : Value();
-      Value zeroRow = c.ok ? c(n.create<BroadcastToOp>({c.k(old, 0.0), zeroRowShape})) : Value();
-      Value padded = c.concat({old, zeroRow}, 2);
+      Value padded = withZeroRow(n, c, old, 2);
       Value pastRow = c.bin<MinOp>(rows, c.reshape(c(dimPiece(n, old, 2)), {}));
       Value fromPast = c.ok ? c(n.create<GatherOp>(
                                   {padded, pastRow}, {n.named("axis", n.builder().getI64IntegerAttr(2))}))

@@ -400,16 +400,12 @@ LogicalResult convertRMSNormalization(NodeImporter &n) {
     return failure();
   Type computeType = stashType(n, *x, *stash);
   // y = x / sqrt(mean(x^2) + eps) * scale
-  auto xs = castTo(n, *x, computeType);
-  auto sq = failed(xs) ? xs : binary<MulOp>(n, *xs, *xs);
-  auto ms = failed(sq) ? sq : reduce(n, *sq, ReduceKind::mean, trailingAxes((*axes)[0], rank), true);
-  auto me = failed(ms) ? ms : binary<AddOp>(n, *ms, n.constScalar(computeType, *epsilon));
-  auto inv = failed(me) ? me : unary<RsqrtOp>(n, *me);
-  auto normed = failed(inv) ? inv : binary<MulOp>(n, *xs, *inv);
-  auto s = failed(normed) ? normed : castTo(n, *scale, computeType);
-  auto y = failed(s) ? s : binary<MulOp>(n, *normed, *s);
-  auto out = failed(y) ? y : castTo(n, *y, elementTypeOf(*x));
-  return failed(out) ? failure() : n.setResults({*out});
+  Chain c(n);
+  Value xs = c(castTo(n, *x, computeType));
+  Value normed = c.ok ? rmsNormalize(n, c, xs, (*axes)[0], *epsilon).first : Value();
+  Value s = c.ok ? c(castTo(n, *scale, computeType)) : Value();
+  Value y = c.bin<MulOp>(normed, s);
+  return c.done({c.ok ? c(castTo(n, y, elementTypeOf(*x))) : Value()});
 }
 
 LogicalResult convertLpNormalization(NodeImporter &n) {

@@ -79,7 +79,7 @@ LogicalResult convertCausalConvWithState(NodeImporter &n) {
   // to f16 costs ulps the op's reference does not lose); the conv's result is
   // rounded to the input's type before the SiLU, as the op defines it.
   Type element = xType.getElementType();
-  Type wide = element.getIntOrFloatBitWidth() < 32 ? n.builder().getF32Type() : element;
+  Type wide = computeTypeOf(n, *x);
   auto widened = [&](Value v) { return c.ok && v ? c(castTo(n, v, wide)) : Value(); };
   Value filters = c.ok ? c(insertUnitDims(n, *w, {0})) : Value(); // [1, C, 1, k]
   Value y = c.ok ? c(reduce(n, c.bin<MulOp>(widened(windows), widened(filters)), ReduceKind::sum,
@@ -209,7 +209,7 @@ LogicalResult convertLinearAttention(NodeImporter &n) {
     *x = *same;
   }
   Type element = elementTypeOf(*q);
-  Type wide = element.getIntOrFloatBitWidth() < 32 ? Type(n.builder().getF32Type()) : element;
+  Type wide = computeTypeOf(n, *q);
   Chain c(n);
   auto widened = [&](Value x) { return c(castTo(n, x, wide)); };
   // Per token, shaped for linearAttentionStep with the sequence at dim 1.
