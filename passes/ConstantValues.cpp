@@ -64,11 +64,13 @@ std::optional<std::vector<double>> readFloats(Value v) {
 }
 
 std::optional<ArrayRef<char>> constantBytes(Value v, std::vector<char> &storage) {
-  ConstantOp c = floatWeight(v);
-  if (!c)
+  // Any float type of whole bytes: the bytes are moved, never converted.
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto type = c ? dyn_cast<RankedTensorType>(c.getType()) : RankedTensorType();
+  auto floatType = type ? dyn_cast<FloatType>(type.getElementType()) : FloatType();
+  if (!type || !type.hasStaticShape() || !floatType || floatType.getWidth() % 8 != 0)
     return std::nullopt;
-  auto type = cast<RankedTensorType>(c.getType());
-  size_t element = type.getElementType().isF64() ? 8 : 4;
+  size_t element = floatType.getWidth() / 8;
   size_t bytes = static_cast<size_t>(type.getNumElements()) * element;
   if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue())) {
     ArrayRef<char> raw = dense.getRawData();

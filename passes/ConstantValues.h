@@ -2,7 +2,8 @@
 //
 // Passes that rewrite weights at compile time (batch norms folded into convs,
 // sibling matmuls merged) read a kiln.constant's values and write new ones.
-// Only f32 and f64, dense or resource blobs (how large weights are imported).
+// Values as doubles only for f32 and f64; bytes of any float type. Dense or
+// resource blobs (how large weights are imported).
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_PASSES_CONSTANTVALUES_H
@@ -21,8 +22,8 @@ namespace kiln {
 /// shape (dense, or a resource blob), as doubles in row-major order.
 std::optional<std::vector<double>> readFloats(mlir::Value v);
 
-/// The bytes of `v` when it is an f32 or f64 kiln.constant with a static
-/// shape, in row-major order: a view of the constant's own storage (dense data
+/// The bytes of `v` when it is a float kiln.constant of whole-byte elements
+/// (f64, f32, f16, bf16, fp8) with a static shape, in row-major order: a view of the constant's own storage (dense data
 /// or a resource blob), or a copy in `storage` for a splat. Nothing is
 /// converted: weight rewrites that only move elements copy bytes.
 std::optional<llvm::ArrayRef<char>> constantBytes(mlir::Value v, std::vector<char> &storage);

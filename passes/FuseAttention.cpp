@@ -111,6 +111,16 @@ struct Chain {
   SmallVector<Operation *> dead; ///< replaced, in the order to erase them
 };
 
+/// A cast between float types whose result only the chain reads, from
+/// `from` to `to`, else none.
+CastOp floatCast(Value v, Type from, Type to) {
+  auto cast = singleUseDef<CastOp>(v);
+  if (!cast || getElementTypeOrSelf(cast.getInput().getType()) != from ||
+      getElementTypeOrSelf(cast.getType()) != to)
+    return CastOp();
+  return cast;
+}
+
 std::optional<Chain> matchAttention(SoftmaxOp softmax) {
   Chain c;
   auto probs = cast<RankedTensorType>(softmax.getType());
@@ -118,12 +128,38 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
   int64_t axis = softmax.getAxis();
   if (rank < 2 || (axis != -1 && axis != rank - 1) || !softmax.getResult().hasOneUse())
     return std::nullopt;
-  c.weighted = dyn_cast<MatmulOp>(*softmax->getUsers().begin());
-  if (!isPlainMatmul(c.weighted) || c.weighted.getLhs() != softmax.getResult() ||
+  // fp16/bf16 exports take the softmax in float32 (transformers' eager
+  // attention: softmax(scores.float()).to(dtype)): a cast up before it and
+  // back after it. The kernel keeps scores and weights in float32 anyway (its
+  // compute type), so the pair goes with the chain; what changes is that the
+  // scores are not rounded to the narrow type before the softmax and the
+  // weights not after it, the same as the precision modes' kernels.
+  Value probsOut = softmax.getResult();
+  Value x = softmax.getInput();
+  Operation *castDown = nullptr, *castUp = nullptr;
+  if (auto down = dyn_cast<CastOp>(*softmax->getUsers().begin())) {
+    Type wide = probs.getElementType(), narrow = getElementTypeOrSelf(down.getType());
+    CastOp up = floatCast(x, narrow, wide);
+    // Only f16/bf16 in f32: what the kernel computes them in. An f32 softmax
+    // taken in f64 would lose its wider arithmetic in a float kernel.
+    if (!up || !(narrow.isF16() || narrow.isBF16()) || !wide.isF32() ||
+        !down.getResult().hasOneUse())
+      return std::nullopt;
+    probsOut = down.getResult();
+    x = up.getInput();
+    castDown = down;
+    castUp = up;
+  }
+  c.weighted = dyn_cast<MatmulOp>(*probsOut.getUsers().begin());
+  if (!isPlainMatmul(c.weighted) || c.weighted.getLhs() != probsOut ||
       c.weighted.getTransposeRhs())
     return std::nullopt;
-  c.dead = {c.weighted, softmax};
-  Value x = softmax.getInput();
+  c.dead = {c.weighted};
+  if (castDown)
+    c.dead.push_back(castDown);
+  c.dead.push_back(softmax);
+  if (castUp)
+    c.dead.push_back(castUp);
   // An additive mask: the side that leads to the scores matmul is the scores.
   auto leadsToScores = [](Value v) {
     if (auto div = v.getDefiningOp<DivOp>())

@@ -33,7 +33,7 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// A matmul that can join a group: 2-D constant f32/f64 right operand, not
+/// A matmul that can join a group: 2-D constant f64/f32/f16/bf16 right operand, not
 /// transposed (its columns are concatenated), at the function's top level.
 /// Its weights are a view of the constant's bytes (a copy only for a splat):
 /// a model's every matmul is a candidate, most of them in no group.
@@ -50,7 +50,11 @@ std::optional<Candidate> candidate(MatmulOp m) {
   if (m.getTransposeRhs())
     return std::nullopt;
   auto rhsType = dyn_cast<RankedTensorType>(m.getRhs().getType());
-  if (!rhsType || rhsType.getRank() != 2 || !rhsType.hasStaticShape())
+  // The float types matmuls are exported in, each of which spells +0.0 as
+  // zero bytes (the merged bias's filler).
+  Type element = rhsType ? rhsType.getElementType() : Type();
+  if (!rhsType || rhsType.getRank() != 2 || !rhsType.hasStaticShape() ||
+      !(element.isF64() || element.isF32() || element.isF16() || element.isBF16()))
     return std::nullopt;
   Candidate c{m, {}, std::make_shared<std::vector<char>>(), rhsType.getDimSize(0),
               rhsType.getDimSize(1)};
@@ -61,7 +65,8 @@ std::optional<Candidate> candidate(MatmulOp m) {
   if (Value bias = m.getBias()) {
     std::vector<char> unused;
     auto biasType = dyn_cast<RankedTensorType>(bias.getType());
-    if (!constantBytes(bias, unused) || !biasType || biasType.getNumElements() != c.cols)
+    if (!constantBytes(bias, unused) || !biasType || biasType.getNumElements() != c.cols ||
+        biasType.getElementType() != rhsType.getElementType())
       return std::nullopt;
   }
   return c;
@@ -82,18 +87,7 @@ bool merge(ArrayRef<Candidate> group) {
     anyBias = anyBias || MatmulOp(c.op).getBias();
   }
   Type element = cast<RankedTensorType>(first.getRhs().getType()).getElementType();
-  size_t elementBytes = element.isF64() ? 8 : 4;
-  std::vector<double> bias;
-  if (anyBias)
-    for (const Candidate &c : group) {
-      MatmulOp member = c.op;
-      std::optional<std::vector<double>> b =
-          member.getBias() ? readFloats(member.getBias()) : std::nullopt;
-      if (b)
-        bias.insert(bias.end(), b->begin(), b->end());
-      else
-        bias.insert(bias.end(), static_cast<size_t>(c.cols), 0.0);
-    }
+  size_t elementBytes = cast<FloatType>(element).getWidth() / 8;
   OpBuilder b(first);
   Location loc = first.getLoc();
   SmallVector<Operation *> created;
@@ -114,7 +108,25 @@ bool merge(ArrayRef<Candidate> group) {
   SmallVector<Value> operands = {first.getLhs(), weights};
   created.push_back(operands.back().getDefiningOp());
   if (anyBias) {
-    operands.push_back(makeConstant(b, loc, RankedTensorType::get({cols}, element), bias));
+    // The members' biases side by side, zero bytes (+0.0 in each of the
+    // candidates' types) for a member without one.
+    operands.push_back(makeConstantFromBytes(
+        b, loc, RankedTensorType::get({cols}, element), static_cast<size_t>(cols) * elementBytes,
+        [&](MutableArrayRef<char> out) {
+          size_t offset = 0;
+          for (const Candidate &c : group) {
+            size_t memberBytes = static_cast<size_t>(c.cols) * elementBytes;
+            std::vector<char> splat;
+            MatmulOp member = c.op;
+            std::optional<ArrayRef<char>> bytes =
+                member.getBias() ? constantBytes(member.getBias(), splat) : std::nullopt;
+            if (bytes)
+              std::memcpy(out.data() + offset, bytes->data(), memberBytes);
+            else
+              std::memset(out.data() + offset, 0, memberBytes);
+            offset += memberBytes;
+          }
+        }));
     created.push_back(operands.back().getDefiningOp());
   }
   SmallVector<NamedAttribute> attributes;

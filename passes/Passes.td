@@ -192,7 +192,8 @@ def FuseAttentionPass : Pass<"kiln-fuse-attention", "::mlir::func::FuncOp"> {
     `matmul(softmax(matmul(q, kT) * scale + mask), v)`, with the scale a
     division or multiplication by a one-element constant (or none), the mask
     an optional addend of the scores' shape or one that broadcasts to it, the
-    softmax over the last dim, plain matmuls (no bias, activation or
+    softmax over the last dim (for f16/bf16 scores optionally in f32 between
+    a cast up and a cast back, as the exports write it), plain matmuls (no bias, activation or
     transposed left operand) and every intermediate read only by the chain,
     becomes `kiln.attention(q, k, v, mask) {scale}`. `k` is `kT` transposed
     back, folded into the transpose that made `kT` (or `kT`'s input when the
@@ -253,8 +254,9 @@ def MergeSiblingMatmulsPass : Pass<"kiln-merge-sibling-matmuls", "::mlir::func::
   let summary = "Merges matmuls of one input by constant weights (Q, K, V) into one";
   let description = [{
     `kiln.matmul`s at the function's top level with the same left operand (and
-    `transpose_lhs`), the same activation, and constant 2-D f32/f64 right
-    operands with as many rows become one matmul by the weights side by side
+    `transpose_lhs`), the same activation, and constant 2-D f64, f32, f16 or
+    bf16 right operands (their bytes are moved, not converted) with as many
+    rows become one matmul by the weights side by side
     (their biases likewise, zeros where a member had none), and each member's
     result a `kiln.slice` of the last dim, which the kernels reading it take in
     place. HuggingFace-style Q, K and V projections become one cuBLASLt call.

@@ -60,6 +60,56 @@ func.func @unscaled_shared_transpose(%q: tensor<5x8xf32>, %k: tensor<6x8xf32>, %
 
 // -----
 
+// bf16 with the softmax in float32 (transformers' eager attention:
+// softmax(scores.float()).to(dtype)): both casts go with the chain, and the
+// mask is added in bf16 before the cast up.
+// CHECK-LABEL: func.func @float32_softmax
+// CHECK-NOT: kiln.cast
+// CHECK-NOT: kiln.softmax
+// CHECK: %[[O:.*]] = kiln.attention %arg0, %arg1, %arg2, %arg3 {scale = 1.250000e-01 : f64} : (tensor<1x4x1x8xbf16>, tensor<1x4x9x8xbf16>, tensor<1x4x9x8xbf16>, tensor<1x1x1x9xbf16>) -> tensor<1x4x1x8xbf16>
+// CHECK: return %[[O]]
+func.func @float32_softmax(%q: tensor<1x4x1x8xbf16>, %k: tensor<1x4x9x8xbf16>, %v: tensor<1x4x9x8xbf16>, %mask: tensor<1x1x1x9xbf16>) -> tensor<1x4x1x8xbf16> {
+  %c = kiln.constant dense<0.125> : tensor<bf16>
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x4x1x8xbf16>, tensor<1x4x9x8xbf16>) -> tensor<1x4x1x9xbf16>
+  %m = kiln.mul %s, %c : (tensor<1x4x1x9xbf16>, tensor<bf16>) -> tensor<1x4x1x9xbf16>
+  %a = kiln.add %m, %mask : (tensor<1x4x1x9xbf16>, tensor<1x1x1x9xbf16>) -> tensor<1x4x1x9xbf16>
+  %up = kiln.cast %a to f32 : (tensor<1x4x1x9xbf16>) -> tensor<1x4x1x9xf32>
+  %p = kiln.softmax %up {axis = -1 : i64} : (tensor<1x4x1x9xf32>) -> tensor<1x4x1x9xf32>
+  %down = kiln.cast %p to bf16 : (tensor<1x4x1x9xf32>) -> tensor<1x4x1x9xbf16>
+  %o = kiln.matmul %down, %v : (tensor<1x4x1x9xbf16>, tensor<1x4x9x8xbf16>) -> tensor<1x4x1x8xbf16>
+  return %o : tensor<1x4x1x8xbf16>
+}
+
+// -----
+
+// Casts that are not that pair: the weights cast to another narrow type than
+// the scores came in (f16 scores, bf16 weights), a softmax in f16 of f32
+// scores (a narrowing "up"), and an f32 softmax taken in f64 (the kernel
+// would compute it in f32). All stay as they are.
+// CHECK-LABEL: func.func @other_casts
+// CHECK-NOT: kiln.attention
+// CHECK-COUNT-3: kiln.softmax
+func.func @other_casts(%q: tensor<4x1x8xf16>, %k: tensor<4x9x8xf16>, %vb: tensor<4x9x8xbf16>, %q32: tensor<4x1x8xf32>, %k32: tensor<4x9x8xf32>, %v32: tensor<4x9x8xf32>) -> (tensor<4x1x8xbf16>, tensor<4x1x8xf32>, tensor<4x1x8xf32>) {
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<4x1x8xf16>, tensor<4x9x8xf16>) -> tensor<4x1x9xf16>
+  %up = kiln.cast %s to f32 : (tensor<4x1x9xf16>) -> tensor<4x1x9xf32>
+  %p = kiln.softmax %up {axis = -1 : i64} : (tensor<4x1x9xf32>) -> tensor<4x1x9xf32>
+  %down = kiln.cast %p to bf16 : (tensor<4x1x9xf32>) -> tensor<4x1x9xbf16>
+  %o = kiln.matmul %down, %vb : (tensor<4x1x9xbf16>, tensor<4x9x8xbf16>) -> tensor<4x1x8xbf16>
+  %s2 = kiln.matmul %q32, %k32 {transpose_rhs = true} : (tensor<4x1x8xf32>, tensor<4x9x8xf32>) -> tensor<4x1x9xf32>
+  %n2 = kiln.cast %s2 to f16 : (tensor<4x1x9xf32>) -> tensor<4x1x9xf16>
+  %p2 = kiln.softmax %n2 {axis = -1 : i64} : (tensor<4x1x9xf16>) -> tensor<4x1x9xf16>
+  %w2 = kiln.cast %p2 to f32 : (tensor<4x1x9xf16>) -> tensor<4x1x9xf32>
+  %o2 = kiln.matmul %w2, %v32 : (tensor<4x1x9xf32>, tensor<4x9x8xf32>) -> tensor<4x1x8xf32>
+  %s3 = kiln.matmul %q32, %k32 {transpose_rhs = true} : (tensor<4x1x8xf32>, tensor<4x9x8xf32>) -> tensor<4x1x9xf32>
+  %u3 = kiln.cast %s3 to f64 : (tensor<4x1x9xf32>) -> tensor<4x1x9xf64>
+  %p3 = kiln.softmax %u3 {axis = -1 : i64} : (tensor<4x1x9xf64>) -> tensor<4x1x9xf64>
+  %w3 = kiln.cast %p3 to f32 : (tensor<4x1x9xf64>) -> tensor<4x1x9xf32>
+  %o3 = kiln.matmul %w3, %v32 : (tensor<4x1x9xf32>, tensor<4x9x8xf32>) -> tensor<4x1x8xf32>
+  return %o, %o2, %o3 : tensor<4x1x8xbf16>, tensor<4x1x8xf32>, tensor<4x1x8xf32>
+}
+
+// -----
+
 // Not attention, or not one the kernel takes: a softmax over another axis, a
 // scale that is a tensor, scores read twice, a feature dim past 256, a bias
 // on the values matmul, batch dims the matmul broadcasts.

@@ -37,6 +37,24 @@ func.func @qkv(%x: tensor<?x2xf32, #kiln.dims<[n, 2]>>) -> (tensor<?x1xf32, #kil
 
 // -----
 
+// bf16 weights (a bf16 Llama's Q/K/V and gate/up): merged as bytes, the one
+// bias padded with zero bytes.
+// CHECK-LABEL: func.func @bf16
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00]]> : tensor<2x3xbf16>
+// CHECK-DAG: %[[B:.*]] = kiln.constant dense<[0.000000e+00, 0.000000e+00, 5.000000e-01]> : tensor<3xbf16>
+// CHECK: kiln.matmul %arg0, %[[W]], %[[B]] : (tensor<1x2xbf16>, tensor<2x3xbf16>, tensor<3xbf16>) -> tensor<1x3xbf16>
+// CHECK-NOT: kiln.matmul
+func.func @bf16(%x: tensor<1x2xbf16>) -> (tensor<1x2xbf16>, tensor<1x1xbf16>) {
+  %wa = kiln.constant dense<[[1.0, 2.0], [4.0, 5.0]]> : tensor<2x2xbf16>
+  %wb = kiln.constant dense<[[3.0], [6.0]]> : tensor<2x1xbf16>
+  %bb = kiln.constant dense<[0.5]> : tensor<1xbf16>
+  %a = kiln.matmul %x, %wa : (tensor<1x2xbf16>, tensor<2x2xbf16>) -> tensor<1x2xbf16>
+  %b = kiln.matmul %x, %wb, %bb : (tensor<1x2xbf16>, tensor<2x1xbf16>, tensor<1xbf16>) -> tensor<1x1xbf16>
+  return %a, %b : tensor<1x2xbf16>, tensor<1x1xbf16>
+}
+
+// -----
+
 // Not merged: different inputs, different activations, a weight that is not a
 // constant, a transposed weight, and a lone matmul.
 // CHECK-LABEL: func.func @left_alone
