@@ -23,7 +23,8 @@ Per layer, as the eager code does it:
   from attention_mask), softmax in float32;
 - the output projection and residual, RMSNorm, SwiGLU (silu(gate) * up) and
   the down projection and residual.
-Then the final RMSNorm and the LM head. Weights are N(0, 0.02) drawn per
+Then the final RMSNorm and the LM head. Weights are N(0, 0.02), the norms'
+1 + N(0, 0.02) (not ones, which the compiler would fold away), drawn per
 tensor from --seed; models over 1 GiB keep them in OUT.onnx.data (ONNX
 external data).
 
@@ -83,8 +84,8 @@ def build(config, dtype, seed):
         inits.append(tensor(name, rng.standard_normal(shape, np.float32) * 0.02, dtype))
         return name
 
-    def ones(name, n):
-        inits.append(tensor(name, np.ones(n, np.float32), dtype))
+    def norm_weight(name, n):  # near 1, as trained norms are; not ones, which fold away
+        inits.append(tensor(name, 1 + 0.02 * rng.standard_normal(n, np.float32), dtype))
         return name
 
     def cast(x, to, out):
@@ -96,7 +97,7 @@ def build(config, dtype, seed):
         var = node("ReduceMean", [sq, "axis_last"], name + ".var", keepdims=1)
         root = node("Sqrt", [node("Add", [var, "eps"], name + ".var_eps")], name + ".root")
         normed = node("Mul", [xf, node("Reciprocal", [root], name + ".rsqrt")], name + ".normed")
-        return node("Mul", [ones(name + ".weight", hidden), cast(normed, onnx_type, name + ".cast")], name)
+        return node("Mul", [norm_weight(name + ".weight", hidden), cast(normed, onnx_type, name + ".cast")], name)
 
     def heads_of(x, n, name):
         split = node("Reshape", [x, const(name + ".shape", [0, 0, n, head])], name + ".split")

@@ -136,9 +136,9 @@ LogicalResult KernelEmitter::emitSchedule(Value root) {
     return emitAttention(attention, outputPerm);
   }
   case Schedule::row:
-    if (!isa_and_nonnull<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(rootOp))
+    if (!isa_and_nonnull<SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp>(rootOp))
       return emitError(kernel.getLoc())
-             << "codegen: a row kernel must yield a softmax, log_softmax or layer_norm";
+             << "codegen: a row kernel must yield a softmax, log_softmax, layer_norm or rms_norm";
     return emitRow(rootOp);
   case Schedule::pointwise:
     return emitPointwise(root);

@@ -175,7 +175,8 @@ LogicalResult KernelEmitter::emitSoftmaxPasses(const RowPlan &plan, const RowPas
 }
 
 /// The passes of a layer_norm row: its mean, its variance, then the
-/// normalized, scaled and shifted results.
+/// normalized, scaled and shifted results. An rms_norm row is the same
+/// without the mean (0): the variance pass gives the mean of squares.
 LogicalResult KernelEmitter::emitLayerNormPasses(const RowPlan &plan, const RowPasses &passes) {
   Value x = plan.x, result = plan.result;
   Type t = plan.t;
@@ -184,17 +185,23 @@ LogicalResult KernelEmitter::emitLayerNormPasses(const RowPlan &plan, const RowP
   const auto &reduce = passes.reduce;
   const auto &storeResult = passes.storeResult;
   const std::string &sumFn = passes.sumFn;
-  auto ln = cast<LayerNormOp>(plan.root);
+  auto ln = dyn_cast<LayerNormOp>(plan.root);
+  auto rms = dyn_cast<RmsNormOp>(plan.root);
+  Value scale = ln ? ln.getScale() : rms.getScale();
+  Value bias = ln ? ln.getBias() : Value();
+  double epsilon = (ln ? ln.getEpsilon() : rms.getEpsilon()).convertToDouble();
   line(acc + " mean = (" + acc + ")0;");
-  if (failed(loop([&](const std::vector<std::string> &index) {
-        FailureOr<std::string> v = element(x, index);
-        if (failed(v))
-          return failure();
-        line("mean += " + *v + ";");
-        return success();
-      })))
-    return failure();
-  line("mean = " + reduce("mean", sumFn) + " / (" + acc + ")L;");
+  if (ln) {
+    if (failed(loop([&](const std::vector<std::string> &index) {
+          FailureOr<std::string> v = element(x, index);
+          if (failed(v))
+            return failure();
+          line("mean += " + *v + ";");
+          return success();
+        })))
+      return failure();
+    line("mean = " + reduce("mean", sumFn) + " / (" + acc + ")L;");
+  }
   // The variance of deviations scaled by the largest one, so that squares do
   // not overflow: a row of +-1e20 normalizes to +-1 as the float64 reference
   // says, where (1e20)^2 made the variance inf and every result 0 (issue 32).
@@ -224,21 +231,23 @@ LogicalResult KernelEmitter::emitLayerNormPasses(const RowPlan &plan, const RowP
   line("var = " + reduce("var", sumFn) + " / (" + acc + ")L;");
   std::string eps = scalarLiteral(t.isF64() ? Type(Float64Type::get(t.getContext()))
                                             : Type(Float32Type::get(t.getContext())),
-                                  FloatAttr::get(Float64Type::get(t.getContext()),
-                                                 ln.getEpsilon().convertToDouble()));
+                                  FloatAttr::get(Float64Type::get(t.getContext()), epsilon));
   // 1 / sqrt(unit^2 var + eps), without squaring the unit.
   line("const " + acc + " inv = (" + acc + ")1 / (unit * kiln_sqrt(var + (" + acc + ")" + eps +
        " * shrink * shrink));");
   if (failed(loop([&](const std::vector<std::string> &index) {
         FailureOr<std::string> v = element(x, index);
-        FailureOr<std::string> g =
-            failed(v) ? v : element(ln.getScale(), broadcastIndex(ln.getScale(), result, index));
-        if (failed(g))
+        if (failed(v))
           return failure();
-        std::string y = "(" + *v + " - mean) * inv * " + *g;
-        if (ln.getBias()) {
-          FailureOr<std::string> b =
-              element(ln.getBias(), broadcastIndex(ln.getBias(), result, index));
+        std::string y = "(" + *v + " - mean) * inv";
+        if (scale) {
+          FailureOr<std::string> g = element(scale, broadcastIndex(scale, result, index));
+          if (failed(g))
+            return failure();
+          y += " * " + *g;
+        }
+        if (bias) {
+          FailureOr<std::string> b = element(bias, broadcastIndex(bias, result, index));
           if (failed(b))
             return failure();
           y += " + " + *b;
@@ -258,11 +267,13 @@ LogicalResult KernelEmitter::emitRow(Operation *root) {
   std::string acc = computeType(t);
   int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
   int64_t axis = isa<LayerNormOp>(root) ? static_cast<int64_t>(cast<LayerNormOp>(root).getAxis())
+                 : isa<RmsNormOp>(root) ? static_cast<int64_t>(cast<RmsNormOp>(root).getAxis())
                  : isa<SoftmaxOp>(root) ? static_cast<int64_t>(cast<SoftmaxOp>(root).getAxis())
                                         : static_cast<int64_t>(cast<LogSoftmaxOp>(root).getAxis());
   axis = axis < 0 ? axis + rank : axis;
   std::vector<std::string> shape = dims(x);
-  bool layerNorm = isa<LayerNormOp>(root);
+  // Both normalizations run over the trailing dims from the axis.
+  bool layerNorm = isa<LayerNormOp, RmsNormOp>(root);
   // A row: softmax runs along one axis (outer x inner rows); layer_norm over the
   // trailing dims from the axis (outer rows).
   std::vector<std::string> outerShape(shape.begin(), shape.begin() + axis), innerShape,

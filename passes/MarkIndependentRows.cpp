@@ -282,7 +282,7 @@ private:
         .Case<SoftmaxOp, LogSoftmaxOp>([&](auto s) {
           return keepsAxis(normalize(s.getAxis(), s.getInput()), true);
         })
-        .Case([&](LayerNormOp l) {
+        .Case<LayerNormOp, RmsNormOp>([&](auto l) {
           // Normalized over [axis, rank): the rows must lie before it, and
           // the scale and bias be the same for every request.
           int64_t axis = normalize(l.getAxis(), l.getInput());

@@ -107,7 +107,8 @@ def FormKernelsPass : Pass<"kiln-form-kernels", "::mlir::func::FuncOp"> {
     `--kiln-absorb-epilogues` first to give them their epilogues).
 
     A kernel's schedule follows its root: `pointwise`, `reduction` (kiln.reduce)
-    (kiln.reduce, kiln.arg_reduce) or `row` (softmax, log_softmax, layer_norm).
+    (kiln.reduce, kiln.arg_reduce) or `row` (softmax, log_softmax, layer_norm,
+    rms_norm).
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
@@ -201,6 +202,23 @@ def FuseAttentionPass : Pass<"kiln-fuse-attention", "::mlir::func::FuncOp"> {
     dims (no broadcasting matmul) and have static feature dims of at most
     256, what the attention kernel's tiles hold. Runs before
     `--kiln-absorb-matmul-transposes` and the precision mode.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def FuseRmsNormPass : Pass<"kiln-fuse-rms-norm", "::mlir::func::FuncOp"> {
+  let summary = "Forms kiln.rms_norm from the mean-of-squares chain";
+  let description = [{
+    `x * rsqrt(mean(x^2) + eps)` (the root also as `reciprocal(sqrt(.))`, or
+    `x / sqrt(.)`; the square as `pow(x, 2)` or `x * x`), the mean a
+    `kiln.reduce` over the trailing dims from some axis keeping them, `eps` a
+    non-negative scalar constant, every intermediate read only by the chain,
+    becomes `kiln.rms_norm(x) {axis, epsilon}`. When x is an f16/bf16 value
+    cast up to f32 and the result is cast back to that type, the op reads the
+    narrow value and yields the narrow result (it computes in f32 and rounds
+    once). A product with a tensor of the result's element type over the
+    normalized dims after it becomes the op's `scale`. Runs beside
+    `--kiln-fuse-attention`, before the precision mode.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -29,6 +29,7 @@ void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision) {
   func.addPass(createFoldConvAffinePass());
   // Before the transposes are absorbed and the precision mode: the chain as exported.
   func.addPass(createFuseAttentionPass());
+  func.addPass(createFuseRmsNormPass());
   func.addPass(createAbsorbMatmulTransposesPass());
   func.addPass(createAbsorbEpiloguesPass());
   func.addPass(createSymmetricConvPadsPass());

@@ -284,21 +284,23 @@ LogicalResult PoolOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
 // layer_norm
 //===----------------------------------------------------------------------===//
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
-                                            Adaptor adaptor, InferredTypes &inferred) {
-  StringRef name = getOperationName();
-  RankedTensorType input = tensorType(adaptor.getInput());
-  FailureOr<int64_t> axis = normalizeAxis(location, name, adaptor.getAxis(), input.getRank());
+/// layer_norm's and rms_norm's result: the input's type, once `axis` is in
+/// range and each of `operands` (null when absent) has the input's element
+/// type and broadcasts against the normalized trailing dims.
+static LogicalResult inferNormalization(std::optional<Location> location, StringRef name,
+                                        Value inputValue, int64_t axisAttr,
+                                        ArrayRef<Value> operands, ArrayRef<StringRef> names,
+                                        InferredTypes &inferred) {
+  RankedTensorType input = tensorType(inputValue);
+  FailureOr<int64_t> axis = normalizeAxis(location, name, axisAttr, input.getRank());
   if (failed(axis))
     return failure();
   SymShape all = getSymShape(input);
   SymShape normalized(all.begin() + *axis, all.end());
-  Value operands[] = {adaptor.getScale(), adaptor.getBias()};
-  StringRef names[] = {"scale", "bias"};
   for (auto [operand, what] : llvm::zip(operands, names)) {
     if (!operand)
       continue;
-    if (failed(checkSameElement(location, name, adaptor.getInput(), operand, what)))
+    if (failed(checkSameElement(location, name, inputValue, operand, what)))
       return failure();
     SymShape s = getSymShape(operand.getType());
     if (s.size() > normalized.size())
@@ -309,6 +311,18 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   }
   inferred.push_back(input);
   return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, InferredTypes &inferred) {
+  return inferNormalization(location, getOperationName(), adaptor.getInput(), adaptor.getAxis(),
+                            {adaptor.getScale(), adaptor.getBias()}, {"scale", "bias"}, inferred);
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                          Adaptor adaptor, InferredTypes &inferred) {
+  return inferNormalization(location, getOperationName(), adaptor.getInput(), adaptor.getAxis(),
+                            {adaptor.getScale()}, {"scale"}, inferred);
 }
 
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
@@ -405,6 +419,8 @@ std::optional<Schedule> LogSoftmaxOp::rootSchedule() { return Schedule::row; }
 bool LogSoftmaxOp::runsNarrow() { return true; }
 std::optional<Schedule> LayerNormOp::rootSchedule() { return Schedule::row; }
 bool LayerNormOp::runsNarrow() { return true; }
+std::optional<Schedule> RmsNormOp::rootSchedule() { return Schedule::row; }
+bool RmsNormOp::runsNarrow() { return true; }
 // A block per tile of query rows, the scores on chip (kiln-fuse-attention).
 std::optional<Schedule> AttentionOp::rootSchedule() { return Schedule::attention; }
 bool AttentionOp::runsNarrow() { return true; }

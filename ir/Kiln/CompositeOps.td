@@ -167,6 +167,27 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [
   let results = (outs Kiln_FloatTensor:$result);
 }
 
+def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "runsNarrow"]>]> {
+  let summary = "divides by the root mean square over the trailing dims from axis, then scales";
+  let description = [{
+    `input / sqrt(mean(input^2) + epsilon)` over dims `axis..rank-1` (no mean
+    subtracted), times the optional `scale`, which broadcasts against those
+    trailing dims (ONNX RMSNormalization). Computed in the compute type (f32
+    for f16/bf16 inputs), rounded once to the result. `--kiln-fuse-rms-norm`
+    forms it from the mean-of-squares chain exporters write; it runs as one
+    row kernel.
+
+    ```mlir
+    %y = kiln.rms_norm %x, %g {axis = -1 : i64, epsilon = 1.0e-06 : f32} : (tensor<?x2048xbf16, #kiln.dims<[n, 2048]>>, tensor<2048xbf16>) -> tensor<?x2048xbf16, #kiln.dims<[n, 2048]>>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Optional<Kiln_FloatTensor>:$scale,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-05">:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+}
+
 def Kiln_AttentionOp : Kiln_Op<"attention", [
     DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "runsNarrow"]>]> {
   let summary = "scaled dot-product attention: softmax(query key^T * scale + mask) value";

@@ -36,6 +36,10 @@ func.func @normalizations(%x: tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, %g: 
   %n = kiln.layer_norm %x, %g, %bias {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, tensor<128xf32>, tensor<128xf32>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
   // CHECK: kiln.layer_norm %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, tensor<128xf32>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
   %m = kiln.layer_norm %x, %g {axis = 2 : i64, epsilon = 1.0e-05 : f32} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, tensor<128xf32>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  // CHECK: kiln.rms_norm %{{.*}}, %{{.*}} {epsilon = 9.99999997E-7 : f32} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, tensor<128xf32>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  %r = kiln.rms_norm %x, %g {axis = -1 : i64, epsilon = 1.0e-06 : f32} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>, tensor<128xf32>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  // CHECK: kiln.rms_norm %{{.*}} {axis = 1 : i64} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
+  %u = kiln.rms_norm %x {axis = 1 : i64} : (tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>) -> tensor<?x?x128xf32, #kiln.dims<[b, s, 128]>>
   return
 }
 

@@ -177,6 +177,30 @@ func.func @softmax_axis(%x: tensor<2x3xf32>) {
 
 // -----
 
+func.func @rms_norm_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'kiln.rms_norm' op axis 2 is out of range for rank 2}}
+  %y = kiln.rms_norm %x {axis = 2 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_scale_element(%x: tensor<2x3xbf16>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.rms_norm' op scale must have the input's element type}}
+  %y = kiln.rms_norm %x, %g : (tensor<2x3xbf16>, tensor<3xf32>) -> tensor<2x3xbf16>
+  return
+}
+
+// -----
+
+func.func @rms_norm_scale_shape(%x: tensor<2x3xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.rms_norm' op operands are not broadcast-compatible}}
+  %y = kiln.rms_norm %x, %g : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_axis(%x: tensor<2x3xf32>, %g: tensor<3xf32>) {
   // expected-error @+1 {{'kiln.layer_norm' op axis -3 is out of range for rank 2}}
   %y = kiln.layer_norm %x, %g {axis = -3 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>

@@ -180,6 +180,23 @@ TEST(ReferenceComposite, SoftmaxOfInfinities) {
   EXPECT_EQ(s.getF(1), 1);
 }
 
+TEST(ReferenceComposite, RmsNormDividesByTheRootMeanSquare) {
+  // Rows [3, 4] and [0, 0] over the last dim: 1 / sqrt((9 + 16) / 2 + 0.5) =
+  // 1 / sqrt(13), and a row of zeros stays zero; then times [1, 2].
+  Tensor x(DType::f64, {2, 2});
+  x.setF(0, 3), x.setF(1, 4), x.setF(2, 0), x.setF(3, 0);
+  Tensor scale = vec(DType::f64, {1, 2});
+  absl::StatusOr<Tensor> y = rmsNorm(x, &scale, -1, 0.5);
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  EXPECT_DOUBLE_EQ(y->getF(0), 3 / std::sqrt(13.0));
+  EXPECT_DOUBLE_EQ(y->getF(1), 8 / std::sqrt(13.0));
+  EXPECT_EQ(y->getF(2), 0);
+  // Without a scale; a scale that does not broadcast is an error.
+  EXPECT_DOUBLE_EQ(rmsNorm(x, nullptr, -1, 0.5)->getF(1), 4 / std::sqrt(13.0));
+  Tensor wrong = vec(DType::f64, {1, 2, 3});
+  EXPECT_FALSE(rmsNorm(x, &wrong, -1, 0.5).ok());
+}
+
 TEST(ReferenceSpecial, DeterminantWithPivoting) {
   Tensor m(DType::f64, {2, 2});
   m.setF(0, 0), m.setF(1, 1), m.setF(2, 1), m.setF(3, 0); // needs a row swap
@@ -214,6 +231,8 @@ TEST(ReferenceWork, EmptyTensorsWithHugeDimsAreNoWork) {
   EXPECT_EQ(softmax(rowsOfNothing, -1, false).shape(), rowsOfNothing.shape());
   absl::StatusOr<Tensor> normalized =
       layerNorm(rowsOfNothing, Tensor(DType::f32, {0}), nullptr, -1, 1e-5);
+  ASSERT_TRUE(normalized.ok()) << normalized.status().message();
+  normalized = rmsNorm(rowsOfNothing, nullptr, 1, 1e-5);
   ASSERT_TRUE(normalized.ok()) << normalized.status().message();
   EXPECT_EQ(cumulative(rowsOfNothing, CumulativeKind::sum, 2, false, false).numel(), 0);
   absl::StatusOr<std::pair<Tensor, Tensor>> top = topK(rowsOfNothing, 0, 2, true, true);

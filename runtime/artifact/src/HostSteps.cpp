@@ -512,6 +512,17 @@ absl::StatusOr<HostStep> Decoder::decode() {
       return ref::layerNorm(*in[0], *in[1], bias ? in[2] : nullptr, axis, epsilon);
     });
   }
+  case fb::StepOp::RmsNorm: {
+    const fb::RmsNorm &t = *table.op_as_RmsNorm();
+    int64_t axis = t.axis();
+    double epsilon = static_cast<float>(t.epsilon()); // an f32 attribute, as LayerNorm's
+    bool scale = t.has_scale();
+    return simple(scale ? 2 : 1, [axis, epsilon, scale](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+        return s;
+      return ref::rmsNorm(*in[0], scale ? in[1] : nullptr, axis, epsilon);
+    });
+  }
   case fb::StepOp::GridSample: {
     const fb::GridSample &t = *table.op_as_GridSample();
     absl::StatusOr<ref::ResizeMode> mode = fromSchema<ref::ResizeMode>(t.mode());

@@ -402,8 +402,9 @@ absl::StatusOr<Tensor> attention(const Tensor &q, const Tensor &k, const Tensor 
   return castTensor(*result, q.dtype(), /*saturate=*/false);
 }
 
-absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Tensor *bias,
-                                 int64_t axis, double epsilon) {
+/// x normalized over the dims from `axis` in float64: (x - mean) / sqrt(var +
+/// epsilon), or without `center` x / sqrt(mean(x^2) + epsilon).
+static Tensor normalizeRows(const Tensor &x, int64_t axis, double epsilon, bool center) {
   axis = normalizeAxis(axis, x.rank());
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d)
@@ -414,9 +415,11 @@ absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Ten
   // Rows of nothing are no work, however many there are.
   for (int64_t o = 0; o < (inner == 0 ? 0 : outer); ++o) {
     double mean = 0, var = 0;
-    for (int64_t i = 0; i < inner; ++i)
-      mean += x.getF(o * inner + i);
-    mean /= double(inner);
+    if (center) {
+      for (int64_t i = 0; i < inner; ++i)
+        mean += x.getF(o * inner + i);
+      mean /= double(inner);
+    }
     for (int64_t i = 0; i < inner; ++i) {
       double d = x.getF(o * inner + i) - mean;
       var += d * d;
@@ -426,8 +429,14 @@ absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Ten
     for (int64_t i = 0; i < inner; ++i)
       normalized.setF(o * inner + i, (x.getF(o * inner + i) - mean) * inv);
   }
+  return normalized;
+}
+
+absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Tensor *bias,
+                                 int64_t axis, double epsilon) {
   Tensor scale64 = castTensor(scale, DType::f64);
-  absl::StatusOr<Tensor> y = binary(BinaryFn::Mul, normalized, scale64);
+  absl::StatusOr<Tensor> y =
+      binary(BinaryFn::Mul, normalizeRows(x, axis, epsilon, /*center=*/true), scale64);
   if (!y.ok())
     return y.status();
   if (bias) {
@@ -437,6 +446,18 @@ absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Ten
   }
   if (y->shape() != x.shape())
     return absl::InvalidArgumentError("layer_norm: scale or bias does not broadcast to the input");
+  return castTensor(*y, x.dtype());
+}
+
+absl::StatusOr<Tensor> rmsNorm(const Tensor &x, const Tensor *scale, int64_t axis,
+                               double epsilon) {
+  absl::StatusOr<Tensor> y = normalizeRows(x, axis, epsilon, /*center=*/false);
+  if (scale)
+    y = binary(BinaryFn::Mul, *y, castTensor(*scale, DType::f64));
+  if (!y.ok())
+    return y.status();
+  if (y->shape() != x.shape())
+    return absl::InvalidArgumentError("rms_norm: scale does not broadcast to the input");
   return castTensor(*y, x.dtype());
 }
 

@@ -149,6 +149,10 @@ absl::StatusOr<Tensor> pool(const Tensor &x, const PoolParams &p);
 Tensor softmax(const Tensor &x, int64_t axis, bool logarithm);
 absl::StatusOr<Tensor> layerNorm(const Tensor &x, const Tensor &scale, const Tensor *bias,
                                  int64_t axis, double epsilon);
+/// x / sqrt(mean(x^2) + epsilon) over the dims from `axis` (no mean
+/// subtracted), times `scale` when given (broadcast against those dims).
+absl::StatusOr<Tensor> rmsNorm(const Tensor &x, const Tensor *scale, int64_t axis,
+                               double epsilon);
 /// Scaled dot-product attention: q [P.., Sq, D], k [P.., Sk, D], v [P.., Sk, Dv],
 /// `mask` (optional) added to the scores and broadcast to [P.., Sq, Sk]; per
 /// query row, softmax(q . k_j * scale + mask_j) weighs the rows of v. The
