@@ -197,8 +197,8 @@ bool absorbResidualRelu(ConvOp conv) {
 }
 
 /// The epilogues cuBLASLt and cuDNN fuse into the library op: a matmul takes
-/// `+ bias` (a vector over its last dim, on float types) and then a ReLU or a
-/// tanh-form GELU; a conv
+/// `+ bias` (a vector over its last dim, or a residual of its result's type,
+/// on float types) and then a ReLU or a tanh-form GELU; a conv
 /// takes a residual add and a ReLU, or a ReLU, after its bias. The op must be
 /// the only user of the value.
 void absorbEpilogues(func::FuncOp func) {
@@ -218,8 +218,10 @@ void absorbEpilogues(func::FuncOp func) {
       if (add && add.getType() == type) {
         Value bias = add.getLhs() == result ? add.getRhs() : add.getLhs();
         auto biasType = cast<RankedTensorType>(bias.getType());
-        if (biasType.getRank() == 1 && getSymShape(biasType)[0] == getSymShape(type).back() &&
-            bias != result) {
+        // A vector over the last dim (the BIAS epilogue), or a residual of
+        // the result's type (C with beta 1: the add's kernel goes).
+        bool vector = biasType.getRank() == 1 && getSymShape(biasType)[0] == getSymShape(type).back();
+        if ((vector || biasType == type) && bias != result) {
           OpBuilder b(add);
           auto fused = MatmulOp::create(b, matmul.getLoc(), type, matmul.getLhs(), matmul.getRhs(),
                                         bias, Activation::none, matmul.getTransposeLhs(),

@@ -286,8 +286,10 @@ def MergeSiblingMatmulsPass : Pass<"kiln-merge-sibling-matmuls", "::mlir::func::
 def AbsorbEpiloguesPass : Pass<"kiln-absorb-epilogues", "::mlir::func::FuncOp"> {
   let summary = "Moves the epilogues cuBLASLt and cuDNN fuse into matmul and conv";
   let description = [{
-    A matmul whose only user adds a bias vector over its last dim takes that bias
-    as its `bias` operand, and then a following ReLU as its `activation`; a conv
+    A matmul whose only user adds a bias vector over its last dim, or a
+    residual of its result's type (cuBLASLt's C with beta 1: a transformer's
+    `x + proj(attn)` runs no add kernel), takes it as its `bias` operand, and
+    then a following ReLU or tanh-form GELU as its `activation`; a conv
     takes a following ReLU, or, when it has a bias, a residual add of a tensor
     of its result's type followed by a ReLU (its `residual` operand: cuDNN's
     fused conv-bias-activation). Only float types, only when the library op is the

@@ -120,11 +120,24 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     if (failed(checkSameElement(location, name, adaptor.getLhs(), bias, "bias")))
       return failure();
     RankedTensorType biasType = tensorType(bias);
-    if (biasType.getRank() != 1 || out.empty())
-      return emitShapeError(location, name, "bias must be 1-D, one value per result column");
-    if (failed(unifyDims(location, name, out.back(), getSymShape(biasType)[0],
-                         "bias length (the result's last dim)")))
-      return failure();
+    SymShape biasDims = getSymShape(biasType);
+    if (out.empty() || (biasType.getRank() != 1 && biasDims.size() != out.size()))
+      return emitShapeError(location, name,
+                            "bias must be 1-D (one value per result column) or of the result's "
+                            "shape (a residual)");
+    if (biasType.getRank() == 1) {
+      if (failed(unifyDims(location, name, out.back(), biasDims[0],
+                           "bias length (the result's last dim)")))
+        return failure();
+    } else {
+      for (size_t d = 0; d < out.size(); ++d) {
+        FailureOr<DimExpr> unified =
+            unifyDims(location, name, out[d], biasDims[d], "dim " + Twine(d) + " of the bias and the result");
+        if (failed(unified))
+          return failure();
+        out[d] = *unified;
+      }
+    }
   }
   inferred.push_back(makeTensorType(out, lhs.getElementType()));
   return success();

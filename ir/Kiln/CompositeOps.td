@@ -19,7 +19,8 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [
     is promoted to a matrix and the promoted dim dropped from the result. Both
     operands have one element type, which is the result's. The fusion pass may give
     it an epilogue cuBLASLt applies: a `bias` of the result's last dim, added to
-    every row, then an `activation`. `transpose_lhs` / `transpose_rhs` swap an
+    every row, or of the result's whole shape (a residual: cuBLASLt's C, beta
+    1), then an `activation`. `transpose_lhs` / `transpose_rhs` swap an
     operand's last two dims before the product (set by
     `--kiln-absorb-matmul-transposes`: cuBLASLt reads the operand transposed
     through its layout, so no transpose kernel runs); they need an operand of

@@ -305,8 +305,18 @@ func.func @conv_transpose_pads(%x: tensor<1x4x2xf32>, %w: tensor<4x2x1xf32>) {
 
 // -----
 
-func.func @matmul_bias_rank(%a: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<1x6xf32>) {
-  // expected-error @+1 {{'kiln.matmul' op bias must be 1-D, one value per result column}}
+func.func @matmul_bias_rank(%a: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op bias must be 1-D (one value per result column) or of the result's shape (a residual)}}
+  %m = kiln.matmul %a, %w, %b : (tensor<4x8xf32>, tensor<8x6xf32>, tensor<2x4x6xf32>) -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+// A residual is the result's shape, not one that broadcasts to it (cuBLASLt's
+// C has D's layout).
+func.func @matmul_residual_broadcasts(%a: tensor<4x8xf32>, %w: tensor<8x6xf32>, %b: tensor<1x6xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op dim 0 of the bias and the result must match, but is 4 and 1}}
   %m = kiln.matmul %a, %w, %b : (tensor<4x8xf32>, tensor<8x6xf32>, tensor<1x6xf32>) -> tensor<4x6xf32>
   return
 }

@@ -23,17 +23,37 @@ func.func @library_epilogues(%a: tensor<?x16xf32, #kiln.dims<[n, 16]>>, %w: tens
 
 // -----
 
-// No epilogue when the matmul has other users, when the addend is not a vector
-// over the last dim (a residual), or for integers.
+// No epilogue when the matmul has other users, when the addend only
+// broadcasts to the result (neither a vector over the last dim nor a
+// residual of its shape), or for integers.
 // CHECK-LABEL: func.func @no_epilogue
 // CHECK: %[[M:.*]] = kiln.matmul %arg0, %arg1 :
 // CHECK: kiln.add %[[M]], %arg2
 // CHECK: kiln.matmul %arg3, %arg4 :
-func.func @no_epilogue(%a: tensor<4x8xf32>, %w: tensor<8x8xf32>, %res: tensor<4x8xf32>, %i: tensor<4x8xi32>, %iw: tensor<8x8xi32>) -> (tensor<4x8xf32>, tensor<4x8xi32>) {
+// CHECK: %[[M2:.*]] = kiln.matmul %arg0, %arg1 :
+// CHECK: kiln.add %[[M2]], %arg5
+func.func @no_epilogue(%a: tensor<4x8xf32>, %w: tensor<8x8xf32>, %res: tensor<1x8xf32>, %i: tensor<4x8xi32>, %iw: tensor<8x8xi32>, %r2: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %m = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  %s = kiln.add %m, %res : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s = kiln.add %m, %res : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
   %im = kiln.matmul %i, %iw : (tensor<4x8xi32>, tensor<8x8xi32>) -> tensor<4x8xi32>
-  return %s, %im : tensor<4x8xf32>, tensor<4x8xi32>
+  %m2 = kiln.matmul %a, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %s2 = kiln.add %m2, %r2 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %s, %im, %s2, %m2 : tensor<4x8xf32>, tensor<4x8xi32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A transformer's residual, x + proj(h) (bf16, symbolic rows): the matmul
+// takes x as a bias of its result's shape, cuBLASLt's C with beta 1, and the
+// add's kernel goes.
+// CHECK-LABEL: func.func @residual
+// CHECK: %[[M:.*]] = kiln.matmul %arg1, %arg2, %arg0 : (tensor<?x64xbf16, #kiln.dims<[n, 64]>>, tensor<64x64xbf16>, tensor<?x64xbf16, #kiln.dims<[n, 64]>>) -> tensor<?x64xbf16, #kiln.dims<[n, 64]>>
+// CHECK-NOT: kiln.add
+// CHECK: return %[[M]]
+func.func @residual(%x: tensor<?x64xbf16, #kiln.dims<[n, 64]>>, %h: tensor<?x64xbf16, #kiln.dims<[n, 64]>>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16, #kiln.dims<[n, 64]>> {
+  %p = kiln.matmul %h, %w : (tensor<?x64xbf16, #kiln.dims<[n, 64]>>, tensor<64x64xbf16>) -> tensor<?x64xbf16, #kiln.dims<[n, 64]>>
+  %s = kiln.add %x, %p : (tensor<?x64xbf16, #kiln.dims<[n, 64]>>, tensor<?x64xbf16, #kiln.dims<[n, 64]>>) -> tensor<?x64xbf16, #kiln.dims<[n, 64]>>
+  return %s : tensor<?x64xbf16, #kiln.dims<[n, 64]>>
 }
 
 // -----

@@ -84,6 +84,13 @@ def gelu_case(approximate):
     return nodes, {"a": [2, 3, 8], "w": [8, 16], "b": [16]}, "float32"
 
 
+def residual_case(dtype):
+    """A transformer's residual, z + x @ w: the matmul takes z as C with beta
+    1, no add kernel."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["z", "m"], ["y"])]
+    return nodes, {"x": [2, 3, 8], "w": [8, 16], "z": [2, 3, 16]}, dtype
+
+
 def conv_pool_conv_case():
     """fp16 conv -> ReLU -> max pool -> conv, channels multiples of 8: both
     convs and the pool run NHWC in cuDNN with no transpose between them (the
@@ -116,6 +123,8 @@ CASES = {
     "gemm-bias-relu": gemm_case([3, 4], [4, 5], [5], relu=True),
     "matmul-bias-gelu-tanh": gelu_case("tanh"),
     "matmul-bias-gelu-erf": gelu_case("none"),
+    "matmul-residual": residual_case("float32"),
+    "matmul-residual-bf16": residual_case("bfloat16"),
     "fp16": matmul_case([2, 3, 8], [8, 5], "float16"),
     "bf16": matmul_case([2, 3, 8], [8, 5], "bfloat16"),
     "fp64": matmul_case([2, 3, 4], [2, 4, 5], "float64"),
