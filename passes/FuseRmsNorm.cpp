@@ -62,8 +62,9 @@ struct Chain {
   int64_t axis = -1;
   double epsilon = 0;
   SmallVector<Operation *> dead; ///< replaced, users first
-  /// The cast up of a half-precision input, which other ops may still read.
-  Operation *castUp = nullptr;
+  /// The casts up of a half-precision input and weight, which other ops may
+  /// still read.
+  Operation *castUp = nullptr, *weightCastUp = nullptr;
 };
 
 std::optional<Chain> matchRmsNorm(ReduceOp mean) {
@@ -139,14 +140,31 @@ std::optional<Chain> matchRmsNorm(ReduceOp mean) {
   c.input = x;
   c.result = product->getResult(0);
   // A half-precision model normalizing in float32: x = cast(narrow) and the
-  // result cast back to that narrow type. The kernel computes in float32 and
-  // rounds once.
+  // result cast back to that narrow type, perhaps after a product with the
+  // weight cast up too (ONNX RMSNormalization's stash_type, as kiln imports
+  // it). The kernel computes in float32 and rounds once, as both do.
   if (auto up = x.getDefiningOp<CastOp>()) {
     Type narrow = getElementTypeOrSelf(up.getInput().getType());
+    bool half = (narrow.isF16() || narrow.isBF16()) && xType.getElementType().isF32();
     auto down = onlyUser<CastOp>(c.result);
-    if (down && (narrow.isF16() || narrow.isBF16()) && xType.getElementType().isF32() &&
-        getElementTypeOrSelf(down.getType()) == narrow) {
+    MulOp wideWeigh;
+    CastOp weightCastUp;
+    if (!down && half)
+      if (auto weigh = onlyUser<MulOp>(c.result))
+        if (auto weightUp = otherOperand(weigh, c.result).getDefiningOp<CastOp>();
+            weightUp && getElementTypeOrSelf(weightUp.getInput().getType()) == narrow &&
+            weigh.getType() == xType) {
+          wideWeigh = weigh;
+          weightCastUp = weightUp;
+          down = onlyUser<CastOp>(weigh.getResult());
+        }
+    if (down && half && getElementTypeOrSelf(down.getType()) == narrow) {
       c.dead.insert(c.dead.begin(), down);
+      if (wideWeigh) {
+        c.dead.insert(c.dead.begin() + 1, wideWeigh);
+        c.scale = weightCastUp.getInput();
+        c.weightCastUp = weightCastUp;
+      }
       c.castUp = up;
       c.input = up.getInput();
       c.result = down.getResult();
@@ -154,7 +172,7 @@ std::optional<Chain> matchRmsNorm(ReduceOp mean) {
   }
   // The weight: a product with a tensor of the input's element type over the
   // normalized dims (the result keeps its type).
-  if (auto weigh = onlyUser<MulOp>(c.result)) {
+  if (auto weigh = c.scale ? MulOp() : onlyUser<MulOp>(c.result)) {
     Value w = otherOperand(weigh, c.result);
     auto wType = dyn_cast<RankedTensorType>(w.getType());
     if (wType && wType.getElementType() == getElementTypeOrSelf(c.input.getType()) &&
@@ -183,19 +201,30 @@ struct FuseRmsNormPass : public impl::FuseRmsNormPassBase<FuseRmsNormPass> {
       SmallVector<Value> operands = {chain->input};
       if (chain->scale)
         operands.push_back(chain->scale);
-      auto rms = RmsNormOp::create(b, last->getLoc(), operands, attributes);
-      if (rms.getType() != chain->result.getType()) {
-        // A weight that widens the result, or dims the op's inference does
-        // not know: keep the chain.
+      // Built with a placeholder type and asked its shape function, silently
+      // (no location): a weight the op does not take, or a type other than
+      // the chain's, keeps the chain rather than failing the compile.
+      OperationState state(last->getLoc(), RmsNormOp::getOperationName());
+      state.addOperands(operands);
+      state.addAttributes(attributes);
+      state.addTypes(NoneType::get(b.getContext()));
+      Operation *rms = b.create(state);
+      SmallVector<Type> types;
+      if (failed(cast<InferTypeOpInterface>(rms).inferReturnTypes(
+              b.getContext(), std::nullopt, rms->getOperands(), rms->getRawDictionaryAttrs(),
+              rms->getPropertiesStorage(), rms->getRegions(), types)) ||
+          types.size() != 1 || types.front() != chain->result.getType()) {
         rms->erase();
         continue;
       }
-      chain->result.replaceAllUsesWith(rms.getResult());
+      rms->getResult(0).setType(types.front());
+      chain->result.replaceAllUsesWith(rms->getResult(0));
       for (Operation *op : chain->dead)
         op->erase();
       // The float32 copy of a half-precision input, now read by nothing.
-      if (chain->castUp && chain->castUp->use_empty())
-        chain->castUp->erase();
+      for (Operation *up : {chain->castUp, chain->weightCastUp})
+        if (up && up->use_empty())
+          up->erase();
     }
   }
 };

@@ -414,10 +414,10 @@ private:
     return RowState::mixedState();
   }
 
-  /// lhs [.., M, K] @ rhs [.., K, N] (+ bias over N): rows in a batch dim
-  /// both share (or one alone has, the other invariant), in lhs's M with rhs
-  /// invariant, or in rhs's N with lhs invariant. Rows along K are summed
-  /// over: mixed.
+  /// lhs [.., M, K] @ rhs [.., K, N] (+ a bias over N or of the result's
+  /// shape): rows in a batch dim both share (or one alone has, the other
+  /// invariant), in lhs's M with rhs invariant, or in rhs's N with lhs
+  /// invariant. Rows along K are summed over: mixed.
   RowState matmulRows(MatmulOp m, ArrayRef<Value> data, ArrayRef<RowState> in) {
     RowState mixed = RowState::mixedState();
     int64_t rank = cast<RankedTensorType>(m.getType()).getRank();

@@ -58,6 +58,21 @@ func.func @residual(%x: tensor<?x64xbf16, #kiln.dims<[n, 64]>>, %h: tensor<?x64x
 
 // -----
 
+// A residual then a ReLU: relu(A B + C), the order cuBLASLt applies them in.
+// CHECK-LABEL: func.func @residual_relu
+// CHECK: %[[M:.*]] = kiln.matmul %arg1, %arg2, %arg0 {activation = #kiln<activation relu>}
+// CHECK-NOT: kiln.max
+// CHECK: return %[[M]]
+func.func @residual_relu(%x: tensor<4x8xf32>, %h: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %p = kiln.matmul %h, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %s = kiln.add %x, %p : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r = kiln.max %s, %zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
 // A ResNet block's tail, relu(conv + bias + z): the conv takes z as its
 // residual and the ReLU (one cudnnConvolutionBiasActivationForward).
 // CHECK-LABEL: func.func @conv_residual_relu

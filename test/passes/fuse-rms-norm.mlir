@@ -55,14 +55,62 @@ func.func @rsqrt_and_division(%x: tensor<2x3x4xf32>, %z: tensor<2x4xf32>) -> (te
 
 // -----
 
+// ONNX RMSNormalization of f16 with stash_type float, as kiln imports it: the
+// weight cast up and multiplied in f32, then the cast down. One op on the f16
+// input and weight; both casts up go.
+// CHECK-LABEL: func.func @onnx_f16
+// CHECK-NOT: kiln.cast
+// CHECK: %[[N:.*]] = kiln.rms_norm %arg0, %arg1 {axis = 1 : i64} : (tensor<3x8xf16>, tensor<8xf16>) -> tensor<3x8xf16>
+// CHECK: return %[[N]]
+func.func @onnx_f16(%x: tensor<3x8xf16>, %w: tensor<8xf16>) -> tensor<3x8xf16> {
+  %eps = kiln.constant dense<1.0e-05> : tensor<f32>
+  %xf = kiln.cast %x to f32 : (tensor<3x8xf16>) -> tensor<3x8xf32>
+  %sq = kiln.mul %xf, %xf : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %ms = kiln.reduce %sq {axes = array<i64: 1>, kind = #kiln<reduce mean>} : (tensor<3x8xf32>) -> tensor<3x1xf32>
+  %e = kiln.add %ms, %eps : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
+  %i = kiln.rsqrt %e : (tensor<3x1xf32>) -> tensor<3x1xf32>
+  %y = kiln.mul %xf, %i : (tensor<3x8xf32>, tensor<3x1xf32>) -> tensor<3x8xf32>
+  %wf = kiln.cast %w to f32 : (tensor<8xf16>) -> tensor<8xf32>
+  %yw = kiln.mul %y, %wf : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %o = kiln.cast %yw to f16 : (tensor<3x8xf32>) -> tensor<3x8xf16>
+  return %o : tensor<3x8xf16>
+}
+
+// -----
+
+// Fused, but what else reads stays: the f32 copy of x another op reads, and a
+// weight over a dim that is not normalized ([3, 1] against [3, 8] over the
+// last dim), which stays a product after the op.
+// CHECK-LABEL: func.func @partly
+// CHECK: %[[XF:.*]] = kiln.cast %arg0 to f32
+// CHECK: %[[N:.*]] = kiln.rms_norm %arg0 {axis = 1 : i64} : (tensor<3x8xbf16>) -> tensor<3x8xbf16>
+// CHECK: %[[W:.*]] = kiln.mul %[[N]], %arg1
+// CHECK: return %[[W]], %[[XF]]
+func.func @partly(%x: tensor<3x8xbf16>, %w: tensor<3x1xbf16>) -> (tensor<3x8xbf16>, tensor<3x8xf32>) {
+  %eps = kiln.constant dense<1.0e-05> : tensor<f32>
+  %xf = kiln.cast %x to f32 : (tensor<3x8xbf16>) -> tensor<3x8xf32>
+  %sq = kiln.mul %xf, %xf : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %ms = kiln.reduce %sq {axes = array<i64: 1>, kind = #kiln<reduce mean>} : (tensor<3x8xf32>) -> tensor<3x1xf32>
+  %e = kiln.add %ms, %eps : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
+  %i = kiln.rsqrt %e : (tensor<3x1xf32>) -> tensor<3x1xf32>
+  %y = kiln.mul %xf, %i : (tensor<3x8xf32>, tensor<3x1xf32>) -> tensor<3x8xf32>
+  %yb = kiln.cast %y to bf16 : (tensor<3x8xf32>) -> tensor<3x8xbf16>
+  %o = kiln.mul %yb, %w : (tensor<3x8xbf16>, tensor<3x1xbf16>) -> tensor<3x8xbf16>
+  return %o, %xf : tensor<3x8xbf16>, tensor<3x8xf32>
+}
+
+// -----
+
 // Not RMSNorm, or not one the op states: a mean over a leading dim, a sum
 // instead of a mean, a negative epsilon, a square of another value than the
 // one scaled, the inverse read elsewhere (SimplifiedLayerNormalization's
-// inv_std_var output), and a cube.
+// inv_std_var output), a cube, a mean that drops its dim, and an epsilon of
+// two values.
 // CHECK-LABEL: func.func @left_alone
+// CHECK-COUNT-8: kiln.reduce
 // CHECK-NOT: kiln.rms_norm
-// CHECK-COUNT-6: kiln.reduce
-func.func @left_alone(%x: tensor<3x4xf32>, %v: tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x1xf32>, tensor<3x4xf32>) {
+// CHECK: return
+func.func @left_alone(%x: tensor<3x4xf32>, %v: tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x1xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<1x4xf32>, tensor<3x2xf32>) {
   %eps = kiln.constant dense<1.0e-05> : tensor<f32>
   %neg = kiln.constant dense<-1.0> : tensor<f32>
   %three = kiln.constant dense<3.0> : tensor<f32>
@@ -96,5 +144,19 @@ func.func @left_alone(%x: tensor<3x4xf32>, %v: tensor<3x4xf32>) -> (tensor<3x4xf
   %e6 = kiln.add %m6, %eps : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
   %i6 = kiln.rsqrt %e6 : (tensor<3x1xf32>) -> tensor<3x1xf32>
   %y6 = kiln.mul %x, %i6 : (tensor<3x4xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>
-  return %y1, %y2, %y3, %y4, %y5, %i5, %y6 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x1xf32>, tensor<3x4xf32>
+  %shape31 = kiln.constant dense<[3, 1]> : tensor<2xi64>
+  %sq7 = kiln.mul %x, %x : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %m7 = kiln.reduce %sq7 {axes = array<i64: 1>, kind = #kiln<reduce mean>, keep_dims = false} : (tensor<3x4xf32>) -> tensor<3xf32>
+  %e7 = kiln.add %m7, %eps : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  %i7 = kiln.rsqrt %e7 : (tensor<3xf32>) -> tensor<3xf32>
+  %i7b = kiln.reshape %i7, %shape31 : (tensor<3xf32>, tensor<2xi64>) -> tensor<3x1xf32>
+  %y7 = kiln.mul %x, %i7b : (tensor<3x4xf32>, tensor<3x1xf32>) -> tensor<3x4xf32>
+  %two_eps = kiln.constant dense<[1.0e-05, 2.0e-05]> : tensor<2xf32>
+  %sq8 = kiln.mul %x, %x : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %m8 = kiln.reduce %sq8 {axes = array<i64: 0>, kind = #kiln<reduce mean>} : (tensor<3x4xf32>) -> tensor<1x4xf32>
+  %e8 = kiln.add %m8, %eps : (tensor<1x4xf32>, tensor<f32>) -> tensor<1x4xf32>
+  %sq9 = kiln.mul %x, %x : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+  %m9 = kiln.reduce %sq9 {axes = array<i64: 1>, kind = #kiln<reduce mean>} : (tensor<3x4xf32>) -> tensor<3x1xf32>
+  %e9 = kiln.add %m9, %two_eps : (tensor<3x1xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  return %y1, %y2, %y3, %y4, %y5, %i5, %y6, %y7, %e8, %e9 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x1xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<1x4xf32>, tensor<3x2xf32>
 }
