@@ -358,6 +358,20 @@ def build_llama(w):
     return model
 
 
+def check_prefill(model, step, w, ids, mask, kv_heads):
+    """The ONNX graph computes what `step` does: the prompt's logits, with
+    empty pasts, from onnx's reference evaluator against numpy in float64."""
+    from onnx.reference import ReferenceEvaluator
+    b = ids.shape[0]
+    feeds = {"input_ids": ids, "attention_mask": mask, "position_ids": positions_of(mask, ids.shape[1])}
+    for i in range(LAYERS):
+        for kind in ("key", "value"):
+            feeds[f"past_key_values.{i}.{kind}"] = np.zeros((b, kv_heads, 0, HEAD), np.float32)
+    got = ReferenceEvaluator(model).run(["logits"], feeds)[0]
+    want = step(w, ids, mask, feeds["position_ids"], [np.zeros((b, kv_heads, 0, HEAD))] * (2 * LAYERS))[0]
+    assert np.allclose(got, want, atol=1e-3), np.abs(got - want).max()
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     ids = np.array([[3, 14, 15, 9, 26], [0, 0, 5, 35, 8]], np.int64)
@@ -377,15 +391,7 @@ if __name__ == "__main__":
     else:
         sys.exit("no seed gives tokens that lead by 1e-3")
     model = build(w)
-    # The ONNX graph computes what forward() does (the prefill's logits).
-    from onnx.reference import ReferenceEvaluator
-    feeds = {"input_ids": ids, "attention_mask": mask, "position_ids": positions_of(mask, 5)}
-    for i in range(LAYERS):
-        for kind in ("key", "value"):
-            feeds[f"past_key_values.{i}.{kind}"] = np.zeros((2, HEADS, 0, HEAD), np.float32)
-    got = ReferenceEvaluator(model).run(["logits"], feeds)[0]
-    want = forward(w, ids, mask, feeds["position_ids"], [np.zeros((2, HEADS, 0, HEAD))] * 4)[0]
-    assert np.allclose(got, want, atol=1e-3), np.abs(got - want).max()
+    check_prefill(model, forward, w, ids, mask, HEADS)
     onnx.save(model, os.path.join(out, "decoder.onnx"))
     onnx.save(build(w, with_cache=False), os.path.join(out, "no_cache.onnx"))
     for name, value in (("ids", ids), ("mask", mask), ("greedy", greedy), ("stopped", stopped)):
@@ -401,11 +407,6 @@ if __name__ == "__main__":
     else:
         sys.exit("no seed gives Llama-style tokens that lead by 1e-3")
     llama = build_llama(lw)
-    for i in range(LAYERS):
-        for kind in ("key", "value"):
-            feeds[f"past_key_values.{i}.{kind}"] = np.zeros((2, KV_HEADS, 0, HEAD), np.float32)
-    got = ReferenceEvaluator(llama).run(["logits"], feeds)[0]
-    want = llama_forward(lw, ids, mask, feeds["position_ids"], [np.zeros((2, KV_HEADS, 0, HEAD))] * 4)[0]
-    assert np.allclose(got, want, atol=1e-3), np.abs(got - want).max()
+    check_prefill(llama, llama_forward, lw, ids, mask, KV_HEADS)
     onnx.save(llama, os.path.join(out, "llama_decoder.onnx"))
     np.save(os.path.join(out, "llama_greedy.npy"), llama_greedy)
