@@ -43,6 +43,14 @@ run_numpy_models() {
   done
 }
 
+# decoder_inputs: kiln-run's --input flags for the decode step's inputs.
+decoder_inputs() {
+  local f
+  for f in "$bundle/models/decoder-in"/*.pb; do
+    printf -- '--input %s=%s ' "$(basename "$f" .pb)" "$f"
+  done
+}
+
 prepare() {
   local build
   build=$(cd "${1:-$root/build}" && pwd)
@@ -96,7 +104,16 @@ prepare() {
     --no-host --precision fp16 --bind batch=8,seq=128 --report "$bundle/models/bert.json" \
     --cache-dir "$build/kernel-cache"
   rm "$bundle/models/bert.onnx"
-  python3 -c "import numpy as np; r = np.random.default_rng(5); np.save('$bundle/models/bert-x.npy', r.standard_normal((8, 128, 768), dtype=np.float32)); m = np.zeros((8, 1, 1, 128), np.float32); m[1, ..., 100:] = -1e4; np.save('$bundle/models/bert-mask.npy', m)"
+
+  echo "== a bf16 Llama-family decode step (bench/make_llama_decoder.py, tiny config), with float64 reference outputs"
+  python3 "$root/bench/make_llama_decoder.py" "$bundle/models/decoder.onnx" --config tiny \
+    --step-inputs "$bundle/models/decoder-in" --batch 2 --past 37
+  "$build/bin/kiln-compile" "$bundle/models/decoder.onnx" -o "$bundle/models/decoder.kiln" --arch "sm_$sm" \
+    --no-host --cache-dir "$build/kernel-cache"
+  # shellcheck disable=SC2046
+  "$build/bin/kiln-run" "$bundle/models/decoder.onnx" --backend reference $(decoder_inputs) \
+    --output-dir "$bundle/models/decoder-ref" > /dev/null
+  rm "$bundle/models/decoder.onnx"
 
   echo "== precision modes: the torch models in tf32, fp16 and bf16 (docs/precision.md)"
   for m in mlp cnn encoder; do
@@ -130,6 +147,8 @@ PY
   echo "== library-step cases for cuBLASLt and cuDNN (compiled, inputs and float64 reference outputs; checked here on the fake stack)"
   PATH="$build/bin:$PATH" LD_LIBRARY_PATH="$build/test/fake-cuda" KILN_FAKE_CUDA_KERNELS="$build/kernel-cache" \
     KILN_CACHE_DIR="$build/kernel-cache" python3 "$root/test/run/check_library_steps.py" "$bundle/library-steps" | tail -1
+  # The device run writes its own outputs and traces; the fake stack's stay here.
+  rm -rf "$bundle"/library-steps/*/cuda "$bundle"/library-steps/*/trace.json
 
   echo "== every ONNX node test that passes in host emulation, as artifacts with sm_$sm cubins"
   for mode in static dynamic; do
@@ -139,8 +158,11 @@ PY
   done
   # xz, not gzip: the cases share most of their cubins and weights, which only
   # a large window finds (58 MiB as .tar.gz, 14 MiB as .tar.xz; the carry limit
-  # is 64 MiB). Python's tarfile unpacks it on the device (no xz tool needed).
-  tar -C "$bundle" -cf - cases | xz -T2 -6 > "$bundle/cases.tar.xz" && rm -rf "$bundle/cases"
+  # is 64 MiB). The library-step cases go in too (the large conv's integer
+  # data compresses). Python's tarfile unpacks it on the device (no xz tool
+  # needed).
+  tar -C "$bundle" -cf - cases library-steps | xz -T2 -6 > "$bundle/cases.tar.xz" &&
+    rm -rf "$bundle/cases" "$bundle/library-steps"
   du -sh "$bundle"
   local bytes
   bytes=$(du -sb "$bundle" | cut -f1)
@@ -235,12 +257,26 @@ PY
   run_numpy_models "$bundle/views" "$out/views.txt"
 
   echo "== the BERT layer: measured step times and achieved GB/s, TFLOP/s beside the roofline's predictions"
+  # Its inputs are made here (3 MiB the carry limit need not hold).
+  python3 -c "import numpy as np; r = np.random.default_rng(5); np.save('$bundle/models/bert-x.npy', r.standard_normal((8, 128, 768), dtype=np.float32)); m = np.zeros((8, 1, 1, 128), np.float32); m[1, ..., 100:] = -1e4; np.save('$bundle/models/bert-mask.npy', m)"
   "$bundle/bin/kiln-run" "$bundle/models/bert.kiln" --input "x=$bundle/models/bert-x.npy" \
     --input "mask=$bundle/models/bert-mask.npy" --bench 100 --warmup 10 --profile \
     --trace "$out/bert-trace.json" > "$out/bert-profile.txt" 2>&1 || true
   python3 -c "import json, sys; [print(f\"{s['name']:40} {s.get('bound', ''):8} predicted {s.get('predicted_us') or 0:9.2f} us\") for s in json.load(open(sys.argv[1]))['roofline']['steps'] if s['kind'] != 'shape']" \
     "$bundle/models/bert.json" >> "$out/bert-profile.txt" 2>&1 || true
   cat "$out/bert-profile.txt"
+
+  echo "== the bf16 decode step on the device (rms_norm row kernels, attention through repeat_kv, residuals"
+  echo "   as cuBLASLt's C): logits and presents within one bf16 ulp of the float64 reference, and its latency"
+  # shellcheck disable=SC2046
+  "$bundle/bin/kiln-run" "$bundle/models/decoder.kiln" $(decoder_inputs) --output-dir "$out/decoder-out" \
+    --bench 100 --warmup 10 --profile > "$out/decoder.txt" 2>&1 || true
+  for k in 0 1 2 3 4; do
+    printf 'output %s: ' "$k" >> "$out/decoder.txt"
+    python3 "$root/test/run/compare_outputs.py" "$out/decoder-out/output_$k.pb" \
+      "$bundle/models/decoder-ref/output_$k.pb" --atol 0.016 >> "$out/decoder.txt" 2>&1 || true
+  done
+  cat "$out/decoder.txt"
 
   echo "== the runtime's CUDA tests: 8 threads on one model, device buffers (a misaligned input, an"
   echo "   allocation the device refuses), graph captures in one thread beside model loads and copies"
