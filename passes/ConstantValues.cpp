@@ -63,6 +63,21 @@ std::optional<std::vector<double>> readFloats(Value v) {
   return std::nullopt;
 }
 
+std::optional<double> scalarConstant(Value v) {
+  if (auto c = v.getDefiningOp<ConstantOp>())
+    if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+        dense && dense.getNumElements() == 1 && isa<FloatType>(dense.getElementType())) {
+      APFloat f = *dense.getValues<APFloat>().begin();
+      bool lost = false;
+      f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      return f.convertToDouble();
+    }
+  std::optional<std::vector<double>> values = readFloats(v);
+  if (!values || values->size() != 1)
+    return std::nullopt;
+  return values->front();
+}
+
 std::optional<ArrayRef<char>> constantBytes(Value v, std::vector<char> &storage) {
   // Any float type of whole bytes: the bytes are moved, never converted.
   auto c = v.getDefiningOp<ConstantOp>();

@@ -22,6 +22,10 @@ namespace kiln {
 /// shape (dense, or a resource blob), as doubles in row-major order.
 std::optional<std::vector<double>> readFloats(mlir::Value v);
 
+/// The value of a float constant with one element (any shape of ones, any
+/// float type: an fp16 model's scale is an fp16 constant), else none.
+std::optional<double> scalarConstant(mlir::Value v);
+
 /// The bytes of `v` when it is a float kiln.constant of whole-byte elements
 /// (f64, f32, f16, bf16, fp8) with a static shape, in row-major order: a view of the constant's own storage (dense data
 /// or a resource blob), or a copy in `storage` for a splat. Nothing is

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/ConstantValues.h"
+#include "passes/Matching.h"
 #include "passes/Passes.h"
 
 #include "ir/Kiln/KilnDialect.h"
@@ -38,28 +39,6 @@ namespace {
 /// tiles by them).
 constexpr int64_t kMaxHeadDim = 256;
 
-/// `v`'s defining op when it is an `OpT` whose result only the chain reads.
-template <typename OpT> OpT singleUseDef(Value v) {
-  auto op = v.getDefiningOp<OpT>();
-  return op && op->getResult(0).hasOneUse() ? op : OpT();
-}
-
-/// The value of a constant with one element (any shape of ones), else none.
-/// Any float type: an fp16 model's scale is an fp16 constant.
-std::optional<double> scalarConstant(Value v) {
-  if (auto c = v.getDefiningOp<ConstantOp>())
-    if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-        dense && dense.getNumElements() == 1 && isa<FloatType>(dense.getElementType())) {
-      APFloat f = *dense.getValues<APFloat>().begin();
-      bool lost = false;
-      f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-      return f.convertToDouble();
-    }
-  std::optional<std::vector<double>> values = readFloats(v);
-  if (!values || values->size() != 1)
-    return std::nullopt;
-  return values->front();
-}
 
 /// A plain matmul: no layout flag on the left, no bias, no activation.
 bool isPlainMatmul(MatmulOp m) {
@@ -229,18 +208,20 @@ struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass>
       Location loc = chain->weighted.getLoc();
       Value k = keysAsRows(b, loc, chain->scores.getRhs(), chain->scores.getTransposeRhs());
       Value kt = chain->scores.getRhs();
-      auto attention = AttentionOp::create(b, loc, chain->scores.getLhs(), k,
-                                           chain->weighted.getRhs(), chain->mask,
-                                           b.getF64FloatAttr(chain->scale));
-      if (attention.getType() != chain->weighted.getType()) {
+      SmallVector<Value> operands = {chain->scores.getLhs(), k, chain->weighted.getRhs()};
+      if (chain->mask)
+        operands.push_back(chain->mask);
+      Operation *attention = createInferred(
+          b, loc, AttentionOp::getOperationName(), operands,
+          {b.getNamedAttr("scale", b.getF64FloatAttr(chain->scale))}, chain->weighted.getType());
+      if (!attention) {
         // Symbolic dims the chain knew and the op's inference does not: keep
         // the chain rather than change a type its users rely on.
-        attention->erase();
         if (k != kt && k.use_empty())
           k.getDefiningOp()->erase();
         continue;
       }
-      chain->weighted.getResult().replaceAllUsesWith(attention.getResult());
+      chain->weighted.getResult().replaceAllUsesWith(attention->getResult(0));
       for (Operation *op : chain->dead)
         op->erase();
       // The transpose that made k^T, now read by nothing.

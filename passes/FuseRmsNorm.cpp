@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/ConstantValues.h"
+#include "passes/Matching.h"
 #include "passes/Passes.h"
 
 #include "ir/Kiln/KilnDialect.h"
@@ -26,23 +27,9 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// `v`'s defining op when it is an `OpT` whose result only the chain reads.
-template <typename OpT> OpT singleUseDef(Value v) {
-  auto op = v.getDefiningOp<OpT>();
-  return op && op->getResult(0).hasOneUse() ? op : OpT();
-}
-
 /// The one user of `v`, when it has exactly one and it is an `OpT`.
 template <typename OpT> OpT onlyUser(Value v) {
   return v.hasOneUse() ? dyn_cast<OpT>(*v.getUsers().begin()) : OpT();
-}
-
-/// The value of a float constant with one element, else none.
-std::optional<double> scalar(Value v) {
-  std::optional<std::vector<double>> values = readFloats(v);
-  if (!values || values->size() != 1)
-    return std::nullopt;
-  return values->front();
 }
 
 /// The operand of a binary op that is not `v`, when the other one is `v`.
@@ -76,7 +63,7 @@ std::optional<Chain> matchRmsNorm(ReduceOp mean) {
   Operation *square = mean.getInput().getDefiningOp();
   if (!square || !square->getResult(0).hasOneUse())
     return std::nullopt;
-  if (auto pow = dyn_cast<PowOp>(square); pow && scalar(pow.getRhs()) == 2.0)
+  if (auto pow = dyn_cast<PowOp>(square); pow && scalarConstant(pow.getRhs()) == 2.0)
     x = pow.getLhs();
   else if (auto mul = dyn_cast<MulOp>(square); mul && mul.getLhs() == mul.getRhs())
     x = mul.getLhs();
@@ -99,7 +86,8 @@ std::optional<Chain> matchRmsNorm(ReduceOp mean) {
   c.axis = axes.front();
   // + epsilon, a non-negative scalar.
   auto add = onlyUser<AddOp>(mean.getResult());
-  std::optional<double> epsilon = add ? scalar(otherOperand(add, mean.getResult())) : std::nullopt;
+  std::optional<double> epsilon =
+      add ? scalarConstant(otherOperand(add, mean.getResult())) : std::nullopt;
   if (!epsilon || !(*epsilon >= 0) || add.getType() != mean.getType() ||
       !add.getResult().hasOneUse())
     return std::nullopt;
@@ -201,23 +189,12 @@ struct FuseRmsNormPass : public impl::FuseRmsNormPassBase<FuseRmsNormPass> {
       SmallVector<Value> operands = {chain->input};
       if (chain->scale)
         operands.push_back(chain->scale);
-      // Built with a placeholder type and asked its shape function, silently
-      // (no location): a weight the op does not take, or a type other than
-      // the chain's, keeps the chain rather than failing the compile.
-      OperationState state(last->getLoc(), RmsNormOp::getOperationName());
-      state.addOperands(operands);
-      state.addAttributes(attributes);
-      state.addTypes(NoneType::get(b.getContext()));
-      Operation *rms = b.create(state);
-      SmallVector<Type> types;
-      if (failed(cast<InferTypeOpInterface>(rms).inferReturnTypes(
-              b.getContext(), std::nullopt, rms->getOperands(), rms->getRawDictionaryAttrs(),
-              rms->getPropertiesStorage(), rms->getRegions(), types)) ||
-          types.size() != 1 || types.front() != chain->result.getType()) {
-        rms->erase();
+      // A weight the op does not take, or a type other than the chain's,
+      // keeps the chain.
+      Operation *rms = createInferred(b, last->getLoc(), RmsNormOp::getOperationName(), operands,
+                                        attributes, chain->result.getType());
+      if (!rms)
         continue;
-      }
-      rms->getResult(0).setType(types.front());
       chain->result.replaceAllUsesWith(rms->getResult(0));
       for (Operation *op : chain->dead)
         op->erase();

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Kiln/KernelTypes.h"
+#include "passes/Matching.h"
 #include "passes/Passes.h"
 
 #include "ir/Kiln/KilnDialect.h"
@@ -70,21 +71,8 @@ Value symbolValue(OpBuilder &b, Location loc, StringRef symbol) {
 template <typename OpT>
 Value inferred(OpBuilder &b, Location loc, ValueRange operands,
                ArrayRef<NamedAttribute> attrs = {}) {
-  OperationState state(loc, OpT::getOperationName());
-  state.addOperands(operands);
-  state.addAttributes(attrs);
-  // The op's Properties are filled from the attributes when it is created;
-  // infer from a created op, as the importer does.
-  state.addTypes(NoneType::get(b.getContext()));
-  Operation *op = b.create(state);
-  auto infer = cast<InferTypeOpInterface>(op);
-  SmallVector<Type> types;
-  LogicalResult ok = infer.inferReturnTypes(b.getContext(), loc, op->getOperands(),
-                                            op->getRawDictionaryAttrs(),
-                                            op->getPropertiesStorage(), op->getRegions(), types);
-  assert(succeeded(ok) && types.size() == 1 && "a well-typed op");
-  (void)ok;
-  op->getResult(0).setType(types[0]);
+  Operation *op = createInferred(b, loc, OpT::getOperationName(), operands, attrs);
+  assert(op && "a well-typed op");
   return op->getResult(0);
 }
 
