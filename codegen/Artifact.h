@@ -59,6 +59,10 @@ struct ArtifactOptions {
   /// or bf16, for compileToArtifact's kernel pipeline (buildArtifact reads the
   /// mode the pass recorded on the function).
   std::string precision = "fp32";
+  /// Run kiln-kv-cache-in-place in the kernel pipeline (kiln-compile
+  /// --kv-cache-in-place): a decoder's past/present pairs become caches the
+  /// model updates in place.
+  bool kvCacheInPlace = false;
   /// Recorded in the artifact: the model's file name.
   std::string source;
   /// When set, the weights go to CompiledArtifact::weights instead of the

@@ -67,6 +67,16 @@ FailureOr<EncodedStep> ArtifactWriter::encodeKernelStep(KernelOp k) {
   FailureOr<GeneratedKernel> g = emitKernel(k);
   if (failed(g))
     return failure();
+  // Writing into an input's bytes is safe only where the input is the
+  // caller's (a model input, at the top level) and nothing else reads it.
+  if (g->inPlaceInput >= 0) {
+    auto cache = dyn_cast<BlockArgument>(k->getOperand(g->inPlaceInput));
+    if (!cache || cache.getOwner() != &func.getBody().front() || !cache.hasOneUse())
+      return k.emitOpError() << "writes its result into the bytes of operand "
+                             << g->inPlaceInput
+                             << " (kiln.cache_update), which must be a model input nothing "
+                                "else reads";
+  }
   auto [it, inserted] = kernelIds.emplace(g->name, static_cast<int>(kernels.size()));
   if (inserted) {
     kernels.push_back(*g);

@@ -173,6 +173,9 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.flops = flops;
   g.l2Bytes = l2Bytes;
   g.boundedReads = boundedReads(kernel);
+  if (auto update = dyn_cast_or_null<CacheUpdateOp>(root.getDefiningOp()))
+    if (auto cache = dyn_cast<BlockArgument>(update.getCache()))
+      g.inPlaceInput = static_cast<int>(cache.getArgNumber());
   // The primitives by which threads of a block meet, as the schedules and
   // the device library spell them.
   for (const char *meet : {"__syncthreads", "__shared__", "kiln_shfl", "kiln_warp_", "kiln_block_"})

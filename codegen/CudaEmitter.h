@@ -59,6 +59,10 @@ struct GeneratedKernel {
   bool threadsMeet = false;
   /// Inputs read only in part (Kernel.bounded_reads): input number to the
   /// most elements a launch reads of it.
+  /// The input whose bytes the result is (kiln.cache_update's cache): the
+  /// kernel writes into them and leaves the rest; -1 for a kernel that writes
+  /// a buffer of its own.
+  int inPlaceInput = -1;
   std::vector<std::pair<int, mlir::AffineExpr>> boundedReads;
   /// Bytes a launch reads through L2 where more than its buffers (attention's
   /// K/V passes, Kernel.l2_bytes); null otherwise.

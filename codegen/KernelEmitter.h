@@ -399,6 +399,7 @@ private:
 
   //===--- schedules --------------------------------------------------------===//
   LogicalResult emitPointwise(Value root);
+  LogicalResult emitCacheUpdate(CacheUpdateOp update);
   LogicalResult emitTiledTranspose(TransposeOp root);
   LogicalResult emitReduction(ReduceOp root);
   LogicalResult emitArgReduction(ArgReduceOp root);

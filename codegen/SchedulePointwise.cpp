@@ -187,7 +187,37 @@ LogicalResult KernelEmitter::emitTiledTranspose(TransposeOp root) {
   return success();
 }
 
+/// kiln.cache_update's kernel: one thread per element of the update, which
+/// it computes (the producers fused in: RoPE on a new key) and stores at its
+/// row plus the offset in the cache, whose bytes are the result's (the
+/// artifact marks the kernel in place). The cache's other rows are not
+/// touched: a decode step writes its new rows only.
+LogicalResult KernelEmitter::emitCacheUpdate(CacheUpdateOp update) {
+  Value rows = update.getUpdate();
+  std::optional<SymShape> offset = getKnownElements(update.getOffset());
+  if (!offset || offset->size() != 1 || !(*offset)[0])
+    return emitError(update.getLoc()) << "codegen: kiln.cache_update needs its offset at "
+                                         "compile time";
+  int64_t rank = getSymShape(rows.getType()).size();
+  int64_t axis = normalizedAxis(static_cast<int64_t>(update.getAxis()), rank);
+  std::vector<std::string> shape = dims(rows), cacheShape = dims(update.getCache());
+  workItems = productOf(getSymShape(rows.getType()));
+  line("const " + indexType + " n = " + product(shape) + ";");
+  line("const " + indexType + " offset = " + dim((*offset)[0]) + ";");
+  openBlock("for (" + indexType + " i = kiln_thread_index(); i < n; i += kiln_thread_count()) {");
+  std::vector<std::string> index = unravel("i", shape);
+  FailureOr<std::string> v = element(rows, index);
+  if (failed(v))
+    return failure();
+  index[axis] = "(" + index[axis] + " + offset)";
+  line("out[" + linearize(index, cacheShape) + "] = " + store(elementOf(rows), *v) + ";");
+  closeBlock();
+  return success();
+}
+
 LogicalResult KernelEmitter::emitPointwise(Value root) {
+  if (auto update = dyn_cast_or_null<CacheUpdateOp>(root.getDefiningOp()))
+    return emitCacheUpdate(update);
   if (isTiledTranspose(root) &&
       cast<BlockArgument>(cast<TransposeOp>(root.getDefiningOp()).getInput()).getArgNumber() == 0)
     return emitTiledTranspose(cast<TransposeOp>(root.getDefiningOp()));

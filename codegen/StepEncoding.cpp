@@ -81,7 +81,7 @@ bool isHostStepOp(Operation *op) {
              RangeOp, ReshapeOp, TransposeOp, BroadcastToOp, ConcatOp, SliceOp, GatherOp, PadOp,
              GatherElementsOp, ScatterElementsOp, GatherNDOp, ScatterNDOp, NonZeroOp, CompressOp,
              ResizeOp, ReduceOp, ArgReduceOp, CumulativeOp, TopKOp, SoftmaxOp, LogSoftmaxOp,
-             LayerNormOp, RmsNormOp, GridSampleOp, RoiAlignOp, NonMaxSuppressionOp, UniqueOp, DetOp,
+             LayerNormOp, RmsNormOp, CacheUpdateOp, GridSampleOp, RoiAlignOp, NonMaxSuppressionOp, UniqueOp, DetOp,
              Col2ImOp>(op) ||
          unaryFnOf(op) || binaryFnOf(op);
 }
@@ -257,6 +257,9 @@ std::optional<FailureOr<EncodedStep>> encodeReductionStep(Operation *op, StepBui
         return step(fb::StepOp::LayerNorm, fb::CreateLayerNorm(b, static_cast<int64_t>(l.getAxis()),
                                                                l.getEpsilon().convertToFloat(),
                                                                static_cast<bool>(l.getBias())));
+      })
+      .Case([&](CacheUpdateOp u) {
+        return step(fb::StepOp::CacheUpdate, fb::CreateCacheUpdate(b, static_cast<int64_t>(u.getAxis())));
       })
       .Case([&](RmsNormOp r) {
         return step(fb::StepOp::RmsNorm, fb::CreateRmsNorm(b, static_cast<int64_t>(r.getAxis()),

@@ -28,7 +28,7 @@ compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
   };
   Clock::time_point start = Clock::now();
   mlir::PassManager pm(module.getContext());
-  buildKernelPipeline(pm, options.precision);
+  buildKernelPipeline(pm, options.precision, options.kvCacheInPlace);
   if (failed(pm.run(module)))
     return mlir::failure();
   double fusionMs = ms(start);

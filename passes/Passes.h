@@ -73,13 +73,20 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
       *this, "precision",
       llvm::cl::desc("fp32 (default), tf32, fp16 or bf16 (kiln-lower-precision)"),
       llvm::cl::init("fp32")};
+  Option<bool> kvCacheInPlace{
+      *this, "kv-cache-in-place",
+      llvm::cl::desc("Turn a decoder's past/present cache pairs into caches updated in place "
+                     "(kiln-kv-cache-in-place)"),
+      llvm::cl::init(false)};
 };
 
 /// From the graph to kernels: guard the shape functions' assumptions, absorb library epilogues, split long reductions,
 /// form kernels. What every tool runs after the graph pipeline (or after a
 /// user's own --pipeline in kiln-compile).
 /// `precision` is kiln-lower-precision's mode: fp32, tf32, fp16 or bf16.
-void buildKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef precision = "fp32");
+/// `kvCacheInPlace` runs kiln-kv-cache-in-place (kiln-compile --kv-cache-in-place).
+void buildKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef precision = "fp32",
+                         bool kvCacheInPlace = false);
 
 /// The full pipeline from an imported model to kernel regions ready for
 /// codegen: the size check, the graph pipeline (unless `optimize` is off) and

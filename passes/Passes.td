@@ -223,6 +223,25 @@ def FuseRmsNormPass : Pass<"kiln-fuse-rms-norm", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KvCacheInPlacePass : Pass<"kiln-kv-cache-in-place", "::mlir::func::FuncOp"> {
+  let summary = "Turns a decoder's past/present KV cache pairs into caches updated in place";
+  let description = [{
+    Each input read only by `present = kiln.concat(past, new)` along a symbolic
+    dim `past`, the present returned, becomes the cache itself: its dim there
+    becomes a fresh symbol `cache_capacity`, the present becomes
+    `kiln.cache_update(cache, new, past)` (returned: the output is the input's
+    buffer with the new rows written) and the present's other readers read a
+    slice of its first `past + new` rows. `past` is bound by no input then:
+    it becomes `total - new` everywhere, `total` the length of the input named
+    `attention_mask` ([batch, total], the past and the new tokens). Guards:
+    `total <= cache_capacity`, `new <= total`. A model without such pairs, or
+    without that mask, is an error: kiln-compile --kv-cache-in-place asked for
+    it. Runs after `--kiln-fuse-attention` (attention then reads the slice
+    inside its kernel) and before the precision mode.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def AbsorbMatmulTransposesPass : Pass<"kiln-absorb-matmul-transposes", "::mlir::func::FuncOp"> {
   let summary = "Turns transposes of matmul operands into the matmul's layout flags";
   let description = [{

@@ -22,7 +22,7 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
   pm.addNestedPass<func::FuncOp>(createInferShapesPass(inferOptions));
 }
 
-void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision) {
+void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision, bool kvCacheInPlace) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   // Guards first, while every op that assumed something is still a graph op.
   func.addPass(createMaterializeGuardsPass());
@@ -34,6 +34,10 @@ void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision) {
   func.addPass(createAbsorbEpiloguesPass());
   func.addPass(createSymmetricConvPadsPass());
   func.addPass(createMergeSiblingMatmulsPass());
+  // After attention is fused (it reads the cache's valid rows inside its
+  // kernel), before the precision mode (the caches keep their type).
+  if (kvCacheInPlace)
+    func.addPass(createKvCacheInPlacePass());
   // After the weight rewrites above, which read and write fp32/f64 constants.
   LowerPrecisionPassOptions lower;
   lower.precision = precision.str();
@@ -62,7 +66,7 @@ void buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptions &optio
     buildGraphPipeline(pm, graph);
     pm.addPass(createCheckTensorSizesPass(sizes));
   }
-  buildKernelPipeline(pm, options.precision);
+  buildKernelPipeline(pm, options.precision, options.kvCacheInPlace);
 }
 
 void registerKilnPipelines() {

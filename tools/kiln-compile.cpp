@@ -129,6 +129,14 @@ static cl::opt<std::string> precision(
              "kernels compute, and libraries accumulate, in fp32; reductions keep fp32 "
              "results); inputs and outputs keep their types. Tolerances: docs/precision.md"),
     cl::init("fp32"), cl::value_desc("mode"), cl::cat(category));
+static cl::opt<bool> kvCacheInPlace(
+    "kv-cache-in-place",
+    cl::desc("A decoder exported with its KV cache (past_key_values inputs, presents = "
+             "concat(past, new) outputs): each past input becomes the cache itself "
+             "[batch, heads, cache_capacity, head], updated in place with the new rows, its "
+             "present output that same buffer; the past length is attention_mask's length "
+             "minus the new tokens (docs/runtime.md)"),
+    cl::cat(category));
 static cl::list<std::string> dynamicRanges(
     "dynamic",
     cl::desc("SYM=MIN..MAX: the range of a symbol; calls outside it fail with a guard, and "
@@ -298,6 +306,7 @@ int main(int argc, char **argv) {
     options.cubinDumpDir = dumpCubins;
   }
   options.precision = precision;
+  options.kvCacheInPlace = kvCacheInPlace;
   options.source = sys::path::filename(modelPath).str();
   SmallString<256> weightsPath(outputPath);
   sys::path::replace_extension(weightsPath, ".weights");

@@ -498,6 +498,46 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// cache_update
+//===----------------------------------------------------------------------===//
+
+LogicalResult CacheUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                              Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType cache = tensorType(adaptor.getCache());
+  RankedTensorType update = tensorType(adaptor.getUpdate());
+  int64_t rank = cache.getRank();
+  if (update.getRank() != rank || update.getElementType() != cache.getElementType())
+    return emitShapeError(location, name, "update must have the cache's rank and element type");
+  FailureOr<int64_t> axis = normalizeAxis(location, name, adaptor.getAxis(), rank);
+  if (failed(axis))
+    return failure();
+  FailureOr<int64_t> length = staticLength(location, name, adaptor.getOffset(), "offset");
+  if (failed(length))
+    return failure();
+  if (*length != 1)
+    return emitShapeError(location, name, "offset must hold one position");
+  SymShape c = getSymShape(cache), u = getSymShape(update);
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i == *axis)
+      continue;
+    if (failed(unifyDims(location, name, c[i], u[i], "dim " + Twine(i) + " of update")))
+      return failure();
+  }
+  // The rows written must fit: checked where both are known; kiln-kv-cache-in-place
+  // guards the symbolic case (offset + rows <= the cache's length).
+  SymShape offset = knownOrUnknown(adaptor.getOffset(), 1);
+  if (offset[0] && c[*axis] && u[*axis])
+    if (std::optional<bool> fits = decideShapeAssumption(ShapeAssumption::Kind::LessEqual,
+                                                         addDims(offset[0], u[*axis]), c[*axis]);
+        fits == std::optional<bool>(false))
+      return emitShapeError(location, name,
+                            "offset + update's length along the axis passes the cache's length");
+  inferred.push_back(cache);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // pad
 //===----------------------------------------------------------------------===//
 
@@ -832,6 +872,16 @@ SmallVector<Value> ResizeOp::kernelDataOperands() { return {getInput()}; }
 std::string ResizeOp::kernelRefusal() { return kRunTimeShapeOperands; }
 
 // A block per chunk of the input (kiln-sizes-on-device's non_zero).
+// The in-place write: a kernel over the update's elements (codegen's
+// pointwise schedule) when the offset is known at compile time; it reads the
+// cache only as the bytes it writes into, and keeps the cache's type.
+std::optional<Schedule> CacheUpdateOp::rootSchedule() {
+  return isCompileTimeValue(getOffset()) ? std::optional<Schedule>(Schedule::pointwise)
+                                         : std::nullopt;
+}
+SmallVector<Value> CacheUpdateOp::kernelDataOperands() { return {getCache(), getUpdate()}; }
+std::string CacheUpdateOp::kernelRefusal() { return kRunTimeShapeOperands; }
+bool CacheUpdateOp::runsNarrow() { return false; }
 std::optional<Schedule> CountNonZeroOp::rootSchedule() { return Schedule::reduction; }
 std::optional<Schedule> CompactNonZeroOp::rootSchedule() { return Schedule::compaction; }
 SmallVector<Value> CompactNonZeroOp::kernelDataOperands() {

@@ -270,6 +270,30 @@ def Kiln_CompressOp : Kiln_Op<"compress", [
   let results = (outs Kiln_Tensor:$result);
 }
 
+def Kiln_CacheUpdateOp : Kiln_Op<"cache_update", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "kernelDataOperands", "kernelRefusal", "runsNarrow"]>]> {
+  let summary = "writes rows into a cache along an axis, in place (the KV-cache append)";
+  let description = [{
+    The result is `cache` with `update`'s rows written along `axis` from
+    position `offset` (a one-element i64 shape tensor, a symbol's value where
+    the past length is one): `update` has `cache`'s dims but along the axis,
+    and `offset + update's length` must not pass the cache's. The other rows
+    are `cache`'s. `--kiln-kv-cache-in-place` forms it from `present =
+    concat(past, new)`. Its kernel launches over `update`'s elements only and
+    writes into `cache`'s bytes (the artifact marks it in place): a decode
+    step moves its new rows, not the whole cache. The cache keeps its element
+    type under a precision mode (the update is cast to it), since its bytes
+    are the caller's.
+
+    ```mlir
+    %p = kiln.cache_update %cache, %new, %past {axis = 2 : i64} : (tensor<?x4x?x64xbf16, #kiln.dims<[batch, 4, capacity, 64]>>, tensor<?x4x1x64xbf16, #kiln.dims<[batch, 4, 1, 64]>>, tensor<1xi64>) -> tensor<?x4x?x64xbf16, #kiln.dims<[batch, 4, capacity, 64]>>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$cache, Kiln_Tensor:$update, Kiln_ShapeTensor:$offset,
+                       I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+}
+
 def Kiln_ResizeOp : Kiln_Op<"resize", [
     DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal"]>]> {
   let summary = "resamples a tensor to a new size (ONNX Resize)";

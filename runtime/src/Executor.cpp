@@ -175,7 +175,11 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
   case artifact::StepKind::Kernel: {
     if (!artifact::evaluateShapeInto(plan.values[out], context.symbols(), context.scratchShape_))
       return fail("the kernel's result size is unknown before it runs");
-    if (absl::Status st = place(context, out, context.scratchShape_); !st.ok())
+    // A kernel that writes into its input's bytes (the KV cache updated in
+    // place): the result is that input under the same dims.
+    if (int inPlace = plan.kernels[step.kernel].inPlaceInput; inPlace >= 0)
+      context.setView(out, context.scratchShape_, context.value(step.inputs[inPlace]).address);
+    else if (absl::Status st = place(context, out, context.scratchShape_); !st.ok())
       return fail(st.message());
     if (absl::Status st = launch(context, step); !st.ok())
       return fail(st.message());

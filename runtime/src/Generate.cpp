@@ -1,16 +1,24 @@
 //===- Generate.cpp - the token generation loop of kiln_generate ---------===//
 //
 // One model does both phases: the prefill is a call with pasts of length 0,
-// each decode step a call with one token and the last call's presents as its
-// pasts. Position ids follow the attention mask as Hugging Face computes them
-// (cumsum(mask) - 1, 1 where the mask is 0), so left-padded batches generate
-// what each sequence would alone. The next token is chosen on the host from
-// the last position's logits: argmax (the first of equal values), or
-// sampling with temperature, top-k and top-p from a seeded generator.
+// each decode step a call with one token. Position ids follow the attention
+// mask as Hugging Face computes them (cumsum(mask) - 1, 1 where the mask is
+// 0), so left-padded batches generate what each sequence would alone. The
+// next token is chosen on the host from the last position's logits: argmax
+// (the first of equal values), or sampling with temperature, top-k and top-p
+// from a seeded generator.
 //
-// What this loop does not do yet (issue 34): the cache is copied through the
-// host every step (presents out, pasts in), not kept in place on the device;
-// sampling runs on the host; each step is its own call (no CUDA graph).
+// Two forms of model (docs/runtime.md, "Token generation"):
+// - as exported, presents = concat(past, new): each step's presents are the
+//   next step's pasts, copied through the host (O(context) bytes per token);
+// - compiled with --kv-cache-in-place, the pasts are the caches themselves
+//   ([batch, heads, cache_capacity, head], presents the same buffers): the
+//   loop keeps one buffer per cache for the whole generation (on the device
+//   for the CUDA backend), passes it as input and output, and a step moves
+//   only its tokens, mask, positions and logits; the model writes the new
+//   rows.
+// What it does not do yet (issue 34): sampling runs on the host; each step is
+// its own call with a mask one longer (no CUDA graph replay across steps).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +32,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <list>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -52,6 +62,9 @@ struct DecoderInterface {
   /// Per cache tensor: its past input and its present output.
   std::vector<std::pair<size_t, size_t>> caches;
   std::vector<kiln_tensor_info_t> inputs;
+  /// Compiled with --kv-cache-in-place: each past and its present have the
+  /// capacity symbol for their length, and are one buffer.
+  bool inPlace = false;
 };
 
 absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
@@ -93,6 +106,16 @@ absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
         return absl::InvalidArgumentError(absl::StrCat(
             "generate: '", name, "' must be (batch, heads, length, head size) with fixed heads "
             "and head size"));
+      kiln_tensor_info_t presentInfo;
+      if (kiln_model_output_info(model, it->second, &presentInfo) != KILN_OK)
+        return lastError("generate");
+      bool inPlace = presentInfo.rank == 4 && presentInfo.dims[2] < 0 &&
+                     std::strcmp(presentInfo.dim_names[2], info.dim_names[2]) == 0;
+      if (!d.caches.empty() && inPlace != d.inPlace)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "generate: '", name, "' is ", inPlace ? "" : "not ",
+            "a cache updated in place and an earlier one is ", d.inPlace ? "" : "not"));
+      d.inPlace = inPlace;
       d.caches.push_back({i, it->second});
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -171,6 +194,250 @@ private:
   std::mt19937_64 random;
 };
 
+/// Runs one step of the model and gives its logits [batch, step, vocabulary]
+/// on the host; the two forms of model differ in where the cache lives.
+class StepRunner {
+public:
+  virtual ~StepRunner() = default;
+  /// The step: `step` tokens per sequence, the mask `maskLength` long.
+  virtual absl::StatusOr<ref::Tensor> run(const std::vector<int64_t> &ids,
+                                          const std::vector<int64_t> &mask,
+                                          const std::vector<int64_t> &positions, int64_t step,
+                                          int64_t maskLength) = 0;
+  /// After a step whose tokens go on: the presents become the pasts.
+  virtual void advance() = 0;
+
+protected:
+  /// The logits output checked against the step, as a host tensor over `bytes`.
+  static absl::StatusOr<ref::Tensor> logitsView(const kiln_tensor_t &logits, int64_t batch,
+                                                int64_t step, uint8_t *bytes) {
+    if (logits.rank != 3 || logits.dims[0] != batch || logits.dims[1] != step ||
+        logits.dims[2] < 1)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "logits must be (batch %d, sequence %d, vocabulary)", batch, step));
+    return ref::Tensor::view(static_cast<ref::DType>(logits.dtype),
+                             {batch, step, logits.dims[2]}, bytes);
+  }
+};
+
+/// The model as exported: pasts in, presents out, through the host; the
+/// presents of one step are the pasts of the next.
+class CopyRunner : public StepRunner {
+public:
+  CopyRunner(const kiln_model_t *model, const DecoderInterface &d, int64_t batch)
+      : model(model), d(d), batch(batch), inputs(d.numInputs), outputs(d.numOutputs) {
+    for (auto [past, present] : d.caches) { // empty pasts: the prefill
+      const kiln_tensor_info_t &info = d.inputs[past];
+      Slot &slot = inputs[past];
+      slot.tensor.dtype = info.dtype;
+      slot.tensor.rank = 4;
+      slot.tensor.dims[0] = batch;
+      slot.tensor.dims[1] = info.dims[1];
+      slot.tensor.dims[2] = 0;
+      slot.tensor.dims[3] = info.dims[3];
+      slot.tensor.data = slot.bytes.data();
+    }
+  }
+
+  absl::StatusOr<ref::Tensor> run(const std::vector<int64_t> &ids, const std::vector<int64_t> &mask,
+                                  const std::vector<int64_t> &positions, int64_t step,
+                                  int64_t maskLength) override {
+    setI64(inputs[d.ids], ids, batch, step);
+    if (d.mask >= 0)
+      setI64(inputs[d.mask], mask, batch, maskLength);
+    if (d.positions >= 0)
+      setI64(inputs[d.positions], positions, batch, step);
+    std::vector<kiln_tensor_t> in;
+    out.assign(d.numOutputs, kiln_tensor_t{});
+    for (Slot &s : inputs)
+      in.push_back(s.tensor);
+    if (kiln_model_output_shapes(model, in.data(), in.size(), out.data(), out.size()) != KILN_OK)
+      return absl::InvalidArgumentError(kiln_last_error());
+    for (size_t i = 0; i < d.numOutputs; ++i) {
+      outputs[i].bytes.resize(std::max<size_t>(out[i].size_bytes, 1));
+      out[i].data = outputs[i].bytes.data();
+      outputs[i].tensor = out[i];
+    }
+    if (kiln_model_run(model, in.data(), in.size(), out.data(), out.size(), nullptr) != KILN_OK)
+      return absl::InvalidArgumentError(kiln_last_error());
+    return logitsView(out[d.logits], batch, step, outputs[d.logits].bytes.data());
+  }
+
+  void advance() override {
+    for (auto [past, present] : d.caches) {
+      inputs[past].bytes = std::move(outputs[present].bytes);
+      inputs[past].tensor = out[present];
+      inputs[past].tensor.data = inputs[past].bytes.data();
+    }
+  }
+
+private:
+  const kiln_model_t *model;
+  const DecoderInterface &d;
+  int64_t batch;
+  std::vector<Slot> inputs, outputs;
+  std::vector<kiln_tensor_t> out;
+};
+
+/// The model compiled with --kv-cache-in-place: one buffer per cache, at the
+/// generation's whole length, for every step, passed as the past input and
+/// the present output; the model writes each step's new rows into it. On the
+/// CUDA backend every buffer is device memory (the step's ids, mask and
+/// positions go up, its logits come back); on the host backend host memory.
+class InPlaceRunner : public StepRunner {
+public:
+  static absl::StatusOr<std::unique_ptr<InPlaceRunner>>
+  create(const kiln_model_t *model, const DecoderInterface &d, int64_t batch, int64_t capacity) {
+    auto r = std::unique_ptr<InPlaceRunner>(new InPlaceRunner(model, d, batch));
+    kiln_backend_t backend = KILN_BACKEND_HOST;
+    if (kiln_model_backend(model, &backend) != KILN_OK)
+      return lastError("generate");
+    r->device = backend == KILN_BACKEND_CUDA;
+    r->caches.resize(d.numInputs);
+    for (auto [past, present] : d.caches) {
+      const kiln_tensor_info_t &info = d.inputs[past];
+      kiln_tensor_t &t = r->caches[past];
+      t.dtype = info.dtype;
+      t.rank = 4;
+      t.dims[0] = batch;
+      t.dims[1] = info.dims[1];
+      t.dims[2] = capacity;
+      t.dims[3] = info.dims[3];
+      size_t elements = static_cast<size_t>(batch * info.dims[1] * capacity * info.dims[3]);
+      t.size_bytes = elements * ref::info(static_cast<ref::DType>(info.dtype)).bytes;
+      // Uninitialized: a row is read only after a step wrote it (attention
+      // reads the first past + new rows; the prefill writes the prompt's).
+      absl::StatusOr<void *> buffer = r->allocate(t.size_bytes);
+      if (!buffer.ok())
+        return buffer.status();
+      t.data = *buffer;
+    }
+    return r;
+  }
+
+  ~InPlaceRunner() override {
+    for (void *p : deviceBuffers)
+      kiln_model_device_free(model, p);
+  }
+
+  absl::StatusOr<ref::Tensor> run(const std::vector<int64_t> &ids, const std::vector<int64_t> &mask,
+                                  const std::vector<int64_t> &positions, int64_t step,
+                                  int64_t maskLength) override {
+    std::vector<kiln_tensor_t> in(d.numInputs);
+    for (auto [past, present] : d.caches)
+      in[past] = caches[past];
+    if (absl::Status s = stage(in, d.ids, ids, step); !s.ok())
+      return s;
+    if (d.mask >= 0)
+      if (absl::Status s = stage(in, d.mask, mask, maskLength); !s.ok())
+        return s;
+    if (d.positions >= 0)
+      if (absl::Status s = stage(in, d.positions, positions, step); !s.ok())
+        return s;
+    std::vector<kiln_tensor_t> out(d.numOutputs);
+    if (kiln_model_output_shapes(model, in.data(), in.size(), out.data(), out.size()) != KILN_OK)
+      return absl::InvalidArgumentError(kiln_last_error());
+    // The presents are the caches' own buffers: the run writes the new rows
+    // there and copies nothing out.
+    for (auto [past, present] : d.caches)
+      out[present] = caches[past];
+    kiln_tensor_t &logits = out[d.logits];
+    logitsHost.resize(std::max<size_t>(logits.size_bytes, 1));
+    if (device) {
+      if (logits.size_bytes > logitsDeviceBytes) {
+        absl::StatusOr<void *> buffer = allocate(logits.size_bytes);
+        if (!buffer.ok())
+          return buffer.status();
+        logitsDevice = *buffer;
+        logitsDeviceBytes = logits.size_bytes;
+      }
+      logits.data = logitsDevice;
+    } else {
+      logits.data = logitsHost.data();
+    }
+    kiln_run_options_t options = KILN_RUN_OPTIONS_INIT;
+    options.device_buffers = device ? 1 : 0;
+    if (kiln_model_run(model, in.data(), in.size(), out.data(), out.size(), &options) != KILN_OK)
+      return absl::InvalidArgumentError(kiln_last_error());
+    if (device && logits.size_bytes &&
+        kiln_model_copy_to_host(model, logitsHost.data(), logits.data, logits.size_bytes) !=
+            KILN_OK)
+      return absl::InvalidArgumentError(kiln_last_error());
+    return logitsView(logits, batch, step, logitsHost.data());
+  }
+
+  void advance() override {} // the caches already hold the new rows
+
+private:
+  InPlaceRunner(const kiln_model_t *model, const DecoderInterface &d, int64_t batch)
+      : model(model), d(d), batch(batch) {}
+
+  absl::StatusOr<void *> allocate(size_t bytes) {
+    if (!device) {
+      hostBuffers.emplace_back(std::max<size_t>(bytes, 1));
+      return hostBuffers.back().data();
+    }
+    void *p = nullptr;
+    if (kiln_model_device_alloc(model, std::max<size_t>(bytes, 1), &p) != KILN_OK)
+      return lastError("generate");
+    deviceBuffers.push_back(p);
+    return p;
+  }
+
+  absl::Status upload(void *to, const void *from, size_t bytes) {
+    if (!bytes)
+      return absl::OkStatus();
+    if (!device) {
+      std::memcpy(to, from, bytes);
+      return absl::OkStatus();
+    }
+    if (kiln_model_copy_to_device(model, to, from, bytes) != KILN_OK)
+      return lastError("generate");
+    return absl::OkStatus();
+  }
+
+  /// Input `input`, int64 [batch, cols], in a buffer of the run's kind
+  /// (kept per input, grown when a step needs more).
+  absl::Status stage(std::vector<kiln_tensor_t> &in, int input, const std::vector<int64_t> &values,
+                     int64_t cols) {
+    size_t bytes = values.size() * sizeof(int64_t);
+    Staged &s = staged[input];
+    if (bytes > s.bytes || !s.data) {
+      absl::StatusOr<void *> buffer = allocate(bytes);
+      if (!buffer.ok())
+        return buffer.status();
+      s.data = *buffer;
+      s.bytes = bytes;
+    }
+    if (absl::Status st = upload(s.data, values.data(), bytes); !st.ok())
+      return st;
+    kiln_tensor_t &t = in[input];
+    t.dtype = KILN_I64;
+    t.rank = 2;
+    t.dims[0] = batch;
+    t.dims[1] = cols;
+    t.data = s.data;
+    t.size_bytes = bytes;
+    return absl::OkStatus();
+  }
+
+  struct Staged {
+    void *data = nullptr;
+    size_t bytes = 0;
+  };
+  std::map<int, Staged> staged;
+  const kiln_model_t *model;
+  const DecoderInterface &d;
+  int64_t batch;
+  bool device = false;
+  std::vector<kiln_tensor_t> caches;
+  std::vector<void *> deviceBuffers;
+  std::list<std::vector<uint8_t>> hostBuffers;
+  std::vector<uint8_t> logitsHost;
+  void *logitsDevice = nullptr;
+  size_t logitsDeviceBytes = 0;
+};
+
 } // namespace
 
 absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
@@ -221,47 +488,26 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
       positions[at] = mask[at] ? tokensSeen[b] - 1 : 1;
     }
 
-  std::vector<Slot> inputs(d.numInputs), outputs(d.numOutputs);
-  for (auto [past, present] : d.caches) { // empty pasts: the prefill
-    const kiln_tensor_info_t &info = d.inputs[past];
-    Slot &slot = inputs[past];
-    slot.tensor.dtype = info.dtype;
-    slot.tensor.rank = 4;
-    slot.tensor.dims[0] = B;
-    slot.tensor.dims[1] = info.dims[1];
-    slot.tensor.dims[2] = 0;
-    slot.tensor.dims[3] = info.dims[3];
-    slot.tensor.data = slot.bytes.data();
+  std::unique_ptr<StepRunner> runner;
+  if (d.inPlace) {
+    auto inPlace = InPlaceRunner::create(model, d, B, promptLength + options.max_new_tokens);
+    if (!inPlace.ok())
+      return inPlace.status();
+    runner = std::move(*inPlace);
+  } else {
+    runner = std::make_unique<CopyRunner>(model, d, B);
   }
   TokenChooser chooser(options);
   std::vector<bool> finished(batch, false);
   int64_t padToken = options.num_stop_tokens ? options.stop_tokens[0] : 0;
   size_t steps = 0;
   for (int32_t n = 0; n < options.max_new_tokens; ++n) {
-    setI64(inputs[d.ids], ids, B, step);
-    if (d.mask >= 0)
-      setI64(inputs[d.mask], mask, B, maskLength);
-    if (d.positions >= 0)
-      setI64(inputs[d.positions], positions, B, step);
-    std::vector<kiln_tensor_t> in, out(d.numOutputs);
-    for (Slot &s : inputs)
-      in.push_back(s.tensor);
-    if (kiln_model_output_shapes(model, in.data(), in.size(), out.data(), out.size()) != KILN_OK)
-      return lastError(n == 0 ? "generate: prefill" : "generate: decode step");
-    for (size_t i = 0; i < d.numOutputs; ++i) {
-      outputs[i].bytes.resize(std::max<size_t>(out[i].size_bytes, 1));
-      out[i].data = outputs[i].bytes.data();
-      outputs[i].tensor = out[i];
-    }
-    if (kiln_model_run(model, in.data(), in.size(), out.data(), out.size(), nullptr) != KILN_OK)
-      return lastError(n == 0 ? "generate: prefill" : "generate: decode step");
-    const kiln_tensor_t &logits = out[d.logits];
-    if (logits.rank != 3 || logits.dims[0] != B || logits.dims[1] != step || logits.dims[2] < 1)
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "generate: logits must be (batch %d, sequence %d, vocabulary)", B, step));
-    int64_t vocab = logits.dims[2];
-    ref::Tensor view = ref::Tensor::view(static_cast<ref::DType>(logits.dtype),
-                                         {B, step, vocab}, static_cast<uint8_t *>(logits.data));
+    absl::StatusOr<ref::Tensor> logits = runner->run(ids, mask, positions, step, maskLength);
+    if (!logits.ok())
+      return absl::Status(logits.status().code(),
+                          absl::StrCat(n == 0 ? "generate: prefill: " : "generate: decode step: ",
+                                       logits.status().message()));
+    int64_t vocab = logits->dim(2);
     std::vector<int64_t> chosen(batch);
     for (int64_t b = 0; b < B; ++b) {
       if (finished[b]) {
@@ -270,7 +516,7 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
       }
       std::vector<double> row(vocab);
       for (int64_t v = 0; v < vocab; ++v)
-        row[v] = view.getF((b * step + step - 1) * vocab + v);
+        row[v] = logits->getF((b * step + step - 1) * vocab + v);
       chosen[b] = chooser.choose(row);
       if (chosen[b] < 0)
         return absl::InvalidArgumentError(absl::StrFormat(
@@ -285,7 +531,7 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
       break;
     if (std::all_of(finished.begin(), finished.end(), [](bool f) { return f; }))
       break;
-    // The next step: one token each, the presents as pasts, the mask a column longer.
+    // The next step: one token each, the mask a column longer.
     ids = chosen;
     positions.assign(tokensSeen.begin(), tokensSeen.end());
     for (int64_t &seen : tokensSeen)
@@ -298,11 +544,7 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
     mask = std::move(longer);
     ++maskLength;
     step = 1;
-    for (auto [past, present] : d.caches) {
-      inputs[past].bytes = std::move(outputs[present].bytes);
-      inputs[past].tensor = out[present];
-      inputs[past].tensor.data = inputs[past].bytes.data();
-    }
+    runner->advance();
   }
   // Sequences that stopped, and steps not run, hold the pad token.
   for (int64_t b = 0; b < B; ++b)

@@ -222,7 +222,9 @@ absl::Status HostExecutor::finish(ExecutionContext &context, const RunRequest &r
       break;
     }
     size_t bytes = static_cast<size_t>(ref::numElements(slot.shape)) * ref::info(dtype).bytes;
-    if (bytes)
+    // An output already where the caller wants it (a KV cache updated in
+    // place in the buffer the caller passed as input and output) moves nothing.
+    if (bytes && *destination != reinterpret_cast<const void *>(slot.address))
       std::memcpy(*destination, reinterpret_cast<const void *>(slot.address), bytes);
   }
   abandon(context, request);

@@ -84,3 +84,12 @@ func.func @data_dependent(%x: tensor<3x4xf32>, %c: tensor<3xi1>) {
   %f = kiln.compress %x, %c : (tensor<3x4xf32>, tensor<3xi1>) -> tensor<?xf32>
   return
 }
+
+// kiln.cache_update: the result is the cache (its type), the offset one position.
+// CHECK-LABEL: func.func @cache_update
+func.func @cache_update(%cache: tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>>, %new: tensor<?x2x1x4xbf16, #kiln.dims<[b, 2, 1, 4]>>) -> tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>> {
+  %at = kiln.symbolic_constant [past] : tensor<1xi64>
+  // CHECK: kiln.cache_update %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64} : (tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>>, tensor<?x2x1x4xbf16, #kiln.dims<[b, 2, 1, 4]>>, tensor<1xi64>) -> tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>>
+  %u = kiln.cache_update %cache, %new, %at {axis = 2 : i64} : (tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>>, tensor<?x2x1x4xbf16, #kiln.dims<[b, 2, 1, 4]>>, tensor<1xi64>) -> tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>>
+  return %u : tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>>
+}

@@ -400,3 +400,36 @@ func.func @scatter_elements_indices_wider_than_data(%d: tensor<2x8xf32>, %i: ten
   %s = kiln.scatter_elements %d, %i, %u {axis = 1 : i64, reduction = #kiln<scatter none>} : (tensor<2x8xf32>, tensor<3x1xi64>, tensor<3x1xf32>) -> tensor<2x8xf32>
   return
 }
+
+// -----
+
+func.func @cache_update_other_heads(%c: tensor<1x2x8x4xf32>, %n: tensor<1x3x1x4xf32>, %at: tensor<1xi64>) {
+  // expected-error @+1 {{'kiln.cache_update' op dim 1 of update}}
+  %u = kiln.cache_update %c, %n, %at {axis = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x3x1x4xf32>, tensor<1xi64>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @cache_update_other_type(%c: tensor<1x2x8x4xf32>, %n: tensor<1x2x1x4xbf16>, %at: tensor<1xi64>) {
+  // expected-error @+1 {{'kiln.cache_update' op update must have the cache's rank and element type}}
+  %u = kiln.cache_update %c, %n, %at {axis = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xbf16>, tensor<1xi64>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @cache_update_two_offsets(%c: tensor<1x2x8x4xf32>, %n: tensor<1x2x1x4xf32>, %at: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.cache_update' op offset must hold one position}}
+  %u = kiln.cache_update %c, %n, %at {axis = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>, tensor<2xi64>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @cache_update_past_the_end(%c: tensor<1x2x8x4xf32>, %n: tensor<1x2x3x4xf32>) {
+  %at = kiln.constant dense<6> : tensor<1xi64>
+  // expected-error @+1 {{'kiln.cache_update' op offset + update's length along the axis passes the cache's length}}
+  %u = kiln.cache_update %c, %n, %at {axis = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x2x3x4xf32>, tensor<1xi64>) -> tensor<1x2x8x4xf32>
+  return
+}

@@ -197,6 +197,28 @@ TEST(ReferenceComposite, RmsNormDividesByTheRootMeanSquare) {
   EXPECT_FALSE(rmsNorm(x, &wrong, -1, 0.5).ok());
 }
 
+TEST(ReferenceDataMovement, CacheUpdateWritesRowsAtTheOffset) {
+  // A [2, 4, 1] cache (batch 2, 4 rows) of 0..7; rows 1..2 of each batch
+  // written with 100, 101 and 200, 201; the other rows keep their values.
+  Tensor cache(DType::i64, {2, 4, 1});
+  for (int64_t i = 0; i < 8; ++i)
+    cache.setI(i, i);
+  Tensor rows(DType::i64, {2, 2, 1});
+  rows.setI(0, 100), rows.setI(1, 101), rows.setI(2, 200), rows.setI(3, 201);
+  absl::StatusOr<Tensor> out = cacheUpdate(cache, rows, 1, 1);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  std::vector<int64_t> got;
+  for (int64_t i = 0; i < 8; ++i)
+    got.push_back(out->getI(i));
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 100, 101, 3, 4, 200, 201, 7}));
+  EXPECT_EQ(cache.getI(1), 1); // the input is not changed
+  // Rows that would pass the end, or start before the cache, are errors.
+  EXPECT_FALSE(cacheUpdate(cache, rows, 3, 1).ok());
+  EXPECT_FALSE(cacheUpdate(cache, rows, -1, 1).ok());
+  Tensor otherBatch(DType::i64, {3, 2, 1});
+  EXPECT_FALSE(cacheUpdate(cache, otherBatch, 0, 1).ok());
+}
+
 TEST(ReferenceSpecial, DeterminantWithPivoting) {
   Tensor m(DType::f64, {2, 2});
   m.setF(0, 0), m.setF(1, 1), m.setF(2, 1), m.setF(3, 0); // needs a row swap

@@ -365,6 +365,15 @@ absl::Status Reader::readKernels() {
           }
         info.bufferShapes.push_back(std::move(dims));
       }
+      info.inPlaceInput = k->in_place_input();
+      if (info.inPlaceInput != -1) {
+        size_t buffer = static_cast<size_t>(info.inPlaceInput) + 1;
+        if (info.inPlaceInput < 0 || buffer >= info.bufferDtypes.size() ||
+            info.bufferDtypes[buffer] != info.bufferDtypes[0] ||
+            !sameDims(info.bufferShapes[buffer], info.bufferShapes[0]))
+          return corrupt(absl::StrCat(where, " writes in place into input ", info.inPlaceInput,
+                                      ", which it lacks or which differs from its result"));
+      }
       info.cubins = readCubins(k->cubins());
       plan.kernels.push_back(std::move(info));
     }
@@ -605,6 +614,13 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
                 dimsToString(dims[b], plan.symbols), "], value ", v, " has [",
                 dimsToString(plan.values[v].shape, plan.symbols), "]"));
         }
+        // A kernel that writes into its input's bytes does so only into a
+        // model input at the top level (the caller's cache, which the
+        // compiler checked nothing else reads).
+        int inPlace = plan.kernels[step.kernel].inPlaceInput;
+        if (inPlace >= 0 && (depth > 0 || plan.values[step.inputs[inPlace]].kind != ValueKind::Input))
+          return corrupt(absl::StrCat(where, ": kernel ", step.label,
+                                      " writes in place into a value that is not a model input"));
       }
       break;
     case fb::StepOp::SymbolicConstant: {

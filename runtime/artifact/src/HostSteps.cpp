@@ -523,6 +523,16 @@ absl::StatusOr<HostStep> Decoder::decode() {
       return ref::rmsNorm(*in[0], scale ? in[1] : nullptr, axis, epsilon);
     });
   }
+  case fb::StepOp::CacheUpdate: {
+    int64_t axis = table.op_as_CacheUpdate()->axis();
+    return simple(3, [axis](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+        return s;
+      if (in[2]->numel() != 1)
+        return absl::InvalidArgumentError("cache_update: the offset must hold one value");
+      return ref::cacheUpdate(*in[0], *in[1], in[2]->getI(0), axis);
+    });
+  }
   case fb::StepOp::GridSample: {
     const fb::GridSample &t = *table.op_as_GridSample();
     absl::StatusOr<ref::ResizeMode> mode = fromSchema<ref::ResizeMode>(t.mode());

@@ -71,6 +71,15 @@ absl::StatusOr<MemoryPlan> planMemory(const Plan &plan, const Bindings &symbols,
   std::vector<bool> isView(n, false);
   for (size_t s = plan.steps.size(); s-- > 0;) {
     const StepInfo &step = plan.steps[s];
+    // A kernel writing into its input's bytes (a KV cache updated in place)
+    // makes a result that, like a view, takes none of its own.
+    int inPlace = step.kind == StepKind::Kernel ? plan.kernels[step.kernel].inPlaceInput : -1;
+    if (inPlace >= 0) {
+      int in = step.inputs[inPlace], result = step.outputs[0];
+      last[in] = std::max(last[in], last[result]);
+      isView[result] = true;
+      continue;
+    }
     if (!isViewStep(step))
       continue;
     int in = step.inputs[0], view = step.outputs[0];

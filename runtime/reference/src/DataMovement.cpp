@@ -118,6 +118,37 @@ absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t
   return out;
 }
 
+absl::StatusOr<Tensor> cacheUpdate(const Tensor &cache, const Tensor &update, int64_t offset,
+                                   int64_t axis) {
+  if (update.rank() != cache.rank() || update.dtype() != cache.dtype())
+    return absl::InvalidArgumentError(absl::StrCat("cache_update: update ", update.describe(),
+                                                   " does not match the cache ", cache.describe()));
+  axis = normalizeAxis(axis, cache.rank());
+  for (int64_t d = 0; d < cache.rank(); ++d)
+    if (d != axis && update.dim(d) != cache.dim(d))
+      return absl::InvalidArgumentError(absl::StrCat("cache_update: update ", update.describe(),
+                                                     " does not match the cache ",
+                                                     cache.describe(), " off the axis"));
+  if (offset < 0 || offset > cache.dim(axis) - update.dim(axis))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cache_update: rows [", offset, ", ", offset + update.dim(axis), ") do not fit in the cache ",
+        cache.describe(), " along axis ", axis));
+  Tensor out(cache.dtype(), cache.shape());
+  if (cache.byteSize())
+    std::memcpy(out.bytes(), cache.bytes(), cache.byteSize());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= cache.dim(d);
+  for (int64_t d = axis + 1; d < cache.rank(); ++d)
+    inner *= cache.dim(d);
+  int64_t bytes = info(cache.dtype()).bytes;
+  int64_t chunk = update.dim(axis) * inner * bytes, outChunk = cache.dim(axis) * inner * bytes;
+  for (int64_t o = 0; o < outer && chunk > 0; ++o)
+    std::memcpy(out.bytes() + o * outChunk + offset * inner * bytes, update.bytes() + o * chunk,
+                chunk);
+  return out;
+}
+
 absl::StatusOr<Tensor> slice(const Tensor &x, const std::vector<int64_t> &starts,
                              const std::vector<int64_t> &ends,
                              const std::vector<int64_t> &steps) {

@@ -711,7 +711,10 @@ absl::Status CudaExecutor::finish(ExecutionContext &context, const RunRequest &r
       break;
     }
     size_t bytes = bytesOf(dtype, slot.shape);
-    if (!bytes)
+    // An output already where the caller wants it (a KV cache updated in
+    // place in the device buffer passed as input and output) moves nothing.
+    if (!bytes || (request.deviceBuffers &&
+                   reinterpret_cast<uintptr_t>(*destination) == slot.address))
       continue;
     auto from = static_cast<CUdeviceptr>(slot.address);
     CUresult r = request.deviceBuffers

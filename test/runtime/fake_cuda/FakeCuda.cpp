@@ -540,13 +540,38 @@ void runKernel(CUfunc_st *f, const kiln::fake::BlockLauncher *threaded, unsigned
   std::vector<void *> pointers;
   for (uint64_t &v : values)
     pointers.push_back(&v);
+  // KILN_FAKE_CUDA_WRITE_LOG: the bytes of device memory the launch changed,
+  // "write NAME BYTES" (the allocations its parameters point into, compared
+  // before and after; a byte rewritten with its own value is not counted).
+  std::vector<std::pair<const char *, std::string>> before;
+  if (std::getenv("KILN_FAKE_CUDA_WRITE_LOG")) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto &[address, a] : allocations)
+      for (uint64_t v : values)
+        if (reinterpret_cast<uintptr_t>(a.host) <= v &&
+            v <= reinterpret_cast<uintptr_t>(a.host) + a.bytes) {
+          before.emplace_back(a.host, std::string(a.host, a.bytes));
+          break;
+        }
+  }
+  auto logWrites = [&] {
+    if (before.empty() && !std::getenv("KILN_FAKE_CUDA_WRITE_LOG"))
+      return;
+    size_t changed = 0;
+    for (const auto &[host, bytes] : before)
+      for (size_t i = 0; i < bytes.size(); ++i)
+        changed += host[i] != bytes[i];
+    logLine("KILN_FAKE_CUDA_WRITE_LOG", "write " + f->name + " " + std::to_string(changed));
+  };
   if (!threaded) {
     f->launch(pointers.data(), grid);
+    logWrites();
     return;
   }
   // A barrier its threads do not all reach hangs or races on a GPU; here it
   // is an unspecified launch failure, sticky as a GPU's would be.
   std::string wrong = threaded->run(pointers.data(), grid);
+  logWrites();
   if (!wrong.empty()) {
     std::fprintf(stderr, "kiln fake CUDA: kernel %s: a barrier not every thread reaches: %s\n",
                  f->name.c_str(), wrong.c_str());
@@ -600,6 +625,9 @@ void runCopy(uintptr_t to, bool toDevice, uintptr_t from, bool fromDevice, size_
     }
   }
   std::memmove(target, source, bytes);
+  if (toDevice)
+    logLine("KILN_FAKE_CUDA_WRITE_LOG",
+            std::string(fromDevice ? "copy dtod " : "copy htod ") + std::to_string(bytes));
 }
 
 /// A copy call: checks its device side(s) at the call, as the driver does

@@ -142,6 +142,9 @@ struct KernelInfo {
   std::vector<std::pair<int, Dim>> boundedReads;
   /// Kernel.l2_bytes: bytes a launch reads through L2; unknown: its buffers.
   Dim l2Bytes;
+  /// Kernel.in_place_input: the input (0 the first) whose bytes the result
+  /// is, the kernel writing part of them; -1: a buffer of its own.
+  int inPlaceInput = -1;
 };
 
 /// Whether a specialization of `kernel` with every symbol bound in `symbols`

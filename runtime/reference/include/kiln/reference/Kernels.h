@@ -74,6 +74,11 @@ Tensor transpose(const Tensor &x, const std::vector<int64_t> &permutation);
 Tensor transposeLastTwo(const Tensor &x);
 absl::StatusOr<Tensor> broadcastTo(const Tensor &x, const Shape &shape);
 absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t axis);
+/// `cache` with `update`'s rows written along `axis` from row `offset`
+/// (kiln.cache_update): update has cache's dims but along the axis, and the
+/// rows must fit.
+absl::StatusOr<Tensor> cacheUpdate(const Tensor &cache, const Tensor &update, int64_t offset,
+                                   int64_t axis);
 /// ONNX Slice with one start/end/step per dim (clamped like ONNX).
 absl::StatusOr<Tensor> slice(const Tensor &x, const std::vector<int64_t> &starts,
                              const std::vector<int64_t> &ends,

@@ -1,0 +1,201 @@
+//===- KvCacheInPlace.cpp - a decoder's KV cache updated in place ----------===//
+//
+// Decoders exported with their KV cache (transformers, optimum) take each
+// layer's past keys and values as inputs [batch, heads, past, head] and
+// return `present = concat(past, new)` along the sequence: every decode step
+// copies the whole cache into a new present, O(context) bytes per token, and
+// the past length is a dim that changes every step.
+//
+// This pass rewrites such a model into the in-place form: each past input
+// becomes the cache itself, [batch, heads, cache_capacity, head], of which
+// the first `past` rows are valid; `present` is that cache with the new rows
+// written at row `past` (kiln.cache_update, a kernel over the new rows whose
+// bytes are the input's), and the ops that read present (attention) read its
+// first `past + new` rows through a slice. The present output is the cache
+// input's buffer, so a caller that keeps one buffer per layer and passes it
+// as both writes only the new rows per step.
+//
+// `past` is no input's dim any more: it becomes `total - new`, where `total`
+// is the attention mask's length (the past and the new tokens, as Hugging
+// Face defines it), so the runtime still binds every symbol from the inputs.
+// kiln-compile --kv-cache-in-place runs it; docs/runtime.md has the form.
+//===----------------------------------------------------------------------===//
+
+#include "passes/ConstantValues.h"
+#include "passes/Matching.h"
+#include "passes/Passes.h"
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AttrTypeSubElements.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KVCACHEINPLACEPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// One layer's key or value: the past input and the concat that makes its present.
+struct CachePair {
+  BlockArgument past;
+  ConcatOp present;
+  unsigned result; // the function result the present is
+  int64_t axis;
+};
+
+std::string argName(func::FuncOp func, unsigned i) {
+  auto name = func.getArgAttrOfType<StringAttr>(i, "kiln.name");
+  return name ? name.str() : "input " + std::to_string(i);
+}
+
+struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    if (failed(rewrite(func)))
+      signalPassFailure();
+  }
+
+  LogicalResult rewrite(func::FuncOp func) {
+    MLIRContext *ctx = func.getContext();
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+    // The pairs: an input read only by a two-input concat on a symbolic dim
+    // (it first), whose result the function returns.
+    SmallVector<CachePair> pairs;
+    DimExpr past, rows;
+    for (BlockArgument arg : body.getArguments()) {
+      if (!arg.hasOneUse())
+        continue;
+      auto concat = dyn_cast<ConcatOp>(*arg.getUsers().begin());
+      if (!concat || concat.getInputs().size() != 2 || concat.getInputs()[0] != arg)
+        continue;
+      std::optional<unsigned> result;
+      for (OpOperand &use : concat.getResult().getUses())
+        if (use.getOwner() == ret)
+          result = use.getOperandNumber();
+      if (!result)
+        continue;
+      SymShape shape = getSymShape(arg.getType());
+      int64_t axis = concat.getAxis() < 0 ? concat.getAxis() + shape.size() : concat.getAxis();
+      DimExpr length = shape[axis];
+      DimExpr added = getSymShape(concat.getInputs()[1].getType())[axis];
+      if (!length || length.getKind() != AffineExprKind::SymbolId || !added)
+        continue;
+      if (past && (length != past || added != rows))
+        return func.emitError() << "kiln-kv-cache-in-place: the caches disagree on the past "
+                                   "length or the new rows ('"
+                                << argName(func, arg.getArgNumber()) << "' has "
+                                << dimToString(length) << " and " << dimToString(added)
+                                << ", an earlier one " << dimToString(past) << " and "
+                                << dimToString(rows) << ")";
+      past = length;
+      rows = added;
+      pairs.push_back({arg, concat, *result, axis});
+    }
+    if (pairs.empty())
+      return func.emitError() << "kiln-kv-cache-in-place: no input is a KV cache (read only by a "
+                                 "concat along a symbolic dim that the model returns)";
+
+    // The mask's length binds the past: total = past + new rows.
+    DimExpr total;
+    for (BlockArgument arg : body.getArguments())
+      if (argName(func, arg.getArgNumber()) == "attention_mask") {
+        SymShape mask = getSymShape(arg.getType());
+        if (mask.size() == 2 && mask[1] && mask[1].getKind() == AffineExprKind::SymbolId &&
+            mask[1] != past)
+          total = mask[1];
+      }
+    if (!total)
+      return func.emitError()
+             << "kiln-kv-cache-in-place: no input 'attention_mask' [batch, total] whose length "
+                "is a symbol of its own: the past length "
+             << dimToString(past) << " would be bound by no input once the caches are in place";
+
+    // past -> total - rows, in every type and dims attribute of the function.
+    DimExpr pastValue = canonicalizeDim(total - rows);
+    AttrTypeReplacer replacer;
+    replacer.addReplacement([&](DimsAttr dims) -> std::optional<Attribute> {
+      SmallVector<AffineExpr> replaced;
+      for (AffineExpr e : dims.getDims())
+        replaced.push_back(e ? e.replace(past, pastValue) : e);
+      return DimsAttr::getCanonical(ctx, replaced);
+    });
+    replacer.recursivelyReplaceElementsIn(func, /*replaceAttrs=*/true, /*replaceLocs=*/false,
+                                          /*replaceTypes=*/true);
+
+    // Guards the substitution made hold by construction (a slice to the
+    // keys' length was `past + new <= total`, now `total <= total`).
+    SmallVector<GuardOp> decided;
+    func.walk([&](GuardOp g) {
+      auto kind = g.getKind() == GuardKind::equal         ? ShapeAssumption::Kind::Equal
+                  : g.getKind() == GuardKind::less_equal ? ShapeAssumption::Kind::LessEqual
+                                                          : ShapeAssumption::Kind::EqualOrOne;
+      if (decideShapeAssumption(kind, g.getLhs(), g.getRhs()) == std::optional<bool>(true))
+        decided.push_back(g);
+    });
+    for (GuardOp g : decided)
+      g.erase();
+
+    // Each cache input at its capacity; its present the cache with the new
+    // rows written; the present's readers read the valid rows.
+    DimExpr capacity = getFreshSymbolDim(ctx, "cache_capacity");
+    OpBuilder guards = OpBuilder::atBlockBegin(&body);
+    GuardOp::create(guards, func.getLoc(), GuardKind::less_equal,
+                    DimsAttr::getCanonical(ctx, {total, capacity}),
+                    guards.getStringAttr("kiln-kv-cache-in-place: the caches must hold the past "
+                                         "and the new rows (attention_mask's length)"));
+    GuardOp::create(guards, func.getLoc(), GuardKind::less_equal,
+                    DimsAttr::getCanonical(ctx, {rows, total}),
+                    guards.getStringAttr("kiln-kv-cache-in-place: attention_mask must cover the "
+                                         "new tokens"));
+    for (CachePair &p : pairs) {
+      auto type = cast<RankedTensorType>(p.past.getType());
+      SymShape dims = getSymShape(type);
+      dims[p.axis] = capacity;
+      p.past.setType(makeTensorType(dims, type.getElementType()));
+
+      OpBuilder b(p.present);
+      Location loc = p.present.getLoc();
+      Value offset = SymbolicConstantOp::create(b, loc, RankedTensorType::get({1}, b.getI64Type()),
+                                                DimsAttr::getCanonical(ctx, {pastValue}));
+      Operation *update = createInferred(
+          b, loc, CacheUpdateOp::getOperationName(), {p.past, p.present.getInputs()[1], offset},
+          {b.getNamedAttr("axis", b.getI64IntegerAttr(p.axis))});
+      if (!update)
+        return p.present.emitError() << "kiln-kv-cache-in-place: the new rows do not fit the cache";
+      // The valid rows: [0, total) along the axis, everything along the others.
+      // (Constant starts and steps: what lets a kernel read through the slice.)
+      int64_t rank = dims.size();
+      SmallVector<DimExpr> ends(rank, getConstantDim(ctx, std::numeric_limits<int64_t>::max()));
+      ends[p.axis] = total;
+      Value endsValue = SymbolicConstantOp::create(
+          b, loc, RankedTensorType::get({rank}, b.getI64Type()), DimsAttr::getCanonical(ctx, ends));
+      Operation *valid = createInferred(
+          b, loc, SliceOp::getOperationName(),
+          {update->getResult(0), i64Vector(b, loc, SmallVector<int64_t>(rank, 0)), endsValue,
+           i64Vector(b, loc, SmallVector<int64_t>(rank, 1))},
+          {}, p.present.getType());
+      if (!valid)
+        return p.present.emitError()
+               << "kiln-kv-cache-in-place: the cache's valid rows do not have the present's dims";
+      ret->setOperand(p.result, update->getResult(0));
+      p.present.getResult().replaceAllUsesWith(valid->getResult(0));
+      p.present.erase();
+    }
+
+    // The signature: the caches in, the caches out.
+    func.setType(FunctionType::get(ctx, body.getArgumentTypes(), ret.getOperandTypes()));
+    return success();
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,63 @@
+// --kiln-kv-cache-in-place (kiln-compile --kv-cache-in-place): each past
+// input read only by a concat whose result the model returns becomes the
+// cache itself at a fresh capacity symbol, the present the cache with the new
+// rows written in place (kiln.cache_update), its other readers a slice of the
+// valid rows; the past length becomes the mask's length minus the new rows
+// everywhere. test/run/kv-cache-in-place.test runs decoders compiled so.
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics --kiln-kv-cache-in-place | FileCheck %s
+
+// CHECK-LABEL: func.func @decoder
+// CHECK-SAME: %arg2: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>> {kiln.name = "past_key_values.0.key"}
+// CHECK-SAME: -> (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<1xi64>)
+// CHECK-NEXT: kiln.guard <less_equal> [total, cache_capacity], "kiln-kv-cache-in-place: the caches must hold the past and the new rows (attention_mask's length)"
+// CHECK-NEXT: kiln.guard <less_equal> [s, total], "kiln-kv-cache-in-place: attention_mask must cover the new tokens"
+// CHECK-NOT: kiln.guard
+// CHECK-NOT: kiln.concat
+// CHECK: %[[AT:.*]] = kiln.symbolic_constant [total - s] : tensor<1xi64>
+// CHECK: %[[U:.*]] = kiln.cache_update %arg2, %arg3, %[[AT]] {axis = 2 : i64}
+// CHECK: %[[END:.*]] = kiln.symbolic_constant [9223372036854775807, 9223372036854775807, total, 9223372036854775807]
+// CHECK: %[[VALID:.*]] = kiln.slice %[[U]], %{{.*}}, %[[END]], %{{.*}} : {{.*}} -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total, 4]>>
+// CHECK: %[[SUM:.*]] = kiln.reduce %[[VALID]]
+// CHECK: %[[PAST:.*]] = kiln.symbolic_constant [total - s] : tensor<1xi64>
+// CHECK: return %[[U]], %[[SUM]], %[[PAST]]
+func.func @decoder(%ids: tensor<?x?xi64, #kiln.dims<[b, s]>> {kiln.name = "input_ids"},
+                   %mask: tensor<?x?xi64, #kiln.dims<[b, total]>> {kiln.name = "attention_mask"},
+                   %pk: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>> {kiln.name = "past_key_values.0.key"},
+                   %new: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, s, 4]>>)
+    -> (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + s, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<1xi64>) {
+  // A guard the substitution makes hold (past + s <= total) goes.
+  kiln.guard <less_equal> [past + s, total], "a slice of the mask to the keys"
+  %p = kiln.concat %pk, %new {axis = 2 : i64} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>>, tensor<?x2x?x4xf32, #kiln.dims<[b, 2, s, 4]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + s, 4]>>
+  %sum = kiln.reduce %p {axes = array<i64: 2>, kind = #kiln<reduce sum>} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + s, 4]>>) -> tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>
+  %past = kiln.symbolic_constant [past] : tensor<1xi64>
+  return %p, %sum, %past : tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + s, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<1xi64>
+}
+
+// -----
+
+// expected-error @+1 {{kiln-kv-cache-in-place: no input is a KV cache (read only by a concat along a symbolic dim that the model returns)}}
+func.func @no_cache(%x: tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>> {
+  %e = kiln.exp %x : (tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>>
+  return %e : tensor<?x4xf32, #kiln.dims<[n, 4]>>
+}
+
+// -----
+
+// expected-error @+1 {{kiln-kv-cache-in-place: no input 'attention_mask' [batch, total] whose length is a symbol of its own: the past length past would be bound by no input once the caches are in place}}
+func.func @no_mask(%pk: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>>, %new: tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + 1, 4]>> {
+  %p = kiln.concat %pk, %new {axis = 2 : i64} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + 1, 4]>>
+  return %p : tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + 1, 4]>>
+}
+
+// -----
+
+// expected-error @+1 {{kiln-kv-cache-in-place: the caches disagree on the past length or the new rows ('past_key_values.0.value' has past2 and 1, an earlier one past and 1)}}
+func.func @two_pasts(%mask: tensor<?x?xi64, #kiln.dims<[b, total]>> {kiln.name = "attention_mask"},
+                     %pk: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>> {kiln.name = "past_key_values.0.key"},
+                     %pv: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past2, 4]>> {kiln.name = "past_key_values.0.value"},
+                     %new: tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>)
+    -> (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + 1, 4]>>, tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past2 + 1, 4]>>) {
+  %k = kiln.concat %pk, %new {axis = 2 : i64} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + 1, 4]>>
+  %v = kiln.concat %pv, %new {axis = 2 : i64} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past2, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past2 + 1, 4]>>
+  return %k, %v : tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + 1, 4]>>, tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past2 + 1, 4]>>
+}
