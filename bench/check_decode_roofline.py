@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Compares the roofline of one decode step of a decoder (kiln-compile
---report, compiled with --bind batch=B,seq=1,past=P,total=P+1) with the
+--report, compiled with --bind batch=B,seq=1,past=P,total=P+1, or
+batch=B,seq=1,total=P+1,cache_capacity=C for --kv-cache-in-place) with the
 bandwidth bound of that step: the bytes a decode step must read and write,
 over the H200's 4.8 TB/s.
 
@@ -95,7 +96,9 @@ def main():
     roofline = report["roofline"]
     # The report's sizes must be this step's: its symbols as --bind set them.
     bound = report["memory_plan"]["symbols"]
-    for symbol, want in (("batch", a.batch), ("past", a.past), ("seq", 1)):
+    # (A model compiled with --kv-cache-in-place has no past symbol: the mask's
+    # length, total, is the past and the new token.)
+    for symbol, want in (("batch", a.batch), ("past", a.past), ("seq", 1), ("total", a.past + 1)):
         if symbol in bound and bound[symbol] != want:
             print(f"the report was compiled with {symbol}={bound[symbol]}, not {want} (--bind)")
             return 1

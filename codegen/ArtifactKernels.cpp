@@ -281,8 +281,7 @@ ArtifactWriter::buildKernelTable(const std::vector<size_t> &allKernels) {
         boundedReads.empty()
             ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::BoundedRead>>>()
             : builder.CreateVector(boundedReads),
-        kernels[k].l2Bytes ? dim(kernels[k].l2Bytes) : flatbuffers::Offset<fb::Dim>(),
-        kernels[k].inPlaceInput));
+        kernels[k].l2Bytes ? dim(kernels[k].l2Bytes) : flatbuffers::Offset<fb::Dim>()));
   }
   return kernelTable;
 }

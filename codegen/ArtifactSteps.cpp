@@ -116,6 +116,9 @@ FailureOr<EncodedStep> ArtifactWriter::encodeKernelStep(KernelOp k) {
     addLintFacts(entry, *g);
     kernelReport.push_back(std::move(entry));
   }
+  if (g->inPlaceInput >= 0)
+    return EncodedStep{fb::StepOp::KernelInPlace,
+                       fb::CreateKernelInPlace(builder, it->second, g->inPlaceInput).Union()};
   return EncodedStep{fb::StepOp::KernelLaunch, fb::CreateKernelLaunch(builder, it->second).Union()};
 }
 

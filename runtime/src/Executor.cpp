@@ -177,8 +177,9 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
       return fail("the kernel's result size is unknown before it runs");
     // A kernel that writes into its input's bytes (the KV cache updated in
     // place): the result is that input under the same dims.
-    if (int inPlace = plan.kernels[step.kernel].inPlaceInput; inPlace >= 0)
-      context.setView(out, context.scratchShape_, context.value(step.inputs[inPlace]).address);
+    if (step.inPlaceInput >= 0)
+      context.setView(out, context.scratchShape_,
+                      context.value(step.inputs[step.inPlaceInput]).address);
     else if (absl::Status st = place(context, out, context.scratchShape_); !st.ok())
       return fail(st.message());
     if (absl::Status st = launch(context, step); !st.ok())

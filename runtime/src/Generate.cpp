@@ -293,6 +293,14 @@ public:
     if (kiln_model_backend(model, &backend) != KILN_OK)
       return lastError("generate");
     r->device = backend == KILN_BACKEND_CUDA;
+    // The mask's buffer at its last step's length, so that it stays where it
+    // is while the mask grows (ids and positions are longest at the prefill).
+    if (d.mask >= 0) {
+      absl::StatusOr<void *> mask = r->allocate(batch * capacity * sizeof(int64_t));
+      if (!mask.ok())
+        return mask.status();
+      r->staged[d.mask] = {*mask, static_cast<size_t>(batch * capacity) * sizeof(int64_t)};
+    }
     r->caches.resize(d.numInputs);
     for (auto [past, present] : d.caches) {
       const kiln_tensor_info_t &info = d.inputs[past];

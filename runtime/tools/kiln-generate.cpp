@@ -4,7 +4,7 @@
 //                 --max-new-tokens N [--stop-token ID]... [--temperature T]
 //                 [--top-k K] [--top-p P] [--seed S]
 //                 [--backend auto|cuda|host] [--device N] [--cache-dir DIR]
-//                 [--output OUT.npy] [--stream] [--bench]
+//                 [--kv-cache-in-place] [--output OUT.npy] [--stream] [--bench]
 //
 // kiln_generate (runtime.h) from the command line: MODEL is a decoder exported
 // with its KV cache (past_key_values.N.key|value in, present.N.key|value out),
@@ -53,6 +53,8 @@ const char *const kUsage =
     "  --backend B            auto (default), cuda or host\n"
     "  --device N             the CUDA device\n"
     "  --cache-dir DIR        kernel cache when compiling an .onnx model\n"
+    "  --kv-cache-in-place    compile an .onnx model with kiln-compile --kv-cache-in-place\n"
+    "                         (the caches kept in place: each step writes its new rows)\n"
     "  --output FILE          write the new tokens as int64 [batch, N] .npy\n"
     "  --stream               print each step's tokens as they come\n"
     "  --bench                time the prefill (first token) and each decode step\n";
@@ -63,7 +65,7 @@ struct Options {
   uint64_t seed = 0;
   float temperature = 0, topP = 1;
   std::vector<int64_t> stops;
-  bool stream = false, bench = false;
+  bool stream = false, bench = false, inPlace = false;
 };
 
 int parse(int argc, char **argv, Options &o) {
@@ -113,6 +115,8 @@ int parse(int argc, char **argv, Options &o) {
       o.stream = true;
     else if (flag == "--bench")
       o.bench = true;
+    else if (flag == "--kv-cache-in-place")
+      o.inPlace = true;
     else if (!flag.empty() && flag[0] == '-')
       return fail("unknown option " + flag + " (--help lists them)");
     else if (o.model.empty())
@@ -208,6 +212,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> compileArgs;
   if (!o.cacheDir.empty())
     compileArgs = {"--cache-dir", o.cacheDir};
+  if (o.inPlace)
+    compileArgs.push_back("--kv-cache-in-place");
   kiln::tools::LoadableModel artifact;
   if (!kiln::tools::prepareModel("kiln-generate", o.model, cuda, compileArgs, artifact))
     return 1;

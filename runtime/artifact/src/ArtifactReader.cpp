@@ -365,15 +365,6 @@ absl::Status Reader::readKernels() {
           }
         info.bufferShapes.push_back(std::move(dims));
       }
-      info.inPlaceInput = k->in_place_input();
-      if (info.inPlaceInput != -1) {
-        size_t buffer = static_cast<size_t>(info.inPlaceInput) + 1;
-        if (info.inPlaceInput < 0 || buffer >= info.bufferDtypes.size() ||
-            info.bufferDtypes[buffer] != info.bufferDtypes[0] ||
-            !sameDims(info.bufferShapes[buffer], info.bufferShapes[0]))
-          return corrupt(absl::StrCat(where, " writes in place into input ", info.inPlaceInput,
-                                      ", which it lacks or which differs from its result"));
-      }
       info.cubins = readCubins(k->cubins());
       plan.kernels.push_back(std::move(info));
     }
@@ -586,8 +577,14 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
     step.label = fb::EnumNameStepOp(step.op);
     switch (step.op) {
     case fb::StepOp::KernelLaunch:
+    case fb::StepOp::KernelInPlace:
       step.kind = StepKind::Kernel;
-      step.kernel = s->op_as_KernelLaunch()->kernel();
+      if (step.op == fb::StepOp::KernelInPlace) {
+        step.kernel = s->op_as_KernelInPlace()->kernel();
+        step.inPlaceInput = s->op_as_KernelInPlace()->input();
+      } else {
+        step.kernel = s->op_as_KernelLaunch()->kernel();
+      }
       if (step.kernel < 0 || step.kernel >= static_cast<int>(plan.kernels.size()))
         return corrupt(absl::StrCat(where, ": kernel ", step.kernel, " is not in the table"));
       if (step.outputs.size() != 1)
@@ -616,11 +613,16 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
         }
         // A kernel that writes into its input's bytes does so only into a
         // model input at the top level (the caller's cache, which the
-        // compiler checked nothing else reads).
-        int inPlace = plan.kernels[step.kernel].inPlaceInput;
-        if (inPlace >= 0 && (depth > 0 || plan.values[step.inputs[inPlace]].kind != ValueKind::Input))
-          return corrupt(absl::StrCat(where, ": kernel ", step.label,
-                                      " writes in place into a value that is not a model input"));
+        // compiler checked nothing else reads), of the result's dtype and dims.
+        if (step.op == fb::StepOp::KernelInPlace) {
+          int in = step.inPlaceInput;
+          if (in < 0 || static_cast<size_t>(in) >= step.inputs.size() || depth > 0 ||
+              plan.values[step.inputs[in]].kind != ValueKind::Input ||
+              want[in + 1] != want[0] || !sameDims(dims[in + 1], dims[0]))
+            return corrupt(absl::StrCat(where, ": kernel ", step.label, " writes in place into ",
+                                        "input ", in, ", which is not a model input of its "
+                                        "result's type at the top level"));
+        }
       }
       break;
     case fb::StepOp::SymbolicConstant: {

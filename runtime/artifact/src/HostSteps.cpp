@@ -602,6 +602,7 @@ absl::StatusOr<HostStep> Decoder::decode() {
   }
   case fb::StepOp::NONE:
   case fb::StepOp::KernelLaunch:
+  case fb::StepOp::KernelInPlace:
   case fb::StepOp::SymbolicConstant:
   case fb::StepOp::ShapeOf:
   case fb::StepOp::If:

@@ -73,9 +73,8 @@ absl::StatusOr<MemoryPlan> planMemory(const Plan &plan, const Bindings &symbols,
     const StepInfo &step = plan.steps[s];
     // A kernel writing into its input's bytes (a KV cache updated in place)
     // makes a result that, like a view, takes none of its own.
-    int inPlace = step.kind == StepKind::Kernel ? plan.kernels[step.kernel].inPlaceInput : -1;
-    if (inPlace >= 0) {
-      int in = step.inputs[inPlace], result = step.outputs[0];
+    if (step.inPlaceInput >= 0) {
+      int in = step.inputs[step.inPlaceInput], result = step.outputs[0];
       last[in] = std::max(last[in], last[result]);
       isView[result] = true;
       continue;

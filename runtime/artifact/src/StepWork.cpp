@@ -77,8 +77,8 @@ StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbol
       int64_t n = ref::numElements(*shape);
       // A kernel writing in place reads nothing of the input it writes into
       // and writes its work items (the new rows), not the whole buffer.
-      if (kernel && kernel->inPlaceInput >= 0) {
-        if (values == &step.inputs && static_cast<int>(i) == kernel->inPlaceInput)
+      if (kernel && step.inPlaceInput >= 0) {
+        if (values == &step.inputs && static_cast<int>(i) == step.inPlaceInput)
           n = 0;
         if (values == &step.outputs)
           if (std::optional<int64_t> items = kernel->workItems.evaluate(symbols))

@@ -80,6 +80,9 @@ struct StepInfo {
   schema::StepOp op = schema::StepOp::NONE;
   const schema::Step *table = nullptr;
   int kernel = -1;
+  /// A KernelInPlace launch: the input (0 the first) whose bytes the result
+  /// is, the kernel writing part of them; -1 for every other step.
+  int inPlaceInput = -1;
   std::vector<int> inputs, outputs;
   std::vector<Dim> dims; ///< SymbolicConstant steps
   /// What profiles and errors call the step: the kernel's name, or the step
@@ -142,9 +145,6 @@ struct KernelInfo {
   std::vector<std::pair<int, Dim>> boundedReads;
   /// Kernel.l2_bytes: bytes a launch reads through L2; unknown: its buffers.
   Dim l2Bytes;
-  /// Kernel.in_place_input: the input (0 the first) whose bytes the result
-  /// is, the kernel writing part of them; -1: a buffer of its own.
-  int inPlaceInput = -1;
 };
 
 /// Whether a specialization of `kernel` with every symbol bound in `symbols`
