@@ -84,7 +84,10 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
       if (!result)
         continue;
       SymShape shape = getSymShape(arg.getType());
-      int64_t axis = concat.getAxis() < 0 ? concat.getAxis() + shape.size() : concat.getAxis();
+      int64_t rank = shape.size(), axis = static_cast<int64_t>(concat.getAxis());
+      axis = axis < 0 ? axis + rank : axis;
+      if (axis < 0 || axis >= rank)
+        continue;
       DimExpr length = shape[axis];
       DimExpr added = getSymShape(concat.getInputs()[1].getType())[axis];
       if (!length || length.getKind() != AffineExprKind::SymbolId || !added)

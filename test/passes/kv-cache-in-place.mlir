@@ -27,7 +27,8 @@ func.func @decoder(%ids: tensor<?x?xi64, #kiln.dims<[b, s]>> {kiln.name = "input
     -> (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + s, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<1xi64>) {
   // A guard the substitution makes hold (past + s <= total) goes.
   kiln.guard <less_equal> [past + s, total], "a slice of the mask to the keys"
-  %p = kiln.concat %pk, %new {axis = 2 : i64} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>>, tensor<?x2x?x4xf32, #kiln.dims<[b, 2, s, 4]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + s, 4]>>
+  // (As torch's exporter writes it: the axis counted from the end.)
+  %p = kiln.concat %pk, %new {axis = -2 : i64} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>>, tensor<?x2x?x4xf32, #kiln.dims<[b, 2, s, 4]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + s, 4]>>
   %sum = kiln.reduce %p {axes = array<i64: 2>, kind = #kiln<reduce sum>} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + s, 4]>>) -> tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>
   %past = kiln.symbolic_constant [past] : tensor<1xi64>
   return %p, %sum, %past : tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + s, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<1xi64>
