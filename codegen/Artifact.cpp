@@ -270,6 +270,18 @@ LogicalResult ArtifactWriter::finish(const std::vector<flatbuffers::Offset<fb::K
       if (auto it = llvm::find(symbols, name.str()); it != symbols.end())
         independent.push_back(static_cast<int32_t>(it - symbols.begin()));
   auto independentVector = builder.CreateVector(independent);
+  // Symbols the kernels read from device memory, with their bounds.
+  std::vector<flatbuffers::Offset<fb::DeviceSymbol>> deviceSymbols;
+  auto deviceNames = func->getAttrOfType<ArrayAttr>(kDeviceSymbolsAttr);
+  auto deviceBounds = func->getAttrOfType<DimsAttr>(kDeviceSymbolBoundsAttr);
+  if (deviceNames) {
+    if (!deviceBounds || deviceBounds.getDims().size() != deviceNames.size())
+      return func.emitError() << "kiln.device_symbols needs one bound per symbol";
+    for (auto [name, bound] : llvm::zip(deviceNames.getAsValueRange<StringAttr>(),
+                                        deviceBounds.getDims()))
+      deviceSymbols.push_back(fb::CreateDeviceSymbol(builder, symbolId(name.str()), dim(bound)));
+  }
+  auto deviceSymbolVector = builder.CreateVector(deviceSymbols);
   auto externalName = external ? builder.CreateString(options.weightsFile) : 0;
   // The embedded weights' room, left unwritten until the buffer is copied out
   // (untouched pages are not resident): the weights are in memory at most
@@ -288,7 +300,7 @@ LogicalResult ArtifactWriter::finish(const std::vector<flatbuffers::Offset<fb::K
       builder, kFormatVersion, generator, source, symbolVector, valueVector, inputVector,
       outputVector, guardVector, stepVector, kernelVector, hostLibVector, deviceLibraryString,
       weightVector, blob, /*checksum=*/0, externalName, external ? weightBytes : 0,
-      externalChecksum, predicateVector, variantVector, independentVector);
+      externalChecksum, predicateVector, variantVector, independentVector, deviceSymbolVector);
   fb::FinishModelBuffer(builder, model);
 
   return takeBuffer(embedded, blobFromEnd, result);

@@ -259,9 +259,11 @@ ArtifactWriter::buildKernelTable(const std::vector<size_t> &allKernels) {
     if (!schedule)
       return func.emitError() << "kernel " << kernels[k].name << " has schedule '"
                               << kernels[k].schedule << "', which the artifact has no value for";
-    std::vector<int> syms;
+    std::vector<int> syms, deviceSyms;
     for (const std::string &s : kernels[k].symbols)
       syms.push_back(symbolId(s));
+    for (const std::string &s : kernels[k].deviceSymbols)
+      deviceSyms.push_back(symbolId(s));
     std::vector<flatbuffers::Offset<fb::Dim>> index32Sizes;
     for (DimExpr size : kernels[k].index32Sizes)
       index32Sizes.push_back(dim(size));
@@ -281,7 +283,9 @@ ArtifactWriter::buildKernelTable(const std::vector<size_t> &allKernels) {
         boundedReads.empty()
             ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::BoundedRead>>>()
             : builder.CreateVector(boundedReads),
-        kernels[k].l2Bytes ? dim(kernels[k].l2Bytes) : flatbuffers::Offset<fb::Dim>()));
+        kernels[k].l2Bytes ? dim(kernels[k].l2Bytes) : flatbuffers::Offset<fb::Dim>(),
+        deviceSyms.empty() ? flatbuffers::Offset<flatbuffers::Vector<int32_t>>()
+                           : builder.CreateVector(deviceSyms)));
   }
   return kernelTable;
 }

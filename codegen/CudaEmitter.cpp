@@ -8,6 +8,8 @@
 
 #include "codegen/KernelEmitter.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 using namespace mlir;
 
 namespace kiln {
@@ -164,9 +166,23 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   GeneratedKernel g;
   g.schedule = stringifySchedule(schedule).str();
   g.blockPerItem = blockPerItem;
+  // Symbols the function reads from device memory (kiln.device_symbols)
+  // come through a pointer each, loaded once at the kernel's start.
+  std::set<std::string> onDevice;
+  if (auto func = kernel->getParentOfType<func::FuncOp>())
+    if (auto list = func->getAttrOfType<ArrayAttr>(kDeviceSymbolsAttr))
+      for (Attribute a : list)
+        onDevice.insert(cast<StringAttr>(a).getValue().str());
+  std::string loads;
   for (const std::string &s : symbols) {
-    params += ", int64_t sym_" + s;
     g.symbols.push_back(s);
+    if (onDevice.count(s)) {
+      params += ", const int64_t *KILN_RESTRICT kiln_device_sym_" + s;
+      loads += "  const int64_t sym_" + s + " = *kiln_device_sym_" + s + ";\n";
+      g.deviceSymbols.push_back(s);
+    } else {
+      params += ", int64_t sym_" + s;
+    }
   }
   g.reportsErrors = reportsErrors;
   g.workItems = workItems;
@@ -188,14 +204,14 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.doubleTaps = doubleTaps;
   if (reportsErrors)
     params += ", int32_t *kiln_error";
-  body = prologue + body;
+  body = loads + prologue + body;
   SmallVector<DimExpr> symbolicSizes;
   if (index32Candidate(schedule, symbolicSizes)) {
     // The same kernel again at 32 bits: the emission is deterministic, so
     // the two bodies differ only in their index type and literals.
     KernelEmitter narrow(kernel, IndexWidth::i32);
     if (succeeded(narrow.emitSchedule(root)) && !narrow.indexLiteralOverflow) {
-      std::string narrowBody = narrow.prologue + narrow.body;
+      std::string narrowBody = loads + narrow.prologue + narrow.body;
       if (symbols.empty()) {
         body = std::move(narrowBody);
         g.index32 = true;
@@ -242,8 +258,9 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   unsigned next = 1;
   for (BlockArgument arg : kernel.getBody().front().getArguments())
     call += ", *(const " + storageType(elementOf(arg)) + " **)args[" + std::to_string(next++) + "]";
-  for (size_t s = 0; s < symbols.size(); ++s)
-    call += ", *(int64_t *)args[" + std::to_string(next++) + "]";
+  for (const std::string &s : g.symbols)
+    call += (onDevice.count(s) ? ", *(const int64_t **)args[" : ", *(int64_t *)args[") +
+            std::to_string(next++) + "]";
   if (reportsErrors)
     call += ", *(int32_t **)args[" + std::to_string(next++) + "]";
   call += ")";

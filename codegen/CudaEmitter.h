@@ -37,6 +37,12 @@ struct GeneratedKernel {
   /// buffers (output first, then the inputs). `-DKILN_SYM_<name>=<value>`
   /// specializes one.
   std::vector<std::string> symbols;
+  /// Those of `symbols` the kernel reads from device memory, through a
+  /// `const int64_t *kiln_device_sym_<name>` parameter in their place (the
+  /// function's `kiln.device_symbols`: a decode step's length, so that the
+  /// launch's arguments, and a CUDA graph holding it, stay the same as it
+  /// changes).
+  std::vector<std::string> deviceSymbols;
   /// One item (a result element, or a row) per block, its threads cooperating;
   /// otherwise one item per thread. Any grid and block size is correct.
   bool blockPerItem = false;

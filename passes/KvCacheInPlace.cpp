@@ -196,6 +196,13 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
 
     // The signature: the caches in, the caches out.
     func.setType(FunctionType::get(ctx, body.getArgumentTypes(), ret.getOperandTypes()));
+    // The mask's length changes every decode step and nothing else does:
+    // kernels read it from device memory, and the runtime sizes grids and
+    // the memory plan at the caches' capacity, so that one CUDA graph serves
+    // every step of a generation.
+    func->setAttr(kDeviceSymbolsAttr,
+                  ArrayAttr::get(ctx, {StringAttr::get(ctx, dimToString(total))}));
+    func->setAttr(kDeviceSymbolBoundsAttr, DimsAttr::getCanonical(ctx, {capacity}));
     return success();
   }
 };

@@ -604,7 +604,8 @@ int main(int argc, char **argv) {
       bound[s] = v;
     }
     absl::StatusOr<kiln::artifact::MemoryPlan> planned =
-        kiln::artifact::planMemory(*plan, symbols, maxTensorBytes);
+        kiln::artifact::planMemory(*plan, kiln::artifact::planningSymbols(*plan, symbols),
+                                   maxTensorBytes);
     if (!planned.ok())
       return fail("the report's memory plan: " + std::string(planned.status().message()));
     const kiln::artifact::MemoryPlan &memory = *planned;

@@ -62,6 +62,14 @@ namespace kiln {
 /// a symbolic constant (a shape operand codegen reads while emitting).
 bool isCompileTimeValue(mlir::Value v);
 
+/// The symbols a function's kernels read from device memory rather than take
+/// as arguments (an array of their names; kiln-kv-cache-in-place sets it to
+/// the mask's length, which changes every decode step), and, per symbol, the
+/// dim its value never exceeds (a DimsAttr in the same order), at which the
+/// runtime sizes those kernels' grids and the memory plan.
+inline constexpr llvm::StringLiteral kDeviceSymbolsAttr = "kiln.device_symbols";
+inline constexpr llvm::StringLiteral kDeviceSymbolBoundsAttr = "kiln.device_symbol_bounds";
+
 /// The attribute kiln-lower-precision puts on a function it ran on in a mode
 /// other than fp32 (a PrecisionAttr).
 inline constexpr llvm::StringLiteral kPrecisionAttr = "kiln.precision";

@@ -601,7 +601,7 @@ kiln_status_t kiln_model_memory(const kiln_model_t *model, const kiln_tensor_t *
     if (absl::Status s = model->model->bindSymbols(views, symbols); !s.ok())
       return toC(s);
     absl::StatusOr<std::shared_ptr<const kiln::artifact::MemoryPlan>> plan =
-        model->model->memoryPlan(symbols);
+        model->model->memoryPlan(kiln::artifact::planningSymbols(model->model->plan(), symbols));
     if (!plan.ok())
       return toC(plan.status());
     *out_arena_bytes = (*plan)->peakBytes;

@@ -53,7 +53,8 @@ absl::Span<const int64_t> ExecutionContext::symbolValues() {
 
 void ExecutionContext::choose(std::shared_ptr<const MemoryPlan> memory, int variant) {
   memory_ = std::move(memory);
-  memoryFor_ = symbols_;
+  memoryFor_ = planning_;
+  variantFor_ = symbols_;
   variant_ = variant;
 }
 
@@ -71,8 +72,22 @@ void ExecutionContext::releaseOwnedValues() {
 int64_t Executor::workItems(ExecutionContext &context, const StepInfo &step) const {
   const artifact::KernelInfo &kernel = context.model().plan().kernels[step.kernel];
   std::optional<int64_t> items;
-  if (kernel.workItems.known())
+  // A pointwise kernel (its threads stride over the elements its symbols
+  // count, read when it runs) is launched for the planning symbols: device
+  // symbols at their bounds, so its grid is the same for every value up to
+  // them. Other schedules map blocks to items: their grids follow the values.
+  const artifact::Plan &plan = context.model().plan();
+  if (kernel.schedule == schema::Schedule::Pointwise && !plan.deviceSymbols.empty()) {
+    Bindings sizes = context.symbols();
+    for (const artifact::Plan::DeviceSymbol &d : plan.deviceSymbols)
+      sizes[d.symbol] = context.planning()[d.symbol];
+    if (kernel.workItems.known())
+      items = kernel.workItems.evaluate(sizes);
+    else if (std::optional<ref::Shape> result = artifact::evaluateShape(plan.values[step.outputs[0]], sizes))
+      items = ref::numElements(*result);
+  } else if (kernel.workItems.known()) {
     items = kernel.workItems.evaluate(context.symbols());
+  }
   if (!items)
     items = ref::numElements(context.value(step.outputs[0]).shape);
   return std::max<int64_t>(1, *items);
@@ -91,8 +106,12 @@ LaunchArgs &Executor::prepareLaunch(ExecutionContext &context,
     launch.elements += ref::numElements(context.value(v).shape);
   }
   launch.symbols.clear();
-  for (int s : plan.kernels[step.kernel].symbols)
-    launch.symbols.push_back(context.symbols()[s].value_or(0));
+  // A device symbol is passed as the address of its word (symbolWords).
+  const artifact::KernelInfo &kernel = plan.kernels[step.kernel];
+  for (int s : kernel.symbols)
+    launch.symbols.push_back(kernel.readsOnDevice(s)
+                                 ? static_cast<int64_t>(symbolWords(context) + s * sizeof(int64_t))
+                                 : context.symbols()[s].value_or(0));
   launch.args.clear();
   for (uintptr_t &p : launch.pointers)
     launch.args.push_back(&p);

@@ -128,11 +128,17 @@ public:
   /// scratch: valid until the next call.
   absl::Span<const int64_t> symbolValues();
 
+  /// The symbols the memory plan and pointwise grids are sized by: the bound
+  /// symbols with each of the plan's device symbols at its bound
+  /// (Plan::deviceSymbols), so that a stretch of launches has the same
+  /// addresses and grids for every value up to it. Set by Model::run.
+  const Bindings &planning() const { return planning_; }
+  void setPlanning(Bindings planning) { planning_ = std::move(planning); }
   /// Whether the memory plan and variant chosen last (`choose`) were chosen
   /// for the symbols as they are now.
-  bool planned() const { return memory_ && memoryFor_ == symbols_; }
-  /// Records the memory plan and variant (Model::chooseVariant; -1 generic)
-  /// for the symbols as they are now.
+  bool planned() const { return memory_ && memoryFor_ == planning_ && variantFor_ == symbols_; }
+  /// Records the memory plan (for the planning symbols) and variant
+  /// (Model::chooseVariant, for the symbols; -1 generic) as they are now.
   void choose(std::shared_ptr<const MemoryPlan> memory, int variant);
   /// The memory plan chosen last: where the arena holds each value.
   const MemoryPlan &memory() const { return *memory_; }
@@ -160,7 +166,7 @@ private:
   Bindings symbols_;
   std::vector<int64_t> symbolValues_;
   std::shared_ptr<const MemoryPlan> memory_;
-  Bindings memoryFor_;
+  Bindings planning_, memoryFor_, variantFor_;
   int variant_ = -1;
   std::vector<Slot> values_;
   std::unique_ptr<BackendState> state_;
@@ -263,6 +269,10 @@ protected:
   /// The run's error words (host or device address): one int32 per step,
   /// zeroed by begin() when the plan has kernels that report data errors.
   virtual uintptr_t errorWords(ExecutionContext &context) const = 0;
+  /// Where kernels read device symbols (Plan::deviceSymbols): one int64 per
+  /// symbol of the plan, holding the run's values, written by begin() (host
+  /// or device address; meaningful when the plan has device symbols).
+  virtual uintptr_t symbolWords(ExecutionContext &context) const = 0;
   /// The error words after finish (the run's work complete).
   virtual absl::Status readErrorWords(ExecutionContext &context,
                                       std::vector<int32_t> &words) const = 0;

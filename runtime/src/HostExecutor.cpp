@@ -26,6 +26,9 @@ public:
   std::vector<std::chrono::steady_clock::time_point> marks;
   /// One per step: where kernels report data errors.
   std::vector<int32_t> errorWords;
+  /// One word per symbol, the run's values, for kernels that read device
+  /// symbols (filled by begin).
+  std::vector<int64_t> symbolWords;
 };
 
 HostState &stateOf(ExecutionContext &context) { return *context.backendState<HostState>(); }
@@ -147,7 +150,16 @@ absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &re
     state.marks.resize(2 * plan.steps.size() + 1);
   if (context.model().reportsErrors())
     state.errorWords.assign(plan.stepCount, 0);
+  if (!plan.deviceSymbols.empty()) {
+    state.symbolWords.clear();
+    for (const std::optional<int64_t> &value : context.symbols())
+      state.symbolWords.push_back(value.value_or(0));
+  }
   return absl::OkStatus();
+}
+
+uintptr_t HostExecutor::symbolWords(ExecutionContext &context) const {
+  return reinterpret_cast<uintptr_t>(stateOf(context).symbolWords.data());
 }
 
 uintptr_t HostExecutor::errorWords(ExecutionContext &context) const {

@@ -465,10 +465,13 @@ absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
                         OutputSink sink) const {
   if (absl::Status s = bindSymbols(request.inputs, context.symbols()); !s.ok())
     return s;
+  // Device symbols at their bounds (a guard keeps them there): memory is
+  // planned for the largest value, the same for every value up to it.
+  context.setPlanning(artifact::planningSymbols(plan_, context.symbols()));
   // The plan of the binding the context ran last is kept: a repeated shape skips
   // the cache lookup.
   if (!context.planned()) {
-    absl::StatusOr<std::shared_ptr<const MemoryPlan>> memory = memoryPlan(context.symbols());
+    absl::StatusOr<std::shared_ptr<const MemoryPlan>> memory = memoryPlan(context.planning());
     if (!memory.ok())
       return memory.status();
     // The variant is a function of the binding too: chosen once per new shape.

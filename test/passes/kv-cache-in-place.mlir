@@ -6,9 +6,12 @@
 // everywhere. test/run/kv-cache-in-place.test runs decoders compiled so.
 // RUN: kiln-opt %s -split-input-file -verify-diagnostics --kiln-kv-cache-in-place | FileCheck %s
 
+// The mask's length changes every decode step: kernels read it from device
+// memory, and it never exceeds the capacity.
 // CHECK-LABEL: func.func @decoder
 // CHECK-SAME: %arg2: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>> {kiln.name = "past_key_values.0.key"}
 // CHECK-SAME: -> (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<1xi64>)
+// CHECK-SAME: attributes {kiln.device_symbol_bounds = #kiln.dims<[cache_capacity]>, kiln.device_symbols = ["total"]}
 // CHECK-NEXT: kiln.guard <less_equal> [total, cache_capacity], "kiln-kv-cache-in-place: the caches must hold the past and the new rows (attention_mask's length)"
 // CHECK-NEXT: kiln.guard <less_equal> [s, total], "kiln-kv-cache-in-place: attention_mask must cover the new tokens"
 // CHECK-NOT: kiln.guard

@@ -283,21 +283,36 @@ absl::Status Reader::readKernels() {
       // The symbols a kernel takes are parameters of its code (", int64_t
       // sym_<name>", in this order): a list that names others would pass the
       // kernel sizes it does not index by.
-      {
-        std::vector<std::string> declared;
-        const std::string marker = ", int64_t sym_";
-        for (size_t at = info.source.find(marker); at != std::string::npos;
-             at = info.source.find(marker, at + 1)) {
-          size_t begin = at + marker.size(), end = begin;
-          while (end < info.source.size() &&
-                 (std::isalnum(static_cast<unsigned char>(info.source[end])) ||
-                  info.source[end] == '_'))
-            ++end;
-          declared.push_back(info.source.substr(begin, end - begin));
+      // A symbol read from device memory (Kernel.device_symbols) is a
+      // pointer parameter instead (", const int64_t *KILN_RESTRICT
+      // kiln_device_sym_<name>"), spelled "*<name>" in these lists.
+      if (k->device_symbols())
+        for (int32_t s : *k->device_symbols()) {
+          if (std::find(info.symbols.begin(), info.symbols.end(), s) == info.symbols.end())
+            return corrupt(absl::StrCat(where, ": device symbol ", s, " is not one of its symbols"));
+          info.deviceSymbols.push_back(s);
         }
+      {
+        std::vector<std::pair<size_t, std::string>> found;
+        for (const std::string marker :
+             {", int64_t sym_", ", const int64_t *KILN_RESTRICT kiln_device_sym_"})
+          for (size_t at = info.source.find(marker); at != std::string::npos;
+               at = info.source.find(marker, at + 1)) {
+            size_t begin = at + marker.size(), end = begin;
+            while (end < info.source.size() &&
+                   (std::isalnum(static_cast<unsigned char>(info.source[end])) ||
+                    info.source[end] == '_'))
+              ++end;
+            bool pointer = marker[2] == 'c';
+            found.emplace_back(at, (pointer ? "*" : "") + info.source.substr(begin, end - begin));
+          }
+        std::sort(found.begin(), found.end());
+        std::vector<std::string> declared;
+        for (auto &[at, name] : found)
+          declared.push_back(name);
         std::vector<std::string> listed;
         for (int s : info.symbols)
-          listed.push_back(plan.symbols[s]);
+          listed.push_back((info.readsOnDevice(s) ? "*" : "") + plan.symbols[s]);
         if (declared != listed)
           return corrupt(absl::StrCat(where, " lists symbols [", absl::StrJoin(listed, ", "),
                                       "] but its code takes [", absl::StrJoin(declared, ", "),
@@ -783,6 +798,16 @@ absl::StatusOr<Plan> Reader::read() {
   for (absl::Status s : {readKernels(), readSteps(), readGuards(), readPredicates(), readVariants()})
     if (!s.ok())
       return s;
+  if (model.device_symbols())
+    for (const fb::DeviceSymbol *d : *model.device_symbols()) {
+      if (!d || d->symbol() < 0 || d->symbol() >= static_cast<int>(plan.symbols.size()) ||
+          !d->bound())
+        return corrupt("a device symbol is not in the table or has no bound");
+      absl::StatusOr<Dim> bound = dim(d->bound(), "a device symbol's bound");
+      if (!bound.ok())
+        return bound.status();
+      plan.deviceSymbols.push_back({d->symbol(), std::move(*bound)});
+    }
   if (model.independent_rows())
     for (int32_t s : *model.independent_rows()) {
       if (s < 0 || s >= static_cast<int>(plan.symbols.size()))

@@ -17,6 +17,15 @@ constexpr uint64_t kMaxPlannedBytes = uint64_t{1} << 48;
 size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 } // namespace
 
+Bindings planningSymbols(const Plan &plan, const Bindings &symbols) {
+  Bindings planning = symbols;
+  for (const Plan::DeviceSymbol &d : plan.deviceSymbols)
+    if (std::optional<int64_t> bound = d.bound.evaluate(symbols);
+        bound && planning[d.symbol] && *bound >= *planning[d.symbol])
+      planning[d.symbol] = *bound;
+  return planning;
+}
+
 absl::StatusOr<MemoryPlan> planMemory(const Plan &plan, const Bindings &symbols,
                                       uint64_t maxTensorBytes) {
   size_t n = plan.values.size();

@@ -564,6 +564,20 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
         r != CUDA_SUCCESS)
       return driverError("cuMemcpyHtoDAsync", r);
   }
+  if (!plan.deviceSymbols.empty()) {
+    // The words every launch and graph of the call reads device symbols
+    // from: written before any of them, on the call's stream.
+    size_t bytes = plan.symbols.size() * sizeof(int64_t);
+    if (absl::Status s = state.ensure(state.symbolWords, bytes); !s.ok())
+      return s;
+    state.symbolValues.clear();
+    for (const std::optional<int64_t> &value : context.symbols())
+      state.symbolValues.push_back(value.value_or(0));
+    if (CUresult r = cu.cuMemcpyHtoDAsync(state.symbolWords.first, state.symbolValues.data(),
+                                          bytes, state.stream);
+        r != CUDA_SUCCESS)
+      return driverError("cuMemcpyHtoDAsync", r);
+  }
   if (request.profile && state.events.size() != 2 * plan.steps.size() + 1) {
     for (CUevent e : state.events)
       cu.cuEventDestroy(e);
@@ -635,6 +649,10 @@ absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &ste
                                  launch.args.data(), nullptr);
   return r == CUDA_SUCCESS ? absl::OkStatus()
                            : driverError("cuLaunchKernel", r);
+}
+
+uintptr_t CudaExecutor::symbolWords(ExecutionContext &context) const {
+  return static_cast<uintptr_t>(stateOf(context).symbolWords.first);
 }
 
 uintptr_t CudaExecutor::errorWords(ExecutionContext &context) const {

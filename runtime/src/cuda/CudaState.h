@@ -74,6 +74,8 @@ public:
         cu.cuMemFree(p);
     if (errorWords.first)
       cu.cuMemFree(errorWords.first);
+    if (symbolWords.first)
+      cu.cuMemFree(symbolWords.first);
     if (workspace.first)
       cu.cuMemFree(workspace.first);
     for (CUevent e : events)
@@ -139,6 +141,11 @@ public:
   /// cuBLASLt's workspace, allocated at the context's first matmul.
   std::pair<CUdeviceptr, size_t> workspace = {0, 0};
   std::vector<int32_t> errorZeros;
+  /// One int64 per symbol holding the call's values, where kernels read device
+  /// symbols (Plan::deviceSymbols), and its host copy, uploaded at the start
+  /// of each call (kept until the next: the copy reads it when it runs).
+  std::pair<CUdeviceptr, size_t> symbolWords = {0, 0};
+  std::vector<int64_t> symbolValues;
   std::vector<CUevent> events;
   /// The call's stream: the caller's, or `ownStream` (made at the context's
   /// first call that gives none: the legacy stream cannot be captured). It

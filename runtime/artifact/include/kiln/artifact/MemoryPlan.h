@@ -42,6 +42,12 @@ inline bool isViewStep(const StepInfo &step) {
           !step.inputs.empty() && !step.outputs.empty());
 }
 
+/// `symbols` with each of the plan's device symbols (Plan::deviceSymbols) at
+/// its bound where that evaluates and is not smaller: what memory is planned
+/// for, and pointwise grids sized by, so that a stretch of launches has the
+/// same addresses and grids for every value up to the bound.
+Bindings planningSymbols(const Plan &plan, const Bindings &symbols);
+
 /// The plan of `plan`'s intermediates under `symbols`, or an error naming the
 /// first value whose size has a negative dim, overflows, or exceeds
 /// `maxTensorBytes`.

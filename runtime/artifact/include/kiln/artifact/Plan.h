@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -126,6 +127,12 @@ struct KernelInfo {
   std::string name, source;
   schema::Schedule schedule = schema::Schedule::Pointwise;
   std::vector<int> symbols;
+  /// Kernel.device_symbols: those of `symbols` the code reads from device
+  /// memory (a launch passes the address of the symbol's word).
+  std::vector<int> deviceSymbols;
+  bool readsOnDevice(int symbol) const {
+    return std::find(deviceSymbols.begin(), deviceSymbols.end(), symbol) != deviceSymbols.end();
+  }
   bool blockPerItem = false;
   std::vector<CubinInfo> cubins;
   /// Element types and dims of the buffers, output first, then the inputs.
@@ -209,6 +216,14 @@ struct Plan {
   /// Symbols (indices into `symbols`) along which requests may be batched
   /// (Model.independent_rows).
   std::vector<int> independentRows;
+  /// Model.device_symbols: symbols kernels read from device memory, each
+  /// with the dim it never exceeds; memory is planned, and pointwise grids
+  /// sized, at that bound (planningSymbols).
+  struct DeviceSymbol {
+    int symbol = -1;
+    Dim bound;
+  };
+  std::vector<DeviceSymbol> deviceSymbols;
   std::string deviceLibrary;
   /// Model.checksum: what variant packs name the artifact by.
   uint64_t checksum = 0;
