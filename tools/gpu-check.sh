@@ -62,7 +62,7 @@ prepare() {
   cp -L "$build/lib/libkiln_runtime.so" "$bundle/lib/"
   ldd "$build/lib/libkiln_runtime.so" "$build/bin/kiln-runtime-tests" | awk '/libabsl_/ {print $3}' |
     sort -u | xargs -r cp -L -t "$bundle/lib/"
-  cp "$build/bin/kiln-check-artifacts" "$build/bin/kiln-run" "$build/bin/kiln-bench-load" \
+  cp "$build/bin/kiln-check-artifacts" "$build/bin/kiln-run" "$build/bin/kiln-bench-load" "$build/bin/kiln-generate" \
      "$build/bin/kiln-runtime-tests" "$bundle/bin/"
   cp "$build/test/encoder.kiln" "$bundle/models/encoder-tests.kiln"
   # Test inputs of the torch models for kiln-run.
@@ -110,6 +110,12 @@ prepare() {
     --step-inputs "$bundle/models/decoder-in" --batch 2 --past 37
   "$build/bin/kiln-compile" "$bundle/models/decoder.onnx" -o "$bundle/models/decoder.kiln" --arch "sm_$sm" \
     --no-host --cache-dir "$build/kernel-cache"
+  # The same decoder for kiln-generate, as exported and in place (one CUDA
+  # graph per decode step), with a left-padded batch of two prompts.
+  "$build/bin/kiln-compile" "$bundle/models/decoder.onnx" -o "$bundle/models/decoder-in-place.kiln" \
+    --arch "sm_$sm" --no-host --kv-cache-in-place --cache-dir "$build/kernel-cache"
+  python3 -c "import numpy as np, sys; r = np.random.default_rng(3); m = np.ones((2, 16), np.int64); m[1, :5] = 0; np.save(sys.argv[1], r.integers(0, 256, (2, 16)).astype(np.int64)); np.save(sys.argv[2], m)" \
+    "$bundle/models/generate-ids.npy" "$bundle/models/generate-mask.npy"
   # shellcheck disable=SC2046
   "$build/bin/kiln-run" "$bundle/models/decoder.onnx" --backend reference $(decoder_inputs) \
     --output-dir "$bundle/models/decoder-ref" > /dev/null
@@ -277,6 +283,18 @@ PY
       "$bundle/models/decoder-ref/output_$k.pb" --atol 0.016 >> "$out/decoder.txt" 2>&1 || true
   done
   cat "$out/decoder.txt"
+
+  echo "== kiln-generate on the device: 128 tokens of the tiny decoder as exported (each step its own"
+  echo "   launches, the cache through the host) and in place (the cache on the device, one CUDA graph"
+  echo "   replayed per decode step): per-step latency, and the two forms' tokens compared"
+  for form in decoder decoder-in-place; do
+    "$bundle/bin/kiln-generate" "$bundle/models/$form.kiln" --backend cuda \
+      --input-ids "$bundle/models/generate-ids.npy" --attention-mask "$bundle/models/generate-mask.npy" \
+      --max-new-tokens 128 --output "$out/$form-tokens.npy" --bench > "$out/$form-generate.txt" 2>&1 || true
+    echo "-- $form" && cat "$out/$form-generate.txt"
+  done
+  python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); print('tokens:', 'the same' if (a == b).all() else 'DIFFERENT')" \
+    "$out/decoder-tokens.npy" "$out/decoder-in-place-tokens.npy" || true
 
   echo "== the runtime's CUDA tests: 8 threads on one model, device buffers (a misaligned input, an"
   echo "   allocation the device refuses), graph captures in one thread beside model loads and copies"

@@ -78,7 +78,8 @@ int64_t Executor::workItems(ExecutionContext &context, const StepInfo &step) con
   // them. Other schedules map blocks to items: their grids follow the values.
   const artifact::Plan &plan = context.model().plan();
   if (kernel.schedule == schema::Schedule::Pointwise && !plan.deviceSymbols.empty()) {
-    Bindings sizes = context.symbols();
+    Bindings &sizes = context.gridSymbols_;
+    sizes.assign(context.symbols().begin(), context.symbols().end());
     for (const artifact::Plan::DeviceSymbol &d : plan.deviceSymbols)
       sizes[d.symbol] = context.planning()[d.symbol];
     if (kernel.workItems.known())

@@ -133,7 +133,7 @@ public:
   /// (Plan::deviceSymbols), so that a stretch of launches has the same
   /// addresses and grids for every value up to it. Set by Model::run.
   const Bindings &planning() const { return planning_; }
-  void setPlanning(Bindings planning) { planning_ = std::move(planning); }
+  Bindings &planning() { return planning_; }
   /// Whether the memory plan and variant chosen last (`choose`) were chosen
   /// for the symbols as they are now.
   bool planned() const { return memory_ && memoryFor_ == planning_ && variantFor_ == symbols_; }
@@ -174,6 +174,9 @@ private:
   // The step loop's scratch (Executor.cpp), reused call after call.
   LaunchArgs launch_;
   ref::Shape scratchShape_;
+  /// Symbols with the device symbols at their bounds, for a pointwise
+  /// launch's grid (workItems).
+  Bindings gridSymbols_;
   std::vector<int32_t> errorCodes_;
   /// What ran each step of the last run, for profiles: "kernel", a library
   /// call's kind ("cublasLt", "cudnn", "copy", "view"), "host" (a host step on

@@ -467,7 +467,7 @@ absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
     return s;
   // Device symbols at their bounds (a guard keeps them there): memory is
   // planned for the largest value, the same for every value up to it.
-  context.setPlanning(artifact::planningSymbols(plan_, context.symbols()));
+  artifact::planningSymbolsInto(plan_, context.symbols(), context.planning());
   // The plan of the binding the context ran last is kept: a repeated shape skips
   // the cache lookup.
   if (!context.planned()) {

@@ -17,12 +17,17 @@ constexpr uint64_t kMaxPlannedBytes = uint64_t{1} << 48;
 size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 } // namespace
 
-Bindings planningSymbols(const Plan &plan, const Bindings &symbols) {
-  Bindings planning = symbols;
+void planningSymbolsInto(const Plan &plan, const Bindings &symbols, Bindings &out) {
+  out.assign(symbols.begin(), symbols.end());
   for (const Plan::DeviceSymbol &d : plan.deviceSymbols)
     if (std::optional<int64_t> bound = d.bound.evaluate(symbols);
-        bound && planning[d.symbol] && *bound >= *planning[d.symbol])
-      planning[d.symbol] = *bound;
+        bound && out[d.symbol] && *bound >= *out[d.symbol])
+      out[d.symbol] = *bound;
+}
+
+Bindings planningSymbols(const Plan &plan, const Bindings &symbols) {
+  Bindings planning;
+  planningSymbolsInto(plan, symbols, planning);
   return planning;
 }
 

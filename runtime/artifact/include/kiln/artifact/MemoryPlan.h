@@ -47,6 +47,8 @@ inline bool isViewStep(const StepInfo &step) {
 /// for, and pointwise grids sized by, so that a stretch of launches has the
 /// same addresses and grids for every value up to the bound.
 Bindings planningSymbols(const Plan &plan, const Bindings &symbols);
+/// The same into `out`, reusing its storage (a run in steady state allocates nothing).
+void planningSymbolsInto(const Plan &plan, const Bindings &symbols, Bindings &out);
 
 /// The plan of `plan`'s intermediates under `symbols`, or an error naming the
 /// first value whose size has a negative dim, overflows, or exceeds
