@@ -71,7 +71,8 @@ FailureOr<EncodedStep> ArtifactWriter::encodeKernelStep(KernelOp k) {
   // caller's (a model input, at the top level) and nothing else reads it.
   if (g->inPlaceInput >= 0) {
     auto cache = dyn_cast<BlockArgument>(k->getOperand(g->inPlaceInput));
-    if (!cache || cache.getOwner() != &func.getBody().front() || !cache.hasOneUse())
+    if (!cache || cache.getOwner() != &func.getBody().front() || !cache.hasOneUse() ||
+        k->getBlock() != &func.getBody().front())
       return k.emitOpError() << "writes its result into the bytes of operand "
                              << g->inPlaceInput
                              << " (kiln.cache_update), which must be a model input nothing "

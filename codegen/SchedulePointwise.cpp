@@ -209,8 +209,13 @@ LogicalResult KernelEmitter::emitCacheUpdate(CacheUpdateOp update) {
   FailureOr<std::string> v = element(rows, index);
   if (failed(v))
     return failure();
-  index[axis] = "(" + index[axis] + " + offset)";
-  line("out[" + linearize(index, cacheShape) + "] = " + store(elementOf(rows), *v) + ";");
+  // A row the cache does not hold is not written (the guards keep every row
+  // inside; this keeps a damaged artifact's writes inside the caller's buffer).
+  std::string row = temp("row");
+  line("const " + indexType + " " + row + " = " + index[axis] + " + offset;");
+  index[axis] = row;
+  line("if (" + row + " >= 0 && " + row + " < " + cacheShape[axis] + ") out[" +
+       linearize(index, cacheShape) + "] = " + store(elementOf(rows), *v) + ";");
   closeBlock();
   return success();
 }

@@ -113,7 +113,7 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
       if (argName(func, arg.getArgNumber()) == "attention_mask") {
         SymShape mask = getSymShape(arg.getType());
         if (mask.size() == 2 && mask[1] && mask[1].getKind() == AffineExprKind::SymbolId &&
-            mask[1] != past)
+            mask[1] != past && mask[1] != rows)
           total = mask[1];
       }
     if (!total)

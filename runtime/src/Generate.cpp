@@ -109,7 +109,8 @@ absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
       kiln_tensor_info_t presentInfo;
       if (kiln_model_output_info(model, it->second, &presentInfo) != KILN_OK)
         return lastError("generate");
-      bool inPlace = presentInfo.rank == 4 && presentInfo.dims[2] < 0 &&
+      bool inPlace = presentInfo.rank == 4 && presentInfo.dims[2] < 0 && info.dims[2] < 0 &&
+                     presentInfo.dim_names[2] && info.dim_names[2] &&
                      std::strcmp(presentInfo.dim_names[2], info.dim_names[2]) == 0;
       if (!d.caches.empty() && inPlace != d.inPlace)
         return absl::InvalidArgumentError(absl::StrCat(

@@ -177,6 +177,13 @@ absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Sh
   slot.shape.assign(shape.begin(), shape.end());
   int64_t offset = context.memory().offsets[v];
   if (offset >= 0) {
+    // Planned at the device symbols' bounds: a value must not outgrow its slot.
+    const artifact::ValueInfo &info = context.model().plan().values[v];
+    if (static_cast<size_t>(ref::numElements(shape)) * ref::info(info.dtype).bytes >
+        context.memory().bytes[v])
+      return absl::InvalidArgumentError(absl::StrCat("value '", info.name, "' [",
+                                                     ref::shapeToString(shape),
+                                                     "] is larger than the memory planned for it"));
     slot.address = reinterpret_cast<uintptr_t>(stateOf(context).arena + offset);
     return absl::OkStatus();
   }

@@ -476,7 +476,9 @@ absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
       return memory.status();
     // The variant is a function of the binding too: chosen once per new shape.
     context.choose(std::move(*memory), chooseVariant(context.symbols()));
-    if (context.variant() < 0 && missHandler_) {
+    // (Not for device symbols: their values change call after call within
+    // one plan, and a variant fixing one would serve a single call.)
+    if (context.variant() < 0 && missHandler_ && plan_.deviceSymbols.empty()) {
       // A JIT may compile a variant for these shapes in the background.
       absl::Span<const int64_t> values = context.symbolValues();
       missHandler_(missUser_, values.data(), values.size());
@@ -486,7 +488,7 @@ absl::Status Model::run(ExecutionContext &context, const RunRequest &request,
   if (memory.largestBytes > request.maxTensorBytes) {
     const artifact::ValueInfo &v = plan_.values[memory.largestValue];
     absl::Status over =
-        ref::checkedByteSize(v.dtype, *artifact::evaluateShape(v, context.symbols()),
+        ref::checkedByteSize(v.dtype, *artifact::evaluateShape(v, context.planning()),
                              request.maxTensorBytes)
             .status();
     return absl::Status(over.code(), absl::StrCat("value '", v.name, "': ", over.message()));

@@ -26,6 +26,7 @@ struct Damage {
   bool matmulBias = false; ///< claims a bias input the step does not have
   uint8_t activation = 0;  ///< the matmul's activation enum value
   int64_t predicateSymbol = 0; ///< the symbol of the predicate `n <= 4` (1: 'm', bound by nothing)
+  int deviceSymbol = -1;       ///< a Model.device_symbols entry for this symbol (bound 4); -1 none
 };
 
 /// x: f32[n, 2] -> y = x @ w (w: f32[2, 3] weight), s = shape_of(y), c = [n, 3]
@@ -69,6 +70,10 @@ std::string buildArtifact(const Damage &damage = {}) {
   std::vector<flatbuffers::Offset<fb::Predicate>> predicates = {
       fb::CreatePredicate(b, fb::PredicateKind::LessEqual, sym(damage.predicateSymbol), lit(4),
                           b.CreateString("the test's predicate"))};
+  std::vector<flatbuffers::Offset<fb::DeviceSymbol>> deviceSymbols;
+  if (damage.deviceSymbol >= 0)
+    deviceSymbols.push_back(fb::CreateDeviceSymbol(b, damage.deviceSymbol, lit(4)));
+  auto deviceSymbolVector = b.CreateVector(deviceSymbols);
   b.ForceVectorAlignment(blob.size(), 1, 64);
   auto data = b.CreateVector(blob);
   b.ForceDefaults(true);
@@ -76,7 +81,8 @@ std::string buildArtifact(const Damage &damage = {}) {
       b, damage.version, b.CreateString("test"), b.CreateString("test"), b.CreateVector(symbols),
       b.CreateVector(values), b.CreateVector(std::vector<int>{0}),
       b.CreateVector(std::vector<int>{2, 3, 4}), b.CreateVector(guards), b.CreateVector(steps), 0, 0,
-      0, b.CreateVector(weights), data, 0, 0, 0, 0, b.CreateVector(predicates));
+      0, b.CreateVector(weights), data, 0, 0, 0, 0, b.CreateVector(predicates), 0, 0,
+      deviceSymbolVector);
   fb::FinishModelBuffer(b, model);
   std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
   kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
@@ -290,6 +296,9 @@ TEST(Artifact, DamagedArtifactsAreErrors) {
        "step 0 (MatMul): corrupt artifact: MatMul takes 3 inputs, the step has 2"},
       {{0, 0, 0, kiln::artifact::kFormatVersion, false, 7}, KILN_INVALID_ARGUMENT,
        "step 0 (MatMul): corrupt artifact: activation 7"},
+      // A device symbol the model does not have.
+      {{0, 0, 0, kiln::artifact::kFormatVersion, false, 0, 0, 9}, KILN_INVALID_ARGUMENT,
+       "a device symbol is not in the table or has no bound"},
   };
   for (const Case &c : cases) {
     std::string bytes = buildArtifact(c.damage);

@@ -808,6 +808,21 @@ absl::StatusOr<Plan> Reader::read() {
         return bound.status();
       plan.deviceSymbols.push_back({d->symbol(), std::move(*bound)});
     }
+  // A kernel reads a device symbol's word only where the runtime writes it:
+  // a symbol of Model.device_symbols, bound by an input (its value is known
+  // when the call starts).
+  for (const KernelInfo &k : plan.kernels)
+    for (int s : k.deviceSymbols) {
+      bool listed = std::any_of(plan.deviceSymbols.begin(), plan.deviceSymbols.end(),
+                                [&](const Plan::DeviceSymbol &d) { return d.symbol == s; });
+      bool byInput = std::any_of(plan.guards.begin(), plan.guards.end(), [&](const GuardInfo &g) {
+        return g.binds && g.expected.soleSymbol() == std::optional<int64_t>(s);
+      });
+      if (!listed || !byInput)
+        return corrupt(absl::StrCat("kernel ", k.name, " reads symbol ", plan.symbols[s],
+                                    " from device memory, which the model does not write "
+                                    "there (not a device symbol an input binds)"));
+    }
   if (model.independent_rows())
     for (int32_t s : *model.independent_rows()) {
       if (s < 0 || s >= static_cast<int>(plan.symbols.size()))

@@ -546,7 +546,14 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
       continue;
     }
     size_t bytes = bytesOf(in.dtype, slot.shape);
-    if (absl::Status s = state.ensure(state.staging[i], bytes); !s.ok())
+    // Sized for the device symbols' bounds (a decode step's mask), so the
+    // buffer, and a graph that reads it, stays put while the input grows.
+    size_t room = bytes;
+    if (!plan.deviceSymbols.empty())
+      if (std::optional<ref::Shape> most =
+              artifact::evaluateShape(plan.values[plan.inputs[i]], context.planning()))
+        room = std::max(room, bytesOf(in.dtype, *most));
+    if (absl::Status s = state.ensure(state.staging[i], room); !s.ok())
       return s;
     slot.address = static_cast<uintptr_t>(state.staging[i].first);
     if (bytes)
@@ -594,6 +601,11 @@ absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Sh
   slot.shape.assign(shape.begin(), shape.end());
   int64_t offset = context.memory().offsets[v];
   if (offset >= 0) {
+    // Planned at the device symbols' bounds: a value must not outgrow its slot.
+    if (bytesOf(context.model().plan().values[v].dtype, shape) > context.memory().bytes[v])
+      return absl::InvalidArgumentError(absl::StrCat(
+          "value '", context.model().plan().values[v].name, "' [", ref::shapeToString(shape),
+          "] is larger than the memory planned for it"));
     slot.address = static_cast<uintptr_t>(state.arena.first) + static_cast<uintptr_t>(offset);
     return absl::OkStatus();
   }
