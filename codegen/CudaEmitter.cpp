@@ -189,9 +189,12 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.flops = flops;
   g.l2Bytes = l2Bytes;
   g.boundedReads = boundedReads(kernel);
+  // The cache a cache_update writes into is not read: a bounded read of none.
   if (auto update = dyn_cast_or_null<CacheUpdateOp>(root.getDefiningOp()))
-    if (auto cache = dyn_cast<BlockArgument>(update.getCache()))
+    if (auto cache = dyn_cast<BlockArgument>(update.getCache())) {
       g.inPlaceInput = static_cast<int>(cache.getArgNumber());
+      g.boundedReads.emplace_back(g.inPlaceInput, getConstantDim(kernel.getContext(), 0));
+    }
   // The primitives by which threads of a block meet, as the schedules and
   // the device library spell them.
   for (const char *meet : {"__syncthreads", "__shared__", "kiln_shfl", "kiln_warp_", "kiln_block_"})

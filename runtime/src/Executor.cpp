@@ -69,6 +69,17 @@ void ExecutionContext::releaseOwnedValues() {
     slot.owned = ref::Tensor();
 }
 
+absl::Status Executor::fitsPlannedSlot(const ExecutionContext &context, int v,
+                                       const ref::Shape &shape) const {
+  const artifact::ValueInfo &info = context.model().plan().values[v];
+  if (static_cast<size_t>(ref::numElements(shape)) * ref::info(info.dtype).bytes <=
+      context.memory().bytes[v])
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("value '", info.name, "' [",
+                                                 ref::shapeToString(shape),
+                                                 "] is larger than the memory planned for it"));
+}
+
 int64_t Executor::workItems(ExecutionContext &context, const StepInfo &step) const {
   const artifact::KernelInfo &kernel = context.model().plan().kernels[step.kernel];
   std::optional<int64_t> items;

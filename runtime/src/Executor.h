@@ -269,6 +269,13 @@ protected:
   /// Ends a run that failed before finish (waits for work still queued).
   virtual void abandon(ExecutionContext &context, const RunRequest &request) const = 0;
 
+  /// Whether value `v` of `shape` fits the arena slot the memory plan gave
+  /// it (planned at the device symbols' bounds, which a damaged artifact's
+  /// sizes need not respect): an error naming it otherwise. Backends' place()
+  /// calls it before using a slot.
+  absl::Status fitsPlannedSlot(const ExecutionContext &context, int v,
+                               const ref::Shape &shape) const;
+
   /// The run's error words (host or device address): one int32 per step,
   /// zeroed by begin() when the plan has kernels that report data errors.
   virtual uintptr_t errorWords(ExecutionContext &context) const = 0;

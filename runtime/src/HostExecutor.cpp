@@ -151,9 +151,8 @@ absl::Status HostExecutor::begin(ExecutionContext &context, const RunRequest &re
   if (context.model().reportsErrors())
     state.errorWords.assign(plan.stepCount, 0);
   if (!plan.deviceSymbols.empty()) {
-    state.symbolWords.clear();
-    for (const std::optional<int64_t> &value : context.symbols())
-      state.symbolWords.push_back(value.value_or(0));
+    absl::Span<const int64_t> values = context.symbolValues();
+    state.symbolWords.assign(values.begin(), values.end());
   }
   return absl::OkStatus();
 }
@@ -177,13 +176,8 @@ absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Sh
   slot.shape.assign(shape.begin(), shape.end());
   int64_t offset = context.memory().offsets[v];
   if (offset >= 0) {
-    // Planned at the device symbols' bounds: a value must not outgrow its slot.
-    const artifact::ValueInfo &info = context.model().plan().values[v];
-    if (static_cast<size_t>(ref::numElements(shape)) * ref::info(info.dtype).bytes >
-        context.memory().bytes[v])
-      return absl::InvalidArgumentError(absl::StrCat("value '", info.name, "' [",
-                                                     ref::shapeToString(shape),
-                                                     "] is larger than the memory planned for it"));
+    if (absl::Status s = fitsPlannedSlot(context, v, shape); !s.ok())
+      return s;
     slot.address = reinterpret_cast<uintptr_t>(stateOf(context).arena + offset);
     return absl::OkStatus();
   }

@@ -85,20 +85,15 @@ absl::StatusOr<MemoryPlan> planMemory(const Plan &plan, const Bindings &symbols,
   std::vector<bool> isView(n, false);
   for (size_t s = plan.steps.size(); s-- > 0;) {
     const StepInfo &step = plan.steps[s];
-    // A kernel writing into its input's bytes (a KV cache updated in place)
-    // makes a result that, like a view, takes none of its own.
-    if (step.inPlaceInput >= 0) {
-      int in = step.inputs[step.inPlaceInput], result = step.outputs[0];
-      last[in] = std::max(last[in], last[result]);
-      isView[result] = true;
+    // So does a kernel's result that is its input's bytes (a KV cache
+    // updated in place).
+    bool view = isViewStep(step);
+    if (!view && step.inPlaceInput < 0)
       continue;
-    }
-    if (!isViewStep(step))
-      continue;
-    int in = step.inputs[0], view = step.outputs[0];
-    last[in] = std::max(last[in], last[view]);
-    isView[view] = true;
-    ++out.viewValues;
+    int in = step.inputs[view ? 0 : step.inPlaceInput], result = step.outputs[0];
+    last[in] = std::max(last[in], last[result]);
+    isView[result] = true;
+    out.viewValues += view;
   }
 
   std::vector<int> placed;

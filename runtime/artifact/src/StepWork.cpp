@@ -75,15 +75,11 @@ StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbol
         continue;
       }
       int64_t n = ref::numElements(*shape);
-      // A kernel writing in place reads nothing of the input it writes into
-      // and writes its work items (the new rows), not the whole buffer.
-      if (kernel && step.inPlaceInput >= 0) {
-        if (values == &step.inputs && static_cast<int>(i) == step.inPlaceInput)
-          n = 0;
-        if (values == &step.outputs)
-          if (std::optional<int64_t> items = kernel->workItems.evaluate(symbols))
-            n = std::min(n, *items);
-      }
+      // A kernel writing in place writes its work items (the new rows), not
+      // the whole buffer (and reads none of it: its bounded read, below).
+      if (kernel && step.inPlaceInput >= 0 && values == &step.outputs)
+        if (std::optional<int64_t> items = kernel->workItems.evaluate(symbols))
+          n = std::min(n, *items);
       largest = std::max(largest, n);
       // An input the kernel reads only in part (gathered rows, a slice):
       // what it reads, when that is less.

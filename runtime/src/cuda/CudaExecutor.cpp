@@ -577,9 +577,8 @@ absl::Status CudaExecutor::begin(ExecutionContext &context, const RunRequest &re
     size_t bytes = plan.symbols.size() * sizeof(int64_t);
     if (absl::Status s = state.ensure(state.symbolWords, bytes); !s.ok())
       return s;
-    state.symbolValues.clear();
-    for (const std::optional<int64_t> &value : context.symbols())
-      state.symbolValues.push_back(value.value_or(0));
+    absl::Span<const int64_t> values = context.symbolValues();
+    state.symbolValues.assign(values.begin(), values.end());
     if (CUresult r = cu.cuMemcpyHtoDAsync(state.symbolWords.first, state.symbolValues.data(),
                                           bytes, state.stream);
         r != CUDA_SUCCESS)
@@ -601,11 +600,8 @@ absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Sh
   slot.shape.assign(shape.begin(), shape.end());
   int64_t offset = context.memory().offsets[v];
   if (offset >= 0) {
-    // Planned at the device symbols' bounds: a value must not outgrow its slot.
-    if (bytesOf(context.model().plan().values[v].dtype, shape) > context.memory().bytes[v])
-      return absl::InvalidArgumentError(absl::StrCat(
-          "value '", context.model().plan().values[v].name, "' [", ref::shapeToString(shape),
-          "] is larger than the memory planned for it"));
+    if (absl::Status s = fitsPlannedSlot(context, v, shape); !s.ok())
+      return s;
     slot.address = static_cast<uintptr_t>(state.arena.first) + static_cast<uintptr_t>(offset);
     return absl::OkStatus();
   }
