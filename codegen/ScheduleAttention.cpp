@@ -191,7 +191,8 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   line("__syncthreads();");
   emitOnlineSoftmaxStep(acc, ninf, BC, DV);
   closeBlock(); // key tiles
-  // A row whose every score was masked has l = 0: 0 / 0, NaN, as kiln.softmax.
+  // A row whose every score was masked has l = 0: 0 / 0, NaN, as kiln.softmax
+  // (or 0 with zero_masked_rows).
   openBlock("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) {");
   line("const int64_t r = t / " + DV + ", e = t % " + DV + ", i = i0 + r;");
   std::string offset = "(p * Sq + i) * " + DV + " + e";
@@ -208,7 +209,11 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
     }
     offset = linearize(permutedIndex, permutedShape);
   }
-  line("out[" + offset + "] = " + store(t, "os[t] / ls[r]") + ";");
+  line("out[" + offset + "] = " +
+       store(t, root.getZeroMaskedRows() ? "ls[r] == (" + acc + ")0 ? (" + acc +
+                                               ")0 : os[t] / ls[r]"
+                                         : "os[t] / ls[r]") +
+       ";");
   closeBlock();
   line("__syncthreads();");
   closeBlock(); // items

@@ -97,7 +97,8 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runKernelOnlyOp(Operatio
       .Case([&](CompactNonZeroOp) { return one(ref::nonZero(*in[0])); })
       .Case([&](AttentionOp a) {
         return one(
-            ref::attention(*in[0], *in[1], *in[2], optional(3), a.getScale().convertToDouble()));
+            ref::attention(*in[0], *in[1], *in[2], optional(3), a.getScale().convertToDouble(),
+                           a.getZeroMaskedRows()));
       })
       // The rank operand (in[2]) is the order the reference sorts by itself.
       .Case([&](NmsSelectOp n) -> Results {

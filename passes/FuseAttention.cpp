@@ -9,9 +9,10 @@
 // scores of a tile of queries on chip (CudaEmitter's attention schedule).
 //
 // The chain is matched from the softmax: HuggingFace's reshape/permute form,
-// torch's nn.MultiheadAttention export (the scale on q before the matmul: it
-// stays a producer the kernel reads through) and ONNX Attention as kiln's
-// importer expands it all end in it. The transposes that make k^T are folded
+// torch's nn.MultiheadAttention export (the scale on q before the matmul),
+// torch.onnx.export's (dynamo) scaled_dot_product_attention (q and k^T each
+// scaled by the scale's root, k^T regrouped through the heads, the weights'
+// NaN guard) and ONNX Attention as kiln's importer expands it all end in it. The transposes that make k^T are folded
 // into one transpose of the keys, which the kernel reads through as index
 // math, so the head split runs no kernel either.
 //===----------------------------------------------------------------------===//
@@ -82,11 +83,74 @@ Value keysAsRows(OpBuilder &b, Location loc, Value rhs, bool readTransposed) {
   return b.createOrFold<TransposeOp>(loc, input, b.getDenseI64ArrayAttr(perm));
 }
 
+/// torch's export of scaled_dot_product_attention writes k^T as
+/// `reshape(transpose(reshape(k, [B * H, Sk, D]), last two), [B, H, D, Sk])`:
+/// the heads merged into one batch dim for the transpose, then split again. A
+/// reshape that keeps the last two dims only regroups the matrices, so this is
+/// k (as [B, H, Sk, D]) transposed. Returns that k, a reshape of the first
+/// reshape's input, or null when `kt` is not made so.
+Value keysOfRegroupedTranspose(OpBuilder &b, Location loc, Value kt) {
+  auto split = kt.getDefiningOp<ReshapeOp>();
+  auto t = split ? split.getInput().getDefiningOp<TransposeOp>() : TransposeOp();
+  auto merge = t ? t.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  if (!merge)
+    return {};
+  ArrayRef<int64_t> perm = t.getPermutation();
+  int64_t rank = static_cast<int64_t>(perm.size());
+  for (int64_t d = 0; d < rank; ++d)
+    if (perm[d] != (d < rank - 2 ? d : (d == rank - 2 ? rank - 1 : rank - 2)))
+      return {};
+  Value keys = merge.getInput();
+  SymShape x = getSymShape(keys.getType()), merged = getSymShape(merge.getType()),
+           out = getSymShape(split.getType());
+  if (x.size() < 2 || merged.size() < 2 || out.size() < 2 ||
+      x.end()[-2] != merged.end()[-2] || x.end()[-1] != merged.end()[-1] ||
+      out.end()[-2] != x.end()[-1] || out.end()[-1] != x.end()[-2])
+    return {};
+  SmallVector<DimExpr> rows(out.begin(), out.end() - 2);
+  rows.push_back(x.end()[-2]);
+  rows.push_back(x.end()[-1]);
+  Value shape = SymbolicConstantOp::create(
+      b, loc, RankedTensorType::get({static_cast<int64_t>(rows.size())}, b.getI64Type()),
+      DimsAttr::getCanonical(b.getContext(), rows));
+  Operation *reshape = createInferred(b, loc, ReshapeOp::getOperationName(), {keys, shape}, {});
+  if (!reshape) {
+    shape.getDefiningOp()->erase();
+    return {};
+  }
+  return reshape->getResult(0);
+}
+
+/// torch's export of scaled_dot_product_attention guards the weights `p` as
+/// `select(is_nan(p), 0, p)`: a query row that sees no key (a left-padded
+/// row) weighs nothing instead of making its output NaN, which the next
+/// layer's keys and values would carry to every row. The guard's select,
+/// when `p` is read by it and its is_nan alone, else null.
+SelectOp nanGuard(Value p) {
+  if (!llvm::hasNItems(p.getUses(), 2))
+    return SelectOp();
+  SelectOp select;
+  IsNanOp isNan;
+  for (Operation *user : p.getUsers()) {
+    if (auto s = dyn_cast<SelectOp>(user))
+      select = s;
+    else if (auto n = dyn_cast<IsNanOp>(user))
+      isNan = n;
+  }
+  std::optional<double> zero = select ? scalarConstant(select.getOnTrue()) : std::nullopt;
+  if (!isNan || !isNan.getResult().hasOneUse() || select.getCondition() != isNan.getResult() ||
+      select.getOnFalse() != p || !zero || *zero != 0 || select.getType() != p.getType())
+    return SelectOp();
+  return select;
+}
+
 /// What the chain ending in `softmax` is made of, when it is attention.
 struct Chain {
   MatmulOp scores, weighted;
+  Value query, keysT; ///< the scores' operands, their scales taken into `scale`
   Value mask;
   double scale = 1.0;
+  bool zeroMaskedRows = false; ///< the weights carried torch's NaN guard
   SmallVector<Operation *> dead; ///< replaced, in the order to erase them
 };
 
@@ -105,7 +169,7 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
   auto probs = cast<RankedTensorType>(softmax.getType());
   int64_t rank = probs.getRank();
   int64_t axis = softmax.getAxis();
-  if (rank < 2 || (axis != -1 && axis != rank - 1) || !softmax.getResult().hasOneUse())
+  if (rank < 2 || (axis != -1 && axis != rank - 1))
     return std::nullopt;
   // fp16/bf16 exports take the softmax in float32 (transformers' eager
   // attention: softmax(scores.float()).to(dtype)): a cast up before it and
@@ -113,20 +177,36 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
   // compute type), so the pair goes with the chain; what changes is that the
   // scores are not rounded to the narrow type before the softmax and the
   // weights not after it, the same as the precision modes' kernels.
+  // From the softmax to the values matmul, in order: the ops replaced.
+  SmallVector<Operation *> toWeighted;
   Value probsOut = softmax.getResult();
+  // The NaN guard, on the weights in the softmax's type or after the cast.
+  auto skipGuard = [&] {
+    if (SelectOp guard = c.zeroMaskedRows ? SelectOp() : nanGuard(probsOut)) {
+      toWeighted.push_back(guard.getCondition().getDefiningOp());
+      toWeighted.push_back(guard);
+      probsOut = guard.getResult();
+      c.zeroMaskedRows = true;
+    }
+  };
+  skipGuard();
+  if (!probsOut.hasOneUse())
+    return std::nullopt;
   Value x = softmax.getInput();
-  Operation *castDown = nullptr, *castUp = nullptr;
-  if (auto down = dyn_cast<CastOp>(*softmax->getUsers().begin())) {
+  Operation *castUp = nullptr;
+  if (auto down = dyn_cast<CastOp>(*probsOut.getUsers().begin())) {
     Type wide = probs.getElementType(), narrow = getElementTypeOrSelf(down.getType());
     CastOp up = floatCast(x, narrow, wide);
     // Only f16/bf16 in f32: what the kernel computes them in. An f32 softmax
     // taken in f64 would lose its wider arithmetic in a float kernel.
-    if (!up || !(narrow.isF16() || narrow.isBF16()) || !wide.isF32() ||
-        !down.getResult().hasOneUse())
+    if (!up || !(narrow.isF16() || narrow.isBF16()) || !wide.isF32())
       return std::nullopt;
+    toWeighted.push_back(down);
     probsOut = down.getResult();
+    skipGuard();
+    if (!probsOut.hasOneUse())
+      return std::nullopt;
     x = up.getInput();
-    castDown = down;
     castUp = up;
   }
   c.weighted = dyn_cast<MatmulOp>(*probsOut.getUsers().begin());
@@ -134,8 +214,7 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
       c.weighted.getTransposeRhs())
     return std::nullopt;
   c.dead = {c.weighted};
-  if (castDown)
-    c.dead.push_back(castDown);
+  c.dead.append(toWeighted.rbegin(), toWeighted.rend());
   c.dead.push_back(softmax);
   if (castUp)
     c.dead.push_back(castUp);
@@ -177,9 +256,25 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
   if (!isPlainMatmul(c.scores))
     return std::nullopt;
   c.dead.push_back(c.scores);
+  // torch's export scales q and k^T each by the scale's square root before
+  // the matmul: a constant factor of either goes into the scale.
+  auto unscaled = [&](Value operand) {
+    auto mul = singleUseDef<MulOp>(operand);
+    if (!mul || mul.getType() != operand.getType())
+      return operand;
+    std::optional<double> lhs = scalarConstant(mul.getLhs()), rhs = scalarConstant(mul.getRhs());
+    Value other = rhs ? mul.getLhs() : mul.getRhs();
+    if ((!lhs && !rhs) || other.getType() != mul.getType())
+      return operand;
+    c.scale *= rhs ? *rhs : *lhs;
+    c.dead.push_back(mul);
+    return other;
+  };
+  c.query = unscaled(c.scores.getLhs());
+  c.keysT = unscaled(c.scores.getRhs());
   // One rank and the same leading dims for q, k^T and v; feature dims the
   // kernel's tiles hold; one float type.
-  Value q = c.scores.getLhs(), kt = c.scores.getRhs(), v = c.weighted.getRhs();
+  Value q = c.query, kt = c.keysT, v = c.weighted.getRhs();
   auto qType = cast<RankedTensorType>(q.getType());
   auto vType = cast<RankedTensorType>(v.getType());
   if (qType.getRank() != rank || cast<RankedTensorType>(kt.getType()).getRank() != rank ||
@@ -196,6 +291,21 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
   return c;
 }
 
+/// Erases the transposes, reshapes and shape constants that made `v` when
+/// nothing reads them any more.
+void eraseUnread(Value v) {
+  Operation *op = v ? v.getDefiningOp() : nullptr;
+  while (op && isa<TransposeOp, ReshapeOp, SymbolicConstantOp>(op) && op->use_empty()) {
+    Operation *next = op->getNumOperands() ? op->getOperand(0).getDefiningOp() : nullptr;
+    Value shape = isa<ReshapeOp>(op) ? op->getOperand(1) : Value();
+    op->erase();
+    if (shape && shape.getDefiningOp() && shape.use_empty() &&
+        isa<SymbolicConstantOp, ConstantOp>(shape.getDefiningOp()))
+      shape.getDefiningOp()->erase();
+    op = next;
+  }
+}
+
 struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass> {
   void runOnOperation() override {
     SmallVector<SoftmaxOp> softmaxes;
@@ -206,27 +316,31 @@ struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass>
         continue;
       OpBuilder b(chain->weighted);
       Location loc = chain->weighted.getLoc();
-      Value k = keysAsRows(b, loc, chain->scores.getRhs(), chain->scores.getTransposeRhs());
-      Value kt = chain->scores.getRhs();
-      SmallVector<Value> operands = {chain->scores.getLhs(), k, chain->weighted.getRhs()};
+      Value kt = chain->keysT;
+      Value k = chain->scores.getTransposeRhs() ? Value() : keysOfRegroupedTranspose(b, loc, kt);
+      if (!k)
+        k = keysAsRows(b, loc, kt, chain->scores.getTransposeRhs());
+      SmallVector<Value> operands = {chain->query, k, chain->weighted.getRhs()};
       if (chain->mask)
         operands.push_back(chain->mask);
-      Operation *attention = createInferred(
-          b, loc, AttentionOp::getOperationName(), operands,
-          {b.getNamedAttr("scale", b.getF64FloatAttr(chain->scale))}, chain->weighted.getType());
+      SmallVector<NamedAttribute> attributes = {
+          b.getNamedAttr("scale", b.getF64FloatAttr(chain->scale))};
+      if (chain->zeroMaskedRows)
+        attributes.push_back(b.getNamedAttr("zero_masked_rows", b.getUnitAttr()));
+      Operation *attention = createInferred(b, loc, AttentionOp::getOperationName(), operands,
+                                            attributes, chain->weighted.getType());
       if (!attention) {
         // Symbolic dims the chain knew and the op's inference does not: keep
         // the chain rather than change a type its users rely on.
-        if (k != kt && k.use_empty())
-          k.getDefiningOp()->erase();
+        eraseUnread(k);
         continue;
       }
       chain->weighted.getResult().replaceAllUsesWith(attention->getResult(0));
       for (Operation *op : chain->dead)
         op->erase();
-      // The transpose that made k^T, now read by nothing.
-      if (auto t = kt.getDefiningOp<TransposeOp>(); t && t->use_empty())
-        t->erase();
+      // What made k^T (a transpose, or the regrouping reshapes), now read by
+      // nothing.
+      eraseUnread(kt);
     }
   }
 };

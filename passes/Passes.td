@@ -198,7 +198,11 @@ def FuseAttentionPass : Pass<"kiln-fuse-attention", "::mlir::func::FuncOp"> {
     transposed left operand) and every intermediate read only by the chain,
     becomes `kiln.attention(q, k, v, mask) {scale}`. `k` is `kT` transposed
     back, folded into the transpose that made `kT` (or `kT`'s input when the
-    scores matmul reads it transposed). q, kT and v must share their leading
+    scores matmul reads it transposed, or a reshape of `k` when `kT` is
+    reshape-transpose-reshape regrouping the leading dims only, as torch's
+    export writes it). A multiplication of `q` or `kT` by a one-element
+    constant goes into the scale; weights guarded as `select(is_nan(p), 0,
+    p)` (torch's export) give `zero_masked_rows`. q, kT and v must share their leading
     dims (no broadcasting matmul) and have static feature dims of at most
     256, what the attention kernel's tiles hold. Runs before
     `--kiln-absorb-matmul-transposes` and the precision mode.

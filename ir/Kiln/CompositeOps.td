@@ -199,7 +199,11 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
     `[P.., Sq, Sk]` (a causal or padding mask: 0 where a key is seen, -inf
     where not). Per query row, the softmax over the keys (the maximum
     subtracted first, as `kiln.softmax`) weighs the rows of `value`; the
-    result is `[P.., Sq, Dv]`. `--kiln-fuse-attention` forms it from the
+    result is `[P.., Sq, Dv]`. A query row whose every score is -inf (it
+    sees no key) is NaN, as `kiln.softmax` makes it, or 0 with
+    `zero_masked_rows` (torch's export of `scaled_dot_product_attention`
+    guards its weights so: a left-padded row must not carry NaN into the
+    values the next layer reads). `--kiln-fuse-attention` forms it from the
     matmul/scale/mask/softmax/matmul chain exporters write; it runs as one
     kernel that never writes the scores.
 
@@ -209,7 +213,7 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
   }];
   let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
                        Kiln_FloatTensor:$value, Optional<Kiln_FloatTensor>:$mask,
-                       F64Attr:$scale);
+                       F64Attr:$scale, UnitAttr:$zero_masked_rows);
   let results = (outs Kiln_FloatTensor:$result);
 }
 

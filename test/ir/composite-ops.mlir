@@ -56,5 +56,7 @@ func.func @attention(%q: tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>, %k: 
   %o = kiln.attention %q, %k, %v {scale = 0.125 : f64} : (tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>, tensor<?x12x?x64xf32, #kiln.dims<[b, 12, t, 64]>>, tensor<?x12x?x32xf32, #kiln.dims<[b, 12, t, 32]>>) -> tensor<?x12x?x32xf32, #kiln.dims<[b, 12, s, 32]>>
   // CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.000000e+00 : f64} : {{.*}} -> tensor<?x12x?x32xf32, #kiln.dims<[b, 12, s, 32]>>
   %m = kiln.attention %q, %k, %v, %mask {scale = 1.0 : f64} : (tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>, tensor<?x12x?x64xf32, #kiln.dims<[b, 12, t, 64]>>, tensor<?x12x?x32xf32, #kiln.dims<[b, 12, t, 32]>>, tensor<?x1x1x?xf32, #kiln.dims<[b, 1, 1, t]>>) -> tensor<?x12x?x32xf32, #kiln.dims<[b, 12, s, 32]>>
+  // CHECK: kiln.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.000000e+00 : f64, zero_masked_rows} : {{.*}} -> tensor<?x12x?x32xf32, #kiln.dims<[b, 12, s, 32]>>
+  %z = kiln.attention %q, %k, %v, %mask {scale = 1.0 : f64, zero_masked_rows} : (tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>, tensor<?x12x?x64xf32, #kiln.dims<[b, 12, t, 64]>>, tensor<?x12x?x32xf32, #kiln.dims<[b, 12, t, 32]>>, tensor<?x1x1x?xf32, #kiln.dims<[b, 1, 1, t]>>) -> tensor<?x12x?x32xf32, #kiln.dims<[b, 12, s, 32]>>
   return
 }

@@ -43,9 +43,7 @@ func.func @mask_and_transposed_keys(%q: tensor<2x3x5x16xf16>, %k: tensor<2x3x7x1
 
 // -----
 
-// No scale at all (torch's MultiheadAttention scales q before the matmul: q
-// stays a producer the kernel reads through); k's transpose has another user
-// and stays for it.
+// No scale at all; k's transpose has another user and stays for it.
 // CHECK-LABEL: func.func @unscaled_shared_transpose
 // CHECK: %[[KT:.*]] = kiln.transpose %arg1 {permutation = array<i64: 1, 0>}
 // CHECK: %[[O:.*]] = kiln.attention %arg0, %arg1, %arg2 {scale = 1.000000e+00 : f64}
@@ -137,4 +135,106 @@ func.func @left_alone(%q: tensor<2x5x8xf32>, %kt: tensor<2x8x5xf32>, %v: tensor<
   %p6 = kiln.softmax %s6 {axis = -1 : i64} : (tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
   %o6 = kiln.matmul %p6, %v : (tensor<2x5x5xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
   return %o1, %o2, %o3, %s3, %o4, %o5, %o6 : tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x5xf32>, tensor<5x512xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>
+}
+
+// -----
+
+// torch.onnx.export (dynamo) of scaled_dot_product_attention after
+// repeat_kv: q and k^T each scaled by the scale's root (both go into the
+// scale, 0.5 * 0.5), k^T made by merging the heads into one batch dim,
+// transposing and splitting them again (the keys are read as [b, 4, t, 8]
+// through one reshape instead), a boolean mask turned additive, and the
+// weights guarded by select(is_nan(p), 0, p) (zero_masked_rows).
+// CHECK-LABEL: func.func @torch_sdpa
+// CHECK: %[[SHAPE:.*]] = kiln.symbolic_constant [b, 4, t, 8] : tensor<4xi64>
+// CHECK: %[[K:.*]] = kiln.reshape %arg1, %[[SHAPE]] : (tensor<?x2x2x?x8xf32, #kiln.dims<[b, 2, 2, t, 8]>>, tensor<4xi64>) -> tensor<?x4x?x8xf32, #kiln.dims<[b, 4, t, 8]>>
+// CHECK: %[[O:.*]] = kiln.attention %arg0, %[[K]], %arg2, %{{.*}} {scale = 2.500000e-01 : f64, zero_masked_rows}
+// CHECK-NOT: kiln.transpose
+// CHECK-NOT: kiln.is_nan
+// CHECK-NOT: kiln.matmul
+// CHECK: return %[[O]]
+func.func @torch_sdpa(%q: tensor<?x4x?x8xf32, #kiln.dims<[b, 4, s, 8]>>, %k5: tensor<?x2x2x?x8xf32, #kiln.dims<[b, 2, 2, t, 8]>>, %v: tensor<?x4x?x8xf32, #kiln.dims<[b, 4, t, 8]>>, %seen: tensor<?x1x?x?xi1, #kiln.dims<[b, 1, s, t]>>) -> tensor<?x4x?x8xf32, #kiln.dims<[b, 4, s, 8]>> {
+  %root = kiln.constant dense<0.5> : tensor<f32>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %ninf = kiln.constant dense<0xFF800000> : tensor<f32>
+  %merge = kiln.symbolic_constant [-1, t, 8] : tensor<3xi64>
+  %split = kiln.symbolic_constant [b, 4, 8, t] : tensor<4xi64>
+  %km = kiln.reshape %k5, %merge : (tensor<?x2x2x?x8xf32, #kiln.dims<[b, 2, 2, t, 8]>>, tensor<3xi64>) -> tensor<?x?x8xf32, #kiln.dims<[4 * b, t, 8]>>
+  %kmt = kiln.transpose %km {permutation = array<i64: 0, 2, 1>} : (tensor<?x?x8xf32, #kiln.dims<[4 * b, t, 8]>>) -> tensor<?x8x?xf32, #kiln.dims<[4 * b, 8, t]>>
+  %kt = kiln.reshape %kmt, %split : (tensor<?x8x?xf32, #kiln.dims<[4 * b, 8, t]>>, tensor<4xi64>) -> tensor<?x4x8x?xf32, #kiln.dims<[b, 4, 8, t]>>
+  %qs = kiln.mul %q, %root : (tensor<?x4x?x8xf32, #kiln.dims<[b, 4, s, 8]>>, tensor<f32>) -> tensor<?x4x?x8xf32, #kiln.dims<[b, 4, s, 8]>>
+  %kts = kiln.mul %kt, %root : (tensor<?x4x8x?xf32, #kiln.dims<[b, 4, 8, t]>>, tensor<f32>) -> tensor<?x4x8x?xf32, #kiln.dims<[b, 4, 8, t]>>
+  %mask = kiln.select %seen, %zero, %ninf : (tensor<?x1x?x?xi1, #kiln.dims<[b, 1, s, t]>>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32, #kiln.dims<[b, 1, s, t]>>
+  %s = kiln.matmul %qs, %kts : (tensor<?x4x?x8xf32, #kiln.dims<[b, 4, s, 8]>>, tensor<?x4x8x?xf32, #kiln.dims<[b, 4, 8, t]>>) -> tensor<?x4x?x?xf32, #kiln.dims<[b, 4, s, t]>>
+  %a = kiln.add %s, %mask : (tensor<?x4x?x?xf32, #kiln.dims<[b, 4, s, t]>>, tensor<?x1x?x?xf32, #kiln.dims<[b, 1, s, t]>>) -> tensor<?x4x?x?xf32, #kiln.dims<[b, 4, s, t]>>
+  %p = kiln.softmax %a {axis = -1 : i64} : (tensor<?x4x?x?xf32, #kiln.dims<[b, 4, s, t]>>) -> tensor<?x4x?x?xf32, #kiln.dims<[b, 4, s, t]>>
+  %nan = kiln.is_nan %p : (tensor<?x4x?x?xf32, #kiln.dims<[b, 4, s, t]>>) -> tensor<?x4x?x?xi1, #kiln.dims<[b, 4, s, t]>>
+  %g = kiln.select %nan, %zero, %p : (tensor<?x4x?x?xi1, #kiln.dims<[b, 4, s, t]>>, tensor<f32>, tensor<?x4x?x?xf32, #kiln.dims<[b, 4, s, t]>>) -> tensor<?x4x?x?xf32, #kiln.dims<[b, 4, s, t]>>
+  %o = kiln.matmul %g, %v : (tensor<?x4x?x?xf32, #kiln.dims<[b, 4, s, t]>>, tensor<?x4x?x8xf32, #kiln.dims<[b, 4, t, 8]>>) -> tensor<?x4x?x8xf32, #kiln.dims<[b, 4, s, 8]>>
+  return %o : tensor<?x4x?x8xf32, #kiln.dims<[b, 4, s, 8]>>
+}
+
+// -----
+
+// The guard after the cast back to bf16 (the softmax in float32).
+// CHECK-LABEL: func.func @guard_after_cast
+// CHECK-NOT: kiln.cast
+// CHECK: %[[O:.*]] = kiln.attention %arg0, %arg1, %arg2 {scale = 1.250000e-01 : f64, zero_masked_rows}
+// CHECK: return %[[O]]
+func.func @guard_after_cast(%q: tensor<1x4x3x8xbf16>, %k: tensor<1x4x9x8xbf16>, %v: tensor<1x4x9x8xbf16>) -> tensor<1x4x3x8xbf16> {
+  %c = kiln.constant dense<0.125> : tensor<bf16>
+  %zero = kiln.constant dense<0.0> : tensor<bf16>
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<1x4x3x8xbf16>, tensor<1x4x9x8xbf16>) -> tensor<1x4x3x9xbf16>
+  %m = kiln.mul %s, %c : (tensor<1x4x3x9xbf16>, tensor<bf16>) -> tensor<1x4x3x9xbf16>
+  %up = kiln.cast %m to f32 : (tensor<1x4x3x9xbf16>) -> tensor<1x4x3x9xf32>
+  %p = kiln.softmax %up {axis = -1 : i64} : (tensor<1x4x3x9xf32>) -> tensor<1x4x3x9xf32>
+  %down = kiln.cast %p to bf16 : (tensor<1x4x3x9xf32>) -> tensor<1x4x3x9xbf16>
+  %nan = kiln.is_nan %down : (tensor<1x4x3x9xbf16>) -> tensor<1x4x3x9xi1>
+  %g = kiln.select %nan, %zero, %down : (tensor<1x4x3x9xi1>, tensor<bf16>, tensor<1x4x3x9xbf16>) -> tensor<1x4x3x9xbf16>
+  %o = kiln.matmul %g, %v : (tensor<1x4x3x9xbf16>, tensor<1x4x9x8xbf16>) -> tensor<1x4x3x8xbf16>
+  return %o : tensor<1x4x3x8xbf16>
+}
+
+// -----
+
+// Guards that are not torch's: NaN weights made 1 (not 0), and an is_nan
+// read by another op too: the chains stay.
+// CHECK-LABEL: func.func @not_the_guard
+// CHECK-NOT: kiln.attention
+// CHECK-COUNT-2: kiln.softmax
+func.func @not_the_guard(%q: tensor<2x5x8xf32>, %k: tensor<2x5x8xf32>, %v: tensor<2x5x8xf32>) -> (tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x5xi1>) {
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %s = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x5xf32>
+  %p = kiln.softmax %s {axis = -1 : i64} : (tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
+  %nan = kiln.is_nan %p : (tensor<2x5x5xf32>) -> tensor<2x5x5xi1>
+  %g = kiln.select %nan, %one, %p : (tensor<2x5x5xi1>, tensor<f32>, tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
+  %o = kiln.matmul %g, %v : (tensor<2x5x5xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  %s2 = kiln.matmul %q, %k {transpose_rhs = true} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x5xf32>
+  %p2 = kiln.softmax %s2 {axis = -1 : i64} : (tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
+  %nan2 = kiln.is_nan %p2 : (tensor<2x5x5xf32>) -> tensor<2x5x5xi1>
+  %g2 = kiln.select %nan2, %zero, %p2 : (tensor<2x5x5xi1>, tensor<f32>, tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
+  %o2 = kiln.matmul %g2, %v : (tensor<2x5x5xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  return %o, %o2, %nan2 : tensor<2x5x8xf32>, tensor<2x5x8xf32>, tensor<2x5x5xi1>
+}
+
+// -----
+
+// A reshape-transpose-reshape that changes the matrices (the first reshape
+// does not keep k's last two dims) is not k transposed as rows: the keys are
+// k^T transposed back, as for any other k^T.
+// CHECK-LABEL: func.func @not_regrouped
+// CHECK: %[[KT:.*]] = kiln.reshape %{{.*}} -> tensor<2x8x5xf32>
+// CHECK: %[[K:.*]] = kiln.transpose %[[KT]] {permutation = array<i64: 0, 2, 1>}
+// CHECK: kiln.attention %arg0, %[[K]], %arg2
+func.func @not_regrouped(%q: tensor<2x5x8xf32>, %k4: tensor<2x5x4x2xf32>, %v: tensor<2x5x8xf32>) -> tensor<2x5x8xf32> {
+  %merge = kiln.constant dense<[10, 4, 2]> : tensor<3xi64>
+  %split = kiln.constant dense<[2, 8, 5]> : tensor<3xi64>
+  %km = kiln.reshape %k4, %merge : (tensor<2x5x4x2xf32>, tensor<3xi64>) -> tensor<10x4x2xf32>
+  %kmt = kiln.transpose %km {permutation = array<i64: 0, 2, 1>} : (tensor<10x4x2xf32>) -> tensor<10x2x4xf32>
+  %kt = kiln.reshape %kmt, %split : (tensor<10x2x4xf32>, tensor<3xi64>) -> tensor<2x8x5xf32>
+  %s = kiln.matmul %q, %kt : (tensor<2x5x8xf32>, tensor<2x8x5xf32>) -> tensor<2x5x5xf32>
+  %p = kiln.softmax %s {axis = -1 : i64} : (tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x5x5xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  return %o : tensor<2x5x8xf32>
 }

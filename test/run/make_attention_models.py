@@ -17,6 +17,13 @@ layout run_numpy_cases.py reads). kiln-fuse-attention makes each one kernel.
     attn_wide     feature dims of 256 (the widest the kernel takes: its tiles
                   shrink to 8 rows), no mask, the scale a Div
     attn_f16      attn_padding in float16 (inputs, mask and output), s = 45
+    attn_torch    torch.onnx.export's (dynamo) form of scaled_dot_product_attention:
+                  q [3, 4, 70, 16] and k^T each scaled by the scale's root, k^T
+                  as Reshape [12, 70, 16], Transpose, Reshape [3, 4, 16, 70],
+                  a boolean mask [3, 1, 70, 70] (causal, the first keys padding,
+                  nothing seen in batch 2) made additive by a Where, and the
+                  weights guarded by Where(IsNaN(p), 0, p): the rows that see
+                  no key are 0, not NaN
 """
 import os
 import sys
@@ -112,6 +119,45 @@ def wide(out):
              [attention(q, k, v, None, 1 / 16).astype(np.float32)])
 
 
+def torch_sdpa(out):
+    b, h, s, d = 3, 4, 70, 16
+    root = np.float32(np.sqrt(1.0 / np.sqrt(d)))
+    nodes = [
+        helper.make_node("Reshape", ["k", "merged"], ["k_merged"]),
+        helper.make_node("Transpose", ["k_merged"], ["kt_merged"], perm=[0, 2, 1]),
+        helper.make_node("Reshape", ["kt_merged", "split"], ["kt"]),
+        helper.make_node("Mul", ["q", "root"], ["q_scaled"]),
+        helper.make_node("Mul", ["kt", "root"], ["kt_scaled"]),
+        helper.make_node("Where", ["seen", "zero", "ninf"], ["mask"]),
+        helper.make_node("MatMul", ["q_scaled", "kt_scaled"], ["scores"]),
+        helper.make_node("Add", ["scores", "mask"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
+        helper.make_node("IsNaN", ["probs"], ["nan"]),
+        helper.make_node("Where", ["nan", "zero", "probs"], ["weights"]),
+        helper.make_node("MatMul", ["weights", "v"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "attn_torch",
+        [helper.make_tensor_value_info(n, T.FLOAT, [b, h, s, d]) for n in "qkv"] +
+        [helper.make_tensor_value_info("seen", T.BOOL, [b, 1, s, s])],
+        [helper.make_tensor_value_info("y", T.FLOAT, [b, h, s, d])],
+        [numpy_helper.from_array(np.array([b * h, s, d], np.int64), "merged"),
+         numpy_helper.from_array(np.array([b, h, d, s], np.int64), "split"),
+         numpy_helper.from_array(np.array(root), "root"),
+         numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+         numpy_helper.from_array(np.array(-np.inf, np.float32), "ninf")])
+    save_model(out, "attn_torch", graph)
+    rng = np.random.default_rng(17)
+    q, k, v = (rng.standard_normal((b, h, s, d)).astype(np.float32) for _ in range(3))
+    seen = np.broadcast_to(np.tril(np.ones((s, s), bool)), (b, 1, s, s)).copy()
+    seen[1, :, :, :5] = False  # left padding: rows 0..4 see no key
+    seen[2] = False            # a sequence that sees nothing at all
+    want = attention(q, k, v, np.where(seen, 0.0, -np.inf), float(root) * float(root))
+    want = np.where(np.isnan(want), 0.0, want).astype(np.float32)
+    assert (want[1, :, :5] == 0).all() and (want[2] == 0).all()
+    save_set(out, "attn_torch", 0, {"q": q, "k": k, "v": v, "seen": seen}, [want])
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -119,6 +165,7 @@ def main():
     causal(out)
     wide(out)
     padding(out, "attn_f16", np.float16, (45,))
+    torch_sdpa(out)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace kiln::ref {
 
@@ -380,7 +381,7 @@ Tensor softmax(const Tensor &x, int64_t axis, bool logarithm) {
 }
 
 absl::StatusOr<Tensor> attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                                 const Tensor *mask, double scale) {
+                                 const Tensor *mask, double scale, bool zeroMaskedRows) {
   if (q.rank() < 2 || k.rank() != q.rank() || v.rank() != q.rank())
     return absl::InvalidArgumentError(absl::StrCat("attention: q ", q.describe(), ", k ",
                                                    k.describe(), " and v ", v.describe(),
@@ -396,7 +397,19 @@ absl::StatusOr<Tensor> attention(const Tensor &q, const Tensor &k, const Tensor 
     scores = binary(BinaryFn::Add, *scores, wide(*mask));
   if (!scores.ok())
     return absl::InvalidArgumentError(absl::StrCat("attention: ", scores.status().message()));
-  absl::StatusOr<Tensor> result = matmul(softmax(*scores, -1, false), wide(v));
+  Tensor weights = softmax(*scores, -1, false);
+  if (zeroMaskedRows) {
+    // A row of scores that is all -inf: its weights are 0 instead of NaN.
+    int64_t keys = scores->dim(scores->rank() - 1);
+    for (int64_t row = 0; keys > 0 && row < scores->numel() / keys; ++row) {
+      bool seesNone = true;
+      for (int64_t j = 0; j < keys && seesNone; ++j)
+        seesNone = scores->getF(row * keys + j) == -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; seesNone && j < keys; ++j)
+        weights.setF(row * keys + j, 0.0);
+    }
+  }
+  absl::StatusOr<Tensor> result = matmul(weights, wide(v));
   if (!result.ok())
     return result.status();
   return castTensor(*result, q.dtype(), /*saturate=*/false);

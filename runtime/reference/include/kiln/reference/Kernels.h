@@ -161,9 +161,10 @@ absl::StatusOr<Tensor> rmsNorm(const Tensor &x, const Tensor *scale, int64_t axi
 /// Scaled dot-product attention: q [P.., Sq, D], k [P.., Sk, D], v [P.., Sk, Dv],
 /// `mask` (optional) added to the scores and broadcast to [P.., Sq, Sk]; per
 /// query row, softmax(q . k_j * scale + mask_j) weighs the rows of v. The
-/// softmax is ref::softmax's (a row that is all -inf gives NaN).
+/// softmax is ref::softmax's (a row that is all -inf gives NaN), or with
+/// `zeroMaskedRows` such a row is 0.
 absl::StatusOr<Tensor> attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                                 const Tensor *mask, double scale);
+                                 const Tensor *mask, double scale, bool zeroMaskedRows = false);
 
 //===--- Irregular ops ----------------------------------------------------===//
 
