@@ -17,8 +17,11 @@
 //   for the CUDA backend), passes it as input and output, and a step moves
 //   only its tokens, mask, positions and logits; the model writes the new
 //   rows.
-// What it does not do yet (issue 34): sampling runs on the host; each step is
-// its own call with a mask one longer (no CUDA graph replay across steps).
+// A model with a mask and no position ids (onnxruntime-genai's builder:
+// GroupQueryAttention takes each row's first sum(mask) tokens as its own)
+// gets the prompts right-aligned, and the prefill's logits are read at each
+// row's last token.
+// What it does not do yet (issue 34): sampling runs on the host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,6 +65,14 @@ struct DecoderInterface {
   /// Per cache tensor: its past input and its present output.
   std::vector<std::pair<size_t, size_t>> caches;
   std::vector<kiln_tensor_info_t> inputs;
+  /// Per input: a cache's heads and head size (the present's where the
+  /// past's are symbols the model pins, as genai's builder declares them).
+  std::vector<std::pair<int64_t, int64_t>> cacheDims;
+  /// A mask and no position ids: the model places each sequence's tokens
+  /// itself, from the mask's row sums (onnxruntime-genai's
+  /// GroupQueryAttention), and takes the first of each row as its tokens.
+  /// Prompts go to it right-aligned.
+  bool rightAligned() const { return mask >= 0 && positions < 0; }
   /// Compiled with --kv-cache-in-place: each past and its present have the
   /// capacity symbol for their length, and are one buffer.
   bool inPlace = false;
@@ -102,13 +113,19 @@ absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
       if (it == presents.end())
         return absl::InvalidArgumentError(absl::StrCat(
             "generate: the model's input '", name, "' has no output '", present, "'"));
-      if (info.rank != 4 || info.dims[1] < 0 || info.dims[3] < 0)
-        return absl::InvalidArgumentError(absl::StrCat(
-            "generate: '", name, "' must be (batch, heads, length, head size) with fixed heads "
-            "and head size"));
       kiln_tensor_info_t presentInfo;
       if (kiln_model_output_info(model, it->second, &presentInfo) != KILN_OK)
         return lastError("generate");
+      auto fixed = [&](int dim) {
+        return info.dims[dim] >= 0 ? info.dims[dim]
+                                   : presentInfo.rank == 4 ? presentInfo.dims[dim] : -1;
+      };
+      if (info.rank != 4 || fixed(1) < 0 || fixed(3) < 0)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "generate: '", name, "' must be (batch, heads, length, head size) with fixed heads "
+            "and head size"));
+      d.cacheDims.resize(d.numInputs);
+      d.cacheDims[i] = {fixed(1), fixed(3)};
       bool inPlace = presentInfo.rank == 4 && presentInfo.dims[2] < 0 && info.dims[2] < 0 &&
                      presentInfo.dim_names[2] && info.dim_names[2] &&
                      std::strcmp(presentInfo.dim_names[2], info.dim_names[2]) == 0;
@@ -233,9 +250,9 @@ public:
       slot.tensor.dtype = info.dtype;
       slot.tensor.rank = 4;
       slot.tensor.dims[0] = batch;
-      slot.tensor.dims[1] = info.dims[1];
+      slot.tensor.dims[1] = d.cacheDims[past].first;
       slot.tensor.dims[2] = 0;
-      slot.tensor.dims[3] = info.dims[3];
+      slot.tensor.dims[3] = d.cacheDims[past].second;
       slot.tensor.data = slot.bytes.data();
     }
   }
@@ -308,11 +325,12 @@ public:
       kiln_tensor_t &t = r->caches[past];
       t.dtype = info.dtype;
       t.rank = 4;
+      auto [heads, headSize] = d.cacheDims[past];
       t.dims[0] = batch;
-      t.dims[1] = info.dims[1];
+      t.dims[1] = heads;
       t.dims[2] = capacity;
-      t.dims[3] = info.dims[3];
-      size_t elements = static_cast<size_t>(batch * info.dims[1] * capacity * info.dims[3]);
+      t.dims[3] = headSize;
+      size_t elements = static_cast<size_t>(batch * heads * capacity * headSize);
       t.size_bytes = elements * ref::info(static_cast<ref::DType>(info.dtype)).bytes;
       // Uninitialized: a row is read only after a step wrote it (attention
       // reads the first past + new rows; the prefill writes the prompt's).
@@ -475,17 +493,40 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
   for (int64_t m : mask)
     if (m != 0 && m != 1)
       return absl::InvalidArgumentError("generate: attention_mask must hold 0s and 1s");
-  // Padding goes on the left: each step reads the last position's logits.
-  for (size_t b = 0; b < batch; ++b)
-    for (size_t j = 1; j < promptLength; ++j)
-      if (mask[b * promptLength + j - 1] == 1 && mask[b * promptLength + j] == 0)
-        return absl::InvalidArgumentError(absl::StrCat(
-            "generate: attention_mask row ", b,
-            " is padded on the right (a 0 after a 1); pad prompts on the left"));
   if (d.mask < 0 && std::find(mask.begin(), mask.end(), 0) != mask.end())
     return absl::InvalidArgumentError(
         "generate: the model takes no attention_mask, so prompts cannot be padded");
   std::vector<int64_t> ids(inputIds, inputIds + batch * promptLength);
+  // Per sequence, where its prompt's last token is in the prefill's logits.
+  std::vector<int64_t> lastPosition(batch, static_cast<int64_t>(promptLength) - 1);
+  if (d.rightAligned()) {
+    // Each row's tokens one run of 1s, padded on either side; moved to the
+    // row's start, the padding after them.
+    for (size_t b = 0; b < batch; ++b) {
+      int64_t *row = &mask[b * promptLength], *tokens = &ids[b * promptLength];
+      int64_t first = std::find(row, row + promptLength, 1) - row;
+      int64_t end = std::find(row + first, row + promptLength, 0) - row;
+      if (std::find(row + end, row + promptLength, 1) != row + promptLength)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "generate: attention_mask row ", b,
+            " has a 0 between its 1s (padding must be at one end)"));
+      if (first == end)
+        return absl::InvalidArgumentError(
+            absl::StrCat("generate: attention_mask row ", b, " has no token"));
+      std::rotate(tokens, tokens + first, tokens + end);
+      std::fill(row, row + promptLength, 0);
+      std::fill(row, row + (end - first), 1);
+      lastPosition[b] = end - first - 1;
+    }
+  } else {
+    // Padding goes on the left: each step reads the last position's logits.
+    for (size_t b = 0; b < batch; ++b)
+      for (size_t j = 1; j < promptLength; ++j)
+        if (mask[b * promptLength + j - 1] == 1 && mask[b * promptLength + j] == 0)
+          return absl::InvalidArgumentError(absl::StrCat(
+              "generate: attention_mask row ", b,
+              " is padded on the right (a 0 after a 1); pad prompts on the left"));
+  }
   int64_t maskLength = static_cast<int64_t>(promptLength), step = static_cast<int64_t>(promptLength);
   // Hugging Face's positions: over the prompt cumsum(mask) - 1, and 1 where
   // the mask is 0; each new token is its sequence's next position.
@@ -525,7 +566,7 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
       }
       std::vector<double> row(vocab);
       for (int64_t v = 0; v < vocab; ++v)
-        row[v] = logits->getF((b * step + step - 1) * vocab + v);
+        row[v] = logits->getF((b * step + (n == 0 ? lastPosition[b] : step - 1)) * vocab + v);
       chosen[b] = chooser.choose(row);
       if (chosen[b] < 0)
         return absl::InvalidArgumentError(absl::StrFormat(

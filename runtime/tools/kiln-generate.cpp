@@ -45,6 +45,7 @@ const char *const kUsage =
     "                         kiln .mlir (compiled first by the kiln-compile beside this tool)\n"
     "  --input-ids FILE       int64 [batch, prompt length] (.npy or .pb)\n"
     "  --attention-mask FILE  int64, the ids' shape: 1 for tokens, 0 for (left) padding\n"
+    "                         (either side for a model without position_ids)\n"
     "  --max-new-tokens N     at most N new tokens per sequence\n"
     "  --stop-token ID        a sequence ends when it makes ID (repeatable)\n"
     "  --temperature T        0 (default): greedy; else sample at temperature T\n"

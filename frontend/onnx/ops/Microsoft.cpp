@@ -280,7 +280,9 @@ LogicalResult convertMatMulNBits(NodeImporter &n) {
 // attends keys [lo, eff), eff = min(P_b + s + 1, T_b), lo = eff - W with a
 // local window W, after softcap; smooth_softmax and head_sink add a sink
 // logit to each softmax. The present length is data (a host Range step, one
-// graph break): the cache kept in place is the rest of issue 34.
+// graph break), unless total_sequence_length is a dim kiln knows (the mask's
+// length, as genai's builder computes it): then it is that dim, the past
+// guarded to be no longer.
 LogicalResult convertGroupQueryAttention(NodeImporter &n) {
   auto query = n.requiredInput(0), seqlens = n.requiredInput(5), total = n.requiredInput(6);
   auto numHeads = n.intAttr("num_heads"), kvHeads = n.intAttr("kv_num_heads");
@@ -396,8 +398,8 @@ LogicalResult convertGroupQueryAttention(NodeImporter &n) {
   };
   Value newKey = heads(key, KN), newValue = heads(value, KN);
   // The present buffer: max(total_sequence_length, past length) rows.
-  std::optional<int64_t> pastRows;
   Value pastRowsPiece = zero;
+  DimExpr pastRowsDim;
   if (pastKey) {
     for (Value *x : {&pastKey, &pastValue}) {
       auto same = requireDimsOf(n, *x, {batch, D(KN), DimExpr(), D(H)},
@@ -408,9 +410,35 @@ LogicalResult convertGroupQueryAttention(NodeImporter &n) {
       *x = *same;
     }
     pastRowsPiece = c.reshape(c(dimPiece(n, pastKey, 2)), {});
+    pastRowsDim = getSymShape(NodeImporter::typeOf(pastKey))[2];
   }
-  Value rows = c.ok ? c(n.create<RangeOp>({zero, c.bin<MaxOp>(totalCall, pastRowsPiece), one}))
-                    : Value();
+  // onnxruntime-genai's builder computes total_sequence_length from the
+  // mask's shape: a dim kiln knows. With no past longer than it (pasts that
+  // grow by the new rows each call), the present is exactly that long, a
+  // size known before the call; only a past buffer longer than the call's
+  // total (genai's past_present_share_buffer, a past at the maximum length)
+  // would make it the past's, which the guard refuses with one line.
+  Value presentRows = c.bin<MaxOp>(totalCall, pastRowsPiece);
+  // The builder casts the dim to int32: the value before the casts.
+  Value totalDim = *total;
+  while (auto cast = totalDim.getDefiningOp<CastOp>())
+    if (elementTypeOf(cast.getInput()).isInteger(64))
+      totalDim = cast.getInput();
+    else
+      break;
+  std::optional<SymShape> knownTotal =
+      c.ok && elementTypeOf(totalDim).isInteger(64) ? getKnownElements(totalDim)
+                                                                     : std::nullopt;
+  if (knownTotal && knownTotal->size() == 1 && (*knownTotal)[0]) {
+    if (pastKey && failed(requireLessEqualDims(
+                       n, pastRowsDim, (*knownTotal)[0],
+                       "past_key's length must not exceed total_sequence_length (a past "
+                       "buffer shared with the present is not supported: pass pasts as long "
+                       "as their tokens)")))
+      return failure();
+    presentRows = c.reshape(totalDim, {});
+  }
+  Value rows = c.ok ? c(n.create<RangeOp>({zero, presentRows, one})) : Value();
   Value row = c.ok ? c(insertUnitDims(n, rows, {0, 1, 3})) : Value(); // [1, 1, R, 1]
   Value past4 = perBatch(past, 4);                                     // [batch, 1, 1, 1]
   Value offset = c.bin<SubOp>(row, past4);

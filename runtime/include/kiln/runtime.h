@@ -361,9 +361,13 @@ typedef struct kiln_generate_options_t {
  * out_tokens (may be NULL when max_new_tokens is 0) holds [batch,
  * max_new_tokens]: each sequence's new tokens, then,
  * after it stopped, the first stop token (0 without one); out_steps (may be
- * NULL) is the number of steps run. The cache passes through the host each
- * step: a cache kept on the device is to come. Prompts are padded on the
- * left; NaN logits are an error naming the step. Since 1.7. */
+ * NULL) is the number of steps run. As exported, the cache passes through
+ * the host each step; compiled with --kv-cache-in-place it is one buffer per
+ * cache for the whole generation (device memory on CUDA). Prompts are padded on the
+ * left, or on either side for a model that takes a mask and no position_ids
+ * (onnxruntime-genai's GroupQueryAttention: it gets them right-aligned, the
+ * padding after each row's tokens); a mask with a 0 between 1s is an error;
+ * NaN logits are an error naming the step. Since 1.7. */
 KILN_API kiln_status_t kiln_generate(const kiln_model_t *model, const int64_t *input_ids,
                                      const int64_t *attention_mask, size_t batch,
                                      size_t prompt_length,
