@@ -63,6 +63,9 @@ struct ArtifactOptions {
   /// --kv-cache-in-place): a decoder's past/present pairs become caches the
   /// model updates in place.
   bool kvCacheInPlace = false;
+  /// Run kiln-append-sampler in the kernel pipeline (kiln-compile
+  /// --sample-on-device): the model also returns `next_tokens`.
+  bool sampleOnDevice = false;
   /// Recorded in the artifact: the model's file name.
   std::string source;
   /// When set, the weights go to CompiledArtifact::weights instead of the

@@ -111,9 +111,11 @@ LogicalResult KernelEmitter::emitSchedule(Value root) {
       return emitTopK(topK);
     if (auto count = dyn_cast_or_null<CountNonZeroOp>(rootOp))
       return emitCountNonZero(count);
+    if (auto sample = dyn_cast_or_null<SampleTokensOp>(rootOp))
+      return emitSampleTokens(sample);
     return emitError(kernel.getLoc()) << "codegen: a reduction kernel must yield a kiln.reduce, "
-                                         "kiln.arg_reduce, kiln.cumulative, kiln.top_k's indices "
-                                         "or kiln.count_non_zero";
+                                         "kiln.arg_reduce, kiln.cumulative, kiln.top_k's indices, "
+                                         "kiln.count_non_zero or kiln.sample_tokens";
   case Schedule::compaction:
     if (auto compact = dyn_cast_or_null<CompactNonZeroOp>(rootOp))
       return emitCompactNonZero(compact);

@@ -379,10 +379,11 @@ private:
     ++indent;
     pushScope();
   }
-  void closeBlock() {
+  /// `closer`: "};" ends a lambda's body.
+  void closeBlock(const char *closer = "}") {
     popScope();
     --indent;
-    line("}");
+    line(closer);
   }
   std::string store(Type t, const std::string &v) {
     if (t.isF16())
@@ -405,6 +406,7 @@ private:
   LogicalResult emitArgReduction(ArgReduceOp root);
   LogicalResult emitCumulative(CumulativeOp root);
   LogicalResult emitTopK(TopKOp root);
+  LogicalResult emitSampleTokens(SampleTokensOp root);
   /// What a row kernel's loops need of its plan (ScheduleRow.cpp): the row op,
   /// its input and result, the accumulator type, the dims before, along and
   /// after the row, its length when known, and the vector path's width and

@@ -28,7 +28,11 @@ compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
   };
   Clock::time_point start = Clock::now();
   mlir::PassManager pm(module.getContext());
-  buildKernelPipeline(pm, options.precision, options.kvCacheInPlace);
+  KernelPipelineOptions kernel;
+  kernel.precision = options.precision;
+  kernel.kvCacheInPlace = options.kvCacheInPlace;
+  kernel.sampleOnDevice = options.sampleOnDevice;
+  buildKernelPipeline(pm, kernel);
   if (failed(pm.run(module)))
     return mlir::failure();
   double fusionMs = ms(start);

@@ -100,6 +100,14 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runKernelOnlyOp(Operatio
             ref::attention(*in[0], *in[1], *in[2], optional(3), a.getScale().convertToDouble(),
                            a.getZeroMaskedRows()));
       })
+      .Case([&](SampleTokensOp) -> Results {
+        for (size_t i : {3, 4, 5})
+          if (in[i]->numel() != 1)
+            return absl::InvalidArgumentError("sample_tokens: temperature, top_k and top_p "
+                                              "must hold one value");
+        return one(ref::sampleTokens(*in[0], *in[1], *in[2], in[3]->getF(0), in[4]->getI(0),
+                                     in[5]->getF(0)));
+      })
       // The rank operand (in[2]) is the order the reference sorts by itself.
       .Case([&](NmsSelectOp n) -> Results {
         absl::StatusOr<NmsScalars> s = nmsScalars(in, 3, static_cast<bool>(n.getScoreThreshold()));

@@ -78,15 +78,27 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
       llvm::cl::desc("Turn a decoder's past/present cache pairs into caches updated in place "
                      "(kiln-kv-cache-in-place)"),
       llvm::cl::init(false)};
+  Option<bool> sampleOnDevice{
+      *this, "sample-on-device",
+      llvm::cl::desc("Add a decoder's next-token choice to the model (kiln-append-sampler)"),
+      llvm::cl::init(false)};
+};
+
+/// What the kernel pipeline runs besides its fixed passes.
+struct KernelPipelineOptions {
+  /// kiln-lower-precision's mode: fp32, tf32, fp16 or bf16.
+  std::string precision = "fp32";
+  /// kiln-kv-cache-in-place (kiln-compile --kv-cache-in-place).
+  bool kvCacheInPlace = false;
+  /// kiln-append-sampler (kiln-compile --sample-on-device).
+  bool sampleOnDevice = false;
 };
 
 /// From the graph to kernels: guard the shape functions' assumptions, absorb library epilogues, split long reductions,
 /// form kernels. What every tool runs after the graph pipeline (or after a
 /// user's own --pipeline in kiln-compile).
-/// `precision` is kiln-lower-precision's mode: fp32, tf32, fp16 or bf16.
-/// `kvCacheInPlace` runs kiln-kv-cache-in-place (kiln-compile --kv-cache-in-place).
-void buildKernelPipeline(mlir::OpPassManager &pm, llvm::StringRef precision = "fp32",
-                         bool kvCacheInPlace = false);
+void buildKernelPipeline(mlir::OpPassManager &pm,
+                         const KernelPipelineOptions &options = KernelPipelineOptions());
 
 /// The full pipeline from an imported model to kernel regions ready for
 /// codegen: the size check, the graph pipeline (unless `optimize` is off) and

@@ -246,6 +246,22 @@ def KvCacheInPlacePass : Pass<"kiln-kv-cache-in-place", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def AppendSamplerPass : Pass<"kiln-append-sampler", "::mlir::func::FuncOp"> {
+  let summary = "Adds each sequence's next-token choice to a decoder (kiln.sample_tokens)";
+  let description = [{
+    A model returning `logits` [batch, positions, vocabulary] also returns
+    `next_tokens` [batch] (i64), `kiln.sample_tokens` over the logits, and
+    takes five more inputs: `sample_positions` [batch] (i64, which position
+    each sequence chooses from), `sample_uniform` [batch] (f32, the host's
+    draw in [0, 1)), and the scalars `sample_temperature` (f32),
+    `sample_top_k` (i64) and `sample_top_p` (f32). A model without `logits`
+    of that form, or with a `next_tokens` output or `sample_*` input already,
+    is an error: kiln-compile --sample-on-device asked for it. Runs after the
+    precision mode, so that its inputs stay f32.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def AbsorbMatmulTransposesPass : Pass<"kiln-absorb-matmul-transposes", "::mlir::func::FuncOp"> {
   let summary = "Turns transposes of matmul operands into the matmul's layout flags";
   let description = [{

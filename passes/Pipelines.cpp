@@ -22,7 +22,7 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
   pm.addNestedPass<func::FuncOp>(createInferShapesPass(inferOptions));
 }
 
-void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision, bool kvCacheInPlace) {
+void buildKernelPipeline(OpPassManager &pm, const KernelPipelineOptions &options) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   // Guards first, while every op that assumed something is still a graph op.
   func.addPass(createMaterializeGuardsPass());
@@ -36,12 +36,15 @@ void buildKernelPipeline(OpPassManager &pm, llvm::StringRef precision, bool kvCa
   func.addPass(createMergeSiblingMatmulsPass());
   // After attention is fused (it reads the cache's valid rows inside its
   // kernel), before the precision mode (the caches keep their type).
-  if (kvCacheInPlace)
+  if (options.kvCacheInPlace)
     func.addPass(createKvCacheInPlacePass());
   // After the weight rewrites above, which read and write fp32/f64 constants.
   LowerPrecisionPassOptions lower;
-  lower.precision = precision.str();
+  lower.precision = options.precision;
   func.addPass(createLowerPrecisionPass(lower));
+  // After the precision mode: the sampler's inputs stay f32.
+  if (options.sampleOnDevice)
+    func.addPass(createAppendSamplerPass());
   // After the precision mode: the layout rule reads the element type.
   func.addPass(createSelectConvLayoutPass());
   // On the graph as it will run, before reductions split and sizes are read.
@@ -66,7 +69,11 @@ void buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptions &optio
     buildGraphPipeline(pm, graph);
     pm.addPass(createCheckTensorSizesPass(sizes));
   }
-  buildKernelPipeline(pm, options.precision, options.kvCacheInPlace);
+  KernelPipelineOptions kernel;
+  kernel.precision = options.precision;
+  kernel.kvCacheInPlace = options.kvCacheInPlace;
+  kernel.sampleOnDevice = options.sampleOnDevice;
+  buildKernelPipeline(pm, kernel);
 }
 
 void registerKilnPipelines() {

@@ -137,6 +137,15 @@ static cl::opt<bool> kvCacheInPlace(
              "present output that same buffer; the past length is attention_mask's length "
              "minus the new tokens (docs/runtime.md)"),
     cl::cat(category));
+static cl::opt<bool> sampleOnDevice(
+    "sample-on-device",
+    cl::desc("A decoder returning logits [batch, positions, vocabulary] also returns "
+             "next_tokens [batch], each sequence's next token chosen in the model (greedy, or "
+             "temperature/top-k/top-p from the caller's uniform draw), taking the inputs "
+             "sample_positions, sample_uniform, sample_temperature, sample_top_k and "
+             "sample_top_p; kiln_generate then copies back the tokens, not the logits "
+             "(docs/runtime.md)"),
+    cl::cat(category));
 static cl::list<std::string> dynamicRanges(
     "dynamic",
     cl::desc("SYM=MIN..MAX: the range of a symbol; calls outside it fail with a guard, and "
@@ -307,6 +316,7 @@ int main(int argc, char **argv) {
   }
   options.precision = precision;
   options.kvCacheInPlace = kvCacheInPlace;
+  options.sampleOnDevice = sampleOnDevice;
   options.source = sys::path::filename(modelPath).str();
   SmallString<256> weightsPath(outputPath);
   sys::path::replace_extension(weightsPath, ".weights");

@@ -108,6 +108,28 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   return success();
 }
 
+LogicalResult SampleTokensOp::inferReturnTypes(MLIRContext *context,
+                                              std::optional<Location> location, Adaptor adaptor,
+                                              InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  SymShape logits = getSymShape(adaptor.getLogits().getType());
+  if (logits.size() != 3)
+    return emitShapeError(location, name, "logits must be [batch, positions, vocabulary]");
+  for (auto [operand, what] : {std::pair{adaptor.getPositions(), "positions"},
+                               std::pair{adaptor.getUniform(), "uniform"}}) {
+    SymShape dims = getSymShape(operand.getType());
+    if (dims.size() != 1 || dims[0] != logits[0])
+      return emitShapeError(location, name,
+                            Twine(what) + " must hold one value per sequence ([" +
+                                dimToString(logits[0]) + "])");
+  }
+  for (Value scalar : {adaptor.getTemperature(), adaptor.getTopK(), adaptor.getTopP()})
+    if (cast<RankedTensorType>(scalar.getType()).getRank() != 0)
+      return emitShapeError(location, name, "temperature, top_k and top_p must be scalars");
+  inferred.push_back(makeTensorType({logits[0]}, IntegerType::get(context, 64)));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Kernel facts (KernelFacts.td)
 //===----------------------------------------------------------------------===//
@@ -123,5 +145,9 @@ SmallVector<Value> TopKOp::kernelDataOperands() { return {getInput()}; }
 Value TopKOp::kernelResult() { return getIndices(); }
 bool TopKOp::fusesProducers() { return false; }
 bool TopKOp::runsNarrow() { return true; }
+// A block per sequence reads its row of logits once per step of its threshold
+// searches: a producer would be recomputed each time.
+std::optional<Schedule> SampleTokensOp::rootSchedule() { return Schedule::reduction; }
+bool SampleTokensOp::fusesProducers() { return false; }
 
 } // namespace kiln

@@ -89,4 +89,33 @@ def Kiln_TopKOp : Kiln_Op<"top_k", [
   let results = (outs Kiln_Tensor:$values, RankedTensorOf<[I64]>:$indices);
 }
 
+def Kiln_SampleTokensOp : Kiln_Op<"sample_tokens", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "fusesProducers"]>]> {
+  let summary = "each sequence's next token, chosen from its logits on the device";
+  let description = [{
+    `logits` is `[B, S, V]`; sequence `b` chooses from row `positions[b]` of
+    its `S` (the prompt's last token, or the decode step's one). With
+    `temperature <= 0`, `top_k == 1` or `top_p <= 0` the choice is the row's
+    argmax (the first of equal maxima). Otherwise the candidates are the
+    tokens at least as likely as the `top_k`-th likeliest (`top_k <= 0`:
+    every token; ties at that place all stay), then of those the likeliest
+    whose weights reach `top_p` of theirs (every token at least as likely as
+    the one that reaches it; `top_p >= 1`: all), each weighted
+    `exp((logit - max) / temperature)`; the choice is the first candidate, in
+    token order, whose running weight exceeds `uniform[b]` (in [0, 1)) times
+    the candidates' total. A row with a NaN, or (sampling) no finite largest
+    logit, gives -1. `kiln-append-sampler` adds it to a decoder; the host
+    draws `uniform` from its seeded generator, so a seed gives the same tokens
+    on every backend.
+
+    ```mlir
+    %t = kiln.sample_tokens %logits, %positions, %uniform, %temperature, %top_k, %top_p : (tensor<?x?x96xf32, #kiln.dims<[b, s, 96]>>, tensor<?xi64, #kiln.dims<[b]>>, tensor<?xf32, #kiln.dims<[b]>>, tensor<f32>, tensor<i64>, tensor<f32>) -> tensor<?xi64, #kiln.dims<[b]>>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$logits, RankedTensorOf<[I64]>:$positions,
+                       RankedTensorOf<[F32]>:$uniform, RankedTensorOf<[F32]>:$temperature,
+                       RankedTensorOf<[I64]>:$top_k, RankedTensorOf<[F32]>:$top_p);
+  let results = (outs RankedTensorOf<[I64]>:$tokens);
+}
+
 #endif // KILN_REDUCTION_OPS_TD

@@ -4,7 +4,7 @@
 // each decode step a call with one token. Position ids follow the attention
 // mask as Hugging Face computes them (cumsum(mask) - 1, 1 where the mask is
 // 0), so left-padded batches generate what each sequence would alone. The
-// next token is chosen on the host from the last position's logits: argmax
+// next token is chosen (unless the model chooses it, below) on the host from the last position's logits: argmax
 // (the first of equal values), or sampling with temperature, top-k and top-p
 // from a seeded generator.
 //
@@ -21,7 +21,10 @@
 // GroupQueryAttention takes each row's first sum(mask) tokens as its own)
 // gets the prompts right-aligned, and the prefill's logits are read at each
 // row's last token.
-// What it does not do yet (issue 34): sampling runs on the host.
+// A model compiled with --sample-on-device chooses the tokens itself
+// (next_tokens, kiln.sample_tokens): the loop passes each sequence's position
+// and a uniform draw from its seeded generator, and copies back the tokens,
+// not the logits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,12 +36,14 @@
 #include "absl/strings/str_format.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <list>
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -68,6 +73,11 @@ struct DecoderInterface {
   /// Per input: a cache's heads and head size (the present's where the
   /// past's are symbols the model pins, as genai's builder declares them).
   std::vector<std::pair<int64_t, int64_t>> cacheDims;
+  /// Compiled with --sample-on-device: the model chooses each sequence's
+  /// next token itself (output next_tokens) from these inputs.
+  int nextTokens = -1, samplePositions = -1, sampleUniform = -1, sampleTemperature = -1,
+      sampleTopK = -1, sampleTopP = -1;
+  bool samplesOnDevice() const { return nextTokens >= 0; }
   /// A mask and no position ids: the model places each sequence's tokens
   /// itself, from the mask's row sums (onnxruntime-genai's
   /// GroupQueryAttention), and takes the first of each row as its tokens.
@@ -91,6 +101,8 @@ absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
     std::string name = info.name;
     if (name == "logits")
       d.logits = static_cast<int>(i);
+    else if (name == "next_tokens")
+      d.nextTokens = static_cast<int>(i);
     else if (name.rfind("present", 0) == 0)
       presents[name] = i;
   }
@@ -106,6 +118,16 @@ absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
       d.mask = static_cast<int>(i);
     } else if (name == "position_ids") {
       d.positions = static_cast<int>(i);
+    } else if (name == "sample_positions") {
+      d.samplePositions = static_cast<int>(i);
+    } else if (name == "sample_uniform") {
+      d.sampleUniform = static_cast<int>(i);
+    } else if (name == "sample_temperature") {
+      d.sampleTemperature = static_cast<int>(i);
+    } else if (name == "sample_top_k") {
+      d.sampleTopK = static_cast<int>(i);
+    } else if (name == "sample_top_p") {
+      d.sampleTopP = static_cast<int>(i);
     } else if (name.rfind("past_key_values.", 0) == 0) {
       // past_key_values.N.key -> present.N.key
       std::string present = "present." + name.substr(std::strlen("past_key_values."));
@@ -138,7 +160,8 @@ absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "generate: the model's input '", name,
-          "' is none of input_ids, attention_mask, position_ids, past_key_values.N.key|value"));
+          "' is none of input_ids, attention_mask, position_ids, past_key_values.N.key|value "
+          "and sample_* (kiln-compile --sample-on-device)"));
     }
   }
   if (d.ids < 0 || d.logits < 0)
@@ -150,18 +173,29 @@ absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
         "with its KV cache)");
   if (d.inputs[d.ids].dtype != KILN_I64)
     return absl::InvalidArgumentError("generate: 'input_ids' must be int64");
+  bool someSampling = d.samplePositions >= 0 || d.sampleUniform >= 0 ||
+                      d.sampleTemperature >= 0 || d.sampleTopK >= 0 || d.sampleTopP >= 0;
+  bool allSampling = d.samplePositions >= 0 && d.sampleUniform >= 0 &&
+                     d.sampleTemperature >= 0 && d.sampleTopK >= 0 && d.sampleTopP >= 0;
+  if ((d.nextTokens >= 0 || someSampling) && !(d.nextTokens >= 0 && allSampling))
+    return absl::InvalidArgumentError(
+        "generate: a model that chooses its tokens (kiln-compile --sample-on-device) returns "
+        "'next_tokens' and takes sample_positions, sample_uniform, sample_temperature, "
+        "sample_top_k and sample_top_p; this one has only some of them");
   return d;
 }
 
-void setI64(Slot &slot, std::vector<int64_t> values, int64_t rows, int64_t cols) {
-  slot.bytes.resize(values.size() * sizeof(int64_t));
-  std::memcpy(slot.bytes.data(), values.data(), slot.bytes.size());
-  slot.tensor.dtype = KILN_I64;
-  slot.tensor.rank = 2;
-  slot.tensor.dims[0] = rows;
-  slot.tensor.dims[1] = cols;
+/// `slot` as a tensor of `dtype` and `dims` holding `bytes` bytes of `data`.
+void setSlot(Slot &slot, kiln_dtype_t dtype, int32_t rank, const int64_t *dims,
+             const void *data, size_t bytes) {
+  slot.bytes.resize(bytes);
+  if (bytes)
+    std::memcpy(slot.bytes.data(), data, bytes);
+  slot.tensor.dtype = dtype;
+  slot.tensor.rank = rank;
+  std::copy(dims, dims + rank, slot.tensor.dims);
   slot.tensor.data = slot.bytes.data();
-  slot.tensor.size_bytes = slot.bytes.size();
+  slot.tensor.size_bytes = bytes;
 }
 
 /// The next token of one sequence from its logits.
@@ -212,16 +246,31 @@ private:
   std::mt19937_64 random;
 };
 
-/// Runs one step of the model and gives its logits [batch, step, vocabulary]
-/// on the host; the two forms of model differ in where the cache lives.
+/// One step's inputs: `step` tokens per sequence, the mask `maskLength`
+/// long; for a model that samples on the device, each sequence's position to
+/// choose from and its uniform draw.
+struct StepInputs {
+  const std::vector<int64_t> &ids, &mask, &positions;
+  int64_t step, maskLength;
+  const std::vector<int64_t> &samplePositions;
+  const std::vector<float> &uniform;
+  float temperature, topP;
+  int64_t topK;
+};
+
+/// What a step gives to choose from: the logits [batch, step, vocabulary] on
+/// the host, or the tokens the model chose (--sample-on-device).
+struct StepOutput {
+  std::optional<ref::Tensor> logits;
+  std::vector<int64_t> tokens;
+};
+
+/// Runs one step of the model; the two forms of model differ in where the
+/// cache lives.
 class StepRunner {
 public:
   virtual ~StepRunner() = default;
-  /// The step: `step` tokens per sequence, the mask `maskLength` long.
-  virtual absl::StatusOr<ref::Tensor> run(const std::vector<int64_t> &ids,
-                                          const std::vector<int64_t> &mask,
-                                          const std::vector<int64_t> &positions, int64_t step,
-                                          int64_t maskLength) = 0;
+  virtual absl::StatusOr<StepOutput> run(const StepInputs &in) = 0;
   /// After a step whose tokens go on: the presents become the pasts.
   virtual void advance() = 0;
 
@@ -236,6 +285,47 @@ protected:
     return ref::Tensor::view(static_cast<ref::DType>(logits.dtype),
                              {batch, step, logits.dims[2]}, bytes);
   }
+  /// The chosen tokens output checked against the batch.
+  static absl::StatusOr<std::vector<int64_t>> tokensOf(const kiln_tensor_t &tokens,
+                                                       int64_t batch, const void *bytes) {
+    if (tokens.dtype != KILN_I64 || tokens.rank != 1 || tokens.dims[0] != batch)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("next_tokens must be int64 (batch %d)", batch));
+    std::vector<int64_t> out(batch);
+    std::memcpy(out.data(), bytes, batch * sizeof(int64_t));
+    return out;
+  }
+  /// Each of a step's inputs as the model takes it: input index, dtype,
+  /// dims and bytes (the sampling inputs only for a model that samples).
+  struct Feed {
+    int input;
+    kiln_dtype_t dtype;
+    int32_t rank;
+    std::array<int64_t, 2> dims;
+    const void *data;
+    size_t bytes;
+  };
+  static std::vector<Feed> feeds(const DecoderInterface &d, const StepInputs &in,
+                                 int64_t batch) {
+    std::vector<Feed> f = {{d.ids, KILN_I64, 2, {batch, in.step}, in.ids.data(),
+                            in.ids.size() * sizeof(int64_t)}};
+    if (d.mask >= 0)
+      f.push_back({d.mask, KILN_I64, 2, {batch, in.maskLength}, in.mask.data(),
+                   in.mask.size() * sizeof(int64_t)});
+    if (d.positions >= 0)
+      f.push_back({d.positions, KILN_I64, 2, {batch, in.step}, in.positions.data(),
+                   in.positions.size() * sizeof(int64_t)});
+    if (d.samplesOnDevice()) {
+      f.push_back({d.samplePositions, KILN_I64, 1, {batch, 0}, in.samplePositions.data(),
+                   in.samplePositions.size() * sizeof(int64_t)});
+      f.push_back({d.sampleUniform, KILN_F32, 1, {batch, 0}, in.uniform.data(),
+                   in.uniform.size() * sizeof(float)});
+      f.push_back({d.sampleTemperature, KILN_F32, 0, {}, &in.temperature, sizeof(float)});
+      f.push_back({d.sampleTopK, KILN_I64, 0, {}, &in.topK, sizeof(int64_t)});
+      f.push_back({d.sampleTopP, KILN_F32, 0, {}, &in.topP, sizeof(float)});
+    }
+    return f;
+  }
 };
 
 /// The model as exported: pasts in, presents out, through the host; the
@@ -246,25 +336,15 @@ public:
       : model(model), d(d), batch(batch), inputs(d.numInputs), outputs(d.numOutputs) {
     for (auto [past, present] : d.caches) { // empty pasts: the prefill
       const kiln_tensor_info_t &info = d.inputs[past];
-      Slot &slot = inputs[past];
-      slot.tensor.dtype = info.dtype;
-      slot.tensor.rank = 4;
-      slot.tensor.dims[0] = batch;
-      slot.tensor.dims[1] = d.cacheDims[past].first;
-      slot.tensor.dims[2] = 0;
-      slot.tensor.dims[3] = d.cacheDims[past].second;
-      slot.tensor.data = slot.bytes.data();
+      auto [heads, headSize] = d.cacheDims[past];
+      const int64_t dims[] = {batch, heads, 0, headSize};
+      setSlot(inputs[past], info.dtype, 4, dims, nullptr, 0);
     }
   }
 
-  absl::StatusOr<ref::Tensor> run(const std::vector<int64_t> &ids, const std::vector<int64_t> &mask,
-                                  const std::vector<int64_t> &positions, int64_t step,
-                                  int64_t maskLength) override {
-    setI64(inputs[d.ids], ids, batch, step);
-    if (d.mask >= 0)
-      setI64(inputs[d.mask], mask, batch, maskLength);
-    if (d.positions >= 0)
-      setI64(inputs[d.positions], positions, batch, step);
+  absl::StatusOr<StepOutput> run(const StepInputs &step) override {
+    for (const Feed &f : feeds(d, step, batch))
+      setSlot(inputs[f.input], f.dtype, f.rank, f.dims.data(), f.data, f.bytes);
     std::vector<kiln_tensor_t> in;
     out.assign(d.numOutputs, kiln_tensor_t{});
     for (Slot &s : inputs)
@@ -278,7 +358,21 @@ public:
     }
     if (kiln_model_run(model, in.data(), in.size(), out.data(), out.size(), nullptr) != KILN_OK)
       return absl::InvalidArgumentError(kiln_last_error());
-    return logitsView(out[d.logits], batch, step, outputs[d.logits].bytes.data());
+    StepOutput result;
+    if (d.samplesOnDevice()) {
+      absl::StatusOr<std::vector<int64_t>> tokens =
+          tokensOf(out[d.nextTokens], batch, outputs[d.nextTokens].bytes.data());
+      if (!tokens.ok())
+        return tokens.status();
+      result.tokens = std::move(*tokens);
+      return result;
+    }
+    absl::StatusOr<ref::Tensor> logits =
+        logitsView(out[d.logits], batch, step.step, outputs[d.logits].bytes.data());
+    if (!logits.ok())
+      return logits.status();
+    result.logits = std::move(*logits);
+    return result;
   }
 
   void advance() override {
@@ -301,7 +395,9 @@ private:
 /// generation's whole length, for every step, passed as the past input and
 /// the present output; the model writes each step's new rows into it. On the
 /// CUDA backend every buffer is device memory (the step's ids, mask and
-/// positions go up, its logits come back); on the host backend host memory.
+/// positions go up, its logits, or the chosen tokens, come back); on the host
+/// backend host memory. Every buffer keeps its address from step to step, as
+/// a replayed CUDA graph needs.
 class InPlaceRunner : public StepRunner {
 public:
   static absl::StatusOr<std::unique_ptr<InPlaceRunner>>
@@ -323,9 +419,9 @@ public:
     for (auto [past, present] : d.caches) {
       const kiln_tensor_info_t &info = d.inputs[past];
       kiln_tensor_t &t = r->caches[past];
+      auto [heads, headSize] = d.cacheDims[past];
       t.dtype = info.dtype;
       t.rank = 4;
-      auto [heads, headSize] = d.cacheDims[past];
       t.dims[0] = batch;
       t.dims[1] = heads;
       t.dims[2] = capacity;
@@ -347,19 +443,14 @@ public:
       kiln_model_device_free(model, p);
   }
 
-  absl::StatusOr<ref::Tensor> run(const std::vector<int64_t> &ids, const std::vector<int64_t> &mask,
-                                  const std::vector<int64_t> &positions, int64_t step,
-                                  int64_t maskLength) override {
+  absl::StatusOr<StepOutput> run(const StepInputs &step) override {
     std::vector<kiln_tensor_t> in(d.numInputs);
     for (auto [past, present] : d.caches)
       in[past] = caches[past];
-    if (absl::Status s = stage(in, d.ids, ids, step); !s.ok())
-      return s;
-    if (d.mask >= 0)
-      if (absl::Status s = stage(in, d.mask, mask, maskLength); !s.ok())
-        return s;
-    if (d.positions >= 0)
-      if (absl::Status s = stage(in, d.positions, positions, step); !s.ok())
+    for (const Feed &f : feeds(d, step, batch))
+      if (absl::Status s =
+              stage(in[f.input], f.input, f.dtype, f.rank, f.dims.data(), f.data, f.bytes);
+          !s.ok())
         return s;
     std::vector<kiln_tensor_t> out(d.numOutputs);
     if (kiln_model_output_shapes(model, in.data(), in.size(), out.data(), out.size()) != KILN_OK)
@@ -368,29 +459,49 @@ public:
     // there and copies nothing out.
     for (auto [past, present] : d.caches)
       out[present] = caches[past];
-    kiln_tensor_t &logits = out[d.logits];
-    logitsHost.resize(std::max<size_t>(logits.size_bytes, 1));
-    if (device) {
-      if (logits.size_bytes > logitsDeviceBytes) {
-        absl::StatusOr<void *> buffer = allocate(logits.size_bytes);
-        if (!buffer.ok())
-          return buffer.status();
-        logitsDevice = *buffer;
-        logitsDeviceBytes = logits.size_bytes;
-      }
-      logits.data = logitsDevice;
-    } else {
-      logits.data = logitsHost.data();
+    // What comes back: the tokens the model chose, or else the logits. The
+    // other outputs (the logits of a model that chooses) stay in buffers of
+    // the run's kind, never copied.
+    int back = d.samplesOnDevice() ? d.nextTokens : d.logits;
+    for (size_t i = 0; i < d.numOutputs; ++i) {
+      bool isCache = std::any_of(d.caches.begin(), d.caches.end(),
+                                 [&](auto pair) { return pair.second == i; });
+      if (isCache)
+        continue;
+      absl::StatusOr<void *> buffer = outputBuffer(i, out[i].size_bytes);
+      if (!buffer.ok())
+        return buffer.status();
+      out[i].data = *buffer;
     }
     kiln_run_options_t options = KILN_RUN_OPTIONS_INIT;
     options.device_buffers = device ? 1 : 0;
     if (kiln_model_run(model, in.data(), in.size(), out.data(), out.size(), &options) != KILN_OK)
       return absl::InvalidArgumentError(kiln_last_error());
-    if (device && logits.size_bytes &&
-        kiln_model_copy_to_host(model, logitsHost.data(), logits.data, logits.size_bytes) !=
+    const kiln_tensor_t &result = out[back];
+    std::vector<uint8_t> &host = backHost;
+    host.resize(std::max<size_t>(result.size_bytes, 1));
+    if (result.size_bytes) {
+      if (device) {
+        if (kiln_model_copy_to_host(model, host.data(), result.data, result.size_bytes) !=
             KILN_OK)
-      return absl::InvalidArgumentError(kiln_last_error());
-    return logitsView(logits, batch, step, logitsHost.data());
+          return absl::InvalidArgumentError(kiln_last_error());
+      } else {
+        std::memcpy(host.data(), result.data, result.size_bytes);
+      }
+    }
+    StepOutput output;
+    if (d.samplesOnDevice()) {
+      absl::StatusOr<std::vector<int64_t>> tokens = tokensOf(result, batch, host.data());
+      if (!tokens.ok())
+        return tokens.status();
+      output.tokens = std::move(*tokens);
+      return output;
+    }
+    absl::StatusOr<ref::Tensor> logits = logitsView(result, batch, step.step, host.data());
+    if (!logits.ok())
+      return logits.status();
+    output.logits = std::move(*logits);
+    return output;
   }
 
   void advance() override {} // the caches already hold the new rows
@@ -411,6 +522,19 @@ private:
     return p;
   }
 
+  /// Output `output`'s buffer of the run's kind, kept and grown as needed.
+  absl::StatusOr<void *> outputBuffer(size_t output, size_t bytes) {
+    Staged &s = outputs[output];
+    if (bytes > s.bytes || !s.data) {
+      absl::StatusOr<void *> buffer = allocate(bytes);
+      if (!buffer.ok())
+        return buffer.status();
+      s.data = *buffer;
+      s.bytes = bytes;
+    }
+    return s.data;
+  }
+
   absl::Status upload(void *to, const void *from, size_t bytes) {
     if (!bytes)
       return absl::OkStatus();
@@ -423,11 +547,10 @@ private:
     return absl::OkStatus();
   }
 
-  /// Input `input`, int64 [batch, cols], in a buffer of the run's kind
-  /// (kept per input, grown when a step needs more).
-  absl::Status stage(std::vector<kiln_tensor_t> &in, int input, const std::vector<int64_t> &values,
-                     int64_t cols) {
-    size_t bytes = values.size() * sizeof(int64_t);
+  /// Input `input` as `t`, its bytes in a buffer of the run's kind (kept per
+  /// input, grown when a step needs more).
+  absl::Status stage(kiln_tensor_t &t, int input, kiln_dtype_t dtype,
+                     int32_t rank, const int64_t *dims, const void *data, size_t bytes) {
     Staged &s = staged[input];
     if (bytes > s.bytes || !s.data) {
       absl::StatusOr<void *> buffer = allocate(bytes);
@@ -436,13 +559,11 @@ private:
       s.data = *buffer;
       s.bytes = bytes;
     }
-    if (absl::Status st = upload(s.data, values.data(), bytes); !st.ok())
+    if (absl::Status st = upload(s.data, data, bytes); !st.ok())
       return st;
-    kiln_tensor_t &t = in[input];
-    t.dtype = KILN_I64;
-    t.rank = 2;
-    t.dims[0] = batch;
-    t.dims[1] = cols;
+    t.dtype = dtype;
+    t.rank = rank;
+    std::copy(dims, dims + rank, t.dims);
     t.data = s.data;
     t.size_bytes = bytes;
     return absl::OkStatus();
@@ -453,6 +574,7 @@ private:
     size_t bytes = 0;
   };
   std::map<int, Staged> staged;
+  std::map<size_t, Staged> outputs;
   const kiln_model_t *model;
   const DecoderInterface &d;
   int64_t batch;
@@ -460,9 +582,7 @@ private:
   std::vector<kiln_tensor_t> caches;
   std::vector<void *> deviceBuffers;
   std::list<std::vector<uint8_t>> hostBuffers;
-  std::vector<uint8_t> logitsHost;
-  void *logitsDevice = nullptr;
-  size_t logitsDeviceBytes = 0;
+  std::vector<uint8_t> backHost;
 };
 
 } // namespace
@@ -548,26 +668,42 @@ absl::Status generateTokens(const kiln_model_t *model, const int64_t *inputIds,
     runner = std::make_unique<CopyRunner>(model, d, B);
   }
   TokenChooser chooser(options);
+  std::mt19937_64 random(options.seed);
+  std::vector<int64_t> samplePositions(batch);
+  std::vector<float> uniform(batch);
   std::vector<bool> finished(batch, false);
   int64_t padToken = options.num_stop_tokens ? options.stop_tokens[0] : 0;
   size_t steps = 0;
   for (int32_t n = 0; n < options.max_new_tokens; ++n) {
-    absl::StatusOr<ref::Tensor> logits = runner->run(ids, mask, positions, step, maskLength);
-    if (!logits.ok())
-      return absl::Status(logits.status().code(),
+    // Which position each sequence chooses from, and (a model that samples
+    // on the device) its draw from the seeded generator: the top 24 bits of
+    // a 64-bit draw, exactly a float in [0, 1).
+    for (int64_t b = 0; b < B; ++b) {
+      samplePositions[b] = n == 0 ? lastPosition[b] : step - 1;
+      uniform[b] = static_cast<float>(random() >> 40) * 0x1p-24f;
+    }
+    absl::StatusOr<StepOutput> out =
+        runner->run({ids, mask, positions, step, maskLength, samplePositions, uniform,
+                     options.temperature, options.top_p, options.top_k});
+    if (!out.ok())
+      return absl::Status(out.status().code(),
                           absl::StrCat(n == 0 ? "generate: prefill: " : "generate: decode step: ",
-                                       logits.status().message()));
-    int64_t vocab = logits->dim(2);
+                                       out.status().message()));
     std::vector<int64_t> chosen(batch);
     for (int64_t b = 0; b < B; ++b) {
       if (finished[b]) {
         chosen[b] = padToken;
         continue;
       }
-      std::vector<double> row(vocab);
-      for (int64_t v = 0; v < vocab; ++v)
-        row[v] = logits->getF((b * step + (n == 0 ? lastPosition[b] : step - 1)) * vocab + v);
-      chosen[b] = chooser.choose(row);
+      if (out->logits) {
+        int64_t vocab = out->logits->dim(2);
+        std::vector<double> row(vocab);
+        for (int64_t v = 0; v < vocab; ++v)
+          row[v] = out->logits->getF((b * step + samplePositions[b]) * vocab + v);
+        chosen[b] = chooser.choose(row);
+      } else {
+        chosen[b] = out->tokens[b];
+      }
       if (chosen[b] < 0)
         return absl::InvalidArgumentError(absl::StrFormat(
             "generate: step %d: sequence %d's logits are NaN or leave nothing to choose", n, b));

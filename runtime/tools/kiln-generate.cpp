@@ -4,7 +4,8 @@
 //                 --max-new-tokens N [--stop-token ID]... [--temperature T]
 //                 [--top-k K] [--top-p P] [--seed S]
 //                 [--backend auto|cuda|host] [--device N] [--cache-dir DIR]
-//                 [--kv-cache-in-place] [--output OUT.npy] [--stream] [--bench]
+//                 [--kv-cache-in-place] [--sample-on-device] [--output OUT.npy]
+//                 [--stream] [--bench]
 //
 // kiln_generate (runtime.h) from the command line: MODEL is a decoder exported
 // with its KV cache (past_key_values.N.key|value in, present.N.key|value out),
@@ -56,6 +57,8 @@ const char *const kUsage =
     "  --cache-dir DIR        kernel cache when compiling an .onnx model\n"
     "  --kv-cache-in-place    compile an .onnx model with kiln-compile --kv-cache-in-place\n"
     "                         (the caches kept in place: each step writes its new rows)\n"
+    "  --sample-on-device     compile an .onnx model with kiln-compile --sample-on-device\n"
+    "                         (the model chooses the tokens: only they come back)\n"
     "  --output FILE          write the new tokens as int64 [batch, N] .npy\n"
     "  --stream               print each step's tokens as they come\n"
     "  --bench                time the prefill (first token) and each decode step\n";
@@ -66,7 +69,7 @@ struct Options {
   uint64_t seed = 0;
   float temperature = 0, topP = 1;
   std::vector<int64_t> stops;
-  bool stream = false, bench = false, inPlace = false;
+  bool stream = false, bench = false, inPlace = false, sampleOnDevice = false;
 };
 
 int parse(int argc, char **argv, Options &o) {
@@ -118,6 +121,8 @@ int parse(int argc, char **argv, Options &o) {
       o.bench = true;
     else if (flag == "--kv-cache-in-place")
       o.inPlace = true;
+    else if (flag == "--sample-on-device")
+      o.sampleOnDevice = true;
     else if (!flag.empty() && flag[0] == '-')
       return fail("unknown option " + flag + " (--help lists them)");
     else if (o.model.empty())
@@ -215,6 +220,8 @@ int main(int argc, char **argv) {
     compileArgs = {"--cache-dir", o.cacheDir};
   if (o.inPlace)
     compileArgs.push_back("--kv-cache-in-place");
+  if (o.sampleOnDevice)
+    compileArgs.push_back("--sample-on-device");
   kiln::tools::LoadableModel artifact;
   if (!kiln::tools::prepareModel("kiln-generate", o.model, cuda, compileArgs, artifact))
     return 1;

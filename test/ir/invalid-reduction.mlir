@@ -88,3 +88,35 @@ func.func @top_k_too_many(%x: tensor<4xf32>) {
   %v, %i = kiln.top_k %x, %k {axis = 0 : i64} : (tensor<4xf32>, tensor<1xi64>) -> (tensor<?xf32>, tensor<?xi64>)
   return
 }
+
+// -----
+
+func.func @sample_tokens_rank(%logits: tensor<2x96xf32>, %positions: tensor<2xi64>, %uniform: tensor<2xf32>, %t: tensor<f32>, %k: tensor<i64>, %p: tensor<f32>) {
+  // expected-error @+1 {{'kiln.sample_tokens' op logits must be [batch, positions, vocabulary]}}
+  %r = kiln.sample_tokens %logits, %positions, %uniform, %t, %k, %p : (tensor<2x96xf32>, tensor<2xi64>, tensor<2xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @sample_tokens_positions(%logits: tensor<2x1x96xf32>, %positions: tensor<3xi64>, %uniform: tensor<2xf32>, %t: tensor<f32>, %k: tensor<i64>, %p: tensor<f32>) {
+  // expected-error @+1 {{'kiln.sample_tokens' op positions must hold one value per sequence ([2])}}
+  %r = kiln.sample_tokens %logits, %positions, %uniform, %t, %k, %p : (tensor<2x1x96xf32>, tensor<3xi64>, tensor<2xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @sample_tokens_uniform(%logits: tensor<?x1x96xf32, #kiln.dims<[b, 1, 96]>>, %positions: tensor<?xi64, #kiln.dims<[b]>>, %uniform: tensor<?xf32, #kiln.dims<[c]>>, %t: tensor<f32>, %k: tensor<i64>, %p: tensor<f32>) {
+  // expected-error @+1 {{'kiln.sample_tokens' op uniform must hold one value per sequence ([b])}}
+  %r = kiln.sample_tokens %logits, %positions, %uniform, %t, %k, %p : (tensor<?x1x96xf32, #kiln.dims<[b, 1, 96]>>, tensor<?xi64, #kiln.dims<[b]>>, tensor<?xf32, #kiln.dims<[c]>>, tensor<f32>, tensor<i64>, tensor<f32>) -> tensor<?xi64, #kiln.dims<[b]>>
+  return
+}
+
+// -----
+
+func.func @sample_tokens_scalars(%logits: tensor<2x1x96xf32>, %positions: tensor<2xi64>, %uniform: tensor<2xf32>, %t: tensor<1xf32>, %k: tensor<i64>, %p: tensor<f32>) {
+  // expected-error @+1 {{'kiln.sample_tokens' op temperature, top_k and top_p must be scalars}}
+  %r = kiln.sample_tokens %logits, %positions, %uniform, %t, %k, %p : (tensor<2x1x96xf32>, tensor<2xi64>, tensor<2xf32>, tensor<1xf32>, tensor<i64>, tensor<f32>) -> tensor<2xi64>
+  return
+}

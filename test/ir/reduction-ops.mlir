@@ -24,3 +24,10 @@ func.func @scans_and_top_k(%x: tensor<?x100xf32, #kiln.dims<[n, 100]>>) {
   %v, %i = kiln.top_k %x, %k {axis = -1 : i64} : (tensor<?x100xf32, #kiln.dims<[n, 100]>>, tensor<1xi64>) -> (tensor<?x5xf32, #kiln.dims<[n, 5]>>, tensor<?x5xi64, #kiln.dims<[n, 5]>>)
   return
 }
+
+// CHECK-LABEL: func @sample_tokens
+func.func @sample_tokens(%logits: tensor<?x?x96xbf16, #kiln.dims<[b, s, 96]>>, %positions: tensor<?xi64, #kiln.dims<[b]>>, %uniform: tensor<?xf32, #kiln.dims<[b]>>, %t: tensor<f32>, %k: tensor<i64>, %p: tensor<f32>) {
+  // CHECK: kiln.sample_tokens %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : {{.*}} -> tensor<?xi64, #kiln.dims<[b]>>
+  %r = kiln.sample_tokens %logits, %positions, %uniform, %t, %k, %p : (tensor<?x?x96xbf16, #kiln.dims<[b, s, 96]>>, tensor<?xi64, #kiln.dims<[b]>>, tensor<?xf32, #kiln.dims<[b]>>, tensor<f32>, tensor<i64>, tensor<f32>) -> tensor<?xi64, #kiln.dims<[b]>>
+  return
+}

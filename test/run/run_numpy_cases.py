@@ -1,7 +1,7 @@
 """run_numpy_cases.py DIR NAME --fake-cuda "CMD": runs DIR/NAME.kiln (compiled
 from DIR/NAME.onnx, as make_control_flow_models.py and make_data_size_models.py
-write them) on every data set DIR/NAME/S/ (inputs in_<name>.npy) on the float64
-reference (the ONNX model), in host emulation and on the CUDA backend over the
+write them, or from kiln's own DIR/NAME.mlir) on every data set DIR/NAME/S/ (inputs in_<name>.npy) on the float64
+reference (the model), in host emulation and on the CUDA backend over the
 fake driver, and compares each output with numpy's (want_K.npy) within 1e-5
 (float32 arithmetic in the same order; the reference computes in float64; --atol
 sets another bound for narrower types, --rtol adds one relative to numpy's
@@ -39,13 +39,17 @@ def main():
     sets = sorted(glob.glob(os.path.join(a.dir, a.name, "*")))
     artifact = a.artifact or os.path.join(a.dir, a.name + ".kiln")
     backends = a.backends.split(",")
+    # The model the reference runs: NAME.onnx, or kiln's own NAME.mlir.
+    reference = os.path.join(a.dir, a.name + ".onnx")
+    if not os.path.exists(reference):
+        reference = os.path.join(a.dir, a.name + ".mlir")
     for folder in sets:
         inputs = []
         for path in sorted(glob.glob(os.path.join(folder, "in_*.npy"))):
             inputs += ["--input", f"{os.path.basename(path)[3:-4]}={path}"]
         wants = [np.load(w) for w in sorted(glob.glob(os.path.join(folder, "want_*.npy")))]
         runs = {
-            "reference": ["kiln-run", os.path.join(a.dir, a.name + ".onnx"), "--backend", "reference"],
+            "reference": ["kiln-run", reference, "--backend", "reference"],
             "host": ["kiln-run", artifact, "--backend", "host"],
             "cuda": shlex.split(a.fake_cuda) + ["kiln-run", artifact, "--backend", "cuda",
                                                 "--profile", "--trace",

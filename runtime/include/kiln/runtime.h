@@ -363,7 +363,10 @@ typedef struct kiln_generate_options_t {
  * after it stopped, the first stop token (0 without one); out_steps (may be
  * NULL) is the number of steps run. As exported, the cache passes through
  * the host each step; compiled with --kv-cache-in-place it is one buffer per
- * cache for the whole generation (device memory on CUDA). Prompts are padded on the
+ * cache for the whole generation (device memory on CUDA); compiled with
+ * --sample-on-device the model chooses the tokens (next_tokens, from
+ * sample_* inputs kiln_generate fills: the greedy choice is the same, a
+ * sampled stream another for a seed) and only they are copied back. Prompts are padded on the
  * left, or on either side for a model that takes a mask and no position_ids
  * (onnxruntime-genai's GroupQueryAttention: it gets them right-aligned, the
  * padding after each row's tokens); a mask with a 0 between 1s is an error;

@@ -556,6 +556,17 @@ template <typename T> KILN_DEVICE bool kiln_topk_before(T a, int64_t ia, T b, in
   return largest ? cmp > 0 : cmp < 0;
 }
 
+// A float as an unsigned key in its order (a larger float, a larger key;
+// -0 just below +0), and back: kiln.sample_tokens bisects the keys, bit by
+// bit, to find its thresholds exactly.
+KILN_DEVICE uint32_t kiln_order_key(float x) {
+  uint32_t u = kiln_bits_f32(x);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+KILN_DEVICE float kiln_order_value(uint32_t key) {
+  return kiln_f32_bits((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+
 // Float mod with the sign of the divisor (Python %).
 template <typename T> KILN_DEVICE T kiln_fmod_floor(T a, T b) {
   T r = kiln_fmod(a, b);

@@ -126,6 +126,12 @@ Tensor cumulative(const Tensor &x, CumulativeKind kind, int64_t axis, bool exclu
                   bool reverse);
 absl::StatusOr<std::pair<Tensor, Tensor>> topK(const Tensor &x, int64_t k, int64_t axis,
                                                bool largest, bool sorted);
+/// kiln.sample_tokens (its description says the rule): logits [B, S, V],
+/// positions (i64) and uniform [B]; i64 [B], -1 for a row it cannot choose
+/// from.
+absl::StatusOr<Tensor> sampleTokens(const Tensor &logits, const Tensor &positions,
+                                    const Tensor &uniform, double temperature, int64_t topK,
+                                    double topP);
 
 //===--- Composite --------------------------------------------------------===//
 
