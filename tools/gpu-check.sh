@@ -114,6 +114,12 @@ prepare() {
   # graph per decode step), with a left-padded batch of two prompts.
   "$build/bin/kiln-compile" "$bundle/models/decoder.onnx" -o "$bundle/models/decoder-in-place.kiln" \
     --arch "sm_$sm" --no-host --kv-cache-in-place --cache-dir "$build/kernel-cache"
+  # And in place with the token chosen inside (only the tokens come back).
+  "$build/bin/kiln-compile" "$bundle/models/decoder.onnx" -o "$bundle/models/decoder-sampled.kiln" \
+    --arch "sm_$sm" --no-host --kv-cache-in-place --sample-on-device --cache-dir "$build/kernel-cache"
+  # Its weights for the torch side of the decode benchmark (tools/gpu/decode_bench.py).
+  python3 "$root/tools/gpu/decode_bench.py" weights "$bundle/models/decoder.onnx" \
+    "$bundle/models/decoder-weights.npz"
   python3 -c "import numpy as np, sys; r = np.random.default_rng(3); m = np.ones((2, 16), np.int64); m[1, :5] = 0; np.save(sys.argv[1], r.integers(0, 256, (2, 16)).astype(np.int64)); np.save(sys.argv[2], m)" \
     "$bundle/models/generate-ids.npy" "$bundle/models/generate-mask.npy"
   # shellcheck disable=SC2046
@@ -285,9 +291,10 @@ PY
   cat "$out/decoder.txt"
 
   echo "== kiln-generate on the device: 128 tokens of the tiny decoder as exported (each step its own"
-  echo "   launches, the cache through the host) and in place (the cache on the device, one CUDA graph"
-  echo "   replayed per decode step): per-step latency, and the two forms' tokens compared"
-  for form in decoder decoder-in-place; do
+  echo "   launches, the cache through the host), in place (the cache on the device, one CUDA graph"
+  echo "   replayed per decode step) and in place choosing the token on the device (the tokens back,"
+  echo "   not the logits): per-step latency, and the forms' tokens compared"
+  for form in decoder decoder-in-place decoder-sampled; do
     "$bundle/bin/kiln-generate" "$bundle/models/$form.kiln" --backend cuda \
       --input-ids "$bundle/models/generate-ids.npy" --attention-mask "$bundle/models/generate-mask.npy" \
       --max-new-tokens 128 --output "$out/$form-tokens.npy" --bench > "$out/$form-generate.txt" 2>&1 || true
@@ -295,6 +302,15 @@ PY
   done
   python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); print('tokens:', 'the same' if (a == b).all() else 'DIFFERENT')" \
     "$out/decoder-tokens.npy" "$out/decoder-in-place-tokens.npy" || true
+  python3 -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); print('tokens chosen on the device:', 'the same' if (a == b).all() else 'DIFFERENT')" \
+    "$out/decoder-tokens.npy" "$out/decoder-sampled-tokens.npy" || true
+
+  echo "== the same decoder and prompts in torch (bf16, static cache): eager and"
+  echo "   torch.compile(mode=reduce-overhead), timed as kiln-generate --bench times itself"
+  timeout 300 python3 "$root/tools/gpu/decode_bench.py" run --weights "$bundle/models/decoder-weights.npz" \
+    --ids "$bundle/models/generate-ids.npy" --mask "$bundle/models/generate-mask.npy" \
+    --max-new-tokens 128 --kiln-tokens "decoder-in-place=$out/decoder-in-place-tokens.npy" \
+    --json "$out/decode-bench.json" 2>&1 | tee "$out/decode-bench.md" || true
 
   echo "== the runtime's CUDA tests: 8 threads on one model, device buffers (a misaligned input, an"
   echo "   allocation the device refuses), graph captures in one thread beside model loads and copies"
