@@ -47,12 +47,15 @@ LogicalResult KernelEmitter::emitSampleTokens(SampleTokensOp root) {
   if (failed(position))
     return failure();
   line("int64_t p = (int64_t)" + *position + ";");
-  // A position outside the row is the call's error; the loads stay inside.
-  checkData("(p < 0 || p >= S) && threadIdx.x == 0", "KILN_ERROR_INDEX_OUT_OF_RANGE");
-  line("p = p < 0 ? 0 : (p >= S ? S - 1 : p);");
+  // A position outside the rows (S may be 0) is the call's error, and the
+  // row then reads as NaN (-1, every thread on the same path): no load.
+  line("const bool outside = p < 0 || p >= S;");
+  checkData("outside && threadIdx.x == 0", "KILN_ERROR_INDEX_OUT_OF_RANGE");
+  line("if (outside) p = 0;");
   // Each pass loads the logits through this (the load's index arithmetic
   // inside it).
   openBlock("auto logit = [&](int64_t v) -> float {");
+  line("if (outside) return kiln_f32_bits(0x7fc00000u);");
   FailureOr<std::string> x = element(logits, {"b", "p", "v"});
   if (failed(x))
     return failure();

@@ -103,7 +103,13 @@ Value keysOfRegroupedTranspose(OpBuilder &b, Location loc, Value kt) {
   Value keys = merge.getInput();
   SymShape x = getSymShape(keys.getType()), merged = getSymShape(merge.getType()),
            out = getSymShape(split.getType());
-  if (x.size() < 2 || merged.size() < 2 || out.size() < 2 ||
+  // Every dim compared and every dim of the new shape known (an unknown dim
+  // is null, and two nulls would compare equal).
+  auto known = [](ArrayRef<DimExpr> dims) {
+    return llvm::all_of(dims, [](DimExpr d) { return static_cast<bool>(d); });
+  };
+  if (x.size() < 2 || merged.size() < 2 || out.size() < 2 || !known(out) ||
+      !known(ArrayRef<DimExpr>(x).take_back(2)) || !known(ArrayRef<DimExpr>(merged).take_back(2)) ||
       x.end()[-2] != merged.end()[-2] || x.end()[-1] != merged.end()[-1] ||
       out.end()[-2] != x.end()[-1] || out.end()[-1] != x.end()[-2])
     return {};

@@ -103,8 +103,10 @@ def Kiln_SampleTokensOp : Kiln_Op<"sample_tokens", [
     the one that reaches it; `top_p >= 1`: all), each weighted
     `exp((logit - max) / temperature)`; the choice is the first candidate, in
     token order, whose running weight exceeds `uniform[b]` (in [0, 1)) times
-    the candidates' total. A row with a NaN, or (sampling) no finite largest
-    logit, gives -1. `kiln-append-sampler` adds it to a decoder; the host
+    the candidates' total (the argmax should none: a uniform of 1). -0 and +0
+    are equal; NaN options choose greedily. A row with a NaN, or (sampling)
+    no finite largest logit, gives -1, and a position outside the row is the
+    call's error. `kiln-append-sampler` adds it to a decoder; the host
     draws `uniform` from its seeded generator, so a seed gives the same tokens
     on every backend.
 

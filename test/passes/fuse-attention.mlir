@@ -238,3 +238,21 @@ func.func @not_regrouped(%q: tensor<2x5x8xf32>, %k4: tensor<2x5x4x2xf32>, %v: te
   %o = kiln.matmul %p, %v : (tensor<2x5x5xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
   return %o : tensor<2x5x8xf32>
 }
+
+// -----
+
+// Dims nobody knows (no symbol) prove nothing about the regrouping: the keys
+// are k^T transposed back.
+// CHECK-LABEL: func.func @unknown_dims
+// CHECK: %[[KT:.*]] = kiln.reshape %{{.*}} -> tensor<2x?x?xf32>
+// CHECK: %[[K:.*]] = kiln.transpose %[[KT]] {permutation = array<i64: 0, 2, 1>}
+// CHECK: kiln.attention %arg0, %[[K]], %arg2
+func.func @unknown_dims(%q: tensor<2x5x8xf32>, %k4: tensor<2x?x?xf32>, %v: tensor<2x?x8xf32>, %merge: tensor<3xi64>, %split: tensor<3xi64>) -> tensor<2x5x8xf32> {
+  %km = kiln.reshape %k4, %merge : (tensor<2x?x?xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %kmt = kiln.transpose %km {permutation = array<i64: 0, 2, 1>} : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %kt = kiln.reshape %kmt, %split : (tensor<?x?x?xf32>, tensor<3xi64>) -> tensor<2x?x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<2x5x8xf32>, tensor<2x?x?xf32>) -> tensor<2x5x?xf32>
+  %p = kiln.softmax %s {axis = -1 : i64} : (tensor<2x5x?xf32>) -> tensor<2x5x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x5x?xf32>, tensor<2x?x8xf32>) -> tensor<2x5x8xf32>
+  return %o : tensor<2x5x8xf32>
+}

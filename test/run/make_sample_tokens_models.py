@@ -6,12 +6,13 @@ the layout run_numpy_cases.py reads.
     make_sample_tokens_models.py OUT_DIR
 
     sample_small  logits [4, 3, 40] f32, one data set per way of choosing:
-                  greedy (ties to the first index, a NaN row -1, -inf
-                  logits), top_k alone (ties at the k-th all stay), top_p
+                  greedy (ties to the first index, -0 and +0 too, a NaN row
+                  -1, -inf logits), top_k alone (ties at the k-th all stay), top_p
                   alone, both with a row that is all -inf and one with +inf
                   (-1 each), top_k 1 with a temperature (the argmax)
     sample_wide   logits [2, 1, 1000] f16 (256 threads' chunks of 4 tokens,
                   the loads narrow), top_k and top_p together
+    sample_dynamic  logits [b, s, 40], no data sets (calls with s = 0)
 
 Each draw (uniform) is the middle of its token's share of the candidates'
 weight, and each top_p is away from every running share, so that float32
@@ -76,11 +77,18 @@ def draws(logits, positions, temperature, top_k, top_p, rng):
 
 
 def write_model(out, name, shape, element):
+    """The op alone; `shape` may name symbols (b, s) for dynamic dims."""
     b, s, v = shape
-    logits = f"tensor<{b}x{s}x{v}x{element}>"
-    text = f"""func.func @main(%logits: {logits} {{kiln.name = "logits"}}, %positions: tensor<{b}xi64> {{kiln.name = "positions"}}, %uniform: tensor<{b}xf32> {{kiln.name = "uniform"}}, %temperature: tensor<f32> {{kiln.name = "temperature"}}, %top_k: tensor<i64> {{kiln.name = "top_k"}}, %top_p: tensor<f32> {{kiln.name = "top_p"}}) -> (tensor<{b}xi64> {{kiln.name = "tokens"}}) {{
-  %t = kiln.sample_tokens %logits, %positions, %uniform, %temperature, %top_k, %top_p : ({logits}, tensor<{b}xi64>, tensor<{b}xf32>, tensor<f32>, tensor<i64>, tensor<f32>) -> tensor<{b}xi64>
-  return %t : tensor<{b}xi64>
+    if isinstance(b, str):
+        logits = f"tensor<?x?x{v}x{element}, #kiln.dims<[{b}, {s}, {v}]>>"
+        row = f"tensor<?x{{}}, #kiln.dims<[{b}]>>"
+    else:
+        logits = f"tensor<{b}x{s}x{v}x{element}>"
+        row = f"tensor<{b}x{{}}>"
+    i64, f32 = row.format("i64"), row.format("f32")
+    text = f"""func.func @main(%logits: {logits} {{kiln.name = "logits"}}, %positions: {i64} {{kiln.name = "positions"}}, %uniform: {f32} {{kiln.name = "uniform"}}, %temperature: tensor<f32> {{kiln.name = "temperature"}}, %top_k: tensor<i64> {{kiln.name = "top_k"}}, %top_p: tensor<f32> {{kiln.name = "top_p"}}) -> ({i64} {{kiln.name = "tokens"}}) {{
+  %t = kiln.sample_tokens %logits, %positions, %uniform, %temperature, %top_k, %top_p : ({logits}, {i64}, {f32}, tensor<f32>, tensor<i64>, tensor<f32>) -> {i64}
+  return %t : {i64}
 }}
 """
     with open(os.path.join(out, name + ".mlir"), "w") as f:
@@ -107,6 +115,8 @@ def small(out, rng):
     x[0, 2, [7, 19]] = 9.0          # equal maxima: the first
     x[1, 0, 3] = np.nan             # a NaN: -1
     x[2, 1, :20] = -np.inf          # masked logits
+    x[3, 2] = -np.abs(x[3, 2]) - 1
+    x[3, 2, [3, 5]] = [-0.0, 0.0]   # -0 and +0 are equal: the first
     save(out, "sample_small", 0, x, positions, 0.0, 0, 1.0, rng)
     x = logits()
     x[0, 2] = np.minimum(x[0, 2], 3.0)
@@ -130,12 +140,19 @@ def wide(out, rng):
          stored=x)
 
 
+def dynamic(out):
+    """[b, s, 40] for calls of any shape (no data sets: the test makes its
+    own, S = 0 among them)."""
+    write_model(out, "sample_dynamic", ("b", "s", 40), "f32")
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(23)
     small(out, rng)
     wide(out, rng)
+    dynamic(out)
 
 
 if __name__ == "__main__":

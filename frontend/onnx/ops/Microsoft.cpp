@@ -422,7 +422,8 @@ LogicalResult convertGroupQueryAttention(NodeImporter &n) {
   // The builder casts the dim to int32: the value before the casts.
   Value totalDim = *total;
   while (auto cast = totalDim.getDefiningOp<CastOp>())
-    if (elementTypeOf(cast.getInput()).isInteger(64))
+    if (elementTypeOf(cast.getInput()).isInteger(64) &&
+        isa<IntegerType>(elementTypeOf(cast.getResult())))
       totalDim = cast.getInput();
     else
       break;

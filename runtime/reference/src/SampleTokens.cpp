@@ -41,7 +41,8 @@ absl::StatusOr<Tensor> sampleTokens(const Tensor &logits, const Tensor &position
     }
     int64_t argmax = std::max_element(x.begin(), x.end()) - x.begin();
     double mx = x[argmax];
-    if (temperature <= 0 || topK == 1 || topP <= 0) {
+    // NaN options choose greedily, as the kernel's `temperature > 0` tests.
+    if (!(temperature > 0) || topK == 1 || !(topP > 0)) {
       tokens.setI(b, argmax);
       continue;
     }
@@ -78,14 +79,17 @@ absl::StatusOr<Tensor> sampleTokens(const Tensor &logits, const Tensor &position
       if (l >= threshold)
         total += weight(l);
     double target = static_cast<double>(uniform.getF(b)) * total, running = 0;
-    int64_t chosen = -1;
+    // A draw past the candidates' total (a uniform of 1 or more) takes the
+    // argmax, as the kernel does.
+    int64_t chosen = argmax;
     for (int64_t v = 0; v < V; ++v) {
       if (x[v] < threshold)
         continue;
-      chosen = v; // the last candidate, should rounding leave the draw past the end
       running += weight(x[v]);
-      if (running > target)
+      if (running > target) {
+        chosen = v;
         break;
+      }
     }
     tokens.setI(b, chosen);
   }

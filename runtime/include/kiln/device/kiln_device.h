@@ -556,11 +556,11 @@ template <typename T> KILN_DEVICE bool kiln_topk_before(T a, int64_t ia, T b, in
   return largest ? cmp > 0 : cmp < 0;
 }
 
-// A float as an unsigned key in its order (a larger float, a larger key;
-// -0 just below +0), and back: kiln.sample_tokens bisects the keys, bit by
-// bit, to find its thresholds exactly.
+// A float as an unsigned key in its order (a larger float, a larger key; -0
+// and +0 one key, as they compare equal), and back: kiln.sample_tokens
+// bisects the keys, bit by bit, to find its thresholds exactly.
 KILN_DEVICE uint32_t kiln_order_key(float x) {
-  uint32_t u = kiln_bits_f32(x);
+  uint32_t u = x == 0.0f ? 0u : kiln_bits_f32(x);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 KILN_DEVICE float kiln_order_value(uint32_t key) {
