@@ -250,7 +250,11 @@ def AppendSamplerPass : Pass<"kiln-append-sampler", "::mlir::func::FuncOp"> {
   let summary = "Adds each sequence's next-token choice to a decoder (kiln.sample_tokens)";
   let description = [{
     A model returning `logits` [batch, positions, vocabulary] also returns
-    `next_tokens` [batch] (i64), `kiln.sample_tokens` over the logits, and
+    `next_tokens` [batch] (i64), `kiln.sample_tokens` over the logits of each
+    sequence's chosen position, which become the `logits` output ([batch, 1,
+    vocabulary]: when the logits are casts of a matmul of [batch, positions,
+    hidden] by a 2-D weight, that matmul runs on the chosen hidden rows
+    alone; otherwise the rows are gathered from the logits), and
     takes five more inputs: `sample_positions` [batch] (i64, which position
     each sequence chooses from), `sample_uniform` [batch] (f32, the host's
     draw in [0, 1)), and the scalars `sample_temperature` (f32),

@@ -141,7 +141,8 @@ static cl::opt<bool> sampleOnDevice(
     "sample-on-device",
     cl::desc("A decoder returning logits [batch, positions, vocabulary] also returns "
              "next_tokens [batch], each sequence's next token chosen in the model (greedy, or "
-             "temperature/top-k/top-p from the caller's uniform draw), taking the inputs "
+             "temperature/top-k/top-p from the caller's uniform draw), and its logits only at "
+             "the positions chosen from ([batch, 1, vocabulary]), taking the inputs "
              "sample_positions, sample_uniform, sample_temperature, sample_top_k and "
              "sample_top_p; kiln_generate then copies back the tokens, not the logits "
              "(docs/runtime.md)"),
