@@ -88,6 +88,19 @@ struct DecoderInterface {
   bool inPlace = false;
 };
 
+/// The inputs the loop feeds by name, and where it keeps each one's index;
+/// those named sample_* come with --sample-on-device's next_tokens.
+constexpr std::pair<const char *, int DecoderInterface::*> kFedInputs[] = {
+    {"input_ids", &DecoderInterface::ids},
+    {"attention_mask", &DecoderInterface::mask},
+    {"position_ids", &DecoderInterface::positions},
+    {"sample_positions", &DecoderInterface::samplePositions},
+    {"sample_uniform", &DecoderInterface::sampleUniform},
+    {"sample_temperature", &DecoderInterface::sampleTemperature},
+    {"sample_top_k", &DecoderInterface::sampleTopK},
+    {"sample_top_p", &DecoderInterface::sampleTopP},
+};
+
 absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
   DecoderInterface d;
   if (kiln_model_num_inputs(model, &d.numInputs) != KILN_OK ||
@@ -112,22 +125,10 @@ absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
       return lastError("generate");
     d.inputs.push_back(info);
     std::string name = info.name;
-    if (name == "input_ids") {
-      d.ids = static_cast<int>(i);
-    } else if (name == "attention_mask") {
-      d.mask = static_cast<int>(i);
-    } else if (name == "position_ids") {
-      d.positions = static_cast<int>(i);
-    } else if (name == "sample_positions") {
-      d.samplePositions = static_cast<int>(i);
-    } else if (name == "sample_uniform") {
-      d.sampleUniform = static_cast<int>(i);
-    } else if (name == "sample_temperature") {
-      d.sampleTemperature = static_cast<int>(i);
-    } else if (name == "sample_top_k") {
-      d.sampleTopK = static_cast<int>(i);
-    } else if (name == "sample_top_p") {
-      d.sampleTopP = static_cast<int>(i);
+    auto fed = std::find_if(std::begin(kFedInputs), std::end(kFedInputs),
+                            [&](const auto &entry) { return name == entry.first; });
+    if (fed != std::end(kFedInputs)) {
+      d.*(fed->second) = static_cast<int>(i);
     } else if (name.rfind("past_key_values.", 0) == 0) {
       // past_key_values.N.key -> present.N.key
       std::string present = "present." + name.substr(std::strlen("past_key_values."));
@@ -173,10 +174,12 @@ absl::StatusOr<DecoderInterface> describeDecoder(const kiln_model_t *model) {
         "with its KV cache)");
   if (d.inputs[d.ids].dtype != KILN_I64)
     return absl::InvalidArgumentError("generate: 'input_ids' must be int64");
-  bool someSampling = d.samplePositions >= 0 || d.sampleUniform >= 0 ||
-                      d.sampleTemperature >= 0 || d.sampleTopK >= 0 || d.sampleTopP >= 0;
-  bool allSampling = d.samplePositions >= 0 && d.sampleUniform >= 0 &&
-                     d.sampleTemperature >= 0 && d.sampleTopK >= 0 && d.sampleTopP >= 0;
+  bool someSampling = false, allSampling = true;
+  for (const auto &[name, index] : kFedInputs)
+    if (std::strncmp(name, "sample_", 7) == 0) {
+      someSampling = someSampling || d.*index >= 0;
+      allSampling = allSampling && d.*index >= 0;
+    }
   if ((d.nextTokens >= 0 || someSampling) && !(d.nextTokens >= 0 && allSampling))
     return absl::InvalidArgumentError(
         "generate: a model that chooses its tokens (kiln-compile --sample-on-device) returns "
