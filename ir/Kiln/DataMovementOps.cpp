@@ -103,7 +103,10 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *context,
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
-  if (getInput().getType() == getType())
+  // The same type with unknown dims is no proof of the same shape: an SSD's
+  // anchors were reshape(reshape(grid, [-1]), [n, 1]) with the grid's dims
+  // unknown, and folding it to the grid lost every box.
+  if (getInput().getType() == getType() && hasKnownShape(getType()))
     return getInput();
   auto type = cast<RankedTensorType>(getType());
   if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput());

@@ -263,10 +263,12 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
   auto condition = dyn_cast_if_present<DenseElementsAttr>(adaptor.getCondition());
   if (condition && condition.isSplat()) {
     Value chosen = condition.getSplatValue<bool>() ? getOnTrue() : getOnFalse();
-    if (chosen.getType() == getType())
+    if (chosen.getType() == getType() && hasKnownShape(getType()))
       return chosen;
   }
-  if (getOnTrue() == getOnFalse() && getOnTrue().getType() == getType())
+  // (With unknown dims the other operands may broadcast the result larger.)
+  if (getOnTrue() == getOnFalse() && getOnTrue().getType() == getType() &&
+      hasKnownShape(getType()))
     return getOnTrue();
   // A shape vector picked element by element from known ones (symbolic dims or
   // constants) is known too.

@@ -10,6 +10,10 @@ using namespace mlir;
 
 namespace kiln {
 
+bool hasKnownShape(Type type) {
+  return llvm::all_of(getSymShape(type), [](DimExpr d) { return static_cast<bool>(d); });
+}
+
 namespace {
 
 APFloat toSemantics(double v, Type elementType) {

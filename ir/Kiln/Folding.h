@@ -20,6 +20,13 @@ namespace kiln {
 
 constexpr int64_t kMaxFoldElements = 1 << 16;
 
+/// Whether two values of this type are known to have one shape: every dim
+/// static or a symbolic expression, none unknown. Equal types say nothing
+/// about dims that are `?` without a symbol (two such tensors may differ in
+/// size), so a folder that returns an operand because the types match
+/// (reshape to the same type, select whose operands broadcast) checks this.
+bool hasKnownShape(mlir::Type type);
+
 using FloatUnaryFn = llvm::function_ref<double(double)>;
 using IntUnaryFn = llvm::function_ref<llvm::APInt(const llvm::APInt &, bool isUnsigned)>;
 

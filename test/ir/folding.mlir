@@ -125,6 +125,32 @@ func.func @reshape_chains(%x: tensor<2x6xf32>) -> (tensor<12xf32>, tensor<2x6xf3
 
 // -----
 
+// Equal types with unknown dims ('?' with no symbol) are no proof of equal
+// shapes: reshape(reshape(%grid, [-1]), [n, 1]) is not %grid, and select of a
+// constant condition (or of one value twice) keeps its broadcast. Dims that
+// are symbols prove it: that reshape folds.
+// CHECK-LABEL: func @unknown_dims_do_not_fold
+// CHECK-SAME: (%[[G:[^:]*]]: tensor<?x?xf32>, %[[S:[^:]*]]: tensor<2xi64>, %[[Y:[^:]*]]: tensor<?xf32>, %[[Z:[^:]*]]: tensor<?x?xf32, #kiln.dims<[a, b]>>)
+// CHECK: %[[R:.*]] = kiln.reshape %[[G]], %[[S]] : (tensor<?x?xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+// CHECK: %[[P:.*]] = kiln.select %{{.*}}, %[[Y]], %{{.*}}
+// CHECK: %[[Q:.*]] = kiln.select %{{.*}}, %[[Y]], %[[Y]]
+// CHECK: return %[[R]], %[[P]], %[[Q]], %[[Z]]
+func.func @unknown_dims_do_not_fold(%grid: tensor<?x?xf32>, %shape: tensor<2xi64>, %y: tensor<?xf32>, %z: tensor<?x?xf32, #kiln.dims<[a, b]>>) -> (tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?x?xf32, #kiln.dims<[a, b]>>) {
+  %flat = kiln.constant dense<[-1]> : tensor<1xi64>
+  %f = kiln.reshape %grid, %flat : (tensor<?x?xf32>, tensor<1xi64>) -> tensor<?xf32>
+  %r = kiln.reshape %f, %shape : (tensor<?xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %yes = kiln.constant dense<true> : tensor<i1>
+  %other = kiln.constant dense<1.0> : tensor<f32>
+  %p = kiln.select %yes, %y, %other : (tensor<i1>, tensor<?xf32>, tensor<f32>) -> tensor<?xf32>
+  %c = kiln.compare %y, %y {direction = #kiln<compare lt>} : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xi1>
+  %q = kiln.select %c, %y, %y : (tensor<?xi1>, tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  %zs = kiln.symbolic_constant [a, b] : tensor<2xi64>
+  %zr = kiln.reshape %z, %zs : (tensor<?x?xf32, #kiln.dims<[a, b]>>, tensor<2xi64>) -> tensor<?x?xf32, #kiln.dims<[a, b]>>
+  return %r, %p, %q, %zr : tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?x?xf32, #kiln.dims<[a, b]>>
+}
+
+// -----
+
 // select on a constant condition picks a side; compare folds on constants.
 // CHECK-LABEL: func @fold_select_compare
 // CHECK-SAME: (%[[A:.*]]: tensor<4xf32>, %[[B:.*]]: tensor<4xf32>)

@@ -57,3 +57,15 @@ npy("x5", np.arange(5, dtype=np.float32))
 save("softmax", [helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
      [helper.make_tensor_value_info("x", T.FLOAT, [3, 2])], [helper.make_tensor_value_info("y", T.FLOAT, [3, 2])])
 npy("x_inf", np.array([[np.inf, -np.inf], [-np.inf, -np.inf], [1.0, np.inf]], np.float32))
+# An SSD's anchors: a grid whose dims are data (Expand to a shape read at run
+# time), flattened and given a trailing 1; the two reshapes once folded to the
+# grid itself, its types being equal.
+save("reshape_unknown", [helper.make_node("Expand", ["x", "shape"], ["grid"]),
+                         helper.make_node("Reshape", ["grid", "flat"], ["f"]),
+                         helper.make_node("Unsqueeze", ["f", "last"], ["y"])],
+     [helper.make_tensor_value_info("x", T.FLOAT, [1, "k"]), helper.make_tensor_value_info("shape", T.INT64, [2])],
+     [helper.make_tensor_value_info("y", T.FLOAT, None)],
+     [numpy_helper.from_array(np.array([-1], np.int64), "flat"),
+      numpy_helper.from_array(np.array([-1], np.int64), "last")])
+npy("x14", np.arange(4, dtype=np.float32).reshape(1, 4))
+npy("shape34", np.array([3, 4], np.int64))
