@@ -513,6 +513,12 @@ private:
   InPlaceRunner(const kiln_model_t *model, const DecoderInterface &d, int64_t batch)
       : model(model), d(d), batch(batch) {}
 
+  /// A buffer kept from step to step, and its size.
+  struct Staged {
+    void *data = nullptr;
+    size_t bytes = 0;
+  };
+
   absl::StatusOr<void *> allocate(size_t bytes) {
     if (!device) {
       hostBuffers.emplace_back(std::max<size_t>(bytes, 1));
@@ -525,9 +531,10 @@ private:
     return p;
   }
 
-  /// Output `output`'s buffer of the run's kind, kept and grown as needed.
-  absl::StatusOr<void *> outputBuffer(size_t output, size_t bytes) {
-    Staged &s = outputs[output];
+  /// `s`'s buffer of the run's kind, at least `bytes` long: kept from step to
+  /// step (a replayed CUDA graph needs its addresses), grown when a step
+  /// needs more.
+  absl::StatusOr<void *> kept(Staged &s, size_t bytes) {
     if (bytes > s.bytes || !s.data) {
       absl::StatusOr<void *> buffer = allocate(bytes);
       if (!buffer.ok())
@@ -536,6 +543,11 @@ private:
       s.bytes = bytes;
     }
     return s.data;
+  }
+
+  /// Output `output`'s buffer.
+  absl::StatusOr<void *> outputBuffer(size_t output, size_t bytes) {
+    return kept(outputs[output], bytes);
   }
 
   absl::Status upload(void *to, const void *from, size_t bytes) {
@@ -554,28 +566,19 @@ private:
   /// input, grown when a step needs more).
   absl::Status stage(kiln_tensor_t &t, int input, kiln_dtype_t dtype,
                      int32_t rank, const int64_t *dims, const void *data, size_t bytes) {
-    Staged &s = staged[input];
-    if (bytes > s.bytes || !s.data) {
-      absl::StatusOr<void *> buffer = allocate(bytes);
-      if (!buffer.ok())
-        return buffer.status();
-      s.data = *buffer;
-      s.bytes = bytes;
-    }
-    if (absl::Status st = upload(s.data, data, bytes); !st.ok())
+    absl::StatusOr<void *> buffer = kept(staged[input], bytes);
+    if (!buffer.ok())
+      return buffer.status();
+    if (absl::Status st = upload(*buffer, data, bytes); !st.ok())
       return st;
     t.dtype = dtype;
     t.rank = rank;
     std::copy(dims, dims + rank, t.dims);
-    t.data = s.data;
+    t.data = *buffer;
     t.size_bytes = bytes;
     return absl::OkStatus();
   }
 
-  struct Staged {
-    void *data = nullptr;
-    size_t bytes = 0;
-  };
   std::map<int, Staged> staged;
   std::map<size_t, Staged> outputs;
   const kiln_model_t *model;
