@@ -138,7 +138,7 @@ LogicalResult ArtifactWriter::addInputs(Block &body) {
   std::vector<flatbuffers::Offset<fb::Guard>> laterGuards;
   std::set<std::string> &bound = boundSymbols;
   for (BlockArgument arg : body.getArguments()) {
-    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "kiln.name");
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
     std::string label = name ? name.str() : "arg" + std::to_string(arg.getArgNumber());
     FailureOr<int> id = addValue(arg, fb::ValueKind::Input, label);
     if (failed(id))
@@ -168,7 +168,7 @@ LogicalResult ArtifactWriter::addBody(Block &body) {
   for (Operation &op : body)
     if (auto ret = dyn_cast<func::ReturnOp>(op))
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-        auto name = func.getResultAttrOfType<StringAttr>(i, "kiln.name");
+        auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
         Value source = v;
         while (auto cast = source.getDefiningOp<tensor::CastOp>())
           source = cast.getSource();

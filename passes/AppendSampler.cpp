@@ -29,7 +29,6 @@
 #include "ir/Kiln/KilnDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_APPENDSAMPLERPASS
@@ -40,8 +39,6 @@ using namespace mlir;
 
 namespace kiln {
 namespace {
-
-constexpr llvm::StringLiteral kName = "kiln.name";
 
 /// Rows `positions[b]` of `x` [batch, S, W] along dim 1: [batch, 1, W]
 /// (kiln.gather_elements, which checks the positions), or null when the
@@ -100,24 +97,6 @@ Value headOnRows(OpBuilder &b, Location loc, Value logits, Value positions) {
   return on ? on->getResult(0) : Value();
 }
 
-/// Erases `v`'s producers that nothing reads any more, back through their
-/// operands.
-void eraseUnread(Value v) {
-  SmallVector<Operation *> work;
-  if (Operation *op = v.getDefiningOp())
-    work.push_back(op);
-  while (!work.empty()) {
-    Operation *op = work.pop_back_val();
-    if (!op->use_empty() || !isPure(op))
-      continue;
-    SmallVector<Value> operands(op->getOperands());
-    op->erase();
-    for (Value operand : operands)
-      if (Operation *def = operand.getDefiningOp(); def && def->use_empty())
-        work.push_back(def);
-  }
-}
-
 struct AppendSamplerPass : impl::AppendSamplerPassBase<AppendSamplerPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -126,7 +105,7 @@ struct AppendSamplerPass : impl::AppendSamplerPassBase<AppendSamplerPass> {
     MLIRContext *ctx = func.getContext();
     std::optional<unsigned> logitsResult;
     for (unsigned i = 0; i < func.getNumResults(); ++i) {
-      auto name = func.getResultAttrOfType<StringAttr>(i, kName);
+      auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
       if (name && name.getValue() == "next_tokens") {
         func.emitError() << "kiln-append-sampler: the model already returns 'next_tokens'";
         return signalPassFailure();
@@ -135,7 +114,7 @@ struct AppendSamplerPass : impl::AppendSamplerPassBase<AppendSamplerPass> {
         logitsResult = i;
     }
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto name = func.getArgAttrOfType<StringAttr>(i, kName);
+      if (auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr);
           name && name.getValue().starts_with("sample_")) {
         func.emitError() << "kiln-append-sampler: the model already takes an input '"
                          << name.getValue() << "'";
@@ -171,7 +150,7 @@ struct AppendSamplerPass : impl::AppendSamplerPassBase<AppendSamplerPass> {
       unsigned index = func.getNumArguments();
       if (failed(func.insertArgument(index, in.type,
                                      DictionaryAttr::get(ctx, {NamedAttribute(
-                                                                  StringAttr::get(ctx, kName),
+                                                                  StringAttr::get(ctx, kNameAttr),
                                                                   StringAttr::get(ctx, in.name))}),
                                      loc)))
         return signalPassFailure();
@@ -204,7 +183,7 @@ struct AppendSamplerPass : impl::AppendSamplerPassBase<AppendSamplerPass> {
     operands[0] = chosen;
     operands[1] = zeros->getResult(0);
     ret->setOperand(*logitsResult, chosen);
-    eraseUnread(logits);
+    eraseUnreadProducers(logits);
     Operation *sample =
         createInferred(b, loc, SampleTokensOp::getOperationName(), operands, {});
     if (!sample) {
@@ -216,7 +195,7 @@ struct AppendSamplerPass : impl::AppendSamplerPassBase<AppendSamplerPass> {
     unsigned index = func.getNumResults();
     if (failed(func.insertResult(
             index, tokens.getType(),
-            DictionaryAttr::get(ctx, {NamedAttribute(StringAttr::get(ctx, kName),
+            DictionaryAttr::get(ctx, {NamedAttribute(StringAttr::get(ctx, kNameAttr),
                                                      StringAttr::get(ctx, "next_tokens"))}))))
       return signalPassFailure();
     ret->insertOperands(ret.getNumOperands(), tokens);

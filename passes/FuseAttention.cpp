@@ -298,8 +298,10 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
 }
 
 /// Erases the transposes, reshapes and shape constants that made `v` when
-/// nothing reads them any more.
-void eraseUnread(Value v) {
+/// nothing reads them any more. Views only, not eraseUnreadProducers' every
+/// dead op: the pass holds the softmaxes it has yet to match, and a chain
+/// erased back into one of them would leave a dangling pointer.
+void eraseUnreadViews(Value v) {
   Operation *op = v ? v.getDefiningOp() : nullptr;
   while (op && isa<TransposeOp, ReshapeOp, SymbolicConstantOp>(op) && op->use_empty()) {
     Operation *next = op->getNumOperands() ? op->getOperand(0).getDefiningOp() : nullptr;
@@ -338,7 +340,7 @@ struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass>
       if (!attention) {
         // Symbolic dims the chain knew and the op's inference does not: keep
         // the chain rather than change a type its users rely on.
-        eraseUnread(k);
+        eraseUnreadViews(k);
         continue;
       }
       chain->weighted.getResult().replaceAllUsesWith(attention->getResult(0));
@@ -346,7 +348,7 @@ struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass>
         op->erase();
       // What made k^T (a transpose, or the regrouping reshapes), now read by
       // nothing.
-      eraseUnread(kt);
+      eraseUnreadViews(kt);
     }
   }
 };

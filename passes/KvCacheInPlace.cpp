@@ -49,7 +49,7 @@ struct CachePair {
 };
 
 std::string argName(func::FuncOp func, unsigned i) {
-  auto name = func.getArgAttrOfType<StringAttr>(i, "kiln.name");
+  auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr);
   return name ? name.str() : "input " + std::to_string(i);
 }
 

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 
@@ -30,6 +31,22 @@ Operation *createInferred(OpBuilder &b, Location location, StringRef name, Value
   }
   op->getResult(0).setType(types.front());
   return op;
+}
+
+void eraseUnreadProducers(Value v) {
+  SmallVector<Operation *> work;
+  if (Operation *op = v ? v.getDefiningOp() : nullptr)
+    work.push_back(op);
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!isOpTriviallyDead(op))
+      continue;
+    SmallVector<Value> operands(op->getOperands());
+    op->erase();
+    for (Value operand : operands)
+      if (Operation *def = operand.getDefiningOp())
+        work.push_back(def);
+  }
 }
 
 } // namespace kiln

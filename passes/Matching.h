@@ -29,6 +29,11 @@ mlir::Operation *createInferred(mlir::OpBuilder &b, mlir::Location location,
                                 llvm::ArrayRef<mlir::NamedAttribute> attributes,
                                 mlir::Type expected = {});
 
+/// Erases `v`'s producer when nothing reads it and it has no effect, then
+/// theirs, back through the operands: what a rewrite left behind (the chain
+/// it replaced, shape constants of a reshape no longer built).
+void eraseUnreadProducers(mlir::Value v);
+
 } // namespace kiln
 
 #endif // KILN_PASSES_MATCHING_H

@@ -322,7 +322,7 @@ Outcome prepareCase(mlir::MLIRContext &context, Errors errors, StringRef dir,
       for (unsigned i = 0; i < func.getNumArguments(); ++i)
         if (func.getArgAttr(i, "kiln.bound_constant"))
           outcome.boundInputs.push_back(
-              func.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name").str());
+              func.getArgAttrOfType<mlir::StringAttr>(i, kiln::kNameAttr).str());
     }
     mlir::PassManager pm(&context);
     if (compiles()) {

@@ -97,11 +97,11 @@ int main(int argc, char **argv) {
     return 1;
   std::vector<std::string> inputNames, outputNames;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    auto attr = func.getArgAttrOfType<mlir::StringAttr>(i, "kiln.name");
+    auto attr = func.getArgAttrOfType<mlir::StringAttr>(i, kiln::kNameAttr);
     inputNames.push_back(attr ? attr.str() : "arg" + std::to_string(i));
   }
   for (unsigned i = 0; i < func.getNumResults(); ++i) {
-    auto attr = func.getResultAttrOfType<mlir::StringAttr>(i, "kiln.name");
+    auto attr = func.getResultAttrOfType<mlir::StringAttr>(i, kiln::kNameAttr);
     outputNames.push_back(attr ? attr.str() : "output" + std::to_string(i));
   }
 

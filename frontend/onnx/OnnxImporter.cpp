@@ -130,7 +130,7 @@ private:
 Value GraphImporter::bindConstantInput(BlockArgument arg) {
   if (auto it = boundInputs.find(arg); it != boundInputs.end())
     return it->second;
-  auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "kiln.name");
+  auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
   auto file = name ? options.constantInputs.find(name.str()) : options.constantInputs.end();
   if (file == options.constantInputs.end())
     return nullptr;
@@ -472,7 +472,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(onnx::ModelProto &model) {
   Block *entry = func.addEntryBlock();
   builder.setInsertionPointToEnd(entry);
   for (auto [i, input] : llvm::enumerate(args)) {
-    func.setArgAttr(i, "kiln.name", builder.getStringAttr(input->name()));
+    func.setArgAttr(i, kNameAttr, builder.getStringAttr(input->name()));
     if (failed(defineValue(input->name(), entry->getArgument(i), "input")))
       return nullptr;
   }
@@ -505,7 +505,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(onnx::ModelProto &model) {
   func::ReturnOp::create(builder, fileLoc, results);
   func.setFunctionType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
   for (auto [i, output] : llvm::enumerate(graph.output()))
-    func.setResultAttr(i, "kiln.name", builder.getStringAttr(output.name()));
+    func.setResultAttr(i, kNameAttr, builder.getStringAttr(output.name()));
 
   if (failed(verify(*module)))
     return nullptr;

@@ -70,6 +70,10 @@ bool isCompileTimeValue(mlir::Value v);
 inline constexpr llvm::StringLiteral kDeviceSymbolsAttr = "kiln.device_symbols";
 inline constexpr llvm::StringLiteral kDeviceSymbolBoundsAttr = "kiln.device_symbol_bounds";
 
+/// A function argument's or result's name as the model gives it (the ONNX
+/// input's or output's name): what callers bind inputs and read outputs by.
+inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
+
 /// The attribute kiln-lower-precision puts on a function it ran on in a mode
 /// other than fp32 (a PrecisionAttr).
 inline constexpr llvm::StringLiteral kPrecisionAttr = "kiln.precision";
