@@ -113,9 +113,12 @@ LogicalResult KernelEmitter::emitSchedule(Value root) {
       return emitCountNonZero(count);
     if (auto sample = dyn_cast_or_null<SampleTokensOp>(rootOp))
       return emitSampleTokens(sample);
+    if (auto nbits = dyn_cast_or_null<MatmulNBitsOp>(rootOp))
+      return emitMatmulNBits(nbits);
     return emitError(kernel.getLoc()) << "codegen: a reduction kernel must yield a kiln.reduce, "
                                          "kiln.arg_reduce, kiln.cumulative, kiln.top_k's indices, "
-                                         "kiln.count_non_zero or kiln.sample_tokens";
+                                         "kiln.count_non_zero, kiln.sample_tokens or "
+                                         "kiln.matmul_nbits";
   case Schedule::compaction:
     if (auto compact = dyn_cast_or_null<CompactNonZeroOp>(rootOp))
       return emitCompactNonZero(compact);
@@ -206,6 +209,7 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.resultBytes = static_cast<int>(storageBytes(elementOf(root)));
   g.dividesData = dividesData;
   g.perThreadMatrix = perThreadMatrix;
+  g.streamBytesATrip = streamBytesATrip;
   g.doubleTaps = doubleTaps;
   if (reportsErrors)
     params += ", int32_t *kiln_error";
@@ -331,6 +335,7 @@ void addLintFacts(llvm::json::Object &o, const GeneratedKernel &kernel) {
   o["result_bytes"] = kernel.resultBytes;
   o["divides_data"] = kernel.dividesData;
   o["per_thread_matrix"] = kernel.perThreadMatrix;
+  o["stream_bytes_a_trip"] = kernel.streamBytesATrip;
   o["double_taps"] = kernel.doubleTaps;
 }
 

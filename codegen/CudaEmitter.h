@@ -91,6 +91,12 @@ struct GeneratedKernel {
   /// Bytes of one result element as stored (tools/sass-lint.py counts
   /// elements per loop trip from the stores).
   int resultBytes = 0;
+  /// Bytes of its largest input one trip of its main loop reads, for a
+  /// kernel that streams that input (matmul_nbits' packed weights, a vector
+  /// load a trip); 0 for the others. tools/sass-lint.py divides the
+  /// instructions of the shortest such loop by it (its issue time per
+  /// streamed byte: a one-row pass).
+  int streamBytesATrip = 0;
   /// The model divides integers (Div, Mod, Rem on integer data): a divide
   /// per element that no index simplification removes (tools/sass-lint.py
   /// allows it).

@@ -3,7 +3,8 @@
 // Private to codegen/: the emitter of one kiln.kernel (KernelEmitter), whose
 // schedules each live in a file of their own (SchedulePointwise.cpp,
 // ScheduleReduction.cpp, ScheduleRow.cpp, ScheduleAttention.cpp,
-// ScheduleCompaction.cpp) over the element emitter (ElementOps.cpp,
+// ScheduleCompaction.cpp, ScheduleSampleTokens.cpp, ScheduleMatmulNBits.cpp)
+// over the element emitter (ElementOps.cpp,
 // ElementLibraryOps.cpp, ElementSampling.cpp) and the index arithmetic
 // (EmitterIndexing.cpp); CudaEmitter.cpp picks the schedule and writes the
 // kernel. CudaEmitter.h is the interface the rest of kiln sees.
@@ -407,6 +408,7 @@ private:
   LogicalResult emitCumulative(CumulativeOp root);
   LogicalResult emitTopK(TopKOp root);
   LogicalResult emitSampleTokens(SampleTokensOp root);
+  LogicalResult emitMatmulNBits(MatmulNBitsOp root);
   /// What a row kernel's loops need of its plan (ScheduleRow.cpp): the row op,
   /// its input and result, the accumulator type, the dims before, along and
   /// after the row, its length when known, and the vector path's width and
@@ -487,6 +489,8 @@ private:
   bool dividesData = false;
   /// GeneratedKernel::perThreadMatrix.
   bool perThreadMatrix = false;
+  /// GeneratedKernel::streamBytesATrip.
+  int streamBytesATrip = 0;
   /// GeneratedKernel::doubleTaps.
   bool doubleTaps = false;
   /// Held to the registers of 50% occupancy (KILN_HALF_OCCUPANCY): row

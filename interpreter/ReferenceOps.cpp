@@ -100,6 +100,10 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runKernelOnlyOp(Operatio
             ref::attention(*in[0], *in[1], *in[2], optional(3), a.getScale().convertToDouble(),
                            a.getZeroMaskedRows()));
       })
+      .Case([&](MatmulNBitsOp m) {
+        return one(ref::matmulNBits(*in[0], *in[1], *in[2], optional(3), m.getBits(),
+                                    m.getBlockSize()));
+      })
       .Case([&](SampleTokensOp) -> Results {
         for (size_t i : {3, 4, 5})
           if (in[i]->numel() != 1)

@@ -338,6 +338,52 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *, std::optional<Location>
                             {adaptor.getScale()}, {"scale"}, inferred);
 }
 
+LogicalResult MatmulNBitsOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                              Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  int64_t bits = adaptor.getBits(), blockSize = adaptor.getBlockSize();
+  if (bits != 2 && bits != 4 && bits != 8)
+    return emitShapeError(location, name, "bits must be 2, 4 or 8, not " + Twine(bits));
+  if (blockSize < 16 || !llvm::isPowerOf2_64(blockSize))
+    return emitShapeError(location, name,
+                          "block_size must be a power of 2 of at least 16, not " + Twine(blockSize));
+  SymShape x = getSymShape(adaptor.getInput().getType());
+  std::optional<int64_t> k = x.empty() ? std::nullopt : getConstantDimValue(x.back());
+  if (!k)
+    return emitShapeError(location, name, "the input's last dim (K) must be known");
+  int64_t blocks = (*k + blockSize - 1) / blockSize;
+  auto known = [](Value v, int64_t rank) {
+    auto t = tensorType(v);
+    return t.getRank() == rank && t.hasStaticShape();
+  };
+  if (!known(adaptor.getWeights(), 3))
+    return emitShapeError(location, name, "weights must be [N, blocks, bytes a block] of known dims");
+  ArrayRef<int64_t> w = tensorType(adaptor.getWeights()).getShape();
+  if (w[1] != blocks || w[2] != blockSize * bits / 8)
+    return emitShapeError(location, name,
+                          "weights must be [N, " + Twine(blocks) + ", " + Twine(blockSize * bits / 8) +
+                              "] for K " + Twine(*k) + " in blocks of " + Twine(blockSize) +
+                              " at " + Twine(bits) + " bits");
+  int64_t n = w[0];
+  if (!known(adaptor.getScales(), 2) || tensorType(adaptor.getScales()).getShape() != ArrayRef<int64_t>{n, blocks})
+    return emitShapeError(location, name, "scales must be [" + Twine(n) + ", " + Twine(blocks) + "]");
+  if (Value zp = adaptor.getZeroPoints()) {
+    auto t = tensorType(zp);
+    bool packed = t.getElementType().isUnsignedInteger(8);
+    int64_t columns = packed ? (blocks * bits + 7) / 8 : blocks;
+    if ((!packed && !isa<FloatType>(t.getElementType())) || !known(zp, 2) ||
+        t.getShape() != ArrayRef<int64_t>{n, columns})
+      return emitShapeError(location, name,
+                            "zero_points must be ui8 [" + Twine(n) + ", " +
+                                Twine((blocks * bits + 7) / 8) + "] (packed) or float [" + Twine(n) +
+                                ", " + Twine(blocks) + "]");
+  }
+  SymShape result = x;
+  result.back() = getAffineConstantExpr(n, adaptor.getInput().getContext());
+  inferred.push_back(makeTensorType(result, tensorType(adaptor.getInput()).getElementType()));
+  return success();
+}
+
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                             Adaptor adaptor, InferredTypes &inferred) {
   StringRef name = getOperationName();
@@ -437,5 +483,12 @@ bool RmsNormOp::runsNarrow() { return true; }
 // A block per tile of query rows, the scores on chip (kiln-fuse-attention).
 std::optional<Schedule> AttentionOp::rootSchedule() { return Schedule::attention; }
 bool AttentionOp::runsNarrow() { return true; }
+// A block per few columns reads the packed weights once for the input's rows
+// (a GEMV at decode sizes): the input is read by every block, so it is
+// materialized rather than recomputed. Narrow inputs are read as they are,
+// and the products accumulate in fp32.
+std::optional<Schedule> MatmulNBitsOp::rootSchedule() { return Schedule::reduction; }
+bool MatmulNBitsOp::fusesProducers() { return false; }
+bool MatmulNBitsOp::runsNarrow() { return true; }
 
 } // namespace kiln

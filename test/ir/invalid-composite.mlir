@@ -401,3 +401,51 @@ func.func @attention_mask_shape(%q: tensor<5x8xf32>, %k: tensor<6x8xf32>, %v: te
   %o = kiln.attention %q, %k, %v, %m {scale = 1.0 : f64} : (tensor<5x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>, tensor<5x7xf32>) -> tensor<5x8xf32>
   return
 }
+
+// -----
+
+func.func @nbits_bits(%x: tensor<2x80xf32>, %w: tensor<24x3x12xui8>, %s: tensor<24x3xf32>) {
+  // expected-error @+1 {{'kiln.matmul_nbits' op bits must be 2, 4 or 8, not 3}}
+  %r = kiln.matmul_nbits %x, %w, %s {bits = 3 : i64, block_size = 32 : i64} : (tensor<2x80xf32>, tensor<24x3x12xui8>, tensor<24x3xf32>) -> tensor<2x24xf32>
+  return
+}
+
+// -----
+
+func.func @nbits_block(%x: tensor<2x80xf32>, %w: tensor<24x3x12xui8>, %s: tensor<24x3xf32>) {
+  // expected-error @+1 {{'kiln.matmul_nbits' op block_size must be a power of 2 of at least 16, not 24}}
+  %r = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 24 : i64} : (tensor<2x80xf32>, tensor<24x3x12xui8>, tensor<24x3xf32>) -> tensor<2x24xf32>
+  return
+}
+
+// -----
+
+func.func @nbits_k(%x: tensor<2x?xf32>, %w: tensor<24x3x16xui8>, %s: tensor<24x3xf32>) {
+  // expected-error @+1 {{'kiln.matmul_nbits' op the input's last dim (K) must be known}}
+  %r = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<2x?xf32>, tensor<24x3x16xui8>, tensor<24x3xf32>) -> tensor<2x24xf32>
+  return
+}
+
+// -----
+
+func.func @nbits_weights(%x: tensor<2x80xf32>, %w: tensor<24x2x16xui8>, %s: tensor<24x3xf32>) {
+  // expected-error @+1 {{'kiln.matmul_nbits' op weights must be [N, 3, 16] for K 80 in blocks of 32 at 4 bits}}
+  %r = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<2x80xf32>, tensor<24x2x16xui8>, tensor<24x3xf32>) -> tensor<2x24xf32>
+  return
+}
+
+// -----
+
+func.func @nbits_scales(%x: tensor<2x80xf32>, %w: tensor<24x3x16xui8>, %s: tensor<3x24xf32>) {
+  // expected-error @+1 {{'kiln.matmul_nbits' op scales must be [24, 3]}}
+  %r = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<2x80xf32>, tensor<24x3x16xui8>, tensor<3x24xf32>) -> tensor<2x24xf32>
+  return
+}
+
+// -----
+
+func.func @nbits_zero_points(%x: tensor<2x80xf32>, %w: tensor<24x3x16xui8>, %s: tensor<24x3xf32>, %z: tensor<24x3xui8>) {
+  // expected-error @+1 {{'kiln.matmul_nbits' op zero_points must be ui8 [24, 2] (packed) or float [24, 3]}}
+  %r = kiln.matmul_nbits %x, %w, %s, %z {bits = 4 : i64, block_size = 32 : i64} : (tensor<2x80xf32>, tensor<24x3x16xui8>, tensor<24x3xf32>, tensor<24x3xui8>) -> tensor<2x24xf32>
+  return
+}

@@ -159,11 +159,11 @@ LogicalResult convertMicrosoftRotaryEmbedding(NodeImporter &n) {
 // blocks of `bits`-bit integers (low bits first within each byte) with a
 // scale and a zero point per block: W[n, k] = (q - zero) * scale, zero
 // 2^(bits - 1) when not given, then Y = A W^T + bias, in f32 for narrower A.
-// The weight is dequantized as ops (folded when it is small enough to be a
-// compile-time constant, otherwise computed each call); a kernel that reads
-// the packed blocks directly is issue 36's. onnxruntime's CPU kernel at
-// accuracy_level 4 rounds A to int8 per block first; kiln computes A exactly,
-// as onnxruntime's CUDA kernel does.
+// It is kiln.matmul_nbits, whose kernel reads the packed blocks; a bias is
+// an add after it (in f32 for a narrower A, so that Y is rounded once, as
+// onnxruntime rounds it). onnxruntime's CPU kernel at accuracy_level 4
+// rounds A to int8 per block first; kiln computes A exactly, as
+// onnxruntime's CUDA kernel does.
 LogicalResult convertMatMulNBits(NodeImporter &n) {
   auto a = n.requiredInput(0), b = n.requiredInput(1), scales = n.requiredInput(2);
   auto kAttr = n.intAttr("K"), nAttr = n.intAttr("N"), bits = n.intAttr("bits", 4),
@@ -185,7 +185,7 @@ LogicalResult convertMatMulNBits(NodeImporter &n) {
   int64_t K = *kAttr, N = *nAttr, bs = *blockSize;
   if (K <= 0 || N <= 0 || bs < 16 || (bs & (bs - 1)) != 0)
     return n.error("K and N must be positive and block_size a power of two of at least 16");
-  int64_t blocks = (K + bs - 1) / bs, perByte = 8 / *bits, blob = bs / perByte;
+  int64_t blocks = (K + bs - 1) / bs, blob = bs * *bits / 8;
   auto bType = NodeImporter::typeOf(*b);
   if (!bType.getElementType().isUnsignedInteger(8) || bType.getRank() != 3 ||
       !bType.hasStaticShape() || bType.getShape() != ArrayRef<int64_t>({N, blocks, blob}))
@@ -198,25 +198,9 @@ LogicalResult convertMatMulNBits(NodeImporter &n) {
                               "A's last dim must be K")))
     return failure();
   Type element = aType.getElementType();
-  Type wide = computeTypeOf(n, *a);
   MLIRContext *ctx = n.context();
   auto D = [&](int64_t x) { return getConstantDim(ctx, x); };
   Chain c(n);
-  // Bytes [rows, cols] of `bits`-bit values to [rows, cols * perByte], in
-  // the compute type: value j of a byte is (byte >> bits * j) & mask.
-  auto unpack = [&](Value bytes, int64_t rows, int64_t cols) -> Value {
-    if (!c.ok || !bytes)
-      return {};
-    Type u8 = elementTypeOf(bytes);
-    SmallVector<Value> parts;
-    for (int64_t j = 0; j < perByte && c.ok; ++j) {
-      Value shifted = c.bin<ShiftRightOp>(bytes, n.constScalar(u8, double(*bits * j)));
-      Value masked = c.bin<BitwiseAndOp>(shifted, n.constScalar(u8, double((1 << *bits) - 1)));
-      parts.push_back(c.ok ? c(insertUnitDims(n, masked, {2})) : Value());
-    }
-    Value values = perByte == 1 ? parts[0] : c.concat(parts, 2);
-    return c.ok ? c(castTo(n, c.reshape(values, {D(rows), D(cols * perByte)}), wide)) : Value();
-  };
   // Scales, zero points and bias hold what N and the block count say, in
   // the types onnxruntime takes.
   auto count = [](Value v) -> std::optional<int64_t> {
@@ -236,37 +220,35 @@ LogicalResult convertMatMulNBits(NodeImporter &n) {
       count(zp) != std::optional<int64_t>(N * blocks))
     return n.error("float zero_points must hold N * ceil(K / block_size) = " +
                    Twine(N * blocks) + " values");
-  if (Value bias = n.input(5))
-    if (elementTypeOf(bias) != element || count(bias) != std::optional<int64_t>(N))
-      return n.error("bias must hold N = " + Twine(N) + " values of A's type");
-  Value q = c.reshape(unpack(c.reshape(*b, {D(N), D(blocks * blob)}), N, blocks * blob),
-                      {D(N), D(blocks), D(bs)});
-  Value scale = c(castTo(n, c.reshape(*scales, {D(N), D(blocks), D(1)}), wide));
+  Value bias = n.input(5);
+  if (bias && (elementTypeOf(bias) != element || count(bias) != std::optional<int64_t>(N)))
+    return n.error("bias must hold N = " + Twine(N) + " values of A's type");
   Value zero;
   if (zp) {
-    auto zpType = NodeImporter::typeOf(zp);
-    if (zpType.getElementType().isUnsignedInteger(8)) {
-      zero = unpack(c.reshape(zp, {D(N), D(packedZero)}), N, packedZero);
-      zero = c.slice(zero, 1, 0, blocks);
-    } else if (zpType.getElementType() == elementTypeOf(*scales)) {
-      if (*bits == 8)
-        return n.unsupported("float zero points with 8 bits (onnxruntime refuses them)");
-      zero = c(castTo(n, zp, wide));
-    } else {
+    Type zpElement = elementTypeOf(zp);
+    if (zpElement.isUnsignedInteger(8))
+      zero = c.reshape(zp, {D(N), D(packedZero)});
+    else if (zpElement != elementTypeOf(*scales))
       return n.error("zero_points must be uint8 (packed) or the scales' type");
-    }
-    zero = c.reshape(zero, {D(N), D(blocks), D(1)});
-  } else {
-    zero = n.constScalar(wide, double(1 << (*bits - 1)));
+    else if (*bits == 8)
+      return n.unsupported("float zero points with 8 bits (onnxruntime refuses them)");
+    else
+      zero = c.reshape(zp, {D(N), D(blocks)});
   }
-  Value w = c.bin<MulOp>(c.bin<SubOp>(q, zero), scale);
-  w = c.reshape(w, {D(N), D(blocks * bs)});
-  if (blocks * bs != K)
-    w = c.slice(w, 1, 0, K);
-  Value y = c.matmul(c(castTo(n, *a, wide)), c.transpose(w, {1, 0}));
-  if (Value bias = n.input(5))
+  Type wide = computeTypeOf(n, *a);
+  Value x = bias && wide != element ? c(castTo(n, *a, wide)) : *a;
+  SmallVector<Value> operands = {x, *b, c.reshape(*scales, {D(N), D(blocks)})};
+  if (zero)
+    operands.push_back(zero);
+  Value y = c.ok ? c(n.create<MatmulNBitsOp>(
+                       operands, {n.named("bits", n.builder().getI64IntegerAttr(*bits)),
+                                  n.named("block_size", n.builder().getI64IntegerAttr(bs))}))
+                 : Value();
+  if (bias) {
     y = c.bin<AddOp>(y, c(castTo(n, bias, wide)));
-  return c.done({c.ok ? c(castTo(n, y, element)) : Value()});
+    y = c.ok ? c(castTo(n, y, element)) : Value();
+  }
+  return c.done({y});
 }
 
 // GroupQueryAttention (com.microsoft), the attention of onnxruntime-genai's

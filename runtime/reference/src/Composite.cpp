@@ -1,4 +1,4 @@
-//===- Composite.cpp - matmul, conv, conv_transpose, pool, softmax, norm --===//
+//===- Composite.cpp - matmul(_nbits), conv, conv_transpose, pool, softmax, norm -===//
 
 #include "Common.h"
 
@@ -9,6 +9,54 @@
 namespace kiln::ref {
 
 using namespace detail;
+
+absl::StatusOr<Tensor> matmulNBits(const Tensor &x, const Tensor &weights, const Tensor &scales,
+                                   const Tensor *zeroPoints, int64_t bits, int64_t blockSize) {
+  const int64_t k = x.rank() == 0 ? -1 : x.dim(x.rank() - 1);
+  const int64_t blocks = blockSize > 0 && k >= 0 ? (k + blockSize - 1) / blockSize : -1;
+  const int64_t n = weights.rank() == 3 ? weights.dim(0) : -1;
+  const int64_t zpBytes = (blocks * bits + 7) / 8;
+  bool packedZp = zeroPoints && zeroPoints->dtype() == DType::u8;
+  if ((bits != 2 && bits != 4 && bits != 8) || blocks < 0 || n < 0 || weights.dtype() != DType::u8 ||
+      weights.dim(1) != blocks || weights.dim(2) != blockSize * bits / 8 ||
+      scales.shape() != Shape{n, blocks} ||
+      (zeroPoints && zeroPoints->shape() != Shape{n, packedZp ? zpBytes : blocks}))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matmul_nbits: input ", x.describe(), ", weights ", weights.describe(), ", scales ",
+        scales.describe(), zeroPoints ? ", zero points " + zeroPoints->describe() : "",
+        " do not fit ", bits, " bits in blocks of ", blockSize));
+  Shape shape = x.shape();
+  shape.back() = n;
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(x.dtype(), shape));
+  const int64_t rows = k == 0 ? numElements(shape) / std::max<int64_t>(n, 1) : x.numel() / k;
+  const uint8_t *codes = weights.bytes();
+  const int64_t blob = blockSize * bits / 8, mask = (1 << bits) - 1;
+  // Column n's weights, dequantized once.
+  std::vector<double> w(static_cast<size_t>(k));
+  for (int64_t col = 0; col < n; ++col) {
+    for (int64_t kk = 0; kk < k; ++kk) {
+      int64_t j = kk / blockSize, within = kk % blockSize;
+      int64_t bit = within * bits;
+      int64_t q = (codes[(col * blocks + j) * blob + bit / 8] >> (bit % 8)) & mask;
+      double z = static_cast<double>(1 << (bits - 1));
+      if (packedZp) {
+        int64_t zbit = j * bits;
+        z = static_cast<double>((zeroPoints->bytes()[col * zpBytes + zbit / 8] >> (zbit % 8)) & mask);
+      } else if (zeroPoints) {
+        z = zeroPoints->getF(col * blocks + j);
+      }
+      w[kk] = (static_cast<double>(q) - z) * scales.getF(col * blocks + j);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      double acc = 0;
+      for (int64_t kk = 0; kk < k; ++kk)
+        acc += x.getF(r * k + kk) * w[kk];
+      out.setF(r * n + col, acc);
+    }
+  }
+  return out;
+}
 
 absl::StatusOr<Tensor> matmul(const Tensor &aIn, const Tensor &bIn) {
   // numpy matmul: 1-D operands are promoted to matrices and the promoted dim dropped.

@@ -292,6 +292,27 @@ KILN_DEVICE uint32_t kiln_bits_f32(float f) {
 #endif
 }
 
+// Byte I (0-3) of `w` as the float 2^23 + byte, exactly: the byte under the
+// exponent of 2^23, `magic` (0x4B000000: one PRMT on a device, no conversion
+// instruction). matmul_nbits' kernel turns a packed code into a float so,
+// then subtracts 2^23 and the zero point at once. The kernel computes
+// `magic` from a value ptxas cannot fold (kiln_opaque_zero): with a constant
+// there, ptxas makes it the PRMT's immediate and the selector a register, a
+// MOV per byte.
+template <int I> KILN_DEVICE float kiln_byte_float(uint32_t w, uint32_t magic) {
+  static_assert(I >= 0 && I < 4, "a word has four bytes");
+#ifdef __CUDACC_RTC__
+  return __uint_as_float(__byte_perm(w, magic, 0x7650 | I));
+#else
+  return kiln_f32_bits(magic | ((w >> (8 * I)) & 0xFFu));
+#endif
+}
+// 0, from a pointer's top bit (0 for every address a process has), which no
+// compiler can know: keeps a constant combined with it out of immediates.
+KILN_DEVICE uint32_t kiln_opaque_zero(const void *p) {
+  return static_cast<uint32_t>(reinterpret_cast<unsigned long long>(p) >> 63);
+}
+
 KILN_DEVICE float kiln_load(kiln_f16 h) {
 #ifdef __CUDACC_RTC__
   float f;
@@ -584,6 +605,7 @@ template <typename T> KILN_DEVICE T kiln_fmod_floor(T a, T b) {
 #define KILN_ERROR_INDEX_OUT_OF_RANGE 1
 #define KILN_ERROR_DIVISION_BY_ZERO 2
 #define KILN_ERROR_EMPTY_REDUCTION 3
+#define KILN_ERROR_MISALIGNED 4
 
 KILN_DEVICE void kiln_report_error(int32_t *word, int32_t code) {
 #ifdef __CUDACC_RTC__

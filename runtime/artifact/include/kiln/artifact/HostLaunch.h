@@ -35,6 +35,8 @@ inline const char *kernelErrorText(int32_t code) {
   case 1: return "an index is out of range for the dim it indexes";
   case 2: return "integer division by zero";
   case 3: return "arg_reduce over an empty axis";
+  case 4: return "a buffer is not aligned to the bytes the kernel loads at once (a view at an odd "
+                 "offset)";
   default: return "the kernel reported an unknown error";
   }
 }

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Writes weight-only quantized models as users make them, with
+onnxruntime's own quantization tool (MatMulNBitsQuantizer over
+DefaultWeightOnlyQuantConfig: round to nearest, per-block scales), with
+inputs and onnxruntime's CPU outputs (the layout run_numpy_cases.py reads).
+Needs onnxruntime (scripts/install-onnxruntime-deps.sh).
+
+    make_matmul_nbits_models.py OUT_DIR
+    make_matmul_nbits_models.py OUT_DIR --gemv PATH
+
+    mlp_b{4,8}_g{32,128}_{sym,asym}
+                  a float MLP, x [b, s, 320] -> MatMul [320, 96] -> Relu ->
+                  MatMul [96, 40], its two weights quantized to 4 or 8 bits
+                  in blocks of 32 or 128 (K = 320 leaves the last block of
+                  128 half padding), symmetric (no zero points: the default
+                  2^(bits-1)) or asymmetric (packed uint8 zero points); data
+                  sets of 1 row (a decode step), 10 rows (two passes of four
+                  rows and two of one) and 3 rows
+    split_k       one MatMul [4096, 16], 4 bits, blocks of 128: few columns
+                  and long ones, so that several warps share a column
+    nbits2        2 bits (the quantizer's 2-bit path), blocks of 64
+
+--gemv writes only PATH: one MatMul [2048, 2048] at 4 bits in blocks of 128
+with zero points, TinyLlama's hidden size (no data sets: its roofline is
+what the test reads).
+
+Every model is checked against onnxruntime at accuracy_level 0 (fp32
+arithmetic on the dequantized weights, as kiln's kernel computes).
+"""
+import copy
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+from onnxruntime.quantization import QuantFormat
+from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
+                                                             MatMulNBitsQuantizer)
+
+sys.path.insert(0, os.path.dirname(__file__))
+from make_control_flow_models import save_set  # noqa: E402
+
+rng = np.random.default_rng(36)
+
+
+def float_model(layers):
+    """x [b, s, K] through MatMuls of the given [K, N] weights, Relu between."""
+    nodes, inits, current = [], [], "x"
+    for i, (k, n) in enumerate(layers):
+        inits.append(numpy_helper.from_array(
+            (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32), f"w{i}"))
+        out = "y" if i == len(layers) - 1 else f"h{i}"
+        nodes.append(helper.make_node("MatMul", [current, f"w{i}"], [out + ("" if out == "y" else "_mm")]))
+        if out != "y":
+            nodes.append(helper.make_node("Relu", [out + "_mm"], [out]))
+        current = out
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", T.FLOAT, ["b", "s", layers[0][0]])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["b", "s", layers[-1][1]])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def quantized(model, bits, block, symmetric):
+    config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=symmetric, bits=bits,
+                                          accuracy_level=0, quant_format=QuantFormat.QOperator)
+    quantizer = MatMulNBitsQuantizer(copy.deepcopy(model), algo_config=config)
+    quantizer.process()
+    result = quantizer.model.model
+    ops = [n.op_type for n in result.graph.node]
+    assert ops.count("MatMulNBits") == ops.count("MatMul") + ops.count("MatMulNBits") and \
+        "MatMul" not in ops, f"the quantizer left {ops}"
+    return result
+
+
+def save(out, name, model, row_shapes):
+    onnx.save(model, os.path.join(out, name + ".onnx"))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    k = model.graph.input[0].type.tensor_type.shape.dim[2].dim_value
+    for s, (b, seq) in enumerate(row_shapes):
+        feeds = {"x": rng.standard_normal((b, seq, k)).astype(np.float32)}
+        save_set(out, name, s, feeds, session.run(None, feeds))
+
+
+def main():
+    out = sys.argv[1]
+    if len(sys.argv) == 4 and sys.argv[2] == "--gemv":
+        onnx.save(quantized(float_model([(2048, 2048)]), 4, 128, False), sys.argv[3])
+        return
+    mlp = float_model([(320, 96), (96, 40)])
+    for bits in (4, 8):
+        for block in (32, 128):
+            for symmetric in (True, False):
+                name = f"mlp_b{bits}_g{block}_{'sym' if symmetric else 'asym'}"
+                save(out, name, quantized(mlp, bits, block, symmetric), [(1, 1), (2, 5), (3, 1)])
+    save(out, "split_k", quantized(float_model([(4096, 16)]), 4, 128, False), [(1, 1), (1, 5)])
+    save(out, "nbits2", quantized(float_model([(256, 48)]), 2, 64, False), [(1, 1), (2, 3)])
+
+
+if __name__ == "__main__":
+    main()
