@@ -66,6 +66,10 @@ struct ArtifactOptions {
   /// Run kiln-append-sampler in the kernel pipeline (kiln-compile
   /// --sample-on-device): the model also returns `next_tokens`.
   bool sampleOnDevice = false;
+  /// kiln-quantize-weights (kiln-compile --weights int4|int8, --group-size):
+  /// 4 or 8 bits, 0 to keep the weights as they are.
+  int64_t weightBits = 0;
+  int64_t weightGroupSize = 128;
   /// Recorded in the artifact: the model's file name.
   std::string source;
   /// When set, the weights go to CompiledArtifact::weights instead of the

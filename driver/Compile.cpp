@@ -32,6 +32,8 @@ compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
   kernel.precision = options.precision;
   kernel.kvCacheInPlace = options.kvCacheInPlace;
   kernel.sampleOnDevice = options.sampleOnDevice;
+  kernel.weightBits = options.weightBits;
+  kernel.weightGroupSize = options.weightGroupSize;
   buildKernelPipeline(pm, kernel);
   if (failed(pm.run(module)))
     return mlir::failure();

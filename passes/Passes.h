@@ -82,6 +82,15 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
       *this, "sample-on-device",
       llvm::cl::desc("Add a decoder's next-token choice to the model (kiln-append-sampler)"),
       llvm::cl::init(false)};
+  Option<int64_t> weightBits{
+      *this, "weight-bits",
+      llvm::cl::desc("Quantize constant matmul weights to 4 or 8 bits (kiln-quantize-weights); "
+                     "0: keep them"),
+      llvm::cl::init(0)};
+  Option<int64_t> weightGroupSize{
+      *this, "weight-group-size",
+      llvm::cl::desc("Weights a scale covers along K (kiln-quantize-weights)"),
+      llvm::cl::init(128)};
 };
 
 /// What the kernel pipeline runs besides its fixed passes.
@@ -92,6 +101,10 @@ struct KernelPipelineOptions {
   bool kvCacheInPlace = false;
   /// kiln-append-sampler (kiln-compile --sample-on-device).
   bool sampleOnDevice = false;
+  /// kiln-quantize-weights' bits (kiln-compile --weights int4|int8); 0: off.
+  int64_t weightBits = 0;
+  /// kiln-quantize-weights' group size (kiln-compile --group-size).
+  int64_t weightGroupSize = 128;
 };
 
 /// From the graph to kernels: guard the shape functions' assumptions, absorb library epilogues, split long reductions,

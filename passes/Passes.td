@@ -279,6 +279,27 @@ def AbsorbMatmulTransposesPass : Pass<"kiln-absorb-matmul-transposes", "::mlir::
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::func::FuncOp"> {
+  let summary = "Quantizes constant matmul weights to 4 or 8 bits in blocks (kiln.matmul_nbits)";
+  let description = [{
+    `kiln-compile --weights int4|int8 [--group-size N]`. A `kiln.matmul`
+    whose right operand is a constant float matrix (`[K, N]`, or `[N, K]`
+    read with `transpose_rhs`), with no epilogue yet, becomes a
+    `kiln.matmul_nbits` of the same input: per output column, blocks of
+    `group-size` along K, each block's range widened to hold 0 over the
+    `2^bits` codes (round to nearest), a scale in the weight's type and a
+    packed zero point a block. Other matmuls are left alone. Runs after
+    `--kiln-absorb-matmul-transposes` and before `--kiln-absorb-epilogues`
+    and `--kiln-lower-precision` (it reads the weights as the model has them).
+  }];
+  let options = [
+    Option<"bits", "bits", "int64_t", /*default=*/"4", "4 or 8">,
+    Option<"groupSize", "group-size", "int64_t", /*default=*/"128",
+           "weights a scale covers along K: a power of 2 of at least 16">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def SymmetricConvPadsPass : Pass<"kiln-symmetric-conv-pads", "::mlir::func::FuncOp"> {
   let summary = "Splits asymmetric conv pads into a symmetric library call and a pad or slice";
   let description = [{

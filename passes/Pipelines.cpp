@@ -31,6 +31,15 @@ void buildKernelPipeline(OpPassManager &pm, const KernelPipelineOptions &options
   func.addPass(createFuseAttentionPass());
   func.addPass(createFuseRmsNormPass());
   func.addPass(createAbsorbMatmulTransposesPass());
+  // After the transposes (a weight stored [N, K] is read as it is), before
+  // the epilogues (matmul_nbits has none) and the precision mode (it reads
+  // the weights as the model has them).
+  if (options.weightBits) {
+    QuantizeWeightsPassOptions quantize;
+    quantize.bits = options.weightBits;
+    quantize.groupSize = options.weightGroupSize;
+    func.addPass(createQuantizeWeightsPass(quantize));
+  }
   func.addPass(createAbsorbEpiloguesPass());
   func.addPass(createSymmetricConvPadsPass());
   func.addPass(createMergeSiblingMatmulsPass());
@@ -73,6 +82,8 @@ void buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptions &optio
   kernel.precision = options.precision;
   kernel.kvCacheInPlace = options.kvCacheInPlace;
   kernel.sampleOnDevice = options.sampleOnDevice;
+  kernel.weightBits = options.weightBits;
+  kernel.weightGroupSize = options.weightGroupSize;
   buildKernelPipeline(pm, kernel);
 }
 

@@ -147,6 +147,18 @@ static cl::opt<bool> sampleOnDevice(
              "sample_top_p; kiln_generate then copies back the tokens, not the logits "
              "(docs/runtime.md)"),
     cl::cat(category));
+static cl::opt<std::string> weightsMode(
+    "weights",
+    cl::desc("float (default: as the model has them), int8 or int4: every matmul with a "
+             "constant weight matrix reads it quantized per column in blocks of --group-size "
+             "along K (round to nearest, a scale and zero point a block) through a kernel "
+             "that dequantizes in registers (kiln.matmul_nbits). Accuracy: docs/precision.md"),
+    cl::init("float"), cl::value_desc("mode"), cl::cat(category));
+static cl::opt<int64_t> groupSize(
+    "group-size",
+    cl::desc("Weights a scale covers along K with --weights int4|int8: a power of 2 of at "
+             "least 16 (default 128)"),
+    cl::init(128), cl::value_desc("n"), cl::cat(category));
 static cl::list<std::string> dynamicRanges(
     "dynamic",
     cl::desc("SYM=MIN..MAX: the range of a symbol; calls outside it fail with a guard, and "
@@ -298,6 +310,13 @@ int main(int argc, char **argv) {
   if (kiln::ref::precisionTolerance(precision) < 0) // the modes are that table's
     return fail("--precision '" + precision + "' is not one of fp32, tf32, fp16, bf16");
 
+  int64_t weightBits = weightsMode == "int4" ? 4 : weightsMode == "int8" ? 8 : 0;
+  if (!weightBits && weightsMode != "float")
+    return fail("--weights '" + weightsMode + "' is not one of float, int8, int4");
+  if (groupSize < 16 || (groupSize & (groupSize - 1)) != 0)
+    return fail("--group-size " + std::to_string(groupSize) +
+                " is not a power of 2 of at least 16");
+
   kiln::ArtifactOptions options;
   options.cubinArchs.clear();
   if (archs != "none")
@@ -318,6 +337,8 @@ int main(int argc, char **argv) {
   options.precision = precision;
   options.kvCacheInPlace = kvCacheInPlace;
   options.sampleOnDevice = sampleOnDevice;
+  options.weightBits = weightBits;
+  options.weightGroupSize = groupSize;
   options.source = sys::path::filename(modelPath).str();
   SmallString<256> weightsPath(outputPath);
   sys::path::replace_extension(weightsPath, ".weights");
