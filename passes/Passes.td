@@ -287,15 +287,19 @@ def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::func::FuncOp"> 
     read with `transpose_rhs`), with no epilogue yet, becomes a
     `kiln.matmul_nbits` of the same input: per output column, blocks of
     `group-size` along K, each block's range widened to hold 0 over the
-    `2^bits` codes (round to nearest), a scale in the weight's type and a
-    packed zero point a block. Other matmuls are left alone. Runs after
+    `2^bits` codes (round to nearest), a scale in the weight's type (or
+    the narrow type `precision` will store an fp32 model in; rounded up) and
+    a packed zero point a block. Other matmuls are left alone. Runs after
     `--kiln-absorb-matmul-transposes` and before `--kiln-absorb-epilogues`
     and `--kiln-lower-precision` (it reads the weights as the model has them).
   }];
   let options = [
     Option<"bits", "bits", "int64_t", /*default=*/"4", "4 or 8">,
     Option<"groupSize", "group-size", "int64_t", /*default=*/"128",
-           "weights a scale covers along K: a power of 2 of at least 16">,
+           "weights a scale covers along K: a power of 2 from 16 to 65536">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "the precision mode to come (kiln-lower-precision's): with fp16 or bf16, an "
+           "fp32 model's scales are stored narrow already">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -38,6 +38,7 @@ void buildKernelPipeline(OpPassManager &pm, const KernelPipelineOptions &options
     QuantizeWeightsPassOptions quantize;
     quantize.bits = options.weightBits;
     quantize.groupSize = options.weightGroupSize;
+    quantize.precision = options.precision;
     func.addPass(createQuantizeWeightsPass(quantize));
   }
   func.addPass(createAbsorbEpiloguesPass());

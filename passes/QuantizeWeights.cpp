@@ -35,6 +35,9 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// The largest --group-size: a block's codes are bytes of one weight column.
+constexpr int64_t kMaxGroupSize = 1 << 16;
+
 /// The weight's values as floats, row-major: f64/f32 through readFloats,
 /// f16/bf16 from their bytes.
 std::optional<std::vector<float>> weightValues(Value v) {
@@ -69,10 +72,10 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
       getOperation().emitError() << "kiln-quantize-weights: bits must be 4 or 8, not " << bits.getValue();
       return signalPassFailure();
     }
-    if (groupSize < 16 || !llvm::isPowerOf2_64(groupSize)) {
+    if (groupSize < 16 || groupSize > kMaxGroupSize || !llvm::isPowerOf2_64(groupSize)) {
       getOperation().emitError()
-          << "kiln-quantize-weights: group-size must be a power of 2 of at least 16, not "
-          << groupSize.getValue();
+          << "kiln-quantize-weights: group-size must be a power of 2 from 16 to "
+          << kMaxGroupSize << ", not " << groupSize.getValue();
       return signalPassFailure();
     }
     // Siblings (one input, one weight type) become one kernel over their
@@ -91,7 +94,6 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
 
   struct Member {
     MatmulOp op;
-    std::vector<float> values;
     int64_t k = 0, n = 0;
     bool stored = false; ///< [N, K] rather than [K, N]
   };
@@ -113,10 +115,11 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
     if (lhs.isDynamicDim(lhs.getRank() - 1) || lhs.getDimSize(lhs.getRank() - 1) != c.k ||
         c.k == 0 || c.n == 0)
       return std::nullopt;
-    std::optional<std::vector<float>> w = weightValues(m.getRhs());
-    if (!w)
+    // Readable (its values are read one group at a time, when quantized:
+    // a model's weights are not all held twice in f32 at once).
+    std::vector<char> storage;
+    if (!constantBytes(m.getRhs(), storage) && !readFloats(m.getRhs()))
       return std::nullopt;
-    c.values = std::move(*w);
     return c;
   }
 
@@ -124,23 +127,43 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
     MatmulOp first = group.front().op;
     auto lhs = cast<RankedTensorType>(first.getLhs().getType());
     Type element = cast<RankedTensorType>(first.getRhs().getType()).getElementType();
+    // The scales' type: the weight's, or the narrow type the precision mode
+    // will store an f32 model in (chosen here, so that the codes are chosen
+    // for the scales the kernel reads, not rounded again after).
+    Type scaleType = element;
+    if (element.isF32() && precision == "bf16")
+      scaleType = BFloat16Type::get(first.getContext());
+    else if (element.isF32() && precision == "fp16")
+      scaleType = Float16Type::get(first.getContext());
     const int64_t k = group.front().k;
-    // Column `col` of the group: its member and its column there.
-    std::vector<std::pair<const Member *, int64_t>> columns;
-    for (const Member &m : group)
-      for (int64_t c = 0; c < m.n; ++c)
-        columns.push_back({&m, c});
+    // Column `col` of the group: its member's values and its column there.
+    std::vector<std::vector<float>> values;
+    for (const Member &m : group) {
+      MatmulOp op = m.op;
+      std::optional<std::vector<float>> w = weightValues(op.getRhs());
+      if (!w)
+        return;
+      values.push_back(std::move(*w));
+    }
+    std::vector<std::pair<size_t, int64_t>> columns;
+    for (size_t i = 0; i < group.size(); ++i)
+      for (int64_t c = 0; c < group[i].n; ++c)
+        columns.push_back({i, c});
     const int64_t n = static_cast<int64_t>(columns.size());
-    const int64_t group_ = groupSize, blocks = (k + group_ - 1) / group_;
+    // A group longer than K is one block of K's next power of 2: the same
+    // numbers, without the padding.
+    const int64_t group_ = std::min<int64_t>(groupSize, llvm::PowerOf2Ceil(std::max<int64_t>(k, 16)));
+    const int64_t blocks = (k + group_ - 1) / group_;
     const int64_t blob = group_ * bits / 8, top = (1 << bits) - 1;
     const int64_t zpBytes = (blocks * bits + 7) / 8;
     std::vector<uint8_t> packed(static_cast<size_t>(n * blocks * blob), 0);
     std::vector<uint8_t> zeros(static_cast<size_t>(n * zpBytes), 0);
     std::vector<double> scales(static_cast<size_t>(n * blocks));
     for (int64_t col = 0; col < n; ++col) {
-      const Member &m = *columns[col].first;
+      const Member &m = group[columns[col].first];
+      const std::vector<float> &v = values[columns[col].first];
       const int64_t c = columns[col].second;
-      auto at = [&](int64_t kk) { return m.values[m.stored ? c * k + kk : kk * m.n + c]; };
+      auto at = [&](int64_t kk) { return v[m.stored ? c * k + kk : kk * m.n + c]; };
       for (int64_t j = 0; j < blocks; ++j) {
         int64_t begin = j * group_, end = std::min(k, begin + group_);
         float lo = 0.0f, hi = 0.0f;
@@ -150,11 +173,12 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
         }
         // A block of zeros has scale 1 and codes at its zero point.
         double scale = hi > lo ? (static_cast<double>(hi) - lo) / top : 1.0;
-        // The scale as the kernel reads it (the weight's type).
-        if (!element.isF32() && !element.isF64()) {
+        // The scale as the kernel reads it (the weight's type), rounded up
+        // so that the block's extremes stay within the codes.
+        if (!scaleType.isF32() && !scaleType.isF64()) {
           APFloat f(scale);
           bool lost;
-          f.convert(cast<FloatType>(element).getFloatSemantics(), APFloat::rmNearestTiesToEven,
+          f.convert(cast<FloatType>(scaleType).getFloatSemantics(), APFloat::rmTowardPositive,
                     &lost);
           scale = f.convertToDouble();
           if (scale == 0)
@@ -183,7 +207,7 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
                                    });
     };
     Value weights = bytes({n, blocks, blob}, packed);
-    Value scale = makeConstant(b, loc, RankedTensorType::get({n, blocks}, element), scales);
+    Value scale = makeConstant(b, loc, RankedTensorType::get({n, blocks}, scaleType), scales);
     Value zero = bytes({n, zpBytes}, zeros);
     // A 1-D input: one row, [K] -> [1, K] and back.
     Value x = first.getLhs();

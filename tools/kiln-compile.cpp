@@ -156,8 +156,8 @@ static cl::opt<std::string> weightsMode(
     cl::init("float"), cl::value_desc("mode"), cl::cat(category));
 static cl::opt<int64_t> groupSize(
     "group-size",
-    cl::desc("Weights a scale covers along K with --weights int4|int8: a power of 2 of at "
-             "least 16 (default 128)"),
+    cl::desc("Weights a scale covers along K with --weights int4|int8: a power of 2 from 16 "
+             "to 65536 (default 128)"),
     cl::init(128), cl::value_desc("n"), cl::cat(category));
 static cl::list<std::string> dynamicRanges(
     "dynamic",
@@ -313,9 +313,9 @@ int main(int argc, char **argv) {
   int64_t weightBits = weightsMode == "int4" ? 4 : weightsMode == "int8" ? 8 : 0;
   if (!weightBits && weightsMode != "float")
     return fail("--weights '" + weightsMode + "' is not one of float, int8, int4");
-  if (groupSize < 16 || (groupSize & (groupSize - 1)) != 0)
+  if (groupSize < 16 || groupSize > 65536 || (groupSize & (groupSize - 1)) != 0)
     return fail("--group-size " + std::to_string(groupSize) +
-                " is not a power of 2 of at least 16");
+                " is not a power of 2 from 16 to 65536");
 
   kiln::ArtifactOptions options;
   options.cubinArchs.clear();

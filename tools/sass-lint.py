@@ -230,19 +230,17 @@ def instructions_per_element(info, code):
     may unroll; the vector loop), divided by the elements its stores write a
     trip. One trip of an inner loop (a pool's window, a resize's taps)
     counts once, so this is a lower bound there. A kernel that streams its
-    largest input (stream_bytes_a_trip: matmul_nbits' packed weights): its
-    shortest innermost loop that loads that many bytes at once, divided by
-    them (a step's elements are that input's bytes then; the shortest loop
-    is the one-row pass, so a lower bound for more rows). None for other
+    largest input (stream_bytes_a_trip: matmul_nbits' packed weights, the
+    bytes a trip of its loop reads): its shortest innermost loop that loads
+    from global memory, divided by them (a step's elements are that input's
+    bytes then; the shortest loop is the one-row pass, so a lower bound for
+    more rows). None for other
     schedules: a row kernel's warp and block paths, its shuffles' divergence
     fallbacks and its per-row work do not reduce to one count."""
     stream = info.get("stream_bytes_a_trip", 0)
     if stream:
-        width = {16: ".128", 8: ".64"}.get(stream)
         trips = [len(loop) for loop in innermost_loops(code)
-                 if any(op.startswith("LDG") and (width in op if width else
-                                                  ".128" not in op and ".64" not in op)
-                        for _, _, op, _ in loop)]
+                 if any(op.startswith("LDG") for _, _, op, _ in loop)]
         return min(trips) / stream if trips else None
     if info.get("schedule") != "pointwise" or not info.get("result_bytes"):
         return None

@@ -344,9 +344,9 @@ LogicalResult MatmulNBitsOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   int64_t bits = adaptor.getBits(), blockSize = adaptor.getBlockSize();
   if (bits != 2 && bits != 4 && bits != 8)
     return emitShapeError(location, name, "bits must be 2, 4 or 8, not " + Twine(bits));
-  if (blockSize < 16 || !llvm::isPowerOf2_64(blockSize))
+  if (blockSize < 16 || blockSize > (1 << 20) || !llvm::isPowerOf2_64(blockSize))
     return emitShapeError(location, name,
-                          "block_size must be a power of 2 of at least 16, not " + Twine(blockSize));
+                          "block_size must be a power of 2 from 16 to 2^20, not " + Twine(blockSize));
   SymShape x = getSymShape(adaptor.getInput().getType());
   std::optional<int64_t> k = x.empty() ? std::nullopt : getConstantDimValue(x.back());
   if (!k)

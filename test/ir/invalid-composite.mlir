@@ -413,7 +413,7 @@ func.func @nbits_bits(%x: tensor<2x80xf32>, %w: tensor<24x3x12xui8>, %s: tensor<
 // -----
 
 func.func @nbits_block(%x: tensor<2x80xf32>, %w: tensor<24x3x12xui8>, %s: tensor<24x3xf32>) {
-  // expected-error @+1 {{'kiln.matmul_nbits' op block_size must be a power of 2 of at least 16, not 24}}
+  // expected-error @+1 {{'kiln.matmul_nbits' op block_size must be a power of 2 from 16 to 2^20, not 24}}
   %r = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 24 : i64} : (tensor<2x80xf32>, tensor<24x3x12xui8>, tensor<24x3xf32>) -> tensor<2x24xf32>
   return
 }

@@ -4,6 +4,11 @@
 // bits first. test/run/quantize-weights.test runs the result.
 // RUN: kiln-opt %s --split-input-file --kiln-quantize-weights="bits=4 group-size=16" | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --kiln-quantize-weights="bits=8 group-size=16" | FileCheck %s --check-prefix=INT8
+// With the bf16 precision mode to come, an fp32 model's scales are bf16
+// already (the codes chosen for them): 0.1 rounded up.
+// RUN: kiln-opt %s --split-input-file --kiln-quantize-weights="bits=4 group-size=16 precision=bf16" | FileCheck %s --check-prefix=BF16
+// BF16-LABEL: func @packing
+// BF16: kiln.constant dense<1.000980e-01> : tensor<2x1xbf16>
 
 // Column 0 is 0.0, 0.1, .., 1.5: its block's range [0, 1.5] over 15 steps
 // is a scale of 0.1 and a zero point of 0, so its codes are 0..15, two a
@@ -89,4 +94,4 @@ func.func @half(%h: tensor<3x16xf16>) -> tensor<3x4xf16> {
 // RUN: not kiln-opt %s --split-input-file --kiln-quantize-weights="bits=3" 2>&1 | FileCheck %s --check-prefix=BITS
 // BITS: kiln-quantize-weights: bits must be 4 or 8, not 3
 // RUN: not kiln-opt %s --split-input-file --kiln-quantize-weights="group-size=24" 2>&1 | FileCheck %s --check-prefix=GROUP
-// GROUP: kiln-quantize-weights: group-size must be a power of 2 of at least 16, not 24
+// GROUP: kiln-quantize-weights: group-size must be a power of 2 from 16 to 65536, not 24

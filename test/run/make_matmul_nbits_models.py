@@ -19,6 +19,11 @@ Needs onnxruntime (scripts/install-onnxruntime-deps.sh).
     split_k       one MatMul [4096, 16], 4 bits, blocks of 128: few columns
                   and long ones, so that several warps share a column
     nbits2        2 bits (the quantizer's 2-bit path), blocks of 64
+    odd_k4, odd_k2
+                  K = 100, blocks of 16, 4 and 2 bits: chunks of 8 and 4
+                  bytes (a column's bytes are no multiple of 16), and the
+                  last chunk holds codes past K, whose input values the
+                  kernel must not read
 
 --gemv writes only PATH: one MatMul [2048, 2048] at 4 bits in blocks of 128
 with zero points, TinyLlama's hidden size (no data sets: its roofline is
@@ -97,6 +102,8 @@ def main():
                 save(out, name, quantized(mlp, bits, block, symmetric), [(1, 1), (2, 5), (3, 1)])
     save(out, "split_k", quantized(float_model([(4096, 16)]), 4, 128, False), [(1, 1), (1, 5)])
     save(out, "nbits2", quantized(float_model([(256, 48)]), 2, 64, False), [(1, 1), (2, 3)])
+    save(out, "odd_k4", quantized(float_model([(100, 24)]), 4, 16, False), [(1, 1), (2, 3)])
+    save(out, "odd_k2", quantized(float_model([(100, 24)]), 2, 16, True), [(1, 1), (2, 3)])
 
 
 if __name__ == "__main__":

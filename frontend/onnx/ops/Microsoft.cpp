@@ -183,8 +183,8 @@ LogicalResult convertMatMulNBits(NodeImporter &n) {
   if (*bits != 2 && *bits != 4 && *bits != 8)
     return n.unsupported("MatMulNBits of " + Twine(*bits) + " bits (2, 4 and 8 are)");
   int64_t K = *kAttr, N = *nAttr, bs = *blockSize;
-  if (K <= 0 || N <= 0 || bs < 16 || (bs & (bs - 1)) != 0)
-    return n.error("K and N must be positive and block_size a power of two of at least 16");
+  if (K <= 0 || N <= 0 || bs < 16 || bs > (1 << 20) || (bs & (bs - 1)) != 0)
+    return n.error("K and N must be positive and block_size a power of two from 16 to 2^20");
   int64_t blocks = (K + bs - 1) / bs, blob = bs * *bits / 8;
   auto bType = NodeImporter::typeOf(*b);
   if (!bType.getElementType().isUnsignedInteger(8) || bType.getRank() != 3 ||

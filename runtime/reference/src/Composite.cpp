@@ -17,7 +17,8 @@ absl::StatusOr<Tensor> matmulNBits(const Tensor &x, const Tensor &weights, const
   const int64_t n = weights.rank() == 3 ? weights.dim(0) : -1;
   const int64_t zpBytes = (blocks * bits + 7) / 8;
   bool packedZp = zeroPoints && zeroPoints->dtype() == DType::u8;
-  if ((bits != 2 && bits != 4 && bits != 8) || blocks < 0 || n < 0 || weights.dtype() != DType::u8 ||
+  if ((bits != 2 && bits != 4 && bits != 8) || blockSize < 16 || blockSize > (1 << 20) ||
+      blocks < 0 || n < 0 || weights.dtype() != DType::u8 ||
       weights.dim(1) != blocks || weights.dim(2) != blockSize * bits / 8 ||
       scales.shape() != Shape{n, blocks} ||
       (zeroPoints && zeroPoints->shape() != Shape{n, packedZp ? zpBytes : blocks}))
