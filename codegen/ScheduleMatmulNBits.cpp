@@ -350,8 +350,18 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
            " += kiln_part[slot * (lanes / shuffled) + j];");
       line("__syncthreads();");
       closeBlock();
+      std::string value = acc;
+      if (Value bias = root.getBias()) {
+        // A row vector, or a residual of the result's shape.
+        bool row = cast<RankedTensorType>(bias.getType()).getRank() == 1;
+        FailureOr<std::string> b =
+            flatRead(bias, row ? std::string("col") : "(m0 + " + std::to_string(r) + ") * N + col");
+        if (failed(b))
+          return failure();
+        value = "(" + acc + " + (float)" + *b + ")";
+      }
       line("if (active && lane == 0) out[(m0 + " + std::to_string(r) + ") * N + col] = " +
-           store(elementOf(root.getResult()), acc) + ";");
+           store(elementOf(root.getResult()), value) + ";");
     }
     closeBlock(); // rows
   }

@@ -101,7 +101,11 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runKernelOnlyOp(Operatio
                            a.getZeroMaskedRows()));
       })
       .Case([&](MatmulNBitsOp m) {
-        return one(ref::matmulNBits(*in[0], *in[1], *in[2], optional(3), m.getBits(),
+        // The operands in order: zero points and bias each when present.
+        size_t next = 3;
+        const ref::Tensor *zero = m.getZeroPoints() ? optional(next++) : nullptr;
+        const ref::Tensor *bias = m.getBias() ? optional(next++) : nullptr;
+        return one(ref::matmulNBits(*in[0], *in[1], *in[2], zero, bias, m.getBits(),
                                     m.getBlockSize()));
       })
       .Case([&](SampleTokensOp) -> Results {

@@ -196,6 +196,37 @@ bool absorbResidualRelu(ConvOp conv) {
   return true;
 }
 
+/// A kiln.matmul_nbits takes a following add of a vector over its last dim or
+/// a residual of its result's type, which its kernel adds before rounding
+/// (a decoder's `x + o_proj(h)`: no add kernel). Its only user must be the
+/// add.
+bool absorbNBitsBias(MatmulNBitsOp op) {
+  Value result = op.getResult();
+  auto type = cast<RankedTensorType>(result.getType());
+  if (op.getBias() || !result.hasOneUse())
+    return false;
+  auto add = dyn_cast<AddOp>(*result.getUsers().begin());
+  if (!add || add.getType() != type)
+    return false;
+  Value bias = add.getLhs() == result ? add.getRhs() : add.getLhs();
+  auto biasType = cast<RankedTensorType>(bias.getType());
+  bool vector = biasType.getRank() == 1 && getSymShape(biasType)[0] == getSymShape(type).back();
+  if ((!vector && biasType != type) || bias == result)
+    return false;
+  OpBuilder b(add);
+  auto fused = MatmulNBitsOp::create(b, op.getLoc(), op.getInput(), op.getWeights(),
+                                     op.getScales(), op.getZeroPoints(), bias, op.getBits(),
+                                     op.getBlockSize());
+  if (fused.getType() != type) {
+    fused.erase();
+    return false;
+  }
+  add.getResult().replaceAllUsesWith(fused.getResult());
+  add.erase();
+  op.erase();
+  return true;
+}
+
 /// The epilogues cuBLASLt and cuDNN fuse into the library op: a matmul takes
 /// `+ bias` (a vector over its last dim, or a residual of its result's type,
 /// on float types) and then a ReLU or a tanh-form GELU; a conv
@@ -204,10 +235,14 @@ bool absorbResidualRelu(ConvOp conv) {
 void absorbEpilogues(func::FuncOp func) {
   SmallVector<Operation *> ops;
   func.walk([&](Operation *op) {
-    if (isa<MatmulOp, ConvOp>(op) && op->getParentOp() == func)
+    if (isa<MatmulOp, ConvOp, MatmulNBitsOp>(op) && op->getParentOp() == func)
       ops.push_back(op);
   });
   for (Operation *op : ops) {
+    if (auto nbits = dyn_cast<MatmulNBitsOp>(op)) {
+      absorbNBitsBias(nbits);
+      continue;
+    }
     Value result = op->getResult(0);
     auto type = cast<RankedTensorType>(result.getType());
     if (!isa<FloatType>(type.getElementType()))

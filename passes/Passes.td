@@ -360,7 +360,9 @@ def AbsorbEpiloguesPass : Pass<"kiln-absorb-epilogues", "::mlir::func::FuncOp"> 
     then a following ReLU or tanh-form GELU as its `activation`; a conv
     takes a following ReLU, or, when it has a bias, a residual add of a tensor
     of its result's type followed by a ReLU (its `residual` operand: cuDNN's
-    fused conv-bias-activation). Only float types, only when the library op is the
+    fused conv-bias-activation). A `kiln.matmul_nbits` takes a following add
+    of a vector over its last dim or of a residual as its `bias` (its kernel
+    adds it). Only float types, only when the library op is the
     value's one user (the unfused value is not needed elsewhere). Runs before
     `--kiln-form-kernels`, which would otherwise give those ops kernels of their
     own.

@@ -213,7 +213,8 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
     Value x = first.getLhs();
     if (lhs.getRank() == 1)
       x = ReshapeOp::create(b, loc, x, i64Vector(b, loc, {1, k}));
-    Value y = MatmulNBitsOp::create(b, loc, x, weights, scale, zero, bits.getValue(), group_);
+    Value y = MatmulNBitsOp::create(b, loc, x, weights, scale, zero, /*bias=*/Value(),
+                                    bits.getValue(), group_);
     int64_t rank = cast<RankedTensorType>(y.getType()).getRank(), offset = 0;
     for (const Member &m : group) {
       MatmulOp op = m.op;

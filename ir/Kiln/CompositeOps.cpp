@@ -380,6 +380,14 @@ LogicalResult MatmulNBitsOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   }
   SymShape result = x;
   result.back() = getAffineConstantExpr(n, adaptor.getInput().getContext());
+  if (Value bias = adaptor.getBias()) {
+    if (failed(checkSameElement(location, name, adaptor.getInput(), bias, "bias")))
+      return failure();
+    SymShape b = getSymShape(bias.getType());
+    if (b != SymShape{result.back()} && b != result)
+      return emitShapeError(location, name,
+                            "bias must be [" + Twine(n) + "] or the result's shape");
+  }
   inferred.push_back(makeTensorType(result, tensorType(adaptor.getInput()).getElementType()));
   return success();
 }

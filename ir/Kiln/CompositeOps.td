@@ -218,6 +218,7 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
 }
 
 def Kiln_MatmulNBitsOp : Kiln_Op<"matmul_nbits", [
+    AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<Kiln_KernelFacts, ["rootSchedule", "fusesProducers", "runsNarrow"]>]> {
   let summary = "matrix product with weights of 2, 4 or 8 bits in blocks along K";
   let description = [{
@@ -229,19 +230,28 @@ def Kiln_MatmulNBitsOp : Kiln_Op<"matmul_nbits", [
     stands for `(q - z) * scales[n, j]`, where `z` is `2^(bits - 1)` without
     `zero_points`, the `bits`-wide field `j` of row `n` of packed bytes
     `[N, ceil(blocks * bits / 8)]` (ui8), or `zero_points[n, j]` when it
-    is float `[N, blocks]`. The products accumulate in fp32. It roots a
+    is float `[N, blocks]`. The products accumulate in fp32; the optional
+    `bias` (a vector `[N]`, or a residual of the result's shape; the
+    input's type) is added to them before the result is rounded to its
+    type (onnxruntime's bias input; `--kiln-absorb-epilogues` moves a
+    following add in). It roots a
     kernel of its own (codegen/ScheduleMatmulNBits.cpp) that reads the
     packed bytes and dequantizes in registers: at decode sizes (a few rows)
     the weights are read once, which is the point of quantizing them.
 
     ```mlir
     %y = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<?x?x2048xf32, #kiln.dims<[b, s, 2048]>>, tensor<512x64x16xui8>, tensor<512x64xf32>) -> tensor<?x?x512xf32, #kiln.dims<[b, s, 512]>>
+    %z = kiln.matmul_nbits %x, %w, %s, %zp bias(%r) {bits = 4 : i64, block_size = 32 : i64} : (...) -> ...
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, RankedTensorOf<[UI8]>:$weights,
                        Kiln_FloatTensor:$scales, Optional<Kiln_Tensor>:$zero_points,
-                       I64Attr:$bits, I64Attr:$block_size);
+                       Optional<Kiln_FloatTensor>:$bias, I64Attr:$bits, I64Attr:$block_size);
   let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weights `,` $scales (`,` $zero_points^)? (`bias` `(` $bias^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
 }
 
 #endif // KILN_COMPOSITE_OPS_TD

@@ -62,13 +62,15 @@ func.func @attention(%q: tensor<?x12x?x64xf32, #kiln.dims<[b, 12, s, 64]>>, %k: 
 }
 
 // CHECK-LABEL: func @matmul_nbits
-func.func @matmul_nbits(%x: tensor<?x?x80xf32, #kiln.dims<[b, s, 80]>>, %w: tensor<24x3x16xui8>, %s: tensor<24x3xf32>, %zp: tensor<24x2xui8>, %zf: tensor<24x3xf16>, %h: tensor<?x80xbf16, #kiln.dims<[r, 80]>>, %w8: tensor<24x1x128xui8>, %s8: tensor<24x1xbf16>) {
+func.func @matmul_nbits(%x: tensor<?x?x80xf32, #kiln.dims<[b, s, 80]>>, %w: tensor<24x3x16xui8>, %s: tensor<24x3xf32>, %zp: tensor<24x2xui8>, %zf: tensor<24x3xf16>, %h: tensor<?x80xbf16, #kiln.dims<[r, 80]>>, %w8: tensor<24x1x128xui8>, %s8: tensor<24x1xbf16>, %bias: tensor<24xf32>) {
   // CHECK: kiln.matmul_nbits %{{.*}}, %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 32 : i64} : {{.*}} -> tensor<?x?x24xf32, #kiln.dims<[b, s, 24]>>
   %a = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<?x?x80xf32, #kiln.dims<[b, s, 80]>>, tensor<24x3x16xui8>, tensor<24x3xf32>) -> tensor<?x?x24xf32, #kiln.dims<[b, s, 24]>>
   // CHECK: kiln.matmul_nbits %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 32 : i64} : {{.*}} -> tensor<?x?x24xf32, #kiln.dims<[b, s, 24]>>
   %b = kiln.matmul_nbits %x, %w, %s, %zp {bits = 4 : i64, block_size = 32 : i64} : (tensor<?x?x80xf32, #kiln.dims<[b, s, 80]>>, tensor<24x3x16xui8>, tensor<24x3xf32>, tensor<24x2xui8>) -> tensor<?x?x24xf32, #kiln.dims<[b, s, 24]>>
   // CHECK: kiln.matmul_nbits %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 32 : i64} : {{.*}} -> tensor<?x?x24xf32, #kiln.dims<[b, s, 24]>>
   %c = kiln.matmul_nbits %x, %w, %s, %zf {bits = 4 : i64, block_size = 32 : i64} : (tensor<?x?x80xf32, #kiln.dims<[b, s, 80]>>, tensor<24x3x16xui8>, tensor<24x3xf32>, tensor<24x3xf16>) -> tensor<?x?x24xf32, #kiln.dims<[b, s, 24]>>
+  // CHECK: kiln.matmul_nbits %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}}) {bits = 4 : i64, block_size = 32 : i64} : {{.*}} -> tensor<?x?x24xf32, #kiln.dims<[b, s, 24]>>
+  %e = kiln.matmul_nbits %x, %w, %s, %zp bias(%bias) {bits = 4 : i64, block_size = 32 : i64} : (tensor<?x?x80xf32, #kiln.dims<[b, s, 80]>>, tensor<24x3x16xui8>, tensor<24x3xf32>, tensor<24x2xui8>, tensor<24xf32>) -> tensor<?x?x24xf32, #kiln.dims<[b, s, 24]>>
   // A narrow input gives a narrow result; the scales keep their own type.
   // CHECK: kiln.matmul_nbits %{{.*}}, %{{.*}}, %{{.*}} {bits = 8 : i64, block_size = 128 : i64} : {{.*}} -> tensor<?x24xbf16, #kiln.dims<[r, 24]>>
   %d = kiln.matmul_nbits %h, %w8, %s8 {bits = 8 : i64, block_size = 128 : i64} : (tensor<?x80xbf16, #kiln.dims<[r, 80]>>, tensor<24x1x128xui8>, tensor<24x1xbf16>) -> tensor<?x24xbf16, #kiln.dims<[r, 24]>>

@@ -449,3 +449,11 @@ func.func @nbits_zero_points(%x: tensor<2x80xf32>, %w: tensor<24x3x16xui8>, %s: 
   %r = kiln.matmul_nbits %x, %w, %s, %z {bits = 4 : i64, block_size = 32 : i64} : (tensor<2x80xf32>, tensor<24x3x16xui8>, tensor<24x3xf32>, tensor<24x3xui8>) -> tensor<2x24xf32>
   return
 }
+
+// -----
+
+func.func @nbits_bias(%x: tensor<2x80xf32>, %w: tensor<24x3x16xui8>, %s: tensor<24x3xf32>, %b: tensor<2x1xf32>) {
+  // expected-error @+1 {{'kiln.matmul_nbits' op bias must be [24] or the result's shape}}
+  %r = kiln.matmul_nbits %x, %w, %s bias(%b) {bits = 4 : i64, block_size = 32 : i64} : (tensor<2x80xf32>, tensor<24x3x16xui8>, tensor<24x3xf32>, tensor<2x1xf32>) -> tensor<2x24xf32>
+  return
+}

@@ -208,3 +208,23 @@ func.func @not_gelu_tanh(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<4
   %r3 = kiln.mul %h3, %a3 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
   return %r, %r2, %m2, %r3 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
 }
+
+// -----
+
+// kiln.matmul_nbits takes a following add of a row vector or a residual as
+// its bias (its kernel adds it before rounding); an add of anything else
+// stays.
+// CHECK-LABEL: func @nbits_bias
+// CHECK: %[[A:.*]] = kiln.matmul_nbits %arg0, %arg1, %arg2 bias(%arg3) {bits = 4 : i64, block_size = 32 : i64}
+// CHECK: %[[B:.*]] = kiln.matmul_nbits %arg0, %arg1, %arg2 bias(%arg4) {bits = 4 : i64, block_size = 32 : i64}
+// CHECK: %[[C:.*]] = kiln.matmul_nbits %arg0, %arg1, %arg2 {bits = 4 : i64, block_size = 32 : i64}
+// CHECK: kiln.add %[[C]], %arg5
+func.func @nbits_bias(%x: tensor<3x64xf32>, %w: tensor<8x2x16xui8>, %s: tensor<8x2xf32>, %v: tensor<8xf32>, %r: tensor<3x8xf32>, %c: tensor<1x8xf32>) -> (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) {
+  %a = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<3x64xf32>, tensor<8x2x16xui8>, tensor<8x2xf32>) -> tensor<3x8xf32>
+  %av = kiln.add %a, %v : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %b = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<3x64xf32>, tensor<8x2x16xui8>, tensor<8x2xf32>) -> tensor<3x8xf32>
+  %br = kiln.add %r, %b : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %c0 = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<3x64xf32>, tensor<8x2x16xui8>, tensor<8x2xf32>) -> tensor<3x8xf32>
+  %cc = kiln.add %c0, %c : (tensor<3x8xf32>, tensor<1x8xf32>) -> tensor<3x8xf32>
+  return %av, %br, %cc : tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
+}

@@ -159,9 +159,8 @@ LogicalResult convertMicrosoftRotaryEmbedding(NodeImporter &n) {
 // blocks of `bits`-bit integers (low bits first within each byte) with a
 // scale and a zero point per block: W[n, k] = (q - zero) * scale, zero
 // 2^(bits - 1) when not given, then Y = A W^T + bias, in f32 for narrower A.
-// It is kiln.matmul_nbits, whose kernel reads the packed blocks; a bias is
-// an add after it (in f32 for a narrower A, so that Y is rounded once, as
-// onnxruntime rounds it). onnxruntime's CPU kernel at accuracy_level 4
+// It is kiln.matmul_nbits, whose kernel reads the packed blocks and adds
+// the bias before rounding Y once, as onnxruntime does. onnxruntime's CPU kernel at accuracy_level 4
 // rounds A to int8 per block first; kiln computes A exactly, as
 // onnxruntime's CUDA kernel does.
 LogicalResult convertMatMulNBits(NodeImporter &n) {
@@ -235,19 +234,21 @@ LogicalResult convertMatMulNBits(NodeImporter &n) {
     else
       zero = c.reshape(zp, {D(N), D(blocks)});
   }
-  Type wide = computeTypeOf(n, *a);
-  Value x = bias && wide != element ? c(castTo(n, *a, wide)) : *a;
-  SmallVector<Value> operands = {x, *b, c.reshape(*scales, {D(N), D(blocks)})};
+  Value scale = c.reshape(*scales, {D(N), D(blocks)});
+  Value biasRow = bias ? c.reshape(bias, {D(N)}) : Value();
+  SmallVector<Value> operands = {*a, *b, scale};
   if (zero)
     operands.push_back(zero);
+  if (biasRow)
+    operands.push_back(biasRow);
   Value y = c.ok ? c(n.create<MatmulNBitsOp>(
-                       operands, {n.named("bits", n.builder().getI64IntegerAttr(*bits)),
-                                  n.named("block_size", n.builder().getI64IntegerAttr(bs))}))
+                       operands,
+                       {n.named("bits", n.builder().getI64IntegerAttr(*bits)),
+                        n.named("block_size", n.builder().getI64IntegerAttr(bs)),
+                        n.named("operandSegmentSizes",
+                                n.builder().getDenseI32ArrayAttr(
+                                    {1, 1, 1, zero ? 1 : 0, biasRow ? 1 : 0}))}))
                  : Value();
-  if (bias) {
-    y = c.bin<AddOp>(y, c(castTo(n, bias, wide)));
-    y = c.ok ? c(castTo(n, y, element)) : Value();
-  }
   return c.done({y});
 }
 

@@ -11,7 +11,8 @@ namespace kiln::ref {
 using namespace detail;
 
 absl::StatusOr<Tensor> matmulNBits(const Tensor &x, const Tensor &weights, const Tensor &scales,
-                                   const Tensor *zeroPoints, int64_t bits, int64_t blockSize) {
+                                   const Tensor *zeroPoints, const Tensor *bias, int64_t bits,
+                                   int64_t blockSize) {
   const int64_t k = x.rank() == 0 ? -1 : x.dim(x.rank() - 1);
   const int64_t blocks = blockSize > 0 && k >= 0 ? (k + blockSize - 1) / blockSize : -1;
   const int64_t n = weights.rank() == 3 ? weights.dim(0) : -1;
@@ -28,6 +29,10 @@ absl::StatusOr<Tensor> matmulNBits(const Tensor &x, const Tensor &weights, const
         " do not fit ", bits, " bits in blocks of ", blockSize));
   Shape shape = x.shape();
   shape.back() = n;
+  const bool biasRow = bias && bias->shape() == Shape{n};
+  if (bias && !biasRow && bias->shape() != shape)
+    return absl::InvalidArgumentError(absl::StrCat("matmul_nbits: bias ", bias->describe(),
+                                                   " is neither [", n, "] nor the result's shape"));
   Tensor out;
   KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(x.dtype(), shape));
   const int64_t rows = k == 0 ? numElements(shape) / std::max<int64_t>(n, 1) : x.numel() / k;
@@ -53,6 +58,8 @@ absl::StatusOr<Tensor> matmulNBits(const Tensor &x, const Tensor &weights, const
       double acc = 0;
       for (int64_t kk = 0; kk < k; ++kk)
         acc += x.getF(r * k + kk) * w[kk];
+      if (bias)
+        acc += bias->getF(biasRow ? col : r * n + col);
       out.setF(r * n + col, acc);
     }
   }

@@ -139,9 +139,10 @@ absl::StatusOr<Tensor> matmul(const Tensor &a, const Tensor &b);
 /// kiln.matmul_nbits (CompositeOps.td says the rule): `x` [.., K] times the
 /// transpose of the weights that `weights` (ui8 [N, blocks, block_size * bits
 /// / 8]), `scales` [N, blocks] and `zeroPoints` (null, packed ui8 or float)
-/// stand for; [.., N] in x's type.
+/// stand for, plus `bias` ([N] or [.., N]) when given; [.., N] in x's type.
 absl::StatusOr<Tensor> matmulNBits(const Tensor &x, const Tensor &weights, const Tensor &scales,
-                                   const Tensor *zeroPoints, int64_t bits, int64_t blockSize);
+                                   const Tensor *zeroPoints, const Tensor *bias, int64_t bits,
+                                   int64_t blockSize);
 struct ConvParams {
   std::vector<int64_t> strides, dilations, pads, outputPadding;
   int64_t group = 1;
