@@ -206,7 +206,7 @@ bool absorbNBitsBias(MatmulNBitsOp op) {
   if (op.getBias() || !result.hasOneUse())
     return false;
   auto add = dyn_cast<AddOp>(*result.getUsers().begin());
-  if (!add || add.getType() != type)
+  if (!add || add.getType() != type || add->getBlock() != op->getBlock())
     return false;
   Value bias = add.getLhs() == result ? add.getRhs() : add.getLhs();
   auto biasType = cast<RankedTensorType>(bias.getType());

@@ -115,10 +115,9 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
     if (lhs.isDynamicDim(lhs.getRank() - 1) || lhs.getDimSize(lhs.getRank() - 1) != c.k ||
         c.k == 0 || c.n == 0)
       return std::nullopt;
-    // Readable (its values are read one group at a time, when quantized:
-    // a model's weights are not all held twice in f32 at once).
-    std::vector<char> storage;
-    if (!constantBytes(m.getRhs(), storage) && !readFloats(m.getRhs()))
+    // A type weightValues reads (the values are read one group at a time,
+    // when quantized: a model's weights are not all held twice in f32).
+    if (!element.isF64() && !element.isF32() && !element.isF16() && !element.isBF16())
       return std::nullopt;
     return c;
   }
@@ -127,15 +126,6 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
     MatmulOp first = group.front().op;
     auto lhs = cast<RankedTensorType>(first.getLhs().getType());
     Type element = cast<RankedTensorType>(first.getRhs().getType()).getElementType();
-    // The scales' type: the weight's, or the narrow type the precision mode
-    // will store an f32 model in (chosen here, so that the codes are chosen
-    // for the scales the kernel reads, not rounded again after).
-    Type scaleType = element;
-    if (element.isF32() && precision == "bf16")
-      scaleType = BFloat16Type::get(first.getContext());
-    else if (element.isF32() && precision == "fp16")
-      scaleType = Float16Type::get(first.getContext());
-    const int64_t k = group.front().k;
     // Column `col` of the group: its member's values and its column there.
     std::vector<std::vector<float>> values;
     for (const Member &m : group) {
@@ -145,6 +135,30 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
         return;
       values.push_back(std::move(*w));
     }
+    // The scales' type: the weight's, or the narrow type the precision mode
+    // will store an f32 model in (chosen here, so that the codes are chosen
+    // for the scales the kernel reads, not rounded again after).
+    Type scaleType = element;
+    if (element.isF32() && precision == "bf16")
+      scaleType = BFloat16Type::get(first.getContext());
+    else if (element.isF32() && precision == "fp16")
+      scaleType = Float16Type::get(first.getContext());
+    // fp16 stops at 65504: a group whose widest block needs a larger scale
+    // keeps f32 scales (the kernel reads either).
+    if (scaleType.isF16() && !element.isF16()) {
+      double widest = 0;
+      for (const std::vector<float> &v : values) {
+        float lo = 0.0f, hi = 0.0f;
+        for (float w : v) {
+          lo = std::min(lo, w);
+          hi = std::max(hi, w);
+        }
+        widest = std::max(widest, static_cast<double>(hi) - lo);
+      }
+      if (widest / ((1 << bits) - 1) > 65504.0 / 2)
+        scaleType = element;
+    }
+    const int64_t k = group.front().k;
     std::vector<std::pair<size_t, int64_t>> columns;
     for (size_t i = 0; i < group.size(); ++i)
       for (int64_t c = 0; c < group[i].n; ++c)

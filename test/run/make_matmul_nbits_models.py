@@ -16,8 +16,10 @@ Needs onnxruntime (scripts/install-onnxruntime-deps.sh).
                   2^(bits-1)) or asymmetric (packed uint8 zero points); data
                   sets of 1 row (a decode step), 10 rows (two passes of four
                   rows and two of one) and 3 rows
-    split_k       one MatMul [4096, 16], 4 bits, blocks of 128: few columns
+    split_k       one MatMul [16384, 16], 4 bits, blocks of 128: few columns
                   and long ones, so that several warps share a column
+    odd_trip      one MatMul [4010, 16], 4 bits, blocks of 128: four chunks a
+                  trip, the last trip holding chunks and codes past K
     nbits2        2 bits (the quantizer's 2-bit path), blocks of 64
     odd_k4, odd_k2
                   K = 100, blocks of 16, 4 and 2 bits: chunks of 8 and 4
@@ -100,7 +102,8 @@ def main():
             for symmetric in (True, False):
                 name = f"mlp_b{bits}_g{block}_{'sym' if symmetric else 'asym'}"
                 save(out, name, quantized(mlp, bits, block, symmetric), [(1, 1), (2, 5), (3, 1)])
-    save(out, "split_k", quantized(float_model([(4096, 16)]), 4, 128, False), [(1, 1), (1, 5)])
+    save(out, "split_k", quantized(float_model([(16384, 16)]), 4, 128, False), [(1, 1), (1, 5)])
+    save(out, "odd_trip", quantized(float_model([(4010, 16)]), 4, 128, False), [(1, 1), (2, 3)])
     save(out, "nbits2", quantized(float_model([(256, 48)]), 2, 64, False), [(1, 1), (2, 3)])
     save(out, "odd_k4", quantized(float_model([(100, 24)]), 4, 16, False), [(1, 1), (2, 3)])
     save(out, "odd_k2", quantized(float_model([(100, 24)]), 2, 16, True), [(1, 1), (2, 3)])
