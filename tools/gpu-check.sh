@@ -105,6 +105,20 @@ prepare() {
     --cache-dir "$build/kernel-cache"
   rm "$bundle/models/bert.onnx"
 
+  echo "== int4 weights (kiln.matmul_nbits): a 4096 x 4096 bf16 weight at --weights int4, blocks of 128,"
+  echo "   one row (a decode step's GEMV) and 16 rows, with its roofline"
+  python3 -c "import numpy as np, onnx, sys; from onnx import helper, numpy_helper, TensorProto as T; w = (np.random.default_rng(9).standard_normal((4096, 4096)) * 0.02).astype(np.float32); g = helper.make_graph([helper.make_node('MatMul', ['x', 'w'], ['y'])], 'gemv', [helper.make_tensor_value_info('x', T.FLOAT, ['m', 4096])], [helper.make_tensor_value_info('y', T.FLOAT, ['m', 4096])], [numpy_helper.from_array(w, 'w')]); onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 21)]), sys.argv[1])" \
+    "$bundle/models/gemv.onnx"
+  # One artifact for both row counts (9 MB of the carry); the roofline of each from a compile bound to it.
+  "$build/bin/kiln-compile" "$bundle/models/gemv.onnx" -o "$bundle/models/gemv.kiln" --arch "sm_$sm" \
+    --no-host --weights int4 --precision bf16 --cache-dir "$build/kernel-cache"
+  for rows in 1 16; do
+    "$build/bin/kiln-compile" "$bundle/models/gemv.onnx" -o "$bundle/models/gemv-bound.kiln" --arch none \
+      --no-host --weights int4 --precision bf16 --bind "m=$rows" --report "$bundle/models/gemv-$rows.json" \
+      --cache-dir "$build/kernel-cache"
+  done
+  rm "$bundle/models/gemv.onnx" "$bundle/models/gemv-bound.kiln"
+
   echo "== a bf16 Llama-family decode step (bench/make_llama_decoder.py, tiny config), with float64 reference outputs"
   python3 "$root/bench/make_llama_decoder.py" "$bundle/models/decoder.onnx" --config tiny \
     --step-inputs "$bundle/models/decoder-in" --batch 2 --past 37
@@ -277,6 +291,18 @@ PY
   python3 -c "import json, sys; [print(f\"{s['name']:40} {s.get('bound', ''):8} predicted {s.get('predicted_us') or 0:9.2f} us\") for s in json.load(open(sys.argv[1]))['roofline']['steps'] if s['kind'] != 'shape']" \
     "$bundle/models/bert.json" >> "$out/bert-profile.txt" 2>&1 || true
   cat "$out/bert-profile.txt"
+
+  echo "== the int4 GEMV (kiln.matmul_nbits, 4096 x 4096, blocks of 128): measured time against reading"
+  echo "   its 8.4 MB of packed weights once at the device's bandwidth, beside the roofline's prediction"
+  for rows in 1 16; do
+    python3 -c "import numpy as np, sys; np.save(sys.argv[1], np.random.default_rng(4).standard_normal((int(sys.argv[2]), 4096)).astype(np.float32))" \
+      "$bundle/models/gemv-x-$rows.npy" "$rows"
+    "$bundle/bin/kiln-run" "$bundle/models/gemv.kiln" --input "x=$bundle/models/gemv-x-$rows.npy" \
+      --bench 200 --warmup 20 --profile > "$out/gemv-$rows.txt" 2>&1 || true
+    python3 -c "import json, sys; [print(f\"{s['name']:40} {s.get('bound', ''):8} predicted {s.get('predicted_us') or 0:9.2f} us, {s.get('bytes') or 0} bytes\") for s in json.load(open(sys.argv[1]))['roofline']['steps'] if s['kind'] != 'shape']" \
+      "$bundle/models/gemv-$rows.json" >> "$out/gemv-$rows.txt" 2>&1 || true
+    echo "-- $rows row(s)" && cat "$out/gemv-$rows.txt"
+  done
 
   echo "== the bf16 decode step on the device (rms_norm row kernels, attention through repeat_kv, residuals"
   echo "   as cuBLASLt's C): logits and presents within one bf16 ulp of the float64 reference, and its latency"
