@@ -72,7 +72,7 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   // Codes a scale covers inside one chunk.
   const int64_t codesAScale = std::min(blockSize, codesAChunk);
   // Columns a block: a warp each, unless that leaves the device short of
-  // blocks and a column has the chunks to give more lanes work.
+  // blocks and a column has the trips to give more lanes work.
   int64_t columns = kBlockThreads / 32;
   while (columns > 1 && (n + columns - 1) / columns < kEnoughBlocks &&
          trips >= 2 * (kBlockThreads / (columns / 2)))
