@@ -13,6 +13,7 @@
 #define KILN_CODEGEN_ARTIFACT_H
 
 #include "codegen/HostEmulation.h"
+#include "passes/KernelPipelineOptions.h"
 #include "kiln/nvrtc/Nvrtc.h"
 
 #include "mlir/Support/LogicalResult.h"
@@ -55,21 +56,9 @@ struct ArtifactOptions {
   /// -DKILN_SYM_<name>=<value> into a variant the runtime picks by the bound
   /// symbols.
   std::vector<std::vector<std::pair<std::string, int64_t>>> variants;
-  /// kiln-lower-precision's mode (kiln-compile --precision): fp32, tf32, fp16
-  /// or bf16, for compileToArtifact's kernel pipeline (buildArtifact reads the
-  /// mode the pass recorded on the function).
-  std::string precision = "fp32";
-  /// Run kiln-kv-cache-in-place in the kernel pipeline (kiln-compile
-  /// --kv-cache-in-place): a decoder's past/present pairs become caches the
-  /// model updates in place.
-  bool kvCacheInPlace = false;
-  /// Run kiln-append-sampler in the kernel pipeline (kiln-compile
-  /// --sample-on-device): the model also returns `next_tokens`.
-  bool sampleOnDevice = false;
-  /// kiln-quantize-weights (kiln-compile --weights int4|int8, --group-size):
-  /// 4 or 8 bits, 0 to keep the weights as they are.
-  int64_t weightBits = 0;
-  int64_t weightGroupSize = 128;
+  /// The optional passes of compileToArtifact's kernel pipeline (the
+  /// precision mode, the cache in place, the sampler, weight quantization).
+  KernelPipelineOptions pipeline;
   /// Recorded in the artifact: the model's file name.
   std::string source;
   /// When set, the weights go to CompiledArtifact::weights instead of the

@@ -28,13 +28,7 @@ compileToArtifact(mlir::ModuleOp module, const ArtifactOptions &options,
   };
   Clock::time_point start = Clock::now();
   mlir::PassManager pm(module.getContext());
-  KernelPipelineOptions kernel;
-  kernel.precision = options.precision;
-  kernel.kvCacheInPlace = options.kvCacheInPlace;
-  kernel.sampleOnDevice = options.sampleOnDevice;
-  kernel.weightBits = options.weightBits;
-  kernel.weightGroupSize = options.weightGroupSize;
-  buildKernelPipeline(pm, kernel);
+  buildKernelPipeline(pm, options.pipeline);
   if (failed(pm.run(module)))
     return mlir::failure();
   double fusionMs = ms(start);

@@ -3,6 +3,8 @@
 #ifndef KILN_PASSES_PASSES_H
 #define KILN_PASSES_PASSES_H
 
+#include "passes/KernelPipelineOptions.h"
+
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -91,20 +93,6 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
       *this, "weight-group-size",
       llvm::cl::desc("Weights a scale covers along K (kiln-quantize-weights)"),
       llvm::cl::init(128)};
-};
-
-/// What the kernel pipeline runs besides its fixed passes.
-struct KernelPipelineOptions {
-  /// kiln-lower-precision's mode: fp32, tf32, fp16 or bf16.
-  std::string precision = "fp32";
-  /// kiln-kv-cache-in-place (kiln-compile --kv-cache-in-place).
-  bool kvCacheInPlace = false;
-  /// kiln-append-sampler (kiln-compile --sample-on-device).
-  bool sampleOnDevice = false;
-  /// kiln-quantize-weights' bits (kiln-compile --weights int4|int8); 0: off.
-  int64_t weightBits = 0;
-  /// kiln-quantize-weights' group size (kiln-compile --group-size).
-  int64_t weightGroupSize = 128;
 };
 
 /// From the graph to kernels: guard the shape functions' assumptions, absorb library epilogues, split long reductions,

@@ -334,11 +334,11 @@ int main(int argc, char **argv) {
       return fail("--dump-cubins " + dumpCubins + ": " + ec.message());
     options.cubinDumpDir = dumpCubins;
   }
-  options.precision = precision;
-  options.kvCacheInPlace = kvCacheInPlace;
-  options.sampleOnDevice = sampleOnDevice;
-  options.weightBits = weightBits;
-  options.weightGroupSize = groupSize;
+  options.pipeline.precision = precision;
+  options.pipeline.kvCacheInPlace = kvCacheInPlace;
+  options.pipeline.sampleOnDevice = sampleOnDevice;
+  options.pipeline.weightBits = weightBits;
+  options.pipeline.weightGroupSize = groupSize;
   options.source = sys::path::filename(modelPath).str();
   SmallString<256> weightsPath(outputPath);
   sys::path::replace_extension(weightsPath, ".weights");
