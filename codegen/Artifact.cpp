@@ -12,6 +12,7 @@
 
 #include "kiln/artifact/Plan.h"
 #include "kiln/version.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -96,6 +97,17 @@ FailureOr<CompiledArtifact> ArtifactWriter::build() {
   result.report["graph_breaks"] = std::move(graphBreaks);
   result.report["size_reads"] = std::move(sizeReads);
   result.report["guards"] = std::move(guardReport);
+  // Q/DQ matmuls that stay float (kiln-integer-matmuls says why).
+  llvm::json::Array floatQuantized;
+  if (auto kept = func->getAttrOfType<ArrayAttr>(kFloatQuantizedMatmulsAttr))
+    for (auto entry : kept.getAsRange<DictionaryAttr>()) {
+      auto text = [&](StringRef key) {
+        auto s = entry.getAs<StringAttr>(key);
+        return s ? s.getValue().str() : std::string();
+      };
+      floatQuantized.push_back(llvm::json::Object{{"node", text("node")}, {"why", text("why")}});
+    }
+  result.report["float_quantized_matmuls"] = std::move(floatQuantized);
   // Symbols requests may be batched along (kiln-mark-independent-rows).
   llvm::json::Array independentRows;
   if (auto names = func->getAttrOfType<ArrayAttr>("kiln.independent_rows"))

@@ -48,6 +48,10 @@ struct AbsorbMatmulTransposesPass
   void runOnOperation() override {
     SmallVector<TransposeOp> maybeDead;
     getOperation().walk([&](MatmulOp m) {
+      // cuBLASLt's int8 matmul takes one layout, which
+      // --kiln-integer-matmuls wrote.
+      if (m.isInt8Product())
+        return;
       if (Value x = swappedLastTwo(m.getLhs())) {
         maybeDead.push_back(m.getLhs().getDefiningOp<TransposeOp>());
         m.getLhsMutable().assign(x);

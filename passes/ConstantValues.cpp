@@ -79,13 +79,17 @@ std::optional<double> scalarConstant(Value v) {
 }
 
 std::optional<ArrayRef<char>> constantBytes(Value v, std::vector<char> &storage) {
-  // Any float type of whole bytes: the bytes are moved, never converted.
+  // Any float or integer type of whole bytes: the bytes are moved, never
+  // converted.
   auto c = v.getDefiningOp<ConstantOp>();
   auto type = c ? dyn_cast<RankedTensorType>(c.getType()) : RankedTensorType();
-  auto floatType = type ? dyn_cast<FloatType>(type.getElementType()) : FloatType();
-  if (!type || !type.hasStaticShape() || !floatType || floatType.getWidth() % 8 != 0)
+  Type elementType = type ? type.getElementType() : Type();
+  unsigned width = elementType && (isa<FloatType, IntegerType>(elementType))
+                       ? elementType.getIntOrFloatBitWidth()
+                       : 0;
+  if (!type || !type.hasStaticShape() || width == 0 || width % 8 != 0)
     return std::nullopt;
-  size_t element = floatType.getWidth() / 8;
+  size_t element = width / 8;
   size_t bytes = static_cast<size_t>(type.getNumElements()) * element;
   if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue())) {
     ArrayRef<char> raw = dense.getRawData();

@@ -26,8 +26,8 @@ std::optional<std::vector<double>> readFloats(mlir::Value v);
 /// float type: an fp16 model's scale is an fp16 constant), else none.
 std::optional<double> scalarConstant(mlir::Value v);
 
-/// The bytes of `v` when it is a float kiln.constant of whole-byte elements
-/// (f64, f32, f16, bf16, fp8) with a static shape, in row-major order: a view of the constant's own storage (dense data
+/// The bytes of `v` when it is a kiln.constant of whole-byte elements (f64,
+/// f32, f16, bf16, fp8, and integers of 8 to 64 bits) with a static shape, in row-major order: a view of the constant's own storage (dense data
 /// or a resource blob), or a copy in `storage` for a splat. Nothing is
 /// converted: weight rewrites that only move elements copy bytes.
 std::optional<llvm::ArrayRef<char>> constantBytes(mlir::Value v, std::vector<char> &storage);

@@ -279,6 +279,26 @@ def AbsorbMatmulTransposesPass : Pass<"kiln-absorb-matmul-transposes", "::mlir::
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def IntegerMatmulsPass : Pass<"kiln-integer-matmuls", "::mlir::func::FuncOp"> {
+  let summary = "Turns matmuls of dequantized 8-bit tensors into int8 products into int32";
+  let description = [{
+    A `kiln.matmul` of `(a - za) * sa` and `(b - zb) * sb` (DequantizeLinear
+    and QLinearMatMul as the importer writes them: `a`, `b` of 8-bit
+    integers, `sa`, `za` one value, `sb`, `zb` one value or one a column; or
+    MatMulInteger's `a - za` and `b - zb` in i32, with no scale) becomes `kiln.matmul` of the
+    int8 operands into i32 (cuBLASLt's int8 tensor cores, in its only layout:
+    the right operand stored `[.., N, K]`, `transpose_rhs`), the zero points'
+    terms (`- zb * rowsum(a) - za * colsum(b - zb)`, a constant for a
+    constant `b`) added in i32, then one multiply by `sa * sb` into the
+    matmul's float type. uint8 operands are stored minus 128 as int8. Other
+    matmuls, and those whose K or N is not a known multiple of 4 (cuBLASLt's
+    rule) or whose sums could overflow int32, are left alone. Runs before
+    canonicalization, which would fold a constant weight's dequantization
+    into a float constant.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def QuantizeWeightsPass : Pass<"kiln-quantize-weights", "::mlir::func::FuncOp"> {
   let summary = "Quantizes constant matmul weights to 4 or 8 bits in blocks (kiln.matmul_nbits)";
   let description = [{

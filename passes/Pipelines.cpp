@@ -14,6 +14,9 @@ namespace kiln {
 void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) {
   InferShapesPassOptions inferOptions;
   inferOptions.bindArgSymbols = options.bindArgSymbols;
+  // First: shape inference and canonicalization fold a quantized weight's
+  // dequantization into a float constant.
+  pm.addNestedPass<func::FuncOp>(createIntegerMatmulsPass());
   pm.addNestedPass<func::FuncOp>(createInferShapesPass(inferOptions));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -485,6 +485,14 @@ int main(int argc, char **argv) {
                  << "): " << o.getString("why").value_or("") << "; "
                  << o.getString("cost").value_or("") << "\n";
         }
+      // Q/DQ matmuls that stay float arithmetic, not int8 library calls.
+      if (const llvm::json::Array *kept = artifact->report.getArray("float_quantized_matmuls"))
+        for (const llvm::json::Value &k : *kept) {
+          std::string node = k.getAsObject()->getString("node").value_or("").str();
+          outs() << modelPath << (node.empty() ? "" : ": at '" + node + "'")
+                 << ": quantized matmul not an int8 call: "
+                 << k.getAsObject()->getString("why").value_or("") << "\n";
+        }
       // Guards: what every call checks beyond the inputs' own dims.
       const llvm::json::Array *guards = artifact->report.getArray("guards");
       if (guards)

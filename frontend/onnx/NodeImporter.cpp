@@ -273,7 +273,7 @@ FailureOr<Value> NodeImporter::createOp(StringRef name, ValueRange operands,
     constants.push_back(attr);
   }
   SmallVector<OpFoldResult> folded;
-  if (!isa<ConstantOp, SymbolicConstantOp>(op) && succeeded(op->fold(constants, folded)) &&
+  if (folding && !isa<ConstantOp, SymbolicConstantOp>(op) && succeeded(op->fold(constants, folded)) &&
       folded.size() == 1) {
     Value replacement;
     if (auto v = dyn_cast<Value>(folded.front()))

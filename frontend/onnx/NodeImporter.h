@@ -124,6 +124,10 @@ public:
   }
   mlir::FailureOr<mlir::Value> createOp(llvm::StringRef name, mlir::ValueRange operands,
                                         llvm::ArrayRef<mlir::NamedAttribute> attrs);
+  /// Whether createOp folds; off while DequantizeLinear of a constant is
+  /// built, which --kiln-integer-matmuls reads before canonicalization
+  /// would fold it into a float constant.
+  void setFolding(bool on) { folding = on; }
   /// The same for an op with `numResults` results (not folded).
   mlir::FailureOr<llvm::SmallVector<mlir::Value>>
   createMultiResultOp(llvm::StringRef name, mlir::ValueRange operands,
@@ -150,6 +154,7 @@ private:
 
   mlir::OpBuilder &b;
   mlir::OperationFolder &folder;
+  bool folding = true;
   const onnx::NodeProto &node;
   int64_t opsetVersion;
   mlir::Location location;

@@ -116,6 +116,11 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     out.push_back(a[a.size() - 2]);
   if (!rhsVector)
     out.push_back(b.back());
+  Type element = productElementType(lhs.getElementType());
+  if (element != lhs.getElementType() &&
+      (adaptor.getBias() || (adaptor.getActivationAttr() &&
+                             adaptor.getActivationAttr().getValue() != Activation::none)))
+    return emitShapeError(location, name, "an 8-bit integer product takes no bias or activation");
   if (Value bias = adaptor.getBias()) {
     if (failed(checkSameElement(location, name, adaptor.getLhs(), bias, "bias")))
       return failure();
@@ -139,8 +144,19 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
       }
     }
   }
-  inferred.push_back(makeTensorType(out, lhs.getElementType()));
+  inferred.push_back(makeTensorType(out, element));
   return success();
+}
+
+Type MatmulOp::productElementType(Type operand) {
+  auto integer = dyn_cast<IntegerType>(operand);
+  if (integer && integer.getWidth() == 8)
+    return IntegerType::get(operand.getContext(), 32);
+  return operand;
+}
+
+bool MatmulOp::isInt8Product() {
+  return getLhs().getType().getElementType() != getType().getElementType();
 }
 
 //===----------------------------------------------------------------------===//
@@ -470,9 +486,11 @@ bool PoolOp::runsInCudnn() {
 bool PoolOp::isInlinable() { return !getChannelsLast() && !runsInCudnn(); }
 bool PoolOp::runsNarrow() { return true; }
 
-// cuBLASLt multiplies floats; an integer matmul (MatMulInteger) is a
-// generated dot product per element.
-bool MatmulOp::isInlinable() { return isa<IntegerType>(getType().getElementType()); }
+// cuBLASLt multiplies floats and 8-bit integers; a wider integer matmul
+// (MatMulInteger's, centered in i32) is a generated dot product per element.
+bool MatmulOp::isInlinable() {
+  return isa<IntegerType>(getType().getElementType()) && !isInt8Product();
+}
 // The library ops accumulate in fp32 inside.
 bool MatmulOp::runsNarrow() { return true; }
 bool ConvOp::runsNarrow() { return true; }

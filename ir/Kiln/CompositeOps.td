@@ -17,7 +17,11 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [
   let description = [{
     numpy `matmul`: the last two dims multiply, leading dims broadcast; a 1-D operand
     is promoted to a matrix and the promoted dim dropped from the result. Both
-    operands have one element type, which is the result's. The fusion pass may give
+    operands have one element type, which is the result's, except that 8-bit
+    integers multiply into `i32` (exact up to K = 2^17, as cuBLASLt's int8
+    tensor-core matmul and ONNX's MatMulInteger accumulate; made by
+    `--kiln-integer-matmuls` from dequantized operands). Such a product takes
+    no `bias` or `activation`. The fusion pass may give
     it an epilogue cuBLASLt applies: a `bias` of the result's last dim, added to
     every row, or of the result's whole shape (a residual: cuBLASLt's C, beta
     1), then an `activation`. `transpose_lhs` / `transpose_rhs` swap an
@@ -35,6 +39,14 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
   let results = (outs Kiln_Tensor:$result);
+  let extraClassDeclaration = [{
+    /// The result's element type for operands of `operand`: i32 for 8-bit
+    /// integers, the operand's own otherwise.
+    static ::mlir::Type productElementType(::mlir::Type operand);
+    /// Whether this is an 8-bit integer product into i32 (cuBLASLt's int8
+    /// tensor-core matmul; never inside a generated kernel).
+    bool isInt8Product();
+  }];
 }
 
 def Kiln_ConvOp : Kiln_Op<"conv", [

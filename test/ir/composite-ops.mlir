@@ -2,6 +2,16 @@
 // RUN: kiln-opt %s | kiln-opt | FileCheck %s
 // RUN: kiln-opt %s --mlir-print-op-generic | kiln-opt | FileCheck %s
 
+// 8-bit integers multiply into i32 (cuBLASLt's int8 matmul).
+// CHECK-LABEL: func @int8_product
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : (tensor<?x16xi8, #kiln.dims<[m, 16]>>, tensor<8x16xi8>) -> tensor<?x8xi32, #kiln.dims<[m, 8]>>
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} : (tensor<2x4xui8>, tensor<4x3xui8>) -> tensor<2x3xi32>
+func.func @int8_product(%a: tensor<?x16xi8, #kiln.dims<[m, 16]>>, %w: tensor<8x16xi8>, %u: tensor<2x4xui8>, %v: tensor<4x3xui8>) {
+  %r = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<?x16xi8, #kiln.dims<[m, 16]>>, tensor<8x16xi8>) -> tensor<?x8xi32, #kiln.dims<[m, 8]>>
+  %s = kiln.matmul %u, %v : (tensor<2x4xui8>, tensor<4x3xui8>) -> tensor<2x3xi32>
+  return
+}
+
 // CHECK-LABEL: func @matmul
 func.func @matmul(%a: tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, %w: tensor<768x3072xf32>, %v: tensor<768xf32>, %w2: tensor<768x768xf32>) {
   // CHECK: kiln.matmul %{{.*}}, %{{.*}} : (tensor<?x?x768xf32, #kiln.dims<[batch, seq, 768]>>, tensor<768x3072xf32>) -> tensor<?x?x3072xf32, #kiln.dims<[batch, seq, 3072]>>

@@ -9,6 +9,22 @@ func.func @matmul_elements(%a: tensor<2x3xf32>, %b: tensor<3x4xf16>) {
 
 // -----
 
+func.func @int8_product_bias(%a: tensor<2x4xi8>, %b: tensor<4x4xi8>, %c: tensor<4xi32>) {
+  // expected-error @+1 {{'kiln.matmul' op an 8-bit integer product takes no bias or activation}}
+  %r = kiln.matmul %a, %b, %c : (tensor<2x4xi8>, tensor<4x4xi8>, tensor<4xi32>) -> tensor<2x4xi32>
+  return
+}
+
+// -----
+
+func.func @int8_product_type(%a: tensor<2x4xi8>, %b: tensor<4x4xi8>) {
+  // expected-error @+1 {{'kiln.matmul' op result #0 has type 'tensor<2x4xi8>', which contradicts the inferred type 'tensor<2x4xi32>'}}
+  %r = kiln.matmul %a, %b : (tensor<2x4xi8>, tensor<4x4xi8>) -> tensor<2x4xi8>
+  return
+}
+
+// -----
+
 func.func @matmul_scalar(%a: tensor<f32>, %b: tensor<3xf32>) {
   // expected-error @+1 {{'kiln.matmul' op operands must have rank >= 1}}
   %r = kiln.matmul %a, %b : (tensor<f32>, tensor<3xf32>) -> tensor<f32>

@@ -50,3 +50,16 @@ func.func @left_alone(%a: tensor<3x4xf32>, %b: tensor<5x4xf32>, %c: tensor<3x2x4
   return %m, %bt, %n : tensor<3x5xf32>, tensor<4x5xf32>, tensor<2x3x5xf32>
 }
 
+
+// -----
+
+// An int8 product keeps its transpose: cuBLASLt's int8 matmul takes the
+// right operand stored [N, K] only (--kiln-integer-matmuls wrote it so).
+// CHECK-LABEL: func.func @int8_product
+// CHECK: %[[T:.*]] = kiln.transpose %arg1
+// CHECK: kiln.matmul %arg0, %[[T]] {transpose_rhs = true}
+func.func @int8_product(%a: tensor<2x4x8xi8>, %b: tensor<2x8x4xi8>) -> tensor<2x4x4xi32> {
+  %t = kiln.transpose %b {permutation = array<i64: 0, 2, 1>} : (tensor<2x8x4xi8>) -> tensor<2x4x8xi8>
+  %y = kiln.matmul %a, %t {transpose_rhs = true} : (tensor<2x4x8xi8>, tensor<2x4x8xi8>) -> tensor<2x4x4xi32>
+  return %y : tensor<2x4x4xi32>
+}

@@ -122,6 +122,13 @@ FailureOr<Value> quantize(NodeImporter &n, Value x, Value scale, Value zeroPoint
   return failed(clamped) ? clamped : castTo(n, *clamped, outType);
 }
 
+/// Whether `v` is an 8-bit constant (a quantized weight), whose centering
+/// and scaling the importer builds unfolded for --kiln-integer-matmuls
+/// (canonicalization folds what that pass leaves).
+bool isQuantizedWeight(Value v) {
+  return v.getDefiningOp<ConstantOp>() && elementTypeOf(v).isInteger(8);
+}
+
 } // namespace
 
 LogicalResult convertDequantizeLinear(NodeImporter &n) {
@@ -134,19 +141,24 @@ LogicalResult convertDequantizeLinear(NodeImporter &n) {
   if (failed(s))
     return failure();
   Type compute = elementTypeOf(*scale);
-  auto xf = castTo(n, *x, compute);
-  if (failed(xf))
-    return failure();
-  Value centered = *xf;
+  // An 8-bit constant (a quantized weight) stays (q - z) * s, unfolded, for
+  // --kiln-integer-matmuls; canonicalization folds what that pass leaves.
+  bool weight = isQuantizedWeight(*x);
+  Value zf;
   if (Value zp = n.input(2)) {
     auto z = broadcastParam(n, zp, *x, *axis, *block);
-    auto zf = failed(z) ? z : castTo(n, *z, compute);
-    auto d = failed(zf) ? zf : binary<SubOp>(n, centered, *zf);
-    if (failed(d))
+    auto zc = failed(z) ? z : castTo(n, *z, compute);
+    if (failed(zc))
       return failure();
-    centered = *d;
+    zf = *zc;
   }
-  auto y = binary<MulOp>(n, centered, *s);
+  n.setFolding(!weight);
+  auto xf = castTo(n, *x, compute);
+  FailureOr<Value> centered = xf;
+  if (succeeded(xf) && zf)
+    centered = binary<SubOp>(n, *xf, zf);
+  auto y = failed(centered) ? centered : binary<MulOp>(n, *centered, *s);
+  n.setFolding(true);
   if (failed(y))
     return failure();
   if (*outputDtype) {
@@ -216,13 +228,17 @@ LogicalResult convertDynamicQuantizeLinear(NodeImporter &n) {
 
 namespace {
 /// x - zero_point in `compute`; a 1-D zero point of the left operand is per row.
+/// A quantized weight's cast and subtraction are built unfolded (its zero
+/// point's cast folds).
 FailureOr<Value> centered(NodeImporter &n, Value x, Value zp, Type compute, bool perRow) {
-  auto xc = castTo(n, x, compute);
-  if (failed(xc) || !zp)
-    return xc;
-  auto z = castTo(n, zp, compute);
+  FailureOr<Value> z = zp ? castTo(n, zp, compute) : FailureOr<Value>(Value());
   if (failed(z))
     return failure();
+  n.setFolding(!isQuantizedWeight(x));
+  auto xc = castTo(n, x, compute);
+  n.setFolding(true);
+  if (failed(xc) || !zp)
+    return xc;
   Value zz = *z;
   auto zt = NodeImporter::typeOf(zz);
   if (perRow && zt.getRank() == 1 && !(zt.hasStaticShape() && zt.getNumElements() == 1)) {
@@ -231,7 +247,10 @@ FailureOr<Value> centered(NodeImporter &n, Value x, Value zp, Type compute, bool
       return failure();
     zz = *r;
   }
-  return binary<SubOp>(n, *xc, zz);
+  n.setFolding(!isQuantizedWeight(x));
+  auto d = binary<SubOp>(n, *xc, zz);
+  n.setFolding(true);
+  return d;
 }
 
 /// A per-tensor or per-row (left) / per-column (right) scale shaped to broadcast.
@@ -267,10 +286,14 @@ LogicalResult convertQLinearMatMul(NodeImporter &n) {
   }
   Type compute = elementTypeOf(in[1]);
   auto as = scaleFor(n, in[1], true), bs = scaleFor(n, in[4], false);
-  auto ac = centered(n, in[0], in[2], compute, true), bc = centered(n, in[3], in[5], compute, false);
-  if (failed(as) || failed(bs) || failed(ac) || failed(bc))
+  auto ac = centered(n, in[0], in[2], compute, true);
+  if (failed(as) || failed(bs) || failed(ac))
     return failure();
-  auto af = binary<MulOp>(n, *ac, *as), bf = binary<MulOp>(n, *bc, *bs);
+  auto af = binary<MulOp>(n, *ac, *as);
+  auto bc = centered(n, in[3], in[5], compute, false);
+  n.setFolding(!isQuantizedWeight(in[3]));
+  auto bf = failed(bc) ? bc : binary<MulOp>(n, *bc, *bs);
+  n.setFolding(true);
   auto prod = failed(af) || failed(bf) ? FailureOr<Value>(failure()) : n.create<MatmulOp>({*af, *bf});
   if (failed(prod))
     return failure();

@@ -47,25 +47,35 @@ std::string CublasLt::describe(const char *call, cublasStatus_t status) const {
 
 namespace {
 
-/// cuBLASLt's types for a kiln dtype: data, compute and scale (alpha/beta).
+/// cuBLASLt's types for a kiln dtype: data (A and B), compute, scale
+/// (alpha/beta) and result (C and D).
 struct LtTypes {
   cudaDataType_t data;
   cublasComputeType_t compute;
   cudaDataType_t scale;
+  cudaDataType_t result;
 };
 
 std::optional<LtTypes> ltTypes(ref::DType dtype, bool allowTf32) {
   switch (dtype) {
+  // int8 tensor cores: exact int32 sums, an int32 result, alpha and beta
+  // int32 (the datatype table's row with no epilogue).
+  case ref::DType::i8: return LtTypes{CUDA_R_8I, CUBLAS_COMPUTE_32I, CUDA_R_32I, CUDA_R_32I};
   // fp32 is IEEE (CUBLAS_COMPUTE_32F) unless the artifact was compiled with
   // --precision tf32; fp16 and bf16 accumulate in fp32.
   case ref::DType::f32:
     return LtTypes{CUDA_R_32F, allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                   CUDA_R_32F};
-  case ref::DType::f16: return LtTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-  case ref::DType::bf16: return LtTypes{CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-  case ref::DType::f64: return LtTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
+                   CUDA_R_32F, CUDA_R_32F};
+  case ref::DType::f16: return LtTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16F};
+  case ref::DType::bf16: return LtTypes{CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF};
+  case ref::DType::f64: return LtTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F, CUDA_R_64F};
   default: return std::nullopt;
   }
+}
+
+/// The result's dtype of a matmul of `dtype` operands (kiln.matmul's rule).
+ref::DType resultDtype(ref::DType dtype) {
+  return dtype == ref::DType::i8 ? ref::DType::i32 : dtype;
 }
 
 int64_t product(const ref::Shape &shape, size_t begin, size_t end) {
@@ -306,10 +316,10 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
                                             : absl::InternalError(lt.describe(call, s));
   };
   int32_t batch = static_cast<int32_t>(p.batch);
-  auto layout = [&](cublasLtMatrixLayout_t *layoutOut, uint64_t rows, uint64_t cols, int64_t ld,
-                    int64_t stride) -> absl::Status {
+  auto layout = [&](cublasLtMatrixLayout_t *layoutOut, cudaDataType_t type, uint64_t rows,
+                    uint64_t cols, int64_t ld, int64_t stride) -> absl::Status {
     if (absl::Status s = check("cublasLtMatrixLayoutCreate",
-                               lt.cublasLtMatrixLayoutCreate(layoutOut, types->data, rows, cols, ld));
+                               lt.cublasLtMatrixLayoutCreate(layoutOut, type, rows, cols, ld));
         !s.ok())
       return s;
     if (batch == 1)
@@ -325,13 +335,15 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
                      *layoutOut, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
   };
   int64_t resultStride = p.m * p.n;
-  if (absl::Status s = layout(&desc.a, p.ltARows, p.ltACols, p.ltALd, p.ltAStride); !s.ok())
+  if (absl::Status s = layout(&desc.a, types->data, p.ltARows, p.ltACols, p.ltALd, p.ltAStride);
+      !s.ok())
     return s;
-  if (absl::Status s = layout(&desc.b, p.ltBRows, p.ltBCols, p.ltBLd, p.ltBStride); !s.ok())
+  if (absl::Status s = layout(&desc.b, types->data, p.ltBRows, p.ltBCols, p.ltBLd, p.ltBStride);
+      !s.ok())
     return s;
-  if (absl::Status s = layout(&desc.c, p.m, p.n, p.m, resultStride); !s.ok())
+  if (absl::Status s = layout(&desc.c, types->result, p.m, p.n, p.m, resultStride); !s.ok())
     return s;
-  if (absl::Status s = layout(&desc.d, p.m, p.n, p.m, resultStride); !s.ok())
+  if (absl::Status s = layout(&desc.d, types->result, p.m, p.n, p.m, resultStride); !s.ok())
     return s;
 
   if (absl::Status s = check("cublasLtMatmulDescCreate",
@@ -365,7 +377,8 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
   // Every call's pointers (one per index of the outer, partially broadcast,
   // batch dims), and the alignment all of them have, per matrix: what the
   // heuristic is told, so it picks an algorithm every call can take.
-  size_t element = ref::info(call.dtype).bytes;
+  size_t element = ref::info(call.dtype).bytes,
+         resultElement = ref::info(resultDtype(call.dtype)).bytes;
   int64_t calls = product(p.outer, 0, p.outer.size());
   std::vector<int64_t> index(p.outer.size(), 0);
   uint32_t alignment[4] = {256, 256, 256, 256};
@@ -378,10 +391,10 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
     }
     uintptr_t aAddress = call.aAddress + static_cast<uintptr_t>(aOffset) * element;
     uintptr_t bAddress = call.bAddress + static_cast<uintptr_t>(bOffset) * element;
-    uintptr_t dAddress = call.resultAddress + static_cast<uintptr_t>(dOffset) * element;
+    uintptr_t dAddress = call.resultAddress + static_cast<uintptr_t>(dOffset) * resultElement;
     // C is the bias for a full-size bias (beta = 1), else D itself (beta = 0).
     uintptr_t cAddress = p.bias == Problem::Bias::Matrix
-                             ? call.biasAddress + static_cast<uintptr_t>(dOffset) * element
+                             ? call.biasAddress + static_cast<uintptr_t>(dOffset) * resultElement
                              : dAddress;
     // cuBLASLt's A is kiln's b and its B kiln's a (see Problem).
     out.addresses.push_back({bAddress, aAddress, cAddress, dAddress});
@@ -479,13 +492,17 @@ absl::Status MatmulRunner::run(const MatMulParams &params, const MatmulCall &cal
     return absl::InternalError(absl::StrCat("the matmul's algorithm needs ", prepared.workspace,
                                             " bytes of workspace; the context gave ",
                                             workspaceBytes));
+  // alpha and beta in the scale type.
   float alpha32 = static_cast<float>(params.alpha), beta32 = 0;
   double alpha64 = params.alpha, beta64 = 0;
+  int32_t alphaInt = static_cast<int32_t>(params.alpha), betaInt = 0;
   if (prepared.problem.bias == Problem::Bias::Matrix)
-    beta32 = 1, beta64 = 1;
-  bool wide = prepared.types.scale == CUDA_R_64F;
-  const void *alpha = wide ? static_cast<const void *>(&alpha64) : &alpha32;
-  const void *beta = wide ? static_cast<const void *>(&beta64) : &beta32;
+    beta32 = 1, beta64 = 1, betaInt = 1;
+  const void *alpha = &alpha32, *beta = &beta32;
+  if (prepared.types.scale == CUDA_R_64F)
+    alpha = &alpha64, beta = &beta64;
+  else if (prepared.types.scale == CUDA_R_32I)
+    alpha = &alphaInt, beta = &betaInt;
   const Descriptors &desc = prepared.desc;
   for (const std::array<uintptr_t, 4> &a : prepared.addresses) {
     cublasStatus_t s = lt.cublasLtMatmul(

@@ -61,7 +61,9 @@ private:
   static absl::StatusOr<const CublasLt *> load();
 };
 
-/// One matmul: operand and result dims and device addresses.
+/// One matmul: operand and result dims and device addresses. `dtype` is
+/// the operands' element type; the result's is the same, except int32 for
+/// int8 operands (kiln.matmul's 8-bit product).
 struct MatmulCall {
   ref::DType dtype = ref::DType::f32;
   ref::Shape a, b, bias, result;

@@ -191,8 +191,15 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::matmul(const Site &site) const {
     return DeviceOutcome::onHost();
   int out = step.outputs[0];
   MatmulCall call;
-  if (!libraryDtype(site.context, step, call.dtype))
+  // One element type throughout, except an int8 product's int32 result.
+  const Plan &plan = site.context.model().plan();
+  call.dtype = plan.values[step.inputs[0]].dtype;
+  ref::DType resultDtype = call.dtype == ref::DType::i8 ? ref::DType::i32 : call.dtype;
+  if (plan.values[out].dtype != resultDtype)
     return DeviceOutcome::onHost();
+  for (size_t i = 1; i < step.inputs.size(); ++i)
+    if (plan.values[step.inputs[i]].dtype != (i == 1 ? call.dtype : resultDtype))
+      return DeviceOutcome::onHost();
   const Slot &a = site.value(step.inputs[0]), &b = site.value(step.inputs[1]);
   call.a = a.shape;
   call.b = b.shape;

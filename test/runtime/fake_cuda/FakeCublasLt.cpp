@@ -29,9 +29,15 @@
 //   query finds no algorithm), cublaslt-matmul:N (the Nth matmul refused);
 // - types: data 32F, 16F or 16BF with CUBLAS_COMPUTE_32F and a 32F scale,
 //   data 32F with CUBLAS_COMPUTE_32F_FAST_TF32 (A and B rounded to TF32), or
-//   data 64F with CUBLAS_COMPUTE_64F and a 64F scale; all four matrices of one
-//   data type; anything else CUBLAS_STATUS_NOT_SUPPORTED, as are attributes
-//   this double does not implement.
+//   data 64F with CUBLAS_COMPUTE_64F and a 64F scale, all four matrices of one
+//   data type; or int8 (IMMA): A and B 8I, C and D 32I, CUBLAS_COMPUTE_32I
+//   (or _PEDANTIC) and a 32I scale, under the rules cuBLASLt documents for
+//   the regular (column) order, the only one Hopper has: "TN" only (A
+//   transposed, B not), leading dims of A, B and C and the dims m and k
+//   multiples of 4, every pointer 4-byte aligned (the heuristic finds no
+//   algorithm when promised less), no epilogue. Anything else (int8 output,
+//   a 32F scale for int8, FP8) is CUBLAS_STATUS_NOT_SUPPORTED, as are
+//   attributes this double does not implement.
 //
 // Sums are taken in double, so results match the reference kernels within
 // the fp32 tolerance. Whether a matmul ran here shows in kiln-run --profile
@@ -117,6 +123,8 @@ size_t elementBytes(cudaDataType_t t) {
   case CUDA_R_64F: return 8;
   case CUDA_R_16F:
   case CUDA_R_16BF: return 2;
+  case CUDA_R_8I: return 1;
+  case CUDA_R_32I: return 4;
   default: return 0;
   }
 }
@@ -127,6 +135,8 @@ fake::Element element(cudaDataType_t t) {
   case CUDA_R_64F: return fake::Element::f64;
   case CUDA_R_16F: return fake::Element::f16;
   case CUDA_R_16BF: return fake::Element::bf16;
+  case CUDA_R_8I: return fake::Element::i8;
+  case CUDA_R_32I: return fake::Element::i32;
   default: return fake::Element::unknown;
   }
 }
@@ -145,15 +155,33 @@ struct Shape {
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
 };
 
+/// Whether the descriptors ask for an int8 (IMMA) matmul: 8I operands into
+/// a 32I result with 32I compute and scale.
+bool isInt8(const Desc &op, const Layout &a, const Layout &b, const Layout &c, const Layout &d) {
+  return (op.compute == CUBLAS_COMPUTE_32I || op.compute == CUBLAS_COMPUTE_32I_PEDANTIC) &&
+         op.scale == CUDA_R_32I && a.type == CUDA_R_8I && b.type == CUDA_R_8I &&
+         c.type == CUDA_R_32I && d.type == CUDA_R_32I;
+}
+
+/// IMMA's rules for the regular (column) order: TN, leading dims of A, B and
+/// C and the dims m and k multiples of 4, no epilogue.
+bool int8Supported(const Desc &op, const Layout &a, const Layout &b, const Layout &c) {
+  uint64_t m = op.transa == CUBLAS_OP_N ? a.rows : a.cols, k = op.transa == CUBLAS_OP_N ? a.cols : a.rows;
+  return op.transa == CUBLAS_OP_T && op.transb == CUBLAS_OP_N && a.ld % 4 == 0 && b.ld % 4 == 0 &&
+         c.ld % 4 == 0 && m % 4 == 0 && k % 4 == 0 && op.epilogue == CUBLASLT_EPILOGUE_DEFAULT;
+}
+
 Shape validate(const Desc &op, const Layout &a, const Layout &b, const Layout &c, const Layout &d) {
   Shape s;
+  bool int8 = isInt8(op, a, b, c, d);
   bool single = op.compute == CUBLAS_COMPUTE_32F && op.scale == CUDA_R_32F &&
                 (d.type == CUDA_R_32F || d.type == CUDA_R_16F || d.type == CUDA_R_16BF);
   // TF32 tensor ops take fp32 data only.
   single = single || (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32 && op.scale == CUDA_R_32F &&
                       d.type == CUDA_R_32F);
   bool wide = op.compute == CUBLAS_COMPUTE_64F && op.scale == CUDA_R_64F && d.type == CUDA_R_64F;
-  if ((!single && !wide) || a.type != d.type || b.type != d.type || c.type != d.type) {
+  if (!int8 &&
+      ((!single && !wide) || a.type != d.type || b.type != d.type || c.type != d.type)) {
     s.status = CUBLAS_STATUS_NOT_SUPPORTED;
     return s;
   }
@@ -170,7 +198,7 @@ Shape validate(const Desc &op, const Layout &a, const Layout &b, const Layout &c
     s.status = CUBLAS_STATUS_INVALID_VALUE;
     return s;
   }
-  if (!epilogue) {
+  if (!epilogue || (int8 && !int8Supported(op, a, b, c))) {
     s.status = CUBLAS_STATUS_NOT_SUPPORTED;
     return s;
   }
@@ -326,14 +354,19 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   // cublasLtMatmul, as a real algorithm's vector loads would fault.
   Needs needs;
   const Layout *layouts[4] = {L(a), L(b), L(c), L(d)};
+  // IMMA needs every pointer 4-byte aligned: promised less, there is no
+  // algorithm.
+  uint32_t least = isInt8(*D(op), *L(a), *L(b), *L(c), *L(d)) ? 4 : 1;
   for (int i = 0; i < 4; ++i) {
     const Layout &l = *layouts[i];
     size_t element = elementBytes(l.type);
     uint32_t layout = alignmentOf(static_cast<uint64_t>(l.ld) * element);
     if (l.batch > 1 && l.stride != 0)
       layout = std::min(layout, alignmentOf(static_cast<uint64_t>(l.stride) * element));
-    needs.alignment[i] = std::max<uint32_t>(std::min(p.alignment[i], layout),
-                                            static_cast<uint32_t>(element));
+    if (p.alignment[i] < least || layout < least)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    needs.alignment[i] = std::max<uint32_t>({std::min(p.alignment[i], layout),
+                                             static_cast<uint32_t>(element), least});
   }
   // A long K is split across blocks with partial sums in the workspace
   // (fp32, four splits) when the preference allows that much; else the
@@ -375,9 +408,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t opDe
   Shape s = validate(op, a, b, c, d);
   if (s.status != CUBLAS_STATUS_SUCCESS)
     return s.status;
-  bool wide = op.scale == CUDA_R_64F;
-  double alphaValue = wide ? *static_cast<const double *>(alpha) : *static_cast<const float *>(alpha);
-  double betaValue = wide ? *static_cast<const double *>(beta) : *static_cast<const float *>(beta);
+  // alpha and beta in the scale type.
+  auto scalar = [&](const void *v) -> double {
+    if (op.scale == CUDA_R_64F)
+      return *static_cast<const double *>(v);
+    if (op.scale == CUDA_R_32I)
+      return *static_cast<const int32_t *>(v);
+    return *static_cast<const float *>(v);
+  };
+  double alphaValue = scalar(alpha), betaValue = scalar(beta);
   if (betaValue != 0 && !C)
     return CUBLAS_STATUS_INVALID_VALUE;
   bool bias = op.epilogue == CUBLASLT_EPILOGUE_BIAS || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ||

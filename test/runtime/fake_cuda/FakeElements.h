@@ -69,13 +69,15 @@ inline bool injectedFault(const char *kind) {
   return driverNow && driverNow(kind) != 0;
 }
 
-enum class Element { f32, f64, f16, bf16, unknown };
+enum class Element { f32, f64, f16, bf16, i8, i32, unknown };
 
 inline double load(Element t, const void *base, int64_t index) {
   switch (t) {
   case Element::f32: return static_cast<const float *>(base)[index];
   case Element::f64: return static_cast<const double *>(base)[index];
   case Element::f16: return static_cast<double>(static_cast<const _Float16 *>(base)[index]);
+  case Element::i8: return static_cast<const int8_t *>(base)[index];
+  case Element::i32: return static_cast<const int32_t *>(base)[index];
   case Element::bf16: {
     uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t *>(base)[index]) << 16;
     float f;
@@ -91,6 +93,15 @@ inline void store(Element t, void *base, int64_t index, double v) {
   case Element::f32: static_cast<float *>(base)[index] = static_cast<float>(v); break;
   case Element::f64: static_cast<double *>(base)[index] = v; break;
   case Element::f16: static_cast<_Float16 *>(base)[index] = static_cast<_Float16>(v); break;
+  // Integers: the value modulo 2^bits, as a wrapping int32 accumulator
+  // stores it (v is an exact integer of a sum).
+  case Element::i8:
+    static_cast<int8_t *>(base)[index] = static_cast<int8_t>(static_cast<int64_t>(v));
+    break;
+  case Element::i32:
+    static_cast<int32_t *>(base)[index] =
+        static_cast<int32_t>(static_cast<uint32_t>(static_cast<int64_t>(v)));
+    break;
   case Element::bf16: {
     float f = static_cast<float>(v);
     uint32_t bits;

@@ -1,0 +1,397 @@
+//===- IntegerMatmuls.cpp - dequantized matmuls as int8 tensor-core products -===//
+//
+// A Q/DQ graph (onnxruntime's quantize_static, TensorRT's model optimizer,
+// torch's PT2E export), and QLinearMatMul as imported, multiply dequantized
+// 8-bit tensors in float:
+//   ((a - za) * sa) @ ((b - zb) * sb)
+// With sa one scale and sb one scale or one a column, that is
+//   sa * sb[n] * sum_k (a - za)(b - zb)
+// and the sum is integer arithmetic, exactly:
+//   sum_k a b  -  zb[n] * sum_k a  -  za * sum_k (b - zb[n])
+// The first term is an 8-bit product into int32 (kiln.matmul of i8
+// operands, cuBLASLt's int8 tensor cores), the second a row sum of `a`
+// (only where zb is not 0), the third a column sum of `b` (a constant when
+// b is a weight). The scale, a bias and the next QuantizeLinear that follow
+// are elementwise ops, which form-kernels fuses into one kernel reading the
+// int32 product. uint8 operands become int8 by subtracting 128 from the
+// values and the zero point (a constant at compile time, an activation in
+// the kernel that quantized it). MatMulInteger, imported as the same
+// centered operands in i32 with no scale, is the int32 sum itself.
+//
+// cuBLASLt's int8 matmul takes one layout, "TN": in kiln's row-major terms
+// `a` [.., M, K] as it is and `b` stored [.., N, K] (transpose_rhs). A
+// constant weight is stored so; an activation gets a transpose, which fuses
+// into the kernel that quantized it. --kiln-absorb-matmul-transposes leaves
+// these matmuls alone.
+//
+// Runs first in the graph pipeline, before shape inference and
+// canonicalization would fold a constant weight's dequantization into a
+// float constant (the importer keeps it unfolded for this pass). What does
+// not match (a scale per K, a blocked scale, another integer width, K or N
+// not a known multiple of 4, a product that could overflow int32, an f16 or
+// bf16 result, whose range the int32 sums exceed) stays the float matmul
+// it was.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/ConstantValues.h"
+#include "passes/Matching.h"
+#include "passes/Passes.h"
+
+#include "ir/Kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace kiln {
+#define GEN_PASS_DEF_INTEGERMATMULSPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// K and N must be multiples of this: cuBLASLt's int8 matmul needs leading
+/// dimensions (K for the operands, N for the result) of 4 elements.
+constexpr int64_t kLeadingDimMultiple = 4;
+
+/// One dequantized operand: (q - zero) * scale, q of 8-bit integers.
+struct Dequantized {
+  Value q;
+  /// The scale and zero point as constants (one value, or one a column);
+  /// `zero` is empty for none.
+  std::vector<double> scale, zero;
+  bool isUnsigned = false;
+};
+
+/// The values of a float constant of any float type as doubles.
+std::optional<std::vector<double>> floatValues(Value v) {
+  if (std::optional<std::vector<double>> values = readFloats(v))
+    return values;
+  if (std::optional<double> one = scalarConstant(v))
+    return std::vector<double>{*one};
+  return std::nullopt;
+}
+
+/// Whether `v` (a constant's type) holds one value, or one per element of
+/// the last dim of `of` (its columns) with every other dim 1.
+bool perTensorOrColumn(Value v, RankedTensorType of, bool columnsAllowed) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (!t.hasStaticShape())
+    return false;
+  if (t.getNumElements() == 1)
+    return true;
+  if (!columnsAllowed || t.getRank() == 0 || t.getRank() > of.getRank())
+    return false;
+  for (int64_t d = 0; d + 1 < t.getRank(); ++d)
+    if (t.getDimSize(d) != 1)
+      return false;
+  return !ShapedType::isDynamic(of.getShape().back()) &&
+         t.getShape().back() == of.getShape().back();
+}
+
+/// The values of an integer constant (one value, or one a column) as
+/// doubles: a zero point MatMulInteger's import subtracts in i32.
+std::optional<std::vector<double>> intValues(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseIntElementsAttr>(c.getValue()) : DenseIntElementsAttr();
+  if (!dense)
+    return std::nullopt;
+  std::vector<double> values;
+  for (const APInt &i : dense.getValues<APInt>())
+    values.push_back(static_cast<double>(i.getSExtValue()));
+  return values;
+}
+
+/// `centered` as q - zero or q of an 8-bit q cast to `v`'s shape: the
+/// operand and the zero point's values (empty for none); nothing when the
+/// zero point is no integer of q's range.
+std::optional<Dequantized> centeredQ(Value centered, RankedTensorType type, bool columns) {
+  Dequantized d;
+  Value zero;
+  if (auto sub = centered.getDefiningOp<SubOp>()) {
+    zero = sub.getRhs();
+    centered = sub.getLhs();
+    if (!zero.getDefiningOp<ConstantOp>() || !perTensorOrColumn(zero, type, columns))
+      return std::nullopt;
+  }
+  auto cast = centered.getDefiningOp<CastOp>();
+  auto qType = cast ? dyn_cast<RankedTensorType>(cast.getInput().getType()) : RankedTensorType();
+  auto integer = qType ? dyn_cast<IntegerType>(qType.getElementType()) : IntegerType();
+  if (!integer || integer.getWidth() != 8 || qType.getShape() != type.getShape())
+    return std::nullopt;
+  d.q = cast.getInput();
+  d.isUnsigned = integer.isUnsigned();
+  if (zero) {
+    std::optional<std::vector<double>> z =
+        isa<FloatType>(type.getElementType()) ? floatValues(zero) : intValues(zero);
+    // A zero point is an integer of q's range.
+    double lo = d.isUnsigned ? 0 : -128, hi = d.isUnsigned ? 255 : 127;
+    if (!z || llvm::any_of(*z, [&](double x) { return x != std::round(x) || x < lo || x > hi; }))
+      return std::nullopt;
+    d.zero = *z;
+  }
+  return d;
+}
+
+/// `v` as (q - zero) * scale of an 8-bit q, as the ONNX importer writes
+/// DequantizeLinear and QLinearMatMul's operands: mul(sub(cast(q), zero),
+/// scale) or mul(cast(q), scale), the scale on either side; or, in i32 (the
+/// operands of MatMulInteger, an exact integer product), sub(cast(q), zero)
+/// or cast(q) with a scale of 1. `columns` allows a scale and zero point
+/// per column (of the matmul's right operand).
+std::optional<Dequantized> dequantized(Value v, bool columns) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getElementType().isInteger(32)) {
+    std::optional<Dequantized> d = centeredQ(v, type, columns);
+    if (d)
+      d->scale = {1.0};
+    return d;
+  }
+  auto mul = v.getDefiningOp<MulOp>();
+  if (!mul)
+    return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    Value centered = mul->getOperand(side), scale = mul->getOperand(1 - side);
+    if (!scale.getDefiningOp<ConstantOp>() || !perTensorOrColumn(scale, type, columns))
+      continue;
+    std::optional<Dequantized> d = centeredQ(centered, type, columns);
+    std::optional<std::vector<double>> s = d ? floatValues(scale) : std::nullopt;
+    if (!s)
+      continue;
+    d->scale = *s;
+    return d;
+  }
+  return std::nullopt;
+}
+
+/// Element `i` of a per-tensor or per-column constant.
+double at(const std::vector<double> &values, int64_t i) {
+  return values.size() == 1 ? values[0] : values[static_cast<size_t>(i)];
+}
+
+/// Builds the integer form of one matmul; nothing when an op refuses.
+class Rewriter {
+public:
+  Rewriter(MatmulOp matmul) : b(matmul), loc(matmul.getLoc()), ctx(matmul.getContext()) {}
+
+  /// The replacement of `matmul`'s result, or null (the matmul stays, and
+  /// `why` says why when a rule refused it).
+  Value rewrite(MatmulOp matmul, Dequantized a, Dequantized b8, std::string &why);
+
+private:
+  OpBuilder b;
+  Location loc;
+  MLIRContext *ctx;
+
+  Value make(StringRef name, ValueRange operands, ArrayRef<NamedAttribute> attributes = {}) {
+    Operation *op = createInferred(b, loc, name, operands, attributes);
+    return op ? op->getResult(0) : Value();
+  }
+  Value castTo(Value v, Type element) {
+    return make("kiln.cast", {v}, {b.getNamedAttr("to", TypeAttr::get(element))});
+  }
+  Value scalar(Type element, int64_t value) {
+    auto type = RankedTensorType::get({}, element);
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(type, APInt(element.getIntOrFloatBitWidth(), value, true)));
+  }
+  /// An i32 constant of one value, or one per column ([N]).
+  Value i32Constant(ArrayRef<int64_t> values) {
+    Type i32 = b.getI32Type();
+    SmallVector<int32_t> narrow(values.begin(), values.end());
+    if (values.size() == 1)
+      return ConstantOp::create(b, loc, DenseElementsAttr::get(RankedTensorType::get({}, i32),
+                                                               narrow.front()));
+    return ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get({static_cast<int64_t>(values.size())}, i32),
+                               ArrayRef<int32_t>(narrow)));
+  }
+  /// An activation of uint8 as int8: q - 128 (the values fit).
+  Value toInt8(Value q, bool isUnsigned) {
+    if (!isUnsigned)
+      return q;
+    Value wide = castTo(q, b.getI32Type());
+    Value shifted = wide ? make("kiln.sub", {wide, scalar(b.getI32Type(), 128)}) : Value();
+    return shifted ? castTo(shifted, b.getI8Type()) : Value();
+  }
+  Value reduceSum(Value v, int64_t axis) {
+    return make("kiln.reduce", {v},
+                {b.getNamedAttr("kind", ReduceKindAttr::get(ctx, ReduceKind::sum)),
+                 b.getNamedAttr("axes", b.getDenseI64ArrayAttr({axis})),
+                 b.getNamedAttr("keep_dims", b.getBoolAttr(true))});
+  }
+  /// The constant weight `w.q` [K, N] as int8 stored [N, K], and the sums
+  /// of each column minus its int8 zero point (`zeros`: one, or one a
+  /// column); nothing when it is not a constant.
+  std::optional<std::pair<Value, std::vector<int64_t>>> weightTN(const Dequantized &w,
+                                                                 ArrayRef<int64_t> zeros);
+};
+
+/// A zero point as the int8 operand sees it: uint8 values are stored minus
+/// 128, so their zero point moves with them.
+std::vector<int64_t> int8Zeros(const Dequantized &d, int64_t columns) {
+  std::vector<int64_t> zeros;
+  int64_t shift = d.isUnsigned ? 128 : 0;
+  for (int64_t c = 0; c < (d.zero.size() > 1 ? columns : 1); ++c)
+    zeros.push_back((d.zero.empty() ? 0 : static_cast<int64_t>(at(d.zero, c))) - shift);
+  return zeros;
+}
+
+std::optional<std::pair<Value, std::vector<int64_t>>>
+Rewriter::weightTN(const Dequantized &w, ArrayRef<int64_t> zeros) {
+  std::vector<char> storage;
+  std::optional<ArrayRef<char>> bytes = constantBytes(w.q, storage);
+  auto type = cast<RankedTensorType>(w.q.getType());
+  if (!bytes || type.getRank() != 2)
+    return std::nullopt;
+  int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+  std::vector<int64_t> columnSums(static_cast<size_t>(n), 0);
+  auto transposedType = RankedTensorType::get({n, k}, b.getI8Type());
+  Value transposed = makeConstantFromBytes(
+      b, loc, transposedType, static_cast<size_t>(n * k), [&](MutableArrayRef<char> out) {
+        for (int64_t r = 0; r < k; ++r)
+          for (int64_t c = 0; c < n; ++c) {
+            auto byte = static_cast<uint8_t>((*bytes)[static_cast<size_t>(r * n + c)]);
+            // uint8 to int8: minus 128, which is the top bit flipped.
+            int64_t value = w.isUnsigned ? int64_t(byte) - 128 : int64_t(int8_t(byte));
+            out[static_cast<size_t>(c * k + r)] = static_cast<char>(static_cast<int8_t>(value));
+            columnSums[static_cast<size_t>(c)] += value - zeros[zeros.size() == 1 ? 0 : c];
+          }
+      });
+  return std::make_pair(transposed, columnSums);
+}
+
+Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, std::string &why) {
+  auto aType = cast<RankedTensorType>(a.q.getType()), wType = cast<RankedTensorType>(w.q.getType());
+  auto resultType = cast<RankedTensorType>(matmul.getType());
+  Type element = resultType.getElementType();
+  int64_t k = aType.getShape().back(), n = wType.getShape().back();
+  auto multiple = [](int64_t d) { return !ShapedType::isDynamic(d) && d % kLeadingDimMultiple == 0; };
+  if (aType.getRank() < 2 || wType.getRank() < 2)
+    why = "an operand is a vector";
+  else if (!multiple(k) || !multiple(n))
+    why = "K or N is not a known multiple of 4, which cuBLASLt's int8 matmul needs";
+  else if (!(element.isF32() || element.isF64() || element.isInteger(32)))
+    why = "its result is narrower than f32, whose range the int32 sums exceed";
+  // Each term is at most K * 256 * 255 in magnitude, and the sum of the
+  // three must fit int32.
+  else if (k * 256 * 255 * 3 >= (int64_t(1) << 31))
+    why = "K is so long that int32 sums could overflow";
+  if (!why.empty())
+    return {};
+  int64_t za = int8Zeros(a, 1).front();
+  std::vector<int64_t> wz = int8Zeros(w, n);
+  Value a8 = toInt8(a.q, a.isUnsigned);
+  if (!a8)
+    return {};
+  Type i32 = b.getI32Type();
+  Value product, columnTerm;
+  if (w.q.getDefiningOp<ConstantOp>() && wType.getRank() == 2) {
+    auto tn = weightTN(w, wz);
+    if (!tn)
+      return {};
+    product = make("kiln.matmul", {a8, tn->first},
+                   {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true))});
+    std::vector<int64_t> correction(tn->second.size());
+    for (size_t c = 0; c < correction.size(); ++c)
+      correction[c] = -za * tn->second[c];
+    if (llvm::any_of(correction, [](int64_t v) { return v != 0; }))
+      columnTerm = i32Constant(correction);
+  } else {
+    // An activation: stored [.., N, K] by a transpose, which fuses into the
+    // kernel that quantized it.
+    Value w8 = toInt8(w.q, w.isUnsigned);
+    int64_t rank = wType.getRank();
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    Value stored = w8 ? make("kiln.transpose", {w8},
+                             {b.getNamedAttr("permutation", b.getDenseI64ArrayAttr(perm))})
+                      : Value();
+    product = stored ? make("kiln.matmul", {a8, stored},
+                            {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true))})
+                     : Value();
+    if (product && za != 0) {
+      // -za * sum_k (w - zw), a column sum of the activation.
+      Value wide = castTo(w8, i32);
+      if (wz.front() != 0)
+        wide = wide ? make("kiln.sub", {wide, i32Constant(wz)}) : Value();
+      Value sums = wide ? reduceSum(wide, rank - 2) : Value();
+      columnTerm = sums ? make("kiln.mul", {sums, i32Constant({-za})}) : Value();
+      if (!columnTerm)
+        return {};
+    }
+  }
+  if (!product)
+    return {};
+  Value sum = product;
+  if (columnTerm)
+    sum = make("kiln.add", {sum, columnTerm});
+  // -zb[n] * sum_k a, a row sum of the activation, where zb is not 0.
+  if (sum && llvm::any_of(wz, [](int64_t v) { return v != 0; })) {
+    Value wide = castTo(a8, i32);
+    Value rows = wide ? reduceSum(wide, aType.getRank() - 1) : Value();
+    std::vector<int64_t> negated;
+    for (int64_t z : wz)
+      negated.push_back(-z);
+    Value term = rows ? make("kiln.mul", {rows, i32Constant(negated)}) : Value();
+    sum = term ? make("kiln.add", {sum, term}) : Value();
+  }
+  if (!sum)
+    return {};
+  // MatMulInteger's result is the int32 sum itself.
+  if (element.isInteger(32))
+    return sum.getType() == resultType ? sum : Value();
+  // sa * sb[n], in the result's float type, once a column.
+  std::vector<double> scales;
+  for (int64_t c = 0; c < (w.scale.size() > 1 ? n : 1); ++c)
+    scales.push_back(a.scale[0] * at(w.scale, c));
+  auto scaleType = scales.size() == 1 ? RankedTensorType::get({}, element)
+                                      : RankedTensorType::get({n}, element);
+  Value real = castTo(sum, element);
+  Value scaled = real ? make("kiln.mul", {real, makeConstant(b, loc, scaleType, scales)}) : Value();
+  return scaled && scaled.getType() == resultType ? scaled : Value();
+}
+
+struct IntegerMatmulsPass : public impl::IntegerMatmulsPassBase<IntegerMatmulsPass> {
+  void runOnOperation() override {
+    // Dequantized matmuls that stay float, and why: the function's
+    // kiln.float_quantized_matmuls, which --explain lists.
+    SmallVector<Attribute> keptFloat;
+    SmallVector<MatmulOp> matmuls;
+    getOperation().walk([&](MatmulOp m) { matmuls.push_back(m); });
+    for (MatmulOp m : matmuls) {
+      if (m.getBias() || m.getTransposeLhs() || m.getTransposeRhs() ||
+          m.getActivation() != Activation::none)
+        continue;
+      std::optional<Dequantized> a = dequantized(m.getLhs(), /*columns=*/false);
+      std::optional<Dequantized> w = dequantized(m.getRhs(), /*columns=*/true);
+      if (!a || !w)
+        continue;
+      Value lhs = m.getLhs(), rhs = m.getRhs();
+      std::string why;
+      Value replacement = Rewriter(m).rewrite(m, *a, *w, why);
+      if (!replacement) {
+        Builder b(m.getContext());
+        keptFloat.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr("node", b.getStringAttr(nodeNameOf(m.getLoc()))),
+             b.getNamedAttr("why", b.getStringAttr(why.empty() ? "an op refused its operands" : why))}));
+        continue;
+      }
+      m.getResult().replaceAllUsesWith(replacement);
+      m->erase();
+      eraseUnreadProducers(lhs);
+      eraseUnreadProducers(rhs);
+    }
+    if (!keptFloat.empty())
+      getOperation()->setAttr(kFloatQuantizedMatmulsAttr,
+                              ArrayAttr::get(&getContext(), keptFloat));
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,136 @@
+// --kiln-integer-matmuls: a matmul of dequantized 8-bit tensors,
+// ((a - za) * sa) @ ((b - zb) * sb), becomes an int8 product into i32 in
+// cuBLASLt's layout (the right operand stored [.., N, K], transpose_rhs),
+// the zero points' terms in i32 (- za * colsum(b - zb), a constant for a
+// constant b; - zb * rowsum(a)), and one multiply by sa * sb.
+// test/run/qdq-matmuls.test runs onnxruntime's quantized models.
+// RUN: kiln-opt %s --split-input-file --kiln-integer-matmuls | FileCheck %s
+
+// A constant int8 weight, symmetric, one scale: stored transposed; the
+// activation's zero point 3 is -3 times each column's sum (column 0:
+// 1 + 5 - 1 + 0 + 10 + 1 - 128 + 2 = -110, so 330); scale 0.5 * 0.25.
+// CHECK-LABEL: func @weight
+// CHECK: %[[W:.*]] = kiln.constant dense<{{\[\[}}1, 5, -1, 0, 10, 1, -128, 2], [2, 6, -2, 0, 20, 1, 127, 2], [3, 7, -3, 0, 30, 1, 0, 2], [4, 8, -4, 0, 40, 1, 0, 2]]> : tensor<4x8xi8>
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[W]] {transpose_rhs = true} : (tensor<?x8xi8, #kiln.dims<[m, 8]>>, tensor<4x8xi8>) -> tensor<?x4xi32, #kiln.dims<[m, 4]>>
+// CHECK: %[[C:.*]] = kiln.constant dense<[330, -468, -120, -153]> : tensor<4xi32>
+// CHECK: %[[S:.*]] = kiln.add %[[P]], %[[C]]
+// CHECK: %[[F:.*]] = kiln.cast %[[S]] to f32
+// CHECK: %[[K:.*]] = kiln.constant dense<1.250000e-01> : tensor<f32>
+// CHECK: %[[Y:.*]] = kiln.mul %[[F]], %[[K]]
+// CHECK: return %[[Y]]
+// CHECK-NOT: f32> -> tensor<?x4xf32
+func.func @weight(%q: tensor<?x8xi8, #kiln.dims<[m, 8]>>) -> tensor<?x4xf32, #kiln.dims<[m, 4]>> {
+  %x = kiln.cast %q to f32 : (tensor<?x8xi8, #kiln.dims<[m, 8]>>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  %zx = kiln.constant dense<3.0> : tensor<f32>
+  %xc = kiln.sub %x, %zx : (tensor<?x8xf32, #kiln.dims<[m, 8]>>, tensor<f32>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  %sx = kiln.constant dense<0.5> : tensor<f32>
+  %xf = kiln.mul %xc, %sx : (tensor<?x8xf32, #kiln.dims<[m, 8]>>, tensor<f32>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  %wq = kiln.constant dense<[[1, 2, 3, 4], [5, 6, 7, 8], [-1, -2, -3, -4], [0, 0, 0, 0], [10, 20, 30, 40], [1, 1, 1, 1], [-128, 127, 0, 0], [2, 2, 2, 2]]> : tensor<8x4xi8>
+  %w = kiln.cast %wq to f32 : (tensor<8x4xi8>) -> tensor<8x4xf32>
+  %sw = kiln.constant dense<0.25> : tensor<f32>
+  %wf = kiln.mul %sw, %w : (tensor<f32>, tensor<8x4xf32>) -> tensor<8x4xf32>
+  %y = kiln.matmul %xf, %wf : (tensor<?x8xf32, #kiln.dims<[m, 8]>>, tensor<8x4xf32>) -> tensor<?x4xf32, #kiln.dims<[m, 4]>>
+  return %y : tensor<?x4xf32, #kiln.dims<[m, 4]>>
+}
+
+// -----
+
+// uint8 activations and weights with a scale and zero point a column: the
+// activation minus 128 as int8 (zero point 130 - 128 = 2), the weights
+// stored minus 128 (zero points 0, 128, 255, 2 become -128, 0, 127, -126);
+// those are minus each row sum of the activation; scales 0.5 * [1, 2, 4, 8].
+// CHECK-LABEL: func @uint8_columns
+// CHECK: %[[WIDE:.*]] = kiln.cast %arg0 to i32
+// CHECK: %[[C128:.*]] = kiln.constant dense<128> : tensor<i32>
+// CHECK: %[[SHIFT:.*]] = kiln.sub %[[WIDE]], %[[C128]]
+// CHECK: %[[A8:.*]] = kiln.cast %[[SHIFT]] to i8
+// CHECK: %[[W:.*]] = kiln.constant dense<{{\[\[}}-128, -127, -126, -125], [0, 1, 2, 3], [127, 126, 125, 124], [-127, -126, -125, -124]]> : tensor<4x4xi8>
+// CHECK: %[[P:.*]] = kiln.matmul %[[A8]], %[[W]] {transpose_rhs = true}
+// CHECK: kiln.constant dense<[-12, -12, 12, -4]> : tensor<4xi32>
+// CHECK: %[[ROWS:.*]] = kiln.reduce {{.*}} {axes = array<i64: 2>, kind = #kiln<reduce sum>} : (tensor<2x?x4xi32, #kiln.dims<[2, s, 4]>>) -> tensor<2x?x1xi32, #kiln.dims<[2, s, 1]>>
+// CHECK: %[[ZW:.*]] = kiln.constant dense<[128, 0, -127, 126]> : tensor<4xi32>
+// CHECK: kiln.mul %[[ROWS]], %[[ZW]]
+// CHECK: kiln.constant dense<[5.000000e-01, 1.000000e+00, 2.000000e+00, 4.000000e+00]> : tensor<4xf32>
+
+func.func @uint8_columns(%q: tensor<2x?x4xui8, #kiln.dims<[2, s, 4]>>) -> tensor<2x?x4xf32, #kiln.dims<[2, s, 4]>> {
+  %x = kiln.cast %q to f32 : (tensor<2x?x4xui8, #kiln.dims<[2, s, 4]>>) -> tensor<2x?x4xf32, #kiln.dims<[2, s, 4]>>
+  %zx = kiln.constant dense<130.0> : tensor<f32>
+  %xc = kiln.sub %x, %zx : (tensor<2x?x4xf32, #kiln.dims<[2, s, 4]>>, tensor<f32>) -> tensor<2x?x4xf32, #kiln.dims<[2, s, 4]>>
+  %sx = kiln.constant dense<0.5> : tensor<f32>
+  %xf = kiln.mul %xc, %sx : (tensor<2x?x4xf32, #kiln.dims<[2, s, 4]>>, tensor<f32>) -> tensor<2x?x4xf32, #kiln.dims<[2, s, 4]>>
+  %wq = kiln.constant dense<[[0, 128, 255, 1], [1, 129, 254, 2], [2, 130, 253, 3], [3, 131, 252, 4]]> : tensor<4x4xui8>
+  %w = kiln.cast %wq to f32 : (tensor<4x4xui8>) -> tensor<4x4xf32>
+  %zw = kiln.constant dense<[[0.0, 128.0, 255.0, 2.0]]> : tensor<1x4xf32>
+  %wc = kiln.sub %w, %zw : (tensor<4x4xf32>, tensor<1x4xf32>) -> tensor<4x4xf32>
+  %sw = kiln.constant dense<[[1.0, 2.0, 4.0, 8.0]]> : tensor<1x4xf32>
+  %wf = kiln.mul %wc, %sw : (tensor<4x4xf32>, tensor<1x4xf32>) -> tensor<4x4xf32>
+  %y = kiln.matmul %xf, %wf : (tensor<2x?x4xf32, #kiln.dims<[2, s, 4]>>, tensor<4x4xf32>) -> tensor<2x?x4xf32, #kiln.dims<[2, s, 4]>>
+  return %y : tensor<2x?x4xf32, #kiln.dims<[2, s, 4]>>
+}
+
+// -----
+
+// Two activations (attention's products): the right one transposed into
+// [.., N, K], its column sums of (b - 7) times 5 (za = -5), the left one's
+// row sums times -7.
+// CHECK-LABEL: func @activations
+// CHECK: %[[T:.*]] = kiln.transpose %arg1 {permutation = array<i64: 0, 2, 1>} : (tensor<2x8x4xi8>) -> tensor<2x4x8xi8>
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[T]] {transpose_rhs = true} : (tensor<2x4x8xi8>, tensor<2x4x8xi8>) -> tensor<2x4x4xi32>
+// CHECK: kiln.reduce {{.*}} {axes = array<i64: 1>, kind = #kiln<reduce sum>} : (tensor<2x8x4xi32>) -> tensor<2x1x4xi32>
+// CHECK: kiln.constant dense<5> : tensor<i32>
+// CHECK: kiln.reduce {{.*}} {axes = array<i64: 2>, kind = #kiln<reduce sum>} : (tensor<2x4x8xi32>) -> tensor<2x4x1xi32>
+// CHECK: kiln.constant dense<-7> : tensor<i32>
+// CHECK: kiln.constant dense<1.250000e-01> : tensor<f32>
+
+func.func @activations(%a: tensor<2x4x8xi8>, %b: tensor<2x8x4xi8>) -> tensor<2x4x4xf32> {
+  %af = kiln.cast %a to f32 : (tensor<2x4x8xi8>) -> tensor<2x4x8xf32>
+  %za = kiln.constant dense<-5.0> : tensor<f32>
+  %ac = kiln.sub %af, %za : (tensor<2x4x8xf32>, tensor<f32>) -> tensor<2x4x8xf32>
+  %sa = kiln.constant dense<0.5> : tensor<f32>
+  %ad = kiln.mul %ac, %sa : (tensor<2x4x8xf32>, tensor<f32>) -> tensor<2x4x8xf32>
+  %bf = kiln.cast %b to f32 : (tensor<2x8x4xi8>) -> tensor<2x8x4xf32>
+  %zb = kiln.constant dense<7.0> : tensor<f32>
+  %bc = kiln.sub %bf, %zb : (tensor<2x8x4xf32>, tensor<f32>) -> tensor<2x8x4xf32>
+  %sb = kiln.constant dense<0.25> : tensor<f32>
+  %bd = kiln.mul %bc, %sb : (tensor<2x8x4xf32>, tensor<f32>) -> tensor<2x8x4xf32>
+  %y = kiln.matmul %ad, %bd : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  return %y : tensor<2x4x4xf32>
+}
+
+// -----
+
+// Left alone: K = 6 (cuBLASLt's int8 matmul needs multiples of 4), a scale
+// per K on the left operand, 4-bit values, an f16 result (int32 sums
+// exceed f16's range).
+// CHECK-LABEL: func @left_alone
+// CHECK-NOT: transpose_rhs
+// CHECK-NOT: xi32
+func.func @left_alone(%q: tensor<3x6xi8>, %p: tensor<3x8xi8>, %r: tensor<3x8xi4>, %h: tensor<3x8xi8>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf16>) {
+  %x = kiln.cast %q to f32 : (tensor<3x6xi8>) -> tensor<3x6xf32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %xf = kiln.mul %x, %s : (tensor<3x6xf32>, tensor<f32>) -> tensor<3x6xf32>
+  %wq = kiln.constant dense<1> : tensor<6x4xi8>
+  %w = kiln.cast %wq to f32 : (tensor<6x4xi8>) -> tensor<6x4xf32>
+  %wf = kiln.mul %w, %s : (tensor<6x4xf32>, tensor<f32>) -> tensor<6x4xf32>
+  %y0 = kiln.matmul %xf, %wf : (tensor<3x6xf32>, tensor<6x4xf32>) -> tensor<3x4xf32>
+
+  %p0 = kiln.cast %p to f32 : (tensor<3x8xi8>) -> tensor<3x8xf32>
+  %sk = kiln.constant dense<[0.5, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.25]> : tensor<8xf32>
+  %pf = kiln.mul %p0, %sk : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %vq = kiln.constant dense<1> : tensor<8x4xi8>
+  %v = kiln.cast %vq to f32 : (tensor<8x4xi8>) -> tensor<8x4xf32>
+  %vf = kiln.mul %v, %s : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
+  %y1 = kiln.matmul %pf, %vf : (tensor<3x8xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+
+  %r0 = kiln.cast %r to f32 : (tensor<3x8xi4>) -> tensor<3x8xf32>
+  %rf = kiln.mul %r0, %s : (tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %y2 = kiln.matmul %rf, %vf : (tensor<3x8xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+
+  %h0 = kiln.cast %h to f16 : (tensor<3x8xi8>) -> tensor<3x8xf16>
+  %sh = kiln.constant dense<0.5> : tensor<f16>
+  %hf = kiln.mul %h0, %sh : (tensor<3x8xf16>, tensor<f16>) -> tensor<3x8xf16>
+  %uq = kiln.cast %vq to f16 : (tensor<8x4xi8>) -> tensor<8x4xf16>
+  %uf = kiln.mul %uq, %sh : (tensor<8x4xf16>, tensor<f16>) -> tensor<8x4xf16>
+  %y3 = kiln.matmul %hf, %uf : (tensor<3x8xf16>, tensor<8x4xf16>) -> tensor<3x4xf16>
+  return %y0, %y1, %y2, %y3 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf16>
+}
