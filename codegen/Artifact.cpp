@@ -97,17 +97,19 @@ FailureOr<CompiledArtifact> ArtifactWriter::build() {
   result.report["graph_breaks"] = std::move(graphBreaks);
   result.report["size_reads"] = std::move(sizeReads);
   result.report["guards"] = std::move(guardReport);
-  // Q/DQ matmuls that stay float (kiln-integer-matmuls says why).
+  // Q/DQ matmuls and convs that stay float (kiln-integer-matmuls and
+  // kiln-integer-convs say why).
   llvm::json::Array floatQuantized;
-  if (auto kept = func->getAttrOfType<ArrayAttr>(kFloatQuantizedMatmulsAttr))
+  if (auto kept = func->getAttrOfType<ArrayAttr>(kFloatQuantizedOpsAttr))
     for (auto entry : kept.getAsRange<DictionaryAttr>()) {
       auto text = [&](StringRef key) {
         auto s = entry.getAs<StringAttr>(key);
         return s ? s.getValue().str() : std::string();
       };
-      floatQuantized.push_back(llvm::json::Object{{"node", text("node")}, {"why", text("why")}});
+      floatQuantized.push_back(
+          llvm::json::Object{{"op", text("op")}, {"node", text("node")}, {"why", text("why")}});
     }
-  result.report["float_quantized_matmuls"] = std::move(floatQuantized);
+  result.report["float_quantized_ops"] = std::move(floatQuantized);
   // Symbols requests may be batched along (kiln-mark-independent-rows).
   llvm::json::Array independentRows;
   if (auto names = func->getAttrOfType<ArrayAttr>("kiln.independent_rows"))

@@ -181,6 +181,13 @@ FailureOr<EncodedStep> ArtifactWriter::encodeHostStep(Operation *op) {
     llvm::json::Object entry{{"op", op->getName().getStringRef().str()},
                              {"step", fb::EnumNameStepOp(encoded.type)},
                              {"result", type}};
+    // The operands' element type of a product: i8 for the int8 library
+    // calls (kiln-integer-matmuls, kiln-integer-convs).
+    if (isa<MatmulOp, ConvOp>(op)) {
+      std::string input;
+      llvm::raw_string_ostream(input) << getElementTypeOrSelf(op->getOperand(0).getType());
+      entry["input_type"] = input;
+    }
     // The layout kiln-select-conv-layout chose (the node names which op).
     if (isa<ConvOp, PoolOp>(op)) {
       bool channelsLast = isa<ConvOp>(op) ? cast<ConvOp>(op).getChannelsLast()

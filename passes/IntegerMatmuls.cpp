@@ -35,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/ConstantValues.h"
+#include "passes/Dequantized.h"
 #include "passes/Matching.h"
 #include "passes/Passes.h"
 
@@ -59,121 +60,6 @@ namespace {
 /// dimensions (K for the operands, N for the result) of 4 elements.
 constexpr int64_t kLeadingDimMultiple = 4;
 
-/// One dequantized operand: (q - zero) * scale, q of 8-bit integers.
-struct Dequantized {
-  Value q;
-  /// The scale and zero point as constants (one value, or one a column);
-  /// `zero` is empty for none.
-  std::vector<double> scale, zero;
-  bool isUnsigned = false;
-};
-
-/// The values of a float constant of any float type as doubles.
-std::optional<std::vector<double>> floatValues(Value v) {
-  if (std::optional<std::vector<double>> values = readFloats(v))
-    return values;
-  if (std::optional<double> one = scalarConstant(v))
-    return std::vector<double>{*one};
-  return std::nullopt;
-}
-
-/// Whether `v` (a constant's type) holds one value, or one per element of
-/// the last dim of `of` (its columns) with every other dim 1.
-bool perTensorOrColumn(Value v, RankedTensorType of, bool columnsAllowed) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (!t.hasStaticShape())
-    return false;
-  if (t.getNumElements() == 1)
-    return true;
-  if (!columnsAllowed || t.getRank() == 0 || t.getRank() > of.getRank())
-    return false;
-  for (int64_t d = 0; d + 1 < t.getRank(); ++d)
-    if (t.getDimSize(d) != 1)
-      return false;
-  return !ShapedType::isDynamic(of.getShape().back()) &&
-         t.getShape().back() == of.getShape().back();
-}
-
-/// The values of an integer constant (one value, or one a column) as
-/// doubles: a zero point MatMulInteger's import subtracts in i32.
-std::optional<std::vector<double>> intValues(Value v) {
-  auto c = v.getDefiningOp<ConstantOp>();
-  auto dense = c ? dyn_cast<DenseIntElementsAttr>(c.getValue()) : DenseIntElementsAttr();
-  if (!dense)
-    return std::nullopt;
-  std::vector<double> values;
-  for (const APInt &i : dense.getValues<APInt>())
-    values.push_back(static_cast<double>(i.getSExtValue()));
-  return values;
-}
-
-/// `centered` as q - zero or q of an 8-bit q cast to `v`'s shape: the
-/// operand and the zero point's values (empty for none); nothing when the
-/// zero point is no integer of q's range.
-std::optional<Dequantized> centeredQ(Value centered, RankedTensorType type, bool columns) {
-  Dequantized d;
-  Value zero;
-  if (auto sub = centered.getDefiningOp<SubOp>()) {
-    zero = sub.getRhs();
-    centered = sub.getLhs();
-    if (!zero.getDefiningOp<ConstantOp>() || !perTensorOrColumn(zero, type, columns))
-      return std::nullopt;
-  }
-  auto cast = centered.getDefiningOp<CastOp>();
-  auto qType = cast ? dyn_cast<RankedTensorType>(cast.getInput().getType()) : RankedTensorType();
-  auto integer = qType ? dyn_cast<IntegerType>(qType.getElementType()) : IntegerType();
-  if (!integer || integer.getWidth() != 8 || qType.getShape() != type.getShape())
-    return std::nullopt;
-  d.q = cast.getInput();
-  d.isUnsigned = integer.isUnsigned();
-  if (zero) {
-    std::optional<std::vector<double>> z =
-        isa<FloatType>(type.getElementType()) ? floatValues(zero) : intValues(zero);
-    // A zero point is an integer of q's range.
-    double lo = d.isUnsigned ? 0 : -128, hi = d.isUnsigned ? 255 : 127;
-    if (!z || llvm::any_of(*z, [&](double x) { return x != std::round(x) || x < lo || x > hi; }))
-      return std::nullopt;
-    d.zero = *z;
-  }
-  return d;
-}
-
-/// `v` as (q - zero) * scale of an 8-bit q, as the ONNX importer writes
-/// DequantizeLinear and QLinearMatMul's operands: mul(sub(cast(q), zero),
-/// scale) or mul(cast(q), scale), the scale on either side; or, in i32 (the
-/// operands of MatMulInteger, an exact integer product), sub(cast(q), zero)
-/// or cast(q) with a scale of 1. `columns` allows a scale and zero point
-/// per column (of the matmul's right operand).
-std::optional<Dequantized> dequantized(Value v, bool columns) {
-  auto type = cast<RankedTensorType>(v.getType());
-  if (type.getElementType().isInteger(32)) {
-    std::optional<Dequantized> d = centeredQ(v, type, columns);
-    if (d)
-      d->scale = {1.0};
-    return d;
-  }
-  auto mul = v.getDefiningOp<MulOp>();
-  if (!mul)
-    return std::nullopt;
-  for (int side = 0; side < 2; ++side) {
-    Value centered = mul->getOperand(side), scale = mul->getOperand(1 - side);
-    if (!scale.getDefiningOp<ConstantOp>() || !perTensorOrColumn(scale, type, columns))
-      continue;
-    std::optional<Dequantized> d = centeredQ(centered, type, columns);
-    std::optional<std::vector<double>> s = d ? floatValues(scale) : std::nullopt;
-    if (!s)
-      continue;
-    d->scale = *s;
-    return d;
-  }
-  return std::nullopt;
-}
-
-/// Element `i` of a per-tensor or per-column constant.
-double at(const std::vector<double> &values, int64_t i) {
-  return values.size() == 1 ? values[0] : values[static_cast<size_t>(i)];
-}
-
 /// Builds the integer form of one matmul; nothing when an op refuses.
 class Rewriter {
 public:
@@ -181,7 +67,9 @@ public:
 
   /// The replacement of `matmul`'s result, or null (the matmul stays, and
   /// `why` says why when a rule refused it).
-  Value rewrite(MatmulOp matmul, Dequantized a, Dequantized b8, std::string &why);
+  /// `storedNK`: `b8.q` is a constant weight stored [N, K] (Gemm's transB,
+  /// a transpose the importer wrote), already cuBLASLt's layout.
+  Value rewrite(MatmulOp matmul, Dequantized a, Dequantized b8, bool storedNK, std::string &why);
 
 private:
   OpBuilder b;
@@ -229,34 +117,26 @@ private:
   /// of each column minus its int8 zero point (`zeros`: one, or one a
   /// column); nothing when it is not a constant.
   std::optional<std::pair<Value, std::vector<int64_t>>> weightTN(const Dequantized &w,
-                                                                 ArrayRef<int64_t> zeros);
+                                                                 ArrayRef<int64_t> zeros,
+                                                                 bool storedNK);
 };
 
-/// A zero point as the int8 operand sees it: uint8 values are stored minus
-/// 128, so their zero point moves with them.
-std::vector<int64_t> int8Zeros(const Dequantized &d, int64_t columns) {
-  std::vector<int64_t> zeros;
-  int64_t shift = d.isUnsigned ? 128 : 0;
-  for (int64_t c = 0; c < (d.zero.size() > 1 ? columns : 1); ++c)
-    zeros.push_back((d.zero.empty() ? 0 : static_cast<int64_t>(at(d.zero, c))) - shift);
-  return zeros;
-}
-
 std::optional<std::pair<Value, std::vector<int64_t>>>
-Rewriter::weightTN(const Dequantized &w, ArrayRef<int64_t> zeros) {
+Rewriter::weightTN(const Dequantized &w, ArrayRef<int64_t> zeros, bool storedNK) {
   std::vector<char> storage;
   std::optional<ArrayRef<char>> bytes = constantBytes(w.q, storage);
   auto type = cast<RankedTensorType>(w.q.getType());
   if (!bytes || type.getRank() != 2)
     return std::nullopt;
-  int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+  int64_t k = type.getDimSize(storedNK ? 1 : 0), n = type.getDimSize(storedNK ? 0 : 1);
   std::vector<int64_t> columnSums(static_cast<size_t>(n), 0);
   auto transposedType = RankedTensorType::get({n, k}, b.getI8Type());
   Value transposed = makeConstantFromBytes(
       b, loc, transposedType, static_cast<size_t>(n * k), [&](MutableArrayRef<char> out) {
         for (int64_t r = 0; r < k; ++r)
           for (int64_t c = 0; c < n; ++c) {
-            auto byte = static_cast<uint8_t>((*bytes)[static_cast<size_t>(r * n + c)]);
+            auto byte = static_cast<uint8_t>(
+                (*bytes)[static_cast<size_t>(storedNK ? c * k + r : r * n + c)]);
             // uint8 to int8: minus 128, which is the top bit flipped.
             int64_t value = w.isUnsigned ? int64_t(byte) - 128 : int64_t(int8_t(byte));
             out[static_cast<size_t>(c * k + r)] = static_cast<char>(static_cast<int8_t>(value));
@@ -266,11 +146,12 @@ Rewriter::weightTN(const Dequantized &w, ArrayRef<int64_t> zeros) {
   return std::make_pair(transposed, columnSums);
 }
 
-Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, std::string &why) {
+Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool storedNK,
+                        std::string &why) {
   auto aType = cast<RankedTensorType>(a.q.getType()), wType = cast<RankedTensorType>(w.q.getType());
   auto resultType = cast<RankedTensorType>(matmul.getType());
   Type element = resultType.getElementType();
-  int64_t k = aType.getShape().back(), n = wType.getShape().back();
+  int64_t k = aType.getShape().back(), n = storedNK ? wType.getDimSize(0) : wType.getShape().back();
   auto multiple = [](int64_t d) { return !ShapedType::isDynamic(d) && d % kLeadingDimMultiple == 0; };
   if (aType.getRank() < 2 || wType.getRank() < 2)
     why = "an operand is a vector";
@@ -292,7 +173,7 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, std::stri
   Type i32 = b.getI32Type();
   Value product, columnTerm;
   if (w.q.getDefiningOp<ConstantOp>() && wType.getRank() == 2) {
-    auto tn = weightTN(w, wz);
+    auto tn = weightTN(w, wz, storedNK);
     if (!tn)
       return {};
     product = make("kiln.matmul", {a8, tn->first},
@@ -318,7 +199,7 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, std::stri
     if (product && za != 0) {
       // -za * sum_k (w - zw), a column sum of the activation.
       Value wide = castTo(w8, i32);
-      if (wz.front() != 0)
+      if (llvm::any_of(wz, [](int64_t z) { return z != 0; }))
         wide = wide ? make("kiln.sub", {wide, i32Constant(wz)}) : Value();
       Value sums = wide ? reduceSum(wide, rank - 2) : Value();
       columnTerm = sums ? make("kiln.mul", {sums, i32Constant({-za})}) : Value();
@@ -360,7 +241,7 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, std::stri
 struct IntegerMatmulsPass : public impl::IntegerMatmulsPassBase<IntegerMatmulsPass> {
   void runOnOperation() override {
     // Dequantized matmuls that stay float, and why: the function's
-    // kiln.float_quantized_matmuls, which --explain lists.
+    // kiln.float_quantized_ops, which --explain lists.
     SmallVector<Attribute> keptFloat;
     SmallVector<MatmulOp> matmuls;
     getOperation().walk([&](MatmulOp m) { matmuls.push_back(m); });
@@ -368,27 +249,40 @@ struct IntegerMatmulsPass : public impl::IntegerMatmulsPassBase<IntegerMatmulsPa
       if (m.getBias() || m.getTransposeLhs() || m.getTransposeRhs() ||
           m.getActivation() != Activation::none)
         continue;
-      std::optional<Dequantized> a = dequantized(m.getLhs(), /*columns=*/false);
-      std::optional<Dequantized> w = dequantized(m.getRhs(), /*columns=*/true);
+      std::optional<Dequantized> a = dequantized(m.getLhs(), /*axis=*/-1);
+      // A constant weight stored [N, K] and transposed (Gemm's transB): its
+      // scale and zero point go along N, its dim 0.
+      auto rhsType = cast<RankedTensorType>(m.getRhs().getType());
+      std::optional<Dequantized> w = dequantized(m.getRhs(), /*axis=*/rhsType.getRank() - 1);
+      bool storedNK = false;
+      if (auto t = m.getRhs().getDefiningOp<TransposeOp>();
+          !w && t && rhsType.getRank() == 2 && t.getPermutation()[0] == 1) {
+        w = dequantized(t.getInput(), /*axis=*/0);
+        storedNK = w && w->q.getDefiningOp<ConstantOp>();
+        if (!storedNK)
+          w.reset();
+      }
       if (!a || !w)
         continue;
       Value lhs = m.getLhs(), rhs = m.getRhs();
       std::string why;
-      Value replacement = Rewriter(m).rewrite(m, *a, *w, why);
+      Value replacement = Rewriter(m).rewrite(m, *a, *w, storedNK, why);
       if (!replacement) {
         Builder b(m.getContext());
         keptFloat.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("node", b.getStringAttr(nodeNameOf(m.getLoc()))),
+            {b.getNamedAttr("op", b.getStringAttr(MatmulOp::getOperationName())),
+             b.getNamedAttr("node", b.getStringAttr(nodeNameOf(m.getLoc()))),
              b.getNamedAttr("why", b.getStringAttr(why.empty() ? "an op refused its operands" : why))}));
         continue;
       }
       m.getResult().replaceAllUsesWith(replacement);
       m->erase();
       eraseUnreadProducers(lhs);
-      eraseUnreadProducers(rhs);
+      if (rhs != lhs)
+        eraseUnreadProducers(rhs);
     }
     if (!keptFloat.empty())
-      getOperation()->setAttr(kFloatQuantizedMatmulsAttr,
+      getOperation()->setAttr(kFloatQuantizedOpsAttr,
                               ArrayAttr::get(&getContext(), keptFloat));
   }
 };

@@ -67,6 +67,7 @@ public:
     for (Operation &op : body)
       ops.push_back(&op);
     findValuesCastToIntegers(ops);
+    keepIntegerSumsWide(ops);
     for (Operation *op : ops) {
       if (auto constant = dyn_cast<ConstantOp>(op))
         narrowConstant(constant);
@@ -116,6 +117,34 @@ private:
       Operation *op = work.pop_back_val();
       for (Value operand : op->getOperands())
         reach(operand);
+    }
+  }
+
+  /// An int8 product's sums (kiln-integer-matmuls' cast of an i32 sum to
+  /// float, kiln-integer-convs' int8 conv) reach far beyond f16's range
+  /// until their scale multiplies them: the ops from the sum up to that
+  /// multiply (moves, adds of corrections) keep fp32, and the multiply's
+  /// result, of the model's own magnitude, may then go narrow.
+  void keepIntegerSumsWide(ArrayRef<Operation *> ops) {
+    SmallVector<Value> work;
+    for (Operation *op : ops) {
+      auto cast = dyn_cast<CastOp>(op);
+      auto conv = dyn_cast<ConvOp>(op);
+      bool wideInteger = cast && isF32Tensor(cast.getType()) &&
+                         getElementTypeOrSelf(cast.getInput().getType()).isInteger(32);
+      if (wideInteger || (conv && conv.isInt8Conv())) {
+        keepWide.insert(op);
+        work.push_back(op->getResult(0));
+      }
+    }
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (!isa<TransposeOp, ReshapeOp, AddOp, SubOp, MulOp>(user) || !keepWide.insert(user).second)
+          continue;
+        if (!isa<MulOp>(user))
+          work.push_back(user->getResult(0));
+      }
     }
   }
 

@@ -38,10 +38,11 @@ std::string describeOp(mlir::Operation *op);
 /// when it runs (the artifact writer makes them Step.binds).
 inline constexpr llvm::StringLiteral kBindsDimsAttr = "kiln.binds_dims";
 
-/// The attribute kiln-integer-matmuls puts on a function whose dequantized
-/// matmuls stay float: `[{node = "MatMul_3", why = "..."}, ...]`, which the
-/// artifact's report (`float_quantized_matmuls`) and --explain list.
-inline constexpr llvm::StringLiteral kFloatQuantizedMatmulsAttr = "kiln.float_quantized_matmuls";
+/// The attribute kiln-integer-matmuls and kiln-integer-convs put on a
+/// function whose dequantized matmuls or convs stay float:
+/// `[{op = "kiln.matmul", node = "MatMul_3", why = "..."}, ...]`, which the
+/// artifact's report (`float_quantized_ops`) and --explain list.
+inline constexpr llvm::StringLiteral kFloatQuantizedOpsAttr = "kiln.float_quantized_ops";
 
 /// The attribute kiln-sizes-on-device puts on a kiln.read_sizes: the name of
 /// the op whose size it reads ("kiln.non_zero"), for reports.

@@ -279,6 +279,26 @@ def AbsorbMatmulTransposesPass : Pass<"kiln-absorb-matmul-transposes", "::mlir::
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def IntegerConvsPass : Pass<"kiln-integer-convs", "::mlir::func::FuncOp"> {
+  let summary = "Turns convolutions of dequantized 8-bit tensors into int8 cuDNN convolutions";
+  let description = [{
+    A 2-D `kiln.conv` of one group of `(x - zx) * sx` by `(w - zw) * sw`
+    (DequantizeLinear as the importer writes it: `x` of 8-bit integers with
+    one scale and zero point, `w` a constant of 8-bit integers with one
+    scale or one an output channel and zero points of 0), input and output
+    channels known multiples of 4, becomes a channels-last `kiln.conv` of
+    the int8 operands into f32 (cuDNN's int8 convolution, INT8_EXT_CONFIG):
+    `x` padded with `zx` explicitly (what a dequantized 0 is; the conv then
+    pads nothing) and transposed to NHWC, the filter stored `[M, KH, KW, C]`,
+    the result transposed back, then `- zx * sum(w[m])`, times
+    `sx * sw[m]`, plus the conv's bias. uint8 operands are stored minus 128
+    as int8. Other convs stay float and are listed in the function's
+    `kiln.float_quantized_ops`. Runs first in the graph pipeline, with
+    `--kiln-integer-matmuls`.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def IntegerMatmulsPass : Pass<"kiln-integer-matmuls", "::mlir::func::FuncOp"> {
   let summary = "Turns matmuls of dequantized 8-bit tensors into int8 products into int32";
   let description = [{

@@ -17,6 +17,7 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
   // First: shape inference and canonicalization fold a quantized weight's
   // dequantization into a float constant.
   pm.addNestedPass<func::FuncOp>(createIntegerMatmulsPass());
+  pm.addNestedPass<func::FuncOp>(createIntegerConvsPass());
   pm.addNestedPass<func::FuncOp>(createInferShapesPass(inferOptions));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

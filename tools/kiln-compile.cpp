@@ -485,13 +485,15 @@ int main(int argc, char **argv) {
                  << "): " << o.getString("why").value_or("") << "; "
                  << o.getString("cost").value_or("") << "\n";
         }
-      // Q/DQ matmuls that stay float arithmetic, not int8 library calls.
-      if (const llvm::json::Array *kept = artifact->report.getArray("float_quantized_matmuls"))
+      // Q/DQ matmuls and convs that stay float arithmetic, not int8 library
+      // calls.
+      if (const llvm::json::Array *kept = artifact->report.getArray("float_quantized_ops"))
         for (const llvm::json::Value &k : *kept) {
-          std::string node = k.getAsObject()->getString("node").value_or("").str();
-          outs() << modelPath << (node.empty() ? "" : ": at '" + node + "'")
-                 << ": quantized matmul not an int8 call: "
-                 << k.getAsObject()->getString("why").value_or("") << "\n";
+          const llvm::json::Object &o = *k.getAsObject();
+          std::string node = o.getString("node").value_or("").str();
+          outs() << modelPath << (node.empty() ? "" : ": at '" + node + "'") << ": quantized "
+                 << o.getString("op").value_or("") << " not an int8 call: "
+                 << o.getString("why").value_or("") << "\n";
         }
       // Guards: what every call checks beyond the inputs' own dims.
       const llvm::json::Array *guards = artifact->report.getArray("guards");

@@ -155,9 +155,17 @@ Type MatmulOp::productElementType(Type operand) {
   return operand;
 }
 
-bool MatmulOp::isInt8Product() {
-  return getLhs().getType().getElementType() != getType().getElementType();
+/// Whether `t` is a tensor of 8-bit integers.
+static bool isInt8Tensor(Type t) {
+  auto tensor = dyn_cast<RankedTensorType>(t);
+  auto integer = tensor ? dyn_cast<IntegerType>(tensor.getElementType()) : IntegerType();
+  return integer && integer.getWidth() == 8;
 }
+
+// Passes that rewrite operands one at a time (kiln-lower-precision) may
+// leave operand and result types apart for a moment: the operand's type
+// says what the op is.
+bool MatmulOp::isInt8Product() { return isInt8Tensor(getLhs().getType()); }
 
 //===----------------------------------------------------------------------===//
 // conv
@@ -176,8 +184,22 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
     return emitShapeError(location, name, "activation is none or relu (gelu_tanh is a matmul epilogue)");
   size_t k = input.getRank() - 2;
   SymShape x = getSymShape(input), w = getSymShape(filter);
-  // Channels last: the same rules on channels-first views, the result moved back.
   bool channelsLast = adaptor.getChannelsLast();
+  // 8-bit integers convolve into f32 (cuDNN's int8 convolution), channels
+  // last, with no epilogue; other operands are floats of the result's type.
+  Type element = input.getElementType();
+  auto integer = dyn_cast<IntegerType>(element);
+  if (integer && integer.getWidth() == 8) {
+    if (!channelsLast || adaptor.getBias() || adaptor.getResidual() ||
+        adaptor.getActivation() != Activation::none)
+      return emitShapeError(location, name,
+                            "an 8-bit integer conv is channels last and takes no bias, residual "
+                            "or activation");
+    element = Float32Type::get(context);
+  } else if (!isa<FloatType>(element)) {
+    return emitShapeError(location, name, "input must be float or 8-bit integers");
+  }
+  // Channels last: the same rules on channels-first views, the result moved back.
   if (channelsLast) {
     std::rotate(x.begin() + 1, x.end() - 1, x.end());
     std::rotate(w.begin() + 1, w.end() - 1, w.end());
@@ -219,9 +241,11 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
       if (failed(unifyDims(location, name, r[i], out[i], "residual dim and result dim")))
         return failure();
   }
-  inferred.push_back(makeTensorType(out, input.getElementType()));
+  inferred.push_back(makeTensorType(out, element));
   return success();
 }
+
+bool ConvOp::isInt8Conv() { return isInt8Tensor(getInput().getType()); }
 
 //===----------------------------------------------------------------------===//
 // conv_transpose
@@ -491,9 +515,10 @@ bool PoolOp::runsNarrow() { return true; }
 bool MatmulOp::isInlinable() {
   return isa<IntegerType>(getType().getElementType()) && !isInt8Product();
 }
-// The library ops accumulate in fp32 inside.
-bool MatmulOp::runsNarrow() { return true; }
-bool ConvOp::runsNarrow() { return true; }
+// The library ops accumulate in fp32 inside; an int8 product's int32 stays.
+bool MatmulOp::runsNarrow() { return !isInt8Product(); }
+// An int8 conv's f32 result holds int32 sums, which narrow types round.
+bool ConvOp::runsNarrow() { return !isInt8Conv(); }
 bool ConvTransposeOp::runsNarrow() { return true; }
 
 // The normalizations and attention hold fp32 in registers; only the stored

@@ -64,18 +64,29 @@ def Kiln_ConvOp : Kiln_Op<"conv", [
     `residual` and the result are `[N, D1..Dk, C]` and `filter` is
     `[M, K1..Kk, C / group]`.
 
+    8-bit integer `input` and `filter` (`--kiln-integer-convs`, from
+    dequantized operands) give an f32 result: cuDNN's int8 convolution
+    (INT8_EXT_CONFIG), whose int32 sums are rounded once to f32. It is
+    channels last (the only layout cuDNN's int8 convolution reads) and takes
+    no `bias`, `residual` or `activation`.
+
     ```mlir
     %y = kiln.conv %x, %w, %b {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64} : (tensor<?x3x32x32xf32, #kiln.dims<[n, 3, 32, 32]>>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<?x16x32x32xf32, #kiln.dims<[n, 16, 32, 32]>>
     %z = kiln.conv %y, %w2, %b2 residual(%y) {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, activation = #kiln<activation relu>} : (...) -> ...
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$filter,
+  let arguments = (ins Kiln_Tensor:$input, Kiln_Tensor:$filter,
                        Optional<Kiln_FloatTensor>:$bias, Optional<Kiln_FloatTensor>:$residual,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
                        DenseI64ArrayAttr:$pads, DefaultValuedAttr<I64Attr, "1">:$group,
                        DefaultValuedAttr<Kiln_ActivationAttr, "::kiln::Activation::none">:$activation,
                        DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Kiln_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    /// Whether this is an 8-bit integer convolution into f32 (cuDNN's int8
+    /// convolution).
+    bool isInt8Conv();
+  }];
   let assemblyFormat = [{
     $input `,` $filter (`,` $bias^)? (`residual` `(` $residual^ `)`)? attr-dict `:`
     functional-type(operands, results)

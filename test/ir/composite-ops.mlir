@@ -2,6 +2,14 @@
 // RUN: kiln-opt %s | kiln-opt | FileCheck %s
 // RUN: kiln-opt %s --mlir-print-op-generic | kiln-opt | FileCheck %s
 
+// 8-bit integers convolve into f32, channels last (cuDNN's int8 convolution).
+// CHECK-LABEL: func @int8_conv
+// CHECK: kiln.conv %{{.*}}, %{{.*}} {channels_last = true, {{.*}}} : (tensor<?x8x8x4xi8, #kiln.dims<[n, 8, 8, 4]>>, tensor<8x3x3x4xi8>) -> tensor<?x6x6x8xf32, #kiln.dims<[n, 6, 6, 8]>>
+func.func @int8_conv(%x: tensor<?x8x8x4xi8, #kiln.dims<[n, 8, 8, 4]>>, %w: tensor<8x3x3x4xi8>) {
+  %r = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, channels_last = true} : (tensor<?x8x8x4xi8, #kiln.dims<[n, 8, 8, 4]>>, tensor<8x3x3x4xi8>) -> tensor<?x6x6x8xf32, #kiln.dims<[n, 6, 6, 8]>>
+  return
+}
+
 // 8-bit integers multiply into i32 (cuBLASLt's int8 matmul).
 // CHECK-LABEL: func @int8_product
 // CHECK: kiln.matmul %{{.*}}, %{{.*}} {transpose_rhs = true} : (tensor<?x16xi8, #kiln.dims<[m, 16]>>, tensor<8x16xi8>) -> tensor<?x8xi32, #kiln.dims<[m, 8]>>

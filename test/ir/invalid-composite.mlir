@@ -25,6 +25,22 @@ func.func @int8_product_type(%a: tensor<2x4xi8>, %b: tensor<4x4xi8>) {
 
 // -----
 
+func.func @int8_conv_layout(%x: tensor<1x4x4x4xi8>, %w: tensor<4x4x1x1xi8>) {
+  // expected-error @+1 {{'kiln.conv' op an 8-bit integer conv is channels last and takes no bias, residual or activation}}
+  %r = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>} : (tensor<1x4x4x4xi8>, tensor<4x4x1x1xi8>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_elements(%x: tensor<1x4x4x4xi32>, %w: tensor<4x4x1x1xi32>) {
+  // expected-error @+1 {{'kiln.conv' op input must be float or 8-bit integers}}
+  %r = kiln.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>} : (tensor<1x4x4x4xi32>, tensor<4x4x1x1xi32>) -> tensor<1x4x4x4xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_scalar(%a: tensor<f32>, %b: tensor<3xf32>) {
   // expected-error @+1 {{'kiln.matmul' op operands must have rank >= 1}}
   %r = kiln.matmul %a, %b : (tensor<f32>, tensor<3xf32>) -> tensor<f32>

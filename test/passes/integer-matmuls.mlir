@@ -76,7 +76,10 @@ func.func @uint8_columns(%q: tensor<2x?x4xui8, #kiln.dims<[2, s, 4]>>) -> tensor
 // CHECK-LABEL: func @activations
 // CHECK: %[[T:.*]] = kiln.transpose %arg1 {permutation = array<i64: 0, 2, 1>} : (tensor<2x8x4xi8>) -> tensor<2x4x8xi8>
 // CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[T]] {transpose_rhs = true} : (tensor<2x4x8xi8>, tensor<2x4x8xi8>) -> tensor<2x4x4xi32>
-// CHECK: kiln.reduce {{.*}} {axes = array<i64: 1>, kind = #kiln<reduce sum>} : (tensor<2x8x4xi32>) -> tensor<2x1x4xi32>
+// CHECK: %[[BW:.*]] = kiln.cast %arg1 to i32
+// CHECK: %[[ZB:.*]] = kiln.constant dense<7> : tensor<i32>
+// CHECK: %[[BC:.*]] = kiln.sub %[[BW]], %[[ZB]]
+// CHECK: kiln.reduce %[[BC]] {axes = array<i64: 1>, kind = #kiln<reduce sum>} : (tensor<2x8x4xi32>) -> tensor<2x1x4xi32>
 // CHECK: kiln.constant dense<5> : tensor<i32>
 // CHECK: kiln.reduce {{.*}} {axes = array<i64: 2>, kind = #kiln<reduce sum>} : (tensor<2x4x8xi32>) -> tensor<2x4x1xi32>
 // CHECK: kiln.constant dense<-7> : tensor<i32>
@@ -95,6 +98,51 @@ func.func @activations(%a: tensor<2x4x8xi8>, %b: tensor<2x8x4xi8>) -> tensor<2x4
   %bd = kiln.mul %bc, %sb : (tensor<2x8x4xf32>, tensor<f32>) -> tensor<2x8x4xf32>
   %y = kiln.matmul %ad, %bd : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
   return %y : tensor<2x4x4xf32>
+}
+
+// -----
+
+// A right operand with a zero point a column, the first 0: every column's
+// is subtracted before the column sums (times za = 2).
+// CHECK-LABEL: func @activation_columns
+// CHECK: %[[ZB:.*]] = kiln.constant dense<[0, 1, 2, 3]> : tensor<4xi32>
+// CHECK: %[[BC:.*]] = kiln.sub %{{.*}}, %[[ZB]] : (tensor<8x4xi32>, tensor<4xi32>) -> tensor<8x4xi32>
+// CHECK: kiln.reduce %[[BC]] {axes = array<i64: 0>
+func.func @activation_columns(%a: tensor<4x8xi8>, %b: tensor<8x4xi8>) -> tensor<4x4xf32> {
+  %af = kiln.cast %a to f32 : (tensor<4x8xi8>) -> tensor<4x8xf32>
+  %za = kiln.constant dense<2.0> : tensor<f32>
+  %ac = kiln.sub %af, %za : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %sa = kiln.constant dense<0.5> : tensor<f32>
+  %ad = kiln.mul %ac, %sa : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %bf = kiln.cast %b to f32 : (tensor<8x4xi8>) -> tensor<8x4xf32>
+  %zb = kiln.constant dense<[[0.0, 1.0, 2.0, 3.0]]> : tensor<1x4xf32>
+  %bc = kiln.sub %bf, %zb : (tensor<8x4xf32>, tensor<1x4xf32>) -> tensor<8x4xf32>
+  %sb = kiln.constant dense<0.25> : tensor<f32>
+  %bd = kiln.mul %bc, %sb : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
+  %y = kiln.matmul %ad, %bd : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
+// Gemm's transB: a constant weight stored [N, K], a scale a row of it (an
+// output column), is cuBLASLt's layout as it is.
+// CHECK-LABEL: func @stored_nk
+// CHECK: %[[W:.*]] = kiln.constant dense<{{\[\[}}1, 2, 3, 4, 5, 6, 7, 8], [-1, -2, -3, -4, -5, -6, -7, -8], [0, 0, 0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1]]> : tensor<4x8xi8>
+// CHECK: kiln.matmul %arg0, %[[W]] {transpose_rhs = true}
+// CHECK: kiln.constant dense<[5.000000e-01, 1.000000e+00, 1.500000e+00, 2.000000e+00]> : tensor<4xf32>
+// CHECK-NOT: kiln.transpose
+func.func @stored_nk(%q: tensor<?x8xi8, #kiln.dims<[m, 8]>>) -> tensor<?x4xf32, #kiln.dims<[m, 4]>> {
+  %x = kiln.cast %q to f32 : (tensor<?x8xi8, #kiln.dims<[m, 8]>>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  %sx = kiln.constant dense<0.5> : tensor<f32>
+  %xf = kiln.mul %x, %sx : (tensor<?x8xf32, #kiln.dims<[m, 8]>>, tensor<f32>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  %wq = kiln.constant dense<[[1, 2, 3, 4, 5, 6, 7, 8], [-1, -2, -3, -4, -5, -6, -7, -8], [0, 0, 0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1]]> : tensor<4x8xi8>
+  %w = kiln.cast %wq to f32 : (tensor<4x8xi8>) -> tensor<4x8xf32>
+  %sw = kiln.constant dense<[[1.0], [2.0], [3.0], [4.0]]> : tensor<4x1xf32>
+  %wf = kiln.mul %w, %sw : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %wt = kiln.transpose %wf {permutation = array<i64: 1, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %y = kiln.matmul %xf, %wt : (tensor<?x8xf32, #kiln.dims<[m, 8]>>, tensor<8x4xf32>) -> tensor<?x4xf32, #kiln.dims<[m, 4]>>
+  return %y : tensor<?x4xf32, #kiln.dims<[m, 4]>>
 }
 
 // -----

@@ -93,3 +93,33 @@ func.func @large_weight(%x: tensor<2x128xf32>) -> tensor<2x256xf32> {
   %m = kiln.matmul %x, %w : (tensor<2x128xf32>, tensor<128x256xf32>) -> tensor<2x256xf32>
   return %m : tensor<2x256xf32>
 }
+
+// -----
+
+// An int8 product's sums (kiln-integer-matmuls, kiln-integer-convs) exceed
+// f16's range until their scale multiplies them: the cast of the i32 sum,
+// the int8 conv's result, the moves and adds after them and the scale's
+// multiply keep fp32; what follows the multiply runs narrow.
+// CHECK-LABEL: func.func @integer_sums
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %{{.*}} {transpose_rhs = true} : {{.*}} -> tensor<4x4xi32>
+// CHECK: %[[F:.*]] = kiln.cast %[[P]] to f32
+// CHECK: %[[S:.*]] = kiln.mul %[[F]], %{{.*}} : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+// CHECK: %[[N:.*]] = kiln.cast %[[S]] to f16
+// CHECK: kiln.tanh %[[N]] : (tensor<4x4xf16>) -> tensor<4x4xf16>
+// CHECK: %[[C:.*]] = kiln.conv %arg2, %{{.*}} {{.*}} -> tensor<1x4x4x4xf32>
+// CHECK: %[[T:.*]] = kiln.transpose %[[C]] {{.*}} -> tensor<1x4x4x4xf32>
+// CHECK: %[[A:.*]] = kiln.add %[[T]], %{{.*}} -> tensor<1x4x4x4xf32>
+// CHECK: kiln.mul %[[A]], %{{.*}} -> tensor<1x4x4x4xf32>
+func.func @integer_sums(%a: tensor<4x8xi8>, %w: tensor<4x8xi8>, %x: tensor<1x4x4x4xi8>, %f: tensor<4x1x1x4xi8>) -> (tensor<4x4xf32>, tensor<1x4x4x4xf32>) {
+  %p = kiln.matmul %a, %w {transpose_rhs = true} : (tensor<4x8xi8>, tensor<4x8xi8>) -> tensor<4x4xi32>
+  %f32 = kiln.cast %p to f32 : (tensor<4x4xi32>) -> tensor<4x4xf32>
+  %s = kiln.constant dense<1.0e-3> : tensor<f32>
+  %y = kiln.mul %f32, %s : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+  %t = kiln.tanh %y : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %c = kiln.conv %x, %f {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, group = 1 : i64, channels_last = true} : (tensor<1x4x4x4xi8>, tensor<4x1x1x4xi8>) -> tensor<1x4x4x4xf32>
+  %first = kiln.transpose %c {permutation = array<i64: 0, 3, 1, 2>} : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  %corr = kiln.constant dense<3.0> : tensor<4x1x1xf32>
+  %added = kiln.add %first, %corr : (tensor<1x4x4x4xf32>, tensor<4x1x1xf32>) -> tensor<1x4x4x4xf32>
+  %scaled = kiln.mul %added, %corr : (tensor<1x4x4x4xf32>, tensor<4x1x1xf32>) -> tensor<1x4x4x4xf32>
+  return %t, %scaled : tensor<4x4xf32>, tensor<1x4x4x4xf32>
+}

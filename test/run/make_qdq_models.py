@@ -18,6 +18,11 @@ onnxruntime (scripts/install-onnxruntime-deps.sh).
                   weights with a scale and zero point a column (per_channel)
     mlp_odd_k     the same with K = 30 and N = 18: no multiple of 4, which
                   cuBLASLt's int8 matmul needs, so kiln keeps float matmuls
+    resnet18_qdq  ResNet-18 (torchvision's layers: a 7x7 stem, four stages of
+                  two basic blocks, 64 to 512 channels, 1x1 downsampling,
+                  global average pooling, a Gemm to 1000 classes with transB)
+                  with random weights (batch norms folded into the convs'
+                  biases) on 64x64 images, quantize_static's defaults
     matmul_integer
                   MatMulInteger: uint8 x [b, s, 32] with a zero point times a
                   constant int8 [32, 16] with a zero point a column: int32
@@ -96,8 +101,23 @@ def save(out, name, model, shapes, k):
     for s, (b, seq) in enumerate(shapes):
         feeds = {"x": rng.standard_normal((b, seq, k)).astype(np.float32)}
         save_set(out, name, s, feeds, session.run(None, feeds))
-    # The output's step: the scale of the QuantizeLinear whose DequantizeLinear
-    # writes the graph's output.
+    write_step(out, name, model)
+
+
+def save_images(out, name, model, shapes):
+    """save()'s data sets for an image model: x of each of `shapes`."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    for s, shape in enumerate(shapes):
+        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
+        save_set(out, name, s, feeds, session.run(None, feeds))
+    write_step(out, name, model)
+
+
+def write_step(out, name, model):
+    """NAME.step: the scale of the QuantizeLinear in front of the output."""
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     output = model.graph.output[0].name
     dq = next(n for n in model.graph.node if n.op_type == "DequantizeLinear" and n.output[0] == output)
@@ -120,6 +140,47 @@ def int8_layouts(out):
         wide = w.astype(np.int32)
         save_set(out, name, 0, {"arg0": x, "arg1": w},
                  [x.astype(np.int32) @ (wide.T if flags else wide)])
+
+
+def resnet18():
+    """ResNet-18's graph, NCHW, its batch norms folded into conv biases."""
+    nodes, inits = [], []
+
+    def conv(x, cin, cout, k, stride, name, relu):
+        w = (rng.standard_normal((cout, cin, k, k)) * np.sqrt(2.0 / (cin * k * k))).astype(np.float32)
+        b = (0.05 * rng.standard_normal(cout)).astype(np.float32)
+        inits.extend([numpy_helper.from_array(w, name + ".w"), numpy_helper.from_array(b, name + ".b")])
+        nodes.append(helper.make_node("Conv", [x, name + ".w", name + ".b"], [name], kernel_shape=[k, k],
+                                      strides=[stride, stride], pads=[k // 2] * 4))
+        if not relu:
+            return name
+        nodes.append(helper.make_node("Relu", [name], [name + ".relu"]))
+        return name + ".relu"
+
+    x = conv("x", 3, 64, 7, 2, "stem", True)
+    nodes.append(helper.make_node("MaxPool", [x], ["pool"], kernel_shape=[3, 3], strides=[2, 2],
+                                  pads=[1, 1, 1, 1]))
+    x, cin = "pool", 64
+    for stage, cout in enumerate([64, 128, 256, 512]):
+        for block in range(2):
+            stride = 2 if stage > 0 and block == 0 else 1
+            name = f"layer{stage + 1}.{block}"
+            h = conv(x, cin, cout, 3, stride, name + ".conv1", True)
+            h = conv(h, cout, cout, 3, 1, name + ".conv2", False)
+            skip = conv(x, cin, cout, 1, stride, name + ".down", False) if stride != 1 or cin != cout else x
+            nodes.append(helper.make_node("Add", [h, skip], [name + ".add"]))
+            nodes.append(helper.make_node("Relu", [name + ".add"], [name + ".out"]))
+            x, cin = name + ".out", cout
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["gap"]))
+    nodes.append(helper.make_node("Flatten", ["gap"], ["flat"]))
+    fc = (rng.standard_normal((1000, 512)) / np.sqrt(512)).astype(np.float32)
+    inits.extend([numpy_helper.from_array(fc, "fc.w"),
+                  numpy_helper.from_array((0.01 * rng.standard_normal(1000)).astype(np.float32), "fc.b")])
+    nodes.append(helper.make_node("Gemm", ["flat", "fc.w", "fc.b"], ["y"], transB=1))
+    graph = helper.make_graph(
+        nodes, "resnet18", [helper.make_tensor_value_info("x", T.FLOAT, ["n", 3, 64, 64])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["n", 1000])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
 
 
 def integer_ops(out):
@@ -166,6 +227,9 @@ def main():
          [(2, 3)], 30)
     integer_ops(out)
     int8_layouts(out)
+    calibration = [rng.standard_normal((2, 3, 64, 64)).astype(np.float32) for _ in range(2)]
+    save_images(out, "resnet18_qdq", quantize(out, "resnet18_qdq", resnet18(), calibration),
+                [(1, 3, 64, 64), (2, 3, 64, 64)])
 
 
 if __name__ == "__main__":

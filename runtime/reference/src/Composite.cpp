@@ -239,8 +239,11 @@ absl::StatusOr<Tensor> conv(const Tensor &x, const Tensor &w, const Tensor *bias
       return absl::InvalidArgumentError("conv: the filter is larger than the padded input");
     out.push_back(span / p.strides[d] + 1);
   }
+  // 8-bit integers convolve into f32 (kiln.conv's rule, cuDNN's int8
+  // convolution); floats into their own type.
+  bool int8 = x.dtype() == DType::i8 || x.dtype() == DType::u8;
   Tensor y;
-  KILN_REF_ASSIGN_OR_RETURN(y, Tensor::zeros(x.dtype(), out));
+  KILN_REF_ASSIGN_OR_RETURN(y, Tensor::zeros(int8 ? DType::f32 : x.dtype(), out));
   if (y.numel() == 0)
     return y; // no work, whatever the batch or channel counts
   std::vector<int64_t> xs = stridesOf(x.shape()), ws = stridesOf(w.shape());

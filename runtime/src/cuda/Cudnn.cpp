@@ -48,6 +48,8 @@ struct DnnTypes {
   cudnnDataType_t data, compute;
   cudnnMathType_t math;
   bool wideScale; ///< alpha/beta are doubles (f64 data), else floats
+  /// y's type: the data's, except an int8 convolution's FLOAT.
+  cudnnDataType_t result = data;
 };
 
 std::optional<DnnTypes> dnnTypes(ref::DType dtype, bool allowTf32 = false) {
@@ -63,6 +65,14 @@ std::optional<DnnTypes> dnnTypes(ref::DType dtype, bool allowTf32 = false) {
   case ref::DType::f64: return DnnTypes{CUDNN_DATA_DOUBLE, CUDNN_DATA_DOUBLE, CUDNN_FMA_MATH, true};
   default: return std::nullopt;
   }
+}
+
+/// A convolution's types: dnnTypes', or for int8 operands cuDNN's
+/// INT8_EXT_CONFIG (INT8 x and w, INT32 compute, FLOAT y and scales).
+std::optional<DnnTypes> convTypes(ref::DType dtype, bool allowTf32 = false) {
+  if (dtype == ref::DType::i8)
+    return DnnTypes{CUDNN_DATA_INT8, CUDNN_DATA_INT32, CUDNN_DEFAULT_MATH, false, CUDNN_DATA_FLOAT};
+  return dnnTypes(dtype, allowTf32);
 }
 
 /// `dims` as cuDNN takes them: at least 4 (a 1-D op gets a height of 1), and
@@ -151,7 +161,7 @@ struct ConvPlan {
 std::optional<ConvPlan> planConv(const ConvStepParams &params, const DnnCall &call) {
   size_t spatial = call.x.size() >= 3 ? call.x.size() - 2 : 0;
   if (spatial < 1 || spatial > 3 || call.w.size() != call.x.size() ||
-      call.result.size() != call.x.size() || !dnnTypes(call.dtype))
+      call.result.size() != call.x.size() || !convTypes(call.dtype))
     return std::nullopt;
   ConvPlan p;
   p.channelsLast = params.conv.channelsLast;
@@ -298,13 +308,13 @@ struct DnnDescriptors {
     return tensor(type, biasDims);
   }
   /// The descriptors of a call's input x and result y.
-  absl::Status inputOutput(cudnnDataType_t type, const std::vector<int> &xDims,
-                           const std::vector<int> &yDims, cudnnTensorDescriptor_t &x,
-                           cudnnTensorDescriptor_t &y) {
+  absl::Status inputOutput(cudnnDataType_t type, cudnnDataType_t resultType,
+                           const std::vector<int> &xDims, const std::vector<int> &yDims,
+                           cudnnTensorDescriptor_t &x, cudnnTensorDescriptor_t &y) {
     absl::StatusOr<cudnnTensorDescriptor_t> xd = tensor(type, xDims);
     if (!xd.ok())
       return xd.status();
-    absl::StatusOr<cudnnTensorDescriptor_t> yd = tensor(type, yDims);
+    absl::StatusOr<cudnnTensorDescriptor_t> yd = tensor(resultType, yDims);
     if (!yd.ok())
       return yd.status();
     x = *xd;
@@ -399,7 +409,7 @@ absl::Status DnnRunner::convTranspose(const ConvStepParams &params, const DnnCal
   DnnDescriptors d{dnn};
   // dx: the ConvTranspose's result (the forward conv's x); dy: its input.
   cudnnTensorDescriptor_t dx = nullptr, dy = nullptr;
-  if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, dx, dy); !s.ok())
+  if (absl::Status s = d.inputOutput(types.data, types.data, plan->x, plan->y, dx, dy); !s.ok())
     return s;
   absl::StatusOr<cudnnTensorDescriptor_t> bias =
       d.convolutionAndBias(types, *plan, params.hasBias, plan->x);
@@ -519,12 +529,12 @@ absl::Status DnnRunner::conv(const ConvStepParams &params, const DnnCall &call, 
   std::optional<ConvPlan> plan = planConv(params, call);
   if (!plan)
     return absl::InternalError("the conv does not map onto cuDNN");
-  DnnTypes types = *dnnTypes(call.dtype, params.allowTf32);
+  DnnTypes types = *convTypes(call.dtype, params.allowTf32);
   const Cudnn &dnn = *dnn_;
   DnnDescriptors d{dnn};
   d.channelsLast = plan->channelsLast;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, x, y); !s.ok())
+  if (absl::Status s = d.inputOutput(types.data, types.result, plan->x, plan->y, x, y); !s.ok())
     return s;
   absl::StatusOr<cudnnTensorDescriptor_t> bias =
       d.convolutionAndBias(types, *plan, params.hasBias, plan->y);
@@ -615,7 +625,7 @@ absl::Status DnnRunner::pool(const ref::PoolParams &params, const DnnCall &call,
   DnnDescriptors d{dnn};
   d.channelsLast = plan->channelsLast;
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  if (absl::Status s = d.inputOutput(types.data, plan->x, plan->y, x, y); !s.ok())
+  if (absl::Status s = d.inputOutput(types.data, types.data, plan->x, plan->y, x, y); !s.ok())
     return s;
   int spatial = static_cast<int>(plan->window.size());
   for (absl::Status s :

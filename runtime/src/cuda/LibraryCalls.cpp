@@ -118,8 +118,20 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::dnn(const Site &site) const {
     return DeviceOutcome::onHost();
   int out = step.outputs[0];
   DnnCall call;
-  if (!libraryDtype(site.context, step, call.dtype))
+  if (host.conv) {
+    // A conv of int8 operands gives f32 (cuDNN's int8 convolution); any
+    // other op has one element type throughout.
+    const Plan &plan = site.context.model().plan();
+    call.dtype = plan.values[step.inputs[0]].dtype;
+    ref::DType resultDtype = call.dtype == ref::DType::i8 ? ref::DType::f32 : call.dtype;
+    if (plan.values[out].dtype != resultDtype)
+      return DeviceOutcome::onHost();
+    for (size_t i = 1; i < step.inputs.size(); ++i)
+      if (plan.values[step.inputs[i]].dtype != (i == 1 ? call.dtype : resultDtype))
+        return DeviceOutcome::onHost();
+  } else if (!libraryDtype(site.context, step, call.dtype)) {
     return DeviceOutcome::onHost();
+  }
   const Slot &x = site.value(step.inputs[0]);
   call.x = x.shape;
   call.xAddress = x.address;

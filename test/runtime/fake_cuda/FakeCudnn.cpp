@@ -25,6 +25,13 @@
 //   padding (divide by the window) or not, y's dims by the floor formula;
 // - data types FLOAT, DOUBLE, HALF and BFLOAT16 (one per call); alpha and beta
 //   are doubles for DOUBLE data, floats otherwise;
+// - int8 convolutions (cudnnConvolutionForward) as cuDNN's supported
+//   configurations INT8_CONFIG and INT8_EXT_CONFIG have them: x and w INT8,
+//   the conv descriptor's compute type INT32, y INT8 or FLOAT; x stored NHWC
+//   (C innermost) and w in CUDNN_TENSOR_NHWC format, input and output
+//   channels multiples of 4, 2-D, one group (what this double implements),
+//   algorithm IMPLICIT_PRECOMP_GEMM only (the heuristic offers no other);
+//   anything else CUDNN_STATUS_NOT_SUPPORTED;
 // - math types: unless a conv descriptor says CUDNN_FMA_MATH, FLOAT operands
 //   of its products (x and w, or dy and w) are rounded to TF32 first, as
 //   tensor cores may read them on a real GPU; with FMA math they are exact.
@@ -64,6 +71,7 @@ struct Filter {
 struct Conv {
   std::vector<int> pads, strides, dilations;
   cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  cudnnDataType_t compute = CUDNN_DATA_FLOAT;
   int groups = 1;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
@@ -96,6 +104,7 @@ fake::Element element(cudnnDataType_t t) {
   case CUDNN_DATA_DOUBLE: return fake::Element::f64;
   case CUDNN_DATA_HALF: return fake::Element::f16;
   case CUDNN_DATA_BFLOAT16: return fake::Element::bf16;
+  case CUDNN_DATA_INT8: return fake::Element::i8;
   default: return fake::Element::unknown;
   }
 }
@@ -132,10 +141,26 @@ template <typename Fn> void forEach(const std::vector<int> &dims, Fn fn) {
   }
 }
 
+/// Whether the descriptors ask for an int8 convolution (INT8 x and w).
+bool isInt8(const Tensor &x, const Filter &w) {
+  return x.type == CUDNN_DATA_INT8 || w.type == CUDNN_DATA_INT8;
+}
+
+/// cuDNN's int8 configurations (INT8_CONFIG, INT8_EXT_CONFIG) with the
+/// rules this double implements: INT8 x and w, INT32 compute, INT8 or FLOAT
+/// y, NHWC x and w, channels multiples of 4, 2-D, one group.
+bool int8Supported(const Tensor &x, const Filter &w, const Conv &c, const Tensor &y) {
+  return x.type == CUDNN_DATA_INT8 && w.type == CUDNN_DATA_INT8 && c.compute == CUDNN_DATA_INT32 &&
+         (y.type == CUDNN_DATA_INT8 || y.type == CUDNN_DATA_FLOAT) && x.dims.size() == 4 &&
+         x.strides[1] == 1 && w.format == CUDNN_TENSOR_NHWC && x.dims[1] % 4 == 0 &&
+         w.dims[0] % 4 == 0 && c.groups == 1;
+}
+
 bool validConv(const Tensor &x, const Filter &w, const Conv &c, const Tensor &y) {
   size_t nb = x.dims.size();
+  bool int8 = isInt8(x, w);
   if (nb < 3 || w.dims.size() != nb || y.dims.size() != nb || c.pads.size() != nb - 2 ||
-      x.type != w.type || x.type != y.type || element(x.type) == fake::Element::unknown)
+      x.type != w.type || (!int8 && x.type != y.type) || element(x.type) == fake::Element::unknown)
     return false;
   if (c.groups < 1 || x.dims[1] != w.dims[1] * c.groups || w.dims[0] % c.groups != 0 ||
       y.dims[0] != x.dims[0] || y.dims[1] != w.dims[0])
@@ -301,7 +326,7 @@ cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) 
 cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t d, int length,
                                               const int pads[], const int strides[],
                                               const int dilations[], cudnnConvolutionMode_t mode,
-                                              cudnnDataType_t) {
+                                              cudnnDataType_t compute) {
   if (!d || length < 1 || length > 6 || !pads || !strides || !dilations)
     return CUDNN_STATUS_BAD_PARAM;
   for (int i = 0; i < length; ++i)
@@ -312,6 +337,7 @@ cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t d, in
   c->strides.assign(strides, strides + length);
   c->dilations.assign(dilations, dilations + length);
   c->mode = mode;
+  c->compute = compute;
   return CUDNN_STATUS_SUCCESS;
 }
 cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int groups) {
@@ -361,6 +387,17 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
     return CUDNN_STATUS_BAD_PARAM;
   if (!validConv(*as<Tensor>(x), *as<Filter>(w), *as<Conv>(c), *as<Tensor>(y)))
     return CUDNN_STATUS_BAD_PARAM;
+  if (isInt8(*as<Tensor>(x), *as<Filter>(w))) {
+    // int8: IMPLICIT_PRECOMP_GEMM, the one algorithm of its configurations.
+    if (!int8Supported(*as<Tensor>(x), *as<Filter>(w), *as<Conv>(c), *as<Tensor>(y)))
+      return CUDNN_STATUS_NOT_SUPPORTED;
+    *returned = 1;
+    std::memset(perf, 0, sizeof(*perf));
+    perf[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    perf[0].status = CUDNN_STATUS_SUCCESS;
+    perf[0].memory = tapWorkspace(*as<Filter>(w), *as<Tensor>(y));
+    return CUDNN_STATUS_SUCCESS;
+  }
   *returned = std::min(requested, 2);
   std::memset(perf, 0, sizeof(*perf) * static_cast<size_t>(*returned));
   perf[0].algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
@@ -401,6 +438,9 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha,
   const Conv c = *as<Conv>(cDesc);
   if (!validConv(xt, wf, c, yt))
     return CUDNN_STATUS_BAD_PARAM;
+  if (isInt8(xt, wf) &&
+      (!int8Supported(xt, wf, c, yt) || algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM))
+    return CUDNN_STATUS_NOT_SUPPORTED;
   if (!workspaceSuffices("conv", algo, algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, workspace,
                          workspaceBytes, wf, yt))
     return CUDNN_STATUS_BAD_PARAM;
@@ -582,6 +622,10 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
                bt = *as<Tensor>(biasDesc);
   const Filter wf = *as<Filter>(wDesc);
   const Conv c = *as<Conv>(cDesc);
+  // int8 with a bias and an activation: not a configuration this double
+  // implements.
+  if (isInt8(xt, wf))
+    return CUDNN_STATUS_NOT_SUPPORTED;
   if (!validConv(xt, wf, c, yt) || zt.dims != yt.dims || zt.type != yt.type)
     return CUDNN_STATUS_BAD_PARAM;
   if (as<Activation>(act)->mode != CUDNN_ACTIVATION_RELU)
@@ -657,6 +701,8 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
   const Tensor xt = *as<Tensor>(dxDesc), yt = *as<Tensor>(dyDesc);
   const Filter wf = *as<Filter>(wDesc);
   const Conv c = *as<Conv>(cDesc);
+  if (isInt8(xt, wf))
+    return CUDNN_STATUS_NOT_SUPPORTED;
   if (!validConv(xt, wf, c, yt))
     return CUDNN_STATUS_BAD_PARAM;
   if (!workspaceSuffices("conv-transpose", algo, algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, workspace,

@@ -1,0 +1,46 @@
+//===- Dequantized.h - operands the importer dequantized, as integers -*- C++ -*-===//
+//
+// The integer passes (--kiln-integer-matmuls, --kiln-integer-convs) read a
+// float operand back as what it dequantizes: (q - zero) * scale with q of
+// 8-bit integers and the scale and zero point constants, one value or one
+// per index of one axis, as the ONNX importer writes DequantizeLinear,
+// QLinearMatMul and MatMulInteger (the last in i32 with no scale).
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_DEQUANTIZED_H
+#define KILN_PASSES_DEQUANTIZED_H
+
+#include "mlir/IR/Value.h"
+
+#include <optional>
+#include <vector>
+
+namespace kiln {
+
+/// One dequantized operand: (q - zero) * scale, q of 8-bit integers.
+struct Dequantized {
+  mlir::Value q;
+  /// The scale and zero point (one value, or one per index of the axis
+  /// asked for); `zero` is empty for none.
+  std::vector<double> scale, zero;
+  bool isUnsigned = false;
+};
+
+/// `v` as (q - zero) * scale: mul(sub(cast(q), zero), scale) or
+/// mul(cast(q), scale), the scale on either side; or, for an i32 `v`
+/// (MatMulInteger's operands: an exact integer product), sub(cast(q), zero)
+/// or cast(q) with a scale of 1. The scale and zero point may vary along
+/// dim `axis` of `v` (-1: neither may). Nothing when `v` is not so, or a
+/// zero point is not an integer of q's range.
+std::optional<Dequantized> dequantized(mlir::Value v, int64_t axis);
+
+/// Element `i` of a per-tensor (one value) or per-axis constant.
+double at(const std::vector<double> &values, int64_t i);
+
+/// The zero points as an int8 operand sees them (one, or `count`): uint8
+/// values are stored minus 128, so their zero points move with them.
+std::vector<int64_t> int8Zeros(const Dequantized &d, int64_t count);
+
+} // namespace kiln
+
+#endif // KILN_PASSES_DEQUANTIZED_H
