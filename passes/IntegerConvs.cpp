@@ -100,8 +100,15 @@ Value Rewriter::rewrite(ConvOp conv, const Dequantized &x, const Dequantized &w,
     why = "its filter is not a constant";
   else if (llvm::any_of(wz, [](int64_t z) { return z != 0; }))
     why = "its filter has zero points";
-  else if (ShapedType::isDynamic(c) || m % kChannelMultiple != 0)
+  else if (ShapedType::isDynamic(c))
+    why = "its input channels are an unknown count";
+  else if (m % kChannelMultiple != 0)
     why = "its output channels are not a multiple of 4, which cuDNN's int8 convolution needs";
+  // cuDNN sums in int32: taps * 256 * 255 for the sum, as much again for the
+  // correction, must fit.
+  else if ((c + kChannelMultiple) * wType.getDimSize(2) * wType.getDimSize(3) * 256 * 255 * 2 >=
+           (int64_t(1) << 31))
+    why = "its windows are so large that int32 sums could overflow";
   else if (!(resultType.getElementType().isF32() || resultType.getElementType().isF64()))
     why = "its result is narrower than f32";
   if (!why.empty())
@@ -121,7 +128,10 @@ Value Rewriter::rewrite(ConvOp conv, const Dequantized &x, const Dequantized &w,
   ArrayRef<int64_t> pads = conv.getPads();
   SmallVector<int64_t> convPads(pads.begin(), pads.end());
   int64_t channels = (c + kChannelMultiple - 1) / kChannelMultiple * kChannelMultiple;
-  bool padSpatial = zx != 0 && llvm::any_of(pads, [](int64_t p) { return p != 0; });
+  // Any padding is explicit: zx where it is not 0, and always so that the
+  // conv itself pads nothing (cuDNN pads symmetrically only, and a channels-
+  // last conv's asymmetric pads would not be split along the right dims).
+  bool padSpatial = llvm::any_of(pads, [](int64_t p) { return p != 0; });
   if (padSpatial || channels != c) {
     SmallVector<int64_t> full = {0, 0, 0, 0, 0, channels - c, 0, 0};
     if (padSpatial) {

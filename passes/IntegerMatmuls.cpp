@@ -27,10 +27,12 @@
 // Runs first in the graph pipeline, before shape inference and
 // canonicalization would fold a constant weight's dequantization into a
 // float constant (the importer keeps it unfolded for this pass). What does
-// not match (a scale per K, a blocked scale, another integer width, K or N
-// not a known multiple of 4, a product that could overflow int32, an f16 or
-// bf16 result, whose range the int32 sums exceed) stays the float matmul
-// it was.
+// not match (a scale per K, a blocked scale, another integer width, an
+// unknown K or N, a product that could overflow int32, an f16 or bf16
+// result, whose range the int32 sums exceed) stays the float matmul it was.
+// K and N that are not multiples of 4 are padded with zeros (the operand's
+// pad fuses into the kernel that quantized it; the result is sliced); a K
+// known only at run time gets a guard that its sums fit int32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,8 +58,8 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// K and N must be multiples of this: cuBLASLt's int8 matmul needs leading
-/// dimensions (K for the operands, N for the result) of 4 elements.
+/// K and N are padded to multiples of this: cuBLASLt's int8 matmul needs
+/// leading dimensions (K for the operands, N for the result) of 4 elements.
 constexpr int64_t kLeadingDimMultiple = 4;
 
 /// Builds the integer form of one matmul; nothing when an op refuses.
@@ -118,11 +120,13 @@ private:
   /// column); nothing when it is not a constant.
   std::optional<std::pair<Value, std::vector<int64_t>>> weightTN(const Dequantized &w,
                                                                  ArrayRef<int64_t> zeros,
-                                                                 bool storedNK);
+                                                                 bool storedNK, int64_t kPad,
+                                                                 int64_t nPad);
 };
 
 std::optional<std::pair<Value, std::vector<int64_t>>>
-Rewriter::weightTN(const Dequantized &w, ArrayRef<int64_t> zeros, bool storedNK) {
+Rewriter::weightTN(const Dequantized &w, ArrayRef<int64_t> zeros, bool storedNK, int64_t kPad,
+                   int64_t nPad) {
   std::vector<char> storage;
   std::optional<ArrayRef<char>> bytes = constantBytes(w.q, storage);
   auto type = cast<RankedTensorType>(w.q.getType());
@@ -130,16 +134,19 @@ Rewriter::weightTN(const Dequantized &w, ArrayRef<int64_t> zeros, bool storedNK)
     return std::nullopt;
   int64_t k = type.getDimSize(storedNK ? 1 : 0), n = type.getDimSize(storedNK ? 0 : 1);
   std::vector<int64_t> columnSums(static_cast<size_t>(n), 0);
-  auto transposedType = RankedTensorType::get({n, k}, b.getI8Type());
+  // Stored [N', K'], padded with zeros to multiples of 4.
+  int64_t rows = n + nPad, columns = k + kPad;
+  auto transposedType = RankedTensorType::get({rows, columns}, b.getI8Type());
   Value transposed = makeConstantFromBytes(
-      b, loc, transposedType, static_cast<size_t>(n * k), [&](MutableArrayRef<char> out) {
+      b, loc, transposedType, static_cast<size_t>(rows * columns), [&](MutableArrayRef<char> out) {
+        std::fill(out.begin(), out.end(), 0);
         for (int64_t r = 0; r < k; ++r)
           for (int64_t c = 0; c < n; ++c) {
             auto byte = static_cast<uint8_t>(
                 (*bytes)[static_cast<size_t>(storedNK ? c * k + r : r * n + c)]);
             // uint8 to int8: minus 128, which is the top bit flipped.
             int64_t value = w.isUnsigned ? int64_t(byte) - 128 : int64_t(int8_t(byte));
-            out[static_cast<size_t>(c * k + r)] = static_cast<char>(static_cast<int8_t>(value));
+            out[static_cast<size_t>(c * columns + r)] = static_cast<char>(static_cast<int8_t>(value));
             columnSums[static_cast<size_t>(c)] += value - zeros[zeros.size() == 1 ? 0 : c];
           }
       });
@@ -152,40 +159,74 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool stor
   auto resultType = cast<RankedTensorType>(matmul.getType());
   Type element = resultType.getElementType();
   int64_t k = aType.getShape().back(), n = storedNK ? wType.getDimSize(0) : wType.getShape().back();
-  auto multiple = [](int64_t d) { return !ShapedType::isDynamic(d) && d % kLeadingDimMultiple == 0; };
+  // K and N as dims (symbols where they are not known: attention's sequence
+  // length), each padded with zeros up to a multiple of 4, cuBLASLt's int8
+  // rule; zeros add nothing to the products, and the zero points' terms
+  // read the operands unpadded.
+  DimExpr kDim = getSymShape(aType).back(),
+          nDim = getSymShape(wType)[storedNK ? 0 : wType.getRank() - 1];
+  MLIRContext *ctx = b.getContext();
+  DimExpr four = getConstantDim(ctx, kLeadingDimMultiple);
+  auto padding = [&](DimExpr d) { return modDims(subDims(four, modDims(d, four)), four); };
+  // The largest K whose sums fit int32: each of the three terms is at most
+  // K * 256 * 255 in magnitude.
+  constexpr int64_t kMaxK = ((int64_t(1) << 31) - 1) / (256 * 255 * 3);
   if (aType.getRank() < 2 || wType.getRank() < 2)
     why = "an operand is a vector";
-  else if (!multiple(k) || !multiple(n))
-    why = "K or N is not a known multiple of 4, which cuBLASLt's int8 matmul needs";
+  else if (!kDim || !nDim || !padding(kDim) || !padding(nDim))
+    why = "K or N is an unknown size";
   else if (!(element.isF32() || element.isF64() || element.isInteger(32)))
     why = "its result is narrower than f32, whose range the int32 sums exceed";
-  // Each term is at most K * 256 * 255 in magnitude, and the sum of the
-  // three must fit int32.
-  else if (k * 256 * 255 * 3 >= (int64_t(1) << 31))
+  else if (!ShapedType::isDynamic(k) && k > kMaxK)
     why = "K is so long that int32 sums could overflow";
   if (!why.empty())
     return {};
+  DimExpr kPad = padding(kDim), nPad = padding(nDim);
+  auto isZero = [](DimExpr d) { return getConstantDimValue(d) == int64_t(0); };
+  // A K known only at run time is checked there: a call past the bound fails.
+  if (ShapedType::isDynamic(k)) {
+    OpBuilder top = OpBuilder::atBlockBegin(matmul->getBlock());
+    GuardOp::create(top, loc, GuardKind::less_equal,
+                    DimsAttr::getCanonical(ctx, {kDim, getConstantDim(ctx, kMaxK)}),
+                    top.getStringAttr(describeOp(matmul) +
+                                      ": an int8 product's int32 sums must not overflow"));
+  }
+  /// `v` padded with zeros at the end of the dims `amounts` names.
+  auto padEnds = [&](Value v, ArrayRef<std::pair<int64_t, DimExpr>> amounts) -> Value {
+    if (!v)
+      return v;
+    int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+    SmallVector<DimExpr> pads(2 * rank, getConstantDim(ctx, 0));
+    for (auto [axis, amount] : amounts)
+      pads[rank + axis] = amount;
+    Value vector = SymbolicConstantOp::create(
+        b, loc, RankedTensorType::get({2 * rank}, b.getI64Type()), DimsAttr::getCanonical(ctx, pads));
+    return make("kiln.pad", {v, vector, scalar(b.getI8Type(), 0)},
+                {b.getNamedAttr("mode", PadModeAttr::get(ctx, PadMode::constant))});
+  };
   int64_t za = int8Zeros(a, 1).front();
   std::vector<int64_t> wz = int8Zeros(w, n);
   Value a8 = toInt8(a.q, a.isUnsigned);
   if (!a8)
     return {};
+  Value a8Padded = isZero(kPad) ? a8 : padEnds(a8, {{aType.getRank() - 1, kPad}});
   Type i32 = b.getI32Type();
   Value product, columnTerm;
   if (w.q.getDefiningOp<ConstantOp>() && wType.getRank() == 2) {
-    auto tn = weightTN(w, wz, storedNK);
+    auto tn = weightTN(w, wz, storedNK, *getConstantDimValue(kPad), *getConstantDimValue(nPad));
     if (!tn)
       return {};
-    product = make("kiln.matmul", {a8, tn->first},
-                   {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true))});
+    product = a8Padded ? make("kiln.matmul", {a8Padded, tn->first},
+                              {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true))})
+                       : Value();
     std::vector<int64_t> correction(tn->second.size());
     for (size_t c = 0; c < correction.size(); ++c)
       correction[c] = -za * tn->second[c];
     if (llvm::any_of(correction, [](int64_t v) { return v != 0; }))
       columnTerm = i32Constant(correction);
   } else {
-    // An activation: stored [.., N, K] by a transpose, which fuses into the
-    // kernel that quantized it.
+    // An activation: stored [.., N, K] by a transpose (and padded), which
+    // fuses into the kernel that quantized it.
     Value w8 = toInt8(w.q, w.isUnsigned);
     int64_t rank = wType.getRank();
     SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
@@ -193,9 +234,16 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool stor
     Value stored = w8 ? make("kiln.transpose", {w8},
                              {b.getNamedAttr("permutation", b.getDenseI64ArrayAttr(perm))})
                       : Value();
-    product = stored ? make("kiln.matmul", {a8, stored},
-                            {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true))})
-                     : Value();
+    SmallVector<std::pair<int64_t, DimExpr>> storedPads;
+    if (!isZero(kPad))
+      storedPads.push_back({rank - 1, kPad});
+    if (!isZero(nPad))
+      storedPads.push_back({rank - 2, nPad});
+    if (!storedPads.empty())
+      stored = padEnds(stored, storedPads);
+    product = stored && a8Padded ? make("kiln.matmul", {a8Padded, stored},
+                                        {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true))})
+                                 : Value();
     if (product && za != 0) {
       // -za * sum_k (w - zw), a column sum of the activation.
       Value wide = castTo(w8, i32);
@@ -206,6 +254,18 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool stor
       if (!columnTerm)
         return {};
     }
+  }
+  // The padded columns go.
+  if (product && !isZero(nPad)) {
+    int64_t rank = cast<RankedTensorType>(product.getType()).getRank();
+    SmallVector<DimExpr> ends(rank, getConstantDim(ctx, kSliceToEnd));
+    ends.back() = nDim;
+    auto vector = [&](ArrayRef<DimExpr> d) -> Value {
+      return SymbolicConstantOp::create(b, loc, RankedTensorType::get({rank}, b.getI64Type()),
+                                        DimsAttr::getCanonical(ctx, d));
+    };
+    product = make("kiln.slice", {product, i64Vector(b, loc, SmallVector<int64_t>(rank, 0)),
+                                  vector(ends), i64Vector(b, loc, SmallVector<int64_t>(rank, 1))});
   }
   if (!product)
     return {};

@@ -123,8 +123,8 @@ private:
   /// An int8 product's sums (kiln-integer-matmuls' cast of an i32 sum to
   /// float, kiln-integer-convs' int8 conv) reach far beyond f16's range
   /// until their scale multiplies them: the ops from the sum up to that
-  /// multiply (moves, adds of corrections) keep fp32, and the multiply's
-  /// result, of the model's own magnitude, may then go narrow.
+  /// multiply (moves, adds of corrections) and the multiply keep fp32; the
+  /// multiply's readers, which see the model's own magnitudes, may go narrow.
   void keepIntegerSumsWide(ArrayRef<Operation *> ops) {
     SmallVector<Value> work;
     for (Operation *op : ops) {

@@ -62,7 +62,9 @@ bool splitConvPads(ConvOp conv) {
   auto input = cast<RankedTensorType>(conv.getInput().getType());
   int64_t rank = input.getRank(), spatial = rank - 2;
   PadSplit split = splitPads(conv.getPads(), spatial);
-  if (!split.asymmetric)
+  // The spatial dims are 2.. channels first; a channels-last conv (an int8
+  // one, whose padding kiln-integer-convs made explicit) is left as it is.
+  if (!split.asymmetric || conv.getChannelsLast())
     return false;
   OpBuilder b(conv);
   Location loc = conv.getLoc();

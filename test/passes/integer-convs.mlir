@@ -40,6 +40,26 @@ func.func @stem(%q: tensor<?x3x8x8xi8, #kiln.dims<[n, 3, 8, 8]>>) -> tensor<?x4x
 
 // -----
 
+// Zero point 0 and asymmetric pads (SAME_UPPER, stride 2): the padding is
+// explicit anyway, the conv pads nothing (cuDNN pads symmetrically only).
+// CHECK-LABEL: func @same_upper
+// CHECK: %[[PADS:.*]] = kiln.constant dense<[0, 0, 0, 0, 0, 0, 1, 1]> : tensor<8xi64>
+// CHECK: kiln.pad %arg0, %[[PADS]]
+// CHECK: kiln.conv {{.*}} {channels_last = true, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>}
+// CHECK-NOT: kiln.add
+func.func @same_upper(%q: tensor<1x4x4x4xi8>) -> tensor<1x4x2x2xf32> {
+  %x = kiln.cast %q to f32 : (tensor<1x4x4x4xi8>) -> tensor<1x4x4x4xf32>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %xf = kiln.mul %x, %s : (tensor<1x4x4x4xf32>, tensor<f32>) -> tensor<1x4x4x4xf32>
+  %wq = kiln.constant dense<1> : tensor<4x4x2x2xi8>
+  %w = kiln.cast %wq to f32 : (tensor<4x4x2x2xi8>) -> tensor<4x4x2x2xf32>
+  %wf = kiln.mul %w, %s : (tensor<4x4x2x2xf32>, tensor<f32>) -> tensor<4x4x2x2xf32>
+  %y = kiln.conv %xf, %wf {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 1, 1>, group = 1 : i64} : (tensor<1x4x4x4xf32>, tensor<4x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  return %y : tensor<1x4x2x2xf32>
+}
+
+// -----
+
 // Left alone: a filter with zero points, 6 output channels, two groups.
 // CHECK-LABEL: func @left_alone
 // CHECK-SAME: why = "its filter has zero points"

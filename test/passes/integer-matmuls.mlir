@@ -147,12 +147,52 @@ func.func @stored_nk(%q: tensor<?x8xi8, #kiln.dims<[m, 8]>>) -> tensor<?x4xf32, 
 
 // -----
 
-// Left alone: K = 6 (cuBLASLt's int8 matmul needs multiples of 4), a scale
-// per K on the left operand, 4-bit values, an f16 result (int32 sums
-// exceed f16's range).
+// Attention's products over a symbolic length: K = seq (probabilities by
+// values) padded to a multiple of 4 at run time, with a guard that the
+// sums fit int32; N = seq (scores) padded and the result sliced back.
+// CHECK-LABEL: func @symbolic
+// CHECK: kiln.guard <less_equal> [seq, 10965], "kiln.matmul: an int8 product's int32 sums must not overflow"
+// CHECK: %[[KP:.*]] = kiln.symbolic_constant [0, 0, 0, 0, 0, 0, 0, (-(seq mod 4)) mod 4]
+// CHECK: %[[A:.*]] = kiln.pad %arg0, %[[KP]]
+// CHECK: kiln.matmul %[[A]], %{{.*}} {transpose_rhs = true} : (tensor<2x4x?x?xi8, #kiln.dims<[2, 4, seq, (-(seq mod 4)) mod 4 + seq]>>
+// CHECK-LABEL: func @symbolic_n
+// CHECK: %[[NP:.*]] = kiln.symbolic_constant [0, 0, 0, 0, 0, 0, (-(seq mod 4)) mod 4, 0]
+// CHECK: %[[B:.*]] = kiln.pad %{{.*}}, %[[NP]]
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %[[B]] {transpose_rhs = true}
+// CHECK: %[[ENDS:.*]] = kiln.symbolic_constant [4611686018427387904, 4611686018427387904, 4611686018427387904, seq]
+// CHECK: kiln.slice %[[P]], %{{.*}}, %[[ENDS]]
+func.func @symbolic(%p: tensor<2x4x?x?xi8, #kiln.dims<[2, 4, seq, seq]>>, %v: tensor<2x4x?x8xi8, #kiln.dims<[2, 4, seq, 8]>>) -> tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>> {
+  %pf = kiln.cast %p to f32 : (tensor<2x4x?x?xi8, #kiln.dims<[2, 4, seq, seq]>>) -> tensor<2x4x?x?xf32, #kiln.dims<[2, 4, seq, seq]>>
+  %s = kiln.constant dense<0.25> : tensor<f32>
+  %pd = kiln.mul %pf, %s : (tensor<2x4x?x?xf32, #kiln.dims<[2, 4, seq, seq]>>, tensor<f32>) -> tensor<2x4x?x?xf32, #kiln.dims<[2, 4, seq, seq]>>
+  %vf = kiln.cast %v to f32 : (tensor<2x4x?x8xi8, #kiln.dims<[2, 4, seq, 8]>>) -> tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>
+  %vd = kiln.mul %vf, %s : (tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>, tensor<f32>) -> tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>
+  %y = kiln.matmul %pd, %vd : (tensor<2x4x?x?xf32, #kiln.dims<[2, 4, seq, seq]>>, tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>) -> tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>
+  return %y : tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>
+}
+func.func @symbolic_n(%q: tensor<2x4x?x8xi8, #kiln.dims<[2, 4, seq, 8]>>, %k: tensor<2x4x8x?xi8, #kiln.dims<[2, 4, 8, seq]>>) -> tensor<2x4x?x?xf32, #kiln.dims<[2, 4, seq, seq]>> {
+  %qf = kiln.cast %q to f32 : (tensor<2x4x?x8xi8, #kiln.dims<[2, 4, seq, 8]>>) -> tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>
+  %s = kiln.constant dense<0.25> : tensor<f32>
+  %qd = kiln.mul %qf, %s : (tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>, tensor<f32>) -> tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>
+  %kf = kiln.cast %k to f32 : (tensor<2x4x8x?xi8, #kiln.dims<[2, 4, 8, seq]>>) -> tensor<2x4x8x?xf32, #kiln.dims<[2, 4, 8, seq]>>
+  %kd = kiln.mul %kf, %s : (tensor<2x4x8x?xf32, #kiln.dims<[2, 4, 8, seq]>>, tensor<f32>) -> tensor<2x4x8x?xf32, #kiln.dims<[2, 4, 8, seq]>>
+  %y = kiln.matmul %qd, %kd : (tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>, tensor<2x4x8x?xf32, #kiln.dims<[2, 4, 8, seq]>>) -> tensor<2x4x?x?xf32, #kiln.dims<[2, 4, seq, seq]>>
+  return %y : tensor<2x4x?x?xf32, #kiln.dims<[2, 4, seq, seq]>>
+}
+
+// -----
+
+// Left alone: a scale per K on the left operand, 4-bit values, an f16
+// result (int32 sums exceed f16's range). K = 6 is padded to 8 with zeros
+// (cuBLASLt's int8 matmul needs multiples of 4): the left operand by a pad,
+// the weight at compile time.
 // CHECK-LABEL: func @left_alone
-// CHECK-NOT: transpose_rhs
-// CHECK-NOT: xi32
+// CHECK-SAME: kiln.float_quantized_ops
+// CHECK: %[[PADS:.*]] = kiln.symbolic_constant [0, 0, 0, 2] : tensor<4xi64>
+// CHECK: %[[P:.*]] = kiln.pad %arg0, %[[PADS]], %{{.*}} {mode = #kiln<pad_mode constant>} : (tensor<3x6xi8>, tensor<4xi64>, tensor<i8>) -> tensor<3x8xi8>
+// CHECK: %[[W:.*]] = kiln.constant dense<{{\[\[}}1, 1, 1, 1, 1, 1, 0, 0], {{.*}}> : tensor<4x8xi8>
+// CHECK: kiln.matmul %[[P]], %[[W]] {transpose_rhs = true} : (tensor<3x8xi8>, tensor<4x8xi8>) -> tensor<3x4xi32>
+// CHECK-COUNT-3: kiln.matmul %{{.*}} : (tensor<3x8xf{{16|32}}>
 func.func @left_alone(%q: tensor<3x6xi8>, %p: tensor<3x8xi8>, %r: tensor<3x8xi4>, %h: tensor<3x8xi8>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf16>) {
   %x = kiln.cast %q to f32 : (tensor<3x6xi8>) -> tensor<3x6xf32>
   %s = kiln.constant dense<0.5> : tensor<f32>

@@ -16,8 +16,8 @@ onnxruntime (scripts/install-onnxruntime-deps.sh).
                   x [b, s, 64] -> MatMul [64, 48] + bias -> Relu -> MatMul
                   [48, 24] + bias: uint8 activations and asymmetric uint8
                   weights with a scale and zero point a column (per_channel)
-    mlp_odd_k     the same with K = 30 and N = 18: no multiple of 4, which
-                  cuBLASLt's int8 matmul needs, so kiln keeps float matmuls
+    mlp_odd_k     the same with K = 30 and N = 18: no multiples of 4, which
+                  cuBLASLt's int8 matmul needs, so kiln pads them
     resnet18_qdq  ResNet-18 (torchvision's layers: a 7x7 stem, four stages of
                   two basic blocks, 64 to 512 channels, 1x1 downsampling,
                   global average pooling, a Gemm to 1000 classes with transB)

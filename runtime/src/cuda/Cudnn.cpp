@@ -388,6 +388,9 @@ absl::StatusOr<const Perf *> firstFitting(const Perf *perf, int returned, size_t
 /// A ConvTranspose as the conv whose data gradient it is: that conv reads the
 /// ConvTranspose's result (as its x) and makes its input (as its y).
 std::optional<ConvPlan> planConvTranspose(const ConvStepParams &params, const DnnCall &call) {
+  // cuDNN's int8 configurations are forward convolutions only.
+  if (!dnnTypes(call.dtype))
+    return std::nullopt;
   DnnCall forward = call;
   forward.x = call.result;
   forward.result = call.x;
