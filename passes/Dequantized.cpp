@@ -121,4 +121,12 @@ std::vector<int64_t> int8Zeros(const Dequantized &d, int64_t count) {
   return zeros;
 }
 
+void recordKeptFloat(Operation *op, StringRef why, SmallVectorImpl<Attribute> &kept) {
+  Builder b(op->getContext());
+  kept.push_back(b.getDictionaryAttr(
+      {b.getNamedAttr("op", b.getStringAttr(op->getName().getStringRef())),
+       b.getNamedAttr("node", b.getStringAttr(nodeNameOf(op->getLoc()))),
+       b.getNamedAttr("why", b.getStringAttr(why.empty() ? "an op refused its operands" : why))}));
+}
+
 } // namespace kiln

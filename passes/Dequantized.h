@@ -10,7 +10,9 @@
 #ifndef KILN_PASSES_DEQUANTIZED_H
 #define KILN_PASSES_DEQUANTIZED_H
 
+#include "mlir/IR/Attributes.h"
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <optional>
 #include <vector>
@@ -40,6 +42,12 @@ double at(const std::vector<double> &values, int64_t i);
 /// The zero points as an int8 operand sees them (one, or `count`): uint8
 /// values are stored minus 128, so their zero points move with them.
 std::vector<int64_t> int8Zeros(const Dequantized &d, int64_t count);
+
+/// Records that `op`, a product of dequantized operands, stays float
+/// because `why`: an entry of the function's kiln.float_quantized_ops
+/// (kFloatQuantizedOpsAttr), kept in `kept` until the pass writes it.
+void recordKeptFloat(mlir::Operation *op, llvm::StringRef why,
+                     llvm::SmallVectorImpl<mlir::Attribute> &kept);
 
 } // namespace kiln
 

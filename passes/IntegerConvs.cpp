@@ -215,11 +215,7 @@ struct IntegerConvsPass : public impl::IntegerConvsPassBase<IntegerConvsPass> {
       std::string why;
       Value replacement = Rewriter(c).rewrite(c, *x, *w, why);
       if (!replacement) {
-        Builder b(c.getContext());
-        keptFloat.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("op", b.getStringAttr(ConvOp::getOperationName())),
-             b.getNamedAttr("node", b.getStringAttr(nodeNameOf(c.getLoc()))),
-             b.getNamedAttr("why", b.getStringAttr(why.empty() ? "an op refused its operands" : why))}));
+        recordKeptFloat(c, why, keptFloat);
         continue;
       }
       c.getResult().replaceAllUsesWith(replacement);

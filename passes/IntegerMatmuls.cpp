@@ -328,11 +328,7 @@ struct IntegerMatmulsPass : public impl::IntegerMatmulsPassBase<IntegerMatmulsPa
       std::string why;
       Value replacement = Rewriter(m).rewrite(m, *a, *w, storedNK, why);
       if (!replacement) {
-        Builder b(m.getContext());
-        keptFloat.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("op", b.getStringAttr(MatmulOp::getOperationName())),
-             b.getNamedAttr("node", b.getStringAttr(nodeNameOf(m.getLoc()))),
-             b.getNamedAttr("why", b.getStringAttr(why.empty() ? "an op refused its operands" : why))}));
+        recordKeptFloat(m, why, keptFloat);
         continue;
       }
       m.getResult().replaceAllUsesWith(replacement);

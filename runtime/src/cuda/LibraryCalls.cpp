@@ -32,6 +32,23 @@ bool libraryDtype(const ExecutionContext &context, const StepInfo &step, ref::DT
   return true;
 }
 
+/// A product's element types (a matmul or conv step): `dtype` its operands',
+/// the result's `narrowResult` for int8 operands (an int8 matmul's int32, an
+/// int8 conv's f32) and the operands' otherwise, a bias or residual the
+/// result's. False (run the step on the host) when the step's values differ.
+bool productDtype(const ExecutionContext &context, const StepInfo &step, ref::DType narrowResult,
+                  ref::DType &dtype) {
+  const Plan &plan = context.model().plan();
+  dtype = plan.values[step.inputs[0]].dtype;
+  ref::DType result = dtype == ref::DType::i8 ? narrowResult : dtype;
+  if (plan.values[step.outputs[0]].dtype != result)
+    return false;
+  for (size_t i = 1; i < step.inputs.size(); ++i)
+    if (plan.values[step.inputs[i]].dtype != (i == 1 ? dtype : result))
+      return false;
+  return true;
+}
+
 /// A library step's result dims: the plan's at this call's symbol values, or,
 /// where the plan leaves a dim unknown (a `?` of a dynamic import), what
 /// `derive` computes from the operands' dims, known by now. False (run the
@@ -118,20 +135,11 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::dnn(const Site &site) const {
     return DeviceOutcome::onHost();
   int out = step.outputs[0];
   DnnCall call;
-  if (host.conv) {
-    // A conv of int8 operands gives f32 (cuDNN's int8 convolution); any
-    // other op has one element type throughout.
-    const Plan &plan = site.context.model().plan();
-    call.dtype = plan.values[step.inputs[0]].dtype;
-    ref::DType resultDtype = call.dtype == ref::DType::i8 ? ref::DType::f32 : call.dtype;
-    if (plan.values[out].dtype != resultDtype)
-      return DeviceOutcome::onHost();
-    for (size_t i = 1; i < step.inputs.size(); ++i)
-      if (plan.values[step.inputs[i]].dtype != (i == 1 ? call.dtype : resultDtype))
-        return DeviceOutcome::onHost();
-  } else if (!libraryDtype(site.context, step, call.dtype)) {
+  // A conv of int8 operands gives f32 (cuDNN's int8 convolution); any other
+  // op has one element type throughout.
+  if (host.conv ? !productDtype(site.context, step, ref::DType::f32, call.dtype)
+                : !libraryDtype(site.context, step, call.dtype))
     return DeviceOutcome::onHost();
-  }
   const Slot &x = site.value(step.inputs[0]);
   call.x = x.shape;
   call.xAddress = x.address;
@@ -204,14 +212,8 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::matmul(const Site &site) const {
   int out = step.outputs[0];
   MatmulCall call;
   // One element type throughout, except an int8 product's int32 result.
-  const Plan &plan = site.context.model().plan();
-  call.dtype = plan.values[step.inputs[0]].dtype;
-  ref::DType resultDtype = call.dtype == ref::DType::i8 ? ref::DType::i32 : call.dtype;
-  if (plan.values[out].dtype != resultDtype)
+  if (!productDtype(site.context, step, ref::DType::i32, call.dtype))
     return DeviceOutcome::onHost();
-  for (size_t i = 1; i < step.inputs.size(); ++i)
-    if (plan.values[step.inputs[i]].dtype != (i == 1 ? call.dtype : resultDtype))
-      return DeviceOutcome::onHost();
   const Slot &a = site.value(step.inputs[0]), &b = site.value(step.inputs[1]);
   call.a = a.shape;
   call.b = b.shape;
