@@ -23,6 +23,12 @@ void libraryFlops(const Plan &plan, const StepInfo &step, const Bindings &symbol
     return;
   ref::DType type = plan.values[step.inputs[0]].dtype;
   bool half = type == ref::DType::f16 || type == ref::DType::bf16;
+  // The unit of a product of this operand type, allowed TF32 or not.
+  auto unit = [&](bool allowTf32) {
+    if (type == ref::DType::i8)
+      return FlopUnit::Int8;
+    return half ? FlopUnit::Half : allowTf32 ? FlopUnit::Tf32 : FlopUnit::Fp32;
+  };
   if (step.op == schema::StepOp::MatMul) {
     const schema::MatMul *t = step.table->op_as_MatMul();
     // C = A B: K is A's last dim (its second last when A is read transposed);
@@ -31,7 +37,7 @@ void libraryFlops(const Plan &plan, const StepInfo &step, const Bindings &symbol
                 : t && t->transpose_a() ? (*a)[a->size() - 2]
                                         : a->back();
     w.flops = 2.0 * elements(*out) * static_cast<double>(k);
-    w.unit = half ? FlopUnit::Half : t && t->allow_tf32() ? FlopUnit::Tf32 : FlopUnit::Fp32;
+    w.unit = unit(t && t->allow_tf32());
   } else if (step.op == schema::StepOp::Conv || step.op == schema::StepOp::ConvTranspose) {
     // Each output element of a conv (each input element of a transposed one)
     // meets the filter elements of one of its first dim's entries (a conv's
@@ -44,7 +50,7 @@ void libraryFlops(const Plan &plan, const StepInfo &step, const Bindings &symbol
                           : step.table->op_as_ConvTranspose() &&
                                 step.table->op_as_ConvTranspose()->allow_tf32();
     w.flops = 2.0 * elements(conv ? *out : *a) * (elements(*b) / firstDim);
-    w.unit = half ? FlopUnit::Half : allowTf32 ? FlopUnit::Tf32 : FlopUnit::Fp32;
+    w.unit = unit(allowTf32);
   }
 }
 
