@@ -105,6 +105,19 @@ prepare() {
     --cache-dir "$build/kernel-cache"
   rm "$bundle/models/bert.onnx"
 
+  echo "== int8 Q/DQ models (make_qdq_models.py, onnxruntime's quantize_static): int8 cuBLASLt matmuls"
+  echo "   and cuDNN convolutions"
+  "$root/scripts/install-onnxruntime-deps.sh" "$build/ort-venv" > /dev/null
+  "$build/ort-venv/bin/python" "$root/test/run/make_qdq_models.py" "$bundle/qdq" "$root/test/models/encoder.onnx"
+  # ResNet-18's 11 MB of int8 weights do not fit the carry limit beside the
+  # rest (the CNN has the same convolutions, smaller); the layouts the fake
+  # cuBLASLt refuses are its own test.
+  rm -rf "$bundle/qdq"/*-float.onnx "$bundle/qdq"/resnet18_qdq* "$bundle/qdq"/int8_*
+  for onnx_model in "$bundle/qdq"/*.onnx; do
+    "$build/bin/kiln-compile" "$onnx_model" -o "${onnx_model%.onnx}.kiln" --arch "sm_$sm" \
+      --cache-dir "$build/kernel-cache" --no-host
+  done
+
   echo "== int4 weights (kiln.matmul_nbits): a 4096 x 4096 bf16 weight at --weights int4, blocks of 128,"
   echo "   one row (a decode step's GEMV) and 16 rows, with its roofline"
   python3 -c "import numpy as np, onnx, sys; from onnx import helper, numpy_helper, TensorProto as T; w = (np.random.default_rng(9).standard_normal((4096, 4096)) * 0.02).astype(np.float32); g = helper.make_graph([helper.make_node('MatMul', ['x', 'w'], ['y'])], 'gemv', [helper.make_tensor_value_info('x', T.FLOAT, ['m', 4096])], [helper.make_tensor_value_info('y', T.FLOAT, ['m', 4096])], [numpy_helper.from_array(w, 'w')]); onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 21)]), sys.argv[1])" \
@@ -281,6 +294,12 @@ PY
   run_numpy_models "$bundle/transpose" "$out/transpose.txt"
   run_numpy_models "$bundle/reduce" "$out/reduce.txt" red_pool=1e-4 red_sum=1e-4 red_long=1e-4 red_dyn=1e-4 red_column=1e-4 red_columns=1e-4
   run_numpy_models "$bundle/views" "$out/views.txt"
+
+  echo "== int8 Q/DQ on the device: cuBLASLt's int8 matmuls and cuDNN's int8 convolutions (a refusal"
+  echo "   is a host step, which fails the case), against onnxruntime within one output step"
+  local steps=() step
+  for step in "$bundle/qdq"/*.step; do steps+=("$(basename "$step" .step)=$(cat "$step")"); done
+  run_numpy_models "$bundle/qdq" "$out/qdq.txt" "${steps[@]}" matmul_integer=0 qlinear_matmul=1
 
   echo "== the BERT layer: measured step times and achieved GB/s, TFLOP/s beside the roofline's predictions"
   # Its inputs are made here (3 MiB the carry limit need not hold).

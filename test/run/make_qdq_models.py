@@ -18,6 +18,9 @@ onnxruntime (scripts/install-onnxruntime-deps.sh).
                   weights with a scale and zero point a column (per_channel)
     mlp_odd_k     the same with K = 30 and N = 18: no multiples of 4, which
                   cuBLASLt's int8 matmul needs, so kiln pads them
+    cnn_qdq       the test CNN (test/models/cnn.onnx, beside ENCODER_ONNX: an
+                  RGB conv to 8 channels, a conv to 16, a Gemm to 10 classes),
+                  quantize_static's defaults
     resnet18_qdq  ResNet-18 (torchvision's layers: a 7x7 stem, four stages of
                   two basic blocks, 64 to 512 channels, 1x1 downsampling,
                   global average pooling, a Gemm to 1000 classes with transB)
@@ -227,6 +230,10 @@ def main():
          [(2, 3)], 30)
     integer_ops(out)
     int8_layouts(out)
+    cnn = onnx.load(os.path.join(os.path.dirname(encoder), "cnn.onnx"))
+    calibration = [rng.standard_normal((2, 3, 16, 16)).astype(np.float32) for _ in range(4)]
+    save_images(out, "cnn_qdq", quantize(out, "cnn_qdq", cnn, calibration),
+                [(1, 3, 16, 16), (3, 3, 16, 16)])
     calibration = [rng.standard_normal((2, 3, 64, 64)).astype(np.float32) for _ in range(2)]
     save_images(out, "resnet18_qdq", quantize(out, "resnet18_qdq", resnet18(), calibration),
                 [(1, 3, 64, 64), (2, 3, 64, 64)])
