@@ -104,9 +104,9 @@ Value Rewriter::rewrite(ConvOp conv, const Dequantized &x, const Dequantized &w,
     why = "its input channels are an unknown count";
   else if (m % kChannelMultiple != 0)
     why = "its output channels are not a multiple of 4, which cuDNN's int8 convolution needs";
-  // cuDNN sums in int32: taps * 256 * 255 for the sum, as much again for the
-  // correction, must fit.
-  else if ((c + kChannelMultiple) * wType.getDimSize(2) * wType.getDimSize(3) * 256 * 255 * 2 >=
+  // cuDNN sums int8 products in int32: taps * 128 * 128 must fit (the
+  // correction is added in float, after).
+  else if ((c + kChannelMultiple) * wType.getDimSize(2) * wType.getDimSize(3) * 128 * 128 >=
            (int64_t(1) << 31))
     why = "its windows are so large that int32 sums could overflow";
   else if (!(resultType.getElementType().isF32() || resultType.getElementType().isF64()))

@@ -58,6 +58,11 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+/// The largest K whose sums fit int32: per k, |a b| <= 128 * 128,
+/// |za (b - zb)| <= 128 * 255 and |zb a| <= 128 * 128 (int8 values and
+/// zero points), 65408 in all.
+constexpr int64_t kMaxK = ((int64_t(1) << 31) - 1) / 65408;
+
 /// K and N are padded to multiples of this: cuBLASLt's int8 matmul needs
 /// leading dimensions (K for the operands, N for the result) of 4 elements.
 constexpr int64_t kLeadingDimMultiple = 4;
@@ -72,6 +77,10 @@ public:
   /// `storedNK`: `b8.q` is a constant weight stored [N, K] (Gemm's transB,
   /// a transpose the importer wrote), already cuBLASLt's layout.
   Value rewrite(MatmulOp matmul, Dequantized a, Dequantized b8, bool storedNK, std::string &why);
+
+  /// After a rewrite whose K is known only at run time: that K, which a
+  /// guard must bound by kMaxK; null otherwise.
+  DimExpr overflowGuard;
 
 private:
   OpBuilder b;
@@ -115,7 +124,8 @@ private:
                  b.getNamedAttr("axes", b.getDenseI64ArrayAttr({axis})),
                  b.getNamedAttr("keep_dims", b.getBoolAttr(true))});
   }
-  /// The constant weight `w.q` [K, N] as int8 stored [N, K], and the sums
+  /// The constant weight `w.q` [K, N] (or [N, K] when `storedNK`) as int8
+  /// stored [N', K'] (padded with zeros by `nPad` and `kPad`), and the sums
   /// of each column minus its int8 zero point (`zeros`: one, or one a
   /// column); nothing when it is not a constant.
   std::optional<std::pair<Value, std::vector<int64_t>>> weightTN(const Dequantized &w,
@@ -163,34 +173,36 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool stor
   // length), each padded with zeros up to a multiple of 4, cuBLASLt's int8
   // rule; zeros add nothing to the products, and the zero points' terms
   // read the operands unpadded.
-  DimExpr kDim = getSymShape(aType).back(),
+  // A constant weight's K is known even where the activation's is a symbol
+  // (an import with every dim dynamic).
+  bool constantWeight = w.q.getDefiningOp<ConstantOp>() && wType.getRank() == 2;
+  if (constantWeight)
+    k = wType.getDimSize(storedNK ? 1 : 0);
+  DimExpr kDim = constantWeight ? getConstantDim(ctx, k) : getSymShape(aType).back(),
           nDim = getSymShape(wType)[storedNK ? 0 : wType.getRank() - 1];
-  MLIRContext *ctx = b.getContext();
   DimExpr four = getConstantDim(ctx, kLeadingDimMultiple);
   auto padding = [&](DimExpr d) { return modDims(subDims(four, modDims(d, four)), four); };
-  // The largest K whose sums fit int32: each of the three terms is at most
-  // K * 256 * 255 in magnitude.
-  constexpr int64_t kMaxK = ((int64_t(1) << 31) - 1) / (256 * 255 * 3);
+  bool topLevel = isa<func::FuncOp>(matmul->getParentOp());
   if (aType.getRank() < 2 || wType.getRank() < 2)
     why = "an operand is a vector";
   else if (!kDim || !nDim || !padding(kDim) || !padding(nDim))
     why = "K or N is an unknown size";
+  else if (!constantWeight && kDim != getSymShape(wType)[wType.getRank() - 2])
+    why = "its operands' K are different symbols";
   else if (!(element.isF32() || element.isF64() || element.isInteger(32)))
     why = "its result is narrower than f32, whose range the int32 sums exceed";
   else if (!ShapedType::isDynamic(k) && k > kMaxK)
     why = "K is so long that int32 sums could overflow";
+  else if (ShapedType::isDynamic(k) && !topLevel)
+    why = "K is known only at run time inside control flow, where no guard can bound it";
   if (!why.empty())
     return {};
+  // A K known only at run time is bounded there (the pass adds the guard
+  // once the rewrite stands).
+  if (ShapedType::isDynamic(k))
+    overflowGuard = kDim;
   DimExpr kPad = padding(kDim), nPad = padding(nDim);
   auto isZero = [](DimExpr d) { return getConstantDimValue(d) == int64_t(0); };
-  // A K known only at run time is checked there: a call past the bound fails.
-  if (ShapedType::isDynamic(k)) {
-    OpBuilder top = OpBuilder::atBlockBegin(matmul->getBlock());
-    GuardOp::create(top, loc, GuardKind::less_equal,
-                    DimsAttr::getCanonical(ctx, {kDim, getConstantDim(ctx, kMaxK)}),
-                    top.getStringAttr(describeOp(matmul) +
-                                      ": an int8 product's int32 sums must not overflow"));
-  }
   /// `v` padded with zeros at the end of the dims `amounts` names.
   auto padEnds = [&](Value v, ArrayRef<std::pair<int64_t, DimExpr>> amounts) -> Value {
     if (!v)
@@ -212,7 +224,7 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool stor
   Value a8Padded = isZero(kPad) ? a8 : padEnds(a8, {{aType.getRank() - 1, kPad}});
   Type i32 = b.getI32Type();
   Value product, columnTerm;
-  if (w.q.getDefiningOp<ConstantOp>() && wType.getRank() == 2) {
+  if (constantWeight) {
     auto tn = weightTN(w, wz, storedNK, *getConstantDimValue(kPad), *getConstantDimValue(nPad));
     if (!tn)
       return {};
@@ -326,10 +338,19 @@ struct IntegerMatmulsPass : public impl::IntegerMatmulsPassBase<IntegerMatmulsPa
         continue;
       Value lhs = m.getLhs(), rhs = m.getRhs();
       std::string why;
-      Value replacement = Rewriter(m).rewrite(m, *a, *w, storedNK, why);
+      Rewriter rewriter(m);
+      Value replacement = rewriter.rewrite(m, *a, *w, storedNK, why);
       if (!replacement) {
         recordKeptFloat(m, why, keptFloat);
         continue;
+      }
+      // A call whose K could overflow the int32 sums fails at its guard.
+      if (DimExpr k = rewriter.overflowGuard) {
+        OpBuilder top = OpBuilder::atBlockBegin(&getOperation().getBody().front());
+        GuardOp::create(top, m.getLoc(), GuardKind::less_equal,
+                        DimsAttr::getCanonical(&getContext(), {k, getConstantDim(&getContext(), kMaxK)}),
+                        top.getStringAttr(describeOp(m) +
+                                          ": an int8 product's int32 sums must not overflow"));
       }
       m.getResult().replaceAllUsesWith(replacement);
       m->erase();

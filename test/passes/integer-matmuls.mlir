@@ -151,7 +151,7 @@ func.func @stored_nk(%q: tensor<?x8xi8, #kiln.dims<[m, 8]>>) -> tensor<?x4xf32, 
 // values) padded to a multiple of 4 at run time, with a guard that the
 // sums fit int32; N = seq (scores) padded and the result sliced back.
 // CHECK-LABEL: func @symbolic
-// CHECK: kiln.guard <less_equal> [seq, 10965], "kiln.matmul: an int8 product's int32 sums must not overflow"
+// CHECK: kiln.guard <less_equal> [seq, 32832], "kiln.matmul: an int8 product's int32 sums must not overflow"
 // CHECK: %[[KP:.*]] = kiln.symbolic_constant [0, 0, 0, 0, 0, 0, 0, (-(seq mod 4)) mod 4]
 // CHECK: %[[A:.*]] = kiln.pad %arg0, %[[KP]]
 // CHECK: kiln.matmul %[[A]], %{{.*}} {transpose_rhs = true} : (tensor<2x4x?x?xi8, #kiln.dims<[2, 4, seq, (-(seq mod 4)) mod 4 + seq]>>
@@ -178,6 +178,37 @@ func.func @symbolic_n(%q: tensor<2x4x?x8xi8, #kiln.dims<[2, 4, seq, 8]>>, %k: te
   %kd = kiln.mul %kf, %s : (tensor<2x4x8x?xf32, #kiln.dims<[2, 4, 8, seq]>>, tensor<f32>) -> tensor<2x4x8x?xf32, #kiln.dims<[2, 4, 8, seq]>>
   %y = kiln.matmul %qd, %kd : (tensor<2x4x?x8xf32, #kiln.dims<[2, 4, seq, 8]>>, tensor<2x4x8x?xf32, #kiln.dims<[2, 4, 8, seq]>>) -> tensor<2x4x?x?xf32, #kiln.dims<[2, 4, seq, seq]>>
   return %y : tensor<2x4x?x?xf32, #kiln.dims<[2, 4, seq, seq]>>
+}
+
+// -----
+
+// A constant weight fixes K where the activation's is a symbol (an import
+// with every dim dynamic): no pad, no guard. Two activations whose K are
+// different symbols stay float.
+// CHECK-LABEL: func @symbol_k_weight
+// CHECK-NOT: kiln.guard
+// CHECK-NOT: kiln.pad
+// CHECK: kiln.matmul %arg0, %{{.*}} {transpose_rhs = true} : (tensor<?x?xi8, #kiln.dims<[m, k]>>, tensor<4x8xi8>) -> tensor<?x4xi32, #kiln.dims<[m, 4]>>
+func.func @symbol_k_weight(%q: tensor<?x?xi8, #kiln.dims<[m, k]>>) -> tensor<?x4xf32, #kiln.dims<[m, 4]>> {
+  %x = kiln.cast %q to f32 : (tensor<?x?xi8, #kiln.dims<[m, k]>>) -> tensor<?x?xf32, #kiln.dims<[m, k]>>
+  %s = kiln.constant dense<0.5> : tensor<f32>
+  %xf = kiln.mul %x, %s : (tensor<?x?xf32, #kiln.dims<[m, k]>>, tensor<f32>) -> tensor<?x?xf32, #kiln.dims<[m, k]>>
+  %wq = kiln.constant dense<1> : tensor<8x4xi8>
+  %w = kiln.cast %wq to f32 : (tensor<8x4xi8>) -> tensor<8x4xf32>
+  %wf = kiln.mul %w, %s : (tensor<8x4xf32>, tensor<f32>) -> tensor<8x4xf32>
+  %y = kiln.matmul %xf, %wf : (tensor<?x?xf32, #kiln.dims<[m, k]>>, tensor<8x4xf32>) -> tensor<?x4xf32, #kiln.dims<[m, 4]>>
+  return %y : tensor<?x4xf32, #kiln.dims<[m, 4]>>
+}
+// CHECK-LABEL: func @different_k
+// CHECK-SAME: why = "its operands' K are different symbols"
+func.func @different_k(%p: tensor<4x?xi8, #kiln.dims<[4, a]>>, %v: tensor<?x8xi8, #kiln.dims<[b, 8]>>) -> tensor<4x8xf32> {
+  %pf = kiln.cast %p to f32 : (tensor<4x?xi8, #kiln.dims<[4, a]>>) -> tensor<4x?xf32, #kiln.dims<[4, a]>>
+  %s = kiln.constant dense<0.25> : tensor<f32>
+  %pd = kiln.mul %pf, %s : (tensor<4x?xf32, #kiln.dims<[4, a]>>, tensor<f32>) -> tensor<4x?xf32, #kiln.dims<[4, a]>>
+  %vf = kiln.cast %v to f32 : (tensor<?x8xi8, #kiln.dims<[b, 8]>>) -> tensor<?x8xf32, #kiln.dims<[b, 8]>>
+  %vd = kiln.mul %vf, %s : (tensor<?x8xf32, #kiln.dims<[b, 8]>>, tensor<f32>) -> tensor<?x8xf32, #kiln.dims<[b, 8]>>
+  %y = kiln.matmul %pd, %vd : (tensor<4x?xf32, #kiln.dims<[4, a]>>, tensor<?x8xf32, #kiln.dims<[b, 8]>>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
 }
 
 // -----
