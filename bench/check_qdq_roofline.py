@@ -36,7 +36,7 @@ def main():
     p.add_argument("--work", default="/tmp/kiln-qdq-roofline")
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    model = models.resnet18()
+    model = models.resnet18(models.rng)
     for value in list(model.graph.input[0].type.tensor_type.shape.dim)[2:]:
         value.dim_value = a.size
     calibration = [models.rng.standard_normal((1, 3, a.size, a.size)).astype(np.float32)]

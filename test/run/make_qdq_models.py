@@ -21,6 +21,9 @@ onnxruntime (scripts/install-onnxruntime-deps.sh).
     cnn_qdq       the test CNN (test/models/cnn.onnx, beside ENCODER_ONNX: an
                   RGB conv to 8 channels, a conv to 16, a Gemm to 10 classes),
                   quantize_static's defaults
+    cnn_qlinear   the same CNN in onnxruntime's QOperator format, its convs only
+                  (QLinearConv between QuantizeLinear and DequantizeLinear, the
+                  Gemm float); no .step: its output is float
     resnet18_qdq  ResNet-18 (torchvision's layers: a 7x7 stem, four stages of
                   two basic blocks, 64 to 512 channels, 1x1 downsampling,
                   global average pooling, a Gemm to 1000 classes with transB)
@@ -86,8 +89,8 @@ def quantize(out, name, model, calibration, **options):
     source = os.path.join(out, name + "-float.onnx")
     onnx.save(model, source)
     target = os.path.join(out, name + ".onnx")
-    quantize_static(source, target, Reader([{"x": x} for x in calibration]),
-                    quant_format=QuantFormat.QDQ, **options)
+    options.setdefault("quant_format", QuantFormat.QDQ)
+    quantize_static(source, target, Reader([{"x": x} for x in calibration]), **options)
     return onnx.load(target)
 
 
@@ -107,7 +110,7 @@ def save(out, name, model, shapes, k):
     write_step(out, name, model)
 
 
-def save_images(out, name, model, shapes):
+def save_images(out, name, model, shapes, step=True, rng=rng):
     """save()'s data sets for an image model: x of each of `shapes`."""
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -116,7 +119,8 @@ def save_images(out, name, model, shapes):
     for s, shape in enumerate(shapes):
         feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
         save_set(out, name, s, feeds, session.run(None, feeds))
-    write_step(out, name, model)
+    if step:
+        write_step(out, name, model)
 
 
 def write_step(out, name, model):
@@ -145,8 +149,10 @@ def int8_layouts(out):
                  [x.astype(np.int32) @ (wide.T if flags else wide)])
 
 
-def resnet18():
-    """ResNet-18's graph, NCHW, its batch norms folded into conv biases."""
+def resnet18(rng):
+    """ResNet-18's graph, NCHW, its batch norms folded into conv biases, its
+    weights drawn from `rng` (a generator of its own: its data must not move
+    when another model draws more numbers)."""
     nodes, inits = [], []
 
     def conv(x, cin, cout, k, stride, name, relu):
@@ -234,9 +240,15 @@ def main():
     calibration = [rng.standard_normal((2, 3, 16, 16)).astype(np.float32) for _ in range(4)]
     save_images(out, "cnn_qdq", quantize(out, "cnn_qdq", cnn, calibration),
                 [(1, 3, 16, 16), (3, 3, 16, 16)])
-    calibration = [rng.standard_normal((2, 3, 64, 64)).astype(np.float32) for _ in range(2)]
-    save_images(out, "resnet18_qdq", quantize(out, "resnet18_qdq", resnet18(), calibration),
-                [(1, 3, 64, 64), (2, 3, 64, 64)])
+    calibration = [rng.standard_normal((2, 3, 16, 16)).astype(np.float32) for _ in range(4)]
+    save_images(out, "cnn_qlinear",
+                quantize(out, "cnn_qlinear", cnn, calibration, quant_format=QuantFormat.QOperator,
+                         op_types_to_quantize=["Conv"]),
+                [(1, 3, 16, 16), (3, 3, 16, 16)], step=False)
+    resnet_rng = np.random.default_rng(18)
+    calibration = [resnet_rng.standard_normal((2, 3, 64, 64)).astype(np.float32) for _ in range(2)]
+    save_images(out, "resnet18_qdq", quantize(out, "resnet18_qdq", resnet18(resnet_rng), calibration),
+                [(1, 3, 64, 64), (2, 3, 64, 64)], rng=resnet_rng)
 
 
 if __name__ == "__main__":

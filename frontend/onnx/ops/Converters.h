@@ -92,6 +92,11 @@ mlir::Value shapeConstant(NodeImporter &n, llvm::ArrayRef<DimExpr> dims);
 
 /// A 1-element i64 tensor holding dim `i` of `x`: a constant when the dim is known,
 /// gathered from shape_of at run time when not.
+/// ONNX Conv of `x` by `w` (plus `bias` when given) with the node's Conv
+/// attributes (kernel_shape, strides, dilations, pads or auto_pad, group):
+/// Conv's own import, and QLinearConv's on its dequantized operands.
+mlir::FailureOr<mlir::Value> buildConv(NodeImporter &n, mlir::Value x, mlir::Value w,
+                                       mlir::Value bias);
 mlir::FailureOr<mlir::Value> dimPiece(NodeImporter &n, mlir::Value x, int64_t i);
 /// The product of dims [begin, end) of `x` as a 1-element i64 tensor.
 mlir::FailureOr<mlir::Value> dimProduct(NodeImporter &n, mlir::Value x, int64_t begin,

@@ -129,15 +129,22 @@ LogicalResult convertGemm(NodeImporter &n) {
 
 LogicalResult convertConv(NodeImporter &n) {
   auto x = x0(n), w = n.requiredInput(1);
-  auto group = n.intAttr("group", 1);
-  if (failed(x) || failed(w) || failed(group))
+  if (failed(x) || failed(w))
     return failure();
-  if (NodeImporter::typeOf(*w).getRank() < 3 || NodeImporter::typeOf(*x).getRank() < 3)
+  auto r = buildConv(n, *x, *w, n.input(2));
+  return failed(r) ? failure() : n.setResults({*r});
+}
+
+FailureOr<Value> buildConv(NodeImporter &n, Value x, Value w, Value bias) {
+  auto group = n.intAttr("group", 1);
+  if (failed(group))
+    return failure();
+  if (NodeImporter::typeOf(w).getRank() < 3 || NodeImporter::typeOf(x).getRank() < 3)
     return n.error("input and filter must have rank >= 3 ([N, C, spatial...])");
   // The filter's spatial dims are the kernel; -1 where they are dynamic (the conv's
   // shape function handles symbolic kernels; only SAME padding needs numbers).
   SmallVector<int64_t> kernel;
-  for (int64_t d : NodeImporter::typeOf(*w).getShape().drop_front(2))
+  for (int64_t d : NodeImporter::typeOf(w).getShape().drop_front(2))
     kernel.push_back(ShapedType::isDynamic(d) ? -1 : d);
   auto kernelAttr = n.intsAttr("kernel_shape", kernel);
   if (failed(kernelAttr))
@@ -149,21 +156,20 @@ LogicalResult convertConv(NodeImporter &n) {
       return n.error("kernel_shape does not match the filter's spatial dims");
     k = a;
   }
-  auto window = windowAttrs(n, *x, kernel);
+  auto window = windowAttrs(n, x, kernel);
   if (failed(window))
     return failure();
-  SmallVector<Value> operands = {*x, *w};
-  if (Value b = n.input(2))
-    operands.push_back(b);
+  SmallVector<Value> operands = {x, w};
+  if (bias)
+    operands.push_back(bias);
   int32_t hasBias = operands.size() == 3 ? 1 : 0;
-  auto r = n.create<ConvOp>(operands, {arrayAttr(n, "strides", window->strides),
-                                       arrayAttr(n, "dilations", window->dilations),
-                                       arrayAttr(n, "pads", window->pads),
-                                       n.named("group", n.builder().getI64IntegerAttr(*group)),
-                                       n.named("operandSegmentSizes",
-                                               n.builder().getDenseI32ArrayAttr(
-                                                   {1, 1, hasBias, 0}))});
-  return failed(r) ? failure() : n.setResults({*r});
+  return n.create<ConvOp>(operands, {arrayAttr(n, "strides", window->strides),
+                                     arrayAttr(n, "dilations", window->dilations),
+                                     arrayAttr(n, "pads", window->pads),
+                                     n.named("group", n.builder().getI64IntegerAttr(*group)),
+                                     n.named("operandSegmentSizes",
+                                             n.builder().getDenseI32ArrayAttr(
+                                                 {1, 1, hasBias, 0}))});
 }
 
 namespace {

@@ -302,6 +302,61 @@ LogicalResult convertQLinearMatMul(NodeImporter &n) {
   return failed(y) ? failure() : n.setResults({*y});
 }
 
+LogicalResult convertQLinearConv(NodeImporter &n) {
+  // y = quantize(conv(dequantize(x), dequantize(w)) + B * x_scale * w_scale),
+  // computed in float (exact up to float32 rounding for 8-bit operands); the
+  // weight's dequantization stays unfolded for --kiln-integer-convs, which
+  // makes it an int8 convolution.
+  SmallVector<Value> in;
+  for (size_t i = 0; i < 8; ++i) {
+    auto v = n.requiredInput(i);
+    if (failed(v))
+      return failure();
+    in.push_back(*v);
+  }
+  Type compute = elementTypeOf(in[1]);
+  int64_t rank = NodeImporter::typeOf(in[3]).getRank();
+  // The filter's scale and zero point: one, or one an output channel ([M]
+  // as [M, 1, ...]).
+  auto perOutputChannel = [&](Value v) -> FailureOr<Value> {
+    auto t = NodeImporter::typeOf(v);
+    if (t.getRank() != 1 || (t.hasStaticShape() && t.getNumElements() == 1))
+      return v;
+    SmallVector<int64_t> ones;
+    for (int64_t d = 1; d < rank; ++d)
+      ones.push_back(d);
+    return insertUnitDims(n, v, ones);
+  };
+  auto ws = perOutputChannel(in[4]);
+  auto wz = failed(ws) ? ws : castTo(n, in[5], compute);
+  wz = failed(wz) ? wz : perOutputChannel(*wz);
+  auto xc = centered(n, in[0], in[2], compute, /*perRow=*/false);
+  auto xd = failed(xc) ? xc : binary<MulOp>(n, *xc, in[1]);
+  if (failed(ws) || failed(wz) || failed(xd))
+    return failure();
+  bool weight = isQuantizedWeight(in[3]);
+  n.setFolding(!weight);
+  auto wf = castTo(n, in[3], compute);
+  auto wc = failed(wf) ? wf : binary<SubOp>(n, *wf, *wz);
+  auto wd = failed(wc) ? wc : binary<MulOp>(n, *wc, *ws);
+  n.setFolding(true);
+  if (failed(wd))
+    return failure();
+  Value bias;
+  if (Value b = n.input(8)) {
+    // B is int32 at scale x_scale * w_scale (one an output channel).
+    auto bf = castTo(n, b, compute);
+    auto sx = failed(bf) ? bf : binary<MulOp>(n, *bf, in[1]);
+    auto sb = failed(sx) ? sx : binary<MulOp>(n, *sx, in[4]);
+    if (failed(sb))
+      return failure();
+    bias = *sb;
+  }
+  auto y = buildConv(n, *xd, *wd, bias);
+  auto q = failed(y) ? y : quantize(n, *y, in[6], in[7], elementTypeOf(in[7]), true);
+  return failed(q) ? failure() : n.setResults({*q});
+}
+
 LogicalResult convertConvInteger(NodeImporter &n) {
   auto x = n.requiredInput(0), w = n.requiredInput(1);
   if (failed(x) || failed(w))
