@@ -126,7 +126,6 @@ FAILURE_NOTES = [
     ("test_tfidfvectorizer", "TfIdfVectorizer (n-gram counting over int sequences) is not lowered"),
     ("test_ai_onnx_ml_", "ai.onnx.ml (classical ML: tree ensembles, binarizer, feature extractor) "
      "is not implemented; the string label encoders are out of scope"),
-    ("test_qlinearconv", "QLinearConv: the integer conv path is issue 36's"),
     ("test_scan_sum", "Scan-8 (a batch dim and sequence_lens; Scan-9 and later pass)"),
 ]
 
