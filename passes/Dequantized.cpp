@@ -3,6 +3,7 @@
 #include "passes/Dequantized.h"
 
 #include "passes/ConstantValues.h"
+#include "passes/Matching.h"
 
 #include "ir/Kiln/KilnDialect.h"
 
@@ -119,6 +120,38 @@ std::vector<int64_t> int8Zeros(const Dequantized &d, int64_t count) {
   for (int64_t c = 0; c < (d.zero.size() > 1 ? count : 1); ++c)
     zeros.push_back((d.zero.empty() ? 0 : static_cast<int64_t>(at(d.zero, c))) - shift);
   return zeros;
+}
+
+Value IntegerOpBuilder::make(StringRef name, ValueRange operands,
+                             ArrayRef<NamedAttribute> attributes) {
+  if (llvm::any_of(operands, [](Value v) { return !v; }))
+    return {};
+  Operation *op = createInferred(b, loc, name, operands, attributes);
+  return op ? op->getResult(0) : Value();
+}
+
+Value IntegerOpBuilder::castTo(Value v, Type element) {
+  return make(CastOp::getOperationName(), {v}, {b.getNamedAttr("to", TypeAttr::get(element))});
+}
+
+Value IntegerOpBuilder::transposed(Value v, ArrayRef<int64_t> permutation) {
+  return make(TransposeOp::getOperationName(), {v},
+              {b.getNamedAttr("permutation", b.getDenseI64ArrayAttr(permutation))});
+}
+
+Value IntegerOpBuilder::scalar(Type element, int64_t value) {
+  return ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({}, element),
+                             APInt(element.getIntOrFloatBitWidth(), value, /*isSigned=*/true)));
+}
+
+Value IntegerOpBuilder::asInt8(const Dequantized &d) {
+  if (!d.isUnsigned)
+    return d.q;
+  Value wide = castTo(d.q, b.getI32Type());
+  return castTo(make(SubOp::getOperationName(), {wide, scalar(b.getI32Type(), 128)}),
+                b.getI8Type());
 }
 
 void recordKeptFloat(Operation *op, StringRef why, SmallVectorImpl<Attribute> &kept) {

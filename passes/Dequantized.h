@@ -11,6 +11,7 @@
 #define KILN_PASSES_DEQUANTIZED_H
 
 #include "mlir/IR/Attributes.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -42,6 +43,27 @@ double at(const std::vector<double> &values, int64_t i);
 /// The zero points as an int8 operand sees them (one, or `count`): uint8
 /// values are stored minus 128, so their zero points move with them.
 std::vector<int64_t> int8Zeros(const Dequantized &d, int64_t count);
+
+/// What the integer passes build their ops with, at one op's place: ops of
+/// the types their shape functions infer, each null when an operand is null
+/// or the shape function refuses (the rewrite then gives up).
+class IntegerOpBuilder {
+public:
+  explicit IntegerOpBuilder(mlir::Operation *at) : b(at), loc(at->getLoc()) {}
+
+  mlir::Value make(llvm::StringRef name, mlir::ValueRange operands,
+                   llvm::ArrayRef<mlir::NamedAttribute> attributes = {});
+  mlir::Value castTo(mlir::Value v, mlir::Type element);
+  mlir::Value transposed(mlir::Value v, llvm::ArrayRef<int64_t> permutation);
+  /// A 0-d integer constant.
+  mlir::Value scalar(mlir::Type element, int64_t value);
+  /// The operand `d` dequantizes as int8: q itself, or a uint8 q minus 128.
+  mlir::Value asInt8(const Dequantized &d);
+
+protected:
+  mlir::OpBuilder b;
+  mlir::Location loc;
+};
 
 /// Records that `op`, a product of dequantized operands, stays float
 /// because `why`: an entry of the function's kiln.float_quantized_ops

@@ -47,36 +47,15 @@ namespace {
 /// convolution).
 constexpr int64_t kChannelMultiple = 4;
 
-class Rewriter {
+class Rewriter : public IntegerOpBuilder {
 public:
-  explicit Rewriter(ConvOp conv) : b(conv), loc(conv.getLoc()) {}
+  explicit Rewriter(ConvOp conv) : IntegerOpBuilder(conv) {}
 
   /// The replacement of `conv`'s result, or null (the conv stays; `why`
   /// says why when a rule refused it).
   Value rewrite(ConvOp conv, const Dequantized &x, const Dequantized &w, std::string &why);
 
 private:
-  OpBuilder b;
-  Location loc;
-
-  Value make(StringRef name, ValueRange operands, ArrayRef<NamedAttribute> attributes = {}) {
-    Operation *op = createInferred(b, loc, name, operands, attributes);
-    return op ? op->getResult(0) : Value();
-  }
-  Value castTo(Value v, Type element) {
-    return v ? make("kiln.cast", {v}, {b.getNamedAttr("to", TypeAttr::get(element))}) : Value();
-  }
-  Value scalar(Type element, int64_t value) {
-    return ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(RankedTensorType::get({}, element),
-                               APInt(element.getIntOrFloatBitWidth(), value, /*isSigned=*/true)));
-  }
-  Value transposed(Value v, ArrayRef<int64_t> permutation) {
-    return v ? make("kiln.transpose", {v},
-                    {b.getNamedAttr("permutation", b.getDenseI64ArrayAttr(permutation))})
-             : Value();
-  }
   /// One value a channel as a float constant [M, 1, 1] of `element`.
   Value perChannel(RankedTensorType like, ArrayRef<double> values) {
     auto type = RankedTensorType::get({static_cast<int64_t>(values.size()), 1, 1},
@@ -116,12 +95,8 @@ Value Rewriter::rewrite(ConvOp conv, const Dequantized &x, const Dequantized &w,
   // The zero points as the int8 operands see them: the filter's is 0 (a
   // uint8 filter centered at 128 is int8 centered at 0).
   int64_t zx = int8Zeros(x, 1).front();
-  Type i8 = b.getI8Type(), i32 = b.getI32Type();
-  Value x8 = x.q;
-  if (x.isUnsigned) {
-    Value wide = castTo(x.q, i32);
-    x8 = castTo(wide ? make("kiln.sub", {wide, scalar(i32, 128)}) : Value(), i8);
-  }
+  Type i8 = b.getI8Type();
+  Value x8 = asInt8(x);
   // Padding: what a dequantized 0 is, zx, placed explicitly; and input
   // channels up to a multiple of 4 (cuDNN's int8 rule; an RGB stem's 3),
   // which meet zero filter taps.

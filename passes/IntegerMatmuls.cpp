@@ -68,9 +68,9 @@ constexpr int64_t kMaxK = ((int64_t(1) << 31) - 1) / 65408;
 constexpr int64_t kLeadingDimMultiple = 4;
 
 /// Builds the integer form of one matmul; nothing when an op refuses.
-class Rewriter {
+class Rewriter : public IntegerOpBuilder {
 public:
-  Rewriter(MatmulOp matmul) : b(matmul), loc(matmul.getLoc()), ctx(matmul.getContext()) {}
+  explicit Rewriter(MatmulOp matmul) : IntegerOpBuilder(matmul), ctx(matmul.getContext()) {}
 
   /// The replacement of `matmul`'s result, or null (the matmul stays, and
   /// `why` says why when a rule refused it).
@@ -83,21 +83,8 @@ public:
   DimExpr overflowGuard;
 
 private:
-  OpBuilder b;
-  Location loc;
   MLIRContext *ctx;
 
-  Value make(StringRef name, ValueRange operands, ArrayRef<NamedAttribute> attributes = {}) {
-    Operation *op = createInferred(b, loc, name, operands, attributes);
-    return op ? op->getResult(0) : Value();
-  }
-  Value castTo(Value v, Type element) {
-    return make("kiln.cast", {v}, {b.getNamedAttr("to", TypeAttr::get(element))});
-  }
-  Value scalar(Type element, int64_t value) {
-    auto type = RankedTensorType::get({}, element);
-    return ConstantOp::create(b, loc, DenseElementsAttr::get(type, APInt(element.getIntOrFloatBitWidth(), value, true)));
-  }
   /// An i32 constant of one value, or one per column ([N]).
   Value i32Constant(ArrayRef<int64_t> values) {
     Type i32 = b.getI32Type();
@@ -109,14 +96,6 @@ private:
         b, loc,
         DenseElementsAttr::get(RankedTensorType::get({static_cast<int64_t>(values.size())}, i32),
                                ArrayRef<int32_t>(narrow)));
-  }
-  /// An activation of uint8 as int8: q - 128 (the values fit).
-  Value toInt8(Value q, bool isUnsigned) {
-    if (!isUnsigned)
-      return q;
-    Value wide = castTo(q, b.getI32Type());
-    Value shifted = wide ? make("kiln.sub", {wide, scalar(b.getI32Type(), 128)}) : Value();
-    return shifted ? castTo(shifted, b.getI8Type()) : Value();
   }
   Value reduceSum(Value v, int64_t axis) {
     return make("kiln.reduce", {v},
@@ -218,7 +197,7 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool stor
   };
   int64_t za = int8Zeros(a, 1).front();
   std::vector<int64_t> wz = int8Zeros(w, n);
-  Value a8 = toInt8(a.q, a.isUnsigned);
+  Value a8 = asInt8(a);
   if (!a8)
     return {};
   Value a8Padded = isZero(kPad) ? a8 : padEnds(a8, {{aType.getRank() - 1, kPad}});
@@ -228,9 +207,8 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool stor
     auto tn = weightTN(w, wz, storedNK, *getConstantDimValue(kPad), *getConstantDimValue(nPad));
     if (!tn)
       return {};
-    product = a8Padded ? make("kiln.matmul", {a8Padded, tn->first},
-                              {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true))})
-                       : Value();
+    product = make("kiln.matmul", {a8Padded, tn->first},
+                   {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true))});
     std::vector<int64_t> correction(tn->second.size());
     for (size_t c = 0; c < correction.size(); ++c)
       correction[c] = -za * tn->second[c];
@@ -239,13 +217,11 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool stor
   } else {
     // An activation: stored [.., N, K] by a transpose (and padded), which
     // fuses into the kernel that quantized it.
-    Value w8 = toInt8(w.q, w.isUnsigned);
+    Value w8 = asInt8(w);
     int64_t rank = wType.getRank();
     SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
     std::swap(perm[rank - 1], perm[rank - 2]);
-    Value stored = w8 ? make("kiln.transpose", {w8},
-                             {b.getNamedAttr("permutation", b.getDenseI64ArrayAttr(perm))})
-                      : Value();
+    Value stored = transposed(w8, perm);
     SmallVector<std::pair<int64_t, DimExpr>> storedPads;
     if (!isZero(kPad))
       storedPads.push_back({rank - 1, kPad});
@@ -253,9 +229,8 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool stor
       storedPads.push_back({rank - 2, nPad});
     if (!storedPads.empty())
       stored = padEnds(stored, storedPads);
-    product = stored && a8Padded ? make("kiln.matmul", {a8Padded, stored},
-                                        {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true))})
-                                 : Value();
+    product = make("kiln.matmul", {a8Padded, stored},
+                   {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true))});
     if (product && za != 0) {
       // -za * sum_k (w - zw), a column sum of the activation.
       Value wide = castTo(w8, i32);

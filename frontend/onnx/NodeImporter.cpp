@@ -52,6 +52,17 @@ FailureOr<Value> NodeImporter::requiredInput(size_t i) {
   return error("missing required input " + Twine(i));
 }
 
+FailureOr<SmallVector<Value>> NodeImporter::requiredInputs(size_t begin, size_t end) {
+  SmallVector<Value> values;
+  for (size_t i = begin; i < end; ++i) {
+    auto v = requiredInput(i);
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+  }
+  return values;
+}
+
 DenseElementsAttr NodeImporter::constantValue(Value v) {
   if (!v)
     return nullptr;

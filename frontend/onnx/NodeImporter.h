@@ -82,6 +82,9 @@ public:
   }
   /// The input; an error when it is absent.
   mlir::FailureOr<mlir::Value> requiredInput(size_t i);
+  /// Inputs `begin` up to `end`, each required (an error names the first
+  /// absent one).
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> requiredInputs(size_t begin, size_t end);
   /// The input's ranked tensor type.
   static mlir::RankedTensorType typeOf(mlir::Value v) {
     return llvm::cast<mlir::RankedTensorType>(v.getType());

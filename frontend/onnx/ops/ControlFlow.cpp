@@ -133,13 +133,10 @@ LogicalResult convertLoop(NodeImporter &n) {
     maxTrip = *r;
   }
   Value cond = n.input(1) ? n.input(1) : n.constScalar(b.getI1Type(), 1);
-  SmallVector<Value> initial;
-  for (size_t i = 2; i < n.numInputs(); ++i) {
-    auto v = n.requiredInput(i);
-    if (failed(v))
-      return failure();
-    initial.push_back(*v);
-  }
+  auto carriedInputs = n.requiredInputs(2, n.numInputs());
+  if (failed(carriedInputs))
+    return failure();
+  SmallVector<Value> &initial = *carriedInputs;
   size_t carried = initial.size();
   if ((size_t)n.proto().output_size() < carried)
     return n.error("has fewer outputs than carried values");
@@ -193,13 +190,10 @@ LogicalResult convertScan(NodeImporter &n) {
     return failure();
   if ((int64_t)inAxes->size() != *m || (int64_t)outAxes->size() != outputs)
     return n.error("scan axes need one entry per scan input and output");
-  SmallVector<Value> inputs;
-  for (int64_t i = 0; i < numInputs; ++i) {
-    auto v = n.requiredInput(i);
-    if (failed(v))
-      return failure();
-    inputs.push_back(*v);
-  }
+  auto scanInputs = n.requiredInputs(0, static_cast<size_t>(numInputs));
+  if (failed(scanInputs))
+    return failure();
+  SmallVector<Value> &inputs = *scanInputs;
   SmallVector<Type> argTypes;
   for (int64_t i = 0; i < states; ++i)
     argTypes.push_back(inputs[i].getType());

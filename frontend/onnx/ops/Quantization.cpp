@@ -253,19 +253,6 @@ FailureOr<Value> centered(NodeImporter &n, Value x, Value zp, Type compute, bool
   return d;
 }
 
-/// Inputs 0..count-1, all required: a QLinear op's operands with their
-/// scales and zero points.
-FailureOr<SmallVector<Value>> requiredInputs(NodeImporter &n, size_t count) {
-  SmallVector<Value> in;
-  for (size_t i = 0; i < count; ++i) {
-    auto v = n.requiredInput(i);
-    if (failed(v))
-      return failure();
-    in.push_back(*v);
-  }
-  return in;
-}
-
 /// A per-tensor or per-row (left) / per-column (right) scale shaped to broadcast.
 FailureOr<Value> scaleFor(NodeImporter &n, Value scale, bool perRow) {
   auto t = NodeImporter::typeOf(scale);
@@ -290,7 +277,7 @@ LogicalResult convertMatMulInteger(NodeImporter &n) {
 LogicalResult convertQLinearMatMul(NodeImporter &n) {
   // y = quantize(dequantize(a) @ dequantize(b)); computed in float, which rounds
   // like the int32-accumulating reference except at exact rounding ties.
-  auto inputs = requiredInputs(n, 8);
+  auto inputs = n.requiredInputs(0, 8);
   if (failed(inputs))
     return failure();
   SmallVector<Value> &in = *inputs;
@@ -317,7 +304,7 @@ LogicalResult convertQLinearConv(NodeImporter &n) {
   // computed in float (exact up to float32 rounding for 8-bit operands); the
   // weight's dequantization stays unfolded for --kiln-integer-convs, which
   // makes it an int8 convolution.
-  auto inputs = requiredInputs(n, 8);
+  auto inputs = n.requiredInputs(0, 8);
   if (failed(inputs))
     return failure();
   SmallVector<Value> &in = *inputs;

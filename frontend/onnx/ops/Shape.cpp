@@ -322,14 +322,10 @@ LogicalResult convertConcat(NodeImporter &n) {
   auto axis = n.intAttr("axis", n.version() < 4 ? std::optional<int64_t>(1) : std::nullopt);
   if (failed(axis))
     return failure();
-  SmallVector<Value> inputs;
-  for (size_t i = 0; i < n.numInputs(); ++i) {
-    auto v = n.requiredInput(i);
-    if (failed(v))
-      return failure();
-    inputs.push_back(*v);
-  }
-  auto r = n.create<ConcatOp>(inputs, {n.named("axis", n.builder().getI64IntegerAttr(*axis))});
+  auto inputs = n.requiredInputs(0, n.numInputs());
+  if (failed(inputs))
+    return failure();
+  auto r = n.create<ConcatOp>(*inputs, {n.named("axis", n.builder().getI64IntegerAttr(*axis))});
   return failed(r) ? failure() : n.setResults({*r});
 }
 
