@@ -27,6 +27,7 @@
 #include "kiln/version.h"
 #include "passes/Passes.h"
 #include "driver/Compile.h"
+#include "driver/Explain.h"
 #include "driver/InitAll.h"
 #include "driver/LoadModel.h"
 
@@ -62,6 +63,7 @@ namespace kiln::jit {
 class Jit;
 
 thread_local std::string lastError;
+thread_local std::string lastExplain; // kiln_jit_explain_memory's text
 
 namespace {
 
@@ -191,6 +193,9 @@ public:
   absl::StatusOr<kiln_model_t *> compile(const void *data, size_t size, const std::string &name,
                                          const std::string &folder);
   void waitIdle();
+  /// What kiln-compile --explain prints for the model (compiled for it, not
+  /// cached: a diagnostic).
+  absl::StatusOr<std::string> explain(const void *data, size_t size, const std::string &name);
   kiln_jit_stats_t stats() const {
     std::lock_guard<std::mutex> lock(statsMutex_);
     return stats_;
@@ -211,6 +216,11 @@ private:
   absl::StatusOr<std::shared_ptr<const AlignedBytes>> compileArtifact(llvm::StringRef bytes,
                                                                       const std::string &name,
                                                                       const std::string &folder);
+  /// Imports and compiles the model, then hands its artifact to `use` while
+  /// the module it came from is alive; a stage's first error is the status.
+  absl::Status compileWith(llvm::StringRef bytes, const std::string &name, const std::string &folder,
+                           bool deferWeights,
+                           const std::function<absl::Status(CompiledArtifact &)> &use);
   absl::StatusOr<std::shared_ptr<const AlignedBytes>> packFor(const Job &job);
   /// Entry `file` from memory, else from disk when `intact` accepts it (a
   /// damaged one is removed with a warning), else built, written and kept.
@@ -520,8 +530,9 @@ Jit::artifactFor(const std::string &key, llvm::StringRef bytes, const std::strin
       [&] { return compileArtifact(bytes, name, folder); });
 }
 
-absl::StatusOr<std::shared_ptr<const AlignedBytes>>
-Jit::compileArtifact(llvm::StringRef bytes, const std::string &name, const std::string &folder) {
+absl::Status Jit::compileWith(llvm::StringRef bytes, const std::string &name,
+                              const std::string &folder, bool deferWeights,
+                              const std::function<absl::Status(CompiledArtifact &)> &use) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
@@ -547,23 +558,48 @@ Jit::compileArtifact(llvm::StringRef bytes, const std::string &name, const std::
   options.cacheDir = kernelFolder_;
   options.jobs = 1;
   options.source = name;
-  // The weights go from the module's constants straight into the bytes the
-  // JIT keeps: in memory twice at the peak, not three times.
-  options.deferWeights = true;
+  options.deferWeights = deferWeights;
   mlir::FailureOr<CompiledArtifact> artifact = compileToArtifact(*module, options);
   if (mlir::failed(artifact))
     return failed("cannot be compiled");
+  absl::Status status = use(*artifact);
+  return status.ok() || !status.message().empty() ? status : failed("cannot be compiled");
+}
+
+absl::StatusOr<std::shared_ptr<const AlignedBytes>>
+Jit::compileArtifact(llvm::StringRef bytes, const std::string &name, const std::string &folder) {
   auto out = std::make_shared<AlignedBytes>();
-  out->size = artifact->size();
-  out->words.reset(new uint64_t[out->size / 8 + 1]);
-  auto *at = reinterpret_cast<char *>(out->words.get());
-  if (mlir::failed(forEachArtifactPiece(*artifact, [&](llvm::ArrayRef<char> piece) {
-        if (!piece.empty())
-          std::memcpy(at, piece.data(), piece.size());
-        at += piece.size();
-      })))
-    return failed("cannot be compiled");
+  // The weights go from the module's constants straight into the bytes the
+  // JIT keeps: in memory twice at the peak, not three times.
+  absl::Status status =
+      compileWith(bytes, name, folder, /*deferWeights=*/true, [&](CompiledArtifact &artifact) {
+        out->size = artifact.size();
+        out->words.reset(new uint64_t[out->size / 8 + 1]);
+        auto *at = reinterpret_cast<char *>(out->words.get());
+        if (mlir::failed(forEachArtifactPiece(artifact, [&](llvm::ArrayRef<char> piece) {
+              if (!piece.empty())
+                std::memcpy(at, piece.data(), piece.size());
+              at += piece.size();
+            })))
+          return absl::InternalError("");
+        return absl::OkStatus();
+      });
+  if (!status.ok())
+    return status;
   return std::shared_ptr<const AlignedBytes>(std::move(out));
+}
+
+absl::StatusOr<std::string> Jit::explain(const void *data, size_t size, const std::string &name) {
+  std::string text;
+  absl::Status status =
+      compileWith(llvm::StringRef(static_cast<const char *>(data), size), name, "",
+                  /*deferWeights=*/false, [&](CompiledArtifact &artifact) {
+                    text = explainText(artifact.report, name);
+                    return absl::OkStatus();
+                  });
+  if (!status.ok())
+    return status;
+  return text;
 }
 
 void Jit::requestVariant(ModelEntry *entry, const int64_t *values, size_t count) {
@@ -822,6 +858,20 @@ kiln_status_t kiln_jit_compile_file(kiln_jit_t *jit, const char *path, kiln_mode
     if (!model.ok())
       return fail(model.status());
     *out_model = *model;
+    return KILN_OK;
+  });
+}
+
+kiln_status_t kiln_jit_explain_memory(kiln_jit_t *jit, const void *data, size_t size,
+                                      const char *name, const char **out_text) {
+  return guarded("kiln_jit_explain_memory", [&] {
+    if (!jit || !data || !out_text)
+      return fail(absl::InvalidArgumentError("kiln_jit_explain_memory: a NULL argument"));
+    absl::StatusOr<std::string> text = jit->jit->explain(data, size, name ? name : "model.onnx");
+    if (!text.ok())
+      return fail(text.status());
+    kiln::jit::lastExplain = std::move(*text);
+    *out_text = kiln::jit::lastExplain.c_str();
     return KILN_OK;
   });
 }

@@ -20,6 +20,7 @@
 #include "driver/PlanGraph.h"
 #include "driver/Roofline.h"
 #include "driver/Compile.h"
+#include "driver/Explain.h"
 #include "kiln/reference/Compare.h"
 #include "driver/InitAll.h"
 #include "tools/DiagnosticPrinter.h"
@@ -448,74 +449,16 @@ int main(int argc, char **argv) {
     // Graph breaks: one line each, "MODEL: at 'NODE': graph break: ...".
     const llvm::json::Array *breaks = artifact->report.getArray("graph_breaks");
     size_t count = breaks ? breaks->size() : 0;
-    auto line = [&](const llvm::json::Value &b, bool asError) {
-      const llvm::json::Object &o = *b.getAsObject();
-      std::string node = o.getString("node").value_or("").str();
-      raw_ostream &os = asError ? errs() : outs();
-      os << modelPath << (node.empty() ? "" : ": at '" + node + "'")
-         << (asError ? ": error: graph break: " : ": graph break: ")
-         << o.getString("op").value_or("") << " (" << o.getString("step").value_or("")
-         << " step): " << o.getString("why").value_or("") << "; "
-         << o.getString("cost").value_or("") << "\n";
-    };
     if (strict && count) {
       for (const llvm::json::Value &b : *breaks)
-        line(b, /*asError=*/true);
+        errs() << kiln::graphBreakLine(b, modelPath, /*asError=*/true) << "\n";
       return fail("--strict: " + Twine(count) +
                   (count == 1 ? " op is neither a generated kernel nor a GPU library call"
                               : " ops are neither generated kernels nor GPU library calls") +
                   "; nothing written");
     }
-    if (explain) {
-      if (breaks)
-        for (const llvm::json::Value &b : *breaks)
-          line(b, /*asError=*/false);
-      // Size reads: no host compute (--strict accepts them), but each is a
-      // synchronization on CUDA, so they are listed as well.
-      const llvm::json::Array *reads = artifact->report.getArray("size_reads");
-      if (reads)
-        for (const llvm::json::Value &r : *reads) {
-          const llvm::json::Object &o = *r.getAsObject();
-          std::string node = o.getString("node").value_or("").str(), symbols;
-          if (const llvm::json::Array *list = o.getArray("symbols"))
-            for (const llvm::json::Value &s : *list)
-              symbols += (symbols.empty() ? "" : ", ") + s.getAsString().value_or("").str();
-          outs() << modelPath << (node.empty() ? "" : ": at '" + node + "'")
-                 << ": size read: " << o.getString("op").value_or("") << " (binds " << symbols
-                 << "): " << o.getString("why").value_or("") << "; "
-                 << o.getString("cost").value_or("") << "\n";
-        }
-      // Q/DQ matmuls and convs that stay float arithmetic, not int8 library
-      // calls.
-      if (const llvm::json::Array *kept = artifact->report.getArray("float_quantized_ops"))
-        for (const llvm::json::Value &k : *kept) {
-          const llvm::json::Object &o = *k.getAsObject();
-          std::string node = o.getString("node").value_or("").str();
-          outs() << modelPath << (node.empty() ? "" : ": at '" + node + "'") << ": quantized "
-                 << o.getString("op").value_or("") << " not an int8 call: "
-                 << o.getString("why").value_or("") << "\n";
-        }
-      // Guards: what every call checks beyond the inputs' own dims.
-      const llvm::json::Array *guards = artifact->report.getArray("guards");
-      if (guards)
-        for (const llvm::json::Value &g : *guards)
-          outs() << modelPath << ": guard: " << g.getAsObject()->getString("guard").value_or("")
-                 << " (" << g.getAsObject()->getString("reason").value_or("") << ")\n";
-      const llvm::json::Array *kernels = artifact->report.getArray("kernels");
-      const llvm::json::Array *library = artifact->report.getArray("library_calls");
-      // library_calls lists every host-kind step; the GPU library's are these.
-      size_t libraryCalls = 0;
-      if (library)
-        for (const llvm::json::Value &l : *library) {
-          llvm::StringRef op = l.getAsObject()->getString("op").value_or("");
-          libraryCalls += op == "kiln.matmul" || op == "kiln.conv" ||
-                          op == "kiln.conv_transpose" || op == "kiln.pool";
-        }
-      outs() << modelPath << ": " << (kernels ? kernels->size() : 0) << " generated kernels, "
-             << libraryCalls << " library calls, " << count << " graph breaks, "
-             << (reads ? reads->size() : 0) << " size reads, " << (guards ? guards->size() : 0)
-             << " guards\n";
-    }
+    if (explain)
+      outs() << kiln::explainText(artifact->report, modelPath);
   }
 
   start = Clock::now();

@@ -544,10 +544,18 @@ std::unique_ptr<Model> load(const std::string &path, const std::string &backend,
 #ifdef KILN_PYTHON_HAS_JIT
 /// One JIT per (cache folder, backend, device) for the process: models
 /// compiled twice are one handle, variants are shared.
+struct JitRegistry {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, std::shared_ptr<kiln_jit_t>>> jits;
+};
+JitRegistry &jitRegistry() {
+  static JitRegistry registry;
+  return registry;
+}
+
 std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t backend, int device) {
   pathArgument(cacheDir);
-  static std::mutex mutex;
-  static std::vector<std::pair<std::string, std::shared_ptr<kiln_jit_t>>> jits;
+  auto &[mutex, jits] = jitRegistry();
   std::string key = cacheDir + "|" + std::to_string(backend) + "|" + std::to_string(device);
   std::lock_guard<std::mutex> lock(mutex);
   for (auto &[k, jit] : jits)
@@ -588,6 +596,70 @@ std::unique_ptr<Model> compileModel(nb::object model, const std::string &backend
     throw KilnError(kiln_jit_last_error());
   return std::make_unique<Model>(handle, false, jit);
 }
+
+/// kiln-compile --explain's lines for a model's bytes (kiln.explain).
+std::string explainModel(nb::bytes model, const std::string &backend, const std::string &cacheDir,
+                         const std::string &name, int device) {
+  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend), device);
+  std::string data(model.c_str(), model.size());
+  const char *text = nullptr;
+  kiln_status_t status;
+  {
+    nb::gil_scoped_release release;
+    status = kiln_jit_explain_memory(jit.get(), data.data(), data.size(), name.c_str(), &text);
+  }
+  if (status != KILN_OK)
+    throw KilnError(kiln_jit_last_error());
+  return text;
+}
+
+/// The statistics of every JIT this process made, summed (kiln.jit_stats()).
+/// `wait`: first let each finish its queued specializations.
+nb::dict jitStats(bool wait) {
+  std::vector<std::shared_ptr<kiln_jit_t>> jits;
+  {
+    auto &[mutex, registered] = jitRegistry();
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto &entry : registered)
+      jits.push_back(entry.second);
+  }
+  kiln_jit_stats_t sum{};
+  for (const std::shared_ptr<kiln_jit_t> &jit : jits) {
+    kiln_jit_stats_t one{};
+    kiln_status_t status;
+    {
+      nb::gil_scoped_release release;
+      status = wait ? kiln_jit_wait_idle(jit.get()) : KILN_OK;
+      if (status == KILN_OK)
+        status = kiln_jit_stats(jit.get(), &one);
+    }
+    if (status != KILN_OK)
+      throw KilnError(kiln_jit_last_error());
+    sum.memory_hits += one.memory_hits;
+    sum.disk_hits += one.disk_hits;
+    sum.misses += one.misses;
+    sum.compiles += one.compiles;
+    sum.compile_ms += one.compile_ms;
+    sum.evictions += one.evictions;
+    sum.damaged += one.damaged;
+    sum.specializations += one.specializations;
+    sum.dropped += one.dropped;
+    sum.failed += one.failed;
+  }
+  nb::dict out;
+  out["jits"] = jits.size();
+  out["memory_hits"] = sum.memory_hits;
+  out["disk_hits"] = sum.disk_hits;
+  out["misses"] = sum.misses;
+  out["compiles"] = sum.compiles;
+  out["compile_ms"] = sum.compile_ms;
+  out["evictions"] = sum.evictions;
+  out["damaged"] = sum.damaged;
+  out["specializations"] = sum.specializations;
+  out["dropped"] = sum.dropped;
+  out["failed"] = sum.failed;
+  return out;
+}
 #endif
 
 } // namespace
@@ -626,6 +698,9 @@ NB_MODULE(_kiln, m) {
   m.def("load", &load, nb::arg("path"), nb::arg("backend") = "auto", nb::arg("device") = 0);
 #ifdef KILN_PYTHON_HAS_JIT
   m.def("compile", &compileModel, nb::arg("model"), nb::arg("backend") = "auto",
+        nb::arg("cache_dir") = "", nb::arg("name") = "model.onnx", nb::arg("device") = 0);
+  m.def("jit_stats", &jitStats, nb::arg("wait") = false);
+  m.def("explain", &explainModel, nb::arg("model"), nb::arg("backend") = "auto",
         nb::arg("cache_dir") = "", nb::arg("name") = "model.onnx", nb::arg("device") = 0);
   m.attr("has_jit") = true;
 #else

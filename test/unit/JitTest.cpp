@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <sys/stat.h>
@@ -104,6 +106,35 @@ TEST(Jit, CompilesRunsAndSpecializesInTheBackground) {
   EXPECT_EQ(stats.specializations, 3u);
   EXPECT_EQ(stats.failed, 0u);
   EXPECT_GT(stats.compile_ms, 0.0);
+}
+
+TEST(Jit, ExplainsAModelAsKilnCompileDoes) {
+  FreshCacheDir folder;
+  kiln_jit_options_t options;
+  kiln_jit_options_init(&options);
+  options.cache_dir = folder.path.c_str();
+  options.backend = KILN_BACKEND_HOST;
+  kiln::Jit jit;
+  ASSERT_TRUE(kiln::Jit::create(&options, &jit).ok());
+  std::ifstream file(KILN_TEST_MODELS "/encoder.onnx", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(bytes.empty());
+  std::string text;
+  kiln::Status s = jit.explainMemory(bytes.data(), bytes.size(), "encoder.onnx", &text);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // The summary line kiln-compile --explain ends with, for this model.
+  EXPECT_NE(text.find("encoder.onnx: 3 generated kernels, 10 library calls, 0 graph breaks, "
+                      "0 size reads, 0 guards\n"),
+            std::string::npos)
+      << text;
+  // A diagnostic: nothing was compiled into the cache or counted.
+  EXPECT_EQ(jit.stats().compiles, 0u);
+  std::string garbage = "this is not an onnx model";
+  s = jit.explainMemory(garbage.data(), garbage.size(), "garbage.onnx", &text);
+  EXPECT_EQ(s.code(), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(s.message().find("garbage.onnx"), std::string::npos) << s.message();
+  const char *out = nullptr;
+  EXPECT_EQ(kiln_jit_explain_memory(jit.get(), nullptr, 0, "x.onnx", &out), KILN_INVALID_ARGUMENT);
 }
 
 TEST(Jit, BadModelsAndArgumentsAreErrors) {

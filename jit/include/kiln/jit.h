@@ -82,6 +82,14 @@ KILN_API kiln_status_t kiln_jit_compile_file(kiln_jit_t *jit, const char *path,
 KILN_API kiln_status_t kiln_jit_compile_memory(kiln_jit_t *jit, const void *data, size_t size,
                                                const char *name, kiln_model_t **out_model);
 
+/* What `kiln-compile --explain` prints for the model in `data` (named as
+ * kiln_jit_compile_memory's): its graph breaks, size reads, quantized ops left
+ * in float and guards, one line each, then their counts. The model is compiled
+ * for this (not cached: a diagnostic). *out_text stays valid until the calling
+ * thread's next kiln_jit_explain_memory. */
+KILN_API kiln_status_t kiln_jit_explain_memory(kiln_jit_t *jit, const void *data, size_t size,
+                                               const char *name, const char **out_text);
+
 /* Blocks until no specialization is queued or running. */
 KILN_API kiln_status_t kiln_jit_wait_idle(kiln_jit_t *jit);
 

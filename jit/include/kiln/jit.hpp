@@ -43,6 +43,15 @@ public:
     *out = Model::borrow(model);
     return Status();
   }
+  /// What kiln-compile --explain prints for the model (kiln_jit_explain_memory).
+  Status explainMemory(const void *data, size_t size, const std::string &name, std::string *out) {
+    const char *text = nullptr;
+    kiln_status_t code = kiln_jit_explain_memory(jit_.get(), data, size, name.c_str(), &text);
+    if (code != KILN_OK)
+      return Status::error(code, kiln_jit_last_error());
+    *out = text;
+    return Status();
+  }
   /// Blocks until the background specializations queued so far are installed.
   void waitIdle() { kiln_jit_wait_idle(jit_.get()); }
   kiln_jit_stats_t stats() const {

@@ -20,7 +20,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 from . import _kiln
 from ._kiln import KilnError, TensorInfo
 
-__all__ = ["KilnError", "Model", "TensorInfo", "compile", "has_jit", "load", "runtime_version"]
+__all__ = ["KilnError", "Model", "TensorInfo", "compile", "explain", "has_jit", "jit_stats", "load",
+           "runtime_version"]
 
 has_jit: bool = _kiln.has_jit
 
@@ -163,3 +164,34 @@ def compile(model: Union[str, os.PathLike, bytes], backend: str = "auto",
         return Model(_kiln.compile(bytes(model), backend, folder, name or "model.onnx", ordinal))
     path = os.fspath(model)
     return Model(_kiln.compile(path, backend, folder, name or os.path.basename(path), ordinal))
+
+
+def explain(model: Union[str, os.PathLike, bytes], backend: str = "auto",
+            name: Union[str, None] = None, device: Device = 0) -> str:
+    """What `kiln-compile --explain` prints for an ONNX or kiln model (a path or
+    its bytes, `name` as compile's): graph breaks, size reads, quantized ops left
+    in float and guards, one line each, then their counts. Compiles the model
+    for this; nothing is cached."""
+    if not has_jit:
+        raise KilnError("this kiln package was built against a kiln install without libkiln_jit")
+    ordinal = _ordinal(device)
+    if not isinstance(model, (bytes, bytearray, memoryview)):
+        path = os.fspath(model)
+        with open(path, "rb") as f:
+            data = f.read()
+        name = name or os.path.basename(path)
+    else:
+        data = bytes(model)
+    return _kiln.explain(data, _backend_for(backend, ordinal), "", name or "model.onnx", ordinal)
+
+
+def jit_stats(wait: bool = False) -> Dict[str, Any]:
+    """What kiln.compile's JITs (one per cache folder, backend and device) did in
+    this process, summed: `compiles` (models and variants compiled) and their
+    `compile_ms`, `memory_hits` and `disk_hits` (found compiled), `misses`,
+    `specializations` (variants for new shapes compiled in the background and
+    installed), `dropped`, `failed`, `evictions`, `damaged`. `wait=True` first
+    lets queued specializations finish."""
+    if not has_jit:
+        raise KilnError("this kiln package was built against a kiln install without libkiln_jit")
+    return _kiln.jit_stats(bool(wait))

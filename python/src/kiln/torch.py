@@ -1,0 +1,507 @@
+"""kiln behind PyTorch's own interface: `torch.compile(model, backend="kiln")`.
+
+    import torch
+    compiled = torch.compile(model, backend="kiln", dynamic=True)
+    y = compiled(x)                       # every batch and sequence length: one graph
+
+The backend is registered through the `torch_dynamo_backends` entry point, so
+`backend="kiln"` works without importing kiln first. Per graph Dynamo hands
+over, it:
+
+- freezes the module's parameters and buffers into constants (their version
+  counters are checked on each call: a weight changed in place recompiles);
+- replaces Dynamo's size arguments (SymInt placeholders) by the sizes of the
+  tensors they came from, and gives every symbolic dim a `torch.export.Dim` of
+  the symbol's name and range, so one kiln model serves every size Dynamo's
+  guards let through;
+- exports the graph to ONNX (`torch.onnx.export(..., dynamo=True)`) and
+  compiles it in-process with libkiln_jit (disk cache, variants specialized for
+  new shapes in the background);
+- returns a callable that passes torch tensors to kiln and kiln's outputs back
+  through DLPack, without copies (CPU tensors run in host emulation, CUDA tensors
+  on their device).
+
+A graph kiln cannot take (an op the exporter or kiln refuses, an input it
+mutates, a non-tensor output) runs eagerly, with one warning line naming the
+graph and the reason; `options={"strict": True}` raises instead. See
+docs/torch.md for the options, what maps to what and the statistics
+(`kiln.torch.stats()`).
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import io
+import re
+import time
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from . import KilnError
+from . import compile as _jit_compile
+from . import jit_stats
+
+__all__ = ["backend", "explain", "stats", "reset_stats", "Explanation", "KilnGraphFallback"]
+
+
+class KilnGraphFallback(UserWarning):
+    """Warned when a graph runs eagerly because kiln cannot take it."""
+
+
+# What every graph lowered in this process added up to (kiln.torch.stats()).
+_STATS: Dict[str, float] = {}
+
+
+def reset_stats() -> None:
+    _STATS.clear()
+    _STATS.update(graphs=0, compiled=0, fallbacks=0, recompiles_for_weights=0, calls=0,
+                  export_s=0.0, compile_s=0.0)
+
+
+reset_stats()
+
+
+def stats(wait: bool = False) -> Dict[str, Any]:
+    """Counts of this process: `graphs` (Dynamo graphs handed to kiln), `compiled`
+    (lowered and compiled by kiln), `fallbacks` (run eagerly), `calls`,
+    `recompiles_for_weights` (a frozen weight or module scalar changed), the
+    seconds spent exporting to ONNX (`export_s`) and compiling (`compile_s`),
+    and under `jit` the JIT's own statistics (kiln.jit_stats: compiles, cache
+    hits, variants specialized in the background; `wait=True` lets those
+    finish first)."""
+    out: Dict[str, Any] = dict(_STATS)
+    out["jit"] = jit_stats(wait)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Options
+
+_OPTION_NAMES = ("strict", "cache_dir", "backend")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    strict: bool = False
+    cache_dir: Optional[str] = None
+    backend: str = "auto"  # auto: the inputs' device decides (CPU: host emulation)
+
+    @staticmethod
+    def parse(mode: Optional[str], options: Optional[Dict[str, Any]]) -> "_Options":
+        if mode not in (None, "default"):
+            raise KilnError(f"kiln backend: mode {mode!r} is not supported (default)")
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(_OPTION_NAMES))
+        if unknown:
+            raise KilnError(f"kiln backend: unknown option {unknown[0]!r} "
+                            f"(options: {', '.join(_OPTION_NAMES)})")
+        backend = options.get("backend", "auto")
+        if backend not in ("auto", "host", "cuda"):
+            raise KilnError(f"kiln backend: option backend={backend!r} is not auto, host or cuda")
+        cache_dir = options.get("cache_dir")
+        return _Options(strict=bool(options.get("strict", False)),
+                        cache_dir=None if cache_dir is None else str(cache_dir), backend=backend)
+
+
+# ---------------------------------------------------------------------------
+# Lowering one Dynamo graph
+
+
+class _Unsupported(Exception):
+    """A graph kiln does not take, with the one-line reason."""
+
+
+@dataclasses.dataclass
+class _Input:
+    """Where each kiln input comes from in the Dynamo graph's arguments."""
+    name: str
+    index: int
+
+
+@dataclasses.dataclass
+class _Lowered:
+    onnx: bytes
+    inputs: List[_Input]
+    frozen: List[Tuple[torch.Tensor, int]]  # (tensor, its _version when frozen)
+    scalars: List[Tuple[int, Any]]  # (argument index, the value frozen)
+    device: torch.device
+    export_s: float
+
+
+@dataclasses.dataclass
+class _Placeholder:
+    """What Dynamo says of one graph argument, read when the backend is called
+    (Dynamo drops the node's "grapharg" once the frame is compiled)."""
+    source: str  # "L['x']", "L['self']._modules['fc']._parameters['weight']", ...
+    as_tensor: bool  # a Python number Dynamo passes as a 0-d tensor
+    fake: Any  # the FakeTensor or SymInt Dynamo traced with
+
+
+def _describe(gm: torch.fx.GraphModule) -> List[_Placeholder]:
+    out = []
+    for node in gm.graph.find_nodes(op="placeholder"):
+        grapharg = node.meta.get("grapharg")
+        source = getattr(grapharg, "source", None)
+        out.append(_Placeholder(source.name if source is not None and hasattr(source, "name") else "",
+                                bool(getattr(grapharg, "pass_arg_as_tensor", False)),
+                                node.meta.get("example_value")))
+    return out
+
+
+def _is_module_state(info: _Placeholder, example: Any) -> bool:
+    """A parameter or buffer of a module: frozen into a constant."""
+    return isinstance(example, torch.nn.Parameter) or "._parameters[" in info.source or \
+        "._buffers[" in info.source
+
+
+def _is_module_scalar(info: _Placeholder) -> bool:
+    """A module's float or int attribute (BatchNorm's eps, a scale) that Dynamo
+    passes as a 0-d tensor so that a new value is no recompile: frozen into a
+    constant as well (a call with another value compiles again)."""
+    return info.as_tensor and (info.source.startswith("L['self']") or "._modules[" in info.source)
+
+
+def _input_name(node: torch.fx.Node, info: _Placeholder, taken: set) -> str:
+    """The user's argument name where Dynamo's source gives it (L['x'] -> x)."""
+    match = re.fullmatch(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]", info.source)
+    base = match.group(1) if match else re.sub(r"\W", "_", node.name).strip("_") or "input"
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
+
+
+def _symbol_of(size: Any) -> Any:
+    """The sympy symbol of a SymInt that is a plain symbol, else None."""
+    if isinstance(size, torch.SymInt):
+        expr = size.node.expr
+        if getattr(expr, "is_Symbol", False):
+            return expr
+    return None
+
+
+def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
+           example_inputs: Sequence[Any]) -> _Lowered:
+    """The graph as ONNX bytes over its tensor inputs, with its weights frozen."""
+    graph = gm.graph
+    placeholders = list(graph.find_nodes(op="placeholder"))
+    if not len(placeholders) == len(described) == len(example_inputs):
+        raise _Unsupported(f"{len(placeholders)} placeholders for {len(example_inputs)} inputs")
+    # A copy: the original stays as Dynamo gave it, for the eager fallback.
+    module = torch.fx.GraphModule(gm, copy.deepcopy(graph))
+    new_graph = module.graph
+    new_placeholders = list(new_graph.find_nodes(op="placeholder"))
+    last = new_placeholders[-1] if new_placeholders else None
+
+    inputs: List[_Input] = []
+    frozen: List[Tuple[torch.Tensor, int]] = []
+    scalars: List[Tuple[int, Any]] = []
+    sources: Dict[str, str] = {}  # frozen buffer -> where Dynamo found it
+    examples: List[torch.Tensor] = []
+    shapes: List[Any] = []
+    taken: set = set()
+    sizes: Dict[Any, Tuple[torch.fx.Node, int]] = {}  # symbol -> (tensor placeholder, dim)
+    devices = set()
+    # Tensor inputs first: size placeholders are rewritten to read them.
+    for index, (node, info, example) in enumerate(zip(new_placeholders, described, example_inputs)):
+        if not isinstance(example, torch.Tensor):
+            continue
+        if _is_module_state(info, example) or _is_module_scalar(info):
+            continue
+        fake = info.fake if info.fake is not None else example
+        name = _input_name(node, info, taken)
+        inputs.append(_Input(name, index))
+        examples.append(example.detach())
+        devices.add(example.device)
+        spec = {}
+        for d, size in enumerate(fake.shape):
+            symbol = _symbol_of(size)
+            if symbol is not None:
+                # Dim.DYNAMIC, not a Dim of Dynamo's symbol and range: the export
+                # finds the equalities and bounds the graph itself implies (a
+                # stem's minimum image size), and fails, rather than silently
+                # specializing, where the graph needs one size.
+                spec[d] = torch.export.Dim.DYNAMIC
+                sizes.setdefault(symbol, (node, d))
+            elif isinstance(size, torch.SymInt) and not size.node.expr.is_number:
+                raise _Unsupported(f"input '{name}' dim {d} is the expression {size}, not a size "
+                                   "symbol of its own")
+        shapes.append(spec or None)
+    for index, (node, info, example) in enumerate(zip(new_placeholders, described, example_inputs)):
+        if isinstance(example, torch.Tensor) and _is_module_state(info, example):
+            attribute = f"_kiln_frozen_{index}"
+            module.register_buffer(attribute, example.detach(), persistent=False)
+            sources[attribute] = info.source or node.name
+            frozen.append((example, example._version))
+            devices.add(example.device)
+            with new_graph.inserting_after(last):
+                constant = new_graph.get_attr(attribute)
+            node.replace_all_uses_with(constant)
+            new_graph.erase_node(node)
+        elif isinstance(example, torch.Tensor) and _is_module_scalar(info):
+            # The Python number itself, where Dynamo's graph passes it on
+            # (batch_norm's eps): a 0-d tensor there would be read with .item()
+            # while exporting, a value the export cannot know.
+            value = example.item()
+            scalars.append((index, value))
+            for user in list(node.users):
+                if user.op == "call_method" and user.target == "item":
+                    for reader in list(user.users):
+                        reader.args = torch.fx.node.map_aggregate(
+                            reader.args, lambda a: value if a is user else a)
+                        reader.kwargs = torch.fx.node.map_aggregate(
+                            reader.kwargs, lambda a: value if a is user else a)
+                    new_graph.erase_node(user)
+                    continue
+                user.args = torch.fx.node.map_aggregate(user.args, lambda a: value if a is node else a)
+                user.kwargs = torch.fx.node.map_aggregate(user.kwargs,
+                                                          lambda a: value if a is node else a)
+            new_graph.erase_node(node)
+        elif isinstance(example, torch.Tensor):
+            continue
+        elif isinstance(example, (torch.SymInt, int)):
+            symbol = _symbol_of(info.fake if info.fake is not None else example)
+            if symbol is None or symbol not in sizes:
+                raise _Unsupported(f"argument '{info.source or node.name}' is an integer "
+                                   "that is not a size of a tensor input")
+            tensor, d = sizes[symbol]
+            with new_graph.inserting_after(last):
+                size = new_graph.call_function(torch.ops.aten.sym_size.int, (tensor, d))
+            node.replace_all_uses_with(size)
+            new_graph.erase_node(node)
+        else:
+            raise _Unsupported(f"argument '{info.source or node.name}' is a "
+                               f"{type(example).__name__}, not a tensor")
+    if len(devices) > 1:
+        raise _Unsupported(f"tensors on {len(devices)} devices ({', '.join(map(str, devices))})")
+    if not inputs:
+        raise _Unsupported("the graph has no tensor inputs")
+    output = next(iter(new_graph.find_nodes(op="output")))
+    results = output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],)
+    for k, result in enumerate(results):
+        value = result.meta.get("example_value") if isinstance(result, torch.fx.Node) else result
+        if not isinstance(value, torch.Tensor):
+            raise _Unsupported(f"output {k} is a {type(value).__name__}, not a tensor")
+    new_graph.lint()
+    module.recompile()
+
+    start = time.perf_counter()
+    # The exporters' own chatter (warnings, a failing graph printed whole) is
+    # not the user's: a failure is one line in the fallback warning.
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            program = torch.export.export(module, tuple(examples), dynamic_shapes=tuple(shapes),
+                                          strict=False)
+            # Functional: torch.export's training IR keeps in-place ops (a
+            # training-mode BatchNorm's running statistics) that only the
+            # functional program lists as mutations.
+            program = program.run_decompositions({})
+    except Exception as e:  # torch.export's errors are many kinds; one line of it
+        raise _Unsupported(f"torch.export: {_first_line(e)}") from e
+    signature = program.graph_signature
+    mutated = list(signature.buffers_to_mutate.values()) + \
+        list(signature.user_inputs_to_mutate.values())
+    if mutated:
+        what = sources.get(mutated[0], mutated[0])
+        raise _Unsupported(f"it writes to its input or buffer {what} in place (kiln would not)")
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            exported = torch.onnx.export(program, tuple(examples), dynamo=True, verbose=False,
+                                         input_names=[i.name for i in inputs],
+                                         external_data=False, optimize=True)
+    except Exception as e:
+        raise _Unsupported(f"torch.onnx.export: {_first_line(e)}") from e
+    onnx = exported.model_proto.SerializeToString()
+    export_s = time.perf_counter() - start
+    return _Lowered(onnx, inputs, frozen, scalars, devices.pop(), export_s)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    line = text.splitlines()[0] if text else type(e).__name__
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+# ---------------------------------------------------------------------------
+# The compiled graph
+
+
+class _KilnGraph:
+    """What the backend returns for one Dynamo graph: kiln's model behind the
+    graph's calling convention (the same arguments, a tuple of tensors).
+
+    The graph is lowered and compiled at its first call, not inside the
+    backend: torch.export traces the graph again, which must not happen while
+    Dynamo is still building the frame's guards. A graph kiln cannot take runs
+    eagerly from then on (or raises, when strict)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, options: _Options, label: str):
+        self._gm = gm
+        self._described = _describe(gm)
+        self._options = options
+        self._label = label
+        self._model = None
+        self._eager = False
+        self.fallback_reason: Optional[str] = None  # why it runs eagerly
+        self.backend_name: Optional[str] = None  # "host" or "cuda" once compiled
+
+    def _build(self, args: Sequence[Any]) -> None:
+        lowered = _lower(self._gm, self._described, args)
+        device = lowered.device
+        backend = self._options.backend
+        if backend == "auto":
+            backend = "cuda" if device.type == "cuda" else "host"
+        if device.type not in ("cpu", "cuda"):
+            raise _Unsupported(f"tensors on {device}, not the CPU or a CUDA device")
+        if backend == "host" and device.type == "cuda":
+            raise _Unsupported("backend='host' with tensors on a CUDA device")
+        if backend == "cuda" and device.type == "cpu":
+            raise _Unsupported("backend='cuda' with tensors on the CPU")
+        start = time.perf_counter()
+        try:
+            model = _jit_compile(lowered.onnx, backend=backend, cache_dir=self._options.cache_dir,
+                                 name=f"{self._label}.onnx",
+                                 device=(device.index or 0) if device.type == "cuda" else 0)
+        except KilnError as e:
+            raise _Unsupported(str(e)) from e
+        _STATS["compile_s"] += time.perf_counter() - start
+        _STATS["export_s"] += lowered.export_s
+        self._lowered = lowered
+        self.backend_name = backend
+        self._output_names = [o.name for o in model.outputs]
+        self._model = model
+
+    def _first(self, args: Sequence[Any]) -> bool:
+        """Lowers and compiles; False (after one warning) when the graph runs eagerly."""
+        try:
+            self._build(args)
+            _STATS["compiled"] += 1
+            return True
+        except Exception as e:  # _Unsupported, or a failure of torch's or kiln's own
+            if self._options.strict:
+                raise KilnError(f"kiln: {self._label}: {e}") from None
+            _STATS["fallbacks"] += 1
+            self._eager = True
+            self.fallback_reason = str(e)
+            warnings.warn(f"kiln: {self._label} runs eagerly: {e}", KilnGraphFallback,
+                          stacklevel=3)
+            return False
+
+    def __call__(self, *args: Any) -> Any:
+        if self._eager:
+            return self._gm.forward(*args)
+        if self._model is None and not self._first(args):
+            return self._gm.forward(*args)
+        stale = any(tensor._version != version for tensor, version in self._lowered.frozen) or \
+            any(args[index].item() != value for index, value in self._lowered.scalars)
+        if stale:
+            # A weight written in place, or a module's scalar changed, since it
+            # was frozen: compile again rather than run stale values.
+            _STATS["recompiles_for_weights"] += 1
+            self._build(args)
+        _STATS["calls"] += 1
+        feeds = {}
+        for spec in self._lowered.inputs:
+            tensor = args[spec.index]
+            if tensor.requires_grad:
+                tensor = tensor.detach()
+            feeds[spec.name] = tensor if tensor.is_contiguous() else tensor.contiguous()
+        outputs = self._model.run(feeds, dlpack=True)
+        return tuple(torch.from_dlpack(outputs[name]) for name in self._output_names)
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], mode: Optional[str] = None,
+            options: Optional[Dict[str, Any]] = None) -> Callable[..., Any]:
+    """The Dynamo backend (`torch.compile(model, backend="kiln")`)."""
+    parsed = _Options.parse(mode, options)
+    _STATS["graphs"] += 1
+    return _KilnGraph(gm, parsed, f"torch_graph_{int(_STATS['graphs']) - 1}")
+
+
+# ---------------------------------------------------------------------------
+# explain
+
+
+@dataclasses.dataclass
+class GraphExplanation:
+    """One Dynamo graph as kiln took it."""
+    name: str  # torch_graph_N, as warnings and kiln's messages name it
+    ops: int  # the FX graph's call nodes
+    compiled: bool  # False: it runs eagerly
+    fallback_reason: Optional[str]
+    kiln: str  # kiln-compile --explain's lines for it (empty when not compiled)
+
+
+@dataclasses.dataclass
+class Explanation:
+    """kiln.torch.explain's answer: Dynamo's graphs and graph breaks, and per
+    graph what kiln made of it. str() gives the report."""
+    graphs: List[GraphExplanation]
+    break_reasons: List[str]  # Dynamo's, "reason (file:line)"
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    def __str__(self) -> str:
+        lines = [f"Dynamo: {len(self.graphs)} graph{'s' if len(self.graphs) != 1 else ''}, "
+                 f"{len(self.break_reasons)} graph break{'s' if len(self.break_reasons) != 1 else ''}"]
+        lines += [f"  graph break: {reason}" for reason in self.break_reasons]
+        for graph in self.graphs:
+            if graph.compiled:
+                lines.append(f"{graph.name} ({graph.ops} ops): kiln")
+                lines += ["  " + line for line in graph.kiln.splitlines()]
+            else:
+                lines.append(f"{graph.name} ({graph.ops} ops): eager: {graph.fallback_reason}")
+        return "\n".join(lines)
+
+
+def explain(model: Callable[..., Any], *args: Any, options: Optional[Dict[str, Any]] = None,
+            dynamic: Optional[bool] = True, **kwargs: Any) -> Explanation:
+    """Runs `model(*args, **kwargs)` once under torch.compile with the kiln backend
+    and says what happened: Dynamo's graphs and the reasons for its graph breaks,
+    and per graph kiln's own graph breaks, size reads and guards (what
+    `kiln-compile --explain` prints), or why the graph runs eagerly. Like
+    torch._dynamo.explain, it resets Dynamo's caches first."""
+    from torch._dynamo.backends.debugging import ExplainWithBackend
+
+    from . import explain as kiln_explain
+
+    parsed = _Options.parse(None, options)
+    graphs: List[_KilnGraph] = []
+
+    def recording(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        graph = backend(gm, example_inputs, options=options)
+        graphs.append(graph)
+        return graph
+
+    torch._dynamo.reset()
+    explaining = ExplainWithBackend(recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KilnGraphFallback)
+        torch.compile(model, backend=explaining, dynamic=dynamic)(*args, **kwargs)
+    torch._dynamo.reset()
+    dynamo = explaining.output()
+    out = []
+    for graph, gm in zip(graphs, dynamo.graphs):
+        ops = sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
+        text = ""
+        if graph.fallback_reason is None and graph.backend_name is not None:
+            text = kiln_explain(graph._lowered.onnx, backend=graph.backend_name,
+                                name=f"{graph._label}.onnx")
+        out.append(GraphExplanation(graph._label, ops, graph.fallback_reason is None,
+                                    graph.fallback_reason, text))
+    reasons = []
+    for reason in dynamo.break_reasons:
+        where = ""
+        if reason.user_stack:
+            frame = reason.user_stack[-1]
+            where = f" ({frame.filename}:{frame.lineno})"
+        reasons.append(f"{reason.reason.strip().splitlines()[0]}{where}")
+    return Explanation(out, reasons)

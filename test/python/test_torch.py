@@ -1,0 +1,243 @@
+"""torch.compile(model, backend="kiln") and kiln.torch.explain (issue 33), in
+host emulation: the backend is found through its entry point, models match
+eager, a model of many shapes is one Dynamo graph and one kiln compile, graph
+breaks and fallbacks are reported. Runs in the torch venv
+(scripts/install-torch-deps.sh); elsewhere it is skipped."""
+import importlib.metadata
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import kiln  # noqa: E402
+import kiln.torch as kt  # noqa: E402
+
+CPU_TOLERANCE = 1e-4  # relative to the largest |eager output|: fp32 sums in another order
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    kt.reset_stats()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.fixture
+def options(tmp_path):
+    """A cache folder of the test's own, so that kiln's compile counts are its."""
+    return {"cache_dir": str(tmp_path / "jit")}
+
+
+def assert_close(got, want, what=""):
+    got, want = got.detach().float(), want.detach().float()
+    assert got.shape == want.shape, what
+    scale = max(want.abs().max().item(), 1e-30)
+    err = (got - want).abs().max().item()
+    assert err <= CPU_TOLERANCE * scale, f"{what}: max error {err} against max |eager| {scale}"
+
+
+class Encoder(torch.nn.Module):
+    """A BERT-style encoder over token ids with a padding mask: embeddings,
+    attention masked where the mask is 0, erf GELU, LayerNorm."""
+
+    def __init__(self, vocab=64, d=32, heads=4, layers=2, positions=64):
+        super().__init__()
+        self.heads = heads
+        self.tokens = torch.nn.Embedding(vocab, d)
+        self.positions = torch.nn.Embedding(positions, d)
+        self.qkv = torch.nn.ModuleList(torch.nn.Linear(d, 3 * d) for _ in range(layers))
+        self.out = torch.nn.ModuleList(torch.nn.Linear(d, d) for _ in range(layers))
+        self.up = torch.nn.ModuleList(torch.nn.Linear(d, 4 * d) for _ in range(layers))
+        self.down = torch.nn.ModuleList(torch.nn.Linear(4 * d, d) for _ in range(layers))
+        self.norm1 = torch.nn.ModuleList(torch.nn.LayerNorm(d) for _ in range(layers))
+        self.norm2 = torch.nn.ModuleList(torch.nn.LayerNorm(d) for _ in range(layers))
+
+    def forward(self, ids, mask):
+        b, s = ids.shape
+        x = self.tokens(ids) + self.positions(torch.arange(s, device=ids.device))
+        bias = (1.0 - mask[:, None, None, :].to(x.dtype)) * -1e9
+        for qkv, out, up, down, n1, n2 in zip(self.qkv, self.out, self.up, self.down, self.norm1,
+                                              self.norm2):
+            q, k, v = qkv(x).view(b, s, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+            scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + bias
+            attended = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, -1)
+            x = n1(x + out(attended))
+            x = n2(x + down(torch.nn.functional.gelu(up(x))))
+        return x
+
+
+def encoder_inputs(batch, seq, generator):
+    ids = torch.randint(0, 64, (batch, seq), generator=generator)
+    mask = torch.ones(batch, seq, dtype=torch.int64)
+    mask[0, seq // 2:] = 0  # the first sequence is padded
+    return ids, mask
+
+
+def test_backend_is_registered_by_entry_point():
+    names = [e.name for e in importlib.metadata.entry_points(group="torch_dynamo_backends")]
+    assert "kiln" in names
+    assert "kiln" in torch._dynamo.list_backends(exclude_tags=())
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small"])
+def test_torchvision_model_matches_eager(name, options):
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    compiled = torch.compile(model, backend="kiln", dynamic=True, options=options)
+    with torch.no_grad():
+        for batch, size in [(2, 64), (3, 80)]:
+            x = torch.randn(batch, 3, size, size)
+            assert_close(compiled(x), model(x), f"{name} {batch}x3x{size}x{size}")
+    stats = kt.stats()
+    assert stats["graphs"] == 1 and stats["compiled"] == 1 and stats["fallbacks"] == 0, stats
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+
+
+def test_encoder_over_many_shapes_is_one_graph_and_one_compile(options):
+    torch.manual_seed(1)
+    model = Encoder().eval()
+    compiled = torch.compile(model, backend="kiln", dynamic=True, options=options)
+    generator = torch.Generator().manual_seed(2)
+    before = kiln.jit_stats(wait=True)
+    shapes = [(2, 5), (3, 7), (4, 9), (2, 16), (5, 3), (3, 12), (6, 8), (4, 20)]
+    # Dynamo keeps no counter of recompiles; error_on_recompile makes one an
+    # error (without dynamic=True the second shape would be one).
+    with torch.no_grad(), torch._dynamo.config.patch(error_on_recompile=True):
+        for batch, seq in shapes:
+            ids, mask = encoder_inputs(batch, seq, generator)
+            assert_close(compiled(ids, mask), model(ids, mask), f"encoder {batch}x{seq}")
+    counters = torch._dynamo.utils.counters
+    assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+    after = kiln.jit_stats(wait=True)
+    stats = kt.stats()
+    assert stats["compiled"] == 1 and stats["calls"] == len(shapes), stats
+    # One model compiled; every other compile is a variant for a new shape,
+    # built in the background while the generic kernels served the call.
+    assert after["misses"] - before["misses"] >= 1
+    variants = after["specializations"] - before["specializations"]
+    assert variants >= 1, (before, after)
+    assert after["compiles"] - before["compiles"] == 1 + variants + \
+        (after["failed"] - before["failed"]), (before, after)
+
+
+class BranchOnItem(torch.nn.Module):
+    """A Python branch on a tensor's value: Dynamo breaks the graph at .item()."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = self.a(x).relu()
+        if y.sum().item() > 0:
+            y = y * 2
+        return self.b(y)
+
+
+def test_graph_break_gives_two_kiln_graphs_and_explain_says_so(options):
+    torch.manual_seed(3)
+    model = BranchOnItem().eval()
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        explanation = kt.explain(model, x, options=options)
+    assert explanation.graph_count == 2, str(explanation)
+    assert len(explanation.break_reasons) == 1 and "item" in explanation.break_reasons[0]
+    assert all(g.compiled for g in explanation.graphs), str(explanation)
+    assert all("0 graph breaks" in g.kiln for g in explanation.graphs), str(explanation)
+    text = str(explanation)
+    assert text.startswith("Dynamo: 2 graphs, 1 graph break"), text
+    assert "torch_graph_0.onnx: " in text and "generated kernels" in text, text
+
+    kt.reset_stats()
+    compiled = torch.compile(model, backend="kiln", dynamic=True, options=options)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x), "BranchOnItem")
+    assert kt.stats()["compiled"] == 2
+
+
+def test_outputs_are_kiln_buffers_without_a_copy():
+    """kiln hands its output buffer to torch through DLPack: the tensor torch
+    makes is that memory (the same address numpy sees through the same object)."""
+    model = kiln.compile(_onnx_of(torch.nn.Linear(4, 3).eval(), torch.randn(2, 4)),
+                         backend="host", name="linear.onnx")
+    x = torch.randn(2, 4)
+    out = model.run({model.inputs[0].name: x}, dlpack=True)[model.outputs[0].name]
+    tensor = torch.from_dlpack(out)
+    assert tensor.data_ptr() == np.from_dlpack(out).ctypes.data
+
+
+def _onnx_of(module, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(module, (x,), dynamo=True, verbose=False, external_data=False)
+    return program.model_proto.SerializeToString()
+
+
+class Spectrum(torch.nn.Module):
+    """torch.fft: exported as ONNX DFT, which kiln does not compile."""
+
+    def forward(self, x):
+        return torch.fft.rfft(x).abs() + 1
+
+
+def test_graph_kiln_refuses_runs_eagerly_with_one_warning_or_raises_when_strict(options):
+    x = torch.randn(2, 16)
+    compiled = torch.compile(Spectrum(), backend="kiln", dynamic=True, options=options)
+    with pytest.warns(kt.KilnGraphFallback) as caught:
+        got = compiled(x)
+    assert_close(got, Spectrum()(x), "Spectrum (eager)")
+    messages = [str(w.message) for w in caught if issubclass(w.category, kt.KilnGraphFallback)]
+    assert len(messages) == 1 and "\n" not in messages[0], messages
+    assert messages[0].startswith("kiln: torch_graph_0 runs eagerly: "), messages
+    assert "DFT" in messages[0], messages
+    assert kt.stats()["fallbacks"] == 1
+    compiled(x)  # no second warning: the graph stays eager
+    assert kt.stats()["fallbacks"] == 1
+
+    torch._dynamo.reset()
+    strict = torch.compile(Spectrum(), backend="kiln", dynamic=True,
+                           options=dict(options, strict=True))
+    with pytest.raises(kiln.KilnError, match=r"^kiln: torch_graph_\d+: .*DFT"):
+        strict(x)
+
+
+def test_batchnorm_in_training_mode_runs_eagerly(options):
+    """Training-mode BatchNorm writes its running statistics: kiln would not."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)).train()
+    compiled = torch.compile(model, backend="kiln", dynamic=True, options=options)
+    x = torch.randn(8, 4)
+    with pytest.warns(kt.KilnGraphFallback,
+                      match=r"writes to its input or buffer .*\['1'\]\._buffers\['\w+'\] in place"):
+        compiled(x)
+    assert kt.stats()["fallbacks"] == 1
+    # Eagerly, so the statistics moved as they should.
+    assert model[1].num_batches_tracked.item() == 1
+    assert model[1].running_mean.abs().sum().item() > 0
+
+
+def test_weight_written_in_place_compiles_again(options):
+    torch.manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh()).eval()
+    compiled = torch.compile(model, backend="kiln", dynamic=True, options=options)
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x), "before")
+        model[0].weight.mul_(2)
+        assert_close(compiled(x), model(x), "after the weight changed")
+    assert kt.stats()["recompiles_for_weights"] == 1
+
+
+def test_bad_options_are_one_line_errors():
+    x = torch.randn(2, 4)
+    for options, message in [({"precison": "bf16"}, "unknown option 'precison'"),
+                             ({"backend": "tpu"}, "backend='tpu' is not auto, host or cuda")]:
+        torch._dynamo.reset()
+        compiled = torch.compile(torch.nn.Linear(4, 4), backend="kiln", options=options)
+        with pytest.raises(Exception, match=message):
+            compiled(x)
