@@ -667,6 +667,10 @@ nb::dict jitStats(bool wait) {
 NB_MODULE(_kiln, m) {
   m.doc() = "kiln's runtime (and JIT, where built with it): the native half of the kiln package";
   nb::exception<KilnError>(m, "KilnError");
+  // Models may live until the interpreter's end in other modules' caches
+  // (torch.compile keeps the backend's callables in its code caches, freed
+  // after this module at shutdown): nanobind would report them as leaks.
+  nb::set_leak_warnings(false);
   nb::class_<TensorInfo>(m, "TensorInfo")
       .def_ro("name", &TensorInfo::name)
       .def_ro("dtype", &TensorInfo::dtype)

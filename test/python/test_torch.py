@@ -180,7 +180,8 @@ def _onnx_of(module, x):
 
 
 class Spectrum(torch.nn.Module):
-    """torch.fft: exported as ONNX DFT, which kiln does not compile."""
+    """torch.fft: exported as ONNX DFT, which kiln compiles only along a
+    static dim (the transform is a constant)."""
 
     def forward(self, x):
         return torch.fft.rfft(x).abs() + 1
@@ -207,12 +208,42 @@ def test_graph_kiln_refuses_runs_eagerly_with_one_warning_or_raises_when_strict(
         strict(x)
 
 
+def test_gradients_needed_run_eagerly_and_flow(options):
+    """kiln runs forward only: with grad enabled and weights requiring it, the
+    graph runs eagerly (one warning) so that backward reaches every weight."""
+    torch.manual_seed(6)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+    compiled = torch.compile(model, backend="kiln", dynamic=True, options=options)
+    with pytest.warns(kt.KilnGraphFallback, match="gradients are needed"):
+        compiled(torch.randn(3, 4)).sum().backward()
+    assert model[0].weight.grad is not None
+    with torch.no_grad():
+        x = torch.randn(3, 4)
+        assert_close(compiled(x), model(x), "under no_grad")
+    assert kt.stats()["compiled"] == 1
+
+
+def test_one_graph_over_layers_of_the_same_shapes_runs_each_layers_weights(options):
+    """Dynamo gives identical layers one graph and passes each layer's weights
+    as arguments: each set gets its own frozen model, none runs another's."""
+    torch.manual_seed(7)
+    layers = [torch.nn.Linear(8, 8).eval() for _ in range(3)]
+    compiled = [torch.compile(layer, backend="kiln", dynamic=True, options=options)
+                for layer in layers]
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        for k, (layer, fn) in enumerate(zip(layers, compiled)):
+            assert_close(fn(x), layer(x), f"layer {k}")
+        layers[1].weight = torch.nn.Parameter(torch.randn(8, 8))  # a new tensor
+        assert_close(compiled[1](x), layers[1](x), "layer 1 with a new weight")
+
+
 def test_batchnorm_in_training_mode_runs_eagerly(options):
     """Training-mode BatchNorm writes its running statistics: kiln would not."""
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)).train()
     compiled = torch.compile(model, backend="kiln", dynamic=True, options=options)
     x = torch.randn(8, 4)
-    with pytest.warns(kt.KilnGraphFallback,
+    with torch.no_grad(), pytest.warns(kt.KilnGraphFallback,
                       match=r"writes to its input or buffer .*\['1'\]\._buffers\['\w+'\] in place"):
         compiled(x)
     assert kt.stats()["fallbacks"] == 1
@@ -241,3 +272,97 @@ def test_bad_options_are_one_line_errors():
         compiled = torch.compile(torch.nn.Linear(4, 4), backend="kiln", options=options)
         with pytest.raises(Exception, match=message):
             compiled(x)
+
+
+class FloatEncoder(torch.nn.Module):
+    """The shape of examples/c/run_encoder.c's model: x f32[batch, seq, 16] in."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(16, 48)
+        self.out = torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        attended = (q @ k.transpose(-1, -2) / 4.0).softmax(-1) @ v
+        return self.out(torch.nn.functional.gelu(attended + x))
+
+
+def test_export_writes_a_so_the_c_example_runs_at_two_shapes(tmp_path):
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from torch.export import Dim
+
+    torch.manual_seed(5)
+    model = FloatEncoder().eval()
+    batch, seq = Dim("batch"), Dim("seq", max=32)
+    so = kiln.export(model, (torch.randn(2, 5, 16),), path=tmp_path / "encoder.so",
+                     dynamic_shapes={"x": {0: batch, 1: seq}}, arch="none",
+                     cache_dir=tmp_path / "kernels")
+    assert so == str(tmp_path / "encoder.so")
+    loaded = kiln.load(so, backend="host")
+    assert loaded.inputs[0].dims == ["batch", "seq", 16], loaded.inputs
+    # Dim("seq", max=32) is kiln's range: past it, kiln's guard says so.
+    with pytest.raises(kiln.KilnError, match="seq"):
+        loaded(x=np.zeros((2, 33, 16), np.float32))
+
+    source = Path(__file__).resolve().parents[2]
+    library = Path(kiln.__file__).parent / "lib"
+    program = tmp_path / "run_encoder"
+    subprocess.run(["cc", "-std=c99", str(source / "examples/c/run_encoder.c"),
+                    f"-I{source / 'runtime/include'}", so, f"-L{library}", "-lkiln_runtime",
+                    f"-Wl,-rpath,{library}", f"-Wl,-rpath,{tmp_path}", "-o", str(program)],
+                   check=True)
+    for b, s in [(2, 5), (3, 9)]:
+        x = torch.randn(b, s, 16)
+        x.numpy().tofile(tmp_path / "x.f32")
+        run = subprocess.run([str(program), str(tmp_path / "x.f32"), str(b), str(s),
+                              str(tmp_path / "y.f32")], capture_output=True, text=True,
+                             env=dict(os.environ, KILN_CACHE_DIR=str(tmp_path / "kernels")))
+        assert run.returncode == 0, run.stderr
+        got = torch.from_numpy(np.fromfile(tmp_path / "y.f32", dtype=np.float32))
+        with torch.no_grad():
+            assert_close(got.reshape(b, s, 8), model(x), f"run_encoder {b}x{s}")
+
+
+def test_export_errors_are_one_line(tmp_path):
+    with pytest.raises(kiln.KilnError, match=r"must end in \.kiln or \.so"):
+        kiln.export(FloatEncoder(), (torch.randn(2, 5, 16),), path=tmp_path / "m.onnx")
+    # kiln builds a DFT's transform as a constant: not along a dynamic dim.
+    with pytest.raises(kiln.KilnError, match=r"^kiln.export: .*DFT.*dynamic dim"):
+        kiln.export(Spectrum(), (torch.randn(2, 16),), path=tmp_path / "m.kiln", arch="none",
+                    dynamic_shapes={"x": {1: torch.export.Dim("n")}})
+
+
+SECOND_PROCESS = r"""
+import sys, torch, kiln
+sys.path.insert(0, sys.argv[2])
+from test_torch import Encoder, encoder_inputs
+torch.manual_seed(1)
+model = Encoder().eval()
+compiled = torch.compile(model, backend="kiln", dynamic=True, options={"cache_dir": sys.argv[1]})
+generator = torch.Generator().manual_seed(2)
+with torch.no_grad():
+    for batch, seq in [(2, 5), (3, 7)]:
+        compiled(*encoder_inputs(batch, seq, generator))
+stats = kiln.jit_stats(wait=True)
+print(stats["compiles"], stats["disk_hits"])
+"""
+
+
+def test_a_second_process_compiles_nothing(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    counts = []
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", SECOND_PROCESS, str(tmp_path / "jit"), here],
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr[-2000:]
+        counts.append([int(v) for v in run.stdout.split()[-2:]])
+    (first_compiles, _), (second_compiles, second_hits) = counts
+    assert first_compiles >= 1 and second_compiles == 0 and second_hits >= 1, counts

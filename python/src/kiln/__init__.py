@@ -20,7 +20,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 from . import _kiln
 from ._kiln import KilnError, TensorInfo
 
-__all__ = ["KilnError", "Model", "TensorInfo", "compile", "explain", "has_jit", "jit_stats", "load",
+__all__ = ["KilnError", "Model", "TensorInfo", "compile", "explain", "export", "has_jit", "jit_stats",
+           "load",
            "runtime_version"]
 
 has_jit: bool = _kiln.has_jit
@@ -195,3 +196,11 @@ def jit_stats(wait: bool = False) -> Dict[str, Any]:
     if not has_jit:
         raise KilnError("this kiln package was built against a kiln install without libkiln_jit")
     return _kiln.jit_stats(bool(wait))
+
+
+def export(module: Any, args: Any, kwargs: Optional[Dict[str, Any]] = None, **options: Any) -> str:
+    """A PyTorch module compiled ahead of time to a .kiln or .so (kiln.torch.export:
+    path=, dynamic_shapes=, buckets=, precision=, arch=, cache_dir=). Needs torch."""
+    from .torch import export as export_module
+
+    return export_module(module, args, kwargs, **options)

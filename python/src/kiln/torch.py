@@ -29,10 +29,12 @@ docs/torch.md for the options, what maps to what and the statistics
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import dataclasses
 import io
+import itertools
 import re
 import time
 import warnings
@@ -44,7 +46,8 @@ from . import KilnError
 from . import compile as _jit_compile
 from . import jit_stats
 
-__all__ = ["backend", "explain", "stats", "reset_stats", "Explanation", "KilnGraphFallback"]
+__all__ = ["backend", "explain", "export", "stats", "reset_stats", "Explanation",
+           "KilnGraphFallback"]
 
 
 class KilnGraphFallback(UserWarning):
@@ -53,9 +56,13 @@ class KilnGraphFallback(UserWarning):
 
 # What every graph lowered in this process added up to (kiln.torch.stats()).
 _STATS: Dict[str, float] = {}
+_labels = itertools.count()
 
 
 def reset_stats() -> None:
+    """Zeroes the counts (and numbers graphs from torch_graph_0 again)."""
+    global _labels
+    _labels = itertools.count()
     _STATS.clear()
     _STATS.update(graphs=0, compiled=0, fallbacks=0, recompiles_for_weights=0, calls=0,
                   export_s=0.0, compile_s=0.0)
@@ -125,8 +132,6 @@ class _Input:
 class _Lowered:
     onnx: bytes
     inputs: List[_Input]
-    frozen: List[Tuple[torch.Tensor, int]]  # (tensor, its _version when frozen)
-    scalars: List[Tuple[int, Any]]  # (argument index, the value frozen)
     device: torch.device
     export_s: float
 
@@ -151,10 +156,10 @@ def _describe(gm: torch.fx.GraphModule) -> List[_Placeholder]:
     return out
 
 
-def _is_module_state(info: _Placeholder, example: Any) -> bool:
-    """A parameter or buffer of a module: frozen into a constant."""
-    return isinstance(example, torch.nn.Parameter) or "._parameters[" in info.source or \
-        "._buffers[" in info.source
+def _is_module_state(info: _Placeholder) -> bool:
+    """A parameter or buffer of a module: frozen into a constant. (A Parameter
+    passed as a function's argument is an input like any tensor.)"""
+    return "._parameters[" in info.source or "._buffers[" in info.source
 
 
 def _is_module_scalar(info: _Placeholder) -> bool:
@@ -173,6 +178,16 @@ def _input_name(node: torch.fx.Node, info: _Placeholder, taken: set) -> str:
         name, k = f"{base}_{k}", k + 1
     taken.add(name)
     return name
+
+
+def _storage_of(tensor: Any) -> Any:
+    """A key for a (fake) tensor's storage: equal for views of one tensor."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    try:
+        return StorageWeakRef(tensor.untyped_storage())
+    except Exception:  # a tensor without storage (a subclass): no alias found
+        return object()
 
 
 def _symbol_of(size: Any) -> Any:
@@ -198,8 +213,6 @@ def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
     last = new_placeholders[-1] if new_placeholders else None
 
     inputs: List[_Input] = []
-    frozen: List[Tuple[torch.Tensor, int]] = []
-    scalars: List[Tuple[int, Any]] = []
     sources: Dict[str, str] = {}  # frozen buffer -> where Dynamo found it
     examples: List[torch.Tensor] = []
     shapes: List[Any] = []
@@ -210,7 +223,7 @@ def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
     for index, (node, info, example) in enumerate(zip(new_placeholders, described, example_inputs)):
         if not isinstance(example, torch.Tensor):
             continue
-        if _is_module_state(info, example) or _is_module_scalar(info):
+        if _is_module_state(info) or _is_module_scalar(info):
             continue
         fake = info.fake if info.fake is not None else example
         name = _input_name(node, info, taken)
@@ -232,11 +245,10 @@ def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
                                    "symbol of its own")
         shapes.append(spec or None)
     for index, (node, info, example) in enumerate(zip(new_placeholders, described, example_inputs)):
-        if isinstance(example, torch.Tensor) and _is_module_state(info, example):
+        if isinstance(example, torch.Tensor) and _is_module_state(info):
             attribute = f"_kiln_frozen_{index}"
             module.register_buffer(attribute, example.detach(), persistent=False)
             sources[attribute] = info.source or node.name
-            frozen.append((example, example._version))
             devices.add(example.device)
             with new_graph.inserting_after(last):
                 constant = new_graph.get_attr(attribute)
@@ -247,7 +259,6 @@ def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
             # (batch_norm's eps): a 0-d tensor there would be read with .item()
             # while exporting, a value the export cannot know.
             value = example.item()
-            scalars.append((index, value))
             for user in list(node.users):
                 if user.op == "call_method" and user.target == "item":
                     for reader in list(user.users):
@@ -263,6 +274,10 @@ def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
             new_graph.erase_node(node)
         elif isinstance(example, torch.Tensor):
             continue
+        elif isinstance(example, (torch.SymInt, int)) and not node.users:
+            # A size or stride Dynamo passes that nothing reads (a sliced
+            # input's stride): kiln's inputs are contiguous anyway.
+            new_graph.erase_node(node)
         elif isinstance(example, (torch.SymInt, int)):
             symbol = _symbol_of(info.fake if info.fake is not None else example)
             if symbol is None or symbol not in sizes:
@@ -282,10 +297,20 @@ def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
         raise _Unsupported("the graph has no tensor inputs")
     output = next(iter(new_graph.find_nodes(op="output")))
     results = output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],)
+    input_storages = {}
+    for spec in inputs:
+        fake = described[spec.index].fake
+        if isinstance(fake, torch.Tensor):
+            input_storages[_storage_of(fake)] = spec.name
     for k, result in enumerate(results):
         value = result.meta.get("example_value") if isinstance(result, torch.fx.Node) else result
         if not isinstance(value, torch.Tensor):
             raise _Unsupported(f"output {k} is a {type(value).__name__}, not a tensor")
+        aliased = input_storages.get(_storage_of(value))
+        if aliased is not None:
+            # kiln returns new buffers: a view would lose its tie to the input.
+            raise _Unsupported(f"output {k} is a view of input '{aliased}', which kiln would "
+                               "return as a copy")
     new_graph.lint()
     module.recompile()
 
@@ -303,6 +328,12 @@ def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
             program = program.run_decompositions({})
     except Exception as e:  # torch.export's errors are many kinds; one line of it
         raise _Unsupported(f"torch.export: {_first_line(e)}") from e
+    # The ONNX exporter names values after the program's nodes ("linear",
+    # "mul"): an input named like one would be defined twice.
+    node_names = {n.name for n in program.graph.nodes if n.op != "placeholder"}
+    for spec in inputs:
+        while spec.name in node_names:
+            spec.name += "_input"
     signature = program.graph_signature
     mutated = list(signature.buffers_to_mutate.values()) + \
         list(signature.user_inputs_to_mutate.values())
@@ -319,7 +350,7 @@ def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
         raise _Unsupported(f"torch.onnx.export: {_first_line(e)}") from e
     onnx = exported.model_proto.SerializeToString()
     export_s = time.perf_counter() - start
-    return _Lowered(onnx, inputs, frozen, scalars, devices.pop(), export_s)
+    return _Lowered(onnx, inputs, devices.pop(), export_s)
 
 
 def _first_line(e: BaseException) -> str:
@@ -332,6 +363,24 @@ def _first_line(e: BaseException) -> str:
 # The compiled graph
 
 
+@dataclasses.dataclass
+class _Compiled:
+    """One kiln model of a graph, for one set of frozen weights."""
+    model: Any
+    inputs: List[_Input]
+    output_names: List[str]
+    onnx: Optional[bytes]  # kept only for explain
+
+
+# A graph whose weights change between calls this often stops freezing them
+# and runs eagerly: each change would be a new export and compile (and a model
+# the JIT keeps).
+_MAX_WEIGHT_CHANGES = 4
+# Models kept per graph, one per set of frozen weights: a module compiled once
+# and applied to several layers of the same shapes (Dynamo gives them one graph).
+_MODELS_PER_GRAPH = 8
+
+
 class _KilnGraph:
     """What the backend returns for one Dynamo graph: kiln's model behind the
     graph's calling convention (the same arguments, a tuple of tensors).
@@ -339,19 +388,40 @@ class _KilnGraph:
     The graph is lowered and compiled at its first call, not inside the
     backend: torch.export traces the graph again, which must not happen while
     Dynamo is still building the frame's guards. A graph kiln cannot take runs
-    eagerly from then on (or raises, when strict)."""
+    eagerly from then on (or raises, when strict).
 
-    def __init__(self, gm: torch.fx.GraphModule, options: _Options, label: str):
+    Frozen weights are arguments too (Dynamo reuses the graph for any module
+    of the same shapes), so each call keys its model by the frozen arguments'
+    identity, storage and version: other weights, or the same written in
+    place, compile another model rather than run stale values."""
+
+    def __init__(self, gm: torch.fx.GraphModule, options: _Options, label: str,
+                 keep_onnx: bool = False):
         self._gm = gm
         self._described = _describe(gm)
         self._options = options
         self._label = label
-        self._model = None
+        self._keep_onnx = keep_onnx
+        self._models: "collections.OrderedDict[Any, _Compiled]" = collections.OrderedDict()
+        self._frozen_indices: Optional[List[int]] = None
+        self._scalar_indices: List[int] = []
+        self._weight_changes = 0
         self._eager = False
+        self._warned_grad = False
         self.fallback_reason: Optional[str] = None  # why it runs eagerly
         self.backend_name: Optional[str] = None  # "host" or "cuda" once compiled
+        self.onnx: Optional[bytes] = None  # the last model's ONNX, when keep_onnx
 
-    def _build(self, args: Sequence[Any]) -> None:
+    def _key(self, args: Sequence[Any]) -> Any:
+        """The frozen arguments as they are now: which tensors, where their data
+        is, their versions (inference tensors have none), and module scalars."""
+        tensors = []
+        for index in self._frozen_indices:
+            t = args[index]
+            tensors.append((id(t), t.data_ptr(), None if t.is_inference() else t._version))
+        return tuple(tensors), tuple(args[index].item() for index in self._scalar_indices)
+
+    def _build(self, args: Sequence[Any]) -> _Compiled:
         lowered = _lower(self._gm, self._described, args)
         device = lowered.device
         backend = self._options.backend
@@ -372,48 +442,77 @@ class _KilnGraph:
             raise _Unsupported(str(e)) from e
         _STATS["compile_s"] += time.perf_counter() - start
         _STATS["export_s"] += lowered.export_s
-        self._lowered = lowered
         self.backend_name = backend
-        self._output_names = [o.name for o in model.outputs]
-        self._model = model
+        if self._keep_onnx:
+            self.onnx = lowered.onnx
+        return _Compiled(model, lowered.inputs, [o.name for o in model.outputs],
+                         lowered.onnx if self._keep_onnx else None)
 
-    def _first(self, args: Sequence[Any]) -> bool:
-        """Lowers and compiles; False (after one warning) when the graph runs eagerly."""
+    def _fall_back(self, reason: str) -> None:
+        if self._options.strict:
+            raise KilnError(f"kiln: {self._label}: {reason}")
+        _STATS["fallbacks"] += 1
+        self._eager = True
+        self._models.clear()
+        self.fallback_reason = reason
+        warnings.warn(f"kiln: {self._label} runs eagerly: {reason}", KilnGraphFallback, stacklevel=4)
+
+    def _model_for(self, args: Sequence[Any]) -> Optional[_Compiled]:
+        """The model for these frozen arguments, compiled if new; None when the
+        graph falls back to eager."""
+        if self._frozen_indices is None:
+            self._frozen_indices = [
+                i for i, (info, a) in enumerate(zip(self._described, args))
+                if isinstance(a, torch.Tensor) and _is_module_state(info)]
+            self._scalar_indices = [
+                i for i, (info, a) in enumerate(zip(self._described, args))
+                if isinstance(a, torch.Tensor) and _is_module_scalar(info)]
+        key = self._key(args)
+        compiled = self._models.get(key)
+        if compiled is not None:
+            self._models.move_to_end(key)
+            return compiled
+        if self._models:
+            self._weight_changes += 1
+            _STATS["recompiles_for_weights"] += 1
+            if self._weight_changes > _MAX_WEIGHT_CHANGES:
+                self._fall_back(f"its weights changed between calls {self._weight_changes} times "
+                                "(kiln freezes weights into the model it compiles)")
+                return None
         try:
-            self._build(args)
-            _STATS["compiled"] += 1
-            return True
+            compiled = self._build(args)
         except Exception as e:  # _Unsupported, or a failure of torch's or kiln's own
-            if self._options.strict:
-                raise KilnError(f"kiln: {self._label}: {e}") from None
-            _STATS["fallbacks"] += 1
-            self._eager = True
-            self.fallback_reason = str(e)
-            warnings.warn(f"kiln: {self._label} runs eagerly: {e}", KilnGraphFallback,
-                          stacklevel=3)
-            return False
+            self._fall_back(str(e))
+            return None
+        if not self._models:
+            _STATS["compiled"] += 1
+        self._models[key] = compiled
+        while len(self._models) > _MODELS_PER_GRAPH:
+            self._models.popitem(last=False)
+        return compiled
 
     def __call__(self, *args: Any) -> Any:
         if self._eager:
             return self._gm.forward(*args)
-        if self._model is None and not self._first(args):
+        if torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            # kiln runs forward only: gradients must flow, so this call is eager.
+            if not self._warned_grad:
+                self._warned_grad = True
+                warnings.warn(f"kiln: {self._label} runs eagerly while gradients are needed "
+                              "(kiln runs forward only: call it under torch.no_grad() or "
+                              "torch.inference_mode())", KilnGraphFallback, stacklevel=3)
             return self._gm.forward(*args)
-        stale = any(tensor._version != version for tensor, version in self._lowered.frozen) or \
-            any(args[index].item() != value for index, value in self._lowered.scalars)
-        if stale:
-            # A weight written in place, or a module's scalar changed, since it
-            # was frozen: compile again rather than run stale values.
-            _STATS["recompiles_for_weights"] += 1
-            self._build(args)
+        compiled = self._model_for(args)
+        if compiled is None:
+            return self._gm.forward(*args)
         _STATS["calls"] += 1
         feeds = {}
-        for spec in self._lowered.inputs:
+        for spec in compiled.inputs:
             tensor = args[spec.index]
-            if tensor.requires_grad:
-                tensor = tensor.detach()
             feeds[spec.name] = tensor if tensor.is_contiguous() else tensor.contiguous()
-        outputs = self._model.run(feeds, dlpack=True)
-        return tuple(torch.from_dlpack(outputs[name]) for name in self._output_names)
+        outputs = compiled.model.run(feeds, dlpack=True)
+        return tuple(torch.from_dlpack(outputs[name]) for name in compiled.output_names)
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], mode: Optional[str] = None,
@@ -421,7 +520,12 @@ def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], mode: Optio
     """The Dynamo backend (`torch.compile(model, backend="kiln")`)."""
     parsed = _Options.parse(mode, options)
     _STATS["graphs"] += 1
-    return _KilnGraph(gm, parsed, f"torch_graph_{int(_STATS['graphs']) - 1}")
+    return _KilnGraph(gm, parsed, _next_label())
+
+
+def _next_label() -> str:
+    """torch_graph_N: N counts the graphs of this process (messages name them)."""
+    return f"torch_graph_{next(_labels)}"
 
 
 # ---------------------------------------------------------------------------
@@ -477,7 +581,8 @@ def explain(model: Callable[..., Any], *args: Any, options: Optional[Dict[str, A
     graphs: List[_KilnGraph] = []
 
     def recording(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-        graph = backend(gm, example_inputs, options=options)
+        graph = _KilnGraph(gm, parsed, _next_label(), keep_onnx=True)
+        _STATS["graphs"] += 1
         graphs.append(graph)
         return graph
 
@@ -493,7 +598,7 @@ def explain(model: Callable[..., Any], *args: Any, options: Optional[Dict[str, A
         ops = sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
         text = ""
         if graph.fallback_reason is None and graph.backend_name is not None:
-            text = kiln_explain(graph._lowered.onnx, backend=graph.backend_name,
+            text = kiln_explain(graph.onnx, backend=graph.backend_name,
                                 name=f"{graph._label}.onnx")
         out.append(GraphExplanation(graph._label, ops, graph.fallback_reason is None,
                                     graph.fallback_reason, text))
@@ -505,3 +610,130 @@ def explain(model: Callable[..., Any], *args: Any, options: Optional[Dict[str, A
             where = f" ({frame.filename}:{frame.lineno})"
         reasons.append(f"{reason.reason.strip().splitlines()[0]}{where}")
     return Explanation(out, reasons)
+
+
+# ---------------------------------------------------------------------------
+# export: a module ahead of time, to what kiln-compile writes
+
+
+def _kiln_compile_path() -> str:
+    """kiln-compile: the wheel's own (kiln/bin/), else $KILN_BIN's, else PATH's."""
+    import os
+    import shutil
+
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "kiln-compile")
+    candidates = [here]
+    if os.environ.get("KILN_BIN"):
+        candidates.append(os.path.join(os.environ["KILN_BIN"], "kiln-compile"))
+    on_path = shutil.which("kiln-compile")
+    if on_path:
+        candidates.append(on_path)
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    raise KilnError("kiln.export needs kiln-compile: this kiln package has none in kiln/bin/, "
+                    "and neither $KILN_BIN nor PATH has one")
+
+
+def _buckets_flag(buckets: Any) -> str:
+    """--buckets' spelling of `buckets`: a string as kiln-compile takes it, or
+    {"batch": [1, 8], "seq": range(128, 513, 64)}."""
+    if isinstance(buckets, str):
+        return buckets
+    if isinstance(buckets, dict):
+        parts = []
+        for name, values in buckets.items():
+            values = list(values)
+            if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+                raise KilnError(f"kiln.export: buckets[{name!r}] must be a non-empty list of ints")
+            parts.append(f"{name}={','.join(str(v) for v in values)}")
+        return ";".join(parts)
+    raise KilnError(f"kiln.export: buckets must be a string or a dict of lists, not "
+                    f"{type(buckets).__name__}")
+
+
+def _dim_ranges(dynamic_shapes: Any) -> Dict[str, Tuple[int, int]]:
+    """Each named torch.export.Dim with a finite maximum: kiln-compile's
+    --dynamic NAME=MIN..MAX (a call outside it fails with kiln's guard)."""
+    ranges: Dict[str, Tuple[int, int]] = {}
+
+    def visit(spec: Any) -> None:
+        if isinstance(spec, dict):
+            for value in spec.values():
+                visit(value)
+        elif isinstance(spec, (list, tuple)):
+            for value in spec:
+                visit(value)
+        elif hasattr(spec, "__name__") and hasattr(spec, "max") and hasattr(spec, "min"):
+            high = spec.max
+            if isinstance(high, int) and high < 2 ** 62:
+                ranges[spec.__name__] = (max(int(spec.min), 0), int(high))
+
+    visit(dynamic_shapes)
+    return ranges
+
+
+def export(module: torch.nn.Module, args: Tuple[Any, ...], kwargs: Optional[Dict[str, Any]] = None,
+           *, path: Any, dynamic_shapes: Any = None, buckets: Any = None,
+           precision: Optional[str] = None, arch: Optional[str] = None,
+           cache_dir: Optional[str] = None) -> str:
+    """Compiles `module` ahead of time into what kiln-compile writes: `path`
+    ending in .kiln (an artifact: kiln.load, kiln-run, Triton) or .so (a shared
+    object an application links, needing only libkiln_runtime).
+
+    The module goes through torch.export (with `dynamic_shapes`, whose
+    `torch.export.Dim`s name kiln's symbols: Dim("batch") is the symbol batch in
+    kiln's messages, guards and --buckets) and torch.onnx to kiln-compile.
+    `buckets` ("batch=1,8;seq=128..512/64", or {"batch": [1, 8]}) adds
+    variants compiled for those sizes; `precision` is kiln-compile's
+    (fp32, tf32, fp16, bf16); `arch` its --arch (default sm_80,sm_90);
+    `cache_dir` the kernel cache. A Dim with a finite max becomes
+    --dynamic NAME=MIN..MAX. Returns the path written; raises kiln.KilnError
+    with the first error's line."""
+    import os
+    import subprocess
+    import tempfile
+
+    path = os.fspath(path)
+    if not (path.endswith(".kiln") or path.endswith(".so")):
+        raise KilnError(f"kiln.export: path '{path}' must end in .kiln or .so")
+    compiler = _kiln_compile_path()
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(module, tuple(args), kwargs=kwargs, dynamo=True,
+                                        verbose=False, dynamic_shapes=dynamic_shapes,
+                                        external_data=False, optimize=True)
+    except Exception as e:
+        raise KilnError(f"kiln.export: torch.onnx.export: {_first_line(e)}") from None
+    exported = getattr(program, "exported_program", None)
+    if exported is not None:
+        signature = exported.graph_signature
+        mutated = list(signature.buffers_to_mutate.values()) + \
+            list(signature.user_inputs_to_mutate.values())
+        if mutated:
+            raise KilnError(f"kiln.export: the module writes to its input or buffer "
+                            f"'{mutated[0]}' in place, which a kiln model would not")
+    stem = os.path.splitext(os.path.basename(path))[0] or "model"
+    with tempfile.TemporaryDirectory(prefix="kiln-export-") as folder:
+        model = os.path.join(folder, f"{stem}.onnx")
+        with open(model, "wb") as f:
+            f.write(program.model_proto.SerializeToString())
+        command = [compiler, model, "-o", path]
+        if buckets is not None:
+            command += ["--buckets", _buckets_flag(buckets)]
+        for name, (low, high) in sorted(_dim_ranges(dynamic_shapes).items()):
+            command += ["--dynamic", f"{name}={low}..{high}"]
+        if precision is not None:
+            command += ["--precision", str(precision)]
+        if arch is not None:
+            command += ["--arch", str(arch)]
+        if cache_dir is not None:
+            command += ["--cache-dir", os.fspath(cache_dir)]
+        done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        first = next((line for line in lines if "error" in line), lines[0] if lines else
+                     f"kiln-compile exited with {done.returncode}")
+        raise KilnError(f"kiln.export: {first.replace(model, stem + '.onnx')}")
+    return path
