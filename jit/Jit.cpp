@@ -24,6 +24,7 @@
 #include "kiln/artifact/Plan.h"
 #include "kiln/nvrtc/Nvrtc.h"
 #include "kiln/schema/kiln_variants_generated.h"
+#include "kiln/reference/Compare.h"
 #include "kiln/version.h"
 #include "passes/Passes.h"
 #include "driver/Compile.h"
@@ -179,8 +180,11 @@ struct Job {
 class Jit {
 public:
   explicit Jit(const kiln_jit_options_t &o)
-      : options_(o), disk_(o.cache_dir && *o.cache_dir ? o.cache_dir : defaultFolder(),
-                           o.cache_max_bytes ? o.cache_max_bytes : (uint64_t(4) << 30)) {}
+      : options_(o), precision_(o.precision && *o.precision ? o.precision : "fp32"),
+        disk_(o.cache_dir && *o.cache_dir ? o.cache_dir : defaultFolder(),
+              o.cache_max_bytes ? o.cache_max_bytes : (uint64_t(4) << 30)) {
+    options_.precision = nullptr; // the caller's string need not outlive create
+  }
   ~Jit();
 
   absl::Status start();
@@ -242,6 +246,7 @@ private:
   void work();
 
   kiln_jit_options_t options_;
+  std::string precision_; ///< kiln-compile --precision's mode for every model
   DiskCache disk_;
   /// Where kernels build (host libraries, cubins): the cache's `kernels`
   /// folder, or privateFolder_ when the cache cannot be written.
@@ -408,7 +413,8 @@ absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
       // recompiled rather than refused at load.
       absl::StrCat("kiln-jit model\n", KILN_VERSION, "\nformat ", artifact::kFormatVersion, "\n",
                    cubinArchs_.empty() ? "host" : absl::StrJoin(cubinArchs_, ","), "\n",
-                   mlir ? "mlir" : "onnx", "\n", hex(llvm::xxh3_64bits(bytes)), "\n",
+                   "precision ", precision_, "\n", mlir ? "mlir" : "onnx", "\n",
+                   hex(llvm::xxh3_64bits(bytes)), "\n",
                    *external))));
   // Single flight: the first asker compiles, the others wait for its handle.
   std::shared_ptr<InFlight> flight;
@@ -559,6 +565,7 @@ absl::Status Jit::compileWith(llvm::StringRef bytes, const std::string &name,
   options.jobs = 1;
   options.source = name;
   options.deferWeights = deferWeights;
+  options.pipeline.precision = precision_;
   mlir::FailureOr<CompiledArtifact> artifact = compileToArtifact(*module, options);
   if (mlir::failed(artifact))
     return failed("cannot be compiled");
@@ -814,6 +821,10 @@ kiln_status_t kiln_jit_create(const kiln_jit_options_t *options, kiln_jit_t **ou
         return fail(absl::InvalidArgumentError("kiln_jit_create: options->struct_size is too small"));
       std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
     }
+    if (o.precision && *o.precision && kiln::ref::precisionTolerance(o.precision) < 0)
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "kiln_jit_create: options->precision '", o.precision,
+          "' is not one of fp32, tf32, fp16, bf16")));
     if (o.device < 0)
       return fail(absl::InvalidArgumentError(absl::StrCat(
           "kiln_jit_create: options->device is ", o.device, ", not a device ordinal")));

@@ -553,10 +553,12 @@ JitRegistry &jitRegistry() {
   return registry;
 }
 
-std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t backend, int device) {
+std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t backend, int device,
+                                   const std::string &precision = "") {
   pathArgument(cacheDir);
   auto &[mutex, jits] = jitRegistry();
-  std::string key = cacheDir + "|" + std::to_string(backend) + "|" + std::to_string(device);
+  std::string key = cacheDir + "|" + std::to_string(backend) + "|" + std::to_string(device) + "|" +
+                    precision;
   std::lock_guard<std::mutex> lock(mutex);
   for (auto &[k, jit] : jits)
     if (k == key)
@@ -566,6 +568,7 @@ std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t b
   options.cache_dir = cacheDir.empty() ? nullptr : cacheDir.c_str();
   options.backend = backend;
   options.device = device;
+  options.precision = precision.c_str();
   kiln_jit_t *raw = nullptr;
   if (kiln_jit_create(&options, &raw) != KILN_OK)
     throw KilnError(kiln_jit_last_error());
@@ -578,8 +581,8 @@ std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t b
 
 std::unique_ptr<Model> compileModel(nb::object model, const std::string &backend,
                                     const std::string &cacheDir, const std::string &name,
-                                    int device) {
-  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend), device);
+                                    int device, const std::string &precision) {
+  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend), device, precision);
   kiln_model_t *handle = nullptr;
   kiln_status_t status;
   if (nb::isinstance<nb::bytes>(model)) {
@@ -599,8 +602,8 @@ std::unique_ptr<Model> compileModel(nb::object model, const std::string &backend
 
 /// kiln-compile --explain's lines for a model's bytes (kiln.explain).
 std::string explainModel(nb::bytes model, const std::string &backend, const std::string &cacheDir,
-                         const std::string &name, int device) {
-  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend), device);
+                         const std::string &name, int device, const std::string &precision) {
+  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend), device, precision);
   std::string data(model.c_str(), model.size());
   const char *text = nullptr;
   kiln_status_t status;
@@ -702,10 +705,12 @@ NB_MODULE(_kiln, m) {
   m.def("load", &load, nb::arg("path"), nb::arg("backend") = "auto", nb::arg("device") = 0);
 #ifdef KILN_PYTHON_HAS_JIT
   m.def("compile", &compileModel, nb::arg("model"), nb::arg("backend") = "auto",
-        nb::arg("cache_dir") = "", nb::arg("name") = "model.onnx", nb::arg("device") = 0);
+        nb::arg("cache_dir") = "", nb::arg("name") = "model.onnx", nb::arg("device") = 0,
+        nb::arg("precision") = "");
   m.def("jit_stats", &jitStats, nb::arg("wait") = false);
   m.def("explain", &explainModel, nb::arg("model"), nb::arg("backend") = "auto",
-        nb::arg("cache_dir") = "", nb::arg("name") = "model.onnx", nb::arg("device") = 0);
+        nb::arg("cache_dir") = "", nb::arg("name") = "model.onnx", nb::arg("device") = 0,
+        nb::arg("precision") = "");
   m.attr("has_jit") = true;
 #else
   m.attr("has_jit") = false;

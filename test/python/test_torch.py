@@ -5,6 +5,8 @@ breaks and fallbacks are reported. Runs in the torch venv
 (scripts/install-torch-deps.sh); elsewhere it is skipped."""
 import importlib.metadata
 import math
+import os
+import tempfile
 import warnings
 
 import numpy as np
@@ -13,6 +15,10 @@ import pytest
 torch = pytest.importorskip("torch")
 import kiln  # noqa: E402
 import kiln.torch as kt  # noqa: E402
+
+# Calls without a cache_dir of their own (torch.compile's modes take no
+# options) use $KILN_CACHE_DIR/jit: never the user's ~/.cache.
+os.environ.setdefault("KILN_CACHE_DIR", tempfile.mkdtemp(prefix="kiln-torch-test-"))
 
 CPU_TOLERANCE = 1e-4  # relative to the largest |eager output|: fp32 sums in another order
 
@@ -123,6 +129,25 @@ def test_encoder_over_many_shapes_is_one_graph_and_one_compile(options):
     assert variants >= 1, (before, after)
     assert after["compiles"] - before["compiles"] == 1 + variants + \
         (after["failed"] - before["failed"]), (before, after)
+
+
+def test_precision_option_compiles_bf16(options):
+    """options={"precision": "bf16"}: kiln-compile --precision bf16 through the
+    JIT (weights and activations stored in bf16, fp32 accumulation). Its
+    tolerance is docs/precision.md's for bf16 (4e-2 of the largest output):
+    bf16 keeps 8 significant bits."""
+    torch.manual_seed(8)
+    model = Encoder().eval()
+    compiled = torch.compile(model, backend="kiln", dynamic=True,
+                             options=dict(options, precision="bf16"))
+    ids, mask = encoder_inputs(3, 10, torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        got, want = compiled(ids, mask), model(ids, mask)
+    assert got.dtype == torch.float32  # inputs and outputs keep their types
+    scale = want.abs().max().item()
+    err = (got - want).abs().max().item()
+    assert err <= 4e-2 * scale, (err, scale)
+    assert err > 1e-6 * scale, "bf16 gave fp32's numbers: the option did not reach kiln"
 
 
 class BranchOnItem(torch.nn.Module):
@@ -267,11 +292,21 @@ def test_weight_written_in_place_compiles_again(options):
 def test_bad_options_are_one_line_errors():
     x = torch.randn(2, 4)
     for options, message in [({"precison": "bf16"}, "unknown option 'precison'"),
-                             ({"backend": "tpu"}, "backend='tpu' is not auto, host or cuda")]:
+                             ({"backend": "tpu"}, "backend='tpu' is not auto, host or cuda"),
+                             ({"precision": "fp8"}, "precision='fp8' is not fp32, tf32")]:
         torch._dynamo.reset()
         compiled = torch.compile(torch.nn.Linear(4, 4), backend="kiln", options=options)
         with pytest.raises(Exception, match=message):
             compiled(x)
+    # torch.compile's modes: every one compiles the same kiln model
+    # (docs/torch.md); a mode torch does not have is named.
+    torch._dynamo.reset()
+    linear = torch.nn.Linear(4, 4).eval()
+    with torch.no_grad():
+        assert_close(torch.compile(linear, backend="kiln", mode="reduce-overhead")(x), linear(x))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="mode 'fastest' is not one of default, reduce-overhead"):
+        torch.compile(linear, backend="kiln", mode="fastest")(x)
 
 
 class FloatEncoder(torch.nn.Module):

@@ -167,6 +167,45 @@ TEST(Jit, BadModelsAndArgumentsAreErrors) {
   EXPECT_NE(std::string(kiln_jit_last_error()).find("options->device is -2"), std::string::npos)
       << kiln_jit_last_error();
   EXPECT_EQ(raw, nullptr);
+  // A precision mode kiln-compile does not have, named.
+  kiln_jit_options_t fp8 = options;
+  fp8.precision = "fp8";
+  EXPECT_EQ(kiln_jit_create(&fp8, &raw), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_jit_last_error()).find("precision 'fp8'"), std::string::npos)
+      << kiln_jit_last_error();
+  EXPECT_EQ(raw, nullptr);
+}
+
+TEST(Jit, PrecisionIsPartOfTheKey) {
+  FreshCacheDir folder;
+  kiln_jit_options_t options;
+  kiln_jit_options_init(&options);
+  options.cache_dir = folder.path.c_str();
+  options.backend = KILN_BACKEND_HOST;
+  options.specialize = 0;
+  kiln::Jit fp32, bf16;
+  ASSERT_TRUE(kiln::Jit::create(&options, &fp32).ok());
+  std::string mode = "bf16";
+  options.precision = mode.c_str();
+  ASSERT_TRUE(kiln::Jit::create(&options, &bf16).ok());
+  mode = "xxxx"; // the JIT keeps its own copy
+  kiln::Model a, b;
+  ASSERT_TRUE(fp32.compileFile(KILN_TEST_MODELS "/encoder.onnx", &a).ok());
+  kiln::Status s = bf16.compileFile(KILN_TEST_MODELS "/encoder.onnx", &b);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // One cache folder, two models: the bf16 one is compiled, not the fp32 one found.
+  EXPECT_EQ(bf16.stats().misses, 1u);
+  EXPECT_EQ(bf16.stats().disk_hits, 0u);
+  std::vector<kiln::HostTensor> inputs = {randomInput(2, 5)}, outA, outB;
+  ASSERT_TRUE(a.run(inputs, &outA).ok());
+  ASSERT_TRUE(b.run(inputs, &outB).ok());
+  double most = 0, diff = 0;
+  for (size_t i = 0; i < outA[0].numel(); ++i) {
+    most = std::max(most, std::fabs(double(outA[0].as<float>()[i])));
+    diff = std::max(diff, std::fabs(double(outA[0].as<float>()[i] - outB[0].as<float>()[i])));
+  }
+  EXPECT_GT(diff, 0.0) << "bf16 gave fp32's numbers";
+  EXPECT_LE(diff, 4e-2 * most); // docs/precision.md's bf16 tolerance
 }
 
 /// What the death test's child does: a JIT that is never destroyed, one

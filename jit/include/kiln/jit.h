@@ -57,6 +57,9 @@ typedef struct kiln_jit_options_t {
   /* The CUDA device ordinal its models load on (default 0), as
    * kiln_load_options_t's. */
   int device;
+  /* kiln-compile --precision for its models: NULL or "" (fp32), "tf32",
+   * "fp16" or "bf16" (docs/precision.md); part of every model's cache key. */
+  const char *precision;
 } kiln_jit_options_t;
 
 /* Fills `options` with the defaults. */

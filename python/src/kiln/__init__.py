@@ -149,30 +149,34 @@ def load(path: Union[str, os.PathLike], backend: str = "auto", device: Device = 
 
 def compile(model: Union[str, os.PathLike, bytes], backend: str = "auto",
             cache_dir: Union[str, os.PathLike, None] = None, name: Union[str, None] = None,
-            device: Device = 0) -> Model:
+            device: Device = 0, precision: Optional[str] = None) -> Model:
     """Compiles an ONNX (.onnx) or kiln (.mlir) model in-process through libkiln_jit.
 
     `model` is a path or the model's bytes (`name`, ending in .onnx or .mlir, says
     which and names it in messages). Compiled models and the variants compiled
     for new shapes are cached in `cache_dir` (default $KILN_CACHE_DIR/jit or
-    ~/.cache/kiln/jit), shared by processes. `device` as load's."""
+    ~/.cache/kiln/jit), shared by processes. `device` as load's. `precision`
+    is kiln-compile's --precision (fp32, the default; tf32, fp16, bf16)."""
     if not has_jit:
         raise KilnError("this kiln package was built against a kiln install without libkiln_jit")
     folder = "" if cache_dir is None else os.fspath(cache_dir)
     ordinal = _ordinal(device)
     backend = _backend_for(backend, ordinal)
+    mode = precision or ""
     if isinstance(model, (bytes, bytearray, memoryview)):
-        return Model(_kiln.compile(bytes(model), backend, folder, name or "model.onnx", ordinal))
+        return Model(_kiln.compile(bytes(model), backend, folder, name or "model.onnx", ordinal,
+                                   mode))
     path = os.fspath(model)
-    return Model(_kiln.compile(path, backend, folder, name or os.path.basename(path), ordinal))
+    return Model(_kiln.compile(path, backend, folder, name or os.path.basename(path), ordinal, mode))
 
 
 def explain(model: Union[str, os.PathLike, bytes], backend: str = "auto",
-            name: Union[str, None] = None, device: Device = 0) -> str:
+            name: Union[str, None] = None, device: Device = 0,
+            precision: Optional[str] = None) -> str:
     """What `kiln-compile --explain` prints for an ONNX or kiln model (a path or
     its bytes, `name` as compile's): graph breaks, size reads, quantized ops left
-    in float and guards, one line each, then their counts. Compiles the model
-    for this; nothing is cached."""
+    in float and guards, one line each, then their counts, compiled at
+    `precision` as compile's. Compiles the model for this; nothing is cached."""
     if not has_jit:
         raise KilnError("this kiln package was built against a kiln install without libkiln_jit")
     ordinal = _ordinal(device)
@@ -183,7 +187,8 @@ def explain(model: Union[str, os.PathLike, bytes], backend: str = "auto",
         name = name or os.path.basename(path)
     else:
         data = bytes(model)
-    return _kiln.explain(data, _backend_for(backend, ordinal), "", name or "model.onnx", ordinal)
+    return _kiln.explain(data, _backend_for(backend, ordinal), "", name or "model.onnx", ordinal,
+                         precision or "")
 
 
 def jit_stats(wait: bool = False) -> Dict[str, Any]:

@@ -87,7 +87,11 @@ def stats(wait: bool = False) -> Dict[str, Any]:
 # ---------------------------------------------------------------------------
 # Options
 
-_OPTION_NAMES = ("strict", "cache_dir", "backend")
+_OPTION_NAMES = ("strict", "cache_dir", "backend", "precision")
+# torch.compile's modes. kiln's CUDA runs already replay a CUDA graph per shape
+# (what reduce-overhead asks for), and it has no tuning search to widen (what
+# max-autotune asks for): every mode compiles the same model.
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,11 +99,13 @@ class _Options:
     strict: bool = False
     cache_dir: Optional[str] = None
     backend: str = "auto"  # auto: the inputs' device decides (CPU: host emulation)
+    precision: str = ""  # kiln-compile --precision ("": fp32)
 
     @staticmethod
     def parse(mode: Optional[str], options: Optional[Dict[str, Any]]) -> "_Options":
-        if mode not in (None, "default"):
-            raise KilnError(f"kiln backend: mode {mode!r} is not supported (default)")
+        if mode not in _MODES:
+            raise KilnError(f"kiln backend: mode {mode!r} is not one of "
+                            f"{', '.join(m for m in _MODES if m)}")
         options = dict(options or {})
         unknown = sorted(set(options) - set(_OPTION_NAMES))
         if unknown:
@@ -108,9 +114,14 @@ class _Options:
         backend = options.get("backend", "auto")
         if backend not in ("auto", "host", "cuda"):
             raise KilnError(f"kiln backend: option backend={backend!r} is not auto, host or cuda")
+        precision = options.get("precision") or ""
+        if precision not in ("", "fp32", "tf32", "fp16", "bf16"):
+            raise KilnError(f"kiln backend: option precision={precision!r} is not fp32, tf32, "
+                            "fp16 or bf16")
         cache_dir = options.get("cache_dir")
         return _Options(strict=bool(options.get("strict", False)),
-                        cache_dir=None if cache_dir is None else str(cache_dir), backend=backend)
+                        cache_dir=None if cache_dir is None else str(cache_dir), backend=backend,
+                        precision=precision)
 
 
 # ---------------------------------------------------------------------------
@@ -437,7 +448,8 @@ class _KilnGraph:
         try:
             model = _jit_compile(lowered.onnx, backend=backend, cache_dir=self._options.cache_dir,
                                  name=f"{self._label}.onnx",
-                                 device=(device.index or 0) if device.type == "cuda" else 0)
+                                 device=(device.index or 0) if device.type == "cuda" else 0,
+                                 precision=self._options.precision or None)
         except KilnError as e:
             raise _Unsupported(str(e)) from e
         _STATS["compile_s"] += time.perf_counter() - start
@@ -599,7 +611,7 @@ def explain(model: Callable[..., Any], *args: Any, options: Optional[Dict[str, A
         text = ""
         if graph.fallback_reason is None and graph.backend_name is not None:
             text = kiln_explain(graph.onnx, backend=graph.backend_name,
-                                name=f"{graph._label}.onnx")
+                                name=f"{graph._label}.onnx", precision=parsed.precision or None)
         out.append(GraphExplanation(graph._label, ops, graph.fallback_reason is None,
                                     graph.fallback_reason, text))
     reasons = []
