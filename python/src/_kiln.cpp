@@ -557,8 +557,9 @@ std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t b
                                    const std::string &precision = "") {
   pathArgument(cacheDir);
   auto &[mutex, jits] = jitRegistry();
+  // "" is fp32: one JIT (and one handle per model) for both spellings.
   std::string key = cacheDir + "|" + std::to_string(backend) + "|" + std::to_string(device) + "|" +
-                    precision;
+                    (precision.empty() ? "fp32" : precision);
   std::lock_guard<std::mutex> lock(mutex);
   for (auto &[k, jit] : jits)
     if (k == key)

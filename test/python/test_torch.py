@@ -252,15 +252,20 @@ def test_one_graph_over_layers_of_the_same_shapes_runs_each_layers_weights(optio
     """Dynamo gives identical layers one graph and passes each layer's weights
     as arguments: each set gets its own frozen model, none runs another's."""
     torch.manual_seed(7)
-    layers = [torch.nn.Linear(8, 8).eval() for _ in range(3)]
+    layers = [torch.nn.Linear(8, 8).eval() for _ in range(6)]
     compiled = [torch.compile(layer, backend="kiln", dynamic=True, options=options)
                 for layer in layers]
     x = torch.randn(2, 8)
     with torch.no_grad():
         for k, (layer, fn) in enumerate(zip(layers, compiled)):
             assert_close(fn(x), layer(x), f"layer {k}")
-        layers[1].weight = torch.nn.Parameter(torch.randn(8, 8))  # a new tensor
-        assert_close(compiled[1](x), layers[1](x), "layer 1 with a new weight")
+        # New tensors, twice: the first is freed, and a new one may take its
+        # id and address; the model keyed by it must not be found again.
+        for round in range(2):
+            layers[1].weight = torch.nn.Parameter(torch.randn(8, 8))
+            assert_close(compiled[1](x), layers[1](x), f"layer 1 with new weight {round}")
+    stats = kt.stats()
+    assert stats["fallbacks"] == 0, stats  # six layers are six models, not five changes
 
 
 def test_batchnorm_in_training_mode_runs_eagerly(options):
@@ -304,6 +309,8 @@ def test_bad_options_are_one_line_errors():
     linear = torch.nn.Linear(4, 4).eval()
     with torch.no_grad():
         assert_close(torch.compile(linear, backend="kiln", mode="reduce-overhead")(x), linear(x))
+        torch._dynamo.reset()  # and torch.compile's name, which it passes on
+        assert_close(torch.compile(linear, backend="kiln", name="head")(x), linear(x))
     torch._dynamo.reset()
     with pytest.raises(Exception, match="mode 'fastest' is not one of default, reduce-overhead"):
         torch.compile(linear, backend="kiln", mode="fastest")(x)

@@ -32,7 +32,9 @@
 extern "C" {
 #endif
 
-#define KILN_JIT_API_VERSION 1
+/* 2: kiln_jit_options_t.precision and kiln_jit_explain_memory. A library of
+ * version 1 ignores precision (it copies only the fields it knows). */
+#define KILN_JIT_API_VERSION 2
 
 typedef struct kiln_jit_t kiln_jit_t;
 

@@ -172,11 +172,15 @@ def compile(model: Union[str, os.PathLike, bytes], backend: str = "auto",
 
 def explain(model: Union[str, os.PathLike, bytes], backend: str = "auto",
             name: Union[str, None] = None, device: Device = 0,
-            precision: Optional[str] = None) -> str:
+            precision: Optional[str] = None,
+            cache_dir: Union[str, os.PathLike, None] = None) -> str:
     """What `kiln-compile --explain` prints for an ONNX or kiln model (a path or
     its bytes, `name` as compile's): graph breaks, size reads, quantized ops left
     in float and guards, one line each, then their counts, compiled at
-    `precision` as compile's. Compiles the model for this; nothing is cached."""
+    `precision` as compile's (its kernels built in `cache_dir`'s JIT folder,
+    as compile's). Compiles the model for this; the model is not cached. A
+    path is read as bytes: a model with external data files is refused (run
+    kiln-compile --explain on it)."""
     if not has_jit:
         raise KilnError("this kiln package was built against a kiln install without libkiln_jit")
     ordinal = _ordinal(device)
@@ -187,8 +191,9 @@ def explain(model: Union[str, os.PathLike, bytes], backend: str = "auto",
         name = name or os.path.basename(path)
     else:
         data = bytes(model)
-    return _kiln.explain(data, _backend_for(backend, ordinal), "", name or "model.onnx", ordinal,
-                         precision or "")
+    folder = "" if cache_dir is None else os.fspath(cache_dir)
+    return _kiln.explain(data, _backend_for(backend, ordinal), folder, name or "model.onnx",
+                         ordinal, precision or "")
 
 
 def jit_stats(wait: bool = False) -> Dict[str, Any]:

@@ -36,8 +36,10 @@ import dataclasses
 import io
 import itertools
 import re
+import threading
 import time
 import warnings
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -381,14 +383,23 @@ class _Compiled:
     inputs: List[_Input]
     output_names: List[str]
     onnx: Optional[bytes]  # kept only for explain
+    # The frozen tensors it was compiled from, weakly: a key whose tensors
+    # were freed (and whose id and address a new tensor reuses) is no match.
+    weights: List[Any] = dataclasses.field(default_factory=list)
 
 
+_GRAD_REASON = ("gradients are needed (kiln runs forward only: call it under torch.no_grad() "
+                "or torch.inference_mode())")
+# Lowering and compiling, and the counts: one thread at a time (the exporters
+# swap process-wide state, stdout and warning filters, while they run).
+_LOCK = threading.RLock()
 # A graph whose weights change between calls this often stops freezing them
 # and runs eagerly: each change would be a new export and compile (and a model
 # the JIT keeps).
 _MAX_WEIGHT_CHANGES = 4
-# Models kept per graph, one per set of frozen weights: a module compiled once
-# and applied to several layers of the same shapes (Dynamo gives them one graph).
+# Models kept per graph, one per set of frozen weights (the first compiled is
+# the first dropped): a module compiled once and applied to several layers of
+# the same shapes (Dynamo gives them one graph).
 _MODELS_PER_GRAPH = 8
 
 
@@ -417,19 +428,24 @@ class _KilnGraph:
         self._frozen_indices: Optional[List[int]] = None
         self._scalar_indices: List[int] = []
         self._weight_changes = 0
+        self._ever_compiled = False
         self._eager = False
         self._warned_grad = False
         self.fallback_reason: Optional[str] = None  # why it runs eagerly
         self.backend_name: Optional[str] = None  # "host" or "cuda" once compiled
         self.onnx: Optional[bytes] = None  # the last model's ONNX, when keep_onnx
 
-    def _key(self, args: Sequence[Any]) -> Any:
-        """The frozen arguments as they are now: which tensors, where their data
-        is, their versions (inference tensors have none), and module scalars."""
+    def _identity(self, args: Sequence[Any]) -> Any:
+        """Which tensors are frozen: one layer's weights, not another's."""
+        return tuple(id(args[index]) for index in self._frozen_indices)
+
+    def _state(self, args: Sequence[Any]) -> Any:
+        """What those tensors hold now: where their data is, their versions
+        (inference tensors have none), and the module scalars."""
         tensors = []
         for index in self._frozen_indices:
             t = args[index]
-            tensors.append((id(t), t.data_ptr(), None if t.is_inference() else t._version))
+            tensors.append((t.data_ptr(), None if t.is_inference() else t._version))
         return tuple(tensors), tuple(args[index].item() for index in self._scalar_indices)
 
     def _build(self, args: Sequence[Any]) -> _Compiled:
@@ -479,29 +495,48 @@ class _KilnGraph:
             self._scalar_indices = [
                 i for i, (info, a) in enumerate(zip(self._described, args))
                 if isinstance(a, torch.Tensor) and _is_module_scalar(info)]
-        key = self._key(args)
+        identity, state = self._identity(args), self._state(args)
+        key = (identity, state)
         compiled = self._models.get(key)
-        if compiled is not None:
-            self._models.move_to_end(key)
+        # Without the lock: a call of a compiled graph never waits for another
+        # graph's compile (a dict read is atomic under the GIL).
+        if compiled is not None and all(
+                ref() is args[index] for ref, index in zip(compiled.weights, self._frozen_indices)):
             return compiled
-        if self._models:
-            self._weight_changes += 1
-            _STATS["recompiles_for_weights"] += 1
-            if self._weight_changes > _MAX_WEIGHT_CHANGES:
-                self._fall_back(f"its weights changed between calls {self._weight_changes} times "
-                                "(kiln freezes weights into the model it compiles)")
+        with _LOCK:  # one thread lowers a graph; the others then find its model
+            compiled = self._models.get(key)
+            if compiled is not None and all(
+                    ref() is args[index]
+                    for ref, index in zip(compiled.weights, self._frozen_indices)):
+                return compiled
+            if self._eager:
                 return None
-        try:
-            compiled = self._build(args)
-        except Exception as e:  # _Unsupported, or a failure of torch's or kiln's own
-            self._fall_back(str(e))
-            return None
-        if not self._models:
-            _STATS["compiled"] += 1
-        self._models[key] = compiled
-        while len(self._models) > _MODELS_PER_GRAPH:
-            self._models.popitem(last=False)
-        return compiled
+            # The same tensors holding other values (written in place, or
+            # another .data) is a change; other tensors (another layer of the
+            # same shapes) just another model.
+            if any(k[0] == identity for k in self._models):
+                self._weight_changes += 1
+                _STATS["recompiles_for_weights"] += 1
+                if self._weight_changes > _MAX_WEIGHT_CHANGES:
+                    self._fall_back(f"its weights changed between calls {self._weight_changes} "
+                                    "times (kiln freezes weights into the model it compiles)")
+                    return None
+                for stale in [k for k in self._models if k[0] == identity]:
+                    del self._models[stale]
+            try:
+                compiled = self._build(args)
+            except Exception as e:  # _Unsupported, or a failure of torch's or kiln's own
+                self._fall_back(str(e) if isinstance(e, _Unsupported)
+                                else f"{type(e).__name__}: {_first_line(e)}")
+                return None
+            compiled.weights = [weakref.ref(args[index]) for index in self._frozen_indices]
+            if not self._models and not self._ever_compiled:
+                _STATS["compiled"] += 1
+            self._ever_compiled = True
+            self._models[key] = compiled
+            while len(self._models) > _MODELS_PER_GRAPH:
+                self._models.popitem(last=False)
+            return compiled
 
     def __call__(self, *args: Any) -> Any:
         if self._eager:
@@ -511,9 +546,8 @@ class _KilnGraph:
             # kiln runs forward only: gradients must flow, so this call is eager.
             if not self._warned_grad:
                 self._warned_grad = True
-                warnings.warn(f"kiln: {self._label} runs eagerly while gradients are needed "
-                              "(kiln runs forward only: call it under torch.no_grad() or "
-                              "torch.inference_mode())", KilnGraphFallback, stacklevel=3)
+                warnings.warn(f"kiln: {self._label} runs eagerly while {_GRAD_REASON}",
+                              KilnGraphFallback, stacklevel=3)
             return self._gm.forward(*args)
         compiled = self._model_for(args)
         if compiled is None:
@@ -528,11 +562,14 @@ class _KilnGraph:
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], mode: Optional[str] = None,
-            options: Optional[Dict[str, Any]] = None) -> Callable[..., Any]:
-    """The Dynamo backend (`torch.compile(model, backend="kiln")`)."""
+            options: Optional[Dict[str, Any]] = None,
+            name: Optional[str] = None) -> Callable[..., Any]:
+    """The Dynamo backend (`torch.compile(model, backend="kiln")`). `name`
+    (torch.compile's) is accepted and unused: graphs are named torch_graph_N."""
     parsed = _Options.parse(mode, options)
-    _STATS["graphs"] += 1
-    return _KilnGraph(gm, parsed, _next_label())
+    with _LOCK:
+        _STATS["graphs"] += 1
+        return _KilnGraph(gm, parsed, _next_label())
 
 
 def _next_label() -> str:
@@ -609,11 +646,15 @@ def explain(model: Callable[..., Any], *args: Any, options: Optional[Dict[str, A
     for graph, gm in zip(graphs, dynamo.graphs):
         ops = sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
         text = ""
-        if graph.fallback_reason is None and graph.backend_name is not None:
+        compiled = graph.fallback_reason is None and graph.onnx is not None
+        reason = graph.fallback_reason
+        if compiled:
             text = kiln_explain(graph.onnx, backend=graph.backend_name,
-                                name=f"{graph._label}.onnx", precision=parsed.precision or None)
-        out.append(GraphExplanation(graph._label, ops, graph.fallback_reason is None,
-                                    graph.fallback_reason, text))
+                                name=f"{graph._label}.onnx", precision=parsed.precision or None,
+                                cache_dir=parsed.cache_dir)
+        elif reason is None:
+            reason = _GRAD_REASON if graph._warned_grad else "it was not called"
+        out.append(GraphExplanation(graph._label, ops, compiled, reason, text))
     reasons = []
     for reason in dynamo.break_reasons:
         where = ""
@@ -676,7 +717,8 @@ def _dim_ranges(dynamic_shapes: Any) -> Dict[str, Tuple[int, int]]:
         elif isinstance(spec, (list, tuple)):
             for value in spec:
                 visit(value)
-        elif hasattr(spec, "__name__") and hasattr(spec, "max") and hasattr(spec, "min"):
+        elif hasattr(spec, "__name__") and hasattr(spec, "max") and hasattr(spec, "min") and \
+                str(spec.__name__).isidentifier():  # a derived Dim (2*seq) has no range of its own
             high = spec.max
             if isinstance(high, int) and high < 2 ** 62:
                 ranges[spec.__name__] = (max(int(spec.min), 0), int(high))
@@ -707,13 +749,15 @@ def export(module: torch.nn.Module, args: Tuple[Any, ...], kwargs: Optional[Dict
     import tempfile
 
     path = os.fspath(path)
+    if not isinstance(args, tuple):
+        args = (args,)
     if not (path.endswith(".kiln") or path.endswith(".so")):
         raise KilnError(f"kiln.export: path '{path}' must end in .kiln or .so")
     compiler = _kiln_compile_path()
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        with _LOCK, warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            program = torch.onnx.export(module, tuple(args), kwargs=kwargs, dynamo=True,
+            program = torch.onnx.export(module, args, kwargs=kwargs, dynamo=True,
                                         verbose=False, dynamic_shapes=dynamic_shapes,
                                         external_data=False, optimize=True)
     except Exception as e:
@@ -729,8 +773,9 @@ def export(module: torch.nn.Module, args: Tuple[Any, ...], kwargs: Optional[Dict
     stem = os.path.splitext(os.path.basename(path))[0] or "model"
     with tempfile.TemporaryDirectory(prefix="kiln-export-") as folder:
         model = os.path.join(folder, f"{stem}.onnx")
-        with open(model, "wb") as f:
-            f.write(program.model_proto.SerializeToString())
+        # Weights past protobuf's 2 GB go to a data file beside the model,
+        # where kiln-compile reads them.
+        program.save(model)
         command = [compiler, model, "-o", path]
         if buckets is not None:
             command += ["--buckets", _buckets_flag(buckets)]
@@ -742,7 +787,7 @@ def export(module: torch.nn.Module, args: Tuple[Any, ...], kwargs: Optional[Dict
             command += ["--arch", str(arch)]
         if cache_dir is not None:
             command += ["--cache-dir", os.fspath(cache_dir)]
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = subprocess.run(command, capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         first = next((line for line in lines if "error" in line), lines[0] if lines else
