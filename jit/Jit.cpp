@@ -163,6 +163,12 @@ struct ModelEntry {
   /// Specializations asked for (under the JIT's mutex): a flood of distinct
   /// shapes must not load code without bound.
   int requested = 0;
+  /// Handles given out by kiln_jit_compile_* and not yet given back with
+  /// kiln_jit_release (under the JIT's mutex); at zero the model is destroyed.
+  int handles = 0;
+  /// Specializations of it a worker is compiling or installing (under the
+  /// mutex): a released model waits for them before it is destroyed.
+  int jobsRunning = 0;
 };
 
 /// The most variants the JIT compiles for one model; past it the generic code
@@ -197,6 +203,8 @@ public:
   absl::StatusOr<kiln_model_t *> compile(const void *data, size_t size, const std::string &name,
                                          const std::string &folder);
   void waitIdle();
+  /// Gives back one handle of `model`; the last destroys it (kiln_jit_release).
+  absl::Status release(kiln_model_t *model);
   /// What kiln-compile --explain prints for the model (compiled for it, not
   /// cached: a diagnostic).
   absl::StatusOr<std::string> explain(const void *data, size_t size, const std::string &name);
@@ -260,6 +268,8 @@ private:
   std::mutex mutex_; ///< models, single-flight, memory cache, queue
   std::condition_variable changed_;
   std::map<std::string, std::unique_ptr<ModelEntry>> models_;
+  /// Models given back while a specialization of theirs ran (under mutex_).
+  std::vector<std::unique_ptr<ModelEntry>> released_;
   std::map<std::string, std::shared_ptr<InFlight>> compiling_;
   std::list<std::pair<std::string, std::shared_ptr<const AlignedBytes>>> memory_;
   std::deque<Job> queue_;
@@ -368,6 +378,8 @@ Jit::~Jit() {
   stopBackground();
   for (auto &[key, entry] : models_)
     kiln_model_destroy(entry->model);
+  for (auto &entry : released_)
+    kiln_model_destroy(entry->model);
   // The libraries built there stay loaded (their files may go).
   if (!privateFolder_.empty())
     llvm::sys::fs::remove_directories(privateFolder_);
@@ -421,19 +433,24 @@ absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
   bool mine = false;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (auto it = models_.find(key); it != models_.end())
-      return it->second->model;
-    auto [it, inserted] = compiling_.try_emplace(key, nullptr);
-    if (inserted) {
-      it->second = std::make_shared<InFlight>();
-      mine = true;
-    }
-    flight = it->second;
-    if (!mine) {
+    for (;;) {
+      if (auto it = models_.find(key); it != models_.end()) {
+        ++it->second->handles;
+        return it->second->model;
+      }
+      auto [it, inserted] = compiling_.try_emplace(key, nullptr);
+      if (inserted) {
+        it->second = std::make_shared<InFlight>();
+        mine = true;
+      }
+      flight = it->second;
+      if (mine)
+        break;
       changed_.wait(lock, [&] { return flight->done; });
       if (!flight->status.ok())
         return flight->status;
-      return flight->model;
+      // The model is in models_ now (unless every handle was given back
+      // since, when the loop compiles it again); take a handle of it there.
     }
   }
   auto finish = [&](absl::Status status, kiln_model_t *model) -> absl::StatusOr<kiln_model_t *> {
@@ -481,6 +498,7 @@ absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
     kiln_model_set_variant_miss_handler(model, onVariantMiss, entry.get());
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    entry->handles = 1; // the asker's
     models_.emplace(key, std::move(entry));
   }
   return finish(absl::OkStatus(), model);
@@ -644,6 +662,7 @@ void Jit::work() {
       job = std::move(queue_.front());
       queue_.pop_front();
       ++running_;
+      ++job.entry->jobsRunning;
     }
     absl::StatusOr<std::shared_ptr<const AlignedBytes>> pack = packFor(job);
     bool installed = false;
@@ -659,10 +678,57 @@ void Jit::work() {
                    std::string(pack.status().message()).c_str());
     }
     bump(installed ? &kiln_jit_stats_t::specializations : &kiln_jit_stats_t::failed);
-    std::lock_guard<std::mutex> lock(mutex_);
-    --running_;
-    changed_.notify_all();
+    std::unique_ptr<ModelEntry> retire;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --running_;
+      if (--job.entry->jobsRunning == 0)
+        for (auto it = released_.begin(); it != released_.end(); ++it)
+          if (it->get() == job.entry) {
+            retire = std::move(*it);
+            released_.erase(it);
+            break;
+          }
+      changed_.notify_all();
+    }
+    if (retire) // given back while this job ran: destroyed now that it is done
+      kiln_model_destroy(retire->model);
   }
+}
+
+absl::Status Jit::release(kiln_model_t *model) {
+  std::unique_ptr<ModelEntry> entry;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = models_.begin();
+    while (it != models_.end() && it->second->model != model)
+      ++it;
+    if (it == models_.end())
+      return absl::InvalidArgumentError(
+          "kiln_jit_release: the model is not one this JIT compiled, or every handle of it "
+          "was given back already");
+    if (--it->second->handles > 0)
+      return absl::OkStatus();
+    entry = std::move(it->second);
+    models_.erase(it);
+    // Its queued specializations go, and with them their keys, so that the
+    // same model compiled again specializes again.
+    for (auto job = queue_.begin(); job != queue_.end();)
+      job = job->entry == entry.get() ? queue_.erase(job) : std::next(job);
+    std::string prefix = entry->key + ",";
+    for (auto key = variantKeys_.lower_bound(prefix);
+         key != variantKeys_.end() && key->compare(0, prefix.size(), prefix) == 0;)
+      key = variantKeys_.erase(key);
+    // Its artifact's bytes leave memory (the disk cache keeps them).
+    std::string file = "model-" + entry->key + ".kiln";
+    memory_.remove_if([&](const auto &kept) { return kept.first == file; });
+    if (entry->jobsRunning > 0) {
+      released_.push_back(std::move(entry)); // the worker destroys it
+      return absl::OkStatus();
+    }
+  }
+  kiln_model_destroy(entry->model);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const AlignedBytes>> Jit::packFor(const Job &job) {
@@ -883,6 +949,16 @@ kiln_status_t kiln_jit_explain_memory(kiln_jit_t *jit, const void *data, size_t 
       return fail(text.status());
     kiln::jit::lastExplain = std::move(*text);
     *out_text = kiln::jit::lastExplain.c_str();
+    return KILN_OK;
+  });
+}
+
+kiln_status_t kiln_jit_release(kiln_jit_t *jit, kiln_model_t *model) {
+  return guarded("kiln_jit_release", [&] {
+    if (!jit || !model)
+      return fail(absl::InvalidArgumentError("kiln_jit_release: a NULL argument"));
+    if (absl::Status s = jit->jit->release(model); !s.ok())
+      return fail(s);
     return KILN_OK;
   });
 }

@@ -598,7 +598,12 @@ std::unique_ptr<Model> compileModel(nb::object model, const std::string &backend
   }
   if (status != KILN_OK)
     throw KilnError(kiln_jit_last_error());
-  return std::make_unique<Model>(handle, false, jit);
+  // The Python object's end gives its handle back (the JIT destroys the model
+  // when no other handle of it is left); the deleter keeps the JIT alive.
+  std::shared_ptr<void> release(handle, [jit](void *model) {
+    kiln_jit_release(jit.get(), static_cast<kiln_model_t *>(model));
+  });
+  return std::make_unique<Model>(handle, false, std::move(release));
 }
 
 /// kiln-compile --explain's lines for a model's bytes (kiln.explain).

@@ -137,6 +137,40 @@ TEST(Jit, ExplainsAModelAsKilnCompileDoes) {
   EXPECT_EQ(kiln_jit_explain_memory(jit.get(), nullptr, 0, "x.onnx", &out), KILN_INVALID_ARGUMENT);
 }
 
+TEST(Jit, ReleasingEveryHandleDestroysTheModelAndTheDiskCacheKeepsIt) {
+  FreshCacheDir folder;
+  kiln_jit_options_t options;
+  kiln_jit_options_init(&options);
+  options.cache_dir = folder.path.c_str();
+  options.backend = KILN_BACKEND_HOST;
+  kiln::Jit jit;
+  ASSERT_TRUE(kiln::Jit::create(&options, &jit).ok());
+  kiln::Model first, second;
+  ASSERT_TRUE(jit.compileFile(KILN_TEST_MODELS "/encoder.onnx", &first).ok());
+  ASSERT_TRUE(jit.compileFile(KILN_TEST_MODELS "/encoder.onnx", &second).ok());
+  ASSERT_EQ(first.get(), second.get()); // one model, two handles
+  // A new shape queues a specialization; the model is given back while it
+  // may still be compiling, which then finishes before the model goes.
+  std::vector<kiln::HostTensor> inputs = {randomInput(3, 7)}, outputs;
+  ASSERT_TRUE(first.run(inputs, &outputs).ok());
+  EXPECT_TRUE(jit.release(first).ok());
+  // One handle left: the model still runs.
+  ASSERT_TRUE(second.run(inputs, &outputs).ok());
+  EXPECT_TRUE(jit.release(second).ok());
+  kiln::Status s = jit.release(second); // no handle left
+  EXPECT_EQ(s.code(), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(s.message().find("kiln_jit_release"), std::string::npos) << s.message();
+  jit.waitIdle();
+  // Compiled again: from the disk cache, not compiled anew.
+  uint64_t compiles = jit.stats().compiles, hits = jit.stats().disk_hits;
+  kiln::Model again;
+  ASSERT_TRUE(jit.compileFile(KILN_TEST_MODELS "/encoder.onnx", &again).ok());
+  EXPECT_EQ(jit.stats().compiles, compiles);
+  EXPECT_EQ(jit.stats().disk_hits, hits + 1);
+  ASSERT_TRUE(again.run(inputs, &outputs).ok());
+  EXPECT_EQ(kiln_jit_release(jit.get(), nullptr), KILN_INVALID_ARGUMENT);
+}
+
 TEST(Jit, BadModelsAndArgumentsAreErrors) {
   FreshCacheDir folder;
   const std::string &cache = folder.path;

@@ -17,7 +17,8 @@
  * bound keeps the most recently used entries' bytes as well.
  *
  * Threads: every function may be called from any thread. Models belong to the
- * JIT that made them: do not kiln_model_destroy them; they live until
+ * JIT that made them: do not kiln_model_destroy them; they live until every
+ * handle of them is given back with kiln_jit_release, or until
  * kiln_jit_destroy, which first waits for background work.
  */
 #ifndef KILN_JIT_H
@@ -32,8 +33,9 @@
 extern "C" {
 #endif
 
-/* 2: kiln_jit_options_t.precision and kiln_jit_explain_memory. A library of
- * version 1 ignores precision (it copies only the fields it knows). */
+/* 2: kiln_jit_options_t.precision, kiln_jit_explain_memory and
+ * kiln_jit_release. A library of version 1 ignores precision (it copies only
+ * the fields it knows). */
 #define KILN_JIT_API_VERSION 2
 
 typedef struct kiln_jit_t kiln_jit_t;
@@ -94,6 +96,16 @@ KILN_API kiln_status_t kiln_jit_compile_memory(kiln_jit_t *jit, const void *data
  * thread's next kiln_jit_explain_memory. */
 KILN_API kiln_status_t kiln_jit_explain_memory(kiln_jit_t *jit, const void *data, size_t size,
                                                const char *name, const char **out_text);
+
+/* Gives back one handle of `model`: each kiln_jit_compile_* call that returned
+ * it counts once. When the last is given back, the model is destroyed and its
+ * memory freed (its queued specializations are dropped; one being compiled
+ * finishes first, in the background); the disk cache keeps it, so compiling
+ * it again loads it from there. The caller must not use the handle after
+ * giving it back, nor while a run on it is in progress. A model that is not
+ * the JIT's (or whose handles were all given back) is KILN_INVALID_ARGUMENT.
+ * (API 2.) */
+KILN_API kiln_status_t kiln_jit_release(kiln_jit_t *jit, kiln_model_t *model);
 
 /* Blocks until no specialization is queued or running. */
 KILN_API kiln_status_t kiln_jit_wait_idle(kiln_jit_t *jit);

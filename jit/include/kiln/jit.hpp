@@ -52,6 +52,13 @@ public:
     *out = text;
     return Status();
   }
+  /// Gives back one handle of a model this JIT compiled (kiln_jit_release).
+  Status release(const Model &model) {
+    kiln_status_t code = kiln_jit_release(jit_.get(), model.get());
+    if (code != KILN_OK)
+      return Status::error(code, kiln_jit_last_error());
+    return Status();
+  }
   /// Blocks until the background specializations queued so far are installed.
   void waitIdle() { kiln_jit_wait_idle(jit_.get()); }
   kiln_jit_stats_t stats() const {
