@@ -408,3 +408,23 @@ def test_a_second_process_compiles_nothing(tmp_path):
         counts.append([int(v) for v in run.stdout.split()[-2:]])
     (first_compiles, _), (second_compiles, second_hits) = counts
     assert first_compiles >= 1 and second_compiles == 0 and second_hits >= 1, counts
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch has no CUDA device here")
+def test_cuda_tensors_run_on_their_device_and_stay_there(options):
+    """On a GPU: CUDA tensors in, kiln's CUDA backend on their device, outputs
+    in device memory (DLPack, no copy through the host), matching eager with
+    TF32 off on both sides (kiln's fp32 is IEEE)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(10)
+    model = Encoder().eval().cuda()
+    compiled = torch.compile(model, backend="kiln", dynamic=True, options=options)
+    generator = torch.Generator().manual_seed(11)
+    with torch.no_grad():
+        for batch, seq in [(2, 5), (3, 9)]:
+            ids, mask = (t.cuda() for t in encoder_inputs(batch, seq, generator))
+            got = compiled(ids, mask)
+            assert got.is_cuda and got.device == ids.device
+            assert_close(got, model(ids, mask), f"encoder on CUDA {batch}x{seq}")
+    assert kt.stats()["compiled"] == 1 and kt.stats()["fallbacks"] == 0
