@@ -632,6 +632,19 @@ nb::dict jitStats(bool wait) {
     for (auto &entry : registered)
       jits.push_back(entry.second);
   }
+  // The counters, named as kiln.jit_stats() names them: one table for the
+  // sum and the dict.
+  static const std::pair<const char *, uint64_t kiln_jit_stats_t::*> counters[] = {
+      {"memory_hits", &kiln_jit_stats_t::memory_hits},
+      {"disk_hits", &kiln_jit_stats_t::disk_hits},
+      {"misses", &kiln_jit_stats_t::misses},
+      {"compiles", &kiln_jit_stats_t::compiles},
+      {"evictions", &kiln_jit_stats_t::evictions},
+      {"damaged", &kiln_jit_stats_t::damaged},
+      {"specializations", &kiln_jit_stats_t::specializations},
+      {"dropped", &kiln_jit_stats_t::dropped},
+      {"failed", &kiln_jit_stats_t::failed},
+  };
   kiln_jit_stats_t sum{};
   for (const std::shared_ptr<kiln_jit_t> &jit : jits) {
     kiln_jit_stats_t one{};
@@ -644,29 +657,15 @@ nb::dict jitStats(bool wait) {
     }
     if (status != KILN_OK)
       throw KilnError(kiln_jit_last_error());
-    sum.memory_hits += one.memory_hits;
-    sum.disk_hits += one.disk_hits;
-    sum.misses += one.misses;
-    sum.compiles += one.compiles;
+    for (const auto &[name, field] : counters)
+      sum.*field += one.*field;
     sum.compile_ms += one.compile_ms;
-    sum.evictions += one.evictions;
-    sum.damaged += one.damaged;
-    sum.specializations += one.specializations;
-    sum.dropped += one.dropped;
-    sum.failed += one.failed;
   }
   nb::dict out;
   out["jits"] = jits.size();
-  out["memory_hits"] = sum.memory_hits;
-  out["disk_hits"] = sum.disk_hits;
-  out["misses"] = sum.misses;
-  out["compiles"] = sum.compiles;
+  for (const auto &[name, field] : counters)
+    out[name] = sum.*field;
   out["compile_ms"] = sum.compile_ms;
-  out["evictions"] = sum.evictions;
-  out["damaged"] = sum.damaged;
-  out["specializations"] = sum.specializations;
-  out["dropped"] = sum.dropped;
-  out["failed"] = sum.failed;
   return out;
 }
 #endif

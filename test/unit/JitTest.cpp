@@ -41,6 +41,19 @@ struct FreshCacheDir {
   }
 };
 
+/// A host-emulation JIT caching in `folder`, specializing unless told not to.
+void createHostJit(const FreshCacheDir &folder, kiln::Jit *jit, const char *precision = nullptr,
+                   int specialize = 1) {
+  kiln_jit_options_t options;
+  kiln_jit_options_init(&options);
+  options.cache_dir = folder.path.c_str();
+  options.backend = KILN_BACKEND_HOST;
+  options.precision = precision;
+  options.specialize = specialize;
+  kiln::Status s = kiln::Jit::create(&options, jit);
+  ASSERT_TRUE(s.ok()) << s.message();
+}
+
 kiln::HostTensor randomInput(int64_t batch, int64_t seq) {
   kiln::HostTensor x(KILN_F32, {batch, seq, 16});
   for (size_t i = 0; i < x.numel(); ++i)
@@ -110,12 +123,8 @@ TEST(Jit, CompilesRunsAndSpecializesInTheBackground) {
 
 TEST(Jit, ExplainsAModelAsKilnCompileDoes) {
   FreshCacheDir folder;
-  kiln_jit_options_t options;
-  kiln_jit_options_init(&options);
-  options.cache_dir = folder.path.c_str();
-  options.backend = KILN_BACKEND_HOST;
   kiln::Jit jit;
-  ASSERT_TRUE(kiln::Jit::create(&options, &jit).ok());
+  createHostJit(folder, &jit);
   std::ifstream file(KILN_TEST_MODELS "/encoder.onnx", std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(bytes.empty());
@@ -139,12 +148,8 @@ TEST(Jit, ExplainsAModelAsKilnCompileDoes) {
 
 TEST(Jit, ReleasingEveryHandleDestroysTheModelAndTheDiskCacheKeepsIt) {
   FreshCacheDir folder;
-  kiln_jit_options_t options;
-  kiln_jit_options_init(&options);
-  options.cache_dir = folder.path.c_str();
-  options.backend = KILN_BACKEND_HOST;
   kiln::Jit jit;
-  ASSERT_TRUE(kiln::Jit::create(&options, &jit).ok());
+  createHostJit(folder, &jit);
   kiln::Model first, second;
   ASSERT_TRUE(jit.compileFile(KILN_TEST_MODELS "/encoder.onnx", &first).ok());
   ASSERT_TRUE(jit.compileFile(KILN_TEST_MODELS "/encoder.onnx", &second).ok());
@@ -212,16 +217,10 @@ TEST(Jit, BadModelsAndArgumentsAreErrors) {
 
 TEST(Jit, PrecisionIsPartOfTheKey) {
   FreshCacheDir folder;
-  kiln_jit_options_t options;
-  kiln_jit_options_init(&options);
-  options.cache_dir = folder.path.c_str();
-  options.backend = KILN_BACKEND_HOST;
-  options.specialize = 0;
   kiln::Jit fp32, bf16;
-  ASSERT_TRUE(kiln::Jit::create(&options, &fp32).ok());
+  createHostJit(folder, &fp32, nullptr, /*specialize=*/0);
   std::string mode = "bf16";
-  options.precision = mode.c_str();
-  ASSERT_TRUE(kiln::Jit::create(&options, &bf16).ok());
+  createHostJit(folder, &bf16, mode.c_str(), /*specialize=*/0);
   mode = "xxxx"; // the JIT keeps its own copy
   kiln::Model a, b;
   ASSERT_TRUE(fp32.compileFile(KILN_TEST_MODELS "/encoder.onnx", &a).ok());
