@@ -30,10 +30,25 @@ FailureOr<int64_t> staticLength(std::optional<Location> location, StringRef opNa
   return type.getDimSize(0);
 }
 
-/// Known elements of `v`, or `length` unknowns.
+/// Known elements of `v`, or `length` unknowns. A shape built by concatenating
+/// 1-D pieces (an importer's [gather(shape_of(x), 0), 1] for a unit dim of a
+/// tensor whose dim is unknown) is known piece by piece: the 1 stays a 1.
 SymShape knownOrUnknown(Value v, int64_t length) {
   if (auto known = getKnownElements(v); known && (int64_t)known->size() == length)
     return *known;
+  if (auto concat = v.getDefiningOp<ConcatOp>();
+      concat && (concat.getAxis() == 0 || concat.getAxis() == -1)) {
+    SymShape pieces;
+    for (Value piece : concat.getInputs()) {
+      auto type = dyn_cast<RankedTensorType>(piece.getType());
+      if (!type || type.getRank() != 1 || type.isDynamicDim(0))
+        return SymShape(length);
+      SymShape known = knownOrUnknown(piece, type.getDimSize(0));
+      pieces.append(known.begin(), known.end());
+    }
+    if ((int64_t)pieces.size() == length)
+      return pieces;
+  }
   return SymShape(length);
 }
 

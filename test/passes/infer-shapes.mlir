@@ -135,3 +135,23 @@ func.func @symbolic_declaration_kept(%x: tensor<?x?xf32, #kiln.dims<[a, b]>>) ->
   %e = kiln.exp %r : (tensor<?x2xf32, #kiln.dims<[a * (b floordiv 2), 2]>>) -> tensor<?x2xf32>
   return %e : tensor<?x2xf32>
 }
+
+// -----
+
+// A shape concatenated from pieces is known piece by piece: a unit dim added to
+// a tensor whose dim is unknown (the importer's Unsqueeze: [dim 0 of x, 1])
+// stays a static 1, so a ScatterND reading it as indices has its static tuple
+// length (Swin's window mask, exported by torch.onnx with dynamic sizes).
+// CHECK-LABEL: func @unit_dim_of_unknown
+// CHECK: kiln.reshape {{.*}} -> tensor<?x1xi64, #kiln.dims<[arg0_d0, 1]>>
+// NOBIND-LABEL: func @unit_dim_of_unknown
+// NOBIND: kiln.reshape {{.*}} -> tensor<?x1xi64>
+func.func @unit_dim_of_unknown(%x: tensor<?xi64>) -> tensor<?x?xi64> {
+  %shape = kiln.shape_of %x : (tensor<?xi64>) -> tensor<1xi64>
+  %i0 = kiln.constant dense<0> : tensor<1xi64>
+  %d0 = kiln.gather %shape, %i0 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %one = kiln.constant dense<1> : tensor<1xi64>
+  %s = kiln.concat %d0, %one {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %r = kiln.reshape %x, %s : (tensor<?xi64>, tensor<2xi64>) -> tensor<?x?xi64>
+  return %r : tensor<?x?xi64>
+}
