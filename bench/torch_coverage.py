@@ -24,7 +24,9 @@ import kiln.torch as kt
 
 DEFAULT = ("resnet18,resnet50,mobilenet_v2,mobilenet_v3_small,efficientnet_b0,regnet_x_400mf,"
            "shufflenet_v2_x0_5,squeezenet1_0,densenet121,googlenet,mnasnet0_5,convnext_tiny,"
-           "vit_b_16,swin_t,alexnet,vgg11")
+           "vit_b_16,alexnet,vgg11")
+# swin_t at its fixed 224x224 takes over 10 minutes of host emulation here;
+# docs/torch.md gives a two-stage Swin at 32x32 instead.
 
 
 def main():
