@@ -206,6 +206,14 @@ class _KilnGraph:
         self.fallback_reason = reason
         warnings.warn(f"kiln: {self._label} runs eagerly: {reason}", KilnGraphFallback, stacklevel=4)
 
+    def _found(self, key: Any, args: Sequence[Any]) -> Optional[_Compiled]:
+        """The model kept for `key`, if its frozen tensors are these very ones."""
+        compiled = self._models.get(key)
+        if compiled is not None and all(
+                ref() is args[index] for ref, index in zip(compiled.weights, self._frozen_indices)):
+            return compiled
+        return None
+
     def _model_for(self, args: Sequence[Any]) -> Optional[_Compiled]:
         """The model for these frozen arguments, compiled if new; None when the
         graph falls back to eager."""
@@ -218,17 +226,12 @@ class _KilnGraph:
                 if isinstance(a, torch.Tensor) and _is_module_scalar(info)]
         identity, state = self._identity(args), self._state(args)
         key = (identity, state)
-        compiled = self._models.get(key)
         # Without the lock: a call of a compiled graph never waits for another
         # graph's compile (a dict read is atomic under the GIL).
-        if compiled is not None and all(
-                ref() is args[index] for ref, index in zip(compiled.weights, self._frozen_indices)):
+        if (compiled := self._found(key, args)) is not None:
             return compiled
         with _LOCK:  # one thread lowers a graph; the others then find its model
-            compiled = self._models.get(key)
-            if compiled is not None and all(
-                    ref() is args[index]
-                    for ref, index in zip(compiled.weights, self._frozen_indices)):
+            if (compiled := self._found(key, args)) is not None:
                 return compiled
             if self._eager:
                 return None
