@@ -101,7 +101,6 @@ class _Compiled:
     model: Any
     inputs: List[_Input]
     output_names: List[str]
-    onnx: Optional[bytes]  # kept only for explain
     # The frozen tensors it was compiled from, weakly: a key whose tensors
     # were freed (and whose id and address a new tensor reuses) is no match.
     weights: List[Any] = dataclasses.field(default_factory=list)
@@ -194,8 +193,7 @@ class _KilnGraph:
         self.backend_name = backend
         if self._keep_onnx:
             self.onnx = lowered.onnx
-        return _Compiled(model, lowered.inputs, [o.name for o in model.outputs],
-                         lowered.onnx if self._keep_onnx else None)
+        return _Compiled(model, lowered.inputs, [o.name for o in model.outputs])
 
     def _fall_back(self, reason: str) -> None:
         if self._options.strict:
