@@ -382,8 +382,7 @@ DimExpr symbolicSliceLength(DimExpr dim, DimExpr start, DimExpr end, int64_t ste
       std::optional<bool>(false))
     s = getConstantDim(ctx, 0);
   DimExpr length = subDims(e, s);
-  // Only trust the arithmetic when both positions are within [0, dim].
-  if (!isProvablyNonNegative(length) && !getConstantDimValue(length))
+  if (!length)
     return DimExpr();
   if (auto c = getConstantDimValue(length); c && *c < 0)
     return getConstantDim(ctx, 0);
@@ -394,12 +393,20 @@ DimExpr symbolicSliceLength(DimExpr dim, DimExpr start, DimExpr end, int64_t ste
            decideShapeAssumption(ShapeAssumption::Kind::LessEqual, lhs, rhs) !=
                std::optional<bool>(true);
   };
-  if (unguardable(getConstantDim(ctx, 0), s) || unguardable(e, dim))
+  if (unguardable(getConstantDim(ctx, 0), s) || unguardable(e, dim) || unguardable(s, e))
     return DimExpr();
+  // The arithmetic e - s is the length only with both positions within
+  // [0, dim] and in order; each fact not proven here is checked per call.
+  // (A U-Net's crop [m, m + h) of a skip connection is in order exactly when
+  // the decoder's h is a size, which no shape function can prove.)
   recordShapeAssumption(ShapeAssumption::Kind::LessEqual, getConstantDim(ctx, 0), s,
                         "the start of dim " + Twine(axis) + " must not lie before the dim");
   recordShapeAssumption(ShapeAssumption::Kind::LessEqual, e, dim,
                         "the end of dim " + Twine(axis) + " must not lie past the dim");
+  bool wholeDim = getConstantDimValue(s) == 0 && e == dim; // a dim is never negative
+  if (!wholeDim && !isProvablyNonNegative(length))
+    recordShapeAssumption(ShapeAssumption::Kind::LessEqual, s, e,
+                          "the end of dim " + Twine(axis) + " must not lie before its start");
   return length;
 }
 } // namespace
@@ -453,25 +460,47 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
         llvm::all_of(*starts, [](DimExpr d) { return getConstantDimValue(d) == 0; }))
       return getInput();
   }
-  // Slices of 1-D integer vectors: the shape computations of exported models.
-  if (type.getRank() != 1 || !type.hasStaticShape())
+  // Slices of small integer tensors: the shape computations of exported models
+  // (a Swin block's pads are rows of a [4, 2] table read backwards).
+  // Elements are folded one DimExpr each, so only tables of shape size.
+  constexpr int64_t kMaxShapeTableElements = 1024;
+  auto inType = dyn_cast<RankedTensorType>(getInput().getType());
+  if (!type.hasStaticShape() || !inType || !inType.hasStaticShape() ||
+      inType.getNumElements() > kMaxShapeTableElements)
     return {};
   auto data = getKnownElements(adaptor.getInput(), getContext());
   auto start = getKnownElements(adaptor.getStarts(), getContext());
   auto step = getKnownElements(adaptor.getSteps(), getContext());
-  if (!data || !start || !step)
+  int64_t rank = type.getRank();
+  if (!data || !start || !step || (int64_t)start->size() != rank ||
+      (int64_t)step->size() != rank)
     return {};
-  auto s = getConstantDimValue((*start)[0]), k = getConstantDimValue((*step)[0]);
-  if (!s || !k)
-    return {};
-  int64_t n = data->size();
-  int64_t pos = *s < 0 ? std::max<int64_t>(*s + n, *k > 0 ? 0 : -1)
-                       : std::min<int64_t>(*s, *k > 0 ? n : n - 1);
-  SymShape out;
-  for (int64_t i = 0; i < type.getDimSize(0); ++i, pos += *k) {
-    if (pos < 0 || pos >= n)
+  // The first index read along each axis, clamped as Slice clamps its start.
+  SmallVector<int64_t> first, stride, strides(rank, 1);
+  for (int64_t axis = rank - 1; axis > 0; --axis)
+    strides[axis - 1] = strides[axis] * inType.getDimSize(axis);
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    auto s = getConstantDimValue((*start)[axis]), k = getConstantDimValue((*step)[axis]);
+    if (!s || !k || *k == 0)
       return {};
-    out.push_back((*data)[pos]);
+    int64_t n = inType.getDimSize(axis);
+    first.push_back(*s < 0 ? std::max<int64_t>(*s + n, *k > 0 ? 0 : -1)
+                           : std::min<int64_t>(*s, *k > 0 ? n : n - 1));
+    stride.push_back(*k);
+  }
+  SymShape out;
+  SmallVector<int64_t> index(rank, 0);
+  for (int64_t flat = 0; flat < type.getNumElements(); ++flat) {
+    int64_t offset = 0;
+    for (int64_t axis = 0; axis < rank; ++axis) {
+      int64_t pos = first[axis] + index[axis] * stride[axis];
+      if (pos < 0 || pos >= inType.getDimSize(axis))
+        return {};
+      offset += pos * strides[axis];
+    }
+    out.push_back((*data)[offset]);
+    for (int64_t axis = rank - 1; axis >= 0 && ++index[axis] == type.getDimSize(axis); --axis)
+      index[axis] = 0;
   }
   return makeKnownElementsAttr(type, out);
 }

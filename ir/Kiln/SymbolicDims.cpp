@@ -13,11 +13,13 @@
 #include "ir/Kiln/StepBoundSymbols.h"
 
 #include "mlir/IR/AffineExprVisitor.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <numeric>
 #include <mutex>
 #include <set>
 
@@ -466,6 +468,111 @@ Bounds boundsOf(AffineExpr e) {
     return {};
   }
 }
+/// An expression as (sum of coefficient * atom + c) / denominator, with c known
+/// only to lie in [lo, hi]: each `x floordiv k` is (x - r) / k and each
+/// `x ceildiv k` is (x + r) / k for an unknown remainder r in [0, k - 1], and each
+/// `x mod k` is such an r. Atoms are symbols and products that are not linear.
+/// So `h - 4 * ((h floordiv 2) floordiv 2) + 32`, a U-Net's second crop margin,
+/// is (0 * h + c) / 4 with c in [128, 140]: at least 32.
+struct LinearForm {
+  int64_t denominator = 1;
+  llvm::MapVector<AffineExpr, int64_t> terms;
+  int64_t lo = 0, hi = 0;
+};
+
+std::optional<LinearForm> scaled(LinearForm f, int64_t k) {
+  for (auto &term : f.terms) {
+    auto product = llvm::checkedMul(term.second, k);
+    if (!product)
+      return std::nullopt;
+    term.second = *product;
+  }
+  auto lo = llvm::checkedMul(f.lo, k), hi = llvm::checkedMul(f.hi, k);
+  if (!lo || !hi)
+    return std::nullopt;
+  f.lo = k >= 0 ? *lo : *hi;
+  f.hi = k >= 0 ? *hi : *lo;
+  return f;
+}
+
+std::optional<LinearForm> linearFormOf(AffineExpr e) {
+  LinearForm f;
+  switch (e.getKind()) {
+  case AffineExprKind::Constant:
+    f.lo = f.hi = cast<AffineConstantExpr>(e).getValue();
+    return f;
+  case AffineExprKind::SymbolId:
+    f.terms[e] = 1;
+    return f;
+  case AffineExprKind::DimId:
+    return std::nullopt;
+  default:
+    break;
+  }
+  auto bin = cast<AffineBinaryOpExpr>(e);
+  auto rhsConstant = dyn_cast<AffineConstantExpr>(bin.getRHS());
+  auto lhsConstant = dyn_cast<AffineConstantExpr>(bin.getLHS());
+  switch (e.getKind()) {
+  case AffineExprKind::Add: {
+    auto l = linearFormOf(bin.getLHS()), r = linearFormOf(bin.getRHS());
+    if (!l || !r)
+      return std::nullopt;
+    int64_t common = std::lcm(l->denominator, r->denominator);
+    l = scaled(*l, common / l->denominator);
+    r = scaled(*r, common / r->denominator);
+    if (!l || !r)
+      return std::nullopt;
+    auto lo = llvm::checkedAdd(l->lo, r->lo), hi = llvm::checkedAdd(l->hi, r->hi);
+    if (!lo || !hi)
+      return std::nullopt;
+    l->lo = *lo;
+    l->hi = *hi;
+    l->denominator = common;
+    for (auto [atom, k] : r->terms) {
+      auto sum = llvm::checkedAdd(l->terms.lookup(atom), k);
+      if (!sum)
+        return std::nullopt;
+      l->terms[atom] = *sum;
+    }
+    return l;
+  }
+  case AffineExprKind::Mul: {
+    if (!rhsConstant && !lhsConstant) {
+      f.terms[e] = 1; // a product of sizes: an atom
+      return f;
+    }
+    auto x = linearFormOf(rhsConstant ? bin.getLHS() : bin.getRHS());
+    if (!x)
+      return std::nullopt;
+    return scaled(*x, (rhsConstant ? rhsConstant : lhsConstant).getValue());
+  }
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv:
+  case AffineExprKind::Mod: {
+    if (!rhsConstant || rhsConstant.getValue() <= 0)
+      return std::nullopt;
+    int64_t k = rhsConstant.getValue();
+    if (e.getKind() == AffineExprKind::Mod) {
+      f.hi = k - 1;
+      return f;
+    }
+    auto x = linearFormOf(bin.getLHS());
+    auto denominator = x ? llvm::checkedMul(x->denominator, k) : std::nullopt;
+    auto spread = x ? llvm::checkedMul(x->denominator, k - 1) : std::nullopt;
+    if (!x || !denominator || !spread)
+      return std::nullopt;
+    x->denominator = *denominator;
+    auto bound = e.getKind() == AffineExprKind::FloorDiv ? llvm::checkedSub(x->lo, *spread)
+                                                          : llvm::checkedAdd(x->hi, *spread);
+    if (!bound)
+      return std::nullopt;
+    (e.getKind() == AffineExprKind::FloorDiv ? x->lo : x->hi) = *bound;
+    return x;
+  }
+  default:
+    return std::nullopt;
+  }
+}
 } // namespace
 
 bool isProvablyNonNegative(DimExpr dim) {
@@ -473,6 +580,15 @@ bool isProvablyNonNegative(DimExpr dim) {
     return false;
   if (std::optional<int64_t> lo = boundsOf(dim).lo; lo && *lo >= 0)
     return true; // e.g. (8 - h mod 8) mod 8, the padding to a multiple of 8
+  if (std::optional<LinearForm> f = linearFormOf(dim);
+      f && f->lo >= 0 && llvm::all_of(f->terms, [&](const auto &term) {
+        // Symbols are sizes; a product atom must be shown non-negative
+        // without this form (it is its own form).
+        return term.second == 0 ||
+               (term.second > 0 && (isa<AffineSymbolExpr>(term.first) ||
+                                    (term.first != dim && isProvablyNonNegative(term.first))));
+      }))
+    return true;
   switch (dim.getKind()) {
   case AffineExprKind::Constant:
     return cast<AffineConstantExpr>(dim).getValue() >= 0;
@@ -482,28 +598,8 @@ bool isProvablyNonNegative(DimExpr dim) {
     return false;
   default: {
     auto bin = cast<AffineBinaryOpExpr>(dim);
-    if (isProvablyNonNegative(bin.getLHS()) && isProvablyNonNegative(bin.getRHS()))
-      return true;
-    // x - c * (x floordiv c) with c > 0 is x mod c (a size less what whole
-    // tiles of c cover: a U-Net's crop margin), however the terms are ordered.
-    if (dim.getKind() != AffineExprKind::Add)
-      return false;
-    auto isRemainder = [](AffineExpr x, AffineExpr scaled) {
-      auto mul = dyn_cast<AffineBinaryOpExpr>(scaled);
-      if (!mul || mul.getKind() != AffineExprKind::Mul)
-        return false;
-      for (auto [quotient, factor] : {std::pair(mul.getLHS(), mul.getRHS()),
-                                      std::pair(mul.getRHS(), mul.getLHS())}) {
-        auto div = dyn_cast<AffineBinaryOpExpr>(quotient);
-        auto c = dyn_cast<AffineConstantExpr>(factor);
-        auto d = div ? dyn_cast<AffineConstantExpr>(div.getRHS()) : AffineConstantExpr();
-        if (div && c && d && div.getKind() == AffineExprKind::FloorDiv && div.getLHS() == x &&
-            d.getValue() > 0 && c.getValue() == -d.getValue())
-          return true;
-      }
-      return false;
-    };
-    return isRemainder(bin.getLHS(), bin.getRHS()) || isRemainder(bin.getRHS(), bin.getLHS());
+    // A product of non-negative factors (the sum's cases are the form's).
+    return isProvablyNonNegative(bin.getLHS()) && isProvablyNonNegative(bin.getRHS());
   }
   }
 }

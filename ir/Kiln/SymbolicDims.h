@@ -58,7 +58,10 @@ mlir::RankedTensorType makeTensorType(llvm::ArrayRef<DimExpr> dims,
                                       mlir::Type elementType);
 
 /// True when `dim` is non-negative for every non-negative value of its symbols: a
-/// polynomial with non-negative coefficients over symbols and divisions of such.
+/// polynomial with non-negative coefficients over symbols and divisions of such,
+/// or a sum whose negative terms are cancelled once each division by a constant is
+/// read as an exact quotient less a bounded remainder (`h - 4 * ((h floordiv 2)
+/// floordiv 2) + 32`, a crop margin).
 bool isProvablyNonNegative(DimExpr dim);
 
 /// True for names a symbol may have in printed IR: an identifier that is not one of

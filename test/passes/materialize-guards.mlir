@@ -78,3 +78,19 @@ func.func @gather_elements_other_dims(%d: tensor<?x8xf32, #kiln.dims<[n, 8]>>, %
   %g = kiln.gather_elements %d, %i {axis = 1 : i64} : (tensor<?x8xf32, #kiln.dims<[n, 8]>>, tensor<?x2xi64, #kiln.dims<[m, 2]>>) -> tensor<?x2xf32, #kiln.dims<[m, 2]>> loc("GatherElements_1")
   return %g : tensor<?x2xf32, #kiln.dims<[m, 2]>>
 }
+
+// -----
+
+// A crop [2, w floordiv 2) of a dim w: its end lies within the dim (proven:
+// w - w floordiv 2 is never negative), but the crop is in order only for w >= 4,
+// which is checked per call. Taking a whole dim, [0, dim), needs no guard.
+// CHECK-LABEL: func @crop_in_order
+// CHECK-NEXT: kiln.guard <less_equal> [2, w floordiv 2], "kiln.slice at 'Crop': the end of dim 1 must not lie before its start"
+// CHECK-NOT: kiln.guard
+func.func @crop_in_order(%x: tensor<?x?xf32, #kiln.dims<[n, w]>>) -> tensor<?x?xf32> {
+  %starts = kiln.constant dense<[0, 2]> : tensor<2xi64>
+  %ends = kiln.symbolic_constant [9223372036854775807, w floordiv 2] : tensor<2xi64>
+  %steps = kiln.constant dense<1> : tensor<2xi64>
+  %s = kiln.slice %x, %starts, %ends, %steps : (tensor<?x?xf32, #kiln.dims<[n, w]>>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x?xf32> loc("Crop")
+  return %s : tensor<?x?xf32>
+}

@@ -35,3 +35,27 @@ func.func @undecided(%x: tensor<?xf32, #kiln.dims<[batch]>>) -> (tensor<2xi1>, t
   %gt = kiln.compare %d, %m1 {direction = #kiln<compare gt>} : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi1>
   return %eq, %gt : tensor<2xi1>, tensor<1xi1>
 }
+
+// -----
+
+// Swin's pads: a [4, 2] table of (before, after) pairs read backwards (Slice
+// with step -1 on axis 0), transposed and flattened, folds, so the Pad has a
+// known type (a kernel, not a host step).
+// CHECK-LABEL: func @reversed_pad_table
+// CHECK-NOT: kiln.slice
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[P:.*]] = kiln.constant dense<[0, 1, 0, 0, 0, 4, 0, 0]> : tensor<8xi64>
+// CHECK: kiln.pad %{{.*}}, %[[P]], {{.*}} -> tensor<?x8x30x8xf32, #kiln.dims<[batch, 8, 30, 8]>>
+func.func @reversed_pad_table(%x: tensor<?x3x30x8xf32, #kiln.dims<[batch, 3, 30, 8]>>) -> tensor<?x?x?x?xf32> {
+  %t = kiln.constant dense<[[0, 0], [0, 0], [1, 4], [0, 0]]> : tensor<4x2xi64>
+  %starts = kiln.constant dense<[-1, 0]> : tensor<2xi64>
+  %ends = kiln.constant dense<[-9223372036854775807, 9223372036854775807]> : tensor<2xi64>
+  %steps = kiln.constant dense<[-1, 1]> : tensor<2xi64>
+  %r = kiln.slice %t, %starts, %ends, %steps : (tensor<4x2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<4x2xi64>
+  %p = kiln.transpose %r {permutation = array<i64: 1, 0>} : (tensor<4x2xi64>) -> tensor<2x4xi64>
+  %flat = kiln.constant dense<-1> : tensor<1xi64>
+  %pads = kiln.reshape %p, %flat : (tensor<2x4xi64>, tensor<1xi64>) -> tensor<8xi64>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %y = kiln.pad %x, %pads, %zero {mode = #kiln<pad_mode constant>} : (tensor<?x3x30x8xf32, #kiln.dims<[batch, 3, 30, 8]>>, tensor<8xi64>, tensor<f32>) -> tensor<?x?x?x?xf32>
+  return %y : tensor<?x?x?x?xf32>
+}

@@ -81,6 +81,21 @@ TEST_F(SymbolicDims, NonNegativity) {
   EXPECT_TRUE(isProvablyNonNegative(modDims(subDims(c(8), modDims(a, c(8))), c(8))));
   EXPECT_FALSE(isProvablyNonNegative(subDims(c(6), modDims(a, c(8)))));
   EXPECT_FALSE(isProvablyNonNegative(subDims(mulDims(a, b), c(1))));
+  // Divisions read as quotient less remainder: nested, offset, and over
+  // products; a torch U-Net's second crop margin is h - 4 ((h fd 2) fd 2) + 32.
+  DimExpr quarter = floorDivDims(floorDivDims(a, c(2)), c(2));
+  EXPECT_TRUE(isProvablyNonNegative(addDims(subDims(a, mulDims(c(4), quarter)), c(32))));
+  EXPECT_TRUE(isProvablyNonNegative(subDims(a, mulDims(c(4), quarter))));
+  EXPECT_FALSE(isProvablyNonNegative(subDims(subDims(a, mulDims(c(4), quarter)), c(1))));
+  EXPECT_FALSE(isProvablyNonNegative(subDims(a, mulDims(c(5), quarter))));
+  EXPECT_TRUE(isProvablyNonNegative(
+      subDims(mulDims(a, b), mulDims(c(2), floorDivDims(mulDims(a, b), c(2))))));
+  EXPECT_TRUE(isProvablyNonNegative(subDims(mulDims(c(3), ceilDivDims(a, c(3))), a)));
+  EXPECT_FALSE(isProvablyNonNegative(subDims(a, mulDims(c(3), ceilDivDims(a, c(3))))));
+  // (a - 4) floordiv 2 may be negative (a < 4); a - 2 ((a - 4) floordiv 2) - 4 is not.
+  EXPECT_FALSE(isProvablyNonNegative(floorDivDims(subDims(a, c(4)), c(2))));
+  EXPECT_TRUE(isProvablyNonNegative(
+      subDims(subDims(a, mulDims(c(2), floorDivDims(subDims(a, c(4)), c(2)))), c(4))));
 }
 
 TEST_F(SymbolicDims, TensorTypesCarrySymbolsInTheirEncoding) {
