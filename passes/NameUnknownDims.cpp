@@ -42,6 +42,42 @@ RankedTensorType refined(RankedTensorType current, Type inferred) {
 }
 
 struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> {
+  /// Folds `op` where its operands' named dims decide it, else lets its shape
+  /// function say more from them. False when `op` was folded away.
+  bool refine(Operation &op) {
+    MLIRContext *ctx = &getContext();
+    // Shape computations over named dims fold where they stand (a shape_of
+    // of a NonZero's result, and the gathers and concats of it a Squeeze
+    // exports as), so the reshape after them has a known shape.
+    if (op.getNumRegions() == 0 && !op.hasAttr(kBindsDimsAttr)) {
+      OpBuilder builder(&op);
+      SmallVector<Value> folded;
+      if (succeeded(builder.tryFold(&op, folded)) && !folded.empty()) {
+        bool sameTypes = llvm::all_of(llvm::zip(op.getResults(), folded), [](auto pair) {
+          return std::get<0>(pair).getType() == std::get<1>(pair).getType();
+        });
+        if (sameTypes) {
+          op.replaceAllUsesWith(folded);
+          op.erase();
+          return false;
+        }
+      }
+    }
+    // Operands named above may let the shape function say more now.
+    if (auto infer = dyn_cast<InferTypeOpInterface>(&op)) {
+      SmallVector<Type> inferred;
+      if (succeeded(infer.inferReturnTypes(ctx, std::nullopt, op.getOperands(),
+                                           op.getRawDictionaryAttrs(),
+                                           op.getPropertiesStorage(), op.getRegions(),
+                                           inferred)))
+        for (auto [result, type] : llvm::zip(op.getResults(), inferred))
+          if (auto current = dyn_cast<RankedTensorType>(result.getType()))
+            if (RankedTensorType r = refined(current, type); r && r != current)
+              result.setType(r);
+    }
+    return true;
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.getBody().empty())
@@ -90,44 +126,30 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
       markStepBound(getSymbolDim(ctx, name));
       return name;
     };
-    OpBuilder builder(ctx);
     for (Operation &op : llvm::make_early_inc_range(block)) {
       if (op.getNumResults() == 0 || isa<ConstantOp, tensor::CastOp>(op) ||
           !isa<KilnDialect>(op.getDialect()))
         continue;
-      // Shape computations over named dims fold where they stand (a shape_of
-      // of a NonZero's result, and the gathers and concats of it a Squeeze
-      // exports as), so the reshape after them has a known shape.
-      if (op.getNumRegions() == 0 && !op.hasAttr(kBindsDimsAttr)) {
-        builder.setInsertionPoint(&op);
-        SmallVector<Value> folded;
-        if (succeeded(builder.tryFold(&op, folded)) && !folded.empty()) {
-          bool sameTypes = llvm::all_of(llvm::zip(op.getResults(), folded), [](auto pair) {
-            return std::get<0>(pair).getType() == std::get<1>(pair).getType();
+      if (!refine(op))
+        continue; // folded away
+      // A body's steps cannot bind symbols (a loop's would rebind them), so
+      // what is unknown inside stays unknown there; the ops in a branch that
+      // only read named dims from outside take them (a detector's batched
+      // NMS inside `if boxes.numel() == 0`), and each unknown dim of an If's
+      // result is a symbol the If step binds from the branch that ran.
+      if (op.getNumRegions() != 0) {
+        SmallVector<Operation *> inside; // in order; refine may erase each
+        for (Region &region : op.getRegions())
+          region.walk<WalkOrder::PreOrder>([&](Operation *inner) {
+            if (inner->getNumResults() != 0 && !isa<ConstantOp, tensor::CastOp>(inner) &&
+                isa<KilnDialect>(inner->getDialect()))
+              inside.push_back(inner);
           });
-          if (sameTypes) {
-            op.replaceAllUsesWith(folded);
-            op.erase();
-            continue;
-          }
-        }
+        for (Operation *inner : inside)
+          refine(*inner);
+        if (!isa<IfOp>(op))
+          continue;
       }
-      // Operands named above may let the shape function say more now.
-      if (auto infer = dyn_cast<InferTypeOpInterface>(&op)) {
-        SmallVector<Type> inferred;
-        if (succeeded(infer.inferReturnTypes(ctx, std::nullopt, op.getOperands(),
-                                             op.getRawDictionaryAttrs(),
-                                             op.getPropertiesStorage(), op.getRegions(),
-                                             inferred)))
-          for (auto [result, type] : llvm::zip(op.getResults(), inferred))
-            if (auto current = dyn_cast<RankedTensorType>(result.getType()))
-              if (RankedTensorType r = refined(current, type); r && r != current)
-                result.setType(r);
-      }
-      // Control flow's results must stay as general as its bodies' (the
-      // verifier relates them): their unknown dims stay unknown.
-      if (op.getNumRegions() != 0)
-        continue;
       // What is still unknown is decided by this op's data: a symbol it binds.
       SmallVector<Attribute> binds;
       // A top_k's values and indices are both sized by its k, a unique's

@@ -1,6 +1,7 @@
 //===- ControlFlowOps.cpp - verifiers of if, loop and scan ----------------===//
 
 #include "ir/Kiln/KilnDialect.h"
+#include "ir/Kiln/StepBoundSymbols.h"
 
 using namespace mlir;
 
@@ -10,6 +11,20 @@ namespace {
 /// `refined` may stand where `general` is declared: same element type and rank,
 /// and no dim where both are known and differ.
 bool refines(Type refined, Type general) { return areRefinementCompatible(refined, general); }
+
+/// `type` with each dim the If step binds (kiln-name-unknown-dims) unknown:
+/// such a dim is whatever the branch that ran yields, an empty then-branch's 0
+/// as well as the other's count.
+Type withoutStepBoundDims(Type type) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  if (!ranked)
+    return type;
+  SymShape dims = getSymShape(ranked);
+  for (DimExpr &d : dims)
+    if (d && involvesStepBound(d))
+      d = DimExpr();
+  return makeTensorType(dims, ranked.getElementType());
+}
 
 YieldOp yieldOf(Region &region) { return cast<YieldOp>(region.front().getTerminator()); }
 
@@ -47,7 +62,7 @@ LogicalResult IfOp::verify() {
       return emitOpError() << "a branch yields " << yield.getValues().size()
                            << " values but the op has " << getNumResults() << " results";
     for (auto [i, v, r] : llvm::enumerate(yield.getValues(), getResults()))
-      if (!refines(v.getType(), r.getType()))
+      if (!refines(v.getType(), withoutStepBoundDims(r.getType())))
         return emitOpError() << "result #" << i << " has type " << r.getType()
                              << ", which a branch's " << v.getType() << " contradicts";
   }

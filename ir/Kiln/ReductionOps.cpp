@@ -2,6 +2,8 @@
 
 #include "ir/Kiln/KilnDialect.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
 using namespace mlir;
 
 namespace kiln {
@@ -39,13 +41,104 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+/// A reduction of a small dense constant: the image sizes torchvision's
+/// detection transform takes the max of (a [1] tensor of 320.0 once the resize
+/// is fixed). Floats compute in double and round once; an int overflow, a NaN
+/// (whose max/min semantics the kernels define), mean of ints, and any/all
+/// are left to run time.
+static OpFoldResult foldDenseReduce(DenseElementsAttr dense, RankedTensorType type,
+                                    ArrayRef<int64_t> axes, ReduceKind kind) {
+  constexpr int64_t kMaxShapeTableElements = 1024;
+  auto inType = cast<RankedTensorType>(dense.getType());
+  Type element = inType.getElementType();
+  bool isFloat = isa<FloatType>(element);
+  if (!type.hasStaticShape() || inType.getNumElements() > kMaxShapeTableElements ||
+      inType.getNumElements() == 0 || element.isInteger(1) ||
+      (!isFloat && (!element.isSignlessInteger() || kind == ReduceKind::mean)) ||
+      kind == ReduceKind::any || kind == ReduceKind::all)
+    return {};
+  int64_t rank = inType.getRank();
+  SmallVector<bool> reduced(rank, axes.empty());
+  for (int64_t axis : axes)
+    reduced[axis < 0 ? axis + rank : axis] = true;
+  // Where each input element lands in the result, row-major.
+  SmallVector<int64_t> outOf(inType.getNumElements(), 0);
+  SmallVector<int64_t> index(rank, 0);
+  for (int64_t flat = 0; flat < inType.getNumElements(); ++flat) {
+    int64_t out = 0;
+    for (int64_t axis = 0; axis < rank; ++axis)
+      if (!reduced[axis])
+        out = out * inType.getDimSize(axis) + index[axis];
+    outOf[flat] = out;
+    for (int64_t axis = rank - 1; axis >= 0 && ++index[axis] == inType.getDimSize(axis); --axis)
+      index[axis] = 0;
+  }
+  int64_t outCount = type.getNumElements();
+  int64_t groupSize = inType.getNumElements() / std::max<int64_t>(outCount, 1);
+  if (isFloat) {
+    SmallVector<double> values;
+    for (APFloat v : dense.getValues<APFloat>()) {
+      if (v.isNaN())
+        return {};
+      bool losesInfo;
+      v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &losesInfo);
+      values.push_back(v.convertToDouble());
+    }
+    SmallVector<std::optional<double>> acc(outCount);
+    for (auto [flat, v] : llvm::enumerate(values)) {
+      std::optional<double> &a = acc[outOf[flat]];
+      switch (kind) {
+      case ReduceKind::sum:
+      case ReduceKind::mean: a = a.value_or(0.0) + v; break;
+      case ReduceKind::prod: a = a.value_or(1.0) * v; break;
+      case ReduceKind::max: a = a ? std::max(*a, v) : v; break;
+      case ReduceKind::min: a = a ? std::min(*a, v) : v; break;
+      default: return {};
+      }
+    }
+    SmallVector<APFloat> out;
+    for (std::optional<double> a : acc) {
+      APFloat f(kind == ReduceKind::mean ? *a / groupSize : *a);
+      bool losesInfo;
+      f.convert(cast<FloatType>(element).getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                &losesInfo);
+      out.push_back(f);
+    }
+    return DenseElementsAttr::get(type, out);
+  }
+  SmallVector<std::optional<int64_t>> acc(outCount);
+  unsigned width = element.getIntOrFloatBitWidth();
+  for (auto [flat, v] : llvm::enumerate(dense.getValues<APInt>())) {
+    if (v.getSignificantBits() > 64)
+      return {};
+    int64_t x = v.getSExtValue();
+    std::optional<int64_t> &a = acc[outOf[flat]];
+    switch (kind) {
+    case ReduceKind::sum: a = llvm::checkedAdd(a.value_or(0), x); break;
+    case ReduceKind::prod: a = llvm::checkedMul(a.value_or(1), x); break;
+    case ReduceKind::max: a = a ? std::max(*a, x) : x; break;
+    case ReduceKind::min: a = a ? std::min(*a, x) : x; break;
+    default: return {};
+    }
+    if (!a || APInt(64, *a, true).getSignificantBits() > width)
+      return {}; // overflow of int64 or of the element type
+  }
+  SmallVector<APInt> out;
+  for (std::optional<int64_t> a : acc)
+    out.push_back(APInt(width, *a, /*isSigned=*/true));
+  return DenseElementsAttr::get(type, out);
+}
+
 OpFoldResult ReduceOp::fold(FoldAdaptor adaptor) {
   if (getAxes().empty() && getInput().getType() == getType())
     return getInput();
-  // Sums and products of sizes: the element counts exported models compute.
   auto inputType = cast<RankedTensorType>(getInput().getType());
   auto type = cast<RankedTensorType>(getType());
   ReduceKind kind = getKind();
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    if (OpFoldResult folded = foldDenseReduce(dense, type, getAxes(), kind))
+      return folded;
+  // Sums and products of sizes: the element counts exported models compute.
   if (inputType.getRank() != 1 || getAxes().size() != 1 ||
       !inputType.getElementType().isInteger() || inputType.getElementType().isInteger(1) ||
       (kind != ReduceKind::sum && kind != ReduceKind::prod))

@@ -67,3 +67,44 @@ func.func @slice_past_a_count(%x: tensor<6xf32>) -> tensor<1x?xi64> {
   %s = kiln.slice %i, %starts, %ends, %steps : (tensor<1x?xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<1x?xi64>
   return %s : tensor<1x?xi64>
 }
+
+// -----
+
+// torchvision's batched NMS: `if boxes.numel() == 0: keep = empty else: ...`.
+// The ops in the branch that read named dims from outside take them (the cast
+// and the multiply become kernels); what is unknown inside (the NMS's count)
+// stays unknown there, since a body's steps cannot bind; the If's result gets
+// a symbol the If step binds from the branch that ran, so the gather after it
+// is a kernel. The then-branch's 0 does not contradict that symbol.
+// CHECK-LABEL: func.func @numel_zero_if
+// KERNELS-LABEL: func.func @numel_zero_if
+// CHECK: kiln.non_zero %arg0 {kiln.binds_dims = {{\[}}[0, 1, "run1"]]}
+// CHECK: kiln.if %{{.*}} : tensor<1xi1> -> tensor<?xi64, #kiln.dims<[run2]>>
+// CHECK: kiln.yield %{{.*}} : tensor<0xi64>
+// CHECK: kiln.cast {{.*}} -> tensor<?xf32, #kiln.dims<[run1]>>
+// CHECK: kiln.mul {{.*}} -> tensor<?xf32, #kiln.dims<[run1]>>
+// CHECK: kiln.non_zero {{.*}} -> tensor<1x?xi64>{{$}}
+// CHECK: kiln.yield %{{.*}} : tensor<?xi64>{{$}}
+// CHECK: } {kiln.binds_dims = {{\[}}[0, 0, "run2"]]}
+// CHECK: kiln.gather {{.*}} -> tensor<?xf32, #kiln.dims<[run2]>>
+func.func @numel_zero_if(%x: tensor<?xf32, #kiln.dims<[run0]>>) -> tensor<?xf32> {
+  %nz = kiln.non_zero %x : (tensor<?xf32, #kiln.dims<[run0]>>) -> tensor<1x?xi64>
+  %flat = kiln.constant dense<-1> : tensor<1xi64>
+  %idx = kiln.reshape %nz, %flat : (tensor<1x?xi64>, tensor<1xi64>) -> tensor<?xi64>
+  %shape = kiln.shape_of %idx : (tensor<?xi64>) -> tensor<1xi64>
+  %zero = kiln.constant dense<0> : tensor<1xi64>
+  %empty = kiln.compare %shape, %zero {direction = #kiln<compare eq>} : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi1>
+  %keep = kiln.if %empty : tensor<1xi1> -> tensor<?xi64> {
+    %none = kiln.constant dense<0> : tensor<0xi64>
+    kiln.yield %none : tensor<0xi64>
+  } else {
+    %f = kiln.cast %idx to f32 : (tensor<?xi64>) -> tensor<?xf32>
+    %two = kiln.constant dense<2.0> : tensor<f32>
+    %m = kiln.mul %f, %two : (tensor<?xf32>, tensor<f32>) -> tensor<?xf32>
+    %nz2 = kiln.non_zero %m : (tensor<?xf32>) -> tensor<1x?xi64>
+    %k = kiln.reshape %nz2, %flat : (tensor<1x?xi64>, tensor<1xi64>) -> tensor<?xi64>
+    kiln.yield %k : tensor<?xi64>
+  }
+  %g = kiln.gather %x, %keep {axis = 0 : i64} : (tensor<?xf32, #kiln.dims<[run0]>>, tensor<?xi64>) -> tensor<?xf32>
+  return %g : tensor<?xf32>
+}

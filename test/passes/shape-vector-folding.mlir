@@ -59,3 +59,29 @@ func.func @reversed_pad_table(%x: tensor<?x3x30x8xf32, #kiln.dims<[batch, 3, 30,
   %y = kiln.pad %x, %pads, %zero {mode = #kiln<pad_mode constant>} : (tensor<?x3x30x8xf32, #kiln.dims<[batch, 3, 30, 8]>>, tensor<8xi64>, tensor<f32>) -> tensor<?x?x?x?xf32>
   return %y : tensor<?x?x?x?xf32>
 }
+
+// -----
+
+// Reductions of small constants fold: torchvision's detection transform takes
+// the max over a [1] tensor of image sizes (320.0 once the resize is fixed),
+// then pads to a multiple of 32 from it. Sums, products and means too; ints in
+// int64 without overflow. A NaN is left to run time.
+// CHECK-LABEL: func @reduce_constants
+// CHECK-DAG: kiln.constant dense<3.200000e+02> : tensor<f32>
+// CHECK-DAG: kiln.constant dense<[4.000000e+00, 6.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: kiln.constant dense<[2, 12]> : tensor<2xi64>
+// CHECK-DAG: kiln.constant dense<2.500000e+00> : tensor<f32>
+// CHECK: kiln.reduce %{{.*}} {{.*}}kind = #kiln<reduce max>{{.*}} : (tensor<2xf32>) -> tensor<f32>
+// CHECK-NOT: kiln.reduce
+func.func @reduce_constants() -> (tensor<f32>, tensor<2xf32>, tensor<2xi64>, tensor<f32>, tensor<f32>) {
+  %sizes = kiln.constant dense<320.0> : tensor<1xf32>
+  %max = kiln.reduce %sizes {axes = array<i64: 0>, keep_dims = false, kind = #kiln<reduce max>} : (tensor<1xf32>) -> tensor<f32>
+  %t = kiln.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %sum = kiln.reduce %t {axes = array<i64: 0>, keep_dims = false, kind = #kiln<reduce sum>} : (tensor<2x2xf32>) -> tensor<2xf32>
+  %i = kiln.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>
+  %prod = kiln.reduce %i {axes = array<i64: 1>, keep_dims = false, kind = #kiln<reduce prod>} : (tensor<2x2xi64>) -> tensor<2xi64>
+  %mean = kiln.reduce %t {axes = array<i64: 0, 1>, keep_dims = false, kind = #kiln<reduce mean>} : (tensor<2x2xf32>) -> tensor<f32>
+  %nan = kiln.constant dense<[0x7FC00000, 1.0]> : tensor<2xf32>
+  %nanmax = kiln.reduce %nan {axes = array<i64: 0>, keep_dims = false, kind = #kiln<reduce max>} : (tensor<2xf32>) -> tensor<f32>
+  return %max, %sum, %prod, %mean, %nanmax : tensor<f32>, tensor<2xf32>, tensor<2xi64>, tensor<f32>, tensor<f32>
+}
