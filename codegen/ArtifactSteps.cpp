@@ -125,8 +125,8 @@ FailureOr<EncodedStep> ArtifactWriter::encodeKernelStep(KernelOp k) {
 
 /// A read of sizes the device computed; --explain lists it as a synchronization.
 FailureOr<EncodedStep> ArtifactWriter::encodeReadSizes(ReadSizesOp read) {
-  if (currentSteps != &steps)
-    return read.emitOpError() << "reads sizes inside control flow";
+  if (loopBodies > 0)
+    return read.emitOpError() << "reads sizes inside a loop's body";
   std::vector<int> symbols;
   llvm::json::Array names;
   for (Attribute s : read.getSymbols()) {
@@ -254,8 +254,8 @@ LogicalResult ArtifactWriter::addStep(Operation *op) {
   // Sizes this step's data decides, named for the steps after it.
   std::vector<fb::DimBinding> binds;
   if (auto attr = op->getAttrOfType<ArrayAttr>(kBindsDimsAttr)) {
-    if (currentSteps != &steps)
-      return op->emitOpError() << "binds symbols inside control flow";
+    if (loopBodies > 0)
+      return op->emitOpError() << "binds symbols inside a loop's body";
     for (Attribute a : attr) {
       auto entry = cast<ArrayAttr>(a);
       binds.emplace_back(static_cast<int>(cast<IntegerAttr>(entry[0]).getInt()),
@@ -302,7 +302,12 @@ FailureOr<flatbuffers::Offset<fb::Body>> ArtifactWriter::addBody(Region &region)
   std::vector<flatbuffers::Offset<fb::Step>> bodySteps;
   std::vector<flatbuffers::Offset<fb::Step>> *outer = currentSteps;
   currentSteps = &bodySteps;
-  llvm::scope_exit restore([&] { currentSteps = outer; });
+  bool loop = !isa<IfOp>(region.getParentOp());
+  loopBodies += loop;
+  llvm::scope_exit restore([&] {
+    currentSteps = outer;
+    loopBodies -= loop;
+  });
   for (Operation &op : block) {
     if (auto yield = dyn_cast<YieldOp>(op)) {
       FailureOr<std::vector<int>> ids = this->ids(yield.getOperands(), &op);

@@ -107,6 +107,9 @@ private:
   std::vector<flatbuffers::Offset<fb::Step>> steps;
   /// Where addStep puts steps: `steps`, or the body being written.
   std::vector<flatbuffers::Offset<fb::Step>> *currentSteps = &steps;
+  /// How many loop or scan bodies addStep is inside: sizes are bound (binds,
+  /// read_sizes) at the top level and in an if's branches, never per iteration.
+  int loopBodies = 0;
   std::vector<GeneratedKernel> kernels;
   std::vector<std::vector<fb::DType>> kernelSignatures; ///< per kernel, result first
   std::vector<std::vector<flatbuffers::Offset<fb::BufferShape>>> kernelShapes; ///< likewise

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <functional>
 #include <set>
 
 namespace kiln {
@@ -78,6 +79,70 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
     return true;
   }
 
+  /// Refines and names the ops of `block` in order (the function's, or an
+  /// if's branch).
+  void nameBlock(Block &block, const std::function<std::string()> &nextName) {
+    MLIRContext *ctx = &getContext();
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (op.getNumResults() == 0 || isa<ConstantOp, tensor::CastOp>(op) ||
+          !isa<KilnDialect>(op.getDialect()))
+        continue;
+      if (!refine(op))
+        continue; // folded away
+      // An if's branches run at most once per call, so their steps bind
+      // sizes as the top level's do (a detector's batched NMS inside `if
+      // boxes.numel() == 0`); each unknown dim of the if's own result is a
+      // symbol the If step binds from the branch that ran. A loop's or scan's
+      // body would rebind once per iteration: what is unknown there stays
+      // unknown, and its ops only take the named dims from outside.
+      if (auto ifOp = dyn_cast<IfOp>(op)) {
+        nameBlock(ifOp.getThenRegion().front(), nextName);
+        nameBlock(ifOp.getElseRegion().front(), nextName);
+      } else if (op.getNumRegions() != 0) {
+        SmallVector<Operation *> inside; // in order; refine may erase each
+        for (Region &region : op.getRegions())
+          region.walk<WalkOrder::PreOrder>([&](Operation *inner) {
+            if (inner->getNumResults() != 0 && !isa<ConstantOp, tensor::CastOp>(inner) &&
+                isa<KilnDialect>(inner->getDialect()))
+              inside.push_back(inner);
+          });
+        for (Operation *inner : inside)
+          refine(*inner);
+        continue;
+      }
+      // What is still unknown is decided by this op's data: a symbol it binds.
+      SmallVector<Attribute> binds;
+      // A top_k's values and indices are both sized by its k, a unique's
+      // results by the distinct count: one symbol for every dim the data
+      // decides, so the ops after them can combine the results.
+      bool oneSize = isa<TopKOp, UniqueOp>(op);
+      DimExpr shared;
+      for (OpResult result : op.getResults()) {
+        auto type = dyn_cast<RankedTensorType>(result.getType());
+        if (!type)
+          continue;
+        SymShape dims = getSymShape(type);
+        bool named = false;
+        for (auto [d, dim] : llvm::enumerate(dims)) {
+          if (dim)
+            continue;
+          dim = oneSize && shared ? shared : getSymbolDim(ctx, nextName());
+          if (oneSize)
+            shared = dim;
+          named = true;
+          Builder b(ctx);
+          binds.push_back(b.getArrayAttr({b.getI64IntegerAttr(result.getResultNumber()),
+                                          b.getI64IntegerAttr(d),
+                                          b.getStringAttr(dimToString(dim))}));
+        }
+        if (named)
+          result.setType(makeTensorType(dims, type.getElementType()));
+      }
+      if (!binds.empty())
+        op.setAttr(kBindsDimsAttr, ArrayAttr::get(ctx, binds));
+    }
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.getBody().empty())
@@ -118,7 +183,7 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
       inputs[i] = arg.getType();
     }
     unsigned next = 0;
-    auto nextName = [&]() {
+    std::function<std::string()> nextName = [&]() {
       std::string name;
       do
         name = "run" + std::to_string(next++);
@@ -126,61 +191,7 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
       markStepBound(getSymbolDim(ctx, name));
       return name;
     };
-    for (Operation &op : llvm::make_early_inc_range(block)) {
-      if (op.getNumResults() == 0 || isa<ConstantOp, tensor::CastOp>(op) ||
-          !isa<KilnDialect>(op.getDialect()))
-        continue;
-      if (!refine(op))
-        continue; // folded away
-      // A body's steps cannot bind symbols (a loop's would rebind them), so
-      // what is unknown inside stays unknown there; the ops in a branch that
-      // only read named dims from outside take them (a detector's batched
-      // NMS inside `if boxes.numel() == 0`), and each unknown dim of an If's
-      // result is a symbol the If step binds from the branch that ran.
-      if (op.getNumRegions() != 0) {
-        SmallVector<Operation *> inside; // in order; refine may erase each
-        for (Region &region : op.getRegions())
-          region.walk<WalkOrder::PreOrder>([&](Operation *inner) {
-            if (inner->getNumResults() != 0 && !isa<ConstantOp, tensor::CastOp>(inner) &&
-                isa<KilnDialect>(inner->getDialect()))
-              inside.push_back(inner);
-          });
-        for (Operation *inner : inside)
-          refine(*inner);
-        if (!isa<IfOp>(op))
-          continue;
-      }
-      // What is still unknown is decided by this op's data: a symbol it binds.
-      SmallVector<Attribute> binds;
-      // A top_k's values and indices are both sized by its k, a unique's
-      // results by the distinct count: one symbol for every dim the data
-      // decides, so the ops after them can combine the results.
-      bool oneSize = isa<TopKOp, UniqueOp>(op);
-      DimExpr shared;
-      for (OpResult result : op.getResults()) {
-        auto type = dyn_cast<RankedTensorType>(result.getType());
-        if (!type)
-          continue;
-        SymShape dims = getSymShape(type);
-        bool named = false;
-        for (auto [d, dim] : llvm::enumerate(dims)) {
-          if (dim)
-            continue;
-          dim = oneSize && shared ? shared : getSymbolDim(ctx, nextName());
-          if (oneSize)
-            shared = dim;
-          named = true;
-          Builder b(ctx);
-          binds.push_back(b.getArrayAttr({b.getI64IntegerAttr(result.getResultNumber()),
-                                          b.getI64IntegerAttr(d),
-                                          b.getStringAttr(dimToString(dim))}));
-        }
-        if (named)
-          result.setType(makeTensorType(dims, type.getElementType()));
-      }
-      if (!binds.empty())
-        op.setAttr(kBindsDimsAttr, ArrayAttr::get(ctx, binds));
-    }
+    nameBlock(block, nextName);
     // The function returns what its return op now returns.
     auto ret = cast<func::ReturnOp>(block.getTerminator());
     func.setFunctionType(FunctionType::get(ctx, inputs, ret.getOperandTypes()));

@@ -464,9 +464,19 @@ struct SizesOnDevicePass : impl::SizesOnDevicePassBase<SizesOnDevicePass> {
             if (e.getKind() == AffineExprKind::SymbolId)
               inputBound.insert(e);
           });
-    for (Operation &op : llvm::make_early_inc_range(func.getBody().front())) {
+    rewriteBlock(func.getBody().front(), inputBound);
+  }
+
+  /// Rewrites the size-binding ops of `block` (the function's, or an if's
+  /// branch: kiln-name-unknown-dims names sizes there too).
+  void rewriteBlock(Block &block, const llvm::DenseSet<AffineExpr> &inputBound) {
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (auto ifOp = dyn_cast<IfOp>(op)) {
+        rewriteBlock(ifOp.getThenRegion().front(), inputBound);
+        rewriteBlock(ifOp.getElseRegion().front(), inputBound);
+      }
       auto binds = op.getAttrOfType<ArrayAttr>(kBindsDimsAttr);
-      if (!binds)
+      if (!binds || isa<IfOp>(op))
         continue;
       // A resize's data sizes bind a symbol per dim they decide.
       if (auto resize = dyn_cast<ResizeOp>(op);

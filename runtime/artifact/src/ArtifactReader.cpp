@@ -144,6 +144,10 @@ private:
   absl::Status readBody(const fb::Body *table, BodyInfo &body, size_t parameters, size_t results,
                         const std::string &where, int depth);
   absl::Status defineValue(int v, const std::string &where);
+  /// How many loop or scan bodies the steps being read are in. Sizes may be
+  /// bound at the top level and in an if's branches (each runs at most once
+  /// per call), not in a body that runs once per iteration.
+  int loopDepth_ = 0;
   absl::Status readValuesUsed(const std::vector<int> &values, const std::string &where);
 
   /// Per value: whether a step may read it (Visible), or not yet / any more.
@@ -510,8 +514,11 @@ absl::Status Reader::readControl(const fb::Step *s, StepInfo &step, const std::s
     if (out < carried)
       return corrupt(absl::StrCat(where, ": Loop has fewer outputs than carried values"));
     step.bodies.resize(1);
-    return readBody(s->op_as_Loop()->body(), step.bodies[0], 2 + carried, 1 + out,
-                    where + " body", depth);
+    ++loopDepth_;
+    absl::Status st = readBody(s->op_as_Loop()->body(), step.bodies[0], 2 + carried, 1 + out,
+                               where + " body", depth);
+    --loopDepth_;
+    return st;
   }
   case fb::StepOp::Scan: {
     const fb::Scan *table = s->op_as_Scan();
@@ -534,7 +541,10 @@ absl::Status Reader::readControl(const fb::Step *s, StepInfo &step, const std::s
     if (out < states)
       return corrupt(absl::StrCat(where, ": Scan has fewer outputs than states"));
     step.bodies.resize(1);
-    return readBody(table->body(), step.bodies[0], in, out, where + " body", depth);
+    ++loopDepth_;
+    absl::Status st = readBody(table->body(), step.bodies[0], in, out, where + " body", depth);
+    --loopDepth_;
+    return st;
   }
   default:
     return corrupt(absl::StrCat(where, ": not a control step"));
@@ -573,8 +583,8 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
       return corrupt(absl::StrCat(where, step.outputs.empty() ? " has no outputs"
                                                               : ": a size read has no outputs"));
     if (s->binds()) {
-      if (depth > 0)
-        return corrupt(absl::StrCat(where, " binds symbols inside a body"));
+      if (loopDepth_ > 0)
+        return corrupt(absl::StrCat(where, " binds symbols inside a loop's body"));
       for (const fb::DimBinding *b : *s->binds()) {
         if (b->output() < 0 || b->output() >= static_cast<int>(step.outputs.size()) ||
             b->symbol() < 0 || b->symbol() >= static_cast<int>(plan.symbols.size()))
@@ -657,10 +667,11 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
       break;
     case fb::StepOp::ReadSizes: {
       step.kind = StepKind::ReadSizes;
-      // Bindings made in a body would change once per iteration under the
-      // steps outside it; the compiler only reads sizes at the top level.
-      if (depth > 0)
-        return corrupt(absl::StrCat(where, " reads sizes inside a body"));
+      // Bindings made in a loop's body would change once per iteration under
+      // the steps outside it; the compiler reads sizes at the top level and
+      // in an if's branches only.
+      if (loopDepth_ > 0)
+        return corrupt(absl::StrCat(where, " reads sizes inside a loop's body"));
       const fb::ReadSizes *read = s->op_as_ReadSizes();
       if (step.inputs.size() != 1 || !read->symbols())
         return corrupt(absl::StrCat(where, ": read_sizes takes one input and names its symbols"));
