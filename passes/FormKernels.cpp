@@ -160,10 +160,11 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
       for (DimExpr d : getSymShape(t))
         if (d && d.getKind() == AffineExprKind::SymbolId)
           inputBound.insert(d);
-    // And the symbols steps bind as they run (kiln-name-unknown-dims).
+    // And the symbols steps bind as they run (kiln-name-unknown-dims), at
+    // the top level and in an if's branches (never in a loop's body).
     llvm::DenseSet<AffineExpr> bound = inputBound;
-    for (Operation &op : func.getBody().front()) {
-      if (auto binds = op.getAttrOfType<ArrayAttr>(kBindsDimsAttr))
+    func.walk([&](Operation *op) {
+      if (auto binds = op->getAttrOfType<ArrayAttr>(kBindsDimsAttr))
         for (Attribute b : binds)
           bound.insert(getSymbolDim(&getContext(),
                                     cast<StringAttr>(cast<ArrayAttr>(b)[2]).getValue()));
@@ -171,10 +172,11 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
       if (auto read = dyn_cast<ReadSizesOp>(op))
         for (Attribute s : read.getSymbols())
           bound.insert(getSymbolDim(&getContext(), cast<StringAttr>(s).getValue()));
-    }
+    });
     for (Block *block : nested)
       formKernels(*block, /*topLevel=*/false, [&](Operation *op) {
-        return usesOnlyBoundSymbols(op, bound) && !reliesOnUnprovenFacts(op);
+        return !op->hasAttr(kBindsDimsAttr) && usesOnlyBoundSymbols(op, bound) &&
+               !reliesOnUnprovenFacts(op);
       });
     // At the top level, facts over the inputs' symbols are guards; facts over
     // symbols steps bind are checked by no one before the op runs.

@@ -71,22 +71,28 @@ func.func @slice_past_a_count(%x: tensor<6xf32>) -> tensor<1x?xi64> {
 // -----
 
 // torchvision's batched NMS: `if boxes.numel() == 0: keep = empty else: ...`.
-// The ops in the branch that read named dims from outside take them (the cast
-// and the multiply become kernels); what is unknown inside (the NMS's count)
-// stays unknown there, since a body's steps cannot bind; the If's result gets
-// a symbol the If step binds from the branch that ran, so the gather after it
-// is a kernel. The then-branch's 0 does not contradict that symbol.
+// An if's branches run at most once per call, so their ops take the named
+// dims from outside (the cast and the multiply become kernels) and name what
+// the data decides there (the NMS's count, here a non_zero's); the If's
+// result gets a symbol the If step binds from the branch that ran, so the
+// gather after it is a kernel. The then-branch's 0 does not contradict it.
 // CHECK-LABEL: func.func @numel_zero_if
 // KERNELS-LABEL: func.func @numel_zero_if
 // CHECK: kiln.non_zero %arg0 {kiln.binds_dims = {{\[}}[0, 1, "run1"]]}
-// CHECK: kiln.if %{{.*}} : tensor<1xi1> -> tensor<?xi64, #kiln.dims<[run2]>>
+// CHECK: kiln.if %{{.*}} : tensor<1xi1> -> tensor<?xi64, #kiln.dims<[run3]>>
 // CHECK: kiln.yield %{{.*}} : tensor<0xi64>
 // CHECK: kiln.cast {{.*}} -> tensor<?xf32, #kiln.dims<[run1]>>
 // CHECK: kiln.mul {{.*}} -> tensor<?xf32, #kiln.dims<[run1]>>
-// CHECK: kiln.non_zero {{.*}} -> tensor<1x?xi64>{{$}}
-// CHECK: kiln.yield %{{.*}} : tensor<?xi64>{{$}}
-// CHECK: } {kiln.binds_dims = {{\[}}[0, 0, "run2"]]}
-// CHECK: kiln.gather {{.*}} -> tensor<?xf32, #kiln.dims<[run2]>>
+// CHECK: kiln.non_zero %{{.*}} {kiln.binds_dims = {{\[}}[0, 1, "run2"]]} : {{.*}} -> tensor<1x?xi64, #kiln.dims<[1, run2]>>
+// CHECK: kiln.yield %{{.*}} : tensor<?xi64, #kiln.dims<[run2]>>
+// CHECK: } {kiln.binds_dims = {{\[}}[0, 0, "run3"]]}
+// CHECK: kiln.gather {{.*}} -> tensor<?xf32, #kiln.dims<[run3]>>
+// KERNELS: kiln.if %{{.*}} -> tensor<?xi64, #kiln.dims<[run3]>>
+// KERNELS: kiln.kernel "pointwise"
+// KERNELS: kiln.non_zero
+// KERNELS: kiln.kernel "pointwise"(%arg0, %{{.*}}) : {{.*}} -> tensor<?xf32, #kiln.dims<[run3]>>
+// KERNELS-NEXT: ^bb0
+// KERNELS-NEXT: kiln.gather
 func.func @numel_zero_if(%x: tensor<?xf32, #kiln.dims<[run0]>>) -> tensor<?xf32> {
   %nz = kiln.non_zero %x : (tensor<?xf32, #kiln.dims<[run0]>>) -> tensor<1x?xi64>
   %flat = kiln.constant dense<-1> : tensor<1xi64>

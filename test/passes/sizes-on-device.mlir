@@ -237,3 +237,29 @@ func.func @resize_to_data_sizes(%x: tensor<1x3x4x4xf32>, %size: tensor<4xi64>) -
   %r = kiln.resize %x, %size {coordinate_mode = #kiln<coordinate_mode half_pixel>, mode = #kiln<resize_mode nearest>, nearest_mode = #kiln<nearest_mode round_prefer_floor>, roi = array<f32>, scales = array<f32>} : (tensor<1x3x4x4xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
   return %r : tensor<?x?x?x?xf32>
 }
+
+// -----
+
+// In an if's branch (which runs at most once per call) a count is computed and
+// read there too, and the compaction sized by it is a kernel of the branch.
+// CHECK-LABEL: func.func @non_zero_in_branch
+// CHECK: kiln.if
+// CHECK: } else {
+// CHECK: kiln.count_non_zero
+// CHECK: kiln.read_sizes %{{.*}} ["run0"] {kiln.sizes_for = "kiln.non_zero"}
+// CHECK: kiln.compact_non_zero {{.*}} -> tensor<1x?xi64, #kiln.dims<[1, run0]>>
+// CHECK: } {kiln.binds_dims = {{\[}}[0, 1, "run1"]]}
+// KERNELS-LABEL: func.func @non_zero_in_branch
+// KERNELS: } else {
+// KERNELS: kiln.read_sizes
+// KERNELS: kiln.kernel "compaction"
+func.func @non_zero_in_branch(%c: tensor<i1>, %x: tensor<6xf32>) -> tensor<1x?xi64> {
+  %r = kiln.if %c : tensor<i1> -> tensor<1x?xi64> {
+    %none = kiln.constant dense<0> : tensor<1x0xi64>
+    kiln.yield %none : tensor<1x0xi64>
+  } else {
+    %i = kiln.non_zero %x : (tensor<6xf32>) -> tensor<1x?xi64>
+    kiln.yield %i : tensor<1x?xi64>
+  }
+  return %r : tensor<1x?xi64>
+}

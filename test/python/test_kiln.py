@@ -56,6 +56,31 @@ def test_loaded_models_match_torch(artifacts, name):
     np.testing.assert_allclose(out["y"], y, atol=1e-4, rtol=0)
 
 
+def test_detector_sizes_bound_per_call_in_one_model(tmp_path):
+    """torchvision's SSDlite (test/models/vision): one loaded model, two images
+    in turn. Image b has no detection, so its batched NMS takes the If's empty
+    branch, where image a's call bound the NMS count inside the other branch:
+    the sizes steps bind (top level and branches) are per call, never left
+    over from the call before."""
+    if not BIN:
+        pytest.skip("KILN_BIN (the build's bin/ folder) is not set")
+    out = str(tmp_path / "ssdlite.kiln")
+    subprocess.run([os.path.join(BIN, "kiln-compile"), os.path.join(MODELS, "vision", "ssdlite.onnx"),
+                    "-o", out, "--arch", "none", "--cache-dir", str(tmp_path / "cache")], check=True)
+    model = kiln.load(out, backend="host")
+    cases = {}
+    for name in ("a", "b"):
+        folder = os.path.join(MODELS, "vision", "ssdlite", name)
+        cases[name] = (np.load(os.path.join(folder, "in_image.npy")),
+                       [np.load(os.path.join(folder, f"want_{k}.npy")) for k in range(3)])
+    for name in ("a", "b", "a", "b"):
+        image, wants = cases[name]
+        got = model(image=image)
+        for k, (output, want) in enumerate(zip(got.values(), wants)):
+            assert output.shape == want.shape, (name, k)
+            np.testing.assert_allclose(output, want, atol=5e-4, rtol=1e-5)
+
+
 def test_metadata_spells_symbolic_dims(artifacts):
     model = kiln.load(artifacts["encoder"], backend="host")
     (x,) = model.inputs
