@@ -144,6 +144,8 @@ FailureOr<EncodedStep> ArtifactWriter::encodeReadSizes(ReadSizesOp read) {
                                  "a kernel sized by them"
       : forOp == "kiln.slice"  ? "it ends past a count the data decides: its length is computed "
                                  "on the device and read, and the slice runs as a kernel"
+      : forOp == "kiln.range"  ? "its bounds are data: its length is computed on the device and "
+                                 "read, and the range runs as a kernel"
                                : "its result size depends on the data: the device counts, only "
                                  "the count is read, and the op runs as kernels";
   sizeReads.push_back(llvm::json::Object{

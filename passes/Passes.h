@@ -33,11 +33,6 @@ std::string whyNotKernel(mlir::Operation *op);
 /// the op that relied on a fact.
 std::string describeOp(mlir::Operation *op);
 
-/// The attribute kiln-name-unknown-dims puts on an op whose data decides some
-/// of its result dims: `[[result, dim, "symbol"], ...]`, the symbols it binds
-/// when it runs (the artifact writer makes them Step.binds).
-inline constexpr llvm::StringLiteral kBindsDimsAttr = "kiln.binds_dims";
-
 /// The attribute kiln-integer-matmuls and kiln-integer-convs put on a
 /// function whose dequantized matmuls or convs stay float:
 /// `[{op = "kiln.matmul", node = "MatMul_3", why = "..."}, ...]`, which the

@@ -195,7 +195,10 @@ bool rewriteCompress(CompressOp compress, StringRef symbol,
       });
       return ok;
     };
-    if (!inputSymbolsOnly(conditionLength) || !inputSymbolsOnly(length))
+    // A guard is checked once per call, at the top level: in an if's branch
+    // it would refuse inputs for a branch that does not run.
+    if (!inputSymbolsOnly(conditionLength) || !inputSymbolsOnly(length) ||
+        !isa<func::FuncOp>(compress->getParentOp()))
       return false;
     // Guards go first, as kiln-materialize-guards places them.
     Block *block = compress->getBlock();
@@ -450,6 +453,37 @@ void rewriteResize(ResizeOp resize, ArrayAttr binds) {
   resize->removeAttr(kBindsDimsAttr);
 }
 
+/// range(start, limit, delta) whose operands are data (an anchor grid's
+/// `arange(0, grid_width)` with the width cast to int32) -> its length,
+/// max(ceil((limit - start) / delta), 0) in double as the reference computes
+/// it, read back as the symbol it is sized by, then the range a kernel. A zero
+/// delta, a NaN or a length past 2^62 (errors of the reference's range) read
+/// as -1, which the read refuses with one line.
+void rewriteRange(RangeOp range, StringRef symbol) {
+  OpBuilder b(range);
+  Location loc = range.getLoc();
+  GraphBuilder g{b, loc};
+  auto toF64 = [&](Value v) {
+    return inferred<CastOp>(b, loc, {v}, {b.getNamedAttr("to", TypeAttr::get(b.getF64Type()))});
+  };
+  auto number = [&](double v) {
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(
+                                          RankedTensorType::get({}, b.getF64Type()), v));
+  };
+  Value start = toF64(range.getStart()), limit = toF64(range.getLimit()),
+        delta = toF64(range.getDelta());
+  Value quotient = inferred<CeilOp>(
+      b, loc, {inferred<DivOp>(b, loc, {inferred<SubOp>(b, loc, {limit, start}), delta})});
+  // NaN compares false: a NaN bound or quotient is invalid too.
+  Value valid = g.both(g.compare(CompareDirection::ne, delta, number(0.0)),
+                       g.compare(CompareDirection::lt, quotient, number(0x1p62)));
+  Value length = g.select(valid, inferred<MaxOp>(b, loc, {quotient, number(0.0)}), number(-1.0));
+  readSize(b, loc, g.reshape(g.toI64(length), {getConstantDim(b.getContext(), 1)}), symbol,
+           range);
+  range->removeAttr(kBindsDimsAttr);
+  range->setAttr(kSizedOnDeviceAttr, b.getStrArrayAttr({symbol}));
+}
+
 struct SizesOnDevicePass : impl::SizesOnDevicePassBase<SizesOnDevicePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -507,6 +541,10 @@ struct SizesOnDevicePass : impl::SizesOnDevicePassBase<SizesOnDevicePass> {
         rewriteTopK(topK, *symbol);
       else if (auto slice = dyn_cast<SliceOp>(op); slice && kernelsCanRead(slice.getInput()))
         rewriteSlice(slice, binds, *symbol);
+      else if (auto range = dyn_cast<RangeOp>(op);
+               range && kernelsCanRead(range.getStart()) && kernelsCanRead(range.getLimit()) &&
+               kernelsCanRead(range.getDelta()))
+        rewriteRange(range, *symbol);
     }
   }
 };

@@ -571,12 +571,13 @@ int main(int argc, char **argv) {
     // Symbols steps bind from their results or read from the device
     // (data-dependent sizes) have no value until the call runs: the runtime
     // plans those values then too.
+    // (at the top level and in an if's branches).
     std::set<int> runBound;
-    for (const kiln::artifact::StepInfo &step : plan->steps) {
+    kiln::artifact::forEachStep(*plan, [&](const kiln::artifact::StepInfo &step) {
       for (const kiln::artifact::StepInfo::Binding &b : step.binds)
         runBound.insert(b.symbol);
       runBound.insert(step.readSymbols.begin(), step.readSymbols.end());
-    }
+    });
     for (size_t i = 0; i < plan->symbols.size(); ++i) {
       const std::string &s = plan->symbols[i];
       if (runBound.count(static_cast<int>(i))) {

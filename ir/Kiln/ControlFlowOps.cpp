@@ -1,7 +1,6 @@
 //===- ControlFlowOps.cpp - verifiers of if, loop and scan ----------------===//
 
 #include "ir/Kiln/KilnDialect.h"
-#include "ir/Kiln/StepBoundSymbols.h"
 
 using namespace mlir;
 
@@ -12,17 +11,25 @@ namespace {
 /// and no dim where both are known and differ.
 bool refines(Type refined, Type general) { return areRefinementCompatible(refined, general); }
 
-/// `type` with each dim the If step binds (kiln-name-unknown-dims) unknown:
-/// such a dim is whatever the branch that ran yields, an empty then-branch's 0
-/// as well as the other's count.
-Type withoutStepBoundDims(Type type) {
+/// `type`, result `index` of `op`, with each dim the If step binds
+/// (`kiln.binds_dims`, from kiln-name-unknown-dims) unknown: such a dim is
+/// whatever the branch that ran yields, an empty then-branch's 0 as well as
+/// the other's count.
+Type withoutBoundDims(Operation *op, unsigned index, Type type) {
   auto ranked = dyn_cast<RankedTensorType>(type);
-  if (!ranked)
+  auto binds = op->getAttrOfType<ArrayAttr>(kBindsDimsAttr);
+  if (!ranked || !binds)
     return type;
   SymShape dims = getSymShape(ranked);
-  for (DimExpr &d : dims)
-    if (d && involvesStepBound(d))
-      d = DimExpr();
+  for (Attribute a : binds) {
+    auto entry = dyn_cast<ArrayAttr>(a);
+    if (!entry || entry.size() != 3)
+      continue;
+    auto result = dyn_cast<IntegerAttr>(entry[0]), dim = dyn_cast<IntegerAttr>(entry[1]);
+    if (result && dim && result.getInt() == index && dim.getInt() >= 0 &&
+        dim.getInt() < static_cast<int64_t>(dims.size()))
+      dims[dim.getInt()] = DimExpr();
+  }
   return makeTensorType(dims, ranked.getElementType());
 }
 
@@ -62,7 +69,7 @@ LogicalResult IfOp::verify() {
       return emitOpError() << "a branch yields " << yield.getValues().size()
                            << " values but the op has " << getNumResults() << " results";
     for (auto [i, v, r] : llvm::enumerate(yield.getValues(), getResults()))
-      if (!refines(v.getType(), withoutStepBoundDims(r.getType())))
+      if (!refines(v.getType(), withoutBoundDims(*this, i, r.getType())))
         return emitOpError() << "result #" << i << " has type " << r.getType()
                              << ", which a branch's " << v.getType() << " contradicts";
   }

@@ -386,6 +386,17 @@ DimExpr symbolicSliceLength(DimExpr dim, DimExpr start, DimExpr end, int64_t ste
     return DimExpr();
   if (auto c = getConstantDimValue(length); c && *c < 0)
     return getConstantDim(ctx, 0);
+  // A symbolic position that is never positive counts from the end
+  // (x[:, :-(h // 2)]), or is 0 for some sizes: which one, only the call
+  // knows, so the op's data decides the length.
+  auto neverPositive = [&](DimExpr p) {
+    return !getConstantDimValue(p) && isProvablyNonNegative(subDims(getConstantDim(ctx, 0), p));
+  };
+  if (neverPositive(s) || neverPositive(e))
+    return DimExpr();
+  // In order by the symbols, or a whole dim (a dim is never negative).
+  bool inOrder =
+      isProvablyNonNegative(length) || (getConstantDimValue(s) == 0 && e == dim);
   // A position that may lie outside a dim only a step binds (keep[:300] after
   // NonMaxSuppression) cannot be guarded: the op's data decides the length.
   auto unguardable = [](DimExpr lhs, DimExpr rhs) {
@@ -393,18 +404,20 @@ DimExpr symbolicSliceLength(DimExpr dim, DimExpr start, DimExpr end, int64_t ste
            decideShapeAssumption(ShapeAssumption::Kind::LessEqual, lhs, rhs) !=
                std::optional<bool>(true);
   };
-  if (unguardable(getConstantDim(ctx, 0), s) || unguardable(e, dim) || unguardable(s, e))
+  if (unguardable(getConstantDim(ctx, 0), s) || unguardable(e, dim) ||
+      (!inOrder && unguardable(s, e)))
     return DimExpr();
   // The arithmetic e - s is the length only with both positions within
   // [0, dim] and in order; each fact not proven here is checked per call.
   // (A U-Net's crop [m, m + h) of a skip connection is in order exactly when
-  // the decoder's h is a size, which no shape function can prove.)
+  // the decoder's h is a size, which no shape function can prove. A slice
+  // whose symbolic bounds are out of order for some inputs, an empty result
+  // in ONNX, is refused for those inputs with the guard's line.)
   recordShapeAssumption(ShapeAssumption::Kind::LessEqual, getConstantDim(ctx, 0), s,
                         "the start of dim " + Twine(axis) + " must not lie before the dim");
   recordShapeAssumption(ShapeAssumption::Kind::LessEqual, e, dim,
                         "the end of dim " + Twine(axis) + " must not lie past the dim");
-  bool wholeDim = getConstantDimValue(s) == 0 && e == dim; // a dim is never negative
-  if (!wholeDim && !isProvablyNonNegative(length))
+  if (!inOrder)
     recordShapeAssumption(ShapeAssumption::Kind::LessEqual, s, e,
                           "the end of dim " + Twine(axis) + " must not lie before its start");
   return length;

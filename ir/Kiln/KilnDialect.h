@@ -74,6 +74,12 @@ inline constexpr llvm::StringLiteral kDeviceSymbolBoundsAttr = "kiln.device_symb
 /// input's or output's name): what callers bind inputs and read outputs by.
 inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
 
+/// The attribute kiln-name-unknown-dims puts on an op whose data decides some
+/// of its result dims: `[[result, dim, "symbol"], ...]`, the symbols it binds
+/// when it runs (the artifact writer makes them Step.binds). An if's verifier
+/// reads it: a dim its step binds is whatever the branch that ran yields.
+inline constexpr llvm::StringLiteral kBindsDimsAttr = "kiln.binds_dims";
+
 /// The attribute kiln-lower-precision puts on a function it ran on in a mode
 /// other than fp32 (a PrecisionAttr).
 inline constexpr llvm::StringLiteral kPrecisionAttr = "kiln.precision";

@@ -52,13 +52,13 @@ static OpFoldResult foldDenseReduce(DenseElementsAttr dense, RankedTensorType ty
   auto inType = cast<RankedTensorType>(dense.getType());
   Type element = inType.getElementType();
   bool isFloat = isa<FloatType>(element);
-  if (!type.hasStaticShape() || inType.getNumElements() > kMaxShapeTableElements ||
+  if (axes.empty() || !type.hasStaticShape() || inType.getNumElements() > kMaxShapeTableElements ||
       inType.getNumElements() == 0 || element.isInteger(1) ||
       (!isFloat && (!element.isSignlessInteger() || kind == ReduceKind::mean)) ||
       kind == ReduceKind::any || kind == ReduceKind::all)
     return {};
   int64_t rank = inType.getRank();
-  SmallVector<bool> reduced(rank, axes.empty());
+  SmallVector<bool> reduced(rank, false);
   for (int64_t axis : axes)
     reduced[axis < 0 ? axis + rank : axis] = true;
   // Where each input element lands in the result, row-major.

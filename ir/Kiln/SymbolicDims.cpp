@@ -517,7 +517,12 @@ std::optional<LinearForm> linearFormOf(AffineExpr e) {
     auto l = linearFormOf(bin.getLHS()), r = linearFormOf(bin.getRHS());
     if (!l || !r)
       return std::nullopt;
-    int64_t common = std::lcm(l->denominator, r->denominator);
+    // The least common denominator, checked (std::lcm wraps on overflow).
+    int64_t g = std::gcd(l->denominator, r->denominator);
+    std::optional<int64_t> lcd = llvm::checkedMul(l->denominator / g, r->denominator);
+    if (!lcd)
+      return std::nullopt;
+    int64_t common = *lcd;
     l = scaled(*l, common / l->denominator);
     r = scaled(*r, common / r->denominator);
     if (!l || !r)

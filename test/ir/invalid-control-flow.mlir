@@ -243,3 +243,30 @@ func.func @scan_output_stack(%x: tensor<3x2xf32>) {
   }
   return
 }
+
+// -----
+
+// A result dim the If step binds (kiln.binds_dims) is whatever the branch that
+// ran yields; one it does not bind must agree with every branch.
+func.func @if_bound_dim_is_either_branchs(%c: tensor<i1>, %a: tensor<?xi64, #kiln.dims<[run0]>>) -> tensor<?xi64, #kiln.dims<[run1]>> {
+  %r = kiln.if %c : tensor<i1> -> tensor<?xi64, #kiln.dims<[run1]>> {
+    %none = kiln.constant dense<0> : tensor<0xi64>
+    kiln.yield %none : tensor<0xi64>
+  } else {
+    kiln.yield %a : tensor<?xi64, #kiln.dims<[run0]>>
+  } {kiln.binds_dims = [[0, 0, "run1"]]}
+  return %r : tensor<?xi64, #kiln.dims<[run1]>>
+}
+
+// -----
+
+func.func @if_unbound_dim_must_agree(%c: tensor<i1>, %a: tensor<?xi64, #kiln.dims<[run0]>>) -> tensor<?xi64, #kiln.dims<[run1]>> {
+  // expected-error @+1 {{'kiln.if' op result #0 has type 'tensor<?xi64, #kiln.dims<[run1]>>', which a branch's 'tensor<0xi64>' contradicts}}
+  %r = kiln.if %c : tensor<i1> -> tensor<?xi64, #kiln.dims<[run1]>> {
+    %none = kiln.constant dense<0> : tensor<0xi64>
+    kiln.yield %none : tensor<0xi64>
+  } else {
+    kiln.yield %a : tensor<?xi64, #kiln.dims<[run0]>>
+  }
+  return %r : tensor<?xi64, #kiln.dims<[run1]>>
+}

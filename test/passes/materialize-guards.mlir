@@ -94,3 +94,19 @@ func.func @crop_in_order(%x: tensor<?x?xf32, #kiln.dims<[n, w]>>) -> tensor<?x?x
   %s = kiln.slice %x, %starts, %ends, %steps : (tensor<?x?xf32, #kiln.dims<[n, w]>>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x?xf32> loc("Crop")
   return %s : tensor<?x?xf32>
 }
+
+// -----
+
+// A symbolic end that is never positive counts from the end (x[:, :-(w // 2)])
+// or is 0 for small w: which, only the call knows, so no guard is taken on
+// trust and the slice's length stays the data's.
+// CHECK-LABEL: func @end_from_the_end
+// CHECK-NOT: kiln.guard
+// CHECK: kiln.slice {{.*}} -> tensor<?x?xf32>
+func.func @end_from_the_end(%x: tensor<?x?xf32, #kiln.dims<[n, w]>>) -> tensor<?x?xf32> {
+  %starts = kiln.constant dense<[0, 0]> : tensor<2xi64>
+  %ends = kiln.symbolic_constant [9223372036854775807, -(w floordiv 2)] : tensor<2xi64>
+  %steps = kiln.constant dense<1> : tensor<2xi64>
+  %s = kiln.slice %x, %starts, %ends, %steps : (tensor<?x?xf32, #kiln.dims<[n, w]>>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x?xf32> loc("FromEnd")
+  return %s : tensor<?x?xf32>
+}

@@ -263,3 +263,23 @@ func.func @non_zero_in_branch(%c: tensor<i1>, %x: tensor<6xf32>) -> tensor<1x?xi
   }
   return %r : tensor<1x?xi64>
 }
+
+// -----
+
+// A compress whose condition may be longer than its axis needs a guard; guards
+// are checked once per call at the top level, and in an if's branch one would
+// refuse inputs for a branch that does not run: there the compress stays its
+// own host step.
+// CHECK-LABEL: func.func @compress_in_branch_needs_a_guard
+// CHECK-NOT: kiln.guard
+// CHECK: kiln.compress
+// KERNELS-LABEL: func.func @compress_in_branch_needs_a_guard
+func.func @compress_in_branch_needs_a_guard(%c: tensor<i1>, %x: tensor<?xf32, #kiln.dims<[a]>>, %m: tensor<?xi1, #kiln.dims<[b]>>) -> tensor<?xf32> {
+  %r = kiln.if %c : tensor<i1> -> tensor<?xf32> {
+    kiln.yield %x : tensor<?xf32, #kiln.dims<[a]>>
+  } else {
+    %y = kiln.compress %x, %m {axis = 0 : i64} : (tensor<?xf32, #kiln.dims<[a]>>, tensor<?xi1, #kiln.dims<[b]>>) -> tensor<?xf32>
+    kiln.yield %y : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}

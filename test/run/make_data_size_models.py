@@ -119,6 +119,40 @@ def topk_k(out):
           helper.make_tensor_value_info("indices", T.INT64, ["n", "k"])], sets)
 
 
+def range_int(out):
+    """Range whose operands are inputs (torchvision's anchor grid: arange of a
+    width cast to int32), times 3: counts up, down, empty (limit before
+    start) and a step that does not divide the span."""
+    cases = [(0, 7, 1), (10, 1, -3), (5, 2, 1), (-4, 9, 5)]
+    sets = [({"start": np.array(a, np.int32), "limit": np.array(b, np.int32),
+              "delta": np.array(d, np.int32)}, [np.arange(a, b, d, dtype=np.int32) * 3])
+            for a, b, d in cases]
+    save(out, "range_int",
+         [helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
+          helper.make_node("Constant", [], ["three"],
+                           value=numpy_helper.from_array(np.array(3, np.int32))),
+          helper.make_node("Mul", ["r", "three"], ["y"])],
+         [helper.make_tensor_value_info(n, T.INT32, []) for n in ("start", "limit", "delta")],
+         [helper.make_tensor_value_info("y", T.INT32, ["n"])], sets)
+
+
+def range_float(out):
+    """A float Range: the count is ceil((limit - start) / delta) in double, as
+    the reference (and ONNX) computes it, including a span that is a whole
+    number of steps."""
+    cases = [(0.0, 1.0, 0.25), (1.5, -1.0, -0.5), (0.0, 0.3, 0.1)]
+    sets = []
+    for a, b, d in cases:
+        n = max(int(np.ceil((np.float64(np.float32(b)) - np.float64(np.float32(a)))
+                            / np.float64(np.float32(d)))), 0)
+        want = (np.float64(np.float32(a)) + np.arange(n) * np.float64(np.float32(d)))
+        sets.append(({"start": np.array(a, np.float32), "limit": np.array(b, np.float32),
+                      "delta": np.array(d, np.float32)}, [want.astype(np.float32)]))
+    save(out, "range_float", [helper.make_node("Range", ["start", "limit", "delta"], ["y"])],
+         [helper.make_tensor_value_info(n, T.FLOAT, []) for n in ("start", "limit", "delta")],
+         [helper.make_tensor_value_info("y", T.FLOAT, ["n"])], sets)
+
+
 def compress_rows(out):
     x = np.arange(15, dtype=np.float32).reshape(5, 3)
     sets = []
@@ -273,6 +307,8 @@ def main():
     nonzero_2d(out)
     nonzero_int(out)
     topk_k(out)
+    range_int(out)
+    range_float(out)
     compress_rows(out)
     compress_guard(out)
     unique_sorted(out)

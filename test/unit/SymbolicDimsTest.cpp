@@ -96,6 +96,11 @@ TEST_F(SymbolicDims, NonNegativity) {
   EXPECT_FALSE(isProvablyNonNegative(floorDivDims(subDims(a, c(4)), c(2))));
   EXPECT_TRUE(isProvablyNonNegative(
       subDims(subDims(a, mulDims(c(2), floorDivDims(subDims(a, c(4)), c(2)))), c(4))));
+  // Two huge coprime divisors: their common denominator overflows int64, and
+  // nothing is claimed (a floordiv 4294967101 - a floordiv 4294967096 + 1 is -2
+  // at a = 9223372036854755808).
+  EXPECT_FALSE(isProvablyNonNegative(
+      addDims(subDims(floorDivDims(a, c(4294967101)), floorDivDims(a, c(4294967096))), c(1))));
 }
 
 TEST_F(SymbolicDims, TensorTypesCarrySymbolsInTheirEncoding) {
