@@ -155,8 +155,18 @@ FailureOr<EncodedStep> ArtifactWriter::encodeReadSizes(ReadSizesOp read) {
       {"why", why},
       {"cost", "on CUDA a stream synchronization per call to read " +
                    std::to_string(8 * symbols.size()) + " bytes"}});
+  // What a negative size means, for the call's error.
+  std::string node = nodeNameOf(read->getLoc());
+  std::string op = node.empty() ? forOp : forOp + " at '" + node + "'";
+  std::string what =
+      forOp == "kiln.range"
+          ? "the length of " + op +
+                " (a zero delta, a NaN bound, or more elements than a tensor holds)"
+          : "the size for " + op;
   return EncodedStep{fb::StepOp::ReadSizes,
-                     fb::CreateReadSizes(builder, builder.CreateVector(symbols)).Union()};
+                     fb::CreateReadSizes(builder, builder.CreateVector(symbols),
+                                         builder.CreateString(what))
+                         .Union()};
 }
 
 /// A symbolic constant's step: its dims, evaluated at run time.

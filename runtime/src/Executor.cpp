@@ -284,8 +284,11 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
       int64_t value = sizes->getI(static_cast<int64_t>(i));
       int symbol = step.readSymbols[i];
       if (value < 0)
-        return fail(absl::StrCat("size ", value, " for ", plan.symbols[symbol],
-                                 " is negative"));
+        return fail(step.readWhat.empty()
+                        ? absl::StrCat("size ", value, " for ", plan.symbols[symbol],
+                                       " is negative")
+                        : absl::StrCat(step.readWhat, " is ", value, " for ",
+                                       plan.symbols[symbol], ", not a size"));
       context.symbols()[symbol] = value;
     }
     break;

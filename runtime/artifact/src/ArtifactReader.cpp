@@ -686,6 +686,8 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
           return corrupt(absl::StrCat(where, ": symbol ", symbol, " is not in the table"));
         step.readSymbols.push_back(symbol);
       }
+      if (read->what())
+        step.readWhat = read->what()->str();
       break;
     }
     case fb::StepOp::View: {

@@ -112,8 +112,10 @@ struct StepInfo {
   };
   std::vector<Binding> binds;
   /// ReadSizes steps: element i of the input is symbol readSymbols[i]'s value
-  /// from then on.
+  /// from then on; `readWhat` names those sizes for the error a negative one
+  /// is (empty in artifacts written before it).
   std::vector<int> readSymbols;
+  std::string readWhat;
 };
 
 struct CubinInfo {
