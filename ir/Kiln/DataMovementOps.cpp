@@ -475,8 +475,6 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   }
   // Slices of small integer tensors: the shape computations of exported models
   // (a Swin block's pads are rows of a [4, 2] table read backwards).
-  // Elements are folded one DimExpr each, so only tables of shape size.
-  constexpr int64_t kMaxShapeTableElements = 1024;
   auto inType = dyn_cast<RankedTensorType>(getInput().getType());
   if (!type.hasStaticShape() || !inType || !inType.hasStaticShape() ||
       inType.getNumElements() > kMaxShapeTableElements)

@@ -19,6 +19,9 @@
 namespace kiln {
 
 constexpr int64_t kMaxFoldElements = 1 << 16;
+/// Folders that walk elements one by one (a DimExpr each for a slice of an
+/// integer table, a double each for a reduction) take tables of shape size only.
+constexpr int64_t kMaxShapeTableElements = 1024;
 
 /// Whether two values of this type are known to have one shape: every dim
 /// static or a symbolic expression, none unknown. Equal types say nothing

@@ -1,5 +1,6 @@
 //===- ReductionOps.cpp - reduce and arg_reduce ---------------------------===//
 
+#include "ir/Kiln/Folding.h"
 #include "ir/Kiln/KilnDialect.h"
 
 #include "llvm/Support/CheckedArithmetic.h"
@@ -48,7 +49,6 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *context,
 /// are left to run time.
 static OpFoldResult foldDenseReduce(DenseElementsAttr dense, RankedTensorType type,
                                     ArrayRef<int64_t> axes, ReduceKind kind) {
-  constexpr int64_t kMaxShapeTableElements = 1024;
   auto inType = cast<RankedTensorType>(dense.getType());
   Type element = inType.getElementType();
   bool isFloat = isa<FloatType>(element);
