@@ -487,9 +487,11 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
       (int64_t)step->size() != rank)
     return {};
   // The first index read along each axis, clamped as Slice clamps its start.
-  SmallVector<int64_t> first, stride, strides(rank, 1);
+  // Per axis: the first index read, the step between reads, and the
+  // input's row-major stride.
+  SmallVector<int64_t> first, stepOf, rowStride(rank, 1);
   for (int64_t axis = rank - 1; axis > 0; --axis)
-    strides[axis - 1] = strides[axis] * inType.getDimSize(axis);
+    rowStride[axis - 1] = rowStride[axis] * inType.getDimSize(axis);
   for (int64_t axis = 0; axis < rank; ++axis) {
     auto s = getConstantDimValue((*start)[axis]), k = getConstantDimValue((*step)[axis]);
     if (!s || !k || *k == 0)
@@ -497,17 +499,17 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
     int64_t n = inType.getDimSize(axis);
     first.push_back(*s < 0 ? std::max<int64_t>(*s + n, *k > 0 ? 0 : -1)
                            : std::min<int64_t>(*s, *k > 0 ? n : n - 1));
-    stride.push_back(*k);
+    stepOf.push_back(*k);
   }
   SymShape out;
   SmallVector<int64_t> index(rank, 0);
   for (int64_t flat = 0; flat < type.getNumElements(); ++flat) {
     int64_t offset = 0;
     for (int64_t axis = 0; axis < rank; ++axis) {
-      int64_t pos = first[axis] + index[axis] * stride[axis];
+      int64_t pos = first[axis] + index[axis] * stepOf[axis];
       if (pos < 0 || pos >= inType.getDimSize(axis))
         return {};
-      offset += pos * strides[axis];
+      offset += pos * rowStride[axis];
     }
     out.push_back((*data)[offset]);
     for (int64_t axis = rank - 1; axis >= 0 && ++index[axis] == type.getDimSize(axis); --axis)
