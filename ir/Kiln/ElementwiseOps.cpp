@@ -195,26 +195,71 @@ std::optional<std::pair<SymShape, SymShape>> knownPair(Attribute lhs, Attribute 
 }
 } // namespace
 
+namespace {
+/// `a <direction> b` for a three-way `order` (-1, 0, 1), or either order
+/// being unordered (a NaN).
+bool decideCompare(CompareDirection direction, int order, bool unordered) {
+  if (unordered)
+    return direction == CompareDirection::ne;
+  switch (direction) {
+  case CompareDirection::eq:
+    return order == 0;
+  case CompareDirection::ne:
+    return order != 0;
+  case CompareDirection::lt:
+    return order < 0;
+  case CompareDirection::le:
+    return order <= 0;
+  case CompareDirection::gt:
+    return order > 0;
+  case CompareDirection::ge:
+    return order >= 0;
+  }
+  return false;
+}
+
+/// Per element, the two dims a compare of integer vectors relates (null
+/// where unknown), broadcast to `count`; nullopt when an operand is not known.
+std::optional<std::pair<SymShape, SymShape>> comparedElements(CompareOp compare, int64_t count) {
+  auto lhsType = dyn_cast<RankedTensorType>(compare.getLhs().getType());
+  if (!lhsType || !lhsType.getElementType().isInteger(64))
+    return std::nullopt;
+  std::optional<SymShape> a = getKnownElements(compare.getLhs());
+  std::optional<SymShape> b = getKnownElements(compare.getRhs());
+  if (!a || !b || (a->size() != 1 && static_cast<int64_t>(a->size()) != count) ||
+      (b->size() != 1 && static_cast<int64_t>(b->size()) != count))
+    return std::nullopt;
+  SymShape x, y;
+  for (int64_t i = 0; i < count; ++i) {
+    x.push_back((*a)[a->size() == 1 ? 0 : i]);
+    y.push_back((*b)[b->size() == 1 ? 0 : i]);
+  }
+  return std::make_pair(x, y);
+}
+
+/// Element by element, what a compare of two known shape vectors yields
+/// where no symbol value could change it (nullopt where one could), for
+/// `count` elements; nullopt when an operand is not known.
+std::optional<SmallVector<std::optional<bool>>> decideCompareElements(CompareOp compare,
+                                                                      int64_t count) {
+  std::optional<std::pair<SymShape, SymShape>> compared = comparedElements(compare, count);
+  if (!compared)
+    return std::nullopt;
+  SmallVector<std::optional<bool>> decided;
+  for (auto [x, y] : llvm::zip(compared->first, compared->second)) {
+    std::optional<int> order = x && y ? orderOf(x, y) : std::nullopt;
+    decided.push_back(order ? std::optional<bool>(decideCompare(compare.getDirection(), *order,
+                                                                false))
+                            : std::nullopt);
+  }
+  return decided;
+}
+} // namespace
+
 OpFoldResult CompareOp::fold(FoldAdaptor adaptor) {
   CompareDirection direction = getDirection();
-  auto decide = [direction](int order, bool unordered) -> bool {
-    if (unordered)
-      return direction == CompareDirection::ne;
-    switch (direction) {
-    case CompareDirection::eq:
-      return order == 0;
-    case CompareDirection::ne:
-      return order != 0;
-    case CompareDirection::lt:
-      return order < 0;
-    case CompareDirection::le:
-      return order <= 0;
-    case CompareDirection::gt:
-      return order > 0;
-    case CompareDirection::ge:
-      return order >= 0;
-    }
-    return false;
+  auto decide = [direction](int order, bool unordered) {
+    return decideCompare(direction, order, unordered);
   };
   // Shape vectors with symbolic dims (torch's `Where(Equal(shape, -1), 1, shape)`
   // for expand(-1)): decided where no symbol value could change the answer.
@@ -259,6 +304,27 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
       {adaptor.getOnTrue(), adaptor.getOnFalse()}, Type(), inferred);
 }
 
+namespace {
+/// `x == y ? t : f` (or `x != y ? f : t`) where t and f are each x or y:
+/// when the equality holds all of them are one value, so the select is `f`
+/// (`t` for !=) whatever x and y are. torch writes Reshape's "0 copies the
+/// input's dim" as `Where(shape == 0, input_shape, shape)`; with a symbolic
+/// dim n it picks between 0 and n exactly when n is 0. Null when the rule
+/// does not apply.
+DimExpr equalWhereCompared(const std::optional<std::pair<SymShape, SymShape>> &compared,
+                           int64_t i, DimExpr onTrue, DimExpr onFalse, CompareOp compare) {
+  if (!compared || !compare)
+    return {};
+  DimExpr x = compared->first[i], y = compared->second[i];
+  if (!x || !y)
+    return {};
+  auto isXOrY = [&](DimExpr d) { return d == x || d == y; };
+  if (!isXOrY(onTrue) || !isXOrY(onFalse))
+    return {};
+  return compare.getDirection() == CompareDirection::eq ? onFalse : onTrue;
+}
+} // namespace
+
 OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
   auto condition = dyn_cast_if_present<DenseElementsAttr>(adaptor.getCondition());
   if (condition && condition.isSplat()) {
@@ -273,20 +339,50 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
   // A shape vector picked element by element from known ones (symbolic dims or
   // constants) is known too.
   auto type = dyn_cast<RankedTensorType>(getType());
-  if (condition && type && type.hasStaticShape() && type.getRank() <= 1 &&
-      type.getElementType().isInteger(64)) {
-    int64_t count = type.getNumElements();
-    std::optional<std::pair<SymShape, SymShape>> pair =
-        knownPair(adaptor.getOnTrue(), adaptor.getOnFalse(), count, getContext());
-    if (!pair || (condition.getNumElements() != 1 && condition.getNumElements() != count))
+  if (!type || !type.hasStaticShape() || type.getRank() > 1 ||
+      !type.getElementType().isInteger(64))
+    return {};
+  int64_t count = type.getNumElements();
+  std::optional<std::pair<SymShape, SymShape>> pair =
+      knownPair(adaptor.getOnTrue(), adaptor.getOnFalse(), count, getContext());
+  if (!pair)
+    return {};
+  // The condition per element: a constant's, or what a compare of known
+  // vectors decides. torch exports expand and reshape targets as
+  // `Where(Equal(shape, 0), input_shape, shape)`: `n == 0` is undecided for a
+  // symbolic n, but where both choices are n the pick does not matter.
+  SmallVector<std::optional<bool>> picks;
+  std::optional<std::pair<SymShape, SymShape>> compared;
+  if (condition) {
+    if (condition.getNumElements() != 1 && condition.getNumElements() != count)
       return {};
-    SmallVector<bool> picks(condition.getValues<bool>());
-    SymShape chosen;
     for (int64_t i = 0; i < count; ++i)
-      chosen.push_back(picks[picks.size() == 1 ? 0 : i] ? pair->first[i] : pair->second[i]);
-    return makeKnownElementsAttr(type, chosen);
+      picks.push_back(condition.getValues<bool>()[condition.getNumElements() == 1 ? 0 : i]);
+  } else if (auto compare = getCondition().getDefiningOp<CompareOp>()) {
+    std::optional<SmallVector<std::optional<bool>>> decided =
+        decideCompareElements(compare, count);
+    if (!decided)
+      return {};
+    picks = std::move(*decided);
+    if (compare.getDirection() == CompareDirection::eq ||
+        compare.getDirection() == CompareDirection::ne)
+      compared = comparedElements(compare, count);
+  } else {
+    return {};
   }
-  return {};
+  SymShape chosen;
+  for (int64_t i = 0; i < count; ++i) {
+    if (pair->first[i] == pair->second[i])
+      chosen.push_back(pair->first[i]);
+    else if (picks[i])
+      chosen.push_back(*picks[i] ? pair->first[i] : pair->second[i]);
+    else if (DimExpr same = equalWhereCompared(compared, i, pair->first[i], pair->second[i],
+                                               getCondition().getDefiningOp<CompareOp>()))
+      chosen.push_back(same);
+    else
+      return {};
+  }
+  return makeKnownElementsAttr(type, chosen);
 }
 
 //===----------------------------------------------------------------------===//
