@@ -132,6 +132,7 @@ FailureOr<EncodedStep> ArtifactWriter::encodeReadSizes(ReadSizesOp read) {
   for (Attribute s : read.getSymbols()) {
     symbols.push_back(symbolId(cast<StringAttr>(s).getValue().str()));
     names.push_back(cast<StringAttr>(s).getValue().str());
+    stepBoundSymbols.insert(cast<StringAttr>(s).getValue().str());
   }
   // Not a graph break (nothing runs on the host), but a synchronization:
   // --explain lists it with what it waits for.
@@ -167,6 +168,32 @@ FailureOr<EncodedStep> ArtifactWriter::encodeReadSizes(ReadSizesOp read) {
                      fb::CreateReadSizes(builder, builder.CreateVector(symbols),
                                          builder.CreateString(what))
                          .Union()};
+}
+
+/// A guard over sizes steps bind: a check step where it stands (the call's
+/// start, where Model.predicates are checked, is before those sizes exist).
+FailureOr<EncodedStep> ArtifactWriter::encodeCheck(GuardOp guard) {
+  // Every symbol must be bound before the check: by the inputs or by a step
+  // written earlier (a read, a host step's result, an if's).
+  for (DimExpr side : {guard.getLhs(), guard.getRhs()}) {
+    std::string unbound;
+    side.walk([&](AffineExpr e) {
+      if (e.getKind() == AffineExprKind::SymbolId && !boundSymbols.count(dimToString(e)) &&
+          !stepBoundSymbols.count(dimToString(e)))
+        unbound = dimToString(e);
+    });
+    if (!unbound.empty())
+      return guard.emitOpError() << "relies on symbol '" << unbound
+                                 << "', which neither an input nor a step before it binds";
+  }
+  auto predicate = fb::CreatePredicate(builder, static_cast<fb::PredicateKind>(guard.getKind()),
+                                       dim(guard.getLhs()), dim(guard.getRhs()),
+                                       builder.CreateString(guard.getReason().str()));
+  guardReport.push_back(llvm::json::Object{{"guard", guard.describe()},
+                                           {"reason", guard.getReason().str()},
+                                           {"checked", "where its sizes are bound"}});
+  return EncodedStep{fb::StepOp::Check,
+                     fb::CreateCheck(builder, builder.CreateVector(std::vector{predicate})).Union()};
 }
 
 /// A symbolic constant's step: its dims, evaluated at run time.
@@ -238,7 +265,8 @@ LogicalResult ArtifactWriter::addStep(Operation *op) {
     return failure();
   // Host steps may have several results (top_k, unique), a size read none;
   // the others have one.
-  if (op->getNumResults() != 1 && !isHostStepOp(op) && !isa<IfOp, LoopOp, ScanOp, ReadSizesOp>(op))
+  if (op->getNumResults() != 1 && !isHostStepOp(op) &&
+      !isa<IfOp, LoopOp, ScanOp, ReadSizesOp, GuardOp>(op))
     return op->emitOpError() << "has " << op->getNumResults()
                              << " results; artifact steps of its kind have one";
   FailureOr<EncodedStep> encoded = failure();
@@ -248,6 +276,8 @@ LogicalResult ArtifactWriter::addStep(Operation *op) {
     encoded = encodeKernelStep(k);
   else if (auto read = dyn_cast<ReadSizesOp>(op))
     encoded = encodeReadSizes(read);
+  else if (auto guard = dyn_cast<GuardOp>(op))
+    encoded = encodeCheck(guard);
   else if (view)
     encoded = EncodedStep{fb::StepOp::View, fb::CreateView(builder).Union()};
   else if (auto sym = dyn_cast<SymbolicConstantOp>(op))
@@ -273,6 +303,7 @@ LogicalResult ArtifactWriter::addStep(Operation *op) {
       binds.emplace_back(static_cast<int>(cast<IntegerAttr>(entry[0]).getInt()),
                          static_cast<int>(cast<IntegerAttr>(entry[1]).getInt()),
                          symbolId(cast<StringAttr>(entry[2]).getValue().str()));
+      stepBoundSymbols.insert(cast<StringAttr>(entry[2]).getValue().str());
     }
   }
   currentSteps->push_back(fb::CreateStep(builder, encoded->type, encoded->table,

@@ -81,6 +81,7 @@ private:
   FailureOr<EncodedStep> encodeControlStep(Operation *op);
   FailureOr<EncodedStep> encodeKernelStep(KernelOp k);
   FailureOr<EncodedStep> encodeReadSizes(ReadSizesOp read);
+  FailureOr<EncodedStep> encodeCheck(GuardOp guard);
   FailureOr<EncodedStep> encodeSymbolicConstant(SymbolicConstantOp s);
   FailureOr<EncodedStep> encodeHostStep(Operation *op);
 
@@ -118,6 +119,8 @@ private:
   /// ReadSizes steps: sizes the device computed, read back alone.
   llvm::json::Array sizeReads;
   std::set<std::string> boundSymbols; ///< symbols an input dim binds
+  /// Symbols steps written so far bind (reads, host steps' results).
+  std::set<std::string> stepBoundSymbols;
 
   int symbolId(const std::string &name) {
     auto [it, inserted] = symbolIds.emplace(name, static_cast<int>(symbols.size()));

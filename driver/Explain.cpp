@@ -54,9 +54,15 @@ std::string explainText(const Object &report, StringRef model) {
   // Guards: what every call checks beyond the inputs' own dims.
   const Array *guards = report.getArray("guards");
   if (guards)
-    for (const llvm::json::Value &g : *guards)
-      os << model << ": guard: " << g.getAsObject()->getString("guard").value_or("") << " ("
-         << g.getAsObject()->getString("reason").value_or("") << ")\n";
+    for (const llvm::json::Value &g : *guards) {
+      const Object &o = *g.getAsObject();
+      os << model << ": guard: " << o.getString("guard").value_or("") << " ("
+         << o.getString("reason").value_or("") << ")";
+      // Over sizes steps bind: checked where they are, not when the call starts.
+      if (std::optional<StringRef> checked = o.getString("checked"))
+        os << "; checked " << *checked;
+      os << "\n";
+    }
   const Array *kernels = report.getArray("kernels");
   const Array *library = report.getArray("library_calls");
   // library_calls lists every host-kind step; the GPU library's are these.

@@ -125,6 +125,15 @@ std::string planToDot(const artifact::Plan &plan, const llvm::json::Object &repo
       attributes = "shape=note, style=\"filled,bold\", color=\"#d35400\", fillcolor=\"#fdebd0\"";
       break;
     }
+    case artifact::StepKind::Check: {
+      // Facts over sizes steps bound, checked on the host where they stand.
+      std::string facts;
+      for (const artifact::PredicateInfo &p : step.checks)
+        facts += "\\n" + escape(p.toString(plan.symbols));
+      label += "check" + facts;
+      attributes = "shape=note, style=filled, fillcolor=\"#f2f2f2\"";
+      break;
+    }
     case artifact::StepKind::Control: {
       // The host drives it; what its bodies run, counted by kind.
       size_t kernels = 0, library = 0, breaks = 0;

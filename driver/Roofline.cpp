@@ -56,9 +56,10 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
     case artifact::StepKind::Control: kind = "control"; break;
     case artifact::StepKind::ReadSizes: kind = "sync"; break;
     case artifact::StepKind::View: kind = "view"; break;
+    case artifact::StepKind::Check: kind = "check"; break;
     }
     llvm::json::Object entry{{"name", step.label}, {"kind", kind}};
-    if (kind == "shape" || kind == "view") {
+    if (kind == "shape" || kind == "view" || kind == "check") {
       // Computed on the host from sizes, or a reshape that renames its
       // input's bytes: no device time.
       entry["bytes"] = 0;

@@ -12,6 +12,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <set>
+
 namespace kiln {
 #define GEN_PASS_DEF_FORMKERNELSPASS
 #include "passes/Passes.h.inc"
@@ -176,14 +178,20 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
     for (Block *block : nested)
       formKernels(*block, /*topLevel=*/false, [&](Operation *op) {
         return !op->hasAttr(kBindsDimsAttr) && usesOnlyBoundSymbols(op, bound) &&
-               !reliesOnUnprovenFacts(op);
+               !reliesOnUnprovenFacts(op, {});
       });
-    // At the top level, facts over the inputs' symbols are guards; facts over
-    // symbols steps bind are checked by no one before the op runs.
+    // At the top level, facts over the inputs' symbols are guards checked
+    // when a call starts; facts over symbols steps bind are the guards
+    // kiln-materialize-guards put before the op (check steps). Any other
+    // fact is checked by no one before the op runs.
+    std::set<std::string> guarded;
+    for (auto guard : func.getBody().front().getOps<GuardOp>())
+      guarded.insert(shapeFactKey(static_cast<ShapeAssumption::Kind>(guard.getKind()), guard.getLhs(),
+                             guard.getRhs()));
     formKernels(func.getBody().front(), /*topLevel=*/true, [&](Operation *op) {
       return !op->hasAttr(kBindsDimsAttr) &&
              (usesOnlyBoundSymbols(op, inputBound) ||
-              (usesOnlyBoundSymbols(op, bound) && !reliesOnUnprovenFacts(op)));
+              (usesOnlyBoundSymbols(op, bound) && !reliesOnUnprovenFacts(op, guarded)));
     });
   }
 
@@ -206,7 +214,7 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
   /// in a body they may hold only when the body runs (a branch taken for some
   /// shapes), so an op relying on one stays a host step, which checks its
   /// operands when it runs.
-  static bool reliesOnUnprovenFacts(Operation *op) {
+  static bool reliesOnUnprovenFacts(Operation *op, const std::set<std::string> &guarded) {
     auto infer = dyn_cast<InferTypeOpInterface>(op);
     if (!infer)
       return false;
@@ -220,7 +228,8 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
         return true;
     }
     for (const ShapeAssumption &a : assumptions)
-      if (a.lhs && a.rhs && decideShapeAssumption(a.kind, a.lhs, a.rhs) != std::optional<bool>(true))
+      if (a.lhs && a.rhs && decideShapeAssumption(a.kind, a.lhs, a.rhs) != std::optional<bool>(true) &&
+          !guarded.count(shapeFactKey(a.kind, a.lhs, a.rhs)))
         return true;
     // A dim the shape function leaves unknown is trusted where
     // kiln-sizes-on-device computed it for this op (kSizedOnDeviceAttr).

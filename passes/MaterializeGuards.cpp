@@ -19,8 +19,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
-#include <map>
-#include <tuple>
+#include <set>
 
 namespace kiln {
 #define GEN_PASS_DEF_MATERIALIZEGUARDSPASS
@@ -46,6 +45,22 @@ struct FoundGuard {
   Location loc;
 };
 
+/// Whether `dim` uses a symbol that `op` binds (kBindsDimsAttr).
+bool usesSymbolBoundBy(Operation *op, DimExpr dim) {
+  auto binds = op->getAttrOfType<ArrayAttr>(kBindsDimsAttr);
+  if (!binds)
+    return false;
+  bool uses = false;
+  dim.walk([&](AffineExpr e) {
+    if (e.getKind() != AffineExprKind::SymbolId)
+      return;
+    for (Attribute b : binds)
+      if (getSymbolDim(op->getContext(), cast<StringAttr>(cast<ArrayAttr>(b)[2]).getValue()) == e)
+        uses = true;
+  });
+  return uses;
+}
+
 /// How much evaluating a dim costs: its number of expression nodes.
 unsigned exprCost(DimExpr d) {
   unsigned n = 0;
@@ -59,20 +74,32 @@ struct MaterializeGuardsPass : impl::MaterializeGuardsPassBase<MaterializeGuards
     if (func.getBody().empty())
       return;
     std::vector<FoundGuard> found;
+    // Facts over sizes steps bind, guarded right before the op relying on
+    // them; the keys of those guarded so far, in program order.
+    std::vector<std::pair<Operation *, FoundGuard>> beforeOps;
+    std::set<std::string> guardedLate;
+    Block &top = func.getBody().front();
     bool failedAny = false;
     auto add = [&](Operation *op, ShapeAssumption::Kind kind, DimExpr lhs, DimExpr rhs,
                    const std::string &what) {
       if (!lhs || !rhs)
         return; // nothing is known of an unknown dim to check
-      // A symbol a step binds has no value when the call's guards run: the
-      // op relying on the fact stays a host step (kiln-form-kernels), which
-      // checks its operands when it runs.
-      if (involvesStepBound(lhs) || involvesStepBound(rhs))
-        return;
       std::optional<bool> holds = decideShapeAssumption(kind, lhs, rhs);
       if (holds == std::optional<bool>(true))
         return;
       FoundGuard g{kind, lhs, rhs, describeOp(op) + ": " + what, op->getLoc()};
+      // A symbol a step binds has no value when the call's guards run: the
+      // fact is checked right before the op instead, once the steps before
+      // it have bound its sizes. Over a symbol the op binds itself it cannot
+      // be (the op stays a host step, which checks its operands as it runs).
+      if (involvesStepBound(lhs) || involvesStepBound(rhs)) {
+        if (holds == std::optional<bool>(false) || op->getBlock() != &top ||
+            usesSymbolBoundBy(op, lhs) || usesSymbolBoundBy(op, rhs))
+          return;
+        if (guardedLate.insert(shapeFactKey(kind, lhs, rhs)).second)
+          beforeOps.emplace_back(op, std::move(g));
+        return;
+      }
       if (holds == std::optional<bool>(false)) {
         op->emitOpError() << "assumes a fact that can never hold: " << dimToString(lhs)
                           << " against " << dimToString(rhs) << " (" << what << ")";
@@ -85,6 +112,12 @@ struct MaterializeGuardsPass : impl::MaterializeGuardsPassBase<MaterializeGuards
     func.walk<WalkOrder::PreOrder>([&](Operation *op) {
       // Guards from an earlier run are collected again and re-emitted in order.
       if (auto guard = dyn_cast<GuardOp>(op)) {
+        // One over sizes steps bind stays where it was put.
+        if (involvesStepBound(guard.getLhs()) || involvesStepBound(guard.getRhs())) {
+          guardedLate.insert(shapeFactKey(static_cast<ShapeAssumption::Kind>(guard.getKind()),
+                                     guard.getLhs(), guard.getRhs()));
+          return WalkResult::skip();
+        }
         found.push_back({static_cast<ShapeAssumption::Kind>(guard.getKind()), guard.getLhs(),
                          guard.getRhs(), guard.getReason().str(), guard.getLoc()});
         guard.erase();
@@ -137,25 +170,29 @@ struct MaterializeGuardsPass : impl::MaterializeGuardsPassBase<MaterializeGuards
 
     // One guard per distinct fact (the first op that relied on it names it),
     // cheapest to evaluate first: the runtime stops at the first that fails.
-    std::map<std::tuple<int, std::string, std::string>, size_t> seen;
+    std::set<std::string> seen;
     std::vector<FoundGuard> unique;
     for (FoundGuard &g : found) {
-      std::string l = dimToString(g.lhs), r = dimToString(g.rhs);
-      if (g.kind == ShapeAssumption::Kind::Equal && r < l) {
+      if (g.kind == ShapeAssumption::Kind::Equal && dimToString(g.rhs) < dimToString(g.lhs))
         std::swap(g.lhs, g.rhs); // a == b and b == a are one fact
-        std::swap(l, r);
-      }
-      if (seen.emplace(std::make_tuple(int(g.kind), l, r), unique.size()).second)
+      if (seen.insert(shapeFactKey(g.kind, g.lhs, g.rhs)).second)
         unique.push_back(std::move(g));
     }
     std::stable_sort(unique.begin(), unique.end(), [](const FoundGuard &a, const FoundGuard &b) {
       return exprCost(a.lhs) + exprCost(a.rhs) < exprCost(b.lhs) + exprCost(b.rhs);
     });
-    OpBuilder builder = OpBuilder::atBlockBegin(&func.getBody().front());
-    for (const FoundGuard &g : unique)
+    OpBuilder builder = OpBuilder::atBlockBegin(&top);
+    auto create = [&](const FoundGuard &g) {
       GuardOp::create(builder, g.loc, static_cast<GuardKind>(g.kind),
-                              DimsAttr::getCanonical(func.getContext(), {g.lhs, g.rhs}),
-                              builder.getStringAttr(g.reason));
+                      DimsAttr::getCanonical(func.getContext(), {g.lhs, g.rhs}),
+                      builder.getStringAttr(g.reason));
+    };
+    for (const FoundGuard &g : unique)
+      create(g);
+    for (const auto &[op, g] : beforeOps) {
+      builder.setInsertionPoint(op);
+      create(g);
+    }
   }
 };
 

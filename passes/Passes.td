@@ -65,6 +65,15 @@ def MaterializeGuardsPass : Pass<"kiln-materialize-guards", "::mlir::func::FuncO
     a call that breaks one with the guard, its reason and the input dims.
     Rerunning the pass collects the existing guards again (idempotent). Bodies of
     if/loop/scan are not guarded yet.
+
+    Facts over symbols a step binds (kiln-name-unknown-dims: a size read from
+    the device, a host step's result) cannot be checked when a call starts.
+    The pass puts each such fact of a top-level op right before the op, where
+    those sizes are bound: the artifact makes it a check step there, and
+    kiln-form-kernels may then make the op a kernel. It runs once more after
+    kiln-sizes-on-device for them; guards already placed so stay where they
+    are. A fact over a symbol the op itself binds is not guarded (the op
+    stays a host step, which checks its operands as it runs).
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -68,6 +68,9 @@ void buildKernelPipeline(OpPassManager &pm, const KernelPipelineOptions &options
   func.addPass(createNameUnknownDimsPass());
   // Sizes the device can compute read back alone, so their ops are kernels.
   func.addPass(createSizesOnDevicePass());
+  // Facts over the sizes those steps bind, checked where they are bound, so
+  // the ops relying on them can be kernels.
+  func.addPass(createMaterializeGuardsPass());
   func.addPass(createFormKernelsPass());
 }
 

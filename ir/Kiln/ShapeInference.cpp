@@ -164,6 +164,13 @@ FailureOr<DimExpr> unifyDims(std::optional<Location> location, StringRef opName,
   return cb ? b : a;
 }
 
+std::string shapeFactKey(ShapeAssumption::Kind kind, DimExpr lhs, DimExpr rhs) {
+  std::string l = dimToString(lhs), r = dimToString(rhs);
+  if (kind == ShapeAssumption::Kind::Equal && r < l)
+    std::swap(l, r);
+  return std::to_string(static_cast<int>(kind)) + ":" + l + ":" + r;
+}
+
 LogicalResult OpTrait::verifyShapeFunction(Operation *op) {
   SmallVector<Type> inferred;
   if (failed(cast<InferTypeOpInterface>(op).inferReturnTypes(

@@ -74,6 +74,11 @@ private:
 void recordShapeAssumption(ShapeAssumption::Kind kind, DimExpr lhs, DimExpr rhs,
                            const llvm::Twine &what);
 
+/// One key per fact however it is written (a == b and b == a are one): what
+/// kiln-materialize-guards dedups guards by, and kiln-form-kernels looks
+/// guarded facts up by.
+std::string shapeFactKey(ShapeAssumption::Kind kind, DimExpr lhs, DimExpr rhs);
+
 /// Whether an assumption holds for every non-negative value of its symbols
 /// (true), never holds (false: two constants that differ), or depends on them.
 std::optional<bool> decideShapeAssumption(ShapeAssumption::Kind kind, DimExpr lhs,

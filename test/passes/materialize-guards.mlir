@@ -110,3 +110,29 @@ func.func @end_from_the_end(%x: tensor<?x?xf32, #kiln.dims<[n, w]>>) -> tensor<?
   %s = kiln.slice %x, %starts, %ends, %steps : (tensor<?x?xf32, #kiln.dims<[n, w]>>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x?xf32> loc("FromEnd")
   return %s : tensor<?x?xf32>
 }
+
+// -----
+
+// Facts over sizes steps bind (two non_zero counts, read from the device)
+// cannot be checked when a call starts: each is guarded right before the op
+// relying on it, where both counts are bound (the artifact's check step), and
+// the concat then forms a kernel. Rerunning the pass leaves it there.
+// RUN: kiln-opt %s -split-input-file --kiln-name-unknown-dims --kiln-sizes-on-device --kiln-materialize-guards | FileCheck %s --check-prefix=LATE
+// RUN: kiln-opt %s -split-input-file --kiln-name-unknown-dims --kiln-sizes-on-device --kiln-materialize-guards --kiln-materialize-guards --kiln-form-kernels | FileCheck %s --check-prefix=LATE-KERNELS
+// LATE-LABEL: func @counts_that_must_match
+// LATE: kiln.read_sizes {{.*}} ["run0"]
+// LATE: kiln.read_sizes {{.*}} ["run1"]
+// LATE-NOT: kiln.guard
+// LATE: kiln.guard <equal> [run0, run1], "kiln.concat at 'Concat_1': dim 1 of input 1 must match"
+// LATE-NEXT: kiln.concat
+// LATE-KERNELS-LABEL: func @counts_that_must_match
+// LATE-KERNELS: kiln.guard <equal> [run0, run1]
+// LATE-KERNELS-NEXT: kiln.kernel "pointwise"
+// LATE-KERNELS-NEXT: ^bb0
+// LATE-KERNELS-NEXT: kiln.concat
+func.func @counts_that_must_match(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<2x?xi64> {
+  %i = kiln.non_zero %x : (tensor<8xf32>) -> tensor<1x?xi64>
+  %j = kiln.non_zero %y : (tensor<8xf32>) -> tensor<1x?xi64>
+  %c = kiln.concat %i, %j {axis = 0 : i64} : (tensor<1x?xi64>, tensor<1x?xi64>) -> tensor<2x?xi64> loc("Concat_1")
+  return %c : tensor<2x?xi64>
+}

@@ -15,6 +15,10 @@ outputs (the layout run_numpy_cases.py reads).
     nonzero_int    NonZero of an int32 [2, 3, 4] input (a static size: one chunk)
     topk_k         TopK of a [n, 10] input along the last axis with k an input
                    (k = 3, 0 and 10); both outputs
+    counts_concat  the positive positions of x and of y (two NonZero counts,
+                   each read from the device) stacked by Concat: the counts
+                   must be equal, a fact over read sizes that a check step
+                   tests where both are bound (sets with 2 and 0 of each)
     compress_rows  Compress of a [5, 3] input by a 4-element condition along
                    axis 0 (some rows, none, all four)
     compress_guard Compress of an [n, 3] input by an [m] condition without an
@@ -151,6 +155,24 @@ def range_float(out):
     save(out, "range_float", [helper.make_node("Range", ["start", "limit", "delta"], ["y"])],
          [helper.make_tensor_value_info(n, T.FLOAT, []) for n in ("start", "limit", "delta")],
          [helper.make_tensor_value_info("y", T.FLOAT, ["n"])], sets)
+
+
+def counts_concat(out):
+    sets = [(np.array([1, -1, 2, 0], np.float32), np.array([0, 3, 0, 4], np.float32)),
+            (-np.ones(4, np.float32), np.zeros(4, np.float32))]
+    save(out, "counts_concat",
+         [helper.make_node("Greater", ["x", "zero"], ["xp"]),
+          helper.make_node("Greater", ["y", "zero"], ["yp"]),
+          helper.make_node("NonZero", ["xp"], ["xi"]),
+          helper.make_node("NonZero", ["yp"], ["yi"]),
+          helper.make_node("Concat", ["xi", "yi"], ["both"], axis=0)],
+         [helper.make_tensor_value_info("x", T.FLOAT, ["n"]),
+          helper.make_tensor_value_info("y", T.FLOAT, ["n"])],
+         [helper.make_tensor_value_info("both", T.INT64, [2, "k"])],
+         [({"x": x, "y": y}, [np.concatenate([np.array(np.nonzero(x > 0)),
+                                               np.array(np.nonzero(y > 0))]).astype(np.int64)])
+          for x, y in sets],
+         [numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
 
 
 def compress_rows(out):
@@ -309,6 +331,7 @@ def main():
     topk_k(out)
     range_int(out)
     range_float(out)
+    counts_concat(out)
     compress_rows(out)
     compress_guard(out)
     unique_sorted(out)

@@ -157,6 +157,10 @@ private:
   std::vector<int> scoped;
   absl::Status readGuards();
   absl::Status readPredicates();
+  /// One schema Predicate, its kind and dims checked; `bound` (when given)
+  /// says which symbols have values where it is checked.
+  absl::StatusOr<PredicateInfo> predicate(const fb::Predicate *p, const std::string &where,
+                                          const std::vector<bool> *bound);
   absl::Status readVariants();
 };
 
@@ -578,10 +582,13 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
     step.outputs = std::move(*outputs);
     if (absl::Status st = readValuesUsed(step.inputs, where); !st.ok())
       return st;
-    // A size read has no outputs (it binds symbols); every other step has.
-    if (step.outputs.empty() != (step.op == fb::StepOp::ReadSizes))
-      return corrupt(absl::StrCat(where, step.outputs.empty() ? " has no outputs"
-                                                              : ": a size read has no outputs"));
+    // A size read and a check have no outputs (one binds symbols, the
+    // other reads them); every other step has.
+    bool outputless = step.op == fb::StepOp::ReadSizes || step.op == fb::StepOp::Check;
+    if (step.outputs.empty() != outputless)
+      return corrupt(absl::StrCat(where, step.outputs.empty()
+                                             ? " has no outputs"
+                                             : ": a size read or check has no outputs"));
     if (s->binds()) {
       if (loopDepth_ > 0)
         return corrupt(absl::StrCat(where, " binds symbols inside a loop's body"));
@@ -690,6 +697,22 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
         step.readWhat = read->what()->str();
       break;
     }
+    case fb::StepOp::Check: {
+      step.kind = StepKind::Check;
+      const fb::Check *check = s->op_as_Check();
+      if (!step.inputs.empty() || !check->predicates() || check->predicates()->size() == 0)
+        return corrupt(absl::StrCat(where, ": a check takes no inputs and states its facts"));
+      // Which symbols have values is known only as the call runs (steps
+      // bind them); a fact that reads an unbound one fails that call.
+      for (const fb::Predicate *p : *check->predicates()) {
+        absl::StatusOr<PredicateInfo> predicate =
+            this->predicate(p, absl::StrCat(where, " fact ", step.checks.size()), nullptr);
+        if (!predicate.ok())
+          return predicate.status();
+        step.checks.push_back(std::move(*predicate));
+      }
+      break;
+    }
     case fb::StepOp::View: {
       step.kind = StepKind::View;
       // A body's results are copied into its parameters each iteration: an
@@ -762,30 +785,41 @@ absl::Status Reader::readPredicates() {
     if (g.binds)
       bound[*g.expected.soleSymbol()] = true;
   for (const fb::Predicate *p : *model.predicates()) {
-    PredicateInfo predicate;
-    std::string where = absl::StrCat("predicate ", plan.predicates.size());
-    if (p->kind() > fb::PredicateKind::MAX)
-      return corrupt(absl::StrCat(where, ": unknown kind ", static_cast<int>(p->kind())));
-    predicate.kind = static_cast<PredicateInfo::Kind>(p->kind());
-    absl::StatusOr<Dim> lhs = dim(p->lhs(), where), rhs = dim(p->rhs(), where);
-    if (!lhs.ok())
-      return lhs.status();
-    if (!rhs.ok())
-      return rhs.status();
-    for (const Dim *side : {&*lhs, &*rhs}) {
-      if (!side->known())
-        return corrupt(absl::StrCat(where, ": a side is an unknown dim"));
-      for (auto [op, value] : side->ops)
-        if (op == Dim::Op::Symbol && !bound[value])
-          return corrupt(absl::StrCat(where, ": symbol '", plan.symbols[value],
-                                      "' is bound by no input"));
-    }
-    predicate.lhs = std::move(*lhs);
-    predicate.rhs = std::move(*rhs);
-    predicate.reason = p->reason() ? p->reason()->str() : "";
-    plan.predicates.push_back(std::move(predicate));
+    absl::StatusOr<PredicateInfo> predicate =
+        this->predicate(p, absl::StrCat("predicate ", plan.predicates.size()), &bound);
+    if (!predicate.ok())
+      return predicate.status();
+    plan.predicates.push_back(std::move(*predicate));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<PredicateInfo> Reader::predicate(const fb::Predicate *p, const std::string &where,
+                                                const std::vector<bool> *bound) {
+  PredicateInfo predicate;
+  if (!p)
+    return corrupt(absl::StrCat(where, ": missing"));
+  if (p->kind() > fb::PredicateKind::MAX)
+    return corrupt(absl::StrCat(where, ": unknown kind ", static_cast<int>(p->kind())));
+  predicate.kind = static_cast<PredicateInfo::Kind>(p->kind());
+  absl::StatusOr<Dim> lhs = dim(p->lhs(), where), rhs = dim(p->rhs(), where);
+  if (!lhs.ok())
+    return lhs.status();
+  if (!rhs.ok())
+    return rhs.status();
+  for (const Dim *side : {&*lhs, &*rhs}) {
+    if (!side->known())
+      return corrupt(absl::StrCat(where, ": a side is an unknown dim"));
+    if (bound)
+      for (auto [op, value] : side->ops)
+        if (op == Dim::Op::Symbol && !(*bound)[value])
+          return corrupt(absl::StrCat(where, ": symbol '", plan.symbols[value],
+                                      "' is bound by no input"));
+  }
+  predicate.lhs = std::move(*lhs);
+  predicate.rhs = std::move(*rhs);
+  predicate.reason = p->reason() ? p->reason()->str() : "";
+  return predicate;
 }
 
 absl::StatusOr<Plan> Reader::read() {

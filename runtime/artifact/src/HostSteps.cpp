@@ -609,7 +609,8 @@ absl::StatusOr<HostStep> Decoder::decode() {
   case fb::StepOp::Loop:
   case fb::StepOp::Scan:
   case fb::StepOp::ReadSizes:
-  case fb::StepOp::View: break;
+  case fb::StepOp::View:
+  case fb::StepOp::Check: break;
   }
   return absl::InternalError(absl::StrCat(step.label, " is not a host step"));
 }

@@ -61,11 +61,33 @@ struct ValueInfo {
   size_t weightSize = 0;
 };
 
+/// A fact about the symbols the code relies on (the schema's Predicate).
+struct PredicateInfo {
+  enum class Kind : uint8_t { Equal, EqualOrOne, LessEqual };
+  Kind kind = Kind::Equal;
+  Dim lhs, rhs;
+  std::string reason;
+  /// Whether it holds under `symbols`; nullopt when a side has no value.
+  std::optional<bool> holds(const Bindings &symbols) const;
+  /// "seq * 64 == 320", "n == 4 or n == 1", "3 <= seq".
+  std::string toString(const std::vector<std::string> &symbolNames) const;
+};
+
 /// What the executors do with a step: launch a generated kernel, run a typed
 /// host step (library ops and graph breaks: the runtime decides where each runs),
-/// compute a shape, run nested bodies (If, Loop, Scan), read sizes back, or
-/// name an input's bytes under other dims (View).
-enum class StepKind : uint8_t { Kernel, Host, SymbolicConstant, ShapeOf, Control, ReadSizes, View };
+/// compute a shape, run nested bodies (If, Loop, Scan), read sizes back,
+/// name an input's bytes under other dims (View), or check facts about
+/// symbols steps bound (Check).
+enum class StepKind : uint8_t {
+  Kernel,
+  Host,
+  SymbolicConstant,
+  ShapeOf,
+  Control,
+  ReadSizes,
+  View,
+  Check
+};
 
 struct StepInfo;
 
@@ -116,6 +138,8 @@ struct StepInfo {
   /// is (empty in artifacts written before it).
   std::vector<int> readSymbols;
   std::string readWhat;
+  /// Check steps: the facts, in order.
+  std::vector<PredicateInfo> checks;
 };
 
 struct CubinInfo {
@@ -187,18 +211,6 @@ struct GuardInfo {
   int dim = 0;
   Dim expected;
   bool binds = false;
-};
-
-/// A fact about the symbols the code relies on (the schema's Predicate).
-struct PredicateInfo {
-  enum class Kind : uint8_t { Equal, EqualOrOne, LessEqual };
-  Kind kind = Kind::Equal;
-  Dim lhs, rhs;
-  std::string reason;
-  /// Whether it holds under `symbols`; nullopt when a side has no value.
-  std::optional<bool> holds(const Bindings &symbols) const;
-  /// "seq * 64 == 320", "n == 4 or n == 1", "3 <= seq".
-  std::string toString(const std::vector<std::string> &symbolNames) const;
 };
 
 /// Everything the executors need, indices checked.
