@@ -1,6 +1,8 @@
 //===- InferShapes.cpp - symbolic shape inference and refinement ----------===//
 
+#include "passes/ExactSizeCasts.h"
 #include "passes/Passes.h"
+#include "passes/PositiveSizes.h"
 
 #include "ir/Kiln/KilnDialect.h"
 
@@ -50,12 +52,19 @@ struct InferShapesPass : impl::InferShapesPassBase<InferShapesPass> {
         ops.push_back(op);
     });
     OperationFolder folder(&getContext());
+    PositiveSizes positiveSizes;
     for (Operation *op : ops) {
+      // A size computed in floats is the size again (guards before it say
+      // the float arithmetic was exact); a reshape target's `n == 0 ? ..`
+      // is decided for a conv's output size n (PositiveSizes.h).
+      if (foldExactSizeCast(op) || positiveSizes.foldSelect(op))
+        continue;
       bool inPlace = false;
       if (succeeded(folder.tryToFold(op, &inPlace)) && !inPlace)
         continue; // replaced by its folded value and erased
       if (failed(refineResults(op)))
         return signalPassFailure();
+      positiveSizes.note(op);
     }
     updateResultTypes(func);
   }

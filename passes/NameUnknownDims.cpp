@@ -6,7 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/ExactSizeCasts.h"
 #include "passes/Passes.h"
+#include "passes/PositiveSizes.h"
 
 #include "ir/Kiln/KilnDialect.h"
 #include "ir/Kiln/StepBoundSymbols.h"
@@ -50,6 +52,10 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
     // Shape computations over named dims fold where they stand (a shape_of
     // of a NonZero's result, and the gathers and concats of it a Squeeze
     // exports as), so the reshape after them has a known shape.
+    // A size computed in floats (a padded size) is the size again, with
+    // guards that the float arithmetic was exact.
+    if (foldExactSizeCast(&op) || positiveSizes.foldSelect(&op))
+      return false;
     if (op.getNumRegions() == 0 && !op.hasAttr(kBindsDimsAttr)) {
       OpBuilder builder(&op);
       SmallVector<Value> folded;
@@ -76,8 +82,12 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
             if (RankedTensorType r = refined(current, type); r && r != current)
               result.setType(r);
     }
+    positiveSizes.note(&op);
     return true;
   }
+
+  /// Conv output sizes of the ops refined so far (PositiveSizes.h).
+  PositiveSizes positiveSizes;
 
   /// Refines and names the ops of `block` in order (the function's, or an
   /// if's branch).
@@ -147,6 +157,7 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
     func::FuncOp func = getOperation();
     if (func.getBody().empty())
       return;
+    positiveSizes = PositiveSizes();
     MLIRContext *ctx = &getContext();
     Block &block = func.getBody().front();
     // Names are numbered in op order, the same on every run of the pass (a

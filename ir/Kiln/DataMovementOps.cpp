@@ -100,7 +100,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *context,
     } else if (outC && *outC == 0) {
       target[inferredIndex] = DimExpr();
     } else {
-      target[inferredIndex] = floorDivDims(inCount, outCount);
+      std::optional<int64_t> k = constantQuotient(inCount, outCount);
+      target[inferredIndex] = k ? getConstantDim(context, *k) : floorDivDims(inCount, outCount);
     }
   } else if (inC && outC && *inC != *outC) {
     return emitShapeError(location, name,
@@ -129,6 +130,13 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
     return dense.reshape(type);
   if (auto dims = dyn_cast_if_present<DimsAttr>(adaptor.getInput()))
     return makeKnownElementsAttr(type, dims.getDims());
+  // A shape vector rearranged through tables of rank 2 or more, which no
+  // constant of symbolic elements holds (torch pads as
+  // reshape(flip(reshape(pads, [-1, 2])).T, [-1])): its elements, followed
+  // back through the rearrangement.
+  if (type.hasStaticShape() && type.getRank() <= 1 && type.getElementType().isInteger(64))
+    if (std::optional<SymShape> table = evaluateShapeTable(getInput(), 0))
+      return makeKnownElementsAttr(type, *table);
   return {};
 }
 
@@ -473,7 +481,7 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
         llvm::all_of(*starts, [](DimExpr d) { return getConstantDimValue(d) == 0; }))
       return getInput();
   }
-  // Slices of small integer tensors: the shape computations of exported models
+  // Slices of small integer tables: the shape computations of exported models
   // (a Swin block's pads are rows of a [4, 2] table read backwards).
   auto inType = dyn_cast<RankedTensorType>(getInput().getType());
   if (!type.hasStaticShape() || !inType || !inType.hasStaticShape() ||
@@ -482,20 +490,28 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   auto data = getKnownElements(adaptor.getInput(), getContext());
   auto start = getKnownElements(adaptor.getStarts(), getContext());
   auto step = getKnownElements(adaptor.getSteps(), getContext());
-  int64_t rank = type.getRank();
-  if (!data || !start || !step || (int64_t)start->size() != rank ||
-      (int64_t)step->size() != rank)
+  if (!data || !start || !step)
     return {};
-  // The first index read along each axis, clamped as Slice clamps its start.
-  // Per axis: the first index read, the step between reads, and the
-  // input's row-major stride.
+  std::optional<SymShape> out = sliceTable(*data, inType, type, *start, *step);
+  return out ? makeKnownElementsAttr(type, *out) : Attribute();
+}
+
+std::optional<SymShape> sliceTable(ArrayRef<DimExpr> data, RankedTensorType inType,
+                                   RankedTensorType type, ArrayRef<DimExpr> start,
+                                   ArrayRef<DimExpr> step) {
+  int64_t rank = type.getRank();
+  if ((int64_t)start.size() != rank || (int64_t)step.size() != rank ||
+      inType.getRank() != rank || (int64_t)data.size() != inType.getNumElements())
+    return std::nullopt;
+  // Per axis: the first index read (clamped as Slice clamps its start), the
+  // step between reads, and the input's row-major stride.
   SmallVector<int64_t> first, stepOf, rowStride(rank, 1);
   for (int64_t axis = rank - 1; axis > 0; --axis)
     rowStride[axis - 1] = rowStride[axis] * inType.getDimSize(axis);
   for (int64_t axis = 0; axis < rank; ++axis) {
-    auto s = getConstantDimValue((*start)[axis]), k = getConstantDimValue((*step)[axis]);
+    auto s = getConstantDimValue(start[axis]), k = getConstantDimValue(step[axis]);
     if (!s || !k || *k == 0)
-      return {};
+      return std::nullopt;
     int64_t n = inType.getDimSize(axis);
     first.push_back(*s < 0 ? std::max<int64_t>(*s + n, *k > 0 ? 0 : -1)
                            : std::min<int64_t>(*s, *k > 0 ? n : n - 1));
@@ -508,14 +524,63 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
     for (int64_t axis = 0; axis < rank; ++axis) {
       int64_t pos = first[axis] + index[axis] * stepOf[axis];
       if (pos < 0 || pos >= inType.getDimSize(axis))
-        return {};
+        return std::nullopt;
       offset += pos * rowStride[axis];
     }
-    out.push_back((*data)[offset]);
+    out.push_back(data[offset]);
     for (int64_t axis = rank - 1; axis >= 0 && ++index[axis] == type.getDimSize(axis); --axis)
       index[axis] = 0;
   }
-  return makeKnownElementsAttr(type, out);
+  return out;
+}
+
+std::optional<SymShape> evaluateShapeTable(Value v, int depth) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isInteger(64) ||
+      type.getNumElements() > kMaxShapeTableElements || depth > 16)
+    return std::nullopt;
+  if (std::optional<SymShape> known = getKnownElements(v);
+      known && (int64_t)known->size() == type.getNumElements() &&
+      llvm::all_of(*known, [](DimExpr d) { return bool(d); }))
+    return known;
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  // The same elements in another shape.
+  if (auto reshape = dyn_cast<ReshapeOp>(def))
+    return evaluateShapeTable(reshape.getInput(), depth + 1);
+  if (auto transpose = dyn_cast<TransposeOp>(def)) {
+    auto inType = cast<RankedTensorType>(transpose.getInput().getType());
+    std::optional<SymShape> in = evaluateShapeTable(transpose.getInput(), depth + 1);
+    if (!in)
+      return std::nullopt;
+    // Result index i reads input dim perm[a] at i[a].
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    int64_t rank = type.getRank();
+    SmallVector<int64_t> inStrides(rank, 1), index(rank, 0);
+    for (int64_t axis = rank - 1; axis > 0; --axis)
+      inStrides[axis - 1] = inStrides[axis] * inType.getDimSize(axis);
+    SymShape out;
+    for (int64_t flat = 0; flat < type.getNumElements(); ++flat) {
+      int64_t offset = 0;
+      for (int64_t axis = 0; axis < rank; ++axis)
+        offset += index[axis] * inStrides[perm[axis]];
+      out.push_back((*in)[offset]);
+      for (int64_t axis = rank - 1; axis >= 0 && ++index[axis] == type.getDimSize(axis); --axis)
+        index[axis] = 0;
+    }
+    return out;
+  }
+  if (auto slice = dyn_cast<SliceOp>(def)) {
+    auto inType = dyn_cast<RankedTensorType>(slice.getInput().getType());
+    std::optional<SymShape> in = evaluateShapeTable(slice.getInput(), depth + 1);
+    std::optional<SymShape> start = getKnownElements(slice.getStarts());
+    std::optional<SymShape> step = getKnownElements(slice.getSteps());
+    if (!in || !start || !step || !inType || !inType.hasStaticShape())
+      return std::nullopt;
+    return sliceTable(*in, inType, type, *start, *step);
+  }
+  return std::nullopt;
 }
 
 //===----------------------------------------------------------------------===//

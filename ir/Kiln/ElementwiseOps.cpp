@@ -12,6 +12,8 @@
 #include "ir/Kiln/KilnDialect.h"
 #include "ir/Kiln/OpTables.h"
 
+#include "mlir/IR/Matchers.h"
+
 #include "llvm/ADT/APSInt.h"
 
 #include <cmath>
@@ -240,14 +242,24 @@ std::optional<std::pair<SymShape, SymShape>> comparedElements(CompareOp compare,
 /// Element by element, what a compare of two known shape vectors yields
 /// where no symbol value could change it (nullopt where one could), for
 /// `count` elements; nullopt when an operand is not known.
-std::optional<SmallVector<std::optional<bool>>> decideCompareElements(CompareOp compare,
-                                                                      int64_t count) {
+std::optional<SmallVector<std::optional<bool>>>
+decideCompareElements(CompareOp compare, int64_t count,
+                      llvm::function_ref<bool(DimExpr)> isPositive) {
   std::optional<std::pair<SymShape, SymShape>> compared = comparedElements(compare, count);
   if (!compared)
     return std::nullopt;
+  // A size known to be at least 1 lies above every constant up to 0.
+  auto aboveConstant = [&](DimExpr size, DimExpr other) {
+    std::optional<int64_t> c = getConstantDimValue(other);
+    return isPositive && c && *c <= 0 && isPositive(size);
+  };
   SmallVector<std::optional<bool>> decided;
   for (auto [x, y] : llvm::zip(compared->first, compared->second)) {
     std::optional<int> order = x && y ? orderOf(x, y) : std::nullopt;
+    if (!order && x && y)
+      order = aboveConstant(x, y) ? std::optional<int>(1)
+              : aboveConstant(y, x) ? std::optional<int>(-1)
+                                    : std::nullopt;
     decided.push_back(order ? std::optional<bool>(decideCompare(compare.getDirection(), *order,
                                                                 false))
                             : std::nullopt);
@@ -336,15 +348,24 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
   if (getOnTrue() == getOnFalse() && getOnTrue().getType() == getType() &&
       hasKnownShape(getType()))
     return getOnTrue();
+  return foldSelectOfShapes(*this, nullptr);
+}
+
+Attribute foldSelectOfShapes(SelectOp select, llvm::function_ref<bool(DimExpr)> isPositive) {
   // A shape vector picked element by element from known ones (symbolic dims or
   // constants) is known too.
-  auto type = dyn_cast<RankedTensorType>(getType());
+  auto type = dyn_cast<RankedTensorType>(select.getType());
   if (!type || !type.hasStaticShape() || type.getRank() > 1 ||
       !type.getElementType().isInteger(64))
     return {};
+  Attribute conditionAttr, onTrue, onFalse;
+  matchPattern(select.getCondition(), m_Constant(&conditionAttr));
+  matchPattern(select.getOnTrue(), m_Constant(&onTrue));
+  matchPattern(select.getOnFalse(), m_Constant(&onFalse));
+  auto condition = dyn_cast_if_present<DenseElementsAttr>(conditionAttr);
   int64_t count = type.getNumElements();
   std::optional<std::pair<SymShape, SymShape>> pair =
-      knownPair(adaptor.getOnTrue(), adaptor.getOnFalse(), count, getContext());
+      knownPair(onTrue, onFalse, count, select.getContext());
   if (!pair)
     return {};
   // The condition per element: a constant's, or what a compare of known
@@ -358,9 +379,9 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
       return {};
     for (int64_t i = 0; i < count; ++i)
       picks.push_back(condition.getValues<bool>()[condition.getNumElements() == 1 ? 0 : i]);
-  } else if (auto compare = getCondition().getDefiningOp<CompareOp>()) {
+  } else if (auto compare = select.getCondition().getDefiningOp<CompareOp>()) {
     std::optional<SmallVector<std::optional<bool>>> decided =
-        decideCompareElements(compare, count);
+        decideCompareElements(compare, count, isPositive);
     if (!decided)
       return {};
     picks = std::move(*decided);
@@ -377,7 +398,7 @@ OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
     else if (picks[i])
       chosen.push_back(*picks[i] ? pair->first[i] : pair->second[i]);
     else if (DimExpr same = equalWhereCompared(compared, i, pair->first[i], pair->second[i],
-                                               getCondition().getDefiningOp<CompareOp>()))
+                                               select.getCondition().getDefiningOp<CompareOp>()))
       chosen.push_back(same);
     else
       return {};

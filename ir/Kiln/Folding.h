@@ -67,6 +67,28 @@ mlir::OpFoldResult foldBinaryFn(ops::BinaryFn fn, mlir::Attribute lhs, mlir::Att
                                 llvm::function_ref<DimExpr(DimExpr, DimExpr)> dims);
 
 
+/// The elements `step`/`start` (constants, one per axis) read from a small
+/// static table `data` of type `inType` into `type`, as Slice reads them;
+/// nullopt when a position is not constant or falls outside.
+std::optional<SymShape> sliceTable(llvm::ArrayRef<DimExpr> data, mlir::RankedTensorType inType,
+                                   mlir::RankedTensorType type, llvm::ArrayRef<DimExpr> start,
+                                   llvm::ArrayRef<DimExpr> step);
+
+/// The row-major elements of a small static i64 table `v`, known (constants
+/// or symbolic) or rearranged from known ones through reshapes, transposes
+/// and slices of any rank; nullopt otherwise.
+std::optional<SymShape> evaluateShapeTable(mlir::Value v, int depth);
+
+class SelectOp;
+/// The shape vector `select` picks element by element from known ones
+/// (symbolic dims or constants), its condition a constant or a compare of
+/// known vectors: #kiln.dims or a dense constant, null when an element is
+/// undecided. `isPositive` (may be null) names sizes known to be at least 1
+/// where the select runs, which decides `size == 0` (kiln-infer-shapes and
+/// kiln-name-unknown-dims know the outputs of convs that ran before it).
+mlir::Attribute foldSelectOfShapes(SelectOp select,
+                                   llvm::function_ref<bool(DimExpr)> isPositive);
+
 /// True when `attr` is a splat constant equal to `value`.
 bool isSplatValue(mlir::Attribute attr, double value);
 

@@ -4,8 +4,10 @@
 #include "ir/Kiln/KilnDialect.h"
 
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 
@@ -97,6 +99,69 @@ OpFoldResult ShapeOfOp::fold(FoldAdaptor) {
                                getSymShape(getInput().getType()));
 }
 
+namespace {
+/// The largest integer every smaller non-negative one of which `type` holds
+/// exactly: 2^31 - 1 for i32, 2^24 for f32 (its 24-bit significand).
+std::optional<int64_t> largestExactInteger(Type type) {
+  if (auto i = dyn_cast<IntegerType>(type)) {
+    if (i.getWidth() < 2 || i.getWidth() > 64)
+      return std::nullopt;
+    unsigned bits = i.isUnsigned() ? i.getWidth() : i.getWidth() - 1;
+    return bits >= 63 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << bits) - 1;
+  }
+  if (auto f = dyn_cast<FloatType>(type))
+    return int64_t{1} << std::min(62u, static_cast<unsigned>(f.getFPMantissaWidth()));
+  return std::nullopt;
+}
+
+/// What a cast a range operand was read through assumes: `value <= largest`.
+struct ExactCast {
+  DimExpr value;
+  int64_t largest;
+  std::string what;
+};
+
+/// A 0-d range operand as a dim: an integer constant or known symbolic
+/// value, an integral float constant, or a kiln.cast to the range's type of
+/// a known non-negative integer (torchvision's anchor grids are arange over
+/// a feature map's width cast to int32). Such a cast is exact while the
+/// value fits the type: `assumed` gets that fact, for the shape function to
+/// assume (a guard checks it) when it uses the value.
+std::optional<DimExpr> rangeOperandDim(Value v, MLIRContext *context, StringRef name,
+                                       SmallVectorImpl<ExactCast> &assumed) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (isa<IntegerType>(type.getElementType()))
+    if (std::optional<SymShape> known = getKnownElements(v); known && known->size() == 1 &&
+                                                             (*known)[0])
+      return (*known)[0];
+  Attribute constant;
+  if (matchPattern(v, m_Constant(&constant)))
+    if (auto dense = dyn_cast<DenseFPElementsAttr>(constant)) {
+      double x = (*dense.getValues<APFloat>().begin()).convertToDouble();
+      if (std::trunc(x) == x && std::fabs(x) < 0x1p53)
+        return getConstantDim(context, static_cast<int64_t>(x));
+      return std::nullopt;
+    }
+  auto cast = v.getDefiningOp<CastOp>();
+  if (!cast || !isa<IntegerType>(getElementTypeOrSelf(cast.getInput().getType())))
+    return std::nullopt;
+  std::optional<SymShape> known = getKnownElements(cast.getInput());
+  std::optional<int64_t> largest = largestExactInteger(type.getElementType());
+  if (!known || known->size() != 1 || !(*known)[0] || !largest ||
+      !isProvablyNonNegative((*known)[0]))
+    return std::nullopt;
+  DimExpr value = (*known)[0];
+  std::string typeName;
+  llvm::raw_string_ostream os(typeName);
+  os << type.getElementType();
+  assumed.push_back({value, *largest,
+                     (name + " is a size cast to " + typeName + ", exact only up to " +
+                      Twine(*largest))
+                         .str()});
+  return value;
+}
+} // namespace
+
 LogicalResult RangeOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
                                         Adaptor adaptor, InferredTypes &inferred) {
   Type element = cast<RankedTensorType>(adaptor.getStart().getType()).getElementType();
@@ -120,28 +185,35 @@ LogicalResult RangeOp::inferReturnTypes(MLIRContext *context, std::optional<Loca
       return std::nullopt;
     return (*dense.getValues<APFloat>().begin()).convertToDouble();
   };
-  if (auto d = floatOf(delta)) {
-    if (*d == 0)
-      return emitShapeError(location, getOperationName(), "delta must not be zero");
-    auto s = floatOf(start), l = floatOf(limit);
-    if (s && l)
-      length = getConstantDim(context,
-                              std::max<int64_t>((int64_t)std::ceil((*l - *s) / *d), 0));
+  // Integer-valued operands (of any type) as dims; an integral float delta
+  // counts too, so a float range over a size cast to float has a length.
+  SmallVector<ExactCast> casts;
+  std::optional<DimExpr> s = rangeOperandDim(adaptor.getStart(), context, "start", casts),
+                         l = rangeOperandDim(adaptor.getLimit(), context, "limit", casts),
+                         dk = rangeOperandDim(adaptor.getDelta(), context, "delta", casts);
+  std::optional<int64_t> step = dk ? getConstantDimValue(*dk) : std::nullopt;
+  std::optional<double> d = floatOf(delta), sf = floatOf(start), lf = floatOf(limit);
+  if ((d && *d == 0) || (step && *step == 0))
+    return emitShapeError(location, getOperationName(), "delta must not be zero");
+  if (d && sf && lf) {
+    // Float constants: the length as ONNX computes it, in double.
+    length = getConstantDim(context,
+                            std::max<int64_t>((int64_t)std::ceil((*lf - *sf) / *d), 0));
   } else {
-    auto s = getKnownElements(adaptor.getStart()), l = getKnownElements(adaptor.getLimit()),
-         dk = getKnownElements(adaptor.getDelta());
-    std::optional<int64_t> step = dk ? getConstantDimValue((*dk)[0]) : std::nullopt;
-    if (step && *step == 0)
-      return emitShapeError(location, getOperationName(), "delta must not be zero");
     if (s && l && step && *step > 0) {
-      DimExpr span = subDims((*l)[0], (*s)[0]);
+      DimExpr span = subDims(*l, *s);
       auto c = getConstantDimValue(span);
       if (c)
         length = getConstantDim(context, std::max<int64_t>(ceilDivInt(*c, *step), 0));
       else if (isProvablyNonNegative(span))
         length = ceilDivDims(span, getConstantDim(context, *step));
+      // A length read through casts holds while they are exact.
+      if (length && !getConstantDimValue(length))
+        for (const ExactCast &c : casts)
+          recordShapeAssumption(ShapeAssumption::Kind::LessEqual, c.value,
+                                getConstantDim(context, c.largest), c.what);
     } else if (s && l && step && *step < 0) {
-      auto span = getConstantDimValue(subDims((*l)[0], (*s)[0]));
+      auto span = getConstantDimValue(subDims(*l, *s));
       if (span)
         length = getConstantDim(context, std::max<int64_t>(ceilDivInt(*span, *step), 0));
     }

@@ -348,6 +348,22 @@ DimExpr floorDivDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::Floo
 DimExpr ceilDivDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::CeilDiv, a, b); }
 DimExpr modDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::Mod, a, b); }
 
+std::optional<int64_t> constantQuotient(DimExpr a, DimExpr b) {
+  if (!a || !b)
+    return std::nullopt;
+  // The candidate from one point (every symbol 61, past the floordivs'
+  // small divisors), then checked as an identity of the expressions.
+  auto at61 = [](unsigned) -> std::optional<int64_t> { return 61; };
+  std::optional<int64_t> x = evaluateDim(a, at61), y = evaluateDim(b, at61);
+  if (!x || !y || *y == 0 || *x % *y != 0)
+    return std::nullopt;
+  int64_t k = *x / *y;
+  DimExpr rest = subDims(a, mulDims(b, getConstantDim(a.getContext(), k)));
+  if (getConstantDimValue(rest) != std::optional<int64_t>(0))
+    return std::nullopt;
+  return k;
+}
+
 DimExpr productOfDims(MLIRContext *context, ArrayRef<DimExpr> dims) {
   DimExpr p = getConstantDim(context, 1);
   for (DimExpr d : dims)
@@ -580,7 +596,46 @@ std::optional<LinearForm> linearFormOf(AffineExpr e) {
 }
 } // namespace
 
+namespace {
+bool isProvablyNonNegativeAsWritten(DimExpr dim);
+
+/// Divisions bounded below by a negative constant, a conv chain's
+/// `(h - 1) floordiv 2 >= -1` for a size h, keep a polynomial of them from
+/// the form (15·(c + 1)·(d + 1) expanded has the negative terms of c and d):
+/// each stands for a size no expression names plus its bound, and the form
+/// is asked again. Sound because every value of such a division is one of
+/// those sums (taking them as independent only widens what must hold).
+bool isProvablyNonNegativeShifted(DimExpr dim) {
+  SmallVector<std::pair<AffineExpr, int64_t>> atoms;
+  dim.walk([&](AffineExpr e) {
+    if (e.getKind() != AffineExprKind::FloorDiv && e.getKind() != AffineExprKind::CeilDiv)
+      return;
+    std::optional<int64_t> lo = boundsOf(e).lo;
+    if (lo && *lo < 0 && llvm::none_of(atoms, [&](const auto &a) { return a.first == e; }))
+      atoms.push_back({e, *lo});
+  });
+  if (atoms.empty() || atoms.size() > 8)
+    return false;
+  // Outer divisions first: replacing one takes the ones inside it along.
+  unsigned unnamed = 1u << 20;
+  DimExpr shifted = dim;
+  for (auto it = atoms.rbegin(); it != atoms.rend(); ++it)
+    shifted = shifted.replace(
+        it->first, getAffineSymbolExpr(unnamed++, dim.getContext()) + it->second);
+  // As a polynomial again: the products of shifted atoms expand, and their
+  // negative terms cancel.
+  shifted = canonicalizeDim(shifted);
+  return shifted && shifted != dim && isProvablyNonNegativeAsWritten(shifted);
+}
+} // namespace
+
 bool isProvablyNonNegative(DimExpr dim) {
+  return isProvablyNonNegativeAsWritten(dim) ||
+         (dim && isProvablyNonNegativeShifted(dim));
+}
+
+namespace {
+bool isProvablyNonNegativeAsWritten(DimExpr dim) {
   if (!dim)
     return false;
   if (std::optional<int64_t> lo = boundsOf(dim).lo; lo && *lo >= 0)
@@ -591,7 +646,7 @@ bool isProvablyNonNegative(DimExpr dim) {
         // without this form (it is its own form).
         return term.second == 0 ||
                (term.second > 0 && (isa<AffineSymbolExpr>(term.first) ||
-                                    (term.first != dim && isProvablyNonNegative(term.first))));
+                                    (term.first != dim && isProvablyNonNegativeAsWritten(term.first))));
       }))
     return true;
   switch (dim.getKind()) {
@@ -604,10 +659,12 @@ bool isProvablyNonNegative(DimExpr dim) {
   default: {
     auto bin = cast<AffineBinaryOpExpr>(dim);
     // A product of non-negative factors (the sum's cases are the form's).
-    return isProvablyNonNegative(bin.getLHS()) && isProvablyNonNegative(bin.getRHS());
+    return isProvablyNonNegativeAsWritten(bin.getLHS()) &&
+           isProvablyNonNegativeAsWritten(bin.getRHS());
   }
   }
 }
+} // namespace
 
 std::optional<int64_t>
 evaluateDim(DimExpr dim, llvm::function_ref<std::optional<int64_t>(unsigned)> symbolValue) {

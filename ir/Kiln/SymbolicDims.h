@@ -43,6 +43,10 @@ DimExpr mulDims(DimExpr a, DimExpr b);
 DimExpr floorDivDims(DimExpr a, DimExpr b);
 DimExpr ceilDivDims(DimExpr a, DimExpr b);
 DimExpr modDims(DimExpr a, DimExpr b);
+/// k when `a` is exactly k times `b` for a constant k (a reshape's -1 over
+/// symbolic counts: 60·h·w elements as [1, -1, 4·h·w] is 15, not a quotient
+/// of polynomials); nullopt when that cannot be shown.
+std::optional<int64_t> constantQuotient(DimExpr a, DimExpr b);
 /// The product of `dims`; 1 for none.
 DimExpr productOfDims(mlir::MLIRContext *context, llvm::ArrayRef<DimExpr> dims);
 

@@ -85,3 +85,104 @@ func.func @reduce_constants() -> (tensor<f32>, tensor<2xf32>, tensor<2xi64>, ten
   %nanmax = kiln.reduce %nan {axes = array<i64: 0>, keep_dims = false, kind = #kiln<reduce max>} : (tensor<2xf32>) -> tensor<f32>
   return %max, %sum, %prod, %mean, %nanmax : tensor<f32>, tensor<2xf32>, tensor<2xi64>, tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// torch's reshape target `Where(shape == 0, input_shape, shape)`: where the
+// two choices of an undecided `n == 0` are n and 0 (or n and n), the select
+// is n whatever n is; where they differ, a conv's output size decides it (at
+// least 1 in every call that got past the conv).
+// CHECK-LABEL: func @reshape_target_where
+// CHECK: %[[T:.*]] = kiln.symbolic_constant [1, -1, 1, (h - 1) floordiv 2 + 1, (w - 1) floordiv 2 + 1] : tensor<5xi64>
+// CHECK: kiln.reshape %{{.*}}, %[[T]] : {{.*}} -> tensor<1x15x1x?x?xf32, #kiln.dims<[1, 15, 1, (h - 1) floordiv 2 + 1, (w - 1) floordiv 2 + 1]>>
+// CHECK-NOT: kiln.select
+func.func @reshape_target_where(%x: tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>, %f: tensor<15x3x3x3xf32>) -> tensor<?x?x?x?x?xf32> {
+  %c = kiln.conv %x, %f {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>, tensor<15x3x3x3xf32>) -> tensor<1x15x?x?xf32>
+  %in = kiln.shape_of %c : (tensor<1x15x?x?xf32>) -> tensor<4xi64>
+  %one1 = kiln.constant dense<1> : tensor<1xi64>
+  %two = kiln.constant dense<2> : tensor<1xi64>
+  %three = kiln.constant dense<3> : tensor<1xi64>
+  %four = kiln.constant dense<4> : tensor<1xi64>
+  %zero1 = kiln.constant dense<0> : tensor<1xi64>
+  %padded = kiln.concat %in, %zero1 {axis = 0 : i64} : (tensor<4xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %h = kiln.slice %in, %two, %three, %one1 : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %w = kiln.slice %in, %three, %four, %one1 : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %lead = kiln.constant dense<[1, -1, 1]> : tensor<3xi64>
+  %s = kiln.concat %lead, %h, %w {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %zero = kiln.constant dense<0> : tensor<i64>
+  %eq = kiln.compare %s, %zero {direction = #kiln<compare eq>} : (tensor<5xi64>, tensor<i64>) -> tensor<5xi1>
+  %t = kiln.select %eq, %padded, %s : (tensor<5xi1>, tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %r = kiln.reshape %c, %t : (tensor<1x15x?x?xf32>, tensor<5xi64>) -> tensor<?x?x?x?x?xf32>
+  return %r : tensor<?x?x?x?x?xf32>
+}
+
+// -----
+
+// A size padded up in floats (torchvision's detection transform:
+// ceil(float(h) / 32) * 32, cast back to int64) is the size again, with
+// guards that every float value of the chain is below 2^24 (f32 holds the
+// integers up to there exactly, and a division rounds on the right side of
+// every integer). The pads that torch reverses through a [3, 2] table, a
+// transpose and a reshape fold as well, so the pad has a symbolic type.
+// CHECK-LABEL: func @padded_in_floats
+// CHECK-DAG: kiln.guard <less_equal> [h, 16777215], "kiln.cast at 'Cast_back': a size computed in f32 is exact only up to 16777215"
+// CHECK-DAG: kiln.guard <less_equal> [32 * (h ceildiv 32), 16777215], "kiln.cast at 'Cast_back': a size computed in f32 is exact only up to 16777215"
+// CHECK-NOT: kiln.ceil
+// CHECK: kiln.pad {{.*}} -> tensor<3x?x5xf32, #kiln.dims<[3, 32 * (h ceildiv 32), 5]>>
+func.func @padded_in_floats(%x: tensor<3x?x5xf32, #kiln.dims<[3, h, 5]>>) -> tensor<?x?x?xf32> {
+  %s = kiln.shape_of %x : (tensor<3x?x5xf32, #kiln.dims<[3, h, 5]>>) -> tensor<3xi64>
+  %one = kiln.constant dense<1> : tensor<1xi64>
+  %two = kiln.constant dense<2> : tensor<1xi64>
+  %step = kiln.constant dense<1> : tensor<1xi64>
+  %hv = kiln.slice %s, %one, %two, %step : (tensor<3xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %hf = kiln.cast %hv to f32 : (tensor<1xi64>) -> tensor<1xf32>
+  %c32 = kiln.constant dense<3.200000e+01> : tensor<f32>
+  %q = kiln.div %hf, %c32 : (tensor<1xf32>, tensor<f32>) -> tensor<1xf32>
+  %up = kiln.ceil %q : (tensor<1xf32>) -> tensor<1xf32>
+  %m = kiln.mul %up, %c32 : (tensor<1xf32>, tensor<f32>) -> tensor<1xf32>
+  %mi = kiln.cast %m to i64 : (tensor<1xf32>) -> tensor<1xi64> loc("Cast_back")
+  %extra = kiln.sub %mi, %hv : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  // [c_end, c_begin, h_end, h_begin, w_end, w_begin] as torch lists them,
+  // read back in ONNX's order: reshape [3, 2], reverse the rows, transpose,
+  // flatten.
+  %z = kiln.constant dense<0> : tensor<1xi64>
+  %torch = kiln.concat %z, %z, %extra, %z, %z, %z {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<6xi64>
+  %shape32 = kiln.constant dense<[-1, 2]> : tensor<2xi64>
+  %table = kiln.reshape %torch, %shape32 : (tensor<6xi64>, tensor<2xi64>) -> tensor<3x2xi64>
+  %starts = kiln.constant dense<[-1, 0]> : tensor<2xi64>
+  %ends = kiln.constant dense<[-9223372036854775807, 9223372036854775807]> : tensor<2xi64>
+  %steps = kiln.constant dense<[-1, 1]> : tensor<2xi64>
+  %rev = kiln.slice %table, %starts, %ends, %steps : (tensor<3x2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<3x2xi64>
+  %t = kiln.transpose %rev {permutation = array<i64: 1, 0>} : (tensor<3x2xi64>) -> tensor<2x3xi64>
+  %flat = kiln.constant dense<-1> : tensor<1xi64>
+  %pads = kiln.reshape %t, %flat : (tensor<2x3xi64>, tensor<1xi64>) -> tensor<6xi64>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %p = kiln.pad %x, %pads, %zero {mode = #kiln<pad_mode constant>} : (tensor<3x?x5xf32, #kiln.dims<[3, h, 5]>>, tensor<6xi64>, tensor<f32>) -> tensor<?x?x?xf32>
+  return %p : tensor<?x?x?xf32>
+}
+
+// -----
+
+// An anchor grid's arange over a feature map's width cast to int32 has that
+// width as its length: the cast is exact while the width fits int32, a fact
+// the range's shape function assumes (a guard, kiln-materialize-guards).
+// A reshape's -1 over symbolic counts that are a constant multiple of the
+// others is that constant, not a quotient of polynomials.
+// CHECK-LABEL: func @anchor_grid
+// CHECK: kiln.range {{.*}} -> tensor<?xi32, #kiln.dims<[w]>>
+// CHECK: kiln.reshape {{.*}} -> tensor<15x4x?xf32, #kiln.dims<[15, 4, h * w + w]>>
+// GUARDS-LABEL: func @anchor_grid
+// GUARDS: kiln.guard <less_equal> [w, 2147483647], "kiln.range at 'Range_1': limit is a size cast to i32, exact only up to 2147483647"
+// RUN: kiln-opt %s -split-input-file --kiln-graph-pipeline --kiln-materialize-guards | FileCheck %s --check-prefix=GUARDS
+func.func @anchor_grid(%f: tensor<60x?x?xf32, #kiln.dims<[60, h, w]>>, %d: tensor<60x?xf32, #kiln.dims<[60, h * w + w]>>) -> (tensor<?xi32>, tensor<?x?x?xf32>) {
+  %s = kiln.shape_of %f : (tensor<60x?x?xf32, #kiln.dims<[60, h, w]>>) -> tensor<3xi64>
+  %two = kiln.constant dense<2> : tensor<i64>
+  %wv = kiln.gather %s, %two {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %w32 = kiln.cast %wv to i32 : (tensor<i64>) -> tensor<i32>
+  %zero = kiln.constant dense<0> : tensor<i32>
+  %one = kiln.constant dense<1> : tensor<i32>
+  %r = kiln.range %zero, %w32, %one : (tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<?xi32> loc("Range_1")
+  %target = kiln.symbolic_constant [-1, 4, h * w + w] : tensor<3xi64>
+  %g = kiln.reshape %d, %target : (tensor<60x?xf32, #kiln.dims<[60, h * w + w]>>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  return %r, %g : tensor<?xi32>, tensor<?x?x?xf32>
+}

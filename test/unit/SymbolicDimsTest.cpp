@@ -96,11 +96,34 @@ TEST_F(SymbolicDims, NonNegativity) {
   EXPECT_FALSE(isProvablyNonNegative(floorDivDims(subDims(a, c(4)), c(2))));
   EXPECT_TRUE(isProvablyNonNegative(
       subDims(subDims(a, mulDims(c(2), floorDivDims(subDims(a, c(4)), c(2)))), c(4))));
+  // Divisions bounded below by -1 in a polynomial: with c = (a - 1) fd 2 and
+  // d = (b - 1) fd 2 (a conv chain's sizes less one), 15 (c + 1)(d + 1)
+  // expands to 15cd + 15c + 15d + 15, which the form alone cannot show
+  // non-negative; each division taken as a size less one, it can. It is
+  // 0 at a = b = 0, so not 1 or more; and 15cd alone may be negative.
+  DimExpr cc = floorDivDims(subDims(a, c(1)), c(2)), dd = floorDivDims(subDims(b, c(1)), c(2));
+  DimExpr grid = mulDims(c(15), mulDims(addDims(cc, c(1)), addDims(dd, c(1))));
+  EXPECT_TRUE(isProvablyNonNegative(grid));
+  EXPECT_TRUE(isProvablyNonNegative(addDims(grid, mulDims(c(30), mulDims(a, b)))));
+  EXPECT_FALSE(isProvablyNonNegative(subDims(grid, c(1))));
+  EXPECT_FALSE(isProvablyNonNegative(mulDims(c(15), mulDims(cc, dd))));
   // Two huge coprime divisors: their common denominator overflows int64, and
   // nothing is claimed (a floordiv 4294967101 - a floordiv 4294967096 + 1 is -2
   // at a = 9223372036854755808).
   EXPECT_FALSE(isProvablyNonNegative(
       addDims(subDims(floorDivDims(a, c(4294967101)), floorDivDims(a, c(4294967096))), c(1))));
+}
+
+TEST_F(SymbolicDims, ConstantQuotient) {
+  DimExpr h = sym("h"), w = sym("w");
+  DimExpr cells = addDims(mulDims(h, w), w); // h w + w: no monomial divides it
+  EXPECT_EQ(constantQuotient(mulDims(c(60), cells), mulDims(c(4), cells)), 15);
+  EXPECT_EQ(constantQuotient(cells, cells), 1);
+  // Not a constant multiple (only at some values), or not a multiple at all.
+  EXPECT_EQ(constantQuotient(mulDims(c(60), cells), mulDims(c(4), addDims(cells, c(1)))),
+            std::nullopt);
+  EXPECT_EQ(constantQuotient(mulDims(c(6), h), mulDims(c(4), h)), std::nullopt);
+  EXPECT_EQ(constantQuotient(mulDims(h, w), h), std::nullopt);
 }
 
 TEST_F(SymbolicDims, TensorTypesCarrySymbolsInTheirEncoding) {

@@ -1,0 +1,46 @@
+//===- PositiveSizes.h - sizes a call that got this far has above 0 -*- C++ -*-===//
+//
+// torch exports a reshape to a computed size n as `Where(shape == 0,
+// input_shape, shape)`: ONNX would read a 0 as "copy the input's dim". For a
+// symbolic n the select is undecided, so the reshape's target is data (a read
+// and fresh symbols after it), unless n is known to be at least 1. The
+// spatial dims of a top-level convolution are: a call whose conv would have
+// a dim below 1 fails at the conv (the filter larger than the padded input,
+// on every backend), so every step after it runs with those dims >= 1.
+// kiln-infer-shapes and kiln-name-unknown-dims note them as they sweep and
+// decide such selects after them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_POSITIVESIZES_H
+#define KILN_PASSES_POSITIVESIZES_H
+
+#include "ir/Kiln/SymbolicDims.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir {
+class Operation;
+} // namespace mlir
+
+namespace kiln {
+
+class PositiveSizes {
+public:
+  /// Notes `op`'s spatial result dims when it is a convolution at the top
+  /// level of its function (one every call runs).
+  void note(mlir::Operation *op);
+  /// When `op` is a select of shape vectors that the noted sizes decide,
+  /// replaces it by its value and returns true; otherwise changes nothing.
+  bool foldSelect(mlir::Operation *op);
+
+  /// Whether `d` is at least 1 wherever the noted sizes are.
+  bool isPositive(DimExpr d) const;
+
+private:
+  llvm::DenseSet<mlir::AffineExpr> sizes;
+};
+
+} // namespace kiln
+
+#endif // KILN_PASSES_POSITIVESIZES_H
