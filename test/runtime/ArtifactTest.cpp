@@ -507,6 +507,80 @@ TEST(Artifact, ViewsNameTheirInputsBytesUnderNewDims) {
   }
 }
 
+/// How buildCheckArtifact's check step is wrong, if at all.
+enum class CheckDamage { None, TakesInput, UnknownSymbol, NoFacts };
+
+/// x: f32[n] -> y = view(x) as f32[n], after a check step stating n <= 5
+/// (a fact over a size a step binds, checked where it stands).
+std::string buildCheckArtifact(CheckDamage damage = CheckDamage::None) {
+  flatbuffers::FlatBufferBuilder b;
+  auto dim = [&](std::vector<fb::ExprOp> ops) { return fb::CreateDim(b, b.CreateVectorOfStructs(ops)); };
+  auto sym = [&](int64_t s) { return dim({fb::ExprOp(fb::ExprKind::Symbol, s)}); };
+  auto lit = [&](int64_t v) { return dim({fb::ExprOp(fb::ExprKind::Constant, v)}); };
+  std::vector<flatbuffers::Offset<fb::Value>> values = {
+      fb::CreateValue(b, b.CreateString("x"), fb::DType::f32, b.CreateVector(std::vector{sym(0)}),
+                      fb::ValueKind::Input),
+      fb::CreateValue(b, b.CreateString("y"), fb::DType::f32, b.CreateVector(std::vector{sym(0)}),
+                      fb::ValueKind::Intermediate),
+  };
+  auto fact = fb::CreatePredicate(b, fb::PredicateKind::LessEqual,
+                                  sym(damage == CheckDamage::UnknownSymbol ? 7 : 0), lit(5),
+                                  b.CreateString("the test's fact"));
+  auto facts = damage == CheckDamage::NoFacts
+                   ? b.CreateVector(std::vector<flatbuffers::Offset<fb::Predicate>>{})
+                   : b.CreateVector(std::vector{fact});
+  std::vector<flatbuffers::Offset<fb::Step>> steps = {
+      fb::CreateStep(b, fb::StepOp::Check, fb::CreateCheck(b, facts).Union(),
+                     b.CreateVector(damage == CheckDamage::TakesInput ? std::vector<int>{0}
+                                                                      : std::vector<int>{}),
+                     b.CreateVector(std::vector<int>{})),
+      fb::CreateStep(b, fb::StepOp::View, fb::CreateView(b).Union(),
+                     b.CreateVector(std::vector<int>{0}), b.CreateVector(std::vector<int>{1}))};
+  std::vector<flatbuffers::Offset<fb::Guard>> guards = {fb::CreateGuard(b, 0, 0, sym(0), true)};
+  std::vector<flatbuffers::Offset<flatbuffers::String>> symbols = {b.CreateString("n")};
+  b.ForceDefaults(true);
+  auto model = fb::CreateModel(b, kiln::artifact::kFormatVersion, b.CreateString("test"),
+                               b.CreateString("test"), b.CreateVector(symbols),
+                               b.CreateVector(values), b.CreateVector(std::vector<int>{0}),
+                               b.CreateVector(std::vector<int>{1}), b.CreateVector(guards),
+                               b.CreateVector(steps));
+  fb::FinishModelBuffer(b, model);
+  std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+  kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
+  return bytes;
+}
+
+TEST(Artifact, CheckStepsTestFactsWhereTheyStand) {
+  std::string bytes = buildCheckArtifact();
+  kiln::Model model;
+  ASSERT_TRUE(kiln::Model::loadMemory(bytes.data(), bytes.size(), &model, KILN_BACKEND_HOST).ok())
+      << kiln_last_error();
+  std::vector<kiln::HostTensor> outputs;
+  std::vector<kiln::HostTensor> small = {kiln::HostTensor(KILN_F32, {5})};
+  kiln::Status s = model.run(small, &outputs);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(outputs[0].dims, (std::vector<int64_t>{5}));
+  // A call that breaks the fact fails at the check, naming it and the value.
+  std::vector<kiln::HostTensor> large = {kiln::HostTensor(KILN_F32, {6})};
+  s = model.run(large, &outputs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find(
+                "step 0 (Check): guard 'n <= 5' does not hold (n = 6): the test's fact"),
+            std::string::npos)
+      << s.message();
+  // A check with an input, over a symbol not in the table, or stating
+  // nothing is refused at load.
+  for (auto [damage, message] :
+       {std::pair{CheckDamage::TakesInput, "step 0: a check takes no inputs and states its facts"},
+        std::pair{CheckDamage::UnknownSymbol, "step 0 fact 0: symbol 7 is not in the table"},
+        std::pair{CheckDamage::NoFacts, "step 0: a check takes no inputs and states its facts"}}) {
+    kiln_model_t *damaged = nullptr;
+    EXPECT_EQ(load(buildCheckArtifact(damage), &damaged), KILN_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kiln_last_error()).find(message), std::string::npos)
+        << kiln_last_error();
+  }
+}
+
 TEST(Artifact, NullArgumentsAreErrors) {
   kiln_model_t *model = nullptr;
   EXPECT_EQ(kiln_model_load_file(nullptr, KILN_BACKEND_HOST, &model), KILN_INVALID_ARGUMENT);

@@ -586,9 +586,10 @@ absl::Status Reader::readStepList(const flatbuffers::Vector<flatbuffers::Offset<
     // other reads them); every other step has.
     bool outputless = step.op == fb::StepOp::ReadSizes || step.op == fb::StepOp::Check;
     if (step.outputs.empty() != outputless)
-      return corrupt(absl::StrCat(where, step.outputs.empty()
-                                             ? " has no outputs"
-                                             : ": a size read or check has no outputs"));
+      return corrupt(absl::StrCat(where, step.outputs.empty() ? " has no outputs"
+                                         : step.op == fb::StepOp::Check
+                                             ? ": a check has no outputs"
+                                             : ": a size read has no outputs"));
     if (s->binds()) {
       if (loopDepth_ > 0)
         return corrupt(absl::StrCat(where, " binds symbols inside a loop's body"));
