@@ -4,10 +4,13 @@
 // a non-negative integer x <= 2^p - 1, which the float holds exactly (the
 // guards say so where it is not provable). A sum or product of two such is
 // exact when it is no larger (guarded too). For x / c with c a positive
-// integer, the float quotient is within x * 2^-p < 1/c of the real one, and a
-// real quotient that is not an integer lies at least 1/c from the nearest
-// integers, so ceil and floor of the float quotient are ceil and floor of the
-// real one: ceildiv and floordiv of integers.
+// integer and division correctly rounded (IEEE), the float quotient q' is
+// within (x / c) * 2^-p of the real q = x / c, which is below 1/c because
+// x <= 2^p - 1; a q that is not an integer lies at least 1/c from the
+// nearest integers, and an integer q is exact, so ceil and floor of q' are
+// ceil and floor of q: ceildiv and floordiv of integers. Only f16, bf16, f32
+// and f64 chains count: narrower formats hold nothing up to 2^p - 1 (fp6's
+// largest is 7.5) or no zero (float8e8m0).
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,7 +53,8 @@ public:
   /// `v` is not such a chain.
   std::optional<SymShape> values(Value v, int64_t count, int depth = 0) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!type || !type.hasStaticShape() || !isa<FloatType>(type.getElementType()) ||
+    if (!type || !type.hasStaticShape() ||
+        !isa<Float16Type, BFloat16Type, Float32Type, Float64Type>(type.getElementType()) ||
         depth > kMaxChainDepth)
       return std::nullopt;
     int64_t have = type.getNumElements();

@@ -8,6 +8,7 @@
 
 #include "ir/Kiln/Folding.h"
 #include "ir/Kiln/KilnDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AffineExpr.h"
@@ -37,11 +38,13 @@ bool PositiveSizes::isPositive(DimExpr d) const {
   if (sizes.contains(d))
     return true;
   // d - 1 >= 0 for every value of its symbols where each noted size
-  // e + c is at least 1: e stands for s + 1 - c, s a size (>= 0) no
-  // expression names (a symbol position past any table; the expression is
+  // e + c is at least 1: e stands for s + 1 - c, s a size (>= 0) that no
+  // expression here names (numbered past their symbols; the expression is
   // only asked about, never kept).
   DimExpr one = getConstantDim(d.getContext(), 1);
-  unsigned unnamed = 1u << 20;
+  unsigned unnamed = firstUnusedSymbolPosition(d);
+  for (AffineExpr size : sizes)
+    unnamed = std::max(unnamed, firstUnusedSymbolPosition(size));
   for (AffineExpr size : sizes) {
     DimExpr e = size;
     int64_t c = 0;
@@ -63,7 +66,14 @@ bool PositiveSizes::foldSelect(Operation *op) {
   auto select = dyn_cast<SelectOp>(op);
   if (!select || sizes.empty())
     return false;
-  Attribute value = foldSelectOfShapes(select, [&](DimExpr d) { return isPositive(d); });
+  SmallVector<DimExpr> relied;
+  Attribute value = foldSelectOfShapes(select, [&](DimExpr d) {
+    if (!isPositive(d))
+      return false;
+    if (!llvm::is_contained(relied, d))
+      relied.push_back(d);
+    return true;
+  });
   if (!value)
     return false;
   OpBuilder builder(op);
@@ -71,6 +81,11 @@ bool PositiveSizes::foldSelect(Operation *op) {
       op->getDialect()->materializeConstant(builder, value, select.getType(), op->getLoc());
   if (!constant)
     return false;
+  for (DimExpr d : relied)
+    GuardOp::create(builder, op->getLoc(), GuardKind::less_equal,
+                    DimsAttr::getCanonical(op->getContext(), {getConstantDim(op->getContext(), 1), d}),
+                    builder.getStringAttr(describeOp(op) +
+                                          ": a convolution's output size is at least 1"));
   select.getResult().replaceAllUsesWith(constant->getResult(0));
   select.erase();
   return true;

@@ -4,11 +4,13 @@
 // input_shape, shape)`: ONNX would read a 0 as "copy the input's dim". For a
 // symbolic n the select is undecided, so the reshape's target is data (a read
 // and fresh symbols after it), unless n is known to be at least 1. The
-// spatial dims of a top-level convolution are: a call whose conv would have
-// a dim below 1 fails at the conv (the filter larger than the padded input,
-// on every backend), so every step after it runs with those dims >= 1.
-// kiln-infer-shapes and kiln-name-unknown-dims note them as they sweep and
-// decide such selects after them.
+// spatial dims of a top-level convolution are whenever it runs: a call whose
+// conv would have a dim below 1 fails at the conv (the filter larger than
+// the padded input, on every backend). kiln-infer-shapes and
+// kiln-name-unknown-dims note them as they sweep and decide such selects
+// after them, with a guard `1 <= n` for each size they took to be positive:
+// what the decision relies on is then checked even where the conv does not
+// run (a later pass may find it dead), and costs nothing where it does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +19,7 @@
 
 #include "ir/Kiln/SymbolicDims.h"
 
-#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir {
 class Operation;
@@ -31,14 +33,16 @@ public:
   /// level of its function (one every call runs).
   void note(mlir::Operation *op);
   /// When `op` is a select of shape vectors that the noted sizes decide,
-  /// replaces it by its value and returns true; otherwise changes nothing.
+  /// replaces it by its value, puts the guards it relies on before it, and
+  /// returns true; otherwise changes nothing.
   bool foldSelect(mlir::Operation *op);
-
   /// Whether `d` is at least 1 wherever the noted sizes are.
   bool isPositive(DimExpr d) const;
 
 private:
-  llvm::DenseSet<mlir::AffineExpr> sizes;
+  /// In the order noted: the proofs, and so the artifacts, do not depend on
+  /// where the expressions live in memory.
+  llvm::SetVector<mlir::AffineExpr> sizes;
 };
 
 } // namespace kiln

@@ -242,24 +242,14 @@ std::optional<std::pair<SymShape, SymShape>> comparedElements(CompareOp compare,
 /// Element by element, what a compare of two known shape vectors yields
 /// where no symbol value could change it (nullopt where one could), for
 /// `count` elements; nullopt when an operand is not known.
-std::optional<SmallVector<std::optional<bool>>>
-decideCompareElements(CompareOp compare, int64_t count,
-                      llvm::function_ref<bool(DimExpr)> isPositive) {
+std::optional<SmallVector<std::optional<bool>>> decideCompareElements(CompareOp compare,
+                                                                      int64_t count) {
   std::optional<std::pair<SymShape, SymShape>> compared = comparedElements(compare, count);
   if (!compared)
     return std::nullopt;
-  // A size known to be at least 1 lies above every constant up to 0.
-  auto aboveConstant = [&](DimExpr size, DimExpr other) {
-    std::optional<int64_t> c = getConstantDimValue(other);
-    return isPositive && c && *c <= 0 && isPositive(size);
-  };
   SmallVector<std::optional<bool>> decided;
   for (auto [x, y] : llvm::zip(compared->first, compared->second)) {
     std::optional<int> order = x && y ? orderOf(x, y) : std::nullopt;
-    if (!order && x && y)
-      order = aboveConstant(x, y) ? std::optional<int>(1)
-              : aboveConstant(y, x) ? std::optional<int>(-1)
-                                    : std::nullopt;
     decided.push_back(order ? std::optional<bool>(decideCompare(compare.getDirection(), *order,
                                                                 false))
                             : std::nullopt);
@@ -381,27 +371,49 @@ Attribute foldSelectOfShapes(SelectOp select, llvm::function_ref<bool(DimExpr)> 
       picks.push_back(condition.getValues<bool>()[condition.getNumElements() == 1 ? 0 : i]);
   } else if (auto compare = select.getCondition().getDefiningOp<CompareOp>()) {
     std::optional<SmallVector<std::optional<bool>>> decided =
-        decideCompareElements(compare, count, isPositive);
+        decideCompareElements(compare, count);
     if (!decided)
       return {};
     picks = std::move(*decided);
-    if (compare.getDirection() == CompareDirection::eq ||
-        compare.getDirection() == CompareDirection::ne)
-      compared = comparedElements(compare, count);
+    compared = comparedElements(compare, count);
   } else {
     return {};
   }
+  auto compare = select.getCondition().getDefiningOp<CompareOp>();
+  // Last, what a size known to be at least 1 decides against a constant up
+  // to 0 (asked only where nothing else decides: the caller guards what it
+  // answered).
+  auto byPositiveSize = [&](int64_t i) -> std::optional<bool> {
+    if (!isPositive || !compare || !compared)
+      return std::nullopt;
+    DimExpr x = compared->first[i], y = compared->second[i];
+    auto above = [&](DimExpr size, DimExpr other) {
+      std::optional<int64_t> c = getConstantDimValue(other);
+      return size && c && *c <= 0 && isPositive(size);
+    };
+    if (above(x, y))
+      return decideCompare(compare.getDirection(), 1, false);
+    if (above(y, x))
+      return decideCompare(compare.getDirection(), -1, false);
+    return std::nullopt;
+  };
   SymShape chosen;
   for (int64_t i = 0; i < count; ++i) {
-    if (pair->first[i] == pair->second[i])
+    if (pair->first[i] == pair->second[i]) {
       chosen.push_back(pair->first[i]);
-    else if (picks[i])
+    } else if (picks[i]) {
       chosen.push_back(*picks[i] ? pair->first[i] : pair->second[i]);
-    else if (DimExpr same = equalWhereCompared(compared, i, pair->first[i], pair->second[i],
-                                               select.getCondition().getDefiningOp<CompareOp>()))
+    } else if (DimExpr same = compare && (compare.getDirection() == CompareDirection::eq ||
+                                          compare.getDirection() == CompareDirection::ne)
+                                  ? equalWhereCompared(compared, i, pair->first[i],
+                                                       pair->second[i], compare)
+                                  : DimExpr()) {
       chosen.push_back(same);
-    else
+    } else if (std::optional<bool> pick = byPositiveSize(i)) {
+      chosen.push_back(*pick ? pair->first[i] : pair->second[i]);
+    } else {
       return {};
+    }
   }
   return makeKnownElementsAttr(type, chosen);
 }

@@ -165,7 +165,8 @@ FailureOr<DimExpr> unifyDims(std::optional<Location> location, StringRef opName,
 }
 
 std::string shapeFactKey(ShapeAssumption::Kind kind, DimExpr lhs, DimExpr rhs) {
-  std::string l = dimToString(lhs), r = dimToString(rhs);
+  // As guards store them (canonical), so a fact asked again finds its guard.
+  std::string l = dimToString(canonicalizeDim(lhs)), r = dimToString(canonicalizeDim(rhs));
   if (kind == ShapeAssumption::Kind::Equal && r < l)
     std::swap(l, r);
   return std::to_string(static_cast<int>(kind)) + ":" + l + ":" + r;

@@ -109,8 +109,10 @@ std::optional<int64_t> largestExactInteger(Type type) {
     unsigned bits = i.isUnsigned() ? i.getWidth() : i.getWidth() - 1;
     return bits >= 63 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << bits) - 1;
   }
-  if (auto f = dyn_cast<FloatType>(type))
-    return int64_t{1} << std::min(62u, static_cast<unsigned>(f.getFPMantissaWidth()));
+  // The formats whose largest finite value is past 2^p (not fp8's or
+  // smaller's, some of which hold no zero or nothing past 2^p).
+  if (isa<Float16Type, BFloat16Type, Float32Type, Float64Type>(type))
+    return int64_t{1} << cast<FloatType>(type).getFPMantissaWidth();
   return std::nullopt;
 }
 
@@ -207,17 +209,18 @@ LogicalResult RangeOp::inferReturnTypes(MLIRContext *context, std::optional<Loca
         length = getConstantDim(context, std::max<int64_t>(ceilDivInt(*c, *step), 0));
       else if (isProvablyNonNegative(span))
         length = ceilDivDims(span, getConstantDim(context, *step));
-      // A length read through casts holds while they are exact.
-      if (length && !getConstantDimValue(length))
-        for (const ExactCast &c : casts)
-          recordShapeAssumption(ShapeAssumption::Kind::LessEqual, c.value,
-                                getConstantDim(context, c.largest), c.what);
     } else if (s && l && step && *step < 0) {
       auto span = getConstantDimValue(subDims(*l, *s));
       if (span)
         length = getConstantDim(context, std::max<int64_t>(ceilDivInt(*span, *step), 0));
     }
   }
+  // A length read through casts holds while they are exact, a constant one
+  // too (the span of cast(n) to cast(n + 10) is 10 only while n + 10 fits).
+  if (length)
+    for (const ExactCast &c : casts)
+      recordShapeAssumption(ShapeAssumption::Kind::LessEqual, c.value,
+                            getConstantDim(context, c.largest), c.what);
   inferred.push_back(makeTensorType({length}, element));
   return success();
 }

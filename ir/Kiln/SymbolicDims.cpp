@@ -348,6 +348,16 @@ DimExpr floorDivDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::Floo
 DimExpr ceilDivDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::CeilDiv, a, b); }
 DimExpr modDims(DimExpr a, DimExpr b) { return combine(AffineExprKind::Mod, a, b); }
 
+unsigned firstUnusedSymbolPosition(DimExpr dim) {
+  unsigned next = 0;
+  if (dim)
+    dim.walk([&](AffineExpr e) {
+      if (auto s = dyn_cast<AffineSymbolExpr>(e))
+        next = std::max(next, s.getPosition() + 1);
+    });
+  return next;
+}
+
 std::optional<int64_t> constantQuotient(DimExpr a, DimExpr b) {
   if (!a || !b)
     return std::nullopt;
@@ -617,7 +627,9 @@ bool isProvablyNonNegativeShifted(DimExpr dim) {
   if (atoms.empty() || atoms.size() > 8)
     return false;
   // Outer divisions first: replacing one takes the ones inside it along.
-  unsigned unnamed = 1u << 20;
+  // The sizes standing for them are numbered past the expression's symbols
+  // (a caller's own stand-ins included), so no two are one.
+  unsigned unnamed = firstUnusedSymbolPosition(dim);
   DimExpr shifted = dim;
   for (auto it = atoms.rbegin(); it != atoms.rend(); ++it)
     shifted = shifted.replace(

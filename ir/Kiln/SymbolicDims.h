@@ -43,6 +43,11 @@ DimExpr mulDims(DimExpr a, DimExpr b);
 DimExpr floorDivDims(DimExpr a, DimExpr b);
 DimExpr ceilDivDims(DimExpr a, DimExpr b);
 DimExpr modDims(DimExpr a, DimExpr b);
+/// The first symbol position past every symbol `dim` uses: where a proof may
+/// number symbols of its own (a size standing for a sub-expression) without
+/// meeting one of the expression's.
+unsigned firstUnusedSymbolPosition(DimExpr dim);
+
 /// k when `a` is exactly k times `b` for a constant k (a reshape's -1 over
 /// symbolic counts: 60·h·w elements as [1, -1, 4·h·w] is 15, not a quotient
 /// of polynomials); nullopt when that cannot be shown.

@@ -91,9 +91,12 @@ func.func @reduce_constants() -> (tensor<f32>, tensor<2xf32>, tensor<2xi64>, ten
 // torch's reshape target `Where(shape == 0, input_shape, shape)`: where the
 // two choices of an undecided `n == 0` are n and 0 (or n and n), the select
 // is n whatever n is; where they differ, a conv's output size decides it (at
-// least 1 in every call that got past the conv).
+// least 1 in every call that got past the conv), with a guard saying so (the
+// decision must not rest on the conv running).
 // CHECK-LABEL: func @reshape_target_where
-// CHECK: %[[T:.*]] = kiln.symbolic_constant [1, -1, 1, (h - 1) floordiv 2 + 1, (w - 1) floordiv 2 + 1] : tensor<5xi64>
+// CHECK-DAG: kiln.guard <less_equal> [1, (h - 1) floordiv 2 + 1], "kiln.select: a convolution's output size is at least 1"
+// CHECK-DAG: %[[T:.*]] = kiln.symbolic_constant [1, -1, 1, (h - 1) floordiv 2 + 1, (w - 1) floordiv 2 + 1] : tensor<5xi64>
+// CHECK-NOT: kiln.guard
 // CHECK: kiln.reshape %{{.*}}, %[[T]] : {{.*}} -> tensor<1x15x1x?x?xf32, #kiln.dims<[1, 15, 1, (h - 1) floordiv 2 + 1, (w - 1) floordiv 2 + 1]>>
 // CHECK-NOT: kiln.select
 func.func @reshape_target_where(%x: tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>, %f: tensor<15x3x3x3xf32>) -> tensor<?x?x?x?x?xf32> {
