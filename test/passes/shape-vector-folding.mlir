@@ -189,3 +189,22 @@ func.func @anchor_grid(%f: tensor<60x?x?xf32, #kiln.dims<[60, h, w]>>, %d: tenso
   %g = kiln.reshape %d, %target : (tensor<60x?xf32, #kiln.dims<[60, h * w + w]>>, tensor<3xi64>) -> tensor<?x?x?xf32>
   return %r, %g : tensor<?xi32>, tensor<?x?x?xf32>
 }
+
+// -----
+
+// A constant length read through casts rests on them as much: arange from
+// int32(w) to int32(w + 10) has 10 elements only while w + 10 fits int32.
+// CHECK-LABEL: func @constant_length_through_casts
+// CHECK: kiln.range {{.*}} -> tensor<10xi32>
+// GUARDS-LABEL: func @constant_length_through_casts
+// GUARDS-DAG: kiln.guard <less_equal> [w, 2147483647], "kiln.range at 'Range_2': start is a size cast to i32, exact only up to 2147483647"
+// GUARDS-DAG: kiln.guard <less_equal> [w + 10, 2147483647], "kiln.range at 'Range_2': limit is a size cast to i32, exact only up to 2147483647"
+func.func @constant_length_through_casts(%f: tensor<?xf32, #kiln.dims<[w]>>) -> tensor<?xi32> {
+  %a = kiln.symbolic_constant [w] : tensor<i64>
+  %b = kiln.symbolic_constant [w + 10] : tensor<i64>
+  %a32 = kiln.cast %a to i32 : (tensor<i64>) -> tensor<i32>
+  %b32 = kiln.cast %b to i32 : (tensor<i64>) -> tensor<i32>
+  %one = kiln.constant dense<1> : tensor<i32>
+  %r = kiln.range %a32, %b32, %one : (tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<?xi32> loc("Range_2")
+  return %r : tensor<?xi32>
+}
