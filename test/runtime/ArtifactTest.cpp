@@ -29,12 +29,35 @@ struct Damage {
   int deviceSymbol = -1;       ///< a Model.device_symbols entry for this symbol (bound 4); -1 none
 };
 
+/// The dims of hand-built artifacts: an expression's ops, one symbol, one
+/// constant.
+struct DimBuilder {
+  flatbuffers::FlatBufferBuilder &b;
+  flatbuffers::Offset<fb::Dim> operator()(std::vector<fb::ExprOp> ops) const {
+    return fb::CreateDim(b, b.CreateVectorOfStructs(ops));
+  }
+  flatbuffers::Offset<fb::Dim> sym(int64_t s) const {
+    return (*this)({fb::ExprOp(fb::ExprKind::Symbol, s)});
+  }
+  flatbuffers::Offset<fb::Dim> lit(int64_t v) const {
+    return (*this)({fb::ExprOp(fb::ExprKind::Constant, v)});
+  }
+};
+
+/// The finished, checksummed bytes of a hand-built model.
+std::string sealedBytes(flatbuffers::FlatBufferBuilder &b, flatbuffers::Offset<fb::Model> model) {
+  fb::FinishModelBuffer(b, model);
+  std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
+  kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
+  return bytes;
+}
+
 /// x: f32[n, 2] -> y = x @ w (w: f32[2, 3] weight), s = shape_of(y), c = [n, 3]
 std::string buildArtifact(const Damage &damage = {}) {
   flatbuffers::FlatBufferBuilder b;
-  auto dim = [&](std::vector<fb::ExprOp> ops) { return fb::CreateDim(b, b.CreateVectorOfStructs(ops)); };
-  auto sym = [&](int64_t s) { return dim({fb::ExprOp(fb::ExprKind::Symbol, s)}); };
-  auto lit = [&](int64_t v) { return dim({fb::ExprOp(fb::ExprKind::Constant, v)}); };
+  DimBuilder dim{b};
+  auto sym = [&](int64_t s) { return dim.sym(s); };
+  auto lit = [&](int64_t v) { return dim.lit(v); };
   auto value = [&](const char *name, fb::DType t, std::vector<flatbuffers::Offset<fb::Dim>> shape,
                    fb::ValueKind kind, int weight = -1) {
     return fb::CreateValue(b, b.CreateString(name), t, b.CreateVector(shape), kind, weight);
@@ -83,10 +106,7 @@ std::string buildArtifact(const Damage &damage = {}) {
       b.CreateVector(std::vector<int>{2, 3, 4}), b.CreateVector(guards), b.CreateVector(steps), 0, 0,
       0, b.CreateVector(weights), data, 0, 0, 0, 0, b.CreateVector(predicates), 0, 0,
       deviceSymbolVector);
-  fb::FinishModelBuffer(b, model);
-  std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
-  kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
-  return bytes;
+  return sealedBytes(b, model);
 }
 
 kiln_status_t load(const std::string &bytes, kiln_model_t **model) {
@@ -332,9 +352,9 @@ TEST(Artifact, DamagedArtifactsAreErrors) {
 /// binds, `readOutput` gives the read an output it must not have.
 std::string buildReadSizesArtifact(int readSymbol = 0, bool readOutput = false) {
   flatbuffers::FlatBufferBuilder b;
-  auto dim = [&](std::vector<fb::ExprOp> ops) { return fb::CreateDim(b, b.CreateVectorOfStructs(ops)); };
-  auto sym = [&](int64_t s) { return dim({fb::ExprOp(fb::ExprKind::Symbol, s)}); };
-  auto lit = [&](int64_t v) { return dim({fb::ExprOp(fb::ExprKind::Constant, v)}); };
+  DimBuilder dim{b};
+  auto sym = [&](int64_t s) { return dim.sym(s); };
+  auto lit = [&](int64_t v) { return dim.lit(v); };
   std::vector<flatbuffers::Offset<fb::Value>> values = {
       fb::CreateValue(b, b.CreateString("k"), fb::DType::i64, b.CreateVector(std::vector{lit(1)}),
                       fb::ValueKind::Input),
@@ -356,10 +376,7 @@ std::string buildReadSizesArtifact(int readSymbol = 0, bool readOutput = false) 
                                b.CreateString("test"), b.CreateVector(symbols),
                                b.CreateVector(values), b.CreateVector(std::vector<int>{0}),
                                b.CreateVector(std::vector<int>{1}), 0, b.CreateVector(steps));
-  fb::FinishModelBuffer(b, model);
-  std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
-  kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
-  return bytes;
+  return sealedBytes(b, model);
 }
 
 TEST(Artifact, ReadSizesBindsSymbolsForTheStepsAfter) {
@@ -407,9 +424,9 @@ enum class ViewDamage { None, ElementCount, Dtype, InBody };
 /// constant condition.
 std::string buildViewArtifact(ViewDamage damage = ViewDamage::None) {
   flatbuffers::FlatBufferBuilder b;
-  auto dim = [&](std::vector<fb::ExprOp> ops) { return fb::CreateDim(b, b.CreateVectorOfStructs(ops)); };
-  auto sym = [&](int64_t s) { return dim({fb::ExprOp(fb::ExprKind::Symbol, s)}); };
-  auto lit = [&](int64_t v) { return dim({fb::ExprOp(fb::ExprKind::Constant, v)}); };
+  DimBuilder dim{b};
+  auto sym = [&](int64_t s) { return dim.sym(s); };
+  auto lit = [&](int64_t v) { return dim.lit(v); };
   auto twice = [&](int64_t s) {
     return dim({fb::ExprOp(fb::ExprKind::Symbol, s), fb::ExprOp(fb::ExprKind::Constant, 2),
                 fb::ExprOp(fb::ExprKind::Mul, 0)});
@@ -455,10 +472,7 @@ std::string buildViewArtifact(ViewDamage damage = ViewDamage::None) {
                                b.CreateVector(values), b.CreateVector(std::vector<int>{0}),
                                b.CreateVector(std::vector<int>{1}), b.CreateVector(guards),
                                b.CreateVector(steps), 0, 0, 0, b.CreateVector(weights), data);
-  fb::FinishModelBuffer(b, model);
-  std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
-  kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
-  return bytes;
+  return sealedBytes(b, model);
 }
 
 TEST(Artifact, ViewsNameTheirInputsBytesUnderNewDims) {
@@ -514,9 +528,9 @@ enum class CheckDamage { None, TakesInput, UnknownSymbol, NoFacts };
 /// (a fact over a size a step binds, checked where it stands).
 std::string buildCheckArtifact(CheckDamage damage = CheckDamage::None) {
   flatbuffers::FlatBufferBuilder b;
-  auto dim = [&](std::vector<fb::ExprOp> ops) { return fb::CreateDim(b, b.CreateVectorOfStructs(ops)); };
-  auto sym = [&](int64_t s) { return dim({fb::ExprOp(fb::ExprKind::Symbol, s)}); };
-  auto lit = [&](int64_t v) { return dim({fb::ExprOp(fb::ExprKind::Constant, v)}); };
+  DimBuilder dim{b};
+  auto sym = [&](int64_t s) { return dim.sym(s); };
+  auto lit = [&](int64_t v) { return dim.lit(v); };
   std::vector<flatbuffers::Offset<fb::Value>> values = {
       fb::CreateValue(b, b.CreateString("x"), fb::DType::f32, b.CreateVector(std::vector{sym(0)}),
                       fb::ValueKind::Input),
@@ -544,10 +558,7 @@ std::string buildCheckArtifact(CheckDamage damage = CheckDamage::None) {
                                b.CreateVector(values), b.CreateVector(std::vector<int>{0}),
                                b.CreateVector(std::vector<int>{1}), b.CreateVector(guards),
                                b.CreateVector(steps));
-  fb::FinishModelBuffer(b, model);
-  std::string bytes(reinterpret_cast<const char *>(b.GetBufferPointer()), b.GetSize());
-  kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
-  return bytes;
+  return sealedBytes(b, model);
 }
 
 TEST(Artifact, CheckStepsTestFactsWhereTheyStand) {
