@@ -10,7 +10,6 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -297,23 +296,9 @@ absl::Status Executor::runStep(ExecutionContext &context, const RunRequest &requ
   }
   case artifact::StepKind::Check:
     // Facts over sizes steps bound, on the host from the bound values.
-    for (const artifact::PredicateInfo &p : step.checks) {
-      std::optional<bool> holds = p.holds(context.symbols());
-      if (holds == std::optional<bool>(true))
-        continue;
-      std::vector<std::string> values;
-      std::vector<bool> named(plan.symbols.size(), false);
-      for (const artifact::Dim *side : {&p.lhs, &p.rhs})
-        for (auto [op, s] : side->ops)
-          if (op == artifact::Dim::Op::Symbol && !named[s] && context.symbols()[s]) {
-            named[s] = true;
-            values.push_back(absl::StrCat(plan.symbols[s], " = ", *context.symbols()[s]));
-          }
-      return fail(absl::StrCat("guard '", p.toString(plan.symbols), "' ",
-                               holds ? "does not hold" : "cannot be evaluated",
-                               values.empty() ? "" : absl::StrCat(" (", absl::StrJoin(values, ", "), ")"),
-                               ": ", p.reason));
-    }
+    for (const artifact::PredicateInfo &p : step.checks)
+      if (p.holds(context.symbols()) != std::optional<bool>(true))
+        return fail(absl::StrCat(p.broken(context.symbols(), plan.symbols), ": ", p.reason));
     break;
   case artifact::StepKind::View: {
     // The input's bytes under the result's dims: nothing moves, on any backend.

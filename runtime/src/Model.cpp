@@ -321,26 +321,15 @@ absl::Status Model::bindSymbols(absl::Span<const TensorRef> inputs, Bindings &sy
 absl::Status Model::brokenPredicate(const artifact::PredicateInfo &p,
                                     absl::Span<const TensorRef> inputs,
                                     const Bindings &symbols) const {
-  // The symbols the predicate reads, with their values, then every input's dims:
-  // what a user needs to see which input is off.
-  std::vector<std::string> values;
-  std::vector<bool> named(plan_.symbols.size(), false);
-  for (const artifact::Dim *side : {&p.lhs, &p.rhs})
-    for (auto [op, s] : side->ops)
-      if (op == artifact::Dim::Op::Symbol && !named[s] && symbols[s]) {
-        named[s] = true;
-        values.push_back(absl::StrCat(plan_.symbols[s], " = ", *symbols[s]));
-      }
+  // The guard with the values of the symbols it reads, then every input's
+  // dims: what a user needs to see which input is off.
   std::vector<std::string> dims;
   for (size_t i = 0; i < inputs.size(); ++i)
     dims.push_back(absl::StrCat(
         plan_.values[plan_.inputs[i]].name, " [",
         ref::shapeToString(ref::Shape(inputs[i].dims.begin(), inputs[i].dims.end())), "]"));
-  std::string state = p.holds(symbols) ? "does not hold" : "cannot be evaluated";
-  return absl::InvalidArgumentError(absl::StrCat(
-      "guard '", p.toString(plan_.symbols), "' ", state,
-      values.empty() ? "" : absl::StrCat(" (", absl::StrJoin(values, ", "), ")"),
-      " for inputs ", absl::StrJoin(dims, ", "), ": ", p.reason));
+  return absl::InvalidArgumentError(absl::StrCat(p.broken(symbols, plan_.symbols), " for inputs ",
+                                                 absl::StrJoin(dims, ", "), ": ", p.reason));
 }
 
 Model::VariantKey Model::keyOf(const artifact::VariantInfo &variant) {

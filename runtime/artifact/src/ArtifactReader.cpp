@@ -1022,6 +1022,24 @@ std::optional<bool> PredicateInfo::holds(const Bindings &symbols) const {
   return std::nullopt;
 }
 
+std::string PredicateInfo::broken(const Bindings &symbols,
+                                  const std::vector<std::string> &names) const {
+  // The symbols it reads, with their values: what a user needs to see which
+  // size is off.
+  std::vector<std::string> values;
+  std::vector<bool> named(names.size(), false);
+  for (const Dim *side : {&lhs, &rhs})
+    for (auto [op, s] : side->ops)
+      if (op == Dim::Op::Symbol && s >= 0 && static_cast<size_t>(s) < names.size() &&
+          !named[s] && static_cast<size_t>(s) < symbols.size() && symbols[s]) {
+        named[s] = true;
+        values.push_back(absl::StrCat(names[s], " = ", *symbols[s]));
+      }
+  return absl::StrCat("guard '", toString(names), "' ",
+                      holds(symbols) ? "does not hold" : "cannot be evaluated",
+                      values.empty() ? "" : absl::StrCat(" (", absl::StrJoin(values, ", "), ")"));
+}
+
 std::string PredicateInfo::toString(const std::vector<std::string> &names) const {
   std::string l = lhs.toString(names), r = rhs.toString(names);
   switch (kind) {

@@ -71,6 +71,9 @@ struct PredicateInfo {
   std::optional<bool> holds(const Bindings &symbols) const;
   /// "seq * 64 == 320", "n == 4 or n == 1", "3 <= seq".
   std::string toString(const std::vector<std::string> &symbolNames) const;
+  /// "guard 'seq <= 512' does not hold (seq = 600)": a call's error when it
+  /// does not hold under `symbols` (or "cannot be evaluated").
+  std::string broken(const Bindings &symbols, const std::vector<std::string> &symbolNames) const;
 };
 
 /// What the executors do with a step: launch a generated kernel, run a typed
