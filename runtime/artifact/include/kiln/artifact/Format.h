@@ -31,6 +31,9 @@ namespace kiln::artifact {
 /// 8: a variant's kernels name their entry points after the values they were
 /// built for (EntryName.h) and are looked up by the values the Variant states;
 /// a 7 reader would look up untagged names and find none.
+/// Since 8, without a new number (compatible growth: an older reader refuses
+/// what it does not know): ReadSizes.what, and Check steps (facts over sizes
+/// steps bind, checked where the step stands) at the end of StepOp.
 constexpr uint32_t kFormatVersion = 8;
 
 /// The most symbols one variant fixes (the runtime's dispatch key is that wide).
