@@ -197,22 +197,12 @@ LogicalResult ArtifactWriter::addBody(Block &body) {
       // Facts the code relies on. Over symbols the inputs bind, the runtime
       // checks them when a call starts; over symbols steps bind (sizes read
       // from the device), a check step where the guard stands does.
-      bool overInputs = true;
-      for (DimExpr side : {g.getLhs(), g.getRhs()})
-        side.walk([&](AffineExpr e) {
-          if (e.getKind() == AffineExprKind::SymbolId && !bound.count(dimToString(e)))
-            overInputs = false;
-        });
-      if (!overInputs) {
+      if (!symbolOutside(g, bound).empty()) {
         if (failed(addOp(op)))
           return failure();
         continue;
       }
-      predicates.push_back(fb::CreatePredicate(builder, static_cast<fb::PredicateKind>(g.getKind()),
-                                               dim(g.getLhs()), dim(g.getRhs()),
-                                               builder.CreateString(g.getReason().str())));
-      guardReport.push_back(
-          llvm::json::Object{{"guard", g.describe()}, {"reason", g.getReason().str()}});
+      predicates.push_back(encodePredicate(g, /*atCheckStep=*/false));
     } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       FailureOr<std::vector<int>> ids = this->ids(ret.getOperands(), &op);
       if (failed(ids))

@@ -170,28 +170,41 @@ FailureOr<EncodedStep> ArtifactWriter::encodeReadSizes(ReadSizesOp read) {
                          .Union()};
 }
 
+/// A symbol of `guard` in neither `bound` nor `alsoBound` (null: none), or "".
+std::string ArtifactWriter::symbolOutside(GuardOp guard, const std::set<std::string> &bound,
+                                          const std::set<std::string> *alsoBound) {
+  std::string outside;
+  for (DimExpr side : {guard.getLhs(), guard.getRhs()})
+    side.walk([&](AffineExpr e) {
+      if (e.getKind() == AffineExprKind::SymbolId && !bound.count(dimToString(e)) &&
+          !(alsoBound && alsoBound->count(dimToString(e))))
+        outside = dimToString(e);
+    });
+  return outside;
+}
+
+/// `guard` as the artifact's Predicate, listed in the report's guards.
+flatbuffers::Offset<fb::Predicate> ArtifactWriter::encodePredicate(GuardOp guard,
+                                                                   bool atCheckStep) {
+  llvm::json::Object report{{"guard", guard.describe()}, {"reason", guard.getReason().str()}};
+  if (atCheckStep)
+    report["checked"] = "where its sizes are bound";
+  guardReport.push_back(std::move(report));
+  return fb::CreatePredicate(builder, static_cast<fb::PredicateKind>(guard.getKind()),
+                             dim(guard.getLhs()), dim(guard.getRhs()),
+                             builder.CreateString(guard.getReason().str()));
+}
+
 /// A guard over sizes steps bind: a check step where it stands (the call's
 /// start, where Model.predicates are checked, is before those sizes exist).
 FailureOr<EncodedStep> ArtifactWriter::encodeCheck(GuardOp guard) {
   // Every symbol must be bound before the check: by the inputs or by a step
   // written earlier (a read, a host step's result, an if's).
-  for (DimExpr side : {guard.getLhs(), guard.getRhs()}) {
-    std::string unbound;
-    side.walk([&](AffineExpr e) {
-      if (e.getKind() == AffineExprKind::SymbolId && !boundSymbols.count(dimToString(e)) &&
-          !stepBoundSymbols.count(dimToString(e)))
-        unbound = dimToString(e);
-    });
-    if (!unbound.empty())
-      return guard.emitOpError() << "relies on symbol '" << unbound
-                                 << "', which neither an input nor a step before it binds";
-  }
-  auto predicate = fb::CreatePredicate(builder, static_cast<fb::PredicateKind>(guard.getKind()),
-                                       dim(guard.getLhs()), dim(guard.getRhs()),
-                                       builder.CreateString(guard.getReason().str()));
-  guardReport.push_back(llvm::json::Object{{"guard", guard.describe()},
-                                           {"reason", guard.getReason().str()},
-                                           {"checked", "where its sizes are bound"}});
+  if (std::string unbound = symbolOutside(guard, boundSymbols, &stepBoundSymbols);
+      !unbound.empty())
+    return guard.emitOpError() << "relies on symbol '" << unbound
+                               << "', which neither an input nor a step before it binds";
+  auto predicate = encodePredicate(guard, /*atCheckStep=*/true);
   return EncodedStep{fb::StepOp::Check,
                      fb::CreateCheck(builder, builder.CreateVector(std::vector{predicate})).Union()};
 }

@@ -82,6 +82,9 @@ private:
   FailureOr<EncodedStep> encodeKernelStep(KernelOp k);
   FailureOr<EncodedStep> encodeReadSizes(ReadSizesOp read);
   FailureOr<EncodedStep> encodeCheck(GuardOp guard);
+  flatbuffers::Offset<fb::Predicate> encodePredicate(GuardOp guard, bool atCheckStep);
+  static std::string symbolOutside(GuardOp guard, const std::set<std::string> &bound,
+                                   const std::set<std::string> *alsoBound = nullptr);
   FailureOr<EncodedStep> encodeSymbolicConstant(SymbolicConstantOp s);
   FailureOr<EncodedStep> encodeHostStep(Operation *op);
 
