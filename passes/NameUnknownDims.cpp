@@ -86,7 +86,8 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
     return true;
   }
 
-  /// Conv output sizes of the ops refined so far (PositiveSizes.h).
+  /// Conv output sizes (and top-k counts of them) of the ops refined so far
+  /// (PositiveSizes.h).
   PositiveSizes positiveSizes;
 
   /// Refines and names the ops of `block` in order (the function's, or an
@@ -148,8 +149,10 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
         if (named)
           result.setType(makeTensorType(dims, type.getElementType()));
       }
-      if (!binds.empty())
+      if (!binds.empty()) {
         op.setAttr(kBindsDimsAttr, ArrayAttr::get(ctx, binds));
+        positiveSizes.note(&op); // a top-k's count, now that it has a name
+      }
     }
   }
 

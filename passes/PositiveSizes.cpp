@@ -19,8 +19,21 @@ using namespace mlir;
 namespace kiln {
 
 void PositiveSizes::note(Operation *op) {
+  if (!isa_and_nonnull<func::FuncOp>(op->getParentOp()))
+    return;
+  if (auto topK = dyn_cast<TopKOp>(op)) {
+    // ONNX refuses k above the axis's length, so the count is k itself.
+    SymShape dims = getSymShape(topK.getValues().getType());
+    int64_t axis = static_cast<int64_t>(topK.getAxis());
+    if (axis < 0)
+      axis += static_cast<int64_t>(dims.size());
+    if (axis >= 0 && axis < (int64_t)dims.size() && isSymbolicDim(dims[axis]) &&
+        elementsPositive(topK.getK()))
+      sizes.insert(dims[axis]);
+    return;
+  }
   auto conv = dyn_cast<ConvOp>(op);
-  if (!conv || !isa_and_nonnull<func::FuncOp>(op->getParentOp()))
+  if (!conv)
     return;
   SymShape dims = getSymShape(conv.getType());
   if (dims.size() < 3)
@@ -30,6 +43,44 @@ void PositiveSizes::note(Operation *op) {
   for (size_t d = first; d < end; ++d)
     if (isSymbolicDim(dims[d]))
       sizes.insert(dims[d]);
+}
+
+bool PositiveSizes::elementsPositive(Value v, unsigned depth) const {
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 16)
+    return false;
+  auto positive = [&](Value operand) { return elementsPositive(operand, depth + 1); };
+  auto dimPositive = [&](DimExpr d) {
+    std::optional<int64_t> c = getConstantDimValue(d);
+    return c ? *c >= 1 : isPositive(d);
+  };
+  if (auto constant = dyn_cast<ConstantOp>(def)) {
+    auto values = dyn_cast<DenseIntElementsAttr>(constant.getValue());
+    return values && values.getElementType().getIntOrFloatBitWidth() > 1 &&
+           llvm::all_of(values, [](const APInt &x) { return x.sge(1); });
+  }
+  if (auto symbolic = dyn_cast<SymbolicConstantOp>(def))
+    return llvm::all_of(symbolic.getValue().getDims(), dimPositive);
+  if (auto shape = dyn_cast<ShapeOfOp>(def)) {
+    SymShape dims = getSymShape(shape.getInput().getType());
+    return llvm::all_of(dims, [&](DimExpr d) { return d && dimPositive(d); });
+  }
+  // Ops that only move or pick elements.
+  if (isa<ReshapeOp>(def))
+    return positive(def->getOperand(0));
+  if (auto gather = dyn_cast<GatherOp>(def))
+    return positive(gather.getData());
+  if (auto slice = dyn_cast<SliceOp>(def))
+    return positive(slice.getInput());
+  if (auto concat = dyn_cast<ConcatOp>(def))
+    return llvm::all_of(concat.getInputs(), positive);
+  // A min or max of positive elements. Not a max reduce: over an empty axis
+  // it is the type's lowest value (a min reduce's is its highest).
+  if (isa<MinOp, MaxOp>(def))
+    return llvm::all_of(def->getOperands(), positive);
+  if (auto reduce = dyn_cast<ReduceOp>(def))
+    return reduce.getKind() == ReduceKind::min && positive(reduce.getInput());
+  return false;
 }
 
 bool PositiveSizes::isPositive(DimExpr d) const {
@@ -85,7 +136,8 @@ bool PositiveSizes::foldSelect(Operation *op) {
     GuardOp::create(builder, op->getLoc(), GuardKind::less_equal,
                     DimsAttr::getCanonical(op->getContext(), {getConstantDim(op->getContext(), 1), d}),
                     builder.getStringAttr(describeOp(op) +
-                                          ": a convolution's output size is at least 1"));
+                                          ": a size made of convolution outputs (and "
+                                          "top-k counts of them) is at least 1"));
   select.getResult().replaceAllUsesWith(constant->getResult(0));
   select.erase();
   return true;

@@ -6,7 +6,10 @@
 // and fresh symbols after it), unless n is known to be at least 1. The
 // spatial dims of a top-level convolution are whenever it runs: a call whose
 // conv would have a dim below 1 fails at the conv (the filter larger than
-// the padded input, on every backend). kiln-infer-shapes and
+// the padded input, on every backend). So is a top-level top-k's count where
+// its k is computed from such sizes and constants of at least 1 (a detector's
+// min(1000, anchors of the level), read on the device): the device computes
+// the same k from sizes that are. kiln-infer-shapes and
 // kiln-name-unknown-dims note them as they sweep and decide such selects
 // after them, with a guard `1 <= n` for each size they took to be positive:
 // what the decision relies on is then checked even where the conv does not
@@ -19,6 +22,7 @@
 
 #include "ir/Kiln/SymbolicDims.h"
 
+#include "mlir/IR/Value.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir {
@@ -30,7 +34,8 @@ namespace kiln {
 class PositiveSizes {
 public:
   /// Notes `op`'s spatial result dims when it is a convolution at the top
-  /// level of its function (one every call runs).
+  /// level of its function (one every call runs), and the count of a
+  /// top-level top-k (once named) whose k is positive by the noted sizes.
   void note(mlir::Operation *op);
   /// When `op` is a select of shape vectors that the noted sizes decide,
   /// replaces it by its value, puts the guards it relies on before it, and
@@ -40,6 +45,10 @@ public:
   bool isPositive(DimExpr d) const;
 
 private:
+  /// Whether every element of the i64 value `v` is at least 1 wherever the
+  /// noted sizes are; `depth` bounds the walk up its producers.
+  bool elementsPositive(mlir::Value v, unsigned depth = 0) const;
+
   /// In the order noted: the proofs, and so the artifacts, do not depend on
   /// where the expressions live in memory.
   llvm::SetVector<mlir::AffineExpr> sizes;

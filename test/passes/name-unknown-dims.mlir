@@ -53,6 +53,65 @@ func.func @top_k_shares(%x: tensor<3x10xf32>, %k: tensor<1xi64>) -> (tensor<3x?x
 
 // -----
 
+// A detector's per-level top-k: k = min(1000, anchors), read on the device.
+// The anchors are a conv's output sizes (at least 1 in any call past the
+// conv), so k is too, and torch's reshape target `Where(shape == 0,
+// input_shape, shape)` over the sum of two counts is decided, with a guard
+// that the sum is at least 1 (checked where the counts are read). Where k is
+// the caller's data (an argument), nothing says it is not 0: the select
+// stays, the reshape's target is data.
+// CHECK-LABEL: func.func @top_k_counts_of_conv_sizes
+// CHECK: kiln.guard <less_equal> [1, run1 + run0], "kiln.select: a size made of convolution outputs (and top-k counts of them) is at least 1"
+// CHECK-NOT: kiln.select
+// CHECK: kiln.reshape {{.*}} -> tensor<1x?xi64, #kiln.dims<[1, run1 + run0]>>
+// KERNELS-LABEL: func.func @top_k_counts_of_conv_sizes
+// KERNELS: kiln.guard <less_equal> [1, run1 + run0]
+// KERNELS: kiln.kernel {{.*}} -> tensor<1x?xi64, #kiln.dims<[1, run1 + run0]>>
+// CHECK-LABEL: func.func @top_k_of_an_argument
+// CHECK-NOT: kiln.guard
+// CHECK: kiln.select
+// CHECK: kiln.reshape {{.*}}kiln.binds_dims
+func.func @top_k_counts_of_conv_sizes(%x: tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>, %f: tensor<15x3x3x3xf32>) -> tensor<?x?xi64> {
+  %c = kiln.conv %x, %f {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>, tensor<15x3x3x3xf32>) -> tensor<1x15x?x?xf32, #kiln.dims<[1, 15, (h - 1) floordiv 2 + 1, (w - 1) floordiv 2 + 1]>>
+  %flat_shape = kiln.constant dense<[1, -1]> : tensor<2xi64>
+  %flat = kiln.reshape %c, %flat_shape : (tensor<1x15x?x?xf32, #kiln.dims<[1, 15, (h - 1) floordiv 2 + 1, (w - 1) floordiv 2 + 1]>>, tensor<2xi64>) -> tensor<1x?xf32, #kiln.dims<[1, 15 * ((h - 1) floordiv 2 + 1) * ((w - 1) floordiv 2 + 1)]>>
+  %shape = kiln.shape_of %flat : (tensor<1x?xf32, #kiln.dims<[1, 15 * ((h - 1) floordiv 2 + 1) * ((w - 1) floordiv 2 + 1)]>>) -> tensor<2xi64>
+  %one = kiln.constant dense<1> : tensor<1xi64>
+  %two = kiln.constant dense<2> : tensor<1xi64>
+  %n = kiln.slice %shape, %one, %two, %one : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %cap0 = kiln.constant dense<1000> : tensor<1xi64>
+  %both0 = kiln.concat %cap0, %n {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %min0 = kiln.reduce %both0 {axes = array<i64: 0>, keep_dims = true, kind = #kiln<reduce min>} : (tensor<2xi64>) -> tensor<1xi64>
+  %v0, %i0 = kiln.top_k %flat, %min0 {axis = 1 : i64} : (tensor<1x?xf32, #kiln.dims<[1, 15 * ((h - 1) floordiv 2 + 1) * ((w - 1) floordiv 2 + 1)]>>, tensor<1xi64>) -> (tensor<1x?xf32>, tensor<1x?xi64>)
+  %cap1 = kiln.constant dense<500> : tensor<1xi64>
+  %min1 = kiln.min %cap1, %n : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %v1, %i1 = kiln.top_k %flat, %min1 {axis = 1 : i64} : (tensor<1x?xf32, #kiln.dims<[1, 15 * ((h - 1) floordiv 2 + 1) * ((w - 1) floordiv 2 + 1)]>>, tensor<1xi64>) -> (tensor<1x?xf32>, tensor<1x?xi64>)
+  %cat = kiln.concat %i0, %i1 {axis = 1 : i64} : (tensor<1x?xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
+  %column_shape = kiln.constant dense<[-1, 1]> : tensor<2xi64>
+  %column = kiln.reshape %cat, %column_shape : (tensor<1x?xi64>, tensor<2xi64>) -> tensor<?x1xi64>
+  %in = kiln.shape_of %column : (tensor<?x1xi64>) -> tensor<2xi64>
+  %s = kiln.shape_of %cat : (tensor<1x?xi64>) -> tensor<2xi64>
+  %zero = kiln.constant dense<0> : tensor<i64>
+  %eq = kiln.compare %s, %zero {direction = #kiln<compare eq>} : (tensor<2xi64>, tensor<i64>) -> tensor<2xi1>
+  %t = kiln.select %eq, %in, %s : (tensor<2xi1>, tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %r = kiln.reshape %column, %t : (tensor<?x1xi64>, tensor<2xi64>) -> tensor<?x?xi64>
+  return %r : tensor<?x?xi64>
+}
+func.func @top_k_of_an_argument(%x: tensor<1x10xf32>, %k: tensor<1xi64>) -> tensor<?x?xi64> {
+  %v, %i = kiln.top_k %x, %k {axis = 1 : i64} : (tensor<1x10xf32>, tensor<1xi64>) -> (tensor<1x?xf32>, tensor<1x?xi64>)
+  %column_shape = kiln.constant dense<[-1, 1]> : tensor<2xi64>
+  %column = kiln.reshape %i, %column_shape : (tensor<1x?xi64>, tensor<2xi64>) -> tensor<?x1xi64>
+  %in = kiln.shape_of %column : (tensor<?x1xi64>) -> tensor<2xi64>
+  %s = kiln.shape_of %i : (tensor<1x?xi64>) -> tensor<2xi64>
+  %zero = kiln.constant dense<0> : tensor<i64>
+  %eq = kiln.compare %s, %zero {direction = #kiln<compare eq>} : (tensor<2xi64>, tensor<i64>) -> tensor<2xi1>
+  %t = kiln.select %eq, %in, %s : (tensor<2xi1>, tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %r = kiln.reshape %column, %t : (tensor<?x1xi64>, tensor<2xi64>) -> tensor<?x?xi64>
+  return %r : tensor<?x?xi64>
+}
+
+// -----
+
 // The first 8 of a count only the data decides: 8 may lie past it, and no
 // guard could say it does not (guards run before the count exists), so the
 // slice's length is not taken as 8: the slice binds its own (min(8, count)).

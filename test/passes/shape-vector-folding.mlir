@@ -94,7 +94,7 @@ func.func @reduce_constants() -> (tensor<f32>, tensor<2xf32>, tensor<2xi64>, ten
 // least 1 in every call that got past the conv), with a guard saying so (the
 // decision must not rest on the conv running).
 // CHECK-LABEL: func @reshape_target_where
-// CHECK-DAG: kiln.guard <less_equal> [1, (h - 1) floordiv 2 + 1], "kiln.select: a convolution's output size is at least 1"
+// CHECK-DAG: kiln.guard <less_equal> [1, (h - 1) floordiv 2 + 1], "kiln.select: a size made of convolution outputs (and top-k counts of them) is at least 1"
 // CHECK-DAG: %[[T:.*]] = kiln.symbolic_constant [1, -1, 1, (h - 1) floordiv 2 + 1, (w - 1) floordiv 2 + 1] : tensor<5xi64>
 // CHECK-NOT: kiln.guard
 // CHECK: kiln.reshape %{{.*}}, %[[T]] : {{.*}} -> tensor<1x15x1x?x?xf32, #kiln.dims<[1, 15, 1, (h - 1) floordiv 2 + 1, (w - 1) floordiv 2 + 1]>>
