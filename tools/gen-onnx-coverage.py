@@ -74,8 +74,13 @@ GAP_EXPLANATIONS = [
     (r"keep_aspect_ratio_policy on a dynamic dim",
      "the one scale for all axes depends on the dims per call; the Resize step takes "
      "compile-time scales"),
-    (r"SAME padding with stride|output_shape or SAME padding|output_shape with dynamic",
-     "pads computed from dims with ceil-division and max: not computed at run time yet"),
+    (r"SAME padding with a dynamic kernel size",
+     "the filter is a graph input, so its spatial dims (the kernel size) became symbols: "
+     "SAME's pads are computed from the kernel size when compiling (a model's weights are "
+     "constants)"),
+    (r"SAME padding with stride|output_shape on dynamic|output_shape with dynamic",
+     "an explicit output shape with symbolic input dims: the pads are the difference, "
+     "not computed at run time yet"),
     (r"num_groups must divide a static channel count",
      "groups split the channel dim at compile time"),
     (r"axis N is out of range for rank N",
@@ -220,8 +225,10 @@ def main(paths, onnx_version):
     w("dim, including the length of an input that decides a rank, becomes a symbol), with")
     w("what stops it. Most are dims that fix a result's rank or an op's form, which")
     w("exporters never make dynamic; the dims they do (batch, sequence, head counts, image")
-    w("sizes) are handled, except image sizes under SAME padding with a stride above 1 and")
-    w("explicit output shapes (the pool, conv and conv-transpose rows).")
+    w("sizes) are handled, SAME padding with a stride above 1 included (its pads are")
+    w("dims that pad the input), except explicit output shapes over symbolic input dims")
+    w("(the conv-transpose and unpool rows); the conv-transpose SAME case fails only")
+    w("because its filter is a graph input whose kernel size became a symbol.")
     w("")
     gap_table(w, host_s, host_d)
     w("")

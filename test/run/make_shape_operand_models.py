@@ -26,6 +26,13 @@ run-time scalars), with inputs and the ONNX reference implementation's outputs
                        decides keeps what there is)
     resize_data_sizes  a Resize whose sizes are a graph input (data): read on the
                        device, then a kernel
+    same_stride_pads   SAME padding with stride 2 (and 3) on dynamic H and W (a
+                       TensorFlow export's auto_pad): Conv, MaxPool and an
+                       AveragePool without the padding in its count, and a
+                       stride-3 conv with a 2-wide window (pads max(0, ...)),
+                       SAME_UPPER and SAME_LOWER, and a stride-2 ConvTranspose
+                       (its SAME pads do not depend on the size); expected outputs from the
+                       graph with each set's pads written out
     resize_policy, trilu_two_k
                        what stays refused (no data sets)
 """
@@ -219,6 +226,61 @@ def detect_postprocess(out):
          sets, opset=17)
 
 
+def same_pads(size, stride, window, upper):
+    # ONNX's spec and shape inference (and TensorFlow): a total of
+    # max(0, (ceil(size / stride) - 1) * stride + window - size), the odd one
+    # at the end for SAME_UPPER, at the start for SAME_LOWER.
+    total = max(0, (-(-size // stride) - 1) * stride + window - size)
+    return (total // 2, total - total // 2) if upper else (total - total // 2, total // 2)
+
+
+def same_stride_pads(out):
+    # onnx.reference places SAME_UPPER's odd pad at the start (onnxruntime and
+    # the spec at the end) and does not clamp a negative total at 0, so the
+    # expected outputs come from the same graph with the pads written out,
+    # computed here for each set's sizes.
+    w2 = const("w2", rng.standard_normal((2, 3, 2, 2), dtype=np.float32))
+    wt = const("wt", rng.standard_normal((3, 2, 3, 3), dtype=np.float32))
+
+    def graph(h, w):
+        def pads(stride, window, upper, *sizes):
+            if sizes[0] is None:
+                return {"auto_pad": "SAME_UPPER" if upper else "SAME_LOWER"}
+            (t, b), (l, r) = (same_pads(size, stride, window, upper) for size in sizes)
+            return {"pads": [t, l, b, r]}
+        c = (None, None) if h is None else (-(-h // 2), -(-w // 2))
+        m = (None, None) if h is None else (-(-c[0] // 2), -(-c[1] // 2))
+        return [helper.make_node("Conv", ["x", "w", "b"], ["c"], strides=[2, 2],
+                                 **pads(2, 3, True, h, w)),
+                helper.make_node("MaxPool", ["c"], ["m"], kernel_shape=[3, 3], strides=[2, 2],
+                                 **pads(2, 3, False, *c)),
+                helper.make_node("AveragePool", ["m"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
+                                 **pads(2, 3, True, *m)),
+                helper.make_node("Conv", ["x", "w2"], ["z"], strides=[3, 3],
+                                 **pads(3, 2, False, h, w)),
+                # SAME for a transposed conv: s * h of the full output, whose
+                # pads (output_padding + window - s) do not depend on h.
+                helper.make_node("ConvTranspose", ["x", "wt"], ["t"], strides=[2, 2],
+                                 **({"auto_pad": "SAME_UPPER"} if h is None
+                                    else {"pads": [0, 0, 1, 1]}))]
+
+    def model(nodes):
+        return helper.make_model(
+            helper.make_graph(nodes, "same_stride_pads", [f32("x", ["n", 3, "h", "w"])],
+                              [f32("y", ["n", 4, "a", "b"]), f32("z", ["n", 2, "c", "d"]),
+                               f32("t", ["n", 2, "e", "f"])],
+                              conv + [w2, wt]),
+            opset_imports=[helper.make_opsetid("", 18)])
+    dynamic = model(graph(None, None))
+    onnx.checker.check_model(dynamic)
+    onnx.save(dynamic, os.path.join(out, "same_stride_pads.onnx"))
+    # Sizes of every parity and residue mod 3, so each pad formula's cases run.
+    for i, (h, w) in enumerate(((8, 8), (7, 9), (10, 6), (5, 11), (13, 4), (1, 1))):
+        feeds = {"x": rng.standard_normal((1 + i % 2, 3, h, w), dtype=np.float32)}
+        save_set(out, "same_stride_pads", i, feeds,
+                 ReferenceEvaluator(model(graph(h, w))).run(None, feeds))
+
+
 def refused(out):
     # What stays refused, each with its one line: an aspect-ratio policy over
     # sizes known only at run time, and a Trilu k of two values.
@@ -226,6 +288,11 @@ def refused(out):
     save(out, "resize_policy", [helper.make_node("Shape", ["x"], ["hw"], start=2),
                                 helper.make_node("Resize", ["x", "", "", "hw"], ["y"], axes=[2, 3],
                                                  keep_aspect_ratio_policy="not_larger")],
+         x, [f32("y", None)], [], [])
+    # SAME padding on a dynamic dim with ceil_mode: the pads pad the input,
+    # where ceil_mode's last partial window would count padding as input.
+    save(out, "same_ceil_mode", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3],
+                                                  strides=[2, 2], auto_pad="SAME_UPPER", ceil_mode=1)],
          x, [f32("y", None)], [], [])
     save(out, "trilu_two_k", [helper.make_node("Trilu", ["m", "k"], ["y"])],
          [f32("m", [3, 3]), helper.make_tensor_value_info("k", T.INT64, [2])], [f32("y", [3, 3])], [], [])
@@ -243,5 +310,6 @@ def refused(out):
 if __name__ == "__main__":
     folder = sys.argv[1]
     for make in (upsample_to_input, upsample_gathered, dropout_zero_train, trilu_k_input, trilu_k_shape,
-                 unet_crop, pad_to_multiple, resize_data_sizes, detect_postprocess, refused):
+                 unet_crop, pad_to_multiple, resize_data_sizes, detect_postprocess, same_stride_pads,
+                 refused):
         make(folder)

@@ -26,7 +26,27 @@ FailureOr<Value> perChannel(NodeImporter &n, Value p, int64_t rank) {
 /// Window attributes of Conv and the pools, with auto_pad resolved to explicit pads.
 struct Window {
   SmallVector<int64_t> kernel, strides, dilations, pads;
+  /// SAME padding with a stride above 1 on a symbolic spatial dim: the pads
+  /// depend on the size, so they are not attributes but a pad of the input,
+  /// `[begin..., end...]` over all its dims (N and C: 0), and `pads` is 0.
+  /// Empty otherwise.
+  SmallVector<DimExpr> inputPads;
 };
+
+/// SAME padding's total over a symbolic size `in`: ONNX's
+/// max(0, (ceil(in / s) - 1) * s + eff - in). With m = s * (in ceildiv s) - in,
+/// in [0, s - 1], that is m + eff - s when eff >= s (always >= 0), and for
+/// eff < s, with c = s - eff >= 1, max(0, m - c) = (m - c) * [m >= c], where
+/// [m >= c] = (m + s - c) floordiv s (m + s - c lies in [s - c, 2s - c - 1]).
+DimExpr samePaddingTotal(DimExpr in, int64_t s, int64_t eff) {
+  MLIRContext *ctx = in.getContext();
+  auto c = [&](int64_t v) { return getConstantDim(ctx, v); };
+  DimExpr m = subDims(mulDims(c(s), ceilDivDims(in, c(s))), in);
+  if (eff >= s)
+    return addDims(m, c(eff - s));
+  DimExpr under = subDims(m, c(s - eff));
+  return mulDims(under, floorDivDims(addDims(under, c(s)), c(s)));
+}
 
 FailureOr<Window> windowAttrs(NodeImporter &n, Value x, ArrayRef<int64_t> kernel) {
   int64_t k = NodeImporter::typeOf(x).getRank() - 2;
@@ -59,22 +79,51 @@ FailureOr<Window> windowAttrs(NodeImporter &n, Value x, ArrayRef<int64_t> kernel
   if (*autoPad != "SAME_UPPER" && *autoPad != "SAME_LOWER")
     return n.error("auto_pad '" + *autoPad + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
   SymShape dims = getSymShape(x.getType());
+  bool upper = *autoPad == "SAME_UPPER", sizeDependent = false;
+  SmallVector<DimExpr> symbolicPads(2 * (k + 2), getConstantDim(n.context(), 0));
   for (int64_t i = 0; i < k; ++i) {
     if (w.kernel[i] < 0)
       return n.unsupported("SAME padding with a dynamic kernel size");
-    int64_t s = w.strides[i], eff = (w.kernel[i] - 1) * w.dilations[i] + 1, total;
+    int64_t s = w.strides[i], eff = (w.kernel[i] - 1) * w.dilations[i] + 1;
     auto d = getConstantDimValue(dims[i + 2]);
-    if (d)
-      total = std::max<int64_t>((ceilDivInt(*d, s) - 1) * s + eff - *d, 0);
-    else if (s == 1)
-      total = eff - 1; // independent of the size when the stride is 1
-    else
-      return n.unsupported("SAME padding with stride > 1 on a dynamic spatial dim");
-    int64_t small = total / 2, large = total - small;
-    w.pads[i] = *autoPad == "SAME_UPPER" ? small : large;
-    w.pads[i + k] = *autoPad == "SAME_UPPER" ? large : small;
+    // Independent of the size where the stride is 1 (eff - 1) or the window
+    // one element (0).
+    if (d || s == 1 || eff == 1) {
+      int64_t total = d ? std::max<int64_t>((ceilDivInt(*d, s) - 1) * s + eff - *d, 0)
+                        : s == 1 ? eff - 1 : 0;
+      int64_t small = total / 2, large = total - small;
+      w.pads[i] = upper ? small : large;
+      w.pads[i + k] = upper ? large : small;
+      symbolicPads[i + 2] = getConstantDim(n.context(), w.pads[i]);
+      symbolicPads[i + 2 + k + 2] = getConstantDim(n.context(), w.pads[i + k]);
+      continue;
+    }
+    if (!dims[i + 2])
+      return n.unsupported("SAME padding with stride > 1 on a spatial dim of unknown size");
+    DimExpr total = samePaddingTotal(dims[i + 2], s, eff);
+    DimExpr small = floorDivDims(total, getConstantDim(n.context(), 2));
+    DimExpr large = subDims(total, small);
+    if (!small || !large)
+      return n.unsupported("SAME padding: the pads of a spatial dim overflow");
+    symbolicPads[i + 2] = upper ? small : large;
+    symbolicPads[i + 2 + k + 2] = upper ? large : small;
+    sizeDependent = true;
+  }
+  if (sizeDependent) {
+    w.inputPads = symbolicPads;
+    w.pads.assign(2 * k, 0);
   }
   return w;
+}
+
+/// `x` padded by `w.inputPads` with `fill` (a 0-d tensor of its element type).
+FailureOr<Value> padInput(NodeImporter &n, Value x, const Window &w, Value fill) {
+  Value pads = SymbolicConstantOp::create(
+      n.builder(), n.loc(),
+      RankedTensorType::get({(int64_t)w.inputPads.size()}, n.builder().getI64Type()),
+      DimsAttr::getCanonical(n.context(), w.inputPads));
+  return n.create<PadOp>({x, pads, fill},
+                         {n.named("mode", PadModeAttr::get(n.context(), PadMode::constant))});
 }
 
 NamedAttribute arrayAttr(NodeImporter &n, StringRef name, ArrayRef<int64_t> v) {
@@ -159,6 +208,13 @@ FailureOr<Value> buildConv(NodeImporter &n, Value x, Value w, Value bias) {
   auto window = windowAttrs(n, x, kernel);
   if (failed(window))
     return failure();
+  // Zeros around the input are what a conv's padding is.
+  if (!window->inputPads.empty()) {
+    auto padded = padInput(n, x, *window, scalarLike(n, x, 0));
+    if (failed(padded))
+      return failure();
+    x = *padded;
+  }
   SmallVector<Value> operands = {x, w};
   if (bias)
     operands.push_back(bias);
@@ -203,13 +259,50 @@ LogicalResult convertPool(NodeImporter &n, PoolKind kind) {
   auto window = windowAttrs(n, *x, *kernel);
   if (failed(window))
     return failure();
-  auto r = n.create<PoolOp>(
-      {*x}, {n.named("kind", PoolKindAttr::get(n.context(), kind)),
-             arrayAttr(n, "kernel_shape", window->kernel), arrayAttr(n, "strides", window->strides),
-             arrayAttr(n, "pads", window->pads), arrayAttr(n, "dilations", window->dilations),
-             n.named("ceil_mode", n.builder().getBoolAttr(*ceilMode)),
-             n.named("count_include_pad", n.builder().getBoolAttr(*countIncludePad)),
-             n.named("p", n.builder().getI64IntegerAttr(*p))});
+  // Pads that depend on the size (SAME with a stride above 1 on a symbolic
+  // dim) pad the input instead: with -inf for a max, zeros for an average or
+  // an Lp norm. An average that leaves the padding out of its count is the
+  // sum over the zero-padded input divided by the count of real elements in
+  // each window, a pool of ones padded alike (both pools divide by the
+  // window's size, which cancels).
+  Value counts;
+  if (!window->inputPads.empty()) {
+    if (*ceilMode)
+      return n.unsupported("SAME padding with ceil_mode on a dynamic spatial dim");
+    bool max = kind == PoolKind::max;
+    auto padded = padInput(n, *x, *window, scalarLike(n, *x, max ? -INFINITY : 0.0));
+    if (failed(padded))
+      return failure();
+    if (kind == PoolKind::avg && !*countIncludePad) {
+      SymShape dims = getSymShape(x->getType());
+      dims[0] = dims[1] = getConstantDim(n.context(), 1);
+      Value shape = SymbolicConstantOp::create(
+          n.builder(), n.loc(),
+          RankedTensorType::get({(int64_t)dims.size()}, n.builder().getI64Type()),
+          DimsAttr::getCanonical(n.context(), dims));
+      auto ones = n.create<BroadcastToOp>({scalarLike(n, *x, 1), shape});
+      auto paddedOnes = failed(ones) ? ones : padInput(n, *ones, *window, scalarLike(n, *x, 0));
+      if (failed(paddedOnes))
+        return failure();
+      counts = *paddedOnes;
+    }
+    x = *padded;
+  }
+  auto pool = [&](Value input) {
+    return n.create<PoolOp>(
+        {input},
+        {n.named("kind", PoolKindAttr::get(n.context(), kind)),
+         arrayAttr(n, "kernel_shape", window->kernel), arrayAttr(n, "strides", window->strides),
+         arrayAttr(n, "pads", window->pads), arrayAttr(n, "dilations", window->dilations),
+         n.named("ceil_mode", n.builder().getBoolAttr(*ceilMode)),
+         n.named("count_include_pad", n.builder().getBoolAttr(*countIncludePad)),
+         n.named("p", n.builder().getI64IntegerAttr(*p))});
+  };
+  auto r = pool(*x);
+  if (succeeded(r) && counts) {
+    auto counted = pool(counts);
+    r = failed(counted) ? counted : binary<DivOp>(n, *r, *counted);
+  }
   // A window that covers only padding has no input to take the max of: f32
   // gives -inf there, which no cast defines; the type's lowest value is what
   // an integer max over nothing starts from.
@@ -529,12 +622,17 @@ LogicalResult convertConvTranspose(NodeImporter &n) {
       target.erase(target.begin(), target.begin() + 2);
     for (int64_t i = 0; i < k; ++i) {
       int64_t in = xt.getDimSize(i + 2), ker = wt.getDimSize(i + 2);
-      if (ShapedType::isDynamic(in) || ShapedType::isDynamic(ker))
-        return n.unsupported("output_shape or SAME padding on dynamic spatial dims");
-      int64_t want = target.empty() ? in * (*strides)[i] : target[i];
-      int64_t full = (*strides)[i] * (in - 1) + (*outputPadding)[i] +
-                     (ker - 1) * (*dilations)[i] + 1;
-      int64_t total = full - want;
+      if (ShapedType::isDynamic(ker))
+        return n.unsupported("output_shape or SAME padding with a dynamic kernel size");
+      // The full output is s * (in - 1) + output_padding + eff; SAME wants
+      // s * in of it, which leaves output_padding + eff - s whatever in is.
+      // An output_shape that is a number leaves a total that depends on in.
+      if (ShapedType::isDynamic(in) && !target.empty())
+        return n.unsupported("output_shape on dynamic spatial dims");
+      int64_t eff = (ker - 1) * (*dilations)[i] + 1;
+      int64_t total = target.empty() ? (*outputPadding)[i] + eff - (*strides)[i]
+                                     : (*strides)[i] * (in - 1) + (*outputPadding)[i] + eff -
+                                           target[i];
       if (total < 0) { // the wanted output is larger: the extra goes to output_padding
         (*outputPadding)[i] -= total;
         total = 0;
