@@ -56,8 +56,9 @@ struct InferShapesPass : impl::InferShapesPassBase<InferShapesPass> {
     for (Operation *op : ops) {
       // A size computed in floats is the size again (guards before it say
       // the float arithmetic was exact); a reshape target's `n == 0 ? ..`
-      // is decided for a conv's output size n (PositiveSizes.h).
-      if (foldExactSizeCast(op) || positiveSizes.foldSelect(op))
+      // is decided for a conv's output size n, and `(h - 1) // 8` for an
+      // input size h a conv bounds (PositiveSizes.h).
+      if (foldExactSizeCast(op) || positiveSizes.foldSelect(op) || positiveSizes.foldDiv(op))
         continue;
       bool inPlace = false;
       if (succeeded(folder.tryToFold(op, &inPlace)) && !inPlace)

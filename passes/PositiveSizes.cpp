@@ -13,6 +13,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+
+#include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
 
@@ -88,14 +91,27 @@ bool PositiveSizes::isPositive(DimExpr d) const {
     return false;
   if (sizes.contains(d))
     return true;
-  // d - 1 >= 0 for every value of its symbols where each noted size
-  // e + c is at least 1: e stands for s + 1 - c, s a size (>= 0) that no
-  // expression here names (numbered past their symbols; the expression is
-  // only asked about, never kept).
-  DimExpr one = getConstantDim(d.getContext(), 1);
+  return isNonNegative(subDims(d, getConstantDim(d.getContext(), 1)));
+}
+
+bool PositiveSizes::isNonNegative(DimExpr d) const {
+  if (!d)
+    return false;
+  if (isProvablyNonNegative(d))
+    return true;
+  MLIRContext *ctx = d.getContext();
+  // d >= 0 for every value of its symbols where each noted size e + c is at
+  // least 1: e stands for s + 1 - c, s a size (>= 0) that no expression here
+  // names (numbered past their symbols; the expression is only asked about,
+  // never kept). Where e is (x + a) floordiv k with x a symbol (a conv's
+  // (h + 2p - window) floordiv stride), e >= m says x >= k * m - a, so x
+  // stands for t + k * m - a as well: the stem conv of (h - 1) floordiv 2 + 1
+  // makes h at least 1, and h - 1 (torch's `(h - 1) // 8`) non-negative.
   unsigned unnamed = firstUnusedSymbolPosition(d);
   for (AffineExpr size : sizes)
     unnamed = std::max(unnamed, firstUnusedSymbolPosition(size));
+  SmallVector<std::pair<DimExpr, int64_t>> atLeast; // e >= m
+  llvm::MapVector<AffineExpr, int64_t> symbolAtLeast;
   for (AffineExpr size : sizes) {
     DimExpr e = size;
     int64_t c = 0;
@@ -104,13 +120,36 @@ bool PositiveSizes::isPositive(DimExpr d) const {
       e = sum.getLHS();
       c = *getConstantDimValue(sum.getRHS());
     }
-    if (getConstantDimValue(e))
+    int64_t m;
+    if (getConstantDimValue(e) || __builtin_sub_overflow(int64_t(1), c, &m))
       continue;
-    DimExpr fresh = addDims(getAffineSymbolExpr(unnamed++, d.getContext()),
-                            getConstantDim(d.getContext(), 1 - c));
-    d = d.replace(e, fresh);
+    atLeast.push_back({e, m});
+    auto div = dyn_cast<AffineBinaryOpExpr>(e);
+    std::optional<int64_t> k =
+        div && div.getKind() == AffineExprKind::FloorDiv ? getConstantDimValue(div.getRHS())
+                                                          : std::nullopt;
+    if (!k || *k <= 0)
+      continue;
+    DimExpr x = div.getLHS();
+    int64_t a = 0, bound;
+    if (auto sum = dyn_cast<AffineBinaryOpExpr>(x);
+        sum && sum.getKind() == AffineExprKind::Add && getConstantDimValue(sum.getRHS())) {
+      x = sum.getLHS();
+      a = *getConstantDimValue(sum.getRHS());
+    }
+    if (x.getKind() != AffineExprKind::SymbolId || __builtin_mul_overflow(*k, m, &bound) ||
+        __builtin_sub_overflow(bound, a, &bound))
+      continue;
+    auto [it, inserted] = symbolAtLeast.insert({x, bound});
+    if (!inserted)
+      it->second = std::max(it->second, bound);
   }
-  return isProvablyNonNegative(subDims(d, one));
+  // The noted expressions first: they name the symbols replaced after them.
+  for (auto [e, m] : atLeast)
+    d = d.replace(e, addDims(getAffineSymbolExpr(unnamed++, ctx), getConstantDim(ctx, m)));
+  for (auto [x, bound] : symbolAtLeast)
+    d = d.replace(x, addDims(getAffineSymbolExpr(unnamed++, ctx), getConstantDim(ctx, bound)));
+  return isProvablyNonNegative(canonicalizeDim(d));
 }
 
 bool PositiveSizes::foldSelect(Operation *op) {
@@ -140,6 +179,51 @@ bool PositiveSizes::foldSelect(Operation *op) {
                                           "top-k counts of them) is at least 1"));
   select.getResult().replaceAllUsesWith(constant->getResult(0));
   select.erase();
+  return true;
+}
+
+bool PositiveSizes::foldDiv(Operation *op) {
+  auto div = dyn_cast<DivOp>(op);
+  if (!div || sizes.empty() || !isa_and_nonnull<func::FuncOp>(op->getParentOp()) ||
+      !isa<IntegerType>(getElementTypeOrSelf(div.getType())))
+    return false;
+  Attribute lhs, rhs;
+  if (!matchPattern(div.getLhs(), m_Constant(&lhs)) ||
+      !matchPattern(div.getRhs(), m_Constant(&rhs)))
+    return false;
+  // Integer division truncates, which is floordiv only for a dividend that
+  // is not negative: where the op's own folder cannot prove that, the noted
+  // sizes may.
+  SmallVector<DimExpr> relied;
+  auto dims = [&](DimExpr a, DimExpr b) -> DimExpr {
+    std::optional<int64_t> k = getConstantDimValue(b);
+    if (!k || *k <= 0)
+      return DimExpr();
+    if (!isProvablyNonNegative(a)) {
+      if (!isNonNegative(a))
+        return DimExpr();
+      if (!llvm::is_contained(relied, a))
+        relied.push_back(a);
+    }
+    return floorDivDims(a, b);
+  };
+  Attribute value = dyn_cast_if_present<Attribute>(
+      foldBinaryConstant(lhs, rhs, div.getType(), {dims, nullptr, nullptr}));
+  if (!value || relied.empty())
+    return false; // nothing to fold, or the op's folder does it
+  OpBuilder builder(op);
+  Operation *constant =
+      op->getDialect()->materializeConstant(builder, value, div.getType(), op->getLoc());
+  if (!constant)
+    return false;
+  for (DimExpr a : relied)
+    GuardOp::create(builder, op->getLoc(), GuardKind::less_equal,
+                    DimsAttr::getCanonical(op->getContext(), {getConstantDim(op->getContext(), 0), a}),
+                    builder.getStringAttr(describeOp(op) +
+                                          ": a dividend the convolutions' sizes bound is not "
+                                          "negative (integer division truncates)"));
+  div.getResult().replaceAllUsesWith(constant->getResult(0));
+  div.erase();
   return true;
 }
 

@@ -9,9 +9,13 @@
 // the padded input, on every backend). So is a top-level top-k's count where
 // its k is computed from such sizes and constants of at least 1 (a detector's
 // min(1000, anchors of the level), read on the device): the device computes
-// the same k from sizes that are. kiln-infer-shapes and
+// the same k from sizes that are. Those facts bound the symbols too: a conv
+// whose output is (h - 1) floordiv 2 + 1 ran only where h - 1 >= 0, which is
+// what torch's `(h - 1) // 8` (an integer Div, truncating) needs to be a
+// floordiv and the reshape after it to have dims. kiln-infer-shapes and
 // kiln-name-unknown-dims note them as they sweep and decide such selects
-// after them, with a guard `1 <= n` for each size they took to be positive:
+// (and divisions) after them, with a guard `1 <= n` (`0 <= a`) for each size
+// they took to be positive (dividend to be non-negative):
 // what the decision relies on is then checked even where the conv does not
 // run (a later pass may find it dead), and costs nothing where it does.
 //
@@ -41,8 +45,15 @@ public:
   /// replaces it by its value, puts the guards it relies on before it, and
   /// returns true; otherwise changes nothing.
   bool foldSelect(mlir::Operation *op);
+  /// When `op` is a top-level integer division of shape vectors whose
+  /// dividends the noted sizes make non-negative (truncation is floordiv
+  /// there), replaces it by its value with a guard `0 <= a` for each such
+  /// dividend before it, and returns true; otherwise changes nothing.
+  bool foldDiv(mlir::Operation *op);
   /// Whether `d` is at least 1 wherever the noted sizes are.
   bool isPositive(DimExpr d) const;
+  /// Whether `d` is at least 0 wherever the noted sizes are at least 1.
+  bool isNonNegative(DimExpr d) const;
 
 private:
   /// Whether every element of the i64 value `v` is at least 1 wherever the

@@ -399,8 +399,9 @@ void rewriteTopK(TopKOp topK, StringRef symbol) {
 /// and no guard can say it does not) -> that length, max(0, min(end, dim) -
 /// min(start, dim)), computed from the bound count and read back as the
 /// symbol the result is sized by, then the slice a kernel. Starts and ends
-/// there must be numbers >= 0 and the step 1; anything else stays the
-/// slice's own host step. Returns whether it rewrote.
+/// there must be sizes (numbers or dims, >= 0: an even Split's bounds over a
+/// count) and the step 1; anything else stays the slice's own host step.
+/// Returns whether it rewrote.
 bool rewriteSlice(SliceOp slice, ArrayAttr binds, StringRef symbol) {
   if (binds.size() != 1)
     return false;
@@ -412,17 +413,17 @@ bool rewriteSlice(SliceOp slice, ArrayAttr binds, StringRef symbol) {
   if (result != 0 || !starts || !ends || !steps || axis < 0 || axis >= (int64_t)in.size() ||
       (int64_t)starts->size() != (int64_t)in.size() || !in[axis])
     return false;
-  std::optional<int64_t> start = getConstantDimValue((*starts)[axis]),
-                         end = getConstantDimValue((*ends)[axis]),
-                         step = getConstantDimValue((*steps)[axis]);
-  if (!start || !end || !step || *start < 0 || *end < 0 || *step != 1)
+  DimExpr start = (*starts)[axis], end = (*ends)[axis];
+  std::optional<int64_t> step = getConstantDimValue((*steps)[axis]);
+  if (!start || !end || !step || !isProvablyNonNegative(start) ||
+      !isProvablyNonNegative(end) || *step != 1)
     return false;
   OpBuilder b(slice);
   Location loc = slice.getLoc();
   Value dim = dimsValue(b, loc, {in[axis]});
   auto number = [&](int64_t v) { return dimsValue(b, loc, {getConstantDim(b.getContext(), v)}); };
-  Value to = inferred<MinOp>(b, loc, {dim, number(*end)});
-  Value from = inferred<MinOp>(b, loc, {dim, number(*start)});
+  Value to = inferred<MinOp>(b, loc, {dim, dimsValue(b, loc, {end})});
+  Value from = inferred<MinOp>(b, loc, {dim, dimsValue(b, loc, {start})});
   Value length = inferred<MaxOp>(b, loc, {inferred<SubOp>(b, loc, {to, from}), number(0)});
   readSize(b, loc, length, symbol, slice);
   slice->removeAttr(kBindsDimsAttr);

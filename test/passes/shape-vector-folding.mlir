@@ -121,6 +121,34 @@ func.func @reshape_target_where(%x: tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>
 
 // -----
 
+// torch's `(h - 1) // 8` on an input size is an integer Div, which truncates:
+// a floordiv only where h - 1 >= 0. A stem conv whose output is
+// (h - 1) floordiv 2 + 1 (at least 1 wherever it runs) says h >= 1, so the
+// Div folds, with a guard that the dividend is not negative; v, which no
+// conv bounds, does not (the Div of the pair stays).
+// CHECK-LABEL: func @div_of_a_conv_bounded_size
+// CHECK-DAG: kiln.guard <less_equal> [0, h - 1], "kiln.div: a dividend the convolutions' sizes bound is not negative (integer division truncates)"
+// CHECK-DAG: %[[H:.*]] = kiln.symbolic_constant [(h - 1) floordiv 8] : tensor<1xi64>
+// CHECK: kiln.div
+// CHECK: return %[[H]], %{{.*}} :
+func.func @div_of_a_conv_bounded_size(%x: tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>, %f: tensor<15x3x3x3xf32>, %y: tensor<1x?xf32, #kiln.dims<[1, v]>>) -> (tensor<1xi64>, tensor<2xi64>, tensor<1x15x?x?xf32>) {
+  %c = kiln.conv %x, %f {dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>, tensor<15x3x3x3xf32>) -> tensor<1x15x?x?xf32>
+  %s = kiln.shape_of %x : (tensor<1x3x?x?xf32, #kiln.dims<[1, 3, h, w]>>) -> tensor<4xi64>
+  %one = kiln.constant dense<1> : tensor<1xi64>
+  %two = kiln.constant dense<2> : tensor<1xi64>
+  %three = kiln.constant dense<3> : tensor<1xi64>
+  %eight = kiln.constant dense<8> : tensor<1xi64>
+  %h = kiln.slice %s, %two, %three, %one : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %h1 = kiln.sub %h, %one : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %q = kiln.div %h1, %eight : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %ys = kiln.shape_of %y : (tensor<1x?xf32, #kiln.dims<[1, v]>>) -> tensor<2xi64>
+  %ys1 = kiln.sub %ys, %one : (tensor<2xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %r = kiln.div %ys1, %eight : (tensor<2xi64>, tensor<1xi64>) -> tensor<2xi64>
+  return %q, %r, %c : tensor<1xi64>, tensor<2xi64>, tensor<1x15x?x?xf32>
+}
+
+// -----
+
 // A size padded up in floats (torchvision's detection transform:
 // ceil(float(h) / 32) * 32, cast back to int64) is the size again, with
 // guards that every float value of the chain is below 2^24 (f32 holds the

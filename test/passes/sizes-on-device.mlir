@@ -224,6 +224,35 @@ func.func @slice_past_a_count(%x: tensor<12xf32>) -> tensor<1x?xi64> {
 
 // -----
 
+// The middle third of a count (an even Split of a non_zero's count): its
+// bounds are dims over the count, ceil(count / 3) and twice that, which may
+// lie past it; the length is computed from them and read as the slice's.
+// CHECK-LABEL: func.func @slice_by_dims_of_a_count
+// CHECK: kiln.read_sizes %{{.*}} ["run0"] {kiln.sizes_for = "kiln.non_zero"}
+// CHECK: kiln.symbolic_constant [0, (run0 + 2) floordiv 3] : tensor<2xi64>
+// CHECK: kiln.symbolic_constant [1, 2 * ((run0 + 2) floordiv 3)] : tensor<2xi64>
+// CHECK: kiln.read_sizes %{{.*}} ["run1"] {kiln.sizes_for = "kiln.slice"}
+// CHECK: kiln.slice {{.*}} {kiln.sized_on_device = ["run1"]} : {{.*}} -> tensor<1x?xi64, #kiln.dims<[1, run1]>>
+func.func @slice_by_dims_of_a_count(%x: tensor<12xf32>) -> tensor<1x?xi64> {
+  %i = kiln.non_zero %x : (tensor<12xf32>) -> tensor<1x?xi64>
+  %shape = kiln.shape_of %i : (tensor<1x?xi64>) -> tensor<2xi64>
+  %one = kiln.constant dense<1> : tensor<1xi64>
+  %two = kiln.constant dense<2> : tensor<1xi64>
+  %three = kiln.constant dense<3> : tensor<1xi64>
+  %count = kiln.slice %shape, %one, %two, %one : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %up = kiln.add %count, %two : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %third = kiln.div %up, %three : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %twice = kiln.mul %third, %two : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %zero = kiln.constant dense<0> : tensor<1xi64>
+  %starts = kiln.concat %zero, %third {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %ends = kiln.concat %one, %twice {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %steps = kiln.constant dense<1> : tensor<2xi64>
+  %s = kiln.slice %i, %starts, %ends, %steps : (tensor<1x?xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<1x?xi64>
+  return %s : tensor<1x?xi64>
+}
+
+// -----
+
 // A resize whose size is data: the entries at the dims it decides (all four
 // here) gathered and read as their symbols, then the resize sized by them.
 // CHECK-LABEL: func.func @resize_to_data_sizes

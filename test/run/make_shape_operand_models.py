@@ -26,6 +26,15 @@ run-time scalars), with inputs and the ONNX reference implementation's outputs
                        decides keeps what there is)
     resize_data_sizes  a Resize whose sizes are a graph input (data): read on the
                        device, then a kernel
+    conv_integer_same  ConvInteger (uint8, a zero point) with auto_pad SAME_UPPER at
+                       strides 1 and 2 on dynamic H and W: the pads surround the
+                       input with its zero point
+    split_count        Split-18 into 3 of NonZero's count (a dim only the data
+                       decides): the pieces' bounds are read on the device
+    channel_shuffle    ShuffleNet's channel shuffle as torch exports it with a
+                       dynamic image: the view's sizes are (h - 1) // 2 + 1 of
+                       the input's h (an integer Div, which truncates), then a
+                       transpose, a flatten and an even Split of the channels
     same_stride_pads   SAME padding with stride 2 (and 3) on dynamic H and W (a
                        TensorFlow export's auto_pad): Conv, MaxPool and an
                        AveragePool without the padding in its count, and a
@@ -226,6 +235,70 @@ def detect_postprocess(out):
          sets, opset=17)
 
 
+def conv_integer_same(out):
+    u8 = lambda name: helper.make_tensor_value_info(name, T.UINT8, ["n", 1, "h", "w"])
+    wq = const("wq", rng.integers(0, 255, (2, 1, 3, 3), dtype=np.uint8))
+    zp = const("zp", np.array(3, np.uint8))
+
+    def model(h, w):
+        def pads(stride):
+            if h is None:
+                return {"auto_pad": "SAME_UPPER"}
+            (t, b), (l, r) = same_pads(h, stride, 3, True), same_pads(w, stride, 3, True)
+            return {"pads": [t, l, b, r]}
+        nodes = [helper.make_node("ConvInteger", ["x", "wq", "zp"], ["y"], **pads(1)),
+                 helper.make_node("ConvInteger", ["x", "wq", "zp"], ["z"], strides=[2, 2],
+                                  **pads(2))]
+        outputs = [helper.make_tensor_value_info(name, T.INT32, ["n", 2, name + "h", name + "w"])
+                   for name in ("y", "z")]
+        return helper.make_model(helper.make_graph(nodes, "conv_integer_same", [u8("x")], outputs,
+                                                   [wq, zp]),
+                                 opset_imports=[helper.make_opsetid("", 18)])
+    dynamic = model(None, None)
+    onnx.checker.check_model(dynamic)
+    onnx.save(dynamic, os.path.join(out, "conv_integer_same.onnx"))
+    for i, (h, w) in enumerate(((5, 5), (6, 7))):
+        feeds = {"x": rng.integers(0, 255, (1, 1, h, w), dtype=np.uint8)}
+        save_set(out, "conv_integer_same", i, feeds,
+                 ReferenceEvaluator(model(h, w)).run(None, feeds))
+
+
+def split_count(out):
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]),
+             helper.make_node("Split", ["nz"], ["a", "b", "c"], axis=1, num_outputs=3)]
+    outs = [helper.make_tensor_value_info(name, T.INT64, [1, name + "n"]) for name in "abc"]
+    save(out, "split_count", nodes, [f32("x", ["k"])], outs, [],
+         [{"x": np.array(v, np.float32)}
+          for v in ([1, 0, 2, 3, 0, 4, 5], [0, 1, 1, 0], [0, 0], [1, 1, 1, 1, 1, 1])])
+
+
+def channel_shuffle(out):
+    # c = conv(x) is [n, 8, (h - 1) // 2 + 1, ...]; torch computes those sizes
+    # from x's own, (h - 1) // 2 + 1, with Sub, Div and Add on int64.
+    w8 = const("w8", rng.standard_normal((8, 3, 3, 3), dtype=np.float32))
+    i64 = lambda name, v: const(name, np.array(v, np.int64))
+    nodes = [helper.make_node("Conv", ["x", "w8"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Slice", ["xs", "zero", "one"], ["n"]),
+             helper.make_node("Slice", ["xs", "two", "four"], ["hw"]),
+             helper.make_node("Sub", ["hw", "one"], ["hw1"]),
+             helper.make_node("Div", ["hw1", "two"], ["half"]),
+             helper.make_node("Add", ["half", "one"], ["chw"]),
+             helper.make_node("Concat", ["n", "groups", "chw"], ["grouped"], axis=0),
+             helper.make_node("Reshape", ["c", "grouped"], ["g"]),
+             helper.make_node("Transpose", ["g"], ["t"], perm=[0, 2, 1, 3, 4]),
+             helper.make_node("Concat", ["n", "eight", "chw"], ["flat"], axis=0),
+             helper.make_node("Reshape", ["t", "flat"], ["shuffled"]),
+             helper.make_node("Split", ["shuffled"], ["a", "b"], axis=1, num_outputs=2),
+             helper.make_node("Relu", ["b"], ["rb"])]
+    save(out, "channel_shuffle", nodes, [f32("x", ["n", 3, "h", "w"])],
+         [f32("a", ["n", 4, "p", "q"]), f32("rb", ["n", 4, "p", "q"])],
+         [w8, i64("zero", [0]), i64("one", [1]), i64("two", [2]), i64("four", [4]),
+          i64("groups", [2, 4]), i64("eight", [8])],
+         [{"x": rng.standard_normal(shape, dtype=np.float32)}
+          for shape in ((1, 3, 8, 8), (2, 3, 7, 9), (1, 3, 1, 5), (1, 3, 2, 3))])
+
+
 def same_pads(size, stride, window, upper):
     # ONNX's spec and shape inference (and TensorFlow): a total of
     # max(0, (ceil(size / stride) - 1) * stride + window - size), the odd one
@@ -235,10 +308,12 @@ def same_pads(size, stride, window, upper):
 
 
 def same_stride_pads(out):
-    # onnx.reference places SAME_UPPER's odd pad at the start (onnxruntime and
-    # the spec at the end) and does not clamp a negative total at 0, so the
-    # expected outputs come from the same graph with the pads written out,
-    # computed here for each set's sizes.
+    # onnx.reference's Conv computes SAME pads from the wrong dims of its
+    # input (N and C, op_conv.py; numpy then refuses the negative ones some
+    # sizes give), so the expected outputs come from the same graph with the pads
+    # written out, computed here by numbers for each set's sizes (kiln
+    # computes them as symbolic expressions; the node tests' data checks the
+    # reading of the spec both share).
     w2 = const("w2", rng.standard_normal((2, 3, 2, 2), dtype=np.float32))
     wt = const("wt", rng.standard_normal((3, 2, 3, 3), dtype=np.float32))
 
@@ -294,6 +369,12 @@ def refused(out):
     save(out, "same_ceil_mode", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3],
                                                   strides=[2, 2], auto_pad="SAME_UPPER", ceil_mode=1)],
          x, [f32("y", None)], [], [])
+    # Before opset 18 an even split must divide the dim, which no guard can
+    # check for a count only the data decides.
+    save(out, "split_count_13", [helper.make_node("NonZero", ["x"], ["nz"]),
+                                 helper.make_node("Split", ["nz"], ["a", "b"], axis=1)],
+         [f32("x", ["k"])], [helper.make_tensor_value_info(v, T.INT64, None) for v in "ab"], [], [],
+         opset=13)
     save(out, "trilu_two_k", [helper.make_node("Trilu", ["m", "k"], ["y"])],
          [f32("m", [3, 3]), helper.make_tensor_value_info("k", T.INT64, [2])], [f32("y", [3, 3])], [], [])
     # GatherElements whose data has a dim only NonZero's count decides:
@@ -311,5 +392,5 @@ if __name__ == "__main__":
     folder = sys.argv[1]
     for make in (upsample_to_input, upsample_gathered, dropout_zero_train, trilu_k_input, trilu_k_shape,
                  unet_crop, pad_to_multiple, resize_data_sizes, detect_postprocess, same_stride_pads,
-                 refused):
+                 channel_shuffle, conv_integer_same, split_count, refused):
         make(folder)

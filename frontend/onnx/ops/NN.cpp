@@ -274,8 +274,12 @@ LogicalResult convertPool(NodeImporter &n, PoolKind kind) {
     if (failed(padded))
       return failure();
     if (kind == PoolKind::avg && !*countIncludePad) {
+      // (A dilated window that covers only padding counts 0 and gives NaN,
+      // as it does with the same pads written out.)
       SymShape dims = getSymShape(x->getType());
       dims[0] = dims[1] = getConstantDim(n.context(), 1);
+      if (llvm::any_of(dims, [](DimExpr d) { return !d; }))
+        return n.unsupported("SAME padding with stride > 1 beside a spatial dim of unknown size");
       Value shape = SymbolicConstantOp::create(
           n.builder(), n.loc(),
           RankedTensorType::get({(int64_t)dims.size()}, n.builder().getI64Type()),

@@ -373,22 +373,9 @@ LogicalResult convertConvInteger(NodeImporter &n) {
   }
   if (failed(xc) || failed(wc))
     return failure();
-  auto group = n.intAttr("group", 1);
-  SmallVector<int64_t> kernel;
-  for (int64_t d : NodeImporter::typeOf(*w).getShape().drop_front(2))
-    kernel.push_back(d);
-  auto strides = n.intsAttr("strides", SmallVector<int64_t>(kernel.size(), 1));
-  auto dilations = n.intsAttr("dilations", SmallVector<int64_t>(kernel.size(), 1));
-  auto pads = n.intsAttr("pads", SmallVector<int64_t>(2 * kernel.size(), 0));
-  if (failed(group) || failed(strides) || failed(dilations) || failed(pads))
-    return failure();
-  Builder b(n.context());
-  auto conv = n.create<ConvOp>({*xc, *wc}, {n.named("strides", b.getDenseI64ArrayAttr(*strides)),
-                                            n.named("dilations", b.getDenseI64ArrayAttr(*dilations)),
-                                            n.named("pads", b.getDenseI64ArrayAttr(*pads)),
-                                            n.named("group", b.getI64IntegerAttr(*group)),
-                                            n.named("operandSegmentSizes",
-                                                    b.getDenseI32ArrayAttr({1, 1, 0, 0}))});
+  // Conv's own import: group, kernel_shape and auto_pad as Conv reads them
+  // (zeros around the centered input are the zero point around x).
+  auto conv = buildConv(n, *xc, *wc, Value());
   auto r = failed(conv) ? conv : castTo(n, *conv, n.builder().getI32Type());
   return failed(r) ? failure() : n.setResults({*r});
 }

@@ -342,6 +342,55 @@ FailureOr<Value> sliceAxis(NodeImporter &n, Value x, int64_t axis, DimExpr start
 }
 } // namespace
 
+namespace {
+/// Split-18's even split (pieces of ceil(d / outputs), the last what
+/// remains) of a dim d the model leaves unknown here: a reshape whose target
+/// is computed (ShuffleNet's channel shuffle, torch's `(h - 1) // 8`) gets
+/// its dims only when kiln-infer-shapes folds that target. The bounds are
+/// computed from x's shape, so the slices have dims once it does, and read
+/// their lengths on the device where it does not. Slice clamps an end past
+/// the dim (a last piece shorter than the others).
+LogicalResult splitUnknownDim(NodeImporter &n, Value x, int64_t axis, int64_t outputs) {
+  int64_t rank = NodeImporter::typeOf(x).getRank();
+  auto d = dimPiece(n, x, axis);
+  auto rounded = failed(d) ? d : binary<AddOp>(n, *d, n.constI64({outputs - 1}));
+  // d >= 0, so the truncating division is ceil(d / outputs).
+  auto piece = failed(rounded) ? rounded : binary<DivOp>(n, *rounded, n.constI64({outputs}));
+  if (failed(piece))
+    return failure();
+  // starts/ends with the axis's entry computed: a concat the folders resolve
+  // once the entry is known.
+  auto at = [&](int64_t other, Value entry) {
+    SmallVector<Value> pieces;
+    if (axis > 0)
+      pieces.push_back(n.constI64(SmallVector<int64_t>(axis, other)));
+    pieces.push_back(entry);
+    if (axis + 1 < rank)
+      pieces.push_back(n.constI64(SmallVector<int64_t>(rank - axis - 1, other)));
+    return concatPieces(n, pieces);
+  };
+  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+  Value ends = n.constI64(SmallVector<int64_t>(rank, kEnd));
+  SmallVector<Value> results;
+  for (int64_t i = 0; i < outputs; ++i) {
+    auto start = binary<MulOp>(n, *piece, n.constI64({i}));
+    auto startVec = failed(start) ? start : at(0, *start);
+    FailureOr<Value> endVec = ends;
+    if (i + 1 < outputs) {
+      auto end = binary<MulOp>(n, *piece, n.constI64({i + 1}));
+      endVec = failed(end) ? end : at(kEnd, *end);
+    }
+    if (failed(startVec) || failed(endVec))
+      return failure();
+    auto r = n.create<SliceOp>({x, *startVec, *endVec, n.constI64(SmallVector<int64_t>(rank, 1))});
+    if (failed(r))
+      return failure();
+    results.push_back(*r);
+  }
+  return n.setResults(results);
+}
+} // namespace
+
 LogicalResult convertSplit(NodeImporter &n) {
   auto x = x0(n);
   auto axisAttr = n.intAttr("axis", 0);
@@ -401,8 +450,10 @@ LogicalResult convertSplit(NodeImporter &n) {
         return n.error("num_outputs is " + Twine(*num) + " but the node has " +
                        Twine(outputs) + " outputs");
     }
+    if (!dim && n.version() < 18)
+      return n.unsupported("an even split of a dim of unknown size before opset 18");
     if (!dim)
-      return n.unsupported("an even split of a dim of unknown size");
+      return splitUnknownDim(n, *x, axis, outputs);
     // Even split: every piece ceil(dim / outputs), the last one what remains.
     DimExpr piece = ceilDivDims(dim, getConstantDim(ctx, outputs));
     if (auto c = getConstantDimValue(dim); c && n.version() < 18 && *c % outputs != 0)
