@@ -112,6 +112,12 @@ bool PositiveSizes::isNonNegative(DimExpr d) const {
     unnamed = std::max(unnamed, firstUnusedSymbolPosition(size));
   SmallVector<std::pair<DimExpr, int64_t>> atLeast; // e >= m
   llvm::MapVector<AffineExpr, int64_t> symbolAtLeast;
+  // Each symbol once, at its largest bound, and at least 0 (it is a size).
+  auto boundSymbol = [&](AffineExpr x, int64_t bound) {
+    auto [it, inserted] = symbolAtLeast.insert({x, std::max<int64_t>(bound, 0)});
+    if (!inserted)
+      it->second = std::max(it->second, bound);
+  };
   for (AffineExpr size : sizes) {
     DimExpr e = size;
     int64_t c = 0;
@@ -123,7 +129,17 @@ bool PositiveSizes::isNonNegative(DimExpr d) const {
     int64_t m;
     if (getConstantDimValue(e) || __builtin_sub_overflow(int64_t(1), c, &m))
       continue;
-    atLeast.push_back({e, m});
+    // A bare symbol (a stride-1 conv's h - 2) is a bound on it.
+    if (e.getKind() == AffineExprKind::SymbolId) {
+      boundSymbol(e, m);
+      continue;
+    }
+    // Each expression once, at its largest bound.
+    auto known = llvm::find_if(atLeast, [&](auto &entry) { return entry.first == e; });
+    if (known == atLeast.end())
+      atLeast.push_back({e, m});
+    else
+      known->second = std::max(known->second, m);
     auto div = dyn_cast<AffineBinaryOpExpr>(e);
     std::optional<int64_t> k =
         div && div.getKind() == AffineExprKind::FloorDiv ? getConstantDimValue(div.getRHS())
@@ -140,9 +156,7 @@ bool PositiveSizes::isNonNegative(DimExpr d) const {
     if (x.getKind() != AffineExprKind::SymbolId || __builtin_mul_overflow(*k, m, &bound) ||
         __builtin_sub_overflow(bound, a, &bound))
       continue;
-    auto [it, inserted] = symbolAtLeast.insert({x, bound});
-    if (!inserted)
-      it->second = std::max(it->second, bound);
+    boundSymbol(x, bound);
   }
   // The noted expressions first: they name the symbols replaced after them.
   for (auto [e, m] : atLeast)

@@ -149,6 +149,28 @@ func.func @div_of_a_conv_bounded_size(%x: tensor<1x3x?x?xf32, #kiln.dims<[1, 3, 
 
 // -----
 
+// Two convs bound h: a 3-wide one says h >= 3, a 9-wide one h >= 9; the
+// larger decides (h - 9) // 2.
+// CHECK-LABEL: func @div_of_the_larger_bound
+// CHECK-DAG: kiln.guard <less_equal> [0, h - 9], "kiln.div: a dividend the convolutions' sizes bound is not negative (integer division truncates)"
+// CHECK-DAG: %[[Q:.*]] = kiln.symbolic_constant [(h - 9) floordiv 2] : tensor<1xi64>
+// CHECK: return %[[Q]],
+func.func @div_of_the_larger_bound(%x: tensor<1x3x?x4xf32, #kiln.dims<[1, 3, h, 4]>>, %f3: tensor<15x3x3x1xf32>, %f9: tensor<15x3x9x1xf32>) -> (tensor<1xi64>, tensor<1x15x?x4xf32>, tensor<1x15x?x4xf32>) {
+  %a = kiln.conv %x, %f3 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x?x4xf32, #kiln.dims<[1, 3, h, 4]>>, tensor<15x3x3x1xf32>) -> tensor<1x15x?x4xf32>
+  %b = kiln.conv %x, %f9 {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x3x?x4xf32, #kiln.dims<[1, 3, h, 4]>>, tensor<15x3x9x1xf32>) -> tensor<1x15x?x4xf32>
+  %s = kiln.shape_of %x : (tensor<1x3x?x4xf32, #kiln.dims<[1, 3, h, 4]>>) -> tensor<4xi64>
+  %one = kiln.constant dense<1> : tensor<1xi64>
+  %two = kiln.constant dense<2> : tensor<1xi64>
+  %three = kiln.constant dense<3> : tensor<1xi64>
+  %nine = kiln.constant dense<9> : tensor<1xi64>
+  %h = kiln.slice %s, %two, %three, %one : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %h9 = kiln.sub %h, %nine : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %q = kiln.div %h9, %two : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  return %q, %a, %b : tensor<1xi64>, tensor<1x15x?x4xf32>, tensor<1x15x?x4xf32>
+}
+
+// -----
+
 // A size padded up in floats (torchvision's detection transform:
 // ceil(float(h) / 32) * 32, cast back to int64) is the size again, with
 // guards that every float value of the chain is below 2^24 (f32 holds the

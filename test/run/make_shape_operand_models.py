@@ -375,6 +375,16 @@ def refused(out):
                                  helper.make_node("Split", ["nz"], ["a", "b"], axis=1)],
          [f32("x", ["k"])], [helper.make_tensor_value_info(v, T.INT64, None) for v in "ab"], [], [],
          opset=13)
+    # An AveragePool without padding in its count, SAME with stride 2 on h,
+    # beside a dim only the data decides (w padded by a run-time amount): its
+    # count is a pool of ones shaped like the input, which needs every dim.
+    save(out, "same_avg_unnamed",
+         [helper.make_node("Concat", ["zeros7", "p"], ["pads"], axis=0),
+          helper.make_node("Pad", ["x", "pads"], ["padded"]),
+          helper.make_node("AveragePool", ["padded"], ["y"], kernel_shape=[3, 1], strides=[2, 1],
+                           auto_pad="SAME_UPPER")],
+         [f32("x", ["n", 3, "h", "w"]), helper.make_tensor_value_info("p", T.INT64, [1])],
+         [f32("y", None)], [const("zeros7", np.zeros(7, np.int64))], [])
     save(out, "trilu_two_k", [helper.make_node("Trilu", ["m", "k"], ["y"])],
          [f32("m", [3, 3]), helper.make_tensor_value_info("k", T.INT64, [2])], [f32("y", [3, 3])], [], [])
     # GatherElements whose data has a dim only NonZero's count decides:

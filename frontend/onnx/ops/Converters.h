@@ -94,7 +94,8 @@ mlir::Value shapeConstant(NodeImporter &n, llvm::ArrayRef<DimExpr> dims);
 /// gathered from shape_of at run time when not.
 /// ONNX Conv of `x` by `w` (plus `bias` when given) with the node's Conv
 /// attributes (kernel_shape, strides, dilations, pads or auto_pad, group):
-/// Conv's own import, and QLinearConv's on its dequantized operands.
+/// Conv's own import, and QLinearConv's and ConvInteger's on their dequantized
+/// (zero-point-centered) operands.
 mlir::FailureOr<mlir::Value> buildConv(NodeImporter &n, mlir::Value x, mlir::Value w,
                                        mlir::Value bias);
 mlir::FailureOr<mlir::Value> dimPiece(NodeImporter &n, mlir::Value x, int64_t i);

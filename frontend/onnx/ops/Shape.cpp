@@ -369,8 +369,7 @@ LogicalResult splitUnknownDim(NodeImporter &n, Value x, int64_t axis, int64_t ou
       pieces.push_back(n.constI64(SmallVector<int64_t>(rank - axis - 1, other)));
     return concatPieces(n, pieces);
   };
-  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
-  Value ends = n.constI64(SmallVector<int64_t>(rank, kEnd));
+  Value ends = n.constI64(SmallVector<int64_t>(rank, kToEnd));
   SmallVector<Value> results;
   for (int64_t i = 0; i < outputs; ++i) {
     auto start = binary<MulOp>(n, *piece, n.constI64({i}));
@@ -378,7 +377,7 @@ LogicalResult splitUnknownDim(NodeImporter &n, Value x, int64_t axis, int64_t ou
     FailureOr<Value> endVec = ends;
     if (i + 1 < outputs) {
       auto end = binary<MulOp>(n, *piece, n.constI64({i + 1}));
-      endVec = failed(end) ? end : at(kEnd, *end);
+      endVec = failed(end) ? end : at(kToEnd, *end);
     }
     if (failed(startVec) || failed(endVec))
       return failure();

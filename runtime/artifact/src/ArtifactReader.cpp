@@ -997,8 +997,14 @@ std::string Dim::toString(const std::vector<std::string> &names) const {
       std::string r = stack.back();
       stack.pop_back();
       bool bare = stack.size() == 1 && op == Op::Add;
-      stack.back() = absl::StrCat(bare ? "" : "(", stack.back(), kSpelling[static_cast<int>(op)],
-                                  r, bare ? "" : ")");
+      // x + -3 reads as x - 3 (the compiler writes a difference as a sum).
+      const char *spelling = kSpelling[static_cast<int>(op)];
+      if (op == Op::Add && r.size() > 1 && r[0] == '-' &&
+          r.find_first_not_of("0123456789", 1) == std::string::npos) {
+        spelling = " - ";
+        r.erase(0, 1);
+      }
+      stack.back() = absl::StrCat(bare ? "" : "(", stack.back(), spelling, r, bare ? "" : ")");
     }
   }
   std::string s = stack.empty() ? "?" : stack.back();
