@@ -166,6 +166,28 @@ bool PositiveSizes::isNonNegative(DimExpr d) const {
   return isProvablyNonNegative(canonicalizeDim(d));
 }
 
+namespace {
+/// Replaces `op`'s one result by the constant `value`, with a guard
+/// `lower <= d` before it for each size in `relied` (what deciding it took
+/// on trust). False, changing nothing, when the constant cannot be made.
+bool replaceGuarded(Operation *op, Attribute value, int64_t lower, ArrayRef<DimExpr> relied,
+                    StringRef why) {
+  OpBuilder builder(op);
+  Type type = op->getResult(0).getType();
+  Operation *constant = op->getDialect()->materializeConstant(builder, value, type, op->getLoc());
+  if (!constant)
+    return false;
+  MLIRContext *ctx = op->getContext();
+  for (DimExpr d : relied)
+    GuardOp::create(builder, op->getLoc(), GuardKind::less_equal,
+                    DimsAttr::getCanonical(ctx, {getConstantDim(ctx, lower), d}),
+                    builder.getStringAttr(describeOp(op) + ": " + why));
+  op->getResult(0).replaceAllUsesWith(constant->getResult(0));
+  op->erase();
+  return true;
+}
+} // namespace
+
 bool PositiveSizes::foldSelect(Operation *op) {
   auto select = dyn_cast<SelectOp>(op);
   if (!select || sizes.empty())
@@ -178,22 +200,9 @@ bool PositiveSizes::foldSelect(Operation *op) {
       relied.push_back(d);
     return true;
   });
-  if (!value)
-    return false;
-  OpBuilder builder(op);
-  Operation *constant =
-      op->getDialect()->materializeConstant(builder, value, select.getType(), op->getLoc());
-  if (!constant)
-    return false;
-  for (DimExpr d : relied)
-    GuardOp::create(builder, op->getLoc(), GuardKind::less_equal,
-                    DimsAttr::getCanonical(op->getContext(), {getConstantDim(op->getContext(), 1), d}),
-                    builder.getStringAttr(describeOp(op) +
-                                          ": a size made of convolution outputs (and "
-                                          "top-k counts of them) is at least 1"));
-  select.getResult().replaceAllUsesWith(constant->getResult(0));
-  select.erase();
-  return true;
+  return value && replaceGuarded(op, value, 1, relied,
+                                 "a size made of convolution outputs (and top-k counts of "
+                                 "them) is at least 1");
 }
 
 bool PositiveSizes::foldDiv(Operation *op) {
@@ -223,22 +232,11 @@ bool PositiveSizes::foldDiv(Operation *op) {
   };
   Attribute value = dyn_cast_if_present<Attribute>(
       foldBinaryConstant(lhs, rhs, div.getType(), {dims, nullptr, nullptr}));
-  if (!value || relied.empty())
-    return false; // nothing to fold, or the op's folder does it
-  OpBuilder builder(op);
-  Operation *constant =
-      op->getDialect()->materializeConstant(builder, value, div.getType(), op->getLoc());
-  if (!constant)
-    return false;
-  for (DimExpr a : relied)
-    GuardOp::create(builder, op->getLoc(), GuardKind::less_equal,
-                    DimsAttr::getCanonical(op->getContext(), {getConstantDim(op->getContext(), 0), a}),
-                    builder.getStringAttr(describeOp(op) +
-                                          ": a dividend the convolutions' sizes bound is not "
-                                          "negative (integer division truncates)"));
-  div.getResult().replaceAllUsesWith(constant->getResult(0));
-  div.erase();
-  return true;
+  // Nothing relied on: the op's own folder does it.
+  return value && !relied.empty() &&
+         replaceGuarded(op, value, 0, relied,
+                        "a dividend the convolutions' sizes bound is not negative (integer "
+                        "division truncates)");
 }
 
 } // namespace kiln
