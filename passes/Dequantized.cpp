@@ -87,15 +87,15 @@ std::optional<Dequantized> centeredQ(Value centered, RankedTensorType type, int6
 
 std::optional<Dequantized> dequantized(Value v, int64_t axis) {
   auto type = cast<RankedTensorType>(v.getType());
-  if (type.getElementType().isInteger(32)) {
+  auto mul = v.getDefiningOp<MulOp>();
+  // No scale: MatMulInteger's operands (i32) and ConvInteger's (f32, the
+  // type its conv computes in) are exact integers, (q - zero) alone.
+  if (type.getElementType().isInteger(32) || !mul) {
     std::optional<Dequantized> d = centeredQ(v, type, axis);
     if (d)
       d->scale = {1.0};
     return d;
   }
-  auto mul = v.getDefiningOp<MulOp>();
-  if (!mul)
-    return std::nullopt;
   for (int side = 0; side < 2; ++side) {
     Value centered = mul->getOperand(side), scale = mul->getOperand(1 - side);
     if (!perTensorOrAxis(scale, type, axis))

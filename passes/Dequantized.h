@@ -4,7 +4,8 @@
 // float operand back as what it dequantizes: (q - zero) * scale with q of
 // 8-bit integers and the scale and zero point constants, one value or one
 // per index of one axis, as the ONNX importer writes DequantizeLinear,
-// QLinearMatMul and MatMulInteger (the last in i32 with no scale).
+// QLinearMatMul, MatMulInteger (in i32 with no scale) and ConvInteger (in
+// f32 with no scale).
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_PASSES_DEQUANTIZED_H
@@ -30,9 +31,9 @@ struct Dequantized {
 };
 
 /// `v` as (q - zero) * scale: mul(sub(cast(q), zero), scale) or
-/// mul(cast(q), scale), the scale on either side; or, for an i32 `v`
-/// (MatMulInteger's operands: an exact integer product), sub(cast(q), zero)
-/// or cast(q) with a scale of 1. The scale and zero point may vary along
+/// mul(cast(q), scale), the scale on either side; or, with no multiply
+/// (MatMulInteger's operands in i32, ConvInteger's in f32: exact integer
+/// products), sub(cast(q), zero) or cast(q) with a scale of 1. The scale and zero point may vary along
 /// dim `axis` of `v` (-1: neither may). Nothing when `v` is not so, or a
 /// zero point is not an integer of q's range.
 std::optional<Dequantized> dequantized(mlir::Value v, int64_t axis);

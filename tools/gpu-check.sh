@@ -299,7 +299,7 @@ PY
   echo "   is a host step, which fails the case), against onnxruntime within one output step"
   local steps=() step
   for step in "$bundle/qdq"/*.step; do steps+=("$(basename "$step" .step)=$(cat "$step")"); done
-  run_numpy_models "$bundle/qdq" "$out/qdq.txt" "${steps[@]}" matmul_integer=0 qlinear_matmul=1
+  run_numpy_models "$bundle/qdq" "$out/qdq.txt" "${steps[@]}" matmul_integer=0 qlinear_matmul=1 conv_integer=0
 
   echo "== the BERT layer: measured step times and achieved GB/s, TFLOP/s beside the roofline's predictions"
   # Its inputs are made here (3 MiB the carry limit need not hold).

@@ -60,6 +60,27 @@ func.func @same_upper(%q: tensor<1x4x4x4xi8>) -> tensor<1x4x2x2xf32> {
 
 // -----
 
+// ConvInteger's form: no scales, (x - zx) by cast(w) in f32 (exact integer
+// sums), a scale of 1 (its multiply folds later): the conv and its
+// correction, 36 taps of 1 times 3.
+// CHECK-LABEL: func @conv_integer
+// CHECK: kiln.pad %arg0, %{{.*}}, %{{.*}} {mode = #kiln<pad_mode constant>}
+// CHECK: kiln.conv {{.*}} {channels_last = true, {{.*}}} : (tensor<1x6x6x4xi8>, tensor<4x3x3x4xi8>) -> tensor<1x4x4x4xf32>
+// CHECK: kiln.constant dense<-1.080000e+02> : tensor<4x1x1xf32>
+// CHECK: kiln.constant dense<1.000000e+00> : tensor<4x1x1xf32>
+// CHECK: return
+func.func @conv_integer(%q: tensor<1x4x4x4xi8>) -> tensor<1x4x4x4xf32> {
+  %x = kiln.cast %q to f32 : (tensor<1x4x4x4xi8>) -> tensor<1x4x4x4xf32>
+  %zx = kiln.constant dense<3.0> : tensor<f32>
+  %xc = kiln.sub %x, %zx : (tensor<1x4x4x4xf32>, tensor<f32>) -> tensor<1x4x4x4xf32>
+  %wq = kiln.constant dense<1> : tensor<4x4x3x3xi8>
+  %w = kiln.cast %wq to f32 : (tensor<4x4x3x3xi8>) -> tensor<4x4x3x3xf32>
+  %y = kiln.conv %xc, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, group = 1 : i64} : (tensor<1x4x4x4xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x4x4xf32>
+  return %y : tensor<1x4x4x4xf32>
+}
+
+// -----
+
 // Left alone: a filter with zero points, 6 output channels, two groups.
 // CHECK-LABEL: func @left_alone
 // CHECK-SAME: why = "its filter has zero points"

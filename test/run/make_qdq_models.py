@@ -217,6 +217,18 @@ def integer_ops(out):
         for s, (b, seq) in enumerate([(1, 1), (2, 5)]):
             feeds = {"x": rng.integers(0, 256, (b, seq, 32)).astype(np.uint8)}
             save_set(out, name, s, feeds, session.run(None, feeds))
+    # ConvInteger: uint8 images with a zero point, int8 filters, dynamic H, W.
+    x = helper.make_tensor_value_info("x", T.UINT8, ["b", 8, "h", "w"])
+    w = numpy_helper.from_array(rng.integers(-128, 128, (8, 8, 3, 3)).astype(np.int8), "w")
+    graph = helper.make_graph(
+        [helper.make_node("ConvInteger", ["x", "w", "xz"], ["y"], pads=[1, 1, 1, 1])], "convi",
+        [x], [helper.make_tensor_value_info("y", T.INT32, ["b", 8, "h", "w"])], [w, xz])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    onnx.save(model, os.path.join(out, "conv_integer.onnx"))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for s, (b, h, w) in enumerate([(1, 6, 6), (2, 5, 9)]):
+        feeds = {"x": rng.integers(0, 256, (b, 8, h, w)).astype(np.uint8)}
+        save_set(out, "conv_integer", s, feeds, session.run(None, feeds))
 
 
 def main():

@@ -357,9 +357,14 @@ LogicalResult convertConvInteger(NodeImporter &n) {
     return failure();
   // Zero points: per tensor for x; per tensor or per output channel for w. The conv
   // then runs in f32 (exact for 8-bit inputs) and the result converts to int32.
+  // A constant 8-bit filter stays cast(w) - z, unfolded, so that
+  // --kiln-integer-convs reads it back as int8 (canonicalization folds what
+  // that pass leaves).
   Type f32 = n.builder().getF32Type();
   auto xc = centered(n, *x, n.input(2), f32, false);
+  n.setFolding(!isQuantizedWeight(*w));
   FailureOr<Value> wc = castTo(n, *w, f32);
+  n.setFolding(true);
   if (Value wzp = n.input(3); succeeded(wc) && wzp) {
     auto z = castTo(n, wzp, f32);
     int64_t rank = NodeImporter::typeOf(*w).getRank();
@@ -369,7 +374,9 @@ LogicalResult convertConvInteger(NodeImporter &n) {
     auto zt = failed(z) ? z
               : NodeImporter::typeOf(*z).getRank() == 1 ? insertUnitDims(n, *z, ones)
                                                          : z;
+    n.setFolding(!isQuantizedWeight(*w));
     wc = failed(zt) ? zt : binary<SubOp>(n, *wc, *zt);
+    n.setFolding(true);
   }
   if (failed(xc) || failed(wc))
     return failure();
