@@ -118,11 +118,7 @@ FailureOr<Window> windowAttrs(NodeImporter &n, Value x, ArrayRef<int64_t> kernel
 
 /// `x` padded by `w.inputPads` with `fill` (a 0-d tensor of its element type).
 FailureOr<Value> padInput(NodeImporter &n, Value x, const Window &w, Value fill) {
-  Value pads = SymbolicConstantOp::create(
-      n.builder(), n.loc(),
-      RankedTensorType::get({(int64_t)w.inputPads.size()}, n.builder().getI64Type()),
-      DimsAttr::getCanonical(n.context(), w.inputPads));
-  return n.create<PadOp>({x, pads, fill},
+  return n.create<PadOp>({x, shapeConstant(n, w.inputPads), fill},
                          {n.named("mode", PadModeAttr::get(n.context(), PadMode::constant))});
 }
 
@@ -280,11 +276,7 @@ LogicalResult convertPool(NodeImporter &n, PoolKind kind) {
       dims[0] = dims[1] = getConstantDim(n.context(), 1);
       if (llvm::any_of(dims, [](DimExpr d) { return !d; }))
         return n.unsupported("SAME padding with stride > 1 beside a spatial dim of unknown size");
-      Value shape = SymbolicConstantOp::create(
-          n.builder(), n.loc(),
-          RankedTensorType::get({(int64_t)dims.size()}, n.builder().getI64Type()),
-          DimsAttr::getCanonical(n.context(), dims));
-      auto ones = n.create<BroadcastToOp>({scalarLike(n, *x, 1), shape});
+      auto ones = n.create<BroadcastToOp>({scalarLike(n, *x, 1), shapeConstant(n, dims)});
       auto paddedOnes = failed(ones) ? ones : padInput(n, *ones, *window, scalarLike(n, *x, 0));
       if (failed(paddedOnes))
         return failure();
