@@ -24,6 +24,17 @@ FailureOr<Value> broadcastParam(NodeImporter &n, Value param, Value x, int64_t a
                                 int64_t blockSize) {
   auto pt = NodeImporter::typeOf(param);
   int64_t rank = NodeImporter::typeOf(x).getRank();
+  // A 1-D parameter of unknown length (a graph input compiled with dynamic
+  // dims) where no axis of x could be its: one value, reshaped to [1] with a
+  // guard checking its length at run time.
+  if (pt.getRank() == 1 && pt.isDynamicDim(0) && blockSize == 0 &&
+      (axisAttr < -rank || axisAttr >= rank)) {
+    auto one = reshapeTo(n, param, {getConstantDim(n.context(), 1)});
+    if (failed(one))
+      return failure();
+    param = *one;
+    pt = NodeImporter::typeOf(param);
+  }
   bool scalar = pt.getRank() == 0 || (pt.getRank() == 1 && pt.getDimSize(0) == 1 && blockSize == 0);
   if (scalar)
     return pt.getRank() == 0 ? param : n.create<ReshapeOp>({param, n.constI64({})});
