@@ -83,8 +83,6 @@ GAP_EXPLANATIONS = [
      "not computed at run time yet"),
     (r"num_groups must divide a static channel count",
      "groups split the channel dim at compile time"),
-    (r"axis N is out of range for rank N",
-     "a per-axis scale whose one element became a symbolic dim"),
 ]
 
 
