@@ -448,7 +448,12 @@ void drain(std::unique_lock<std::mutex> &lock, CUstream_st *s) {
 
 void drainContext(std::unique_lock<std::mutex> &lock, CUctx_st *context) {
   drain(lock, context->legacy);
-  for (CUstream_st *s : context->streams)
+  // A copy: drain() lets go of the lock while it waits, and another thread's
+  // cuStreamCreate or cuStreamDestroy may grow or shrink the list meanwhile,
+  // which would leave a loop over it reading freed memory (streams
+  // themselves are never freed).
+  std::vector<CUstream_st *> streams = context->streams;
+  for (CUstream_st *s : streams)
     drain(lock, s);
 }
 
