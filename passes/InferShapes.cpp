@@ -58,7 +58,7 @@ struct InferShapesPass : impl::InferShapesPassBase<InferShapesPass> {
       // the float arithmetic was exact); a reshape target's `n == 0 ? ..`
       // is decided for a conv's output size n, and `(h - 1) // 8` for an
       // input size h a conv bounds (PositiveSizes.h).
-      if (foldExactSizeCast(op) || positiveSizes.foldSelect(op) || positiveSizes.foldDiv(op))
+      if (foldExactSizeCast(op) || positiveSizes.fold(op))
         continue;
       bool inPlace = false;
       if (succeeded(folder.tryToFold(op, &inPlace)) && !inPlace)

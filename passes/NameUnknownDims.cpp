@@ -54,7 +54,7 @@ struct NameUnknownDimsPass : impl::NameUnknownDimsPassBase<NameUnknownDimsPass> 
     // exports as), so the reshape after them has a known shape.
     // A size computed in floats (a padded size) is the size again, with
     // guards that the float arithmetic was exact.
-    if (foldExactSizeCast(&op) || positiveSizes.foldSelect(&op) || positiveSizes.foldDiv(&op))
+    if (foldExactSizeCast(&op) || positiveSizes.fold(&op))
       return false;
     if (op.getNumRegions() == 0 && !op.hasAttr(kBindsDimsAttr)) {
       OpBuilder builder(&op);

@@ -41,6 +41,9 @@ public:
   /// level of its function (one every call runs), and the count of a
   /// top-level top-k (once named) whose k is positive by the noted sizes.
   void note(mlir::Operation *op);
+  /// foldSelect or foldDiv, whichever `op` is: what the passes that sweep
+  /// call before an op's own folder.
+  bool fold(mlir::Operation *op) { return foldSelect(op) || foldDiv(op); }
   /// When `op` is a select of shape vectors that the noted sizes decide,
   /// replaces it by its value, puts the guards it relies on before it, and
   /// returns true; otherwise changes nothing.
