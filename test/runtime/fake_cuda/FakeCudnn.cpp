@@ -412,15 +412,60 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
 }
 
 /// conv(x, w) at every position of y, summed in double (fp32 operands rounded
-/// to TF32 unless the descriptor asks for FMA math).
+/// to TF32 unless the descriptor asks for FMA math). The products are those
+/// forEachTap visits, in its order (so the sums are the same to the bit), over
+/// operands converted to double once: this double's conv was most of the
+/// fake-CUDA time of the CNN tests when it converted each operand per tap.
 std::vector<double> convolve(const Tensor &xt, const void *x, const Filter &wf, const void *w,
                              const Conv &c, const Tensor &yt) {
   fake::Element e = element(xt.type);
   bool tf32 = roundsToTf32(c);
+  std::vector<double> xs(count(xt.dims)), ws(count(wf.dims));
+  int64_t flat = 0;
+  forEach(xt.dims, [&](const std::vector<int> &i) { xs[flat++] = fake::loadOperand(e, x, offset(xt, i), tf32); });
+  for (int64_t i = 0; i < int64_t(ws.size()); ++i) // the filter is packed in its format
+    ws[i] = fake::loadOperand(e, w, i, tf32);
+
+  size_t spatial = xt.dims.size() - 2;
+  int perGroupIn = wf.dims[1], perGroupOut = wf.dims[0] / c.groups;
+  std::vector<int> kernel(wf.dims.begin() + 2, wf.dims.end());
+  std::vector<int64_t> wStrides = filterStrides(wf), xPacked = packed(xt.dims);
+  // Per filter tap (row-major over the kernel): the shift it adds to each
+  // spatial input index and its offset in the filter.
+  int64_t taps = count(kernel);
+  std::vector<int64_t> shift(taps * spatial), tapOffset(taps, 0);
+  {
+    int64_t t = 0;
+    forEach(kernel, [&](const std::vector<int> &ki) {
+      for (size_t s = 0; s < spatial; ++s) {
+        int tap = c.mode == CUDNN_CONVOLUTION ? kernel[s] - 1 - ki[s] : ki[s];
+        shift[t * spatial + s] = int64_t(tap) * c.dilations[s] - c.pads[s];
+        tapOffset[t] += ki[s] * wStrides[s + 2];
+      }
+      ++t;
+    });
+  }
   std::vector<double> sums(count(yt.dims), 0.0);
-  forEachTap(xt, wf, c, yt, [&](const std::vector<int> &, int64_t yFlat, const std::vector<int> &xi, int64_t,
-                                int64_t wo) {
-    sums[yFlat] += fake::loadOperand(e, x, offset(xt, xi), tf32) * fake::loadOperand(e, w, wo, tf32);
+  int64_t yFlat = 0;
+  forEach(yt.dims, [&](const std::vector<int> &yi) {
+    int k = yi[1], group = k / perGroupOut;
+    double sum = 0.0;
+    for (int ci = 0; ci < perGroupIn; ++ci) {
+      int64_t xBase = yi[0] * xPacked[0] + int64_t(group * perGroupIn + ci) * xPacked[1];
+      int64_t wBase = k * wStrides[0] + ci * wStrides[1];
+      for (int64_t t = 0; t < taps; ++t) {
+        int64_t xo = xBase;
+        bool inside = true;
+        for (size_t s = 0; s < spatial && inside; ++s) {
+          int64_t v = int64_t(yi[s + 2]) * c.strides[s] + shift[t * spatial + s];
+          inside = v >= 0 && v < xt.dims[s + 2];
+          xo += v * xPacked[s + 2];
+        }
+        if (inside)
+          sum += xs[xo] * ws[wBase + tapOffset[t]];
+      }
+    }
+    sums[yFlat++] = sum;
   });
   return sums;
 }
