@@ -199,13 +199,15 @@ std::string jsonString(const std::string &s) {
 
 int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
   struct Row {
-    std::string kind;
+    std::string name, kind;
     double total = 0;
     int calls = 0;
     /// Over the calls whose work is known (kiln_profile_event_work).
     double bytes = 0, bytesUs = 0, flops = 0, flopsUs = 0;
   };
-  std::map<std::string, Row> rows;
+  // One row per step name and kind: MatMul steps in cuBLASLt and in cuDNN
+  // (or refused and run on the host) are rows apart.
+  std::map<std::pair<std::string, std::string>, Row> rows;
   std::map<std::string, int> variants; ///< runs per variant
   std::string events;
   for (size_t i = 0; i < kiln_profile_num_events(prof); ++i) {
@@ -221,7 +223,8 @@ int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
                 at + ",\"s\":\"t\",\"pid\":1,\"tid\":1}";
       continue;
     }
-    Row &row = rows[name];
+    Row &row = rows[{name, kind}];
+    row.name = name;
     row.kind = kind;
     row.total += duration;
     ++row.calls;
@@ -254,23 +257,24 @@ int writeProfile(kiln_profile_t *prof, int runs, const std::string &tracePath) {
               ",\"cat\":" + jsonString(kind) + ",\"ph\":\"X\"," + times + ",\"pid\":1,\"tid\":1" +
               (args.empty() ? "" : ",\"args\":{" + args + "}") + "}";
   }
-  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto &a, const auto &b) { return a.second.total > b.second.total; });
+  std::vector<Row> sorted;
+  for (auto &[key, row] : rows)
+    sorted.push_back(row);
+  std::sort(sorted.begin(), sorted.end(), [](const Row &a, const Row &b) { return a.total > b.total; });
   double all = 0;
-  for (auto &[name, row] : sorted)
+  for (const Row &row : sorted)
     all += row.total;
   // Achieved rates: the bytes each step had to move and the operations it had
   // to do (the roofline's counts, at the run's sizes) over its measured time.
   std::printf("%-40s %-8s %8s %12s %12s %7s %9s %9s\n", "step", "kind", "calls", "total ms",
               "mean us", "share", "GB/s", "TFLOP/s");
-  for (auto &[name, row] : sorted) {
+  for (const Row &row : sorted) {
     char gbs[32] = "-", tflops[32] = "-";
     if (row.bytesUs > 0 && row.bytes > 0)
       std::snprintf(gbs, sizeof(gbs), "%.3g", row.bytes / row.bytesUs / 1e3);
     if (row.flopsUs > 0 && row.flops > 0)
       std::snprintf(tflops, sizeof(tflops), "%.3g", row.flops / row.flopsUs / 1e6);
-    std::printf("%-40s %-8s %8d %12.3f %12.1f %6.1f%% %9s %9s\n", name.c_str(), row.kind.c_str(),
+    std::printf("%-40s %-8s %8d %12.3f %12.1f %6.1f%% %9s %9s\n", row.name.c_str(), row.kind.c_str(),
                 row.calls, row.total / 1000.0, row.total / row.calls,
                 all > 0 ? 100.0 * row.total / all : 0.0, gbs, tflops);
   }
