@@ -240,6 +240,9 @@ FailureOr<EncodedStep> ArtifactWriter::encodeHostStep(Operation *op) {
       llvm::raw_string_ostream(input) << getElementTypeOrSelf(op->getOperand(0).getType());
       entry["input_type"] = input;
     }
+    // The epilogue it applies (a GELU or SiLU here is no kernel of its own).
+    if (auto matmul = dyn_cast<MatmulOp>(op))
+      entry["activation"] = stringifyActivation(matmul.getActivation()).str();
     // The layout kiln-select-conv-layout chose (the node names which op).
     if (isa<ConvOp, PoolOp>(op)) {
       bool channelsLast = isa<ConvOp>(op) ? cast<ConvOp>(op).getChannelsLast()

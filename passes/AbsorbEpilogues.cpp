@@ -36,20 +36,24 @@ bool isSplat(Value v, double value) {
   return false;
 }
 
-/// True for a float splat constant within a relative 1e-6 of `value`
-/// (exporters write sqrt(2/pi) and 0.044715 rounded to the model's type).
+/// True for a float splat constant that is `value` rounded to its type:
+/// within a relative 1e-6 for f32 and f64, and the type's unit roundoff for
+/// f16 (2^-11) and bf16 (2^-8) (exporters write sqrt(2/pi), 0.044715 and
+/// 1/sqrt(2) rounded to the model's type).
 bool isSplatNear(Value v, double value) {
   auto c = dyn_cast_or_null<ConstantOp>(v.getDefiningOp());
   auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
   if (!dense || !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
     return false;
+  Type type = dense.getElementType();
+  double tolerance = type.isBF16() ? std::ldexp(1.0, -8) : type.isF16() ? std::ldexp(1.0, -11) : 1e-6;
   double got = dense.getSplatValue<APFloat>().convertToDouble();
-  return std::fabs(got - value) <= 1e-6 * std::fabs(value);
+  return std::fabs(got - value) <= tolerance * std::fabs(value);
 }
 
-/// The ops of one GELU (tanh form) over a matmul's result, found by
-/// matchGeluTanh: they go once the matmul applies the epilogue itself.
-struct GeluMatch {
+/// The ops of one activation (a GELU, a SiLU) over a matmul's result, found
+/// by matchGelu or matchSilu: they go once the matmul applies it itself.
+struct ActivationMatch {
   Operation *root = nullptr;
   llvm::SmallPtrSet<Operation *, 16> ops;
 };
@@ -57,7 +61,7 @@ struct GeluMatch {
 /// The factors of the product tree at `v`: operands of kiln.mul ops, looking
 /// through a mul whose one user is the mul above (the tree goes as a whole).
 /// The muls are added to `ops`.
-void productFactors(Value v, SmallVectorImpl<Value> &factors, GeluMatch &match) {
+void productFactors(Value v, SmallVectorImpl<Value> &factors, ActivationMatch &match) {
   auto mul = dyn_cast_or_null<MulOp>(v.getDefiningOp());
   if (!mul) {
     factors.push_back(v);
@@ -84,7 +88,7 @@ template <typename Pred> bool takeFactor(SmallVectorImpl<Value> &factors, Pred p
 }
 
 /// `x * x * x` or `pow(x, 3)` as a product's remaining factors.
-bool isCubeOf(SmallVectorImpl<Value> &factors, Value x, GeluMatch &match) {
+bool isCubeOf(SmallVectorImpl<Value> &factors, Value x, ActivationMatch &match) {
   if (factors.size() == 3)
     return llvm::all_of(factors, [&](Value f) { return f == x; });
   if (factors.size() != 1)
@@ -96,60 +100,109 @@ bool isCubeOf(SmallVectorImpl<Value> &factors, Value x, GeluMatch &match) {
   return true;
 }
 
-/// GELU's tanh approximation of `x`, as exporters and kiln's Gelu import
-/// write it: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), the
-/// products in any grouping and order, x^3 as x*x*x or pow(x, 3). Every
-/// intermediate has one user and every user of `x` is in the chain, so the
-/// chain can go.
-std::optional<GeluMatch> matchGeluTanh(Value x) {
+/// The argument of GELU's tanh (`sqrt(2/pi) * (x + 0.044715 * x^3)`, x^3 as
+/// x*x*x or pow(x, 3)) at `v`, its ops added to `match`.
+bool isTanhArgument(Value v, Value x, ActivationMatch &match) {
+  if (!v.hasOneUse())
+    return false;
+  SmallVector<Value> scaled;
+  productFactors(v, scaled, match);
+  if (scaled.size() != 2 ||
+      !takeFactor(scaled, [](Value f) { return isSplatNear(f, std::sqrt(2.0 / M_PI)); }))
+    return false;
+  auto sum = dyn_cast_or_null<AddOp>(scaled[0].getDefiningOp());
+  if (!sum || !sum.getResult().hasOneUse() || (sum.getLhs() != x && sum.getRhs() != x))
+    return false;
+  match.ops.insert(sum);
+  Value cubic = sum.getLhs() == x ? sum.getRhs() : sum.getLhs();
+  if (!cubic.hasOneUse())
+    return false;
+  SmallVector<Value> cube;
+  productFactors(cubic, cube, match);
+  return takeFactor(cube, [](Value f) { return isSplatNear(f, 0.044715); }) &&
+         isCubeOf(cube, x, match);
+}
+
+/// The argument of the exact GELU's erf (`x / sqrt(2)` or `x * (1 / sqrt(2))`)
+/// at `v`, its op added to `match`.
+bool isErfArgument(Value v, Value x, ActivationMatch &match) {
+  if (!v.hasOneUse())
+    return false;
+  if (auto div = dyn_cast_or_null<DivOp>(v.getDefiningOp());
+      div && div.getLhs() == x && isSplatNear(div.getRhs(), M_SQRT2)) {
+    match.ops.insert(div);
+    return true;
+  }
+  auto mul = dyn_cast_or_null<MulOp>(v.getDefiningOp());
+  if (!mul)
+    return false;
+  Value scale = mul.getLhs() == x ? mul.getRhs() : mul.getLhs();
+  if ((mul.getLhs() != x && mul.getRhs() != x) || !isSplatNear(scale, M_SQRT1_2))
+    return false;
+  match.ops.insert(mul);
+  return true;
+}
+
+/// A GELU of `x` as exporters and kiln's Gelu import write it,
+/// 0.5 * x * (1 + f), the products in any grouping and order, with f either
+/// tanh(sqrt(2/pi) * (x + 0.044715 * x^3)) (gelu_tanh) or erf(x / sqrt(2))
+/// (gelu_erf). Every intermediate has one user and every user of `x` is in
+/// the chain, so the chain can go.
+std::optional<std::pair<ActivationMatch, Activation>> matchGelu(Value x) {
   for (Operation *user : x.getUsers()) {
     // The root is the outermost product: a mul whose factors are x, 0.5 and
-    // 1 + tanh(...). Try each mul above x's users.
+    // 1 + f. Try each mul above x's users.
     for (Operation *candidate = user; isa_and_nonnull<MulOp>(candidate);
          candidate = candidate->getResult(0).hasOneUse()
                          ? *candidate->getResult(0).getUsers().begin()
                          : nullptr) {
-      GeluMatch match;
+      ActivationMatch match;
       match.root = candidate;
       SmallVector<Value> outer;
       productFactors(candidate->getResult(0), outer, match);
-      Value onePlusTanh;
       if (outer.size() != 3 || !takeFactor(outer, [&](Value f) { return f == x; }) ||
           !takeFactor(outer, [](Value f) { return isSplatNear(f, 0.5); }))
         continue;
-      onePlusTanh = outer[0];
-      auto add = dyn_cast_or_null<AddOp>(onePlusTanh.getDefiningOp());
-      if (!add || !add.getResult().hasOneUse())
-        continue;
-      Value tanhValue = isSplatNear(add.getLhs(), 1.0) ? add.getRhs() : add.getLhs();
-      auto tanh = dyn_cast_or_null<TanhOp>(tanhValue.getDefiningOp());
-      if (!tanh || !tanh.getResult().hasOneUse() ||
+      auto add = dyn_cast_or_null<AddOp>(outer[0].getDefiningOp());
+      if (!add || !add.getResult().hasOneUse() ||
           !(isSplatNear(add.getLhs(), 1.0) || isSplatNear(add.getRhs(), 1.0)))
         continue;
+      Value f = isSplatNear(add.getLhs(), 1.0) ? add.getRhs() : add.getLhs();
+      Operation *fn = f.getDefiningOp();
+      if (!fn || !f.hasOneUse())
+        continue;
       match.ops.insert(add);
-      match.ops.insert(tanh);
-      if (!tanh.getInput().hasOneUse())
-        continue;
-      SmallVector<Value> scaled;
-      productFactors(tanh.getInput(), scaled, match);
-      if (scaled.size() != 2 ||
-          !takeFactor(scaled, [](Value f) { return isSplatNear(f, std::sqrt(2.0 / M_PI)); }))
-        continue;
-      auto sum = dyn_cast_or_null<AddOp>(scaled[0].getDefiningOp());
-      if (!sum || !sum.getResult().hasOneUse() || (sum.getLhs() != x && sum.getRhs() != x))
-        continue;
-      match.ops.insert(sum);
-      Value cubic = sum.getLhs() == x ? sum.getRhs() : sum.getLhs();
-      if (!cubic.hasOneUse())
-        continue;
-      SmallVector<Value> cube;
-      productFactors(cubic, cube, match);
-      if (!takeFactor(cube, [](Value f) { return isSplatNear(f, 0.044715); }) ||
-          !isCubeOf(cube, x, match))
+      match.ops.insert(fn);
+      Activation kind;
+      if (auto tanh = dyn_cast<TanhOp>(fn); tanh && isTanhArgument(tanh.getInput(), x, match))
+        kind = Activation::gelu_tanh;
+      else if (auto erf = dyn_cast<ErfOp>(fn); erf && isErfArgument(erf.getInput(), x, match))
+        kind = Activation::gelu_erf;
+      else
         continue;
       if (llvm::all_of(x.getUsers(), [&](Operation *u) { return match.ops.contains(u); }))
-        return match;
+        return std::make_pair(std::move(match), kind);
     }
+  }
+  return std::nullopt;
+}
+
+/// A SiLU of `x`, `x * sigmoid(x)`, whose ops are x's only users.
+std::optional<ActivationMatch> matchSilu(Value x) {
+  for (Operation *user : x.getUsers()) {
+    auto sigmoid = dyn_cast<SigmoidOp>(user);
+    if (!sigmoid || !sigmoid.getResult().hasOneUse())
+      continue;
+    auto mul = dyn_cast<MulOp>(*sigmoid.getResult().getUsers().begin());
+    if (!mul || !((mul.getLhs() == x && mul.getRhs() == sigmoid.getResult()) ||
+                  (mul.getRhs() == x && mul.getLhs() == sigmoid.getResult())))
+      continue;
+    ActivationMatch match;
+    match.root = mul;
+    match.ops.insert(mul);
+    match.ops.insert(sigmoid);
+    if (llvm::all_of(x.getUsers(), [&](Operation *u) { return match.ops.contains(u); }))
+      return match;
   }
   return std::nullopt;
 }
@@ -227,12 +280,39 @@ bool absorbNBitsBias(MatmulNBitsOp op) {
   return true;
 }
 
+/// Whether the activation's result multiplies another matmul's result: a
+/// SwiGLU's gate, `silu(x Wg) * (x Wu)`. It stays as it is, so that
+/// kiln-merge-sibling-matmuls makes the two matmuls one (a matmul with an
+/// activation has no sibling), and the one kernel after them reads both
+/// halves either way: fusing the SiLU would save no bytes and cost a call.
+bool gatesMatmul(const ActivationMatch &match) {
+  for (Operation *user : match.root->getResult(0).getUsers()) {
+    auto mul = dyn_cast<MulOp>(user);
+    if (!mul)
+      continue;
+    Value other = mul.getLhs() == match.root->getResult(0) ? mul.getRhs() : mul.getLhs();
+    if (isa_and_nonnull<MatmulOp>(other.getDefiningOp()))
+      return true;
+  }
+  return false;
+}
+
+/// Whether cuDNN's fused matmuls (runtime fusion engines, whose f32
+/// products are TF32 tensor-core products) run a product of `element` as the
+/// precision mode promises: f16 and bf16 always; f32 where the mode allows
+/// TF32 or narrows it to f16/bf16; nothing else.
+bool cudnnRunsFused(Type element, StringRef precision) {
+  if (element.isF16() || element.isBF16())
+    return true;
+  return element.isF32() && precision != "fp32";
+}
+
 /// The epilogues cuBLASLt and cuDNN fuse into the library op: a matmul takes
 /// `+ bias` (a vector over its last dim, or a residual of its result's type,
-/// on float types) and then a ReLU or a tanh-form GELU; a conv
+/// on float types) and then a ReLU, a GELU or a SiLU; a conv
 /// takes a residual add and a ReLU, or a ReLU, after its bias. The op must be
 /// the only user of the value.
-void absorbEpilogues(func::FuncOp func) {
+void absorbEpilogues(func::FuncOp func, StringRef precision) {
   SmallVector<Operation *> ops;
   func.walk([&](Operation *op) {
     if (isa<MatmulOp, ConvOp, MatmulNBitsOp>(op) && op->getParentOp() == func)
@@ -271,14 +351,21 @@ void absorbEpilogues(func::FuncOp func) {
     }
     if (auto conv = dyn_cast<ConvOp>(op); conv && absorbResidualRelu(conv))
       continue;
-    // cuBLASLt's GELU epilogue is the tanh approximation: only that form is
-    // absorbed. The exact (erf) GELU stays a generated kernel after the matmul.
+    // cuBLASLt's GELU epilogue is the tanh approximation; the exact (erf)
+    // GELU and SiLU are cuDNN graphs' pointwise ops, taken where cuDNN runs
+    // the product in the precision the mode promises.
     if (auto matmul = dyn_cast<MatmulOp>(op);
         matmul && matmul.getActivation() == Activation::none) {
-      if (std::optional<GeluMatch> gelu = matchGeluTanh(result)) {
-        matmul.setActivation(Activation::gelu_tanh);
-        gelu->root->getResult(0).replaceAllUsesWith(result);
-        SmallVector<Operation *> dead(gelu->ops.begin(), gelu->ops.end());
+      std::optional<std::pair<ActivationMatch, Activation>> found = matchGelu(result);
+      if (!found)
+        if (std::optional<ActivationMatch> silu = matchSilu(result); silu && !gatesMatmul(*silu))
+          found = std::make_pair(std::move(*silu), Activation::silu);
+      if (found && (found->second == Activation::gelu_tanh ||
+                    cudnnRunsFused(type.getElementType(), precision))) {
+        matmul.setActivation(found->second);
+        ActivationMatch &chain = found->first;
+        chain.root->getResult(0).replaceAllUsesWith(result);
+        SmallVector<Operation *> dead(chain.ops.begin(), chain.ops.end());
         llvm::sort(dead, [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
         for (Operation *d : dead)
           d->erase();
@@ -298,7 +385,8 @@ void absorbEpilogues(func::FuncOp func) {
 }
 
 struct AbsorbEpiloguesPass : public impl::AbsorbEpiloguesPassBase<AbsorbEpiloguesPass> {
-  void runOnOperation() override { absorbEpilogues(getOperation()); }
+  using AbsorbEpiloguesPassBase::AbsorbEpiloguesPassBase;
+  void runOnOperation() override { absorbEpilogues(getOperation(), precision); }
 };
 
 } // namespace

@@ -406,7 +406,12 @@ def AbsorbEpiloguesPass : Pass<"kiln-absorb-epilogues", "::mlir::func::FuncOp"> 
     A matmul whose only user adds a bias vector over its last dim, or a
     residual of its result's type (cuBLASLt's C with beta 1: a transformer's
     `x + proj(attn)` runs no add kernel), takes it as its `bias` operand, and
-    then a following ReLU or tanh-form GELU as its `activation`; a conv
+    then a following ReLU or tanh-form GELU as its `activation` (cuBLASLt's
+    epilogues), or an exact (erf) GELU or a SiLU `x * sigmoid(x)` that is
+    not a SwiGLU gate multiplying another matmul's result (a cuDNN
+    graph: matmul and pointwise ops; f16 and bf16 always, f32 only where the
+    precision mode allows TF32 or narrows it, since cuDNN's fused matmuls run
+    f32 on TF32 tensor cores); a conv
     takes a following ReLU, or, when it has a bias, a residual add of a tensor
     of its result's type followed by a ReLU (its `residual` operand: cuDNN's
     fused conv-bias-activation). A `kiln.matmul_nbits` takes a following add
@@ -416,6 +421,11 @@ def AbsorbEpiloguesPass : Pass<"kiln-absorb-epilogues", "::mlir::func::FuncOp"> 
     `--kiln-form-kernels`, which would otherwise give those ops kernels of their
     own.
   }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "the precision mode to come (kiln-lower-precision's): fp32 keeps an f32 "
+           "matmul's erf GELU and SiLU as kernels">,
+  ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 

@@ -45,7 +45,9 @@ void buildKernelPipeline(OpPassManager &pm, const KernelPipelineOptions &options
     quantize.precision = options.precision;
     func.addPass(createQuantizeWeightsPass(quantize));
   }
-  func.addPass(createAbsorbEpiloguesPass());
+  AbsorbEpiloguesPassOptions epilogues;
+  epilogues.precision = options.precision;
+  func.addPass(createAbsorbEpiloguesPass(epilogues));
   func.addPass(createSymmetricConvPadsPass());
   func.addPass(createMergeSiblingMatmulsPass());
   // After attention is fused (it reads the cache's valid rows inside its

@@ -179,9 +179,11 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *context, std::optional<Locat
   if (failed(checkConvLike(location, name, adaptor.getInput(), adaptor.getFilter(), group,
                            adaptor.getStrides(), adaptor.getDilations(), adaptor.getPads())))
     return failure();
-  // cuDNN's fused conv-bias-activation has no GELU: that is a matmul epilogue.
-  if (adaptor.getActivation() == Activation::gelu_tanh)
-    return emitShapeError(location, name, "activation is none or relu (gelu_tanh is a matmul epilogue)");
+  // cuDNN's fused conv-bias-activation has ReLU only: the others are matmul epilogues.
+  if (adaptor.getActivation() != Activation::none && adaptor.getActivation() != Activation::relu)
+    return emitShapeError(location, name,
+                          Twine("activation is none or relu (") +
+                              stringifyActivation(adaptor.getActivation()) + " is a matmul epilogue)");
   size_t k = input.getRank() - 2;
   SymShape x = getSymShape(input), w = getSymShape(filter);
   bool channelsLast = adaptor.getChannelsLast();

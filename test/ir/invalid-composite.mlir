@@ -97,6 +97,14 @@ func.func @conv_gelu(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>) {
 
 // -----
 
+func.func @conv_gelu_erf(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>) {
+  // expected-error @+1 {{'kiln.conv' op activation is none or relu (gelu_erf is a matmul epilogue)}}
+  %y = kiln.conv %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, activation = #kiln<activation gelu_erf>} : (tensor<1x3x32xf32>, tensor<4x3x3xf32>) -> tensor<1x4x30xf32>
+  return
+}
+
+// -----
+
 func.func @conv_group(%x: tensor<1x3x32xf32>, %w: tensor<4x3x3xf32>) {
   // expected-error @+1 {{'kiln.conv' op group must be >= 1, got 0}}
   %y = kiln.conv %x, %w {strides = array<i64: 1>, dilations = array<i64: 1>, pads = array<i64: 0, 0>, group = 0 : i64} : (tensor<1x3x32xf32>, tensor<4x3x3xf32>) -> tensor<1x4x30xf32>

@@ -2,6 +2,7 @@
 // into the matmul or conv. (passes.differential.fusion.* runs the interpreter
 // before and after the whole compile pipeline, this pass included.)
 // RUN: kiln-opt %s -split-input-file --kiln-absorb-epilogues | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-absorb-epilogues=precision=tf32 | FileCheck %s --check-prefix=TF32
 
 // A matmul absorbs a bias over its last dim and a ReLU (cuBLASLt epilogues); a
 // conv absorbs a ReLU (cuDNN's conv-bias-activation).
@@ -161,9 +162,14 @@ func.func @hf_new_gelu(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4
 
 // -----
 
-// Not absorbed: the exact (erf) GELU, whose tanh approximation would be off by
-// up to ~1e-3; a tanh GELU whose input is also read elsewhere; a tanh GELU
-// with a wrong coefficient.
+// Not absorbed: the exact (erf) GELU of an f32 product in the fp32 mode
+// (cuDNN's fused matmul would take its operands as TF32; cuBLASLt's GELU is
+// the tanh approximation, off by up to ~1e-3); a tanh GELU whose input is
+// also read elsewhere; a tanh GELU with a wrong coefficient. Where the mode
+// allows TF32, the erf GELU goes into the matmul.
+// TF32-LABEL: func.func @not_gelu_tanh
+// TF32: kiln.matmul %arg0, %arg1 {activation = #kiln<activation gelu_erf>}
+// TF32-NOT: kiln.erf
 // CHECK-LABEL: func.func @not_gelu_tanh
 // CHECK: kiln.matmul %arg0, %arg1 :
 // CHECK: kiln.erf
@@ -227,4 +233,81 @@ func.func @nbits_bias(%x: tensor<3x64xf32>, %w: tensor<8x2x16xui8>, %s: tensor<8
   %c0 = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<3x64xf32>, tensor<8x2x16xui8>, tensor<8x2xf32>) -> tensor<3x8xf32>
   %cc = kiln.add %c0, %c : (tensor<3x8xf32>, tensor<1x8xf32>) -> tensor<3x8xf32>
   return %av, %br, %cc : tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
+}
+
+// -----
+
+// The exact GELU, 0.5 x (1 + erf(x / sqrt(2))) (the division as torch's
+// exporter writes it, or a product by 1 / sqrt(2) as kiln's Gelu import
+// does), and SiLU, x * sigmoid(x): cuDNN graphs' pointwise ops after the
+// product. A bf16 product always takes them; an f32 one only where the mode
+// allows TF32. A SiLU whose input is read elsewhere stays.
+// CHECK-LABEL: func.func @cudnn_epilogues
+// CHECK: %[[G:.*]] = kiln.matmul %arg0, %arg1, %arg2 {activation = #kiln<activation gelu_erf>}
+// CHECK: %[[S:.*]] = kiln.matmul %arg0, %arg1 {activation = #kiln<activation silu>}
+// CHECK: kiln.matmul %arg3, %arg4 :
+// CHECK: kiln.erf
+// CHECK: kiln.matmul %arg3, %arg4 :
+// CHECK: kiln.sigmoid
+// CHECK: %[[K:.*]] = kiln.matmul %arg0, %arg1 :
+// CHECK: kiln.sigmoid
+// CHECK: return %[[G]], %[[S]]
+// TF32-LABEL: func.func @cudnn_epilogues
+// TF32: kiln.matmul %arg0, %arg1, %arg2 {activation = #kiln<activation gelu_erf>}
+// TF32: kiln.matmul %arg0, %arg1 {activation = #kiln<activation silu>}
+// TF32: kiln.matmul %arg3, %arg4 {activation = #kiln<activation gelu_erf>}
+// TF32: kiln.matmul %arg3, %arg4 {activation = #kiln<activation silu>}
+// TF32-NOT: kiln.erf
+// TF32: kiln.sigmoid
+func.func @cudnn_epilogues(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %b: tensor<16xbf16>, %xf: tensor<4x8xf32>, %wf: tensor<8x16xf32>) -> (tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xbf16>, tensor<4x16xbf16>) {
+  %half = kiln.constant dense<0.5> : tensor<bf16>
+  %one = kiln.constant dense<1.0> : tensor<bf16>
+  %sqrt2 = kiln.constant dense<1.41421354> : tensor<bf16>
+  %m = kiln.matmul %x, %w : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %mb = kiln.add %m, %b : (tensor<4x16xbf16>, tensor<16xbf16>) -> tensor<4x16xbf16>
+  %d = kiln.div %mb, %sqrt2 : (tensor<4x16xbf16>, tensor<bf16>) -> tensor<4x16xbf16>
+  %erf = kiln.erf %d : (tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %a = kiln.add %one, %erf : (tensor<bf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %xa = kiln.mul %mb, %a : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %g = kiln.mul %xa, %half : (tensor<4x16xbf16>, tensor<bf16>) -> tensor<4x16xbf16>
+
+  %s = kiln.matmul %x, %w : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %sg = kiln.sigmoid %s : (tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %silu = kiln.mul %sg, %s : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+
+  %halff = kiln.constant dense<0.5> : tensor<f32>
+  %onef = kiln.constant dense<1.0> : tensor<f32>
+  %rsqrt2 = kiln.constant dense<0.707106769> : tensor<f32>
+  %mf = kiln.matmul %xf, %wf : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %hf = kiln.mul %mf, %halff : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %ef = kiln.mul %mf, %rsqrt2 : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %erff = kiln.erf %ef : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %af = kiln.add %erff, %onef : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %gf = kiln.mul %hf, %af : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+
+  %sf = kiln.matmul %xf, %wf : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %sgf = kiln.sigmoid %sf : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %siluf = kiln.mul %sf, %sgf : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+
+  %k = kiln.matmul %x, %w : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %kg = kiln.sigmoid %k : (tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %kept = kiln.mul %k, %kg : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  return %g, %silu, %gf, %siluf, %kept, %k : tensor<4x16xbf16>, tensor<4x16xbf16>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xbf16>, tensor<4x16xbf16>
+}
+
+// -----
+
+// A SwiGLU gate, silu(x Wg) * (x Wu), stays: kiln-merge-sibling-matmuls makes
+// the two products one call, and the kernel after them reads both either way.
+// TF32-LABEL: func.func @swiglu_gate
+// TF32: kiln.matmul %arg0, %arg1 :
+// TF32: kiln.sigmoid
+// TF32: kiln.matmul %arg0, %arg2 :
+func.func @swiglu_gate(%x: tensor<4x8xbf16>, %wg: tensor<8x16xbf16>, %wu: tensor<8x16xbf16>) -> tensor<4x16xbf16> {
+  %g = kiln.matmul %x, %wg : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %s = kiln.sigmoid %g : (tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %silu = kiln.mul %g, %s : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %u = kiln.matmul %x, %wu : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %h = kiln.mul %silu, %u : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  return %h : tensor<4x16xbf16>
 }

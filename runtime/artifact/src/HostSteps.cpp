@@ -65,8 +65,9 @@ absl::StatusOr<bool> isRelu(fb::Activation a) {
   absl::StatusOr<Epilogue> e = fromSchema<Epilogue>(a);
   if (!e.ok())
     return e.status();
-  if (*e == Epilogue::gelu_tanh)
-    return absl::InvalidArgumentError("a conv's activation is none or ReLU, not GELU");
+  if (*e != Epilogue::none && *e != Epilogue::relu)
+    return absl::InvalidArgumentError(absl::StrCat("a conv's activation is none or relu, not ",
+                                                   ops::caseName(*e)));
   return *e == Epilogue::relu;
 }
 
@@ -137,8 +138,8 @@ absl::StatusOr<ref::Tensor> matmul(const MatMulParams &p, const Inputs &in) {
   }
   if (r.ok() && p.hasBias)
     r = ref::binary(ref::BinaryFn::Add, *r, *in[2]);
-  if (r.ok() && p.activation == Epilogue::gelu_tanh)
-    return ref::geluTanh(*r);
+  if (r.ok() && p.activation != Epilogue::none && p.activation != Epilogue::relu)
+    return ref::activation(p.activation, *r);
   return relu(std::move(r), p.activation == Epilogue::relu);
 }
 

@@ -24,12 +24,19 @@ absl::StatusOr<Shape> broadcastShapes(const Shape &a, const Shape &b) {
   return out;
 }
 
-Tensor geluTanh(const Tensor &x) {
+Tensor activation(ops::Activation a, const Tensor &x) {
   Tensor out(x.dtype(), x.shape());
   const double c = std::sqrt(2.0 / M_PI);
   for (int64_t i = 0; i < x.numel(); ++i) {
     double v = x.getF(i);
-    out.setF(i, 0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v))));
+    switch (a) {
+    case ops::Activation::none: break;
+    case ops::Activation::relu: v = v > 0 ? v : 0.0; break;
+    case ops::Activation::gelu_tanh: v = 0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v))); break;
+    case ops::Activation::gelu_erf: v = 0.5 * v * (1.0 + std::erf(v * M_SQRT1_2)); break;
+    case ops::Activation::silu: v = v / (1.0 + std::exp(-v)); break;
+    }
+    out.setF(i, v);
   }
   return out;
 }

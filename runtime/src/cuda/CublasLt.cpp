@@ -267,8 +267,14 @@ std::optional<ref::Shape> MatmulRunner::resultShape(const MatMulParams &params, 
   return result;
 }
 
+bool MatmulRunner::takesActivation(Epilogue activation) {
+  return activation == Epilogue::none || activation == Epilogue::relu ||
+         activation == Epilogue::gelu_tanh;
+}
+
 bool MatmulRunner::supports(const MatMulParams &params, const MatmulCall &call) {
-  return ltTypes(call.dtype, params.allowTf32).has_value() && plan(params, call).has_value();
+  return takesActivation(params.activation) && ltTypes(call.dtype, params.allowTf32).has_value() &&
+         plan(params, call).has_value();
 }
 
 namespace {

@@ -78,8 +78,13 @@ public:
   /// A runner, or why matmuls cannot run on the device (no cuBLASLt).
   static absl::StatusOr<std::unique_ptr<MatmulRunner>> create();
 
-  /// Whether `call` maps onto cuBLASLt (dtype, batch broadcasting, bias shape);
-  /// otherwise the step runs on the host.
+  /// Whether cuBLASLt has `activation` as an epilogue (ReLU and the tanh
+  /// GELU); a matmul with another (the erf GELU, SiLU) is a cuDNN graph
+  /// (DnnRunner::matmul).
+  static bool takesActivation(Epilogue activation);
+
+  /// Whether `call` maps onto cuBLASLt (activation, dtype, batch
+  /// broadcasting, bias shape); otherwise the step runs on the host.
   static bool supports(const MatMulParams &params, const MatmulCall &call);
 
   /// The dims of `a` (op) `b` as numpy's matmul gives them (batch dims

@@ -341,6 +341,7 @@ struct DnnDescriptors {
 
 DnnRunner::~DnnRunner() {
   std::lock_guard<std::mutex> lock(mutex_);
+  graphPlans_.clear(); // their descriptors before the handle
   if (handle_)
     dnn_->cudnnDestroy(handle_);
 }

@@ -26,6 +26,7 @@
 #define KILN_RUNTIME_CUDA_CUDNN_H
 
 #include "kiln/artifact/HostSteps.h"
+#include "cuda/CublasLt.h"
 #include "cuda/Workspace.h"
 
 #include "absl/container/flat_hash_map.h"
@@ -102,6 +103,20 @@ public:
   static constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
   absl::Status pool(const ref::PoolParams &params, const DnnCall &call, CUstream stream) const;
 
+  /// A matmul whose activation cuBLASLt lacks (the erf GELU, SiLU:
+  /// MatmulRunner::takesActivation) as one graph of cuDNN's backend API
+  /// (CudnnMatmul.cpp): the product, the bias added and the activation
+  /// applied in f32 before the one rounding to the result's type. Whether
+  /// the call's shapes map onto it (3-D operands after folding a 2-D
+  /// weight's batch into M, equal batches, alpha 1, f16/bf16/f32).
+  static bool supportsMatmul(const MatMulParams &params, const MatmulCall &call);
+  /// Queues it on `stream`: the first engine configuration the heuristic
+  /// offers that finalizes into a plan (an f32 product only on one without
+  /// tensor cores unless the artifact allows TF32), kept per problem.
+  /// UNIMPLEMENTED when cuDNN has none: the step runs on the host.
+  absl::Status matmul(const MatMulParams &params, const MatmulCall &call, CUstream stream,
+                      WorkspaceFn workspaceFor) const;
+
 private:
   DnnRunner() = default;
   const Cudnn *dnn_ = nullptr;
@@ -117,6 +132,13 @@ private:
   };
   mutable absl::flat_hash_map<std::string, Chosen<cudnnConvolutionFwdAlgo_t>> algorithms_;
   mutable absl::flat_hash_map<std::string, Chosen<cudnnConvolutionBwdDataAlgo_t>> backwardAlgorithms_;
+  /// A fused matmul's execution plan and the descriptors it holds, or why
+  /// cuDNN has none, per problem (CudnnMatmul.cpp).
+  struct GraphPlan;
+  struct GraphPlanDeleter {
+    void operator()(GraphPlan *plan) const;
+  };
+  mutable absl::flat_hash_map<std::string, std::unique_ptr<GraphPlan, GraphPlanDeleter>> graphPlans_;
 };
 
 } // namespace kiln::rt

@@ -65,6 +65,14 @@ bool libraryResultDims(const ExecutionContext &context, int out, ref::Shape &res
   return true;
 }
 
+/// A MatMul step whose activation cuBLASLt lacks: a cuDNN graph.
+bool fusedInCudnn(const StepInfo &step) {
+  const schema::MatMul *m = step.table ? step.table->op_as_MatMul() : nullptr;
+  std::optional<artifact::Epilogue> activation =
+      m ? ops::enumFromNumber<artifact::Epilogue>(static_cast<int>(m->activation())) : std::nullopt;
+  return activation && !MatmulRunner::takesActivation(*activation);
+}
+
 } // namespace
 
 struct LibraryCalls::Site {
@@ -84,7 +92,8 @@ std::unique_ptr<LibraryCalls> LibraryCalls::create(const Plan &plan) {
   artifact::forEachStep(plan, [&](const StepInfo &step) {
     hasMatmul = hasMatmul || step.op == schema::StepOp::MatMul;
     hasDnn = hasDnn || step.op == schema::StepOp::Conv ||
-             step.op == schema::StepOp::ConvTranspose || step.op == schema::StepOp::Pool;
+             step.op == schema::StepOp::ConvTranspose || step.op == schema::StepOp::Pool ||
+             (step.op == schema::StepOp::MatMul && fusedInCudnn(step));
   });
   if (hasMatmul) {
     absl::StatusOr<std::unique_ptr<MatmulRunner>> runner = MatmulRunner::create();
@@ -207,8 +216,11 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::dnn(const Site &site) const {
 absl::StatusOr<DeviceOutcome> LibraryCalls::matmul(const Site &site) const {
   const artifact::HostStep &host = site.host;
   const StepInfo &step = site.step;
-  if (!matmul_)
+  // cuBLASLt's epilogues, or a cuDNN graph for an activation it lacks.
+  bool fused = !MatmulRunner::takesActivation(host.matmul->activation);
+  if (fused ? !dnn_ : !matmul_)
     return DeviceOutcome::onHost();
+  const char *library = fused ? "cudnn" : "cublasLt";
   int out = step.outputs[0];
   MatmulCall call;
   // One element type throughout, except an int8 product's int32 result.
@@ -227,7 +239,8 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::matmul(const Site &site) const {
     call.bias = bias.shape;
     call.biasAddress = bias.address;
   }
-  if (!MatmulRunner::supports(*host.matmul, call))
+  if (fused ? !DnnRunner::supportsMatmul(*host.matmul, call)
+            : !MatmulRunner::supports(*host.matmul, call))
     return DeviceOutcome::onHost();
   if (absl::Status st = site.executor.place(site.context, out, call.result); !st.ok())
     return st;
@@ -243,19 +256,20 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::matmul(const Site &site) const {
   };
   if (state.mode == SegmentMode::Dry) {
     sign();
-    return DeviceOutcome::ran("cublasLt");
+    return DeviceOutcome::ran(library);
   }
-  // The algorithm (the heuristic's, told the operands' real alignment) and
-  // the workspace it needs, which the context's grows to. A refusal leaves
-  // the step to the host, and the profile says so.
-  absl::Status ran = matmul_->run(*host.matmul, call, state.stream,
-                                  [&](size_t bytes) { return state.workspaceOf(bytes); });
+  // The algorithm or plan (the heuristic's, told the operands' real
+  // alignment) and the workspace it needs, which the context's grows to. A
+  // refusal leaves the step to the host, and the profile says so.
+  auto workspaceFor = [&](size_t bytes) { return state.workspaceOf(bytes); };
+  absl::Status ran = fused ? dnn_->matmul(*host.matmul, call, state.stream, workspaceFor)
+                           : matmul_->run(*host.matmul, call, state.stream, workspaceFor);
   sign();
   if (!ran.ok())
-    return absl::IsUnimplemented(ran) ? absl::StatusOr<DeviceOutcome>(
-                                            DeviceOutcome::onHost(kCublasLtRefused))
+    return absl::IsUnimplemented(ran) ? absl::StatusOr<DeviceOutcome>(DeviceOutcome::onHost(
+                                            fused ? kCudnnRefused : kCublasLtRefused))
                                       : ran;
-  return DeviceOutcome::ran("cublasLt");
+  return DeviceOutcome::ran(library);
 }
 
 absl::StatusOr<DeviceOutcome> LibraryCalls::reshape(const Site &site) const {

@@ -3,10 +3,11 @@
 // The CUDA executor is op-agnostic: it places values, launches generated
 // kernels, copies and times. What it knows of ops is this table: for each
 // kind of host step it can keep on the device (artifact::DeviceCall: a
-// matmul in cuBLASLt, a convolution or pool in cuDNN, a reshape by a device
-// copy), one call that runs it there or says why it runs on the host. A kind
-// without an entry does not build (the switch in LibraryCalls.cpp has no
-// default), and a step of kind `none` always runs on the host.
+// matmul in cuBLASLt, or as a cuDNN graph for an epilogue cuBLASLt lacks; a
+// convolution or pool in cuDNN; a reshape by a device copy), one call that
+// runs it there or says why it runs on the host. A kind without an entry
+// does not build (the switch in LibraryCalls.cpp has no default), and a step
+// of kind `none` always runs on the host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +30,8 @@ class CudaState;
 /// for each device-call kind.
 class LibraryCalls {
 public:
-  /// Loads cuBLASLt when `plan` has matmul steps and cuDNN when it has conv or
-  /// pool steps. A library that does not load is not an error: its steps run
+  /// Loads cuBLASLt when `plan` has matmul steps and cuDNN when it has conv,
+  /// pool or fused matmul steps (an activation cuBLASLt lacks: a cuDNN graph). A library that does not load is not an error: its steps run
   /// on the host, and `unavailable()` says why.
   static std::unique_ptr<LibraryCalls> create(const Plan &plan);
 

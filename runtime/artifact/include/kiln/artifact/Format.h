@@ -33,7 +33,8 @@ namespace kiln::artifact {
 /// a 7 reader would look up untagged names and find none.
 /// Since 8, without a new number (compatible growth: an older reader refuses
 /// what it does not know): ReadSizes.what, and Check steps (facts over sizes
-/// steps bind, checked where the step stands) at the end of StepOp.
+/// steps bind, checked where the step stands) at the end of StepOp; the
+/// GeluErf and Silu activations (a MatMul that runs as a cuDNN graph).
 constexpr uint32_t kFormatVersion = 8;
 
 /// The most symbols one variant fixes (the runtime's dispatch key is that wide).

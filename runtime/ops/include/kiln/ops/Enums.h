@@ -42,6 +42,23 @@ template <typename Enum> constexpr const char *enumMnemonic();
   template <> constexpr const char *enumMnemonic<Enum>() { return #Mnemonic; }
 #include "kiln/ops/OpEnums.def"
 
+/// The name of `value`'s row ("gelu_erf"), for messages; "?" for a number no
+/// row has.
+template <typename Enum> const char *caseName(Enum value);
+
+#define KILN_ENUM(Enum, Mnemonic, Summary)                                                        \
+  template <> inline const char *caseName<Enum>(Enum value) {                                      \
+    using E = Enum;                                                                                \
+    switch (value) {
+#define KILN_CASE(Case, SchemaCase, Number)                                                       \
+  case E::Case:                                                                                    \
+    return #Case;
+#define KILN_END_ENUM()                                                                            \
+  }                                                                                                \
+  return "?";                                                                                      \
+  }
+#include "kiln/ops/OpEnums.def"
+
 /// `value` as `Other`, another expansion of the same rows (the dialect's
 /// enum, the schema's). Their numbers are the rows'; a file that converts
 /// checks them with one static_assert per row, expanding the table once more:

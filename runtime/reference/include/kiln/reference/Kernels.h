@@ -42,9 +42,9 @@ using ops::ScatterReduction;
 absl::StatusOr<Shape> broadcastShapes(const Shape &a, const Shape &b);
 
 Tensor unary(UnaryFn fn, const Tensor &x);
-/// GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
-/// in double (cuBLASLt's GELU epilogue; a float tensor).
-Tensor geluTanh(const Tensor &x);
+/// A library op's activation (ops::Activation says each formula) of a float
+/// tensor, in double, rounded once to x's type.
+Tensor activation(ops::Activation a, const Tensor &x);
 absl::StatusOr<Tensor> binary(BinaryFn fn, const Tensor &a, const Tensor &b);
 absl::StatusOr<Tensor> compare(CompareFn fn, const Tensor &a, const Tensor &b);
 absl::StatusOr<Tensor> select(const Tensor &condition, const Tensor &onTrue,
