@@ -36,19 +36,25 @@ bool isSplat(Value v, double value) {
   return false;
 }
 
-/// True for a float splat constant that is `value` rounded to its type:
-/// within a relative 1e-6 for f32 and f64, and the type's unit roundoff for
-/// f16 (2^-11) and bf16 (2^-8) (exporters write sqrt(2/pi), 0.044715 and
-/// 1/sqrt(2) rounded to the model's type).
+/// True for a float splat constant that is `value` as the model's type
+/// holds it (exporters write sqrt(2/pi), 0.044715 and 1/sqrt(2) rounded to
+/// it): within a relative 1e-6 in f32 and f64, and in a narrower type
+/// `value` rounded to nearest in it (not its neighbour: 0.99609375 is not
+/// bf16's 1).
 bool isSplatNear(Value v, double value) {
   auto c = dyn_cast_or_null<ConstantOp>(v.getDefiningOp());
   auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
   if (!dense || !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
     return false;
-  Type type = dense.getElementType();
-  double tolerance = type.isBF16() ? std::ldexp(1.0, -8) : type.isF16() ? std::ldexp(1.0, -11) : 1e-6;
-  double got = dense.getSplatValue<APFloat>().convertToDouble();
-  return std::fabs(got - value) <= tolerance * std::fabs(value);
+  APFloat got = dense.getSplatValue<APFloat>();
+  auto type = cast<FloatType>(dense.getElementType());
+  if (type.getWidth() < 32) {
+    APFloat want(value);
+    bool lost = false;
+    want.convert(type.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return got.bitwiseIsEqual(want);
+  }
+  return std::fabs(got.convertToDouble() - value) <= 1e-6 * std::fabs(value);
 }
 
 /// The ops of one activation (a GELU, a SiLU) over a matmul's result, found
@@ -300,7 +306,9 @@ bool gatesMatmul(const ActivationMatch &match) {
 /// Whether cuDNN's fused matmuls (runtime fusion engines, whose f32
 /// products are TF32 tensor-core products) run a product of `element` as the
 /// precision mode promises: f16 and bf16 always; f32 where the mode allows
-/// TF32 or narrows it to f16/bf16; nothing else.
+/// TF32 or narrows it to f16/bf16 (kiln-lower-precision gives the activation
+/// back to elementwise ops where it keeps such a product in f32); nothing
+/// else.
 bool cudnnRunsFused(Type element, StringRef precision) {
   if (element.isF16() || element.isBF16())
     return true;
@@ -360,8 +368,10 @@ void absorbEpilogues(func::FuncOp func, StringRef precision) {
       if (!found)
         if (std::optional<ActivationMatch> silu = matchSilu(result); silu && !gatesMatmul(*silu))
           found = std::make_pair(std::move(*silu), Activation::silu);
-      if (found && (found->second == Activation::gelu_tanh ||
-                    cudnnRunsFused(type.getElementType(), precision))) {
+      // The chain's result must be the product's type (a splat of higher
+      // rank would broadcast it).
+      if (found && found->first.root->getResult(0).getType() == type &&
+          (found->second == Activation::gelu_tanh || cudnnRunsFused(type.getElementType(), precision))) {
         matmul.setActivation(found->second);
         ActivationMatch &chain = found->first;
         chain.root->getResult(0).replaceAllUsesWith(result);

@@ -21,6 +21,8 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <cmath>
+
 namespace kiln {
 #define GEN_PASS_DEF_LOWERPRECISIONPASS
 #include "passes/Passes.h.inc"
@@ -246,6 +248,44 @@ private:
   llvm::DenseMap<Value, Value> narrowedFrom;
 };
 
+/// An f32 matmul whose activation only cuDNN's fused matmuls apply (the erf
+/// GELU, SiLU: kiln-absorb-epilogues took them for the product to go narrow)
+/// that the mode keeps in f32 (its result reaches an integer cast): cuDNN
+/// would take its operands as TF32, which the mode does not allow, so the
+/// activation goes back to elementwise ops after the product, a kernel.
+void unfuseWideActivations(func::FuncOp func) {
+  SmallVector<MatmulOp> wide;
+  func.walk([&](MatmulOp m) {
+    Activation a = m.getActivation();
+    if (getElementTypeOrSelf(m.getType()).isF32() && (a == Activation::gelu_erf || a == Activation::silu))
+      wide.push_back(m);
+  });
+  for (MatmulOp m : wide) {
+    Activation activation = m.getActivation();
+    m.setActivation(Activation::none);
+    OpBuilder b(m->getContext());
+    b.setInsertionPointAfter(m);
+    Location loc = m.getLoc();
+    Value x = m.getResult();
+    auto scalar = [&](float v) -> Value {
+      auto type = RankedTensorType::get({}, b.getF32Type());
+      return ConstantOp::create(b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, ArrayRef<float>{v})));
+    };
+    Value y;
+    if (activation == Activation::silu) {
+      y = MulOp::create(b, loc, x, SigmoidOp::create(b, loc, x));
+    } else { // 0.5 x (1 + erf(x / sqrt(2)))
+      Value half = MulOp::create(b, loc, x, scalar(0.5f));
+      Value erf = ErfOp::create(b, loc, MulOp::create(b, loc, x, scalar(static_cast<float>(M_SQRT1_2))));
+      y = MulOp::create(b, loc, half, AddOp::create(b, loc, scalar(1.0f), erf));
+    }
+    x.replaceUsesWithIf(y, [&](OpOperand &use) {
+      Operation *user = use.getOwner();
+      return user->getBlock() != m->getBlock() || y.getDefiningOp()->isBeforeInBlock(user);
+    });
+  }
+}
+
 struct LowerPrecisionPass : public impl::LowerPrecisionPassBase<LowerPrecisionPass> {
   using LowerPrecisionPassBase::LowerPrecisionPassBase;
 
@@ -263,8 +303,10 @@ struct LowerPrecisionPass : public impl::LowerPrecisionPassBase<LowerPrecisionPa
                                              : Type();
     if (*mode != Precision::fp32)
       func->setAttr(kPrecisionAttr, PrecisionAttr::get(&getContext(), *mode));
-    if (narrow && !func.getBody().empty())
+    if (narrow && !func.getBody().empty()) {
       PrecisionLowering(func, narrow).run();
+      unfuseWideActivations(func);
+    }
   }
 };
 

@@ -445,7 +445,10 @@ def LowerPrecisionPass : Pass<"kiln-lower-precision", "::mlir::func::FuncOp"> {
     library steps accumulate in fp32. `precision=tf32` changes no type;
     like the narrow modes it records `kiln.precision` on the function, which
     lets matmul and conv steps round fp32 operands to TF32. `fp32` (the
-    default) does nothing. Runs after the passes that rewrite weights in
+    default) does nothing. An f32 matmul the narrow modes keep in f32 whose
+    activation is the erf GELU or SiLU (cuDNN graphs, which would read its
+    operands as TF32) gets that activation back as elementwise ops after it.
+    Runs after the passes that rewrite weights in
     fp32/f64 (batch norm folding, sibling-matmul merging).
   }];
   let options = [

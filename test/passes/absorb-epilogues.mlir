@@ -311,3 +311,23 @@ func.func @swiglu_gate(%x: tensor<4x8xbf16>, %wg: tensor<8x16xbf16>, %wu: tensor
   %h = kiln.mul %silu, %u : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
   return %h : tensor<4x16xbf16>
 }
+
+// -----
+
+// In bf16 a coefficient must be the value rounded to bf16, not a neighbour
+// of it: 0.99609375 is not 1, so this is no GELU.
+// CHECK-LABEL: func.func @near_miss
+// CHECK: kiln.matmul %arg0, %arg1 :
+// CHECK: kiln.erf
+func.func @near_miss(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>) -> tensor<4x16xbf16> {
+  %half = kiln.constant dense<0.5> : tensor<bf16>
+  %almost = kiln.constant dense<0.99609375> : tensor<bf16>
+  %r = kiln.constant dense<0.707106769> : tensor<bf16>
+  %m = kiln.matmul %x, %w : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+  %h = kiln.mul %m, %half : (tensor<4x16xbf16>, tensor<bf16>) -> tensor<4x16xbf16>
+  %e = kiln.mul %m, %r : (tensor<4x16xbf16>, tensor<bf16>) -> tensor<4x16xbf16>
+  %erf = kiln.erf %e : (tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  %a = kiln.add %erf, %almost : (tensor<4x16xbf16>, tensor<bf16>) -> tensor<4x16xbf16>
+  %g = kiln.mul %h, %a : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
+  return %g : tensor<4x16xbf16>
+}

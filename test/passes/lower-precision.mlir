@@ -123,3 +123,26 @@ func.func @integer_sums(%a: tensor<4x8xi8>, %w: tensor<4x8xi8>, %x: tensor<1x4x4
   %scaled = kiln.mul %added, %corr : (tensor<1x4x4x4xf32>, tensor<4x1x1xf32>) -> tensor<1x4x4x4xf32>
   return %t, %scaled : tensor<4x4xf32>, tensor<1x4x4x4xf32>
 }
+
+// -----
+
+// A matmul that kiln-absorb-epilogues gave an erf GELU (for the product to
+// run narrow in cuDNN) but whose result reaches an integer cast keeps f32:
+// cuDNN would read it as TF32, so the GELU goes back to elementwise ops
+// after the product (fp16 and bf16 modes; tf32 keeps it fused).
+// CHECK-LABEL: func.func @wide_gelu
+// CHECK: %[[M:.*]] = kiln.matmul %arg0, %arg1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+// CHECK: kiln.erf
+// CHECK: kiln.cast {{.*}} to i8
+// BF16-LABEL: func.func @wide_gelu
+// BF16: kiln.matmul %arg0, %arg1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+// BF16: kiln.erf
+// TF32-LABEL: func.func @wide_gelu
+// TF32: kiln.matmul %arg0, %arg1 {activation = #kiln<activation gelu_erf>}
+// TF32-NOT: kiln.erf
+func.func @wide_gelu(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xi8> {
+  %m = kiln.matmul %x, %w {activation = #kiln<activation gelu_erf>} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %r = kiln.round %m : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  %i = kiln.cast %r to i8 : (tensor<4x16xf32>) -> tensor<4x16xi8>
+  return %i : tensor<4x16xi8>
+}

@@ -66,7 +66,7 @@ def constant(name, value, dtype):
                             value=helper.make_tensor(name, ONNX_TYPES[dtype], [], [float(value)]))
 
 
-def gelu_case(approximate, dtype="float32", k=8):
+def gelu_case(approximate, dtype="float32", k=8, product="matmul"):
     """A transformer FFN's first half: x @ w + b, then GELU written out as
     exporters write it (the tanh form as HuggingFace's NewGELU, the exact form
     with Erf). cuBLASLt's GELU_BIAS epilogue takes the tanh form; the erf form
@@ -74,8 +74,18 @@ def gelu_case(approximate, dtype="float32", k=8):
     allows it, and in fp32 a generated kernel after the matmul."""
     def const(name, value):
         return constant(name, value, dtype)
-    nodes = [helper.make_node("MatMul", ["a", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["x"]),
-             const("half", 0.5), const("one", 1.0), helper.make_node("Mul", ["x", "half"], ["hx"])]
+    # The product: x @ w + b with a 2-D weight (its batch folds into M), a
+    # batched weight ("batched": equal batches in cuDNN's graph), or Gemm's
+    # transB ("gemm-transb": the weight read column-major through strides).
+    shapes = {"a": [2, 3, k], "w": [k, 16], "b": [16]}
+    if product == "gemm-transb":
+        nodes = [helper.make_node("Gemm", ["a", "w", "b"], ["x"], transB=1)]
+        shapes = {"a": [6, k], "w": [16, k], "b": [16]}
+    else:
+        nodes = [helper.make_node("MatMul", ["a", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["x"])]
+        if product == "batched":
+            shapes["w"] = [2, k, 16]
+    nodes += [const("half", 0.5), const("one", 1.0), helper.make_node("Mul", ["x", "half"], ["hx"])]
     if approximate == "tanh":
         nodes += [const("three", 3.0), const("k", 0.044715), const("c", np.sqrt(2 / np.pi)),
                   helper.make_node("Pow", ["x", "three"], ["cube"]),
@@ -87,7 +97,7 @@ def gelu_case(approximate, dtype="float32", k=8):
         nodes += [const("r", np.sqrt(0.5)), helper.make_node("Mul", ["x", "r"], ["xr"]),
                   helper.make_node("Erf", ["xr"], ["t"])]
     nodes += [helper.make_node("Add", ["one", "t"], ["p"]), helper.make_node("Mul", ["hx", "p"], ["y"])]
-    return nodes, {"a": [2, 3, k], "w": [k, 16], "b": [16]}, dtype
+    return nodes, shapes, dtype
 
 
 def silu_case(dtype, residual=False):
@@ -144,6 +154,8 @@ CASES = {
     "matmul-bias-gelu-erf-fp16": gelu_case("none", "float16"),
     "matmul-bias-gelu-erf-tf32": gelu_case("none"),
     "matmul-silu-bf16": silu_case("bfloat16"),
+    "batched-gelu-erf-bf16": gelu_case("none", "bfloat16", product="batched"),
+    "gemm-transb-gelu-erf-fp16": gelu_case("none", "float16", product="gemm-transb"),
     "matmul-residual-silu-fp16": silu_case("float16", residual=True),
     # K = 6: 12-byte bf16 rows, which cuDNN's tensor-core engines refuse
     # (16-byte rows): the step runs on the host, as the profile says.

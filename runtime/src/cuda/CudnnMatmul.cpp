@@ -111,7 +111,11 @@ std::optional<FusedProblem> planFused(const MatMulParams &params, const MatmulCa
     return std::nullopt;
   // [batch, M, K] over A's buffer ([.., K, M] when transposed), [batch, K, N]
   // over B's ([.., N, K] when transposed).
-  p.aStrides = ta ? std::array<int64_t, 3>{p.m * p.k, 1, p.m} : std::array<int64_t, 3>{p.m * p.k, p.k, 1};
+  // A transposed A of one row is the same bytes as its row-major self:
+  // described so (engines read strides, and a unit stride on both of the
+  // last dims reads as rows of one element).
+  bool aColumns = ta && p.m > 1;
+  p.aStrides = aColumns ? std::array<int64_t, 3>{p.m * p.k, 1, p.m} : std::array<int64_t, 3>{p.m * p.k, p.k, 1};
   p.bStrides = tb ? std::array<int64_t, 3>{p.k * p.n, 1, p.k} : std::array<int64_t, 3>{p.k * p.n, p.n, 1};
   if (params.hasBias) {
     if (call.bias.size() == 1 && call.bias[0] == p.n)
@@ -181,10 +185,15 @@ public:
     if (cudnnStatus_t s = dnn_.cudnnBackendFinalize(d); s != CUDNN_STATUS_SUCCESS)
       fail(absl::StrCat("cudnnBackendFinalize(", what, ")"), s);
   }
+  /// A NOT_SUPPORTED status is cuDNN's refusal of the graph; any other is
+  /// an error in what kiln asked (`failedHard`), which is not kept.
   void fail(const std::string &call, cudnnStatus_t s) {
-    if (ok())
-      refused_ = dnn_.describe(call.c_str(), s);
+    if (!ok())
+      return;
+    refused_ = dnn_.describe(call.c_str(), s);
+    failedHard_ = CUDNN_STATUS_CATEGORY(s) != CUDNN_STATUS_NOT_SUPPORTED;
   }
+  bool failedHard() const { return failedHard_; }
 
   cudnnBackendDescriptor_t tensor(Uid uid, cudnnDataType_t type, std::array<int64_t, 3> dims,
                                   std::array<int64_t, 3> strides, int64_t alignment, bool isVirtual) {
@@ -207,6 +216,10 @@ public:
     cudnnDataType_t precision = CUDNN_DATA_FLOAT;
     set(fn, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "pointwise mode");
     set(fn, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision, "pointwise precision");
+    if (mode == CUDNN_POINTWISE_SWISH_FWD) { // SiLU: x sigmoid(1 x), not the library's default
+      double beta = 1.0;
+      set(fn, CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_DOUBLE, 1, &beta, "swish beta");
+    }
     finalize(fn, "pointwise");
     cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "pointwise op");
     set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &fn,
@@ -223,6 +236,7 @@ private:
   const Cudnn &dnn_;
   std::vector<cudnnBackendDescriptor_t> &owned_;
   std::string &refused_;
+  bool failedHard_ = false;
 };
 
 /// Whether an engine's numerical notes fit the step: no inputs converted
@@ -377,6 +391,10 @@ absl::Status DnnRunner::matmul(const MatMulParams &params, const MatmulCall &cal
     if (g.ok() && !plan->plan)
       plan->refused = absl::StrCat("cuDNN has no engine for the fused matmul",
                                    skipped.empty() ? "" : absl::StrCat(": ", skipped));
+    // A descriptor cuDNN rejected (not a graph it does not support) is a
+    // fault in kiln's mapping, or a transient one: an error, and not kept.
+    if (g.failedHard())
+      return absl::InternalError(absl::StrCat("fused matmul: ", plan->refused));
     found = graphPlans_.emplace(key, std::move(plan)).first;
   }
   const GraphPlan &plan = *found->second;

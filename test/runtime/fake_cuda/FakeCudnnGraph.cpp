@@ -7,7 +7,9 @@
 //
 // - descriptors: TENSOR, MATMUL, OPERATION_MATMUL, POINTWISE,
 //   OPERATION_POINTWISE, OPERATIONGRAPH, ENGINEHEUR, ENGINECFG, ENGINE,
-//   EXECUTION_PLAN, VARIANT_PACK; an attribute of the wrong type or count, or
+//   EXECUTION_PLAN, VARIANT_PACK; a tensor without a data type or an id, or
+//   a graph with two tensors of one id (stricter than cuDNN, which has
+//   defaults), is BAD_PARAM at finalize; an attribute of the wrong type or count, or
 //   set after finalize, is BAD_PARAM (BAD_PARAM_NOT_FINALIZED for an
 //   unfinalized descriptor given as a value); a get before finalize is
 //   NOT_INITIALIZED. Engine configurations and engines are filled by
@@ -247,8 +249,12 @@ cudnnStatus_t finalizeTensor(Descriptor &d) {
     if (t.dims.back() < 1 || t.strides.back() < 0)
       return CUDNN_STATUS_BAD_PARAM;
   }
-  t.type = d.scalar<cudnnDataType_t>(CUDNN_ATTR_TENSOR_DATA_TYPE).value_or(CUDNN_DATA_FLOAT);
-  t.uid = d.scalar<int64_t>(CUDNN_ATTR_TENSOR_UNIQUE_ID).value_or(-1);
+  // cuDNN has defaults for both; a graph of tensors without them is a
+  // mistake this double refuses (stricter than cuDNN, as the header says).
+  if (!d.get(CUDNN_ATTR_TENSOR_DATA_TYPE) || !d.get(CUDNN_ATTR_TENSOR_UNIQUE_ID))
+    return CUDNN_STATUS_BAD_PARAM;
+  t.type = *d.scalar<cudnnDataType_t>(CUDNN_ATTR_TENSOR_DATA_TYPE);
+  t.uid = *d.scalar<int64_t>(CUDNN_ATTR_TENSOR_UNIQUE_ID);
   t.alignment = d.scalar<int64_t>(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT).value_or(bytesOf(t.type));
   t.isVirtual = d.scalar<bool>(CUDNN_ATTR_TENSOR_IS_VIRTUAL).value_or(false);
   if (t.alignment <= 0 || t.alignment % bytesOf(t.type) != 0)
@@ -491,6 +497,20 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
         return CUDNN_STATUS_NOT_SUPPORTED;
       d->ops.push_back(op);
     }
+    // Tensors are told apart by their ids: two tensors with one id are a
+    // mistake (cuDNN would bind one pointer to both).
+    std::map<int64_t, const Descriptor *> byId;
+    for (Descriptor *op : d->ops)
+      for (auto &[name, value] : op->attrs) {
+        if (value.type != CUDNN_TYPE_BACKEND_DESCRIPTOR)
+          continue;
+        const Descriptor *t = value.at<Descriptor *>(0);
+        if (t->type != CUDNN_BACKEND_TENSOR_DESCRIPTOR)
+          continue;
+        auto [it, added] = byId.emplace(t->tensor.uid, t);
+        if (!added && it->second != t)
+          return CUDNN_STATUS_BAD_PARAM;
+      }
     d->graph = analyze(d->ops); // null: no engine supports it (the heuristic says so)
     break;
   }
