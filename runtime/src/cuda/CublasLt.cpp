@@ -2,6 +2,8 @@
 
 #include "cuda/CublasLt.h"
 
+#include "cuda/Alignment.h"
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -278,14 +280,9 @@ bool MatmulRunner::supports(const MatMulParams &params, const MatmulCall &call) 
 }
 
 namespace {
-/// The largest power of two, up to 256, that divides `address`: the alignment
-/// cuBLASLt may assume of a pointer (its preferences' unit).
-uint32_t alignmentOf(uintptr_t address) {
-  uint32_t a = 256;
-  while (a > 1 && address % a != 0)
-    a /= 2;
-  return a;
-}
+/// The alignment cuBLASLt may assume of a pointer (its preferences' unit):
+/// up to 256 bytes.
+uint32_t alignmentOf(uintptr_t address) { return pointerAlignment(address, 256); }
 } // namespace
 
 /// One call's descriptors, algorithm and scalars: what run() issues, per

@@ -25,6 +25,8 @@
 
 #include "cuda/Cudnn.h"
 
+#include "cuda/Alignment.h"
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -128,15 +130,9 @@ std::optional<FusedProblem> planFused(const MatMulParams &params, const MatmulCa
   return p;
 }
 
-/// The largest power of two up to 16 that divides `address`: what a tensor
-/// tells cuDNN of its pointer (engines for 16-byte aligned operands are the
-/// tensor-core ones).
-int64_t alignmentOf(uintptr_t address) {
-  int64_t a = 16;
-  while (a > 1 && address % a != 0)
-    a /= 2;
-  return a;
-}
+/// What a tensor tells cuDNN of its pointer: its alignment up to 16 bytes
+/// (engines for 16-byte aligned operands are the tensor-core ones).
+int64_t alignmentOf(uintptr_t address) { return pointerAlignment(address, 16); }
 
 std::string problemKey(const MatMulParams &params, const FusedProblem &p, const MatmulCall &call) {
   return absl::StrCat(static_cast<int>(p.data), "|", static_cast<int>(p.mode), "|",
