@@ -117,7 +117,7 @@ std::string LibraryCalls::unavailable() const {
   if (!matmulUnavailable_.empty())
     absl::StrAppend(&text, " (matmuls on the host: ", matmulUnavailable_, ")");
   if (!dnnUnavailable_.empty())
-    absl::StrAppend(&text, " (conv and pool on the host: ", dnnUnavailable_, ")");
+    absl::StrAppend(&text, " (conv, pool and fused matmuls on the host: ", dnnUnavailable_, ")");
   return text;
 }
 

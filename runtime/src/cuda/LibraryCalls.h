@@ -31,8 +31,9 @@ class CudaState;
 class LibraryCalls {
 public:
   /// Loads cuBLASLt when `plan` has matmul steps and cuDNN when it has conv,
-  /// pool or fused matmul steps (an activation cuBLASLt lacks: a cuDNN graph). A library that does not load is not an error: its steps run
-  /// on the host, and `unavailable()` says why.
+  /// pool or fused matmul steps (an activation cuBLASLt lacks: a cuDNN
+  /// graph). A library that does not load is not an error: its steps run on
+  /// the host, and `unavailable()` says why.
   static std::unique_ptr<LibraryCalls> create(const Plan &plan);
 
   /// " (matmuls on the host: ...)" for each library that did not load; empty
