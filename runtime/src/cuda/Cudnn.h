@@ -68,6 +68,13 @@ struct DnnCall {
   uintptr_t residualAddress = 0;
 };
 
+/// A fused matmul's execution plan (CudnnMatmul.cpp), which destroys the
+/// descriptors it was built from.
+struct GraphPlan;
+struct GraphPlanDeleter {
+  void operator()(GraphPlan *plan) const;
+};
+
 /// Runs Conv and Pool steps in cuDNN for one executor. Thread-safe.
 class DnnRunner {
 public:
@@ -134,10 +141,6 @@ private:
   mutable absl::flat_hash_map<std::string, Chosen<cudnnConvolutionBwdDataAlgo_t>> backwardAlgorithms_;
   /// A fused matmul's execution plan and the descriptors it holds, or why
   /// cuDNN has none, per problem (CudnnMatmul.cpp).
-  struct GraphPlan;
-  struct GraphPlanDeleter {
-    void operator()(GraphPlan *plan) const;
-  };
   mutable absl::flat_hash_map<std::string, std::unique_ptr<GraphPlan, GraphPlanDeleter>> graphPlans_;
 };
 
