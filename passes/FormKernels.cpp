@@ -140,6 +140,31 @@ bool isKernelOp(Operation *op) { return whyNotKernel(op).empty(); }
 /// saves nothing (the chain is compute-bound long before).
 constexpr unsigned kMaxFusedDepth = 128;
 
+/// The most op elements one kernel's code may compute per output element.
+/// Codegen computes a fused producer's element once per distinct position
+/// its readers ask for it at (KernelEmitter::element remembers an element
+/// only at the same position): through slices, concat branches, transposes
+/// and broadcasts, a producer read at k positions by a consumer read at m is
+/// computed k * m times, so fusion can multiply code. SSDlite's box decode
+/// (four columns, each a slice of six anchor levels' concat of grids) fused
+/// whole was a 2.4 MB PTX kernel that NVRTC took 77 s to build. Past the
+/// budget the producer is a kernel of its own: its result is stored once
+/// and read back, which costs a launch and its bytes, not a compile.
+/// Ordinary kernels (normalizations, attention masks, box decodes of one
+/// level) compute a few hundred.
+constexpr size_t kMaxComputedElements = 1024;
+
+/// Whether `user` reads its operand `number` at the position it computes:
+/// an elementwise op over an operand of its own shape. Any other read asks
+/// for the producer at a position of its own (KernelEmitter::element
+/// recomputes it there).
+bool readsAtOwnPosition(Operation *user, unsigned number) {
+  auto facts = dyn_cast<KernelFacts>(user);
+  if (!facts || facts.elementAccess() != ElementAccess::broadcast)
+    return false;
+  return user->getOperand(number).getType() == kernelResult(user).getType();
+}
+
 struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -276,6 +301,11 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
       groups.push_back({root});
       groupOf[root] = g;
       DenseMap<Operation *, unsigned> depth = {{root, 0}};
+      // The positions codegen computes each member's element at (ids; the
+      // root's is 0), and their total: see kMaxComputedElements.
+      DenseMap<Operation *, SmallVector<unsigned>> positions = {{root, {0}}};
+      unsigned nextPosition = 1;
+      size_t computed = 1;
       SmallVector<Operation *> worklist = {root};
       // A root that reads its inputs many times has them materialized.
       if (auto facts = dyn_cast<KernelFacts>(root); facts && !facts.fusesProducers())
@@ -288,10 +318,12 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
         for (Operation *op : llvm::drop_begin(merge)) {
           groupOf[op] = g;
           depth[op] = 0;
+          positions[op] = {0};
           groups[g].push_back(op);
         }
         groupOf[attention] = g;
         depth[attention] = 1;
+        positions[attention] = {0};
         groups[g].push_back(attention);
         worklist = {attention};
       }
@@ -310,6 +342,31 @@ struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {
           });
           if (!allUsersHere)
             continue; // materialized by its own kernel, not recomputed
+          // Every user is a member, so their positions are final: a member's
+          // users all joined before it did.
+          SmallVector<unsigned> at;
+          size_t mostOfAUser = 0;
+          for (OpOperand &use : producer->getUses()) {
+            ArrayRef<unsigned> ofUser = positions[use.getOwner()];
+            mostOfAUser = std::max(mostOfAUser, ofUser.size());
+            for (unsigned p : ofUser)
+              at.push_back(readsAtOwnPosition(use.getOwner(), use.getOperandNumber())
+                               ? p
+                               : nextPosition++);
+          }
+          llvm::sort(at);
+          at.erase(std::unique(at.begin(), at.end()), at.end());
+          // Over budget, the cut falls where the copies multiply (a value
+          // read at more positions than any one reader is computed at), so
+          // that value is stored once and its readers (slices, say) still
+          // fuse; a producer that only follows its reader joins, up to twice
+          // the budget.
+          size_t after = computed + at.size();
+          if (after > kMaxComputedElements &&
+              (at.size() > mostOfAUser || after > 2 * kMaxComputedElements))
+            continue; // a kernel of its own: see kMaxComputedElements
+          computed += at.size();
+          positions[producer] = std::move(at);
           groupOf[producer] = g;
           depth[producer] = depth[cur] + 1;
           groups[g].push_back(producer);

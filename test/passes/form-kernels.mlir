@@ -566,3 +566,77 @@ func.func @lone_reshape(%x: tensor<?x3x8xf32, #kiln.dims<[n, 3, 8]>>, %w: tensor
   }
   return %m, %f : tensor<?x4xf32, #kiln.dims<[3 * n, 4]>>, tensor<?x4xf32, #kiln.dims<[3 * n, 4]>>
 }
+
+// -----
+
+// Fusion that would multiply code stops where the copies multiply: each
+// level reads the one below at two positions (two slices), so fused whole the
+// exp would be computed 1024 times per element, 2046 ops in all (past
+// kMaxComputedElements). The first level is stored by a kernel of its own and
+// the nine above it, slices included, fuse into one.
+// CHECK-LABEL: func.func @duplication
+// CHECK: %[[LOW:.*]] = kiln.kernel "pointwise"(%arg0) : (tensor<16xf32>) -> tensor<15xf32>
+// CHECK: kiln.exp
+// CHECK-COUNT-2: kiln.slice
+// CHECK-NEXT: kiln.add
+// CHECK-NEXT: kiln.yield
+// CHECK: %[[TOP:.*]] = kiln.kernel "pointwise"(%[[LOW]]) : (tensor<15xf32>) -> tensor<6xf32>
+// CHECK-COUNT-18: kiln.slice
+// CHECK-NOT: kiln.kernel
+// CHECK: return %[[TOP]]
+func.func @duplication(%x: tensor<16xf32>) -> tensor<6xf32> {
+  %one = kiln.constant dense<1> : tensor<1xi64>
+  %zero = kiln.constant dense<0> : tensor<1xi64>
+  %b0 = kiln.exp %x : (tensor<16xf32>) -> tensor<16xf32>
+  %e0 = kiln.constant dense<15> : tensor<1xi64>
+  %f0 = kiln.constant dense<16> : tensor<1xi64>
+  %l0 = kiln.slice %b0, %zero, %e0, %one : (tensor<16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<15xf32>
+  %r0 = kiln.slice %b0, %one, %f0, %one : (tensor<16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<15xf32>
+  %b1 = kiln.add %l0, %r0 : (tensor<15xf32>, tensor<15xf32>) -> tensor<15xf32>
+  %e1 = kiln.constant dense<14> : tensor<1xi64>
+  %f1 = kiln.constant dense<15> : tensor<1xi64>
+  %l1 = kiln.slice %b1, %zero, %e1, %one : (tensor<15xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<14xf32>
+  %r1 = kiln.slice %b1, %one, %f1, %one : (tensor<15xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<14xf32>
+  %b2 = kiln.add %l1, %r1 : (tensor<14xf32>, tensor<14xf32>) -> tensor<14xf32>
+  %e2 = kiln.constant dense<13> : tensor<1xi64>
+  %f2 = kiln.constant dense<14> : tensor<1xi64>
+  %l2 = kiln.slice %b2, %zero, %e2, %one : (tensor<14xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<13xf32>
+  %r2 = kiln.slice %b2, %one, %f2, %one : (tensor<14xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<13xf32>
+  %b3 = kiln.add %l2, %r2 : (tensor<13xf32>, tensor<13xf32>) -> tensor<13xf32>
+  %e3 = kiln.constant dense<12> : tensor<1xi64>
+  %f3 = kiln.constant dense<13> : tensor<1xi64>
+  %l3 = kiln.slice %b3, %zero, %e3, %one : (tensor<13xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<12xf32>
+  %r3 = kiln.slice %b3, %one, %f3, %one : (tensor<13xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<12xf32>
+  %b4 = kiln.add %l3, %r3 : (tensor<12xf32>, tensor<12xf32>) -> tensor<12xf32>
+  %e4 = kiln.constant dense<11> : tensor<1xi64>
+  %f4 = kiln.constant dense<12> : tensor<1xi64>
+  %l4 = kiln.slice %b4, %zero, %e4, %one : (tensor<12xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<11xf32>
+  %r4 = kiln.slice %b4, %one, %f4, %one : (tensor<12xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<11xf32>
+  %b5 = kiln.add %l4, %r4 : (tensor<11xf32>, tensor<11xf32>) -> tensor<11xf32>
+  %e5 = kiln.constant dense<10> : tensor<1xi64>
+  %f5 = kiln.constant dense<11> : tensor<1xi64>
+  %l5 = kiln.slice %b5, %zero, %e5, %one : (tensor<11xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<10xf32>
+  %r5 = kiln.slice %b5, %one, %f5, %one : (tensor<11xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<10xf32>
+  %b6 = kiln.add %l5, %r5 : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
+  %e6 = kiln.constant dense<9> : tensor<1xi64>
+  %f6 = kiln.constant dense<10> : tensor<1xi64>
+  %l6 = kiln.slice %b6, %zero, %e6, %one : (tensor<10xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<9xf32>
+  %r6 = kiln.slice %b6, %one, %f6, %one : (tensor<10xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<9xf32>
+  %b7 = kiln.add %l6, %r6 : (tensor<9xf32>, tensor<9xf32>) -> tensor<9xf32>
+  %e7 = kiln.constant dense<8> : tensor<1xi64>
+  %f7 = kiln.constant dense<9> : tensor<1xi64>
+  %l7 = kiln.slice %b7, %zero, %e7, %one : (tensor<9xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<8xf32>
+  %r7 = kiln.slice %b7, %one, %f7, %one : (tensor<9xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<8xf32>
+  %b8 = kiln.add %l7, %r7 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %e8 = kiln.constant dense<7> : tensor<1xi64>
+  %f8 = kiln.constant dense<8> : tensor<1xi64>
+  %l8 = kiln.slice %b8, %zero, %e8, %one : (tensor<8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<7xf32>
+  %r8 = kiln.slice %b8, %one, %f8, %one : (tensor<8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<7xf32>
+  %b9 = kiln.add %l8, %r8 : (tensor<7xf32>, tensor<7xf32>) -> tensor<7xf32>
+  %e9 = kiln.constant dense<6> : tensor<1xi64>
+  %f9 = kiln.constant dense<7> : tensor<1xi64>
+  %l9 = kiln.slice %b9, %zero, %e9, %one : (tensor<7xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<6xf32>
+  %r9 = kiln.slice %b9, %one, %f9, %one : (tensor<7xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<6xf32>
+  %b10 = kiln.add %l9, %r9 : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+  return %b10 : tensor<6xf32>
+}
