@@ -108,10 +108,15 @@ std::optional<FailureOr<EncodedStep>> encodeLibraryStep(Operation *op, StepBuild
   auto longs = [&](ArrayRef<int64_t> v) { return s.longs(v); };
   return llvm::TypeSwitch<Operation *, std::optional<FailureOr<EncodedStep>>>(op)
       .Case([&](MatmulOp m) {
+        // A float8 product's result type; f32 (the field's default) otherwise.
+        ref::DType float8Result = ref::DType::f32;
+        if (m.isFloat8Product())
+          float8Result = toRefType(m.getType().getElementType()).value_or(ref::DType::f32);
         return step(fb::StepOp::MatMul,
                     fb::CreateMatMul(b, m.getTransposeLhs(), m.getTransposeRhs(),
-                                     /*alpha=*/1.0, static_cast<bool>(m.getBias()),
-                                     toSchema(m.getActivation()), s.allowTf32));
+                                     m.getAlpha().convertToDouble(),
+                                     static_cast<bool>(m.getBias()), toSchema(m.getActivation()),
+                                     s.allowTf32, static_cast<fb::DType>(float8Result)));
       })
       .Case([&](ConvOp c) {
         return step(fb::StepOp::Conv,

@@ -25,7 +25,7 @@ constexpr double kL2BytesPerUs = 7e6;          // 7 TB/s
 constexpr double kFp32FlopsPerUs = 67e6;       // CUDA cores, fp32 FMA
 constexpr double kTf32FlopsPerUs = 495e6;      // tensor cores
 constexpr double kHalfFlopsPerUs = 989e6;      // tensor cores, fp16/bf16 in
-constexpr double kInt8OpsPerUs = 1979e6;       // tensor cores, int8 in
+constexpr double kInt8OpsPerUs = 1979e6;       // tensor cores, int8 or fp8 (e4m3) in
 constexpr double kLaunchUs = 2.0;
 
 double peakFlopsPerUs(artifact::FlopUnit unit) {
@@ -109,7 +109,7 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
   }
   return llvm::json::Object{
       {"device", "H200 (model: 4.3 TB/s from memory, 7 from L2; 67 TFLOP/s fp32, 495 tf32, 989 "
-                 "fp16/bf16, 1979 int8; 2 us a launch)"},
+                 "fp16/bf16, 1979 int8/fp8; 2 us a launch)"},
       {"steps", std::move(steps)},
       {"predicted_us", total},
       {"kernel_bytes", kernelBytes},

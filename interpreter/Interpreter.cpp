@@ -165,6 +165,12 @@ LogicalResult Interpreter::runBlock(Block &block, std::vector<ref::Tensor> &term
         terminatorValues.push_back(get(v));
       return success();
     }
+    if (options.observe) {
+      std::vector<const ref::Tensor *> operands;
+      for (Value v : op.getOperands())
+        operands.push_back(values.count(v) ? &values.find(v)->second : nullptr);
+      options.observe(&op, operands);
+    }
     if (failed(runOp(&op)))
       return failure();
   }

@@ -41,6 +41,10 @@ struct InterpretOptions {
   /// kernel's body on the reference kernels. Returns the kernel's one result.
   std::function<mlir::FailureOr<ref::Tensor>(KernelOp, llvm::ArrayRef<ref::Tensor>, Evaluate)>
       runKernel;
+  /// Called before each op runs, with its operands' values (null for one
+  /// the interpreter does not hold, a region's captured value): what
+  /// calibration reads (kiln-fp8-matmuls' activation ranges).
+  std::function<void(mlir::Operation *, llvm::ArrayRef<const ref::Tensor *>)> observe;
   /// A Loop running more iterations than this stops with an error naming the
   /// limit: a trip count from bad data (2^62) must not hang the oracle.
   int64_t maxLoopIterations = int64_t(1) << 20;

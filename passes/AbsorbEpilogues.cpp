@@ -348,7 +348,8 @@ void absorbEpilogues(func::FuncOp func, StringRef precision) {
           OpBuilder b(add);
           auto fused = MatmulOp::create(b, matmul.getLoc(), type, matmul.getLhs(), matmul.getRhs(),
                                         bias, Activation::none, matmul.getTransposeLhs(),
-                                        matmul.getTransposeRhs());
+                                        matmul.getTransposeRhs(), matmul.getAlpha(),
+                                        matmul.getFloat8ResultAttr());
           add.getResult().replaceAllUsesWith(fused.getResult());
           add.erase();
           matmul.erase();

@@ -15,9 +15,12 @@ namespace kiln {
 
 struct KernelPipelineOptions {
   /// kiln-lower-precision's mode (kiln-compile --precision): fp32, tf32,
-  /// fp16 or bf16 (buildArtifact reads the mode the pass recorded on the
+  /// fp16, bf16 or fp8 (buildArtifact reads the mode the pass recorded on the
   /// function).
   std::string precision = "fp32";
+  /// kiln-fp8-matmuls' calibration data sets (kiln-compile --calibrate),
+  /// with precision fp8.
+  std::string calibration;
   /// kiln-kv-cache-in-place (kiln-compile --kv-cache-in-place): a decoder's
   /// past/present pairs become caches the model updates in place.
   bool kvCacheInPlace = false;

@@ -75,6 +75,8 @@ public:
         narrowConstant(constant);
       else if (auto cast = dyn_cast<CastOp>(op))
         narrowCast(cast);
+      else if (auto product = dyn_cast<MatmulOp>(op); product && product.isFloat8Product())
+        narrowFloat8Product(product);
       else if (mayRunNarrow(op) && takesFloatData(op))
         narrowOp(op);
       else
@@ -107,7 +109,10 @@ private:
     };
     for (Operation *op : ops) {
       auto cast = dyn_cast<CastOp>(op);
-      if (!cast || !isF32Tensor(cast.getInput().getType()))
+      // kiln-fp8-matmuls' quantization of an activation: a bf16 rounding
+      // first moves it by far less than an e4m3 step, and nothing expects
+      // it exact.
+      if (!cast || !isF32Tensor(cast.getInput().getType()) || cast->hasAttr(kFp8OperandAttr))
         continue;
       // Any conversion that rounds again (integers, float8, the other 16-bit
       // float); not one to bool, f64 or the narrow type itself.
@@ -172,7 +177,9 @@ private:
     if (!isF32Tensor(value.getType()) || value.use_empty())
       return;
     bool allNarrow = llvm::all_of(value.getUsers(), [&](Operation *user) {
-      return mayRunNarrow(user) || (isa<CastOp>(user) && !keepWide.contains(user));
+      auto product = dyn_cast<MatmulOp>(user);
+      return mayRunNarrow(user) || (isa<CastOp>(user) && !keepWide.contains(user)) ||
+             (product && product.isFloat8Product()); // its bias, which goes narrow
     });
     if (!allNarrow)
       return;
@@ -211,6 +218,19 @@ private:
       result.setType(withElement(result.getType(), narrow));
       narrowed.insert(result);
     }
+  }
+
+  /// A float8 product (kiln-fp8-matmuls) writes the narrow type itself
+  /// (cuBLASLt's FP8 matmul with a 16-bit D), its bias in that type too.
+  void narrowFloat8Product(MatmulOp product) {
+    if (!isF32Tensor(product.getType()))
+      return;
+    OpBuilder b(product);
+    if (Value bias = product.getBias(); bias && isF32Tensor(bias.getType()))
+      product.getBiasMutable().assign(castTo(b, product.getLoc(), bias, narrow));
+    product.setFloat8ResultAttr(TypeAttr::get(narrow));
+    product.getResult().setType(withElement(product.getType(), narrow));
+    narrowed.insert(product.getResult());
   }
 
   /// `op` keeps fp32: narrowed values it reads, as operands or inside its
@@ -295,12 +315,13 @@ struct LowerPrecisionPass : public impl::LowerPrecisionPassBase<LowerPrecisionPa
     std::optional<Precision> mode = symbolizePrecision(precision);
     if (!mode) {
       func.emitError() << "unknown precision '" << precision
-                       << "' (expected fp32, tf32, fp16 or bf16)";
+                       << "' (expected fp32, tf32, fp16, bf16 or fp8)";
       return signalPassFailure();
     }
-    Type narrow = *mode == Precision::fp16   ? Type(b.getF16Type())
-                  : *mode == Precision::bf16 ? Type(b.getBF16Type())
-                                             : Type();
+    // fp8 stores bf16 around kiln-fp8-matmuls' float8 products.
+    Type narrow = *mode == Precision::fp16                              ? Type(b.getF16Type())
+                  : *mode == Precision::bf16 || *mode == Precision::fp8 ? Type(b.getBF16Type())
+                                                                        : Type();
     if (*mode != Precision::fp32)
       func->setAttr(kPrecisionAttr, PrecisionAttr::get(&getContext(), *mode));
     if (narrow && !func.getBody().empty()) {

@@ -74,8 +74,14 @@ struct CompilePipelineOptions : public mlir::PassPipelineOptions<CompilePipeline
       llvm::cl::init(uint64_t(1) << 36)};
   Option<std::string> precision{
       *this, "precision",
-      llvm::cl::desc("fp32 (default), tf32, fp16 or bf16 (kiln-lower-precision)"),
+      llvm::cl::desc("fp32 (default), tf32, fp16, bf16 or fp8 (kiln-lower-precision; fp8 "
+                     "runs kiln-fp8-matmuls first)"),
       llvm::cl::init("fp32")};
+  Option<std::string> calibration{
+      *this, "calibration",
+      llvm::cl::desc("With precision fp8: the data sets the activations' scales come from "
+                     "(kiln-fp8-matmuls)"),
+      llvm::cl::init("")};
   Option<bool> kvCacheInPlace{
       *this, "kv-cache-in-place",
       llvm::cl::desc("Turn a decoder's past/present cache pairs into caches updated in place "

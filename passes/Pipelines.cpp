@@ -54,6 +54,13 @@ void buildKernelPipeline(OpPassManager &pm, const KernelPipelineOptions &options
   // kernel), before the precision mode (the caches keep their type).
   if (options.kvCacheInPlace)
     func.addPass(createKvCacheInPlacePass());
+  // Before the precision mode, which gives its float8 products a bf16
+  // result; after the epilogues, which it keeps (cuBLASLt's FP8 ones).
+  if (options.precision == "fp8") {
+    Fp8MatmulsPassOptions fp8;
+    fp8.calibration = options.calibration;
+    func.addPass(createFp8MatmulsPass(fp8));
+  }
   // After the weight rewrites above, which read and write fp32/f64 constants.
   LowerPrecisionPassOptions lower;
   lower.precision = options.precision;
@@ -90,6 +97,7 @@ void buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptions &optio
   }
   KernelPipelineOptions kernel;
   kernel.precision = options.precision;
+  kernel.calibration = options.calibration;
   kernel.kvCacheInPlace = options.kvCacheInPlace;
   kernel.sampleOnDevice = options.sampleOnDevice;
   kernel.weightBits = options.weightBits;

@@ -128,8 +128,18 @@ static cl::opt<std::string> precision(
     cl::desc("fp32 (default: IEEE everywhere), tf32 (matmuls and convs may round fp32 "
              "operands to TF32), fp16 or bf16 (weights and activations stored narrow; "
              "kernels compute, and libraries accumulate, in fp32; reductions keep fp32 "
-             "results); inputs and outputs keep their types. Tolerances: docs/precision.md"),
+             "results), or fp8 (bf16, and matmuls by constant weights on FP8 tensor cores: "
+             "e4m3 operands with a scale per tensor, the activations' from --calibrate; "
+             "sm_89 or newer, default --arch sm_90); inputs and outputs keep their types. "
+             "Tolerances: docs/precision.md"),
     cl::init("fp32"), cl::value_desc("mode"), cl::cat(category));
+static cl::opt<std::string> calibrate(
+    "calibrate",
+    cl::desc("With --precision fp8: a folder of data sets laid out as the ONNX tests' "
+             "(test_data_set_N/input_K.pb or .npy); the model runs on each in the float64 "
+             "reference, and each FP8 matmul's activation scale is the largest magnitude it "
+             "reaches there over 448 (larger values clamp)"),
+    cl::value_desc("dir"), cl::cat(category));
 static cl::opt<bool> kvCacheInPlace(
     "kv-cache-in-place",
     cl::desc("A decoder exported with its KV cache (past_key_values inputs, presents = "
@@ -308,8 +318,13 @@ int main(int argc, char **argv) {
     graphviz = *dot;
   }
 
-  if (kiln::ref::precisionTolerance(precision) < 0) // the modes are that table's
-    return fail("--precision '" + precision + "' is not one of fp32, tf32, fp16, bf16");
+  // The modes are that table's, and fp8 (checked against calibrated data, not
+  // a tolerance of the node tests).
+  bool fp8 = precision == "fp8";
+  if (!fp8 && kiln::ref::precisionTolerance(precision) < 0)
+    return fail("--precision '" + precision + "' is not one of fp32, tf32, fp16, bf16, fp8");
+  if (!calibrate.empty() && !fp8)
+    return fail("--calibrate sets FP8 scales: it needs --precision fp8");
 
   int64_t weightBits = weightsMode == "int4" ? 4 : weightsMode == "int8" ? 8 : 0;
   if (!weightBits && weightsMode != "float")
@@ -320,11 +335,17 @@ int main(int argc, char **argv) {
 
   kiln::ArtifactOptions options;
   options.cubinArchs.clear();
-  if (archs != "none")
-    for (StringRef a : llvm::split(StringRef(archs), ',')) {
+  // FP8 tensor cores start at sm_89: fp8's default is sm_90 alone, and an
+  // older arch asked for would run every FP8 matmul on the host.
+  std::string archList = fp8 && archs.getNumOccurrences() == 0 ? "sm_90" : archs.getValue();
+  if (archList != "none")
+    for (StringRef a : llvm::split(StringRef(archList), ',')) {
       int sm = 0;
       if (!a.consume_front("sm_") || a.getAsInteger(10, sm) || sm < 50)
-        return fail("--arch '" + archs + "' is not a list like sm_80,sm_90 (or 'none')");
+        return fail("--arch '" + archList + "' is not a list like sm_80,sm_90 (or 'none')");
+      if (fp8 && sm < 89)
+        return fail("--precision fp8 needs FP8 tensor cores (sm_89 or newer); --arch '" +
+                    archList + "' has sm_" + std::to_string(sm));
       options.cubinArchs.push_back(sm);
     }
   options.hostLibrary = !noHost;
@@ -336,6 +357,7 @@ int main(int argc, char **argv) {
     options.cubinDumpDir = dumpCubins;
   }
   options.pipeline.precision = precision;
+  options.pipeline.calibration = calibrate;
   options.pipeline.kvCacheInPlace = kvCacheInPlace;
   options.pipeline.sampleOnDevice = sampleOnDevice;
   options.pipeline.weightBits = weightBits;

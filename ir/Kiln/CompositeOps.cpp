@@ -74,6 +74,10 @@ DimExpr windowOutputDim(DimExpr in, DimExpr kernel, int64_t padBegin, int64_t pa
 // matmul
 //===----------------------------------------------------------------------===//
 
+/// Whether `t` is one of the float8 types cuBLASLt multiplies (OCP's e4m3
+/// and e5m2; not the fnuz variants).
+static bool isFloat8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                          Adaptor adaptor, InferredTypes &inferred) {
   StringRef name = getOperationName();
@@ -116,14 +120,33 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     out.push_back(a[a.size() - 2]);
   if (!rhsVector)
     out.push_back(b.back());
-  Type element = productElementType(lhs.getElementType());
-  if (element != lhs.getElementType() &&
-      (adaptor.getBias() || (adaptor.getActivationAttr() &&
-                             adaptor.getActivationAttr().getValue() != Activation::none)))
+  Type float8Result = adaptor.getFloat8ResultAttr() ? adaptor.getFloat8ResultAttr().getValue() : Type();
+  bool float8 = isFloat8(lhs.getElementType());
+  if (float8Result && (!float8 || !isa<Float32Type, Float16Type, BFloat16Type>(float8Result)))
+    return emitShapeError(location, name,
+                          "float8_result is f32, f16 or bf16, for float8 operands only");
+  if (float8 && !isa<Float8E4M3FNType>(lhs.getElementType()))
+    return emitShapeError(location, name,
+                          "float8 operands are f8E4M3FN (cuBLASLt's e5m2 products are not taken)");
+  Type element = productElementType(lhs.getElementType(), float8Result);
+  bool activation = adaptor.getActivationAttr() &&
+                    adaptor.getActivationAttr().getValue() != Activation::none;
+  if (isa<IntegerType>(element) && element != lhs.getElementType() &&
+      (adaptor.getBias() || activation))
     return emitShapeError(location, name, "an 8-bit integer product takes no bias or activation");
+  // cuBLASLt's FP8 epilogues: a bias vector, ReLU, the tanh GELU.
+  if (float8 && activation && adaptor.getActivationAttr().getValue() != Activation::relu &&
+      adaptor.getActivationAttr().getValue() != Activation::gelu_tanh)
+    return emitShapeError(location, name,
+                          "a float8 product's activation is relu or gelu_tanh (cuBLASLt's)");
+  if (adaptor.getAlphaAttr() && adaptor.getAlphaAttr().getValueAsDouble() != 1.0 && !float8)
+    return emitShapeError(location, name, "alpha scales float8 products only");
   if (Value bias = adaptor.getBias()) {
-    if (failed(checkSameElement(location, name, adaptor.getLhs(), bias, "bias")))
-      return failure();
+    if (float8 ? tensorType(bias).getElementType() != element
+               : failed(checkSameElement(location, name, adaptor.getLhs(), bias, "bias")))
+      return float8 ? emitShapeError(location, name,
+                                     "a float8 product's bias has the result's element type")
+                    : failure();
     RankedTensorType biasType = tensorType(bias);
     SymShape biasDims = getSymShape(biasType);
     if (out.empty() || (biasType.getRank() != 1 && biasDims.size() != out.size()))
@@ -148,10 +171,12 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-Type MatmulOp::productElementType(Type operand) {
+Type MatmulOp::productElementType(Type operand, Type float8Result) {
   auto integer = dyn_cast<IntegerType>(operand);
   if (integer && integer.getWidth() == 8)
     return IntegerType::get(operand.getContext(), 32);
+  if (isFloat8(operand))
+    return float8Result ? float8Result : Float32Type::get(operand.getContext());
   return operand;
 }
 
@@ -166,6 +191,9 @@ static bool isInt8Tensor(Type t) {
 // leave operand and result types apart for a moment: the operand's type
 // says what the op is.
 bool MatmulOp::isInt8Product() { return isInt8Tensor(getLhs().getType()); }
+bool MatmulOp::isFloat8Product() {
+  return isFloat8(cast<RankedTensorType>(getLhs().getType()).getElementType());
+}
 
 //===----------------------------------------------------------------------===//
 // conv
@@ -517,8 +545,10 @@ bool PoolOp::runsNarrow() { return true; }
 bool MatmulOp::isInlinable() {
   return isa<IntegerType>(getType().getElementType()) && !isInt8Product();
 }
-// The library ops accumulate in fp32 inside; an int8 product's int32 stays.
-bool MatmulOp::runsNarrow() { return !isInt8Product(); }
+// The library ops accumulate in fp32 inside; an int8 product's int32 stays,
+// and a float8 product's operands are quantized already (kiln-lower-precision
+// gives it a narrow float8_result instead).
+bool MatmulOp::runsNarrow() { return !isInt8Product() && !isFloat8Product(); }
 // An int8 conv's f32 result holds int32 sums, which narrow types round.
 bool ConvOp::runsNarrow() { return !isInt8Conv(); }
 bool ConvTransposeOp::runsNarrow() { return true; }

@@ -21,7 +21,11 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [
     integers multiply into `i32` (exact up to K = 2^17, as cuBLASLt's int8
     tensor-core matmul and ONNX's MatMulInteger accumulate; made by
     `--kiln-integer-matmuls` from dequantized operands). Such a product takes
-    no `bias` or `activation`. The fusion pass may give
+    no `bias` or `activation`. Float8 operands (`f8E4M3FN`, from
+    `--kiln-fp8-matmuls`) multiply into `float8_result` (f32, f16 or bf16;
+    f32 when absent), accumulating in fp32 as cuBLASLt's FP8 matmul does;
+    `alpha` scales the product before the bias (cuBLASLt's alpha: the
+    operands' dequantization scales). The fusion pass may give
     it an epilogue cuBLASLt applies: a `bias` of the result's last dim, added to
     every row, or of the result's whole shape (a residual: cuBLASLt's C, beta
     1), then an `activation`. `transpose_lhs` / `transpose_rhs` swap an
@@ -37,15 +41,22 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [
   let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs, Optional<Kiln_Tensor>:$bias,
                        DefaultValuedAttr<Kiln_ActivationAttr, "::kiln::Activation::none">:$activation,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
-                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+                       OptionalAttr<TypeAttr>:$float8_result);
   let results = (outs Kiln_Tensor:$result);
   let extraClassDeclaration = [{
     /// The result's element type for operands of `operand`: i32 for 8-bit
-    /// integers, the operand's own otherwise.
-    static ::mlir::Type productElementType(::mlir::Type operand);
+    /// integers, `float8Result` (f32 when null) for float8, the operand's own
+    /// otherwise.
+    static ::mlir::Type productElementType(::mlir::Type operand,
+                                           ::mlir::Type float8Result = {});
     /// Whether this is an 8-bit integer product into i32 (cuBLASLt's int8
     /// tensor-core matmul; never inside a generated kernel).
     bool isInt8Product();
+    /// Whether this is a float8 product (cuBLASLt's FP8 matmul; never inside
+    /// a generated kernel).
+    bool isFloat8Product();
   }];
 }
 

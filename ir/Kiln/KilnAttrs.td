@@ -57,9 +57,10 @@ def Kiln_ScheduleAttr : EnumAttr<Kiln_Dialect, Kiln_Schedule, "schedule">;
 // The precision mode kiln-lower-precision records on a function (kiln-compile
 // --precision; docs/precision.md), as `kiln.precision = #kiln<precision fp16>`.
 // The artifact writer reads it: tf32 lets the libraries round fp32 operands.
+// fp8 is bf16 storage with kiln-fp8-matmuls' float8 products.
 def Kiln_Precision : I32EnumAttr<"Precision", "a precision mode", [
     I32EnumAttrCase<"fp32", 0>, I32EnumAttrCase<"tf32", 1>,
-    I32EnumAttrCase<"fp16", 2>, I32EnumAttrCase<"bf16", 3>]> {
+    I32EnumAttrCase<"fp16", 2>, I32EnumAttrCase<"bf16", 3>, I32EnumAttrCase<"fp8", 4>]> {
   let cppNamespace = "::kiln";
   let genSpecializedAttr = 0;
 }

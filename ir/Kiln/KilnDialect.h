@@ -70,6 +70,12 @@ bool isCompileTimeValue(mlir::Value v);
 inline constexpr llvm::StringLiteral kDeviceSymbolsAttr = "kiln.device_symbols";
 inline constexpr llvm::StringLiteral kDeviceSymbolBoundsAttr = "kiln.device_symbol_bounds";
 
+/// A cast kiln-fp8-matmuls made to quantize a matmul's activation to e4m3:
+/// kiln-lower-precision lets its input go narrow (rounding to bf16 before
+/// e4m3 moves a value by far less than e4m3's step), where it keeps the
+/// inputs of a model's own float8 casts in fp32.
+inline constexpr llvm::StringLiteral kFp8OperandAttr = "kiln.fp8_operand";
+
 /// A function argument's or result's name as the model gives it (the ONNX
 /// input's or output's name): what callers bind inputs and read outputs by.
 inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";

@@ -94,3 +94,12 @@ func.func @matmul_nbits(%x: tensor<?x?x80xf32, #kiln.dims<[b, s, 80]>>, %w: tens
   %d = kiln.matmul_nbits %h, %w8, %s8 {bits = 8 : i64, block_size = 128 : i64} : (tensor<?x80xbf16, #kiln.dims<[r, 80]>>, tensor<24x1x128xui8>, tensor<24x1xbf16>) -> tensor<?x24xbf16, #kiln.dims<[r, 24]>>
   return
 }
+
+// A float8 product (kiln-fp8-matmuls): e4m3 operands, the scales' product as
+// alpha, a bf16 result and bias.
+// CHECK-LABEL: func.func @float8_product
+// CHECK: kiln.matmul %arg0, %arg1, %arg2 {alpha = 1.000000e-03 : f64, float8_result = bf16, transpose_rhs = true}
+func.func @float8_product(%a: tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>, %b: tensor<8x16xf8E4M3FN>, %c: tensor<8xbf16>) -> tensor<?x8xbf16, #kiln.dims<[m, 8]>> {
+  %0 = kiln.matmul %a, %b, %c {transpose_rhs = true, alpha = 1.0e-3 : f64, float8_result = bf16} : (tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>, tensor<8x16xf8E4M3FN>, tensor<8xbf16>) -> tensor<?x8xbf16, #kiln.dims<[m, 8]>>
+  return %0 : tensor<?x8xbf16, #kiln.dims<[m, 8]>>
+}

@@ -9,6 +9,46 @@ func.func @matmul_elements(%a: tensor<2x3xf32>, %b: tensor<3x4xf16>) {
 
 // -----
 
+func.func @float8_result_not_float8(%a: tensor<2x16xf32>, %b: tensor<16x8xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op float8_result is f32, f16 or bf16, for float8 operands only}}
+  %0 = kiln.matmul %a, %b {float8_result = bf16} : (tensor<2x16xf32>, tensor<16x8xf32>) -> tensor<2x8xbf16>
+  return
+}
+
+// -----
+
+func.func @float8_e5m2(%a: tensor<2x16xf8E5M2>, %b: tensor<8x16xf8E5M2>) {
+  // expected-error @+1 {{'kiln.matmul' op float8 operands are f8E4M3FN (cuBLASLt's e5m2 products are not taken)}}
+  %0 = kiln.matmul %a, %b {transpose_rhs = true} : (tensor<2x16xf8E5M2>, tensor<8x16xf8E5M2>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @float8_erf_gelu(%a: tensor<2x16xf8E4M3FN>, %b: tensor<8x16xf8E4M3FN>) {
+  // expected-error @+1 {{'kiln.matmul' op a float8 product's activation is relu or gelu_tanh (cuBLASLt's)}}
+  %0 = kiln.matmul %a, %b {transpose_rhs = true, activation = #kiln<activation gelu_erf>} : (tensor<2x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @alpha_on_float(%a: tensor<2x16xf32>, %b: tensor<16x8xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op alpha scales float8 products only}}
+  %0 = kiln.matmul %a, %b {alpha = 2.0 : f64} : (tensor<2x16xf32>, tensor<16x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @float8_bias_type(%a: tensor<2x16xf8E4M3FN>, %b: tensor<8x16xf8E4M3FN>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op a float8 product's bias has the result's element type}}
+  %0 = kiln.matmul %a, %b, %c {transpose_rhs = true, float8_result = bf16} : (tensor<2x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>, tensor<8xf32>) -> tensor<2x8xbf16>
+  return
+}
+
+// -----
+
 func.func @int8_product_bias(%a: tensor<2x4xi8>, %b: tensor<4x4xi8>, %c: tensor<4xi32>) {
   // expected-error @+1 {{'kiln.matmul' op an 8-bit integer product takes no bias or activation}}
   %r = kiln.matmul %a, %b, %c : (tensor<2x4xi8>, tensor<4x4xi8>, tensor<4xi32>) -> tensor<2x4xi32>

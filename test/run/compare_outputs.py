@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Compares tensor files (TensorProto .pb or numpy .npy):
-compare_outputs.py GOT WANT --atol A --rtol R.
+compare_outputs.py GOT WANT --atol A --rtol R [--rms E].
 
 Prints the largest absolute difference; exits 1 when a value is off by more than
-atol + rtol * |want|, or when dtypes or shapes differ."""
+atol + rtol * |want|, when the root mean square difference exceeds E (given), or
+when dtypes or shapes differ."""
 import argparse
 import sys
 
@@ -22,6 +23,8 @@ def main():
     p.add_argument("want")
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--rtol", type=float, default=0.0)
+    p.add_argument("--rms", type=float, default=None,
+                   help="the largest root mean square difference (a bound on typical error)")
     a = p.parse_args()
     got, want = load(a.got), load(a.want)
     if got.dtype != want.dtype or got.shape != want.shape:
@@ -30,7 +33,11 @@ def main():
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
     worst = float(diff.max()) if diff.size else 0.0
     ok = bool(np.all(diff <= a.atol + a.rtol * np.abs(want.astype(np.float64))))
-    print(f"{'OK' if ok else 'MISMATCH'} max abs diff {worst:.3g}")
+    rms = float(np.sqrt(np.mean(diff ** 2))) if diff.size else 0.0
+    if a.rms is not None and rms > a.rms:
+        ok = False
+    print(f"{'OK' if ok else 'MISMATCH'} max abs diff {worst:.3g}" +
+          (f", rms {rms:.3g}" if a.rms is not None else ""))
     return 0 if ok else 1
 
 

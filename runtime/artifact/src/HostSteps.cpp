@@ -131,6 +131,22 @@ absl::StatusOr<ref::Tensor> matmul(const MatMulParams &p, const Inputs &in) {
   ref::Tensor a = p.transposeA ? ref::transposeLastTwo(*in[0]) : *in[0];
   ref::Tensor b = p.transposeB ? ref::transposeLastTwo(*in[1]) : *in[1];
   absl::StatusOr<ref::Tensor> r = ref::matmul(a, b);
+  // A float8 product is computed as cuBLASLt's: fp32 sums (ref::matmul's
+  // f32 result), alpha, the bias and the activation in fp32, then one
+  // rounding to the result's type.
+  if (r.ok() && r->dtype() == ref::DType::f32 && a.dtype() != ref::DType::f32) {
+    ref::Tensor alpha(ref::DType::f32, {});
+    alpha.setF(0, static_cast<float>(p.alpha));
+    r = ref::binary(ref::BinaryFn::Mul, *r, alpha);
+    if (r.ok() && p.hasBias)
+      r = ref::binary(ref::BinaryFn::Add, *r, ref::castTensor(*in[2], ref::DType::f32));
+    if (r.ok() && p.activation != Epilogue::none && p.activation != Epilogue::relu)
+      r = ref::activation(p.activation, *r);
+    r = relu(std::move(r), p.activation == Epilogue::relu);
+    if (r.ok() && p.float8Result != ref::DType::f32)
+      r = ref::castTensor(*r, p.float8Result);
+    return r;
+  }
   if (r.ok() && p.alpha != 1.0) {
     ref::Tensor alpha(r->dtype(), {});
     alpha.setF(0, p.alpha);
@@ -197,6 +213,10 @@ absl::StatusOr<HostStep> Decoder::decode() {
     p.alpha = t.alpha();
     p.hasBias = t.has_bias();
     p.allowTf32 = t.allow_tf32();
+    absl::StatusOr<ref::DType> float8Result = dtype(t.float8_result());
+    if (!float8Result.ok())
+      return float8Result.status();
+    p.float8Result = *float8Result;
     absl::StatusOr<Epilogue> e = fromSchema<Epilogue>(t.activation());
     if (!e.ok())
       return e.status();

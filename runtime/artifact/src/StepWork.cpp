@@ -25,7 +25,8 @@ void libraryFlops(const Plan &plan, const StepInfo &step, const Bindings &symbol
   bool half = type == ref::DType::f16 || type == ref::DType::bf16;
   // The unit of a product of this operand type, allowed TF32 or not.
   auto unit = [&](bool allowTf32) {
-    if (type == ref::DType::i8)
+    // H100/H200 run e4m3 products at int8's rate.
+    if (type == ref::DType::i8 || type == ref::DType::f8e4m3fn)
       return FlopUnit::Int8;
     return half ? FlopUnit::Half : allowTf32 ? FlopUnit::Tf32 : FlopUnit::Fp32;
   };

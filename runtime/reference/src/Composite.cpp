@@ -92,10 +92,13 @@ absl::StatusOr<Tensor> matmul(const Tensor &aIn, const Tensor &bIn) {
     return absl::InvalidArgumentError(absl::StrCat("matmul: ", a.describe(), " times ",
                                                    b.describe(), ": element types differ"));
   // 8-bit integers multiply into int32 (kiln.matmul's rule, cuBLASLt's int8
-  // matmul); every other type into itself.
+  // matmul), float8 into f32 (cuBLASLt's FP8 matmul accumulates in fp32);
+  // every other type into itself.
   bool int8 = a.dtype() == DType::i8 || a.dtype() == DType::u8;
+  bool float8 = a.dtype() == DType::f8e4m3fn || a.dtype() == DType::f8e5m2;
   Tensor out;
-  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(int8 ? DType::i32 : a.dtype(), shape));
+  KILN_REF_ASSIGN_OR_RETURN(
+      out, Tensor::zeros(int8 ? DType::i32 : float8 ? DType::f32 : a.dtype(), shape));
   bool isF = isFloat(a.dtype());
   // The loops go over the result's matrices: an empty one ([2^33, 0, 16]) is
   // no work, however many of them the batch holds.

@@ -58,8 +58,26 @@ struct LtTypes {
   cudaDataType_t result;
 };
 
-std::optional<LtTypes> ltTypes(ref::DType dtype, bool allowTf32) {
+/// cuBLASLt's type for a float8 product's result (D, and C with it).
+std::optional<cudaDataType_t> float8ResultType(ref::DType result) {
+  switch (result) {
+  case ref::DType::f32: return CUDA_R_32F;
+  case ref::DType::f16: return CUDA_R_16F;
+  case ref::DType::bf16: return CUDA_R_16BF;
+  default: return std::nullopt;
+  }
+}
+
+std::optional<LtTypes> ltTypes(ref::DType dtype, bool allowTf32, ref::DType result) {
   switch (dtype) {
+  // FP8 tensor cores (sm_89/sm_90): e4m3 operands, fp32 accumulation and
+  // scale type, a result of f32, f16 or bf16 (the datatype table's FP8 rows).
+  case ref::DType::f8e4m3fn: {
+    std::optional<cudaDataType_t> d = float8ResultType(result);
+    if (!d)
+      return std::nullopt;
+    return LtTypes{CUDA_R_8F_E4M3, CUBLAS_COMPUTE_32F, CUDA_R_32F, *d};
+  }
   // int8 tensor cores: exact int32 sums, an int32 result, alpha and beta
   // int32 (the datatype table's row with no epilogue).
   case ref::DType::i8: return LtTypes{CUDA_R_8I, CUBLAS_COMPUTE_32I, CUDA_R_32I, CUDA_R_32I};
@@ -73,11 +91,6 @@ std::optional<LtTypes> ltTypes(ref::DType dtype, bool allowTf32) {
   case ref::DType::f64: return LtTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F, CUDA_R_64F};
   default: return std::nullopt;
   }
-}
-
-/// The result's dtype of a matmul of `dtype` operands (kiln.matmul's rule).
-ref::DType resultDtype(ref::DType dtype) {
-  return dtype == ref::DType::i8 ? ref::DType::i32 : dtype;
 }
 
 int64_t product(const ref::Shape &shape, size_t begin, size_t end) {
@@ -201,6 +214,17 @@ std::optional<Problem> plan(const MatMulParams &params, const MatmulCall &call) 
   p.ltBLd = static_cast<int64_t>(p.ltBRows);
   p.ltBStride = aStride;
 
+  // FP8's layout rule on sm_89/sm_90: cuBLASLt's A transposed and its B not
+  // ("TN"), i.e. kiln's b stored [N, K] and its a [M, K]. Its epilogues
+  // with an f32 result take a BF16 bias only and no GELU; kiln's bias has
+  // the result's type, so those stay on the host.
+  bool float8 = call.dtype == ref::DType::f8e4m3fn;
+  if (float8 && (p.ltAOp != CUBLAS_OP_T || p.ltBOp != CUBLAS_OP_N))
+    return std::nullopt;
+  if (float8 && call.resultDtype == ref::DType::f32 &&
+      (params.hasBias || params.activation == Epilogue::gelu_tanh))
+    return std::nullopt;
+
   if (params.hasBias) {
     const ref::Shape &bias = call.bias;
     bool lastDimVector = !bias.empty() && bias.size() <= call.result.size() &&
@@ -275,7 +299,8 @@ bool MatmulRunner::takesActivation(Epilogue activation) {
 }
 
 bool MatmulRunner::supports(const MatMulParams &params, const MatmulCall &call) {
-  return takesActivation(params.activation) && ltTypes(call.dtype, params.allowTf32).has_value() &&
+  return takesActivation(params.activation) &&
+         ltTypes(call.dtype, params.allowTf32, call.resultDtype).has_value() &&
          plan(params, call).has_value();
 }
 
@@ -301,7 +326,7 @@ struct MatmulRunner::Prepared {
 
 absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall &call,
                                    Prepared &out) const {
-  std::optional<LtTypes> types = ltTypes(call.dtype, params.allowTf32);
+  std::optional<LtTypes> types = ltTypes(call.dtype, params.allowTf32, call.resultDtype);
   std::optional<Problem> problem = plan(params, call);
   if (!types || !problem)
     return absl::InternalError("the matmul does not map onto cuBLASLt");
@@ -380,8 +405,7 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
   // Every call's pointers (one per index of the outer, partially broadcast,
   // batch dims), and the alignment all of them have, per matrix: what the
   // heuristic is told, so it picks an algorithm every call can take.
-  size_t element = ref::info(call.dtype).bytes,
-         resultElement = ref::info(resultDtype(call.dtype)).bytes;
+  size_t element = ref::info(call.dtype).bytes, resultElement = ref::info(call.resultDtype).bytes;
   int64_t calls = product(p.outer, 0, p.outer.size());
   std::vector<int64_t> index(p.outer.size(), 0);
   uint32_t alignment[4] = {256, 256, 256, 256};
@@ -411,7 +435,8 @@ absl::Status MatmulRunner::prepare(const MatMulParams &params, const MatmulCall 
   }
 
   std::string key = absl::StrCat(
-      static_cast<int>(call.dtype), params.allowTf32 ? "tf32," : ",", p.m, ",", p.n, ",", p.k, ",",
+      static_cast<int>(call.dtype), ">", static_cast<int>(call.resultDtype),
+      params.allowTf32 ? "tf32," : ",", p.m, ",", p.n, ",", p.k, ",",
       p.batch, ",", p.ltAStride, ",", p.ltBStride, ",", opA, ",", opB, ",", epilogue, ",",
       p.bias == Problem::Bias::Matrix, ",align ", alignment[0], "/", alignment[1], "/",
       alignment[2], "/", alignment[3]);

@@ -62,10 +62,12 @@ private:
 };
 
 /// One matmul: operand and result dims and device addresses. `dtype` is
-/// the operands' element type; the result's is the same, except int32 for
-/// int8 operands (kiln.matmul's 8-bit product).
+/// the operands' element type; `resultDtype` the result's (and a bias's):
+/// the same, except int32 for int8 operands (kiln.matmul's 8-bit product)
+/// and f32, f16 or bf16 for f8e4m3fn ones (its float8 product).
 struct MatmulCall {
   ref::DType dtype = ref::DType::f32;
+  ref::DType resultDtype = ref::DType::f32;
   ref::Shape a, b, bias, result;
   uintptr_t aAddress = 0, bAddress = 0, biasAddress = 0, resultAddress = 0;
 };

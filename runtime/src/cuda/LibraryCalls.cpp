@@ -34,13 +34,16 @@ bool libraryDtype(const ExecutionContext &context, const StepInfo &step, ref::DT
 
 /// A product's element types (a matmul or conv step): `dtype` its operands',
 /// the result's `narrowResult` for int8 operands (an int8 matmul's int32, an
-/// int8 conv's f32) and the operands' otherwise, a bias or residual the
+/// int8 conv's f32), `float8Result` for float8 ones (a float8 matmul's
+/// MatMul.float8_result) and the operands' otherwise, a bias or residual the
 /// result's. False (run the step on the host) when the step's values differ.
 bool productDtype(const ExecutionContext &context, const StepInfo &step, ref::DType narrowResult,
-                  ref::DType &dtype) {
+                  ref::DType float8Result, ref::DType &dtype) {
   const Plan &plan = context.model().plan();
   dtype = plan.values[step.inputs[0]].dtype;
-  ref::DType result = dtype == ref::DType::i8 ? narrowResult : dtype;
+  ref::DType result = dtype == ref::DType::i8         ? narrowResult
+                      : dtype == ref::DType::f8e4m3fn ? float8Result
+                                                      : dtype;
   if (plan.values[step.outputs[0]].dtype != result)
     return false;
   for (size_t i = 1; i < step.inputs.size(); ++i)
@@ -146,7 +149,7 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::dnn(const Site &site) const {
   DnnCall call;
   // A conv of int8 operands gives f32 (cuDNN's int8 convolution); any other
   // op has one element type throughout.
-  if (host.conv ? !productDtype(site.context, step, ref::DType::f32, call.dtype)
+  if (host.conv ? !productDtype(site.context, step, ref::DType::f32, ref::DType::f32, call.dtype)
                 : !libraryDtype(site.context, step, call.dtype))
     return DeviceOutcome::onHost();
   const Slot &x = site.value(step.inputs[0]);
@@ -223,9 +226,11 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::matmul(const Site &site) const {
   const char *library = fused ? "cudnn" : "cublasLt";
   int out = step.outputs[0];
   MatmulCall call;
-  // One element type throughout, except an int8 product's int32 result.
-  if (!productDtype(site.context, step, ref::DType::i32, call.dtype))
+  // One element type throughout, except an int8 product's int32 result and
+  // a float8 product's (and its bias's) float8_result.
+  if (!productDtype(site.context, step, ref::DType::i32, host.matmul->float8Result, call.dtype))
     return DeviceOutcome::onHost();
+  call.resultDtype = site.context.model().plan().values[out].dtype;
   const Slot &a = site.value(step.inputs[0]), &b = site.value(step.inputs[1]);
   call.a = a.shape;
   call.b = b.shape;

@@ -35,8 +35,15 @@
 //   the regular (column) order, the only one Hopper has: "TN" only (A
 //   transposed, B not), leading dims of A, B and C and the dims m and k
 //   multiples of 4, every pointer 4-byte aligned (the heuristic finds no
-//   algorithm when promised less), no epilogue. Anything else (int8 output,
-//   a 32F scale for int8, FP8) is CUBLAS_STATUS_NOT_SUPPORTED, as are
+//   algorithm when promised less), no epilogue; or FP8 (sm_89/sm_90): A and
+//   B 8F_E4M3, C and D one of 16BF, 16F or 32F, CUBLAS_COMPUTE_32F and a 32F
+//   scale, "TN" only, leading dims and pointers of all four multiples of 16
+//   bytes (the heuristic finds no algorithm when promised less), epilogues
+//   as above except that a 32F result takes no GELU and no bias (cuBLASLt
+//   wants a BF16 bias there, through CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+//   which this double does not implement); the bias has D's type. Anything
+//   else (int8 output, a 32F scale for int8, E5M2 operands, an FP8 result,
+//   the FP8 scale pointers) is CUBLAS_STATUS_NOT_SUPPORTED, as are
 //   attributes this double does not implement.
 //
 // Sums are taken in double, so results match the reference kernels within
@@ -124,6 +131,7 @@ size_t elementBytes(cudaDataType_t t) {
   case CUDA_R_16F:
   case CUDA_R_16BF: return 2;
   case CUDA_R_8I: return 1;
+  case CUDA_R_8F_E4M3: return 1;
   case CUDA_R_32I: return 4;
   default: return 0;
   }
@@ -137,6 +145,7 @@ fake::Element element(cudaDataType_t t) {
   case CUDA_R_16BF: return fake::Element::bf16;
   case CUDA_R_8I: return fake::Element::i8;
   case CUDA_R_32I: return fake::Element::i32;
+  case CUDA_R_8F_E4M3: return fake::Element::f8e4m3;
   default: return fake::Element::unknown;
   }
 }
@@ -171,16 +180,39 @@ bool int8Supported(const Desc &op, const Layout &a, const Layout &b, const Layou
          c.ld % 4 == 0 && m % 4 == 0 && k % 4 == 0 && op.epilogue == CUBLASLT_EPILOGUE_DEFAULT;
 }
 
+/// Whether the descriptors ask for an FP8 matmul: e4m3 operands into a
+/// 16BF, 16F or 32F result (C's type D's), 32F compute and scale.
+bool isFloat8(const Desc &op, const Layout &a, const Layout &b, const Layout &c, const Layout &d) {
+  return op.compute == CUBLAS_COMPUTE_32F && op.scale == CUDA_R_32F && a.type == CUDA_R_8F_E4M3 &&
+         b.type == CUDA_R_8F_E4M3 && c.type == d.type &&
+         (d.type == CUDA_R_16BF || d.type == CUDA_R_16F || d.type == CUDA_R_32F);
+}
+
+/// FP8's rules on sm_89/sm_90: TN, every leading dim a multiple of 16 bytes,
+/// and with a 32F result no GELU and no bias of D's type.
+bool float8Supported(const Desc &op, const Layout &a, const Layout &b, const Layout &c,
+                     const Layout &d) {
+  auto bytes16 = [](const Layout &l) {
+    return static_cast<uint64_t>(l.ld) * elementBytes(l.type) % 16 == 0;
+  };
+  bool gelu = op.epilogue == CUBLASLT_EPILOGUE_GELU || op.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
+  bool bias = op.epilogue == CUBLASLT_EPILOGUE_BIAS || op.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ||
+              op.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
+  return op.transa == CUBLAS_OP_T && op.transb == CUBLAS_OP_N && bytes16(a) && bytes16(b) &&
+         bytes16(c) && bytes16(d) && !(d.type == CUDA_R_32F && (gelu || bias));
+}
+
 Shape validate(const Desc &op, const Layout &a, const Layout &b, const Layout &c, const Layout &d) {
   Shape s;
   bool int8 = isInt8(op, a, b, c, d);
+  bool float8 = isFloat8(op, a, b, c, d);
   bool single = op.compute == CUBLAS_COMPUTE_32F && op.scale == CUDA_R_32F &&
                 (d.type == CUDA_R_32F || d.type == CUDA_R_16F || d.type == CUDA_R_16BF);
   // TF32 tensor ops take fp32 data only.
   single = single || (op.compute == CUBLAS_COMPUTE_32F_FAST_TF32 && op.scale == CUDA_R_32F &&
                       d.type == CUDA_R_32F);
   bool wide = op.compute == CUBLAS_COMPUTE_64F && op.scale == CUDA_R_64F && d.type == CUDA_R_64F;
-  if (!int8 &&
+  if (!int8 && !float8 &&
       ((!single && !wide) || a.type != d.type || b.type != d.type || c.type != d.type)) {
     s.status = CUBLAS_STATUS_NOT_SUPPORTED;
     return s;
@@ -198,7 +230,8 @@ Shape validate(const Desc &op, const Layout &a, const Layout &b, const Layout &c
     s.status = CUBLAS_STATUS_INVALID_VALUE;
     return s;
   }
-  if (!epilogue || (int8 && !int8Supported(op, a, b, c))) {
+  if (!epilogue || (int8 && !int8Supported(op, a, b, c)) ||
+      (float8 && !float8Supported(op, a, b, c, d))) {
     s.status = CUBLAS_STATUS_NOT_SUPPORTED;
     return s;
   }
@@ -356,7 +389,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   const Layout *layouts[4] = {L(a), L(b), L(c), L(d)};
   // IMMA needs every pointer 4-byte aligned: promised less, there is no
   // algorithm.
-  uint32_t least = isInt8(*D(op), *L(a), *L(b), *L(c), *L(d)) ? 4 : 1;
+  // FP8 needs them 16-byte aligned.
+  uint32_t least = isInt8(*D(op), *L(a), *L(b), *L(c), *L(d))     ? 4
+                   : isFloat8(*D(op), *L(a), *L(b), *L(c), *L(d)) ? 16
+                                                                  : 1;
   for (int i = 0; i < 4; ++i) {
     const Layout &l = *layouts[i];
     size_t element = elementBytes(l.type);

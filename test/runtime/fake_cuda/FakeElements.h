@@ -69,7 +69,19 @@ inline bool injectedFault(const char *kind) {
   return driverNow && driverNow(kind) != 0;
 }
 
-enum class Element { f32, f64, f16, bf16, i8, i32, unknown };
+enum class Element { f32, f64, f16, bf16, i8, i32, f8e4m3, unknown };
+
+/// An OCP e4m3fn byte's value: 1 sign, 4 exponent (bias 7), 3 mantissa bits;
+/// subnormals below exponent 1, no infinities, 0x7f/0xff NaN.
+inline double decodeE4m3(uint8_t b) {
+  double sign = b & 0x80 ? -1.0 : 1.0;
+  int exponent = (b >> 3) & 0xf, mantissa = b & 0x7;
+  if (exponent == 0xf && mantissa == 0x7)
+    return std::nan("");
+  if (exponent == 0)
+    return sign * std::ldexp(mantissa / 8.0, -6);
+  return sign * std::ldexp(1.0 + mantissa / 8.0, exponent - 7);
+}
 
 inline double load(Element t, const void *base, int64_t index) {
   switch (t) {
@@ -78,6 +90,7 @@ inline double load(Element t, const void *base, int64_t index) {
   case Element::f16: return static_cast<double>(static_cast<const _Float16 *>(base)[index]);
   case Element::i8: return static_cast<const int8_t *>(base)[index];
   case Element::i32: return static_cast<const int32_t *>(base)[index];
+  case Element::f8e4m3: return decodeE4m3(static_cast<const uint8_t *>(base)[index]);
   case Element::bf16: {
     uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t *>(base)[index]) << 16;
     float f;

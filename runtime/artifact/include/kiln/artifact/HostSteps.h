@@ -39,6 +39,8 @@ struct MatMulParams {
   Epilogue activation = Epilogue::none;
   /// fp32 operands may be rounded to TF32 (--precision tf32).
   bool allowTf32 = false;
+  /// A float8 product's result type (MatMul.float8_result).
+  ref::DType float8Result = ref::DType::f32;
 };
 
 /// A Conv table, decoded.

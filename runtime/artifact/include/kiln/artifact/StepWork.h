@@ -24,7 +24,7 @@ enum class FlopUnit {
   Fp32,    ///< CUDA cores (generated kernels, fp32 matmuls and convs)
   Tf32,    ///< tensor cores on TF32 operands (--precision tf32)
   Half,    ///< tensor cores on fp16/bf16 operands
-  Int8,    ///< tensor cores on int8 operands (an int8 matmul or conv)
+  Int8,    ///< tensor cores on int8 or e4m3 operands (an int8 or FP8 matmul, an int8 conv)
 };
 
 struct StepWork {

@@ -136,7 +136,7 @@ absl::StatusOr<Tensor> sampleTokens(const Tensor &logits, const Tensor &position
 //===--- Composite --------------------------------------------------------===//
 
 /// numpy's matmul of two tensors of one element type; 8-bit integers give
-/// int32 (kiln.matmul's rule), every other type itself.
+/// int32 and float8 f32 (kiln.matmul's rule), every other type itself.
 absl::StatusOr<Tensor> matmul(const Tensor &a, const Tensor &b);
 /// kiln.matmul_nbits (CompositeOps.td says the rule): `x` [.., K] times the
 /// transpose of the weights that `weights` (ui8 [N, blocks, block_size * bits
