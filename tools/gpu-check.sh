@@ -108,6 +108,7 @@ prepare() {
   echo "== int8 Q/DQ models (make_qdq_models.py, onnxruntime's quantize_static): int8 cuBLASLt matmuls"
   echo "   and cuDNN convolutions"
   "$root/scripts/install-onnxruntime-deps.sh" "$build/ort-venv" > /dev/null
+  mkdir -p "$bundle/qdq"
   "$build/ort-venv/bin/python" "$root/test/run/make_qdq_models.py" "$bundle/qdq" "$root/test/models/encoder.onnx"
   # ResNet-18's 11 MB of int8 weights do not fit the carry limit beside the
   # rest (the CNN has the same convolutions, smaller); the layouts the fake

@@ -751,9 +751,32 @@ KILN_DEVICE uint32_t kiln_f8_encode(float v, int E, int M, int bias, int kind, f
   KILN_DEVICE float kiln_load(kiln_##name v) { return kiln_f8_decode(v.bits, E, M, bias, kind); } \
   KILN_DEVICE kiln_##name kiln_to_##name(float v, bool saturate) {                         \
     kiln_##name r;                                                                        \
+    if (kiln_f8_hardware_encode(E, kind, saturate)) {                                     \
+      r.bits = kiln_e4m3_satfinite(v);                                                    \
+      return r;                                                                           \
+    }                                                                                     \
     r.bits = static_cast<uint8_t>(kiln_f8_encode(v, E, M, bias, kind, maxFinite, saturate)); \
     return r;                                                                             \
   }
+// sm_89 and newer convert fp32 to OCP e4m3 in one instruction (round to
+// nearest even, saturating to +-448, NaN kept: what the software encoding does
+// with `saturate`); FP8 matmuls quantize their activations through it.
+KILN_DEVICE constexpr bool kiln_f8_hardware_encode(int E, int kind, bool saturate) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  return E == 4 && kind == 1 && saturate;
+#else
+  return false && E == 4 && kind == 1 && saturate;
+#endif
+}
+KILN_DEVICE uint8_t kiln_e4m3_satfinite(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  unsigned short pair; // the upper byte converts the 0.0f, the lower byte v
+  asm("{cvt.rn.satfinite.e4m3x2.f32 %0, %2, %1;}\n" : "=h"(pair) : "f"(v), "f"(0.0f));
+  return static_cast<uint8_t>(pair & 0xff);
+#else
+  return static_cast<uint8_t>(v * 0); // never called: kiln_f8_hardware_encode is false here
+#endif
+}
 KILN_F8_TYPE(f8e4m3fn, 4, 3, 7, 1, 448.0f)
 KILN_F8_TYPE(f8e4m3fnuz, 4, 3, 8, 2, 240.0f)
 KILN_F8_TYPE(f8e5m2, 5, 2, 15, 0, 57344.0f)
