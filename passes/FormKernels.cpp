@@ -155,14 +155,15 @@ constexpr unsigned kMaxFusedDepth = 128;
 constexpr size_t kMaxComputedElements = 1024;
 
 /// Whether `user` reads its operand `number` at the position it computes:
-/// an elementwise op over an operand of its own shape. Any other read asks
-/// for the producer at a position of its own (KernelEmitter::element
-/// recomputes it there).
+/// an elementwise op over an operand of its own dims (of any element type: a
+/// cast, a compare, a select's condition). Any other read asks for the
+/// producer at a position of its own (KernelEmitter::element recomputes it
+/// there).
 bool readsAtOwnPosition(Operation *user, unsigned number) {
   auto facts = dyn_cast<KernelFacts>(user);
   if (!facts || facts.elementAccess() != ElementAccess::broadcast)
     return false;
-  return user->getOperand(number).getType() == kernelResult(user).getType();
+  return getSymShape(user->getOperand(number).getType()) == getSymShape(kernelResult(user).getType());
 }
 
 struct FormKernelsPass : public impl::FormKernelsPassBase<FormKernelsPass> {

@@ -5,9 +5,10 @@
 // e4m3 with one scale each (per tensor), fp32 accumulation, the scales'
 // product as the call's alpha, the bias and activation in its epilogue.
 //
-// - The weight's scale is its largest magnitude over e4m3's largest finite
-//   value (448); the weight is divided by it and rounded to nearest (even),
-//   stored [N, K] (cuBLASLt's FP8 layout rule: kiln's b transposed).
+// - The weight's scale is the power of two at or above its largest magnitude
+//   over e4m3's largest finite value (448; scaleFor says why a power of two);
+//   the weight is divided by it and rounded to nearest (even), stored [N, K]
+//   (cuBLASLt's FP8 layout rule: kiln's b transposed).
 // - The activation's scale comes the same way from the largest magnitude it
 //   reaches over a calibration set (the float64 reference interpreter runs
 //   the model on each data set of DIR, as the ONNX tests lay them out:
@@ -63,6 +64,10 @@ constexpr double kE4m3Max = 448.0;
 /// with K a multiple of 16 and N of 8, and an epilogue cuBLASLt's FP8 matmul
 /// has.
 bool isCandidate(MatmulOp m) {
+  // At the top level only: kiln-lower-precision narrows the top-level block,
+  // and a body's product would keep an f32 result (which takes no bias).
+  if (!isa<func::FuncOp>(m->getParentOp()))
+    return false;
   auto lhs = dyn_cast<RankedTensorType>(m.getLhs().getType());
   auto rhs = dyn_cast<RankedTensorType>(m.getRhs().getType());
   if (!lhs || !rhs || !lhs.getElementType().isF32() || !rhs.getElementType().isF32() ||
@@ -125,19 +130,32 @@ FailureOr<std::vector<ref::Tensor>> readDataSet(func::FuncOp func, const std::st
                             << " inputs; the model takes " << arguments;
   std::vector<ref::Tensor> inputs(arguments);
   std::vector<bool> given(arguments, false);
-  unsigned position = 0;
+  // Tensors named as an argument first, then the others into the arguments
+  // left, in the order of K.
+  std::vector<std::pair<std::string, NamedTensor>> unnamed;
   for (const auto &[k, path] : files) {
     absl::StatusOr<NamedTensor> read = readTensorFile(path);
     if (!read.ok())
       return func.emitError() << "--calibrate: " << read.status().message();
-    unsigned index = position++;
+    std::optional<unsigned> index;
     for (unsigned a = 0; a < arguments && !read->name.empty(); ++a)
       if (auto name = func.getArgAttrOfType<StringAttr>(a, kNameAttr); name && name == read->name)
         index = a;
-    if (given[index])
-      return func.emitError() << "--calibrate: " << path << " gives input " << index << " twice";
-    given[index] = true;
-    inputs[index] = std::move(read->tensor);
+    if (!index) {
+      unnamed.emplace_back(path, std::move(*read));
+      continue;
+    }
+    if (given[*index])
+      return func.emitError() << "--calibrate: " << path << " gives input " << *index << " twice";
+    given[*index] = true;
+    inputs[*index] = std::move(read->tensor);
+  }
+  unsigned next = 0;
+  for (auto &[path, tensor] : unnamed) {
+    while (given[next])
+      ++next; // ends in range: as many files as arguments, each given once
+    given[next] = true;
+    inputs[next] = std::move(tensor.tensor);
   }
   return inputs;
 }
@@ -150,8 +168,19 @@ APFloat toE4m3(double v) {
   return f;
 }
 
-/// A scale that maps `amax` onto e4m3's largest value (1 for an all-zero range).
-double scaleFor(double amax) { return amax > 0 && std::isfinite(amax) ? amax / kE4m3Max : 1.0; }
+/// The scale that maps `amax` into e4m3's range: the power of two at or above
+/// amax / 448 (1 for an all-zero range; exponents kept to +-100, where the
+/// inverse is an f32 too). A power of two is exact in every float type, so
+/// the quantizing kernel multiplies by exactly 1 / scale in bf16 as well, and
+/// alpha is exactly the product the operands were divided by; e4m3's
+/// precision is relative, so a range that fills [224, 448] rather than up to
+/// 448 loses none of it.
+double scaleFor(double amax) {
+  if (!(amax > 0))
+    return 1.0;
+  int exponent = static_cast<int>(std::ceil(std::log2(amax / kE4m3Max)));
+  return std::ldexp(1.0, std::clamp(exponent, -100, 100));
+}
 
 struct Fp8MatmulsPass : public impl::Fp8MatmulsPassBase<Fp8MatmulsPass> {
   using Fp8MatmulsPassBase::Fp8MatmulsPassBase;
@@ -175,9 +204,17 @@ struct Fp8MatmulsPass : public impl::Fp8MatmulsPassBase<Fp8MatmulsPass> {
     FailureOr<DenseMap<Operation *, double>> ranges = calibrate(func, candidates);
     if (failed(ranges))
       return signalPassFailure();
-    for (MatmulOp m : candidates)
-      if (auto it = ranges->find(m); it != ranges->end())
-        rewrite(m, it->second);
+    for (MatmulOp m : candidates) {
+      auto it = ranges->find(m);
+      if (it == ranges->end())
+        continue; // no data set reaches it
+      if (!std::isfinite(it->second)) {
+        m.emitError() << "--calibrate: the matmul's activation is infinite or NaN on the "
+                         "calibration sets: no FP8 scale holds it";
+        return signalPassFailure();
+      }
+      rewrite(m, it->second);
+    }
   }
 
   /// The largest magnitude each candidate's activation reaches over the
@@ -197,8 +234,11 @@ struct Fp8MatmulsPass : public impl::Fp8MatmulsPassBase<Fp8MatmulsPass> {
         return;
       double &amax = ranges.try_emplace(op, 0.0).first->second;
       const ref::Tensor &x = *operands[0];
-      for (int64_t i = 0, n = x.numel(); i < n; ++i)
-        amax = std::fmax(amax, std::fabs(x.getF(i)));
+      // NaN counts as infinite: either is an error, not a silent scale.
+      for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+        double v = std::fabs(x.getF(i));
+        amax = std::isnan(v) ? INFINITY : std::max(amax, v);
+      }
     };
     for (const std::string &set : *sets) {
       FailureOr<std::vector<ref::Tensor>> inputs = readDataSet(func, set);

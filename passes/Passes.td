@@ -435,15 +435,17 @@ def Fp8MatmulsPass : Pass<"kiln-fp8-matmuls", "::mlir::func::FuncOp"> {
     `kiln-compile --precision fp8 --calibrate DIR`. A `kiln.matmul` of an f32
     activation (not transposed) by a constant f32 matrix, K a multiple of 16
     and N of 8, with no epilogue or cuBLASLt's (bias, relu, gelu_tanh),
-    becomes a float8 product: the weight divided by its scale (its largest
-    magnitude over 448) and rounded to `f8E4M3FN`, stored `[N, K]`
-    (`transpose_rhs`); the activation multiplied by the inverse of its scale
-    (the largest magnitude it reaches when the float64 reference interpreter
-    runs the function on each data set of `calibration`, over 448) and cast
+    becomes a float8 product: the weight divided by its scale (the power of
+    two at or above its largest magnitude over 448) and rounded to
+    `f8E4M3FN`, stored `[N, K]` (`transpose_rhs`); the activation multiplied
+    by the inverse of its scale (the same of the largest magnitude it reaches
+    when the float64 reference interpreter runs the function on each data set
+    of `calibration`) and cast
     to `f8E4M3FN`, saturating (the cast marked `kiln.fp8_operand`); `alpha`
-    the two scales' product. Other matmuls are left alone. An error when a
-    matmul would be rewritten and `calibration` is empty, names no data set,
-    or a data set does not run. Runs before `--kiln-lower-precision` (whose
+    the two scales' product. Other matmuls, and those inside region bodies,
+    are left alone. An error when a matmul would be rewritten and
+    `calibration` is empty, names no data set, or a data set does not run, or
+    when an activation is infinite or NaN there. Runs before `--kiln-lower-precision` (whose
     bf16 mode then gives the products a bf16 `float8_result`).
   }];
   let options = [

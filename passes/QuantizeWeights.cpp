@@ -139,7 +139,7 @@ struct QuantizeWeightsPass : public impl::QuantizeWeightsPassBase<QuantizeWeight
     // will store an f32 model in (chosen here, so that the codes are chosen
     // for the scales the kernel reads, not rounded again after).
     Type scaleType = element;
-    if (element.isF32() && precision == "bf16")
+    if (element.isF32() && (precision == "bf16" || precision == "fp8")) // fp8 stores bf16
       scaleType = BFloat16Type::get(first.getContext());
     else if (element.isF32() && precision == "fp16")
       scaleType = Float16Type::get(first.getContext());

@@ -7,23 +7,26 @@
 // RUN: not kiln-opt %s --kiln-fp8-matmuls 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not kiln-opt %s --kiln-fp8-matmuls="calibration=%t/empty" 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: not kiln-opt %s --kiln-fp8-matmuls="calibration=%t/two" 2>&1 | FileCheck %s --check-prefix=COUNT
+// RUN: mkdir -p %t/inf/test_data_set_0 && %python -c "import numpy as np; x = np.zeros((1, 32), np.float32); x[0, 3] = np.inf; np.save('%t/inf/test_data_set_0/input_0.npy', x)"
+// RUN: not kiln-opt %s --kiln-fp8-matmuls="calibration=%t/inf" 2>&1 | FileCheck %s --check-prefix=INF
 
-// The first product: the weight (largest magnitude 0.5) times 448 / 0.5 is
-// 448 everywhere, stored [N, K]; the activation's range over both sets is 4
-// (the second set's -4), so it is multiplied by 448 / 4 = 112 and cast to
-// e4m3, saturating; alpha is (4 / 448) * (0.5 / 448). The bias and the ReLU
-// stay in the epilogue.
+// Scales are the powers of two at or above range / 448. The first product:
+// the weight's range is 0.5, its scale 2^-9, so it is 256 everywhere, stored
+// [N, K]; the activation's range over both sets is 4 (the second set's -4),
+// its scale 2^-6, so it is multiplied by 64 and cast to e4m3, saturating;
+// alpha is 2^-15. The bias and the ReLU stay in the epilogue.
 // CHECK-LABEL: func.func @mlp
 // CHECK-DAG: %[[B1:.*]] = kiln.constant dense<2.500000e-01> : tensor<16xf32>
-// CHECK-DAG: %[[W1:.*]] = kiln.constant dense<4.480000e+02> : tensor<16x32xf8E4M3FN>
-// CHECK-DAG: %[[S1:.*]] = kiln.constant dense<1.120000e+02> : tensor<f32>
+// CHECK-DAG: %[[W1:.*]] = kiln.constant dense<2.560000e+02> : tensor<16x32xf8E4M3FN>
+// CHECK-DAG: %[[S1:.*]] = kiln.constant dense<6.400000e+01> : tensor<f32>
 // CHECK: %[[X1:.*]] = kiln.mul %arg0, %[[S1]]
 // CHECK: %[[Q1:.*]] = kiln.cast %[[X1]] to f8E4M3FN {kiln.fp8_operand}
-// CHECK: %[[H:.*]] = kiln.matmul %[[Q1]], %[[W1]], %[[B1]] {activation = #kiln<activation relu>, alpha = 9.9649234693877543E-6 : f64, transpose_rhs = true} : ({{.*}}xf8E4M3FN{{.*}}, tensor<16x32xf8E4M3FN>, tensor<16xf32>) -> tensor<?x16xf32
-// A weight read transposed is stored as it is; the second activation's range
-// is what the first product reaches (its largest row sum, 32.25 + 0.25).
-// CHECK: %[[W2:.*]] = kiln.constant dense<-4.480000e+02> : tensor<8x16xf8E4M3FN>
-// CHECK: %[[S2:.*]] = kiln.constant dense<13.7829332> : tensor<f32>
+// CHECK: %[[H:.*]] = kiln.matmul %[[Q1]], %[[W1]], %[[B1]] {activation = #kiln<activation relu>, alpha = 3.0517578125E-5 : f64, transpose_rhs = true} : ({{.*}}xf8E4M3FN{{.*}}, tensor<16x32xf8E4M3FN>, tensor<16xf32>) -> tensor<?x16xf32
+// A weight read transposed is stored as it is (-0.125 at scale 2^-11); the
+// second activation's range is what the first product reaches (its largest
+// row sum, 32.25 + 0.25), its scale 2^-3.
+// CHECK: %[[W2:.*]] = kiln.constant dense<-2.560000e+02> : tensor<8x16xf8E4M3FN>
+// CHECK: %[[S2:.*]] = kiln.constant dense<8.000000e+00> : tensor<f32>
 // CHECK: %[[X2:.*]] = kiln.mul %[[H]], %[[S2]]
 // CHECK: %[[Q2:.*]] = kiln.cast %[[X2]] to f8E4M3FN {kiln.fp8_operand}
 // CHECK: kiln.matmul %[[Q2]], %[[W2]] {alpha = {{.*}} : f64, transpose_rhs = true}
@@ -33,6 +36,7 @@
 // NONE: error: --precision fp8 needs --calibrate DIR: the activations' scales come from the range they reach on its data sets
 // EMPTY: error: --calibrate '{{.*}}empty': no data set (test_data_set_N/input_K.pb or .npy)
 // COUNT: error: --calibrate: {{.*}}test_data_set_0 has 2 inputs; the model takes 1
+// INF: error: --calibrate: the matmul's activation is infinite or NaN on the calibration sets: no FP8 scale holds it
 func.func @mlp(%x: tensor<?x32xf32, #kiln.dims<[n, 32]>> {kiln.name = "x"}) -> (tensor<?x8xf32, #kiln.dims<[n, 8]>>, tensor<?x12xf32, #kiln.dims<[n, 12]>>) {
   %w1 = kiln.constant dense<0.5> : tensor<32x16xf32>
   %b1 = kiln.constant dense<0.25> : tensor<16xf32>
