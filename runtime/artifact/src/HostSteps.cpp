@@ -133,30 +133,21 @@ absl::StatusOr<ref::Tensor> matmul(const MatMulParams &p, const Inputs &in) {
   absl::StatusOr<ref::Tensor> r = ref::matmul(a, b);
   // A float8 product is computed as cuBLASLt's: fp32 sums (ref::matmul's
   // f32 result), alpha, the bias and the activation in fp32, then one
-  // rounding to the result's type.
-  if (r.ok() && r->dtype() == ref::DType::f32 && a.dtype() != ref::DType::f32) {
-    ref::Tensor alpha(ref::DType::f32, {});
-    alpha.setF(0, static_cast<float>(p.alpha));
-    r = ref::binary(ref::BinaryFn::Mul, *r, alpha);
-    if (r.ok() && p.hasBias)
-      r = ref::binary(ref::BinaryFn::Add, *r, ref::castTensor(*in[2], ref::DType::f32));
-    if (r.ok() && p.activation != Epilogue::none && p.activation != Epilogue::relu)
-      r = ref::activation(p.activation, *r);
-    r = relu(std::move(r), p.activation == Epilogue::relu);
-    if (r.ok() && p.float8Result != ref::DType::f32)
-      r = ref::castTensor(*r, p.float8Result);
-    return r;
-  }
+  // rounding to the result's type (float8Result, the bias's type too).
+  bool float8 = r.ok() && r->dtype() == ref::DType::f32 && a.dtype() != ref::DType::f32;
   if (r.ok() && p.alpha != 1.0) {
     ref::Tensor alpha(r->dtype(), {});
     alpha.setF(0, p.alpha);
     r = ref::binary(ref::BinaryFn::Mul, *r, alpha);
   }
   if (r.ok() && p.hasBias)
-    r = ref::binary(ref::BinaryFn::Add, *r, *in[2]);
+    r = ref::binary(ref::BinaryFn::Add, *r, float8 ? ref::castTensor(*in[2], r->dtype()) : *in[2]);
   if (r.ok() && p.activation != Epilogue::none && p.activation != Epilogue::relu)
-    return ref::activation(p.activation, *r);
-  return relu(std::move(r), p.activation == Epilogue::relu);
+    r = ref::activation(p.activation, *r);
+  r = relu(std::move(r), p.activation == Epilogue::relu);
+  if (r.ok() && float8 && p.float8Result != r->dtype())
+    r = ref::castTensor(*r, p.float8Result);
+  return r;
 }
 
 ref::ConvParams convParams(const flatbuffers::Vector<int64_t> *strides,
