@@ -87,14 +87,15 @@ StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbol
       if (kernel && step.inPlaceInput >= 0 && values == &step.outputs)
         if (std::optional<int64_t> items = kernel->workItems.evaluate(symbols))
           n = std::min(n, *items);
-      largest = std::max(largest, n);
       // An input the kernel reads only in part (gathered rows, a slice):
-      // what it reads, when that is less.
+      // what it reads, when that is less. (Also for `elements`: a gather's
+      // loops run over its rows, not the table's.)
       if (kernel && values == &step.inputs)
         for (const auto &[input, elements] : kernel->boundedReads)
           if (static_cast<size_t>(input) == i)
             if (std::optional<int64_t> reads = elements.evaluate(symbols))
               n = std::min(n, *reads);
+      largest = std::max(largest, n);
       bytes += n * ref::info(plan.values[v].dtype).bytes;
     }
   if (known) {
