@@ -231,7 +231,8 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
       }
     }
   }
-  // (KILN_HALF_OCCUPANCY follows from the schedule: row kernels have it.)
+  // (KILN_HALF_OCCUPANCY follows from the body: row kernels and matmul_nbits
+  // have it.)
   uint64_t hash = llvm::xxh3_64bits(StringRef(params + "\n" + g.schedule + "\n" + body));
   std::string hex;
   llvm::raw_string_ostream(hex) << llvm::format_hex_no_prefix(hash, 16);

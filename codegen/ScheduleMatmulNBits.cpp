@@ -1,24 +1,28 @@
 //===- ScheduleMatmulNBits.cpp - matmul_nbits: packed weights, read once ---===//
 //
 // kiln.matmul_nbits (CompositeOps.td says the rule) as a GEMV over the packed
-// weights: a block per `columns` output columns, the threads of a column
-// (its lanes) splitting its K codes in trips of up to four chunks of 16
-// bytes (8 or 4 where a column's bytes are not a multiple of 16) that lie
-// in one block (one scale and zero point a trip), each lane reading its
-// trips once for up to four input rows at a time and dequantizing in
-// registers:
+// weights: a block per `columns` units of two output columns (a thread's
+// lanes compute both from the same input values), the threads of a unit
+// (its lanes) splitting its K codes in trips of up to two chunks of 16
+// bytes a column (8 or 4 where a column's bytes are not a multiple of 16)
+// that lie in one block (one scale and zero point a trip and column), each
+// lane reading its trips once for up to two input rows at a time and
+// dequantizing in registers:
 //  - a code becomes a float without a conversion instruction: its byte, put
 //    under the exponent of 2^23 (kiln_byte_float, a PRMT), is 2^23 + q
 //    exactly, and one subtraction of 2^23 + z gives q - z (two for a float
 //    zero point);
 //  - the products of a block accumulate unscaled, then times the block's
 //    scale once;
-//  - the lanes' sums meet by warp shuffles (a warp a column) or through
-//    shared memory (split-K: several warps a column, when there are too few
-//    columns to fill the device; and any block size host emulation runs).
+//  - an input value (widened once from bf16/f16) serves both columns, which
+//    halves the input's share of the instructions and of the blocks' reads
+//    of the input rows through L2;
+//  - the lanes' sums meet by warp shuffles (a warp a unit) or through
+//    shared memory (split-K: several warps a unit, when there are too few
+//    units to fill the device; and any block size host emulation runs).
 // At decode sizes (a few rows) the kernel moves each weight byte once, which
 // is what a 4-bit model is for. Many rows (a prompt) repeat the weight reads
-// from L1/L2 once per four rows and do their products on CUDA cores: correct,
+// from L1/L2 once per two rows and do their products on CUDA cores: correct,
 // but far from a tensor-core matmul (the roofline says compute bound); a
 // tiled tensor-core path is left to do (docs/precision.md).
 //===----------------------------------------------------------------------===//
@@ -34,6 +38,8 @@ constexpr int64_t kEnoughBlocks = 264;
 /// Input rows a pass of the weights serves at most (fewer where a word's
 /// codes are many: a word's input values for every row stay in registers).
 constexpr int kRowsAPass = 4;
+/// Output columns a thread computes at most (the same input values each).
+constexpr int64_t kColumnsAThread = 2;
 } // namespace
 
 LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
@@ -52,33 +58,67 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   // beyond them is never read.
   const int64_t codesAChunk = chunkBytes * 8 / bits, chunks = (k + codesAChunk - 1) / codesAChunk;
   const int64_t codesAWord = 32 / bits, partsAWord = 8 / bits;
-  // A trip: the chunks a lane reads one after another inside one block (up
-  // to 4), so that a trip loads one scale and zero point and keeps up to 64
-  // bytes in flight. Fewer when the column's trips would leave a warp's
-  // lanes idle (a warp issues for all 32 however many work): the most
-  // chunks a trip that keep 85% of the lanes busy. The last trip may hold
-  // chunks past K.
-  int64_t chunksATrip = 1;
-  for (int64_t t : {4, 2}) {
-    int64_t tripsIf = (chunks + t - 1) / t, rounds = (tripsIf + 31) / 32;
-    if (codesAChunk * t <= blockSize && tripsIf * 100 >= 85 * 32 * rounds) {
-      chunksATrip = t;
-      break;
+  const int64_t xBytes = storageBytes(elementOf(x));
+  // A trip: the chunks a lane reads one after another inside one block, of
+  // each of its `columnsAThread` columns, so that a trip loads one scale and
+  // zero point a column and keeps up to `inFlight` chunks' bytes in flight.
+  // Fewer when the column's trips would leave a warp's lanes idle (a warp
+  // issues for all 32 however many work): the most chunks a trip that keep
+  // 85% of the lanes busy. The last trip may hold chunks past K.
+  struct Trips {
+    int64_t chunks = 1; // a trip's, a column's
+    int64_t codes;      // a trip's, a column's
+    int64_t count;      // a column's
+    bool guard;         // whether a trip's later chunks may lie past K
+  };
+  auto planTrips = [&](int64_t columnsAThread, int64_t inFlight) {
+    Trips plan;
+    for (int64_t t : {4, 2}) {
+      int64_t tripsIf = (chunks + t - 1) / t, rounds = (tripsIf + 31) / 32;
+      if (t * columnsAThread <= inFlight && codesAChunk * t <= blockSize &&
+          tripsIf * 100 >= 85 * 32 * rounds) {
+        plan.chunks = t;
+        break;
+      }
+    }
+    plan.codes = plan.chunks * codesAChunk;
+    plan.count = (k + plan.codes - 1) / plan.codes;
+    plan.guard = plan.chunks > 1 && k % plan.codes != 0;
+    return plan;
+  };
+  // Columns a thread: one, or two reading the same input values, so that
+  // each value loaded (and, from bf16, widened) serves two columns' products
+  // and a block's reads of the input rows through L2 serve twice the
+  // columns. Two take more registers, and fit the 64 of half occupancy
+  // (sass-lint's occupancy rule; any more spill) only with:
+  //  - codes below 8 bits (at 8, a weight byte is one code and an input
+  //    value's share of the work is half as large anyway);
+  //  - four chunks in flight a lane with 16-bit inputs, two with wider ones
+  //    (whose values for a trip's codes, which the compiler loads ahead,
+  //    take twice the registers);
+  //  - no trip past K to guard.
+  int64_t columnsAThread = 1;
+  Trips trips = planTrips(1, 4);
+  if (n >= 2 && bits < 8) {
+    Trips two = planTrips(kColumnsAThread, xBytes <= 2 ? 4 : 2);
+    if (!two.guard) {
+      columnsAThread = kColumnsAThread;
+      trips = two;
+      halfOccupancy = true;
     }
   }
-  const int64_t codesATrip = chunksATrip * codesAChunk;
-  const int64_t trips = (k + codesATrip - 1) / codesATrip;
-  const bool chunkGuard = chunksATrip > 1 && k % codesATrip != 0;
   // Codes a scale covers inside one chunk.
   const int64_t codesAScale = std::min(blockSize, codesAChunk);
-  // Columns a block: a warp each, unless that leaves the device short of
-  // blocks and a column has the trips to give more lanes work.
+  const int64_t columnUnits = (n + columnsAThread - 1) / columnsAThread;
+  // Column units (columnsAThread columns) a block: a warp each, unless that
+  // leaves the device short of blocks and a unit has the trips to give more
+  // lanes work.
   int64_t columns = kBlockThreads / 32;
-  while (columns > 1 && (n + columns - 1) / columns < kEnoughBlocks &&
-         trips >= 2 * (kBlockThreads / (columns / 2)))
+  while (columns > 1 && (columnUnits + columns - 1) / columns < kEnoughBlocks &&
+         trips.count >= 2 * (kBlockThreads / (columns / 2)))
     columns /= 2;
-  const int64_t items = (n + columns - 1) / columns;
-  streamBytesATrip = static_cast<int>(chunksATrip * chunkBytes);
+  const int64_t items = (columnUnits + columns - 1) / columns;
+  streamBytesATrip = static_cast<int>(columnsAThread * trips.chunks * chunkBytes);
 
   // Weights whose bytes are all one value are a splat the kernel holds
   // (kiln-form-kernels copies splat constants in): every code word is that
@@ -105,7 +145,6 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   };
 
   const std::string xType = storageType(elementOf(x));
-  const int64_t xBytes = storageBytes(elementOf(x));
   // The input's rows are read in vectors of up to 16 bytes (a word's
   // codes' worth at most) when K fills the chunks: no bound check then.
   const int64_t xVector = std::min<int64_t>(16 / xBytes, codesAWord);
@@ -145,13 +184,25 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   line("const int64_t K = " + int64Literal(k) + ", N = " + int64Literal(n) + ";");
   // Lanes a column: whole warps on a device; any block size in host
   // emulation (a block of one thread does its columns one after another).
-  line("const int64_t columns = " + int64Literal(columns) + ";");
-  line("const int64_t atOnce = columns < (int64_t)blockDim.x ? columns : (int64_t)blockDim.x;");
-  line("const int64_t lanes = (int64_t)blockDim.x / atOnce;");
-  line("const int64_t slot = (int64_t)threadIdx.x / lanes, lane = (int64_t)threadIdx.x - slot * "
+  // (In 32 bits, as the trips' code offsets: registers a thread keeps.)
+  // On a device the block is the CUDA executor's 256 threads (its
+  // kBlockThreads), a constant there: the compiler then derives a thread's
+  // lane and unit by shifts and recomputes them rather than keep them.
+  line("const int columns = " + std::to_string(columns) + ";");
+  line("#ifdef __CUDACC_RTC__");
+  line("const int blockThreads = " + std::to_string(kBlockThreads) + ";");
+  line("#else");
+  line("const int blockThreads = (int)blockDim.x;");
+  line("#endif");
+  line("const int atOnce = columns < blockThreads ? columns : blockThreads;");
+  line("const int lanes = blockThreads / atOnce;");
+  line("const int slot = (int)threadIdx.x / lanes, lane = (int)threadIdx.x - slot * "
        "lanes;");
   // Lanes whose sums one shuffle reduction combines (a warp), or 1.
-  line("const int64_t shuffled = lanes % 32 == 0 && blockDim.x % 32 == 0 ? 32 : 1;");
+  // (Its log2: shifts, where a division by a value the compiler cannot see
+  // is a call's worth of instructions.)
+  line("const int shuffledBits = lanes % 32 == 0 && blockThreads % 32 == 0 ? 5 : 0;");
+  line("const int shuffled = 1 << shuffledBits;");
   std::string bias = "8388608.0f"; // 2^23, under which kiln_byte_float puts a code
   std::string defaultZero = std::to_string(1 << (bits - 1));
 
@@ -159,50 +210,62 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   // `offset` (2^23 + z, subtracted from each code's float: exact for an
   // integer z; a float z is subtracted after 2^23).
   const bool floatZero = zeroPoints && isa<FloatType>(elementOf(zeroPoints));
+  // Names of column j's values: its scale, offset, accumulators.
+  auto ofColumn = [](const std::string &name, int64_t j) { return name + "_" + std::to_string(j); };
   auto blockParams = [&](const std::string &firstK) -> LogicalResult {
-    line("const int64_t block = " + firstK + " >> " + std::to_string(llvm::Log2_64(blockSize)) +
+    line("const int block = " + firstK + " >> " + std::to_string(llvm::Log2_64(blockSize)) +
          ";");
-    FailureOr<std::string> scale = flatRead(scales, "col * " + int64Literal(blocks) + " + block");
-    if (failed(scale))
-      return failure();
-    line("const float scale = (float)" + *scale + ";");
-    if (!zeroPoints) {
-      line("const float offset = " + bias + " + " + defaultZero + ".0f;");
-    } else if (!floatZero) {
-      int64_t zpBytes = cast<RankedTensorType>(zeroPoints.getType()).getShape()[1];
-      FailureOr<std::string> zb = flatRead(zeroPoints, "col * " + int64Literal(zpBytes) +
-                                                           " + ((block * " + std::to_string(bits) +
-                                                           ") >> 3)");
-      if (failed(zb))
+    for (int64_t j = 0; j < columnsAThread; ++j) {
+      std::string col = ofColumn("col", j);
+      FailureOr<std::string> scale = flatRead(scales, col + " * " + int64Literal(blocks) + " + block");
+      if (failed(scale))
         return failure();
-      line("const uint32_t zero = ((uint32_t)" + *zb + " >> ((block * " + std::to_string(bits) +
-           ") & 7)) & " + std::to_string((1 << bits) - 1) + "u;");
-      line("const float offset = kiln_f32_bits(0x4B000000u | zero);");
-    } else {
-      FailureOr<std::string> z = flatRead(zeroPoints, "col * " + int64Literal(blocks) + " + block");
-      if (failed(z))
-        return failure();
-      line("const float zero = (float)" + *z + ";");
-      line("const float offset = " + bias + ";");
+      line("const float " + ofColumn("scale", j) + " = (float)" + *scale + ";");
+      std::string offset = "const float " + ofColumn("offset", j) + " = ";
+      if (!zeroPoints) {
+        line(offset + bias + " + " + defaultZero + ".0f;");
+      } else if (!floatZero) {
+        int64_t zpBytes = cast<RankedTensorType>(zeroPoints.getType()).getShape()[1];
+        FailureOr<std::string> zb = flatRead(zeroPoints, col + " * " + int64Literal(zpBytes) +
+                                                             " + ((block * " + std::to_string(bits) +
+                                                             ") >> 3)");
+        if (failed(zb))
+          return failure();
+        line("const uint32_t " + ofColumn("zero", j) + " = ((uint32_t)" + *zb + " >> ((block * " +
+             std::to_string(bits) + ") & 7)) & " + std::to_string((1 << bits) - 1) + "u;");
+        line(offset + "kiln_f32_bits(0x4B000000u | " + ofColumn("zero", j) + ");");
+      } else {
+        FailureOr<std::string> z =
+            flatRead(zeroPoints, col + " * " + int64Literal(blocks) + " + block");
+        if (failed(z))
+          return failure();
+        line("const float " + ofColumn("zero", j) + " = (float)" + *z + ";");
+        line(offset + bias + ";");
+      }
     }
     return success();
   };
-  // Codes [from, to) of chunk `code` (at code `base` of the trip) into each
-  // row's `part`, a word at a time: part p of a word holds codes p,
-  // p + partsAWord, ... in its bytes. `rowsNow` rows (a pass's).
+  // Codes [from, to) of chunk `code` (at code `base` of the trip; column
+  // j's bytes in `code`_j) into each row's and column's `part`, a word at a
+  // time: part p of a word holds codes p, p + partsAWord, ... in its bytes.
+  // `rowsNow` rows (a pass's).
   int rowsNow = 0;
   auto codesOf = [&](const std::string &code, int64_t base, int64_t from, int64_t to) {
     for (int64_t c = from; c < to; c += codesAWord) {
       int64_t word = c / codesAWord;
-      std::vector<std::string> parts;
-      for (int64_t p = 0; p < partsAWord; ++p) {
-        std::string part = temp("p");
-        std::string shifted = "(" + code + ".x[" + std::to_string(word) + "]" +
-                              (p ? " >> " + std::to_string(p * bits) : std::string()) + ")";
-        line("const uint32_t " + part + " = " + shifted +
-             (bits == 8 ? ";"
-                        : " & " + std::string(bits == 4 ? "0x0F0F0F0Fu" : "0x03030303u") + ";"));
-        parts.push_back(part);
+      // parts[j][p]: column j's part p.
+      std::vector<std::vector<std::string>> parts(columnsAThread);
+      for (int64_t j = 0; j < columnsAThread; ++j) {
+        for (int64_t p = 0; p < partsAWord; ++p) {
+          std::string part = temp("p");
+          std::string shifted = "(" + ofColumn(code, j) + ".x[" + std::to_string(word) + "]" +
+                                (p ? " >> " + std::to_string(p * bits) : std::string()) + ")";
+          line("const uint32_t " + part + " = " + shifted +
+               (bits == 8 ? ";"
+                          : " & " + std::string(bits == 4 ? "0x0F0F0F0Fu" : "0x03030303u") +
+                                ";"));
+          parts[j].push_back(part);
+        }
       }
       // The input's values at these codes, per row (a word's worth at a
       // time keeps four rows of them in few registers).
@@ -237,100 +300,133 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
       }
       for (int64_t v = 0; v < codesAWord; ++v) {
         int64_t byte = v / partsAWord, p = v % partsAWord;
-        std::string q = temp("q");
-        std::string value =
-            "kiln_byte_float<" + std::to_string(byte) + ">(" + parts[p] + ", magic) - offset";
-        if (floatZero)
-          value = "(" + value + ") - zero";
-        line("const float " + q + " = " + value + ";");
-        for (int r = 0; r < rowsNow; ++r)
-          line("part" + std::to_string(r) + " += " + xs[r][v] + " * " + q + ";");
+        for (int64_t j = 0; j < columnsAThread; ++j) {
+          std::string q = temp("q");
+          std::string value = "kiln_byte_float<" + std::to_string(byte) + ">(" + parts[j][p] +
+                              ", magic) - " + ofColumn("offset", j);
+          if (floatZero)
+            value = "(" + value + ") - " + ofColumn("zero", j);
+          line("const float " + q + " = " + value + ";");
+          for (int r = 0; r < rowsNow; ++r)
+            line(ofColumn("part" + std::to_string(r), j) + " += " + xs[r][v] + " * " + q + ";");
+        }
       }
     }
   };
 
-  openBlock("for (int64_t item = blockIdx.x; item < " + int64Literal(items) +
+  openBlock("for (int item = blockIdx.x; item < " + std::to_string(items) +
             "; item += gridDim.x) {");
-  openBlock("for (int64_t round = 0; round * atOnce < columns; ++round) {");
-  line("const int64_t col = item * columns + round * atOnce + slot;");
-  line("const bool active = slot < atOnce && round * atOnce + slot < columns && col < N;");
+  openBlock("for (int round = 0; round * atOnce < columns; ++round) {");
+  // Columns and a column's offset in 32 bits where the weights' bytes fit
+  // (registers: a thread keeps them through its passes).
+  const bool narrowColumns = n * columnBytes <= std::numeric_limits<int32_t>::max();
+  const std::string colType = narrowColumns ? "int32_t" : "int64_t";
+  line("const " + colType + " unit = item * columns + round * atOnce + slot;");
+  line("const " + colType + " col_0 = unit * " + std::to_string(columnsAThread) + ";");
+  line("const bool active = slot < atOnce && round * atOnce + slot < columns && col_0 < N;");
+  // A unit's further columns past N (an odd N's last unit) read column 0's
+  // bytes again and store nothing.
+  for (int64_t j = 1; j < columnsAThread; ++j)
+    line("const " + colType + " " + ofColumn("col", j) + " = col_0 + " + std::to_string(j) +
+         " < N ? col_0 + " + std::to_string(j) + " : col_0;");
   if (!splatWord)
-    line("const uint8_t *column = " + w + " + col * " + int64Literal(columnBytes) + ";");
+    line("const uint8_t *column = " + w + " + col_0 * " + int64Literal(columnBytes) + ";");
+  if (!splatWord && columnsAThread > 1)
+    line("const " + colType + " columnStep = (col_1 - col_0) * " + std::to_string(columnBytes) +
+         ";");
   openBlock("for (int64_t m0 = 0; m0 < M;) {");
-  const int rowsAPass = static_cast<int>(
-      std::min<int64_t>(kRowsAPass, std::max<int64_t>(1, 32 / codesAWord)));
+  // Rows a pass: a word's input values for each row stay in registers, and
+  // so do an accumulator and a part per row and column.
+  const int rowsAPass = static_cast<int>(std::max<int64_t>(
+      1, std::min<int64_t>(kRowsAPass, std::max<int64_t>(1, 32 / codesAWord)) / columnsAThread));
   line("const int rowsNow = M - m0 >= " + std::to_string(rowsAPass) + " ? " +
        std::to_string(rowsAPass) + " : 1;");
-  for (int rows : {rowsAPass, 1}) {
-    if (rows == 1 && rowsAPass == 1)
-      break;
+  // A pass of rowsAPass rows, and one of a row for the rest (the same code
+  // when rowsAPass is 1).
+  for (int pass = 0; pass < (rowsAPass > 1 ? 2 : 1); ++pass) {
+    const bool first = pass == 0;
+    const int rows = first ? rowsAPass : 1;
     rowsNow = rows;
-    openBlock(std::string(rows == rowsAPass ? "if" : "else if") + " (rowsNow == " +
-              std::to_string(rows) + ") {");
+    openBlock(std::string(first ? "if" : "else if") + " (rowsNow == " + std::to_string(rows) +
+              ") {");
     for (int r = 0; r < rows; ++r) {
-      line("float acc" + std::to_string(r) + " = 0.0f;");
+      for (int64_t j = 0; j < columnsAThread; ++j)
+        line("float " + ofColumn("acc" + std::to_string(r), j) + " = 0.0f;");
       line("const " + xType + " *row" + std::to_string(r) + " = " + in + " + (m0 + " +
            std::to_string(r) + ") * K;");
     }
     openBlock("if (active) {");
     // Pointers step through the trips (no per-trip index products).
     if (!splatWord)
-      line("const uint8_t *codes = column + lane * " + int64Literal(chunksATrip * chunkBytes) +
+      line("const uint8_t *codes = column + lane * " + int64Literal(trips.chunks * chunkBytes) +
            ";");
     for (int r = 0; r < rows; ++r)
       line("const " + xType + " *xr" + std::to_string(r) + " = row" + std::to_string(r) +
-           " + lane * " + int64Literal(codesATrip) + ";");
+           " + lane * " + int64Literal(trips.codes) + ";");
     std::string advance =
-        splatWord ? std::string() : ", codes += lanes * " + int64Literal(chunksATrip * chunkBytes);
+        splatWord ? std::string() : ", codes += lanes * " + int64Literal(trips.chunks * chunkBytes);
     for (int r = 0; r < rows; ++r)
-      advance += ", xr" + std::to_string(r) + " += lanes * " + int64Literal(codesATrip);
-    openBlock("for (int64_t k0 = lane * " + int64Literal(codesATrip) + "; k0 < " +
-              int64Literal(trips * codesATrip) + "; k0 += lanes * " + int64Literal(codesATrip) +
+      advance += ", xr" + std::to_string(r) + " += lanes * " + int64Literal(trips.codes);
+    openBlock("for (int k0 = lane * " + std::to_string(trips.codes) + "; k0 < " +
+              std::to_string(trips.count * trips.codes) + "; k0 += lanes * " +
+              std::to_string(trips.codes) +
               advance + ") {");
-    // A trip's chunks first, so that their loads are in flight together.
-    for (int64_t t = 0; t < chunksATrip; ++t) {
-      std::string at = "codes" + (t ? " + " + int64Literal(t * chunkBytes) : std::string());
-      std::string load = "*reinterpret_cast<const kiln_vec<uint32_t, " +
-                         std::to_string(chunkBytes / 4) + "> *>(" + at + ")";
-      // A chunk past K (the last block's padding) is not read.
-      if (chunkGuard && t > 0)
-        load = "k0 + " + int64Literal(t * codesAChunk) + " < K ? " + load + " : kiln_vec<uint32_t, " +
-               std::to_string(chunkBytes / 4) + ">()";
-      if (splatWord) {
-        std::string word = std::to_string(*splatWord) + "u", words = word;
-        for (int64_t i = 1; i < chunkBytes / 4; ++i)
-          words += ", " + word;
-        load = "{{" + words + "}}";
+    // A trip's chunks first, every column's, so that their loads are in
+    // flight together.
+    const std::string vecType = "kiln_vec<uint32_t, " + std::to_string(chunkBytes / 4) + ">";
+    for (int64_t t = 0; t < trips.chunks; ++t) {
+      for (int64_t j = 0; j < columnsAThread; ++j) {
+        std::string at = std::string("codes") + (j ? " + columnStep" : "") +
+                         (t ? " + " + int64Literal(t * chunkBytes) : std::string());
+        std::string load = "*reinterpret_cast<const " + vecType + " *>(" + at + ")";
+        // A chunk past K (the last block's padding) is not read.
+        if (trips.guard && t > 0)
+          load = "k0 + " + int64Literal(t * codesAChunk) + " < K ? " + load + " : " + vecType +
+                 "()";
+        if (splatWord) {
+          std::string word = std::to_string(*splatWord) + "u", words = word;
+          for (int64_t i = 1; i < chunkBytes / 4; ++i)
+            words += ", " + word;
+          load = "{{" + words + "}}";
+        }
+        line("const " + vecType + " " + ofColumn("code" + std::to_string(t), j) + " = " + load +
+             ";");
       }
-      line("const kiln_vec<uint32_t, " + std::to_string(chunkBytes / 4) + "> code" +
-           std::to_string(t) + " = " + load + ";");
     }
-    if (chunksATrip > 1) {
+    // Each row's and column's part of a block, then times its scale.
+    auto startParts = [&] {
+      for (int r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < columnsAThread; ++j)
+          line("float " + ofColumn("part" + std::to_string(r), j) + " = 0.0f;");
+    };
+    auto scaleParts = [&] {
+      for (int r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < columnsAThread; ++j)
+          line(ofColumn("acc" + std::to_string(r), j) + " += " +
+               ofColumn("part" + std::to_string(r), j) + " * " + ofColumn("scale", j) + ";");
+    };
+    if (trips.chunks > 1) {
       // The trip is one block: its scale and zero point once.
       if (failed(blockParams("k0")))
         return failure();
-      for (int r = 0; r < rows; ++r)
-        line("float part" + std::to_string(r) + " = 0.0f;");
-      for (int64_t t = 0; t < chunksATrip; ++t) {
-        openBlock(chunkGuard && t > 0
+      startParts();
+      for (int64_t t = 0; t < trips.chunks; ++t) {
+        openBlock(trips.guard && t > 0
                       ? "if (k0 + " + int64Literal(t * codesAChunk) + " < K) {"
                       : std::string("{"));
         codesOf("code" + std::to_string(t), t * codesAChunk, 0, codesAChunk);
         closeBlock();
       }
-      for (int r = 0; r < rows; ++r)
-        line("acc" + std::to_string(r) + " += part" + std::to_string(r) + " * scale;");
+      scaleParts();
     } else {
       // One chunk a trip, holding one block or several.
       for (int64_t sub = 0; sub < codesAChunk / codesAScale; ++sub) {
         openBlock("{");
         if (failed(blockParams("(k0 + " + int64Literal(sub * codesAScale) + ")")))
           return failure();
-        for (int r = 0; r < rows; ++r)
-          line("float part" + std::to_string(r) + " = 0.0f;");
+        startParts();
         codesOf("code0", 0, sub * codesAScale, (sub + 1) * codesAScale);
-        for (int r = 0; r < rows; ++r)
-          line("acc" + std::to_string(r) + " += part" + std::to_string(r) + " * scale;");
+        scaleParts();
         closeBlock();
       }
     }
@@ -339,29 +435,35 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
     // The lanes of a column meet: shuffles within a warp, then shared memory
     // across its warps (or its threads, off a device's whole warps).
     for (int r = 0; r < rows; ++r) {
-      std::string acc = "acc" + std::to_string(r);
-      line("if (shuffled == 32) " + acc +
-           " = kiln_warp_reduce(" + acc + ", [](float a, float b) { return a + b; });");
-      openBlock("if (lanes > shuffled) {");
-      line("if ((int64_t)threadIdx.x % shuffled == 0) kiln_part[threadIdx.x / shuffled] = " + acc +
-           ";");
-      line("__syncthreads();");
-      line("if (lane == 0 && slot < atOnce) for (int64_t j = 1; j < lanes / shuffled; ++j) " + acc +
-           " += kiln_part[slot * (lanes / shuffled) + j];");
-      line("__syncthreads();");
-      closeBlock();
-      std::string value = acc;
-      if (Value bias = root.getBias()) {
-        // A row vector, or a residual of the result's shape.
-        bool row = cast<RankedTensorType>(bias.getType()).getRank() == 1;
-        FailureOr<std::string> b =
-            flatRead(bias, row ? std::string("col") : "(m0 + " + std::to_string(r) + ") * N + col");
-        if (failed(b))
-          return failure();
-        value = "(" + acc + " + (float)" + *b + ")";
+      for (int64_t j = 0; j < columnsAThread; ++j) {
+        std::string acc = ofColumn("acc" + std::to_string(r), j);
+        line("if (shuffled == 32) " + acc +
+             " = kiln_warp_reduce(" + acc + ", [](float a, float b) { return a + b; });");
+        openBlock("if (lanes > shuffled) {");
+        line("if (((int)threadIdx.x & (shuffled - 1)) == 0) kiln_part[(int)threadIdx.x >> "
+             "shuffledBits] = " +
+             acc + ";");
+        line("__syncthreads();");
+        line("if (lane == 0 && slot < atOnce) for (int j = 1; j < (lanes >> shuffledBits); ++j) " +
+             acc + " += kiln_part[slot * (lanes >> shuffledBits) + j];");
+        line("__syncthreads();");
+        closeBlock();
+        std::string col = ofColumn("col", j);
+        std::string value = acc;
+        if (Value bias = root.getBias()) {
+          // A row vector, or a residual of the result's shape.
+          bool row = cast<RankedTensorType>(bias.getType()).getRank() == 1;
+          FailureOr<std::string> b =
+              flatRead(bias, row ? col : "(m0 + " + std::to_string(r) + ") * N + " + col);
+          if (failed(b))
+            return failure();
+          value = "(" + acc + " + (float)" + *b + ")";
+        }
+        std::string stored = j ? "active && lane == 0 && col_0 + " + std::to_string(j) + " < N"
+                               : std::string("active && lane == 0");
+        line("if (" + stored + ") out[(m0 + " + std::to_string(r) + ") * N + " + col + "] = " +
+             store(elementOf(root.getResult()), value) + ";");
       }
-      line("if (active && lane == 0) out[(m0 + " + std::to_string(r) + ") * N + col] = " +
-           store(elementOf(root.getResult()), value) + ";");
     }
     closeBlock(); // rows
   }

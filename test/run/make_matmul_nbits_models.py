@@ -14,13 +14,16 @@ Needs onnxruntime (scripts/install-onnxruntime-deps.sh).
                   in blocks of 32 or 128 (K = 320 leaves the last block of
                   128 half padding), symmetric (no zero points: the default
                   2^(bits-1)) or asymmetric (packed uint8 zero points); data
-                  sets of 1 row (a decode step), 10 rows (two passes of four
-                  rows and two of one) and 3 rows
+                  sets of 1 row (a decode step), 10 rows (passes of several
+                  rows, and of one for the rest) and 3 rows
     split_k       one MatMul [16384, 16], 4 bits, blocks of 128: few columns
                   and long ones, so that several warps share a column
     odd_trip      one MatMul [4010, 16], 4 bits, blocks of 128: four chunks a
                   trip, the last trip holding chunks and codes past K
     nbits2        2 bits (the quantizer's 2-bit path), blocks of 64
+    odd_n         one MatMul [128, 7], 4 bits, blocks of 32: an odd number
+                  of columns, so that the last thread's second column lies
+                  past N (it reads the first's bytes again, stores nothing)
     odd_k4, odd_k2
                   K = 100, blocks of 16, 4 and 2 bits: chunks of 8 and 4
                   bytes (a column's bytes are no multiple of 16), and the
@@ -105,6 +108,7 @@ def main():
     save(out, "split_k", quantized(float_model([(16384, 16)]), 4, 128, False), [(1, 1), (1, 5)])
     save(out, "odd_trip", quantized(float_model([(4010, 16)]), 4, 128, False), [(1, 1), (2, 3)])
     save(out, "nbits2", quantized(float_model([(256, 48)]), 2, 64, False), [(1, 1), (2, 3)])
+    save(out, "odd_n", quantized(float_model([(128, 7)]), 4, 32, False), [(1, 1), (2, 3)])
     save(out, "odd_k4", quantized(float_model([(100, 24)]), 4, 16, False), [(1, 1), (2, 3)])
     save(out, "odd_k2", quantized(float_model([(100, 24)]), 2, 16, True), [(1, 1), (2, 3)])
 
