@@ -93,7 +93,7 @@ struct GeneratedKernel {
   int resultBytes = 0;
   /// Bytes of its largest input one trip of its main loop reads, for a
   /// kernel that streams that input (matmul_nbits' packed weights, a vector
-  /// load a trip); 0 for the others. tools/sass-lint.py divides the
+  /// load a chunk, a trip's chunks over its columns); 0 for the others. tools/sass-lint.py divides the
   /// instructions of the shortest such loop by it (its issue time per
   /// streamed byte: a one-row pass).
   int streamBytesATrip = 0;

@@ -19,6 +19,7 @@
 #include "ir/Kiln/KilnDialect.h"
 #include "ir/Kiln/OpTables.h"
 #include "ir/Kiln/KernelTypes.h"
+#include "kiln/artifact/DeviceLaunch.h"
 #include "kiln/artifact/Format.h"
 
 #include "mlir/IR/Matchers.h"
@@ -118,10 +119,10 @@ inline std::string int64Literal(int64_t v) {
 /// its passes: 16 values a thread at 128 threads.
 constexpr int64_t kMaxCachedRow = 2048;
 
-/// Threads per block of the runtime's launches (runtime/src/cuda: 256):
+/// Threads per block of the runtime's launches (kiln/artifact/DeviceLaunch.h):
 /// schedules that give each warp its own item state their work in blocks
 /// of that many threads.
-constexpr int64_t kBlockThreads = 256;
+constexpr int64_t kBlockThreads = artifact::kDeviceBlockThreads;
 
 /// The most reduced elements a trailing reduction gives one warp (8 a lane)
 /// rather than a block.
@@ -495,7 +496,9 @@ private:
   bool doubleTaps = false;
   /// Held to the registers of 50% occupancy (KILN_HALF_OCCUPANCY): row
   /// kernels, whose per-thread state (a few running values) fits in 64
-  /// registers even in double, where ptxas would otherwise take a few more.
+  /// registers even in double, where ptxas would otherwise take a few more;
+  /// matmul_nbits with two columns a thread (emitMatmulNBits says when that
+  /// fits).
   bool halfOccupancy = false;
   DimExpr productOf(ArrayRef<DimExpr> dims) {
     DimExpr p = getAffineConstantExpr(1, kernel.getContext());

@@ -1,13 +1,14 @@
 //===- ScheduleMatmulNBits.cpp - matmul_nbits: packed weights, read once ---===//
 //
 // kiln.matmul_nbits (CompositeOps.td says the rule) as a GEMV over the packed
-// weights: a block per `columns` units of two output columns (a thread's
-// lanes compute both from the same input values), the threads of a unit
-// (its lanes) splitting its K codes in trips of up to two chunks of 16
-// bytes a column (8 or 4 where a column's bytes are not a multiple of 16)
-// that lie in one block (one scale and zero point a trip and column), each
-// lane reading its trips once for up to two input rows at a time and
-// dequantizing in registers:
+// weights: a block per `columns` units of one or two output columns (two
+// below 8 bits where the trips need no guard past K: a thread computes both
+// from the same input values), the threads of a unit (its lanes) splitting
+// its K codes in trips of up to four chunks of 16 bytes over its columns
+// (8 or 4 bytes where a column's bytes are not a multiple of 16) that lie in
+// one block (one scale and zero point a trip and column), each lane reading
+// its trips once for up to four input rows at a time (two, or one at 2
+// bits, with two columns) and dequantizing in registers:
 //  - a code becomes a float without a conversion instruction: its byte, put
 //    under the exponent of 2^23 (kiln_byte_float, a PRMT), is 2^23 + q
 //    exactly, and one subtraction of 2^23 + z gives q - z (two for a float
@@ -51,6 +52,9 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   const int64_t n = wShape[0], blocks = wShape[1], blob = wShape[2];
   SymShape xShape = getSymShape(x.getType());
   const int64_t k = *getConstantDimValue(xShape.back());
+  // Code offsets along K are 32-bit (a lane's registers).
+  if (k > std::numeric_limits<int32_t>::max() / 2)
+    return unsupported(root, "needs K under 2^30");
   const int64_t columnBytes = blocks * blob;
   // A chunk: the bytes a lane loads at once, and the codes in it.
   const int64_t chunkBytes = columnBytes % 16 == 0 ? 16 : columnBytes % 8 == 0 ? 8 : 4;
@@ -160,7 +164,7 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   auto C = [&](int64_t v) { return getAffineConstantExpr(v, ctx); };
   flops = canonicalizeDim(rowsDim * C(2 * n * k));
   // Each block reads the input's rows; the weights, scales and zero points
-  // are read once (the passes of four rows after the first hit L1/L2).
+  // are read once (the passes of rows after the first hit L1/L2).
   int64_t paramBytes = n * columnBytes +
                        n * blocks * static_cast<int64_t>(storageBytes(elementOf(scales)));
   if (zeroPoints)
@@ -182,7 +186,7 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   line("if (misaligned) return;");
   line("const int64_t M = " + dim(rowsDim) + ";");
   line("const int64_t K = " + int64Literal(k) + ", N = " + int64Literal(n) + ";");
-  // Lanes a column: whole warps on a device; any block size in host
+  // Lanes a unit: whole warps on a device; any block size in host
   // emulation (a block of one thread does its columns one after another).
   // (In 32 bits, as the trips' code offsets: registers a thread keeps.)
   // On a device the block is the CUDA executor's 256 threads (its
@@ -317,10 +321,10 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   openBlock("for (int item = blockIdx.x; item < " + std::to_string(items) +
             "; item += gridDim.x) {");
   openBlock("for (int round = 0; round * atOnce < columns; ++round) {");
-  // Columns and a column's offset in 32 bits where the weights' bytes fit
-  // (registers: a thread keeps them through its passes).
-  const bool narrowColumns = n * columnBytes <= std::numeric_limits<int32_t>::max();
-  const std::string colType = narrowColumns ? "int32_t" : "int64_t";
+  // Columns in 32 bits (registers a thread keeps through its passes; a
+  // column's byte offset is a product with a 64-bit literal).
+  const std::string colType =
+      n + columnsAThread * columns < std::numeric_limits<int32_t>::max() ? "int32_t" : "int64_t";
   line("const " + colType + " unit = item * columns + round * atOnce + slot;");
   line("const " + colType + " col_0 = unit * " + std::to_string(columnsAThread) + ";");
   line("const bool active = slot < atOnce && round * atOnce + slot < columns && col_0 < N;");

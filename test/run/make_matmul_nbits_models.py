@@ -18,8 +18,9 @@ Needs onnxruntime (scripts/install-onnxruntime-deps.sh).
                   rows, and of one for the rest) and 3 rows
     split_k       one MatMul [16384, 16], 4 bits, blocks of 128: few columns
                   and long ones, so that several warps share a column
-    odd_trip      one MatMul [4010, 16], 4 bits, blocks of 128: four chunks a
-                  trip, the last trip holding chunks and codes past K
+    odd_trip      one MatMul [4010, 16], 4 bits, blocks of 128: with bf16
+                  rows four chunks a trip, the last trip holding chunks and
+                  codes past K
     nbits2        2 bits (the quantizer's 2-bit path), blocks of 64
     odd_n         one MatMul [128, 7], 4 bits, blocks of 32: an odd number
                   of columns, so that the last thread's second column lies

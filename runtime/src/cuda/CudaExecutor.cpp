@@ -5,6 +5,7 @@
 #include "Model.h"
 #include "cuda/CudaState.h"
 #include "cuda/LibraryCalls.h"
+#include "kiln/artifact/DeviceLaunch.h"
 #include "kiln/artifact/StepWork.h"
 
 #include "absl/strings/str_cat.h"
@@ -17,9 +18,9 @@
 namespace kiln::rt {
 namespace {
 
-/// Threads per block for every generated kernel: the device library sizes its
-/// shared scratch for KILN_MAX_BLOCK (256), and kernels are correct for any grid.
-constexpr unsigned kBlockThreads = 256;
+/// Threads per block for every generated kernel (kernels are correct for any
+/// grid; some schedules rely on this block: DeviceLaunch.h).
+constexpr unsigned kBlockThreads = artifact::kDeviceBlockThreads;
 constexpr int64_t kMaxBlocks = 65535;
 
 size_t bytesOf(ref::DType dtype, const ref::Shape &shape) {
