@@ -106,8 +106,8 @@ FailureOr<CompiledArtifact> ArtifactWriter::build() {
         auto s = entry.getAs<StringAttr>(key);
         return s ? s.getValue().str() : std::string();
       };
-      floatQuantized.push_back(
-          llvm::json::Object{{"op", text("op")}, {"node", text("node")}, {"why", text("why")}});
+      floatQuantized.push_back(llvm::json::Object{
+          {"op", text("op")}, {"node", text("node")}, {"call", text("call")}, {"why", text("why")}});
     }
   result.report["float_quantized_ops"] = std::move(floatQuantized);
   // Symbols requests may be batched along (kiln-mark-independent-rows).

@@ -44,12 +44,14 @@ std::string explainText(const Object &report, StringRef model) {
          << symbols << "): " << o.getString("why").value_or("") << "; "
          << o.getString("cost").value_or("") << "\n";
     }
-  // Q/DQ matmuls and convs that stay float arithmetic, not int8 library calls.
+  // Q/DQ matmuls and convs that stay float arithmetic, not int8 (or FP8)
+  // library calls.
   if (const Array *kept = report.getArray("float_quantized_ops"))
     for (const llvm::json::Value &k : *kept) {
       const Object &o = *k.getAsObject();
-      os << at(model, o) << ": quantized " << o.getString("op").value_or("")
-         << " not an int8 call: " << o.getString("why").value_or("") << "\n";
+      std::string call = o.getString("call").value_or("").str();
+      os << at(model, o) << ": quantized " << o.getString("op").value_or("") << " not an "
+         << (call.empty() ? "int8" : call) << " call: " << o.getString("why").value_or("") << "\n";
     }
   // Guards: what every call checks beyond the inputs' own dims.
   const Array *guards = report.getArray("guards");

@@ -315,6 +315,16 @@ bool cudnnRunsFused(Type element, StringRef precision) {
   return element.isF32() && precision != "fp32";
 }
 
+/// Whether a float8 product (kiln-integer-matmuls' FP8 calls) of `element`
+/// takes a bias and the tanh GELU: cuBLASLt's FP8 matmul refuses both with
+/// an f32 result, which the precision mode keeps where it does not narrow
+/// the product (kiln-lower-precision gives fp16/bf16/fp8 products a 16-bit
+/// result). ReLU it takes either way; the erf GELU and SiLU never (no cuDNN
+/// graph takes float8 operands).
+bool float8TakesBiasAndGelu(Type element, StringRef precision) {
+  return !element.isF32() || precision == "fp16" || precision == "bf16" || precision == "fp8";
+}
+
 /// The epilogues cuBLASLt and cuDNN fuse into the library op: a matmul takes
 /// `+ bias` (a vector over its last dim, or a residual of its result's type,
 /// on float types) and then a ReLU, a GELU or a SiLU; a conv
@@ -335,8 +345,11 @@ void absorbEpilogues(func::FuncOp func, StringRef precision) {
     auto type = cast<RankedTensorType>(result.getType());
     if (!isa<FloatType>(type.getElementType()))
       continue;
-    if (auto matmul = dyn_cast<MatmulOp>(op);
-        matmul && !matmul.getBias() && type.getRank() >= 1 && result.hasOneUse()) {
+    auto product = dyn_cast<MatmulOp>(op);
+    const bool float8 = product && product.isFloat8Product();
+    const bool float8Wide = float8 && !float8TakesBiasAndGelu(type.getElementType(), precision);
+    if (auto matmul = product;
+        matmul && !float8Wide && !matmul.getBias() && type.getRank() >= 1 && result.hasOneUse()) {
       auto add = dyn_cast<AddOp>(*result.getUsers().begin());
       if (add && add.getType() == type) {
         Value bias = add.getLhs() == result ? add.getRhs() : add.getLhs();
@@ -364,7 +377,7 @@ void absorbEpilogues(func::FuncOp func, StringRef precision) {
     // GELU and SiLU are cuDNN graphs' pointwise ops, taken where cuDNN runs
     // the product in the precision the mode promises.
     if (auto matmul = dyn_cast<MatmulOp>(op);
-        matmul && matmul.getActivation() == Activation::none) {
+        matmul && matmul.getActivation() == Activation::none && !float8Wide) {
       std::optional<std::pair<ActivationMatch, Activation>> found = matchGelu(result);
       if (!found)
         if (std::optional<ActivationMatch> silu = matchSilu(result); silu && !gatesMatmul(*silu))
@@ -372,7 +385,8 @@ void absorbEpilogues(func::FuncOp func, StringRef precision) {
       // The chain's result must be the product's type (a splat of higher
       // rank would broadcast it).
       if (found && found->first.root->getResult(0).getType() == type &&
-          (found->second == Activation::gelu_tanh || cudnnRunsFused(type.getElementType(), precision))) {
+          (found->second == Activation::gelu_tanh ||
+           (!float8 && cudnnRunsFused(type.getElementType(), precision)))) {
         matmul.setActivation(found->second);
         ActivationMatch &chain = found->first;
         chain.root->getResult(0).replaceAllUsesWith(result);

@@ -54,8 +54,10 @@ bool perTensorOrAxis(Value v, RankedTensorType of, int64_t axis) {
   return axis >= offset;
 }
 
-/// `centered` as q - zero or q, of an 8-bit q cast to `type`'s shape.
-std::optional<Dequantized> centeredQ(Value centered, RankedTensorType type, int64_t axis) {
+/// `centered` as q - zero or q, of an 8-bit q of `codes` cast to `type`'s
+/// shape.
+std::optional<Dequantized> centeredQ(Value centered, RankedTensorType type, int64_t axis,
+                                     QuantizedCodes codes) {
   Dequantized d;
   Value zero;
   if (auto sub = centered.getDefiningOp<SubOp>()) {
@@ -66,8 +68,21 @@ std::optional<Dequantized> centeredQ(Value centered, RankedTensorType type, int6
   }
   auto cast = centered.getDefiningOp<CastOp>();
   auto qType = cast ? dyn_cast<RankedTensorType>(cast.getInput().getType()) : RankedTensorType();
-  auto integer = qType ? dyn_cast<IntegerType>(qType.getElementType()) : IntegerType();
-  if (!integer || integer.getWidth() != 8 || qType.getShape() != type.getShape())
+  if (!qType || qType.getShape() != type.getShape())
+    return std::nullopt;
+  if (codes == QuantizedCodes::e4m3) {
+    if (!isa<Float8E4M3FNType>(qType.getElementType()))
+      return std::nullopt;
+    d.q = cast.getInput();
+    // A float8 zero point that is not 0 would shift every product; the
+    // formats' tools write 0.
+    std::optional<std::vector<double>> z = zero ? floatValues(zero) : std::vector<double>{};
+    if (!z || llvm::any_of(*z, [](double x) { return x != 0; }))
+      return std::nullopt;
+    return d;
+  }
+  auto integer = dyn_cast<IntegerType>(qType.getElementType());
+  if (!integer || integer.getWidth() != 8)
     return std::nullopt;
   d.q = cast.getInput();
   d.isUnsigned = integer.isUnsigned();
@@ -85,13 +100,13 @@ std::optional<Dequantized> centeredQ(Value centered, RankedTensorType type, int6
 
 } // namespace
 
-std::optional<Dequantized> dequantized(Value v, int64_t axis) {
+std::optional<Dequantized> dequantized(Value v, int64_t axis, QuantizedCodes codes) {
   auto type = cast<RankedTensorType>(v.getType());
   auto mul = v.getDefiningOp<MulOp>();
   // No scale: MatMulInteger's operands (i32) and ConvInteger's (f32, the
   // type its conv computes in) are exact integers, (q - zero) alone.
   if (type.getElementType().isInteger(32) || !mul) {
-    std::optional<Dequantized> d = centeredQ(v, type, axis);
+    std::optional<Dequantized> d = centeredQ(v, type, axis, codes);
     if (d)
       d->scale = {1.0};
     return d;
@@ -100,7 +115,7 @@ std::optional<Dequantized> dequantized(Value v, int64_t axis) {
     Value centered = mul->getOperand(side), scale = mul->getOperand(1 - side);
     if (!perTensorOrAxis(scale, type, axis))
       continue;
-    std::optional<Dequantized> d = centeredQ(centered, type, axis);
+    std::optional<Dequantized> d = centeredQ(centered, type, axis, codes);
     std::optional<std::vector<double>> s = d ? floatValues(scale) : std::nullopt;
     if (!s)
       continue;
@@ -154,10 +169,12 @@ Value IntegerOpBuilder::asInt8(const Dequantized &d) {
                 b.getI8Type());
 }
 
-void recordKeptFloat(Operation *op, StringRef why, SmallVectorImpl<Attribute> &kept) {
+void recordKeptFloat(Operation *op, StringRef why, SmallVectorImpl<Attribute> &kept,
+                     StringRef call) {
   Builder b(op->getContext());
   kept.push_back(b.getDictionaryAttr(
       {b.getNamedAttr("op", b.getStringAttr(op->getName().getStringRef())),
+       b.getNamedAttr("call", b.getStringAttr(call)),
        b.getNamedAttr("node", b.getStringAttr(nodeNameOf(op->getLoc()))),
        b.getNamedAttr("why", b.getStringAttr(why.empty() ? "an op refused its operands" : why))}));
 }

@@ -21,7 +21,8 @@
 
 namespace kiln {
 
-/// One dequantized operand: (q - zero) * scale, q of 8-bit integers.
+/// One dequantized operand: (q - zero) * scale, q of 8-bit integers or of
+/// e4m3 floats.
 struct Dequantized {
   mlir::Value q;
   /// The scale and zero point (one value, or one per index of the axis
@@ -30,13 +31,21 @@ struct Dequantized {
   bool isUnsigned = false;
 };
 
+/// The codes an operand is dequantized from.
+enum class QuantizedCodes {
+  int8,  ///< 8-bit integers, signed or not, with integer zero points
+  e4m3,  ///< float8 e4m3fn, whose zero points must be 0 (FP8 Q/DQ models)
+};
+
 /// `v` as (q - zero) * scale: mul(sub(cast(q), zero), scale) or
 /// mul(cast(q), scale), the scale on either side; or, with no multiply
 /// (MatMulInteger's operands in i32, ConvInteger's in f32: exact integer
 /// products), sub(cast(q), zero) or cast(q) with a scale of 1. The scale and zero point may vary along
-/// dim `axis` of `v` (-1: neither may). Nothing when `v` is not so, or a
-/// zero point is not an integer of q's range.
-std::optional<Dequantized> dequantized(mlir::Value v, int64_t axis);
+/// dim `axis` of `v` (-1: neither may). Nothing when `v` is not so, q is
+/// not of `codes`, or a zero point is not an integer of q's range (not 0,
+/// for e4m3 codes).
+std::optional<Dequantized> dequantized(mlir::Value v, int64_t axis,
+                                       QuantizedCodes codes = QuantizedCodes::int8);
 
 /// Element `i` of a per-tensor (one value) or per-axis constant.
 double at(const std::vector<double> &values, int64_t i);
@@ -67,10 +76,11 @@ protected:
 };
 
 /// Records that `op`, a product of dequantized operands, stays float
-/// because `why`: an entry of the function's kiln.float_quantized_ops
-/// (kFloatQuantizedOpsAttr), kept in `kept` until the pass writes it.
+/// because `why` instead of a `call` ("int8" or "FP8") library call: an
+/// entry of the function's kiln.float_quantized_ops (kFloatQuantizedOpsAttr),
+/// kept in `kept` until the pass writes it.
 void recordKeptFloat(mlir::Operation *op, llvm::StringRef why,
-                     llvm::SmallVectorImpl<mlir::Attribute> &kept);
+                     llvm::SmallVectorImpl<mlir::Attribute> &kept, llvm::StringRef call = "int8");
 
 } // namespace kiln
 

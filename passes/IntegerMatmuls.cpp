@@ -34,6 +34,13 @@
 // pad fuses into the kernel that quantized it; the result is sliced); a K
 // known only at run time gets a guard that its sums fit int32.
 //
+// FP8 Q/DQ graphs (e4m3fn codes, zero points 0) say the same of float8
+// operands: `sa * sb[n] * sum_k a b` with e4m3 `a` and `b`, which is
+// cuBLASLt's FP8 matmul (e4m3 products exact in its fp32 sums) with `b` a
+// constant weight stored [N, K], K a multiple of 16 and N of 8 (rows of 16
+// bytes), and the scales as its alpha (rewriteFloat8). A product of two
+// activations stays float.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/ConstantValues.h"
@@ -77,6 +84,9 @@ public:
   /// `storedNK`: `b8.q` is a constant weight stored [N, K] (Gemm's transB,
   /// a transpose the importer wrote), already cuBLASLt's layout.
   Value rewrite(MatmulOp matmul, Dequantized a, Dequantized b8, bool storedNK, std::string &why);
+  /// The same for e4m3 operands: cuBLASLt's FP8 matmul (rewriteFloat8).
+  Value rewriteFloat8(MatmulOp matmul, const Dequantized &a, const Dequantized &w, bool storedNK,
+                      std::string &why);
 
   /// After a rewrite whose K is known only at run time: that K, which a
   /// guard must bound by kMaxK; null otherwise.
@@ -285,6 +295,52 @@ Value Rewriter::rewrite(MatmulOp matmul, Dequantized a, Dequantized w, bool stor
   return scaled && scaled.getType() == resultType ? scaled : Value();
 }
 
+Value Rewriter::rewriteFloat8(MatmulOp matmul, const Dequantized &a, const Dequantized &w,
+                              bool storedNK, std::string &why) {
+  auto aType = cast<RankedTensorType>(a.q.getType()), wType = cast<RankedTensorType>(w.q.getType());
+  auto resultType = cast<RankedTensorType>(matmul.getType());
+  Type element = resultType.getElementType();
+  bool constantWeight = w.q.getDefiningOp<ConstantOp>() && wType.getRank() == 2 &&
+                        wType.hasStaticShape();
+  int64_t k = constantWeight ? wType.getDimSize(storedNK ? 1 : 0) : 0,
+          n = constantWeight ? wType.getDimSize(storedNK ? 0 : 1) : 0;
+  if (aType.getRank() < 2)
+    why = "an operand is a vector";
+  else if (!constantWeight)
+    why = "an FP8 product of two activations (constant weights only)";
+  else if (k % 16 != 0 || n % 8 != 0)
+    why = "K is not a multiple of 16 or N of 8 (cuBLASLt's FP8 rows of 16 bytes)";
+  else if (!isa<Float32Type, Float16Type, BFloat16Type>(element))
+    why = "its result is not f32, f16 or bf16 (cuBLASLt's FP8 results)";
+  if (!why.empty())
+    return {};
+  std::vector<char> storage;
+  std::optional<ArrayRef<char>> bytes = constantBytes(w.q, storage);
+  if (!bytes)
+    return {};
+  // Stored [N, K], cuBLASLt's FP8 layout (kiln's b transposed).
+  auto tnType = RankedTensorType::get({n, k}, wType.getElementType());
+  Value tn = makeConstantFromBytes(
+      b, loc, tnType, static_cast<size_t>(n * k), [&](MutableArrayRef<char> out) {
+        for (int64_t r = 0; r < k; ++r)
+          for (int64_t c = 0; c < n; ++c)
+            out[static_cast<size_t>(c * k + r)] =
+                (*bytes)[static_cast<size_t>(storedNK ? c * k + r : r * n + c)];
+      });
+  // sa * sb as the call's alpha, one scale each; a scale a column multiplies
+  // the product after it (an elementwise op the next kernel takes).
+  bool perColumn = w.scale.size() > 1;
+  double alpha = a.scale[0] * (perColumn ? 1.0 : w.scale[0]);
+  Value product = MatmulOp::create(b, loc, resultType, a.q, tn, Value(), Activation::none,
+                                   /*transpose_lhs=*/false, /*transpose_rhs=*/true, APFloat(alpha),
+                                   element.isF32() ? TypeAttr() : TypeAttr::get(element));
+  if (!perColumn)
+    return product;
+  Value scaled =
+      make("kiln.mul", {product, makeConstant(b, loc, RankedTensorType::get({n}, element), w.scale)});
+  return scaled && scaled.getType() == resultType ? scaled : Value();
+}
+
 struct IntegerMatmulsPass : public impl::IntegerMatmulsPassBase<IntegerMatmulsPass> {
   void runOnOperation() override {
     // Dequantized matmuls that stay float, and why: the function's
@@ -296,27 +352,38 @@ struct IntegerMatmulsPass : public impl::IntegerMatmulsPassBase<IntegerMatmulsPa
       if (m.getBias() || m.getTransposeLhs() || m.getTransposeRhs() ||
           m.getActivation() != Activation::none)
         continue;
-      std::optional<Dequantized> a = dequantized(m.getLhs(), /*axis=*/-1);
-      // A constant weight stored [N, K] and transposed (Gemm's transB): its
-      // scale and zero point go along N, its dim 0.
-      auto rhsType = cast<RankedTensorType>(m.getRhs().getType());
-      std::optional<Dequantized> w = dequantized(m.getRhs(), /*axis=*/rhsType.getRank() - 1);
+      // The operands as codes of one kind, 8-bit integers or e4m3.
+      std::optional<Dequantized> a, w;
       bool storedNK = false;
-      if (auto t = m.getRhs().getDefiningOp<TransposeOp>();
-          !w && t && rhsType.getRank() == 2 && t.getPermutation()[0] == 1) {
-        w = dequantized(t.getInput(), /*axis=*/0);
-        storedNK = w && w->q.getDefiningOp<ConstantOp>();
-        if (!storedNK)
-          w.reset();
+      auto match = [&](QuantizedCodes codes) {
+        a = dequantized(m.getLhs(), /*axis=*/-1, codes);
+        // A constant weight stored [N, K] and transposed (Gemm's transB):
+        // its scale and zero point go along N, its dim 0.
+        auto rhsType = cast<RankedTensorType>(m.getRhs().getType());
+        w = dequantized(m.getRhs(), /*axis=*/rhsType.getRank() - 1, codes);
+        storedNK = false;
+        if (auto t = m.getRhs().getDefiningOp<TransposeOp>();
+            !w && t && rhsType.getRank() == 2 && t.getPermutation()[0] == 1) {
+          w = dequantized(t.getInput(), /*axis=*/0, codes);
+          storedNK = w && w->q.getDefiningOp<ConstantOp>();
+          if (!storedNK)
+            w.reset();
+        }
+        return a && w;
+      };
+      bool float8 = false;
+      if (!match(QuantizedCodes::int8)) {
+        if (!match(QuantizedCodes::e4m3))
+          continue;
+        float8 = true;
       }
-      if (!a || !w)
-        continue;
       Value lhs = m.getLhs(), rhs = m.getRhs();
       std::string why;
       Rewriter rewriter(m);
-      Value replacement = rewriter.rewrite(m, *a, *w, storedNK, why);
+      Value replacement = float8 ? rewriter.rewriteFloat8(m, *a, *w, storedNK, why)
+                                 : rewriter.rewrite(m, *a, *w, storedNK, why);
       if (!replacement) {
-        recordKeptFloat(m, why, keptFloat);
+        recordKeptFloat(m, why, keptFloat, float8 ? "FP8" : "int8");
         continue;
       }
       // A call whose K could overflow the int32 sums fails at its guard.

@@ -321,9 +321,12 @@ def IntegerMatmulsPass : Pass<"kiln-integer-matmuls", "::mlir::func::FuncOp"> {
     constant `b`) added in i32, then one multiply by `sa * sb` into the
     matmul's float type. uint8 operands are stored minus 128 as int8. Other
     matmuls, and those whose K or N is not a known multiple of 4 (cuBLASLt's
-    rule) or whose sums could overflow int32, are left alone. Runs before
-    canonicalization, which would fold a constant weight's dequantization
-    into a float constant.
+    rule) or whose sums could overflow int32, are left alone. FP8 Q/DQ
+    (`a`, `b` of e4m3fn, zero points 0, `b` a constant weight, K a multiple
+    of 16 and N of 8) becomes cuBLASLt's FP8 matmul instead: `b` stored
+    `[N, K]`, `alpha` the scales' product (a scale a column multiplies the
+    result). Runs before canonicalization, which would fold a constant
+    weight's dequantization into a float constant.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

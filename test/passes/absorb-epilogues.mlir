@@ -3,6 +3,7 @@
 // before and after the whole compile pipeline, this pass included.)
 // RUN: kiln-opt %s -split-input-file --kiln-absorb-epilogues | FileCheck %s
 // RUN: kiln-opt %s -split-input-file --kiln-absorb-epilogues=precision=tf32 | FileCheck %s --check-prefix=TF32
+// RUN: kiln-opt %s -split-input-file --kiln-absorb-epilogues=precision=bf16 | FileCheck %s --check-prefix=BF16
 
 // A matmul absorbs a bias over its last dim and a ReLU (cuBLASLt epilogues); a
 // conv absorbs a ReLU (cuDNN's conv-bias-activation).
@@ -330,4 +331,38 @@ func.func @near_miss(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>) -> tensor<4x16
   %a = kiln.add %erf, %almost : (tensor<4x16xbf16>, tensor<bf16>) -> tensor<4x16xbf16>
   %g = kiln.mul %h, %a : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<4x16xbf16>
   return %g : tensor<4x16xbf16>
+}
+
+// -----
+
+// Float8 products (FP8 Q/DQ models): cuBLASLt's FP8 matmul takes no bias
+// and no GELU with an f32 result, so in the fp32 and tf32 modes the bias
+// add (and the ReLU after it) stay; where the mode gives the product a
+// 16-bit result (kiln-lower-precision), it takes both. The erf GELU never
+// (no cuDNN graph takes float8 operands).
+// CHECK-LABEL: func.func @float8_products
+// CHECK: %[[M:.*]] = kiln.matmul %arg0, %arg1 {alpha = 2.500000e-01 : f64, transpose_rhs = true} :
+// CHECK: kiln.add %[[M]], %arg2
+// CHECK: kiln.max
+// CHECK: kiln.erf
+// BF16-LABEL: func.func @float8_products
+// BF16: kiln.matmul %arg0, %arg1, %arg2 {activation = #kiln<activation relu>, alpha = 2.500000e-01 : f64, transpose_rhs = true} :
+// BF16-NOT: kiln.max
+// BF16: kiln.matmul %arg0, %arg1 {alpha = 2.500000e-01 : f64, transpose_rhs = true} :
+// BF16: kiln.erf
+func.func @float8_products(%a: tensor<4x16xf8E4M3FN>, %w: tensor<8x16xf8E4M3FN>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %m = kiln.matmul %a, %w {alpha = 0.25 : f64, transpose_rhs = true} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>) -> tensor<4x8xf32>
+  %s = kiln.add %m, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %r = kiln.max %s, %zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %rsqrt2 = kiln.constant dense<0.707106769> : tensor<f32>
+  %m2 = kiln.matmul %a, %w {alpha = 0.25 : f64, transpose_rhs = true} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>) -> tensor<4x8xf32>
+  %h = kiln.mul %m2, %half : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %e = kiln.mul %m2, %rsqrt2 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %erf = kiln.erf %e : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %ea = kiln.add %erf, %one : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %g = kiln.mul %h, %ea : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %r, %g : tensor<4x8xf32>, tensor<4x8xf32>
 }

@@ -253,3 +253,92 @@ func.func @left_alone(%q: tensor<3x6xi8>, %p: tensor<3x8xi8>, %r: tensor<3x8xi4>
   %y3 = kiln.matmul %hf, %uf : (tensor<3x8xf16>, tensor<8x4xf16>) -> tensor<3x4xf16>
   return %y0, %y1, %y2, %y3 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf16>
 }
+
+
+// -----
+
+// float8 e4m3fn Q/DQ (onnxruntime's quantize_static with QFLOAT8E4M3FN,
+// TensorRT's model optimizer): a dequantized e4m3 activation times a
+// dequantized e4m3 constant weight, one scale each, is cuBLASLt's FP8
+// matmul: the weight's bytes stored [N, K] (row n holds column n: n, n + 0.5,
+// ...), the scales' product 0.5 * 0.25 its alpha, the result f32.
+// CHECK-LABEL: func @fp8_weight
+// (e4m3 bytes: 0 is 0x00, 0.5 0x30, 1 0x38, 1.5 0x3C.)
+// CHECK: %[[W:.*]] = kiln.constant dense<"0x00300030003000300030003000300030383C383C{{.*}}"> : tensor<8x16xf8E4M3FN>
+// CHECK: %[[Y:.*]] = kiln.matmul %arg0, %[[W]] {alpha = 1.250000e-01 : f64, transpose_rhs = true} : (tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>, tensor<8x16xf8E4M3FN>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+// CHECK: return %[[Y]]
+func.func @fp8_weight(%q: tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>> {
+  %x = kiln.cast %q to f32 : (tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> tensor<?x16xf32, #kiln.dims<[m, 16]>>
+  %sx = kiln.constant dense<0.5> : tensor<f32>
+  %xf = kiln.mul %x, %sx : (tensor<?x16xf32, #kiln.dims<[m, 16]>>, tensor<f32>) -> tensor<?x16xf32, #kiln.dims<[m, 16]>>
+  %wq = kiln.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5]]> : tensor<16x8xf8E4M3FN>
+  %w = kiln.cast %wq to f32 : (tensor<16x8xf8E4M3FN>) -> tensor<16x8xf32>
+  %zw = kiln.constant dense<0.0> : tensor<f32>
+  %wc = kiln.sub %w, %zw : (tensor<16x8xf32>, tensor<f32>) -> tensor<16x8xf32>
+  %sw = kiln.constant dense<0.25> : tensor<f32>
+  %wf = kiln.mul %wc, %sw : (tensor<16x8xf32>, tensor<f32>) -> tensor<16x8xf32>
+  %y = kiln.matmul %xf, %wf : (tensor<?x16xf32, #kiln.dims<[m, 16]>>, tensor<16x8xf32>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  return %y : tensor<?x8xf32, #kiln.dims<[m, 8]>>
+}
+
+// -----
+
+// A weight scale a column: alpha is the activation's scale alone, and the
+// product is multiplied by the columns' scales after it (an elementwise op
+// the next kernel takes).
+// CHECK-LABEL: func @fp8_columns
+// CHECK: %[[Y:.*]] = kiln.matmul %arg0, %{{.*}} {alpha = 5.000000e-01 : f64, transpose_rhs = true}
+// CHECK: %[[S:.*]] = kiln.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 5.000000e+00, 6.000000e+00, 7.000000e+00, 8.000000e+00]> : tensor<8xf32>
+// CHECK: %[[Z:.*]] = kiln.mul %[[Y]], %[[S]]
+// CHECK: return %[[Z]]
+func.func @fp8_columns(%q: tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>> {
+  %x = kiln.cast %q to f32 : (tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> tensor<?x16xf32, #kiln.dims<[m, 16]>>
+  %sx = kiln.constant dense<0.5> : tensor<f32>
+  %xf = kiln.mul %x, %sx : (tensor<?x16xf32, #kiln.dims<[m, 16]>>, tensor<f32>) -> tensor<?x16xf32, #kiln.dims<[m, 16]>>
+  %wq = kiln.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5]]> : tensor<16x8xf8E4M3FN>
+  %w = kiln.cast %wq to f32 : (tensor<16x8xf8E4M3FN>) -> tensor<16x8xf32>
+  %sw = kiln.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>
+  %wf = kiln.mul %w, %sw : (tensor<16x8xf32>, tensor<8xf32>) -> tensor<16x8xf32>
+  %y = kiln.matmul %xf, %wf : (tensor<?x16xf32, #kiln.dims<[m, 16]>>, tensor<16x8xf32>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  return %y : tensor<?x8xf32, #kiln.dims<[m, 8]>>
+}
+
+// -----
+
+// K = 8: cuBLASLt's FP8 matmul wants rows of 16 bytes. The matmul stays
+// float, and the function records why (kiln-compile --explain lists it).
+// CHECK-LABEL: func @fp8_short_k
+// CHECK-SAME: kiln.float_quantized_ops = [{call = "FP8", node = "", op = "kiln.matmul", why = "K is not a multiple of 16 or N of 8 (cuBLASLt's FP8 rows of 16 bytes)"}]
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} : (tensor<?x8xf32, #kiln.dims<[m, 8]>>, tensor<8x8xf32>)
+func.func @fp8_short_k(%q: tensor<?x8xf8E4M3FN, #kiln.dims<[m, 8]>>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>> {
+  %x = kiln.cast %q to f32 : (tensor<?x8xf8E4M3FN, #kiln.dims<[m, 8]>>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  %sx = kiln.constant dense<0.5> : tensor<f32>
+  %xf = kiln.mul %x, %sx : (tensor<?x8xf32, #kiln.dims<[m, 8]>>, tensor<f32>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  %wq = kiln.constant dense<1.0> : tensor<8x8xf8E4M3FN>
+  %w = kiln.cast %wq to f32 : (tensor<8x8xf8E4M3FN>) -> tensor<8x8xf32>
+  %sw = kiln.constant dense<0.25> : tensor<f32>
+  %wf = kiln.mul %w, %sw : (tensor<8x8xf32>, tensor<f32>) -> tensor<8x8xf32>
+  %y = kiln.matmul %xf, %wf : (tensor<?x8xf32, #kiln.dims<[m, 8]>>, tensor<8x8xf32>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  return %y : tensor<?x8xf32, #kiln.dims<[m, 8]>>
+}
+
+// -----
+
+// A float8 zero point that is not 0 is no FP8 product (it would shift every
+// product): the matmul stays as it is, unrecorded.
+// CHECK-LABEL: func @fp8_zero_point
+// CHECK-NOT: float_quantized_ops
+// CHECK: kiln.matmul %{{.*}}, %{{.*}} : (tensor<?x16xf32, #kiln.dims<[m, 16]>>, tensor<16x8xf32>)
+func.func @fp8_zero_point(%q: tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>> {
+  %x = kiln.cast %q to f32 : (tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> tensor<?x16xf32, #kiln.dims<[m, 16]>>
+  %sx = kiln.constant dense<0.5> : tensor<f32>
+  %xf = kiln.mul %x, %sx : (tensor<?x16xf32, #kiln.dims<[m, 16]>>, tensor<f32>) -> tensor<?x16xf32, #kiln.dims<[m, 16]>>
+  %wq = kiln.constant dense<1.0> : tensor<16x8xf8E4M3FN>
+  %w = kiln.cast %wq to f32 : (tensor<16x8xf8E4M3FN>) -> tensor<16x8xf32>
+  %zw = kiln.constant dense<1.0> : tensor<f32>
+  %wc = kiln.sub %w, %zw : (tensor<16x8xf32>, tensor<f32>) -> tensor<16x8xf32>
+  %sw = kiln.constant dense<0.25> : tensor<f32>
+  %wf = kiln.mul %wc, %sw : (tensor<16x8xf32>, tensor<f32>) -> tensor<16x8xf32>
+  %y = kiln.matmul %xf, %wf : (tensor<?x16xf32, #kiln.dims<[m, 16]>>, tensor<16x8xf32>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  return %y : tensor<?x8xf32, #kiln.dims<[m, 8]>>
+}

@@ -29,6 +29,13 @@ onnxruntime (scripts/install-onnxruntime-deps.sh).
                   global average pooling, a Gemm to 1000 classes with transB)
                   with random weights (batch norms folded into the convs'
                   biases) on 64x64 images, quantize_static's defaults
+    encoder_fp8   the test encoder quantized to float8 e4m3fn (quantize_static
+                  with QFLOAT8E4M3FN activations and weights, its Distribution
+                  calibration, MatMuls only: its FP8 path fails on the other
+                  ops' tensors), one scale a tensor, zero points 0
+    mlp_fp8_channel
+                  the MLP (K 64, 48, 24) in float8 e4m3fn with a weight scale
+                  a column (per_channel)
     matmul_integer
                   MatMulInteger: uint8 x [b, s, 32] with a zero point times a
                   constant int8 [32, 16] with a zero point a column: int32
@@ -231,6 +238,29 @@ def integer_ops(out):
         save_set(out, "conv_integer", s, feeds, session.run(None, feeds))
 
 
+def float8_models(out, encoder):
+    """encoder_fp8 and mlp_fp8_channel, from a generator of their own (the
+    other models' data must not move)."""
+    from onnxruntime.quantization import CalibrationMethod
+
+    fp8_rng = np.random.default_rng(8)
+    options = dict(activation_type=QuantType.QFLOAT8E4M3FN, weight_type=QuantType.QFLOAT8E4M3FN,
+                   calibrate_method=CalibrationMethod.Distribution, op_types_to_quantize=["MatMul"])
+    calibration = [fp8_rng.standard_normal((2, 8, 16)).astype(np.float32) for _ in range(4)]
+    models = [("encoder_fp8", quantize(out, "encoder_fp8", encoder, calibration, **options), 16)]
+    calibration = [fp8_rng.standard_normal((2, 3, 64)).astype(np.float32) for _ in range(4)]
+    models.append(("mlp_fp8_channel", quantize(out, "mlp_fp8_channel", mlp(64, 48, 24), calibration,
+                                               per_channel=True, **options), 64))
+    for name, model, k in models:
+        options_ = ort.SessionOptions()
+        options_.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        session = ort.InferenceSession(model.SerializeToString(), options_,
+                                       providers=["CPUExecutionProvider"])
+        for s, (b, seq) in enumerate([(2, 8), (1, 5)]):
+            feeds = {"x": fp8_rng.standard_normal((b, seq, k)).astype(np.float32)}
+            save_set(out, name, s, feeds, session.run(None, feeds))
+
+
 def main():
     out, encoder = sys.argv[1], sys.argv[2]
     model = onnx.load(encoder)
@@ -261,6 +291,7 @@ def main():
     calibration = [resnet_rng.standard_normal((2, 3, 64, 64)).astype(np.float32) for _ in range(2)]
     save_images(out, "resnet18_qdq", quantize(out, "resnet18_qdq", resnet18(resnet_rng), calibration),
                 [(1, 3, 64, 64), (2, 3, 64, 64)], rng=resnet_rng)
+    float8_models(out, onnx.load(encoder))
 
 
 if __name__ == "__main__":

@@ -133,11 +133,12 @@ FailureOr<Value> quantize(NodeImporter &n, Value x, Value scale, Value zeroPoint
   return failed(clamped) ? clamped : castTo(n, *clamped, outType);
 }
 
-/// Whether `v` is an 8-bit constant (a quantized weight), whose centering
-/// and scaling the importer builds unfolded for --kiln-integer-matmuls
-/// (canonicalization folds what that pass leaves).
+/// Whether `v` is an 8-bit constant (a quantized weight: integers, or e4m3
+/// floats), whose centering and scaling the importer builds unfolded for
+/// --kiln-integer-matmuls (canonicalization folds what that pass leaves).
 bool isQuantizedWeight(Value v) {
-  return v.getDefiningOp<ConstantOp>() && elementTypeOf(v).isInteger(8);
+  return v.getDefiningOp<ConstantOp>() &&
+         (elementTypeOf(v).isInteger(8) || isa<Float8E4M3FNType>(elementTypeOf(v)));
 }
 
 } // namespace
