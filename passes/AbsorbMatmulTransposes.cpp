@@ -48,9 +48,9 @@ struct AbsorbMatmulTransposesPass
   void runOnOperation() override {
     SmallVector<TransposeOp> maybeDead;
     getOperation().walk([&](MatmulOp m) {
-      // cuBLASLt's int8 matmul takes one layout, which
+      // cuBLASLt's int8 and FP8 matmuls take one layout, which
       // --kiln-integer-matmuls wrote.
-      if (m.isInt8Product())
+      if (m.isInt8Product() || m.isFloat8Product())
         return;
       if (Value x = swappedLastTwo(m.getLhs())) {
         maybeDead.push_back(m.getLhs().getDefiningOp<TransposeOp>());

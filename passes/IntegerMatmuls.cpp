@@ -327,21 +327,41 @@ Value Rewriter::rewriteFloat8(MatmulOp matmul, const Dequantized &a, const Dequa
             out[static_cast<size_t>(c * k + r)] =
                 (*bytes)[static_cast<size_t>(storedNK ? c * k + r : r * n + c)];
       });
-  // sa * sb as the call's alpha, one scale each; a scale a column multiplies
-  // the product after it (an elementwise op the next kernel takes).
+  // sa * sb as the call's alpha, one scale each. Scales a column: alpha
+  // takes the largest, and the product is multiplied by each column's share
+  // of it after the call (an elementwise op the next kernel takes), so that
+  // the call's own result stays at the model's magnitudes (a 16-bit result
+  // of sa alone, the weight scales being ~1e-4, would overflow f16).
   bool perColumn = w.scale.size() > 1;
-  double alpha = a.scale[0] * (perColumn ? 1.0 : w.scale[0]);
-  Value product = MatmulOp::create(b, loc, resultType, a.q, tn, Value(), Activation::none,
-                                   /*transpose_lhs=*/false, /*transpose_rhs=*/true, APFloat(alpha),
-                                   element.isF32() ? TypeAttr() : TypeAttr::get(element));
+  double largest = 0;
+  for (double sb : w.scale)
+    largest = std::max(largest, std::fabs(sb));
+  if (!(largest > 0))
+    largest = 1;
+  double alpha = a.scale[0] * (perColumn ? largest : w.scale[0]);
+  SmallVector<NamedAttribute> attributes = {
+      b.getNamedAttr("transpose_rhs", b.getBoolAttr(true)),
+      b.getNamedAttr("alpha", b.getF64FloatAttr(alpha))};
+  if (!element.isF32())
+    attributes.push_back(b.getNamedAttr("float8_result", TypeAttr::get(element)));
+  Value product = make("kiln.matmul", {a.q, tn}, attributes);
+  if (!product || (!perColumn && product.getType() != resultType)) {
+    why = "the FP8 product's shape does not infer as the matmul's";
+    return {};
+  }
   if (!perColumn)
     return product;
+  std::vector<double> shares;
+  for (double sb : w.scale)
+    shares.push_back(sb / largest);
   Value scaled =
-      make("kiln.mul", {product, makeConstant(b, loc, RankedTensorType::get({n}, element), w.scale)});
+      make("kiln.mul", {product, makeConstant(b, loc, RankedTensorType::get({n}, element), shares)});
   return scaled && scaled.getType() == resultType ? scaled : Value();
 }
 
 struct IntegerMatmulsPass : public impl::IntegerMatmulsPassBase<IntegerMatmulsPass> {
+  using IntegerMatmulsPassBase::IntegerMatmulsPassBase;
+
   void runOnOperation() override {
     // Dequantized matmuls that stay float, and why: the function's
     // kiln.float_quantized_ops, which --explain lists.
@@ -379,6 +399,11 @@ struct IntegerMatmulsPass : public impl::IntegerMatmulsPassBase<IntegerMatmulsPa
       }
       Value lhs = m.getLhs(), rhs = m.getRhs();
       std::string why;
+      if (float8 && !this->float8) {
+        recordKeptFloat(m, "an FP8 call needs every --arch sm_89 or newer (FP8 tensor cores)",
+                        keptFloat, "FP8");
+        continue;
+      }
       Rewriter rewriter(m);
       Value replacement = float8 ? rewriter.rewriteFloat8(m, *a, *w, storedNK, why)
                                  : rewriter.rewrite(m, *a, *w, storedNK, why);

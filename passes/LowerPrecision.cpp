@@ -103,7 +103,11 @@ private:
     SmallVector<Operation *> work;
     auto reach = [&](Value v) {
       Operation *def = v.getDefiningOp();
-      if (def && isF32Tensor(v.getType()) && (runsNarrow(def) || isa<CastOp>(def)) &&
+      auto product = dyn_cast_or_null<MatmulOp>(def);
+      // A float8 product (an FP8 Q/DQ model's) keeps an f32 result; its
+      // operands are e4m3 and stop the walk.
+      bool float8 = product && product.isFloat8Product();
+      if (def && isF32Tensor(v.getType()) && (runsNarrow(def) || isa<CastOp>(def) || float8) &&
           keepWide.insert(def).second)
         work.push_back(def);
     };
@@ -220,10 +224,18 @@ private:
     }
   }
 
-  /// A float8 product (kiln-fp8-matmuls) writes the narrow type itself
-  /// (cuBLASLt's FP8 matmul with a 16-bit D), its bias in that type too.
+  /// A float8 product (kiln-fp8-matmuls, an FP8 Q/DQ model's) writes the
+  /// narrow type itself (cuBLASLt's FP8 matmul with a 16-bit D), its bias in
+  /// that type too; except one whose result reaches a quantizing cast
+  /// (findValuesCastToIntegers) and has no epilogue but ReLU, which keeps
+  /// f32 (cuBLASLt takes no bias or GELU with an f32 D, and
+  /// kiln-absorb-epilogues gave it those expecting the narrow result).
   void narrowFloat8Product(MatmulOp product) {
     if (!isF32Tensor(product.getType()))
+      return;
+    bool epilogueTakesF32 = !product.getBias() && (product.getActivation() == Activation::none ||
+                                                   product.getActivation() == Activation::relu);
+    if (keepWide.contains(product) && epilogueTakesF32)
       return;
     OpBuilder b(product);
     if (Value bias = product.getBias(); bias && isF32Tensor(bias.getType()))

@@ -54,6 +54,11 @@ struct GraphPipelineOptions : public mlir::PassPipelineOptions<GraphPipelineOpti
   Option<bool> bindArgSymbols{*this, "bind-arg-symbols",
                               llvm::cl::desc("Give unnamed dynamic argument dims symbols"),
                               llvm::cl::init(true)};
+  Option<bool> float8Products{
+      *this, "float8-products",
+      llvm::cl::desc("Make FP8 Q/DQ matmuls cuBLASLt FP8 calls (every target GPU sm_89 or "
+                     "newer; kiln-integer-matmuls' float8 option)"),
+      llvm::cl::init(false)};
 };
 
 /// The graph-level pipeline every model goes through before codegen: shape

@@ -325,9 +325,15 @@ def IntegerMatmulsPass : Pass<"kiln-integer-matmuls", "::mlir::func::FuncOp"> {
     (`a`, `b` of e4m3fn, zero points 0, `b` a constant weight, K a multiple
     of 16 and N of 8) becomes cuBLASLt's FP8 matmul instead: `b` stored
     `[N, K]`, `alpha` the scales' product (a scale a column multiplies the
-    result). Runs before canonicalization, which would fold a constant
-    weight's dequantization into a float constant.
+    result), where `float8` says every target GPU has FP8 tensor cores
+    (sm_89 or newer; off, such matmuls stay float and are recorded). Runs
+    before canonicalization, which would fold a constant weight's
+    dequantization into a float constant.
   }];
+  let options = [
+    Option<"float8", "float8", "bool", /*default=*/"false",
+           "FP8 Q/DQ matmuls become cuBLASLt FP8 calls (every target sm_89 or newer)">,
+  ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 

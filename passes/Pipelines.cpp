@@ -16,7 +16,9 @@ void buildGraphPipeline(OpPassManager &pm, const GraphPipelineOptions &options) 
   inferOptions.bindArgSymbols = options.bindArgSymbols;
   // First: shape inference and canonicalization fold a quantized weight's
   // dequantization into a float constant.
-  pm.addNestedPass<func::FuncOp>(createIntegerMatmulsPass());
+  IntegerMatmulsPassOptions integer;
+  integer.float8 = options.float8Products;
+  pm.addNestedPass<func::FuncOp>(createIntegerMatmulsPass(integer));
   pm.addNestedPass<func::FuncOp>(createIntegerConvsPass());
   pm.addNestedPass<func::FuncOp>(createInferShapesPass(inferOptions));
   pm.addPass(createCanonicalizerPass());

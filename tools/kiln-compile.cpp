@@ -447,7 +447,11 @@ int main(int argc, char **argv) {
   if (!noOptimize) {
     mlir::PassManager pm(&context);
     if (pipeline.empty()) {
-      kiln::buildGraphPipeline(pm, kiln::GraphPipelineOptions());
+      // FP8 Q/DQ matmuls become FP8 calls where every target GPU has FP8
+      // tensor cores (an older one would run them on the host).
+      kiln::GraphPipelineOptions graph;
+      graph.float8Products = llvm::all_of(options.cubinArchs, [](int sm) { return sm >= 89; });
+      kiln::buildGraphPipeline(pm, graph);
     } else {
       std::string error;
       raw_string_ostream errors(error);

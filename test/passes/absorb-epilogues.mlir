@@ -339,18 +339,25 @@ func.func @near_miss(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>) -> tensor<4x16
 // and no GELU with an f32 result, so in the fp32 and tf32 modes the bias
 // add (and the ReLU after it) stay; where the mode gives the product a
 // 16-bit result (kiln-lower-precision), it takes both. The erf GELU never
-// (no cuDNN graph takes float8 operands).
+// (no cuDNN graph takes float8 operands); a ReLU right after the product
+// always.
 // CHECK-LABEL: func.func @float8_products
 // CHECK: %[[M:.*]] = kiln.matmul %arg0, %arg1 {alpha = 2.500000e-01 : f64, transpose_rhs = true} :
 // CHECK: kiln.add %[[M]], %arg2
 // CHECK: kiln.max
 // CHECK: kiln.erf
+// CHECK: kiln.matmul %arg0, %arg1 {activation = #kiln<activation relu>, alpha = 2.500000e-01 : f64, transpose_rhs = true} :
+// TF32-LABEL: func.func @float8_products
+// TF32: %[[M:.*]] = kiln.matmul %arg0, %arg1 {alpha = 2.500000e-01 : f64, transpose_rhs = true} :
+// TF32: kiln.add %[[M]], %arg2
+// TF32: kiln.max
+// TF32: kiln.erf
 // BF16-LABEL: func.func @float8_products
 // BF16: kiln.matmul %arg0, %arg1, %arg2 {activation = #kiln<activation relu>, alpha = 2.500000e-01 : f64, transpose_rhs = true} :
 // BF16-NOT: kiln.max
 // BF16: kiln.matmul %arg0, %arg1 {alpha = 2.500000e-01 : f64, transpose_rhs = true} :
 // BF16: kiln.erf
-func.func @float8_products(%a: tensor<4x16xf8E4M3FN>, %w: tensor<8x16xf8E4M3FN>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+func.func @float8_products(%a: tensor<4x16xf8E4M3FN>, %w: tensor<8x16xf8E4M3FN>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
   %zero = kiln.constant dense<0.0> : tensor<f32>
   %m = kiln.matmul %a, %w {alpha = 0.25 : f64, transpose_rhs = true} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>) -> tensor<4x8xf32>
   %s = kiln.add %m, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
@@ -364,5 +371,7 @@ func.func @float8_products(%a: tensor<4x16xf8E4M3FN>, %w: tensor<8x16xf8E4M3FN>,
   %erf = kiln.erf %e : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %ea = kiln.add %erf, %one : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
   %g = kiln.mul %h, %ea : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  return %r, %g : tensor<4x8xf32>, tensor<4x8xf32>
+  %m3 = kiln.matmul %a, %w {alpha = 0.25 : f64, transpose_rhs = true} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>) -> tensor<4x8xf32>
+  %r3 = kiln.max %m3, %zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  return %r, %g, %r3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }

@@ -4,7 +4,10 @@
 // the zero points' terms in i32 (- za * colsum(b - zb), a constant for a
 // constant b; - zb * rowsum(a)), and one multiply by sa * sb.
 // test/run/qdq-matmuls.test runs onnxruntime's quantized models.
-// RUN: kiln-opt %s --split-input-file --kiln-integer-matmuls | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-integer-matmuls=float8=true | FileCheck %s
+// Without FP8 tensor cores on every target (kiln-compile: an --arch below
+// sm_89), e4m3 products stay float, recorded:
+// RUN: kiln-opt %s --split-input-file --kiln-integer-matmuls | FileCheck %s --check-prefix=NOFP8
 
 // A constant int8 weight, symmetric, one scale: stored transposed; the
 // activation's zero point 3 is -3 times each column's sum (column 0:
@@ -262,6 +265,9 @@ func.func @left_alone(%q: tensor<3x6xi8>, %p: tensor<3x8xi8>, %r: tensor<3x8xi4>
 // dequantized e4m3 constant weight, one scale each, is cuBLASLt's FP8
 // matmul: the weight's bytes stored [N, K] (row n holds column n: n, n + 0.5,
 // ...), the scales' product 0.5 * 0.25 its alpha, the result f32.
+// NOFP8-LABEL: func @fp8_weight
+// NOFP8-SAME: why = "an FP8 call needs every --arch sm_89 or newer (FP8 tensor cores)"
+// NOFP8: kiln.matmul %{{.*}}, %{{.*}} : (tensor<?x16xf32
 // CHECK-LABEL: func @fp8_weight
 // (e4m3 bytes: 0 is 0x00, 0.5 0x30, 1 0x38, 1.5 0x3C.)
 // CHECK: %[[W:.*]] = kiln.constant dense<"0x00300030003000300030003000300030383C383C{{.*}}"> : tensor<8x16xf8E4M3FN>
@@ -283,12 +289,12 @@ func.func @fp8_weight(%q: tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> tensor<
 
 // -----
 
-// A weight scale a column: alpha is the activation's scale alone, and the
-// product is multiplied by the columns' scales after it (an elementwise op
-// the next kernel takes).
+// A weight scale a column: alpha is the activation's scale times the
+// largest (0.5 * 8), and the product is multiplied by each column's share of
+// it after the call (an elementwise op the next kernel takes).
 // CHECK-LABEL: func @fp8_columns
-// CHECK: %[[Y:.*]] = kiln.matmul %arg0, %{{.*}} {alpha = 5.000000e-01 : f64, transpose_rhs = true}
-// CHECK: %[[S:.*]] = kiln.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 5.000000e+00, 6.000000e+00, 7.000000e+00, 8.000000e+00]> : tensor<8xf32>
+// CHECK: %[[Y:.*]] = kiln.matmul %arg0, %{{.*}} {alpha = 4.000000e+00 : f64, transpose_rhs = true}
+// CHECK: %[[S:.*]] = kiln.constant dense<[1.250000e-01, 2.500000e-01, 3.750000e-01, 5.000000e-01, 6.250000e-01, 7.500000e-01, 8.750000e-01, 1.000000e+00]> : tensor<8xf32>
 // CHECK: %[[Z:.*]] = kiln.mul %[[Y]], %[[S]]
 // CHECK: return %[[Z]]
 func.func @fp8_columns(%q: tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>> {
@@ -340,5 +346,26 @@ func.func @fp8_zero_point(%q: tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> ten
   %sw = kiln.constant dense<0.25> : tensor<f32>
   %wf = kiln.mul %wc, %sw : (tensor<16x8xf32>, tensor<f32>) -> tensor<16x8xf32>
   %y = kiln.matmul %xf, %wf : (tensor<?x16xf32, #kiln.dims<[m, 16]>>, tensor<16x8xf32>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
+  return %y : tensor<?x8xf32, #kiln.dims<[m, 8]>>
+}
+
+// -----
+
+// Gemm's transB: a weight stored [N, K] and transposed, a scale per row of
+// it (its columns of the product): already cuBLASLt's layout, used as it is.
+// CHECK-LABEL: func @fp8_stored_nk
+// CHECK: %[[W:.*]] = kiln.constant dense<1.000000e+00> : tensor<8x16xf8E4M3FN>
+// CHECK: %[[Y:.*]] = kiln.matmul %arg0, %[[W]] {alpha = 2.000000e+00 : f64, transpose_rhs = true}
+// CHECK: kiln.constant dense<[1.250000e-01, 2.500000e-01, 3.750000e-01, 5.000000e-01, 6.250000e-01, 7.500000e-01, 8.750000e-01, 1.000000e+00]> : tensor<8xf32>
+func.func @fp8_stored_nk(%q: tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>> {
+  %x = kiln.cast %q to f32 : (tensor<?x16xf8E4M3FN, #kiln.dims<[m, 16]>>) -> tensor<?x16xf32, #kiln.dims<[m, 16]>>
+  %sx = kiln.constant dense<0.25> : tensor<f32>
+  %xf = kiln.mul %x, %sx : (tensor<?x16xf32, #kiln.dims<[m, 16]>>, tensor<f32>) -> tensor<?x16xf32, #kiln.dims<[m, 16]>>
+  %wq = kiln.constant dense<1.0> : tensor<8x16xf8E4M3FN>
+  %w = kiln.cast %wq to f32 : (tensor<8x16xf8E4M3FN>) -> tensor<8x16xf32>
+  %sw = kiln.constant dense<[[1.0], [2.0], [3.0], [4.0], [5.0], [6.0], [7.0], [8.0]]> : tensor<8x1xf32>
+  %wf = kiln.mul %w, %sw : (tensor<8x16xf32>, tensor<8x1xf32>) -> tensor<8x16xf32>
+  %wt = kiln.transpose %wf {permutation = array<i64: 1, 0>} : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  %y = kiln.matmul %xf, %wt : (tensor<?x16xf32, #kiln.dims<[m, 16]>>, tensor<16x8xf32>) -> tensor<?x8xf32, #kiln.dims<[m, 8]>>
   return %y : tensor<?x8xf32, #kiln.dims<[m, 8]>>
 }

@@ -146,3 +146,23 @@ func.func @wide_gelu(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xi
   %i = kiln.cast %r to i8 : (tensor<4x16xf32>) -> tensor<4x16xi8>
   return %i : tensor<4x16xi8>
 }
+
+// -----
+
+// Float8 products (an FP8 Q/DQ model's): one whose result reaches the next
+// QuantizeLinear (a saturating cast to e4m3, here through its scale) keeps
+// an f32 result, so that the quantization sees an fp32 value as the model
+// computes it; one that reaches an output writes the narrow type itself
+// (cuBLASLt's FP8 matmul with a 16-bit D).
+// CHECK-LABEL: func.func @float8_products
+// CHECK: %[[P:.*]] = kiln.matmul %arg0, %arg1 {alpha = 5.000000e-01 : f64, transpose_rhs = true} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>) -> tensor<4x8xf32>
+// CHECK: kiln.mul %[[P]], %{{.*}} : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+// CHECK: kiln.matmul %arg0, %arg1 {alpha = 5.000000e-01 : f64, float8_result = f16, transpose_rhs = true} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>) -> tensor<4x8xf16>
+func.func @float8_products(%a: tensor<4x16xf8E4M3FN>, %w: tensor<8x16xf8E4M3FN>) -> (tensor<4x8xf8E4M3FN>, tensor<4x8xf32>) {
+  %p = kiln.matmul %a, %w {alpha = 0.5 : f64, transpose_rhs = true} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>) -> tensor<4x8xf32>
+  %s = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.mul %p, %s : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %q = kiln.cast %d to f8E4M3FN {saturate = true} : (tensor<4x8xf32>) -> tensor<4x8xf8E4M3FN>
+  %p2 = kiln.matmul %a, %w {alpha = 0.5 : f64, transpose_rhs = true} : (tensor<4x16xf8E4M3FN>, tensor<8x16xf8E4M3FN>) -> tensor<4x8xf32>
+  return %q, %p2 : tensor<4x8xf8E4M3FN>, tensor<4x8xf32>
+}
