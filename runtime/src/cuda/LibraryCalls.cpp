@@ -16,6 +16,9 @@ namespace {
 /// or a call it does not support), which ran on the host instead.
 constexpr const char *kCublasLtRefused = "host:cublasLt-refused";
 constexpr const char *kCudnnRefused = "host:cudnn-refused";
+/// The profile's kind of a fused erf-GELU matmul that cuDNN refused (or that
+/// no cuDNN could run), run by cuBLASLt with its tanh GELU instead.
+constexpr const char *kTanhForCudnn = "cublasLt:tanh-gelu";
 
 size_t bytesOf(ref::DType dtype, const ref::Shape &shape) {
   return static_cast<size_t>(ref::numElements(shape)) * ref::info(dtype).bytes;
@@ -120,7 +123,10 @@ std::string LibraryCalls::unavailable() const {
   if (!matmulUnavailable_.empty())
     absl::StrAppend(&text, " (matmuls on the host: ", matmulUnavailable_, ")");
   if (!dnnUnavailable_.empty())
-    absl::StrAppend(&text, " (conv, pool and fused matmuls on the host: ", dnnUnavailable_, ")");
+    absl::StrAppend(&text,
+                    " (conv, pool and SiLU-fused matmuls on the host, erf-GELU-fused ones on "
+                    "cuBLASLt's tanh GELU: ",
+                    dnnUnavailable_, ")");
   return text;
 }
 
@@ -219,33 +225,54 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::dnn(const Site &site) const {
 absl::StatusOr<DeviceOutcome> LibraryCalls::matmul(const Site &site) const {
   const artifact::HostStep &host = site.host;
   const StepInfo &step = site.step;
+  const MatMulParams &params = *host.matmul;
   // cuBLASLt's epilogues, or a cuDNN graph for an activation it lacks.
-  bool fused = !MatmulRunner::takesActivation(host.matmul->activation);
-  if (fused ? !dnn_ : !matmul_)
+  bool viaDnn = !MatmulRunner::takesActivation(params.activation);
+  // An erf GELU cuDNN cannot fuse (no cuDNN, a graph it refuses) is
+  // cuBLASLt's tanh GELU instead of the host: the erf GELU goes into
+  // products whose mode rounds by more than the two differ (bf16, fp16 and
+  // TF32 products; |tanh - erf GELU| <= 4.8e-4), and the profile says so.
+  MatMulParams tanhGelu = params;
+  tanhGelu.activation = Epilogue::gelu_tanh;
+  const bool tanhFallback = params.activation == Epilogue::gelu_erf && matmul_;
+  const MatMulParams *run = &params;
+  auto toTanh = [&] {
+    viaDnn = false;
+    run = &tanhGelu;
+  };
+  if (viaDnn && !dnn_) {
+    if (!tanhFallback)
+      return DeviceOutcome::onHost();
+    toTanh();
+  }
+  if (!viaDnn && !matmul_)
     return DeviceOutcome::onHost();
-  const char *library = fused ? "cudnn" : "cublasLt";
   int out = step.outputs[0];
   MatmulCall call;
   // One element type throughout, except an int8 product's int32 result and
   // a float8 product's (and its bias's) float8_result.
-  if (!productDtype(site.context, step, ref::DType::i32, host.matmul->float8Result, call.dtype))
+  if (!productDtype(site.context, step, ref::DType::i32, params.float8Result, call.dtype))
     return DeviceOutcome::onHost();
   call.resultDtype = site.context.model().plan().values[out].dtype;
   const Slot &a = site.value(step.inputs[0]), &b = site.value(step.inputs[1]);
   call.a = a.shape;
   call.b = b.shape;
   if (!libraryResultDims(site.context, out, call.result,
-                         [&] { return MatmulRunner::resultShape(*host.matmul, a.shape, b.shape); }))
+                         [&] { return MatmulRunner::resultShape(params, a.shape, b.shape); }))
     return DeviceOutcome::onHost();
   call.aAddress = a.address;
   call.bAddress = b.address;
-  if (host.matmul->hasBias) {
+  if (params.hasBias) {
     const Slot &bias = site.value(step.inputs[2]);
     call.bias = bias.shape;
     call.biasAddress = bias.address;
   }
-  if (fused ? !DnnRunner::supportsMatmul(*host.matmul, call)
-            : !MatmulRunner::supports(*host.matmul, call))
+  if (viaDnn && !DnnRunner::supportsMatmul(params, call)) {
+    if (!tanhFallback)
+      return DeviceOutcome::onHost();
+    toTanh();
+  }
+  if (!viaDnn && !MatmulRunner::supports(*run, call))
     return DeviceOutcome::onHost();
   if (absl::Status st = site.executor.place(site.context, out, call.result); !st.ok())
     return st;
@@ -259,22 +286,28 @@ absl::StatusOr<DeviceOutcome> LibraryCalls::matmul(const Site &site) const {
                      {call.aAddress, call.bAddress, call.biasAddress, call.resultAddress},
                      state.workspace.first);
   };
+  auto kind = [&] { return viaDnn ? "cudnn" : run == &tanhGelu ? kTanhForCudnn : "cublasLt"; };
   if (state.mode == SegmentMode::Dry) {
     sign();
-    return DeviceOutcome::ran(library);
+    return DeviceOutcome::ran(kind());
   }
   // The algorithm or plan (the heuristic's, told the operands' real
   // alignment) and the workspace it needs, which the context's grows to. A
   // refusal leaves the step to the host, and the profile says so.
   auto workspaceFor = [&](size_t bytes) { return state.workspaceOf(bytes); };
-  absl::Status ran = fused ? dnn_->matmul(*host.matmul, call, state.stream, workspaceFor)
-                           : matmul_->run(*host.matmul, call, state.stream, workspaceFor);
+  absl::Status ran = viaDnn ? dnn_->matmul(params, call, state.stream, workspaceFor)
+                            : matmul_->run(*run, call, state.stream, workspaceFor);
+  if (viaDnn && absl::IsUnimplemented(ran) && tanhFallback &&
+      MatmulRunner::supports(tanhGelu, call)) {
+    toTanh();
+    ran = matmul_->run(tanhGelu, call, state.stream, workspaceFor);
+  }
   sign();
   if (!ran.ok())
     return absl::IsUnimplemented(ran) ? absl::StatusOr<DeviceOutcome>(DeviceOutcome::onHost(
-                                            fused ? kCudnnRefused : kCublasLtRefused))
+                                            viaDnn ? kCudnnRefused : kCublasLtRefused))
                                       : ran;
-  return DeviceOutcome::ran(library);
+  return DeviceOutcome::ran(kind());
 }
 
 absl::StatusOr<DeviceOutcome> LibraryCalls::reshape(const Site &site) const {
