@@ -233,6 +233,38 @@ def test_graph_kiln_refuses_runs_eagerly_with_one_warning_or_raises_when_strict(
         strict(x)
 
 
+class AdaptivePool(torch.nn.Module):
+    """A conv, an adaptive average pool to 3x3 (AlexNet's is 6x6), a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, stride=2)
+        self.pool = torch.nn.AdaptiveAvgPool2d((3, 3))
+        self.fc = torch.nn.Linear(36, 5)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(torch.relu(self.conv(x))), 1))
+
+
+def test_adaptive_pool_compiles_for_each_size_with_one_warning(options):
+    """torch.onnx translates an adaptive pool over symbolic sizes for the
+    example's sizes only (the ONNX it writes reads out of range at 19x19,
+    in onnxruntime as in kiln): such a graph is exported and compiled at each
+    call's sizes, with one warning, and matches eager at every size."""
+    torch.manual_seed(5)
+    model = AdaptivePool().eval()
+    compiled = torch.compile(model, backend="kiln", dynamic=True, options=options)
+    with torch.no_grad(), pytest.warns(kt.KilnStaticSizes) as caught:
+        for size in (15, 19, 15, 27):
+            x = torch.randn(2, 3, size, size)
+            assert_close(compiled(x), model(x), f"AdaptivePool at {size}x{size}")
+    messages = [str(w.message) for w in caught if issubclass(w.category, kt.KilnStaticSizes)]
+    assert len(messages) == 1 and "adaptive_avg_pool2d to (3, 3)" in messages[0], messages
+    counts = kt.stats()
+    assert (counts["compiled"], counts["compiles_for_sizes"], counts["fallbacks"]) == (1, 2, 0)
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+
+
 def test_gradients_needed_run_eagerly_and_flow(options):
     """kiln runs forward only: with grad enabled and weights requiring it, the
     graph runs eagerly (one warning) so that backward reaches every weight."""

@@ -21,16 +21,19 @@ over, it:
   through DLPack, without copies (CPU tensors run in host emulation, CUDA tensors
   on their device).
 
-A graph kiln cannot take (an op the exporter or kiln refuses, an input or
+A graph whose symbolic sizes torch.export cannot trace (AlexNet's adaptive
+pool) is traced and compiled at each call's sizes instead, with one
+`KilnStaticSizes` warning (up to 8 sizes, then eagerly). A graph kiln cannot
+take (an op the exporter or kiln refuses, an input or
 buffer it writes, an output that views an input, a non-tensor output) runs
 eagerly, with one warning line naming the graph and the reason, and so do calls
 that need gradients; `options={"strict": True}` raises instead. Also here:
 `explain` (Dynamo's graph breaks and kiln's per graph), `export` (a module ahead
 of time to a .kiln or .so) and `stats`. docs/torch.md says what maps to what.
 """
-from ._backend import KilnGraphFallback, backend, reset_stats, stats
+from ._backend import KilnGraphFallback, KilnStaticSizes, backend, reset_stats, stats
 from ._explain import Explanation, GraphExplanation, explain
 from ._export import export
 
 __all__ = ["backend", "explain", "export", "stats", "reset_stats", "Explanation",
-           "GraphExplanation", "KilnGraphFallback"]
+           "GraphExplanation", "KilnGraphFallback", "KilnStaticSizes"]

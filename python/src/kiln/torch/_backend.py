@@ -24,6 +24,11 @@ class KilnGraphFallback(UserWarning):
     """Warned when a graph runs eagerly because kiln cannot take it."""
 
 
+class KilnStaticSizes(UserWarning):
+    """Warned when a graph's model holds only for its call's sizes: torch.export
+    could not trace its symbolic sizes, so each new size compiles again."""
+
+
 # What every graph lowered in this process added up to (kiln.torch.stats()).
 _STATS: Dict[str, float] = {}
 _labels = itertools.count()
@@ -34,8 +39,9 @@ def reset_stats() -> None:
     global _labels
     _labels = itertools.count()
     _STATS.clear()
-    _STATS.update(graphs=0, compiled=0, fallbacks=0, recompiles_for_weights=0, calls=0,
-                  export_s=0.0, trace_s=0.0, onnx_s=0.0, compile_s=0.0)
+    _STATS.update(graphs=0, compiled=0, fallbacks=0, recompiles_for_weights=0,
+                  compiles_for_sizes=0, calls=0, export_s=0.0, trace_s=0.0, onnx_s=0.0,
+                  compile_s=0.0)
 
 
 reset_stats()
@@ -44,7 +50,9 @@ reset_stats()
 def stats(wait: bool = False) -> Dict[str, Any]:
     """Counts of this process: `graphs` (Dynamo graphs handed to kiln), `compiled`
     (lowered and compiled by kiln), `fallbacks` (run eagerly), `calls`,
-    `recompiles_for_weights` (a frozen weight or module scalar changed), the
+    `recompiles_for_weights` (a frozen weight or module scalar changed),
+    `compiles_for_sizes` (a graph torch.export traced only at its call's
+    sizes, compiled again for a new size), the
     seconds spent exporting to ONNX (`export_s`: `trace_s` in torch.export,
     `onnx_s` in torch.onnx's translation) and compiling (`compile_s`),
     and under `jit` the JIT's own statistics (kiln.jit_stats: compiles, cache
@@ -119,6 +127,9 @@ _MAX_WEIGHT_CHANGES = 4
 # the first dropped): a module compiled once and applied to several layers of
 # the same shapes (Dynamo gives them one graph).
 _MODELS_PER_GRAPH = 8
+# A graph torch.export traces only at its call's sizes compiles a model per
+# size; past this many sizes it runs eagerly (Dynamo's own recompile_limit).
+_MAX_SIZES = 8
 
 
 class _KilnGraph:
@@ -146,6 +157,10 @@ class _KilnGraph:
         self._frozen_indices: Optional[List[int]] = None
         self._scalar_indices: List[int] = []
         self._weight_changes = 0
+        # Set when torch.export could trace the graph only at its call's
+        # sizes: models are then keyed by the inputs' shapes too.
+        self._static_reason: Optional[str] = None
+        self._sizes_compiled: set = set()
         self._ever_compiled = False
         self._eager = False
         self._warned_grad = False
@@ -165,6 +180,12 @@ class _KilnGraph:
             t = args[index]
             tensors.append((t.data_ptr(), None if t.is_inference() else t._version))
         return tuple(tensors), tuple(args[index].item() for index in self._scalar_indices)
+
+    def _sizes(self, args: Sequence[Any]) -> Any:
+        """The tensor arguments' shapes, where models hold for one size only."""
+        if self._static_reason is None:
+            return None
+        return tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))
 
     def _build(self, args: Sequence[Any]) -> _Compiled:
         lowered = _lower(self._gm, self._described, args)
@@ -193,6 +214,11 @@ class _KilnGraph:
         self.backend_name = backend
         if self._keep_onnx:
             self.onnx = lowered.onnx
+        if lowered.static_reason is not None and self._static_reason is None:
+            self._static_reason = lowered.static_reason
+            warnings.warn(f"kiln: {self._label} is compiled for its call's sizes only, and again "
+                          f"for each new size: {lowered.static_reason}", KilnStaticSizes,
+                          stacklevel=5)
         return _Compiled(model, lowered.inputs, [o.name for o in model.outputs])
 
     def _fall_back(self, reason: str) -> None:
@@ -223,7 +249,7 @@ class _KilnGraph:
                 i for i, (info, a) in enumerate(zip(self._described, args))
                 if isinstance(a, torch.Tensor) and _is_module_scalar(info)]
         identity, state = self._identity(args), self._state(args)
-        key = (identity, state)
+        key = (identity, state, self._sizes(args))
         # Without the lock: a call of a compiled graph never waits for another
         # graph's compile (a dict read is atomic under the GIL).
         if (compiled := self._found(key, args)) is not None:
@@ -235,15 +261,22 @@ class _KilnGraph:
                 return None
             # The same tensors holding other values (written in place, or
             # another .data) is a change; other tensors (another layer of the
-            # same shapes) just another model.
-            if any(k[0] == identity for k in self._models):
+            # same shapes) just another model, and so is another size where
+            # models hold for one.
+            sizes = self._sizes(args)
+            if sizes is not None and sizes not in self._sizes_compiled:
+                if len(self._sizes_compiled) >= _MAX_SIZES:
+                    self._fall_back(f"it needed a model for more than {_MAX_SIZES} sizes "
+                                    f"({self._static_reason})")
+                    return None
+            if any(k[0] == identity and k[1] != state for k in self._models):
                 self._weight_changes += 1
                 _STATS["recompiles_for_weights"] += 1
                 if self._weight_changes > _MAX_WEIGHT_CHANGES:
                     self._fall_back(f"its weights changed between calls {self._weight_changes} "
                                     "times (kiln freezes weights into the model it compiles)")
                     return None
-                for stale in [k for k in self._models if k[0] == identity]:
+                for stale in [k for k in self._models if k[0] == identity and k[1] != state]:
                     del self._models[stale]
             try:
                 compiled = self._build(args)
@@ -254,7 +287,13 @@ class _KilnGraph:
             compiled.weights = [weakref.ref(args[index]) for index in self._frozen_indices]
             if not self._models and not self._ever_compiled:
                 _STATS["compiled"] += 1
+            elif sizes is not None or self._static_reason is not None:
+                _STATS["compiles_for_sizes"] += 1
             self._ever_compiled = True
+            # The first build may be what found the model holds for one size.
+            key = (identity, state, self._sizes(args))
+            if key[2] is not None:
+                self._sizes_compiled.add(key[2])
             self._models[key] = compiled
             while len(self._models) > _MODELS_PER_GRAPH:
                 self._models.popitem(last=False)

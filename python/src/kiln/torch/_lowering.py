@@ -10,7 +10,7 @@ import io
 import re
 import time
 import warnings
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -33,6 +33,10 @@ class _Lowered:
     device: torch.device
     trace_s: float  # torch.export and its functionalization
     onnx_s: float  # torch.onnx's translation to ONNX and the serialized bytes
+    # Why the model holds only for its call's sizes (torch.export refused the
+    # graph's symbolic sizes), or None: it holds for every size kiln's
+    # guards accept.
+    static_reason: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -216,17 +220,36 @@ def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
     start = time.perf_counter()
     # The exporters' own chatter (warnings, a failing graph printed whole) is
     # not the user's: a failure is one line in the fallback warning.
-    try:
+    def export(dynamic_shapes):
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            program = torch.export.export(module, tuple(examples), dynamic_shapes=tuple(shapes),
-                                          strict=False)
+            # Tensors of their own: torch.export marks the ones it is given
+            # dynamic (_dynamo_dynamic_indices), which a static export of the
+            # same tensors would then follow.
+            program = torch.export.export(module, tuple(e.detach() for e in examples),
+                                          dynamic_shapes=dynamic_shapes, strict=False)
             # Functional: torch.export's training IR keeps in-place ops (a
             # training-mode BatchNorm's running statistics) that only the
             # functional program lists as mutations.
-            program = program.run_decompositions({})
+            return program.run_decompositions({})
+
+    static_reason = None
+    try:
+        program = export(tuple(shapes))
+        static_reason = _sized_for_example(program)
     except Exception as e:  # torch.export's errors are many kinds; one line of it
-        raise _Unsupported(f"torch.export: {_first_line(e)}") from e
+        if not any(shapes):
+            raise _Unsupported(f"torch.export: {_first_line(e)}") from e
+        static_reason = f"torch.export: {_first_line(e)}"
+    if static_reason is not None:
+        # A graph whose symbolic sizes torch.export cannot solve (AlexNet's
+        # adaptive pool), or that the ONNX exporter translates for the
+        # example's sizes only, is traced again at this call's sizes: a model
+        # for those alone, which the caller keys by the inputs' shapes.
+        try:
+            program = export(None)
+        except Exception as again:
+            raise _Unsupported(f"torch.export: {_first_line(again)}") from again
     traced = time.perf_counter()
     # The ONNX exporter names values after the program's nodes ("linear",
     # "mul"): an input named like one would be defined twice.
@@ -250,7 +273,37 @@ def _lower(gm: torch.fx.GraphModule, described: List[_Placeholder],
         raise _Unsupported(f"torch.onnx.export: {_first_line(e)}") from e
     onnx = exported.model_proto.SerializeToString()
     done = time.perf_counter()
-    return _Lowered(onnx, inputs, devices.pop(), traced - start, done - traced)
+    return _Lowered(onnx, inputs, devices.pop(), traced - start, done - traced, static_reason)
+
+
+# Adaptive pools: torch.onnx translates one whose output is not a single
+# element per channel into gathers over windows whose number and length it
+# takes from the example's sizes, with no check: at another size the ONNX
+# model reads out of range (onnxruntime fails on it as kiln does) or averages
+# the wrong windows.
+_ADAPTIVE_POOLS = {
+    "aten.adaptive_avg_pool1d.default", "aten.adaptive_avg_pool2d.default",
+    "aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool3d.default",
+    "aten._adaptive_avg_pool3d.default", "aten.adaptive_max_pool1d.default",
+    "aten.adaptive_max_pool2d.default", "aten.adaptive_max_pool3d.default",
+}
+
+
+def _sized_for_example(program: Any) -> Optional[str]:
+    """Why `program`, exported with symbolic sizes, would be translated to
+    ONNX for its example's sizes only, or None: an adaptive pool to more than
+    one element per channel over symbolic spatial sizes."""
+    for node in program.graph.nodes:
+        if node.op != "call_function" or str(node.target) not in _ADAPTIVE_POOLS:
+            continue
+        sizes = node.args[1] if len(node.args) > 1 else ()
+        value = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+        spatial = tuple(value.shape[-len(sizes):]) if value is not None and sizes else ()
+        symbolic = any(isinstance(d, torch.SymInt) and not d.node.expr.is_number for d in spatial)
+        if symbolic and any(int(s) != 1 for s in sizes):
+            return (f"torch.onnx translates {node.target.__name__.split('.')[0]} to "
+                    f"{tuple(int(s) for s in sizes)} for the example's sizes only")
+    return None
 
 
 def _first_line(e: BaseException) -> str:
