@@ -22,10 +22,11 @@
 //    shared memory (split-K: several warps a unit, when there are too few
 //    units to fill the device; and any block size host emulation runs).
 // At decode sizes (a few rows) the kernel moves each weight byte once, which
-// is what a 4-bit model is for. Many rows (a prompt) repeat the weight reads
-// from L1/L2 once per two rows and do their products on CUDA cores: correct,
-// but far from a tensor-core matmul (the roofline says compute bound); a
-// tiled tensor-core path is left to do (docs/precision.md).
+// is what a 4-bit model is for. Many rows (a prompt) of 16-bit values by
+// 4-bit codes take a tensor-core pass (emitTensorCorePass); other prompts
+// repeat the weight reads from L1/L2 per pass of rows and do their products
+// on CUDA cores: correct, but far from a tensor-core matmul
+// (docs/precision.md).
 //===----------------------------------------------------------------------===//
 
 #include "codegen/KernelEmitter.h"
@@ -39,6 +40,8 @@ constexpr int64_t kEnoughBlocks = 264;
 /// Input rows a pass of the weights serves at most (fewer where a word's
 /// codes are many: a word's input values for every row stay in registers).
 constexpr int kRowsAPass = 4;
+/// Rows from which matmul_nbits multiplies on tensor cores (emitMatmulNBits).
+constexpr int64_t kTensorCoreRows = 16;
 /// Output columns a thread computes at most (the same input values each).
 constexpr int64_t kColumnsAThread = 2;
 } // namespace
@@ -173,7 +176,6 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   l2Bytes = canonicalizeDim(rowsDim * C(k * xBytes * items) + C(paramBytes));
 
   line("__shared__ float kiln_part[KILN_MAX_BLOCK];");
-  line("const uint32_t magic = 0x4B000000u | kiln_opaque_zero(out);");
   // The vector loads need their buffers aligned (a GPU faults otherwise);
   // the runtime's buffers are, a caller's view at an odd offset may not be:
   // the call's error then, before any load.
@@ -198,6 +200,10 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   line("#else");
   line("const int blockThreads = (int)blockDim.x;");
   line("#endif");
+  // The tensor-core pass (below) goes here, before the passes' own state:
+  // none of it is live there (registers the kernel is held to).
+  const size_t tensorCorePassAt = body.size();
+  line("const uint32_t magic = 0x4B000000u | kiln_opaque_zero(out);");
   line("const int atOnce = columns < blockThreads ? columns : blockThreads;");
   line("const int lanes = blockThreads / atOnce;");
   line("const int slot = (int)threadIdx.x / lanes, lane = (int)threadIdx.x - slot * "
@@ -318,6 +324,141 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
     }
   };
 
+  // Many rows (a prompt) of 16-bit inputs by 4-bit codes: tensor cores
+  // (mma.sync.m16n8k16, sm_80 and newer; host emulation's blocks of whole
+  // warps emulate its fragments) instead of the CUDA-core passes. A warp
+  // computes a tile of 16 columns by 16 rows, block by block of the codes:
+  // each lane dequantizes its columns' codes (q - z, exact in bf16/f16) into
+  // the weights' fragment, the rows' bf16/f16 values are the other operand
+  // as they are, the block's fp32 sums are scaled once. K's order inside a
+  // block is free (a sum), so lane L % 4 takes a contiguous quarter of each
+  // block's codes and the same quarter of the rows' values: its loads are
+  // whole words. Only where every block is whole (K a multiple of the block
+  // size, blocks of 32 codes or more); rows at 16 or more; a row base
+  // aligned for 8-byte loads. The rest, and every other build, takes the
+  // passes below.
+  const bool tensorCores = bits == 4 && xBytes == 2 && !floatZero && !splatWord &&
+                           blockSize >= 32 && k % blockSize == 0;
+  auto emitTensorCorePass = [&]() -> LogicalResult {
+    const std::string f16 = elementOf(x).isF16() ? "true" : "false";
+    const int64_t laneCodes = blockSize / 4, laneBytes = laneCodes / 2, laneWords = laneBytes / 4;
+    const int64_t steps = laneCodes / 4; // k16 steps a block
+    const int64_t blob = blockSize / 2;
+    line("#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800");
+    openBlock("if (M >= " + std::to_string(kTensorCoreRows) +
+              " && blockThreads % 32 == 0 && kiln_aligned(" + in + ", 8)) {");
+    line("const int warps = blockThreads >> 5, warp = (int)threadIdx.x >> 5;");
+    line("const int quad = ((int)threadIdx.x & 31) >> 2, tq = (int)threadIdx.x & 3;");
+    line("const int64_t colTiles = (N + 15) / 16, tiles = colTiles * ((M + 15) / 16);");
+    openBlock("for (int64_t tile = (int64_t)blockIdx.x * warps + warp; tile < tiles; tile += "
+              "(int64_t)gridDim.x * warps) {");
+    line("const int64_t c0 = (tile % colTiles) * 16, r0 = (tile / colTiles) * 16;");
+    // The lane's two columns (A's rows quad and quad + 8) and two rows (B's
+    // column quad of each group of 8), clamped into range: reads past N or M
+    // read real bytes, and their results are not stored.
+    line("const int64_t cA = c0 + quad < N ? c0 + quad : N - 1, cB = c0 + quad + 8 < N ? c0 + "
+         "quad + 8 : N - 1;");
+    line("const " + xType + " *x0 = " + in + " + (r0 + quad < M ? r0 + quad : M - 1) * K + tq * " +
+         int64Literal(laneCodes) + ";");
+    line("const " + xType + " *x1 = " + in + " + (r0 + 8 + quad < M ? r0 + 8 + quad : M - 1) * K + "
+         "tq * " + int64Literal(laneCodes) + ";");
+    line("const uint8_t *wA = " + w + " + cA * " + int64Literal(columnBytes) + " + tq * " +
+         int64Literal(laneBytes) + ";");
+    line("const uint8_t *wB = " + w + " + cB * " + int64Literal(columnBytes) + " + tq * " +
+         int64Literal(laneBytes) + ";");
+    line("float t0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, t1[4] = {0.0f, 0.0f, 0.0f, 0.0f};");
+    openBlock("for (int blk = 0; blk < " + std::to_string(blocks) + "; ++blk, wA += " +
+              std::to_string(blob) + ", wB += " + std::to_string(blob) + ", x0 += " +
+              std::to_string(blockSize) + ", x1 += " + std::to_string(blockSize) + ") {");
+    std::string vec = "kiln_vec<uint32_t, " + std::to_string(laneWords) + ">";
+    line("const " + vec + " qA = *reinterpret_cast<const " + vec + " *>(wA);");
+    line("const " + vec + " qB = *reinterpret_cast<const " + vec + " *>(wB);");
+    for (const char *c : {"A", "B"}) {
+      std::string col = std::string("c") + c;
+      FailureOr<std::string> scale =
+          flatRead(scales, col + " * " + int64Literal(blocks) + " + blk");
+      if (failed(scale))
+        return failure();
+      line(std::string("const float s") + c + " = (float)" + *scale + ";");
+      if (!zeroPoints) {
+        line(std::string("const float o") + c + " = " + bias + " + " + defaultZero + ".0f;");
+      } else {
+        int64_t zpBytes = cast<RankedTensorType>(zeroPoints.getType()).getShape()[1];
+        FailureOr<std::string> zb =
+            flatRead(zeroPoints, col + " * " + int64Literal(zpBytes) + " + ((blk * 4) >> 3)");
+        if (failed(zb))
+          return failure();
+        line(std::string("const float o") + c + " = kiln_f32_bits(0x4B000000u | (((uint32_t)" +
+             *zb + " >> ((blk * 4) & 7)) & 15u));");
+      }
+    }
+    line("float p0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, p1[4] = {0.0f, 0.0f, 0.0f, 0.0f};");
+    // Step s: the lane's codes 4s .. 4s + 3 of each column (bytes 2s and
+    // 2s + 1 of its quarter: a byte's low nibble first) and the rows' values
+    // at the same places.
+    for (int64_t st = 0; st < steps; ++st) {
+      openBlock("{");
+      std::string shift = std::to_string(16 * (st % 2));
+      for (const char *c : {"A", "B"}) {
+        line(std::string("const uint32_t h") + c + " = q" + c + ".x[" + std::to_string(st / 2) +
+             "] >> " + shift + ";");
+      }
+      // q - z of nibble n of a halfword, as a float (2^23 + q less 2^23 + z).
+      auto code = [&](const char *c, int nibble) {
+        return std::string("(kiln_f32_bits(0x4B000000u | ((h") + c + " >> " +
+               std::to_string(4 * nibble) + ") & 15u)) - o" + c + ")";
+      };
+      line("uint32_t a[4];");
+      line("a[0] = kiln_pack_pair<" + f16 + ">(" + code("A", 0) + ", " + code("A", 1) + ");");
+      line("a[1] = kiln_pack_pair<" + f16 + ">(" + code("B", 0) + ", " + code("B", 1) + ");");
+      line("a[2] = kiln_pack_pair<" + f16 + ">(" + code("A", 2) + ", " + code("A", 3) + ");");
+      line("a[3] = kiln_pack_pair<" + f16 + ">(" + code("B", 2) + ", " + code("B", 3) + ");");
+      for (int r = 0; r < 2; ++r) {
+        std::string rs = std::to_string(r);
+        line("const kiln_vec<uint32_t, 2> b" + rs + " = *reinterpret_cast<const kiln_vec<uint32_t, "
+             "2> *>(x" + rs + " + " + std::to_string(4 * st) + ");");
+        line("kiln_mma_16816<" + f16 + ">(p" + rs + ", a, b" + rs + ".x);");
+      }
+      closeBlock();
+    }
+    line("for (int i = 0; i < 4; ++i) {");
+    line("  t0[i] += p0[i] * (i < 2 ? sA : sB);");
+    line("  t1[i] += p1[i] * (i < 2 ? sA : sB);");
+    line("}");
+    closeBlock(); // blocks
+    // d[i]: column c0 + quad (+ 8 for i >= 2), row 2 tq + (i & 1) of each
+    // group of 8.
+    for (int r = 0; r < 2; ++r) {
+      std::string rs = std::to_string(r);
+      openBlock("for (int i = 0; i < 4; ++i) {");
+      line("const int64_t col = c0 + quad + (i >= 2 ? 8 : 0), row = r0 + " +
+           std::to_string(8 * r) + " + 2 * tq + (i & 1);");
+      std::string value = "t" + rs + "[i]";
+      if (Value b = root.getBias()) {
+        bool vector = cast<RankedTensorType>(b.getType()).getRank() == 1;
+        FailureOr<std::string> read = flatRead(b, vector ? std::string("col") : "row * N + col");
+        if (failed(read))
+          return failure();
+        value = "(" + value + " + (float)" + *read + ")";
+      }
+      line("if (row < M && col < N) out[row * N + col] = " +
+           store(elementOf(root.getResult()), value) + ";");
+      closeBlock();
+    }
+    closeBlock(); // tiles
+    line("return;");
+    closeBlock(); // if
+    line("#endif");
+    return success();
+  };
+  if (tensorCores) {
+    const size_t from = body.size();
+    if (failed(emitTensorCorePass()))
+      return failure();
+    std::string pass = body.substr(from);
+    body.resize(from);
+    body.insert(tensorCorePassAt, pass);
+  }
   openBlock("for (int item = blockIdx.x; item < " + std::to_string(items) +
             "; item += gridDim.x) {");
   openBlock("for (int round = 0; round * atOnce < columns; ++round) {");
@@ -341,8 +482,15 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   openBlock("for (int64_t m0 = 0; m0 < M;) {");
   // Rows a pass: a word's input values for each row stay in registers, and
   // so do an accumulator and a part per row and column.
-  const int rowsAPass = static_cast<int>(std::max<int64_t>(
-      1, std::min<int64_t>(kRowsAPass, std::max<int64_t>(1, 32 / codesAWord)) / columnsAThread));
+  // With the tensor-core pass in the same kernel (its state and the passes'
+  // share the 64 registers of half occupancy), a pass of one row: the
+  // passes then serve fewer than 16 rows.
+  const int rowsAPass =
+      tensorCores && columnsAThread > 1
+          ? 1
+          : static_cast<int>(std::max<int64_t>(
+                1, std::min<int64_t>(kRowsAPass, std::max<int64_t>(1, 32 / codesAWord)) /
+                       columnsAThread));
   line("const int rowsNow = M - m0 >= " + std::to_string(rowsAPass) + " ? " +
        std::to_string(rowsAPass) + " : 1;");
   // A pass of rowsAPass rows, and one of a row for the rest (the same code

@@ -239,8 +239,11 @@ def instructions_per_element(info, code):
     fallbacks and its per-row work do not reduce to one count."""
     stream = info.get("stream_bytes_a_trip", 0)
     if stream:
+        # (A loop with tensor-core instructions is matmul_nbits' pass for
+        # many rows, not the one-row pass.)
         trips = [len(loop) for loop in innermost_loops(code)
-                 if any(op.startswith("LDG") for _, _, op, _ in loop)]
+                 if any(op.startswith("LDG") for _, _, op, _ in loop)
+                 and not any(op.startswith("HMMA") for _, _, op, _ in loop)]
         return min(trips) / stream if trips else None
     if info.get("schedule") != "pointwise" or not info.get("result_bytes"):
         return None
@@ -304,6 +307,7 @@ def lint_kernel(info, code, res):
     stats = {"exempt": exempt, "registers": res.get("REG", 0), "shared": res.get("SHARED", 0),
              "occupancy": round(occ, 3), "instructions": len(code),
              "loop_instructions": sum(1 for a, _, _, _ in code if a in loop),
+             "tensor_core_instructions": sum(1 for _, _, op, _ in code if op.startswith("HMMA")),
              "instructions_per_element": instructions_per_element(info, code)}
     return problems, stats
 

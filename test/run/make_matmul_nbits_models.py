@@ -22,6 +22,12 @@ Needs onnxruntime (scripts/install-onnxruntime-deps.sh).
                   rows four chunks a trip, the last trip holding chunks and
                   codes past K
     nbits2        2 bits (the quantizer's 2-bit path), blocks of 64
+    prompt_g32, prompt_g128
+                  prompts (17 and 40 rows): x [b, s, 256] -> MatMul [256, 64]
+                  -> Relu -> MatMul [64, 40] at 4 bits, blocks of 32 with zero
+                  points, and MatMul [256, 48] in blocks of 128 without: with
+                  16-bit rows, tensor cores (tiles of 16 columns and rows, the
+                  last ones partial)
     odd_n         one MatMul [128, 7], 4 bits, blocks of 32: an odd number
                   of columns, so that the last thread's second column lies
                   past N (it reads the first's bytes again, stores nothing)
@@ -109,6 +115,9 @@ def main():
     save(out, "split_k", quantized(float_model([(16384, 16)]), 4, 128, False), [(1, 1), (1, 5)])
     save(out, "odd_trip", quantized(float_model([(4010, 16)]), 4, 128, False), [(1, 1), (2, 3)])
     save(out, "nbits2", quantized(float_model([(256, 48)]), 2, 64, False), [(1, 1), (2, 3)])
+    save(out, "prompt_g32", quantized(float_model([(256, 64), (64, 40)]), 4, 32, False),
+         [(2, 20), (1, 17)])
+    save(out, "prompt_g128", quantized(float_model([(256, 48)]), 4, 128, True), [(2, 20), (1, 17)])
     save(out, "odd_n", quantized(float_model([(128, 7)]), 4, 32, False), [(1, 1), (2, 3)])
     save(out, "odd_k4", quantized(float_model([(100, 24)]), 4, 16, False), [(1, 1), (2, 3)])
     save(out, "odd_k2", quantized(float_model([(100, 24)]), 2, 16, True), [(1, 1), (2, 3)])

@@ -1014,6 +1014,104 @@ template <typename T> KILN_DEVICE T kiln_shfl_xor(T v, int offset) {
   return v;
 #endif
 }
+// A warp's 16x8x16 product on tensor cores, d += a b, operands bf16 (or f16
+// with kF16) and sums fp32, in mma.sync.m16n8k16's fragments: lane L holds
+// of the row-major 16x16 `a` four words of two values, rows L/4 and L/4 + 8
+// by columns 2 (L % 4) + {0, 1} and 2 (L % 4) + {8, 9} (a[0]: row L/4,
+// columns +{0, 1}; a[1]: row L/4 + 8; a[2], a[3]: the columns +{8, 9}), of
+// the column-major 16x8 `b` two words, rows 2 (L % 4) + {0, 1} and
+// + {8, 9} of column L/4, and of the 16x8 `d` rows L/4 and L/4 + 8 by
+// columns 2 (L % 4) + {0, 1} (d[0], d[1]; d[2], d[3]). Every lane of a full
+// warp calls it together. On a device sm_80 or newer (the callers test
+// __CUDA_ARCH__); in host emulation's blocks of whole warps each lane posts
+// its fragments, as a shuffle does, and sums its four results' products
+// exactly (in double) onto d, rounding once: the tensor cores' order of
+// additions is not IEEE's, so results agree to fp32 rounding, not bits.
+#if defined(__CUDACC_RTC__)
+#if __CUDA_ARCH__ >= 800
+template <bool kF16> KILN_DEVICE void kiln_mma_16816(float d[4], const uint32_t a[4],
+                                                     const uint32_t b[2]) {
+  if (kF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// Two floats as the bf16 (or f16) pair of one fragment word, `lo` in the low
+// half, rounded to nearest even.
+template <bool kF16> KILN_DEVICE uint32_t kiln_pack_pair(float lo, float hi) {
+  uint32_t r;
+  if (kF16)
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+#endif
+#else
+template <bool kF16> KILN_DEVICE uint32_t kiln_pack_pair(float lo, float hi) {
+  if (kF16)
+    return static_cast<uint32_t>(kiln_to_f16(lo).bits) |
+           static_cast<uint32_t>(kiln_to_f16(hi).bits) << 16;
+  return static_cast<uint32_t>(kiln_to_bf16(lo).bits) |
+         static_cast<uint32_t>(kiln_to_bf16(hi).bits) << 16;
+}
+// Value `half` (0 low, 1 high) of a fragment word as a float.
+template <bool kF16> KILN_DEVICE double kiln_pair_value(uint32_t word, int half) {
+  uint16_t bits = static_cast<uint16_t>(half ? word >> 16 : word & 0xFFFFu);
+  if (kF16) {
+    kiln_f16 h;
+    h.bits = bits;
+    return kiln_load(h);
+  }
+  return kiln_f32_bits(static_cast<uint32_t>(bits) << 16);
+}
+#if defined(KILN_HOST_BLOCK_THREADS)
+static uint32_t kiln_mma_words[KILN_HOST_BLOCK_THREADS][6];
+#endif
+template <bool kF16> KILN_DEVICE void kiln_mma_16816(float d[4], const uint32_t a[4],
+                                                     const uint32_t b[2]) {
+#if defined(KILN_HOST_BLOCK_THREADS)
+  if (!KILN_HOST_WARPS)
+    return; // no warps: callers take their other path
+  unsigned t = static_cast<unsigned>(threadIdx.x), warp = t & ~31u, lane = t & 31u;
+  for (int i = 0; i < 4; ++i)
+    kiln_mma_words[t][i] = a[i];
+  kiln_mma_words[t][4] = b[0];
+  kiln_mma_words[t][5] = b[1];
+  kiln_fiber_wait(KILN_FIBER_AT_SHUFFLE);
+  // A(row, k) and B(k, column) from the lanes that hold them.
+  auto A = [&](unsigned row, unsigned k) {
+    unsigned from = warp + (row & 7u) * 4u + ((k & 7u) >> 1);
+    return kiln_pair_value<kF16>(kiln_mma_words[from][(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)],
+                                 static_cast<int>(k & 1u));
+  };
+  auto B = [&](unsigned k, unsigned column) {
+    unsigned from = warp + column * 4u + ((k & 7u) >> 1);
+    return kiln_pair_value<kF16>(kiln_mma_words[from][4 + (k >= 8 ? 1 : 0)],
+                                 static_cast<int>(k & 1u));
+  };
+  for (int i = 0; i < 4; ++i) {
+    unsigned row = lane / 4 + (i >= 2 ? 8 : 0), column = 2 * (lane % 4) + (i & 1);
+    double sum = 0;
+    for (unsigned k = 0; k < 16; ++k)
+      sum += A(row, k) * B(k, column);
+    d[i] = static_cast<float>(static_cast<double>(d[i]) + sum);
+  }
+  kiln_fiber_wait(KILN_FIBER_AT_SHUFFLE);
+#else
+  (void)d;
+  (void)a;
+  (void)b; // one thread a block: callers take their other path
+#endif
+}
+#endif
+
 // Every lane of a full warp gets the reduction of the warp's values (a
 // butterfly of shuffles). Host emulation with one thread per block: a no-op.
 template <typename T, typename F> KILN_DEVICE T kiln_warp_reduce(T v, F f) {
