@@ -334,11 +334,14 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   // block is free (a sum), so lane L % 4 takes a contiguous quarter of each
   // block's codes and the same quarter of the rows' values: its loads are
   // whole words. Only where every block is whole (K a multiple of the block
-  // size, blocks of 32 codes or more); rows at 16 or more; a row base
+  // size, blocks of 32 to 128 codes); rows at 16 or more; a row base
   // aligned for 8-byte loads. The rest, and every other build, takes the
   // passes below.
+  // Blocks of 32 to 128 codes: a lane's quarter of a block is one load of
+  // at most 16 bytes (the alignment the kernel checks), and the block's
+  // steps are unrolled (blockSize / 16 of them).
   const bool tensorCores = bits == 4 && xBytes == 2 && !floatZero && !splatWord &&
-                           blockSize >= 32 && k % blockSize == 0;
+                           blockSize >= 32 && blockSize <= 128 && k % blockSize == 0;
   auto emitTensorCorePass = [&]() -> LogicalResult {
     const std::string f16 = elementOf(x).isF16() ? "true" : "false";
     const int64_t laneCodes = blockSize / 4, laneBytes = laneCodes / 2, laneWords = laneBytes / 4;
