@@ -391,24 +391,24 @@ struct IntegerMatmulsPass : public impl::IntegerMatmulsPassBase<IntegerMatmulsPa
         }
         return a && w;
       };
-      bool float8 = false;
+      bool e4m3 = false;
       if (!match(QuantizedCodes::int8)) {
         if (!match(QuantizedCodes::e4m3))
           continue;
-        float8 = true;
+        e4m3 = true;
       }
       Value lhs = m.getLhs(), rhs = m.getRhs();
       std::string why;
-      if (float8 && !this->float8) {
+      if (e4m3 && !float8) {
         recordKeptFloat(m, "an FP8 call needs every --arch sm_89 or newer (FP8 tensor cores)",
                         keptFloat, "FP8");
         continue;
       }
       Rewriter rewriter(m);
-      Value replacement = float8 ? rewriter.rewriteFloat8(m, *a, *w, storedNK, why)
-                                 : rewriter.rewrite(m, *a, *w, storedNK, why);
+      Value replacement = e4m3 ? rewriter.rewriteFloat8(m, *a, *w, storedNK, why)
+                               : rewriter.rewrite(m, *a, *w, storedNK, why);
       if (!replacement) {
-        recordKeptFloat(m, why, keptFloat, float8 ? "FP8" : "int8");
+        recordKeptFloat(m, why, keptFloat, e4m3 ? "FP8" : "int8");
         continue;
       }
       // A call whose K could overflow the int32 sums fails at its guard.
