@@ -222,37 +222,44 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   const bool floatZero = zeroPoints && isa<FloatType>(elementOf(zeroPoints));
   // Names of column j's values: its scale, offset, accumulators.
   auto ofColumn = [](const std::string &name, int64_t j) { return name + "_" + std::to_string(j); };
+  // One column's `scale` and `offset` for block `block` (expressions of the
+  // kernel: a column and a block index), and its `zero` where it is one.
+  auto scaleAndOffset = [&](const std::string &col, const std::string &block,
+                            const std::string &scale, const std::string &offset,
+                            const std::string &zero) -> LogicalResult {
+    FailureOr<std::string> s = flatRead(scales, col + " * " + int64Literal(blocks) + " + " + block);
+    if (failed(s))
+      return failure();
+    line("const float " + scale + " = (float)" + *s + ";");
+    if (!zeroPoints) {
+      line("const float " + offset + " = " + bias + " + " + defaultZero + ".0f;");
+    } else if (!floatZero) {
+      int64_t zpBytes = cast<RankedTensorType>(zeroPoints.getType()).getShape()[1];
+      std::string at = "(" + block + ") * " + std::to_string(bits);
+      FailureOr<std::string> zb =
+          flatRead(zeroPoints, col + " * " + int64Literal(zpBytes) + " + ((" + at + ") >> 3)");
+      if (failed(zb))
+        return failure();
+      line("const uint32_t " + zero + " = ((uint32_t)" + *zb + " >> ((" + at + ") & 7)) & " +
+           std::to_string((1 << bits) - 1) + "u;");
+      line("const float " + offset + " = kiln_f32_bits(0x4B000000u | " + zero + ");");
+    } else {
+      FailureOr<std::string> z =
+          flatRead(zeroPoints, col + " * " + int64Literal(blocks) + " + " + block);
+      if (failed(z))
+        return failure();
+      line("const float " + zero + " = (float)" + *z + ";");
+      line("const float " + offset + " = " + bias + ";");
+    }
+    return success();
+  };
   auto blockParams = [&](const std::string &firstK) -> LogicalResult {
     line("const int block = " + firstK + " >> " + std::to_string(llvm::Log2_64(blockSize)) +
          ";");
-    for (int64_t j = 0; j < columnsAThread; ++j) {
-      std::string col = ofColumn("col", j);
-      FailureOr<std::string> scale = flatRead(scales, col + " * " + int64Literal(blocks) + " + block");
-      if (failed(scale))
+    for (int64_t j = 0; j < columnsAThread; ++j)
+      if (failed(scaleAndOffset(ofColumn("col", j), "block", ofColumn("scale", j),
+                                ofColumn("offset", j), ofColumn("zero", j))))
         return failure();
-      line("const float " + ofColumn("scale", j) + " = (float)" + *scale + ";");
-      std::string offset = "const float " + ofColumn("offset", j) + " = ";
-      if (!zeroPoints) {
-        line(offset + bias + " + " + defaultZero + ".0f;");
-      } else if (!floatZero) {
-        int64_t zpBytes = cast<RankedTensorType>(zeroPoints.getType()).getShape()[1];
-        FailureOr<std::string> zb = flatRead(zeroPoints, col + " * " + int64Literal(zpBytes) +
-                                                             " + ((block * " + std::to_string(bits) +
-                                                             ") >> 3)");
-        if (failed(zb))
-          return failure();
-        line("const uint32_t " + ofColumn("zero", j) + " = ((uint32_t)" + *zb + " >> ((block * " +
-             std::to_string(bits) + ") & 7)) & " + std::to_string((1 << bits) - 1) + "u;");
-        line(offset + "kiln_f32_bits(0x4B000000u | " + ofColumn("zero", j) + ");");
-      } else {
-        FailureOr<std::string> z =
-            flatRead(zeroPoints, col + " * " + int64Literal(blocks) + " + block");
-        if (failed(z))
-          return failure();
-        line("const float " + ofColumn("zero", j) + " = (float)" + *z + ";");
-        line(offset + bias + ";");
-      }
-    }
     return success();
   };
   // Codes [from, to) of chunk `code` (at code `base` of the trip; column
@@ -335,18 +342,16 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   // block's codes and the same quarter of the rows' values: its loads are
   // whole words. Only where every block is whole (K a multiple of the block
   // size, blocks of 32 to 128 codes); rows at 16 or more; a row base
-  // aligned for 8-byte loads. The rest, and every other build, takes the
-  // passes below.
-  // Blocks of 32 to 128 codes: a lane's quarter of a block is one load of
-  // at most 16 bytes (the alignment the kernel checks), and the block's
-  // steps are unrolled (blockSize / 16 of them).
+  // aligned for 8-byte loads. (Blocks of 32 to 128: a lane's quarter of a
+  // block is one load of at most 16 bytes, the alignment the kernel checks,
+  // and the block's blockSize / 16 steps are unrolled.) The rest, and every
+  // other build, takes the passes below.
   const bool tensorCores = bits == 4 && xBytes == 2 && !floatZero && !splatWord &&
                            blockSize >= 32 && blockSize <= 128 && k % blockSize == 0;
   auto emitTensorCorePass = [&]() -> LogicalResult {
     const std::string f16 = elementOf(x).isF16() ? "true" : "false";
     const int64_t laneCodes = blockSize / 4, laneBytes = laneCodes / 2, laneWords = laneBytes / 4;
     const int64_t steps = laneCodes / 4; // k16 steps a block
-    const int64_t blob = blockSize / 2;
     line("#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800");
     openBlock("if (M >= " + std::to_string(kTensorCoreRows) +
               " && blockThreads % 32 == 0 && kiln_aligned(" + in + ", 8)) {");
@@ -376,25 +381,9 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
     std::string vec = "kiln_vec<uint32_t, " + std::to_string(laneWords) + ">";
     line("const " + vec + " qA = *reinterpret_cast<const " + vec + " *>(wA);");
     line("const " + vec + " qB = *reinterpret_cast<const " + vec + " *>(wB);");
-    for (const char *c : {"A", "B"}) {
-      std::string col = std::string("c") + c;
-      FailureOr<std::string> scale =
-          flatRead(scales, col + " * " + int64Literal(blocks) + " + blk");
-      if (failed(scale))
+    for (const std::string c : {"A", "B"})
+      if (failed(scaleAndOffset("c" + c, "blk", "s" + c, "o" + c, "z" + c)))
         return failure();
-      line(std::string("const float s") + c + " = (float)" + *scale + ";");
-      if (!zeroPoints) {
-        line(std::string("const float o") + c + " = " + bias + " + " + defaultZero + ".0f;");
-      } else {
-        int64_t zpBytes = cast<RankedTensorType>(zeroPoints.getType()).getShape()[1];
-        FailureOr<std::string> zb =
-            flatRead(zeroPoints, col + " * " + int64Literal(zpBytes) + " + ((blk * 4) >> 3)");
-        if (failed(zb))
-          return failure();
-        line(std::string("const float o") + c + " = kiln_f32_bits(0x4B000000u | (((uint32_t)" +
-             *zb + " >> ((blk * 4) & 7)) & 15u));");
-      }
-    }
     line("float p0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, p1[4] = {0.0f, 0.0f, 0.0f, 0.0f};");
     // Step s: the lane's codes 4s .. 4s + 3 of each column (bytes 2s and
     // 2s + 1 of its quarter: a byte's low nibble first) and the rows' values
