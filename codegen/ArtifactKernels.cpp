@@ -285,7 +285,8 @@ ArtifactWriter::buildKernelTable(const std::vector<size_t> &allKernels) {
             : builder.CreateVector(boundedReads),
         kernels[k].l2Bytes ? dim(kernels[k].l2Bytes) : flatbuffers::Offset<fb::Dim>(),
         deviceSyms.empty() ? flatbuffers::Offset<flatbuffers::Vector<int32_t>>()
-                           : builder.CreateVector(deviceSyms)));
+                           : builder.CreateVector(deviceSyms),
+        kernels[k].scratchBytes ? dim(kernels[k].scratchBytes) : flatbuffers::Offset<fb::Dim>()));
   }
   return kernelTable;
 }

@@ -193,6 +193,7 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.workItems = workItems;
   g.flops = flops;
   g.l2Bytes = l2Bytes;
+  g.scratchBytes = scratchBytes;
   g.boundedReads = boundedReads(kernel);
   // The cache a cache_update writes into is not read: a bounded read of none.
   if (auto update = dyn_cast_or_null<CacheUpdateOp>(root.getDefiningOp()))
@@ -211,6 +212,8 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.perThreadMatrix = perThreadMatrix;
   g.streamBytesATrip = streamBytesATrip;
   g.doubleTaps = doubleTaps;
+  if (scratchBytes)
+    params += ", uint8_t *KILN_RESTRICT kiln_scratch";
   if (reportsErrors)
     params += ", int32_t *kiln_error";
   body = loads + prologue + body;
@@ -271,6 +274,8 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   for (const std::string &s : g.symbols)
     call += (onDevice.count(s) ? ", *(const int64_t **)args[" : ", *(int64_t *)args[") +
             std::to_string(next++) + "]";
+  if (scratchBytes)
+    call += ", *(uint8_t **)args[" + std::to_string(next++) + "]";
   if (reportsErrors)
     call += ", *(int32_t **)args[" + std::to_string(next++) + "]";
   call += ")";

@@ -53,6 +53,12 @@ struct GeneratedKernel {
   /// sizes its grid by (blocks = items for block-per-item kernels, items / block
   /// threads otherwise). Null: one item per result element.
   mlir::AffineExpr workItems;
+  /// Bytes of the kernel scratch a launch uses, as a dim expression; null:
+  /// none. The kernel takes `uint8_t *kiln_scratch` after its symbols: a
+  /// buffer of the context's that is all zero when the launch begins and
+  /// that the kernel leaves all zero (attention's split keys meet there:
+  /// kiln_device.h kiln_arrive).
+  mlir::AffineExpr scratchBytes;
   /// Floating-point operations per launch as a dim expression, where the
   /// kernel's arithmetic outgrows the bytes it moves (attention); null: a few
   /// per element, memory bound (the roofline in kiln-compile --report).

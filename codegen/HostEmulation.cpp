@@ -280,6 +280,18 @@ absl::Status HostKernels::run(const GeneratedKernel &kernel,
     args.push_back(&p);
   for (int64_t &s : symbols)
     args.push_back(&s);
+  // The kernel scratch: zero, as the runtime keeps it (a constant size:
+  // the schedules that take one size it by their constants alone).
+  std::vector<uint8_t> scratch;
+  uint8_t *scratchPointer = nullptr;
+  if (kernel.scratchBytes) {
+    std::optional<int64_t> bytes = getConstantDimValue(kernel.scratchBytes);
+    if (!bytes || *bytes < 0)
+      return absl::InternalError(absl::StrCat(kernel.name, ": its scratch has no constant size"));
+    scratch.assign(static_cast<size_t>(*bytes), 0);
+    scratchPointer = scratch.data();
+    args.push_back(&scratchPointer);
+  }
   int32_t errorWord = 0;
   int32_t *errorPointer = &errorWord;
   if (kernel.reportsErrors)

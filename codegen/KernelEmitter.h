@@ -484,6 +484,9 @@ private:
   /// Bytes a launch reads through L2 (GeneratedKernel::l2Bytes); null: its
   /// buffers once.
   DimExpr l2Bytes;
+  /// The kernel scratch a launch uses (GeneratedKernel::scratchBytes); null:
+  /// none, and no `kiln_scratch` parameter.
+  DimExpr scratchBytes;
   /// GeneratedKernel::vectorWidth and vectorLoads.
   int vectorWidth = 0, vectorLoads = 0;
   /// GeneratedKernel::dividesData.

@@ -21,24 +21,47 @@ static int64_t attentionTile(int64_t d, int64_t dv, int64_t computeBytes) {
 /// row of the tile: the new maximum over the tile's scores (ps), the scores
 /// turned into weights, the running sum and the output accumulator (os)
 /// rescaled by exp(m_old - m_new) and given the tile's weighted values (vs).
-/// A maximum of -inf (every score so far masked) weighs nothing yet.
+/// A maximum of -inf (every score so far masked) weighs nothing yet. With
+/// whole warps (a device, or host emulation's threaded blocks) a warp takes
+/// a row, its lanes the tile's keys (a decode step's rows are few: a thread a
+/// row would leave the block idle); otherwise a thread takes a row.
 void KernelEmitter::emitOnlineSoftmaxStep(const std::string &acc, const std::string &ninf,
                                           const std::string &BC, const std::string &DV) {
-  openBlock("for (int64_t r = threadIdx.x; r < nr; r += blockDim.x) {");
-  line(acc + " mx = ms[r];");
-  line("for (int64_t c = 0; c < nc; ++c) mx = kiln_max<" + acc + ">(mx, ps[r * " + BC +
-       " + c]);");
-  line("const bool none = mx == " + ninf + ";");
-  line(acc + " sum = (" + acc + ")0;");
-  openBlock("for (int64_t c = 0; c < nc; ++c) {");
-  line("const " + acc + " w = none ? (" + acc + ")0 : kiln_exp(ps[r * " + BC + " + c] - mx);");
-  line("ps[r * " + BC + " + c] = w;");
-  line("sum += w;");
+  auto rowStep = [&](const std::string &first, const std::string &stride, bool warp) {
+    openBlock("for (int64_t r = " + first + "; r < nr; r += " + stride + ") {");
+    line(acc + " mx = ms[r];");
+    line("for (int64_t c = " + std::string(warp ? "lane" : "0") + "; c < nc; c += " +
+         (warp ? "32" : "1") + ") mx = kiln_max<" + acc + ">(mx, ps[r * " + BC + " + c]);");
+    if (warp)
+      line("mx = kiln_warp_reduce(mx, [](" + acc + " a, " + acc + " b) { return kiln_max<" + acc +
+           ">(a, b); });");
+    line("const bool none = mx == " + ninf + ";");
+    line(acc + " sum = (" + acc + ")0;");
+    openBlock("for (int64_t c = " + std::string(warp ? "lane" : "0") + "; c < nc; c += " +
+              (warp ? "32" : "1") + ") {");
+    line("const " + acc + " w = none ? (" + acc + ")0 : kiln_exp(ps[r * " + BC + " + c] - mx);");
+    line("ps[r * " + BC + " + c] = w;");
+    line("sum += w;");
+    closeBlock();
+    if (warp)
+      line("sum = kiln_warp_reduce(sum, [](" + acc + " a, " + acc + " b) { return a + b; });");
+    openBlock(warp ? "if (lane == 0) {" : "{");
+    line("const " + acc + " alpha = none ? (" + acc + ")1 : kiln_exp(ms[r] - mx);");
+    line("ls[r] = ls[r] * alpha + sum;");
+    line("ms[r] = mx;");
+    line("as[r] = alpha;");
+    closeBlock();
+    closeBlock();
+  };
+  line("#if defined(__CUDACC_RTC__) || defined(KILN_HOST_BLOCK_THREADS)");
+  openBlock("if (blockDim.x % 32 == 0) {");
+  line("const int64_t warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;");
+  rowStep("warp", "warps", true);
   closeBlock();
-  line("const " + acc + " alpha = none ? (" + acc + ")1 : kiln_exp(ms[r] - mx);");
-  line("ls[r] = ls[r] * alpha + sum;");
-  line("ms[r] = mx;");
-  line("as[r] = alpha;");
+  line("else");
+  line("#endif");
+  openBlock("{");
+  rowStep("threadIdx.x", "blockDim.x", false);
   closeBlock();
   line("__syncthreads();");
   openBlock("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) {");
@@ -51,42 +74,143 @@ void KernelEmitter::emitOnlineSoftmaxStep(const std::string &acc, const std::str
   line("__syncthreads();");
 }
 
+namespace {
+/// Blocks that fill the device (two an SM of an H200's 132): how many the
+/// keys of few (batch, head) items are split across.
+constexpr int64_t kEnoughBlocks = 264;
+/// Key tiles a piece of split keys takes at least.
+constexpr int64_t kSplitTiles = 2;
+
+/// How an attention kernel lays out its work (emitAttention): query heads per
+/// key/value head, and the rows of a tile.
+struct AttentionShape {
+  int64_t rank, d, dv, groups, tile;
+  SymShape q, k;
+  /// The key/value (batch, head) items: the product of key's leading dims.
+  DimExpr items;
+  /// Rows of an item (its query heads' query rows) and tiles of them.
+  DimExpr rows, rowTiles;
+  /// Whether the keys may be split across blocks (flash-decoding), and into
+  /// how many pieces a tile's keys go (splitPieces).
+  bool split = false;
+  DimExpr pieces;
+};
+
+/// The pieces a tile's keys are split into, as the kernel computes them
+/// (emitAttention) and its grid and scratch count them: as many as the keys
+/// ask for (`wanted`, a piece at least kSplitTiles key tiles; one more key
+/// than there are, so that no keys still ask for one), evened out so that
+/// the tiles' pieces about fill kEnoughBlocks blocks (`per`: the wanted
+/// pieces a block takes). `ceil(wanted / ceil(wanted * tiles / 264))`: 1
+/// once the tiles alone fill the device.
+/// tiles * pieces < 2 * kEnoughBlocks whenever pieces > 1 (then wanted *
+/// tiles / 264 < wanted, so tiles < 264, and pieces <= 264 / tiles + 1).
+struct SplitPieces {
+  DimExpr wanted, per, pieces;
+};
+SplitPieces splitPieces(MLIRContext *context, DimExpr keys, DimExpr tiles, int64_t tile) {
+  auto c = [&](int64_t v) { return getConstantDim(context, v); };
+  SplitPieces s;
+  s.wanted = floorDivDims(addDims(keys, c(kSplitTiles * tile)), c(kSplitTiles * tile));
+  s.per = ceilDivDims(mulDims(s.wanted, tiles), c(kEnoughBlocks));
+  s.pieces = ceilDivDims(s.wanted, s.per);
+  return s;
+}
+
+/// The kernel scratch of a split attention kernel, in bytes: a counter a
+/// tile, then a slot a row and piece (the row's unscaled outputs, maximum
+/// and sum). A constant, whatever the sizes (SplitPieces: fewer than
+/// kEnoughBlocks tiles, fewer than 2 * kEnoughBlocks pieces of at most
+/// `tile` rows when a split happens).
+constexpr int64_t kSplitCounterBytes = kEnoughBlocks * 4;
+static_assert(kSplitCounterBytes % 16 == 0, "the slots start 16-byte aligned");
+int64_t splitSlots(int64_t tile) { return 2 * kEnoughBlocks * tile; }
+
+AttentionShape attentionShape(AttentionOp root, int64_t tile, int64_t d, int64_t dv) {
+  AttentionShape a;
+  MLIRContext *context = root.getContext();
+  a.rank = cast<RankedTensorType>(root.getQuery().getType()).getRank();
+  a.d = d;
+  a.dv = dv;
+  a.tile = tile;
+  a.q = getSymShape(root.getQuery().getType());
+  a.k = getSymShape(root.getKey().getType());
+  // Grouped heads only where both counts are constants that differ (the
+  // verifier's rule); heads that unify as symbols are one and the same.
+  a.groups = 1;
+  if (a.rank >= 3) {
+    std::optional<int64_t> qHeads = getConstantDimValue(a.q[a.rank - 3]),
+                           kHeads = getConstantDimValue(a.k[a.rank - 3]);
+    if (qHeads && kHeads && *kHeads > 0 && *qHeads != *kHeads)
+      a.groups = *qHeads / *kHeads;
+  }
+  a.items = productOfDims(context, ArrayRef<DimExpr>(a.k).drop_back(2));
+  a.rows = mulDims(a.q[a.rank - 2], getConstantDim(context, a.groups));
+  a.rowTiles = ceilDivDims(a.rows, getConstantDim(context, tile));
+  DimExpr tiles = mulDims(a.items, a.rowTiles);
+  a.pieces = splitPieces(context, a.k[a.rank - 2], tiles, tile).pieces;
+  // Worth a split path unless the pieces are one whatever the symbols.
+  std::optional<int64_t> pieces = getConstantDimValue(a.pieces);
+  a.split = a.pieces && !(pieces && *pieces <= 1);
+  return a;
+}
+} // namespace
+
 /// What an attention kernel's launches and roofline count: its work items (a
-/// block per tile of query rows per (batch, head)), its flops, and its bytes
-/// through L2.
+/// block per tile of rows per key/value (batch, head), times the pieces its
+/// keys are split into), its flops, and its bytes through L2.
 void KernelEmitter::setAttentionWork(AttentionOp root, int64_t tile, int64_t d, int64_t dv) {
+  AttentionShape a = attentionShape(root, tile, d, dv);
+  MLIRContext *context = root.getContext();
   Value q = root.getQuery(), k = root.getKey(), v = root.getValue(), mask = root.getMask();
-  int64_t rank = cast<RankedTensorType>(q.getType()).getRank();
-  SymShape qd = getSymShape(q.getType());
-  workItems = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(2)) *
-                              qd[rank - 2].ceilDiv(tile));
+  DimExpr tiles = mulDims(a.items, a.rowTiles);
+  workItems = canonicalizeDim(a.split ? mulDims(tiles, a.pieces) : tiles);
   // A multiply and an add per feature, for the scores and for the output.
-  DimExpr sk = getSymShape(k.getType())[rank - 2];
-  flops = canonicalizeDim(productOf(ArrayRef<DimExpr>(qd).drop_back(1)) * sk * (2 * (d + dv)));
-  // Through L2: the queries and the output once, but each (batch, head)'s
-  // keys and values once per tile of queries, and each query row's mask
-  // row. From DRAM the blocks of one (batch, head) run side by side and
-  // share those passes in L2 (docs/performance.md), so the step's bytes
-  // stay its buffers once.
-  DimExpr heads = productOf(ArrayRef<DimExpr>(qd).drop_back(2)), sq = qd[rank - 2];
+  DimExpr sk = a.k[a.rank - 2];
+  DimExpr qRows = productOf(ArrayRef<DimExpr>(a.q).drop_back(1));
+  flops = canonicalizeDim(qRows * sk * (2 * (d + dv)));
+  // Through L2: the queries and the output once, each key/value (batch,
+  // head)'s keys and values once per tile of its rows (its query heads'
+  // rows share them) and each query row's mask row. Left out: where the
+  // keys are split, each piece's partial result stored, read back and
+  // cleared (3 * (Dv + 2) * 4 bytes a row and piece, in L2; the pieces are
+  // a min the dims cannot state). From DRAM the blocks of one item run
+  // side by side and share those passes in L2 (docs/performance.md), so
+  // the step's bytes stay its buffers once.
   auto bytesOf = [&](Value v) { return static_cast<int64_t>(storageBytes(elementOf(v))); };
-  DimExpr passes = heads * sq.ceilDiv(tile) * sk * (d * bytesOf(k) + dv * bytesOf(v));
-  DimExpr once = heads * sq * (d * bytesOf(q) + dv * bytesOf(root.getResult()));
+  DimExpr passes = tiles * sk * (d * bytesOf(k) + dv * bytesOf(v));
+  DimExpr once = qRows * (d * bytesOf(q) + dv * bytesOf(root.getResult()));
   l2Bytes = passes + once;
   if (mask)
-    l2Bytes = l2Bytes + heads * sq * sk * bytesOf(mask);
+    l2Bytes = l2Bytes + qRows * sk * bytesOf(mask);
   l2Bytes = canonicalizeDim(l2Bytes);
+  scratchBytes = DimExpr();
+  if (a.split) {
+    int64_t accBytes = computeType(elementOf(root.getResult())) == "double" ? 8 : 4;
+    scratchBytes = getConstantDim(
+        context, kSplitCounterBytes + splitSlots(tile) * (dv + 2) * accBytes);
+  }
 }
 
 LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> outputPerm) {
-  // A block per tile of BR query rows of one (batch, head): the tile of
-  // queries (scaled) stays in shared memory while tiles of BC keys and values
-  // pass through it; the scores of a tile never leave the chip. Each query row
-  // keeps a running maximum m, a running sum l and an output accumulator
-  // rescaled by exp(m_old - m_new) when the maximum grows (an online softmax),
-  // so one pass over the keys gives softmax(q k^T * scale + mask) v. Every loop
-  // strides by the block's threads: any block size is right.
+  // A block per tile of BR rows of one key/value (batch, head): the rows of
+  // the query heads that read that head (grouped-query attention: a decode
+  // step's few rows times the group), in head-major order. The tile of
+  // queries (scaled) stays in shared memory while tiles of BC keys and
+  // values pass through it; the scores of a tile never leave the chip. Each
+  // row keeps a running maximum m, a running sum l and an output accumulator
+  // rescaled by exp(m_old - m_new) when the maximum grows (an online
+  // softmax), so one pass over the keys gives softmax(q k^T * scale + mask) v.
+  // Few tiles and many keys (a decode step): the keys are split into pieces
+  // across blocks (flash-decoding); each piece's block stores its partial
+  // (m, l, unscaled output) in the kernel scratch and counts itself in, and
+  // the last block of a tile combines them, rescaled to the largest m, and
+  // clears the scratch it used. Every loop strides by the block's threads:
+  // any block size is right.
   blockPerItem = true;
+  // Held to 64 registers (50% occupancy, sass-lint's rule): the split's
+  // index arithmetic and the combine would otherwise take some 95.
+  halfOccupancy = true;
   Value q = root.getQuery(), k = root.getKey(), v = root.getValue(), mask = root.getMask();
   Type t = elementOf(root.getResult());
   std::string acc = computeType(t);
@@ -96,10 +220,12 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   if (ShapedType::isDynamic(d) || ShapedType::isDynamic(dv))
     return root.emitError() << "codegen: attention needs static feature dims";
   int64_t tile = attentionTile(d, dv, acc == "double" ? 8 : 4);
+  AttentionShape a = attentionShape(root, tile, d, dv);
   std::string D = std::to_string(d), DV = std::to_string(dv), BR = std::to_string(tile),
-              BC = BR, KS = std::to_string(d + 1);
+              BC = BR, KS = std::to_string(d + 1), G = std::to_string(a.groups);
   std::vector<std::string> qShape = dims(q), kShape = dims(k);
-  std::vector<std::string> lead(qShape.begin(), qShape.end() - 2);
+  std::vector<std::string> qLead(qShape.begin(), qShape.end() - 2);
+  std::vector<std::string> kvLead(kShape.begin(), kShape.end() - 2);
   setAttentionWork(root, tile, d, dv);
   std::string ninf = "(" + acc + ")kiln_f32_bits(0xff800000u)";
   // ks rows are padded by one: threads of a warp read different keys at one
@@ -110,17 +236,54 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   line("__shared__ " + acc + " ps[" + BR + " * " + BC + "];");
   line("__shared__ " + acc + " os[" + BR + " * " + DV + "];");
   line("__shared__ " + acc + " ms[" + BR + "], ls[" + BR + "], as[" + BR + "];");
-  line("const int64_t P = " + product(lead) + ";");
+  line("const int64_t P = " + product(kvLead) + ";");
   line("const int64_t Sq = " + qShape[rank - 2] + ", Sk = " + kShape[rank - 2] + ";");
-  line("const int64_t qTiles = (Sq + " + BR + " - 1) / " + BR + ";");
-  openBlock("for (int64_t item = blockIdx.x; item < P * qTiles; item += gridDim.x) {");
-  line("const int64_t p = " + quotient("item", "((" + qShape[rank - 2] + " + " + BR + " - 1) / " + BR + ")") +
-       ", i0 = (item - p * qTiles) * " + BR + ";");
+  line("const int64_t R = Sq * " + G + ", rTiles = (R + " + BR + " - 1) / " + BR + ";");
+  line("const int64_t tiles = P * rTiles;");
+  if (a.split) {
+    // The pieces, as splitPieces counts them (the grid and the scratch).
+    const std::string piece = int64Literal(kSplitTiles * tile);
+    line("const int64_t wanted = (Sk + " + piece + ") / " + piece + ";");
+    line("const int64_t per = (wanted * tiles + " + int64Literal(kEnoughBlocks - 1) + ") / " +
+         int64Literal(kEnoughBlocks) + ";");
+    line("const int64_t splits = per > 0 ? (wanted + per - 1) / per : 1;");
+    line("const int64_t keyTiles = (Sk + " + BC + " - 1) / " + BC + ";");
+    // Whole key tiles a piece, so that only the last piece's last tile is
+    // partial.
+    line("const int64_t span = (keyTiles + splits - 1) / splits * " + BC + ";");
+    // The scratch (splitSlots): a counter a tile, then a slot a row and
+    // piece: the rows' unscaled outputs, maxima and sums.
+    const std::string slots = int64Literal(splitSlots(tile));
+    line("int *const counters = (int *)kiln_scratch;");
+    line(acc + " *const partialO = (" + acc + " *)(kiln_scratch + " +
+         int64Literal(kSplitCounterBytes) + ");");
+    line(acc + " *const partialM = partialO + " + slots + " * " + DV + ", *const partialL = partialM + " +
+         slots + ";");
+    line("__shared__ int combines;");
+  } else {
+    line("const int64_t splits = 1, span = Sk;");
+  }
+  openBlock("for (int64_t item = blockIdx.x; item < tiles * splits; item += gridDim.x) {");
+  line("const int64_t tileItem = item / splits, piece = item - tileItem * splits;");
+  line("const int64_t p = " + quotient("tileItem", "rTiles") + ", rho0 = (tileItem - p * rTiles) * " +
+       BR + ";");
   // The rows of this tile (the last one may be partial): loops stop there.
-  line("const int64_t nr = kiln_min<int64_t>(" + BR + ", Sq - i0);");
-  std::vector<std::string> prefix = unravel("p", lead);
-  auto at = [&](const std::string &row, const std::string &col) {
-    std::vector<std::string> index = prefix;
+  line("const int64_t nr = kiln_min<int64_t>(" + BR + ", R - rho0);");
+  line("const int64_t kBegin = piece * span, kEnd = kiln_min<int64_t>(Sk, kBegin + span);");
+  std::vector<std::string> kvPrefix = unravel("p", kvLead);
+  // A row's query head (gi of the group) and query row (i): head-major.
+  auto rowOf = [&](const std::string &rho) {
+    if (a.groups == 1)
+      line("const int64_t gi = 0, i = " + rho + ";");
+    else
+      line("const int64_t gi = " + quotient(rho, qShape[rank - 2]) + ", i = " + rho + " - gi * " +
+           qShape[rank - 2] + ";");
+  };
+  std::vector<std::string> qPrefix = kvPrefix;
+  if (a.groups > 1)
+    qPrefix[rank - 3] = "(" + kvPrefix[rank - 3] + " * " + G + " + gi)";
+  auto at = [&](ArrayRef<std::string> prefix, const std::string &row, const std::string &col) {
+    std::vector<std::string> index(prefix.begin(), prefix.end());
     index.push_back(row);
     index.push_back(col);
     return index;
@@ -132,11 +295,10 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
     closeBlock();
     return r;
   };
-  // Loads element (row, col) of `x` into `dst` (the loops stop at the tile's
+  // Loads element `index` of `x` into `dst` (the loops stop at the tile's
   // last row and key, so every element they reach exists).
-  auto load = [&](Value x, const std::string &dst, const std::string &row,
-                  const std::string &col) -> LogicalResult {
-    FailureOr<std::string> e = element(x, at(row, col));
+  auto load = [&](Value x, const std::string &dst, ArrayRef<std::string> index) -> LogicalResult {
+    FailureOr<std::string> e = element(x, index);
     if (failed(e))
       return failure();
     line(dst + " = (" + acc + ")" + *e + ";");
@@ -144,8 +306,9 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   };
   // The tile of queries, and the accumulators of its rows.
   if (failed(tileLoop("nr * " + D, [&] {
-        line("const int64_t r = t / " + D + ", c = t % " + D + ", i = i0 + r;");
-        return load(q, "qs[t]", "i", "c");
+        line("const int64_t r = t / " + D + ", c = t % " + D + ";");
+        rowOf("(rho0 + r)");
+        return load(q, "qs[t]", at(qPrefix, "i", "c"));
       })))
     return failure();
   line("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) os[t] = (" + acc +
@@ -153,15 +316,15 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   line("for (int64_t t = threadIdx.x; t < nr; t += blockDim.x) { ms[t] = " + ninf +
        "; ls[t] = (" + acc + ")0; }");
   line("__syncthreads();");
-  openBlock("for (int64_t j0 = 0; j0 < Sk; j0 += " + BC + ") {");
-  line("const int64_t nc = kiln_min<int64_t>(" + BC + ", Sk - j0);");
+  openBlock("for (int64_t j0 = kBegin; j0 < kEnd; j0 += " + BC + ") {");
+  line("const int64_t nc = kiln_min<int64_t>(" + BC + ", kEnd - j0);");
   if (failed(tileLoop("nc * " + D, [&] {
         line("const int64_t r = t / " + D + ", c = t % " + D + ", j = j0 + r;");
-        return load(k, "ks[r * " + KS + " + c]", "j", "c");
+        return load(k, "ks[r * " + KS + " + c]", at(kvPrefix, "j", "c"));
       })) ||
       failed(tileLoop("nc * " + DV, [&] {
         line("const int64_t r = t / " + DV + ", c = t % " + DV + ", j = j0 + r;");
-        return load(v, "vs[t]", "j", "c");
+        return load(v, "vs[t]", at(kvPrefix, "j", "c"));
       })))
     return failure();
   line("__syncthreads();");
@@ -170,15 +333,17 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   SymShape scoresDims = getSymShape(root.getType());
   scoresDims.back() = getSymShape(k.getType())[rank - 2];
   if (failed(tileLoop("nr * " + BC, [&]() -> LogicalResult {
-        line("const int64_t r = t / " + BC + ", c = t % " + BC + ", i = i0 + r, j = j0 + c;");
+        line("const int64_t r = t / " + BC + ", c = t % " + BC + ", j = j0 + c;");
         line(acc + " s = " + ninf + ";");
-        openBlock("if (j < Sk) {");
+        openBlock("if (j < kEnd) {");
         line(acc + " dot = (" + acc + ")0;");
         line("for (int64_t f = 0; f < " + D + "; ++f) dot += qs[r * " + D + " + f] * ks[c * " + KS +
              " + f];");
         line("s = dot * " + scale + ";");
         if (mask) {
-          FailureOr<std::string> e = element(mask, broadcastIndex(mask, scoresDims, at("i", "j")));
+          rowOf("(rho0 + r)");
+          FailureOr<std::string> e =
+              element(mask, broadcastIndex(mask, scoresDims, at(qPrefix, "i", "j")));
           if (failed(e))
             return failure();
           line("s += (" + acc + ")" + *e + ";");
@@ -191,30 +356,106 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   line("__syncthreads();");
   emitOnlineSoftmaxStep(acc, ninf, BC, DV);
   closeBlock(); // key tiles
-  // A row whose every score was masked has l = 0: 0 / 0, NaN, as kiln.softmax
-  // (or 0 with zero_masked_rows).
-  openBlock("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) {");
-  line("const int64_t r = t / " + DV + ", e = t % " + DV + ", i = i0 + r;");
-  std::string offset = "(p * Sq + i) * " + DV + " + e";
-  if (!outputPerm.empty()) {
-    // Element [prefix.., i, e] of the attention lands at the transposed place.
-    std::vector<std::string> index = at("i", "e");
-    std::vector<std::string> attShape = lead;
-    attShape.push_back(qShape[rank - 2]);
-    attShape.push_back(DV);
-    std::vector<std::string> permutedIndex, permutedShape;
-    for (int64_t d : outputPerm) {
-      permutedIndex.push_back(index[d]);
-      permutedShape.push_back(attShape[d]);
+  // Where row r's output element e goes, and the value it gets from its
+  // sum l and unscaled output o. A row whose every score was masked has l =
+  // 0: 0 / 0, NaN, as kiln.softmax (or 0 with zero_masked_rows).
+  auto storeRows = [&](const std::string &o, const std::string &l) {
+    line("const int64_t r = t / " + DV + ", e = t % " + DV + ";");
+    rowOf("(rho0 + r)");
+    std::string offset = "((p * " + G + " + gi) * Sq + i) * " + DV + " + e";
+    if (!outputPerm.empty()) {
+      // Element [prefix.., i, e] of the attention lands at the transposed place.
+      std::vector<std::string> index = at(qPrefix, "i", "e");
+      std::vector<std::string> attShape = qLead;
+      attShape.push_back(qShape[rank - 2]);
+      attShape.push_back(DV);
+      std::vector<std::string> permutedIndex, permutedShape;
+      for (int64_t d : outputPerm) {
+        permutedIndex.push_back(index[d]);
+        permutedShape.push_back(attShape[d]);
+      }
+      offset = linearize(permutedIndex, permutedShape);
     }
-    offset = linearize(permutedIndex, permutedShape);
+    line("out[" + offset + "] = " +
+         store(t, root.getZeroMaskedRows()
+                      ? l + " == (" + acc + ")0 ? (" + acc + ")0 : " + o + " / " + l
+                      : o + " / " + l) +
+         ";");
+  };
+  auto storeTile = [&] {
+    openBlock("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) {");
+    storeRows("os[t]", "ls[r]");
+    closeBlock();
+  };
+  if (!a.split) {
+    storeTile();
+    line("__syncthreads();");
+    closeBlock(); // items
+    return success();
   }
-  line("out[" + offset + "] = " +
-       store(t, root.getZeroMaskedRows() ? "ls[r] == (" + acc + ")0 ? (" + acc +
-                                               ")0 : os[t] / ls[r]"
-                                         : "os[t] / ls[r]") +
-       ";");
+  openBlock("if (splits == 1) {");
+  storeTile();
   closeBlock();
+  openBlock("else {");
+  // This piece's partial, a slot a row (slot()): the row's unscaled
+  // outputs, its maximum and its sum.
+  auto slot = [&](const std::string &s, const std::string &r) {
+    return "((p * splits + " + s + ") * R + rho0 + " + r + ")";
+  };
+  openBlock("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) {");
+  line("const int64_t r = t / " + DV + ", e = t - r * " + DV + ";");
+  line("partialO[" + slot("piece", "r") + " * " + DV + " + e] = os[t];");
+  closeBlock();
+  openBlock("for (int64_t r = threadIdx.x; r < nr; r += blockDim.x) {");
+  line("partialM[" + slot("piece", "r") + "] = ms[r];");
+  line("partialL[" + slot("piece", "r") + "] = ls[r];");
+  closeBlock();
+  line("kiln_fence();");
+  line("__syncthreads();");
+  line("if (threadIdx.x == 0) combines = kiln_arrive(counters + tileItem) == splits - 1;");
+  line("__syncthreads();");
+  openBlock("if (combines) {");
+  line("kiln_fence();");
+  // Per row: the largest maximum over the pieces (ms), and the sum of their
+  // sums each rescaled to it (ls).
+  openBlock("for (int64_t r = threadIdx.x; r < nr; r += blockDim.x) {");
+  line(acc + " mx = " + ninf + ";");
+  line("for (int64_t s = 0; s < splits; ++s) mx = kiln_max<" + acc +
+       ">(mx, kiln_load_fresh(partialM + " + slot("s", "r") + "));");
+  line(acc + " sum = (" + acc + ")0;");
+  openBlock("for (int64_t s = 0; s < splits; ++s) {");
+  line("const " + acc + " m = kiln_load_fresh(partialM + " + slot("s", "r") + ");");
+  line("if (m != " + ninf + ") sum += kiln_load_fresh(partialL + " + slot("s", "r") +
+       ") * kiln_exp(m - mx);");
+  closeBlock();
+  line("ms[r] = mx;");
+  line("ls[r] = sum;");
+  closeBlock();
+  line("__syncthreads();");
+  // The outputs, rescaled likewise; the pieces' outputs cleared.
+  openBlock("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) {");
+  line("const int64_t r = t / " + DV + ", e = t - r * " + DV + ";");
+  line(acc + " o = (" + acc + ")0;");
+  openBlock("for (int64_t s = 0; s < splits; ++s) {");
+  line(acc + " *const at = partialO + " + slot("s", "r") + " * " + DV + " + e;");
+  line("const " + acc + " m = kiln_load_fresh(partialM + " + slot("s", "r") + ");");
+  line("if (m != " + ninf + ") o += kiln_load_fresh(at) * kiln_exp(m - ms[r]);");
+  line("*at = (" + acc + ")0;");
+  closeBlock();
+  line("os[t] = o;");
+  closeBlock();
+  line("__syncthreads();");
+  // The pieces' maxima and sums cleared (read above until the barrier).
+  openBlock("for (int64_t r = threadIdx.x; r < nr; r += blockDim.x) {");
+  openBlock("for (int64_t s = 0; s < splits; ++s) {");
+  line("partialM[" + slot("s", "r") + "] = (" + acc + ")0;");
+  line("partialL[" + slot("s", "r") + "] = (" + acc + ")0;");
+  closeBlock();
+  closeBlock();
+  line("if (threadIdx.x == 0) counters[tileItem] = 0;");
+  storeTile();
+  closeBlock(); // combines
+  closeBlock(); // splits > 1
   line("__syncthreads();");
   closeBlock(); // items
   return success();

@@ -14,7 +14,9 @@
 // scaled by the scale's root, k^T regrouped through the heads, the weights'
 // NaN guard) and ONNX Attention as kiln's importer expands it all end in it. The transposes that make k^T are folded
 // into one transpose of the keys, which the kernel reads through as index
-// math, so the head split runs no kernel either.
+// math, so the head split runs no kernel either. Keys and values repeated for
+// grouped-query heads (repeat_kv) are read before the repeat: the op takes
+// fewer key/value heads, and the kernel reads each once for its group.
 //===----------------------------------------------------------------------===//
 
 #include "passes/ConstantValues.h"
@@ -297,21 +299,76 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
   return c;
 }
 
-/// Erases the transposes, reshapes and shape constants that made `v` when
-/// nothing reads them any more. Views only, not eraseUnreadProducers' every
-/// dead op: the pass holds the softmaxes it has yet to match, and a chain
-/// erased back into one of them would leave a dangling pointer.
+/// Erases the transposes, reshapes, broadcasts and shape constants that made
+/// `v` when nothing reads them any more. Views only, not
+/// eraseUnreadProducers' every dead op: the pass holds the softmaxes it has
+/// yet to match, and a chain erased back into one of them would leave a
+/// dangling pointer.
 void eraseUnreadViews(Value v) {
   Operation *op = v ? v.getDefiningOp() : nullptr;
-  while (op && isa<TransposeOp, ReshapeOp, SymbolicConstantOp>(op) && op->use_empty()) {
+  while (op && isa<TransposeOp, ReshapeOp, BroadcastToOp, SymbolicConstantOp>(op) &&
+         op->use_empty()) {
     Operation *next = op->getNumOperands() ? op->getOperand(0).getDefiningOp() : nullptr;
-    Value shape = isa<ReshapeOp>(op) ? op->getOperand(1) : Value();
+    Value shape = isa<ReshapeOp, BroadcastToOp>(op) ? op->getOperand(1) : Value();
     op->erase();
     if (shape && shape.getDefiningOp() && shape.use_empty() &&
         isa<SymbolicConstantOp, ConstantOp>(shape.getDefiningOp()))
       shape.getDefiningOp()->erase();
     op = next;
   }
+}
+
+/// Grouped-query heads as transformers' repeat_kv writes them (and kiln's
+/// importer expands ONNX Attention's and GroupQueryAttention's):
+/// `reshape(broadcast_to(reshape(x, [L.., H, 1, S, D]), [L.., H, G, S, D]),
+/// [L.., H * G, S, D])`, each of x's H heads repeated for G query heads in a
+/// row. Returns x, or null when `v` is not made so.
+Value repeatedHeadsSource(Value v) {
+  auto merge = v.getDefiningOp<ReshapeOp>();
+  auto broadcast = merge ? merge.getInput().getDefiningOp<BroadcastToOp>() : BroadcastToOp();
+  auto unsqueeze = broadcast ? broadcast.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  if (!unsqueeze)
+    return {};
+  Value x = unsqueeze.getInput();
+  SymShape src = getSymShape(x.getType()), one = getSymShape(unsqueeze.getType()),
+           wide = getSymShape(broadcast.getType()), out = getSymShape(v.getType());
+  const size_t rank = out.size();
+  if (rank < 3 || src.size() != rank || one.size() != rank + 1 || wide.size() != rank + 1 ||
+      llvm::any_of(out, [](DimExpr d) { return !d; }))
+    return {};
+  // [L.., H] kept, a 1 inserted, [S, D] kept; broadcast only along the 1;
+  // the heads merged with it.
+  const size_t h = rank - 3;
+  std::optional<int64_t> heads = getConstantDimValue(src[h]),
+                         groups = getConstantDimValue(wide[h + 1]),
+                         merged = getConstantDimValue(out[h]);
+  std::optional<int64_t> unit = getConstantDimValue(one[h + 1]);
+  if (!heads || !groups || !merged || !unit || *unit != 1 || *heads * *groups != *merged)
+    return {};
+  for (size_t d = 0; d < rank; ++d) {
+    size_t wideDim = d <= h ? d : d + 1;
+    if (src[d] != one[wideDim] || src[d] != wide[wideDim] || (d != h && src[d] != out[d]))
+      return {};
+  }
+  return x;
+}
+
+/// Reads the key and value heads of `attention` before their repeat_kv when
+/// both were repeated the same way: the kernel then reads each key/value row
+/// once for its group of query heads, not once a query head.
+void readGroupedHeads(AttentionOp attention) {
+  Value k = attention.getKey(), v = attention.getValue();
+  Value kSource = repeatedHeadsSource(k), vSource = repeatedHeadsSource(v);
+  if (!kSource || !vSource)
+    return;
+  int64_t h = cast<RankedTensorType>(k.getType()).getRank() - 3;
+  if (getSymShape(kSource.getType())[h] != getSymShape(vSource.getType())[h])
+    return;
+  attention.getKeyMutable().assign(kSource);
+  attention.getValueMutable().assign(vSource);
+  eraseUnreadViews(k);
+  if (v != k)
+    eraseUnreadViews(v);
 }
 
 struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass> {
@@ -350,6 +407,7 @@ struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass>
       // nothing.
       eraseUnreadViews(kt);
     }
+    getOperation().walk([](AttentionOp attention) { readGroupedHeads(attention); });
   }
 };
 

@@ -470,6 +470,12 @@ private:
     if (q.kind != RowState::rows)
       return mixed;
     if (q.axis < rank - 2) {
+      // Grouped-query heads: a request's rows along the heads would take
+      // its own slice of the key/value heads too, which is not the same
+      // rows. (The batch, before them, is.)
+      if (q.axis == rank - 3 && getSymShape(data[0].getType())[q.axis] !=
+                                    getSymShape(data[1].getType())[q.axis])
+        return mixed;
       std::optional<RowState> rows = alignedRows(data, in, rank);
       if (!rows || !(*rows == q) ||
           llvm::any_of(in.take_front(3), [](const RowState &s) { return s.kind != RowState::rows; }))

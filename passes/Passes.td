@@ -213,8 +213,12 @@ def FuseAttentionPass : Pass<"kiln-fuse-attention", "::mlir::func::FuncOp"> {
     constant goes into the scale; weights guarded as `select(is_nan(p), 0,
     p)` (torch's export) give `zero_masked_rows`. q, kT and v must share their leading
     dims (no broadcasting matmul) and have static feature dims of at most
-    256, what the attention kernel's tiles hold. Runs before
-    `--kiln-absorb-matmul-transposes` and the precision mode.
+    256, what the attention kernel's tiles hold. Then each attention whose
+    key and value are both repeated for grouped-query heads
+    (`reshape(broadcast_to(reshape(x, [.., H, 1, S, D]), [.., H, G, S, D]),
+    [.., H * G, S, D])`, transformers' repeat_kv) reads them before the
+    repeat: H key/value heads, each read once for its G query heads. Runs
+    before `--kiln-absorb-matmul-transposes` and the precision mode.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

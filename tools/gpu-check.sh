@@ -133,6 +133,19 @@ prepare() {
   done
   rm "$bundle/models/gemv.onnx" "$bundle/models/gemv-bound.kiln"
 
+  echo "== decode attention alone (bench/make_decode_attention.py: TinyLlama's 32 query heads on 4 KV"
+  echo "   heads, bf16, one query row) at past 512 and 2048, with its roofline"
+  for past in 512 2048; do
+    python3 "$root/bench/make_decode_attention.py" "$bundle/models/attention.onnx" \
+      --inputs "$bundle/models/attention-$past" --past "$past"
+    "$build/bin/kiln-compile" "$bundle/models/attention.onnx" -o "$bundle/models/attention-bound.kiln" \
+      --arch none --no-host --bind "b=1,sq=1,sk=$((past + 1))" \
+      --report "$bundle/models/attention-$past.json" --cache-dir "$build/kernel-cache"
+  done
+  "$build/bin/kiln-compile" "$bundle/models/attention.onnx" -o "$bundle/models/attention.kiln" \
+    --arch "sm_$sm" --no-host --cache-dir "$build/kernel-cache"
+  rm "$bundle/models/attention.onnx" "$bundle/models/attention-bound.kiln"
+
   echo "== a bf16 Llama-family decode step (bench/make_llama_decoder.py, tiny config), with float64 reference outputs"
   python3 "$root/bench/make_llama_decoder.py" "$bundle/models/decoder.onnx" --config tiny \
     --step-inputs "$bundle/models/decoder-in" --batch 2 --past 37
@@ -336,6 +349,21 @@ PY
     python3 -c "import json, sys; [print(f\"{s['name']:40} {s.get('bound', ''):8} predicted {s.get('predicted_us') or 0:9.2f} us, {s.get('bytes') or 0} bytes\") for s in json.load(open(sys.argv[1]))['roofline']['steps'] if s['kind'] != 'shape']" \
       "$bundle/models/gemv-$rows.json" >> "$out/gemv-$rows.txt" 2>&1 || true
     echo "-- $rows row(s)" && cat "$out/gemv-$rows.txt"
+  done
+
+  echo "== decode attention alone: the kernel's time against moving its cache once at the device's"
+  echo "   bandwidth (bytes.txt), beside the roofline's prediction; its output against numpy's"
+  for past in 512 2048; do
+    dir="$bundle/models/attention-$past"
+    "$bundle/bin/kiln-run" "$bundle/models/attention.kiln" --input "q=$dir/q.pb" --input "k=$dir/k.pb" \
+      --input "v=$dir/v.pb" --input "mask=$dir/mask.pb" --output-dir "$out/attention-$past-out" \
+      --bench 200 --warmup 20 --profile > "$out/attention-$past.txt" 2>&1 || true
+    printf 'bytes to move: %s\n' "$(cat "$dir/bytes.txt")" >> "$out/attention-$past.txt"
+    python3 -c "import json, sys; [print(f\"{s['name']:40} predicted {s.get('predicted_us') or 0:9.2f} us, {s.get('bytes') or 0} bytes\") for s in json.load(open(sys.argv[1]))['roofline']['steps'] if s['kind'] == 'kernel']" \
+      "$bundle/models/attention-$past.json" >> "$out/attention-$past.txt" 2>&1 || true
+    python3 "$root/test/run/compare_outputs.py" "$out/attention-$past-out/output_0.pb" "$dir/want.pb" \
+      --atol 0.008 >> "$out/attention-$past.txt" 2>&1 || true
+    echo "-- past $past" && cat "$out/attention-$past.txt"
   done
 
   echo "== the bf16 decode step on the device (rms_norm row kernels, attention through repeat_kv, residuals"

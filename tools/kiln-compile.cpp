@@ -645,10 +645,16 @@ int main(int argc, char **argv) {
             break;
         }
       }
-      launchWork[k.name] = llvm::json::Object{
+      llvm::json::Object work{
           {"work_items", items ? llvm::json::Value(*items) : llvm::json::Value(nullptr)},
           {"stated", k.workItems.known()},
           {"block_per_item", k.blockPerItem}};
+      // The kernel scratch a launch takes (split keys' partials), if any.
+      if (k.scratchBytes.known()) {
+        std::optional<int64_t> bytes = k.scratchBytes.evaluate(symbols);
+        work["scratch_bytes"] = bytes ? llvm::json::Value(*bytes) : llvm::json::Value(nullptr);
+      }
+      launchWork[k.name] = std::move(work);
     }
     report["launch_work"] = std::move(launchWork);
     // Bytes, operations and predicted times per step under the same symbols.

@@ -480,6 +480,18 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
            v = getSymShape(adaptor.getValue().getType());
   SymShape result(q.begin(), q.end() - 1);
   for (int64_t d = 0; d + 2 < rank; ++d) {
+    // Grouped-query heads: key and value share a static head count that
+    // divides the query's.
+    std::optional<int64_t> qHeads = getConstantDimValue(q[d]), kHeads = getConstantDimValue(k[d]);
+    if (d + 3 == rank && qHeads && kHeads && *qHeads != *kHeads) {
+      if (*kHeads <= 0 || *qHeads % *kHeads != 0)
+        return emitShapeError(location, name,
+                              "key heads (" + Twine(*kHeads) + ") must divide query heads (" +
+                                  Twine(*qHeads) + ")");
+      if (failed(unifyDims(location, name, k[d], v[d], "heads of value")))
+        return failure();
+      continue;
+    }
     FailureOr<DimExpr> withKey = unifyDims(location, name, q[d], k[d], "leading dim of key");
     if (failed(withKey))
       return failure();

@@ -229,7 +229,12 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
   let description = [{
     `query` is `[P.., Sq, D]`, `key` `[P.., Sk, D]` (keys as rows, not
     transposed), `value` `[P.., Sk, Dv]`, with the same leading dims `P` (batch,
-    heads); the optional `mask` is added to the scores and broadcasts to
+    heads), except that key and value may have fewer heads (dim -3, static)
+    than the query, a divisor of its count: grouped-query attention, query
+    head `h` reading key/value head `h / (query heads / key heads)` (the
+    grouping of transformers' `repeat_kv` and ONNX `Attention`; its K/V rows
+    are read once for the whole group). The optional `mask` is added to the
+    scores and broadcasts to
     `[P.., Sq, Sk]` (a causal or padding mask: 0 where a key is seen, -inf
     where not). Per query row, the softmax over the keys (the maximum
     subtracted first, as `kiln.softmax`) weighs the rows of `value`; the

@@ -86,9 +86,13 @@ int64_t Executor::workItems(ExecutionContext &context, const StepInfo &step) con
   // A pointwise kernel (its threads stride over the elements its symbols
   // count, read when it runs) is launched for the planning symbols: device
   // symbols at their bounds, so its grid is the same for every value up to
-  // them. Other schedules map blocks to items: their grids follow the values.
+  // them. So is attention: its blocks stride over its items, whose count
+  // follows the keys (the pieces they are split into) and is read when it
+  // runs. Other schedules map blocks to items: their grids follow the values.
   const artifact::Plan &plan = context.model().plan();
-  if (kernel.schedule == schema::Schedule::Pointwise && !plan.deviceSymbols.empty()) {
+  if ((kernel.schedule == schema::Schedule::Pointwise ||
+       kernel.schedule == schema::Schedule::Attention) &&
+      !plan.deviceSymbols.empty()) {
     Bindings &sizes = context.gridSymbols_;
     sizes.assign(context.symbols().begin(), context.symbols().end());
     for (const artifact::Plan::DeviceSymbol &d : plan.deviceSymbols)
@@ -105,8 +109,8 @@ int64_t Executor::workItems(ExecutionContext &context, const StepInfo &step) con
   return std::max<int64_t>(1, *items);
 }
 
-LaunchArgs &Executor::prepareLaunch(ExecutionContext &context,
-                                    const StepInfo &step) const {
+absl::StatusOr<LaunchArgs *> Executor::prepareLaunch(ExecutionContext &context,
+                                                     const StepInfo &step) const {
   const Plan &plan = context.model().plan();
   LaunchArgs &launch = context.launch_;
   const Slot &out = context.value(step.outputs[0]);
@@ -129,12 +133,30 @@ LaunchArgs &Executor::prepareLaunch(ExecutionContext &context,
     launch.args.push_back(&p);
   for (int64_t &s : launch.symbols)
     launch.args.push_back(&s);
+  launch.scratch = 0;
+  if (kernel.scratchBytes.known()) {
+    // Sized at the planning sizes (device symbols at their bounds), so that
+    // the buffer, and a graph holding its address, stays put as they change.
+    Bindings &sizes = context.gridSymbols_;
+    sizes.assign(context.symbols().begin(), context.symbols().end());
+    for (const artifact::Plan::DeviceSymbol &d : plan.deviceSymbols)
+      sizes[d.symbol] = context.planning()[d.symbol];
+    std::optional<int64_t> bytes = kernel.scratchBytes.evaluate(sizes);
+    if (!bytes || *bytes < 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "its kernel scratch has no size (", kernel.scratchBytes.toString(plan.symbols), ")"));
+    absl::StatusOr<uintptr_t> scratch = kernelScratch(context, static_cast<size_t>(*bytes));
+    if (!scratch.ok())
+      return scratch.status();
+    launch.scratch = *scratch;
+    launch.args.push_back(&launch.scratch);
+  }
   launch.errorWord = 0;
   if (plan.kernels[step.kernel].reportsErrors) {
     launch.errorWord = errorWords(context) + step.index * sizeof(int32_t);
     launch.args.push_back(&launch.errorWord);
   }
-  return launch;
+  return &launch;
 }
 
 absl::Status Executor::runSteps(ExecutionContext &context, const RunRequest &request,

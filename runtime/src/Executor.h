@@ -98,12 +98,15 @@ public:
 };
 
 /// The arguments of one kernel launch (Executor::prepareLaunch): buffer
-/// addresses (output first, then inputs), symbol values, the step's error
-/// word for a kernel that reports errors, and `args` pointing at each as
+/// addresses (output first, then inputs), symbol values, the kernel scratch
+/// for a kernel that takes it, the step's error word for a kernel that
+/// reports errors, and `args` pointing at each as
 /// cuLaunchKernel and the host launchers take them.
 struct LaunchArgs {
   std::vector<uintptr_t> pointers;
   std::vector<int64_t> symbols;
+  /// The kernel scratch, for a kernel that takes it (KernelInfo::scratchBytes).
+  uintptr_t scratch = 0;
   uintptr_t errorWord = 0;
   std::vector<void *> args;
   /// The elements the kernel reads and writes.
@@ -283,6 +286,11 @@ protected:
   /// symbol of the plan, holding the run's values, written by begin() (host
   /// or device address; meaningful when the plan has device symbols).
   virtual uintptr_t symbolWords(ExecutionContext &context) const = 0;
+  /// The context's kernel scratch (KernelInfo::scratchBytes) grown to at
+  /// least `bytes`: all zero when a launch begins (a new buffer is zeroed,
+  /// and every kernel leaves what it used zero). Host or device address.
+  virtual absl::StatusOr<uintptr_t> kernelScratch(ExecutionContext &context,
+                                                  size_t bytes) const = 0;
   /// The error words after finish (the run's work complete).
   virtual absl::Status readErrorWords(ExecutionContext &context,
                                       std::vector<int32_t> &words) const = 0;
@@ -294,8 +302,9 @@ protected:
                                            size_t to) const = 0;
 
   /// The arguments of kernel step `step`, in the context's scratch (valid
-  /// until the next launch).
-  LaunchArgs &prepareLaunch(ExecutionContext &context, const StepInfo &step) const;
+  /// until the next launch); an error when its kernel scratch cannot be had.
+  absl::StatusOr<LaunchArgs *> prepareLaunch(ExecutionContext &context,
+                                             const StepInfo &step) const;
   /// The work items of kernel step `step` (its kernel's work_items under the
   /// context's symbols, or the result's elements), at least 1: grids are sized
   /// by it.

@@ -29,6 +29,8 @@ public:
   /// One word per symbol, the run's values, for kernels that read device
   /// symbols (filled by begin).
   std::vector<int64_t> symbolWords;
+  /// The kernel scratch: zero between launches.
+  std::vector<uint8_t> scratch;
 };
 
 HostState &stateOf(ExecutionContext &context) { return *context.backendState<HostState>(); }
@@ -192,11 +194,28 @@ absl::Status HostExecutor::place(ExecutionContext &context, int v, const ref::Sh
 }
 
 absl::Status HostExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
-  LaunchArgs &launch = prepareLaunch(context, step);
+  absl::StatusOr<LaunchArgs *> prepared = prepareLaunch(context, step);
+  if (!prepared.ok())
+    return prepared.status();
+  LaunchArgs &launch = **prepared;
   launchers_.at(context.variant())[step.kernel](
       launch.args.data(),
       artifact::hostGrid(workItems(context, step), launch.elements));
   return absl::OkStatus();
+}
+
+absl::StatusOr<uintptr_t> HostExecutor::kernelScratch(ExecutionContext &context,
+                                                      size_t bytes) const {
+  std::vector<uint8_t> &scratch = stateOf(context).scratch;
+  if (scratch.size() < bytes) {
+    if (absl::Status s = ref::checkedByteSize(ref::DType::u8, {static_cast<int64_t>(bytes)},
+                                              ref::maxTensorBytes())
+                             .status();
+        !s.ok())
+      return s;
+    scratch.resize(bytes, 0); // what it held is zero, and so is what it gains
+  }
+  return reinterpret_cast<uintptr_t>(scratch.data());
 }
 
 absl::StatusOr<ref::Tensor> HostExecutor::hostValue(ExecutionContext &context, int v) const {

@@ -38,6 +38,8 @@ protected:
   void abandon(ExecutionContext &context, const RunRequest &request) const override;
   uintptr_t errorWords(ExecutionContext &context) const override;
   uintptr_t symbolWords(ExecutionContext &context) const override;
+  absl::StatusOr<uintptr_t> kernelScratch(ExecutionContext &context,
+                                          size_t bytes) const override;
   absl::Status readErrorWords(ExecutionContext &context,
                               std::vector<int32_t> &words) const override;
   void mark(ExecutionContext &context, const RunRequest &request, size_t index) const override;

@@ -444,9 +444,25 @@ func.func @attention_element(%q: tensor<4x8xf32>, %k: tensor<4x8xf16>, %v: tenso
 
 // -----
 
-func.func @attention_heads(%q: tensor<2x4x5x8xf32>, %k: tensor<2x3x5x8xf32>, %v: tensor<2x3x5x8xf32>) {
+func.func @attention_batch(%q: tensor<2x4x5x8xf32>, %k: tensor<3x4x5x8xf32>, %v: tensor<3x4x5x8xf32>) {
   // expected-error @+1 {{leading dim of key}}
-  %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x5x8xf32>, tensor<2x3x5x8xf32>, tensor<2x3x5x8xf32>) -> tensor<2x4x5x8xf32>
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x5x8xf32>, tensor<3x4x5x8xf32>, tensor<3x4x5x8xf32>) -> tensor<2x4x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_groups(%q: tensor<2x6x5x8xf32>, %k: tensor<2x4x5x8xf32>, %v: tensor<2x4x5x8xf32>) {
+  // expected-error @+1 {{key heads (4) must divide query heads (6)}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x6x5x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x8xf32>) -> tensor<2x6x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_group_values(%q: tensor<2x8x5x8xf32>, %k: tensor<2x4x5x8xf32>, %v: tensor<2x2x5x8xf32>) {
+  // expected-error @+1 {{heads of value}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x5x8xf32>, tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>) -> tensor<2x8x5x8xf32>
   return
 }
 

@@ -256,3 +256,54 @@ func.func @unknown_dims(%q: tensor<2x5x8xf32>, %k4: tensor<2x?x?xf32>, %v: tenso
   %o = kiln.matmul %p, %v : (tensor<2x5x?xf32>, tensor<2x?x8xf32>) -> tensor<2x5x8xf32>
   return %o : tensor<2x5x8xf32>
 }
+
+// -----
+
+// Grouped-query heads as transformers' repeat_kv writes them: each of the 2
+// key/value heads unsqueezed, broadcast to 4 query heads and merged. The
+// attention reads the 2 heads themselves (each once for its group), and the
+// views go.
+// CHECK-LABEL: func.func @repeat_kv
+// CHECK: %[[O:.*]] = kiln.attention %arg0, %arg1, %arg2 {scale = 1.250000e-01 : f64} : (tensor<?x8x?x64xf32, #kiln.dims<[b, 8, s, 64]>>, tensor<?x2x?x64xf32, #kiln.dims<[b, 2, t, 64]>>, tensor<?x2x?x64xf32, #kiln.dims<[b, 2, t, 64]>>)
+// CHECK-NOT: kiln.broadcast_to
+// CHECK-NOT: kiln.reshape
+// CHECK: return %[[O]]
+func.func @repeat_kv(%q: tensor<?x8x?x64xf32, #kiln.dims<[b, 8, s, 64]>>, %k: tensor<?x2x?x64xf32, #kiln.dims<[b, 2, t, 64]>>, %v: tensor<?x2x?x64xf32, #kiln.dims<[b, 2, t, 64]>>) -> tensor<?x8x?x64xf32, #kiln.dims<[b, 8, s, 64]>> {
+  %one = kiln.symbolic_constant [b, 2, 1, t, 64] : tensor<5xi64>
+  %wide = kiln.symbolic_constant [b, 2, 4, t, 64] : tensor<5xi64>
+  %merged = kiln.symbolic_constant [b, 8, t, 64] : tensor<4xi64>
+  %c = kiln.constant dense<8.0> : tensor<f32>
+  %k1 = kiln.reshape %k, %one : (tensor<?x2x?x64xf32, #kiln.dims<[b, 2, t, 64]>>, tensor<5xi64>) -> tensor<?x2x1x?x64xf32, #kiln.dims<[b, 2, 1, t, 64]>>
+  %kw = kiln.broadcast_to %k1, %wide : (tensor<?x2x1x?x64xf32, #kiln.dims<[b, 2, 1, t, 64]>>, tensor<5xi64>) -> tensor<?x2x4x?x64xf32, #kiln.dims<[b, 2, 4, t, 64]>>
+  %kr = kiln.reshape %kw, %merged : (tensor<?x2x4x?x64xf32, #kiln.dims<[b, 2, 4, t, 64]>>, tensor<4xi64>) -> tensor<?x8x?x64xf32, #kiln.dims<[b, 8, t, 64]>>
+  %v1 = kiln.reshape %v, %one : (tensor<?x2x?x64xf32, #kiln.dims<[b, 2, t, 64]>>, tensor<5xi64>) -> tensor<?x2x1x?x64xf32, #kiln.dims<[b, 2, 1, t, 64]>>
+  %vw = kiln.broadcast_to %v1, %wide : (tensor<?x2x1x?x64xf32, #kiln.dims<[b, 2, 1, t, 64]>>, tensor<5xi64>) -> tensor<?x2x4x?x64xf32, #kiln.dims<[b, 2, 4, t, 64]>>
+  %vr = kiln.reshape %vw, %merged : (tensor<?x2x4x?x64xf32, #kiln.dims<[b, 2, 4, t, 64]>>, tensor<4xi64>) -> tensor<?x8x?x64xf32, #kiln.dims<[b, 8, t, 64]>>
+  %kt = kiln.transpose %kr {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x8x?x64xf32, #kiln.dims<[b, 8, t, 64]>>) -> tensor<?x8x64x?xf32, #kiln.dims<[b, 8, 64, t]>>
+  %s = kiln.matmul %q, %kt : (tensor<?x8x?x64xf32, #kiln.dims<[b, 8, s, 64]>>, tensor<?x8x64x?xf32, #kiln.dims<[b, 8, 64, t]>>) -> tensor<?x8x?x?xf32, #kiln.dims<[b, 8, s, t]>>
+  %d = kiln.div %s, %c : (tensor<?x8x?x?xf32, #kiln.dims<[b, 8, s, t]>>, tensor<f32>) -> tensor<?x8x?x?xf32, #kiln.dims<[b, 8, s, t]>>
+  %p = kiln.softmax %d {axis = -1 : i64} : (tensor<?x8x?x?xf32, #kiln.dims<[b, 8, s, t]>>) -> tensor<?x8x?x?xf32, #kiln.dims<[b, 8, s, t]>>
+  %o = kiln.matmul %p, %vr : (tensor<?x8x?x?xf32, #kiln.dims<[b, 8, s, t]>>, tensor<?x8x?x64xf32, #kiln.dims<[b, 8, t, 64]>>) -> tensor<?x8x?x64xf32, #kiln.dims<[b, 8, s, 64]>>
+  return %o : tensor<?x8x?x64xf32, #kiln.dims<[b, 8, s, 64]>>
+}
+
+// -----
+
+// Keys repeated but values not (or repeated differently): both keep their
+// repeated heads.
+// CHECK-LABEL: func.func @repeat_keys_only
+// CHECK: kiln.broadcast_to
+// CHECK: kiln.attention %arg0, %{{.*}}, %arg2 {{.*}}tensor<2x8x5x16xf32>, tensor<2x8x5x16xf32>)
+func.func @repeat_keys_only(%q: tensor<2x8x5x16xf32>, %k: tensor<2x2x5x16xf32>, %v: tensor<2x8x5x16xf32>) -> tensor<2x8x5x16xf32> {
+  %one = kiln.constant dense<[2, 2, 1, 5, 16]> : tensor<5xi64>
+  %wide = kiln.constant dense<[2, 2, 4, 5, 16]> : tensor<5xi64>
+  %merged = kiln.constant dense<[2, 8, 5, 16]> : tensor<4xi64>
+  %k1 = kiln.reshape %k, %one : (tensor<2x2x5x16xf32>, tensor<5xi64>) -> tensor<2x2x1x5x16xf32>
+  %kw = kiln.broadcast_to %k1, %wide : (tensor<2x2x1x5x16xf32>, tensor<5xi64>) -> tensor<2x2x4x5x16xf32>
+  %kr = kiln.reshape %kw, %merged : (tensor<2x2x4x5x16xf32>, tensor<4xi64>) -> tensor<2x8x5x16xf32>
+  %kt = kiln.transpose %kr {permutation = array<i64: 0, 1, 3, 2>} : (tensor<2x8x5x16xf32>) -> tensor<2x8x16x5xf32>
+  %s = kiln.matmul %q, %kt : (tensor<2x8x5x16xf32>, tensor<2x8x16x5xf32>) -> tensor<2x8x5x5xf32>
+  %p = kiln.softmax %s {axis = -1 : i64} : (tensor<2x8x5x5xf32>) -> tensor<2x8x5x5xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x8x5x5xf32>, tensor<2x8x5x16xf32>) -> tensor<2x8x5x16xf32>
+  return %o : tensor<2x8x5x16xf32>
+}

@@ -24,6 +24,16 @@ layout run_numpy_cases.py reads). kiln-fuse-attention makes each one kernel.
                   nothing seen in batch 2) made additive by a Where, and the
                   weights guarded by Where(IsNaN(p), 0, p): the rows that see
                   no key are 0, not NaN
+    attn_gqa      grouped-query heads as transformers' repeat_kv writes them
+                  (Unsqueeze, Expand, Reshape): q [b, 8, sq, 64], k, v
+                  [b, 2, sk, 64], an additive mask [b, 1, sq, sk]. The kernel
+                  reads each key/value head once for its 4 query heads; at
+                  decode sizes it splits the keys across blocks. Sets: one
+                  row against 700 keys (split); two sequences against 1500
+                  keys, the first 600 of one masked (whole pieces see no key)
+                  and every key of the other masked (NaN); 3 rows against 40
+                  keys (one piece); 20 rows against 300 keys (three tiles of
+                  rows, the last partial, each split)
 """
 import os
 import sys
@@ -158,6 +168,49 @@ def torch_sdpa(out):
     save_set(out, "attn_torch", 0, {"q": q, "k": k, "v": v, "seen": seen}, [want])
 
 
+def gqa(out):
+    heads, kv_heads, d = 8, 2, 64
+    groups = heads // kv_heads
+    nodes = []
+    for n in "kv":
+        nodes += [
+            helper.make_node("Unsqueeze", [n, "at_group"], [n + "_one"]),
+            helper.make_node("Expand", [n + "_one", "groups"], [n + "_wide"]),
+            helper.make_node("Reshape", [n + "_wide", "merged"], [n + "_rep"]),
+        ]
+    nodes += [
+        helper.make_node("Transpose", ["k_rep"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Div", ["scores", "root_d"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "mask"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v_rep"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "attn_gqa",
+        [helper.make_tensor_value_info("q", T.FLOAT, ["b", heads, "sq", d]),
+         helper.make_tensor_value_info("k", T.FLOAT, ["b", kv_heads, "sk", d]),
+         helper.make_tensor_value_info("v", T.FLOAT, ["b", kv_heads, "sk", d]),
+         helper.make_tensor_value_info("mask", T.FLOAT, ["b", 1, "sq", "sk"])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["b", heads, "sq", d])],
+        [numpy_helper.from_array(np.array([2], np.int64), "at_group"),
+         numpy_helper.from_array(np.array([1, 1, groups, 1, 1], np.int64), "groups"),
+         numpy_helper.from_array(np.array([0, heads, -1, d], np.int64), "merged"),
+         numpy_helper.from_array(np.array(8.0, np.float32), "root_d")])
+    save_model(out, "attn_gqa", graph)
+    rng = np.random.default_rng(19)
+    for n, (b, sq, sk) in enumerate([(1, 1, 700), (2, 1, 1500), (2, 3, 40), (1, 20, 300)]):
+        q = rng.standard_normal((b, heads, sq, d)).astype(np.float32)
+        k, v = (rng.standard_normal((b, kv_heads, sk, d)).astype(np.float32) for _ in range(2))
+        mask = np.zeros((b, 1, sq, sk), np.float32)
+        if n == 1:
+            mask[0, :, :, :600] = -np.inf  # left padding across whole pieces
+            mask[1] = -np.inf              # nothing to attend to: NaN rows
+        want = attention(q, np.repeat(k, groups, axis=1), np.repeat(v, groups, axis=1), mask,
+                         1 / 8).astype(np.float32)
+        save_set(out, "attn_gqa", n, {"q": q, "k": k, "v": v, "mask": mask}, [want])
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -166,6 +219,7 @@ def main():
     wide(out)
     padding(out, "attn_f16", np.float16, (45,))
     torch_sdpa(out)
+    gqa(out)
 
 
 if __name__ == "__main__":

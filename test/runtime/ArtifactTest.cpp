@@ -308,8 +308,8 @@ TEST(Artifact, DamagedArtifactsAreErrors) {
       {{0, 0, 7}, KILN_INVALID_ARGUMENT, "value 0: symbol 7 is not in the table"},
       // An artifact of another format version names both versions.
       {{0, 0, 0, 1}, KILN_FAILED_PRECONDITION,
-       "artifact format version 1, but this runtime reads version 8"},
-      {{0, 0, 0, 9}, KILN_FAILED_PRECONDITION, "artifact format version 9"},
+       "artifact format version 1, but this runtime reads version 9"},
+      {{0, 0, 0, 10}, KILN_FAILED_PRECONDITION, "artifact format version 10"},
       // A typed step whose operands do not fit its table, or an enum value the
       // schema does not define, is refused at load, not at run time.
       {{0, 0, 0, kiln::artifact::kFormatVersion, true}, KILN_INVALID_ARGUMENT,
@@ -783,6 +783,23 @@ TEST(Artifact, KernelSignatureMismatchIsRefused) {
     kiln_model_t *m = nullptr;
     EXPECT_EQ(load(copy, &m), KILN_INVALID_ARGUMENT);
     EXPECT_NE(std::string(kiln_last_error()).find("buffer 0 has dims [arg0_d0, 32], value"),
+              std::string::npos)
+        << kiln_last_error();
+  }
+  {
+    // Code that takes the kernel scratch (its parameter written over the
+    // source's first comment) where the kernel states none: a launch would
+    // pass one argument too few.
+    std::string copy = bytes;
+    auto *model = fb::GetMutableModel(copy.data());
+    auto *source = model->mutable_kernels()->GetMutableObject(0)->mutable_source();
+    const std::string scratch = ", uint8_t *KILN_RESTRICT kiln_scratch";
+    ASSERT_GT(source->size(), 3 + scratch.size());
+    std::memcpy(const_cast<char *>(source->c_str()) + 3, scratch.data(), scratch.size());
+    kiln::artifact::sealArtifact(reinterpret_cast<uint8_t *>(copy.data()), copy.size());
+    kiln_model_t *m = nullptr;
+    EXPECT_EQ(load(copy, &m), KILN_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kiln_last_error()).find("takes a scratch its step would not pass"),
               std::string::npos)
         << kiln_last_error();
   }

@@ -197,6 +197,28 @@ TEST(ReferenceComposite, RmsNormDividesByTheRootMeanSquare) {
   EXPECT_FALSE(rmsNorm(x, &wrong, -1, 0.5).ok());
 }
 
+TEST(ReferenceComposite, AttentionGroupsQueryHeadsOnKeyHeads) {
+  // 4 query heads on 2 key/value heads, one query row, one feature, two keys:
+  // query head h reads key/value head h / 2 (repeat_kv's order). Keys 0 and
+  // ln 3 (scale 1, query 1): weights 1/4 and 3/4 of the values.
+  Tensor q(DType::f64, {1, 4, 1, 1}), k(DType::f64, {1, 2, 2, 1}), v(DType::f64, {1, 2, 2, 1});
+  for (int64_t h = 0; h < 4; ++h)
+    q.setF(h, 1);
+  k.setF(0, 0), k.setF(1, std::log(3.0)), k.setF(2, 0), k.setF(3, std::log(3.0));
+  v.setF(0, 4), v.setF(1, 8), v.setF(2, 40), v.setF(3, 80);
+  absl::StatusOr<Tensor> y = attention(q, k, v, nullptr, 1.0);
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  EXPECT_DOUBLE_EQ(y->getF(0), 7);
+  EXPECT_DOUBLE_EQ(y->getF(1), 7);
+  EXPECT_DOUBLE_EQ(y->getF(2), 70);
+  EXPECT_DOUBLE_EQ(y->getF(3), 70);
+  // Key heads that do not divide the query's, or values with other heads.
+  Tensor three(DType::f64, {1, 3, 2, 1});
+  EXPECT_FALSE(attention(q, three, three, nullptr, 1.0).ok());
+  Tensor one(DType::f64, {1, 1, 2, 1});
+  EXPECT_FALSE(attention(q, k, one, nullptr, 1.0).ok());
+}
+
 TEST(ReferenceDataMovement, CacheUpdateWritesRowsAtTheOffset) {
   // A [2, 4, 1] cache (batch 2, 4 rows) of 0..7; rows 1..2 of each batch
   // written with 100, 101 and 200, 201; the other rows keep their values.

@@ -375,6 +375,18 @@ absl::Status Reader::readKernels() {
           return bytes.status();
         info.l2Bytes = std::move(*bytes);
       }
+      if (k->scratch_bytes()) {
+        absl::StatusOr<Dim> bytes = dim(k->scratch_bytes(), where);
+        if (!bytes.ok())
+          return bytes.status();
+        info.scratchBytes = std::move(*bytes);
+      }
+      // A launch passes the scratch exactly when the code takes it.
+      if (info.scratchBytes.known() !=
+          (info.source.find(", uint8_t *KILN_RESTRICT kiln_scratch") != std::string::npos))
+        return corrupt(absl::StrCat(where, info.scratchBytes.known()
+                                               ? " uses a scratch its code does not take"
+                                               : " takes a scratch its step would not pass"));
       if (!k->buffer_shapes() || k->buffer_shapes()->size() != info.bufferDtypes.size())
         return corrupt(absl::StrCat(where, " has no dims for each of its buffers"));
       for (const fb::BufferShape *b : *k->buffer_shapes()) {

@@ -454,15 +454,44 @@ absl::StatusOr<Tensor> attention(const Tensor &q, const Tensor &k, const Tensor 
     return absl::InvalidArgumentError(absl::StrCat("attention: q ", q.describe(), ", k ",
                                                    k.describe(), " and v ", v.describe(),
                                                    " must be of one rank, at least 2"));
+  // Grouped-query heads: each key/value head serves `groups` query heads in
+  // a row (transformers' repeat_kv), repeated here to the query's count.
+  int64_t rank = q.rank();
+  int64_t groups = 1;
+  if (rank >= 3 && k.dim(rank - 3) != q.dim(rank - 3)) {
+    int64_t qHeads = q.dim(rank - 3), kHeads = k.dim(rank - 3);
+    if (kHeads <= 0 || qHeads % kHeads != 0 || v.dim(rank - 3) != kHeads)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "attention: key and value heads (", kHeads, ", ", v.dim(rank - 3),
+          ") must be equal and divide the query's (", qHeads, ")"));
+    groups = qHeads / kHeads;
+  }
+  auto repeatHeads = [&](const Tensor &t) {
+    if (groups == 1)
+      return t;
+    Shape shape = t.shape();
+    int64_t outer = 1, inner = shape[rank - 2] * shape[rank - 1];
+    for (int64_t d = 0; d + 3 < rank; ++d)
+      outer *= shape[d];
+    int64_t heads = shape[rank - 3];
+    shape[rank - 3] = heads * groups;
+    Tensor out(t.dtype(), shape);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t h = 0; h < heads * groups; ++h)
+        for (int64_t i = 0; i < inner; ++i)
+          out.setF((o * heads * groups + h) * inner + i,
+                   t.getF((o * heads + h / groups) * inner + i));
+    return out;
+  };
   // The chain kiln-fuse-attention replaced, in double, rounded once at the end.
-  auto wide = [](const Tensor &t) { return castTensor(t, DType::f64); };
-  absl::StatusOr<Tensor> scores = matmul(wide(q), transposeLastTwo(wide(k)));
+  auto wide = [&](const Tensor &t) { return castTensor(repeatHeads(t), DType::f64); };
+  absl::StatusOr<Tensor> scores = matmul(castTensor(q, DType::f64), transposeLastTwo(wide(k)));
   Tensor factor(DType::f64, {});
   factor.setF(0, scale);
   if (scores.ok())
     scores = binary(BinaryFn::Mul, *scores, factor);
   if (scores.ok() && mask)
-    scores = binary(BinaryFn::Add, *scores, wide(*mask));
+    scores = binary(BinaryFn::Add, *scores, castTensor(*mask, DType::f64));
   if (!scores.ok())
     return absl::InvalidArgumentError(absl::StrCat("attention: ", scores.status().message()));
   Tensor weights = softmax(*scores, -1, false);

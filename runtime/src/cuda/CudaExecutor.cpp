@@ -634,7 +634,10 @@ absl::Status CudaExecutor::place(ExecutionContext &context, int v, const ref::Sh
 absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &step) const {
   const CudaDriver &cu = *driver_;
   const Plan &plan = context.model().plan();
-  LaunchArgs &launch = prepareLaunch(context, step);
+  absl::StatusOr<LaunchArgs *> prepared = prepareLaunch(context, step);
+  if (!prepared.ok())
+    return prepared.status();
+  LaunchArgs &launch = **prepared;
   int64_t items = workItems(context, step);
   int64_t blocks = plan.kernels[step.kernel].blockPerItem
                        ? items
@@ -650,6 +653,7 @@ absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &ste
       state.sign(p);
     for (int64_t v : launch.symbols)
       state.sign(static_cast<uint64_t>(v));
+    state.sign(launch.scratch);
     state.sign(plan.kernels[step.kernel].reportsErrors ? launch.errorWord : 0);
     if (state.mode == SegmentMode::Dry)
       return absl::OkStatus();
@@ -662,6 +666,24 @@ absl::Status CudaExecutor::launch(ExecutionContext &context, const StepInfo &ste
 
 uintptr_t CudaExecutor::symbolWords(ExecutionContext &context) const {
   return static_cast<uintptr_t>(stateOf(context).symbolWords.first);
+}
+
+absl::StatusOr<uintptr_t> CudaExecutor::kernelScratch(ExecutionContext &context,
+                                                      size_t bytes) const {
+  CudaState &state = stateOf(context);
+  if (state.kernelScratch.second < bytes) {
+    // A new buffer, zeroed on the call's stream before any launch that
+    // reads it. (A segment's dry run grows it before its capture.)
+    if (absl::Status s = state.ensure(state.kernelScratch, bytes); !s.ok())
+      return s;
+    state.scratchZeros.assign(state.kernelScratch.second, 0);
+    if (CUresult r = driver_->cuMemcpyHtoDAsync(state.kernelScratch.first,
+                                                state.scratchZeros.data(),
+                                                state.scratchZeros.size(), state.stream);
+        r != CUDA_SUCCESS)
+      return driverError("cuMemcpyHtoDAsync", r);
+  }
+  return static_cast<uintptr_t>(state.kernelScratch.first);
 }
 
 uintptr_t CudaExecutor::errorWords(ExecutionContext &context) const {

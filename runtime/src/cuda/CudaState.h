@@ -78,6 +78,8 @@ public:
       cu.cuMemFree(symbolWords.first);
     if (workspace.first)
       cu.cuMemFree(workspace.first);
+    if (kernelScratch.first)
+      cu.cuMemFree(kernelScratch.first);
     for (CUevent e : events)
       cu.cuEventDestroy(e);
     if (legacyMark)
@@ -140,6 +142,11 @@ public:
   std::pair<CUdeviceptr, size_t> errorWords = {0, 0};
   /// cuBLASLt's workspace, allocated at the context's first matmul.
   std::pair<CUdeviceptr, size_t> workspace = {0, 0};
+  /// The kernel scratch (Executor::kernelScratch): zero between launches;
+  /// and the zeros a new one is cleared from (kept: the copy reads them
+  /// when it runs).
+  std::pair<CUdeviceptr, size_t> kernelScratch = {0, 0};
+  std::vector<uint8_t> scratchZeros;
   std::vector<int32_t> errorZeros;
   /// One int64 per symbol holding the call's values, where kernels read device
   /// symbols (Plan::deviceSymbols), and its host copy, uploaded at the start

@@ -616,6 +616,36 @@ KILN_DEVICE void kiln_report_error(int32_t *word, int32_t code) {
 #endif
 }
 
+// Kernels that split an item's work across blocks (attention's keys, at
+// decode sizes) meet in the kernel scratch (Kernel.scratch_bytes, a buffer the
+// runtime keeps zeroed between launches): each block stores its partial
+// result there, then counts itself in at the item's counter; the block that
+// counts last combines the partials, and clears what it read and the counter.
+// kiln_fence: orders this thread's stores before, and its loads after, the
+// count (every thread of a block calls it after its stores and before the
+// barrier that precedes the count; the last block calls it again before it
+// reads). kiln_arrive: one thread's increment of the counter; the count
+// before it.
+KILN_DEVICE void kiln_fence() {
+#ifdef __CUDACC_RTC__
+  __threadfence();
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+KILN_DEVICE int kiln_arrive(int *counter) {
+#ifdef __CUDACC_RTC__
+  return atomicAdd(counter, 1);
+#else
+  return __atomic_fetch_add(counter, 1, __ATOMIC_ACQ_REL);
+#endif
+}
+// A load of what other blocks of this launch stored: volatile, so not from a
+// line L1 kept from before their stores.
+template <typename T> KILN_DEVICE T kiln_load_fresh(const T *p) {
+  return *static_cast<const volatile T *>(p);
+}
+
 // Integer division and remainders without undefined behaviour: division by zero
 // gives 0 here and is reported (KILN_ERROR_DIVISION_BY_ZERO).
 template <typename T> KILN_DEVICE T kiln_idiv(T a, T b) {

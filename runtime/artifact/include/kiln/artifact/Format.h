@@ -35,7 +35,9 @@ namespace kiln::artifact {
 /// what it does not know): ReadSizes.what, and Check steps (facts over sizes
 /// steps bind, checked where the step stands) at the end of StepOp; the
 /// GeluErf and Silu activations (a MatMul that runs as a cuDNN graph).
-constexpr uint32_t kFormatVersion = 8;
+/// 9: Kernel.scratch_bytes (a kernel that takes the context's zeroed scratch
+/// as a parameter; an 8 reader would launch it without one).
+constexpr uint32_t kFormatVersion = 9;
 
 /// The most symbols one variant fixes (the runtime's dispatch key is that wide).
 constexpr int kMaxVariantSymbols = 8;

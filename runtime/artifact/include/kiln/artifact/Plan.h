@@ -181,6 +181,9 @@ struct KernelInfo {
   std::vector<std::pair<int, Dim>> boundedReads;
   /// Kernel.l2_bytes: bytes a launch reads through L2; unknown: its buffers.
   Dim l2Bytes;
+  /// Kernel.scratch_bytes: the zeroed kernel scratch a launch takes (its
+  /// `kiln_scratch` parameter, after the symbols); unknown: none.
+  Dim scratchBytes;
 };
 
 /// Whether a specialization of `kernel` with every symbol bound in `symbols`
