@@ -97,22 +97,24 @@ struct AttentionShape {
 };
 
 /// The pieces a tile's keys are split into, as the kernel computes them
-/// (emitAttention) and its grid and scratch count them: as many as the keys
-/// ask for (`wanted`, a piece at least kSplitTiles key tiles; one more key
-/// than there are, so that no keys still ask for one), evened out so that
-/// the tiles' pieces about fill kEnoughBlocks blocks (`per`: the wanted
-/// pieces a block takes). `ceil(wanted / ceil(wanted * tiles / 264))`: 1
-/// once the tiles alone fill the device.
+/// (emitAttention) and its grid counts them: as many as the keys ask for
+/// (`wanted`: a piece kSplitTiles key tiles), evened out so that the tiles'
+/// pieces about fill kEnoughBlocks blocks (`per`: the wanted pieces a
+/// block takes, at least 1). `ceil(wanted / ceil((wanted * tiles + 1) /
+/// 264))`: 1 once the tiles alone fill the device; 0 without keys (the
+/// kernel then runs one piece a tile, whose rows see no key).
 /// tiles * pieces < 2 * kEnoughBlocks whenever pieces > 1 (then wanted *
-/// tiles / 264 < wanted, so tiles < 264, and pieces <= 264 / tiles + 1).
+/// tiles / 264 < wanted, so tiles < 264, and pieces <= 264 / tiles + 1),
+/// which the scratch is sized by; and no piece is empty (a brute force over
+/// tiles < 400 and key tiles < 3000 finds none).
 struct SplitPieces {
   DimExpr wanted, per, pieces;
 };
 SplitPieces splitPieces(MLIRContext *context, DimExpr keys, DimExpr tiles, int64_t tile) {
   auto c = [&](int64_t v) { return getConstantDim(context, v); };
   SplitPieces s;
-  s.wanted = floorDivDims(addDims(keys, c(kSplitTiles * tile)), c(kSplitTiles * tile));
-  s.per = ceilDivDims(mulDims(s.wanted, tiles), c(kEnoughBlocks));
+  s.wanted = ceilDivDims(keys, c(kSplitTiles * tile));
+  s.per = ceilDivDims(addDims(mulDims(s.wanted, tiles), c(1)), c(kEnoughBlocks));
   s.pieces = ceilDivDims(s.wanted, s.per);
   return s;
 }
@@ -243,10 +245,10 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   if (a.split) {
     // The pieces, as splitPieces counts them (the grid and the scratch).
     const std::string piece = int64Literal(kSplitTiles * tile);
-    line("const int64_t wanted = (Sk + " + piece + ") / " + piece + ";");
-    line("const int64_t per = (wanted * tiles + " + int64Literal(kEnoughBlocks - 1) + ") / " +
+    line("const int64_t wanted = (Sk + " + piece + " - 1) / " + piece + ";");
+    line("const int64_t per = (wanted * tiles + " + int64Literal(kEnoughBlocks) + ") / " +
          int64Literal(kEnoughBlocks) + ";");
-    line("const int64_t splits = per > 0 ? (wanted + per - 1) / per : 1;");
+    line("const int64_t splits = wanted > 0 ? (wanted + per - 1) / per : 1;");
     line("const int64_t keyTiles = (Sk + " + BC + " - 1) / " + BC + ";");
     // Whole key tiles a piece, so that only the last piece's last tile is
     // partial.
@@ -346,7 +348,11 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
               element(mask, broadcastIndex(mask, scoresDims, at(qPrefix, "i", "j")));
           if (failed(e))
             return failure();
-          line("s += (" + acc + ")" + *e + ";");
+          // Additive, or boolean: -inf where false.
+          if (elementOf(mask).isInteger(1))
+            line("if (!(" + *e + ")) s = " + ninf + ";");
+          else
+            line("s += (" + acc + ")" + *e + ";");
         }
         closeBlock();
         line("ps[t] = s;");

@@ -159,8 +159,58 @@ struct Chain {
   Value mask;
   double scale = 1.0;
   bool zeroMaskedRows = false; ///< the weights carried torch's NaN guard
+  /// Query heads a key/value head serves where the matmuls broadcast them
+  /// (broadcastGroups), else 0.
+  int64_t groups = 0;
   SmallVector<Operation *> dead; ///< replaced, in the order to erase them
 };
+
+/// onnxruntime's GroupQueryAttention as kiln's importer expands it: q [L..,
+/// H, G, S, D] against kT [L.., H, 1, D, T] and v [L.., H, 1, T, Dv], each
+/// key/value head broadcast by the matmuls over its G query heads (G static,
+/// 2 or more; H static). Returns G when the operands are so, else 0.
+int64_t broadcastGroups(Value q, Value kt, Value v) {
+  SymShape x = getSymShape(q.getType()), y = getSymShape(kt.getType()),
+           z = getSymShape(v.getType());
+  size_t rank = x.size();
+  if (rank < 4 || y.size() != rank || z.size() != rank)
+    return 0;
+  const size_t g = rank - 3;
+  auto one = [](DimExpr d) {
+    std::optional<int64_t> n = getConstantDimValue(d);
+    return n && *n == 1;
+  };
+  std::optional<int64_t> groups = getConstantDimValue(x[g]), heads = getConstantDimValue(x[g - 1]);
+  if (!groups || *groups < 2 || !heads || !one(y[g]) || !one(z[g]))
+    return 0;
+  for (size_t d = 0; d < g; ++d)
+    if (!x[d] || x[d] != y[d] || x[d] != z[d])
+      return 0;
+  return *groups;
+}
+
+/// `x` reshaped to `dims` (every one known), or null when it cannot be.
+Value reshapeTo(OpBuilder &b, Location loc, Value x, ArrayRef<DimExpr> dims) {
+  if (llvm::any_of(dims, [](DimExpr d) { return !d; }))
+    return {};
+  Value shape = SymbolicConstantOp::create(
+      b, loc, RankedTensorType::get({static_cast<int64_t>(dims.size())}, b.getI64Type()),
+      DimsAttr::getCanonical(b.getContext(), SmallVector<DimExpr>(dims)));
+  Operation *reshape = createInferred(b, loc, ReshapeOp::getOperationName(), {x, shape}, {});
+  if (!reshape) {
+    shape.getDefiningOp()->erase();
+    return {};
+  }
+  return reshape->getResult(0);
+}
+
+/// `dims` with dims `g - 1` and `g` merged into their product.
+SmallVector<DimExpr> mergedAt(ArrayRef<DimExpr> dims, size_t g) {
+  SmallVector<DimExpr> out(dims.begin(), dims.end());
+  out[g - 1] = mulDims(out[g - 1], out[g]);
+  out.erase(out.begin() + g);
+  return out;
+}
 
 /// A cast between float types whose result only the chain reads, from
 /// `from` to `to`, else none.
@@ -243,6 +293,18 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
     c.mask = maskSide;
     c.dead.push_back(add);
     x = scoresSide;
+  } else if (auto select = singleUseDef<SelectOp>(x)) {
+    // A boolean mask: select(seen, scores, -inf) (onnxruntime's
+    // GroupQueryAttention as kiln's importer expands it). The kernel's
+    // boolean mask is that select.
+    std::optional<double> off = scalarConstant(select.getOnFalse());
+    Value scoresSide = select.getOnTrue();
+    if (!off || !std::isinf(*off) || *off > 0 || !leadsToScores(scoresSide) ||
+        scoresSide.getType() != select.getType())
+      return std::nullopt;
+    c.mask = select.getCondition();
+    c.dead.push_back(select);
+    x = scoresSide;
   }
   if (auto div = singleUseDef<DivOp>(x)) {
     std::optional<double> by = scalarConstant(div.getRhs());
@@ -286,15 +348,20 @@ std::optional<Chain> matchAttention(SoftmaxOp softmax) {
   auto qType = cast<RankedTensorType>(q.getType());
   auto vType = cast<RankedTensorType>(v.getType());
   if (qType.getRank() != rank || cast<RankedTensorType>(kt.getType()).getRank() != rank ||
-      vType.getRank() != rank || !sameLeadingDims(q, kt) || !sameLeadingDims(q, v))
+      vType.getRank() != rank)
     return std::nullopt;
+  if (!sameLeadingDims(q, kt) || !sameLeadingDims(q, v)) {
+    c.groups = broadcastGroups(q, kt, v);
+    if (!c.groups)
+      return std::nullopt;
+  }
   int64_t d = qType.getDimSize(rank - 1), dv = vType.getDimSize(rank - 1);
   if (ShapedType::isDynamic(d) || ShapedType::isDynamic(dv) || d < 1 || dv < 1 ||
       d > kMaxHeadDim || dv > kMaxHeadDim)
     return std::nullopt;
+  Type maskElement = c.mask ? cast<RankedTensorType>(c.mask.getType()).getElementType() : Type();
   if (!isa<FloatType>(qType.getElementType()) ||
-      (c.mask && cast<RankedTensorType>(c.mask.getType()).getElementType() !=
-                     qType.getElementType()))
+      (c.mask && maskElement != qType.getElementType() && !maskElement.isInteger(1)))
     return std::nullopt;
   return c;
 }
@@ -371,6 +438,54 @@ void readGroupedHeads(AttentionOp attention) {
     eraseUnreadViews(v);
 }
 
+/// Rewrites `operands` (q, k as rows, v, the mask if any) of a chain whose
+/// matmuls broadcast each key/value head over its query heads (Chain::groups)
+/// into kiln.attention's grouped form, and `resultType` into the attention's
+/// ([L.., H * G, S, Dv]). The reshapes it built go to `built`. False when a
+/// mask varies along the group but not the heads (no grouped form has it),
+/// or a reshape cannot be built.
+bool regroup(OpBuilder &b, Location loc, SmallVectorImpl<Value> &operands, Type &resultType,
+             SmallVectorImpl<Value> &built) {
+  SymShape q = getSymShape(operands[0].getType());
+  const size_t rank = q.size(), g = rank - 3;
+  auto dropUnit = [&](Value x) {
+    SmallVector<DimExpr> dims(getSymShape(x.getType()));
+    dims.erase(dims.begin() + g);
+    return reshapeTo(b, loc, x, dims);
+  };
+  SmallVector<Value> out = {reshapeTo(b, loc, operands[0], mergedAt(q, g))};
+  if (out.back())
+    out.push_back(dropUnit(operands[1]));
+  if (out.back())
+    out.push_back(dropUnit(operands[2]));
+  if (out.back() && operands.size() > 3) {
+    // The mask's dims as the scores' rank has them (leading 1s where it has
+    // fewer): along (heads, group), both 1 (dropped) or both full (merged).
+    SymShape m = getSymShape(operands[3].getType());
+    SmallVector<DimExpr> full(rank - m.size(), getConstantDim(b.getContext(), 1));
+    full.append(m.begin(), m.end());
+    auto is = [](DimExpr d, DimExpr want) { return d && want && d == want; };
+    DimExpr one = getConstantDim(b.getContext(), 1);
+    if (is(full[g - 1], one) && is(full[g], one)) {
+      full.erase(full.begin() + g);
+      out.push_back(reshapeTo(b, loc, operands[3], full));
+    } else if (is(full[g - 1], q[g - 1]) && is(full[g], q[g])) {
+      out.push_back(reshapeTo(b, loc, operands[3], mergedAt(full, g)));
+    } else {
+      out.push_back(Value());
+    }
+  }
+  for (Value v : out)
+    if (v)
+      built.push_back(v);
+  if (llvm::any_of(out, [](Value v) { return !v; }))
+    return false;
+  resultType = makeTensorType(mergedAt(getSymShape(resultType), g),
+                              cast<RankedTensorType>(resultType).getElementType());
+  operands.assign(out.begin(), out.end());
+  return true;
+}
+
 struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass> {
   void runOnOperation() override {
     SmallVector<SoftmaxOp> softmaxes;
@@ -388,19 +503,37 @@ struct FuseAttentionPass : public impl::FuseAttentionPassBase<FuseAttentionPass>
       SmallVector<Value> operands = {chain->query, k, chain->weighted.getRhs()};
       if (chain->mask)
         operands.push_back(chain->mask);
+      Type resultType = chain->weighted.getType();
+      // Broadcast groups: the query heads merged ([L.., H * G, S, D]), the
+      // keys' and values' unit dim dropped (H heads, each serving G), the
+      // mask merged or dropped likewise; the result split again after.
+      SmallVector<Value> regrouped;
+      if (chain->groups && !regroup(b, loc, operands, resultType, regrouped)) {
+        for (Value r : llvm::reverse(regrouped))
+          eraseUnreadViews(r);
+        eraseUnreadViews(k);
+        continue;
+      }
       SmallVector<NamedAttribute> attributes = {
           b.getNamedAttr("scale", b.getF64FloatAttr(chain->scale))};
       if (chain->zeroMaskedRows)
         attributes.push_back(b.getNamedAttr("zero_masked_rows", b.getUnitAttr()));
-      Operation *attention = createInferred(b, loc, AttentionOp::getOperationName(), operands,
-                                            attributes, chain->weighted.getType());
-      if (!attention) {
+      Operation *attention =
+          createInferred(b, loc, AttentionOp::getOperationName(), operands, attributes, resultType);
+      Value result = attention ? attention->getResult(0) : Value();
+      if (result && chain->groups)
+        result = reshapeTo(b, loc, result, getSymShape(chain->weighted.getType()));
+      if (!result) {
         // Symbolic dims the chain knew and the op's inference does not: keep
         // the chain rather than change a type its users rely on.
+        if (attention && attention->use_empty())
+          attention->erase();
+        for (Value r : llvm::reverse(regrouped))
+          eraseUnreadViews(r);
         eraseUnreadViews(k);
         continue;
       }
-      chain->weighted.getResult().replaceAllUsesWith(attention->getResult(0));
+      chain->weighted.getResult().replaceAllUsesWith(result);
       for (Operation *op : chain->dead)
         op->erase();
       // What made k^T (a transpose, or the regrouping reshapes), now read by

@@ -213,7 +213,13 @@ def FuseAttentionPass : Pass<"kiln-fuse-attention", "::mlir::func::FuncOp"> {
     constant goes into the scale; weights guarded as `select(is_nan(p), 0,
     p)` (torch's export) give `zero_masked_rows`. q, kT and v must share their leading
     dims (no broadcasting matmul) and have static feature dims of at most
-    256, what the attention kernel's tiles hold. Then each attention whose
+    256, what the attention kernel's tiles hold. The mask may also be boolean,
+    as `select(seen, scores, -inf)` writes it; and q, kT, v may be [.., H,
+    G, S, D], [.., H, 1, D, T], [.., H, 1, T, Dv], the matmuls broadcasting
+    each key/value head over G query heads (onnxruntime's
+    GroupQueryAttention as kiln's importer expands it): the attention then
+    takes q as [.., H * G, S, D] and H key/value heads, its mask merged or
+    dropped along (H, G) likewise, and its result is split back. Then each attention whose
     key and value are both repeated for grouped-query heads
     (`reshape(broadcast_to(reshape(x, [.., H, 1, S, D]), [.., H, G, S, D]),
     [.., H * G, S, D])`, transformers' repeat_kv) reads them before the

@@ -473,7 +473,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                           "query, key and value must have one rank >= 2 ([.., rows, features])");
   if (failed(checkSameElement(location, name, adaptor.getQuery(), adaptor.getKey(), "key")) ||
       failed(checkSameElement(location, name, adaptor.getQuery(), adaptor.getValue(), "value")) ||
-      (adaptor.getMask() &&
+      (adaptor.getMask() && !tensorType(adaptor.getMask()).getElementType().isInteger(1) &&
        failed(checkSameElement(location, name, adaptor.getQuery(), adaptor.getMask(), "mask"))))
     return failure();
   SymShape q = getSymShape(query), k = getSymShape(adaptor.getKey().getType()),

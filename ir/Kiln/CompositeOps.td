@@ -234,7 +234,9 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
     head `h` reading key/value head `h / (query heads / key heads)` (the
     grouping of transformers' `repeat_kv` and ONNX `Attention`; its K/V rows
     are read once for the whole group). The optional `mask` is added to the
-    scores and broadcasts to
+    scores, or, boolean (`i1`), keeps the scores where it is true and makes
+    them -inf where false (ONNX Attention's boolean mask, onnxruntime's
+    GroupQueryAttention's causal and window tests); it broadcasts to
     `[P.., Sq, Sk]` (a causal or padding mask: 0 where a key is seen, -inf
     where not). Per query row, the softmax over the keys (the maximum
     subtracted first, as `kiln.softmax`) weighs the rows of `value`; the
@@ -251,7 +253,7 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
-                       Kiln_FloatTensor:$value, Optional<Kiln_FloatTensor>:$mask,
+                       Kiln_FloatTensor:$value, Optional<Kiln_Tensor>:$mask,
                        F64Attr:$scale, UnitAttr:$zero_masked_rows);
   let results = (outs Kiln_FloatTensor:$result);
 }

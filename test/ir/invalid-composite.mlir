@@ -468,6 +468,14 @@ func.func @attention_group_values(%q: tensor<2x8x5x8xf32>, %k: tensor<2x4x5x8xf3
 
 // -----
 
+func.func @attention_mask_type(%q: tensor<5x8xf32>, %k: tensor<6x8xf32>, %v: tensor<6x8xf32>, %m: tensor<5x6xi32>) {
+  // expected-error @+1 {{mask must have the input's element type}}
+  %o = kiln.attention %q, %k, %v, %m {scale = 1.0 : f64} : (tensor<5x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>, tensor<5x6xi32>) -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
 func.func @attention_keys(%q: tensor<5x8xf32>, %k: tensor<6x8xf32>, %v: tensor<7x8xf32>) {
   // expected-error @+1 {{key count of value}}
   %o = kiln.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<5x8xf32>, tensor<6x8xf32>, tensor<7x8xf32>) -> tensor<5x8xf32>

@@ -307,3 +307,49 @@ func.func @repeat_keys_only(%q: tensor<2x8x5x16xf32>, %k: tensor<2x2x5x16xf32>, 
   %o = kiln.matmul %p, %v : (tensor<2x8x5x5xf32>, tensor<2x8x5x16xf32>) -> tensor<2x8x5x16xf32>
   return %o : tensor<2x8x5x16xf32>
 }
+
+// -----
+
+// onnxruntime's GroupQueryAttention as kiln's importer expands it: q [b, 2,
+// 4, s, 8] (2 KV heads of 4 query heads each) against keys and values [b, 2,
+// 1, t, 8] that the matmuls broadcast over the group, the scale on the
+// scores, and a boolean mask by select(seen, scores, -inf). One attention
+// over 8 query heads and the 2 KV heads themselves, the mask a boolean
+// without the group dim; the result split back into [b, 2, 4, s, 8].
+// CHECK-LABEL: func.func @broadcast_groups
+// CHECK-DAG: %[[Q:.*]] = kiln.reshape %arg0, %{{.*}} -> tensor<?x8x?x8xf32, #kiln.dims<[b, 8, s, 8]>>
+// CHECK-DAG: %[[K:.*]] = kiln.reshape %arg1, %{{.*}} -> tensor<?x2x?x8xf32, #kiln.dims<[b, 2, t, 8]>>
+// CHECK-DAG: %[[V:.*]] = kiln.reshape %arg2, %{{.*}} -> tensor<?x2x?x8xf32, #kiln.dims<[b, 2, t, 8]>>
+// CHECK-DAG: %[[M:.*]] = kiln.reshape %arg3, %{{.*}} -> tensor<?x1x?x?xi1, #kiln.dims<[b, 1, s, t]>>
+// CHECK: %[[O:.*]] = kiln.attention %[[Q]], %[[K]], %[[V]], %[[M]] {scale = 5.000000e-01 : f64}
+// CHECK: %[[R:.*]] = kiln.reshape %[[O]], %{{.*}} -> tensor<?x2x4x?x8xf32, #kiln.dims<[b, 2, 4, s, 8]>>
+// CHECK-NOT: kiln.softmax
+// CHECK-NOT: kiln.select
+// CHECK: return %[[R]]
+func.func @broadcast_groups(%q: tensor<?x2x4x?x8xf32, #kiln.dims<[b, 2, 4, s, 8]>>, %k: tensor<?x2x1x?x8xf32, #kiln.dims<[b, 2, 1, t, 8]>>, %v: tensor<?x2x1x?x8xf32, #kiln.dims<[b, 2, 1, t, 8]>>, %seen: tensor<?x1x1x?x?xi1, #kiln.dims<[b, 1, 1, s, t]>>) -> tensor<?x2x4x?x8xf32, #kiln.dims<[b, 2, 4, s, 8]>> {
+  %c = kiln.constant dense<0.5> : tensor<f32>
+  %ninf = kiln.constant dense<0xFF800000> : tensor<f32>
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 2, 4, 3>} : (tensor<?x2x1x?x8xf32, #kiln.dims<[b, 2, 1, t, 8]>>) -> tensor<?x2x1x8x?xf32, #kiln.dims<[b, 2, 1, 8, t]>>
+  %s = kiln.matmul %q, %kt : (tensor<?x2x4x?x8xf32, #kiln.dims<[b, 2, 4, s, 8]>>, tensor<?x2x1x8x?xf32, #kiln.dims<[b, 2, 1, 8, t]>>) -> tensor<?x2x4x?x?xf32, #kiln.dims<[b, 2, 4, s, t]>>
+  %d = kiln.mul %s, %c : (tensor<?x2x4x?x?xf32, #kiln.dims<[b, 2, 4, s, t]>>, tensor<f32>) -> tensor<?x2x4x?x?xf32, #kiln.dims<[b, 2, 4, s, t]>>
+  %m = kiln.select %seen, %d, %ninf : (tensor<?x1x1x?x?xi1, #kiln.dims<[b, 1, 1, s, t]>>, tensor<?x2x4x?x?xf32, #kiln.dims<[b, 2, 4, s, t]>>, tensor<f32>) -> tensor<?x2x4x?x?xf32, #kiln.dims<[b, 2, 4, s, t]>>
+  %p = kiln.softmax %m {axis = -1 : i64} : (tensor<?x2x4x?x?xf32, #kiln.dims<[b, 2, 4, s, t]>>) -> tensor<?x2x4x?x?xf32, #kiln.dims<[b, 2, 4, s, t]>>
+  %o = kiln.matmul %p, %v : (tensor<?x2x4x?x?xf32, #kiln.dims<[b, 2, 4, s, t]>>, tensor<?x2x1x?x8xf32, #kiln.dims<[b, 2, 1, t, 8]>>) -> tensor<?x2x4x?x8xf32, #kiln.dims<[b, 2, 4, s, 8]>>
+  return %o : tensor<?x2x4x?x8xf32, #kiln.dims<[b, 2, 4, s, 8]>>
+}
+
+// -----
+
+// A mask that varies along the group but not the heads has no grouped
+// form: the chain stays.
+// CHECK-LABEL: func.func @group_mask
+// CHECK-NOT: kiln.attention
+// CHECK: kiln.softmax
+func.func @group_mask(%q: tensor<1x2x4x3x8xf32>, %k: tensor<1x2x1x5x8xf32>, %v: tensor<1x2x1x5x8xf32>, %mask: tensor<1x1x4x3x5xf32>) -> tensor<1x2x4x3x8xf32> {
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 2, 4, 3>} : (tensor<1x2x1x5x8xf32>) -> tensor<1x2x1x8x5xf32>
+  %s = kiln.matmul %q, %kt : (tensor<1x2x4x3x8xf32>, tensor<1x2x1x8x5xf32>) -> tensor<1x2x4x3x5xf32>
+  %a = kiln.add %s, %mask : (tensor<1x2x4x3x5xf32>, tensor<1x1x4x3x5xf32>) -> tensor<1x2x4x3x5xf32>
+  %p = kiln.softmax %a {axis = -1 : i64} : (tensor<1x2x4x3x5xf32>) -> tensor<1x2x4x3x5xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x2x4x3x5xf32>, tensor<1x2x1x5x8xf32>) -> tensor<1x2x4x3x8xf32>
+  return %o : tensor<1x2x4x3x8xf32>
+}

@@ -212,6 +212,16 @@ TEST(ReferenceComposite, AttentionGroupsQueryHeadsOnKeyHeads) {
   EXPECT_DOUBLE_EQ(y->getF(1), 7);
   EXPECT_DOUBLE_EQ(y->getF(2), 70);
   EXPECT_DOUBLE_EQ(y->getF(3), 70);
+  // A boolean mask: the score where true, -inf where false (key 1 unseen:
+  // all the weight on key 0); a row that sees no key is NaN.
+  Tensor seen(DType::boolean, {1, 1, 1, 2});
+  seen.setI(0, 1), seen.setI(1, 0);
+  absl::StatusOr<Tensor> masked = attention(q, k, v, &seen, 1.0);
+  ASSERT_TRUE(masked.ok()) << masked.status().message();
+  EXPECT_DOUBLE_EQ(masked->getF(0), 4);
+  EXPECT_DOUBLE_EQ(masked->getF(3), 40);
+  Tensor none(DType::boolean, {1, 1, 1, 2});
+  EXPECT_TRUE(std::isnan(attention(q, k, v, &none, 1.0)->getF(0)));
   // Key heads that do not divide the query's, or values with other heads.
   Tensor three(DType::f64, {1, 3, 2, 1});
   EXPECT_FALSE(attention(q, three, three, nullptr, 1.0).ok());

@@ -490,8 +490,14 @@ absl::StatusOr<Tensor> attention(const Tensor &q, const Tensor &k, const Tensor 
   factor.setF(0, scale);
   if (scores.ok())
     scores = binary(BinaryFn::Mul, *scores, factor);
-  if (scores.ok() && mask)
+  if (scores.ok() && mask && mask->dtype() == DType::boolean) {
+    // A boolean mask keeps a score where it is true, -inf where false.
+    Tensor ninf(DType::f64, {});
+    ninf.setF(0, -std::numeric_limits<double>::infinity());
+    scores = select(*mask, *scores, ninf);
+  } else if (scores.ok() && mask) {
     scores = binary(BinaryFn::Add, *scores, castTensor(*mask, DType::f64));
+  }
   if (!scores.ok())
     return absl::InvalidArgumentError(absl::StrCat("attention: ", scores.status().message()));
   Tensor weights = softmax(*scores, -1, false);

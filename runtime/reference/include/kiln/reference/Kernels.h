@@ -175,8 +175,9 @@ absl::StatusOr<Tensor> rmsNorm(const Tensor &x, const Tensor *scale, int64_t axi
                                double epsilon);
 /// Scaled dot-product attention: q [P.., Sq, D], k [P.., Sk, D], v [P.., Sk, Dv]
 /// (k and v may have fewer heads, dim -3, a divisor of q's: query head h
-/// reads head h / (q's heads / k's)), `mask` (optional) added to the scores
-/// and broadcast to [P.., Sq, Sk]; per
+/// reads head h / (q's heads / k's)), `mask` (optional) added to the scores,
+/// or boolean: the score where true, -inf where false; broadcast to [P.., Sq,
+/// Sk]; per
 /// query row, softmax(q . k_j * scale + mask_j) weighs the rows of v. The
 /// softmax is ref::softmax's (a row that is all -inf gives NaN), or with
 /// `zeroMaskedRows` such a row is 0.
