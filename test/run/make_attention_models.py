@@ -25,15 +25,16 @@ layout run_numpy_cases.py reads). kiln-fuse-attention makes each one kernel.
                   weights guarded by Where(IsNaN(p), 0, p): the rows that see
                   no key are 0, not NaN
     attn_gqa      grouped-query heads as transformers' repeat_kv writes them
-                  (Unsqueeze, Expand, Reshape): q [b, 8, sq, 64], k, v
-                  [b, 2, sk, 64], an additive mask [b, 1, sq, sk]. The kernel
+                  (Unsqueeze, Expand, Reshape): q [b, 8, sq, 32], k, v
+                  [b, 2, sk, 32], an additive mask [b, 1, sq, sk]. The kernel
                   reads each key/value head once for its 4 query heads; at
                   decode sizes it splits the keys across blocks. Sets: one
-                  row against 700 keys (split); two sequences against 1500
-                  keys, the first 600 of one masked (whole pieces see no key)
+                  row against 700 keys (split); two sequences against 1100
+                  keys, the first 450 of one masked (whole pieces see no key)
                   and every key of the other masked (NaN); 3 rows against 40
                   keys (one piece); 20 rows against 300 keys (three tiles of
-                  rows, the last partial, each split)
+                  rows, the last partial, each split). (Head 32: the data
+                  sets travel to the GPU machine, tools/gpu-check.sh.)
 """
 import os
 import sys
@@ -169,7 +170,7 @@ def torch_sdpa(out):
 
 
 def gqa(out):
-    heads, kv_heads, d = 8, 2, 64
+    heads, kv_heads, d = 8, 2, 32
     groups = heads // kv_heads
     nodes = []
     for n in "kv":
@@ -199,12 +200,12 @@ def gqa(out):
          numpy_helper.from_array(np.array(8.0, np.float32), "root_d")])
     save_model(out, "attn_gqa", graph)
     rng = np.random.default_rng(19)
-    for n, (b, sq, sk) in enumerate([(1, 1, 700), (2, 1, 1500), (2, 3, 40), (1, 20, 300)]):
+    for n, (b, sq, sk) in enumerate([(1, 1, 700), (2, 1, 1100), (2, 3, 40), (1, 20, 300)]):
         q = rng.standard_normal((b, heads, sq, d)).astype(np.float32)
         k, v = (rng.standard_normal((b, kv_heads, sk, d)).astype(np.float32) for _ in range(2))
         mask = np.zeros((b, 1, sq, sk), np.float32)
         if n == 1:
-            mask[0, :, :, :600] = -np.inf  # left padding across whole pieces
+            mask[0, :, :, :450] = -np.inf  # left padding across whole pieces
             mask[1] = -np.inf              # nothing to attend to: NaN rows
         want = attention(q, np.repeat(k, groups, axis=1), np.repeat(v, groups, axis=1), mask,
                          1 / 8).astype(np.float32)
