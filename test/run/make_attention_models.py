@@ -25,15 +25,15 @@ layout run_numpy_cases.py reads). kiln-fuse-attention makes each one kernel.
                   weights guarded by Where(IsNaN(p), 0, p): the rows that see
                   no key are 0, not NaN
     attn_gqa      grouped-query heads as transformers' repeat_kv writes them
-                  (Unsqueeze, Expand, Reshape): q [b, 8, sq, 32], k, v
-                  [b, 2, sk, 32], an additive mask [b, 1, sq, sk]. The kernel
+                  (Unsqueeze, Expand, Reshape): q [b, 8, sq, 16], k, v
+                  [b, 2, sk, 16], an additive mask [b, 1, sq, sk]. The kernel
                   reads each key/value head once for its 4 query heads; at
                   decode sizes it splits the keys across blocks. Sets: one
                   row against 700 keys (split); two sequences against 1100
                   keys, the first 450 of one masked (whole pieces see no key)
                   and every key of the other masked (NaN); 3 rows against 40
                   keys (one piece); 20 rows against 300 keys (three tiles of
-                  rows, the last partial, each split). (Head 32: the data
+                  rows, the last partial, each split). (Head 16: the data
                   sets travel to the GPU machine, tools/gpu-check.sh.)
 """
 import os
@@ -170,7 +170,7 @@ def torch_sdpa(out):
 
 
 def gqa(out):
-    heads, kv_heads, d = 8, 2, 32
+    heads, kv_heads, d = 8, 2, 16
     groups = heads // kv_heads
     nodes = []
     for n in "kv":
