@@ -84,7 +84,7 @@ constexpr int64_t kSplitTiles = 2;
 /// How an attention kernel lays out its work (emitAttention): query heads per
 /// key/value head, and the rows of a tile.
 struct AttentionShape {
-  int64_t rank, d, dv, groups, tile;
+  int64_t rank, groups;
   SymShape q, k;
   /// The key/value (batch, head) items: the product of key's leading dims.
   DimExpr items;
@@ -97,7 +97,8 @@ struct AttentionShape {
 };
 
 /// The pieces a tile's keys are split into, as the kernel computes them
-/// (emitAttention) and its grid counts them: as many as the keys ask for
+/// (emitAttention) and its grid counts them, over `keys` keys and `tiles`
+/// tiles of rows: as many as the keys ask for
 /// (`wanted`: a piece kSplitTiles key tiles), evened out so that the tiles'
 /// pieces about fill kEnoughBlocks blocks (`per`: the wanted pieces a
 /// block takes, at least 1). `ceil(wanted / ceil((wanted * tiles + 1) /
@@ -107,34 +108,26 @@ struct AttentionShape {
 /// tiles / 264 < wanted, so tiles < 264, and pieces <= 264 / tiles + 1),
 /// which the scratch is sized by; and no piece is empty (a brute force over
 /// tiles < 400 and key tiles < 3000 finds none).
-struct SplitPieces {
-  DimExpr wanted, per, pieces;
-};
-SplitPieces splitPieces(MLIRContext *context, DimExpr keys, DimExpr tiles, int64_t tile) {
+DimExpr splitPieces(MLIRContext *context, DimExpr keys, DimExpr tiles, int64_t tile) {
   auto c = [&](int64_t v) { return getConstantDim(context, v); };
-  SplitPieces s;
-  s.wanted = ceilDivDims(keys, c(kSplitTiles * tile));
-  s.per = ceilDivDims(addDims(mulDims(s.wanted, tiles), c(1)), c(kEnoughBlocks));
-  s.pieces = ceilDivDims(s.wanted, s.per);
-  return s;
+  DimExpr wanted = ceilDivDims(keys, c(kSplitTiles * tile));
+  DimExpr per = ceilDivDims(addDims(mulDims(wanted, tiles), c(1)), c(kEnoughBlocks));
+  return ceilDivDims(wanted, per);
 }
 
 /// The kernel scratch of a split attention kernel, in bytes: a counter a
 /// tile, then a slot a row and piece (the row's unscaled outputs, maximum
-/// and sum). A constant, whatever the sizes (SplitPieces: fewer than
+/// and sum). A constant, whatever the sizes (splitPieces: fewer than
 /// kEnoughBlocks tiles, fewer than 2 * kEnoughBlocks pieces of at most
 /// `tile` rows when a split happens).
 constexpr int64_t kSplitCounterBytes = kEnoughBlocks * 4;
 static_assert(kSplitCounterBytes % 16 == 0, "the slots start 16-byte aligned");
 int64_t splitSlots(int64_t tile) { return 2 * kEnoughBlocks * tile; }
 
-AttentionShape attentionShape(AttentionOp root, int64_t tile, int64_t d, int64_t dv) {
+AttentionShape attentionShape(AttentionOp root, int64_t tile) {
   AttentionShape a;
   MLIRContext *context = root.getContext();
   a.rank = cast<RankedTensorType>(root.getQuery().getType()).getRank();
-  a.d = d;
-  a.dv = dv;
-  a.tile = tile;
   a.q = getSymShape(root.getQuery().getType());
   a.k = getSymShape(root.getKey().getType());
   // Grouped heads only where both counts are constants that differ (the
@@ -150,7 +143,7 @@ AttentionShape attentionShape(AttentionOp root, int64_t tile, int64_t d, int64_t
   a.rows = mulDims(a.q[a.rank - 2], getConstantDim(context, a.groups));
   a.rowTiles = ceilDivDims(a.rows, getConstantDim(context, tile));
   DimExpr tiles = mulDims(a.items, a.rowTiles);
-  a.pieces = splitPieces(context, a.k[a.rank - 2], tiles, tile).pieces;
+  a.pieces = splitPieces(context, a.k[a.rank - 2], tiles, tile);
   // Worth a split path unless the pieces are one whatever the symbols.
   std::optional<int64_t> pieces = getConstantDimValue(a.pieces);
   a.split = a.pieces && !(pieces && *pieces <= 1);
@@ -162,7 +155,7 @@ AttentionShape attentionShape(AttentionOp root, int64_t tile, int64_t d, int64_t
 /// block per tile of rows per key/value (batch, head), times the pieces its
 /// keys are split into), its flops, and its bytes through L2.
 void KernelEmitter::setAttentionWork(AttentionOp root, int64_t tile, int64_t d, int64_t dv) {
-  AttentionShape a = attentionShape(root, tile, d, dv);
+  AttentionShape a = attentionShape(root, tile);
   MLIRContext *context = root.getContext();
   Value q = root.getQuery(), k = root.getKey(), v = root.getValue(), mask = root.getMask();
   DimExpr tiles = mulDims(a.items, a.rowTiles);
@@ -175,8 +168,8 @@ void KernelEmitter::setAttentionWork(AttentionOp root, int64_t tile, int64_t d, 
   // head)'s keys and values once per tile of its rows (its query heads'
   // rows share them) and each query row's mask row. Left out: where the
   // keys are split, each piece's partial result stored, read back and
-  // cleared (3 * (Dv + 2) * 4 bytes a row and piece, in L2; the pieces are
-  // a min the dims cannot state). From DRAM the blocks of one item run
+  // cleared (3 * (Dv + 2) * 4 bytes a row and piece, in L2; one piece
+  // stores none, which a dim cannot tell from two). From DRAM the blocks of one item run
   // side by side and share those passes in L2 (docs/performance.md), so
   // the step's bytes stay its buffers once.
   auto bytesOf = [&](Value v) { return static_cast<int64_t>(storageBytes(elementOf(v))); };
@@ -222,7 +215,7 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   if (ShapedType::isDynamic(d) || ShapedType::isDynamic(dv))
     return root.emitError() << "codegen: attention needs static feature dims";
   int64_t tile = attentionTile(d, dv, acc == "double" ? 8 : 4);
-  AttentionShape a = attentionShape(root, tile, d, dv);
+  AttentionShape a = attentionShape(root, tile);
   std::string D = std::to_string(d), DV = std::to_string(dv), BR = std::to_string(tile),
               BC = BR, KS = std::to_string(d + 1), G = std::to_string(a.groups);
   std::vector<std::string> qShape = dims(q), kShape = dims(k);
@@ -243,7 +236,7 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   line("const int64_t R = Sq * " + G + ", rTiles = (R + " + BR + " - 1) / " + BR + ";");
   line("const int64_t tiles = P * rTiles;");
   if (a.split) {
-    // The pieces, as splitPieces counts them (the grid and the scratch).
+    // The pieces, as splitPieces counts them for the grid.
     const std::string piece = int64Literal(kSplitTiles * tile);
     line("const int64_t wanted = (Sk + " + piece + " - 1) / " + piece + ";");
     line("const int64_t per = (wanted * tiles + " + int64Literal(kEnoughBlocks) + ") / " +
