@@ -80,6 +80,14 @@ absl::Status Executor::fitsPlannedSlot(const ExecutionContext &context, int v,
                                                  "] is larger than the memory planned for it"));
 }
 
+const Bindings &Executor::launchSizes(ExecutionContext &context) const {
+  Bindings &sizes = context.gridSymbols_;
+  sizes.assign(context.symbols().begin(), context.symbols().end());
+  for (const artifact::Plan::DeviceSymbol &d : context.model().plan().deviceSymbols)
+    sizes[d.symbol] = context.planning()[d.symbol];
+  return sizes;
+}
+
 int64_t Executor::workItems(ExecutionContext &context, const StepInfo &step) const {
   const artifact::KernelInfo &kernel = context.model().plan().kernels[step.kernel];
   std::optional<int64_t> items;
@@ -93,10 +101,7 @@ int64_t Executor::workItems(ExecutionContext &context, const StepInfo &step) con
   if ((kernel.schedule == schema::Schedule::Pointwise ||
        kernel.schedule == schema::Schedule::Attention) &&
       !plan.deviceSymbols.empty()) {
-    Bindings &sizes = context.gridSymbols_;
-    sizes.assign(context.symbols().begin(), context.symbols().end());
-    for (const artifact::Plan::DeviceSymbol &d : plan.deviceSymbols)
-      sizes[d.symbol] = context.planning()[d.symbol];
+    const Bindings &sizes = launchSizes(context);
     if (kernel.workItems.known())
       items = kernel.workItems.evaluate(sizes);
     else if (std::optional<ref::Shape> result = artifact::evaluateShape(plan.values[step.outputs[0]], sizes))
@@ -135,13 +140,9 @@ absl::StatusOr<LaunchArgs *> Executor::prepareLaunch(ExecutionContext &context,
     launch.args.push_back(&s);
   launch.scratch = 0;
   if (kernel.scratchBytes.known()) {
-    // Sized at the planning sizes (device symbols at their bounds), so that
-    // the buffer, and a graph holding its address, stays put as they change.
-    Bindings &sizes = context.gridSymbols_;
-    sizes.assign(context.symbols().begin(), context.symbols().end());
-    for (const artifact::Plan::DeviceSymbol &d : plan.deviceSymbols)
-      sizes[d.symbol] = context.planning()[d.symbol];
-    std::optional<int64_t> bytes = kernel.scratchBytes.evaluate(sizes);
+    // Sized at the planning sizes, so that the buffer, and a graph holding
+    // its address, stays put as device symbols change.
+    std::optional<int64_t> bytes = kernel.scratchBytes.evaluate(launchSizes(context));
     if (!bytes || *bytes < 0)
       return absl::InvalidArgumentError(absl::StrCat(
           "its kernel scratch has no size (", kernel.scratchBytes.toString(plan.symbols), ")"));

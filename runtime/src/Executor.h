@@ -305,6 +305,11 @@ protected:
   /// until the next launch); an error when its kernel scratch cannot be had.
   absl::StatusOr<LaunchArgs *> prepareLaunch(ExecutionContext &context,
                                              const StepInfo &step) const;
+  /// The run's symbols with each device symbol at its bound (in the
+  /// context's scratch, valid until the next call): what grids that stride
+  /// over their work and the kernel scratch are sized by, so that they stay
+  /// the same for every value up to the bounds.
+  const Bindings &launchSizes(ExecutionContext &context) const;
   /// The work items of kernel step `step` (its kernel's work_items under the
   /// context's symbols, or the result's elements), at least 1: grids are sized
   /// by it.
