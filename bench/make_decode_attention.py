@@ -8,7 +8,7 @@ sizes the keys split across blocks (docs/architecture.md, "Split keys").
 
     make_decode_attention.py OUT.onnx [--heads 32 --kv-heads 4 --head 64]
                              [--dtype bf16|fp16|fp32]
-                             [--inputs DIR --batch B --past P [--seed S]]
+                             [--inputs DIR --batch B (--past P | --prompt N) [--seed S]]
 
 The model takes q [b, heads, sq, head], k and v [b, kv_heads, sk, head] and
 mask [b, 1, sq, sk]; it returns y [b, heads, sq, head]. With --inputs, DIR
@@ -16,8 +16,12 @@ gets q.pb, k.pb, v.pb and mask.pb for one decode step (sq = 1, sk = past +
 1, the mask all zeros), want.pb (numpy's result from the stored inputs in
 float64, rounded to the model's type) and bytes.txt: the bytes the step
 must move (its keys and values read once, the queries read and the output
-written), the measure of its bandwidth bound. The defaults are TinyLlama's
-heads.
+written), the measure of its bandwidth bound. With --prompt N instead, the
+inputs are a prompt's attention (time to the first token's): sq = sk = N
+under a causal mask, whose kernel multiplies on tensor cores (fp16/bf16),
+and flops.txt has its multiply-adds (2 (head + head) per query row and key,
+every key counted: the kernel visits the masked ones too). The defaults
+are TinyLlama's heads.
 """
 import argparse
 import os
@@ -71,6 +75,7 @@ def main():
     p.add_argument("--inputs")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--past", type=int, default=512)
+    p.add_argument("--prompt", type=int, help="a prompt of this many tokens instead of a decode step")
     p.add_argument("--seed", type=int, default=5)
     a = p.parse_args()
     if a.heads % a.kv_heads:
@@ -81,11 +86,14 @@ def main():
         return
     os.makedirs(a.inputs, exist_ok=True)
     rng = np.random.default_rng(a.seed)
-    sk = a.past + 1
-    values = {"q": rng.standard_normal((a.batch, a.heads, 1, a.head)),
+    sq, sk = (a.prompt, a.prompt) if a.prompt else (1, a.past + 1)
+    mask = np.zeros((a.batch, 1, sq, sk))
+    if a.prompt:
+        mask[...] = np.triu(np.full((sq, sk), -np.inf), k=1)
+    values = {"q": rng.standard_normal((a.batch, a.heads, sq, a.head)),
               "k": rng.standard_normal((a.batch, a.kv_heads, sk, a.head)),
               "v": rng.standard_normal((a.batch, a.kv_heads, sk, a.head)),
-              "mask": np.zeros((a.batch, 1, 1, sk))}
+              "mask": mask}
     stored = {}
     for name, x in values.items():
         t = tensor(name, x.astype(np.float32), a.dtype)
@@ -101,9 +109,11 @@ def main():
     with open(os.path.join(a.inputs, "want.pb"), "wb") as f:
         f.write(tensor("y", y.astype(np.float32), a.dtype).SerializeToString())
     cache = 2 * a.batch * a.kv_heads * sk * a.head * element
-    rows = 2 * a.batch * a.heads * a.head * element
+    rows = 2 * a.batch * a.heads * sq * a.head * element
     with open(os.path.join(a.inputs, "bytes.txt"), "w") as f:
         f.write(f"{cache + rows}\n")
+    with open(os.path.join(a.inputs, "flops.txt"), "w") as f:
+        f.write(f"{2 * (a.head + a.head) * a.batch * a.heads * sq * sk}\n")
 
 
 if __name__ == "__main__":

@@ -442,10 +442,13 @@ private:
   LogicalResult emitCountNonZero(CountNonZeroOp root);
   LogicalResult emitCompactNonZero(CompactNonZeroOp root);
   LogicalResult emitNmsSelect(NmsSelectOp root);
+  /// `mmaF16` (empty: none) is "true" or "false": P V on tensor cores where
+  /// the tile's `mma` says so, of fp16 (or bf16) operands.
+  void emitOnlineSoftmaxStep(const std::string &acc, const std::string &ninf,
+                             const std::string &BR, const std::string &BC, const std::string &DV,
+                             const std::string &mmaF16);
   /// `outputPerm` (empty: none) is a transpose of the result the kernel
   /// writes in (the head merge), keeping the feature dim last.
-  void emitOnlineSoftmaxStep(const std::string &acc, const std::string &ninf,
-                             const std::string &BC, const std::string &DV);
   LogicalResult emitAttention(AttentionOp root, ArrayRef<int64_t> outputPerm);
   void setAttentionWork(AttentionOp root, int64_t tile, int64_t d, int64_t dv);
   /// The element of a one-element operand (any rank).

@@ -26,7 +26,8 @@ static int64_t attentionTile(int64_t d, int64_t dv, int64_t computeBytes) {
 /// a row, its lanes the tile's keys (a decode step's rows are few: a thread a
 /// row would leave the block idle); otherwise a thread takes a row.
 void KernelEmitter::emitOnlineSoftmaxStep(const std::string &acc, const std::string &ninf,
-                                          const std::string &BC, const std::string &DV) {
+                                          const std::string &BR, const std::string &BC,
+                                          const std::string &DV, const std::string &mmaF16) {
   auto rowStep = [&](const std::string &first, const std::string &stride, bool warp) {
     openBlock("for (int64_t r = " + first + "; r < nr; r += " + stride + ") {");
     line(acc + " mx = ms[r];");
@@ -64,6 +65,55 @@ void KernelEmitter::emitOnlineSoftmaxStep(const std::string &acc, const std::str
   rowStep("threadIdx.x", "blockDim.x", false);
   closeBlock();
   line("__syncthreads();");
+  if (!mmaF16.empty()) {
+    // On tensor cores (the scores' tiles, emitAttention): a warp takes a
+    // tile of 16 rows by 8 output features at a time, its accumulator
+    // rescaled by the rows' alpha, and adds P V over the key tile 16 keys a
+    // step. Each weight goes in as two 16-bit parts (kiln_split_pair), so
+    // the weights keep some 16 bits, not bf16's 8; the values are 16-bit
+    // already. Weights past the tile's last key are 0 (their scores were
+    // -inf), and so are those keys' values (loaded as 0).
+    line("#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800");
+    openBlock("if (mma) {");
+    line("const int warps = (int)blockDim.x >> 5, warp = (int)threadIdx.x >> 5;");
+    line("const int quad = ((int)threadIdx.x & 31) >> 2, tq = (int)threadIdx.x & 3;");
+    const std::string f16 = mmaF16, units = "(" + BR + " / 16) * (" + DV + " / 8)";
+    openBlock("for (int u = warp; u < " + units + "; u += warps) {");
+    line("const int r0 = u / (" + DV + " / 8) * 16, e0 = u % (" + DV + " / 8) * 8;");
+    // d[i]: row r0 + quad (+ 8 for i >= 2), feature e0 + 2 tq + (i & 1).
+    line("float d[4];");
+    openBlock("for (int i = 0; i < 4; ++i) {");
+    line("const int r = r0 + quad + (i >= 2 ? 8 : 0);");
+    line("d[i] = os[r * " + DV + " + e0 + 2 * tq + (i & 1)] * as[r];");
+    closeBlock();
+    openBlock("for (int c0 = 0; c0 < " + BC + "; c0 += 16) {");
+    // P(row, key) of this step, 0 past the tile's last key.
+    line("auto P = [&](int r, int c) { return c0 + c < nc ? ps[(r0 + r) * " + BC +
+         " + c0 + c] : 0.0f; };");
+    line("uint32_t big[4], small[4], b[2];");
+    line("kiln_split_pair<" + f16 + ">(P(quad, 2 * tq), P(quad, 2 * tq + 1), big[0], small[0]);");
+    line("kiln_split_pair<" + f16 +
+         ">(P(quad + 8, 2 * tq), P(quad + 8, 2 * tq + 1), big[1], small[1]);");
+    line("kiln_split_pair<" + f16 +
+         ">(P(quad, 2 * tq + 8), P(quad, 2 * tq + 9), big[2], small[2]);");
+    line("kiln_split_pair<" + f16 +
+         ">(P(quad + 8, 2 * tq + 8), P(quad + 8, 2 * tq + 9), big[3], small[3]);");
+    // V(key, feature) as the column-major 16x8 operand: keys 2 tq + {0, 1}
+    // and + {8, 9} of feature e0 + quad.
+    line("const float *vc = vs + (c0 + 2 * tq) * " + DV + " + e0 + quad;");
+    line("b[0] = kiln_pack_pair<" + f16 + ">(vc[0], vc[" + DV + "]);");
+    line("b[1] = kiln_pack_pair<" + f16 + ">(vc[8 * " + DV + "], vc[9 * " + DV + "]);");
+    line("kiln_mma_16816<" + f16 + ">(d, big, b);");
+    line("kiln_mma_16816<" + f16 + ">(d, small, b);");
+    closeBlock();
+    openBlock("for (int i = 0; i < 4; ++i) {");
+    line("os[(r0 + quad + (i >= 2 ? 8 : 0)) * " + DV + " + e0 + 2 * tq + (i & 1)] = d[i];");
+    closeBlock();
+    closeBlock(); // units
+    closeBlock();
+    line("else");
+    line("#endif");
+  }
   openBlock("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) {");
   line("const int64_t r = t / " + DV + ", e = t % " + DV + ";");
   line(acc + " o = os[t] * as[r];");
@@ -216,6 +266,20 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
     return root.emitError() << "codegen: attention needs static feature dims";
   int64_t tile = attentionTile(d, dv, acc == "double" ? 8 : 4);
   AttentionShape a = attentionShape(root, tile);
+  // The two products on tensor cores (mma.sync.m16n8k16, sm_80 and newer;
+  // host emulation's blocks of whole warps emulate its fragments) where
+  // query, key and value are all fp16 or all bf16 (exact in the fragments:
+  // the tiles hold them in fp32), the features whole k16 steps (and n8
+  // tiles of the values') and the tiles whole m16 tiles; per tile of rows
+  // where it has 16 rows or more (a prompt's, not a decode step's) and the
+  // block is whole warps. The rest multiplies on CUDA cores.
+  std::string mmaF16;
+  {
+    Type qt = elementOf(q);
+    if (acc == "float" && (qt.isBF16() || qt.isF16()) && elementOf(k) == qt &&
+        elementOf(v) == qt && d % 16 == 0 && dv % 8 == 0 && tile % 16 == 0)
+      mmaF16 = qt.isF16() ? "true" : "false";
+  }
   std::string D = std::to_string(d), DV = std::to_string(dv), BR = std::to_string(tile),
               BC = BR, KS = std::to_string(d + 1), G = std::to_string(a.groups);
   std::vector<std::string> qShape = dims(q), kShape = dims(k);
@@ -265,6 +329,12 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   // The rows of this tile (the last one may be partial): loops stop there.
   line("const int64_t nr = kiln_min<int64_t>(" + BR + ", R - rho0);");
   line("const int64_t kBegin = piece * span, kEnd = kiln_min<int64_t>(Sk, kBegin + span);");
+  if (!mmaF16.empty()) {
+    line("bool mma = false;");
+    line("#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800");
+    line("mma = nr >= 16 && blockDim.x % 32 == 0;");
+    line("#endif");
+  }
   std::vector<std::string> kvPrefix = unravel("p", kvLead);
   // A row's query head (gi of the group) and query row (i): head-major.
   auto rowOf = [&](const std::string &rho) {
@@ -306,8 +376,13 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
         return load(q, "qs[t]", at(qPrefix, "i", "c"));
       })))
     return failure();
-  line("for (int64_t t = threadIdx.x; t < nr * " + DV + "; t += blockDim.x) os[t] = (" + acc +
-       ")0;");
+  // Tensor cores read whole tiles: the rows past the last are 0 (their
+  // results are not stored), and so are the keys' and values' (below).
+  if (!mmaF16.empty())
+    line("if (mma) for (int64_t t = nr * " + D + " + threadIdx.x; t < " + BR + " * " + D +
+         "; t += blockDim.x) qs[t] = 0.0f;");
+  line("for (int64_t t = threadIdx.x; t < " + std::string(mmaF16.empty() ? "nr" : BR) + " * " +
+       DV + "; t += blockDim.x) os[t] = (" + acc + ")0;");
   line("for (int64_t t = threadIdx.x; t < nr; t += blockDim.x) { ms[t] = " + ninf +
        "; ls[t] = (" + acc + ")0; }");
   line("__syncthreads();");
@@ -322,7 +397,49 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
         return load(v, "vs[t]", at(kvPrefix, "j", "c"));
       })))
     return failure();
+  if (!mmaF16.empty()) {
+    openBlock("if (mma) {");
+    line("for (int64_t t = nc * " + KS + " + threadIdx.x; t < " + BC + " * " + KS +
+         "; t += blockDim.x) ks[t] = 0.0f;");
+    line("for (int64_t t = nc * " + DV + " + threadIdx.x; t < " + BC + " * " + DV +
+         "; t += blockDim.x) vs[t] = 0.0f;");
+    closeBlock();
+  }
   line("__syncthreads();");
+  if (!mmaF16.empty()) {
+    // Q K^T on tensor cores: a warp takes a tile of 16 rows by 8 keys at a
+    // time, D / 16 steps, and leaves the dot products in ps for the scores'
+    // loop below (scale, mask, -inf past the last key).
+    line("#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800");
+    openBlock("if (mma) {");
+    line("const int warps = (int)blockDim.x >> 5, warp = (int)threadIdx.x >> 5;");
+    line("const int quad = ((int)threadIdx.x & 31) >> 2, tq = (int)threadIdx.x & 3;");
+    openBlock("for (int u = warp; u < (" + BR + " / 16) * (" + BC + " / 8); u += warps) {");
+    line("const int r0 = u / (" + BC + " / 8) * 16, c0 = u % (" + BC + " / 8) * 8;");
+    line("float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};");
+    // Q's rows r0 + quad (+ 8), features 2 tq + {0, 1} (+ 8) of the step;
+    // K's row c0 + quad (B's column), the same features (B's k).
+    line("const float *qa = qs + (r0 + quad) * " + D + " + 2 * tq;");
+    line("const float *kb = ks + (c0 + quad) * " + KS + " + 2 * tq;");
+    openBlock("for (int f = 0; f < " + D + "; f += 16) {");
+    line("uint32_t a[4], b[2];");
+    line("a[0] = kiln_pack_pair<" + mmaF16 + ">(qa[f], qa[f + 1]);");
+    line("a[1] = kiln_pack_pair<" + mmaF16 + ">(qa[f + 8 * " + D + "], qa[f + 8 * " + D + " + 1]);");
+    line("a[2] = kiln_pack_pair<" + mmaF16 + ">(qa[f + 8], qa[f + 9]);");
+    line("a[3] = kiln_pack_pair<" + mmaF16 + ">(qa[f + 8 * " + D + " + 8], qa[f + 8 * " + D +
+         " + 9]);");
+    line("b[0] = kiln_pack_pair<" + mmaF16 + ">(kb[f], kb[f + 1]);");
+    line("b[1] = kiln_pack_pair<" + mmaF16 + ">(kb[f + 8], kb[f + 9]);");
+    line("kiln_mma_16816<" + mmaF16 + ">(d, a, b);");
+    closeBlock();
+    openBlock("for (int i = 0; i < 4; ++i) {");
+    line("ps[(r0 + quad + (i >= 2 ? 8 : 0)) * " + BC + " + c0 + 2 * tq + (i & 1)] = d[i];");
+    closeBlock();
+    closeBlock(); // units
+    line("__syncthreads();");
+    closeBlock();
+    line("#endif");
+  }
   // The tile's scores; -inf past the last key.
   std::string scale = scalarLiteral(t, root.getScaleAttr());
   SymShape scoresDims = getSymShape(root.getType());
@@ -332,8 +449,9 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
         line(acc + " s = " + ninf + ";");
         openBlock("if (j < kEnd) {");
         line(acc + " dot = (" + acc + ")0;");
-        line("for (int64_t f = 0; f < " + D + "; ++f) dot += qs[r * " + D + " + f] * ks[c * " + KS +
-             " + f];");
+        std::string dots = "for (int64_t f = 0; f < " + D + "; ++f) dot += qs[r * " + D +
+                           " + f] * ks[c * " + KS + " + f];";
+        line(mmaF16.empty() ? dots : "if (mma) dot = ps[t]; else " + dots);
         line("s = dot * " + scale + ";");
         if (mask) {
           rowOf("(rho0 + r)");
@@ -353,7 +471,7 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
       })))
     return failure();
   line("__syncthreads();");
-  emitOnlineSoftmaxStep(acc, ninf, BC, DV);
+  emitOnlineSoftmaxStep(acc, ninf, BR, BC, DV, mmaF16);
   closeBlock(); // key tiles
   // Where row r's output element e goes, and the value it gets from its
   // sum l and unscaled output o. A row whose every score was masked has l =

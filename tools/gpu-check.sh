@@ -142,6 +142,10 @@ prepare() {
       --arch none --no-host --bind "b=1,sq=1,sk=$((past + 1))" \
       --report "$bundle/models/attention-$past.json" --cache-dir "$build/kernel-cache"
   done
+  # And a prompt's (tensor cores): 512 tokens, causal.
+  "$build/bin/kiln-compile" "$bundle/models/attention.onnx" -o "$bundle/models/attention-bound.kiln" \
+    --arch none --no-host --bind "b=1,sq=512,sk=512" \
+    --report "$bundle/models/attention-prompt-512.json" --cache-dir "$build/kernel-cache"
   "$build/bin/kiln-compile" "$bundle/models/attention.onnx" -o "$bundle/models/attention.kiln" \
     --arch "sm_$sm" --no-host --cache-dir "$build/kernel-cache"
   rm "$bundle/models/attention.onnx" "$bundle/models/attention-bound.kiln"
@@ -367,6 +371,24 @@ PY
       --atol 0.008 >> "$out/attention-$past.txt" 2>&1 || true
     echo "-- past $past" && cat "$out/attention-$past.txt"
   done
+
+  echo "== a prompt's attention alone (512 tokens, causal, the same model; tensor cores): kiln's kernel"
+  echo "   beside torch's scaled_dot_product_attention on the same inputs, with the mask and is_causal"
+  dir="$out/attention-prompt-512-in"
+  python3 "$root/bench/make_decode_attention.py" "$out/attention.onnx" --inputs "$dir" \
+    --prompt 512 > /dev/null 2>&1 || true
+  "$bundle/bin/kiln-run" "$bundle/models/attention.kiln" --input "q=$dir/q.pb" --input "k=$dir/k.pb" \
+    --input "v=$dir/v.pb" --input "mask=$dir/mask.pb" --output-dir "$out/attention-prompt-512-out" \
+    --bench 100 --warmup 10 --profile > "$out/attention-prompt-512.txt" 2>&1 || true
+  printf 'flops (every key): %s\n' "$(cat "$dir/flops.txt")" >> "$out/attention-prompt-512.txt"
+  python3 -c "import json, sys; [print(f\"{s['name']:40} predicted {s.get('predicted_us') or 0:9.2f} us\") for s in json.load(open(sys.argv[1]))['roofline']['steps'] if s['kind'] == 'kernel']" \
+    "$bundle/models/attention-prompt-512.json" >> "$out/attention-prompt-512.txt" 2>&1 || true
+  python3 "$root/test/run/compare_outputs.py" "$out/attention-prompt-512-out/output_0.pb" "$dir/want.pb" \
+    --atol 0.008 >> "$out/attention-prompt-512.txt" 2>&1 || true
+  for how in "" --causal; do
+    timeout 120 python3 "$root/tools/gpu/attention_bench.py" "$dir" $how >> "$out/attention-prompt-512.txt" 2>&1 || true
+  done
+  cat "$out/attention-prompt-512.txt"
 
   echo "== the bf16 decode step on the device (rms_norm row kernels, attention through repeat_kv, residuals"
   echo "   as cuBLASLt's C): logits and presents within one bf16 ulp of the float64 reference, and its latency"

@@ -35,6 +35,12 @@ layout run_numpy_cases.py reads). kiln-fuse-attention makes each one kernel.
                   keys (one piece); 20 rows against 300 keys (three tiles of
                   rows, the last partial, each split). (Head 16: the data
                   sets travel to the GPU machine, tools/gpu-check.sh.)
+    attn_prefill_bf16
+                  a prompt's attention in bfloat16 (inputs cast from float32,
+                  the output cast back), grouped heads (8 on 2, head 64) and
+                  a causal mask, one sequence left-padded: tiles of rows
+                  on tensor cores where a block is whole warps, whole and
+                  partial tiles of rows and keys
 """
 import os
 import sys
@@ -212,6 +218,62 @@ def gqa(out):
         save_set(out, "attn_gqa", n, {"q": q, "k": k, "v": v, "mask": mask}, [want])
 
 
+def bf16_round(x):
+    """x rounded to bfloat16 (to nearest, ties to even), as float32."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def prefill_bf16(out):
+    heads, kv_heads, d = 8, 2, 64
+    groups = heads // kv_heads
+    nodes = [helper.make_node("Cast", [n], [n + "_h"], to=T.BFLOAT16) for n in "qkv"]
+    nodes.append(helper.make_node("Cast", ["mask"], ["mask_h"], to=T.BFLOAT16))
+    for n in "kv":
+        nodes += [
+            helper.make_node("Unsqueeze", [n + "_h", "at_group"], [n + "_one"]),
+            helper.make_node("Expand", [n + "_one", "groups"], [n + "_wide"]),
+            helper.make_node("Reshape", [n + "_wide", "merged"], [n + "_rep"]),
+        ]
+    nodes += [
+        helper.make_node("Transpose", ["k_rep"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q_h", "kt"], ["scores"]),
+        helper.make_node("Div", ["scores", "root_d"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "mask_h"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
+        helper.make_node("MatMul", ["probs", "v_rep"], ["y_h"]),
+        helper.make_node("Cast", ["y_h"], ["y"], to=T.FLOAT),
+    ]
+    graph = helper.make_graph(
+        nodes, "attn_prefill_bf16",
+        [helper.make_tensor_value_info("q", T.FLOAT, ["b", heads, "s", d]),
+         helper.make_tensor_value_info("k", T.FLOAT, ["b", kv_heads, "s", d]),
+         helper.make_tensor_value_info("v", T.FLOAT, ["b", kv_heads, "s", d]),
+         helper.make_tensor_value_info("mask", T.FLOAT, ["b", 1, "s", "s"])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["b", heads, "s", d])],
+        [numpy_helper.from_array(np.array([2], np.int64), "at_group"),
+         numpy_helper.from_array(np.array([1, 1, groups, 1, 1], np.int64), "groups"),
+         numpy_helper.from_array(np.array([0, heads, -1, d], np.int64), "merged"),
+         helper.make_tensor("root_d", T.BFLOAT16, [], [8.0])])
+    save_model(out, "attn_prefill_bf16", graph)
+    rng = np.random.default_rng(23)
+    # (b, s): 4 query heads' rows of 100 positions, 12 whole tiles of 32
+    # rows and one of 16 (tensor cores, rows padded), keys 3 tiles and 4;
+    # 45 positions: 5 tiles and one of 20 rows, keys 32 and 13.
+    for n, (b, s) in enumerate([(2, 100), (1, 45)]):
+        q = bf16_round(rng.standard_normal((b, heads, s, d)))
+        k, v = (bf16_round(rng.standard_normal((b, kv_heads, s, d))) for _ in range(2))
+        mask = np.broadcast_to(np.triu(np.full((s, s), -np.inf, np.float32), k=1),
+                               (b, 1, s, s)).copy()
+        if b == 2:
+            mask[1, :, :, :7] = -np.inf  # left padding: rows 0..6 see no key (NaN)
+        want = attention(q, np.repeat(k, groups, axis=1), np.repeat(v, groups, axis=1), mask,
+                         1 / 8)
+        save_set(out, "attn_prefill_bf16", n, {"q": q, "k": k, "v": v, "mask": mask},
+                 [bf16_round(want)])
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -221,6 +283,7 @@ def main():
     padding(out, "attn_f16", np.float16, (45,))
     torch_sdpa(out)
     gqa(out)
+    prefill_bf16(out)
 
 
 if __name__ == "__main__":

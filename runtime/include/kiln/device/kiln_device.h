@@ -1091,8 +1091,10 @@ template <bool kF16> KILN_DEVICE uint32_t kiln_pack_pair(float lo, float hi) {
   return static_cast<uint32_t>(kiln_to_bf16(lo).bits) |
          static_cast<uint32_t>(kiln_to_bf16(hi).bits) << 16;
 }
-// Value `half` (0 low, 1 high) of a fragment word as a float.
-template <bool kF16> KILN_DEVICE double kiln_pair_value(uint32_t word, int half) {
+#endif
+#if !defined(__CUDACC_RTC__) || __CUDA_ARCH__ >= 800
+// Value `half` (0 low, 1 high) of a fragment word as a float (exact).
+template <bool kF16> KILN_DEVICE float kiln_pair_float(uint32_t word, int half) {
   uint16_t bits = static_cast<uint16_t>(half ? word >> 16 : word & 0xFFFFu);
   if (kF16) {
     kiln_f16 h;
@@ -1101,6 +1103,18 @@ template <bool kF16> KILN_DEVICE double kiln_pair_value(uint32_t word, int half)
   }
   return kiln_f32_bits(static_cast<uint32_t>(bits) << 16);
 }
+// Two floats as two fragment words that sum to them: `big` the pair rounded
+// (kiln_pack_pair), `small` what rounding left, rounded. A product taken
+// with each (two mma's) keeps some 16 significant bits of a value that one
+// bf16 word would round to 8: attention's softmax weights, whose bf16
+// rounding alone would be as large as the output's.
+template <bool kF16> KILN_DEVICE void kiln_split_pair(float lo, float hi, uint32_t &big,
+                                                      uint32_t &small) {
+  big = kiln_pack_pair<kF16>(lo, hi);
+  small = kiln_pack_pair<kF16>(lo - kiln_pair_float<kF16>(big, 0), hi - kiln_pair_float<kF16>(big, 1));
+}
+#endif
+#if !defined(__CUDACC_RTC__)
 #if defined(KILN_HOST_BLOCK_THREADS)
 static uint32_t kiln_mma_words[KILN_HOST_BLOCK_THREADS][6];
 #endif
@@ -1118,13 +1132,13 @@ template <bool kF16> KILN_DEVICE void kiln_mma_16816(float d[4], const uint32_t 
   // A(row, k) and B(k, column) from the lanes that hold them.
   auto A = [&](unsigned row, unsigned k) {
     unsigned from = warp + (row & 7u) * 4u + ((k & 7u) >> 1);
-    return kiln_pair_value<kF16>(kiln_mma_words[from][(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)],
-                                 static_cast<int>(k & 1u));
+    return static_cast<double>(kiln_pair_float<kF16>(
+        kiln_mma_words[from][(row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)], static_cast<int>(k & 1u)));
   };
   auto B = [&](unsigned k, unsigned column) {
     unsigned from = warp + column * 4u + ((k & 7u) >> 1);
-    return kiln_pair_value<kF16>(kiln_mma_words[from][4 + (k >= 8 ? 1 : 0)],
-                                 static_cast<int>(k & 1u));
+    return static_cast<double>(
+        kiln_pair_float<kF16>(kiln_mma_words[from][4 + (k >= 8 ? 1 : 0)], static_cast<int>(k & 1u)));
   };
   for (int i = 0; i < 4; ++i) {
     unsigned row = lane / 4 + (i >= 2 ? 8 : 0), column = 2 * (lane % 4) + (i & 1);
