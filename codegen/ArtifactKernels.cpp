@@ -286,7 +286,8 @@ ArtifactWriter::buildKernelTable(const std::vector<size_t> &allKernels) {
         kernels[k].l2Bytes ? dim(kernels[k].l2Bytes) : flatbuffers::Offset<fb::Dim>(),
         deviceSyms.empty() ? flatbuffers::Offset<flatbuffers::Vector<int32_t>>()
                            : builder.CreateVector(deviceSyms),
-        kernels[k].scratchBytes ? dim(kernels[k].scratchBytes) : flatbuffers::Offset<fb::Dim>()));
+        kernels[k].scratchBytes ? dim(kernels[k].scratchBytes) : flatbuffers::Offset<fb::Dim>(),
+        kernels[k].halfTensorCoreFlops ? fb::FlopUnit::Half : fb::FlopUnit::Fp32));
   }
   return kernelTable;
 }

@@ -192,6 +192,7 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.reportsErrors = reportsErrors;
   g.workItems = workItems;
   g.flops = flops;
+  g.halfTensorCoreFlops = halfTensorCoreFlops;
   g.l2Bytes = l2Bytes;
   g.scratchBytes = scratchBytes;
   g.boundedReads = boundedReads(kernel);

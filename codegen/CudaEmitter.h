@@ -63,6 +63,9 @@ struct GeneratedKernel {
   /// kernel's arithmetic outgrows the bytes it moves (attention); null: a few
   /// per element, memory bound (the roofline in kiln-compile --report).
   mlir::AffineExpr flops;
+  /// They run on tensor cores with fp16/bf16 operands (Kernel.flop_unit
+  /// Half), not CUDA cores.
+  bool halfTensorCoreFlops = false;
   /// A block's threads meet in it: a barrier, shared memory or a warp
   /// shuffle (the device library's block and warp reductions among them).
   /// Only such kernels can go wrong with the block size, so only they run

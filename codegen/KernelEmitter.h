@@ -484,6 +484,9 @@ private:
   /// Floating-point operations per launch (GeneratedKernel::flops); null: a
   /// few per element.
   DimExpr flops;
+  /// `flops` run on tensor cores of fp16/bf16 operands
+  /// (GeneratedKernel::halfTensorCoreFlops).
+  bool halfTensorCoreFlops = false;
   /// Bytes a launch reads through L2 (GeneratedKernel::l2Bytes); null: its
   /// buffers once.
   DimExpr l2Bytes;

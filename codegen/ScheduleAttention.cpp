@@ -280,6 +280,7 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
         elementOf(v) == qt && d % 16 == 0 && dv % 8 == 0 && tile % 16 == 0)
       mmaF16 = qt.isF16() ? "true" : "false";
   }
+  halfTensorCoreFlops = !mmaF16.empty();
   std::string D = std::to_string(d), DV = std::to_string(dv), BR = std::to_string(tile),
               BC = BR, KS = std::to_string(d + 1), G = std::to_string(a.groups);
   std::vector<std::string> qShape = dims(q), kShape = dims(k);

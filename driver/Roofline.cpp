@@ -85,6 +85,12 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
     if (work.l2Bytes)
       entry["l2_bytes"] = *work.l2Bytes;
     entry["flops"] = work.flops ? llvm::json::Value(*work.flops) : llvm::json::Value(nullptr);
+    if (work.flops) {
+      std::string unit = schema::EnumNameFlopUnit(work.unit);
+      for (char &c : unit)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      entry["flop_unit"] = unit;
+    }
     // Host steps (graph breaks) and nested plans have no device model; a
     // read of sizes is a synchronization, its time the launches before it.
     if (!bytes || kind == "host" || kind == "control") {

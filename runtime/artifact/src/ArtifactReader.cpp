@@ -346,6 +346,9 @@ absl::Status Reader::readKernels() {
           return flops.status();
         info.flops = std::move(*flops);
       }
+      // Only the roofline reads it: a unit this reader does not know (a newer
+      // writer's) is charged as fp32, as a reader before the field charges all.
+      info.flopUnit = k->flop_unit() <= fb::FlopUnit::MAX ? k->flop_unit() : fb::FlopUnit::Fp32;
       if (k->work_items()) {
         absl::StatusOr<Dim> items = dim(k->work_items(), where);
         if (!items.ok())

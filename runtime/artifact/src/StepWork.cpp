@@ -105,8 +105,10 @@ StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbol
   if (kernel) {
     const KernelInfo &k = *kernel;
     if (k.flops.known())
-      if (std::optional<int64_t> f = k.flops.evaluate(symbols))
+      if (std::optional<int64_t> f = k.flops.evaluate(symbols)) {
         w.flops = static_cast<double>(*f);
+        w.unit = k.flopUnit;
+      }
     if (k.l2Bytes.known())
       if (std::optional<int64_t> l2 = k.l2Bytes.evaluate(symbols))
         w.l2Bytes = *l2;

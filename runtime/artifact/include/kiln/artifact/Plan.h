@@ -173,6 +173,8 @@ struct KernelInfo {
   Dim workItems;
   /// Floating-point operations per launch (Kernel.flops); unknown: memory bound.
   Dim flops;
+  /// The unit they run on (Kernel.flop_unit).
+  schema::FlopUnit flopUnit = schema::FlopUnit::Fp32;
   /// Kernel.index32_sizes: where a specialization may take the kernel's
   /// 32-bit body (index32Fits).
   std::vector<Dim> index32Sizes;

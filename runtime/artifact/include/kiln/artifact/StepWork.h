@@ -19,13 +19,13 @@
 
 namespace kiln::artifact {
 
-/// The unit whose peak bounds a step's operations.
-enum class FlopUnit {
-  Fp32,    ///< CUDA cores (generated kernels, fp32 matmuls and convs)
-  Tf32,    ///< tensor cores on TF32 operands (--precision tf32)
-  Half,    ///< tensor cores on fp16/bf16 operands
-  Int8,    ///< tensor cores on int8 or e4m3 operands (an int8 or FP8 matmul, an int8 conv)
-};
+/// The unit whose peak bounds a step's operations (the artifact's enum, which
+/// kernels state as Kernel.flop_unit): Fp32, CUDA cores (most generated
+/// kernels, fp32 matmuls and convs); Tf32, tensor cores on TF32 operands
+/// (--precision tf32); Half, tensor cores on fp16/bf16 operands (and
+/// attention kernels of them); Int8, tensor cores on int8 or e4m3 operands
+/// (an int8 or FP8 matmul, an int8 conv).
+using FlopUnit = schema::FlopUnit;
 
 struct StepWork {
   /// Null when a size depends on a symbol not bound.
