@@ -75,7 +75,7 @@ FailureOr<EncodedStep> ArtifactWriter::encodeKernelStep(KernelOp k) {
         k->getBlock() != &func.getBody().front())
       return k.emitOpError() << "writes its result into the bytes of operand "
                              << g->inPlaceInput
-                             << " (kiln.cache_update), which must be a model input nothing "
+                             << " (kiln.cache_update, or kiln.cache_write in place), which must be a model input nothing "
                                 "else reads";
   }
   auto [it, inserted] = kernelIds.emplace(g->name, static_cast<int>(kernels.size()));

@@ -197,11 +197,15 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.scratchBytes = scratchBytes;
   g.boundedReads = boundedReads(kernel);
   // The cache a cache_update writes into is not read: a bounded read of none.
+  Value inPlaceCache;
   if (auto update = dyn_cast_or_null<CacheUpdateOp>(root.getDefiningOp()))
-    if (auto cache = dyn_cast<BlockArgument>(update.getCache())) {
-      g.inPlaceInput = static_cast<int>(cache.getArgNumber());
-      g.boundedReads.emplace_back(g.inPlaceInput, getConstantDim(kernel.getContext(), 0));
-    }
+    inPlaceCache = update.getCache();
+  if (auto write = dyn_cast_or_null<CacheWriteOp>(root.getDefiningOp()); write && write.getInPlace())
+    inPlaceCache = write.getCache();
+  if (auto cache = dyn_cast_or_null<BlockArgument>(inPlaceCache)) {
+    g.inPlaceInput = static_cast<int>(cache.getArgNumber());
+    g.boundedReads.emplace_back(g.inPlaceInput, getConstantDim(kernel.getContext(), 0));
+  }
   // The primitives by which threads of a block meet, as the schedules and
   // the device library spell them.
   for (const char *meet : {"__syncthreads", "__shared__", "kiln_shfl", "kiln_warp_", "kiln_block_"})

@@ -444,6 +444,47 @@ FailureOr<std::string> KernelEmitter::gatherElementsElement(GatherElementsOp g, 
   return gatheredElement(g.getData(), in, n, ct);
 }
 
+/// Element `index` of kiln.cache_write's new tensor: the update's row
+/// `index[axis] - positions[b]` where that lies in the update, else the
+/// cache's element (0 after the written rows with zero_tail). A sequence
+/// whose rows would leave the cache is reported.
+FailureOr<std::string> KernelEmitter::cacheWriteElement(CacheWriteOp w, Value v,
+                                                        ArrayRef<std::string> index) {
+  std::string ct = computeType(elementOf(v));
+  int64_t axis = normalizedAxis(static_cast<int64_t>(w.getAxis()), index.size());
+  FailureOr<std::string> at = element(w.getPositions(), {index[0]});
+  if (failed(at))
+    return failure();
+  std::string rows = dim(getSymShape(w.getUpdate().getType())[axis]),
+              length = dim(getSymShape(w.getCache().getType())[axis]);
+  std::string start = temp("start"), offset = temp("offset"), result = temp();
+  line("const " + indexType + " " + start + " = (" + indexType + ")" + *at + ";");
+  checkData(start + " < 0 || " + start + " > " + length + " - " + rows,
+            "KILN_ERROR_INDEX_OUT_OF_RANGE");
+  line("const " + indexType + " " + offset + " = " + index[axis] + " - " + start + ";");
+  line(ct + " " + result + ";");
+  std::vector<std::string> in(index.begin(), index.end());
+  in[axis] = offset;
+  openBlock("if (" + offset + " >= 0 && " + offset + " < " + rows + ") {");
+  FailureOr<std::string> e = element(w.getUpdate(), in);
+  if (failed(e))
+    return failure();
+  line(result + " = " + *e + ";");
+  closeBlock();
+  if (w.getZeroTail()) {
+    openBlock("else if (" + offset + " >= " + rows + ") {");
+    line(result + " = (" + ct + ")0;");
+    closeBlock();
+  }
+  openBlock("else {");
+  FailureOr<std::string> c = element(w.getCache(), index);
+  if (failed(c))
+    return failure();
+  line(result + " = " + *c + ";");
+  closeBlock();
+  return result;
+}
+
 FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
                                                   ArrayRef<std::string> index) {
   if (auto b = dyn_cast<BroadcastToOp>(op))
@@ -463,6 +504,7 @@ FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,
       .Case([&](PadOp o) { return padElement(o, v, index); })
       .Case([&](GatherOp o) { return gatherElement(o, v, index); })
       .Case([&](GatherElementsOp o) { return gatherElementsElement(o, v, index); })
+      .Case([&](CacheWriteOp o) { return cacheWriteElement(o, v, index); })
       .Case([&](PoolOp o) { return poolElement(o, index); })
       .Case([&](MatmulOp o) { return matmulElement(o, index); })
       .Case([&](ResizeOp o) { return resizeElement(o, index); })

@@ -403,6 +403,9 @@ private:
   //===--- schedules --------------------------------------------------------===//
   LogicalResult emitPointwise(Value root);
   LogicalResult emitCacheUpdate(CacheUpdateOp update);
+  LogicalResult emitCacheWrite(CacheWriteOp write);
+  /// An element of kiln.cache_write's new tensor (not in place).
+  FailureOr<std::string> cacheWriteElement(CacheWriteOp w, Value v, ArrayRef<std::string> index);
   LogicalResult emitTiledTranspose(TransposeOp root);
   LogicalResult emitReduction(ReduceOp root);
   LogicalResult emitArgReduction(ArgReduceOp root);

@@ -220,9 +220,42 @@ LogicalResult KernelEmitter::emitCacheUpdate(CacheUpdateOp update) {
   return success();
 }
 
+/// kiln.cache_write in place: one thread per element of the update, stored
+/// at its row plus its sequence's position in the cache, whose bytes are
+/// the result's. A row outside the cache is reported
+/// (KILN_ERROR_INDEX_OUT_OF_RANGE) and not written.
+LogicalResult KernelEmitter::emitCacheWrite(CacheWriteOp write) {
+  Value rows = write.getUpdate();
+  int64_t rank = getSymShape(rows.getType()).size();
+  int64_t axis = normalizedAxis(static_cast<int64_t>(write.getAxis()), rank);
+  std::vector<std::string> shape = dims(rows), cacheShape = dims(write.getCache());
+  workItems = productOf(getSymShape(rows.getType()));
+  line("const " + indexType + " n = " + product(shape) + ";");
+  openBlock("for (" + indexType + " i = kiln_thread_index(); i < n; i += kiln_thread_count()) {");
+  std::vector<std::string> index = unravel("i", shape);
+  FailureOr<std::string> v = element(rows, index);
+  FailureOr<std::string> at = failed(v) ? v : element(write.getPositions(), {index[0]});
+  if (failed(at))
+    return failure();
+  std::string row = temp("row");
+  line("const " + indexType + " " + row + " = " + index[axis] + " + (" + indexType + ")" + *at +
+       ";");
+  const std::string outside = row + " < 0 || " + row + " >= " + cacheShape[axis];
+  checkData(outside, "KILN_ERROR_INDEX_OUT_OF_RANGE");
+  index[axis] = row;
+  line("if (!(" + outside + ")) out[" + linearize(index, cacheShape) + "] = " +
+       store(elementOf(rows), *v) + ";");
+  closeBlock();
+  return success();
+}
+
 LogicalResult KernelEmitter::emitPointwise(Value root) {
   if (auto update = dyn_cast_or_null<CacheUpdateOp>(root.getDefiningOp()))
     return emitCacheUpdate(update);
+  // (Not in place, a cache_write is a new tensor whose elements the loop
+  // below computes, as any inlined op's.)
+  if (auto write = dyn_cast_or_null<CacheWriteOp>(root.getDefiningOp()); write && write.getInPlace())
+    return emitCacheWrite(write);
   if (isTiledTranspose(root) &&
       cast<BlockArgument>(cast<TransposeOp>(root.getDefiningOp()).getInput()).getArgNumber() == 0)
     return emitTiledTranspose(cast<TransposeOp>(root.getDefiningOp()));

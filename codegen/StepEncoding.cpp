@@ -81,7 +81,7 @@ bool isHostStepOp(Operation *op) {
              RangeOp, ReshapeOp, TransposeOp, BroadcastToOp, ConcatOp, SliceOp, GatherOp, PadOp,
              GatherElementsOp, ScatterElementsOp, GatherNDOp, ScatterNDOp, NonZeroOp, CompressOp,
              ResizeOp, ReduceOp, ArgReduceOp, CumulativeOp, TopKOp, SoftmaxOp, LogSoftmaxOp,
-             LayerNormOp, RmsNormOp, CacheUpdateOp, GridSampleOp, RoiAlignOp, NonMaxSuppressionOp, UniqueOp, DetOp,
+             LayerNormOp, RmsNormOp, CacheUpdateOp, CacheWriteOp, GridSampleOp, RoiAlignOp, NonMaxSuppressionOp, UniqueOp, DetOp,
              Col2ImOp>(op) ||
          unaryFnOf(op) || binaryFnOf(op);
 }
@@ -262,6 +262,10 @@ std::optional<FailureOr<EncodedStep>> encodeReductionStep(Operation *op, StepBui
         return step(fb::StepOp::LayerNorm, fb::CreateLayerNorm(b, static_cast<int64_t>(l.getAxis()),
                                                                l.getEpsilon().convertToFloat(),
                                                                static_cast<bool>(l.getBias())));
+      })
+      .Case([&](CacheWriteOp w) {
+        return step(fb::StepOp::CacheWrite,
+                    fb::CreateCacheWrite(b, static_cast<int64_t>(w.getAxis()), w.getZeroTail()));
       })
       .Case([&](CacheUpdateOp u) {
         return step(fb::StepOp::CacheUpdate, fb::CreateCacheUpdate(b, static_cast<int64_t>(u.getAxis())));

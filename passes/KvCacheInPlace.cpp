@@ -40,13 +40,25 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// One layer's key or value: the past input and the concat that makes its present.
+/// One layer's key or value: the past input and the op that makes its
+/// present: `concat(past, new)`, or (GroupQueryAttention's per-sequence
+/// lengths) `cache_write(concat(past, zeros), new, positions)`.
 struct CachePair {
   BlockArgument past;
-  ConcatOp present;
+  Operation *present;
+  Value update;    // the new rows
+  Value positions; // a cache_write's, one a sequence; null for a concat
   unsigned result; // the function result the present is
   int64_t axis;
 };
+
+/// Whether `v` is 0 everywhere: a broadcast of a zero constant.
+bool isZeros(Value v) {
+  if (auto b = v.getDefiningOp<BroadcastToOp>())
+    return isZeros(b.getInput());
+  std::optional<double> x = scalarConstant(v);
+  return x && *x == 0.0;
+}
 
 std::string argName(func::FuncOp func, unsigned i) {
   auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr);
@@ -62,10 +74,78 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
       signalPassFailure();
   }
 
+  /// Replaces each symbol that an `equal` guard pins to a constant by the
+  /// constant in every type and dims attribute (the guards then hold by
+  /// construction and go), and drops the reshapes that change no type.
+  /// The inputs then state the constant, which the runtime checks as the
+  /// guard did.
+  void pinSymbolsToConstants(func::FuncOp func) {
+    MLIRContext *ctx = func.getContext();
+    llvm::DenseMap<AffineExpr, AffineExpr> pinned;
+    func.walk([&](GuardOp g) {
+      if (g.getKind() != GuardKind::equal)
+        return;
+      AffineExpr a = g.getLhs(), b = g.getRhs();
+      if (b && b.getKind() == AffineExprKind::SymbolId)
+        std::swap(a, b);
+      if (a && b && a.getKind() == AffineExprKind::SymbolId && isa<AffineConstantExpr>(b))
+        pinned.try_emplace(a, b);
+    });
+    if (pinned.empty())
+      return;
+    auto pin = [&](ArrayRef<AffineExpr> dims) {
+      SmallVector<AffineExpr> replaced;
+      for (AffineExpr e : dims)
+        replaced.push_back(e ? e.replace(pinned) : e);
+      return replaced;
+    };
+    AttrTypeReplacer replacer;
+    replacer.addReplacement([&](DimsAttr dims) -> std::optional<Attribute> {
+      return DimsAttr::getCanonical(ctx, pin(dims.getDims()));
+    });
+    // A tensor's dims, and its static shape with them (a pinned dim is static).
+    replacer.addReplacement([&](RankedTensorType t) -> std::optional<Type> {
+      if (!isa_and_nonnull<DimsAttr>(t.getEncoding()))
+        return std::nullopt;
+      SmallVector<AffineExpr> dims = pin(getSymShape(t));
+      return makeTensorType(SymShape(dims.begin(), dims.end()), t.getElementType());
+    });
+    replacer.recursivelyReplaceElementsIn(func, /*replaceAttrs=*/true, /*replaceLocs=*/false,
+                                          /*replaceTypes=*/true);
+    func.setType(FunctionType::get(ctx, func.getBody().front().getArgumentTypes(),
+                                   func.getBody().front().getTerminator()->getOperandTypes()));
+    SmallVector<Operation *> dead;
+    func.walk([&](Operation *op) {
+      if (auto g = dyn_cast<GuardOp>(op)) {
+        if (g.getKind() == GuardKind::equal &&
+            decideShapeAssumption(ShapeAssumption::Kind::Equal, g.getLhs(), g.getRhs()) ==
+                std::optional<bool>(true))
+          dead.push_back(g);
+      } else if (auto r = dyn_cast<ReshapeOp>(op)) {
+        if (r.getInput().getType() == r.getResult().getType()) {
+          r.getResult().replaceAllUsesWith(r.getInput());
+          dead.push_back(r);
+        }
+      }
+    });
+    for (Operation *op : dead) {
+      SmallVector<Value> operands(op->getOperands());
+      op->erase();
+      for (Value v : operands)
+        eraseUnreadProducers(v);
+    }
+  }
+
   LogicalResult rewrite(func::FuncOp func) {
     MLIRContext *ctx = func.getContext();
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+    // A symbol a guard pins to a constant is that constant (GroupQueryAttention
+    // names its past's head dim and guards it equal to the head: reshapes
+    // between the inputs and their concats would hide the pairs), and the
+    // reshapes that then change no dim go.
+    pinSymbolsToConstants(func);
 
     // The pairs: an input read only by a two-input concat on a symbolic dim
     // (it first), whose result the function returns.
@@ -77,8 +157,22 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
       auto concat = dyn_cast<ConcatOp>(*arg.getUsers().begin());
       if (!concat || concat.getInputs().size() != 2 || concat.getInputs()[0] != arg)
         continue;
+      // The present: the concat, or the cache_write whose cache the concat
+      // of the past and zero rows is (its rows past each sequence's new
+      // ones are zero: zero_tail, which the attention reading it masks).
+      Operation *present = concat;
+      Value update = concat.getInputs()[1], positions;
+      if (concat->hasOneUse())
+        if (auto write = dyn_cast<CacheWriteOp>(*concat->getUsers().begin()))
+          if (write.getCache() == concat.getResult() && write.getZeroTail() &&
+              !write.getInPlace() && isZeros(concat.getInputs()[1]) &&
+              write.getAxis() == concat.getAxis()) {
+            present = write;
+            update = write.getUpdate();
+            positions = write.getPositions();
+          }
       std::optional<unsigned> result;
-      for (OpOperand &use : concat.getResult().getUses())
+      for (OpOperand &use : present->getResult(0).getUses())
         if (use.getOwner() == ret)
           result = use.getOperandNumber();
       if (!result)
@@ -89,7 +183,7 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
       if (axis < 0 || axis >= rank)
         continue;
       DimExpr length = shape[axis];
-      DimExpr added = getSymShape(concat.getInputs()[1].getType())[axis];
+      DimExpr added = getSymShape(update.getType())[axis];
       if (!length || length.getKind() != AffineExprKind::SymbolId || !added)
         continue;
       if (past && (length != past || added != rows))
@@ -101,7 +195,7 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
                                 << dimToString(rows) << ")";
       past = length;
       rows = added;
-      pairs.push_back({arg, concat, *result, axis});
+      pairs.push_back({arg, present, update, positions, *result, axis});
     }
     if (pairs.empty())
       return func.emitError() << "kiln-kv-cache-in-place: no input is a KV cache (read only by a "
@@ -166,14 +260,25 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
       p.past.setType(makeTensorType(dims, type.getElementType()));
 
       OpBuilder b(p.present);
-      Location loc = p.present.getLoc();
-      Value offset = SymbolicConstantOp::create(b, loc, RankedTensorType::get({1}, b.getI64Type()),
-                                                DimsAttr::getCanonical(ctx, {pastValue}));
-      Operation *update = createInferred(
-          b, loc, CacheUpdateOp::getOperationName(), {p.past, p.present.getInputs()[1], offset},
-          {b.getNamedAttr("axis", b.getI64IntegerAttr(p.axis))});
+      Location loc = p.present->getLoc();
+      Operation *update;
+      if (p.positions) {
+        // Each sequence's rows at its own position, in the cache's bytes;
+        // the rows after them keep what the cache holds (zero_tail's zeros
+        // would be a write of every row: the attention masks those).
+        update = createInferred(b, loc, CacheWriteOp::getOperationName(),
+                                {p.past, p.update, p.positions},
+                                {b.getNamedAttr("axis", b.getI64IntegerAttr(p.axis)),
+                                 b.getNamedAttr("in_place", b.getUnitAttr())});
+      } else {
+        Value offset = SymbolicConstantOp::create(
+            b, loc, RankedTensorType::get({1}, b.getI64Type()), DimsAttr::getCanonical(ctx, {pastValue}));
+        update = createInferred(b, loc, CacheUpdateOp::getOperationName(),
+                                {p.past, p.update, offset},
+                                {b.getNamedAttr("axis", b.getI64IntegerAttr(p.axis))});
+      }
       if (!update)
-        return p.present.emitError() << "kiln-kv-cache-in-place: the new rows do not fit the cache";
+        return p.present->emitError() << "kiln-kv-cache-in-place: the new rows do not fit the cache";
       // The valid rows: [0, total) along the axis, everything along the others.
       // (Constant starts and steps: what lets a kernel read through the slice.)
       int64_t rank = dims.size();
@@ -185,13 +290,17 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
           b, loc, SliceOp::getOperationName(),
           {update->getResult(0), i64Vector(b, loc, SmallVector<int64_t>(rank, 0)), endsValue,
            i64Vector(b, loc, SmallVector<int64_t>(rank, 1))},
-          {}, p.present.getType());
+          {}, p.present->getResult(0).getType());
       if (!valid)
-        return p.present.emitError()
+        return p.present->emitError()
                << "kiln-kv-cache-in-place: the cache's valid rows do not have the present's dims";
       ret->setOperand(p.result, update->getResult(0));
-      p.present.getResult().replaceAllUsesWith(valid->getResult(0));
-      p.present.erase();
+      p.present->getResult(0).replaceAllUsesWith(valid->getResult(0));
+      // A cache_write's concat of the past and zero rows goes with it.
+      SmallVector<Value> inputs(p.present->getOperands());
+      p.present->erase();
+      for (Value v : inputs)
+        eraseUnreadProducers(v);
     }
 
     // The signature: the caches in, the caches out.

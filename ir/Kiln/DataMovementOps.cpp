@@ -623,6 +623,36 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// cache_write
+//===----------------------------------------------------------------------===//
+
+LogicalResult CacheWriteOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                             Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType cache = tensorType(adaptor.getCache());
+  RankedTensorType update = tensorType(adaptor.getUpdate());
+  int64_t rank = cache.getRank();
+  if (rank < 2 || update.getRank() != rank || update.getElementType() != cache.getElementType())
+    return emitShapeError(location, name,
+                          "update must have the cache's rank (2 or more) and element type");
+  FailureOr<int64_t> axis = normalizeAxis(location, name, adaptor.getAxis(), rank);
+  if (failed(axis))
+    return failure();
+  if (*axis == 0)
+    return emitShapeError(location, name, "axis must not be the batch dim 0");
+  SymShape c = getSymShape(cache), u = getSymShape(update);
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != *axis &&
+        failed(unifyDims(location, name, c[i], u[i], "dim " + Twine(i) + " of update")))
+      return failure();
+  SymShape p = getSymShape(tensorType(adaptor.getPositions()));
+  if (failed(unifyDims(location, name, c[0], p[0], "positions (one a sequence)")))
+    return failure();
+  inferred.push_back(cache);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // cache_update
 //===----------------------------------------------------------------------===//
 
@@ -1000,6 +1030,18 @@ std::string ResizeOp::kernelRefusal() { return kRunTimeShapeOperands; }
 // The in-place write: a kernel over the update's elements (codegen's
 // pointwise schedule) when the offset is known at compile time; it reads the
 // cache only as the bytes it writes into, and keeps the cache's type.
+// A new tensor: each element chosen from the cache or the update (the
+// position read per sequence), inlined where it is read. In place: a kernel
+// of its own over the update's elements, writing into the cache's bytes.
+bool CacheWriteOp::isInlinable() { return !getInPlace(); }
+std::optional<Schedule> CacheWriteOp::rootSchedule() {
+  return getInPlace() ? std::optional<Schedule>(Schedule::pointwise) : std::nullopt;
+}
+SmallVector<Value> CacheWriteOp::kernelDataOperands() {
+  return {getCache(), getUpdate(), getPositions()};
+}
+// The cache keeps its element type (its bytes are the caller's in place).
+bool CacheWriteOp::runsNarrow() { return false; }
 std::optional<Schedule> CacheUpdateOp::rootSchedule() {
   return isCompileTimeValue(getOffset()) ? std::optional<Schedule>(Schedule::pointwise)
                                          : std::nullopt;

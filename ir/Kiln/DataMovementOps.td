@@ -294,6 +294,36 @@ def Kiln_CacheUpdateOp : Kiln_Op<"cache_update", [
   let results = (outs Kiln_Tensor:$result);
 }
 
+def Kiln_CacheWriteOp : Kiln_Op<"cache_write", [
+    DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "rootSchedule", "kernelDataOperands", "runsNarrow"]>]> {
+  let summary = "writes each sequence's rows into a cache at its own position";
+  let description = [{
+    The result is `cache` with sequence b's rows of `update` written along
+    `axis` from row `positions[b]` (`positions`: i64 data, one a sequence,
+    the batch being dim 0): where sequences of a batch have cached different
+    numbers of tokens (GroupQueryAttention's per-sequence lengths). `update`
+    has `cache`'s dims but along the axis, which is not 0; a row that would
+    fall outside the cache is the call's error (KILN_ERROR_INDEX_OUT_OF_RANGE).
+    With `zero_tail` the rows after each sequence's written ones are 0 (what
+    GroupQueryAttention's present holds there); the rows before are
+    `cache`'s.
+
+    Computed as an elementwise choice between `cache` and `update` where it
+    makes a new tensor. With `in_place` (set by `--kiln-kv-cache-in-place`,
+    whose `cache` is then the model's cache input) its kernel launches over
+    `update`'s elements only and writes into `cache`'s bytes, leaving the
+    other rows as they are: `zero_tail`'s zeros are not written there (the
+    attention that reads the cache masks those rows).
+
+    ```mlir
+    %p = kiln.cache_write %cache, %new, %lengths {axis = 2 : i64, zero_tail} : (tensor<2x4x?x64xf32, #kiln.dims<[2, 4, total, 64]>>, tensor<2x4x1x64xf32>, tensor<2xi64>) -> tensor<2x4x?x64xf32, #kiln.dims<[2, 4, total, 64]>>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$cache, Kiln_Tensor:$update, 1DTensorOf<[I64]>:$positions,
+                       I64Attr:$axis, UnitAttr:$zero_tail, UnitAttr:$in_place);
+  let results = (outs Kiln_Tensor:$result);
+}
+
 def Kiln_ResizeOp : Kiln_Op<"resize", [
     DeclareOpInterfaceMethods<Kiln_KernelFacts, ["isInlinable", "kernelDataOperands", "kernelRefusal"]>]> {
   let summary = "resamples a tensor to a new size (ONNX Resize)";

@@ -85,6 +85,14 @@ func.func @data_dependent(%x: tensor<3x4xf32>, %c: tensor<3xi1>) {
   return
 }
 
+// kiln.cache_write: the result is the cache (its type), a position a sequence.
+// CHECK-LABEL: func.func @cache_write
+func.func @cache_write(%cache: tensor<2x4x?x8xf32, #kiln.dims<[2, 4, total, 8]>>, %new: tensor<2x4x?x8xf32, #kiln.dims<[2, 4, s, 8]>>, %at: tensor<2xi64>) -> tensor<2x4x?x8xf32, #kiln.dims<[2, 4, total, 8]>> {
+  // CHECK: kiln.cache_write %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64, zero_tail} : (tensor<2x4x?x8xf32, #kiln.dims<[2, 4, total, 8]>>, tensor<2x4x?x8xf32, #kiln.dims<[2, 4, s, 8]>>, tensor<2xi64>) -> tensor<2x4x?x8xf32, #kiln.dims<[2, 4, total, 8]>>
+  %w = kiln.cache_write %cache, %new, %at {axis = 2 : i64, zero_tail} : (tensor<2x4x?x8xf32, #kiln.dims<[2, 4, total, 8]>>, tensor<2x4x?x8xf32, #kiln.dims<[2, 4, s, 8]>>, tensor<2xi64>) -> tensor<2x4x?x8xf32, #kiln.dims<[2, 4, total, 8]>>
+  return %w : tensor<2x4x?x8xf32, #kiln.dims<[2, 4, total, 8]>>
+}
+
 // kiln.cache_update: the result is the cache (its type), the offset one position.
 // CHECK-LABEL: func.func @cache_update
 func.func @cache_update(%cache: tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>>, %new: tensor<?x2x1x4xbf16, #kiln.dims<[b, 2, 1, 4]>>) -> tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>> {

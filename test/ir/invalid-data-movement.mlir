@@ -403,6 +403,38 @@ func.func @scatter_elements_indices_wider_than_data(%d: tensor<2x8xf32>, %i: ten
 
 // -----
 
+func.func @cache_write_batch_axis(%c: tensor<2x8x4xf32>, %n: tensor<2x8x4xf32>, %at: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.cache_write' op axis must not be the batch dim 0}}
+  %w = kiln.cache_write %c, %n, %at {axis = 0 : i64} : (tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2xi64>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @cache_write_positions_per_sequence(%c: tensor<2x8x4xf32>, %n: tensor<2x1x4xf32>, %at: tensor<3xi64>) {
+  // expected-error @+1 {{'kiln.cache_write' op positions (one a sequence)}}
+  %w = kiln.cache_write %c, %n, %at {axis = 1 : i64} : (tensor<2x8x4xf32>, tensor<2x1x4xf32>, tensor<3xi64>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @cache_write_other_features(%c: tensor<2x8x4xf32>, %n: tensor<2x1x5xf32>, %at: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.cache_write' op dim 2 of update}}
+  %w = kiln.cache_write %c, %n, %at {axis = 1 : i64} : (tensor<2x8x4xf32>, tensor<2x1x5xf32>, tensor<2xi64>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @cache_write_other_type(%c: tensor<2x8x4xf32>, %n: tensor<2x1x4xf16>, %at: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.cache_write' op update must have the cache's rank (2 or more) and element type}}
+  %w = kiln.cache_write %c, %n, %at {axis = 1 : i64} : (tensor<2x8x4xf32>, tensor<2x1x4xf16>, tensor<2xi64>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
 func.func @cache_update_other_heads(%c: tensor<1x2x8x4xf32>, %n: tensor<1x3x1x4xf32>, %at: tensor<1xi64>) {
   // expected-error @+1 {{'kiln.cache_update' op dim 1 of update}}
   %u = kiln.cache_update %c, %n, %at {axis = 2 : i64} : (tensor<1x2x8x4xf32>, tensor<1x3x1x4xf32>, tensor<1xi64>) -> tensor<1x2x8x4xf32>

@@ -39,6 +39,36 @@ func.func @decoder(%ids: tensor<?x?xi64, #kiln.dims<[b, s]>> {kiln.name = "input
 
 // -----
 
+// GroupQueryAttention's present (the importer's): the past and zero rows up
+// to the mask's length, each sequence's new rows written at its own past
+// length with zeros after them. In place, the cache_write writes into the
+// cache input (no zeros: the attention masks those rows), and the concat of
+// zeros is gone.
+// CHECK-LABEL: func.func @group_query
+// CHECK-SAME: %arg1: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>> {kiln.name = "past_key_values.0.key"}
+// CHECK-NOT: kiln.concat
+// CHECK-NOT: kiln.broadcast_to
+// CHECK: %[[W:.*]] = kiln.cache_write %arg1, %arg2, %arg3 {axis = 2 : i64, in_place} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>>, tensor<?x2x?x4xf32, #kiln.dims<[b, 2, s, 4]>>, tensor<?xi64, #kiln.dims<[b]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>>
+// CHECK: %[[VALID:.*]] = kiln.slice %[[W]], {{.*}} -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total, 4]>>
+// CHECK: %[[SUM:.*]] = kiln.reduce %[[VALID]]
+// CHECK: return %[[W]], %[[SUM]]
+func.func @group_query(%mask: tensor<?x?xi64, #kiln.dims<[b, total]>> {kiln.name = "attention_mask"},
+                       %pk: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>> {kiln.name = "past_key_values.0.key"},
+                       %new: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, s, 4]>>,
+                       %at: tensor<?xi64, #kiln.dims<[b]>>)
+    -> (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>) {
+  kiln.guard <less_equal> [past, total], "the importer's: past_key's length must not exceed total_sequence_length"
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %shape = kiln.symbolic_constant [b, 2, total - past, 4] : tensor<4xi64>
+  %z = kiln.broadcast_to %zero, %shape : (tensor<f32>, tensor<4xi64>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total - past, 4]>>
+  %base = kiln.concat %pk, %z {axis = 2 : i64} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>>, tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total - past, 4]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total, 4]>>
+  %p = kiln.cache_write %base, %new, %at {axis = 2 : i64, zero_tail} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total, 4]>>, tensor<?x2x?x4xf32, #kiln.dims<[b, 2, s, 4]>>, tensor<?xi64, #kiln.dims<[b]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total, 4]>>
+  %sum = kiln.reduce %p {axes = array<i64: 2>, kind = #kiln<reduce sum>} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total, 4]>>) -> tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>
+  return %p, %sum : tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>
+}
+
+// -----
+
 // expected-error @+1 {{kiln-kv-cache-in-place: no input is a KV cache (read only by a concat along a symbolic dim that the model returns)}}
 func.func @no_cache(%x: tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>> {
   %e = kiln.exp %x : (tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>>

@@ -16,13 +16,14 @@
         (the step wrote its new rows and nothing else of the cache).
 
     kv_cache_in_place.py writes SHORT_1 SHORT_2 LONG_1 LONG_2 --mask-bytes-per-position M
-                                 --new-row-bytes N
+                                 --new-row-bytes N [--prompts S L]
         The device bytes of one decode step, from KILN_FAKE_CUDA_WRITE_LOG
         files of generations of one token (the prefill) and of two (the
-        prefill and one decode step), at a prompt of 16 tokens and of 512:
-        each step's kernel writes and copies, and whether the step at 512
-        writes at most M bytes more a position of context than at 16, give
-        or take N, the bytes of one step's new rows (--new-row-bytes N).
+        prefill and one decode step), at a prompt of S tokens and of L
+        (default 16 and 512): each step's kernel writes and copies, and
+        whether the step at L writes at most M bytes more a position of
+        context than at S, give or take N, the bytes of one step's new rows
+        (--new-row-bytes N).
 """
 import argparse
 import os
@@ -88,13 +89,14 @@ def step_bytes(one, two):
 
 def writes(a):
     steps = {}
-    for past, one, two in ((16, a.short_1, a.short_2), (512, a.long_1, a.long_2)):
+    short, long = a.prompts
+    for past, one, two in ((short, a.short_1, a.short_2), (long, a.long_1, a.long_2)):
         kernels, copies = step_bytes(one, two)
         steps[past] = kernels + copies
         print(f"past {past}: kernels changed {kernels} bytes, copies to the device {copies} bytes")
-    growth = steps[512] - steps[16]
-    bound = a.mask_bytes_per_position * (512 - 16) + a.new_row_bytes
-    print(f"growth from past 16 to 512: {growth} bytes, {growth / (512 - 16):.1f} a position; "
+    growth = steps[long] - steps[short]
+    bound = a.mask_bytes_per_position * (long - short) + a.new_row_bytes
+    print(f"growth from past {short} to {long}: {growth} bytes, {growth / (long - short):.1f} a position; "
           f"within the mask's {a.mask_bytes_per_position:g} a position and one step's new rows "
           f"({a.new_row_bytes} bytes): {'yes' if growth <= bound else 'no'}")
     return 0
@@ -120,6 +122,7 @@ def main():
     # what its buffer held is not counted, so two steps differ by a few bytes
     # beyond what they write.)
     q.add_argument("--new-row-bytes", type=int, required=True)
+    q.add_argument("--prompts", type=int, nargs=2, default=(16, 512), metavar=("SHORT", "LONG"))
     a = p.parse_args()
     return {"pad": pad, "check": check, "writes": writes}[a.command](a)
 

@@ -251,6 +251,40 @@ TEST(ReferenceDataMovement, CacheUpdateWritesRowsAtTheOffset) {
   EXPECT_FALSE(cacheUpdate(cache, otherBatch, 0, 1).ok());
 }
 
+TEST(ReferenceDataMovement, CacheWriteWritesEachSequenceAtItsPosition) {
+  // A [2, 1, 4, 1] cache (batch 2, a head, 4 rows) of 0..7; sequence 0's two
+  // rows written at row 0, sequence 1's at row 2.
+  Tensor cache(DType::i64, {2, 1, 4, 1});
+  for (int64_t i = 0; i < 8; ++i)
+    cache.setI(i, i);
+  Tensor rows(DType::i64, {2, 1, 2, 1});
+  rows.setI(0, 100), rows.setI(1, 101), rows.setI(2, 200), rows.setI(3, 201);
+  Tensor at(DType::i64, {2});
+  at.setI(0, 0), at.setI(1, 2);
+  auto values = [](const Tensor &t) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      v.push_back(t.getI(i));
+    return v;
+  };
+  absl::StatusOr<Tensor> out = cacheWrite(cache, rows, at, 2, /*zeroTail=*/false);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(values(*out), (std::vector<int64_t>{100, 101, 2, 3, 4, 5, 200, 201}));
+  // zero_tail: sequence 0's rows after its written ones are 0 (sequence 1
+  // has none after).
+  out = cacheWrite(cache, rows, at, 2, /*zeroTail=*/true);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(values(*out), (std::vector<int64_t>{100, 101, 0, 0, 4, 5, 200, 201}));
+  // A sequence whose rows would leave the cache, a position before it, one
+  // position for two sequences, and the batch axis are errors.
+  at.setI(1, 3);
+  EXPECT_FALSE(cacheWrite(cache, rows, at, 2, false).ok());
+  at.setI(1, -1);
+  EXPECT_FALSE(cacheWrite(cache, rows, at, 2, false).ok());
+  EXPECT_FALSE(cacheWrite(cache, rows, Tensor(DType::i64, {1}), 2, false).ok());
+  EXPECT_FALSE(cacheWrite(cache, rows, Tensor(DType::i64, {2}), 0, false).ok());
+}
+
 TEST(ReferenceSpecial, DeterminantWithPivoting) {
   Tensor m(DType::f64, {2, 2});
   m.setF(0, 0), m.setF(1, 1), m.setF(2, 1), m.setF(3, 0); // needs a row swap

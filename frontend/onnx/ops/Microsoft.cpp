@@ -392,7 +392,6 @@ LogicalResult convertGroupQueryAttention(NodeImporter &n) {
         return failure();
       *x = *same;
     }
-    pastRowsPiece = c.reshape(c(dimPiece(n, pastKey, 2)), {});
     pastRowsDim = getSymShape(NodeImporter::typeOf(pastKey))[2];
   }
   // onnxruntime-genai's builder computes total_sequence_length from the
@@ -401,7 +400,7 @@ LogicalResult convertGroupQueryAttention(NodeImporter &n) {
   // size known before the call; only a past buffer longer than the call's
   // total (genai's past_present_share_buffer, a past at the maximum length)
   // would make it the past's, which the guard refuses with one line.
-  Value presentRows = c.bin<MaxOp>(totalCall, pastRowsPiece);
+  Value presentRows;
   // The builder casts the dim to int32: the value before the casts.
   Value totalDim = *total;
   while (auto cast = totalDim.getDefiningOp<CastOp>())
@@ -413,7 +412,9 @@ LogicalResult convertGroupQueryAttention(NodeImporter &n) {
   std::optional<SymShape> knownTotal =
       c.ok && elementTypeOf(totalDim).isInteger(64) ? getKnownElements(totalDim)
                                                                      : std::nullopt;
-  if (knownTotal && knownTotal->size() == 1 && (*knownTotal)[0]) {
+  if (knownTotal && !(knownTotal->size() == 1 && (*knownTotal)[0]))
+    knownTotal.reset();
+  if (knownTotal) {
     if (pastKey && failed(requireLessEqualDims(
                        n, pastRowsDim, (*knownTotal)[0],
                        "past_key's length must not exceed total_sequence_length (a past "
@@ -421,37 +422,44 @@ LogicalResult convertGroupQueryAttention(NodeImporter &n) {
                        "as their tokens)")))
       return failure();
     presentRows = c.reshape(totalDim, {});
+  } else {
+    if (pastKey)
+      pastRowsPiece = c.reshape(c(dimPiece(n, pastKey, 2)), {});
+    presentRows = c.bin<MaxOp>(totalCall, pastRowsPiece);
   }
   Value rows = c.ok ? c(n.create<RangeOp>({zero, presentRows, one})) : Value();
-  Value row = c.ok ? c(insertUnitDims(n, rows, {0, 1, 3})) : Value(); // [1, 1, R, 1]
-  Value past4 = perBatch(past, 4);                                     // [batch, 1, 1, 1]
-  Value offset = c.bin<SubOp>(row, past4);
-  Value isNew = c.bin<AndOp>(c.cmp(CompareDirection::ge, offset, zero),
-                             c.cmp(CompareDirection::lt, offset, seqLength));
-  Value isPast = c.cmp(CompareDirection::lt, row, past4);
-  Value newRow = c.bin<MaxOp>(c.bin<MinOp>(offset, c.bin<SubOp>(seqLength, one)), zero);
   auto present = [&](Value fresh, Value old) {
-    // Each present row's source row in the new rows, per batch.
-    Value shape = c.ok ? c(concatPieces(n, {c(dimPiece(n, fresh, 0)), n.constI64({KN}),
-                                            c(dimPiece(n, rows, 0)), n.constI64({H})}))
-                       : Value();
-    Value index = c.ok ? c(n.create<BroadcastToOp>({newRow, shape})) : Value();
-    Value fromNew = c.ok ? c(n.create<GatherElementsOp>(
-                               {fresh, index}, {n.named("axis", n.builder().getI64IntegerAttr(2))}))
-                         : Value();
-    Value zeros = c.k(fresh, 0.0);
-    Value out = c.sel(isNew, fromNew, zeros);
-    if (old) {
-      // The past with one zero row after it, which rows past its end read
-      // (a first call's past is empty: there is no row of its own to read).
-      Value padded = withZeroRow(n, c, old, 2);
-      Value pastRow = c.bin<MinOp>(rows, c.reshape(c(dimPiece(n, old, 2)), {}));
-      Value fromPast = c.ok ? c(n.create<GatherOp>(
-                                  {padded, pastRow}, {n.named("axis", n.builder().getI64IntegerAttr(2))}))
-                            : Value();
-      out = c.sel(isPast, fromPast, out);
+    // The past's rows, zero rows after them up to the present's length, and
+    // each sequence's new rows written at its past length with zeros after
+    // them (kiln.cache_write's zero_tail: the past buffer's rows past a
+    // sequence's own length are not its). --kiln-kv-cache-in-place turns
+    // this into a write into the cache itself.
+    auto zerosOf = [&](Value length) {
+      Value shape =
+          c.ok ? c(concatPieces(n, {c(dimPiece(n, fresh, 0)), n.constI64({KN}),
+                                    c.reshape(length, {D(1)}), n.constI64({H})}))
+               : Value();
+      return c.ok ? c(n.create<BroadcastToOp>({c.k(fresh, 0.0), shape})) : Value();
+    };
+    Value base;
+    if (!old) {
+      base = zerosOf(c.reshape(c(dimPiece(n, rows, 0)), {}));
+    } else if (knownTotal) {
+      // Rows known before the call: the past and total - past zero rows.
+      base = c.concat(
+          {old, zerosOf(c.bin<SubOp>(presentRows, c.reshape(c(dimPiece(n, old, 2)), {})))}, 2);
+    } else {
+      // Rows computed on the device: the past's row min(r, past), one zero
+      // row after the past (no shape made of data: no graph break).
+      Value pastRows = c.reshape(c(dimPiece(n, old, 2)), {});
+      base = c.ok ? c(n.create<GatherOp>({withZeroRow(n, c, old, 2), c.bin<MinOp>(rows, pastRows)},
+                                         {n.named("axis", n.builder().getI64IntegerAttr(2))}))
+                  : Value();
     }
-    return out;
+    return c.ok ? c(n.create<CacheWriteOp>(
+                      {base, fresh, past}, {n.named("axis", n.builder().getI64IntegerAttr(2)),
+                                            n.named("zero_tail", n.builder().getUnitAttr())}))
+                : Value();
   };
   Value presentKey = present(newKey, pastKey), presentValue = present(newValue, pastValue);
   // Scores of each query head against its KV head's present rows.

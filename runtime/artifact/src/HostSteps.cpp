@@ -545,6 +545,16 @@ absl::StatusOr<HostStep> Decoder::decode() {
       return ref::cacheUpdate(*in[0], *in[1], in[2]->getI(0), axis);
     });
   }
+  case fb::StepOp::CacheWrite: {
+    const fb::CacheWrite &t = *table.op_as_CacheWrite();
+    int64_t axis = t.axis();
+    bool zeroTail = t.zero_tail();
+    return simple(3, [axis, zeroTail](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+        return s;
+      return ref::cacheWrite(*in[0], *in[1], *in[2], axis, zeroTail);
+    });
+  }
   case fb::StepOp::GridSample: {
     const fb::GridSample &t = *table.op_as_GridSample();
     absl::StatusOr<ref::ResizeMode> mode = fromSchema<ref::ResizeMode>(t.mode());

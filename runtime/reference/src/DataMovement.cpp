@@ -118,6 +118,52 @@ absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t
   return out;
 }
 
+absl::StatusOr<Tensor> cacheWrite(const Tensor &cache, const Tensor &update,
+                                  const Tensor &positions, int64_t axis, bool zeroTail) {
+  if (cache.rank() < 2 || update.rank() != cache.rank() || update.dtype() != cache.dtype())
+    return absl::InvalidArgumentError(absl::StrCat("cache_write: update ", update.describe(),
+                                                   " does not match the cache ", cache.describe()));
+  axis = normalizeAxis(axis, cache.rank());
+  if (axis == 0)
+    return absl::InvalidArgumentError("cache_write: the axis must not be the batch dim 0");
+  for (int64_t d = 0; d < cache.rank(); ++d)
+    if (d != axis && update.dim(d) != cache.dim(d))
+      return absl::InvalidArgumentError(absl::StrCat("cache_write: update ", update.describe(),
+                                                     " does not match the cache ",
+                                                     cache.describe(), " off the axis"));
+  int64_t batch = cache.dim(0), rows = update.dim(axis), length = cache.dim(axis);
+  if (positions.rank() != 1 || positions.dim(0) != batch)
+    return absl::InvalidArgumentError(absl::StrCat("cache_write: positions ", positions.describe(),
+                                                   " must hold one position a sequence (",
+                                                   batch, ")"));
+  Tensor out(cache.dtype(), cache.shape());
+  if (cache.byteSize())
+    std::memcpy(out.bytes(), cache.bytes(), cache.byteSize());
+  // Per sequence: [outer of dims 1..axis) x [rows along the axis] x [inner].
+  int64_t middle = 1, inner = 1;
+  for (int64_t d = 1; d < axis; ++d)
+    middle *= cache.dim(d);
+  for (int64_t d = axis + 1; d < cache.rank(); ++d)
+    inner *= cache.dim(d);
+  int64_t bytes = info(cache.dtype()).bytes, row = inner * bytes;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t at = positions.getI(b);
+    if (at < 0 || at > length - rows)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cache_write: sequence ", b, "'s rows [", at, ", ", at + rows,
+          ") do not fit in the cache ", cache.describe(), " along axis ", axis));
+    for (int64_t m = 0; m < middle; ++m) {
+      uint8_t *to = out.bytes() + ((b * middle + m) * length) * row;
+      const uint8_t *from = update.bytes() + ((b * middle + m) * rows) * row;
+      if (rows > 0)
+        std::memcpy(to + at * row, from, rows * row);
+      if (zeroTail && at + rows < length)
+        std::memset(to + (at + rows) * row, 0, (length - at - rows) * row);
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<Tensor> cacheUpdate(const Tensor &cache, const Tensor &update, int64_t offset,
                                    int64_t axis) {
   if (update.rank() != cache.rank() || update.dtype() != cache.dtype())

@@ -79,6 +79,12 @@ absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t
 /// rows must fit.
 absl::StatusOr<Tensor> cacheUpdate(const Tensor &cache, const Tensor &update, int64_t offset,
                                    int64_t axis);
+/// `cache` with sequence b's rows of `update` written along `axis` (not 0)
+/// from row `positions[b]` (kiln.cache_write; `positions` holds one i64 a
+/// sequence); with `zeroTail` the rows after each sequence's written ones
+/// are 0. A row outside the cache is an error.
+absl::StatusOr<Tensor> cacheWrite(const Tensor &cache, const Tensor &update,
+                                  const Tensor &positions, int64_t axis, bool zeroTail);
 /// ONNX Slice with one start/end/step per dim (clamped like ONNX).
 absl::StatusOr<Tensor> slice(const Tensor &x, const std::vector<int64_t> &starts,
                              const std::vector<int64_t> &ends,
