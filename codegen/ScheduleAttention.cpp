@@ -69,45 +69,53 @@ void KernelEmitter::emitOnlineSoftmaxStep(const std::string &acc, const std::str
     // On tensor cores (the scores' tiles, emitAttention): a warp takes a
     // tile of 16 rows by 8 output features at a time, its accumulator
     // rescaled by the rows' alpha, and adds P V over the key tile 16 keys a
-    // step. Each weight goes in as two 16-bit parts (kiln_split_pair), so
+    // step. Each weight goes in as two 16-bit parts (kiln_pack_rest), so
     // the weights keep some 16 bits, not bf16's 8; the values are 16-bit
-    // already. Weights past the tile's last key are 0 (their scores were
+    // already. The weights (at most 1) are scaled by 2^15 first, and the
+    // accumulator with them (exact: powers of two), so that fp16's parts of
+    // small weights stay normal numbers rather than losing their bits as
+    // subnormals. Weights past the tile's last key are 0 (their scores were
     // -inf), and so are those keys' values (loaded as 0).
     line("#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800");
     openBlock("if (mma) {");
     line("const int warps = (int)blockDim.x >> 5, warp = (int)threadIdx.x >> 5;");
     line("const int quad = ((int)threadIdx.x & 31) >> 2, tq = (int)threadIdx.x & 3;");
-    const std::string f16 = mmaF16, units = "(" + BR + " / 16) * (" + DV + " / 8)";
+    const std::string f16 = mmaF16, units = "rowTiles16 * (" + DV + " / 8)";
     openBlock("for (int u = warp; u < " + units + "; u += warps) {");
     line("const int r0 = u / (" + DV + " / 8) * 16, e0 = u % (" + DV + " / 8) * 8;");
     // d[i]: row r0 + quad (+ 8 for i >= 2), feature e0 + 2 tq + (i & 1).
     line("float d[4];");
     openBlock("for (int i = 0; i < 4; ++i) {");
     line("const int r = r0 + quad + (i >= 2 ? 8 : 0);");
-    line("d[i] = os[r * " + DV + " + e0 + 2 * tq + (i & 1)] * as[r];");
+    line("d[i] = os[r * " + DV + " + e0 + 2 * tq + (i & 1)] * as[r] * 32768.0f;");
     closeBlock();
     openBlock("for (int c0 = 0; c0 < " + BC + "; c0 += 16) {");
     // P(row, key) of this step, 0 past the tile's last key.
     line("auto P = [&](int r, int c) { return c0 + c < nc ? ps[(r0 + r) * " + BC +
-         " + c0 + c] : 0.0f; };");
-    line("uint32_t big[4], small[4], b[2];");
-    line("kiln_split_pair<" + f16 + ">(P(quad, 2 * tq), P(quad, 2 * tq + 1), big[0], small[0]);");
-    line("kiln_split_pair<" + f16 +
-         ">(P(quad + 8, 2 * tq), P(quad + 8, 2 * tq + 1), big[1], small[1]);");
-    line("kiln_split_pair<" + f16 +
-         ">(P(quad, 2 * tq + 8), P(quad, 2 * tq + 9), big[2], small[2]);");
-    line("kiln_split_pair<" + f16 +
-         ">(P(quad + 8, 2 * tq + 8), P(quad + 8, 2 * tq + 9), big[3], small[3]);");
+         " + c0 + c] * 32768.0f : 0.0f; };");
+    line("uint32_t b[2];");
     // V(key, feature) as the column-major 16x8 operand: keys 2 tq + {0, 1}
     // and + {8, 9} of feature e0 + quad.
-    line("const float *vc = vs + (c0 + 2 * tq) * " + DV + " + e0 + quad;");
-    line("b[0] = kiln_pack_pair<" + f16 + ">(vc[0], vc[" + DV + "]);");
-    line("b[1] = kiln_pack_pair<" + f16 + ">(vc[8 * " + DV + "], vc[9 * " + DV + "]);");
-    line("kiln_mma_16816<" + f16 + ">(d, big, b);");
-    line("kiln_mma_16816<" + f16 + ">(d, small, b);");
+    line("const int vc = (c0 + 2 * tq) * " + DV + " + e0 + quad;");
+    line("b[0] = kiln_pack_pair<" + f16 + ">(vs[vc], vs[vc + " + DV + "]);");
+    line("b[1] = kiln_pack_pair<" + f16 + ">(vs[vc + 8 * " + DV + "], vs[vc + 9 * " + DV + "]);");
+    // The weights' rounded words, then what they left (one set of words
+    // live at a time: the kernel is held to 64 registers).
+    for (const char *pack : {"kiln_pack_pair", "kiln_pack_rest"}) {
+      openBlock("{");
+      std::string fn = std::string(pack) + "<" + f16 + ">";
+      line("uint32_t a[4];");
+      line("a[0] = " + fn + "(P(quad, 2 * tq), P(quad, 2 * tq + 1));");
+      line("a[1] = " + fn + "(P(quad + 8, 2 * tq), P(quad + 8, 2 * tq + 1));");
+      line("a[2] = " + fn + "(P(quad, 2 * tq + 8), P(quad, 2 * tq + 9));");
+      line("a[3] = " + fn + "(P(quad + 8, 2 * tq + 8), P(quad + 8, 2 * tq + 9));");
+      line("kiln_mma_16816<" + f16 + ">(d, a, b);");
+      closeBlock();
+    }
     closeBlock();
     openBlock("for (int i = 0; i < 4; ++i) {");
-    line("os[(r0 + quad + (i >= 2 ? 8 : 0)) * " + DV + " + e0 + 2 * tq + (i & 1)] = d[i];");
+    line("os[(r0 + quad + (i >= 2 ? 8 : 0)) * " + DV + " + e0 + 2 * tq + (i & 1)] = d[i] * "
+         "(1.0f / 32768.0f);");
     closeBlock();
     closeBlock(); // units
     closeBlock();
@@ -268,11 +276,13 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   AttentionShape a = attentionShape(root, tile);
   // The two products on tensor cores (mma.sync.m16n8k16, sm_80 and newer;
   // host emulation's blocks of whole warps emulate its fragments) where
-  // query, key and value are all fp16 or all bf16 (exact in the fragments:
-  // the tiles hold them in fp32), the features whole k16 steps (and n8
-  // tiles of the values') and the tiles whole m16 tiles; per tile of rows
-  // where it has 16 rows or more (a prompt's, not a decode step's) and the
-  // block is whole warps. The rest multiplies on CUDA cores.
+  // query, key and value are all fp16 or all bf16 (the tiles hold them in
+  // fp32, and the fragments round them to the type again: exact, or where a
+  // producer fused into the loads computed in fp32, the rounding its result
+  // has at the op's boundary), the features whole k16 steps (and n8
+  // tiles of the values') and the tiles whole m16 tiles; where the block is
+  // whole warps (below: every block on a device). The rest multiplies on
+  // CUDA cores.
   std::string mmaF16;
   {
     Type qt = elementOf(q);
@@ -331,10 +341,21 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   line("const int64_t nr = kiln_min<int64_t>(" + BR + ", R - rho0);");
   line("const int64_t kBegin = piece * span, kEnd = kiln_min<int64_t>(Sk, kBegin + span);");
   if (!mmaF16.empty()) {
-    line("bool mma = false;");
-    line("#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800");
-    line("mma = nr >= 16 && blockDim.x % 32 == 0;");
+    // Every tile on tensor cores where the block is whole warps: always on
+    // a device of sm_80 or newer (its blocks are 256 threads,
+    // kiln/artifact/DeviceLaunch.h), which then compiles no CUDA-core
+    // product at all (the registers it would hold are what keeps the kernel
+    // at 64 without spilling); in host emulation's threaded blocks of whole
+    // warps. A tile of fewer rows (a decode step's) multiplies only the
+    // 16-row tiles that hold its rows.
+    line("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800");
+    line("constexpr bool mma = true;");
+    line("#elif defined(__CUDA_ARCH__)");
+    line("constexpr bool mma = false;");
+    line("#else");
+    line("const bool mma = blockDim.x % 32 == 0;");
     line("#endif");
+    line("const int rowTiles16 = (nr + 15) / 16;");
   }
   std::vector<std::string> kvPrefix = unravel("p", kvLead);
   // A row's query head (gi of the group) and query row (i): head-major.
@@ -384,8 +405,10 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
          "; t += blockDim.x) qs[t] = 0.0f;");
   line("for (int64_t t = threadIdx.x; t < " + std::string(mmaF16.empty() ? "nr" : BR) + " * " +
        DV + "; t += blockDim.x) os[t] = (" + acc + ")0;");
-  line("for (int64_t t = threadIdx.x; t < nr; t += blockDim.x) { ms[t] = " + ninf +
-       "; ls[t] = (" + acc + ")0; }");
+  // (Tensor cores rescale whole tiles: the rows past the last get alpha 1.)
+  line("for (int64_t t = threadIdx.x; t < " + std::string(mmaF16.empty() ? "nr" : BR) +
+       "; t += blockDim.x) { ms[t] = " + ninf + "; ls[t] = (" + acc + ")0; as[t] = (" + acc +
+       ")1; }");
   line("__syncthreads();");
   openBlock("for (int64_t j0 = kBegin; j0 < kEnd; j0 += " + BC + ") {");
   line("const int64_t nc = kiln_min<int64_t>(" + BC + ", kEnd - j0);");
@@ -415,22 +438,25 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
     openBlock("if (mma) {");
     line("const int warps = (int)blockDim.x >> 5, warp = (int)threadIdx.x >> 5;");
     line("const int quad = ((int)threadIdx.x & 31) >> 2, tq = (int)threadIdx.x & 3;");
-    openBlock("for (int u = warp; u < (" + BR + " / 16) * (" + BC + " / 8); u += warps) {");
+    openBlock("for (int u = warp; u < rowTiles16 * (" + BC + " / 8); u += warps) {");
     line("const int r0 = u / (" + BC + " / 8) * 16, c0 = u % (" + BC + " / 8) * 8;");
     line("float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};");
     // Q's rows r0 + quad (+ 8), features 2 tq + {0, 1} (+ 8) of the step;
     // K's row c0 + quad (B's column), the same features (B's k).
-    line("const float *qa = qs + (r0 + quad) * " + D + " + 2 * tq;");
-    line("const float *kb = ks + (c0 + quad) * " + KS + " + 2 * tq;");
+    // (32-bit offsets into the shared tiles, not pointers: fewer registers.)
+    line("const int qa = (r0 + quad) * " + D + " + 2 * tq, kb = (c0 + quad) * " + KS +
+         " + 2 * tq;");
     openBlock("for (int f = 0; f < " + D + "; f += 16) {");
     line("uint32_t a[4], b[2];");
-    line("a[0] = kiln_pack_pair<" + mmaF16 + ">(qa[f], qa[f + 1]);");
-    line("a[1] = kiln_pack_pair<" + mmaF16 + ">(qa[f + 8 * " + D + "], qa[f + 8 * " + D + " + 1]);");
-    line("a[2] = kiln_pack_pair<" + mmaF16 + ">(qa[f + 8], qa[f + 9]);");
-    line("a[3] = kiln_pack_pair<" + mmaF16 + ">(qa[f + 8 * " + D + " + 8], qa[f + 8 * " + D +
-         " + 9]);");
-    line("b[0] = kiln_pack_pair<" + mmaF16 + ">(kb[f], kb[f + 1]);");
-    line("b[1] = kiln_pack_pair<" + mmaF16 + ">(kb[f + 8], kb[f + 9]);");
+    auto q2 = [&](const std::string &at) {
+      return "kiln_pack_pair<" + mmaF16 + ">(qs[qa + " + at + "], qs[qa + " + at + " + 1])";
+    };
+    line("a[0] = " + q2("f") + ";");
+    line("a[1] = " + q2("f + 8 * " + D) + ";");
+    line("a[2] = " + q2("f + 8") + ";");
+    line("a[3] = " + q2("f + 8 * " + D + " + 8") + ";");
+    line("b[0] = kiln_pack_pair<" + mmaF16 + ">(ks[kb + f], ks[kb + f + 1]);");
+    line("b[1] = kiln_pack_pair<" + mmaF16 + ">(ks[kb + f + 8], ks[kb + f + 9]);");
     line("kiln_mma_16816<" + mmaF16 + ">(d, a, b);");
     closeBlock();
     openBlock("for (int i = 0; i < 4; ++i) {");

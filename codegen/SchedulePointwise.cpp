@@ -240,7 +240,12 @@ LogicalResult KernelEmitter::emitCacheWrite(CacheWriteOp write) {
   std::string row = temp("row");
   line("const " + indexType + " " + row + " = " + index[axis] + " + (" + indexType + ")" + *at +
        ";");
-  const std::string outside = row + " < 0 || " + row + " >= " + cacheShape[axis];
+  // Rows past the present's valid length are past the end of the tensor the
+  // copying form would make: the same error there.
+  std::string limit = cacheShape[axis];
+  if (DimsAttr valid = write.getValidRowsAttr(); valid && valid.getDims().size() == 1)
+    limit = "kiln_min<" + indexType + ">(" + limit + ", " + dim(valid.getDims()[0]) + ")";
+  const std::string outside = row + " < 0 || " + row + " >= " + limit;
   checkData(outside, "KILN_ERROR_INDEX_OUT_OF_RANGE");
   index[axis] = row;
   line("if (!(" + outside + ")) out[" + linearize(index, cacheShape) + "] = " +

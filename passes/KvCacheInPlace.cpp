@@ -82,15 +82,17 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
   void pinSymbolsToConstants(func::FuncOp func) {
     MLIRContext *ctx = func.getContext();
     llvm::DenseMap<AffineExpr, AffineExpr> pinned;
-    func.walk([&](GuardOp g) {
+    // Only the function's own guards: one inside a branch holds on that
+    // branch alone.
+    for (GuardOp g : func.getBody().front().getOps<GuardOp>()) {
       if (g.getKind() != GuardKind::equal)
-        return;
+        continue;
       AffineExpr a = g.getLhs(), b = g.getRhs();
       if (b && b.getKind() == AffineExprKind::SymbolId)
         std::swap(a, b);
       if (a && b && a.getKind() == AffineExprKind::SymbolId && isa<AffineConstantExpr>(b))
         pinned.try_emplace(a, b);
-    });
+    }
     if (pinned.empty())
       return;
     auto pin = [&](ArrayRef<AffineExpr> dims) {
@@ -115,8 +117,8 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
     func.setType(FunctionType::get(ctx, func.getBody().front().getArgumentTypes(),
                                    func.getBody().front().getTerminator()->getOperandTypes()));
     SmallVector<Operation *> dead;
-    func.walk([&](Operation *op) {
-      if (auto g = dyn_cast<GuardOp>(op)) {
+    func.getBody().front().walk([&](Operation *op) {
+      if (auto g = dyn_cast<GuardOp>(op); g && g->getBlock() == &func.getBody().front()) {
         if (g.getKind() == GuardKind::equal &&
             decideShapeAssumption(ShapeAssumption::Kind::Equal, g.getLhs(), g.getRhs()) ==
                 std::optional<bool>(true))
@@ -269,7 +271,8 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
         update = createInferred(b, loc, CacheWriteOp::getOperationName(),
                                 {p.past, p.update, p.positions},
                                 {b.getNamedAttr("axis", b.getI64IntegerAttr(p.axis)),
-                                 b.getNamedAttr("in_place", b.getUnitAttr())});
+                                 b.getNamedAttr("in_place", b.getUnitAttr()),
+                                 b.getNamedAttr("valid_rows", DimsAttr::getCanonical(ctx, {total}))});
       } else {
         Value offset = SymbolicConstantOp::create(
             b, loc, RankedTensorType::get({1}, b.getI64Type()), DimsAttr::getCanonical(ctx, {pastValue}));

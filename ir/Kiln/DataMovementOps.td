@@ -313,14 +313,18 @@ def Kiln_CacheWriteOp : Kiln_Op<"cache_write", [
     whose `cache` is then the model's cache input) its kernel launches over
     `update`'s elements only and writes into `cache`'s bytes, leaving the
     other rows as they are: `zero_tail`'s zeros are not written there (the
-    attention that reads the cache masks those rows).
+    attention that reads the cache masks those rows, weighting them 0, so
+    they must be finite: kiln-generate zeroes its caches). `valid_rows` (in
+    place) is the length the present has (the attention mask's): a row at
+    or past it is the call's error, as it is past the new tensor's end.
 
     ```mlir
     %p = kiln.cache_write %cache, %new, %lengths {axis = 2 : i64, zero_tail} : (tensor<2x4x?x64xf32, #kiln.dims<[2, 4, total, 64]>>, tensor<2x4x1x64xf32>, tensor<2xi64>) -> tensor<2x4x?x64xf32, #kiln.dims<[2, 4, total, 64]>>
     ```
   }];
   let arguments = (ins Kiln_Tensor:$cache, Kiln_Tensor:$update, 1DTensorOf<[I64]>:$positions,
-                       I64Attr:$axis, UnitAttr:$zero_tail, UnitAttr:$in_place);
+                       I64Attr:$axis, UnitAttr:$zero_tail, UnitAttr:$in_place,
+                       OptionalAttr<Kiln_DimsAttr>:$valid_rows);
   let results = (outs Kiln_Tensor:$result);
 }
 

@@ -419,6 +419,7 @@ public:
       r->staged[d.mask] = {*mask, static_cast<size_t>(batch * capacity) * sizeof(int64_t)};
     }
     r->caches.resize(d.numInputs);
+    std::vector<uint8_t> zeros;
     for (auto [past, present] : d.caches) {
       const kiln_tensor_info_t &info = d.inputs[past];
       kiln_tensor_t &t = r->caches[past];
@@ -431,12 +432,20 @@ public:
       t.dims[3] = headSize;
       size_t elements = static_cast<size_t>(batch * heads * capacity * headSize);
       t.size_bytes = elements * ref::info(static_cast<ref::DType>(info.dtype)).bytes;
-      // Uninitialized: a row is read only after a step wrote it (attention
-      // reads the first past + new rows; the prefill writes the prompt's).
+      // Zeroed (host buffers are; device ones get a copy of zeros): a
+      // GroupQueryAttention decoder's attention reads the rows past a
+      // shorter sequence's end, which no step writes, with a weight of 0,
+      // and 0 times a NaN left in fresh device memory would be NaN.
       absl::StatusOr<void *> buffer = r->allocate(t.size_bytes);
       if (!buffer.ok())
         return buffer.status();
       t.data = *buffer;
+      if (r->device) {
+        if (zeros.size() < t.size_bytes)
+          zeros.assign(t.size_bytes, 0);
+        if (kiln_model_copy_to_device(model, t.data, zeros.data(), t.size_bytes) != KILN_OK)
+          return lastError("generate: zeroing a cache");
+      }
     }
     return r;
   }

@@ -42,21 +42,27 @@ func.func @decoder(%ids: tensor<?x?xi64, #kiln.dims<[b, s]>> {kiln.name = "input
 // GroupQueryAttention's present (the importer's): the past and zero rows up
 // to the mask's length, each sequence's new rows written at its own past
 // length with zeros after them. In place, the cache_write writes into the
-// cache input (no zeros: the attention masks those rows), and the concat of
-// zeros is gone.
+// cache input (no zeros: the attention masks those rows), rows at or past
+// the mask's length being the call's error (valid_rows), and the concat of
+// zeros is gone. The head dim the guard pins to 4 is 4 in the inputs.
 // CHECK-LABEL: func.func @group_query
 // CHECK-SAME: %arg1: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>> {kiln.name = "past_key_values.0.key"}
+// CHECK-NOT: kiln.guard <equal>
+// CHECK-NOT: kiln.reshape
 // CHECK-NOT: kiln.concat
 // CHECK-NOT: kiln.broadcast_to
-// CHECK: %[[W:.*]] = kiln.cache_write %arg1, %arg2, %arg3 {axis = 2 : i64, in_place} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>>, tensor<?x2x?x4xf32, #kiln.dims<[b, 2, s, 4]>>, tensor<?xi64, #kiln.dims<[b]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>>
+// CHECK: %[[W:.*]] = kiln.cache_write %arg1, %arg2, %arg3 {axis = 2 : i64, in_place, valid_rows = #kiln.dims<[total]>} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>>, tensor<?x2x?x4xf32, #kiln.dims<[b, 2, s, 4]>>, tensor<?xi64, #kiln.dims<[b]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>>
 // CHECK: %[[VALID:.*]] = kiln.slice %[[W]], {{.*}} -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total, 4]>>
 // CHECK: %[[SUM:.*]] = kiln.reduce %[[VALID]]
 // CHECK: return %[[W]], %[[SUM]]
 func.func @group_query(%mask: tensor<?x?xi64, #kiln.dims<[b, total]>> {kiln.name = "attention_mask"},
-                       %pk: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>> {kiln.name = "past_key_values.0.key"},
+                       %named: tensor<?x2x?x?xf32, #kiln.dims<[b, 2, past, head]>> {kiln.name = "past_key_values.0.key"},
                        %new: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, s, 4]>>,
                        %at: tensor<?xi64, #kiln.dims<[b]>>)
     -> (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, total, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>) {
+  kiln.guard <equal> [head, 4], "the importer's: past_key and past_value must be (batch, kv_num_heads, length, head)"
+  %dims = kiln.symbolic_constant [b, 2, past, 4] : tensor<4xi64>
+  %pk = kiln.reshape %named, %dims : (tensor<?x2x?x?xf32, #kiln.dims<[b, 2, past, head]>>, tensor<4xi64>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>>
   kiln.guard <less_equal> [past, total], "the importer's: past_key's length must not exceed total_sequence_length"
   %zero = kiln.constant dense<0.0> : tensor<f32>
   %shape = kiln.symbolic_constant [b, 2, total - past, 4] : tensor<4xi64>

@@ -67,6 +67,11 @@
 //                               defect from another)
 //   KILN_FAKE_CUDA_GRAPH_LOG    a line per capture ended and graph launched,
 //                               "capture <nodes>" / "replay <nodes>"
+//   KILN_FAKE_CUDA_ALLOC_FILL=B every byte of fresh device memory is B (0 to
+//                               255; default 0, as fresh pages are): a real
+//                               allocation's contents are whatever was there,
+//                               and 255 makes a float read before any write
+//                               NaN
 //
 // Tests put its folder first on LD_LIBRARY_PATH (scripts/with-fake-cuda.sh),
 // so the runtime's CUDA executor runs in CI; numbers come from the same
@@ -947,6 +952,12 @@ CUresult cuMemAlloc(CUdeviceptr *pointer, size_t bytes) {
       munmap(host, mapped);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  static const int fill = [] {
+    const char *b = std::getenv("KILN_FAKE_CUDA_ALLOC_FILL");
+    return b ? std::atoi(b) & 0xFF : 0;
+  }();
+  if (fill)
+    std::memset(host, fill, mapped);
   allocations[reinterpret_cast<uintptr_t>(address)] =
       Allocation{bytes, mapped, static_cast<char *>(host), context};
   context->allocated += bytes;

@@ -1103,15 +1103,14 @@ template <bool kF16> KILN_DEVICE float kiln_pair_float(uint32_t word, int half) 
   }
   return kiln_f32_bits(static_cast<uint32_t>(bits) << 16);
 }
-// Two floats as two fragment words that sum to them: `big` the pair rounded
-// (kiln_pack_pair), `small` what rounding left, rounded. A product taken
-// with each (two mma's) keeps some 16 significant bits of a value that one
-// bf16 word would round to 8: attention's softmax weights, whose bf16
+// What kiln_pack_pair(lo, hi) leaves of the two floats, as a fragment word
+// of its own (the remainders rounded): the two words sum to the pair to some
+// 16 significant bits where one bf16 word keeps 8. A product taken with each
+// (two mma's) keeps attention's softmax weights that exact, whose bf16
 // rounding alone would be as large as the output's.
-template <bool kF16> KILN_DEVICE void kiln_split_pair(float lo, float hi, uint32_t &big,
-                                                      uint32_t &small) {
-  big = kiln_pack_pair<kF16>(lo, hi);
-  small = kiln_pack_pair<kF16>(lo - kiln_pair_float<kF16>(big, 0), hi - kiln_pair_float<kF16>(big, 1));
+template <bool kF16> KILN_DEVICE uint32_t kiln_pack_rest(float lo, float hi) {
+  uint32_t big = kiln_pack_pair<kF16>(lo, hi);
+  return kiln_pack_pair<kF16>(lo - kiln_pair_float<kF16>(big, 0), hi - kiln_pair_float<kF16>(big, 1));
 }
 #endif
 #if !defined(__CUDACC_RTC__)
