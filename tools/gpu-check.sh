@@ -43,6 +43,27 @@ run_numpy_models() {
   done
 }
 
+# time_attention NAME "MAKER FLAGS" bytes|flops RUNS: bench/make_decode_attention.py's
+# inputs for NAME written on the device, the attention model's time on them
+# (kiln-run --bench RUNS --profile), what the case must move or compute, the
+# roofline's prediction (models/attention-NAME.json) and the output against
+# numpy's (one bf16 ulp), all in OUT/attention-NAME.txt.
+time_attention() {
+  local name=$1 flags=$2 measure=$3 runs=$4
+  local dir="$out/attention-$name-in" txt="$out/attention-$name.txt"
+  # shellcheck disable=SC2086
+  python3 "$root/bench/make_decode_attention.py" "$out/attention.onnx" --inputs "$dir" $flags \
+    > /dev/null 2>&1 || true
+  "$bundle/bin/kiln-run" "$bundle/models/attention.kiln" --input "q=$dir/q.pb" --input "k=$dir/k.pb" \
+    --input "v=$dir/v.pb" --input "mask=$dir/mask.pb" --output-dir "$out/attention-$name-out" \
+    --bench "$runs" --warmup 10 --profile > "$txt" 2>&1 || true
+  printf '%s: %s\n' "$measure" "$(cat "$dir/$measure.txt")" >> "$txt"
+  python3 -c "import json, sys; [print(f\"{s['name']:40} predicted {s.get('predicted_us') or 0:9.2f} us, {s.get('bytes') or 0} bytes, {s.get('flops') or 0} flops\") for s in json.load(open(sys.argv[1]))['roofline']['steps'] if s['kind'] == 'kernel']" \
+    "$bundle/models/attention-$name.json" >> "$txt" 2>&1 || true
+  python3 "$root/test/run/compare_outputs.py" "$out/attention-$name-out/output_0.pb" "$dir/want.pb" \
+    --atol 0.008 >> "$txt" 2>&1 || true
+}
+
 # decoder_inputs: kiln-run's --input flags for the decode step's inputs.
 decoder_inputs() {
   local f
@@ -362,35 +383,16 @@ PY
   echo "== decode attention alone: the kernel's time against moving its cache once at the device's"
   echo "   bandwidth (bytes.txt), beside the roofline's prediction; its output against numpy's"
   for past in 512 2048; do
-    dir="$out/attention-$past-in"
-    python3 "$root/bench/make_decode_attention.py" "$out/attention.onnx" --inputs "$dir" \
-      --past "$past" > /dev/null 2>&1 || true
-    "$bundle/bin/kiln-run" "$bundle/models/attention.kiln" --input "q=$dir/q.pb" --input "k=$dir/k.pb" \
-      --input "v=$dir/v.pb" --input "mask=$dir/mask.pb" --output-dir "$out/attention-$past-out" \
-      --bench 200 --warmup 20 --profile > "$out/attention-$past.txt" 2>&1 || true
-    printf 'bytes to move: %s\n' "$(cat "$dir/bytes.txt")" >> "$out/attention-$past.txt"
-    python3 -c "import json, sys; [print(f\"{s['name']:40} predicted {s.get('predicted_us') or 0:9.2f} us, {s.get('bytes') or 0} bytes\") for s in json.load(open(sys.argv[1]))['roofline']['steps'] if s['kind'] == 'kernel']" \
-      "$bundle/models/attention-$past.json" >> "$out/attention-$past.txt" 2>&1 || true
-    python3 "$root/test/run/compare_outputs.py" "$out/attention-$past-out/output_0.pb" "$dir/want.pb" \
-      --atol 0.008 >> "$out/attention-$past.txt" 2>&1 || true
+    time_attention "$past" "--past $past" bytes 200
     echo "-- past $past" && cat "$out/attention-$past.txt"
   done
 
   echo "== a prompt's attention alone (512 tokens, causal, the same model; tensor cores): kiln's kernel"
   echo "   beside torch's scaled_dot_product_attention on the same inputs, with the mask and is_causal"
-  dir="$out/attention-prompt-512-in"
-  python3 "$root/bench/make_decode_attention.py" "$out/attention.onnx" --inputs "$dir" \
-    --prompt 512 > /dev/null 2>&1 || true
-  "$bundle/bin/kiln-run" "$bundle/models/attention.kiln" --input "q=$dir/q.pb" --input "k=$dir/k.pb" \
-    --input "v=$dir/v.pb" --input "mask=$dir/mask.pb" --output-dir "$out/attention-prompt-512-out" \
-    --bench 100 --warmup 10 --profile > "$out/attention-prompt-512.txt" 2>&1 || true
-  printf 'flops (every key): %s\n' "$(cat "$dir/flops.txt")" >> "$out/attention-prompt-512.txt"
-  python3 -c "import json, sys; [print(f\"{s['name']:40} predicted {s.get('predicted_us') or 0:9.2f} us\") for s in json.load(open(sys.argv[1]))['roofline']['steps'] if s['kind'] == 'kernel']" \
-    "$bundle/models/attention-prompt-512.json" >> "$out/attention-prompt-512.txt" 2>&1 || true
-  python3 "$root/test/run/compare_outputs.py" "$out/attention-prompt-512-out/output_0.pb" "$dir/want.pb" \
-    --atol 0.008 >> "$out/attention-prompt-512.txt" 2>&1 || true
+  time_attention prompt-512 "--prompt 512" flops 100
   for how in "" --causal; do
-    timeout 120 python3 "$root/tools/gpu/attention_bench.py" "$dir" $how >> "$out/attention-prompt-512.txt" 2>&1 || true
+    timeout 120 python3 "$root/tools/gpu/attention_bench.py" "$out/attention-prompt-512-in" $how \
+      >> "$out/attention-prompt-512.txt" 2>&1 || true
   done
   cat "$out/attention-prompt-512.txt"
 

@@ -623,48 +623,51 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
 }
 
 //===----------------------------------------------------------------------===//
-// cache_write
+// cache_write, cache_update
 //===----------------------------------------------------------------------===//
 
-LogicalResult CacheWriteOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
-                                             Adaptor adaptor, InferredTypes &inferred) {
-  StringRef name = getOperationName();
-  RankedTensorType cache = tensorType(adaptor.getCache());
-  RankedTensorType update = tensorType(adaptor.getUpdate());
+/// What both cache writes ask of their rows: `update` has `cache`'s rank and
+/// element type, and its dims but along the axis. The axis, normalized.
+static FailureOr<int64_t> checkCacheRows(std::optional<Location> location, StringRef name,
+                                         RankedTensorType cache, RankedTensorType update,
+                                         int64_t axisAttr) {
   int64_t rank = cache.getRank();
-  if (rank < 2 || update.getRank() != rank || update.getElementType() != cache.getElementType())
-    return emitShapeError(location, name,
-                          "update must have the cache's rank (2 or more) and element type");
-  FailureOr<int64_t> axis = normalizeAxis(location, name, adaptor.getAxis(), rank);
+  if (update.getRank() != rank || update.getElementType() != cache.getElementType())
+    return emitShapeError(location, name, "update must have the cache's rank and element type");
+  FailureOr<int64_t> axis = normalizeAxis(location, name, axisAttr, rank);
   if (failed(axis))
     return failure();
-  if (*axis == 0)
-    return emitShapeError(location, name, "axis must not be the batch dim 0");
   SymShape c = getSymShape(cache), u = getSymShape(update);
   for (int64_t i = 0; i < rank; ++i)
     if (i != *axis &&
         failed(unifyDims(location, name, c[i], u[i], "dim " + Twine(i) + " of update")))
       return failure();
-  SymShape p = getSymShape(tensorType(adaptor.getPositions()));
+  return axis;
+}
+
+LogicalResult CacheWriteOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                             Adaptor adaptor, InferredTypes &inferred) {
+  StringRef name = getOperationName();
+  RankedTensorType cache = tensorType(adaptor.getCache());
+  FailureOr<int64_t> axis =
+      checkCacheRows(location, name, cache, tensorType(adaptor.getUpdate()), adaptor.getAxis());
+  if (failed(axis))
+    return failure();
+  if (*axis == 0)
+    return emitShapeError(location, name, "axis must not be the batch dim 0");
+  SymShape c = getSymShape(cache), p = getSymShape(tensorType(adaptor.getPositions()));
   if (failed(unifyDims(location, name, c[0], p[0], "positions (one a sequence)")))
     return failure();
   inferred.push_back(cache);
   return success();
 }
 
-//===----------------------------------------------------------------------===//
-// cache_update
-//===----------------------------------------------------------------------===//
-
 LogicalResult CacheUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                               Adaptor adaptor, InferredTypes &inferred) {
   StringRef name = getOperationName();
   RankedTensorType cache = tensorType(adaptor.getCache());
   RankedTensorType update = tensorType(adaptor.getUpdate());
-  int64_t rank = cache.getRank();
-  if (update.getRank() != rank || update.getElementType() != cache.getElementType())
-    return emitShapeError(location, name, "update must have the cache's rank and element type");
-  FailureOr<int64_t> axis = normalizeAxis(location, name, adaptor.getAxis(), rank);
+  FailureOr<int64_t> axis = checkCacheRows(location, name, cache, update, adaptor.getAxis());
   if (failed(axis))
     return failure();
   FailureOr<int64_t> length = staticLength(location, name, adaptor.getOffset(), "offset");
@@ -673,12 +676,6 @@ LogicalResult CacheUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   if (*length != 1)
     return emitShapeError(location, name, "offset must hold one position");
   SymShape c = getSymShape(cache), u = getSymShape(update);
-  for (int64_t i = 0; i < rank; ++i) {
-    if (i == *axis)
-      continue;
-    if (failed(unifyDims(location, name, c[i], u[i], "dim " + Twine(i) + " of update")))
-      return failure();
-  }
   // The rows written must fit: checked where both are known; kiln-kv-cache-in-place
   // guards the symbolic case (offset + rows <= the cache's length).
   SymShape offset = knownOrUnknown(adaptor.getOffset(), 1);

@@ -175,24 +175,30 @@ def torch_sdpa(out):
     save_set(out, "attn_torch", 0, {"q": q, "k": k, "v": v, "seen": seen}, [want])
 
 
-def gqa(out):
-    heads, kv_heads, d = 8, 2, 16
-    groups = heads // kv_heads
+def grouped_chain(q, k, v, mask, y):
+    """transformers' repeat_kv (Unsqueeze, Expand, Reshape) on k and v, then
+    the chain, the scale a Div by root_d: the nodes from q, k, v, mask to y."""
     nodes = []
-    for n in "kv":
+    for n, x in (("k", k), ("v", v)):
         nodes += [
-            helper.make_node("Unsqueeze", [n, "at_group"], [n + "_one"]),
+            helper.make_node("Unsqueeze", [x, "at_group"], [n + "_one"]),
             helper.make_node("Expand", [n + "_one", "groups"], [n + "_wide"]),
             helper.make_node("Reshape", [n + "_wide", "merged"], [n + "_rep"]),
         ]
-    nodes += [
+    return nodes + [
         helper.make_node("Transpose", ["k_rep"], ["kt"], perm=[0, 1, 3, 2]),
-        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("MatMul", [q, "kt"], ["scores"]),
         helper.make_node("Div", ["scores", "root_d"], ["scaled"]),
-        helper.make_node("Add", ["scaled", "mask"], ["masked"]),
+        helper.make_node("Add", ["scaled", mask], ["masked"]),
         helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
-        helper.make_node("MatMul", ["probs", "v_rep"], ["y"]),
+        helper.make_node("MatMul", ["probs", "v_rep"], [y]),
     ]
+
+
+def gqa(out):
+    heads, kv_heads, d = 8, 2, 16
+    groups = heads // kv_heads
+    nodes = grouped_chain("q", "k", "v", "mask", "y")
     graph = helper.make_graph(
         nodes, "attn_gqa",
         [helper.make_tensor_value_info("q", T.FLOAT, ["b", heads, "sq", d]),
@@ -230,21 +236,8 @@ def prefill_bf16(out):
     groups = heads // kv_heads
     nodes = [helper.make_node("Cast", [n], [n + "_h"], to=T.BFLOAT16) for n in "qkv"]
     nodes.append(helper.make_node("Cast", ["mask"], ["mask_h"], to=T.BFLOAT16))
-    for n in "kv":
-        nodes += [
-            helper.make_node("Unsqueeze", [n + "_h", "at_group"], [n + "_one"]),
-            helper.make_node("Expand", [n + "_one", "groups"], [n + "_wide"]),
-            helper.make_node("Reshape", [n + "_wide", "merged"], [n + "_rep"]),
-        ]
-    nodes += [
-        helper.make_node("Transpose", ["k_rep"], ["kt"], perm=[0, 1, 3, 2]),
-        helper.make_node("MatMul", ["q_h", "kt"], ["scores"]),
-        helper.make_node("Div", ["scores", "root_d"], ["scaled"]),
-        helper.make_node("Add", ["scaled", "mask_h"], ["masked"]),
-        helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
-        helper.make_node("MatMul", ["probs", "v_rep"], ["y_h"]),
-        helper.make_node("Cast", ["y_h"], ["y"], to=T.FLOAT),
-    ]
+    nodes += grouped_chain("q_h", "k_h", "v_h", "mask_h", "y_h")
+    nodes.append(helper.make_node("Cast", ["y_h"], ["y"], to=T.FLOAT))
     graph = helper.make_graph(
         nodes, "attn_prefill_bf16",
         [helper.make_tensor_value_info("q", T.FLOAT, ["b", heads, "s", d]),
