@@ -195,21 +195,27 @@ def grouped_chain(q, k, v, mask, y):
     ]
 
 
+def grouped_graph(name, nodes, heads, kv_heads, d, sq, sk, root_d):
+    """The graph of grouped_chain's nodes: float32 q [b, heads, sq, d], k and
+    v [b, kv_heads, sk, d] and an additive mask [b, 1, sq, sk] in, y out;
+    repeat_kv's constants and root_d (an initializer) beside them."""
+    return helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("q", T.FLOAT, ["b", heads, sq, d]),
+         helper.make_tensor_value_info("k", T.FLOAT, ["b", kv_heads, sk, d]),
+         helper.make_tensor_value_info("v", T.FLOAT, ["b", kv_heads, sk, d]),
+         helper.make_tensor_value_info("mask", T.FLOAT, ["b", 1, sq, sk])],
+        [helper.make_tensor_value_info("y", T.FLOAT, ["b", heads, sq, d])],
+        [numpy_helper.from_array(np.array([2], np.int64), "at_group"),
+         numpy_helper.from_array(np.array([1, 1, heads // kv_heads, 1, 1], np.int64), "groups"),
+         numpy_helper.from_array(np.array([0, heads, -1, d], np.int64), "merged"), root_d])
+
+
 def gqa(out):
     heads, kv_heads, d = 8, 2, 16
     groups = heads // kv_heads
-    nodes = grouped_chain("q", "k", "v", "mask", "y")
-    graph = helper.make_graph(
-        nodes, "attn_gqa",
-        [helper.make_tensor_value_info("q", T.FLOAT, ["b", heads, "sq", d]),
-         helper.make_tensor_value_info("k", T.FLOAT, ["b", kv_heads, "sk", d]),
-         helper.make_tensor_value_info("v", T.FLOAT, ["b", kv_heads, "sk", d]),
-         helper.make_tensor_value_info("mask", T.FLOAT, ["b", 1, "sq", "sk"])],
-        [helper.make_tensor_value_info("y", T.FLOAT, ["b", heads, "sq", d])],
-        [numpy_helper.from_array(np.array([2], np.int64), "at_group"),
-         numpy_helper.from_array(np.array([1, 1, groups, 1, 1], np.int64), "groups"),
-         numpy_helper.from_array(np.array([0, heads, -1, d], np.int64), "merged"),
-         numpy_helper.from_array(np.array(8.0, np.float32), "root_d")])
+    graph = grouped_graph("attn_gqa", grouped_chain("q", "k", "v", "mask", "y"), heads, kv_heads,
+                          d, "sq", "sk", numpy_helper.from_array(np.array(8.0, np.float32), "root_d"))
     save_model(out, "attn_gqa", graph)
     rng = np.random.default_rng(19)
     for n, (b, sq, sk) in enumerate([(1, 1, 700), (2, 1, 1100), (2, 3, 40), (1, 20, 300)]):
@@ -238,17 +244,8 @@ def prefill_bf16(out):
     nodes.append(helper.make_node("Cast", ["mask"], ["mask_h"], to=T.BFLOAT16))
     nodes += grouped_chain("q_h", "k_h", "v_h", "mask_h", "y_h")
     nodes.append(helper.make_node("Cast", ["y_h"], ["y"], to=T.FLOAT))
-    graph = helper.make_graph(
-        nodes, "attn_prefill_bf16",
-        [helper.make_tensor_value_info("q", T.FLOAT, ["b", heads, "s", d]),
-         helper.make_tensor_value_info("k", T.FLOAT, ["b", kv_heads, "s", d]),
-         helper.make_tensor_value_info("v", T.FLOAT, ["b", kv_heads, "s", d]),
-         helper.make_tensor_value_info("mask", T.FLOAT, ["b", 1, "s", "s"])],
-        [helper.make_tensor_value_info("y", T.FLOAT, ["b", heads, "s", d])],
-        [numpy_helper.from_array(np.array([2], np.int64), "at_group"),
-         numpy_helper.from_array(np.array([1, 1, groups, 1, 1], np.int64), "groups"),
-         numpy_helper.from_array(np.array([0, heads, -1, d], np.int64), "merged"),
-         helper.make_tensor("root_d", T.BFLOAT16, [], [8.0])])
+    graph = grouped_graph("attn_prefill_bf16", nodes, heads, kv_heads, d, "s", "s",
+                          helper.make_tensor("root_d", T.BFLOAT16, [], [8.0]))
     save_model(out, "attn_prefill_bf16", graph)
     rng = np.random.default_rng(23)
     # (b, s): 4 query heads' rows of 100 positions, 12 whole tiles of 32
