@@ -82,15 +82,23 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
   void pinSymbolsToConstants(func::FuncOp func) {
     MLIRContext *ctx = func.getContext();
     llvm::DenseMap<AffineExpr, AffineExpr> pinned;
-    // Only the function's own guards: one inside a branch holds on that
-    // branch alone.
+    // Only symbols that name an input's dim, which the runtime then checks
+    // against the constant (not a size read from data: its guard would go
+    // unchecked), and only the function's own guards (one inside a branch
+    // holds on that branch alone).
+    llvm::DenseSet<AffineExpr> inputDims;
+    for (Type t : func.getArgumentTypes())
+      if (auto ranked = dyn_cast<RankedTensorType>(t))
+        for (DimExpr e : getSymShape(ranked))
+          if (e && e.getKind() == AffineExprKind::SymbolId)
+            inputDims.insert(e);
     for (GuardOp g : func.getBody().front().getOps<GuardOp>()) {
       if (g.getKind() != GuardKind::equal)
         continue;
       AffineExpr a = g.getLhs(), b = g.getRhs();
       if (b && b.getKind() == AffineExprKind::SymbolId)
         std::swap(a, b);
-      if (a && b && a.getKind() == AffineExprKind::SymbolId && isa<AffineConstantExpr>(b))
+      if (a && b && inputDims.contains(a) && isa<AffineConstantExpr>(b))
         pinned.try_emplace(a, b);
     }
     if (pinned.empty())
