@@ -445,6 +445,7 @@ private:
   LogicalResult emitCountNonZero(CountNonZeroOp root);
   LogicalResult emitCompactNonZero(CompactNonZeroOp root);
   LogicalResult emitNmsSelect(NmsSelectOp root);
+  void openTensorCoreBlock();
   /// `mmaF16` (empty: none) is "true" or "false": P V on tensor cores where
   /// the tile's `mma` says so, of fp16 (or bf16) operands.
   void emitOnlineSoftmaxStep(const std::string &acc, const std::string &ninf,

@@ -17,6 +17,16 @@ static int64_t attentionTile(int64_t d, int64_t dv, int64_t computeBytes) {
   return tile;
 }
 
+/// Opens the attention kernel's tensor-core branch (where `mma`, and the
+/// device has mma.sync) with a warp's lanes as the fragments number them:
+/// `quad` the row (A, D) or column (B) group, `tq` the pair within it.
+void KernelEmitter::openTensorCoreBlock() {
+  line("#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800");
+  openBlock("if (mma) {");
+  line("const int warps = (int)blockDim.x >> 5, warp = (int)threadIdx.x >> 5;");
+  line("const int quad = ((int)threadIdx.x & 31) >> 2, tq = (int)threadIdx.x & 3;");
+}
+
 /// One key tile's step of the attention kernel's online softmax, per query
 /// row of the tile: the new maximum over the tile's scores (ps), the scores
 /// turned into weights, the running sum and the output accumulator (os)
@@ -76,10 +86,7 @@ void KernelEmitter::emitOnlineSoftmaxStep(const std::string &acc, const std::str
     // small weights stay normal numbers rather than losing their bits as
     // subnormals. Weights past the tile's last key are 0 (their scores were
     // -inf), and so are those keys' values (loaded as 0).
-    line("#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800");
-    openBlock("if (mma) {");
-    line("const int warps = (int)blockDim.x >> 5, warp = (int)threadIdx.x >> 5;");
-    line("const int quad = ((int)threadIdx.x & 31) >> 2, tq = (int)threadIdx.x & 3;");
+    openTensorCoreBlock();
     const std::string f16 = mmaF16, units = "rowTiles16 * (" + DV + " / 8)";
     openBlock("for (int u = warp; u < " + units + "; u += warps) {");
     line("const int r0 = u / (" + DV + " / 8) * 16, e0 = u % (" + DV + " / 8) * 8;");
@@ -398,11 +405,6 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
         return load(q, "qs[t]", at(qPrefix, "i", "c"));
       })))
     return failure();
-  // Tensor cores read whole tiles: the rows past the last are 0 (their
-  // results are not stored), and so are the keys' and values' (below).
-  if (!mmaF16.empty())
-    line("if (mma) for (int64_t t = nr * " + D + " + threadIdx.x; t < " + BR + " * " + D +
-         "; t += blockDim.x) qs[t] = 0.0f;");
   line("for (int64_t t = threadIdx.x; t < " + std::string(mmaF16.empty() ? "nr" : BR) + " * " +
        DV + "; t += blockDim.x) os[t] = (" + acc + ")0;");
   // (Tensor cores rescale whole tiles: the rows past the last get alpha 1.)
@@ -421,23 +423,18 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
         return load(v, "vs[t]", at(kvPrefix, "j", "c"));
       })))
     return failure();
-  if (!mmaF16.empty()) {
-    openBlock("if (mma) {");
-    line("for (int64_t t = nc * " + KS + " + threadIdx.x; t < " + BC + " * " + KS +
-         "; t += blockDim.x) ks[t] = 0.0f;");
-    line("for (int64_t t = nc * " + DV + " + threadIdx.x; t < " + BC + " * " + DV +
+  // Tensor cores read whole tiles. Rows of queries and keys past the
+  // tile's end only make scores that are not kept; but a value row past it
+  // meets a weight of 0, and 0 times a stale NaN is NaN: those are 0.
+  if (!mmaF16.empty())
+    line("if (mma) for (int64_t t = nc * " + DV + " + threadIdx.x; t < " + BC + " * " + DV +
          "; t += blockDim.x) vs[t] = 0.0f;");
-    closeBlock();
-  }
   line("__syncthreads();");
   if (!mmaF16.empty()) {
     // Q K^T on tensor cores: a warp takes a tile of 16 rows by 8 keys at a
     // time, D / 16 steps, and leaves the dot products in ps for the scores'
     // loop below (scale, mask, -inf past the last key).
-    line("#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800");
-    openBlock("if (mma) {");
-    line("const int warps = (int)blockDim.x >> 5, warp = (int)threadIdx.x >> 5;");
-    line("const int quad = ((int)threadIdx.x & 31) >> 2, tq = (int)threadIdx.x & 3;");
+    openTensorCoreBlock();
     openBlock("for (int u = warp; u < rowTiles16 * (" + BC + " / 8); u += warps) {");
     line("const int r0 = u / (" + BC + " / 8) * 16, c0 = u % (" + BC + " / 8) * 8;");
     line("float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};");
