@@ -4,6 +4,7 @@
 
 #include "driver/PlanGraph.h"
 
+#include "kiln/artifact/DeviceModel.h"
 #include "kiln/artifact/StepWork.h"
 #include "kiln/reference/Tensor.h"
 
@@ -14,19 +15,7 @@
 namespace kiln {
 namespace {
 
-// H200 SXM. Bandwidth: what streaming kernels reach of its 4.8 TB/s HBM3e.
-// Peaks: dense, without sparsity. A launch: the stream's cost per kernel or
-// library call without CUDA graphs.
-constexpr double kBandwidthBytesPerUs = 4.3e6; // 4.3 TB/s
-// L2 reads: an assumption until a GPU measures it (docs/performance.md): a
-// microbenchmark of the PCIe H100 (114 SMs) read about 5.5 TB/s from L2;
-// the SXM part's 132 SMs at higher clocks, about 7.
-constexpr double kL2BytesPerUs = 7e6;          // 7 TB/s
-constexpr double kFp32FlopsPerUs = 67e6;       // CUDA cores, fp32 FMA
-constexpr double kTf32FlopsPerUs = 495e6;      // tensor cores
-constexpr double kHalfFlopsPerUs = 989e6;      // tensor cores, fp16/bf16 in
-constexpr double kInt8OpsPerUs = 1979e6;       // tensor cores, int8 or fp8 (e4m3) in
-constexpr double kLaunchUs = 2.0;
+using namespace device_model;
 
 double peakFlopsPerUs(artifact::FlopUnit unit) {
   switch (unit) {

@@ -1,9 +1,14 @@
-//===- Fp8Matmuls.cpp - matmuls with constant weights on FP8 tensor cores -===//
+//===- Fp8Matmuls.cpp - matmuls and convs with constant weights on FP8 tensor cores ===//
 //
 // `kiln-compile --precision fp8 --calibrate DIR`. A matmul of an activation by
 // a constant weight matrix becomes cuBLASLt's FP8 matmul: both operands in
 // e4m3 with one scale each (per tensor), fp32 accumulation, the scales'
 // product as the call's alpha, the bias and activation in its epilogue.
+// A 2-D convolution by a constant filter becomes the same call over its
+// input's patches (passes/ConvPatches.h: the kernel that quantizes the
+// activation writes its patch rows, KH * KW * C a row, padded to a multiple
+// of 16 with zero taps), its result reshaped and transposed back to NCHW; a
+// residual the conv added is added after, with the ReLU.
 //
 // - The weight's scale is the power of two at or above its largest magnitude
 //   over e4m3's largest finite value (448; scaleFor says why a power of two);
@@ -21,17 +26,22 @@
 // matmul of two activations (attention's, when not fused), a transposed
 // activation, K not a multiple of 16 or N not of 8 (cuBLASLt's FP8
 // alignment: 16-byte rows of e4m3 and of the 16-bit result), an activation
-// cuBLASLt's FP8 epilogues lack, or an activation the calibration never
-// reached (no data set runs it).
+// cuBLASLt's FP8 epilogues lack, a conv ConvPatchBuilder refuses or with
+// output channels not a multiple of 8, or an activation the calibration
+// never reached (no data set runs it).
 //===----------------------------------------------------------------------===//
 
 #include "passes/ConstantValues.h"
+#include "passes/ConvPatches.h"
+#include "passes/Matching.h"
 #include "passes/Passes.h"
 
 #include "interpreter/Interpreter.h"
 #include "ir/Kiln/KilnDialect.h"
 #include "ir/Kiln/SymbolicDims.h"
 #include "runtime/tools/TensorFiles.h"
+
+#include "kiln/artifact/DeviceModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -81,6 +91,50 @@ bool isCandidate(MatmulOp m) {
   int64_t k = rhs.getDimSize(m.getTransposeRhs() ? 1 : 0);
   int64_t n = rhs.getDimSize(m.getTransposeRhs() ? 0 : 1);
   return k % 16 == 0 && n % 8 == 0 && k > 0 && n > 0;
+}
+
+/// Whether the device model predicts `c` faster as the FP8 product of its
+/// input's patches than as a bf16 convolution, per output position. With a
+/// symbolic batch, at a large batch: the regime FP8 is for, where the patch
+/// kernel's launch and the filter's bytes, shared by the batch, drop out.
+/// With a static batch, the patch kernel's launch is shared by that batch's
+/// positions only (a model exported at batch 1 keeps its convs). The bf16 conv (cuDNN's implicit GEMM) reads its input once (2
+/// bytes an element) and writes its result (2 bytes a channel), 2 M K flops
+/// at the fp16/bf16 rate; the FP8 form reads the input too, writes K' bytes
+/// of patch row (a write of each input element per filter tap it meets),
+/// reads them back in the product, writes the result, and does its 2 M K'
+/// flops at the fp8 rate. So a conv gains where it is compute-bound and its
+/// channels are many (ResNet's 512-channel stage), and loses where its
+/// patches outweigh its arithmetic (few channels, a 7x7 stem).
+bool fp8PredictedFaster(ConvOp c) {
+  using namespace device_model;
+  auto x = cast<RankedTensorType>(c.getInput().getType());
+  auto y = cast<RankedTensorType>(c.getType());
+  ConvPatchBuilder patches(c);
+  double m = static_cast<double>(patches.outputChannels()), k = static_cast<double>(patches.taps()),
+         paddedK = std::ceil(k / 16) * 16;
+  double inputBytes = 2.0 * static_cast<double>(x.getDimSize(1) * x.getDimSize(2) * x.getDimSize(3)) /
+                      static_cast<double>(y.getDimSize(2) * y.getDimSize(3));
+  double bf16 = std::max(2 * m * k / kHalfFlopsPerUs, (inputBytes + 2 * m) / kBandwidthBytesPerUs);
+  double fp8 = (inputBytes + paddedK) / kBandwidthBytesPerUs +
+               std::max(2 * m * paddedK / kInt8OpsPerUs, (paddedK + 2 * m) / kBandwidthBytesPerUs);
+  if (!x.isDynamicDim(0))
+    fp8 += kLaunchUs / static_cast<double>(x.getDimSize(0) * y.getDimSize(2) * y.getDimSize(3));
+  return fp8 < bf16;
+}
+
+/// A conv this pass can rewrite: an f32 activation by a constant f32 filter,
+/// a conv ConvPatchBuilder takes, with output channels (the matmul's N) a
+/// multiple of 8.
+bool isCandidate(ConvOp c) {
+  if (!isa<func::FuncOp>(c->getParentOp()) || !c.getFilter().getDefiningOp<ConstantOp>() ||
+      !ConvPatchBuilder::refusal(c).empty())
+    return false;
+  auto x = cast<RankedTensorType>(c.getInput().getType());
+  auto w = cast<RankedTensorType>(c.getFilter().getType());
+  return x.getElementType().isF32() && w.getElementType().isF32() &&
+         cast<RankedTensorType>(c.getType()).getElementType().isF32() && w.getDimSize(0) % 8 == 0 &&
+         w.getDimSize(0) > 0;
 }
 
 /// The data sets of a calibration folder: its test_data_set_* folders in
@@ -189,10 +243,12 @@ struct Fp8MatmulsPass : public impl::Fp8MatmulsPassBase<Fp8MatmulsPass> {
     func::FuncOp func = getOperation();
     if (func.getBody().empty())
       return;
-    SmallVector<MatmulOp> candidates;
-    func.walk([&](MatmulOp m) {
-      if (isCandidate(m))
-        candidates.push_back(m);
+    SmallVector<Operation *> candidates;
+    func.walk([&](Operation *op) {
+      if (auto m = dyn_cast<MatmulOp>(op); m && isCandidate(m))
+        candidates.push_back(op);
+      if (auto c = dyn_cast<ConvOp>(op); c && isCandidate(c) && (everyConv || fp8PredictedFaster(c)))
+        candidates.push_back(op);
     });
     if (candidates.empty())
       return;
@@ -204,29 +260,31 @@ struct Fp8MatmulsPass : public impl::Fp8MatmulsPassBase<Fp8MatmulsPass> {
     FailureOr<DenseMap<Operation *, double>> ranges = calibrate(func, candidates);
     if (failed(ranges))
       return signalPassFailure();
-    for (MatmulOp m : candidates) {
-      auto it = ranges->find(m);
+    for (Operation *op : candidates) {
+      auto it = ranges->find(op);
       if (it == ranges->end())
         continue; // no data set reaches it
       if (!std::isfinite(it->second)) {
-        m.emitError() << "--calibrate: the matmul's activation is infinite or NaN on the "
-                         "calibration sets: no FP8 scale holds it";
+        op->emitError() << "--calibrate: the " << (isa<ConvOp>(op) ? "conv" : "matmul")
+                        << "'s activation is infinite or NaN on the calibration sets: no FP8 "
+                           "scale holds it";
         return signalPassFailure();
       }
-      rewrite(m, it->second);
+      if (auto m = dyn_cast<MatmulOp>(op))
+        rewrite(m, it->second);
+      else
+        rewrite(cast<ConvOp>(op), it->second);
     }
   }
 
   /// The largest magnitude each candidate's activation reaches over the
   /// calibration sets (candidates no set runs are absent).
   FailureOr<DenseMap<Operation *, double>> calibrate(func::FuncOp func,
-                                                     ArrayRef<MatmulOp> candidates) {
+                                                     ArrayRef<Operation *> candidates) {
     FailureOr<std::vector<std::string>> sets = calibrationSets(func, calibration);
     if (failed(sets))
       return failure();
-    llvm::DenseSet<Operation *> wanted;
-    for (MatmulOp m : candidates)
-      wanted.insert(m);
+    llvm::DenseSet<Operation *> wanted(candidates.begin(), candidates.end());
     DenseMap<Operation *, double> ranges;
     InterpretOptions options;
     options.observe = [&](Operation *op, ArrayRef<const ref::Tensor *> operands) {
@@ -259,40 +317,107 @@ struct Fp8MatmulsPass : public impl::Fp8MatmulsPassBase<Fp8MatmulsPass> {
     auto rhsType = cast<RankedTensorType>(m.getRhs().getType());
     bool transposed = m.getTransposeRhs();
     int64_t k = rhsType.getDimSize(transposed ? 1 : 0), n = rhsType.getDimSize(transposed ? 0 : 1);
-    double weightRange = 0;
-    for (double v : *w)
-      weightRange = std::fmax(weightRange, std::fabs(v));
-    double sw = scaleFor(weightRange), sx = scaleFor(activationRange);
     // [N, K]: row j holds column j of the [K, N] weight.
-    std::vector<APFloat> quantized;
-    quantized.reserve(w->size());
+    std::vector<double> rows;
+    rows.reserve(w->size());
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < k; ++i)
-        quantized.push_back(toE4m3((*w)[transposed ? j * k + i : i * n + j] / sw));
+        rows.push_back((*w)[transposed ? j * k + i : i * n + j]);
     OpBuilder b(m);
     Location loc = m.getLoc();
-    Type e4m3 = b.getType<Float8E4M3FNType>();
-    auto weightType = RankedTensorType::get({n, k}, e4m3);
-    Value weight = ConstantOp::create(
-        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(weightType, quantized)));
-    // x / sx as e4m3, saturating: the cast is marked for kiln-lower-precision,
-    // which otherwise keeps a float8 cast's inputs in fp32.
-    Value x = m.getLhs();
-    auto scalarType = RankedTensorType::get({}, b.getF32Type());
-    Value inverse = ConstantOp::create(
-        b, loc,
-        cast<ElementsAttr>(DenseElementsAttr::get(scalarType, ArrayRef<float>{float(1.0 / sx)})));
-    Value scaled = MulOp::create(b, loc, x.getType(), x, inverse);
-    auto quantize = CastOp::create(b, loc, llvm::cast<RankedTensorType>(x.getType()).clone(e4m3),
-                                   scaled, e4m3);
-    quantize->setAttr(kFp8OperandAttr, b.getUnitAttr());
-    auto product = MatmulOp::create(b, loc, m.getType(), quantize.getResult(), weight, m.getBias(),
-                                    m.getActivation(), /*transpose_lhs=*/false,
+    auto [weight, sw] = quantizedWeight(b, loc, rows, n, k);
+    double sx = scaleFor(activationRange);
+    auto product = MatmulOp::create(b, loc, m.getType(), quantized(b, loc, m.getLhs(), sx), weight,
+                                    m.getBias(), m.getActivation(), /*transpose_lhs=*/false,
                                     /*transpose_rhs=*/true, APFloat(sx * sw), TypeAttr());
     m.getResult().replaceAllUsesWith(product.getResult());
     Value oldWeight = m.getRhs();
     m.erase();
     eraseDeadWeight(oldWeight);
+  }
+
+  /// The conv as the FP8 matmul of its input's patches by its filter's rows,
+  /// the bias in the call's epilogue; the ReLU too unless a residual comes
+  /// first (added after, in the result's layout, with the ReLU: elementwise
+  /// ops the next kernel takes).
+  void rewrite(ConvOp conv, double activationRange) {
+    std::optional<std::vector<double>> filter = readFloats(conv.getFilter());
+    if (!filter)
+      return;
+    ConvPatchBuilder patches(conv);
+    int64_t k = (patches.taps() + 15) / 16 * 16, n = patches.outputChannels();
+    Value rows = patches.patches(conv.getInput(), 16);
+    if (!rows)
+      return;
+    OpBuilder b(conv);
+    Location loc = conv.getLoc();
+    auto [weight, sw] = quantizedWeight(b, loc, patches.filterRows(*filter, k), n, k);
+    double sx = scaleFor(activationRange);
+    Value residual = conv.getResidual();
+    Activation activation = residual ? Activation::none : conv.getActivation();
+    SmallVector<Value> operands = {quantized(b, loc, rows, sx), weight};
+    if (Value bias = conv.getBias())
+      operands.push_back(bias);
+    Value product = patches.make(
+        MatmulOp::getOperationName(), operands,
+        {b.getNamedAttr("transpose_rhs", b.getBoolAttr(true)),
+         b.getNamedAttr("alpha", b.getF64FloatAttr(sx * sw)),
+         b.getNamedAttr("activation", ActivationAttr::get(b.getContext(), activation))});
+    Value y = patches.asConvResult(product);
+    if (y && residual)
+      y = patches.make(AddOp::getOperationName(), {y, residual});
+    if (y && residual && conv.getActivation() == Activation::relu) {
+      auto scalarType = RankedTensorType::get({}, b.getF32Type());
+      Value zero = ConstantOp::create(
+          b, loc, cast<ElementsAttr>(DenseElementsAttr::get(scalarType, ArrayRef<float>{0.0f})));
+      y = patches.make(MaxOp::getOperationName(), {y, zero});
+    }
+    if (!y || y.getType() != conv.getType()) {
+      // A shape function refused a step (not expected of a conv
+      // ConvPatchBuilder takes): the conv stays, the unread steps go.
+      if (y)
+        eraseUnreadProducers(y);
+      else
+        eraseUnreadProducers(product ? product : rows);
+      return;
+    }
+    conv.getResult().replaceAllUsesWith(y);
+    Value oldFilter = conv.getFilter();
+    conv.erase();
+    eraseDeadWeight(oldFilter);
+  }
+
+  /// `rows` ([N, K] row-major, cuBLASLt's FP8 layout: kiln's b transposed)
+  /// as an e4m3 constant, divided by its scale (scaleFor), and the scale.
+  static std::pair<Value, double> quantizedWeight(OpBuilder &b, Location loc,
+                                                  ArrayRef<double> rows, int64_t n, int64_t k) {
+    double range = 0;
+    for (double v : rows)
+      range = std::fmax(range, std::fabs(v));
+    double scale = scaleFor(range);
+    std::vector<APFloat> codes;
+    codes.reserve(rows.size());
+    for (double v : rows)
+      codes.push_back(toE4m3(v / scale));
+    auto type = RankedTensorType::get({n, k}, b.getType<Float8E4M3FNType>());
+    return {ConstantOp::create(b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, codes))),
+            scale};
+  }
+
+  /// x / scale as e4m3, saturating: the cast is marked for
+  /// kiln-lower-precision, which otherwise keeps a float8 cast's inputs in
+  /// fp32.
+  static Value quantized(OpBuilder &b, Location loc, Value x, double scale) {
+    Type e4m3 = b.getType<Float8E4M3FNType>();
+    auto scalarType = RankedTensorType::get({}, b.getF32Type());
+    Value inverse = ConstantOp::create(
+        b, loc,
+        cast<ElementsAttr>(DenseElementsAttr::get(scalarType, ArrayRef<float>{float(1.0 / scale)})));
+    Value scaled = MulOp::create(b, loc, x.getType(), x, inverse);
+    auto quantize = CastOp::create(b, loc, llvm::cast<RankedTensorType>(x.getType()).clone(e4m3),
+                                   scaled, e4m3);
+    quantize->setAttr(kFp8OperandAttr, b.getUnitAttr());
+    return quantize.getResult();
   }
 };
 

@@ -449,7 +449,7 @@ def AbsorbEpiloguesPass : Pass<"kiln-absorb-epilogues", "::mlir::func::FuncOp"> 
 }
 
 def Fp8MatmulsPass : Pass<"kiln-fp8-matmuls", "::mlir::func::FuncOp"> {
-  let summary = "Matmuls by constant weights on FP8 tensor cores, scales from calibration";
+  let summary = "Matmuls and convs by constant weights on FP8 tensor cores, scales from calibration";
   let description = [{
     `kiln-compile --precision fp8 --calibrate DIR`. A `kiln.matmul` of an f32
     activation (not transposed) by a constant f32 matrix, K a multiple of 16
@@ -461,15 +461,33 @@ def Fp8MatmulsPass : Pass<"kiln-fp8-matmuls", "::mlir::func::FuncOp"> {
     when the float64 reference interpreter runs the function on each data set
     of `calibration`) and cast
     to `f8E4M3FN`, saturating (the cast marked `kiln.fp8_operand`); `alpha`
-    the two scales' product. Other matmuls, and those inside region bodies,
+    the two scales' product. A 2-D `kiln.conv` of one group by a constant f32
+    filter, channels first, its channels and spatial dims static and its
+    output channels a multiple of 8, becomes the same product over its
+    input's patches (passes/ConvPatches.h: a transpose to channels last, the
+    padding, a slice a filter tap, their concat along the channels and a
+    reshape to rows of KH * KW * C, padded to a multiple of 16 with zeros),
+    the filter stored as rows `[M, K']` in the patches' order, the conv's
+    bias (and ReLU, unless a residual comes first) in the call, the result
+    reshaped and transposed back, then the residual added and the ReLU.
+    A conv is taken only where the device model (kiln/artifact/DeviceModel.h)
+    predicts the patch kernel and the FP8 product faster than the conv in
+    bf16 (cuDNN's implicit GEMM, which reads its input once), per output
+    position: at a large batch where the batch is symbolic, with the patch
+    kernel's launch shared by the positions of a static batch
+    (`every-conv` takes each conv that maps).
+    Other matmuls and convs, and those inside region bodies,
     are left alone. An error when a matmul would be rewritten and
     `calibration` is empty, names no data set, or a data set does not run, or
-    when an activation is infinite or NaN there. Runs before `--kiln-lower-precision` (whose
+    when a matmul's or conv's activation is infinite or NaN there. Runs before `--kiln-lower-precision` (whose
     bf16 mode then gives the products a bf16 `float8_result`).
   }];
   let options = [
     Option<"calibration", "calibration", "std::string", /*default=*/"\"\"",
            "a folder of data sets (test_data_set_N/input_K.pb or .npy), or one data set">,
+    Option<"everyConv", "every-conv", "bool", /*default=*/"false",
+           "rewrite every conv that maps, not only those the device model predicts faster "
+           "(tests of the rewrite itself)">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
