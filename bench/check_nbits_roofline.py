@@ -19,8 +19,8 @@ too few bytes in flight, or the launch itself.
 import json
 import sys
 
-BYTES_PER_US = 4.3e6  # driver/Roofline.cpp's kBandwidthBytesPerUs
-LAUNCH_US = 2.0       # driver/Roofline.cpp's kLaunchUs
+BYTES_PER_US = 4.3e6  # kiln/artifact/DeviceModel.h's kBandwidthBytesPerUs
+LAUNCH_US = 2.0       # kiln/artifact/DeviceModel.h's kLaunchUs
 
 
 def main():

@@ -9,6 +9,8 @@
 #include "kiln/reference/Tensor.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <cctype>
 #include <optional>
 
@@ -25,6 +27,19 @@ double peakFlopsPerUs(artifact::FlopUnit unit) {
   case artifact::FlopUnit::Fp32: break;
   }
   return kFp32FlopsPerUs;
+}
+
+/// The device model's figures, as the report states them (%g: "4.3", "989").
+std::string deviceDescription() {
+  auto g = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", v);
+    return std::string(text);
+  };
+  return "H200 (model: " + g(kBandwidthBytesPerUs / 1e6) + " TB/s from memory, " +
+         g(kL2BytesPerUs / 1e6) + " from L2; " + g(kFp32FlopsPerUs / 1e6) + " TFLOP/s fp32, " +
+         g(kTf32FlopsPerUs / 1e6) + " tf32, " + g(kHalfFlopsPerUs / 1e6) + " fp16/bf16, " +
+         g(kInt8OpsPerUs / 1e6) + " int8/fp8; " + g(kLaunchUs) + " us a launch)";
 }
 
 } // namespace
@@ -103,8 +118,7 @@ llvm::json::Object rooflineReport(const artifact::Plan &plan, const artifact::Bi
     steps.push_back(std::move(entry));
   }
   return llvm::json::Object{
-      {"device", "H200 (model: 4.3 TB/s from memory, 7 from L2; 67 TFLOP/s fp32, 495 tf32, 989 "
-                 "fp16/bf16, 1979 int8/fp8; 2 us a launch)"},
+      {"device", deviceDescription()},
       {"steps", std::move(steps)},
       {"predicted_us", total},
       {"kernel_bytes", kernelBytes},

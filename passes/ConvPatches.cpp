@@ -24,6 +24,9 @@ std::string ConvPatchBuilder::refusal(ConvOp conv) {
     if (x.isDynamicDim(d) || y.isDynamicDim(d))
       return "its channels or spatial dims are not known numbers (the patch rows' shape is "
              "static but for the batch)";
+  for (int64_t d : {1, 2, 3})
+    if (x.getDimSize(d) == 0 || y.getDimSize(d) == 0 || w.getDimSize(d) == 0 || w.getDimSize(0) == 0)
+      return "it has an empty dim";
   return "";
 }
 
@@ -44,16 +47,18 @@ Value ConvPatchBuilder::patches(Value x, int64_t kMultiple) {
   ArrayRef<int64_t> pads = conv.getPads(), strides = conv.getStrides(),
                     dilations = conv.getDilations();
   Type element = cast<RankedTensorType>(x.getType()).getElementType();
-  auto scalarType = RankedTensorType::get({}, element);
-  Value zero = ConstantOp::create(
-      b, loc, cast<ElementsAttr>(DenseElementsAttr::get(scalarType, b.getZeroAttr(element))));
+  auto zero = [&]() -> Value {
+    auto scalarType = RankedTensorType::get({}, element);
+    return ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(scalarType, b.getZeroAttr(element))));
+  };
   auto constantMode = b.getNamedAttr("mode", PadModeAttr::get(b.getContext(), PadMode::constant));
   // [N, H, W, C]: a tap's window is then a strided slice whose rows hold
   // its C channels contiguously, and the taps concatenate along C.
   Value last = transposed(x, {0, 2, 3, 1});
   if (last && llvm::any_of(pads, [](int64_t p) { return p != 0; }))
     last = make(PadOp::getOperationName(),
-                {last, i64Vector(b, loc, {0, pads[0], pads[1], 0, 0, pads[2], pads[3], 0}), zero},
+                {last, i64Vector(b, loc, {0, pads[0], pads[1], 0, 0, pads[2], pads[3], 0}), zero()},
                 {constantMode});
   if (!last)
     return {};
@@ -73,11 +78,11 @@ Value ConvPatchBuilder::patches(Value x, int64_t kMultiple) {
                      ? windows.front()
                      : make(ConcatOp::getOperationName(), windows,
                             {b.getNamedAttr("axis", b.getI64IntegerAttr(3))});
-  int64_t k = taps(), padded = (k + kMultiple - 1) / kMultiple * kMultiple;
+  int64_t k = taps(), padded = paddedTaps(kMultiple);
   Value rows = make(ReshapeOp::getOperationName(), {joined, i64Vector(b, loc, {-1, k})});
   if (rows && padded != k)
     rows = make(PadOp::getOperationName(),
-                {rows, i64Vector(b, loc, {0, 0, 0, padded - k}), zero}, {constantMode});
+                {rows, i64Vector(b, loc, {0, 0, 0, padded - k}), zero()}, {constantMode});
   return rows;
 }
 

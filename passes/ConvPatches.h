@@ -31,7 +31,7 @@ public:
 
   /// Why `conv` is no matmul over patches here (a 1-D or 3-D conv, groups,
   /// channels last, a filter of unknown size, input channels or spatial dims
-  /// that are not known numbers), or empty.
+  /// that are not known numbers, an empty dim), or empty.
   static std::string refusal(ConvOp conv);
 
   /// The patch rows of the conv's input `x` (its input or a value of its
@@ -52,6 +52,10 @@ public:
 
   /// KH * KW * C.
   int64_t taps() const;
+  /// The taps rounded up to a multiple of `multiple`: the patch rows' width.
+  int64_t paddedTaps(int64_t multiple) const {
+    return (taps() + multiple - 1) / multiple * multiple;
+  }
   /// The output channels, M.
   int64_t outputChannels() const;
 

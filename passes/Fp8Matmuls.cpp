@@ -26,14 +26,14 @@
 // matmul of two activations (attention's, when not fused), a transposed
 // activation, K not a multiple of 16 or N not of 8 (cuBLASLt's FP8
 // alignment: 16-byte rows of e4m3 and of the 16-bit result), an activation
-// cuBLASLt's FP8 epilogues lack, a conv ConvPatchBuilder refuses or with
-// output channels not a multiple of 8, or an activation the calibration
+// cuBLASLt's FP8 epilogues lack, a conv ConvPatchBuilder refuses, with
+// output channels not a multiple of 8 or that the device model predicts no
+// faster in FP8 (fp8PredictedFaster), or an activation the calibration
 // never reached (no data set runs it).
 //===----------------------------------------------------------------------===//
 
 #include "passes/ConstantValues.h"
 #include "passes/ConvPatches.h"
-#include "passes/Matching.h"
 #include "passes/Passes.h"
 
 #include "interpreter/Interpreter.h"
@@ -93,33 +93,47 @@ bool isCandidate(MatmulOp m) {
   return k % 16 == 0 && n % 8 == 0 && k > 0 && n > 0;
 }
 
+/// cuBLASLt's FP8 matmul wants rows of a multiple of 16 bytes: K of e4m3.
+constexpr int64_t kFp8RowMultiple = 16;
+
 /// Whether the device model predicts `c` faster as the FP8 product of its
-/// input's patches than as a bf16 convolution, per output position. With a
-/// symbolic batch, at a large batch: the regime FP8 is for, where the patch
-/// kernel's launch and the filter's bytes, shared by the batch, drop out.
-/// With a static batch, the patch kernel's launch is shared by that batch's
-/// positions only (a model exported at batch 1 keeps its convs). The bf16 conv (cuDNN's implicit GEMM) reads its input once (2
-/// bytes an element) and writes its result (2 bytes a channel), 2 M K flops
-/// at the fp16/bf16 rate; the FP8 form reads the input too, writes K' bytes
-/// of patch row (a write of each input element per filter tap it meets),
-/// reads them back in the product, writes the result, and does its 2 M K'
-/// flops at the fp8 rate. So a conv gains where it is compute-bound and its
-/// channels are many (ResNet's 512-channel stage), and loses where its
-/// patches outweigh its arithmetic (few channels, a 7x7 stem).
+/// input's patches than as a bf16 convolution, per output position.
+/// - The bf16 conv (cuDNN's implicit GEMM) reads its input once (2 bytes an
+///   element), a residual in its epilogue and writes its result (2 bytes a
+///   channel each), 2 M K flops at the fp16/bf16 rate.
+/// - The FP8 form reads the input too and writes K' bytes of patch row (a
+///   write of each input element per filter tap it meets), reads them back
+///   in the product, writes the result and does its 2 M K' flops at the fp8
+///   rate; with a residual, the result is read again beside it and written
+///   once more in NCHW (two users read that sum: nothing fuses it away).
+/// - With a symbolic batch, at a large batch: the regime FP8 is for, where
+///   the patch kernel's launch and the filter's bytes, shared by the batch,
+///   drop out. With a static batch both are shared by that batch's
+///   positions only (a model exported at batch 1 keeps its convs).
+/// So a conv gains where it is compute-bound and its channels are many
+/// (ResNet's 512-channel 3x3 convs), and loses where its patches outweigh
+/// its arithmetic (few channels, a 7x7 stem, a memory-bound 1x1).
 bool fp8PredictedFaster(ConvOp c) {
   using namespace device_model;
   auto x = cast<RankedTensorType>(c.getInput().getType());
   auto y = cast<RankedTensorType>(c.getType());
   ConvPatchBuilder patches(c);
   double m = static_cast<double>(patches.outputChannels()), k = static_cast<double>(patches.taps()),
-         paddedK = std::ceil(k / 16) * 16;
-  double inputBytes = 2.0 * static_cast<double>(x.getDimSize(1) * x.getDimSize(2) * x.getDimSize(3)) /
-                      static_cast<double>(y.getDimSize(2) * y.getDimSize(3));
-  double bf16 = std::max(2 * m * k / kHalfFlopsPerUs, (inputBytes + 2 * m) / kBandwidthBytesPerUs);
+         paddedK = static_cast<double>(patches.paddedTaps(kFp8RowMultiple));
+  double positions = static_cast<double>(y.getDimSize(2) * y.getDimSize(3));
+  double inputBytes =
+      2.0 * static_cast<double>(x.getDimSize(1) * x.getDimSize(2) * x.getDimSize(3)) / positions;
+  double residualBytes = c.getResidual() ? 2 * m : 0;
+  double bf16 = std::max(2 * m * k / kHalfFlopsPerUs,
+                         (inputBytes + residualBytes + 2 * m) / kBandwidthBytesPerUs);
   double fp8 = (inputBytes + paddedK) / kBandwidthBytesPerUs +
-               std::max(2 * m * paddedK / kInt8OpsPerUs, (paddedK + 2 * m) / kBandwidthBytesPerUs);
-  if (!x.isDynamicDim(0))
-    fp8 += kLaunchUs / static_cast<double>(x.getDimSize(0) * y.getDimSize(2) * y.getDimSize(3));
+               std::max(2 * m * paddedK / kInt8OpsPerUs, (paddedK + 2 * m) / kBandwidthBytesPerUs) +
+               (c.getResidual() ? (2 * m + residualBytes + 2 * m) / kBandwidthBytesPerUs : 0);
+  if (!x.isDynamicDim(0)) {
+    double batchPositions = static_cast<double>(x.getDimSize(0)) * positions;
+    bf16 += 2 * m * k / kBandwidthBytesPerUs / batchPositions;
+    fp8 += (kLaunchUs + m * paddedK / kBandwidthBytesPerUs) / batchPositions;
+  }
   return fp8 < bf16;
 }
 
@@ -344,11 +358,18 @@ struct Fp8MatmulsPass : public impl::Fp8MatmulsPassBase<Fp8MatmulsPass> {
     std::optional<std::vector<double>> filter = readFloats(conv.getFilter());
     if (!filter)
       return;
+    // Every op built here lies between `before` and the conv: what a
+    // refused step leaves is erased from there, last first.
+    Operation *before = conv->getPrevNode();
+    auto giveUp = [&] {
+      while (conv->getPrevNode() != before)
+        conv->getPrevNode()->erase();
+    };
     ConvPatchBuilder patches(conv);
-    int64_t k = (patches.taps() + 15) / 16 * 16, n = patches.outputChannels();
-    Value rows = patches.patches(conv.getInput(), 16);
+    int64_t k = patches.paddedTaps(kFp8RowMultiple), n = patches.outputChannels();
+    Value rows = patches.patches(conv.getInput(), kFp8RowMultiple);
     if (!rows)
-      return;
+      return giveUp();
     OpBuilder b(conv);
     Location loc = conv.getLoc();
     auto [weight, sw] = quantizedWeight(b, loc, patches.filterRows(*filter, k), n, k);
@@ -372,15 +393,8 @@ struct Fp8MatmulsPass : public impl::Fp8MatmulsPassBase<Fp8MatmulsPass> {
           b, loc, cast<ElementsAttr>(DenseElementsAttr::get(scalarType, ArrayRef<float>{0.0f})));
       y = patches.make(MaxOp::getOperationName(), {y, zero});
     }
-    if (!y || y.getType() != conv.getType()) {
-      // A shape function refused a step (not expected of a conv
-      // ConvPatchBuilder takes): the conv stays, the unread steps go.
-      if (y)
-        eraseUnreadProducers(y);
-      else
-        eraseUnreadProducers(product ? product : rows);
-      return;
-    }
+    if (!y || y.getType() != conv.getType())
+      return giveUp(); // a shape function refused a step: not expected of a conv ConvPatchBuilder takes
     conv.getResult().replaceAllUsesWith(y);
     Value oldFilter = conv.getFilter();
     conv.erase();

@@ -315,7 +315,7 @@ def lint_kernel(info, code, res):
 # Thread-instructions an H200 issues per microsecond: 132 SMs x 4 schedulers
 # x 32 lanes x 1.98 GHz.
 ISSUE_PER_US = 132 * 4 * 32 * 1.98e3
-LAUNCH_US = 2.0  # driver/Roofline.cpp's kLaunchUs
+LAUNCH_US = 2.0  # kiln/artifact/DeviceModel.h's kLaunchUs
 
 
 def roofline_with_issue(report_path, results):
