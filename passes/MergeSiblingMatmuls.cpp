@@ -7,10 +7,15 @@
 // projection is then a slice of the last dim of its result, which the head
 // split's kernel reads in place. The same holds for any matmuls sharing their
 // left operand with constant right operands (gate and up projections of a
-// gated MLP).
+// gated MLP). Weight-only quantized projections (kiln.matmul_nbits: an int4
+// model's, or --weights') merge the same way: their packed columns, scales
+// and zero points are rows, so the merged weights are the members' one after
+// the other, and one GEMV reads the activation once for all of them, with one
+// launch instead of three (a decode step's Q/K/V) or two (gate and up).
 //===----------------------------------------------------------------------===//
 
 #include "passes/ConstantValues.h"
+#include "passes/Matching.h"
 #include "passes/Passes.h"
 
 #include "ir/Kiln/KilnDialect.h"
@@ -70,6 +75,51 @@ std::optional<Candidate> candidate(MatmulOp m) {
       return std::nullopt;
   }
   return c;
+}
+
+/// Replaces each member of `group` by its columns of `merged` (a slice of
+/// its last dim, in the group's order) and erases the members and the
+/// constants only they read; false (and `created` erased, nothing changed)
+/// when a slice's type would not be its member's result type.
+template <typename CandidateT>
+bool replaceBySlices(OpBuilder &b, Location loc, Value merged, ArrayRef<CandidateT> group,
+                     SmallVectorImpl<Operation *> &created) {
+  int64_t rank = cast<RankedTensorType>(merged.getType()).getRank();
+  SmallVector<Value> slices;
+  int64_t offset = 0;
+  bool typesMatch = true;
+  for (const CandidateT &c : group) {
+    SmallVector<int64_t> starts(rank, 0), ends(rank, kSliceToEnd), steps(rank, 1);
+    starts.back() = offset;
+    ends.back() = offset + c.cols;
+    offset += c.cols;
+    Value s = i64Vector(b, loc, starts), e = i64Vector(b, loc, ends), st = i64Vector(b, loc, steps);
+    auto slice = SliceOp::create(b, loc, ValueRange{merged, s, e, st});
+    for (Value v : {s, e, st})
+      created.push_back(v.getDefiningOp());
+    created.push_back(slice);
+    typesMatch = typesMatch && slice.getType() == c.op->getResult(0).getType();
+    slices.push_back(slice.getResult());
+  }
+  if (!typesMatch) {
+    for (Operation *op : llvm::reverse(created))
+      op->erase();
+    return false;
+  }
+  for (auto [c, slice] : llvm::zip(group, slices)) {
+    Operation *member = c.op;
+    // The member's constants (weights, scales, zero points, bias): erased
+    // when nothing else reads them.
+    SmallVector<Value> constants;
+    for (Value v : llvm::drop_begin(member->getOperands()))
+      if (!llvm::is_contained(constants, v))
+        constants.push_back(v);
+    member->getResult(0).replaceAllUsesWith(slice);
+    member->erase();
+    for (Value v : constants)
+      eraseDeadWeight(v);
+  }
+  return true;
 }
 
 /// Replaces `group` (same left operand, flags, activation and weight rows) by
@@ -136,39 +186,134 @@ bool merge(ArrayRef<Candidate> group) {
     attributes.push_back(b.getNamedAttr("transpose_lhs", b.getBoolAttr(true)));
   auto merged = MatmulOp::create(b, loc, operands, attributes);
   created.push_back(merged);
-  int64_t rank = merged.getType().getRank();
-  SmallVector<Value> slices;
-  int64_t offset = 0;
-  bool typesMatch = true;
-  for (const Candidate &c : group) {
-    SmallVector<int64_t> starts(rank, 0), ends(rank, kSliceToEnd), steps(rank, 1);
-    starts.back() = offset;
-    ends.back() = offset + c.cols;
-    offset += c.cols;
-    Value s = i64Vector(b, loc, starts), e = i64Vector(b, loc, ends), st = i64Vector(b, loc, steps);
-    auto slice = SliceOp::create(b, loc, ValueRange{merged.getResult(), s, e, st});
-    for (Value v : {s, e, st})
-      created.push_back(v.getDefiningOp());
-    created.push_back(slice);
-    MatmulOp member = c.op;
-    typesMatch = typesMatch && slice.getType() == member.getType();
-    slices.push_back(slice.getResult());
+  return replaceBySlices(b, loc, merged.getResult(), group, created);
+}
+
+/// A kiln.matmul_nbits that can join a group: constant weights, scales and
+/// zero points (each with a row a column), no bias or a constant vector one.
+struct NBitsCandidate {
+  MatmulNBitsOp op;
+  int64_t cols = 0;
+};
+
+bool isStaticConstant(Value v) {
+  auto type = v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+  return type && type.hasStaticShape() && v.getDefiningOp<ConstantOp>();
+}
+
+std::optional<NBitsCandidate> nbitsCandidate(MatmulNBitsOp m) {
+  if (!isStaticConstant(m.getWeights()) || !isStaticConstant(m.getScales()) ||
+      (m.getZeroPoints() && !isStaticConstant(m.getZeroPoints())))
+    return std::nullopt;
+  int64_t cols = cast<RankedTensorType>(m.getWeights().getType()).getDimSize(0);
+  if (Value bias = m.getBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (!isStaticConstant(bias) || biasType.getRank() != 1 || biasType.getDimSize(0) != cols)
+      return std::nullopt;
   }
-  if (!typesMatch) {
+  return NBitsCandidate{m, cols};
+}
+
+/// The constants `values` (one type but for dim 0) joined along dim 0: their
+/// bytes one after the other; null when one's bytes cannot be read.
+Value concatRows(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+  auto type = cast<RankedTensorType>(values.front().getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape.front() = 0;
+  std::vector<std::vector<char>> storage(values.size());
+  SmallVector<ArrayRef<char>> bytes;
+  size_t total = 0;
+  for (auto [v, keep] : llvm::zip(values, storage)) {
+    std::optional<ArrayRef<char>> data = constantBytes(v, keep);
+    if (!data)
+      return {};
+    bytes.push_back(*data);
+    total += data->size();
+    shape.front() += cast<RankedTensorType>(v.getType()).getDimSize(0);
+  }
+  return makeConstantFromBytes(b, loc, RankedTensorType::get(shape, type.getElementType()), total,
+                               [&](MutableArrayRef<char> out) {
+                                 size_t offset = 0;
+                                 for (ArrayRef<char> data : bytes) {
+                                   std::memcpy(out.data() + offset, data.data(), data.size());
+                                   offset += data.size();
+                                 }
+                               });
+}
+
+/// Replaces `group` (same input, bits, block size, blocks, scale and zero
+/// point kinds) by one kiln.matmul_nbits and a slice per member.
+bool mergeNBits(ArrayRef<NBitsCandidate> group) {
+  MatmulNBitsOp first = group.front().op;
+  for (const NBitsCandidate &c : group)
+    if (c.op->isBeforeInBlock(first))
+      first = c.op;
+  OpBuilder b(first);
+  Location loc = first.getLoc();
+  SmallVector<Operation *> created;
+  auto joined = [&](auto get) -> Value {
+    SmallVector<Value> values;
+    for (const NBitsCandidate &c : group)
+      values.push_back(get(MatmulNBitsOp(c.op)));
+    Value v = concatRows(b, loc, values);
+    if (v)
+      created.push_back(v.getDefiningOp());
+    return v;
+  };
+  Value weights = joined([](MatmulNBitsOp m) { return m.getWeights(); });
+  Value scales = joined([](MatmulNBitsOp m) { return m.getScales(); });
+  Value zeros = first.getZeroPoints() ? joined([](MatmulNBitsOp m) { return m.getZeroPoints(); })
+                                      : Value();
+  bool anyBias =
+      llvm::any_of(group, [](const NBitsCandidate &c) { return bool(MatmulNBitsOp(c.op).getBias()); });
+  Value bias;
+  if (anyBias) {
+    // The members' biases one after the other, +0.0 (zero bytes) for a
+    // member without one.
+    Type element = cast<RankedTensorType>(first.getType()).getElementType();
+    size_t elementBytes = cast<FloatType>(element).getWidth() / 8, cols = 0;
+    for (const NBitsCandidate &c : group)
+      cols += static_cast<size_t>(c.cols);
+    bias = makeConstantFromBytes(
+        b, loc, RankedTensorType::get({static_cast<int64_t>(cols)}, element), cols * elementBytes,
+        [&](MutableArrayRef<char> out) {
+          size_t offset = 0;
+          for (const NBitsCandidate &c : group) {
+            size_t memberBytes = static_cast<size_t>(c.cols) * elementBytes;
+            std::vector<char> splat;
+            Value memberBias = MatmulNBitsOp(c.op).getBias();
+            std::optional<ArrayRef<char>> bytes =
+                memberBias ? constantBytes(memberBias, splat) : std::nullopt;
+            if (bytes && bytes->size() == memberBytes)
+              std::memcpy(out.data() + offset, bytes->data(), memberBytes);
+            else
+              std::memset(out.data() + offset, 0, memberBytes);
+            offset += memberBytes;
+          }
+        });
+    created.push_back(bias.getDefiningOp());
+  }
+  Operation *merged = nullptr;
+  if (weights && scales && (zeros || !first.getZeroPoints())) {
+    SmallVector<Value> operands = {first.getInput(), weights, scales};
+    if (zeros)
+      operands.push_back(zeros);
+    if (bias)
+      operands.push_back(bias);
+    merged = createInferred(
+        b, loc, MatmulNBitsOp::getOperationName(), operands,
+        {b.getNamedAttr("bits", first.getBitsAttr()),
+         b.getNamedAttr("block_size", first.getBlockSizeAttr()),
+         b.getNamedAttr("operandSegmentSizes",
+                        b.getDenseI32ArrayAttr({1, 1, 1, zeros ? 1 : 0, bias ? 1 : 0}))});
+  }
+  if (!merged) {
     for (Operation *op : llvm::reverse(created))
       op->erase();
     return false;
   }
-  for (auto [c, slice] : llvm::zip(group, slices)) {
-    MatmulOp member = c.op;
-    Value oldRhs = member.getRhs(), oldBias = member.getBias();
-    member.getResult().replaceAllUsesWith(slice);
-    member->erase();
-    eraseDeadWeight(oldRhs);
-    if (oldBias != oldRhs)
-      eraseDeadWeight(oldBias);
-  }
-  return true;
+  created.push_back(merged);
+  return replaceBySlices(b, loc, merged->getResult(0), group, created);
 }
 
 struct MergeSiblingMatmulsPass
@@ -194,6 +339,30 @@ struct MergeSiblingMatmulsPass
     for (auto &[key, group] : groups)
       if (group.size() >= 2)
         merge(group);
+    // Weight-only quantized ones by (input, bits, block size, blocks, bytes a
+    // block, scale type, zero points' type and row length, or none).
+    using NBitsKey = std::tuple<const void *, int64_t, int64_t, int64_t, int64_t, const void *,
+                                const void *, int64_t>;
+    llvm::MapVector<NBitsKey, std::vector<NBitsCandidate>> nbitsGroups;
+    for (Operation &op : func.getBody().front()) {
+      auto m = dyn_cast<MatmulNBitsOp>(&op);
+      std::optional<NBitsCandidate> c = m ? nbitsCandidate(m) : std::nullopt;
+      if (!c)
+        continue;
+      auto weights = cast<RankedTensorType>(m.getWeights().getType());
+      auto zeros = m.getZeroPoints() ? cast<RankedTensorType>(m.getZeroPoints().getType())
+                                     : RankedTensorType();
+      NBitsKey key{m.getInput().getAsOpaquePointer(), static_cast<int64_t>(m.getBits()),
+                   static_cast<int64_t>(m.getBlockSize()), weights.getDimSize(1),
+                   weights.getDimSize(2),
+                   cast<RankedTensorType>(m.getScales().getType()).getElementType().getAsOpaquePointer(),
+                   zeros ? zeros.getElementType().getAsOpaquePointer() : nullptr,
+                   zeros ? zeros.getDimSize(1) : -1};
+      nbitsGroups[key].push_back(std::move(*c));
+    }
+    for (auto &[key, group] : nbitsGroups)
+      if (group.size() >= 2)
+        mergeNBits(group);
   }
 };
 

@@ -414,6 +414,11 @@ def MergeSiblingMatmulsPass : Pass<"kiln-merge-sibling-matmuls", "::mlir::func::
     (their biases likewise, zeros where a member had none), and each member's
     result a `kiln.slice` of the last dim, which the kernels reading it take in
     place. HuggingFace-style Q, K and V projections become one cuBLASLt call.
+    `kiln.matmul_nbits` of one input with the same bits, block size and
+    blocks, constant weights, scales and zero points of one kind (or none)
+    and no bias or a constant vector one merge likewise: their weights,
+    scales and zero points (a row a column) one after the other, one GEMV
+    kernel for the group.
     Runs after `--kiln-absorb-epilogues`, so the biases and ReLUs ride along.
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
@@ -471,13 +476,14 @@ def Fp8MatmulsPass : Pass<"kiln-fp8-matmuls", "::mlir::func::FuncOp"> {
     bias (and ReLU, unless a residual comes first) in the call, the result
     reshaped and transposed back, then the residual added and the ReLU.
     A conv is taken only where the device model (kiln/artifact/DeviceModel.h)
-    predicts the patch kernel and the FP8 product faster than the conv in
-    bf16 (cuDNN's implicit GEMM, which reads its input once), per output
-    position: at a large batch where the batch is symbolic, with the patch
-    kernel's launch shared by the positions of a static batch
+    predicts the patch kernel and the FP8 product (and with a residual, the
+    sum's own kernel) faster than the conv in bf16 (cuDNN's implicit GEMM,
+    which reads its input once), per output position: at a large batch
+    where the batch is symbolic, with the patch kernel's launch and the
+    filters' bytes shared by the positions of a static batch
     (`every-conv` takes each conv that maps).
     Other matmuls and convs, and those inside region bodies,
-    are left alone. An error when a matmul would be rewritten and
+    are left alone. An error when a matmul or conv would be rewritten and
     `calibration` is empty, names no data set, or a data set does not run, or
     when a matmul's or conv's activation is infinite or NaN there. Runs before `--kiln-lower-precision` (whose
     bf16 mode then gives the products a bf16 `float8_result`).

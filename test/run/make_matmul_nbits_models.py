@@ -31,6 +31,11 @@ Needs onnxruntime (scripts/install-onnxruntime-deps.sh).
     odd_n         one MatMul [128, 7], 4 bits, blocks of 32: an odd number
                   of columns, so that the last thread's second column lies
                   past N (it reads the first's bytes again, stores nothing)
+    siblings      Q, K and V projections of one input: x [b, s, 256] -> MatMul
+                  [256, 64], [256, 32] and [256, 32], three outputs, 4 bits in
+                  blocks of 32 with zero points: one kernel after
+                  --kiln-merge-sibling-matmuls (the three MatMulNBits side by
+                  side); data sets of 1 row, 3 rows and a prompt of 17
     odd_k4, odd_k2
                   K = 100, blocks of 16, 4 and 2 bits: chunks of 8 and 4
                   bytes (a column's bytes are no multiple of 16), and the
@@ -80,6 +85,21 @@ def float_model(layers):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
 
 
+def sibling_model(k, widths):
+    """x [b, s, K] times weights [K, N] for each N of `widths`, an output each:
+    the projections of one input (Q, K and V)."""
+    inits, nodes, outputs = [], [], []
+    for i, n in enumerate(widths):
+        inits.append(numpy_helper.from_array(
+            (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32), f"w{i}"))
+        nodes.append(helper.make_node("MatMul", ["x", f"w{i}"], [f"y{i}"]))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", T.FLOAT, ["b", "s", n]))
+    graph = helper.make_graph(nodes, "siblings",
+                              [helper.make_tensor_value_info("x", T.FLOAT, ["b", "s", k])],
+                              outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
 def quantized(model, bits, block, symmetric):
     config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=symmetric, bits=bits,
                                           accuracy_level=0, quant_format=QuantFormat.QOperator)
@@ -121,6 +141,8 @@ def main():
     save(out, "odd_n", quantized(float_model([(128, 7)]), 4, 32, False), [(1, 1), (2, 3)])
     save(out, "odd_k4", quantized(float_model([(100, 24)]), 4, 16, False), [(1, 1), (2, 3)])
     save(out, "odd_k2", quantized(float_model([(100, 24)]), 2, 16, True), [(1, 1), (2, 3)])
+    save(out, "siblings", quantized(sibling_model(256, [64, 32, 32]), 4, 32, False),
+         [(1, 1), (1, 3), (1, 17)])
 
 
 if __name__ == "__main__":
