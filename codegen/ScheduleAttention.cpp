@@ -499,7 +499,10 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
   closeBlock(); // key tiles
   // Where row r's output element e goes, and the value it gets from its
   // sum l and unscaled output o. A row whose every score was masked has l =
-  // 0: 0 / 0, NaN, as kiln.softmax (or 0 with zero_masked_rows).
+  // 0: 0 / 0, NaN, as kiln.softmax (or 0 with zero_masked_rows). With no
+  // keys at all (Sk = 0) the product of the weights by the values is a sum
+  // of nothing: 0, as the matmul/softmax/matmul chain the kernel replaces
+  // (and the reference interpreter) gives.
   auto storeRows = [&](const std::string &o, const std::string &l) {
     line("const int64_t r = t / " + DV + ", e = t % " + DV + ";");
     rowOf("(rho0 + r)");
@@ -520,7 +523,7 @@ LogicalResult KernelEmitter::emitAttention(AttentionOp root, ArrayRef<int64_t> o
     line("out[" + offset + "] = " +
          store(t, root.getZeroMaskedRows()
                       ? l + " == (" + acc + ")0 ? (" + acc + ")0 : " + o + " / " + l
-                      : o + " / " + l) +
+                      : "(Sk == 0 ? (" + acc + ")0 : " + o + " / " + l + ")") +
          ";");
   };
   auto storeTile = [&] {
