@@ -13,6 +13,9 @@
 
 #include "kiln/jit.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include "jit/DiskCache.h"
 
 #include "codegen/CudaEmitter.h"
@@ -141,6 +144,36 @@ absl::StatusOr<std::string> externalDataKey(llvm::StringRef bytes, const std::st
   return key;
 }
 
+/// For every model's cache key under fp8: the regular files under `folder`
+/// (a calibration folder's data sets), each path relative to it with the
+/// hash of its contents, in order; calibrating on other data is another
+/// model. An error when the folder cannot be walked or a file read.
+absl::StatusOr<std::string> folderKey(const std::string &folder) {
+  if (!llvm::sys::fs::is_directory(folder))
+    return absl::InvalidArgumentError(
+        absl::StrCat("kiln_jit_create: options->calibration_dir '", folder, "' is not a folder"));
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (llvm::sys::fs::recursive_directory_iterator it(folder, ec), end; it != end && !ec;
+       it.increment(ec))
+    if (it->type() == llvm::sys::fs::file_type::regular_file)
+      files.push_back(it->path());
+  if (ec)
+    return absl::InvalidArgumentError(absl::StrCat("kiln_jit_create: options->calibration_dir '",
+                                                   folder, "': ", ec.message()));
+  std::sort(files.begin(), files.end());
+  std::string key;
+  for (const std::string &path : files) {
+    absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> file = readRegularFile(path);
+    if (!file.ok())
+      return file.status();
+    absl::StrAppend(&key, llvm::StringRef(path).drop_front(folder.size()).str(), " ",
+                    (*file)->getBufferSize(), " ", hex(llvm::xxh3_64bits((*file)->getBuffer())),
+                    "\n");
+  }
+  return hex(llvm::xxh3_64bits(key));
+}
+
 std::string defaultFolder() {
   if (const char *dir = std::getenv("KILN_CACHE_DIR"); dir && *dir)
     return std::string(dir) + "/jit";
@@ -187,9 +220,13 @@ class Jit {
 public:
   explicit Jit(const kiln_jit_options_t &o)
       : options_(o), precision_(o.precision && *o.precision ? o.precision : "fp32"),
+        weights_(o.weights && *o.weights ? o.weights : "float"),
+        groupSize_(o.weight_group_size ? o.weight_group_size : 128),
+        calibration_(o.calibration_dir ? o.calibration_dir : ""),
         disk_(o.cache_dir && *o.cache_dir ? o.cache_dir : defaultFolder(),
               o.cache_max_bytes ? o.cache_max_bytes : (uint64_t(4) << 30)) {
-    options_.precision = nullptr; // the caller's string need not outlive create
+    // The caller's strings need not outlive create.
+    options_.precision = options_.weights = options_.calibration_dir = nullptr;
   }
   ~Jit();
 
@@ -255,6 +292,11 @@ private:
 
   kiln_jit_options_t options_;
   std::string precision_; ///< kiln-compile --precision's mode for every model
+  std::string weights_;   ///< kiln-compile --weights' (float, int8, int4)
+  int64_t groupSize_;     ///< kiln-compile --group-size
+  std::string calibration_; ///< kiln-compile --calibrate's folder (fp8)
+  /// What the calibration folder's files hold, hashed (start): a model's key.
+  std::string calibrationKey_;
   DiskCache disk_;
   /// Where kernels build (host libraries, cubins): the cache's `kernels`
   /// folder, or privateFolder_ when the cache cannot be written.
@@ -351,7 +393,15 @@ absl::Status Jit::start() {
   int devices = 0;
   if (options_.backend != KILN_BACKEND_HOST && kiln_cuda_device_count(&devices) == KILN_OK &&
       devices > 0)
-    cubinArchs_ = {80, 90};
+    // FP8 tensor cores start at sm_89: fp8's cubins are sm_90's alone, as
+    // kiln-compile's default for the mode.
+    cubinArchs_ = precision_ == "fp8" ? std::vector<int>{90} : std::vector<int>{80, 90};
+  if (!calibration_.empty()) {
+    absl::StatusOr<std::string> key = folderKey(calibration_);
+    if (!key.ok())
+      return key.status();
+    calibrationKey_ = *key;
+  }
   int n = options_.background_threads > 0 ? options_.background_threads : 2;
   for (int i = 0; i < n; ++i)
     threads_.emplace_back([this] { work(); });
@@ -425,7 +475,8 @@ absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
       // recompiled rather than refused at load.
       absl::StrCat("kiln-jit model\n", KILN_VERSION, "\nformat ", artifact::kFormatVersion, "\n",
                    cubinArchs_.empty() ? "host" : absl::StrJoin(cubinArchs_, ","), "\n",
-                   "precision ", precision_, "\n", mlir ? "mlir" : "onnx", "\n",
+                   "precision ", precision_, "\n", "weights ", weights_, " ", groupSize_, "\n",
+                   "calibration ", calibrationKey_, "\n", mlir ? "mlir" : "onnx", "\n",
                    hex(llvm::xxh3_64bits(bytes)), "\n",
                    *external))));
   // Single flight: the first asker compiles, the others wait for its handle.
@@ -584,6 +635,9 @@ absl::Status Jit::compileWith(llvm::StringRef bytes, const std::string &name,
   options.source = name;
   options.deferWeights = deferWeights;
   options.pipeline.precision = precision_;
+  options.pipeline.calibration = calibration_;
+  options.pipeline.weightBits = weights_ == "int4" ? 4 : weights_ == "int8" ? 8 : 0;
+  options.pipeline.weightGroupSize = groupSize_;
   mlir::FailureOr<CompiledArtifact> artifact = compileToArtifact(*module, options);
   if (mlir::failed(artifact))
     return failed("cannot be compiled");
@@ -887,10 +941,27 @@ kiln_status_t kiln_jit_create(const kiln_jit_options_t *options, kiln_jit_t **ou
         return fail(absl::InvalidArgumentError("kiln_jit_create: options->struct_size is too small"));
       std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
     }
-    if (o.precision && *o.precision && kiln::ref::precisionTolerance(o.precision) < 0)
+    bool fp8 = o.precision && std::string_view(o.precision) == "fp8";
+    if (o.precision && *o.precision && !fp8 && kiln::ref::precisionTolerance(o.precision) < 0)
       return fail(absl::InvalidArgumentError(absl::StrCat(
           "kiln_jit_create: options->precision '", o.precision,
-          "' is not one of fp32, tf32, fp16, bf16")));
+          "' is not one of fp32, tf32, fp16, bf16, fp8")));
+    bool calibrated = o.calibration_dir && *o.calibration_dir;
+    if (fp8 && !calibrated)
+      return fail(absl::InvalidArgumentError(
+          "kiln_jit_create: options->precision 'fp8' needs options->calibration_dir: the "
+          "activations' scales come from the range they reach on its data sets"));
+    if (calibrated && !fp8)
+      return fail(absl::InvalidArgumentError(
+          "kiln_jit_create: options->calibration_dir sets FP8 scales: it needs precision 'fp8'"));
+    if (o.weights && *o.weights && std::string_view(o.weights) != "float" &&
+        std::string_view(o.weights) != "int8" && std::string_view(o.weights) != "int4")
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "kiln_jit_create: options->weights '", o.weights, "' is not one of float, int8, int4")));
+    if (int64_t g = o.weight_group_size; g && (g < 16 || g > 65536 || (g & (g - 1)) != 0))
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("kiln_jit_create: options->weight_group_size ", g,
+                       " is not a power of 2 from 16 to 65536")));
     if (o.device < 0)
       return fail(absl::InvalidArgumentError(absl::StrCat(
           "kiln_jit_create: options->device is ", o.device, ", not a device ordinal")));

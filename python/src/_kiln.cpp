@@ -553,13 +553,26 @@ JitRegistry &jitRegistry() {
   return registry;
 }
 
+/// kiln-compile's modes a JIT compiles every model in: --precision,
+/// --weights, --group-size (0: the default), --calibrate.
+struct CompileModes {
+  std::string precision, weights;
+  int64_t groupSize = 0;
+  std::string calibration;
+};
+
 std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t backend, int device,
-                                   const std::string &precision = "") {
+                                   const CompileModes &modes = {}) {
   pathArgument(cacheDir);
+  if (!modes.calibration.empty())
+    pathArgument(modes.calibration);
   auto &[mutex, jits] = jitRegistry();
-  // "" is fp32: one JIT (and one handle per model) for both spellings.
+  // "" is fp32 and float weights: one JIT (and one handle per model) for
+  // both spellings.
   std::string key = cacheDir + "|" + std::to_string(backend) + "|" + std::to_string(device) + "|" +
-                    (precision.empty() ? "fp32" : precision);
+                    (modes.precision.empty() ? "fp32" : modes.precision) + "|" +
+                    (modes.weights.empty() ? "float" : modes.weights) + "|" +
+                    std::to_string(modes.groupSize) + "|" + modes.calibration;
   std::lock_guard<std::mutex> lock(mutex);
   for (auto &[k, jit] : jits)
     if (k == key)
@@ -569,7 +582,10 @@ std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t b
   options.cache_dir = cacheDir.empty() ? nullptr : cacheDir.c_str();
   options.backend = backend;
   options.device = device;
-  options.precision = precision.c_str();
+  options.precision = modes.precision.c_str();
+  options.weights = modes.weights.c_str();
+  options.weight_group_size = modes.groupSize;
+  options.calibration_dir = modes.calibration.c_str();
   kiln_jit_t *raw = nullptr;
   if (kiln_jit_create(&options, &raw) != KILN_OK)
     throw KilnError(kiln_jit_last_error());
@@ -582,8 +598,11 @@ std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t b
 
 std::unique_ptr<Model> compileModel(nb::object model, const std::string &backend,
                                     const std::string &cacheDir, const std::string &name,
-                                    int device, const std::string &precision) {
-  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend), device, precision);
+                                    int device, const std::string &precision,
+                                    const std::string &weights, int64_t groupSize,
+                                    const std::string &calibrate) {
+  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend), device,
+                                           CompileModes{precision, weights, groupSize, calibrate});
   kiln_model_t *handle = nullptr;
   kiln_status_t status;
   if (nb::isinstance<nb::bytes>(model)) {
@@ -608,8 +627,11 @@ std::unique_ptr<Model> compileModel(nb::object model, const std::string &backend
 
 /// kiln-compile --explain's lines for a model's bytes (kiln.explain).
 std::string explainModel(nb::bytes model, const std::string &backend, const std::string &cacheDir,
-                         const std::string &name, int device, const std::string &precision) {
-  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend), device, precision);
+                         const std::string &name, int device, const std::string &precision,
+                         const std::string &weights, int64_t groupSize,
+                         const std::string &calibrate) {
+  std::shared_ptr<kiln_jit_t> jit = jitFor(cacheDir, parseBackend(backend), device,
+                                           CompileModes{precision, weights, groupSize, calibrate});
   std::string data(model.c_str(), model.size());
   const char *text = nullptr;
   kiln_status_t status;
@@ -711,11 +733,13 @@ NB_MODULE(_kiln, m) {
 #ifdef KILN_PYTHON_HAS_JIT
   m.def("compile", &compileModel, nb::arg("model"), nb::arg("backend") = "auto",
         nb::arg("cache_dir") = "", nb::arg("name") = "model.onnx", nb::arg("device") = 0,
-        nb::arg("precision") = "");
+        nb::arg("precision") = "", nb::arg("weights") = "", nb::arg("group_size") = 0,
+        nb::arg("calibrate") = "");
   m.def("jit_stats", &jitStats, nb::arg("wait") = false);
   m.def("explain", &explainModel, nb::arg("model"), nb::arg("backend") = "auto",
         nb::arg("cache_dir") = "", nb::arg("name") = "model.onnx", nb::arg("device") = 0,
-        nb::arg("precision") = "");
+        nb::arg("precision") = "", nb::arg("weights") = "", nb::arg("group_size") = 0,
+        nb::arg("calibrate") = "");
   m.attr("has_jit") = true;
 #else
   m.attr("has_jit") = false;

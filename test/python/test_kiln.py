@@ -102,6 +102,31 @@ def test_compile_from_path_and_bytes(jit_cache):
     np.testing.assert_allclose(from_bytes(x=x)["y"], y, atol=1e-4, rtol=0)
 
 
+@pytest.mark.skipif(not kiln.has_jit, reason="the package was built without libkiln_jit")
+def test_compile_quantized(jit_cache, tmp_path):
+    """weights= and precision="fp8" with calibrate= are kiln-compile's --weights
+    and --precision fp8 --calibrate through the JIT: not fp32's numbers, and
+    near them (the encoder's outputs are of magnitude about 1.7; bounds as
+    test/unit/JitTest.cpp's, which measured 0.11 and 0.095)."""
+    x, y = torch_case("encoder")
+    path = os.path.join(MODELS, "encoder.onnx")
+    rng = np.random.default_rng(3)
+    for s in range(3):
+        os.makedirs(tmp_path / f"test_data_set_{s}")
+        np.save(tmp_path / f"test_data_set_{s}" / "input_0.npy",
+                rng.standard_normal((2, 8, 16)).astype(np.float32))
+    int4 = kiln.compile(path, backend="host", cache_dir=jit_cache, weights="int4", group_size=16)
+    fp8 = kiln.compile(path, backend="host", cache_dir=jit_cache, precision="fp8",
+                       calibrate=tmp_path)
+    for model, bound in ((int4, 0.3), (fp8, 0.15)):
+        err = np.abs(model(x=x)["y"] - y).max()
+        assert 1e-5 < err <= bound, err
+    with pytest.raises(kiln.KilnError, match="precision 'fp8' needs options->calibration_dir"):
+        kiln.compile(path, backend="host", cache_dir=jit_cache, precision="fp8")
+    with pytest.raises(kiln.KilnError, match="weights 'int3' is not one of float, int8, int4"):
+        kiln.compile(path, backend="host", cache_dir=jit_cache, weights="int3")
+
+
 def test_dlpack_and_non_contiguous_inputs(artifacts):
     model = kiln.load(artifacts["encoder"], backend="host")
     x, y = torch_case("encoder")

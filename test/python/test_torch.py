@@ -150,6 +150,24 @@ def test_precision_option_compiles_bf16(options):
     assert err > 1e-6 * scale, "bf16 gave fp32's numbers: the option did not reach kiln"
 
 
+def test_weights_option_quantizes_the_frozen_weights(options):
+    """options={"weights": "int4", "group_size": 32}: kiln-compile --weights
+    int4 on the graph's frozen weights through the JIT. Round to nearest in
+    groups of 32 (a step of a fifteenth of a group's range): within 0.1 of
+    the largest output here, and not fp32's numbers."""
+    torch.manual_seed(8)
+    model = Encoder().eval()
+    compiled = torch.compile(model, backend="kiln", dynamic=True,
+                             options=dict(options, weights="int4", group_size=32))
+    ids, mask = encoder_inputs(3, 10, torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        got, want = compiled(ids, mask), model(ids, mask)
+    scale = want.abs().max().item()
+    err = (got - want).abs().max().item()
+    assert err <= 0.1 * scale, (err, scale)
+    assert err > 1e-4 * scale, "int4 weights gave fp32's numbers: the option did not reach kiln"
+
+
 class BranchOnItem(torch.nn.Module):
     """A Python branch on a tensor's value: Dynamo breaks the graph at .item()."""
 
@@ -330,7 +348,9 @@ def test_bad_options_are_one_line_errors():
     x = torch.randn(2, 4)
     for options, message in [({"precison": "bf16"}, "unknown option 'precison'"),
                              ({"backend": "tpu"}, "backend='tpu' is not auto, host or cuda"),
-                             ({"precision": "fp8"}, "precision='fp8' is not fp32, tf32")]:
+                             ({"precision": "fp8"}, "precision='fp8' is not fp32, tf32"),
+                             ({"weights": "int3"}, "weights='int3' is not float, int8 or int4"),
+                             ({"group_size": 48}, "group_size=48 is not a power of 2")]:
         torch._dynamo.reset()
         compiled = torch.compile(torch.nn.Linear(4, 4), backend="kiln", options=options)
         with pytest.raises(Exception, match=message):

@@ -10,9 +10,11 @@
 #include "kiln/jit.hpp"
 
 #include "TensorFiles.h"
+#include "kiln/reference/Tensor.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -206,13 +208,119 @@ TEST(Jit, BadModelsAndArgumentsAreErrors) {
   EXPECT_NE(std::string(kiln_jit_last_error()).find("options->device is -2"), std::string::npos)
       << kiln_jit_last_error();
   EXPECT_EQ(raw, nullptr);
-  // A precision mode kiln-compile does not have, named.
-  kiln_jit_options_t fp8 = options;
-  fp8.precision = "fp8";
-  EXPECT_EQ(kiln_jit_create(&fp8, &raw), KILN_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(kiln_jit_last_error()).find("precision 'fp8'"), std::string::npos)
-      << kiln_jit_last_error();
-  EXPECT_EQ(raw, nullptr);
+  // Modes and quantization options kiln-compile would refuse, each named in
+  // its one-line error.
+  auto refused = [&](const kiln_jit_options_t &bad, const std::string &message) {
+    raw = nullptr;
+    EXPECT_EQ(kiln_jit_create(&bad, &raw), KILN_INVALID_ARGUMENT) << message;
+    EXPECT_NE(std::string(kiln_jit_last_error()).find(message), std::string::npos)
+        << kiln_jit_last_error();
+    EXPECT_EQ(raw, nullptr);
+  };
+  kiln_jit_options_t bad = options;
+  bad.precision = "fp4";
+  refused(bad, "options->precision 'fp4' is not one of fp32, tf32, fp16, bf16, fp8");
+  bad.precision = "fp8";
+  refused(bad, "precision 'fp8' needs options->calibration_dir");
+  bad.calibration_dir = "/nonexistent/calibration";
+  refused(bad, "options->calibration_dir '/nonexistent/calibration' is not a folder");
+  bad.precision = "bf16";
+  refused(bad, "options->calibration_dir sets FP8 scales: it needs precision 'fp8'");
+  bad = options;
+  bad.weights = "int3";
+  refused(bad, "options->weights 'int3' is not one of float, int8, int4");
+  bad.weights = "int4";
+  bad.weight_group_size = 48;
+  refused(bad, "options->weight_group_size 48 is not a power of 2 from 16 to 65536");
+}
+
+/// Writes `sets` calibration data sets of the test encoder's input ([2, 8,
+/// 16], drawn from `seed`) into `folder`, as kiln-compile --calibrate reads
+/// them.
+void writeCalibration(const std::string &folder, int sets, unsigned seed) {
+  for (int s = 0; s < sets; ++s) {
+    std::string set = folder + "/test_data_set_" + std::to_string(s);
+    std::filesystem::create_directories(set);
+    kiln::ref::Tensor x(kiln::ref::DType::f32, {2, 8, 16});
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.setF(i, std::sin(double(i * 7 + s * 13 + seed)) * 2.0);
+    ASSERT_TRUE(kiln::writeNpy(x, set + "/input_0.npy").ok());
+  }
+}
+
+/// The largest magnitude of `a` and the largest difference of `b` from it.
+std::pair<double, double> largestAndDifference(const kiln::HostTensor &a, const kiln::HostTensor &b) {
+  double most = 0, diff = 0;
+  for (size_t i = 0; i < a.numel(); ++i) {
+    most = std::max(most, std::fabs(double(a.as<float>()[i])));
+    diff = std::max(diff, std::fabs(double(a.as<float>()[i] - b.as<float>()[i])));
+  }
+  return {most, diff};
+}
+
+TEST(Jit, QuantizedWeightsAndFp8AreOptionsAndPartOfTheKey) {
+  FreshCacheDir folder;
+  std::string calibration = folder.path + "/calibration";
+  writeCalibration(calibration, 3, 1);
+  auto create = [&](kiln::Jit *jit, const char *precision, const char *weights,
+                    const char *calibrationDir) {
+    kiln_jit_options_t options;
+    kiln_jit_options_init(&options);
+    options.cache_dir = folder.path.c_str();
+    options.backend = KILN_BACKEND_HOST;
+    options.specialize = 0;
+    options.precision = precision;
+    options.weights = weights;
+    options.weight_group_size = 16;
+    options.calibration_dir = calibrationDir;
+    kiln::Status s = kiln::Jit::create(&options, jit);
+    ASSERT_TRUE(s.ok()) << s.message();
+  };
+  kiln::Jit fp32, int4, fp8;
+  create(&fp32, nullptr, nullptr, nullptr);
+  create(&int4, nullptr, "int4", nullptr);
+  create(&fp8, "fp8", nullptr, calibration.c_str());
+  kiln::Model a, b, c;
+  ASSERT_TRUE(fp32.compileFile(KILN_TEST_MODELS "/encoder.onnx", &a).ok());
+  kiln::Status s = int4.compileFile(KILN_TEST_MODELS "/encoder.onnx", &b);
+  ASSERT_TRUE(s.ok()) << s.message();
+  s = fp8.compileFile(KILN_TEST_MODELS "/encoder.onnx", &c);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // One cache folder, three models: each compiled, none found as another.
+  EXPECT_EQ(int4.stats().misses, 1u);
+  EXPECT_EQ(int4.stats().disk_hits, 0u);
+  EXPECT_EQ(fp8.stats().misses, 1u);
+  EXPECT_EQ(fp8.stats().disk_hits, 0u);
+  std::vector<kiln::HostTensor> inputs = {randomInput(2, 5)}, outA, outB, outC;
+  ASSERT_TRUE(a.run(inputs, &outA).ok());
+  ASSERT_TRUE(b.run(inputs, &outB).ok());
+  ASSERT_TRUE(c.run(inputs, &outC).ok());
+  // Quantized, not fp32's numbers, and near them (outputs of magnitude 1.64):
+  // FP8 within fp8.test's 0.15 (measured here 0.095), int4 weights in groups
+  // of 16 (round to nearest: a step of a fifteenth of a group's range, and
+  // two layers of them) within 0.3 (measured 0.11). A weight or scale put in
+  // the wrong place gives errors of the outputs' own size.
+  auto [most, int4Diff] = largestAndDifference(outA[0], outB[0]);
+  auto [unused, fp8Diff] = largestAndDifference(outA[0], outC[0]);
+  EXPECT_GT(most, 0.5);
+  EXPECT_GT(int4Diff, 0.0) << "int4 weights gave fp32's numbers";
+  EXPECT_LE(int4Diff, 0.3);
+  EXPECT_GT(fp8Diff, 0.0) << "fp8 gave fp32's numbers";
+  EXPECT_LE(fp8Diff, 0.15);
+  // Other calibration data is another model: compiled again, not found.
+  writeCalibration(calibration, 3, 2);
+  kiln::Jit recalibrated;
+  create(&recalibrated, "fp8", nullptr, calibration.c_str());
+  kiln::Model d;
+  ASSERT_TRUE(recalibrated.compileFile(KILN_TEST_MODELS "/encoder.onnx", &d).ok());
+  EXPECT_EQ(recalibrated.stats().misses, 1u);
+  EXPECT_EQ(recalibrated.stats().disk_hits, 0u);
+  // The same data is the same model: found on disk.
+  kiln::Jit again;
+  create(&again, "fp8", nullptr, calibration.c_str());
+  kiln::Model e;
+  ASSERT_TRUE(again.compileFile(KILN_TEST_MODELS "/encoder.onnx", &e).ok());
+  EXPECT_EQ(again.stats().disk_hits, 1u);
 }
 
 TEST(Jit, PrecisionIsPartOfTheKey) {

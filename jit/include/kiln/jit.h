@@ -35,8 +35,10 @@ extern "C" {
 
 /* 2: kiln_jit_options_t.precision, kiln_jit_explain_memory and
  * kiln_jit_release. A library of version 1 ignores precision (it copies only
- * the fields it knows). */
-#define KILN_JIT_API_VERSION 2
+ * the fields it knows).
+ * 3: kiln_jit_options_t.weights, weight_group_size and calibration_dir, and
+ * precision "fp8". */
+#define KILN_JIT_API_VERSION 3
 
 typedef struct kiln_jit_t kiln_jit_t;
 
@@ -62,8 +64,20 @@ typedef struct kiln_jit_options_t {
    * kiln_load_options_t's. */
   int device;
   /* kiln-compile --precision for its models: NULL or "" (fp32), "tf32",
-   * "fp16" or "bf16" (docs/precision.md); part of every model's cache key. */
+   * "fp16", "bf16" or (API 3) "fp8", which needs calibration_dir
+   * (docs/precision.md); part of every model's cache key. */
   const char *precision;
+  /* kiln-compile --weights for its models (API 3): NULL, "" or "float" (as
+   * the model has them), "int8" or "int4" (every matmul by a constant weight
+   * matrix quantized, docs/precision.md); part of every model's cache key. */
+  const char *weights;
+  /* kiln-compile --group-size with int8/int4 weights (API 3): 0 for 128, else
+   * a power of 2 from 16 to 65536. */
+  int64_t weight_group_size;
+  /* kiln-compile --calibrate with precision "fp8" (API 3): a folder of data
+   * sets (test_data_set_N/input_K.pb or .npy) the activations' FP8 scales
+   * come from; what its files hold is part of every model's cache key. */
+  const char *calibration_dir;
 } kiln_jit_options_t;
 
 /* Fills `options` with the defaults. */

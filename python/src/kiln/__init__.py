@@ -147,37 +147,55 @@ def load(path: Union[str, os.PathLike], backend: str = "auto", device: Device = 
     return Model(_kiln.load(os.fspath(path), _backend_for(backend, ordinal), ordinal))
 
 
+def _modes(precision: Optional[str], weights: Optional[str], group_size: Optional[int],
+           calibrate: Union[str, os.PathLike, None]):
+    """compile's and explain's kiln-compile modes as the binding takes them."""
+    return dict(precision=precision or "", weights=weights or "",
+                group_size=int(group_size or 0),
+                calibrate="" if calibrate is None else os.fspath(calibrate))
+
+
 def compile(model: Union[str, os.PathLike, bytes], backend: str = "auto",
             cache_dir: Union[str, os.PathLike, None] = None, name: Union[str, None] = None,
-            device: Device = 0, precision: Optional[str] = None) -> Model:
+            device: Device = 0, precision: Optional[str] = None, weights: Optional[str] = None,
+            group_size: Optional[int] = None,
+            calibrate: Union[str, os.PathLike, None] = None) -> Model:
     """Compiles an ONNX (.onnx) or kiln (.mlir) model in-process through libkiln_jit.
 
     `model` is a path or the model's bytes (`name`, ending in .onnx or .mlir, says
     which and names it in messages). Compiled models and the variants compiled
     for new shapes are cached in `cache_dir` (default $KILN_CACHE_DIR/jit or
     ~/.cache/kiln/jit), shared by processes. `device` as load's. `precision`
-    is kiln-compile's --precision (fp32, the default; tf32, fp16, bf16)."""
+    is kiln-compile's --precision (fp32, the default; tf32, fp16, bf16, or fp8
+    with `calibrate`, its --calibrate: a folder of data sets the activations'
+    scales come from); `weights` its --weights (float, the default; int8,
+    int4: matmul weights quantized, docs/precision.md) with `group_size` its
+    --group-size (128 by default)."""
     if not has_jit:
         raise KilnError("this kiln package was built against a kiln install without libkiln_jit")
     folder = "" if cache_dir is None else os.fspath(cache_dir)
     ordinal = _ordinal(device)
     backend = _backend_for(backend, ordinal)
-    mode = precision or ""
+    modes = _modes(precision, weights, group_size, calibrate)
     if isinstance(model, (bytes, bytearray, memoryview)):
         return Model(_kiln.compile(bytes(model), backend, folder, name or "model.onnx", ordinal,
-                                   mode))
+                                   **modes))
     path = os.fspath(model)
-    return Model(_kiln.compile(path, backend, folder, name or os.path.basename(path), ordinal, mode))
+    return Model(_kiln.compile(path, backend, folder, name or os.path.basename(path), ordinal,
+                               **modes))
 
 
 def explain(model: Union[str, os.PathLike, bytes], backend: str = "auto",
             name: Union[str, None] = None, device: Device = 0,
             precision: Optional[str] = None,
-            cache_dir: Union[str, os.PathLike, None] = None) -> str:
+            cache_dir: Union[str, os.PathLike, None] = None, weights: Optional[str] = None,
+            group_size: Optional[int] = None,
+            calibrate: Union[str, os.PathLike, None] = None) -> str:
     """What `kiln-compile --explain` prints for an ONNX or kiln model (a path or
     its bytes, `name` as compile's): graph breaks, size reads, quantized ops left
     in float and guards, one line each, then their counts, compiled at
-    `precision` as compile's (its kernels built in `cache_dir`'s JIT folder,
+    `precision`, `weights`, `group_size` and `calibrate` as compile's (its
+    kernels built in `cache_dir`'s JIT folder,
     as compile's). Compiles the model for this; the model is not cached. A
     path is read as bytes: a model with external data files is refused (run
     kiln-compile --explain on it)."""
@@ -193,7 +211,7 @@ def explain(model: Union[str, os.PathLike, bytes], backend: str = "auto",
         data = bytes(model)
     folder = "" if cache_dir is None else os.fspath(cache_dir)
     return _kiln.explain(data, _backend_for(backend, ordinal), folder, name or "model.onnx",
-                         ordinal, precision or "")
+                         ordinal, **_modes(precision, weights, group_size, calibrate))
 
 
 def jit_stats(wait: bool = False) -> Dict[str, Any]:

@@ -66,7 +66,7 @@ def stats(wait: bool = False) -> Dict[str, Any]:
 # ---------------------------------------------------------------------------
 # Options
 
-_OPTION_NAMES = ("strict", "cache_dir", "backend", "precision")
+_OPTION_NAMES = ("strict", "cache_dir", "backend", "precision", "weights", "group_size")
 # torch.compile's modes. kiln's CUDA runs already replay a CUDA graph per shape
 # (what reduce-overhead asks for), and it has no tuning search to widen (what
 # max-autotune asks for): every mode compiles the same model.
@@ -79,6 +79,8 @@ class _Options:
     cache_dir: Optional[str] = None
     backend: str = "auto"  # auto: the inputs' device decides (CPU: host emulation)
     precision: str = ""  # kiln-compile --precision ("": fp32)
+    weights: str = ""  # kiln-compile --weights ("": float; int8, int4: the frozen weights)
+    group_size: int = 0  # kiln-compile --group-size (0: 128)
 
     @staticmethod
     def parse(mode: Optional[str], options: Optional[Dict[str, Any]]) -> "_Options":
@@ -97,10 +99,18 @@ class _Options:
         if precision not in ("", "fp32", "tf32", "fp16", "bf16"):
             raise KilnError(f"kiln backend: option precision={precision!r} is not fp32, tf32, "
                             "fp16 or bf16")
+        weights = options.get("weights") or ""
+        if weights not in ("", "float", "int8", "int4"):
+            raise KilnError(f"kiln backend: option weights={weights!r} is not float, int8 or int4")
+        group_size = options.get("group_size") or 0
+        if not isinstance(group_size, int) or (group_size and (
+                group_size < 16 or group_size > 65536 or group_size & (group_size - 1))):
+            raise KilnError(f"kiln backend: option group_size={group_size!r} is not a power of 2 "
+                            "from 16 to 65536")
         cache_dir = options.get("cache_dir")
         return _Options(strict=bool(options.get("strict", False)),
                         cache_dir=None if cache_dir is None else str(cache_dir), backend=backend,
-                        precision=precision)
+                        precision=precision, weights=weights, group_size=group_size)
 
 
 @dataclasses.dataclass
@@ -204,7 +214,9 @@ class _KilnGraph:
             model = _jit_compile(lowered.onnx, backend=backend, cache_dir=self._options.cache_dir,
                                  name=f"{self._label}.onnx",
                                  device=(device.index or 0) if device.type == "cuda" else 0,
-                                 precision=self._options.precision or None)
+                                 precision=self._options.precision or None,
+                                 weights=self._options.weights or None,
+                                 group_size=self._options.group_size or None)
         except KilnError as e:
             raise _Unsupported(str(e)) from e
         _STATS["compile_s"] += time.perf_counter() - start

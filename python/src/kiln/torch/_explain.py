@@ -82,7 +82,8 @@ def explain(model: Callable[..., Any], *args: Any, options: Optional[Dict[str, A
         if compiled:
             text = kiln_explain(graph.onnx, backend=graph.backend_name,
                                 name=f"{graph._label}.onnx", precision=parsed.precision or None,
-                                cache_dir=parsed.cache_dir)
+                                cache_dir=parsed.cache_dir, weights=parsed.weights or None,
+                                group_size=parsed.group_size or None)
         elif reason is None:
             reason = _GRAD_REASON if graph._warned_grad else "it was not called"
         out.append(GraphExplanation(graph._label, ops, compiled, reason, text))
