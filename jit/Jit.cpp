@@ -147,26 +147,29 @@ absl::StatusOr<std::string> externalDataKey(llvm::StringRef bytes, const std::st
 /// For every model's cache key under fp8: the regular files under `folder`
 /// (a calibration folder's data sets), each path relative to it with the
 /// hash of its contents, in order; calibrating on other data is another
-/// model. An error when the folder cannot be walked or a file read.
+/// model. Hashed at each compile (the compile reads the folder then). An
+/// error when the folder cannot be walked or a file read.
 absl::StatusOr<std::string> folderKey(const std::string &folder) {
   if (!llvm::sys::fs::is_directory(folder))
-    return absl::InvalidArgumentError(
-        absl::StrCat("kiln_jit_create: options->calibration_dir '", folder, "' is not a folder"));
+    return absl::InvalidArgumentError(absl::StrCat("calibration_dir '", folder, "' is not a folder"));
   std::vector<std::string> files;
   std::error_code ec;
   for (llvm::sys::fs::recursive_directory_iterator it(folder, ec), end; it != end && !ec;
        it.increment(ec))
-    if (it->type() == llvm::sys::fs::file_type::regular_file)
+    // is_regular_file follows links, as the calibration's reader does: a
+    // linked data set is hashed by what it holds.
+    if (llvm::sys::fs::is_regular_file(it->path()))
       files.push_back(it->path());
   if (ec)
-    return absl::InvalidArgumentError(absl::StrCat("kiln_jit_create: options->calibration_dir '",
-                                                   folder, "': ", ec.message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("calibration_dir '", folder, "': ", ec.message()));
   std::sort(files.begin(), files.end());
   std::string key;
   for (const std::string &path : files) {
     absl::StatusOr<std::unique_ptr<llvm::MemoryBuffer>> file = readRegularFile(path);
     if (!file.ok())
-      return file.status();
+      return absl::InvalidArgumentError(
+          absl::StrCat("calibration_dir '", folder, "': ", file.status().message()));
     absl::StrAppend(&key, llvm::StringRef(path).drop_front(folder.size()).str(), " ",
                     (*file)->getBufferSize(), " ", hex(llvm::xxh3_64bits((*file)->getBuffer())),
                     "\n");
@@ -295,8 +298,6 @@ private:
   std::string weights_;   ///< kiln-compile --weights' (float, int8, int4)
   int64_t groupSize_;     ///< kiln-compile --group-size
   std::string calibration_; ///< kiln-compile --calibrate's folder (fp8)
-  /// What the calibration folder's files hold, hashed (start): a model's key.
-  std::string calibrationKey_;
   DiskCache disk_;
   /// Where kernels build (host libraries, cubins): the cache's `kernels`
   /// folder, or privateFolder_ when the cache cannot be written.
@@ -393,15 +394,14 @@ absl::Status Jit::start() {
   int devices = 0;
   if (options_.backend != KILN_BACKEND_HOST && kiln_cuda_device_count(&devices) == KILN_OK &&
       devices > 0)
-    // FP8 tensor cores start at sm_89: fp8's cubins are sm_90's alone, as
-    // kiln-compile's default for the mode.
-    cubinArchs_ = precision_ == "fp8" ? std::vector<int>{90} : std::vector<int>{80, 90};
-  if (!calibration_.empty()) {
-    absl::StatusOr<std::string> key = folderKey(calibration_);
-    if (!key.ok())
-      return key.status();
-    calibrationKey_ = *key;
-  }
+    // FP8 tensor cores start at sm_89 (Ada), whose devices load sm_89
+    // cubins only: fp8's artifacts carry sm_89's and sm_90's (an older
+    // device finds no cubin for its arch and the load says so).
+    cubinArchs_ = precision_ == "fp8" ? std::vector<int>{89, 90} : std::vector<int>{80, 90};
+  if (!calibration_.empty())
+    if (absl::StatusOr<std::string> key = folderKey(calibration_); !key.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("kiln_jit_create: options->", key.status().message()));
   int n = options_.background_threads > 0 ? options_.background_threads : 2;
   for (int i = 0; i < n; ++i)
     threads_.emplace_back([this] { work(); });
@@ -470,13 +470,23 @@ absl::StatusOr<kiln_model_t *> Jit::compile(const void *data, size_t size,
       mlir ? std::string() : externalDataKey(bytes, name, folder);
   if (!external.ok())
     return external.status();
+  // The calibration data the compile reads, by its contents (fp8).
+  std::string calibration;
+  if (!calibration_.empty()) {
+    absl::StatusOr<std::string> read = folderKey(calibration_);
+    if (!read.ok())
+      return absl::InvalidArgumentError(absl::StrCat(name, ": options->", read.status().message()));
+    calibration = *read;
+  }
+  // Weights as the model has them take no group size.
+  std::string weights = weights_ == "float" ? weights_ : absl::StrCat(weights_, " ", groupSize_);
   std::string key = hex(llvm::xxh3_64bits(llvm::StringRef(
       // The format version too: a disk cache written by an older build is
       // recompiled rather than refused at load.
       absl::StrCat("kiln-jit model\n", KILN_VERSION, "\nformat ", artifact::kFormatVersion, "\n",
                    cubinArchs_.empty() ? "host" : absl::StrJoin(cubinArchs_, ","), "\n",
-                   "precision ", precision_, "\n", "weights ", weights_, " ", groupSize_, "\n",
-                   "calibration ", calibrationKey_, "\n", mlir ? "mlir" : "onnx", "\n",
+                   "precision ", precision_, "\n", "weights ", weights, "\n",
+                   "calibration ", calibration, "\n", mlir ? "mlir" : "onnx", "\n",
                    hex(llvm::xxh3_64bits(bytes)), "\n",
                    *external))));
   // Single flight: the first asker compiles, the others wait for its handle.

@@ -207,8 +207,14 @@ std::optional<NBitsCandidate> nbitsCandidate(MatmulNBitsOp m) {
     return std::nullopt;
   int64_t cols = cast<RankedTensorType>(m.getWeights().getType()).getDimSize(0);
   if (Value bias = m.getBias()) {
+    // Its bytes are read when the merged bias is written: a bias that
+    // cannot be read is no candidate (never a member's zeros).
     auto biasType = cast<RankedTensorType>(bias.getType());
-    if (!isStaticConstant(bias) || biasType.getRank() != 1 || biasType.getDimSize(0) != cols)
+    std::vector<char> unused;
+    std::optional<ArrayRef<char>> bytes = isStaticConstant(bias) ? constantBytes(bias, unused)
+                                                                 : std::nullopt;
+    if (!bytes || biasType.getRank() != 1 || biasType.getDimSize(0) != cols ||
+        bytes->size() != static_cast<size_t>(cols) * biasType.getElementTypeBitWidth() / 8)
       return std::nullopt;
   }
   return NBitsCandidate{m, cols};

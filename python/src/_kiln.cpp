@@ -572,7 +572,11 @@ std::shared_ptr<kiln_jit_t> jitFor(const std::string &cacheDir, kiln_backend_t b
   std::string key = cacheDir + "|" + std::to_string(backend) + "|" + std::to_string(device) + "|" +
                     (modes.precision.empty() ? "fp32" : modes.precision) + "|" +
                     (modes.weights.empty() ? "float" : modes.weights) + "|" +
-                    std::to_string(modes.groupSize) + "|" + modes.calibration;
+                    // 0 is the default, 128; float weights take none.
+                    (modes.weights.empty() || modes.weights == "float"
+                         ? std::string()
+                         : std::to_string(modes.groupSize ? modes.groupSize : 128)) +
+                    "|" + modes.calibration;
   std::lock_guard<std::mutex> lock(mutex);
   for (auto &[k, jit] : jits)
     if (k == key)

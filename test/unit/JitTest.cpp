@@ -307,19 +307,34 @@ TEST(Jit, QuantizedWeightsAndFp8AreOptionsAndPartOfTheKey) {
   EXPECT_LE(int4Diff, 0.3);
   EXPECT_GT(fp8Diff, 0.0) << "fp8 gave fp32's numbers";
   EXPECT_LE(fp8Diff, 0.15);
-  // Other calibration data is another model: compiled again, not found.
+  // Other calibration data is another model: compiled again (the folder is
+  // hashed at each compile), not found.
   writeCalibration(calibration, 3, 2);
-  kiln::Jit recalibrated;
-  create(&recalibrated, "fp8", nullptr, calibration.c_str());
-  kiln::Model d;
-  ASSERT_TRUE(recalibrated.compileFile(KILN_TEST_MODELS "/encoder.onnx", &d).ok());
-  EXPECT_EQ(recalibrated.stats().misses, 1u);
-  EXPECT_EQ(recalibrated.stats().disk_hits, 0u);
-  // The same data is the same model: found on disk.
+  c = kiln::Model();
+  ASSERT_TRUE(fp8.compileFile(KILN_TEST_MODELS "/encoder.onnx", &c).ok());
+  EXPECT_EQ(fp8.stats().misses, 2u);
+  // Data sets linked into a folder are hashed by what they hold: the same
+  // model as the folder they link to.
+  std::string linked = folder.path + "/linked";
+  std::filesystem::create_directories(linked + "/test_data_set_0");
+  for (int set = 0; set < 3; ++set) {
+    std::string dir = linked + "/test_data_set_" + std::to_string(set);
+    std::filesystem::create_directories(dir);
+    std::filesystem::create_symlink(calibration + "/test_data_set_" + std::to_string(set) +
+                                        "/input_0.npy",
+                                    dir + "/input_0.npy");
+  }
+  kiln::Jit viaLinks;
+  create(&viaLinks, "fp8", nullptr, linked.c_str());
+  kiln::Model f;
+  ASSERT_TRUE(viaLinks.compileFile(KILN_TEST_MODELS "/encoder.onnx", &f).ok());
+  EXPECT_EQ(viaLinks.stats().disk_hits, 1u);
+  // The same data is the same model to another JIT: found on disk.
   kiln::Jit again;
   create(&again, "fp8", nullptr, calibration.c_str());
   kiln::Model e;
   ASSERT_TRUE(again.compileFile(KILN_TEST_MODELS "/encoder.onnx", &e).ok());
+  EXPECT_EQ(again.stats().misses, 0u);
   EXPECT_EQ(again.stats().disk_hits, 1u);
 }
 

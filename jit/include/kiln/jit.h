@@ -37,7 +37,8 @@ extern "C" {
  * kiln_jit_release. A library of version 1 ignores precision (it copies only
  * the fields it knows).
  * 3: kiln_jit_options_t.weights, weight_group_size and calibration_dir, and
- * precision "fp8". */
+ * precision "fp8". A library of version 2 ignores the three fields (a
+ * caller needing them checks the library it loaded). */
 #define KILN_JIT_API_VERSION 3
 
 typedef struct kiln_jit_t kiln_jit_t;
@@ -76,7 +77,9 @@ typedef struct kiln_jit_options_t {
   int64_t weight_group_size;
   /* kiln-compile --calibrate with precision "fp8" (API 3): a folder of data
    * sets (test_data_set_N/input_K.pb or .npy) the activations' FP8 scales
-   * come from; what its files hold is part of every model's cache key. */
+   * come from; what its files hold when a model is compiled is part of that
+   * model's cache key. fp8 artifacts carry sm_89 and sm_90 cubins (FP8
+   * tensor cores): an older device cannot load them. */
   const char *calibration_dir;
 } kiln_jit_options_t;
 
