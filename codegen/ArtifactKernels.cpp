@@ -287,7 +287,11 @@ ArtifactWriter::buildKernelTable(const std::vector<size_t> &allKernels) {
         deviceSyms.empty() ? flatbuffers::Offset<flatbuffers::Vector<int32_t>>()
                            : builder.CreateVector(deviceSyms),
         kernels[k].scratchBytes ? dim(kernels[k].scratchBytes) : flatbuffers::Offset<fb::Dim>(),
-        kernels[k].halfTensorCoreFlops ? fb::FlopUnit::Half : fb::FlopUnit::Fp32));
+        kernels[k].halfTensorCoreFlops ? fb::FlopUnit::Half : fb::FlopUnit::Fp32,
+        kernels[k].tensorCoreRows && kernels[k].tensorCoreMinRows > 0
+            ? dim(kernels[k].tensorCoreRows)
+            : flatbuffers::Offset<fb::Dim>(),
+        kernels[k].tensorCoreRows ? kernels[k].tensorCoreMinRows : 0));
   }
   return kernelTable;
 }

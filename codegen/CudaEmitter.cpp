@@ -193,6 +193,8 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.workItems = workItems;
   g.flops = flops;
   g.halfTensorCoreFlops = halfTensorCoreFlops;
+  g.tensorCoreRows = tensorCoreRows;
+  g.tensorCoreMinRows = tensorCoreMinRows;
   g.l2Bytes = l2Bytes;
   g.scratchBytes = scratchBytes;
   g.boundedReads = boundedReads(kernel);

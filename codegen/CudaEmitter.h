@@ -66,6 +66,10 @@ struct GeneratedKernel {
   /// They run on tensor cores with fp16/bf16 operands (Kernel.flop_unit
   /// Half), not CUDA cores.
   bool halfTensorCoreFlops = false;
+  /// Or do so at launches of `tensorCoreMinRows` rows or more, the rows
+  /// being `tensorCoreRows` (Kernel.tensor_core_rows); 0: no such switch.
+  mlir::AffineExpr tensorCoreRows;
+  int64_t tensorCoreMinRows = 0;
   /// A block's threads meet in it: a barrier, shared memory or a warp
   /// shuffle (the device library's block and warp reductions among them).
   /// Only such kernels can go wrong with the block size, so only they run

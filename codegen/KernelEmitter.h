@@ -491,6 +491,10 @@ private:
   /// `flops` run on tensor cores of fp16/bf16 operands
   /// (GeneratedKernel::halfTensorCoreFlops).
   bool halfTensorCoreFlops = false;
+  /// Or at launches of tensorCoreMinRows rows or more
+  /// (GeneratedKernel::tensorCoreRows).
+  DimExpr tensorCoreRows;
+  int64_t tensorCoreMinRows = 0;
   /// Bytes a launch reads through L2 (GeneratedKernel::l2Bytes); null: its
   /// buffers once.
   DimExpr l2Bytes;

@@ -348,6 +348,12 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   // other build, takes the passes below.
   const bool tensorCores = bits == 4 && xBytes == 2 && !floatZero && !splatWord &&
                            blockSize >= 32 && blockSize <= 128 && k % blockSize == 0;
+  // The roofline's unit for the flops: tensor cores at kTensorCoreRows rows
+  // or more (an unaligned row base, which falls back at run time, aside).
+  if (tensorCores) {
+    tensorCoreRows = rowsDim;
+    tensorCoreMinRows = kTensorCoreRows;
+  }
   auto emitTensorCorePass = [&]() -> LogicalResult {
     const std::string f16 = elementOf(x).isF16() ? "true" : "false";
     const int64_t laneCodes = blockSize / 4, laneBytes = laneCodes / 2, laneWords = laneBytes / 4;

@@ -349,6 +349,13 @@ absl::Status Reader::readKernels() {
       // Only the roofline reads it: a unit this reader does not know (a newer
       // writer's) is charged as fp32, as a reader before the field charges all.
       info.flopUnit = k->flop_unit() <= fb::FlopUnit::MAX ? k->flop_unit() : fb::FlopUnit::Fp32;
+      if (k->tensor_core_rows() && k->tensor_core_min_rows() > 0) {
+        absl::StatusOr<Dim> rows = dim(k->tensor_core_rows(), where);
+        if (!rows.ok())
+          return rows.status();
+        info.tensorCoreRows = std::move(*rows);
+        info.tensorCoreMinRows = k->tensor_core_min_rows();
+      }
       if (k->work_items()) {
         absl::StatusOr<Dim> items = dim(k->work_items(), where);
         if (!items.ok())

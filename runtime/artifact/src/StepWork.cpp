@@ -108,6 +108,10 @@ StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbol
       if (std::optional<int64_t> f = k.flops.evaluate(symbols)) {
         w.flops = static_cast<double>(*f);
         w.unit = k.flopUnit;
+        if (k.tensorCoreMinRows > 0 && k.tensorCoreRows.known())
+          if (std::optional<int64_t> rows = k.tensorCoreRows.evaluate(symbols);
+              rows && *rows >= k.tensorCoreMinRows)
+            w.unit = FlopUnit::Half;
       }
     if (k.l2Bytes.known())
       if (std::optional<int64_t> l2 = k.l2Bytes.evaluate(symbols))

@@ -175,6 +175,10 @@ struct KernelInfo {
   Dim flops;
   /// The unit they run on (Kernel.flop_unit).
   schema::FlopUnit flopUnit = schema::FlopUnit::Fp32;
+  /// With tensorCoreMinRows > 0: Half at a launch whose tensorCoreRows is at
+  /// least that (Kernel.tensor_core_rows, tensor_core_min_rows).
+  Dim tensorCoreRows;
+  int64_t tensorCoreMinRows = 0;
   /// Kernel.index32_sizes: where a specialization may take the kernel's
   /// 32-bit body (index32Fits).
   std::vector<Dim> index32Sizes;
