@@ -291,7 +291,10 @@ ArtifactWriter::buildKernelTable(const std::vector<size_t> &allKernels) {
         kernels[k].tensorCoreRows && kernels[k].tensorCoreMinRows > 0
             ? dim(kernels[k].tensorCoreRows)
             : flatbuffers::Offset<fb::Dim>(),
-        kernels[k].tensorCoreRows ? kernels[k].tensorCoreMinRows : 0));
+        kernels[k].tensorCoreRows ? kernels[k].tensorCoreMinRows : 0,
+        kernels[k].tensorCoreRows && kernels[k].tensorCoreL2Bytes
+            ? dim(kernels[k].tensorCoreL2Bytes)
+            : flatbuffers::Offset<fb::Dim>()));
   }
   return kernelTable;
 }

@@ -195,6 +195,7 @@ FailureOr<GeneratedKernel> KernelEmitter::run() {
   g.halfTensorCoreFlops = halfTensorCoreFlops;
   g.tensorCoreRows = tensorCoreRows;
   g.tensorCoreMinRows = tensorCoreMinRows;
+  g.tensorCoreL2Bytes = tensorCoreL2Bytes;
   g.l2Bytes = l2Bytes;
   g.scratchBytes = scratchBytes;
   g.boundedReads = boundedReads(kernel);

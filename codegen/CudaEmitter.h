@@ -70,6 +70,9 @@ struct GeneratedKernel {
   /// being `tensorCoreRows` (Kernel.tensor_core_rows); 0: no such switch.
   mlir::AffineExpr tensorCoreRows;
   int64_t tensorCoreMinRows = 0;
+  /// The L2 bytes of such a launch (Kernel.tensor_core_l2_bytes); null:
+  /// l2Bytes.
+  mlir::AffineExpr tensorCoreL2Bytes;
   /// A block's threads meet in it: a barrier, shared memory or a warp
   /// shuffle (the device library's block and warp reductions among them).
   /// Only such kernels can go wrong with the block size, so only they run

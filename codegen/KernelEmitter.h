@@ -495,6 +495,7 @@ private:
   /// (GeneratedKernel::tensorCoreRows).
   DimExpr tensorCoreRows;
   int64_t tensorCoreMinRows = 0;
+  DimExpr tensorCoreL2Bytes;
   /// Bytes a launch reads through L2 (GeneratedKernel::l2Bytes); null: its
   /// buffers once.
   DimExpr l2Bytes;

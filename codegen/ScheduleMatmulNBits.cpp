@@ -350,9 +350,17 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
                            blockSize >= 32 && blockSize <= 128 && k % blockSize == 0;
   // The roofline's unit for the flops: tensor cores at kTensorCoreRows rows
   // or more (an unaligned row base, which falls back at run time, aside).
+  // Their L2 reads then: a block's warps take consecutive tiles of 16
+  // columns of one tile of 16 rows, so the rows pass through L2 once a
+  // block's columns (its warps share them in L1) and each column's weights,
+  // scales and zero points once a tile of rows.
   if (tensorCores) {
     tensorCoreRows = rowsDim;
     tensorCoreMinRows = kTensorCoreRows;
+    const int64_t blockColumns = 16 * (kBlockThreads / 32);
+    tensorCoreL2Bytes = canonicalizeDim(
+        rowsDim.ceilDiv(16) *
+        C(16 * k * xBytes * ((n + blockColumns - 1) / blockColumns) + paramBytes));
   }
   auto emitTensorCorePass = [&]() -> LogicalResult {
     const std::string f16 = elementOf(x).isF16() ? "true" : "false";

@@ -355,6 +355,12 @@ absl::Status Reader::readKernels() {
           return rows.status();
         info.tensorCoreRows = std::move(*rows);
         info.tensorCoreMinRows = k->tensor_core_min_rows();
+        if (k->tensor_core_l2_bytes()) {
+          absl::StatusOr<Dim> bytes = dim(k->tensor_core_l2_bytes(), where);
+          if (!bytes.ok())
+            return bytes.status();
+          info.tensorCoreL2Bytes = std::move(*bytes);
+        }
       }
       if (k->work_items()) {
         absl::StatusOr<Dim> items = dim(k->work_items(), where);

@@ -104,17 +104,22 @@ StepWork stepWork(const Plan &plan, const StepInfo &step, const Bindings &symbol
   }
   if (kernel) {
     const KernelInfo &k = *kernel;
+    bool tensorCoreLaunch = false;
     if (k.flops.known())
       if (std::optional<int64_t> f = k.flops.evaluate(symbols)) {
         w.flops = static_cast<double>(*f);
         w.unit = k.flopUnit;
         if (k.tensorCoreMinRows > 0 && k.tensorCoreRows.known())
           if (std::optional<int64_t> rows = k.tensorCoreRows.evaluate(symbols);
-              rows && *rows >= k.tensorCoreMinRows)
+              rows && *rows >= k.tensorCoreMinRows) {
             w.unit = FlopUnit::Half;
+            tensorCoreLaunch = true;
+          }
       }
-    if (k.l2Bytes.known())
-      if (std::optional<int64_t> l2 = k.l2Bytes.evaluate(symbols))
+    const Dim &l2Bytes =
+        tensorCoreLaunch && k.tensorCoreL2Bytes.known() ? k.tensorCoreL2Bytes : k.l2Bytes;
+    if (l2Bytes.known())
+      if (std::optional<int64_t> l2 = l2Bytes.evaluate(symbols))
         w.l2Bytes = *l2;
   } else if (step.kind == StepKind::Host && isLibraryStep(step.op)) {
     libraryFlops(plan, step, symbols, w);

@@ -179,6 +179,9 @@ struct KernelInfo {
   /// least that (Kernel.tensor_core_rows, tensor_core_min_rows).
   Dim tensorCoreRows;
   int64_t tensorCoreMinRows = 0;
+  /// Their L2 bytes, l2Bytes' stand-in at those launches
+  /// (Kernel.tensor_core_l2_bytes); unknown: l2Bytes.
+  Dim tensorCoreL2Bytes;
   /// Kernel.index32_sizes: where a specialization may take the kernel's
   /// 32-bit body (index32Fits).
   std::vector<Dim> index32Sizes;
