@@ -270,6 +270,8 @@ ArtifactWriter::buildKernelTable(const std::vector<size_t> &allKernels) {
     std::vector<flatbuffers::Offset<fb::BoundedRead>> boundedReads;
     for (const auto &[input, elements] : kernels[k].boundedReads)
       boundedReads.push_back(fb::CreateBoundedRead(builder, input, dim(elements)));
+    // Tensor cores from some rows on (matmul_nbits): the rows and their L2.
+    bool tensorCoreSwitch = kernels[k].tensorCoreRows && kernels[k].tensorCoreMinRows > 0;
     kernelTable.push_back(fb::CreateKernel(
         builder, builder.CreateString(kernels[k].name), builder.CreateString(kernels[k].source),
         *schedule, builder.CreateVector(syms), kernels[k].blockPerItem,
@@ -288,13 +290,10 @@ ArtifactWriter::buildKernelTable(const std::vector<size_t> &allKernels) {
                            : builder.CreateVector(deviceSyms),
         kernels[k].scratchBytes ? dim(kernels[k].scratchBytes) : flatbuffers::Offset<fb::Dim>(),
         kernels[k].halfTensorCoreFlops ? fb::FlopUnit::Half : fb::FlopUnit::Fp32,
-        kernels[k].tensorCoreRows && kernels[k].tensorCoreMinRows > 0
-            ? dim(kernels[k].tensorCoreRows)
-            : flatbuffers::Offset<fb::Dim>(),
-        kernels[k].tensorCoreRows ? kernels[k].tensorCoreMinRows : 0,
-        kernels[k].tensorCoreRows && kernels[k].tensorCoreL2Bytes
-            ? dim(kernels[k].tensorCoreL2Bytes)
-            : flatbuffers::Offset<fb::Dim>()));
+        tensorCoreSwitch ? dim(kernels[k].tensorCoreRows) : flatbuffers::Offset<fb::Dim>(),
+        tensorCoreSwitch ? kernels[k].tensorCoreMinRows : 0,
+        tensorCoreSwitch && kernels[k].tensorCoreL2Bytes ? dim(kernels[k].tensorCoreL2Bytes)
+                                                         : flatbuffers::Offset<fb::Dim>()));
   }
   return kernelTable;
 }

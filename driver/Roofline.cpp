@@ -9,10 +9,10 @@
 #include "kiln/reference/Tensor.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <string>
 #include <cctype>
+#include <cstdio>
 #include <optional>
+#include <string>
 
 namespace kiln {
 namespace {

@@ -13,9 +13,6 @@
 
 #include "kiln/jit.h"
 
-#include <algorithm>
-#include <string_view>
-
 #include "jit/DiskCache.h"
 
 #include "codegen/CudaEmitter.h"
@@ -45,6 +42,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/xxhash.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cerrno>
@@ -59,6 +57,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -398,10 +397,10 @@ absl::Status Jit::start() {
     // cubins only: fp8's artifacts carry sm_89's and sm_90's (an older
     // device finds no cubin for its arch and the load says so).
     cubinArchs_ = precision_ == "fp8" ? std::vector<int>{89, 90} : std::vector<int>{80, 90};
-  if (!calibration_.empty())
-    if (absl::StatusOr<std::string> key = folderKey(calibration_); !key.ok())
-      return absl::InvalidArgumentError(
-          absl::StrCat("kiln_jit_create: options->", key.status().message()));
+  // The folder's contents are read (and hashed) at each compile.
+  if (!calibration_.empty() && !llvm::sys::fs::is_directory(calibration_))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kiln_jit_create: options->calibration_dir '", calibration_, "' is not a folder"));
   int n = options_.background_threads > 0 ? options_.background_threads : 2;
   for (int i = 0; i < n; ++i)
     threads_.emplace_back([this] { work(); });

@@ -122,6 +122,34 @@ bool replaceBySlices(OpBuilder &b, Location loc, Value merged, ArrayRef<Candidat
   return true;
 }
 
+/// The biases of `group`'s members (ops of OpT, `cols` columns each) side by
+/// side as one constant of `element`, zero bytes (+0.0 in each float type)
+/// for a member without one; null when no member has one.
+template <typename OpT, typename CandidateT>
+Value joinedBias(OpBuilder &b, Location loc, ArrayRef<CandidateT> group, Type element) {
+  if (llvm::none_of(group, [](const CandidateT &c) { return bool(OpT(c.op).getBias()); }))
+    return {};
+  size_t elementBytes = cast<FloatType>(element).getWidth() / 8, cols = 0;
+  for (const CandidateT &c : group)
+    cols += static_cast<size_t>(c.cols);
+  return makeConstantFromBytes(
+      b, loc, RankedTensorType::get({static_cast<int64_t>(cols)}, element), cols * elementBytes,
+      [&](MutableArrayRef<char> out) {
+        size_t offset = 0;
+        for (const CandidateT &c : group) {
+          size_t memberBytes = static_cast<size_t>(c.cols) * elementBytes;
+          std::vector<char> splat;
+          Value bias = OpT(c.op).getBias();
+          std::optional<ArrayRef<char>> bytes = bias ? constantBytes(bias, splat) : std::nullopt;
+          if (bytes && bytes->size() == memberBytes)
+            std::memcpy(out.data() + offset, bytes->data(), memberBytes);
+          else
+            std::memset(out.data() + offset, 0, memberBytes);
+          offset += memberBytes;
+        }
+      });
+}
+
 /// Replaces `group` (same left operand, flags, activation and weight rows) by
 /// one matmul and a slice per member; false (nothing changed) when the slices'
 /// types would not be the members' result types.
@@ -131,11 +159,8 @@ bool merge(ArrayRef<Candidate> group) {
     if (MatmulOp member = c.op; member->isBeforeInBlock(first))
       first = member;
   int64_t rows = group.front().rows, cols = 0;
-  bool anyBias = false;
-  for (const Candidate &c : group) {
+  for (const Candidate &c : group)
     cols += c.cols;
-    anyBias = anyBias || MatmulOp(c.op).getBias();
-  }
   Type element = cast<RankedTensorType>(first.getRhs().getType()).getElementType();
   size_t elementBytes = cast<FloatType>(element).getWidth() / 8;
   OpBuilder b(first);
@@ -157,27 +182,9 @@ bool merge(ArrayRef<Candidate> group) {
       });
   SmallVector<Value> operands = {first.getLhs(), weights};
   created.push_back(operands.back().getDefiningOp());
-  if (anyBias) {
-    // The members' biases side by side, zero bytes (+0.0 in each of the
-    // candidates' types) for a member without one.
-    operands.push_back(makeConstantFromBytes(
-        b, loc, RankedTensorType::get({cols}, element), static_cast<size_t>(cols) * elementBytes,
-        [&](MutableArrayRef<char> out) {
-          size_t offset = 0;
-          for (const Candidate &c : group) {
-            size_t memberBytes = static_cast<size_t>(c.cols) * elementBytes;
-            std::vector<char> splat;
-            MatmulOp member = c.op;
-            std::optional<ArrayRef<char>> bytes =
-                member.getBias() ? constantBytes(member.getBias(), splat) : std::nullopt;
-            if (bytes)
-              std::memcpy(out.data() + offset, bytes->data(), memberBytes);
-            else
-              std::memset(out.data() + offset, 0, memberBytes);
-            offset += memberBytes;
-          }
-        }));
-    created.push_back(operands.back().getDefiningOp());
+  if (Value bias = joinedBias<MatmulOp>(b, loc, group, element)) {
+    operands.push_back(bias);
+    created.push_back(bias.getDefiningOp());
   }
   SmallVector<NamedAttribute> attributes;
   if (first.getActivation() != Activation::none)
@@ -270,35 +277,10 @@ bool mergeNBits(ArrayRef<NBitsCandidate> group) {
   Value scales = joined([](MatmulNBitsOp m) { return m.getScales(); });
   Value zeros = first.getZeroPoints() ? joined([](MatmulNBitsOp m) { return m.getZeroPoints(); })
                                       : Value();
-  bool anyBias =
-      llvm::any_of(group, [](const NBitsCandidate &c) { return bool(MatmulNBitsOp(c.op).getBias()); });
-  Value bias;
-  if (anyBias) {
-    // The members' biases one after the other, +0.0 (zero bytes) for a
-    // member without one.
-    Type element = cast<RankedTensorType>(first.getType()).getElementType();
-    size_t elementBytes = cast<FloatType>(element).getWidth() / 8, cols = 0;
-    for (const NBitsCandidate &c : group)
-      cols += static_cast<size_t>(c.cols);
-    bias = makeConstantFromBytes(
-        b, loc, RankedTensorType::get({static_cast<int64_t>(cols)}, element), cols * elementBytes,
-        [&](MutableArrayRef<char> out) {
-          size_t offset = 0;
-          for (const NBitsCandidate &c : group) {
-            size_t memberBytes = static_cast<size_t>(c.cols) * elementBytes;
-            std::vector<char> splat;
-            Value memberBias = MatmulNBitsOp(c.op).getBias();
-            std::optional<ArrayRef<char>> bytes =
-                memberBias ? constantBytes(memberBias, splat) : std::nullopt;
-            if (bytes && bytes->size() == memberBytes)
-              std::memcpy(out.data() + offset, bytes->data(), memberBytes);
-            else
-              std::memset(out.data() + offset, 0, memberBytes);
-            offset += memberBytes;
-          }
-        });
+  Value bias = joinedBias<MatmulNBitsOp>(
+      b, loc, group, cast<RankedTensorType>(first.getType()).getElementType());
+  if (bias)
     created.push_back(bias.getDefiningOp());
-  }
   Operation *merged = nullptr;
   if (weights && scales && (zeros || !first.getZeroPoints())) {
     SmallVector<Value> operands = {first.getInput(), weights, scales};
