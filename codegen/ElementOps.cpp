@@ -445,9 +445,10 @@ FailureOr<std::string> KernelEmitter::gatherElementsElement(GatherElementsOp g, 
 }
 
 /// Element `index` of kiln.cache_write's new tensor: the update's row
-/// `index[axis] - positions[b]` where that lies in the update, else the
-/// cache's element (0 after the written rows with zero_tail). A sequence
-/// whose rows would leave the cache is reported.
+/// `index[axis] - positions[b]` (modulo the cache's length where circular)
+/// where that lies in the update, else the cache's element (0 after the
+/// written rows with zero_tail). A sequence whose rows would leave the cache
+/// is reported.
 FailureOr<std::string> KernelEmitter::cacheWriteElement(CacheWriteOp w, Value v,
                                                         ArrayRef<std::string> index) {
   std::string ct = computeType(elementOf(v));
@@ -458,13 +459,22 @@ FailureOr<std::string> KernelEmitter::cacheWriteElement(CacheWriteOp w, Value v,
   std::string rows = dim(getSymShape(w.getUpdate().getType())[axis]),
               length = dim(getSymShape(w.getCache().getType())[axis]);
   std::string start = temp("start"), offset = temp("offset"), result = temp();
-  line("const " + indexType + " " + start + " = (" + indexType + ")" + *at + ";");
-  checkData(start + " < 0 || " + start + " > " + length + " - " + rows,
-            "KILN_ERROR_INDEX_OUT_OF_RANGE");
-  line("const " + indexType + " " + offset + " = " + index[axis] + " - " + start + ";");
+  // The position in 64 bits, as the data holds it (a 32-bit index would
+  // wrap a large one into the cache).
+  line("const int64_t " + start + " = (int64_t)" + *at + ";");
+  if (w.getCircular()) {
+    // The row's distance from the start around the ring: every start is in
+    // range, and (rows <= length) each row lands once.
+    line("const int64_t " + offset + " = ((int64_t)" + index[axis] + " + " + length + " - (" +
+         start + " % " + length + " + " + length + ") % " + length + ") % " + length + ";");
+  } else {
+    checkData(start + " < 0 || " + start + " > " + length + " - " + rows,
+              "KILN_ERROR_INDEX_OUT_OF_RANGE");
+    line("const int64_t " + offset + " = (int64_t)" + index[axis] + " - " + start + ";");
+  }
   line(ct + " " + result + ";");
   std::vector<std::string> in(index.begin(), index.end());
-  in[axis] = offset;
+  in[axis] = "(" + indexType + ")" + offset;
   openBlock("if (" + offset + " >= 0 && " + offset + " < " + rows + ") {");
   FailureOr<std::string> e = element(w.getUpdate(), in);
   if (failed(e))

@@ -221,9 +221,9 @@ LogicalResult KernelEmitter::emitCacheUpdate(CacheUpdateOp update) {
 }
 
 /// kiln.cache_write in place: one thread per element of the update, stored
-/// at its row plus its sequence's position in the cache, whose bytes are
-/// the result's. A row outside the cache is reported
-/// (KILN_ERROR_INDEX_OUT_OF_RANGE) and not written.
+/// at its row plus its sequence's position in the cache (modulo its length
+/// where circular), whose bytes are the result's. A row outside the cache is
+/// reported (KILN_ERROR_INDEX_OUT_OF_RANGE) and not written.
 LogicalResult KernelEmitter::emitCacheWrite(CacheWriteOp write) {
   Value rows = write.getUpdate();
   int64_t rank = getSymShape(rows.getType()).size();
@@ -237,17 +237,26 @@ LogicalResult KernelEmitter::emitCacheWrite(CacheWriteOp write) {
   FailureOr<std::string> at = failed(v) ? v : element(write.getPositions(), {index[0]});
   if (failed(at))
     return failure();
-  std::string row = temp("row");
-  line("const " + indexType + " " + row + " = " + index[axis] + " + (" + indexType + ")" + *at +
-       ";");
+  // The row in 64 bits, from the position as the data holds it (a 32-bit
+  // index would wrap a large one into the cache): around the ring where
+  // circular (never outside it), else -1 for a start outside the cache.
+  std::string row = temp("row"), start = temp("start");
+  const std::string length = cacheShape[axis];
+  line("const int64_t " + start + " = (int64_t)" + *at + ";");
+  if (write.getCircular())
+    line("const int64_t " + row + " = ((" + start + " % " + length + " + " + length + ") % " +
+         length + " + (int64_t)" + index[axis] + ") % " + length + ";");
+  else
+    line("const int64_t " + row + " = " + start + " < 0 || " + start + " > " + length +
+         " ? -1 : " + start + " + (int64_t)" + index[axis] + ";");
   // Rows past the present's valid length are past the end of the tensor the
   // copying form would make: the same error there.
-  std::string limit = cacheShape[axis];
+  std::string limit = length;
   if (DimsAttr valid = write.getValidRowsAttr(); valid && valid.getDims().size() == 1)
     limit = "kiln_min<" + indexType + ">(" + limit + ", " + dim(valid.getDims()[0]) + ")";
   const std::string outside = row + " < 0 || " + row + " >= " + limit;
   checkData(outside, "KILN_ERROR_INDEX_OUT_OF_RANGE");
-  index[axis] = row;
+  index[axis] = "(" + indexType + ")" + row;
   line("if (!(" + outside + ")) out[" + linearize(index, cacheShape) + "] = " +
        store(elementOf(rows), *v) + ";");
   closeBlock();

@@ -264,6 +264,9 @@ std::optional<FailureOr<EncodedStep>> encodeReductionStep(Operation *op, StepBui
                                                                static_cast<bool>(l.getBias())));
       })
       .Case([&](CacheWriteOp w) {
+        if (w.getCircular())
+          return step(fb::StepOp::CacheWriteCircular,
+                      fb::CreateCacheWriteCircular(b, static_cast<int64_t>(w.getAxis())));
         return step(fb::StepOp::CacheWrite,
                     fb::CreateCacheWrite(b, static_cast<int64_t>(w.getAxis()), w.getZeroTail()));
       })

@@ -18,6 +18,12 @@
 // `past` is no input's dim any more: it becomes `total - new`, where `total`
 // is the attention mask's length (the past and the new tokens, as Hugging
 // Face defines it), so the runtime still binds every symbol from the inputs.
+//
+// A model already in ONNX's own cache form (TensorScatter-24: past and
+// present at the cache's full length, the new rows written at each
+// sequence's write index, imported as kiln.cache_write) needs none of that:
+// where its past is an input read by the write alone and its present an
+// output, the write just goes into the input's bytes (`in_place`).
 // kiln-compile --kv-cache-in-place runs it; docs/runtime.md has the form.
 //===----------------------------------------------------------------------===//
 
@@ -157,6 +163,22 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
     // reshapes that then change no dim go.
     pinSymbolsToConstants(func);
 
+    // ONNX's cache form (TensorScatter): an input read only by a write into
+    // it, which the function returns. Its shape stays; the write goes in place.
+    SmallVector<CacheWriteOp> scatters;
+    for (BlockArgument arg : body.getArguments()) {
+      if (!arg.hasOneUse())
+        continue;
+      auto write = dyn_cast<CacheWriteOp>(*arg.getUsers().begin());
+      if (!write || write.getCache() != arg || write.getInPlace() || write.getZeroTail() ||
+          write.getValidRowsAttr())
+        continue;
+      if (llvm::any_of(write->getUses(), [&](OpOperand &use) { return use.getOwner() == ret; }))
+        scatters.push_back(write);
+    }
+    for (CacheWriteOp write : scatters)
+      write.setInPlace(true);
+
     // The pairs: an input read only by a two-input concat on a symbolic dim
     // (it first), whose result the function returns.
     SmallVector<CachePair> pairs;
@@ -207,9 +229,12 @@ struct KvCacheInPlacePass : impl::KvCacheInPlacePassBase<KvCacheInPlacePass> {
       rows = added;
       pairs.push_back({arg, present, update, positions, *result, axis});
     }
+    if (pairs.empty() && !scatters.empty())
+      return success();
     if (pairs.empty())
       return func.emitError() << "kiln-kv-cache-in-place: no input is a KV cache (read only by a "
-                                 "concat along a symbolic dim that the model returns)";
+                                 "concat along a symbolic dim, or by a TensorScatter, that the "
+                                 "model returns)";
 
     // The mask's length binds the past: total = past + new rows.
     DimExpr total;

@@ -658,6 +658,18 @@ LogicalResult CacheWriteOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   SymShape c = getSymShape(cache), p = getSymShape(tensorType(adaptor.getPositions()));
   if (failed(unifyDims(location, name, c[0], p[0], "positions (one a sequence)")))
     return failure();
+  if (adaptor.getCircular()) {
+    if (adaptor.getZeroTail() || adaptor.getValidRows())
+      return emitShapeError(location, name, "a circular write takes neither zero_tail nor valid_rows");
+    // Each row lands once only if the rows fit the ring (the importer guards
+    // the symbolic case).
+    DimExpr rows = getSymShape(tensorType(adaptor.getUpdate()))[*axis];
+    if (rows && c[*axis] &&
+        decideShapeAssumption(ShapeAssumption::Kind::LessEqual, rows, c[*axis]) ==
+            std::optional<bool>(false))
+      return emitShapeError(location, name,
+                            "a circular write's update must be no longer than the cache");
+  }
   inferred.push_back(cache);
   return success();
 }

@@ -318,13 +318,19 @@ def Kiln_CacheWriteOp : Kiln_Op<"cache_write", [
     place) is the length the present has (the attention mask's): a row at
     or past it is the call's error, as it is past the new tensor's end.
 
+    With `circular` (ONNX TensorScatter's circular mode, a sliding-window
+    cache) row i of sequence b goes to row `(positions[b] + i) mod L`, L the
+    cache's length along the axis (a position any i64, the remainder taken
+    non-negative): update must be no longer than the cache, and neither
+    `zero_tail` nor `valid_rows` applies.
+
     ```mlir
     %p = kiln.cache_write %cache, %new, %lengths {axis = 2 : i64, zero_tail} : (tensor<2x4x?x64xf32, #kiln.dims<[2, 4, total, 64]>>, tensor<2x4x1x64xf32>, tensor<2xi64>) -> tensor<2x4x?x64xf32, #kiln.dims<[2, 4, total, 64]>>
     ```
   }];
   let arguments = (ins Kiln_Tensor:$cache, Kiln_Tensor:$update, 1DTensorOf<[I64]>:$positions,
                        I64Attr:$axis, UnitAttr:$zero_tail, UnitAttr:$in_place,
-                       OptionalAttr<Kiln_DimsAttr>:$valid_rows);
+                       OptionalAttr<Kiln_DimsAttr>:$valid_rows, UnitAttr:$circular);
   let results = (outs Kiln_Tensor:$result);
 }
 

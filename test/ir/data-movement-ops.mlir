@@ -93,6 +93,14 @@ func.func @cache_write(%cache: tensor<2x4x?x8xf32, #kiln.dims<[2, 4, total, 8]>>
   return %w : tensor<2x4x?x8xf32, #kiln.dims<[2, 4, total, 8]>>
 }
 
+// circular: rows wrap around the cache (ONNX TensorScatter's circular mode).
+// CHECK-LABEL: func.func @cache_write_circular
+func.func @cache_write_circular(%cache: tensor<2x4x16x8xf32>, %new: tensor<2x4x3x8xf32>, %at: tensor<2xi64>) -> tensor<2x4x16x8xf32> {
+  // CHECK: kiln.cache_write %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64, circular}
+  %w = kiln.cache_write %cache, %new, %at {axis = 2 : i64, circular} : (tensor<2x4x16x8xf32>, tensor<2x4x3x8xf32>, tensor<2xi64>) -> tensor<2x4x16x8xf32>
+  return %w : tensor<2x4x16x8xf32>
+}
+
 // kiln.cache_update: the result is the cache (its type), the offset one position.
 // CHECK-LABEL: func.func @cache_update
 func.func @cache_update(%cache: tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>>, %new: tensor<?x2x1x4xbf16, #kiln.dims<[b, 2, 1, 4]>>) -> tensor<?x2x?x4xbf16, #kiln.dims<[b, 2, capacity, 4]>> {

@@ -427,6 +427,22 @@ func.func @cache_write_other_features(%c: tensor<2x8x4xf32>, %n: tensor<2x1x5xf3
 
 // -----
 
+func.func @cache_write_circular_zero_tail(%c: tensor<2x8x4xf32>, %n: tensor<2x1x4xf32>, %at: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.cache_write' op a circular write takes neither zero_tail nor valid_rows}}
+  %w = kiln.cache_write %c, %n, %at {axis = 1 : i64, circular, zero_tail} : (tensor<2x8x4xf32>, tensor<2x1x4xf32>, tensor<2xi64>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @cache_write_circular_too_long(%c: tensor<2x8x4xf32>, %n: tensor<2x9x4xf32>, %at: tensor<2xi64>) {
+  // expected-error @+1 {{'kiln.cache_write' op a circular write's update must be no longer than the cache}}
+  %w = kiln.cache_write %c, %n, %at {axis = 1 : i64, circular} : (tensor<2x8x4xf32>, tensor<2x9x4xf32>, tensor<2xi64>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
 func.func @cache_write_other_type(%c: tensor<2x8x4xf32>, %n: tensor<2x1x4xf16>, %at: tensor<2xi64>) {
   // expected-error @+1 {{'kiln.cache_write' op update must have the cache's rank and element type}}
   %w = kiln.cache_write %c, %n, %at {axis = 1 : i64} : (tensor<2x8x4xf32>, tensor<2x1x4xf16>, tensor<2xi64>) -> tensor<2x8x4xf32>

@@ -75,7 +75,40 @@ func.func @group_query(%mask: tensor<?x?xi64, #kiln.dims<[b, total]>> {kiln.name
 
 // -----
 
-// expected-error @+1 {{kiln-kv-cache-in-place: no input is a KV cache (read only by a concat along a symbolic dim that the model returns)}}
+// ONNX's own cache form (TensorScatter): past and present at the cache's
+// full length, the new rows written at each sequence's write index. The
+// write whose cache is an input read by it alone, and whose result the model
+// returns, goes into the input's bytes; nothing else changes (no mask, no
+// device symbol: no dim changes between decode steps). A write into an input
+// that something else reads too, or whose result is not returned, stays a
+// new tensor (the in-place write would change what the other reader sees).
+// CHECK-LABEL: func.func @tensor_scatter
+// CHECK-NOT: kiln.device_symbols
+// CHECK: %[[K:.*]] = kiln.cache_write %arg0, %arg2, %arg3 {axis = 2 : i64, in_place}
+// CHECK: %[[V:.*]] = kiln.cache_write %arg1, %arg2, %arg3 {axis = 2 : i64, circular, in_place}
+// CHECK: %[[SHARED:.*]] = kiln.cache_write %arg4, %arg2, %arg3 {axis = 2 : i64}
+// CHECK: %[[UNRETURNED:.*]] = kiln.cache_write %arg5, %arg2, %arg3 {axis = 2 : i64}
+// CHECK: return %[[K]], %[[V]], %[[SHARED]], %arg4, %{{.*}}
+func.func @tensor_scatter(%pk: tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>,
+                          %pv: tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>,
+                          %new: tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>,
+                          %at: tensor<?xi64, #kiln.dims<[b]>>,
+                          %shared: tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>,
+                          %unreturned: tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>)
+    -> (tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>,
+        tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>,
+        tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>) {
+  %k = kiln.cache_write %pk, %new, %at {axis = 2 : i64} : (tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<?xi64, #kiln.dims<[b]>>) -> tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>
+  %v = kiln.cache_write %pv, %new, %at {axis = 2 : i64, circular} : (tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<?xi64, #kiln.dims<[b]>>) -> tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>
+  %s = kiln.cache_write %shared, %new, %at {axis = 2 : i64} : (tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<?xi64, #kiln.dims<[b]>>) -> tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>
+  %u = kiln.cache_write %unreturned, %new, %at {axis = 2 : i64} : (tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<?xi64, #kiln.dims<[b]>>) -> tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>
+  %sum = kiln.reduce %u {axes = array<i64: 2>, kind = #kiln<reduce sum>} : (tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>) -> tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>
+  return %k, %v, %s, %shared, %sum : tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>
+}
+
+// -----
+
+// expected-error @+1 {{kiln-kv-cache-in-place: no input is a KV cache (read only by a concat along a symbolic dim, or by a TensorScatter, that the model returns)}}
 func.func @no_cache(%x: tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>> {
   %e = kiln.exp %x : (tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>>
   return %e : tensor<?x4xf32, #kiln.dims<[n, 4]>>

@@ -24,6 +24,10 @@
         whether the step at L writes at most M bytes more a position of
         context than at S, give or take N, the bytes of one step's new rows
         (--new-row-bytes N).
+
+    kv_cache_in_place.py launch-writes LOG...
+        The bytes the launches of one call changed in device memory
+        (KILN_FAKE_CUDA_WRITE_LOG's "write" lines), per log.
 """
 import argparse
 import os
@@ -102,6 +106,12 @@ def writes(a):
     return 0
 
 
+def launch_writes(a):
+    for path in a.logs:
+        print(f"{os.path.basename(path)}: launches changed {totals(path)[0]} bytes")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="command", required=True)
@@ -123,8 +133,10 @@ def main():
     # beyond what they write.)
     q.add_argument("--new-row-bytes", type=int, required=True)
     q.add_argument("--prompts", type=int, nargs=2, default=(16, 512), metavar=("SHORT", "LONG"))
+    q = sub.add_parser("launch-writes")
+    q.add_argument("logs", nargs="+")
     a = p.parse_args()
-    return {"pad": pad, "check": check, "writes": writes}[a.command](a)
+    return {"pad": pad, "check": check, "writes": writes, "launch-writes": launch_writes}[a.command](a)
 
 
 if __name__ == "__main__":

@@ -285,6 +285,38 @@ TEST(ReferenceDataMovement, CacheWriteWritesEachSequenceAtItsPosition) {
   EXPECT_FALSE(cacheWrite(cache, rows, Tensor(DType::i64, {2}), 0, false).ok());
 }
 
+TEST(ReferenceDataMovement, CircularCacheWriteWrapsAroundTheCache) {
+  // The same [2, 1, 4, 1] cache of 0..7: sequence 0's two rows from row 3
+  // (the second wraps to row 0), sequence 1's from -1 (row 3, then row 0)
+  // and, next, from 4 + 4k (row 0): any position is in the ring.
+  Tensor cache(DType::i64, {2, 1, 4, 1});
+  for (int64_t i = 0; i < 8; ++i)
+    cache.setI(i, i);
+  Tensor rows(DType::i64, {2, 1, 2, 1});
+  rows.setI(0, 100), rows.setI(1, 101), rows.setI(2, 200), rows.setI(3, 201);
+  Tensor at(DType::i64, {2});
+  at.setI(0, 3), at.setI(1, -1);
+  auto values = [](const Tensor &t) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      v.push_back(t.getI(i));
+    return v;
+  };
+  absl::StatusOr<Tensor> out =
+      cacheWrite(cache, rows, at, 2, /*zeroTail=*/false, /*circular=*/true);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(values(*out), (std::vector<int64_t>{101, 1, 2, 100, 201, 5, 6, 200}));
+  at.setI(1, 4 + 4 * 1000000000000LL);
+  out = cacheWrite(cache, rows, at, 2, false, true);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(values(*out), (std::vector<int64_t>{101, 1, 2, 100, 200, 201, 6, 7}));
+  // More rows than the ring holds would write a row twice; a circular write
+  // has no zero tail.
+  Tensor tooMany(DType::i64, {2, 1, 5, 1});
+  EXPECT_FALSE(cacheWrite(cache, tooMany, at, 2, false, true).ok());
+  EXPECT_FALSE(cacheWrite(cache, rows, at, 2, true, true).ok());
+}
+
 TEST(ReferenceSpecial, DeterminantWithPivoting) {
   Tensor m(DType::f64, {2, 2});
   m.setF(0, 0), m.setF(1, 1), m.setF(2, 1), m.setF(3, 0); // needs a row swap

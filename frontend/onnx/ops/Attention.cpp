@@ -343,13 +343,14 @@ FailureOr<Value> rotaryEmbedding(NodeImporter &n, Value input, Value cosCache, V
 
 namespace kiln::onnx_import {
 
-// TensorScatter-24, the KV-cache write, as the function ONNX defines: present
-// is past_cache with update's rows written along `axis` from each batch's
-// write index (0 without write_indices; modulo the cache length in circular
-// mode). Each present element reads update at its offset from its batch's
-// write index where that offset lies in [0, update's length), and past_cache
-// elsewhere: a gather and a select, which fuse into one kernel. It writes a
-// new cache (the in-place form, a buffer kept across calls, is issue 34's).
+// TensorScatter-24, the KV-cache write: kiln.cache_write of update's rows
+// along `axis` at each batch's write index (0 without write_indices; modulo
+// the cache length in circular mode, cache_write's `circular`). Inlined,
+// each present element is a choice between update and past_cache, fused into
+// one kernel with its readers; under --kv-cache-in-place, where past_cache is
+// a model input and present_cache a model output, the write goes into the
+// cache's own bytes (kiln-kv-cache-in-place). A linear write whose rows leave
+// the cache is the call's error (ONNX leaves it undefined).
 LogicalResult convertTensorScatter(NodeImporter &n) {
   auto past = n.requiredInput(0), update = n.requiredInput(1);
   auto axis = n.intAttr("axis", -2);
@@ -370,8 +371,9 @@ LogicalResult convertTensorScatter(NodeImporter &n) {
     return n.error("axis must not be the batch dim 0");
   // update holds past_cache's dims but along the axis, and write_indices one
   // index per batch: checked here where both are known, by a guard on every
-  // call where they are symbols (the gather below would read past update's
-  // rows otherwise, and a short write_indices would broadcast).
+  // call where they are symbols (a circular write longer than the cache
+  // would write a row twice, and a short write_indices would leave batches
+  // without a position).
   SymShape pastDims = getSymShape(NodeImporter::typeOf(*past));
   SymShape readDims = pastDims;
   readDims[a] = DimExpr();
@@ -381,13 +383,9 @@ LogicalResult convertTensorScatter(NodeImporter &n) {
       failed(requireLessEqualDims(n, getSymShape(NodeImporter::typeOf(*update))[a], pastDims[a],
                                   "update must not be longer than past_cache along the axis")))
     return failure();
-  Value rowsOf = *rows;
   Chain c(n);
-  Value zero = n.constI64({0}, true);
-  // Positions along the axis, [1, ..., max_sequence_length, ..., 1].
-  Value position = c.iota(*past, a, a, rank);
-  // Each batch's write index, [batch, 1, ..., 1] (0 for every batch without).
-  Value start = zero;
+  // Each batch's write index (0 for every batch without).
+  Value positions;
   if (Value indices = n.input(2)) {
     auto type = NodeImporter::typeOf(indices);
     if (type.getRank() != 1 || !type.getElementType().isInteger(64))
@@ -396,28 +394,15 @@ LogicalResult convertTensorScatter(NodeImporter &n) {
                                   "write_indices must hold one index per batch");
     if (failed(perBatch))
       return failure();
-    SmallVector<int64_t> ones;
-    for (int64_t i = 1; i < rank; ++i)
-      ones.push_back(i);
-    start = c(insertUnitDims(n, *perBatch, ones));
+    positions = *perBatch;
+  } else {
+    positions = c(n.create<BroadcastToOp>({n.constI64({0}, true), c(dimPiece(n, *past, 0))}));
   }
-  Value offset = c.bin<SubOp>(position, start);
+  SmallVector<NamedAttribute> attrs = {n.named("axis", n.builder().getI64IntegerAttr(a))};
   if (*mode == "circular")
-    offset = c.bin<ModOp>(offset, c.reshape(c(dimPiece(n, *past, a)), {}));
-  Value length = c.reshape(c(dimPiece(n, rowsOf, a)), {});
-  Value written = c.bin<AndOp>(c.cmp(CompareDirection::ge, offset, zero),
-                               c.cmp(CompareDirection::lt, offset, length));
-  // The row of update each element would read, kept inside update's rows
-  // where it reads past_cache instead: one zero row after update's is read
-  // there, so an empty update (no new rows) has a row to read too.
-  rowsOf = withZeroRow(n, c, rowsOf, a);
-  Value row = c.bin<MaxOp>(c.bin<MinOp>(offset, length), zero);
-  Value readRows = c.ok ? c(n.create<BroadcastToOp>({row, c(n.create<ShapeOfOp>({*past}))})) : Value();
-  Value gathered = c.ok ? c(n.create<GatherElementsOp>(
-                              {rowsOf, readRows},
-                              {n.named("axis", n.builder().getI64IntegerAttr(a))}))
-                        : Value();
-  return c.done({c.sel(written, gathered, *past)});
+    attrs.push_back(n.named("circular", n.builder().getUnitAttr()));
+  Value present = c.ok ? c(n.create<CacheWriteOp>({*past, *rows, positions}, attrs)) : Value();
+  return c.done({present});
 }
 
 } // namespace kiln::onnx_import

@@ -555,6 +555,14 @@ absl::StatusOr<HostStep> Decoder::decode() {
       return ref::cacheWrite(*in[0], *in[1], *in[2], axis, zeroTail);
     });
   }
+  case fb::StepOp::CacheWriteCircular: {
+    int64_t axis = table.op_as_CacheWriteCircular()->axis();
+    return simple(3, [axis](const Inputs &in) -> absl::StatusOr<ref::Tensor> {
+      if (absl::Status s = axisFits(axis, in[0]->rank()); !s.ok())
+        return s;
+      return ref::cacheWrite(*in[0], *in[1], *in[2], axis, /*zeroTail=*/false, /*circular=*/true);
+    });
+  }
   case fb::StepOp::GridSample: {
     const fb::GridSample &t = *table.op_as_GridSample();
     absl::StatusOr<ref::ResizeMode> mode = fromSchema<ref::ResizeMode>(t.mode());

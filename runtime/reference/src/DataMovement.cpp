@@ -119,7 +119,8 @@ absl::StatusOr<Tensor> concat(const std::vector<const Tensor *> &inputs, int64_t
 }
 
 absl::StatusOr<Tensor> cacheWrite(const Tensor &cache, const Tensor &update,
-                                  const Tensor &positions, int64_t axis, bool zeroTail) {
+                                  const Tensor &positions, int64_t axis, bool zeroTail,
+                                  bool circular) {
   if (cache.rank() < 2 || update.rank() != cache.rank() || update.dtype() != cache.dtype())
     return absl::InvalidArgumentError(absl::StrCat("cache_write: update ", update.describe(),
                                                    " does not match the cache ", cache.describe()));
@@ -136,6 +137,10 @@ absl::StatusOr<Tensor> cacheWrite(const Tensor &cache, const Tensor &update,
     return absl::InvalidArgumentError(absl::StrCat("cache_write: positions ", positions.describe(),
                                                    " must hold one position a sequence (",
                                                    batch, ")"));
+  if (circular && (zeroTail || rows > length))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cache_write: a circular write of ", rows, " rows into a cache of ", length,
+        zeroTail ? " takes no zero tail" : " would write a row twice"));
   Tensor out(cache.dtype(), cache.shape());
   if (cache.byteSize())
     std::memcpy(out.bytes(), cache.bytes(), cache.byteSize());
@@ -148,6 +153,22 @@ absl::StatusOr<Tensor> cacheWrite(const Tensor &cache, const Tensor &update,
   int64_t bytes = info(cache.dtype()).bytes, row = inner * bytes;
   for (int64_t b = 0; b < batch; ++b) {
     int64_t at = positions.getI(b);
+    if (circular) {
+      if (length == 0)
+        continue; // rows is 0 too: nothing to write
+      // Up to two runs: from `at` to the end of the ring, then from row 0.
+      at = ((at % length) + length) % length;
+      int64_t first = std::min(rows, length - at);
+      for (int64_t m = 0; m < middle; ++m) {
+        uint8_t *to = out.bytes() + ((b * middle + m) * length) * row;
+        const uint8_t *from = update.bytes() + ((b * middle + m) * rows) * row;
+        if (first > 0)
+          std::memcpy(to + at * row, from, first * row);
+        if (rows > first)
+          std::memcpy(to, from + first * row, (rows - first) * row);
+      }
+      continue;
+    }
     if (at < 0 || at > length - rows)
       return absl::InvalidArgumentError(absl::StrCat(
           "cache_write: sequence ", b, "'s rows [", at, ", ", at + rows,

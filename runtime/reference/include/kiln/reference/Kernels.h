@@ -82,9 +82,12 @@ absl::StatusOr<Tensor> cacheUpdate(const Tensor &cache, const Tensor &update, in
 /// `cache` with sequence b's rows of `update` written along `axis` (not 0)
 /// from row `positions[b]` (kiln.cache_write; `positions` holds one i64 a
 /// sequence); with `zeroTail` the rows after each sequence's written ones
-/// are 0. A row outside the cache is an error.
+/// are 0. A row outside the cache is an error. With `circular` row i goes to
+/// `(positions[b] + i) mod L` (L the cache's length along the axis; update
+/// no longer than L; no zero tail).
 absl::StatusOr<Tensor> cacheWrite(const Tensor &cache, const Tensor &update,
-                                  const Tensor &positions, int64_t axis, bool zeroTail);
+                                  const Tensor &positions, int64_t axis, bool zeroTail,
+                                  bool circular = false);
 /// ONNX Slice with one start/end/step per dim (clamped like ONNX).
 absl::StatusOr<Tensor> slice(const Tensor &x, const std::vector<int64_t> &starts,
                              const std::vector<int64_t> &ends,
