@@ -464,13 +464,21 @@ FailureOr<std::string> KernelEmitter::cacheWriteElement(CacheWriteOp w, Value v,
   line("const int64_t " + start + " = (int64_t)" + *at + ";");
   if (w.getCircular()) {
     // The row's distance from the start around the ring: every start is in
-    // range, and (rows <= length) each row lands once.
-    line("const int64_t " + offset + " = ((int64_t)" + index[axis] + " + " + length + " - (" +
-         start + " % " + length + " + " + length + ") % " + length + ") % " + length + ";");
+    // range, and (rows <= length) each row lands once. (A length of 0 has
+    // no elements to compute: 1 keeps a literal `% 0` out of the code.)
+    std::string ring = getConstantDimValue(getSymShape(w.getCache().getType())[axis]) ==
+                               std::optional<int64_t>(0)
+                           ? std::string("1")
+                           : length;
+    line("const int64_t " + offset + " = ((int64_t)" + index[axis] + " + " + ring + " - (" +
+         start + " % " + ring + " + " + ring + ") % " + ring + ") % " + ring + ";");
   } else {
-    checkData(start + " < 0 || " + start + " > " + length + " - " + rows,
-              "KILN_ERROR_INDEX_OUT_OF_RANGE");
-    line("const int64_t " + offset + " = (int64_t)" + index[axis] + " - " + start + ";");
+    // -1 (the cache's element) for a start outside: reported, and no
+    // subtraction that could overflow.
+    std::string outside = start + " < 0 || " + start + " > " + length + " - " + rows;
+    checkData(outside, "KILN_ERROR_INDEX_OUT_OF_RANGE");
+    line("const int64_t " + offset + " = " + outside + " ? -1 : (int64_t)" + index[axis] + " - " +
+         start + ";");
   }
   line(ct + " " + result + ";");
   std::vector<std::string> in(index.begin(), index.end());

@@ -237,23 +237,32 @@ LogicalResult KernelEmitter::emitCacheWrite(CacheWriteOp write) {
   FailureOr<std::string> at = failed(v) ? v : element(write.getPositions(), {index[0]});
   if (failed(at))
     return failure();
-  // The row in 64 bits, from the position as the data holds it (a 32-bit
-  // index would wrap a large one into the cache): around the ring where
-  // circular (never outside it), else -1 for a start outside the cache.
-  std::string row = temp("row"), start = temp("start");
-  const std::string length = cacheShape[axis];
-  line("const int64_t " + start + " = (int64_t)" + *at + ";");
-  if (write.getCircular())
-    line("const int64_t " + row + " = ((" + start + " % " + length + " + " + length + ") % " +
-         length + " + (int64_t)" + index[axis] + ") % " + length + ";");
-  else
-    line("const int64_t " + row + " = " + start + " < 0 || " + start + " > " + length +
-         " ? -1 : " + start + " + (int64_t)" + index[axis] + ";");
   // Rows past the present's valid length are past the end of the tensor the
   // copying form would make: the same error there.
+  const std::string length = cacheShape[axis];
   std::string limit = length;
   if (DimsAttr valid = write.getValidRowsAttr(); valid && valid.getDims().size() == 1)
     limit = "kiln_min<" + indexType + ">(" + limit + ", " + dim(valid.getDims()[0]) + ")";
+  // The row in 64 bits, from the position as the data holds it (a 32-bit
+  // index would wrap a large one into the cache): around the ring where
+  // circular (never outside it; a length of 0 has no rows to write, and 1
+  // keeps a literal `% 0` out of the code), else -1 for every row of a
+  // sequence whose rows do not all fit, as the copying form refuses the
+  // sequence whole (in place, the rows that fit would be written into the
+  // caller's cache before the call fails).
+  std::string row = temp("row"), start = temp("start");
+  line("const int64_t " + start + " = (int64_t)" + *at + ";");
+  if (write.getCircular()) {
+    std::string ring = getConstantDimValue(getSymShape(write.getCache().getType())[axis]) ==
+                               std::optional<int64_t>(0)
+                           ? std::string("1")
+                           : length;
+    line("const int64_t " + row + " = ((" + start + " % " + ring + " + " + ring + ") % " + ring +
+         " + (int64_t)" + index[axis] + ") % " + ring + ";");
+  } else {
+    line("const int64_t " + row + " = " + start + " < 0 || " + start + " > (int64_t)" + limit +
+         " - (int64_t)" + shape[axis] + " ? -1 : " + start + " + (int64_t)" + index[axis] + ";");
+  }
   const std::string outside = row + " < 0 || " + row + " >= " + limit;
   checkData(outside, "KILN_ERROR_INDEX_OUT_OF_RANGE");
   index[axis] = "(" + indexType + ")" + row;

@@ -317,6 +317,9 @@ def Kiln_CacheWriteOp : Kiln_Op<"cache_write", [
     they must be finite: kiln-generate zeroes its caches). `valid_rows` (in
     place) is the length the present has (the attention mask's): a row at
     or past it is the call's error, as it is past the new tensor's end.
+    A sequence whose rows do not all fit writes none of them; in place,
+    other sequences' rows are written before the call fails (the caller's
+    cache is then changed), and an update of no rows checks no position.
 
     With `circular` (ONNX TensorScatter's circular mode, a sliding-window
     cache) row i of sequence b goes to row `(positions[b] + i) mod L`, L the

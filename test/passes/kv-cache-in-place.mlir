@@ -108,6 +108,27 @@ func.func @tensor_scatter(%pk: tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>,
 
 // -----
 
+// Both forms in one model: the concat pair becomes the capacity form, and
+// the TensorScatter cache keeps its dims (its write in place, whatever the
+// mask's length does).
+// CHECK-LABEL: func.func @both_forms
+// CHECK-SAME: %arg1: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, cache_capacity, 4]>>
+// CHECK-SAME: %arg2: tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>
+// CHECK: kiln.cache_update %arg1, %arg3
+// CHECK: kiln.cache_write %arg2, %arg3, %arg4 {axis = 2 : i64, circular, in_place} : (tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>
+func.func @both_forms(%mask: tensor<?x?xi64, #kiln.dims<[b, total]>> {kiln.name = "attention_mask"},
+                      %pk: tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>> {kiln.name = "past_key_values.0.key"},
+                      %ring: tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>,
+                      %new: tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>,
+                      %at: tensor<?xi64, #kiln.dims<[b]>>)
+    -> (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + 1, 4]>>, tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>) {
+  %k = kiln.concat %pk, %new {axis = 2 : i64} : (tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>) -> tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + 1, 4]>>
+  %r = kiln.cache_write %ring, %new, %at {axis = 2 : i64, circular} : (tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>, tensor<?x2x1x4xf32, #kiln.dims<[b, 2, 1, 4]>>, tensor<?xi64, #kiln.dims<[b]>>) -> tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>
+  return %k, %r : tensor<?x2x?x4xf32, #kiln.dims<[b, 2, past + 1, 4]>>, tensor<?x2x16x4xf32, #kiln.dims<[b, 2, 16, 4]>>
+}
+
+// -----
+
 // expected-error @+1 {{kiln-kv-cache-in-place: no input is a KV cache (read only by a concat along a symbolic dim, or by a TensorScatter, that the model returns)}}
 func.func @no_cache(%x: tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>> {
   %e = kiln.exp %x : (tensor<?x4xf32, #kiln.dims<[n, 4]>>) -> tensor<?x4xf32, #kiln.dims<[n, 4]>>

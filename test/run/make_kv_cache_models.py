@@ -20,8 +20,8 @@ reference implementation's outputs (the layout run_numpy_cases.py reads).
                       sequence's new key and value rows written into
                       [batch, kv_heads, m, head] caches at its write index
                       (TensorScatter), then Attention-24 of 4 query heads on
-                      2 KV heads over the caches' first write + 1 rows
-                      (circular: min(write + 1, m), the window);
+                      2 KV heads over the caches' first write + new rows
+                      (circular: all of them, the window); new rows 1 or 3;
                       presents are outputs: what --kv-cache-in-place writes
                       in place
     tensor_scatter_bad_mode, tensor_scatter_batch_axis, tensor_scatter_float_indices,
@@ -54,19 +54,20 @@ def scatter_then_scale(out, name, mode, sets, cache_dims, update_dims, axis, ind
 def attention_decode(out, name, mode, sets):
     """TensorScatter's K and V writes and the attention that reads them."""
     cache = ["b", 2, "m", 8]
-    inputs = [f32("q", ["b", 4, 1, 8]), f32("k", ["b", 2, 1, 8]), f32("v", ["b", 2, 1, 8]),
+    inputs = [f32("q", ["b", 4, "s", 8]), f32("k", ["b", 2, "s", 8]), f32("v", ["b", 2, "s", 8]),
               f32("past_key", cache), f32("past_value", cache),
               helper.make_tensor_value_info("write", T.INT64, ["b"])]
     nodes = [helper.make_node("TensorScatter", ["past_key", "k", "write"], ["present_key"], mode=mode),
              helper.make_node("TensorScatter", ["past_value", "v", "write"], ["present_value"],
                               mode=mode),
-             helper.make_node("Add", ["write", "one"], ["seen"]),
              helper.make_node("Shape", ["past_key"], ["m"], start=2, end=3)]
     if mode == "circular":
-        # The window: every row once the ring is full.
-        nodes.append(helper.make_node("Min", ["seen", "m"], ["valid"]))
+        # The window: every row (the ring is full).
+        nodes.append(helper.make_node("Expand", ["m", "write_shape"], ["valid"]))
+        nodes.insert(0, helper.make_node("Shape", ["write"], ["write_shape"]))
     else:
-        nodes.append(helper.make_node("Identity", ["seen"], ["valid"]))
+        nodes.append(helper.make_node("Add", ["write", "new_rows"], ["valid"]))
+        nodes.insert(0, helper.make_node("Shape", ["k"], ["new_rows"], start=2, end=3))
     # The rows each sequence has, as a boolean mask [b, 1, 1, m] (what
     # nonpad_kv_seqlen says; onnx's reference evaluator cannot broadcast that
     # input over a batch without a mask).
@@ -77,19 +78,20 @@ def attention_decode(out, name, mode, sets):
               helper.make_node("Unsqueeze", ["keep", "axes12"], ["mask"]),
               helper.make_node("Attention", ["q", "present_key", "present_value", "mask"], ["y"])]
     save(out, name, nodes, inputs,
-         [f32("y", ["b", 4, 1, 8]), f32("present_key", cache), f32("present_value", cache)],
+         [f32("y", ["b", 4, "s", 8]), f32("present_key", cache), f32("present_value", cache)],
          [helper.make_tensor("one", T.INT64, [], [1]), helper.make_tensor("zero", T.INT64, [], [0]),
           helper.make_tensor("axis1", T.INT64, [1], [1]),
           helper.make_tensor("axes12", T.INT64, [2], [1, 2])], sets, opset=24)
 
 
 def attention_decode_sets(capacity, writes):
-    return [{"q": rng.standard_normal((2, 4, 1, 8), dtype=np.float32),
-             "k": rng.standard_normal((2, 2, 1, 8), dtype=np.float32),
-             "v": rng.standard_normal((2, 2, 1, 8), dtype=np.float32),
+    """(write indices, new rows) per set."""
+    return [{"q": rng.standard_normal((2, 4, new, 8), dtype=np.float32),
+             "k": rng.standard_normal((2, 2, new, 8), dtype=np.float32),
+             "v": rng.standard_normal((2, 2, new, 8), dtype=np.float32),
              "past_key": rng.standard_normal((2, 2, capacity, 8), dtype=np.float32),
              "past_value": rng.standard_normal((2, 2, capacity, 8), dtype=np.float32),
-             "write": np.array(w, np.int64)} for w in writes]
+             "write": np.array(w, np.int64)} for w, new in writes]
 
 
 def decode_sets(max_seq, new):
@@ -116,10 +118,13 @@ if __name__ == "__main__":
                          "update": rng.standard_normal((2, 3, 5), dtype=np.float32)}],
                        ["b", "m", 5], ["b", "l", 5], axis=1, indices=False)
     attention_decode(out, "kv_decode_linear", "linear",
-                     attention_decode_sets(16, [(0, 9), (15, 3)]))
-    # Past the end the ring wraps: 17 and 35 are rows 1 and 3.
+                     attention_decode_sets(16, [((0, 9), 1), ((15, 3), 1), ((13, 0), 3)]))
+    # The ring wraps: 17 and 35 are rows 1 and 3; three rows from 15 are 15,
+    # 0 and 1, from -1 too, and from -2^63 + 3 (a multiple of 16 plus 3)
+    # rows 3 to 5.
     attention_decode(out, "kv_decode_circular", "circular",
-                     attention_decode_sets(16, [(5, 17), (35, 15)]))
+                     attention_decode_sets(16, [((5, 17), 1), ((35, 15), 3),
+                                                ((-1, -2**63 + 3), 3)]))
     heads = [f32("past", ["b", "h", "m", 4]), f32("update", ["c", "g", "l", 4]),
              helper.make_tensor_value_info("write", T.INT64, ["w"])]
     save(out, "kv_write_heads", [helper.make_node("TensorScatter", ["past", "update", "write"], ["y"])],

@@ -3,6 +3,7 @@
 #include "Common.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 
 namespace kiln::ref {
@@ -171,7 +172,10 @@ absl::StatusOr<Tensor> cacheWrite(const Tensor &cache, const Tensor &update,
     }
     if (at < 0 || at > length - rows)
       return absl::InvalidArgumentError(absl::StrCat(
-          "cache_write: sequence ", b, "'s rows [", at, ", ", at + rows,
+          "cache_write: sequence ", b, "'s rows [", at, ", ",
+          // (the end saturated: a position near the largest i64 overflows)
+          at > std::numeric_limits<int64_t>::max() - rows ? std::numeric_limits<int64_t>::max()
+                                                          : at + rows,
           ") do not fit in the cache ", cache.describe(), " along axis ", axis));
     for (int64_t m = 0; m < middle; ++m) {
       uint8_t *to = out.bytes() + ((b * middle + m) * length) * row;
