@@ -124,6 +124,13 @@ void buildCompilePipeline(mlir::OpPassManager &pm, const CompilePipelineOptions 
 /// themselves register through the generated `registerKilnPasses()`.
 void registerKilnPipelines();
 
+/// Parses a textual pipeline as kiln-opt's --pass-pipeline takes it into
+/// `pm`, a pass manager on the module: `builtin.module(...)` is the module's
+/// own pipeline (parsed as it is into `pm` it would be one nested in the
+/// module, which runs on no op), anything else passes added to it.
+mlir::LogicalResult parseModulePipeline(llvm::StringRef text, mlir::OpPassManager &pm,
+                                        llvm::raw_ostream &errors);
+
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 

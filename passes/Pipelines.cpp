@@ -107,6 +107,19 @@ void buildCompilePipeline(OpPassManager &pm, const CompilePipelineOptions &optio
   buildKernelPipeline(pm, kernel);
 }
 
+mlir::LogicalResult parseModulePipeline(llvm::StringRef text, mlir::OpPassManager &pm,
+                                        llvm::raw_ostream &errors) {
+  StringRef t = text.trim(), anchor = ModuleOp::getOperationName();
+  if (t.consume_front(anchor)) {
+    t = t.ltrim();
+    if (!t.consume_front("(") || !t.consume_back(")")) {
+      errors << "expected '" << anchor << "(...)'";
+      return failure();
+    }
+  }
+  return parsePassPipeline(t, pm, errors);
+}
+
 void registerKilnPipelines() {
   PassPipelineRegistration<GraphPipelineOptions>(
       "kiln-graph-pipeline",

@@ -455,7 +455,7 @@ int main(int argc, char **argv) {
     } else {
       std::string error;
       raw_string_ostream errors(error);
-      if (failed(mlir::parsePassPipeline(pipeline, pm, errors)))
+      if (failed(kiln::parseModulePipeline(pipeline, pm, errors)))
         return fail("--pipeline '" + pipeline + "': " + StringRef(error).trim());
     }
     if (failed(pm.run(*module)))
