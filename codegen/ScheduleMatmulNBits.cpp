@@ -55,6 +55,10 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   const int64_t n = wShape[0], blocks = wShape[1], blob = wShape[2];
   SymShape xShape = getSymShape(x.getType());
   const int64_t k = *getConstantDimValue(xShape.back());
+  // A gated linear unit (CompositeOps.td): a thread's two columns are a
+  // gate and its up column, 8 apart in each group of 16, and it stores
+  // silu(gate) * up at column 8 g + i of the N / 2.
+  const bool glu = root.getGlu();
   // Code offsets along K are 32-bit (a lane's registers).
   if (k > std::numeric_limits<int32_t>::max() / 2)
     return unsupported(root, "needs K under 2^30");
@@ -104,11 +108,12 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   //    (whose values for a trip's codes, which the compiler loads ahead,
   //    take twice the registers);
   //  - no trip past K to guard.
+  // (A gated unit pairs its columns whatever the registers cost.)
   int64_t columnsAThread = 1;
   Trips trips = planTrips(1, 4);
-  if (n >= 2 && bits < 8) {
+  if ((n >= 2 && bits < 8) || glu) {
     Trips two = planTrips(kColumnsAThread, xBytes <= 2 ? 4 : 2);
-    if (!two.guard) {
+    if (!two.guard || glu) {
       columnsAThread = kColumnsAThread;
       trips = two;
       halfOccupancy = true;
@@ -188,6 +193,8 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   line("if (misaligned) return;");
   line("const int64_t M = " + dim(rowsDim) + ";");
   line("const int64_t K = " + int64Literal(k) + ", N = " + int64Literal(n) + ";");
+  // The result's columns: N, or N / 2 gated.
+  const std::string outColumns = glu ? "(N / 2)" : "N";
   // Lanes a unit: whole warps on a device; any block size in host
   // emulation (a block of one thread does its columns one after another).
   // (In 32 bits, as the trips' code offsets: registers a thread keeps.)
@@ -433,8 +440,25 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
     line("}");
     closeBlock(); // blocks
     // d[i]: column c0 + quad (+ 8 for i >= 2), row 2 tq + (i & 1) of each
-    // group of 8.
-    for (int r = 0; r < 2; ++r) {
+    // group of 8. Gated: d[i] and d[i + 2] are a gate and its up column.
+    for (int r = 0; r < 2 && glu; ++r) {
+      std::string rs = std::to_string(r);
+      openBlock("for (int i = 0; i < 2; ++i) {");
+      line("const int64_t row = r0 + " + std::to_string(8 * r) + " + 2 * tq + i;");
+      std::string gate = "t" + rs + "[i]", up = "t" + rs + "[i + 2]";
+      if (Value b = root.getBias()) {
+        FailureOr<std::string> g = flatRead(b, "c0 + quad"), u = flatRead(b, "c0 + quad + 8");
+        if (failed(g) || failed(u))
+          return failure();
+        gate = "(" + gate + " + (float)" + *g + ")";
+        up = "(" + up + " + (float)" + *u + ")";
+      }
+      line("const float gate = " + gate + ";");
+      line("if (row < M) out[row * (N / 2) + c0 / 2 + quad] = " +
+           store(elementOf(root.getResult()), "gate * kiln_sigmoid(gate) * " + up) + ";");
+      closeBlock();
+    }
+    for (int r = 0; r < 2 && !glu; ++r) {
       std::string rs = std::to_string(r);
       openBlock("for (int i = 0; i < 4; ++i) {");
       line("const int64_t col = c0 + quad + (i >= 2 ? 8 : 0), row = r0 + " +
@@ -473,16 +497,23 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   const std::string colType =
       n + columnsAThread * columns < std::numeric_limits<int32_t>::max() ? "int32_t" : "int64_t";
   line("const " + colType + " unit = item * columns + round * atOnce + slot;");
-  line("const " + colType + " col_0 = unit * " + std::to_string(columnsAThread) + ";");
+  if (glu)
+    line("const " + colType + " col_0 = (unit >> 3) * 16 + (unit & 7);");
+  else
+    line("const " + colType + " col_0 = unit * " + std::to_string(columnsAThread) + ";");
   line("const bool active = slot < atOnce && round * atOnce + slot < columns && col_0 < N;");
   // A unit's further columns past N (an odd N's last unit) read column 0's
   // bytes again and store nothing.
-  for (int64_t j = 1; j < columnsAThread; ++j)
+  for (int64_t j = 1; j < columnsAThread && !glu; ++j)
     line("const " + colType + " " + ofColumn("col", j) + " = col_0 + " + std::to_string(j) +
          " < N ? col_0 + " + std::to_string(j) + " : col_0;");
+  if (glu)
+    line("const " + colType + " col_1 = col_0 + 8;");
   if (!splatWord)
     line("const uint8_t *column = " + w + " + col_0 * " + int64Literal(columnBytes) + ";");
-  if (!splatWord && columnsAThread > 1)
+  if (!splatWord && columnsAThread > 1 && glu)
+    line("const int64_t columnStep = " + int64Literal(8 * columnBytes) + ";");
+  else if (!splatWord && columnsAThread > 1)
     line("const " + colType + " columnStep = (col_1 - col_0) * " + std::to_string(columnBytes) +
          ";");
   openBlock("for (int64_t m0 = 0; m0 < M;) {");
@@ -617,10 +648,21 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
             return failure();
           value = "(" + acc + " + (float)" + *b + ")";
         }
+        if (glu) {
+          line("const float " + ofColumn("v" + std::to_string(r), j) + " = " + value + ";");
+          continue;
+        }
         std::string stored = j ? "active && lane == 0 && col_0 + " + std::to_string(j) + " < N"
                                : std::string("active && lane == 0");
         line("if (" + stored + ") out[(m0 + " + std::to_string(r) + ") * N + " + col + "] = " +
              store(elementOf(root.getResult()), value) + ";");
+      }
+      if (glu) {
+        std::string gate = ofColumn("v" + std::to_string(r), 0),
+                    up = ofColumn("v" + std::to_string(r), 1);
+        line("if (active && lane == 0) out[(m0 + " + std::to_string(r) + ") * " + outColumns +
+             " + unit] = " + store(elementOf(root.getResult()), gate + " * kiln_sigmoid(" + gate +
+                                   ") * " + up) + ";");
       }
     }
     closeBlock(); // rows

@@ -106,7 +106,7 @@ std::optional<absl::StatusOr<std::vector<ref::Tensor>>> runKernelOnlyOp(Operatio
         const ref::Tensor *zero = m.getZeroPoints() ? optional(next++) : nullptr;
         const ref::Tensor *bias = m.getBias() ? optional(next++) : nullptr;
         return one(ref::matmulNBits(*in[0], *in[1], *in[2], zero, bias, m.getBits(),
-                                    m.getBlockSize()));
+                                    m.getBlockSize(), m.getGlu()));
       })
       .Case([&](SampleTokensOp) -> Results {
         for (size_t i : {3, 4, 5})

@@ -11,7 +11,10 @@
 // model's, or --weights') merge the same way: their packed columns, scales
 // and zero points are rows, so the merged weights are the members' one after
 // the other, and one GEMV reads the activation once for all of them, with one
-// launch instead of three (a decode step's Q/K/V) or two (gate and up).
+// launch instead of three (a decode step's Q/K/V). Gate and up projections
+// whose only reader is SwiGLU's `silu(gate) * up` become one gated product
+// instead (kiln.matmul_nbits {glu}: their columns interleaved by 8, the
+// product its kernel's epilogue).
 //===----------------------------------------------------------------------===//
 
 #include "passes/ConstantValues.h"
@@ -304,8 +307,124 @@ bool mergeNBits(ArrayRef<NBitsCandidate> group) {
   return replaceBySlices(b, loc, merged->getResult(0), group, created);
 }
 
+/// The constants `gate` and `up` (one type, `cols` rows each along dim 0; a
+/// null one is zeros) interleaved as kiln.matmul_nbits {glu} takes its
+/// columns: in each group of 16 rows, 8 of gate's and then the same 8 of
+/// up's. Null when a constant's bytes cannot be read.
+Value interleaveGates(OpBuilder &b, Location loc, Value gate, Value up, int64_t cols) {
+  auto type = cast<RankedTensorType>((gate ? gate : up).getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape.front() = 2 * cols;
+  auto joinedType = RankedTensorType::get(shape, type.getElementType());
+  const size_t total = static_cast<size_t>(joinedType.getNumElements()) *
+                       joinedType.getElementTypeBitWidth() / 8,
+               rowBytes = total / static_cast<size_t>(2 * cols);
+  std::vector<char> gateKeep, upKeep, zeros(total / 2, 0);
+  std::optional<ArrayRef<char>> g = gate ? constantBytes(gate, gateKeep) : ArrayRef<char>(zeros),
+                                u = up ? constantBytes(up, upKeep) : ArrayRef<char>(zeros);
+  if (!g || !u || g->size() != total / 2 || u->size() != total / 2)
+    return {};
+  return makeConstantFromBytes(b, loc, joinedType, total, [&](MutableArrayRef<char> out) {
+    for (int64_t i = 0; i < cols; ++i) {
+      size_t to = static_cast<size_t>(16 * (i / 8) + i % 8) * rowBytes;
+      std::memcpy(out.data() + to, g->data() + i * rowBytes, rowBytes);
+      std::memcpy(out.data() + to + 8 * rowBytes, u->data() + i * rowBytes, rowBytes);
+    }
+  });
+}
+
+/// SwiGLU's gate over two weight-only products of one input, `silu(x Wg) *
+/// (x Wu)` (the SiLU as `g * sigmoid(g)`), each product read by the gate
+/// alone: one kiln.matmul_nbits {glu}, whose kernel stores the gated
+/// product and never the two halves (one launch, and [.., N] values neither
+/// written nor read back by a kernel of the product). Codes below 8 bits,
+/// where the GEMV pairs two columns a thread anyway; a multiple of 8
+/// columns each. False (nothing changed) where `product` is no such gate.
+bool fuseGate(MulOp product) {
+  for (bool swapped : {false, true}) {
+    Value siluValue = swapped ? product.getRhs() : product.getLhs(),
+          upValue = swapped ? product.getLhs() : product.getRhs();
+    auto silu = siluValue.getDefiningOp<MulOp>();
+    auto up = upValue.getDefiningOp<MatmulNBitsOp>();
+    if (!silu || !silu->hasOneUse() || !up || !upValue.hasOneUse())
+      continue;
+    // silu = g * sigmoid(g), either way round.
+    for (bool sigmoidFirst : {false, true}) {
+      Value x = sigmoidFirst ? silu.getRhs() : silu.getLhs();
+      auto sigmoid = (sigmoidFirst ? silu.getLhs() : silu.getRhs()).getDefiningOp<SigmoidOp>();
+      auto gate = x.getDefiningOp<MatmulNBitsOp>();
+      if (!sigmoid || sigmoid.getInput() != x || !sigmoid->hasOneUse() || !gate || gate == up ||
+          std::distance(x.use_begin(), x.use_end()) != 2)
+        continue;
+      std::optional<NBitsCandidate> g = nbitsCandidate(gate), u = nbitsCandidate(up);
+      if (!g || !u || g->cols != u->cols || g->cols % 8 != 0 || gate.getBits() >= 8 ||
+          gate.getInput() != up.getInput() || gate.getBits() != up.getBits() ||
+          gate.getBlockSize() != up.getBlockSize() || gate.getGlu() || up.getGlu() ||
+          gate.getWeights().getType() != up.getWeights().getType() ||
+          gate.getScales().getType() != up.getScales().getType() ||
+          bool(gate.getZeroPoints()) != bool(up.getZeroPoints()) ||
+          (gate.getZeroPoints() &&
+           gate.getZeroPoints().getType() != up.getZeroPoints().getType()) ||
+          gate.getType() != up.getType() || product.getType() != up.getType())
+        continue;
+      Operation *first = gate->isBeforeInBlock(up) ? gate.getOperation() : up.getOperation();
+      OpBuilder b(first);
+      Location loc = product.getLoc();
+      SmallVector<Operation *> created;
+      auto joined = [&](Value a, Value c) {
+        Value v = interleaveGates(b, loc, a, c, g->cols);
+        if (v)
+          created.push_back(v.getDefiningOp());
+        return v;
+      };
+      Value weights = joined(gate.getWeights(), up.getWeights());
+      Value scales = joined(gate.getScales(), up.getScales());
+      Value zeros = gate.getZeroPoints() ? joined(gate.getZeroPoints(), up.getZeroPoints()) : Value();
+      Value bias = gate.getBias() || up.getBias() ? joined(gate.getBias(), up.getBias()) : Value();
+      Operation *fused = nullptr;
+      if (weights && scales && (zeros || !gate.getZeroPoints()) &&
+          (bias || !(gate.getBias() || up.getBias()))) {
+        SmallVector<Value> operands = {gate.getInput(), weights, scales};
+        if (zeros)
+          operands.push_back(zeros);
+        if (bias)
+          operands.push_back(bias);
+        fused = createInferred(
+            b, loc, MatmulNBitsOp::getOperationName(), operands,
+            {b.getNamedAttr("bits", gate.getBitsAttr()),
+             b.getNamedAttr("block_size", gate.getBlockSizeAttr()),
+             b.getNamedAttr("glu", b.getUnitAttr()),
+             b.getNamedAttr("operandSegmentSizes",
+                            b.getDenseI32ArrayAttr({1, 1, 1, zeros ? 1 : 0, bias ? 1 : 0}))});
+      }
+      if (!fused || fused->getResult(0).getType() != product.getType()) {
+        if (fused)
+          fused->erase();
+        for (Operation *op : llvm::reverse(created))
+          op->erase();
+        return false;
+      }
+      product.getResult().replaceAllUsesWith(fused->getResult(0));
+      SmallVector<Value> constants;
+      for (MatmulNBitsOp m : {gate, up})
+        for (Value v : llvm::drop_begin(m->getOperands()))
+          constants.push_back(v);
+      product.erase();
+      silu.erase();
+      sigmoid.erase();
+      gate.erase();
+      up.erase();
+      for (Value v : constants)
+        eraseDeadWeight(v);
+      return true;
+    }
+  }
+  return false;
+}
+
 struct MergeSiblingMatmulsPass
     : public impl::MergeSiblingMatmulsPassBase<MergeSiblingMatmulsPass> {
+  using MergeSiblingMatmulsPassBase::MergeSiblingMatmulsPassBase;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     // Groups by (left operand, its transpose flag, activation, weight rows,
@@ -327,6 +446,12 @@ struct MergeSiblingMatmulsPass
     for (auto &[key, group] : groups)
       if (group.size() >= 2)
         merge(group);
+    // SwiGLU's gates over weight-only products first: the pair becomes one
+    // gated product rather than siblings whose halves a kernel multiplies.
+    // (A fusion erases the product and ops before it: the walk has passed them.)
+    for (Operation &op : llvm::make_early_inc_range(func.getBody().front()))
+      if (auto mul = dyn_cast<MulOp>(&op); mul && gates)
+        fuseGate(mul);
     // Weight-only quantized ones by (input, bits, block size, blocks, bytes a
     // block, scale type, zero points' type and row length, or none).
     using NBitsKey = std::tuple<const void *, int64_t, int64_t, int64_t, int64_t, const void *,

@@ -418,9 +418,18 @@ def MergeSiblingMatmulsPass : Pass<"kiln-merge-sibling-matmuls", "::mlir::func::
     blocks, constant weights, scales and zero points of one kind (or none)
     and no bias or a constant vector one merge likewise: their weights,
     scales and zero points (a row a column) one after the other, one GEMV
-    kernel for the group.
+    kernel for the group. Before that, two such products whose only reader
+    is SwiGLU's gate, `silu(g) * u` (`g * sigmoid(g)`), with codes below 8
+    bits and a multiple of 8 columns each, become one
+    `kiln.matmul_nbits {glu}`: their rows interleaved by 8, the gated
+    product its kernel's epilogue (`gates=false` leaves them siblings: the
+    baseline a benchmark compares against).
     Runs after `--kiln-absorb-epilogues`, so the biases and ReLUs ride along.
   }];
+  let options = [
+    Option<"gates", "gates", "bool", /*default=*/"true",
+           "fuse SwiGLU's gate over two weight-only products into one gated product">,
+  ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 

@@ -448,16 +448,24 @@ LogicalResult MatmulNBitsOp::inferReturnTypes(MLIRContext *, std::optional<Locat
                                 Twine((blocks * bits + 7) / 8) + "] (packed) or float [" + Twine(n) +
                                 ", " + Twine(blocks) + "]");
   }
+  if (adaptor.getGlu() && n % 16 != 0)
+    return emitShapeError(location, name,
+                          "glu needs the columns in groups of 16 (8 gates, 8 ups), not " + Twine(n));
   SymShape result = x;
-  result.back() = getAffineConstantExpr(n, adaptor.getInput().getContext());
+  MLIRContext *ctx = adaptor.getInput().getContext();
+  result.back() = getAffineConstantExpr(n, ctx);
   if (Value bias = adaptor.getBias()) {
     if (failed(checkSameElement(location, name, adaptor.getInput(), bias, "bias")))
       return failure();
     SymShape b = getSymShape(bias.getType());
+    if (adaptor.getGlu() && b != SymShape{result.back()})
+      return emitShapeError(location, name, "glu's bias must be [" + Twine(n) + "]");
     if (b != SymShape{result.back()} && b != result)
       return emitShapeError(location, name,
                             "bias must be [" + Twine(n) + "] or the result's shape");
   }
+  if (adaptor.getGlu())
+    result.back() = getAffineConstantExpr(n / 2, ctx);
   inferred.push_back(makeTensorType(result, tensorType(adaptor.getInput()).getElementType()));
   return success();
 }

@@ -280,6 +280,16 @@ def Kiln_MatmulNBitsOp : Kiln_Op<"matmul_nbits", [
     packed bytes and dequantizes in registers: at decode sizes (a few rows)
     the weights are read once, which is the point of quantizing them.
 
+    With `glu` (a gated linear unit: SwiGLU's `silu(x Wg) * (x Wu)`, which
+    `--kiln-merge-sibling-matmuls` forms from the two products) the N
+    columns come in groups of 16, 8 gate columns and then those 8 gates' up
+    columns, and the result has N / 2 columns: column `8 g + i` is
+    `silu(c[16 g + i]) * c[16 g + 8 + i]`, each `c` with its bias added (a
+    vector; no residual), in fp32, rounded once. N must be a multiple of 16.
+    A thread of the kernel holds a gate and its up column together (the
+    tensor-core tile's lane holds columns 8 apart), so the gated product is
+    its epilogue and the N columns are never stored.
+
     ```mlir
     %y = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64} : (tensor<?x?x2048xf32, #kiln.dims<[b, s, 2048]>>, tensor<512x64x16xui8>, tensor<512x64xf32>) -> tensor<?x?x512xf32, #kiln.dims<[b, s, 512]>>
     %z = kiln.matmul_nbits %x, %w, %s, %zp bias(%r) {bits = 4 : i64, block_size = 32 : i64} : (...) -> ...
@@ -287,7 +297,8 @@ def Kiln_MatmulNBitsOp : Kiln_Op<"matmul_nbits", [
   }];
   let arguments = (ins Kiln_FloatTensor:$input, RankedTensorOf<[UI8]>:$weights,
                        Kiln_FloatTensor:$scales, Optional<Kiln_Tensor>:$zero_points,
-                       Optional<Kiln_FloatTensor>:$bias, I64Attr:$bits, I64Attr:$block_size);
+                       Optional<Kiln_FloatTensor>:$bias, I64Attr:$bits, I64Attr:$block_size,
+                       UnitAttr:$glu);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weights `,` $scales (`,` $zero_points^)? (`bias` `(` $bias^ `)`)? attr-dict `:`

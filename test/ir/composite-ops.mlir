@@ -95,6 +95,14 @@ func.func @matmul_nbits(%x: tensor<?x?x80xf32, #kiln.dims<[b, s, 80]>>, %w: tens
   return
 }
 
+// A gated linear unit: 32 columns (two groups of 8 gates and 8 ups) give 16.
+// CHECK-LABEL: func @matmul_nbits_glu
+func.func @matmul_nbits_glu(%x: tensor<?x80xf32, #kiln.dims<[r, 80]>>, %w: tensor<32x3x16xui8>, %s: tensor<32x3xf32>, %bias: tensor<32xf32>) {
+  // CHECK: kiln.matmul_nbits %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}}) {bits = 4 : i64, block_size = 32 : i64, glu} : {{.*}} -> tensor<?x16xf32, #kiln.dims<[r, 16]>>
+  %g = kiln.matmul_nbits %x, %w, %s bias(%bias) {bits = 4 : i64, block_size = 32 : i64, glu} : (tensor<?x80xf32, #kiln.dims<[r, 80]>>, tensor<32x3x16xui8>, tensor<32x3xf32>, tensor<32xf32>) -> tensor<?x16xf32, #kiln.dims<[r, 16]>>
+  return
+}
+
 // A float8 product (kiln-fp8-matmuls): e4m3 operands, the scales' product as
 // alpha, a bf16 result and bias.
 // CHECK-LABEL: func.func @float8_product

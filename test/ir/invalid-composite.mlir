@@ -516,6 +516,22 @@ func.func @nbits_bits(%x: tensor<2x80xf32>, %w: tensor<24x3x12xui8>, %s: tensor<
 
 // -----
 
+func.func @nbits_glu_columns(%x: tensor<2x80xf32>, %w: tensor<24x3x16xui8>, %s: tensor<24x3xf32>) {
+  // expected-error @+1 {{'kiln.matmul_nbits' op glu needs the columns in groups of 16 (8 gates, 8 ups), not 24}}
+  %r = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 32 : i64, glu} : (tensor<2x80xf32>, tensor<24x3x16xui8>, tensor<24x3xf32>) -> tensor<2x12xf32>
+  return
+}
+
+// -----
+
+func.func @nbits_glu_residual(%x: tensor<2x80xf32>, %w: tensor<32x3x16xui8>, %s: tensor<32x3xf32>, %r: tensor<2x32xf32>) {
+  // expected-error @+1 {{'kiln.matmul_nbits' op glu's bias must be [32]}}
+  %y = kiln.matmul_nbits %x, %w, %s bias(%r) {bits = 4 : i64, block_size = 32 : i64, glu} : (tensor<2x80xf32>, tensor<32x3x16xui8>, tensor<32x3xf32>, tensor<2x32xf32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
 func.func @nbits_block(%x: tensor<2x80xf32>, %w: tensor<24x3x12xui8>, %s: tensor<24x3xf32>) {
   // expected-error @+1 {{'kiln.matmul_nbits' op block_size must be a power of 2 from 16 to 2^20, not 24}}
   %r = kiln.matmul_nbits %x, %w, %s {bits = 4 : i64, block_size = 24 : i64} : (tensor<2x80xf32>, tensor<24x3x12xui8>, tensor<24x3xf32>) -> tensor<2x24xf32>

@@ -36,6 +36,12 @@ Needs onnxruntime (scripts/install-onnxruntime-deps.sh).
                   blocks of 32 with zero points: one kernel after
                   --kiln-merge-sibling-matmuls (the three MatMulNBits side by
                   side); data sets of 1 row, 3 rows and a prompt of 17
+    swiglu        a gated MLP: x [b, s, 256] -> gate and up MatMuls [256, 64]
+                  -> silu(gate) * up (Sigmoid and two Muls) -> down MatMul
+                  [64, 256], 4 bits in blocks of 32 with zero points: the
+                  gate and up products become one gated product
+                  (kiln.matmul_nbits {glu}); data sets of 1 row, 3 rows and
+                  prompts of 17 and 2 x 20 (tensor cores with 16-bit rows)
     odd_k4, odd_k2
                   K = 100, blocks of 16, 4 and 2 bits: chunks of 8 and 4
                   bytes (a column's bytes are no multiple of 16), and the
@@ -100,6 +106,23 @@ def sibling_model(k, widths):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
 
 
+def swiglu_model(k, inner):
+    """x [b, s, K] -> silu(x Wg) * (x Wu) -> times Wd [inner, K]: a gated MLP."""
+    inits = [numpy_helper.from_array(
+        (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32), name)
+        for name, shape in (("wg", (k, inner)), ("wu", (k, inner)), ("wd", (inner, k)))]
+    nodes = [helper.make_node("MatMul", ["x", "wg"], ["g"]),
+             helper.make_node("MatMul", ["x", "wu"], ["u"]),
+             helper.make_node("Sigmoid", ["g"], ["sg"]),
+             helper.make_node("Mul", ["g", "sg"], ["silu"]),
+             helper.make_node("Mul", ["silu", "u"], ["h"]),
+             helper.make_node("MatMul", ["h", "wd"], ["y"])]
+    graph = helper.make_graph(nodes, "swiglu",
+                              [helper.make_tensor_value_info("x", T.FLOAT, ["b", "s", k])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, ["b", "s", k])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
 def quantized(model, bits, block, symmetric):
     config = DefaultWeightOnlyQuantConfig(block_size=block, is_symmetric=symmetric, bits=bits,
                                           accuracy_level=0, quant_format=QuantFormat.QOperator)
@@ -143,6 +166,8 @@ def main():
     save(out, "odd_k2", quantized(float_model([(100, 24)]), 2, 16, True), [(1, 1), (2, 3)])
     save(out, "siblings", quantized(sibling_model(256, [64, 32, 32]), 4, 32, False),
          [(1, 1), (1, 3), (1, 17)])
+    save(out, "swiglu", quantized(swiglu_model(256, 64), 4, 32, False),
+         [(1, 1), (1, 3), (1, 17), (2, 20)])
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ using namespace detail;
 
 absl::StatusOr<Tensor> matmulNBits(const Tensor &x, const Tensor &weights, const Tensor &scales,
                                    const Tensor *zeroPoints, const Tensor *bias, int64_t bits,
-                                   int64_t blockSize) {
+                                   int64_t blockSize, bool glu) {
   const int64_t k = x.rank() == 0 ? -1 : x.dim(x.rank() - 1);
   const int64_t blocks = blockSize > 0 && k >= 0 ? (k + blockSize - 1) / blockSize : -1;
   const int64_t n = weights.rank() == 3 ? weights.dim(0) : -1;
@@ -30,12 +30,20 @@ absl::StatusOr<Tensor> matmulNBits(const Tensor &x, const Tensor &weights, const
   Shape shape = x.shape();
   shape.back() = n;
   const bool biasRow = bias && bias->shape() == Shape{n};
-  if (bias && !biasRow && bias->shape() != shape)
+  if (bias && !biasRow && (glu || bias->shape() != shape))
     return absl::InvalidArgumentError(absl::StrCat("matmul_nbits: bias ", bias->describe(),
                                                    " is neither [", n, "] nor the result's shape"));
-  Tensor out;
-  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(x.dtype(), shape));
+  if (glu && n % 16 != 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("matmul_nbits: glu needs columns in groups of 16, not ", n));
   const int64_t rows = k == 0 ? numElements(shape) / std::max<int64_t>(n, 1) : x.numel() / k;
+  // The products (bias added) in double; stored as they are, or gated.
+  std::vector<double> sums(static_cast<size_t>(rows * n));
+  Shape outShape = shape;
+  if (glu)
+    outShape.back() = n / 2;
+  Tensor out;
+  KILN_REF_ASSIGN_OR_RETURN(out, Tensor::zeros(x.dtype(), outShape));
   const uint8_t *codes = weights.bytes();
   const int64_t blob = blockSize * bits / 8, mask = (1 << bits) - 1;
   // Column n's weights, dequantized once.
@@ -60,9 +68,19 @@ absl::StatusOr<Tensor> matmulNBits(const Tensor &x, const Tensor &weights, const
         acc += x.getF(r * k + kk) * w[kk];
       if (bias)
         acc += bias->getF(biasRow ? col : r * n + col);
-      out.setF(r * n + col, acc);
+      sums[r * n + col] = acc;
     }
   }
+  if (!glu) {
+    for (int64_t i = 0; i < rows * n; ++i)
+      out.setF(i, sums[i]);
+    return out;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n / 2; ++j) {
+      double gate = sums[r * n + 16 * (j / 8) + j % 8], up = sums[r * n + 16 * (j / 8) + 8 + j % 8];
+      out.setF(r * (n / 2) + j, gate / (1.0 + std::exp(-gate)) * up);
+    }
   return out;
 }
 

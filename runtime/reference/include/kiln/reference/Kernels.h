@@ -151,9 +151,11 @@ absl::StatusOr<Tensor> matmul(const Tensor &a, const Tensor &b);
 /// transpose of the weights that `weights` (ui8 [N, blocks, block_size * bits
 /// / 8]), `scales` [N, blocks] and `zeroPoints` (null, packed ui8 or float)
 /// stand for, plus `bias` ([N] or [.., N]) when given; [.., N] in x's type.
+/// With `glu`, [.., N / 2]: silu of each group of 16 columns' first 8 times
+/// its last 8 (N a multiple of 16, the bias a vector).
 absl::StatusOr<Tensor> matmulNBits(const Tensor &x, const Tensor &weights, const Tensor &scales,
                                    const Tensor *zeroPoints, const Tensor *bias, int64_t bits,
-                                   int64_t blockSize);
+                                   int64_t blockSize, bool glu = false);
 struct ConvParams {
   std::vector<int64_t> strides, dilations, pads, outputPadding;
   int64_t group = 1;
