@@ -2,8 +2,9 @@
 //
 // kiln.matmul_nbits (CompositeOps.td says the rule) as a GEMV over the packed
 // weights: a block per `columns` units of one or two output columns (two
-// below 8 bits where the trips need no guard past K: a thread computes both
-// from the same input values), the threads of a unit (its lanes) splitting
+// below 8 bits where the trips need no guard past K, and a gated unit's gate
+// and up column always: a thread computes both from the same input values,
+// and a gated one stores silu(gate) * up), the threads of a unit (its lanes) splitting
 // its K codes in trips of up to four chunks of 16 bytes over its columns
 // (8 or 4 bytes where a column's bytes are not a multiple of 16) that lie in
 // one block (one scale and zero point a trip and column), each lane reading
@@ -108,7 +109,9 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   //    (whose values for a trip's codes, which the compiler loads ahead,
   //    take twice the registers);
   //  - no trip past K to guard.
-  // (A gated unit pairs its columns whatever the registers cost.)
+  // A gated unit pairs its gate and up columns whatever the plan: where the
+  // pair needs a guard past K it keeps the full register budget (the 64 of
+  // half occupancy would spill).
   int64_t columnsAThread = 1;
   Trips trips = planTrips(1, 4);
   if ((n >= 2 && bits < 8) || glu) {
@@ -116,7 +119,7 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
     if (!two.guard || glu) {
       columnsAThread = kColumnsAThread;
       trips = two;
-      halfOccupancy = true;
+      halfOccupancy = !two.guard && bits < 8;
     }
   }
   // Codes a scale covers inside one chunk.
@@ -639,6 +642,12 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
         closeBlock();
         std::string col = ofColumn("col", j);
         std::string value = acc;
+        if (glu) {
+          // The bias and the store by the unit's first lane only: another
+          // thread's columns may lie past N.
+          line("const float " + ofColumn("v" + std::to_string(r), j) + " = " + acc + ";");
+          continue;
+        }
         if (Value bias = root.getBias()) {
           // A row vector, or a residual of the result's shape.
           bool row = cast<RankedTensorType>(bias.getType()).getRank() == 1;
@@ -648,10 +657,6 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
             return failure();
           value = "(" + acc + " + (float)" + *b + ")";
         }
-        if (glu) {
-          line("const float " + ofColumn("v" + std::to_string(r), j) + " = " + value + ";");
-          continue;
-        }
         std::string stored = j ? "active && lane == 0 && col_0 + " + std::to_string(j) + " < N"
                                : std::string("active && lane == 0");
         line("if (" + stored + ") out[(m0 + " + std::to_string(r) + ") * N + " + col + "] = " +
@@ -660,9 +665,19 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
       if (glu) {
         std::string gate = ofColumn("v" + std::to_string(r), 0),
                     up = ofColumn("v" + std::to_string(r), 1);
-        line("if (active && lane == 0) out[(m0 + " + std::to_string(r) + ") * " + outColumns +
-             " + unit] = " + store(elementOf(root.getResult()), gate + " * kiln_sigmoid(" + gate +
-                                   ") * " + up) + ";");
+        openBlock("if (active && lane == 0) {");
+        if (Value bias = root.getBias()) {
+          FailureOr<std::string> g = flatRead(bias, "col_0"), u = flatRead(bias, "col_1");
+          if (failed(g) || failed(u))
+            return failure();
+          line("const float gate = " + gate + " + (float)" + *g + ", up = " + up + " + (float)" +
+               *u + ";");
+        } else {
+          line("const float gate = " + gate + ", up = " + up + ";");
+        }
+        line("out[(m0 + " + std::to_string(r) + ") * " + outColumns + " + unit] = " +
+             store(elementOf(root.getResult()), "gate * kiln_sigmoid(gate) * up") + ";");
+        closeBlock();
       }
     }
     closeBlock(); // rows

@@ -212,7 +212,8 @@ bool isStaticConstant(Value v) {
 }
 
 std::optional<NBitsCandidate> nbitsCandidate(MatmulNBitsOp m) {
-  if (!isStaticConstant(m.getWeights()) || !isStaticConstant(m.getScales()) ||
+  // (A gated product's columns are not its result's: no sibling.)
+  if (m.getGlu() || !isStaticConstant(m.getWeights()) || !isStaticConstant(m.getScales()) ||
       (m.getZeroPoints() && !isStaticConstant(m.getZeroPoints())))
     return std::nullopt;
   int64_t cols = cast<RankedTensorType>(m.getWeights().getType()).getDimSize(0);
@@ -257,6 +258,26 @@ Value concatRows(OpBuilder &b, Location loc, ArrayRef<Value> values) {
                                });
 }
 
+/// A kiln.matmul_nbits of `like`'s input, bits and block size over these
+/// constants (zero points and bias where not null); null where its shape
+/// function refuses them.
+Operation *createNBits(OpBuilder &b, Location loc, MatmulNBitsOp like, Value weights,
+                       Value scales, Value zeros, Value bias, bool glu) {
+  SmallVector<Value> operands = {like.getInput(), weights, scales};
+  if (zeros)
+    operands.push_back(zeros);
+  if (bias)
+    operands.push_back(bias);
+  SmallVector<NamedAttribute> attributes = {
+      b.getNamedAttr("bits", like.getBitsAttr()),
+      b.getNamedAttr("block_size", like.getBlockSizeAttr()),
+      b.getNamedAttr("operandSegmentSizes",
+                     b.getDenseI32ArrayAttr({1, 1, 1, zeros ? 1 : 0, bias ? 1 : 0}))};
+  if (glu)
+    attributes.push_back(b.getNamedAttr("glu", b.getUnitAttr()));
+  return createInferred(b, loc, MatmulNBitsOp::getOperationName(), operands, attributes);
+}
+
 /// Replaces `group` (same input, bits, block size, blocks, scale and zero
 /// point kinds) by one kiln.matmul_nbits and a slice per member.
 bool mergeNBits(ArrayRef<NBitsCandidate> group) {
@@ -286,17 +307,7 @@ bool mergeNBits(ArrayRef<NBitsCandidate> group) {
     created.push_back(bias.getDefiningOp());
   Operation *merged = nullptr;
   if (weights && scales && (zeros || !first.getZeroPoints())) {
-    SmallVector<Value> operands = {first.getInput(), weights, scales};
-    if (zeros)
-      operands.push_back(zeros);
-    if (bias)
-      operands.push_back(bias);
-    merged = createInferred(
-        b, loc, MatmulNBitsOp::getOperationName(), operands,
-        {b.getNamedAttr("bits", first.getBitsAttr()),
-         b.getNamedAttr("block_size", first.getBlockSizeAttr()),
-         b.getNamedAttr("operandSegmentSizes",
-                        b.getDenseI32ArrayAttr({1, 1, 1, zeros ? 1 : 0, bias ? 1 : 0}))});
+    merged = createNBits(b, loc, first, weights, scales, zeros, bias, /*glu=*/false);
   }
   if (!merged) {
     for (Operation *op : llvm::reverse(created))
@@ -338,8 +349,9 @@ Value interleaveGates(OpBuilder &b, Location loc, Value gate, Value up, int64_t 
 /// alone: one kiln.matmul_nbits {glu}, whose kernel stores the gated
 /// product and never the two halves (one launch, and [.., N] values neither
 /// written nor read back by a kernel of the product). Codes below 8 bits,
-/// where the GEMV pairs two columns a thread anyway; a multiple of 8
-/// columns each. False (nothing changed) where `product` is no such gate.
+/// where the GEMV's plan pairs two columns a thread (at 8 a column's bytes
+/// are its codes, and one a thread is its plan); a multiple of 8 columns
+/// each. False (nothing changed) where `product` is no such gate.
 bool fuseGate(MulOp product) {
   for (bool swapped : {false, true}) {
     Value siluValue = swapped ? product.getRhs() : product.getLhs(),
@@ -384,18 +396,7 @@ bool fuseGate(MulOp product) {
       Operation *fused = nullptr;
       if (weights && scales && (zeros || !gate.getZeroPoints()) &&
           (bias || !(gate.getBias() || up.getBias()))) {
-        SmallVector<Value> operands = {gate.getInput(), weights, scales};
-        if (zeros)
-          operands.push_back(zeros);
-        if (bias)
-          operands.push_back(bias);
-        fused = createInferred(
-            b, loc, MatmulNBitsOp::getOperationName(), operands,
-            {b.getNamedAttr("bits", gate.getBitsAttr()),
-             b.getNamedAttr("block_size", gate.getBlockSizeAttr()),
-             b.getNamedAttr("glu", b.getUnitAttr()),
-             b.getNamedAttr("operandSegmentSizes",
-                            b.getDenseI32ArrayAttr({1, 1, 1, zeros ? 1 : 0, bias ? 1 : 0}))});
+        fused = createNBits(b, loc, gate, weights, scales, zeros, bias, /*glu=*/true);
       }
       if (!fused || fused->getResult(0).getType() != product.getType()) {
         if (fused)
@@ -405,10 +406,12 @@ bool fuseGate(MulOp product) {
         return false;
       }
       product.getResult().replaceAllUsesWith(fused->getResult(0));
+      // (Once each: the two may share one, a splat's or tied weights.)
       SmallVector<Value> constants;
       for (MatmulNBitsOp m : {gate, up})
         for (Value v : llvm::drop_begin(m->getOperands()))
-          constants.push_back(v);
+          if (!llvm::is_contained(constants, v))
+            constants.push_back(v);
       product.erase();
       silu.erase();
       sigmoid.erase();

@@ -37,7 +37,8 @@ Needs onnxruntime (scripts/install-onnxruntime-deps.sh).
                   --kiln-merge-sibling-matmuls (the three MatMulNBits side by
                   side); data sets of 1 row, 3 rows and a prompt of 17
     swiglu        a gated MLP: x [b, s, 256] -> gate and up MatMuls [256, 64]
-                  -> silu(gate) * up (Sigmoid and two Muls) -> down MatMul
+                  (up with a bias Add) -> silu(gate) * up (Sigmoid and two
+                  Muls) -> down MatMul
                   [64, 256], 4 bits in blocks of 32 with zero points: the
                   gate and up products become one gated product
                   (kiln.matmul_nbits {glu}); data sets of 1 row, 3 rows and
@@ -107,12 +108,16 @@ def sibling_model(k, widths):
 
 
 def swiglu_model(k, inner):
-    """x [b, s, K] -> silu(x Wg) * (x Wu) -> times Wd [inner, K]: a gated MLP."""
+    """x [b, s, K] -> silu(x Wg) * (x Wu + bu) -> times Wd [inner, K]: a gated
+    MLP (the up projection's bias goes into its product, and the gated one's
+    epilogue adds it)."""
     inits = [numpy_helper.from_array(
         (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32), name)
         for name, shape in (("wg", (k, inner)), ("wu", (k, inner)), ("wd", (inner, k)))]
+    inits.append(numpy_helper.from_array(rng.standard_normal(inner).astype(np.float32), "bu"))
     nodes = [helper.make_node("MatMul", ["x", "wg"], ["g"]),
-             helper.make_node("MatMul", ["x", "wu"], ["u"]),
+             helper.make_node("MatMul", ["x", "wu"], ["u_mm"]),
+             helper.make_node("Add", ["u_mm", "bu"], ["u"]),
              helper.make_node("Sigmoid", ["g"], ["sg"]),
              helper.make_node("Mul", ["g", "sg"], ["silu"]),
              helper.make_node("Mul", ["silu", "u"], ["h"]),
