@@ -464,14 +464,12 @@ FailureOr<std::string> KernelEmitter::cacheWriteElement(CacheWriteOp w, Value v,
   line("const int64_t " + start + " = (int64_t)" + *at + ";");
   if (w.getCircular()) {
     // The row's distance from the start around the ring: every start is in
-    // range, and (rows <= length) each row lands once. (A length of 0 has
-    // no elements to compute: 1 keeps a literal `% 0` out of the code.)
-    std::string ring = getConstantDimValue(getSymShape(w.getCache().getType())[axis]) ==
-                               std::optional<int64_t>(0)
-                           ? std::string("1")
-                           : length;
-    line("const int64_t " + offset + " = ((int64_t)" + index[axis] + " + " + ring + " - (" +
-         start + " % " + ring + " + " + ring + ") % " + ring + ") % " + ring + ";");
+    // range, and (rows <= length) each row lands once.
+    std::string ring = ringLength(w, axis), place = temp("place");
+    line("const int64_t " + place + " = " + ringPlace(start, ring) + ";");
+    line("const int64_t " + offset + " = (int64_t)" + index[axis] + " >= " + place +
+         " ? (int64_t)" + index[axis] + " - " + place + " : (int64_t)" + index[axis] + " - " +
+         place + " + " + ring + ";");
   } else {
     // -1 (the cache's element) for a start outside: reported, and no
     // subtraction that could overflow.
@@ -501,6 +499,14 @@ FailureOr<std::string> KernelEmitter::cacheWriteElement(CacheWriteOp w, Value v,
   line(result + " = " + *c + ";");
   closeBlock();
   return result;
+}
+
+std::string KernelEmitter::ringLength(CacheWriteOp w, int64_t axis) {
+  DimExpr length = getSymShape(w.getCache().getType())[axis];
+  std::optional<int64_t> known = getConstantDimValue(length);
+  if (!known)
+    dividesData = true;
+  return known == std::optional<int64_t>(0) ? std::string("1") : dim(length);
 }
 
 FailureOr<std::string> KernelEmitter::elementOfOp(Operation *op, Value v,

@@ -406,6 +406,17 @@ private:
   LogicalResult emitCacheWrite(CacheWriteOp write);
   /// An element of kiln.cache_write's new tensor (not in place).
   FailureOr<std::string> cacheWriteElement(CacheWriteOp w, Value v, ArrayRef<std::string> index);
+  /// A circular cache_write's ring: the cache's length along `axis` (1 where
+  /// that is a constant 0: no rows to place, and no literal `% 0` in the
+  /// code). A length known only at run time makes the kernel divide by it
+  /// (dividesData: the modulo is the op's own).
+  std::string ringLength(CacheWriteOp w, int64_t axis);
+  /// `start`'s place in the ring, in [0, ring) for any i64 start: one
+  /// remainder (the compiler computes `start % ring` once).
+  static std::string ringPlace(const std::string &start, const std::string &ring) {
+    std::string rem = "(" + start + " % " + ring + ")";
+    return "(" + rem + " < 0 ? " + rem + " + " + ring + " : " + rem + ")";
+  }
   LogicalResult emitTiledTranspose(TransposeOp root);
   LogicalResult emitReduction(ReduceOp root);
   LogicalResult emitArgReduction(ArgReduceOp root);

@@ -253,12 +253,13 @@ LogicalResult KernelEmitter::emitCacheWrite(CacheWriteOp write) {
   std::string row = temp("row"), start = temp("start");
   line("const int64_t " + start + " = (int64_t)" + *at + ";");
   if (write.getCircular()) {
-    std::string ring = getConstantDimValue(getSymShape(write.getCache().getType())[axis]) ==
-                               std::optional<int64_t>(0)
-                           ? std::string("1")
-                           : length;
-    line("const int64_t " + row + " = ((" + start + " % " + ring + " + " + ring + ") % " + ring +
-         " + (int64_t)" + index[axis] + ") % " + ring + ";");
+    // (The place and the row's index are each below the length: one
+    // subtraction wraps their sum.)
+    std::string ring = ringLength(write, axis), place = temp("place");
+    line("const int64_t " + place + " = " + ringPlace(start, ring) + " + (int64_t)" + index[axis] +
+         ";");
+    line("const int64_t " + row + " = " + place + " >= " + ring + " ? " + place + " - " + ring +
+         " : " + place + ";");
   } else {
     line("const int64_t " + row + " = " + start + " < 0 || " + start + " > (int64_t)" + limit +
          " - (int64_t)" + shape[axis] + " ? -1 : " + start + " + (int64_t)" + index[axis] + ";");

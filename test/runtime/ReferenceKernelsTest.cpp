@@ -251,30 +251,40 @@ TEST(ReferenceDataMovement, CacheUpdateWritesRowsAtTheOffset) {
   EXPECT_FALSE(cacheUpdate(cache, otherBatch, 0, 1).ok());
 }
 
-TEST(ReferenceDataMovement, CacheWriteWritesEachSequenceAtItsPosition) {
-  // A [2, 1, 4, 1] cache (batch 2, a head, 4 rows) of 0..7; sequence 0's two
-  // rows written at row 0, sequence 1's at row 2.
+namespace {
+/// An integer tensor's elements, in order.
+std::vector<int64_t> integers(const Tensor &t) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v.push_back(t.getI(i));
+  return v;
+}
+
+/// A [2, 1, 4, 1] cache (batch 2, a head, 4 rows) of 0..7, and two rows a
+/// sequence: 100, 101 and 200, 201.
+std::pair<Tensor, Tensor> cacheAndRows() {
   Tensor cache(DType::i64, {2, 1, 4, 1});
   for (int64_t i = 0; i < 8; ++i)
     cache.setI(i, i);
   Tensor rows(DType::i64, {2, 1, 2, 1});
   rows.setI(0, 100), rows.setI(1, 101), rows.setI(2, 200), rows.setI(3, 201);
+  return {std::move(cache), std::move(rows)};
+}
+} // namespace
+
+TEST(ReferenceDataMovement, CacheWriteWritesEachSequenceAtItsPosition) {
+  // Sequence 0's two rows written at row 0, sequence 1's at row 2.
+  auto [cache, rows] = cacheAndRows();
   Tensor at(DType::i64, {2});
   at.setI(0, 0), at.setI(1, 2);
-  auto values = [](const Tensor &t) {
-    std::vector<int64_t> v;
-    for (int64_t i = 0; i < t.numel(); ++i)
-      v.push_back(t.getI(i));
-    return v;
-  };
   absl::StatusOr<Tensor> out = cacheWrite(cache, rows, at, 2, /*zeroTail=*/false);
   ASSERT_TRUE(out.ok()) << out.status().message();
-  EXPECT_EQ(values(*out), (std::vector<int64_t>{100, 101, 2, 3, 4, 5, 200, 201}));
+  EXPECT_EQ(integers(*out), (std::vector<int64_t>{100, 101, 2, 3, 4, 5, 200, 201}));
   // zero_tail: sequence 0's rows after its written ones are 0 (sequence 1
   // has none after).
   out = cacheWrite(cache, rows, at, 2, /*zeroTail=*/true);
   ASSERT_TRUE(out.ok()) << out.status().message();
-  EXPECT_EQ(values(*out), (std::vector<int64_t>{100, 101, 0, 0, 4, 5, 200, 201}));
+  EXPECT_EQ(integers(*out), (std::vector<int64_t>{100, 101, 0, 0, 4, 5, 200, 201}));
   // A sequence whose rows would leave the cache, a position before it, one
   // position for two sequences, and the batch axis are errors.
   at.setI(1, 3);
@@ -286,30 +296,20 @@ TEST(ReferenceDataMovement, CacheWriteWritesEachSequenceAtItsPosition) {
 }
 
 TEST(ReferenceDataMovement, CircularCacheWriteWrapsAroundTheCache) {
-  // The same [2, 1, 4, 1] cache of 0..7: sequence 0's two rows from row 3
-  // (the second wraps to row 0), sequence 1's from -1 (row 3, then row 0)
-  // and, next, from 4 + 4k (row 0): any position is in the ring.
-  Tensor cache(DType::i64, {2, 1, 4, 1});
-  for (int64_t i = 0; i < 8; ++i)
-    cache.setI(i, i);
-  Tensor rows(DType::i64, {2, 1, 2, 1});
-  rows.setI(0, 100), rows.setI(1, 101), rows.setI(2, 200), rows.setI(3, 201);
+  // Sequence 0's two rows from row 3 (the second wraps to row 0), sequence
+  // 1's from -1 (row 3, then row 0) and, next, from 4 + 4k (row 0): any
+  // position is in the ring.
+  auto [cache, rows] = cacheAndRows();
   Tensor at(DType::i64, {2});
   at.setI(0, 3), at.setI(1, -1);
-  auto values = [](const Tensor &t) {
-    std::vector<int64_t> v;
-    for (int64_t i = 0; i < t.numel(); ++i)
-      v.push_back(t.getI(i));
-    return v;
-  };
   absl::StatusOr<Tensor> out =
       cacheWrite(cache, rows, at, 2, /*zeroTail=*/false, /*circular=*/true);
   ASSERT_TRUE(out.ok()) << out.status().message();
-  EXPECT_EQ(values(*out), (std::vector<int64_t>{101, 1, 2, 100, 201, 5, 6, 200}));
+  EXPECT_EQ(integers(*out), (std::vector<int64_t>{101, 1, 2, 100, 201, 5, 6, 200}));
   at.setI(1, 4 + 4 * 1000000000000LL);
   out = cacheWrite(cache, rows, at, 2, false, true);
   ASSERT_TRUE(out.ok()) << out.status().message();
-  EXPECT_EQ(values(*out), (std::vector<int64_t>{101, 1, 2, 100, 200, 201, 6, 7}));
+  EXPECT_EQ(integers(*out), (std::vector<int64_t>{101, 1, 2, 100, 200, 201, 6, 7}));
   // More rows than the ring holds would write a row twice; a circular write
   // has no zero tail.
   Tensor tooMany(DType::i64, {2, 1, 5, 1});
