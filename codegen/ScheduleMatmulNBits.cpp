@@ -196,8 +196,6 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
   line("if (misaligned) return;");
   line("const int64_t M = " + dim(rowsDim) + ";");
   line("const int64_t K = " + int64Literal(k) + ", N = " + int64Literal(n) + ";");
-  // The result's columns: N, or N / 2 gated.
-  const std::string outColumns = glu ? "(N / 2)" : "N";
   // Lanes a unit: whole warps on a device; any block size in host
   // emulation (a block of one thread does its columns one after another).
   // (In 32 bits, as the trips' code offsets: registers a thread keeps.)
@@ -642,12 +640,10 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
         closeBlock();
         std::string col = ofColumn("col", j);
         std::string value = acc;
-        if (glu) {
-          // The bias and the store by the unit's first lane only: another
-          // thread's columns may lie past N.
-          line("const float " + ofColumn("v" + std::to_string(r), j) + " = " + acc + ";");
+        // Gated: the bias and the store below, by the unit's first lane
+        // only (another thread's columns may lie past N).
+        if (glu)
           continue;
-        }
         if (Value bias = root.getBias()) {
           // A row vector, or a residual of the result's shape.
           bool row = cast<RankedTensorType>(bias.getType()).getRank() == 1;
@@ -663,8 +659,8 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
              store(elementOf(root.getResult()), value) + ";");
       }
       if (glu) {
-        std::string gate = ofColumn("v" + std::to_string(r), 0),
-                    up = ofColumn("v" + std::to_string(r), 1);
+        std::string gate = ofColumn("acc" + std::to_string(r), 0),
+                    up = ofColumn("acc" + std::to_string(r), 1);
         openBlock("if (active && lane == 0) {");
         if (Value bias = root.getBias()) {
           FailureOr<std::string> g = flatRead(bias, "col_0"), u = flatRead(bias, "col_1");
@@ -675,7 +671,7 @@ LogicalResult KernelEmitter::emitMatmulNBits(MatmulNBitsOp root) {
         } else {
           line("const float gate = " + gate + ", up = " + up + ";");
         }
-        line("out[(m0 + " + std::to_string(r) + ") * " + outColumns + " + unit] = " +
+        line("out[(m0 + " + std::to_string(r) + ") * (N / 2) + unit] = " +
              store(elementOf(root.getResult()), "gate * kiln_sigmoid(gate) * up") + ";");
         closeBlock();
       }
